@@ -1,0 +1,362 @@
+//===- TccOps.cpp - tcc op verifiers --------------------------------------===//
+//
+// Verifiers check result types against ShapeInference, the same code the
+// frontend builds them with, so a hand-written or pass-produced op is held to
+// the format's rules.
+//
+//===----------------------------------------------------------------------===//
+#include "ir/TccOps.h"
+#include "ir/ShapeInference.h"
+
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace mlir::tcc;
+
+static ::tcc::Shape shapeOf(Value v) {
+  auto t = cast<RankedTensorType>(v.getType());
+  return ::tcc::Shape(t.getShape().begin(), t.getShape().end());
+}
+
+static ::tcc::Shape shapeOf(Type ty) {
+  auto t = cast<RankedTensorType>(ty);
+  return ::tcc::Shape(t.getShape().begin(), t.getShape().end());
+}
+
+static std::vector<int64_t> vec(ArrayRef<int64_t> a) {
+  return std::vector<int64_t>(a.begin(), a.end());
+}
+
+static Type elementType(Value v) {
+  return cast<RankedTensorType>(v.getType()).getElementType();
+}
+
+/// Checks that `shape` is what the op's result type says.
+static LogicalResult checkResult(Operation *op, Type resultTy,
+                                 const ::tcc::ShapeOrError &expected) {
+  if (!expected.ok())
+    return op->emitOpError(expected.error);
+  ::tcc::Shape got = shapeOf(resultTy);
+  if (got != expected.shape)
+    return op->emitOpError("result shape ")
+           << ::tcc::shapeToString(got) << " should be "
+           << ::tcc::shapeToString(expected.shape);
+  return success();
+}
+
+static LogicalResult checkSameElement(Operation *op, Value a, Value b) {
+  if (elementType(a) != elementType(b))
+    return op->emitOpError("operand element types differ: ")
+           << elementType(a) << " vs " << elementType(b);
+  return success();
+}
+
+static LogicalResult verifyBinary(Operation *op) {
+  Value lhs = op->getOperand(0), rhs = op->getOperand(1);
+  if (failed(checkSameElement(op, lhs, rhs)))
+    return failure();
+  Type resElt = cast<RankedTensorType>(op->getResult(0).getType())
+                    .getElementType();
+  bool isCompare = resElt.isInteger(1) && !elementType(lhs).isInteger(1);
+  if (!isCompare && resElt != elementType(lhs))
+    return op->emitOpError("result element type ")
+           << resElt << " differs from the operands' " << elementType(lhs);
+  return checkResult(op, op->getResult(0).getType(),
+                     ::tcc::broadcastShapes(shapeOf(lhs), shapeOf(rhs)));
+}
+
+#define TCC_BINARY_VERIFIER(OP)                                                \
+  LogicalResult OP::verify() { return verifyBinary(getOperation()); }
+TCC_BINARY_VERIFIER(AddOp)
+TCC_BINARY_VERIFIER(SubOp)
+TCC_BINARY_VERIFIER(MulOp)
+TCC_BINARY_VERIFIER(DivOp)
+TCC_BINARY_VERIFIER(MaximumOp)
+TCC_BINARY_VERIFIER(MinimumOp)
+TCC_BINARY_VERIFIER(PowOp)
+TCC_BINARY_VERIFIER(EqualOp)
+TCC_BINARY_VERIFIER(NotEqualOp)
+TCC_BINARY_VERIFIER(LessOp)
+TCC_BINARY_VERIFIER(LessEqualOp)
+TCC_BINARY_VERIFIER(GreaterOp)
+TCC_BINARY_VERIFIER(GreaterEqualOp)
+TCC_BINARY_VERIFIER(AndOp)
+TCC_BINARY_VERIFIER(OrOp)
+#undef TCC_BINARY_VERIFIER
+
+LogicalResult SelectOp::verify() {
+  if (failed(checkSameElement(*this, getA(), getB())))
+    return failure();
+  if (elementType(getResult()) != elementType(getA()))
+    return emitOpError("result element type differs from the operands'");
+  auto ab = ::tcc::broadcastShapes(shapeOf(getA()), shapeOf(getB()));
+  if (!ab.ok())
+    return emitOpError(ab.error);
+  return checkResult(*this, getType(),
+                     ::tcc::broadcastShapes(shapeOf(getCond()), ab.shape));
+}
+
+LogicalResult CastOp::verify() {
+  if (shapeOf(getInput()) != shapeOf(getResult()))
+    return emitOpError("cast changes the shape");
+  return success();
+}
+
+LogicalResult ConstantOp::verify() {
+  Type elt = elementType(getResult());
+  if (getValue().getType() != elt)
+    return emitOpError("value type ")
+           << getValue().getType() << " differs from the element type " << elt;
+  if (!isa<FloatAttr, IntegerAttr>(getValue()))
+    return emitOpError("value must be a float or integer attribute");
+  return success();
+}
+
+LogicalResult IotaOp::verify() {
+  int64_t rank = getType().getRank();
+  if (getAxis() < 0 || getAxis() >= rank)
+    return emitOpError("axis ") << getAxis() << " out of range for rank "
+                                << rank;
+  return success();
+}
+
+static LogicalResult verifyReduce(Operation *op, Value input,
+                                  ArrayRef<int64_t> axes, bool keepdims) {
+  if (!llvm::is_sorted(axes))
+    return op->emitOpError("axes must be sorted");
+  if (elementType(input) != elementType(op->getResult(0)))
+    return op->emitOpError("result element type differs from the input's");
+  return checkResult(op, op->getResult(0).getType(),
+                     ::tcc::reduceShape(shapeOf(input), vec(axes), keepdims));
+}
+
+LogicalResult ReduceSumOp::verify() {
+  return verifyReduce(*this, getInput(), getAxes(), getKeepdims());
+}
+LogicalResult ReduceMaxOp::verify() {
+  return verifyReduce(*this, getInput(), getAxes(), getKeepdims());
+}
+LogicalResult ReduceMinOp::verify() {
+  return verifyReduce(*this, getInput(), getAxes(), getKeepdims());
+}
+LogicalResult ReduceMeanOp::verify() {
+  if (!isa<FloatType>(elementType(getInput())))
+    return emitOpError("reduce_mean needs a float input");
+  return verifyReduce(*this, getInput(), getAxes(), getKeepdims());
+}
+
+static LogicalResult verifyArg(Operation *op, Value input, int64_t axis,
+                               bool keepdims) {
+  return checkResult(op, op->getResult(0).getType(),
+                     ::tcc::reduceShape(shapeOf(input), {axis}, keepdims));
+}
+LogicalResult ArgmaxOp::verify() {
+  return verifyArg(*this, getInput(), getAxis(), getKeepdims());
+}
+LogicalResult ArgminOp::verify() {
+  return verifyArg(*this, getInput(), getAxis(), getKeepdims());
+}
+
+LogicalResult TopkOp::verify() {
+  ::tcc::Shape in = shapeOf(getInput());
+  int64_t axis = getAxis();
+  if (axis < 0 || axis >= (int64_t)in.size())
+    return emitOpError("axis ") << axis << " out of range for rank "
+                                << in.size();
+  if (getK() < 0 || getK() > in[axis])
+    return emitOpError("k = ") << getK() << " exceeds the axis size "
+                               << in[axis];
+  if (elementType(getValues()) != elementType(getInput()))
+    return emitOpError("values element type differs from the input's");
+  in[axis] = getK();
+  if (failed(checkResult(*this, getValues().getType(), {in, ""})))
+    return failure();
+  return checkResult(*this, getIndices().getType(), {in, ""});
+}
+
+LogicalResult MatmulOp::verify() {
+  if (failed(checkSameElement(*this, getA(), getB())))
+    return failure();
+  return checkResult(*this, getType(),
+                     ::tcc::matmulShape(shapeOf(getA()), shapeOf(getB()),
+                                        getTransposeA(), getTransposeB()));
+}
+
+LogicalResult ReshapeOp::verify() {
+  if (elementType(getInput()) != elementType(getResult()))
+    return emitOpError("reshape changes the element type");
+  if (getInput().getType().getNumElements() != getType().getNumElements())
+    return emitOpError("reshape changes the number of elements");
+  return success();
+}
+
+LogicalResult TransposeOp::verify() {
+  if (elementType(getInput()) != elementType(getResult()))
+    return emitOpError("transpose changes the element type");
+  return checkResult(*this, getType(),
+                     ::tcc::transposeShape(shapeOf(getInput()),
+                                           vec(getPerm())));
+}
+
+LogicalResult BroadcastToOp::verify() {
+  if (elementType(getInput()) != elementType(getResult()))
+    return emitOpError("broadcast_to changes the element type");
+  ::tcc::Shape target = shapeOf(getResult());
+  auto b = ::tcc::broadcastShapes(shapeOf(getInput()), target);
+  if (!b.ok() || b.shape != target)
+    return emitOpError("cannot broadcast ")
+           << ::tcc::shapeToString(shapeOf(getInput())) << " to "
+           << ::tcc::shapeToString(target);
+  return success();
+}
+
+LogicalResult ConcatOp::verify() {
+  std::vector<::tcc::Shape> shapes;
+  for (Value v : getInputs()) {
+    if (elementType(v) != elementType(getResult()))
+      return emitOpError("concat inputs have different element types");
+    shapes.push_back(shapeOf(v));
+  }
+  return checkResult(*this, getType(), ::tcc::concatShape(shapes, getAxis()));
+}
+
+LogicalResult SliceOp::verify() {
+  ::tcc::Shape in = shapeOf(getInput()), out = shapeOf(getResult());
+  if (elementType(getInput()) != elementType(getResult()))
+    return emitOpError("slice changes the element type");
+  if (getStarts().size() != in.size() || getSteps().size() != in.size() ||
+      out.size() != in.size())
+    return emitOpError("starts and steps need one entry per axis");
+  for (size_t i = 0; i < in.size(); ++i) {
+    int64_t start = getStarts()[i], step = getSteps()[i], n = out[i];
+    if (step == 0)
+      return emitOpError("step 0 on axis ") << i;
+    if (n == 0)
+      continue;
+    int64_t last = start + (n - 1) * step;
+    if (start < 0 || start >= in[i] || last < 0 || last >= in[i])
+      return emitOpError("slice reads outside axis ") << i;
+  }
+  return success();
+}
+
+LogicalResult PadOp::verify() {
+  if (elementType(getInput()) != elementType(getResult()))
+    return emitOpError("pad changes the element type");
+  for (int64_t p : getPads())
+    if (p < 0)
+      return emitOpError("pads must be non-negative");
+  return checkResult(*this, getType(),
+                     ::tcc::padShape(shapeOf(getInput()), vec(getPads())));
+}
+
+LogicalResult GatherOp::verify() {
+  if (elementType(getData()) != elementType(getResult()))
+    return emitOpError("gather changes the element type");
+  return checkResult(*this, getType(),
+                     ::tcc::gatherShape(shapeOf(getData()),
+                                        shapeOf(getIndices()), getAxis()));
+}
+
+LogicalResult TakeAlongAxisOp::verify() {
+  ::tcc::Shape d = shapeOf(getData()), i = shapeOf(getIndices());
+  if (elementType(getData()) != elementType(getResult()))
+    return emitOpError("take_along_axis changes the element type");
+  if (d.size() != i.size())
+    return emitOpError("indices must have the rank of data");
+  if (getAxis() < 0 || getAxis() >= (int64_t)d.size())
+    return emitOpError("axis out of range");
+  for (size_t k = 0; k < d.size(); ++k)
+    if ((int64_t)k != getAxis() && i[k] != d[k])
+      return emitOpError("indices shape ")
+             << ::tcc::shapeToString(i) << " differs from data shape "
+             << ::tcc::shapeToString(d) << " off the axis";
+  return checkResult(*this, getType(), {i, ""});
+}
+
+LogicalResult IndexCheckOp::verify() {
+  if (getCount().getType().getRank() != 0)
+    return emitOpError("count must be a scalar tensor<i32>");
+  if (getBound() < 0)
+    return emitOpError("bound must be non-negative");
+  return success();
+}
+
+static LogicalResult checkBias(Operation *op, Value bias, int64_t channels) {
+  if (!bias)
+    return success();
+  if (shapeOf(bias) != ::tcc::Shape{channels})
+    return op->emitOpError("bias must have shape [") << channels << "]";
+  if (elementType(bias) != elementType(op->getOperand(0)))
+    return op->emitOpError("bias element type differs from the input's");
+  return success();
+}
+
+LogicalResult Conv2dOp::verify() {
+  if (failed(checkSameElement(*this, getInput(), getWeight())))
+    return failure();
+  auto s = ::tcc::conv2dShape(shapeOf(getInput()), shapeOf(getWeight()),
+                              vec(getStrides()), vec(getPads()),
+                              vec(getDilations()), getGroups());
+  if (failed(checkResult(*this, getType(), s)))
+    return failure();
+  return checkBias(*this, getBias(), s.shape[1]);
+}
+
+LogicalResult ConvTranspose2dOp::verify() {
+  if (failed(checkSameElement(*this, getInput(), getWeight())))
+    return failure();
+  auto s = ::tcc::convTranspose2dShape(
+      shapeOf(getInput()), shapeOf(getWeight()), vec(getStrides()),
+      vec(getPads()), vec(getDilations()), vec(getOutputPadding()),
+      getGroups());
+  if (failed(checkResult(*this, getType(), s)))
+    return failure();
+  return checkBias(*this, getBias(), s.shape[1]);
+}
+
+LogicalResult MaxPool2dOp::verify() {
+  return checkResult(*this, getType(),
+                     ::tcc::pool2dShape(shapeOf(getInput()), vec(getKernel()),
+                                        vec(getStrides()), vec(getPads()),
+                                        getCeilMode()));
+}
+
+LogicalResult AvgPool2dOp::verify() {
+  return checkResult(*this, getType(),
+                     ::tcc::pool2dShape(shapeOf(getInput()), vec(getKernel()),
+                                        vec(getStrides()), vec(getPads()),
+                                        getCeilMode()));
+}
+
+LogicalResult GlobalAvgPool2dOp::verify() {
+  ::tcc::Shape in = shapeOf(getInput());
+  if (in.size() != 4)
+    return emitOpError("needs a rank-4 input");
+  return checkResult(*this, getType(), {{in[0], in[1], 1, 1}, ""});
+}
+
+LogicalResult BatchNormOp::verify() {
+  ::tcc::Shape in = shapeOf(getInput());
+  if (in.size() < 2)
+    return emitOpError("needs rank >= 2 (channel axis 1)");
+  for (Value v : {getScale(), getBias(), getMean(), getVar()}) {
+    if (shapeOf(v) != ::tcc::Shape{in[1]})
+      return emitOpError("scale, bias, mean and var must have shape [")
+             << in[1] << "]";
+    if (failed(checkSameElement(*this, getInput(), v)))
+      return failure();
+  }
+  return checkResult(*this, getType(), {in, ""});
+}
+
+LogicalResult GroupOp::verify() {
+  auto yield = cast<YieldOp>(getBody().front().getTerminator());
+  if (yield.getValues().getTypes() != getResultTypes())
+    return emitOpError("yielded types differ from the result types");
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "ir/TccOps.cpp.inc"

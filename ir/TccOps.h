@@ -1,0 +1,43 @@
+//===- TccOps.h - tcc dialect ops ---------------------------------*- C++ -*-===//
+#ifndef TCC_IR_TCCOPS_H
+#define TCC_IR_TCCOPS_H
+
+#include "ir/TccDialect.h"
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+
+namespace mlir::OpTrait::tcc {
+/// Every result element depends only on operand elements at the same
+/// (broadcast) position.
+template <typename ConcreteType>
+class ElementwiseMap : public TraitBase<ConcreteType, ElementwiseMap> {};
+/// The op only moves or copies elements.
+template <typename ConcreteType>
+class DataMovement : public TraitBase<ConcreteType, DataMovement> {};
+/// The op reduces along some axes.
+template <typename ConcreteType>
+class Reduction : public TraitBase<ConcreteType, Reduction> {};
+} // namespace mlir::OpTrait::tcc
+
+#define GET_OP_CLASSES
+#include "ir/TccOps.h.inc"
+
+namespace mlir::tcc {
+inline bool isElementwise(Operation *op) {
+  return op->hasTrait<OpTrait::tcc::ElementwiseMap>();
+}
+inline bool isDataMovement(Operation *op) {
+  return op->hasTrait<OpTrait::tcc::DataMovement>();
+}
+inline bool isReduction(Operation *op) {
+  return op->hasTrait<OpTrait::tcc::Reduction>();
+}
+} // namespace mlir::tcc
+
+#endif // TCC_IR_TCCOPS_H

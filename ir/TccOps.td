@@ -1,0 +1,424 @@
+//===- TccOps.td - tcc dialect ops -------------------------*- tablegen -*-===//
+//
+// One op per operator of the model format (../docs/model-format.md), except
+// the composites, which the frontend expands. Attributes are stored in a
+// normalised form (non-negative axes, full per-axis lists) so that passes never
+// re-derive the format's defaults.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TCC_OPS_TD
+#define TCC_OPS_TD
+
+include "ir/TccBase.td"
+include "mlir/IR/BuiltinAttributes.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+
+// Ops whose every result element depends only on input elements at the same
+// (broadcast) position: kernel grouping fuses chains of them.
+def Tcc_Elementwise : NativeOpTrait<"ElementwiseMap"> {
+  let cppNamespace = "::mlir::OpTrait::tcc";
+}
+// Ops that only move elements (views, permutations, copies).
+def Tcc_DataMovement : NativeOpTrait<"DataMovement"> {
+  let cppNamespace = "::mlir::OpTrait::tcc";
+}
+// Ops that reduce along axes.
+def Tcc_Reduction : NativeOpTrait<"Reduction"> {
+  let cppNamespace = "::mlir::OpTrait::tcc";
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+class Tcc_UnaryOp<string mnemonic, Type tensorTy, list<Trait> traits = []>
+    : Tcc_Op<mnemonic, !listconcat(traits, [Pure, Tcc_Elementwise,
+                                            SameOperandsAndResultType])> {
+  let summary = "elementwise " # mnemonic;
+  let arguments = (ins tensorTy:$input);
+  let results = (outs tensorTy:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
+def Tcc_NegOp : Tcc_UnaryOp<"neg", Tcc_NumTensor>;
+def Tcc_AbsOp : Tcc_UnaryOp<"abs", Tcc_NumTensor>;
+def Tcc_ExpOp : Tcc_UnaryOp<"exp", Tcc_FloatTensor>;
+def Tcc_LogOp : Tcc_UnaryOp<"log", Tcc_FloatTensor>;
+def Tcc_SqrtOp : Tcc_UnaryOp<"sqrt", Tcc_FloatTensor>;
+def Tcc_RsqrtOp : Tcc_UnaryOp<"rsqrt", Tcc_FloatTensor>;
+def Tcc_ReciprocalOp : Tcc_UnaryOp<"reciprocal", Tcc_FloatTensor>;
+def Tcc_TanhOp : Tcc_UnaryOp<"tanh", Tcc_FloatTensor>;
+def Tcc_SigmoidOp : Tcc_UnaryOp<"sigmoid", Tcc_FloatTensor>;
+def Tcc_ReluOp : Tcc_UnaryOp<"relu", Tcc_NumTensor>;
+def Tcc_SiluOp : Tcc_UnaryOp<"silu", Tcc_FloatTensor>;
+def Tcc_ErfOp : Tcc_UnaryOp<"erf", Tcc_FloatTensor>;
+def Tcc_FloorOp : Tcc_UnaryOp<"floor", Tcc_FloatTensor>;
+def Tcc_CeilOp : Tcc_UnaryOp<"ceil", Tcc_FloatTensor>;
+def Tcc_NotOp : Tcc_UnaryOp<"not", Tcc_BoolTensor>;
+
+def Tcc_GeluOp : Tcc_UnaryOp<"gelu", Tcc_FloatTensor> {
+  let arguments = (ins Tcc_FloatTensor:$input,
+                       DefaultValuedAttr<BoolAttr, "false">:$tanh_approx);
+}
+
+def Tcc_ClampOp : Tcc_UnaryOp<"clamp", Tcc_NumTensor> {
+  let arguments = (ins Tcc_NumTensor:$input, OptionalAttr<F64Attr>:$min,
+                       OptionalAttr<F64Attr>:$max);
+}
+
+class Tcc_BinaryOp<string mnemonic, Type operandTy, Type resultTy,
+                   list<Trait> traits = []>
+    : Tcc_Op<mnemonic, !listconcat(traits, [Pure, Tcc_Elementwise])> {
+  let summary = "elementwise " # mnemonic # " with NumPy broadcasting";
+  let arguments = (ins operandTy:$lhs, operandTy:$rhs);
+  let results = (outs resultTy:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tcc_AddOp : Tcc_BinaryOp<"add", Tcc_NumTensor, Tcc_NumTensor>;
+def Tcc_SubOp : Tcc_BinaryOp<"sub", Tcc_NumTensor, Tcc_NumTensor>;
+def Tcc_MulOp : Tcc_BinaryOp<"mul", Tcc_NumTensor, Tcc_NumTensor>;
+def Tcc_DivOp : Tcc_BinaryOp<"div", Tcc_NumTensor, Tcc_NumTensor>;
+def Tcc_MaximumOp : Tcc_BinaryOp<"maximum", Tcc_NumTensor, Tcc_NumTensor>;
+def Tcc_MinimumOp : Tcc_BinaryOp<"minimum", Tcc_NumTensor, Tcc_NumTensor>;
+def Tcc_PowOp : Tcc_BinaryOp<"pow", Tcc_NumTensor, Tcc_NumTensor>;
+
+def Tcc_EqualOp : Tcc_BinaryOp<"equal", Tcc_Tensor, Tcc_BoolTensor>;
+def Tcc_NotEqualOp : Tcc_BinaryOp<"not_equal", Tcc_Tensor, Tcc_BoolTensor>;
+def Tcc_LessOp : Tcc_BinaryOp<"less", Tcc_Tensor, Tcc_BoolTensor>;
+def Tcc_LessEqualOp : Tcc_BinaryOp<"less_equal", Tcc_Tensor, Tcc_BoolTensor>;
+def Tcc_GreaterOp : Tcc_BinaryOp<"greater", Tcc_Tensor, Tcc_BoolTensor>;
+def Tcc_GreaterEqualOp
+    : Tcc_BinaryOp<"greater_equal", Tcc_Tensor, Tcc_BoolTensor>;
+
+def Tcc_AndOp : Tcc_BinaryOp<"and", Tcc_BoolTensor, Tcc_BoolTensor>;
+def Tcc_OrOp : Tcc_BinaryOp<"or", Tcc_BoolTensor, Tcc_BoolTensor>;
+
+def Tcc_SelectOp : Tcc_Op<"select", [Pure, Tcc_Elementwise]> {
+  let summary = "cond ? a : b, with NumPy broadcasting of all three";
+  let arguments = (ins Tcc_BoolTensor:$cond, Tcc_Tensor:$a, Tcc_Tensor:$b);
+  let results = (outs Tcc_Tensor:$result);
+  let assemblyFormat = [{
+    $cond `,` $a `,` $b attr-dict `:` type($cond) `,` type($a) `,` type($b)
+    `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tcc_CastOp : Tcc_Op<"cast", [Pure, Tcc_Elementwise]> {
+  let summary = "dtype conversion";
+  let description = [{
+    Float to int truncates toward zero (NaN gives 0, out-of-range values
+    saturate); float to f8 rounds to nearest even and saturates to the largest
+    finite value; anything to bool is `x != 0`.
+  }];
+  let arguments = (ins Tcc_Tensor:$input);
+  let results = (outs Tcc_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Sources
+//===----------------------------------------------------------------------===//
+
+def Tcc_ConstantOp : Tcc_Op<"constant", [Pure, ConstantLike]> {
+  let summary = "a tensor holding one scalar everywhere";
+  let arguments = (ins TypedAttrInterface:$value);
+  let results = (outs Tcc_Tensor:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tcc_IotaOp : Tcc_Op<"iota", [Pure]> {
+  let summary = "y[i0..in] = i_axis";
+  let arguments = (ins I64Attr:$axis);
+  let results = (outs Tcc_NumTensor:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+class Tcc_ReduceOp<string mnemonic>
+    : Tcc_Op<mnemonic, [Pure, Tcc_Reduction]> {
+  let summary = mnemonic # " over `axes` (sorted, non-negative)";
+  let arguments = (ins Tcc_NumTensor:$input, DenseI64ArrayAttr:$axes,
+                       BoolAttr:$keepdims);
+  let results = (outs Tcc_NumTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tcc_ReduceSumOp : Tcc_ReduceOp<"reduce_sum">;
+def Tcc_ReduceMaxOp : Tcc_ReduceOp<"reduce_max">;
+def Tcc_ReduceMinOp : Tcc_ReduceOp<"reduce_min">;
+def Tcc_ReduceMeanOp : Tcc_ReduceOp<"reduce_mean">;
+
+class Tcc_ArgOp<string mnemonic> : Tcc_Op<mnemonic, [Pure, Tcc_Reduction]> {
+  let summary = "index of the " # mnemonic # " along `axis`, first on ties";
+  let arguments = (ins Tcc_NumTensor:$input, I64Attr:$axis,
+                       BoolAttr:$keepdims);
+  let results = (outs TensorOf<[I64]>:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tcc_ArgmaxOp : Tcc_ArgOp<"argmax">;
+def Tcc_ArgminOp : Tcc_ArgOp<"argmin">;
+
+def Tcc_TopkOp : Tcc_Op<"topk", [Pure]> {
+  let summary = "k largest (or smallest) along `axis`; ties keep lower index";
+  let arguments = (ins Tcc_NumTensor:$input, I64Attr:$k, I64Attr:$axis,
+                       BoolAttr:$largest);
+  let results = (outs Tcc_NumTensor:$values, TensorOf<[I64]>:$indices);
+  let assemblyFormat = [{
+    $input attr-dict `:` type($input) `->` type($values) `,` type($indices)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Contraction
+//===----------------------------------------------------------------------===//
+
+def Tcc_MatmulOp : Tcc_Op<"matmul", [Pure]> {
+  let summary = "batched matrix product with broadcast batch dimensions";
+  let description = [{
+    `a: [..., M, K]`, `b: [..., K, N]` after the optional transposes of the
+    last two dimensions; rank-1 operands are not allowed (the frontend
+    reshapes them). The result element type is the accumulation's output.
+  }];
+  let arguments = (ins Tcc_NumTensor:$a, Tcc_NumTensor:$b,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_a,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_b);
+  let results = (outs Tcc_NumTensor:$result);
+  let assemblyFormat = [{
+    $a `,` $b attr-dict `:` type($a) `,` type($b) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Shape and data movement
+//===----------------------------------------------------------------------===//
+
+def Tcc_ReshapeOp : Tcc_Op<"reshape", [Pure, Tcc_DataMovement]> {
+  let summary = "row-major reshape to the result type";
+  let arguments = (ins Tcc_Tensor:$input);
+  let results = (outs Tcc_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tcc_TransposeOp : Tcc_Op<"transpose", [Pure, Tcc_DataMovement]> {
+  let summary = "result dim i is input dim perm[i]";
+  let arguments = (ins Tcc_Tensor:$input, DenseI64ArrayAttr:$perm);
+  let results = (outs Tcc_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tcc_BroadcastToOp : Tcc_Op<"broadcast_to", [Pure, Tcc_DataMovement]> {
+  let summary = "NumPy broadcast to the result type";
+  let arguments = (ins Tcc_Tensor:$input);
+  let results = (outs Tcc_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tcc_ConcatOp : Tcc_Op<"concat", [Pure, Tcc_DataMovement]> {
+  let summary = "concatenation along `axis`";
+  let arguments = (ins Variadic<Tcc_Tensor>:$inputs, I64Attr:$axis);
+  let results = (outs Tcc_Tensor:$result);
+  let assemblyFormat = [{
+    $inputs attr-dict `:` type($inputs) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tcc_SliceOp : Tcc_Op<"slice", [Pure, Tcc_DataMovement]> {
+  let summary = "strided slice: out[i] = in[starts + i * steps] per axis";
+  let description = [{
+    The normalised form of ONNX Slice: one start (in range) and one non-zero
+    step per axis; the result type gives the counts. Negative steps walk
+    backwards.
+  }];
+  let arguments = (ins Tcc_Tensor:$input, DenseI64ArrayAttr:$starts,
+                       DenseI64ArrayAttr:$steps);
+  let results = (outs Tcc_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tcc_PadOp : Tcc_Op<"pad", [Pure, Tcc_DataMovement]> {
+  let summary = "constant padding: pads = [begin_0.., end_0..], all >= 0";
+  let arguments = (ins Tcc_Tensor:$input, DenseI64ArrayAttr:$pads,
+                       F64Attr:$value);
+  let results = (outs Tcc_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tcc_GatherOp : Tcc_Op<"gather", [Pure]> {
+  let summary = "ONNX Gather along `axis`; out-of-range indices are an error";
+  let arguments = (ins Tcc_Tensor:$data, Tcc_IndexTensor:$indices,
+                       I64Attr:$axis);
+  let results = (outs Tcc_Tensor:$result);
+  let assemblyFormat = [{
+    $data `,` $indices attr-dict `:` type($data) `,` type($indices) `->`
+    type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tcc_TakeAlongAxisOp : Tcc_Op<"take_along_axis", [Pure]> {
+  let summary = "ONNX GatherElements along `axis`";
+  let arguments = (ins Tcc_Tensor:$data, Tcc_IndexTensor:$indices,
+                       I64Attr:$axis);
+  let results = (outs Tcc_Tensor:$result);
+  let assemblyFormat = [{
+    $data `,` $indices attr-dict `:` type($data) `,` type($indices) `->`
+    type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tcc_IndexCheckOp : Tcc_Op<"index_check", [Pure, Tcc_Reduction]> {
+  let summary = "counts indices outside [-bound, bound)";
+  let description = [{
+    Gathers clamp their indices so that no read leaves the data; the frontend
+    pairs each gather with an index_check whose count becomes a hidden status
+    result, and the runtime reports a run whose count is non-zero as an error.
+  }];
+  let arguments = (ins Tcc_IndexTensor:$indices, I64Attr:$bound);
+  let results = (outs TensorOf<[I32]>:$count);
+  let assemblyFormat = "$indices attr-dict `:` type($indices) `->` type($count)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution and pooling (NCHW)
+//===----------------------------------------------------------------------===//
+
+def Tcc_Conv2dOp : Tcc_Op<"conv2d", [Pure]> {
+  let summary = "2-D convolution, NCHW / OIHW, optional bias";
+  let arguments = (ins Tcc_FloatTensor:$input, Tcc_FloatTensor:$weight,
+                       Optional<Tcc_FloatTensor>:$bias,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$dilations, I64Attr:$groups);
+  let results = (outs Tcc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict `:` type($input) `,`
+    type($weight) (`,` type($bias)^)? `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tcc_ConvTranspose2dOp : Tcc_Op<"conv_transpose2d", [Pure]> {
+  let summary = "2-D transposed convolution, weight [C, O/groups, KH, KW]";
+  let arguments = (ins Tcc_FloatTensor:$input, Tcc_FloatTensor:$weight,
+                       Optional<Tcc_FloatTensor>:$bias,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$dilations,
+                       DenseI64ArrayAttr:$output_padding, I64Attr:$groups);
+  let results = (outs Tcc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict `:` type($input) `,`
+    type($weight) (`,` type($bias)^)? `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+class Tcc_Pool2dOp<string mnemonic> : Tcc_Op<mnemonic, [Pure]> {
+  let arguments = (ins Tcc_FloatTensor:$input, DenseI64ArrayAttr:$kernel,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       BoolAttr:$ceil_mode);
+  let results = (outs Tcc_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tcc_MaxPool2dOp : Tcc_Pool2dOp<"max_pool2d"> {
+  let summary = "2-D max pooling; padding never wins";
+}
+
+def Tcc_AvgPool2dOp : Tcc_Pool2dOp<"avg_pool2d"> {
+  let summary = "2-D average pooling";
+  let arguments = (ins Tcc_FloatTensor:$input, DenseI64ArrayAttr:$kernel,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       BoolAttr:$ceil_mode, BoolAttr:$count_include_pad);
+}
+
+def Tcc_GlobalAvgPool2dOp : Tcc_Op<"global_avg_pool2d", [Pure]> {
+  let summary = "[N, C, H, W] -> [N, C, 1, 1]";
+  let arguments = (ins Tcc_FloatTensor:$input);
+  let results = (outs Tcc_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tcc_BatchNormOp : Tcc_Op<"batch_norm", [Pure]> {
+  let summary = "inference batch norm over channel axis 1";
+  let arguments = (ins Tcc_FloatTensor:$input, Tcc_FloatTensor:$scale,
+                       Tcc_FloatTensor:$bias, Tcc_FloatTensor:$mean,
+                       Tcc_FloatTensor:$var, F64Attr:$eps);
+  let results = (outs Tcc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $bias `,` $mean `,` $var attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Grouping
+//===----------------------------------------------------------------------===//
+
+def Tcc_YieldOp : Tcc_Op<"yield", [Pure, Terminator, ReturnLike,
+                                   ParentOneOf<["GroupOp", "ChainOp"]>]> {
+  let summary = "the values a group or chain region returns";
+  let arguments = (ins Variadic<AnyType>:$values);
+  let builders = [OpBuilder<(ins), [{ build($_builder, $_state, ValueRange()); }]>];
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
+}
+
+def Tcc_GroupOp : Tcc_Op<"group", [SingleBlockImplicitTerminator<"YieldOp">,
+                                   RecursiveMemoryEffects]> {
+  let summary = "ops that become one kernel";
+  let description = [{
+    The kernel-grouping pass wraps the ops of each future kernel in one
+    `tcc.group`; values from outside are captured, and the results are those
+    used after the group. Every target outlines groups the same way, so the
+    host and GPU targets share one grouping.
+  }];
+  let arguments = (ins StrAttr:$kind);
+  let results = (outs Variadic<Tcc_Tensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$kind attr-dict-with-keyword (`->` type($results)^)? $body";
+  let hasVerifier = 1;
+}
+
+def Tcc_ChainOp : Tcc_Op<"chain", [SingleBlockImplicitTerminator<"YieldOp">,
+                                   RecursiveMemoryEffects]> {
+  let summary = "a reduction chain along one axis";
+  let description = [{
+    Reductions over one axis where later reductions read earlier results,
+    with the elementwise ops between them (softmax, attention, layer norm).
+    Reduction-chain fusion rewrites its body into a rolling or split-K form.
+  }];
+  let arguments = (ins I64Attr:$axis);
+  let results = (outs Variadic<Tcc_Tensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "attr-dict-with-keyword (`->` type($results)^)? $body";
+}
+
+#endif // TCC_OPS_TD

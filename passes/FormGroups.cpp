@@ -1,0 +1,258 @@
+//===- FormGroups.cpp - decide what becomes one kernel --------------------===//
+//
+// Every target outlines the groups made here, so the host and the GPU targets
+// agree on kernel boundaries and `tcc inspect` shows the same launches.
+//
+// Rules, applied in program order:
+//  - constants and iotas are cloned into each group that reads them (they are
+//    recomputed, never stored), unless a function result reads them directly;
+//  - an elementwise or data-movement op joins the group of an operand's
+//    producer when that group is elementwise, or is anchored by a reduction
+//    or heavy op whose result has the op's shape (an epilogue);
+//  - a reduction joins an elementwise group whose values only it reads (a
+//    prologue);
+//  - heavy ops (matmul, convolution, pooling, gathers, top-k) start a group.
+// A join is refused when it would make the group graph cyclic.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Passes.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace mlir::tcc {
+#define GEN_PASS_DEF_TCCFORMGROUPS
+#include "passes/Passes.h.inc"
+} // namespace mlir::tcc
+
+using namespace mlir;
+using namespace mlir::tcc;
+
+namespace {
+
+enum class GroupKind { Elementwise, Reduction, Heavy };
+
+struct Group {
+  GroupKind kind = GroupKind::Elementwise;
+  std::string name = "elementwise";
+  SmallVector<Operation *> ops;
+  /// Shape of the anchor's result, for epilogue joins.
+  SmallVector<int64_t> anchorShape;
+  /// Groups whose values this one reads directly.
+  llvm::SetVector<int> preds;
+};
+
+bool isSource(Operation *op) { return isa<ConstantOp, IotaOp>(op); }
+
+bool isLight(Operation *op) {
+  return isElementwise(op) || isDataMovement(op) || isa<BatchNormOp>(op);
+}
+
+ArrayRef<int64_t> shapeOfResult(Operation *op) {
+  return cast<RankedTensorType>(op->getResult(0).getType()).getShape();
+}
+
+class Grouper {
+public:
+  explicit Grouper(Block &block) : block(block) {}
+
+  void run() {
+    for (Operation &op : block) {
+      if (!isa<TccDialect>(op.getDialect()) || isa<GroupOp, ChainOp>(op))
+        continue;
+      if (isSource(&op) && !feedsTerminator(&op))
+        continue;
+      place(&op);
+    }
+    materialize();
+  }
+
+private:
+  bool feedsTerminator(Operation *op) {
+    for (Operation *user : op->getUsers())
+      if (user->hasTrait<OpTrait::IsTerminator>())
+        return true;
+    return false;
+  }
+
+  /// Groups that produce the (non-source) operands of `op`.
+  SmallVector<int> operandGroups(Operation *op) {
+    SmallVector<int> out;
+    for (Value v : op->getOperands()) {
+      Operation *def = v.getDefiningOp();
+      auto it = def ? groupOf.find(def) : groupOf.end();
+      if (it != groupOf.end() && !llvm::is_contained(out, it->second))
+        out.push_back(it->second);
+    }
+    return out;
+  }
+
+  /// Joining `op` to `g` keeps the group graph acyclic when no other
+  /// operand group of `op` depends on `g`.
+  bool acyclicJoin(Operation *op, int g) {
+    for (int h : operandGroups(op))
+      if (h != g && dependsOn(h, g))
+        return false;
+    return true;
+  }
+
+  /// Whether group `h` reads, transitively, from group `g`. Computed on
+  /// demand: a cached closure would go stale as groups gain members.
+  bool dependsOn(int h, int g) {
+    SmallVector<int> stack{h};
+    llvm::DenseSet<int> seen{h};
+    while (!stack.empty()) {
+      int cur = stack.pop_back_val();
+      for (int p : groups[cur].preds) {
+        if (p == g)
+          return true;
+        if (seen.insert(p).second)
+          stack.push_back(p);
+      }
+    }
+    return false;
+  }
+
+  /// Every user of every value of group `g` is `op`.
+  bool onlyFeeds(int g, Operation *op) {
+    for (Operation *member : groups[g].ops)
+      for (Operation *user : member->getUsers())
+        if (user != op && (!groupOf.count(user) || groupOf[user] != g))
+          return false;
+    return true;
+  }
+
+  bool canJoin(Operation *op, int g) {
+    Group &grp = groups[g];
+    if (!acyclicJoin(op, g))
+      return false;
+    if (isLight(op)) {
+      if (grp.kind == GroupKind::Elementwise)
+        return true;
+      return shapeOfResult(op) == ArrayRef<int64_t>(grp.anchorShape);
+    }
+    if (isReduction(op))
+      return grp.kind == GroupKind::Elementwise && onlyFeeds(g, op);
+    return false;
+  }
+
+  void place(Operation *op) {
+    int target = -1;
+    for (int g : operandGroups(op))
+      if (canJoin(op, g)) {
+        target = g;
+        break;
+      }
+    if (target < 0) {
+      target = groups.size();
+      groups.emplace_back();
+      if (isLight(op) || isSource(op)) {
+        groups.back().kind = GroupKind::Elementwise;
+      } else if (isReduction(op)) {
+        groups.back().kind = GroupKind::Reduction;
+      } else {
+        groups.back().kind = GroupKind::Heavy;
+      }
+    }
+    Group &grp = groups[target];
+    if (isReduction(op) || (!isLight(op) && !isSource(op))) {
+      grp.kind = isReduction(op) ? GroupKind::Reduction : GroupKind::Heavy;
+      grp.name = op->getName().stripDialect().str();
+      auto shape = shapeOfResult(op);
+      grp.anchorShape.assign(shape.begin(), shape.end());
+    }
+    for (int h : operandGroups(op))
+      if (h != target)
+        grp.preds.insert(h);
+    grp.ops.push_back(op);
+    groupOf[op] = target;
+  }
+
+  /// Builds one tcc.group per group, in a topological order of the group
+  /// graph, at the end of the block before the terminator.
+  void materialize() {
+    Operation *terminator = block.getTerminator();
+    SmallVector<int> order = topologicalOrder();
+    OpBuilder b(terminator);
+    for (int g : order) {
+      Group &grp = groups[g];
+      llvm::SmallPtrSet<Operation *, 16> members(grp.ops.begin(),
+                                                 grp.ops.end());
+      // Results used outside the group become the group's results.
+      SmallVector<Value> escaping;
+      for (Operation *op : grp.ops)
+        for (Value r : op->getResults())
+          if (llvm::any_of(r.getUsers(), [&](Operation *u) {
+                return !members.contains(u);
+              }))
+            escaping.push_back(r);
+      auto group = b.create<GroupOp>(grp.ops.front()->getLoc(),
+                                     ValueRange(escaping).getTypes(),
+                                     b.getStringAttr(grp.name));
+      Block *body = new Block();
+      group.getBody().push_back(body);
+      OpBuilder inner = OpBuilder::atBlockEnd(body);
+      IRMapping map;
+      for (Operation *op : grp.ops) {
+        // Sources read by this op are recomputed inside the group.
+        for (Value v : op->getOperands())
+          if (Operation *def = v.getDefiningOp())
+            if (isSource(def) && !groupOf.count(def) && !map.contains(v))
+              map.map(v, inner.clone(*def)->getResult(0));
+        inner.clone(*op, map);
+      }
+      SmallVector<Value> yielded;
+      for (Value v : escaping)
+        yielded.push_back(map.lookup(v));
+      inner.create<YieldOp>(group.getLoc(), yielded);
+      for (auto [oldV, newV] : llvm::zip(escaping, group.getResults()))
+        oldV.replaceUsesWithIf(newV, [&](OpOperand &use) {
+          return !members.contains(use.getOwner());
+        });
+    }
+    // The originals are now dead; erase users before producers.
+    for (int g = groups.size() - 1; g >= 0; --g)
+      for (Operation *op : llvm::reverse(groups[g].ops))
+        op->erase();
+    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
+      if (isSource(&op) && op.use_empty())
+        op.erase();
+  }
+
+  SmallVector<int> topologicalOrder() {
+    int n = groups.size();
+    SmallVector<int> order;
+    SmallVector<bool> done(n, false);
+    // Groups are numbered by first op, so repeatedly taking the lowest ready
+    // group keeps program order where the graph allows.
+    while ((int)order.size() < n) {
+      int ready = -1;
+      for (int g = 0; g < n && ready < 0; ++g)
+        if (!done[g] && llvm::all_of(groups[g].preds,
+                                     [&](int h) { return done[h]; }))
+          ready = g;
+      // acyclicJoin keeps the graph a DAG, so a ready group always exists.
+      assert(ready >= 0 && "group graph has a cycle");
+      done[ready] = true;
+      order.push_back(ready);
+    }
+    return order;
+  }
+
+  Block &block;
+  std::vector<Group> groups;
+  llvm::DenseMap<Operation *, int> groupOf;
+};
+
+struct TccFormGroups : mlir::tcc::impl::TccFormGroupsBase<TccFormGroups> {
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (func.isExternal() || !func.getBody().hasOneBlock())
+      return;
+    Grouper(func.getBody().front()).run();
+  }
+};
+
+} // namespace

@@ -128,7 +128,7 @@ def Tcc_CastOp : Tcc_Op<"cast", [Pure, Tcc_Elementwise]> {
 // Sources
 //===----------------------------------------------------------------------===//
 
-def Tcc_ConstantOp : Tcc_Op<"constant", [Pure, ConstantLike]> {
+def Tcc_ConstantOp : Tcc_Op<"constant", [Pure]> {
   let summary = "a tensor holding one scalar everywhere";
   let arguments = (ins TypedAttrInterface:$value);
   let results = (outs Tcc_Tensor:$result);

@@ -9,8 +9,9 @@
 //  - an elementwise or data-movement op joins the group of an operand's
 //    producer when that group is elementwise, or is anchored by a reduction
 //    or heavy op whose result has the op's shape (an epilogue);
-//  - a reduction joins an elementwise group whose values only it reads (a
-//    prologue);
+//  - a reduction joins the elementwise group of its operand (a prologue);
+//    values of that group read elsewhere become extra results of the kernel,
+//    so they are written once instead of computed twice;
 //  - heavy ops (matmul, convolution, pooling, gathers, top-k) start a group.
 // A join is refused when it would make the group graph cyclic.
 //
@@ -115,15 +116,6 @@ private:
     return false;
   }
 
-  /// Every user of every value of group `g` is `op`.
-  bool onlyFeeds(int g, Operation *op) {
-    for (Operation *member : groups[g].ops)
-      for (Operation *user : member->getUsers())
-        if (user != op && (!groupOf.count(user) || groupOf[user] != g))
-          return false;
-    return true;
-  }
-
   bool canJoin(Operation *op, int g) {
     Group &grp = groups[g];
     if (!acyclicJoin(op, g))
@@ -134,7 +126,7 @@ private:
       return shapeOfResult(op) == ArrayRef<int64_t>(grp.anchorShape);
     }
     if (isReduction(op))
-      return grp.kind == GroupKind::Elementwise && onlyFeeds(g, op);
+      return grp.kind == GroupKind::Elementwise;
     return false;
   }
 

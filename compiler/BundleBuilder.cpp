@@ -1,0 +1,248 @@
+//===- BundleBuilder.cpp - manifest, memory plan and blobs ----------------===//
+//
+// Every tensor value of the entry function is one buffer. Inputs and outputs
+// are bound by the user, params are filled from their blobs at load, and the
+// rest (temps) share one arena placed by planMemory. An output that is an
+// input, a param or another output's value gets its own buffer and a copy.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/BundleBuilder.h"
+#include "compiler/MemoryPlan.h"
+#include "runtime/src/Bundle.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <nlohmann/json.hpp>
+
+using namespace mlir;
+using json = nlohmann::json;
+
+namespace {
+
+std::string dtypeOf(Type t) {
+  if (t.isF64()) return "f64";
+  if (t.isF32()) return "f32";
+  if (t.isF16()) return "f16";
+  if (t.isBF16()) return "bf16";
+  if (isa<Float8E4M3FNType>(t)) return "f8e4m3";
+  if (isa<Float8E5M2Type>(t)) return "f8e5m2";
+  if (t.isInteger(1)) return "bool";
+  if (t.isInteger(8)) return "i8";
+  if (t.isInteger(32)) return "i32";
+  if (t.isInteger(64)) return "i64";
+  return "";
+}
+
+uint64_t bytesOf(RankedTensorType t) {
+  unsigned bits = t.getElementType().getIntOrFloatBitWidth();
+  return uint64_t(t.getNumElements()) * (bits < 8 ? 1 : bits / 8);
+}
+
+std::string stringAttr(func::FuncOp f, unsigned i, StringRef name,
+                       bool result) {
+  auto attr = result ? f.getResultAttrOfType<StringAttr>(i, name)
+                     : f.getArgAttrOfType<StringAttr>(i, name);
+  return attr ? attr.str() : "";
+}
+
+class Builder {
+public:
+  Builder(func::FuncOp entry) : entry(entry) {}
+
+  LogicalResult build(const std::vector<tcc::ParamData> &params,
+                      const tcc::HostArtifact &host, json &manifest) {
+    ModuleOp module = entry->getParentOfType<ModuleOp>();
+    manifest["format_version"] = 1;
+    auto modelName = module->getAttrOfType<StringAttr>("tcc.model");
+    manifest["model"] = modelName ? modelName.str() : "model";
+    manifest["targets"] = json::array({"host"});
+    manifest["inputs"] = json::array();
+    manifest["params"] = json::array();
+    manifest["outputs"] = json::array();
+    manifest["status"] = json::array();
+    manifest["kernels"] = json::array();
+    manifest["launches"] = json::array();
+
+    // Arguments: inputs then params.
+    size_t paramIndex = 0;
+    for (BlockArgument arg : entry.getArguments()) {
+      std::string kind = stringAttr(entry, arg.getArgNumber(), "tcc.kind",
+                                    false);
+      std::string name = stringAttr(entry, arg.getArgNumber(), "tcc.name",
+                                    false);
+      int id = newBuffer(arg, kind == "param" ? "param" : "input");
+      json t = tensorJson(name, arg.getType(), id);
+      if (kind == "param") {
+        if (paramIndex >= params.size())
+          return entry.emitError("more param arguments than param data");
+        t["blob"] = "param." + std::to_string(paramIndex++);
+        manifest["params"].push_back(t);
+      } else {
+        manifest["inputs"].push_back(t);
+      }
+    }
+
+    // Outputs bind the buffers of the values they return when they can.
+    auto ret = cast<func::ReturnOp>(entry.getBody().front().getTerminator());
+    llvm::DenseMap<Value, unsigned> outputOf;
+    for (auto [i, v] : llvm::enumerate(ret.getOperands()))
+      if (stringAttr(entry, i, "tcc.kind", true) != "status" &&
+          !isa<BlockArgument>(v) && !outputOf.count(v))
+        outputOf[v] = i;
+
+    // Kernel names → index in the host artifact.
+    llvm::StringMap<int> kernelIndex;
+    for (auto [i, k] : llvm::enumerate(host.kernels)) {
+      kernelIndex[k.symbol] = i;
+      auto func = module.lookupSymbol<func::FuncOp>(k.symbol);
+      json ops = json::array();
+      if (func)
+        func.walk([&](Operation *op) {
+          if (!isa<func::ReturnOp>(op) && op != func.getOperation())
+            ops.push_back(op->getName().getStringRef().str());
+        });
+      manifest["kernels"].push_back(
+          {{"name", k.symbol},
+           {"symbol", k.symbol},
+           {"kind", func && func->hasAttr("tcc.kind")
+                        ? func->getAttrOfType<StringAttr>("tcc.kind").str()
+                        : "kernel"},
+           {"ops", ops},
+           {"code", "host.so"}});
+    }
+
+    int launch = 0;
+    for (Operation &op : entry.getBody().front().without_terminator()) {
+      auto call = dyn_cast<func::CallOp>(op);
+      if (!call || !kernelIndex.count(call.getCallee()))
+        return op.emitError("the entry function must hold only kernel calls "
+                            "after outlining");
+      json args = json::array();
+      for (Value v : call.getOperands()) {
+        args.push_back(bufferOf.lookup(v));
+        touch(v, launch);
+      }
+      for (Value r : call.getResults()) {
+        int id = newBuffer(r, outputOf.count(r) ? "output" : "temp");
+        args.push_back(id);
+        touch(r, launch);
+      }
+      manifest["launches"].push_back(
+          {{"kernel", kernelIndex[call.getCallee()]},
+           {"args", args},
+           {"grid", host.kernels[kernelIndex[call.getCallee()]].grid}});
+      ++launch;
+    }
+
+    for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+      if (stringAttr(entry, i, "tcc.kind", true) == "status") {
+        touch(v, launch); // read after the last launch
+        if (buffers[bufferOf.lookup(v)]["kind"] != "temp")
+          return entry.emitError("a status result must be a kernel result");
+        manifest["status"].push_back(
+            {{"buffer", bufferOf.lookup(v)},
+             {"message", stringAttr(entry, i, "tcc.message", true)}});
+        continue;
+      }
+      std::string name = stringAttr(entry, i, "tcc.name", true);
+      int id;
+      auto it = outputOf.find(v);
+      if (it != outputOf.end() && it->second == i) {
+        id = bufferOf.lookup(v);
+      } else {
+        // Inputs, params and repeated values are copied into their own
+        // output buffer after the kernels.
+        id = addBuffer("output", bytesOf(cast<RankedTensorType>(v.getType())));
+        manifest["launches"].push_back(
+            {{"copy",
+              {{"src", bufferOf.lookup(v)},
+               {"dst", id},
+               {"bytes", buffers[id]["bytes"]}}}});
+        touch(v, launch);
+      }
+      manifest["outputs"].push_back(tensorJson(name, v.getType(), id));
+    }
+
+    // Place temps.
+    std::vector<tcc::Lifetime> lifetimes;
+    std::vector<int> tempIds;
+    for (auto [id, buf] : llvm::enumerate(buffers))
+      if (buf["kind"] == "temp") {
+        tempIds.push_back(id);
+        lifetimes.push_back({buf["bytes"].get<uint64_t>(), first[id],
+                             last[id]});
+      }
+    tcc::MemoryPlan plan = tcc::planMemory(lifetimes);
+    for (auto [i, id] : llvm::enumerate(tempIds))
+      buffers[id]["offset"] = plan.offsets[i];
+    manifest["buffers"] = buffers;
+    manifest["arena_bytes"] = plan.arenaBytes;
+    manifest["code"] = json::array({{{"target", "host"}, {"blob", "host.so"}}});
+    return success();
+  }
+
+private:
+  json tensorJson(const std::string &name, Type type, int buffer) {
+    auto t = cast<RankedTensorType>(type);
+    return {{"name", name},
+            {"dtype", dtypeOf(t.getElementType())},
+            {"shape", json(std::vector<int64_t>(t.getShape().begin(),
+                                                t.getShape().end()))},
+            {"buffer", buffer}};
+  }
+
+  int addBuffer(const std::string &kind, uint64_t bytes) {
+    int id = buffers.size();
+    buffers.push_back({{"id", id}, {"kind", kind}, {"bytes", bytes}});
+    first.push_back(0);
+    last.push_back(0);
+    return id;
+  }
+
+  int newBuffer(Value v, const std::string &kind) {
+    int id = addBuffer(kind, bytesOf(cast<RankedTensorType>(v.getType())));
+    bufferOf[v] = id;
+    return id;
+  }
+
+  void touch(Value v, int launch) {
+    int id = bufferOf.lookup(v);
+    if (first[id] == 0 && last[id] == 0 && !defined.count(id)) {
+      first[id] = launch;
+      defined.insert(id);
+    }
+    last[id] = std::max(last[id], launch);
+  }
+
+  func::FuncOp entry;
+  json buffers = json::array();
+  std::vector<int> first, last;
+  llvm::DenseSet<int> defined;
+  llvm::DenseMap<Value, int> bufferOf;
+};
+
+} // namespace
+
+LogicalResult tcc::buildBundle(ModuleOp module,
+                               const std::vector<ParamData> &params,
+                               const HostArtifact &host,
+                               std::vector<uint8_t> &bundle) {
+  func::FuncOp entry;
+  for (auto f : module.getOps<func::FuncOp>())
+    if (f->hasAttr("tcc.entry"))
+      entry = f;
+  if (!entry)
+    return module.emitError("no entry function (tcc.entry)");
+  json manifest;
+  if (failed(Builder(entry).build(params, host, manifest)))
+    return failure();
+  tcc::bundle::BundleWriter writer;
+  writer.addBlob("host.so", host.sharedObject);
+  for (auto [i, p] : llvm::enumerate(params))
+    writer.addBlob("param." + std::to_string(i), p.bytes);
+  writer.setManifest(std::move(manifest));
+  bundle = writer.serialize();
+  return success();
+}

@@ -1,0 +1,25 @@
+//===- BundleBuilder.h - manifest, memory plan and blobs ----------*- C++ -*-===//
+#ifndef TCC_COMPILER_BUNDLEBUILDER_H
+#define TCC_COMPILER_BUNDLEBUILDER_H
+
+#include "compiler/HostCodegen.h"
+#include "frontend/ModelImporter.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+#include <vector>
+
+namespace tcc {
+
+/// Builds the bundle of a module whose entry function (`tcc.entry`) is a
+/// launch sequence of kernel calls (after tcc-outline-groups): buffers and
+/// their memory plan, the launches, the params' bytes and the host code.
+mlir::LogicalResult buildBundle(mlir::ModuleOp module,
+                                const std::vector<ParamData> &params,
+                                const HostArtifact &host,
+                                std::vector<uint8_t> &bundle);
+
+} // namespace tcc
+
+#endif // TCC_COMPILER_BUNDLEBUILDER_H

@@ -1,0 +1,155 @@
+//===- HostCodegen.cpp - kernels for the host target ----------------------===//
+//
+// Kernel functions (tensors in, tensors out) are turned into destination-
+// passing functions on memrefs, lowered through linalg and bufferization to
+// the LLVM dialect, wrapped in the runtime's uniform entry point, compiled by
+// LLVM's X86 backend and linked into a shared object by ld.lld.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/HostCodegen.h"
+#include "compiler/LLVMUtils.h"
+
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+
+namespace {
+
+/// Rewrites `func(tensors...) -> tensors` into
+/// `func(tensors..., memref outs...)` that writes each result into its out
+/// buffer. Inputs are marked read-only so no kernel writes a user's buffer.
+void toDestinationStyle(func::FuncOp func) {
+  Block &entry = func.getBody().front();
+  auto ret = cast<func::ReturnOp>(entry.getTerminator());
+  OpBuilder b(ret);
+  for (unsigned i = 0; i < func.getNumArguments(); ++i)
+    if (isa<TensorType>(func.getArgument(i).getType()))
+      func.setArgAttr(i, "bufferization.writable", b.getBoolAttr(false));
+  SmallVector<Type> argTypes(func.getArgumentTypes());
+  for (Value result : ret.getOperands()) {
+    auto tensorTy = cast<RankedTensorType>(result.getType());
+    auto memrefTy =
+        MemRefType::get(tensorTy.getShape(), tensorTy.getElementType());
+    BlockArgument out = entry.addArgument(memrefTy, result.getLoc());
+    argTypes.push_back(memrefTy);
+    b.create<bufferization::MaterializeInDestinationOp>(
+        result.getLoc(), TypeRange{}, result, out, /*restrict=*/true,
+        /*writable=*/true);
+  }
+  b.create<func::ReturnOp>(ret.getLoc());
+  ret.erase();
+  func.setFunctionType(
+      FunctionType::get(func.getContext(), argTypes, TypeRange{}));
+}
+
+/// The upstream passes from linalg on tensors to the LLVM dialect.
+const char *kHostPipeline =
+    "builtin.module("
+    "func.func(tcc-lower-to-linalg, canonicalize, cse,"
+    " linalg-fuse-elementwise-ops, canonicalize),"
+    "eliminate-empty-tensors,"
+    "one-shot-bufferize{bufferize-function-boundaries=1"
+    " function-boundary-type-conversion=identity-layout-map},"
+    "canonicalize,"
+    "buffer-deallocation-pipeline,"
+    "func.func(convert-linalg-to-loops),"
+    "lower-affine, convert-scf-to-cf,"
+    "func.func(arith-expand{include-bf16=1}),"
+    "expand-strided-metadata, lower-affine,"
+    "finalize-memref-to-llvm,"
+    "convert-math-to-llvm, convert-math-to-libm,"
+    "convert-arith-to-llvm, convert-index-to-llvm,"
+    "convert-func-to-llvm{use-bare-ptr-memref-call-conv=1},"
+    "convert-cf-to-llvm,"
+    "reconcile-unrealized-casts)";
+
+/// Adds `void name(void **args, i64 begin, i64 end)` calling the lowered
+/// kernel body, which becomes internal so LLVM inlines it.
+LogicalResult addEntryPoint(ModuleOp module, StringRef name) {
+  auto body = module.lookupSymbol<LLVM::LLVMFuncOp>(name);
+  if (!body)
+    return module.emitError("lowered kernel ") << name << " is missing";
+  std::string bodyName = (name + ".body").str();
+  body.setSymName(bodyName);
+  body.setLinkage(LLVM::Linkage::Internal);
+
+  MLIRContext *ctx = module.getContext();
+  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+  auto ptrTy = LLVM::LLVMPointerType::get(ctx);
+  auto i64Ty = IntegerType::get(ctx, 64);
+  auto fnTy = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx),
+                                          {ptrTy, i64Ty, i64Ty});
+  auto entry = b.create<LLVM::LLVMFuncOp>(body.getLoc(), name, fnTy);
+  Block *block = entry.addEntryBlock(b);
+  b.setInsertionPointToStart(block);
+  SmallVector<Value> args;
+  for (unsigned i = 0; i < body.getNumArguments(); ++i) {
+    Type argTy = body.getArgument(i).getType();
+    if (!isa<LLVM::LLVMPointerType>(argTy))
+      return body.emitError("kernel argument ")
+             << i << " is not a buffer pointer: " << argTy;
+    Value slot = b.create<LLVM::GEPOp>(body.getLoc(), ptrTy, ptrTy,
+                                       block->getArgument(0),
+                                       ArrayRef<LLVM::GEPArg>{(int32_t)i});
+    args.push_back(b.create<LLVM::LoadOp>(body.getLoc(), ptrTy, slot));
+  }
+  b.create<LLVM::CallOp>(body.getLoc(), body, args);
+  b.create<LLVM::ReturnOp>(body.getLoc(), ValueRange{});
+  return success();
+}
+
+} // namespace
+
+LogicalResult tcc::compileHostKernels(ModuleOp module,
+                                      const HostOptions &options,
+                                      HostArtifact &artifact) {
+  MLIRContext *ctx = module.getContext();
+  OwningOpRef<ModuleOp> host = ModuleOp::create(module.getLoc());
+  SmallVector<std::string> names;
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (!func->hasAttr("tcc.kernel"))
+      continue;
+    auto clone = cast<func::FuncOp>(func->clone());
+    clone.setPublic();
+    host->push_back(clone);
+    toDestinationStyle(clone);
+    names.push_back(func.getSymName().str());
+  }
+
+  PassManager pm(ctx);
+  if (failed(applyPassManagerCLOptions(pm)))
+    return failure();
+  std::string error;
+  llvm::raw_string_ostream errorStream(error);
+  if (failed(parsePassPipeline(kHostPipeline, pm, errorStream)))
+    return module.emitError("bad host pipeline: ") << error;
+  if (failed(pm.run(*host)))
+    return failure();
+  for (const std::string &name : names)
+    if (failed(addEntryPoint(*host, name)))
+      return failure();
+
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(*host, llvmContext, "tcc_host");
+  if (!llvmModule)
+    return module.emitError("translation of host kernels to LLVM IR failed");
+  if (failed(compileAndLinkHostModule(*llvmModule, options.cpu,
+                                      options.optLevel, artifact.sharedObject,
+                                      artifact.llvmIR, artifact.assembly,
+                                      error)))
+    return module.emitError(error);
+  for (const std::string &name : names)
+    artifact.kernels.push_back({name, 1});
+  return success();
+}

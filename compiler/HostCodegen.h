@@ -1,0 +1,44 @@
+//===- HostCodegen.h - kernels for the host target ----------------*- C++ -*-===//
+#ifndef TCC_COMPILER_HOSTCODEGEN_H
+#define TCC_COMPILER_HOSTCODEGEN_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LogicalResult.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tcc {
+
+struct HostOptions {
+  /// LLVM CPU name; a portable baseline by default, so that a bundle runs on
+  /// any x86-64 machine of the last decade.
+  std::string cpu = "x86-64-v2";
+  unsigned optLevel = 3;
+};
+
+struct HostKernel {
+  std::string symbol;
+  /// Independent work items; the runtime splits [0, grid) over threads.
+  int64_t grid = 1;
+};
+
+struct HostArtifact {
+  std::vector<uint8_t> sharedObject;
+  std::string llvmIR;
+  std::string assembly;
+  std::vector<HostKernel> kernels; // in the order of the kernel functions
+};
+
+/// Compiles every function marked `tcc.kernel` in `module` (left unchanged)
+/// into one shared object. Each kernel `k` is exported with the C signature
+/// `void k(void **args, int64_t begin, int64_t end)`, its arguments being the
+/// kernel function's operands followed by its results, as buffers.
+mlir::LogicalResult compileHostKernels(mlir::ModuleOp module,
+                                       const HostOptions &options,
+                                       HostArtifact &artifact);
+
+} // namespace tcc
+
+#endif // TCC_COMPILER_HOSTCODEGEN_H

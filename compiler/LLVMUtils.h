@@ -1,0 +1,39 @@
+//===- LLVMUtils.h - LLVM back-end steps shared by targets --------*- C++ -*-===//
+#ifndef TCC_COMPILER_LLVMUTILS_H
+#define TCC_COMPILER_LLVMUTILS_H
+
+#include "mlir/Support/LogicalResult.h"
+#include "llvm/IR/Module.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tcc {
+
+/// Optimises `module` for the x86-64 CPU `cpu`, then produces the optimised
+/// LLVM IR text, the assembly text and a shared object linked by ld.lld.
+mlir::LogicalResult compileAndLinkHostModule(llvm::Module &module,
+                                             const std::string &cpu,
+                                             unsigned optLevel,
+                                             std::vector<uint8_t> &sharedObject,
+                                             std::string &llvmIR,
+                                             std::string &assembly,
+                                             std::string &error);
+
+/// Compiles `module` (no optimisation) to an x86-64 ELF relocatable object.
+mlir::LogicalResult emitHostObject(llvm::Module &module,
+                                   std::vector<uint8_t> &object,
+                                   std::string &error);
+
+/// Runs `program` with `args`, returning its exit status, or -1 when it could
+/// not be started; its stderr goes to `errorOutput`.
+int runProgram(const std::string &program, const std::vector<std::string> &args,
+               std::string &errorOutput);
+
+/// Finds a tool of LLVM 22 (ld.lld, ...) beside the LLVM we link, or on PATH.
+std::string findLLVMTool(const std::string &name);
+
+} // namespace tcc
+
+#endif // TCC_COMPILER_LLVMUTILS_H

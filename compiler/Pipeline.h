@@ -1,0 +1,36 @@
+//===- Pipeline.h - from an imported model to a bundle ------------*- C++ -*-===//
+#ifndef TCC_COMPILER_PIPELINE_H
+#define TCC_COMPILER_PIPELINE_H
+
+#include "compiler/HostCodegen.h"
+#include "frontend/ModelImporter.h"
+
+#include <string>
+#include <vector>
+
+namespace tcc {
+
+struct CompileOptions {
+  std::string target = "host";
+  HostOptions host;
+};
+
+struct CompileOutput {
+  std::vector<uint8_t> bundle;
+  std::string mlir;     // the module after kernel outlining
+  std::string llvmIR;   // optimised LLVM IR of the host kernels
+  std::string assembly; // their assembly
+};
+
+/// Groups, outlines, generates code for the target and packs the bundle.
+/// Diagnostics go to the context's handlers.
+mlir::LogicalResult compileModel(ImportedModel &model,
+                                 const CompileOptions &options,
+                                 CompileOutput &output);
+
+/// The targets `--target` accepts now.
+bool isSupportedTarget(const std::string &target);
+
+} // namespace tcc
+
+#endif // TCC_COMPILER_PIPELINE_H

@@ -1,0 +1,265 @@
+//===- tcc.cpp - the tcc command line -------------------------------------===//
+//
+//   tcc compile MODEL.json -o OUT [--target T] [--emit bundle|mlir|llvm|asm|lib]
+//   tcc run     MODEL.json|BUNDLE [--input NAME=FILE.npy]... [--output-dir DIR]
+//   tcc bench   MODEL.json|BUNDLE [--warmup N] [--iters N] [--json FILE]
+//   tcc inspect BUNDLE
+//
+// run, bench and inspect share their logic with the runtime-only build
+// (runtime/tools); this driver adds model compilation in front of them.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/LibEmitter.h"
+#include "compiler/Pipeline.h"
+#include "compiler/Registration.h"
+#include "frontend/ModelImporter.h"
+#include "runtime/tools/Runner.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/Support/Timing.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <fstream>
+#include <iostream>
+
+namespace cl = llvm::cl;
+
+static cl::SubCommand compileCmd("compile", "Compile a model into a bundle");
+static cl::SubCommand runCmd("run", "Run a model or bundle once");
+static cl::SubCommand benchCmd("bench", "Time a model or bundle");
+static cl::SubCommand inspectCmd("inspect", "Print a bundle's manifest");
+
+static cl::opt<std::string> inputPath(cl::Positional, cl::Required,
+                                      cl::desc("<model.json | bundle>"),
+                                      cl::sub(compileCmd), cl::sub(runCmd),
+                                      cl::sub(benchCmd), cl::sub(inspectCmd));
+static cl::opt<std::string> outputPath("o", cl::desc("Output path"),
+                                       cl::value_desc("path"),
+                                       cl::sub(compileCmd));
+static cl::opt<std::string> target("target", cl::desc("Target: host"),
+                                   cl::init("host"), cl::sub(compileCmd),
+                                   cl::sub(runCmd), cl::sub(benchCmd));
+static cl::opt<std::string> hostCpu(
+    "cpu", cl::desc("x86-64 CPU for host code (default: a portable baseline)"),
+    cl::init("x86-64-v2"), cl::sub(compileCmd), cl::sub(runCmd),
+    cl::sub(benchCmd));
+enum class Emit { Bundle, Mlir, Llvm, Asm, Lib };
+static cl::opt<Emit> emit(
+    "emit", cl::desc("What to write"), cl::init(Emit::Bundle),
+    cl::values(clEnumValN(Emit::Bundle, "bundle", "the bundle (default)"),
+               clEnumValN(Emit::Mlir, "mlir", "MLIR after kernel outlining"),
+               clEnumValN(Emit::Llvm, "llvm", "LLVM IR of the kernels"),
+               clEnumValN(Emit::Asm, "asm", "assembly of the kernels"),
+               clEnumValN(Emit::Lib, "lib",
+                          "a C header and a static library embedding the "
+                          "bundle (-o DIR/NAME gives NAME.h and libNAME.a)")),
+    cl::sub(compileCmd));
+static cl::list<std::string> inputs("input",
+                                    cl::desc("NAME=FILE.npy (repeatable)"),
+                                    cl::sub(runCmd));
+static cl::opt<std::string> outputDir("output-dir",
+                                      cl::desc("Where outputs are written"),
+                                      cl::init("."), cl::sub(runCmd));
+static cl::opt<uint64_t> seed("seed", cl::desc("Seed for random inputs"),
+                              cl::init(0), cl::sub(runCmd));
+static cl::opt<int> warmup("warmup", cl::desc("Untimed runs"), cl::init(10),
+                           cl::sub(benchCmd));
+static cl::opt<int> iters("iters", cl::desc("Timed runs"), cl::init(100),
+                          cl::sub(benchCmd));
+static cl::opt<std::string> jsonPath("json",
+                                     cl::desc("Write the figures as JSON"),
+                                     cl::sub(benchCmd));
+
+/// MLIR's options (--mlir-print-ir-after-all, --mlir-timing, ...) register
+/// at the top level; make them valid after every subcommand too.
+static void shareTopLevelOptions() {
+  auto &top = cl::getRegisteredOptions(cl::SubCommand::getTopLevel());
+  std::vector<cl::Option *> options;
+  for (auto &entry : top)
+    if (entry.second->Subs.count(&cl::SubCommand::getTopLevel()))
+      options.push_back(entry.second);
+  for (cl::Option *o : options) {
+    if (o->isPositional() || o->isSink() || o->isConsumeAfter())
+      continue;
+    o->removeArgument();
+    o->Subs.clear();
+    o->addSubCommand(cl::SubCommand::getAll());
+    o->addArgument();
+  }
+}
+
+static int fail(const std::string &message) {
+  llvm::errs() << "tcc: error: " << message << "\n";
+  return 1;
+}
+
+static bool readFile(const std::string &path, std::vector<uint8_t> &bytes,
+                     std::string &error) {
+  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
+  if (!buf) {
+    error = "cannot read " + path + ": " + buf.getError().message();
+    return false;
+  }
+  bytes.assign((*buf)->getBufferStart(), (*buf)->getBufferEnd());
+  return true;
+}
+
+static bool isBundle(const std::vector<uint8_t> &bytes) {
+  static const char magic[] = "TCCBUNDL";
+  return bytes.size() >= 8 && std::equal(magic, magic + 8, bytes.begin());
+}
+
+/// Compiles the model at `path`; prints one line per problem on failure.
+static bool compilePath(const std::string &path, tcc::CompileOutput &out) {
+  mlir::DialectRegistry registry;
+  tcc::registerAllDialects(registry);
+  mlir::MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  // One line per diagnostic: "FILE: error: message".
+  mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &d) {
+    if (d.getSeverity() != mlir::DiagnosticSeverity::Error)
+      return mlir::success();
+    std::string msg = d.str();
+    std::replace(msg.begin(), msg.end(), '\n', ' ');
+    llvm::errs() << path << ": error: " << msg << "\n";
+    return mlir::success();
+  });
+  std::vector<std::string> errors;
+  std::optional<tcc::ImportedModel> model =
+      tcc::importModelFile(path, context, errors);
+  if (!model) {
+    for (const std::string &e : errors)
+      llvm::errs() << e << "\n";
+    if (errors.empty())
+      llvm::errs() << path << ": error: cannot import the model\n";
+    return false;
+  }
+  tcc::CompileOptions options;
+  options.target = target;
+  options.host.cpu = hostCpu;
+  return mlir::succeeded(tcc::compileModel(*model, options, out));
+}
+
+static bool writeText(const std::string &path, const std::string &text) {
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec);
+  if (ec)
+    return false;
+  os << text;
+  return true;
+}
+
+static int doCompile() {
+  if (outputPath.empty())
+    return fail("compile needs -o OUTPUT");
+  tcc::CompileOutput out;
+  if (!compilePath(inputPath, out))
+    return 1;
+  switch (emit) {
+  case Emit::Bundle: {
+    std::ofstream os(outputPath, std::ios::binary);
+    os.write((const char *)out.bundle.data(), out.bundle.size());
+    if (!os)
+      return fail("cannot write " + outputPath);
+    return 0;
+  }
+  case Emit::Mlir:
+    return writeText(outputPath, out.mlir) ? 0
+                                            : fail("cannot write " + outputPath);
+  case Emit::Llvm:
+    return writeText(outputPath, out.llvmIR)
+               ? 0
+               : fail("cannot write " + outputPath);
+  case Emit::Asm:
+    return writeText(outputPath, out.assembly)
+               ? 0
+               : fail("cannot write " + outputPath);
+  case Emit::Lib: {
+    std::string error;
+    if (!tcc::emitLibrary(out.bundle, outputPath, error))
+      return fail(error);
+    return 0;
+  }
+  }
+  return 0;
+}
+
+/// The bundle for run/bench: read, or compiled from a model file.
+static bool loadOrCompile(std::vector<uint8_t> &bundle) {
+  std::string error;
+  std::vector<uint8_t> bytes;
+  if (!readFile(inputPath, bytes, error)) {
+    fail(error);
+    return false;
+  }
+  if (isBundle(bytes)) {
+    bundle = std::move(bytes);
+    return true;
+  }
+  tcc::CompileOutput out;
+  if (!compilePath(inputPath, out))
+    return false;
+  bundle = std::move(out.bundle);
+  return true;
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  mlir::registerMLIRContextCLOptions();
+  mlir::registerPassManagerCLOptions();
+  mlir::registerDefaultTimingManagerCLOptions();
+  mlir::registerAsmPrinterCLOptions();
+  tcc::registerAllPasses();
+  shareTopLevelOptions();
+  cl::ParseCommandLineOptions(argc, argv,
+                              "tcc: a tensor compiler\n\n"
+                              "  tcc compile MODEL.json -o OUT\n"
+                              "  tcc run MODEL.json|BUNDLE\n"
+                              "  tcc bench MODEL.json|BUNDLE\n"
+                              "  tcc inspect BUNDLE\n");
+  if (compileCmd)
+    return doCompile();
+  if (inspectCmd) {
+    std::vector<uint8_t> bytes;
+    std::string error;
+    if (!readFile(inputPath, bytes, error))
+      return fail(error);
+    return tcc::runner::inspectBundle(std::move(bytes), inputPath, std::cout,
+                                      std::cerr);
+  }
+  if (runCmd || benchCmd) {
+    std::vector<uint8_t> bundle;
+    if (!loadOrCompile(bundle))
+      return 1;
+    if (runCmd) {
+      tcc::runner::RunOptions options;
+      options.target = target;
+      options.outputDir = outputDir;
+      options.seed = seed;
+      for (const std::string &spec : inputs) {
+        size_t eq = spec.find('=');
+        if (eq == std::string::npos || eq == 0)
+          return fail("--input expects NAME=FILE.npy, got '" + spec + "'");
+        options.inputs.push_back({spec.substr(0, eq), spec.substr(eq + 1)});
+      }
+      return tcc::runner::runBundle(std::move(bundle), inputPath, options,
+                                    std::cout, std::cerr);
+    }
+    tcc::runner::BenchOptions options;
+    options.target = target;
+    options.warmup = warmup;
+    options.iters = iters;
+    options.jsonPath = jsonPath;
+    return tcc::runner::benchBundle(std::move(bundle), inputPath, options,
+                                    std::cout, std::cerr);
+  }
+  return fail("expected a subcommand: compile, run, bench or inspect "
+              "(tcc --help)");
+}

@@ -47,9 +47,9 @@ std::string stringAttr(func::FuncOp f, unsigned i, StringRef name,
   return attr ? attr.str() : "";
 }
 
-class Builder {
+class ManifestBuilder {
 public:
-  Builder(func::FuncOp entry) : entry(entry) {}
+  ManifestBuilder(func::FuncOp entry) : entry(entry) {}
 
   LogicalResult build(const std::vector<tcc::ParamData> &params,
                       const tcc::HostArtifact &host, json &manifest) {
@@ -236,7 +236,7 @@ LogicalResult tcc::buildBundle(ModuleOp module,
   if (!entry)
     return module.emitError("no entry function (tcc.entry)");
   json manifest;
-  if (failed(Builder(entry).build(params, host, manifest)))
+  if (failed(ManifestBuilder(entry).build(params, host, manifest)))
     return failure();
   tcc::bundle::BundleWriter writer;
   writer.addBlob("host.so", host.sharedObject);

@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Pass/PassManager.h"
@@ -35,33 +36,36 @@ void toDestinationStyle(func::FuncOp func) {
   for (unsigned i = 0; i < func.getNumArguments(); ++i)
     if (isa<TensorType>(func.getArgument(i).getType()))
       func.setArgAttr(i, "bufferization.writable", b.getBoolAttr(false));
-  SmallVector<Type> argTypes(func.getArgumentTypes());
   for (Value result : ret.getOperands()) {
     auto tensorTy = cast<RankedTensorType>(result.getType());
     auto memrefTy =
         MemRefType::get(tensorTy.getShape(), tensorTy.getElementType());
-    BlockArgument out = entry.addArgument(memrefTy, result.getLoc());
-    argTypes.push_back(memrefTy);
+    unsigned index = func.getNumArguments();
+    (void)func.insertArgument(index, memrefTy, DictionaryAttr(),
+                              result.getLoc());
     b.create<bufferization::MaterializeInDestinationOp>(
-        result.getLoc(), TypeRange{}, result, out, /*restrict=*/true,
-        /*writable=*/true);
+        result.getLoc(), TypeRange{}, result, func.getArgument(index),
+        /*restrict=*/true, /*writable=*/true);
   }
   b.create<func::ReturnOp>(ret.getLoc());
   ret.erase();
-  func.setFunctionType(
-      FunctionType::get(func.getContext(), argTypes, TypeRange{}));
+  func.setFunctionType(FunctionType::get(
+      func.getContext(), func.getArgumentTypes(), TypeRange{}));
 }
 
-/// The upstream passes from linalg on tensors to the LLVM dialect.
+/// The passes from tcc on tensors to the LLVM dialect, on the host module.
 const char *kHostPipeline =
-    "builtin.module("
     "func.func(tcc-lower-to-linalg, canonicalize, cse,"
     " linalg-fuse-elementwise-ops, canonicalize),"
     "eliminate-empty-tensors,"
     "one-shot-bufferize{bufferize-function-boundaries=1"
     " function-boundary-type-conversion=identity-layout-map},"
     "canonicalize,"
-    "buffer-deallocation-pipeline,"
+    "buffer-deallocation-pipeline";
+
+/// After bufferization: copies are linalg.copy by then (see
+/// copiesToLinalg), so everything becomes loops.
+const char *kHostLoweringPipeline =
     "func.func(convert-linalg-to-loops),"
     "lower-affine, convert-scf-to-cf,"
     "func.func(arith-expand{include-bf16=1}),"
@@ -71,7 +75,19 @@ const char *kHostPipeline =
     "convert-arith-to-llvm, convert-index-to-llvm,"
     "convert-func-to-llvm{use-bare-ptr-memref-call-conv=1},"
     "convert-cf-to-llvm,"
-    "reconcile-unrealized-casts)";
+    "reconcile-unrealized-casts";
+
+/// memref.copy between strided views lowers to a call into MLIR's C runner
+/// library, which a bundle cannot carry; as linalg.copy it becomes loops
+/// (and LLVM turns contiguous ones back into memcpy).
+void copiesToLinalg(ModuleOp module) {
+  module.walk([](memref::CopyOp copy) {
+    OpBuilder b(copy);
+    b.create<linalg::CopyOp>(copy.getLoc(), copy.getSource(),
+                             copy.getTarget());
+    copy.erase();
+  });
+}
 
 /// Adds `void name(void **args, i64 begin, i64 end)` calling the lowered
 /// kernel body, which becomes internal so LLVM inlines it.
@@ -126,15 +142,19 @@ LogicalResult tcc::compileHostKernels(ModuleOp module,
     names.push_back(func.getSymName().str());
   }
 
-  PassManager pm(ctx);
-  if (failed(applyPassManagerCLOptions(pm)))
-    return failure();
   std::string error;
   llvm::raw_string_ostream errorStream(error);
-  if (failed(parsePassPipeline(kHostPipeline, pm, errorStream)))
-    return module.emitError("bad host pipeline: ") << error;
-  if (failed(pm.run(*host)))
-    return failure();
+  for (const char *pipeline : {kHostPipeline, kHostLoweringPipeline}) {
+    PassManager pm(ctx, ModuleOp::getOperationName());
+    if (failed(applyPassManagerCLOptions(pm)))
+      return failure();
+    if (failed(parsePassPipeline(pipeline, pm, errorStream)))
+      return module.emitError("bad host pipeline: ") << error;
+    if (failed(pm.run(*host)))
+      return failure();
+    if (pipeline == kHostPipeline)
+      copiesToLinalg(*host);
+  }
   for (const std::string &name : names)
     if (failed(addEntryPoint(*host, name)))
       return failure();

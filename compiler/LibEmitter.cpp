@@ -9,6 +9,7 @@
 #include "compiler/LLVMUtils.h"
 #include "runtime/src/Bundle.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/GlobalVariable.h"
 #include "llvm/IR/LLVMContext.h"
@@ -99,9 +100,11 @@ bool tcc::emitLibrary(const std::vector<uint8_t> &bundle,
   if (failed(emitHostObject(module, object, error)))
     return false;
 
-  NewArchiveMember member(MemoryBufferRef(
-      StringRef((const char *)object.data(), object.size()), name + ".o"));
-  if (Error e = writeArchive(archivePath, {member},
+  std::string memberName = name + ".o";
+  std::vector<NewArchiveMember> members;
+  members.emplace_back(MemoryBufferRef(
+      StringRef((const char *)object.data(), object.size()), memberName));
+  if (Error e = writeArchive(archivePath, members,
                              SymtabWritingMode::NormalSymtab,
                              object::Archive::K_GNU, true, false)) {
     error = "cannot write " + archivePath.str().str() + ": " +

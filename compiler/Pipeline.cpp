@@ -7,7 +7,8 @@
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/raw_ostream.h"
 
-using namespace mlir;
+using mlir::LogicalResult;
+using mlir::ModuleOp;
 
 bool tcc::isSupportedTarget(const std::string &target) {
   return target == "host";
@@ -20,21 +21,21 @@ LogicalResult tcc::compileModel(ImportedModel &model,
   if (!isSupportedTarget(options.target))
     return module.emitError("unknown target '")
            << options.target << "' (this build knows: host)";
-  PassManager pm(module.getContext());
-  if (failed(applyPassManagerCLOptions(pm)))
-    return failure();
-  pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
-  pm.addNestedPass<func::FuncOp>(createCSEPass());
-  pm.addNestedPass<func::FuncOp>(tcc::createTccFormGroups());
-  pm.addPass(tcc::createTccOutlineGroups());
-  if (failed(pm.run(module)))
-    return failure();
+  mlir::PassManager pm(module.getContext());
+  if (mlir::failed(mlir::applyPassManagerCLOptions(pm)))
+    return mlir::failure();
+  pm.addNestedPass<mlir::func::FuncOp>(mlir::createCanonicalizerPass());
+  pm.addNestedPass<mlir::func::FuncOp>(mlir::createCSEPass());
+  pm.addNestedPass<mlir::func::FuncOp>(mlir::tcc::createTccFormGroups());
+  pm.addPass(mlir::tcc::createTccOutlineGroups());
+  if (mlir::failed(pm.run(module)))
+    return mlir::failure();
   llvm::raw_string_ostream os(output.mlir);
   module.print(os);
 
   HostArtifact host;
-  if (failed(compileHostKernels(module, options.host, host)))
-    return failure();
+  if (mlir::failed(compileHostKernels(module, options.host, host)))
+    return mlir::failure();
   output.llvmIR = std::move(host.llvmIR);
   output.assembly = std::move(host.assembly);
   return buildBundle(module, model.params, host, output.bundle);

@@ -102,6 +102,8 @@ uint32_t encodeSmall(const SmallFloat &f, double v) {
   double rounded = std::ldexp(q, quantumExp);
   if (rounded > maxFinite)
     return signBit | (f.saturate || !f.hasInf ? f.maxBits : infBits);
+  if (rounded == 0) // underflow: below half the smallest subnormal
+    return signBit;
   // Re-derive fields from the rounded value (rounding may carry into the
   // exponent or out of the subnormal range).
   std::frexp(rounded, &e);

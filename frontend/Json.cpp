@@ -1,0 +1,373 @@
+//===- Json.cpp - JSON reading with pointers and one-line errors ----------===//
+#include "frontend/Json.h"
+
+#include "llvm/ADT/StringRef.h"
+
+#include <cctype>
+#include <cmath>
+#include <limits>
+#include <unordered_set>
+
+namespace tcc {
+
+void Diagnostics::error(const std::string &pointer,
+                        const std::string &message) {
+  if (count >= maxErrors)
+    return;
+  ++count;
+  // Messages are single lines by contract: flatten any newline a library
+  // message may carry.
+  std::string line = pointer.empty() ? file + ": " + message
+                                     : file + ": " + pointer + ": " + message;
+  for (char &c : line)
+    if (c == '\n' || c == '\r')
+      c = ' ';
+  out.push_back(std::move(line));
+  if (count == maxErrors)
+    out.push_back(file + ": too many errors, stopping");
+}
+
+std::string pointerAppend(const std::string &base, std::string_view key) {
+  std::string p = base + "/";
+  for (char c : key) {
+    if (c == '~')
+      p += "~0";
+    else if (c == '/')
+      p += "~1";
+    else
+      p += c;
+  }
+  return p;
+}
+
+std::string pointerAppend(const std::string &base, size_t index) {
+  return base + "/" + std::to_string(index);
+}
+
+namespace {
+
+/// Where the nesting first exceeds kMaxJsonDepth, or npos. Scans bytes only
+/// (strings skipped), so it cannot recurse or fail itself.
+size_t findTooDeep(std::string_view text) {
+  int depth = 0;
+  bool inString = false, escaped = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (inString) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        inString = false;
+      continue;
+    }
+    if (c == '"')
+      inString = true;
+    else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth)
+        return i;
+    } else if (c == ']' || c == '}')
+      --depth;
+  }
+  return std::string_view::npos;
+}
+
+std::string lineColumn(std::string_view text, size_t offset) {
+  size_t line = 1, col = 1;
+  for (size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
+  }
+  return "line " + std::to_string(line) + ", column " + std::to_string(col);
+}
+
+/// Follows nlohmann's parse events to know the pointer of the value being
+/// read at any moment: that is where a syntax error is reported.
+class PointerTracker {
+public:
+  explicit PointerTracker(Diagnostics &diag) : diag(diag) {}
+
+  bool onEvent(Json::parse_event_t ev, Json &parsed) {
+    using E = Json::parse_event_t;
+    switch (ev) {
+    case E::object_start:
+    case E::array_start: {
+      std::string p = nextChild();
+      frames.push_back({ev == E::array_start, 0, "", false, std::move(p), {}});
+      break;
+    }
+    case E::key: {
+      Frame &f = frames.back();
+      f.key = parsed.is_string() ? parsed.get<std::string>() : "";
+      f.awaitingValue = true;
+      if (!f.keys.insert(f.key).second) {
+        diag.error(pointerAppend(f.pointer, f.key),
+                   "duplicate key \"" + f.key + "\"");
+        duplicates = true;
+      }
+      break;
+    }
+    case E::value:
+      nextChild();
+      break;
+    case E::object_end:
+    case E::array_end:
+      if (!frames.empty())
+        frames.pop_back();
+      break;
+    }
+    return true;
+  }
+
+  /// Pointer of the value the parser was reading when it stopped.
+  std::string current() const {
+    if (frames.empty())
+      return "";
+    const Frame &f = frames.back();
+    if (f.isArray)
+      return pointerAppend(f.pointer, f.index);
+    return f.awaitingValue ? pointerAppend(f.pointer, f.key) : f.pointer;
+  }
+
+  bool sawDuplicates() const { return duplicates; }
+
+private:
+  struct Frame {
+    bool isArray;
+    size_t index;
+    std::string key;
+    bool awaitingValue;
+    std::string pointer;
+    std::unordered_set<std::string> keys;
+  };
+
+  std::string nextChild() {
+    if (frames.empty())
+      return "";
+    Frame &f = frames.back();
+    if (f.isArray)
+      return pointerAppend(f.pointer, f.index++);
+    f.awaitingValue = false;
+    return pointerAppend(f.pointer, f.key);
+  }
+
+  Diagnostics &diag;
+  std::vector<Frame> frames;
+  bool duplicates = false;
+};
+
+/// nlohmann's messages start with "[json.exception.parse_error.101] ".
+std::string stripExceptionTag(const std::string &what) {
+  if (!what.empty() && what[0] == '[') {
+    size_t close = what.find("] ");
+    if (close != std::string::npos)
+      return what.substr(close + 2);
+  }
+  return what;
+}
+
+/// True when the text around `offset` is a NaN or Infinity literal, which
+/// JSON does not have but Python's json module writes.
+bool looksLikeNonFinite(std::string_view text, size_t offset) {
+  auto isTok = [](char c) {
+    return std::isalnum((unsigned char)c) || c == '+' || c == '-' || c == '.';
+  };
+  if (offset > text.size())
+    offset = text.size();
+  size_t b = offset;
+  while (b > 0 && isTok(text[b - 1]))
+    --b;
+  size_t e = b;
+  while (e < text.size() && isTok(text[e]) && e - b < 16)
+    ++e;
+  std::string tok;
+  for (size_t i = b; i < e; ++i)
+    tok += (char)std::tolower((unsigned char)text[i]);
+  if (!tok.empty() && (tok[0] == '-' || tok[0] == '+'))
+    tok.erase(0, 1);
+  return tok.rfind("nan", 0) == 0 || tok.rfind("inf", 0) == 0;
+}
+
+} // namespace
+
+std::optional<Json> parseJson(std::string_view text, Diagnostics &diag) {
+  size_t deep = findTooDeep(text);
+  if (deep != std::string_view::npos) {
+    diag.error("", lineColumn(text, deep) + ": JSON nested deeper than " +
+                       std::to_string(kMaxJsonDepth) + " levels");
+    return std::nullopt;
+  }
+  PointerTracker tracker(diag);
+  Json::parser_callback_t cb = [&](int, Json::parse_event_t ev, Json &parsed) {
+    return tracker.onEvent(ev, parsed);
+  };
+  try {
+    Json root = Json::parse(text.begin(), text.end(), cb,
+                            /*allow_exceptions=*/true,
+                            /*ignore_comments=*/false);
+    if (tracker.sawDuplicates())
+      return std::nullopt;
+    return root;
+  } catch (const Json::parse_error &e) {
+    std::string msg = "invalid JSON: ";
+    if (e.byte > 0 && looksLikeNonFinite(text, e.byte - 1))
+      msg += lineColumn(text, e.byte - 1) +
+             ": NaN and Infinity are not JSON numbers";
+    else
+      msg += stripExceptionTag(e.what());
+    diag.error(tracker.current(), msg);
+  } catch (const Json::exception &e) {
+    // Number overflow (1e400) and the like.
+    diag.error(tracker.current(),
+               "invalid JSON: " + stripExceptionTag(e.what()));
+  } catch (const std::exception &e) {
+    diag.error(tracker.current(), std::string("cannot parse: ") + e.what());
+  }
+  return std::nullopt;
+}
+
+std::string jsonTypeName(const Json &v) {
+  switch (v.type()) {
+  case Json::value_t::null: return "null";
+  case Json::value_t::boolean: return "a boolean";
+  case Json::value_t::number_integer:
+  case Json::value_t::number_unsigned: return "an integer";
+  case Json::value_t::number_float: return "a fractional number";
+  case Json::value_t::string: return "a string";
+  case Json::value_t::array: return "an array";
+  case Json::value_t::object: return "an object";
+  default: return "an unsupported value";
+  }
+}
+
+std::string closestMatch(std::string_view word,
+                         const std::vector<std::string> &candidates) {
+  llvm::StringRef w(word.data(), word.size());
+  std::string best;
+  unsigned bestDist = ~0u;
+  for (const std::string &c : candidates) {
+    unsigned d = w.edit_distance(c, /*AllowReplacements=*/true,
+                                 /*MaxEditDistance=*/8);
+    if (d < bestDist) {
+      bestDist = d;
+      best = c;
+    }
+  }
+  // Short words allow one edit; longer ones about a third of their length.
+  unsigned limit =
+      word.size() <= 3 ? 1 : std::max<unsigned>(2, (unsigned)word.size() / 3);
+  return bestDist <= limit ? best : "";
+}
+
+bool checkKeys(const Json &obj, const std::string &pointer,
+               const std::vector<std::string> &allowed, const char *what,
+               Diagnostics &diag) {
+  bool ok = true;
+  for (auto it = obj.begin(); it != obj.end(); ++it) {
+    const std::string &key = it.key();
+    bool known = false;
+    for (const std::string &a : allowed)
+      known |= a == key;
+    if (known)
+      continue;
+    ok = false;
+    std::string msg = "unknown key \"" + key + "\" in " + what;
+    std::string hint = closestMatch(key, allowed);
+    if (!hint.empty()) {
+      msg += "; did you mean \"" + hint + "\"?";
+    } else if (allowed.empty()) {
+      msg += " (it takes none)";
+    } else {
+      msg += " (expected";
+      for (size_t i = 0; i < allowed.size(); ++i)
+        msg += (i ? ", " : " ") + allowed[i];
+      msg += ")";
+    }
+    diag.error(pointerAppend(pointer, key), msg);
+  }
+  return ok;
+}
+
+std::optional<int64_t> readInt(const Json &v, const std::string &pointer,
+                               Diagnostics &diag) {
+  if (v.is_number_unsigned()) {
+    uint64_t u = v.get<uint64_t>();
+    if (u > (uint64_t)std::numeric_limits<int64_t>::max()) {
+      diag.error(pointer, "integer " + std::to_string(u) + " out of range");
+      return std::nullopt;
+    }
+    return (int64_t)u;
+  }
+  if (v.is_number_integer())
+    return v.get<int64_t>();
+  if (v.is_number_float()) {
+    diag.error(pointer, "expected an integer, got " + v.dump());
+    return std::nullopt;
+  }
+  diag.error(pointer, "expected an integer, got " + jsonTypeName(v));
+  return std::nullopt;
+}
+
+std::optional<double> readNumber(const Json &v, const std::string &pointer,
+                                 Diagnostics &diag) {
+  if (!v.is_number()) {
+    diag.error(pointer, "expected a number, got " + jsonTypeName(v));
+    return std::nullopt;
+  }
+  double d = v.get<double>();
+  if (!std::isfinite(d)) { // The parser refuses these; be sure anyway.
+    diag.error(pointer, "number is not finite");
+    return std::nullopt;
+  }
+  return d;
+}
+
+std::optional<bool> readBool(const Json &v, const std::string &pointer,
+                             Diagnostics &diag) {
+  if (!v.is_boolean()) {
+    diag.error(pointer, "expected true or false, got " + jsonTypeName(v));
+    return std::nullopt;
+  }
+  return v.get<bool>();
+}
+
+std::optional<std::string> readString(const Json &v,
+                                      const std::string &pointer,
+                                      Diagnostics &diag) {
+  if (!v.is_string()) {
+    diag.error(pointer, "expected a string, got " + jsonTypeName(v));
+    return std::nullopt;
+  }
+  return v.get<std::string>();
+}
+
+std::optional<std::vector<int64_t>> readIntList(const Json &v,
+                                                const std::string &pointer,
+                                                Diagnostics &diag,
+                                                size_t maxLen) {
+  if (!v.is_array()) {
+    diag.error(pointer, "expected a list of integers, got " + jsonTypeName(v));
+    return std::nullopt;
+  }
+  if (v.size() > maxLen) {
+    diag.error(pointer, "list has " + std::to_string(v.size()) +
+                            " entries, at most " + std::to_string(maxLen) +
+                            " allowed");
+    return std::nullopt;
+  }
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    std::optional<int64_t> x = readInt(v[i], pointerAppend(pointer, i), diag);
+    if (!x)
+      return std::nullopt;
+    out.push_back(*x);
+  }
+  return out;
+}
+
+} // namespace tcc

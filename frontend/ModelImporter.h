@@ -1,0 +1,75 @@
+//===- ModelImporter.h - model JSON + safetensors to the tcc dialect -*- C++ -*-===//
+//
+// The frontend: reads a model description (docs/model-format.md), checks every
+// rule of the format, and builds
+//
+//   module attributes {tcc.model = "<name>"} {
+//     func.func @main(inputs..., params...) -> (outputs..., statuses...)
+//         attributes {tcc.entry}
+//   }
+//
+// with the parameters' bytes beside it. Problems come back as one line each,
+// "FILE: /json/pointer: message", never as an exception or an abort.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TCC_FRONTEND_MODELIMPORTER_H
+#define TCC_FRONTEND_MODELIMPORTER_H
+
+#include "runtime/src/DType.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tcc {
+
+/// One parameter's initial value, in the order of the `tcc.kind = "param"`
+/// arguments of @main.
+struct ParamData {
+  std::string name;
+  DType dtype;
+  std::vector<int64_t> shape;
+  /// Row-major, encoded in `dtype` (little-endian, as runtime/src/DType.h).
+  std::vector<uint8_t> bytes;
+};
+
+struct ImportedModel {
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  std::vector<ParamData> params;
+  std::string name;
+};
+
+/// Resource limits of one import; the defaults are the documented ones.
+struct ImportLimits {
+  /// Bytes of all materialised parameters together.
+  uint64_t maxParamBytes = uint64_t(4) << 30;
+  /// Error lines reported before the import gives up.
+  size_t maxErrors = 50;
+};
+
+/// Reads and imports the model file at `path`; safetensors files are found
+/// relative to its folder. Errors: one line each, "FILE: /json/pointer:
+/// message" (RFC 6901 pointer of the offending value; "FILE: message" when
+/// the problem concerns the whole file).
+std::optional<ImportedModel> importModelFile(const std::string &path,
+                                             mlir::MLIRContext &ctx,
+                                             std::vector<std::string> &errors,
+                                             const ImportLimits &limits = {});
+
+/// Imports model JSON text; `displayName` names it in errors and `baseDir`
+/// is where relative safetensors paths start.
+std::optional<ImportedModel>
+importModelText(std::string_view json, const std::string &displayName,
+                const std::string &baseDir, mlir::MLIRContext &ctx,
+                std::vector<std::string> &errors,
+                const ImportLimits &limits = {});
+
+} // namespace tcc
+
+#endif // TCC_FRONTEND_MODELIMPORTER_H

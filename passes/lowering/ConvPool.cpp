@@ -1,0 +1,398 @@
+//===- ConvPool.cpp - lower convolution, pooling and batch_norm -----------===//
+//
+// NCHW throughout. Convolutions are linalg.generics over the grouped layout
+// of linalg.conv_2d_ngchw_gfchw (input [N, G, C/G, H, W], filter
+// [G, O/G, C/G, KH, KW]) reached with expand_shape views, reading an
+// explicitly padded input; they accumulate in the compute type and add the
+// bias in the epilogue that rounds to the result type. A transposed
+// convolution is a convolution of the stride-dilated, padded input with the
+// spatially flipped kernel. Pooling windows read a padded input through
+// `oh * stride + kh` maps; an unused [KH, KW] operand gives the window loops
+// their bounds, as linalg's own pooling ops do.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/lowering/Patterns.h"
+#include "passes/lowering/Utils.h"
+
+#include "ir/TccOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+using namespace mlir;
+using namespace mlir::tcc;
+using namespace mlir::tcc::lowering;
+
+namespace {
+
+/// `input` [N, C, H, W] placed at (top, left) in a tensor of [N, C, h, w]
+/// filled with `value`; the strides space the input's rows and columns out
+/// (for transposed convolutions).
+Value padSpatial(OpBuilder &b, Location loc, Value input, int64_t h, int64_t w,
+                 int64_t top, int64_t left, Value value, int64_t strideH = 1,
+                 int64_t strideW = 1) {
+  ArrayRef<int64_t> s = tensorTypeOf(input).getShape();
+  if (h == s[2] && w == s[3] && strideH == 1 && strideW == 1)
+    return input;
+  Value out = filledTensor(b, loc, {s[0], s[1], h, w}, value);
+  if (tensorTypeOf(input).getNumElements() == 0)
+    return out;
+  SmallVector<OpFoldResult> offsets = {b.getIndexAttr(0), b.getIndexAttr(0),
+                                       b.getIndexAttr(top),
+                                       b.getIndexAttr(left)};
+  SmallVector<OpFoldResult> sizes, strides = {b.getIndexAttr(1),
+                                              b.getIndexAttr(1),
+                                              b.getIndexAttr(strideH),
+                                              b.getIndexAttr(strideW)};
+  for (int64_t d : s)
+    sizes.push_back(b.getIndexAttr(d));
+  return tensor::InsertSliceOp::create(b, loc, input, out, offsets, sizes,
+                                       strides);
+}
+
+/// Splits dimension `dim` of `t` into [groups, size / groups].
+Value splitGroups(OpBuilder &b, Location loc, Value t, int64_t dim,
+                  int64_t groups) {
+  RankedTensorType ty = tensorTypeOf(t);
+  SmallVector<int64_t> shape(ty.getShape());
+  shape[dim] /= groups;
+  shape.insert(shape.begin() + dim, groups);
+  SmallVector<ReassociationIndices> reassoc;
+  for (int64_t d = 0, e = ty.getRank(); d < e; ++d) {
+    if (d < dim)
+      reassoc.push_back({d});
+    else if (d == dim)
+      reassoc.push_back({d, d + 1});
+    else
+      reassoc.push_back({d + 1});
+  }
+  return tensor::ExpandShapeOp::create(b, loc, ty.clone(shape), t, reassoc);
+}
+
+/// The channel-vector map (d0, d1, ...) -> (d1).
+AffineMap channelMap(unsigned rank, MLIRContext *ctx) {
+  return AffineMap::get(rank, 0, getAffineDimExpr(1, ctx), ctx);
+}
+
+/// acc [N, O, H, W] (+ bias[O]) rounded to the result type.
+Value convEpilogue(OpBuilder &b, Location loc, Value acc, Value bias,
+                   RankedTensorType resultType) {
+  Type elt = resultType.getElementType();
+  if (!bias)
+    return convertTensor(b, loc, acc, elt);
+  MLIRContext *ctx = b.getContext();
+  Value init = emptyTensor(b, loc, resultType.getShape(), elt);
+  AffineMap id = AffineMap::getMultiDimIdentityMap(4, ctx);
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{resultType}, ValueRange{acc, bias}, init,
+      SmallVector<AffineMap>{id, channelMap(4, ctx), id},
+      parallelIterators(4), [&](OpBuilder &nb, Location nl, ValueRange a) {
+        ImplicitLocOpBuilder ib(nl, nb);
+        Value sum = arith::AddFOp::create(ib, a[0], toCompute(ib, a[1]));
+        linalg::YieldOp::create(ib, convertScalar(ib, sum, elt));
+      });
+  return generic.getResult(0);
+}
+
+/// The grouped convolution shared by conv2d and conv_transpose2d:
+/// out[n, g, f, y, x] += in[n, g, c, inH(y, kh), inW(x, kw)] *
+/// filter[filterMap(g, f, c, kh, kw)], returning acc as [N, G*F, OH, OW].
+Value groupedConv(OpBuilder &b, Location loc, Value in, Value filter,
+                  AffineMap inMap, AffineMap filterMap,
+                  ArrayRef<int64_t> outShape, int64_t groups, Type acc) {
+  MLIRContext *ctx = b.getContext();
+  int64_t n = outShape[0], f = outShape[1] / groups;
+  SmallVector<int64_t> accShape = {n, groups, f, outShape[2], outShape[3]};
+  Value init = filledTensor(b, loc, accShape, scalarConstant(b, loc, acc, 0));
+  SmallVector<AffineExpr> outExprs;
+  for (unsigned d = 0; d < 5; ++d)
+    outExprs.push_back(getAffineDimExpr(d, ctx));
+  SmallVector<utils::IteratorType> iters = parallelIterators(5);
+  iters.append(3, utils::IteratorType::reduction);
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{init.getType()}, ValueRange{in, filter}, init,
+      SmallVector<AffineMap>{inMap, filterMap,
+                             AffineMap::get(8, 0, outExprs, ctx)},
+      iters, [&](OpBuilder &nb, Location nl, ValueRange a) {
+        ImplicitLocOpBuilder ib(nl, nb);
+        Value x = convertScalar(ib, a[0], acc);
+        Value w = convertScalar(ib, a[1], acc);
+        Value prod = arith::MulFOp::create(ib, x, w);
+        linalg::YieldOp::create(ib,
+                                Value(arith::AddFOp::create(ib, a[2], prod)));
+      });
+  SmallVector<ReassociationIndices> merge = {{0}, {1, 2}, {3}, {4}};
+  auto flatType = RankedTensorType::get(outShape, acc);
+  return tensor::CollapseShapeOp::create(b, loc, flatType, generic.getResult(0),
+                                         merge);
+}
+
+struct Conv2dLowering : OpRewritePattern<Conv2dOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(Conv2dOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    Value x = op.getInput();
+    ArrayRef<int64_t> xs = tensorTypeOf(x).getShape();
+    ArrayRef<int64_t> pads = op.getPads(), st = op.getStrides(),
+                      dil = op.getDilations();
+    int64_t groups = op.getGroups();
+    Type elt = tensorTypeOf(x).getElementType();
+    Type acc = computeType(elt);
+
+    Value padded = padSpatial(rewriter, loc, x, xs[2] + pads[0] + pads[2],
+                              xs[3] + pads[1] + pads[3], pads[0], pads[1],
+                              scalarConstant(rewriter, loc, elt, 0));
+    Value in = splitGroups(rewriter, loc, padded, 1, groups);
+    Value filter = splitGroups(rewriter, loc, op.getWeight(), 0, groups);
+    // Loops: n, g, f, oh, ow, c, kh, kw.
+    auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+    AffineMap inMap = AffineMap::get(
+        8, 0,
+        {d(0), d(1), d(5), d(3) * st[0] + d(6) * dil[0],
+         d(4) * st[1] + d(7) * dil[1]},
+        ctx);
+    AffineMap filterMap =
+        AffineMap::get(8, 0, {d(1), d(2), d(5), d(6), d(7)}, ctx);
+    Value accT = groupedConv(rewriter, loc, in, filter, inMap, filterMap,
+                             op.getType().getShape(), groups, acc);
+    rewriter.replaceOp(
+        op, convEpilogue(rewriter, loc, accT, op.getBias(), op.getType()));
+    return success();
+  }
+};
+
+/// Transposed convolution: the input, its rows and columns spaced `stride`
+/// apart, sits inside a zero border of dilation * (k - 1) (plus
+/// output_padding at the end); then out[y] = sum z[y + padTop + dilation *
+/// (k - 1 - kh)] * w[kh], i.e. a convolution with the flipped kernel.
+struct ConvTranspose2dLowering : OpRewritePattern<ConvTranspose2dOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ConvTranspose2dOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    Value x = op.getInput();
+    ArrayRef<int64_t> xs = tensorTypeOf(x).getShape();
+    ArrayRef<int64_t> ws = tensorTypeOf(op.getWeight()).getShape();
+    ArrayRef<int64_t> pads = op.getPads(), st = op.getStrides(),
+                      dil = op.getDilations(), outPad = op.getOutputPadding();
+    int64_t groups = op.getGroups();
+    Type elt = tensorTypeOf(x).getElementType();
+    Type acc = computeType(elt);
+
+    int64_t borderH = dil[0] * (ws[2] - 1), borderW = dil[1] * (ws[3] - 1);
+    int64_t zh = (xs[2] - 1) * st[0] + 1 + 2 * borderH + outPad[0];
+    int64_t zw = (xs[3] - 1) * st[1] + 1 + 2 * borderW + outPad[1];
+    Value z = padSpatial(rewriter, loc, x, zh, zw, borderH, borderW,
+                         scalarConstant(rewriter, loc, elt, 0), st[0], st[1]);
+    Value in = splitGroups(rewriter, loc, z, 1, groups);
+    // Weight [C, O/G, KH, KW] -> [G, C/G, O/G, KH, KW].
+    Value filter = splitGroups(rewriter, loc, op.getWeight(), 0, groups);
+    auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+    AffineMap inMap = AffineMap::get(
+        8, 0,
+        {d(0), d(1), d(5), d(3) + (pads[0] + borderH) - d(6) * dil[0],
+         d(4) + (pads[1] + borderW) - d(7) * dil[1]},
+        ctx);
+    AffineMap filterMap =
+        AffineMap::get(8, 0, {d(1), d(5), d(2), d(6), d(7)}, ctx);
+    Value accT = groupedConv(rewriter, loc, in, filter, inMap, filterMap,
+                             op.getType().getShape(), groups, acc);
+    rewriter.replaceOp(
+        op, convEpilogue(rewriter, loc, accT, op.getBias(), op.getType()));
+    return success();
+  }
+};
+
+/// Shared by the pooling ops: a generic over [N, C, OH, OW, KH, KW] reading
+/// `padded` at (oh * sh + kh, ow * sw + kw).
+Value poolWindow(OpBuilder &b, Location loc, Value padded,
+                 ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
+                 ArrayRef<int64_t> outShape, Value init, CombineFn combine) {
+  MLIRContext *ctx = b.getContext();
+  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  AffineMap inMap = AffineMap::get(
+      6, 0,
+      {d(0), d(1), d(2) * strides[0] + d(4), d(3) * strides[1] + d(5)}, ctx);
+  AffineMap windowMap = AffineMap::get(6, 0, {d(4), d(5)}, ctx);
+  AffineMap outMap = AffineMap::get(6, 0, {d(0), d(1), d(2), d(3)}, ctx);
+  Value window = emptyTensor(b, loc, kernel, b.getI8Type());
+  Value acc = filledTensor(b, loc, outShape, init);
+  SmallVector<utils::IteratorType> iters = parallelIterators(4);
+  iters.append(2, utils::IteratorType::reduction);
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{acc.getType()}, ValueRange{padded, window}, acc,
+      SmallVector<AffineMap>{inMap, windowMap, outMap}, iters,
+      [&](OpBuilder &nb, Location nl, ValueRange a) {
+        ImplicitLocOpBuilder ib(nl, nb);
+        linalg::YieldOp::create(ib, combine(ib, a[0], a[2]));
+      });
+  return generic.getResult(0);
+}
+
+/// The input padded to cover every window: pads at the start, and at the end
+/// whatever the last window (ceil_mode may push it past the end padding)
+/// needs.
+template <typename OpTy>
+Value padForPooling(OpBuilder &b, OpTy op, Value value) {
+  ArrayRef<int64_t> xs = tensorTypeOf(op.getInput()).getShape();
+  ArrayRef<int64_t> out = op.getType().getShape();
+  ArrayRef<int64_t> pads = op.getPads(), st = op.getStrides(),
+                    k = op.getKernel();
+  int64_t h = std::max((out[2] - 1) * st[0] + k[0], pads[0] + xs[2]);
+  int64_t w = std::max((out[3] - 1) * st[1] + k[1], pads[1] + xs[3]);
+  return padSpatial(b, op.getLoc(), op.getInput(), h, w, pads[0], pads[1],
+                    value);
+}
+
+/// Padding holds the type's lowest value, which never beats a real element
+/// (every window holds one); maximumf propagates NaN.
+struct MaxPool2dLowering : OpRewritePattern<MaxPool2dOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MaxPool2dOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Type elt = op.getType().getElementType();
+    Type acc = computeType(elt);
+    Value padded = padForPooling(
+        rewriter, op, extremeConstant(rewriter, loc, elt, /*highest=*/false));
+    Value r = poolWindow(
+        rewriter, loc, padded, op.getKernel(), op.getStrides(),
+        op.getType().getShape(), extremeConstant(rewriter, loc, acc, false),
+        [](ImplicitLocOpBuilder &b, Value x, Value a) -> Value {
+          return arith::MaximumFOp::create(b, a, toCompute(b, x));
+        });
+    rewriter.replaceOp(op, convertTensor(rewriter, loc, r, elt));
+    return success();
+  }
+};
+
+/// Sums over zero-padded windows, then divides by the PyTorch divisor: the
+/// window clipped to the padded input (count_include_pad) or to the input.
+struct AvgPool2dLowering : OpRewritePattern<AvgPool2dOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AvgPool2dOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType type = op.getType();
+    Type elt = type.getElementType();
+    Type acc = computeType(elt);
+    ArrayRef<int64_t> xs = tensorTypeOf(op.getInput()).getShape();
+    SmallVector<int64_t> pads(op.getPads()), st(op.getStrides()),
+        k(op.getKernel());
+    bool includePad = op.getCountIncludePad();
+    Value padded =
+        padForPooling(rewriter, op, scalarConstant(rewriter, loc, elt, 0));
+    Value sum = poolWindow(
+        rewriter, loc, padded, k, st, type.getShape(),
+        scalarConstant(rewriter, loc, acc, 0),
+        [](ImplicitLocOpBuilder &b, Value x, Value a) -> Value {
+          return arith::AddFOp::create(b, a, toCompute(b, x));
+        });
+    Value r = buildElementwise(
+        rewriter, loc, sum, type, [&](ImplicitLocOpBuilder &b, ValueRange a) {
+          Type i64 = b.getI64Type();
+          auto c = [&](int64_t v) { return intConstant(b, loc, i64, v); };
+          // Window extent along one axis, from the output index.
+          auto extent = [&](unsigned dim, int axis) -> Value {
+            Value o = arith::IndexCastOp::create(
+                b, i64, linalg::IndexOp::create(b, dim));
+            Value stride = c(st[axis]), padBegin = c(pads[axis]);
+            Value size = c(k[axis]), paddedEnd = c(xs[2 + axis] + pads[axis + 2]);
+            Value scaled = arith::MulIOp::create(b, o, stride);
+            Value start = arith::SubIOp::create(b, scaled, padBegin);
+            Value windowEnd = arith::AddIOp::create(b, start, size);
+            Value end = arith::MinSIOp::create(b, windowEnd, paddedEnd);
+            if (!includePad) {
+              Value zero = c(0), inEnd = c(xs[2 + axis]);
+              start = arith::MaxSIOp::create(b, start, zero);
+              end = arith::MinSIOp::create(b, end, inEnd);
+            }
+            return arith::SubIOp::create(b, end, start);
+          };
+          Value rows = extent(2, 0);
+          Value cols = extent(3, 1);
+          Value count = arith::MulIOp::create(b, rows, cols);
+          Value divisor = arith::SIToFPOp::create(b, acc, count);
+          return convertScalar(b, arith::DivFOp::create(b, a[0], divisor),
+                               elt);
+        });
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
+struct GlobalAvgPool2dLowering : OpRewritePattern<GlobalAvgPool2dOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(GlobalAvgPool2dOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType type = op.getType();
+    Type elt = type.getElementType();
+    Type acc = computeType(elt);
+    ArrayRef<int64_t> xs = tensorTypeOf(op.getInput()).getShape();
+    Value sum = buildReduction(
+        rewriter, loc, op.getInput(), {2, 3}, /*keepdims=*/true,
+        scalarConstant(rewriter, loc, acc, 0),
+        [](ImplicitLocOpBuilder &b, Value x, Value a) -> Value {
+          return arith::AddFOp::create(b, a, toCompute(b, x));
+        });
+    double count = (double)(xs[2] * xs[3]);
+    Value r = buildElementwise(
+        rewriter, loc, sum, type, [&](ImplicitLocOpBuilder &b, ValueRange a) {
+          Value n = scalarConstant(b, loc, acc, count);
+          return convertScalar(b, arith::DivFOp::create(b, a[0], n), elt);
+        });
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
+/// (x - mean) * rsqrt(var + eps) * scale + bias, per channel (axis 1).
+struct BatchNormLowering : OpRewritePattern<BatchNormOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(BatchNormOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    RankedTensorType type = op.getType();
+    unsigned rank = type.getRank();
+    Type elt = type.getElementType();
+    double eps = op.getEps().convertToDouble();
+    AffineMap id = AffineMap::getMultiDimIdentityMap(rank, ctx);
+    AffineMap ch = channelMap(rank, ctx);
+    Value init = emptyTensor(rewriter, loc, type.getShape(), elt);
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{type},
+        ValueRange{op.getInput(), op.getScale(), op.getBias(), op.getMean(),
+                   op.getVar()},
+        init, SmallVector<AffineMap>{id, ch, ch, ch, ch, id},
+        parallelIterators(rank), [&](OpBuilder &nb, Location nl, ValueRange a) {
+          ImplicitLocOpBuilder b(nl, nb);
+          Value x = toCompute(b, a[0]), scale = toCompute(b, a[1]),
+                bias = toCompute(b, a[2]), mean = toCompute(b, a[3]),
+                var = toCompute(b, a[4]);
+          Value e = scalarConstant(b, nl, x.getType(), eps);
+          Value inv =
+              math::RsqrtOp::create(b, arith::AddFOp::create(b, var, e));
+          Value y = arith::MulFOp::create(
+              b, arith::MulFOp::create(b, arith::SubFOp::create(b, x, mean),
+                                       inv),
+              scale);
+          y = arith::AddFOp::create(b, y, bias);
+          linalg::YieldOp::create(b, convertScalar(b, y, elt));
+        });
+    rewriter.replaceOp(op, generic.getResult(0));
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::tcc::populateConvPoolLoweringPatterns(RewritePatternSet &patterns) {
+  patterns.add<Conv2dLowering, ConvTranspose2dLowering, MaxPool2dLowering,
+               AvgPool2dLowering, GlobalAvgPool2dLowering, BatchNormLowering>(
+      patterns.getContext());
+}

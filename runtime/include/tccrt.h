@@ -1,0 +1,172 @@
+/*===- tccrt.h - the tcc runtime C API --------------------------*- C -*-===*\
+|*                                                                          *|
+|* libtccrt loads a compiled tcc model (a "bundle", docs/bundle-format.md)  *|
+|* and runs it on a device. C99; docs/runtime.md has a worked example.      *|
+|*                                                                          *|
+|* Conventions:                                                             *|
+|*  - Every function returns a tccrt_status; TCCRT_OK is 0. On failure the  *|
+|*    context's last error (tccrt_context_last_error) says why in one line. *|
+|*    Every failure also sets the calling thread's last error               *|
+|*    (tccrt_last_error), which is the only place to look when there is no  *|
+|*    context yet (tccrt_context_create) or a NULL context was passed.      *|
+|*  - Out-parameters are written only on success.                           *|
+|*  - A context and its models may be used by one thread at a time; use one *|
+|*    context per thread for concurrency.                                   *|
+|*  - Buffers bound to inputs and outputs are device memory of the          *|
+|*    context's device (on the host: ordinary memory), must stay valid      *|
+|*    until the model is destroyed or rebound, and must not overlap.        *|
+|*  - A bundle contains machine code: load only bundles you trust.          *|
+|*                                                                          *|
+\*===----------------------------------------------------------------------===*/
+#ifndef TCCRT_H
+#define TCCRT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* C++ callers (and libtccrt itself) see the enums with a fixed int type, so
+ * that any int a C caller passes is a valid value there too. */
+#ifdef __cplusplus
+#define TCCRT_INT_ENUM : int
+#else
+#define TCCRT_INT_ENUM
+#endif
+
+/** Bumped on incompatible changes of this header. */
+#define TCCRT_API_VERSION 1
+
+typedef enum tccrt_status TCCRT_INT_ENUM {
+  TCCRT_OK = 0,
+  TCCRT_ERROR_INVALID_ARGUMENT = 1, /**< NULL pointer, bad index, wrong size */
+  TCCRT_ERROR_INVALID_BUNDLE = 2,   /**< corrupt, truncated or malformed */
+  TCCRT_ERROR_UNAVAILABLE = 3,      /**< device or target not available */
+  TCCRT_ERROR_NOT_FOUND = 4,        /**< no input/output of that name */
+  TCCRT_ERROR_UNBOUND = 5,          /**< run with an input/output unbound */
+  TCCRT_ERROR_OUT_OF_MEMORY = 6,
+  TCCRT_ERROR_RUN_FAILED = 7, /**< a model's run-time check failed */
+  TCCRT_ERROR_IO = 8,         /**< cannot read a file */
+  TCCRT_ERROR_DEVICE = 9      /**< a device/driver call failed */
+} tccrt_status;
+
+typedef enum tccrt_device_kind TCCRT_INT_ENUM {
+  TCCRT_DEVICE_HOST = 0, /**< CPU threads; runs bundles with target "host" */
+  TCCRT_DEVICE_CUDA = 1, /**< not available in this build yet */
+  TCCRT_DEVICE_HIP = 2   /**< not available in this build yet */
+} tccrt_device_kind;
+
+/** Element types, as the model format names them (tccrt_dtype_name). */
+typedef enum tccrt_dtype TCCRT_INT_ENUM {
+  TCCRT_F64 = 0,
+  TCCRT_F32 = 1,
+  TCCRT_F16 = 2,
+  TCCRT_BF16 = 3,
+  TCCRT_F8E4M3 = 4,
+  TCCRT_F8E5M2 = 5,
+  TCCRT_I8 = 6,
+  TCCRT_I32 = 7,
+  TCCRT_I64 = 8,
+  TCCRT_BOOL = 9 /**< one byte, 0 or 1 */
+} tccrt_dtype;
+
+/** A device and its resources (threads, driver context). */
+typedef struct tccrt_context tccrt_context;
+/** A bundle loaded on a context: code, params, arena, bindings. */
+typedef struct tccrt_model tccrt_model;
+
+/** Describes a model input or output. Pointers stay valid while the model
+ *  lives. */
+typedef struct tccrt_tensor_info {
+  const char *name;
+  tccrt_dtype dtype;
+  const char *dtype_name; /**< "f32", "bf16", ... */
+  int32_t rank;
+  const int64_t *shape; /**< `rank` dimensions, row-major */
+  size_t bytes;         /**< size a bound buffer must have */
+} tccrt_tensor_info;
+
+/** TCCRT_API_VERSION of the library actually loaded. */
+int tccrt_api_version(void);
+/** "ok", "invalid argument", ...: never NULL. */
+const char *tccrt_status_string(tccrt_status status);
+/** "f32", ...; "?" for an unknown value. */
+const char *tccrt_dtype_name(tccrt_dtype dtype);
+/** Bytes per element; 0 for an unknown value. */
+size_t tccrt_dtype_size(tccrt_dtype dtype);
+
+/** The calling thread's last error message ("" if none). Valid until the
+ *  thread's next tccrt call. */
+const char *tccrt_last_error(void);
+
+/** Creates a context on device `device_index` of `kind` (0 for the host).
+ *  The host uses TCC_NUM_THREADS threads when set, else one per core. */
+tccrt_status tccrt_context_create(tccrt_device_kind kind, int device_index,
+                                  tccrt_context **out);
+/** Destroys a context; its models must have been destroyed. NULL is a
+ *  no-op. */
+tccrt_status tccrt_context_destroy(tccrt_context *ctx);
+/** The context's last error message ("" if none). Valid until the next call
+ *  on the context. */
+const char *tccrt_context_last_error(const tccrt_context *ctx);
+
+/** Device memory helpers, so that applications (and `tcc run`) can stage
+ *  inputs and outputs for any device. `tccrt_free(ctx, NULL)` is a no-op. */
+tccrt_status tccrt_malloc(tccrt_context *ctx, size_t bytes, void **out);
+tccrt_status tccrt_free(tccrt_context *ctx, void *ptr);
+tccrt_status tccrt_copy_to_device(tccrt_context *ctx, void *dst,
+                                  const void *src, size_t bytes);
+tccrt_status tccrt_copy_to_host(tccrt_context *ctx, void *dst, const void *src,
+                                size_t bytes);
+
+/** Loads a bundle file: validates it, uploads the params, allocates the
+ *  arena and loads the kernels for the context's device. */
+tccrt_status tccrt_model_load_file(tccrt_context *ctx, const char *path,
+                                   tccrt_model **out);
+/** Same from memory; `data` is copied and need not outlive the call. */
+tccrt_status tccrt_model_load_memory(tccrt_context *ctx, const void *data,
+                                     size_t size, tccrt_model **out);
+/** Frees the model's device memory and code. NULL is a no-op. */
+tccrt_status tccrt_model_destroy(tccrt_model *model);
+
+/** The model's name (the bundle's "model"). */
+tccrt_status tccrt_model_name(const tccrt_model *model, const char **out);
+tccrt_status tccrt_model_num_inputs(const tccrt_model *model, size_t *out);
+tccrt_status tccrt_model_num_outputs(const tccrt_model *model, size_t *out);
+tccrt_status tccrt_model_input_info(const tccrt_model *model, size_t index,
+                                    tccrt_tensor_info *out);
+tccrt_status tccrt_model_output_info(const tccrt_model *model, size_t index,
+                                     tccrt_tensor_info *out);
+/** Index of the input/output called `name` (the first, for an output listed
+ *  twice); TCCRT_ERROR_NOT_FOUND if there is none. */
+tccrt_status tccrt_model_find_input(const tccrt_model *model, const char *name,
+                                    size_t *index);
+tccrt_status tccrt_model_find_output(const tccrt_model *model, const char *name,
+                                     size_t *index);
+
+/** Binds device memory to an input or output. `bytes` must equal the
+ *  tensor's size; `data` may be NULL only when that size is 0. */
+tccrt_status tccrt_model_bind_input(tccrt_model *model, size_t index,
+                                    const void *data, size_t bytes);
+tccrt_status tccrt_model_bind_output(tccrt_model *model, size_t index,
+                                     void *data, size_t bytes);
+tccrt_status tccrt_model_bind_input_by_name(tccrt_model *model,
+                                            const char *name, const void *data,
+                                            size_t bytes);
+tccrt_status tccrt_model_bind_output_by_name(tccrt_model *model,
+                                             const char *name, void *data,
+                                             size_t bytes);
+
+/** Runs the model once on the bound buffers and waits for it. Fails with
+ *  TCCRT_ERROR_UNBOUND if an input or output is unbound and with
+ *  TCCRT_ERROR_RUN_FAILED, and the model's message (e.g. "index out of range
+ *  in /nodes/3 (gather)"), when one of its run-time checks fired. */
+tccrt_status tccrt_model_run(tccrt_model *model);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TCCRT_H */

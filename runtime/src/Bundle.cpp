@@ -1,0 +1,383 @@
+//===- Bundle.cpp - the tcc bundle file: writer and validating reader -----===//
+#include "runtime/src/Bundle.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+using nlohmann::json;
+
+namespace tcc::bundle {
+
+uint64_t fnv1a64(const uint8_t *data, size_t size) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < size; ++i) {
+    h ^= data[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+namespace {
+
+// Header field offsets (docs/bundle-format.md).
+constexpr size_t kVersionAt = 8, kFlagsAt = 12, kManifestOffsetAt = 16,
+                 kManifestSizeAt = 24, kManifestHashAt = 32, kFileSizeAt = 40,
+                 kReservedAt = 48, kHeaderHashAt = 56;
+
+void putLE(uint8_t *p, uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i)
+    p[i] = (uint8_t)(v >> (8 * i));
+}
+
+uint64_t getLE(const uint8_t *p, int bytes) {
+  uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i)
+    v |= (uint64_t)p[i] << (8 * i);
+  return v;
+}
+
+size_t alignUp(size_t v) {
+  return (v + kBlobAlignment - 1) / kBlobAlignment * kBlobAlignment;
+}
+
+std::string hex64(uint64_t v) {
+  static const char digits[] = "0123456789abcdef";
+  std::string s(16, '0');
+  for (int i = 15; i >= 0; --i, v >>= 4)
+    s[i] = digits[v & 15];
+  return s;
+}
+
+bool parseHex64(const std::string &s, uint64_t &out) {
+  if (s.size() != 16)
+    return false;
+  out = 0;
+  for (char c : s) {
+    int d = c >= '0' && c <= '9'   ? c - '0'
+            : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                   : -1;
+    if (d < 0)
+      return false;
+    out = out << 4 | (uint64_t)d;
+  }
+  return true;
+}
+
+/// Nesting depth of JSON text, counting brackets outside strings. Run before
+/// parsing so that hostile nesting never reaches recursive code.
+int jsonDepth(const uint8_t *p, size_t n) {
+  int depth = 0, maxDepth = 0;
+  bool inString = false, escaped = false;
+  for (size_t i = 0; i < n; ++i) {
+    char c = (char)p[i];
+    if (inString) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        inString = false;
+    } else if (c == '"') {
+      inString = true;
+    } else if (c == '[' || c == '{') {
+      maxDepth = std::max(maxDepth, ++depth);
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return maxDepth;
+}
+
+std::string str(uint64_t v) { return std::to_string(v); }
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// BundleWriter
+//===----------------------------------------------------------------------===//
+
+std::string BundleWriter::addBlob(const std::string &name,
+                                  std::vector<uint8_t> bytes) {
+  std::string unique = name;
+  for (int n = 2; blobIndex.count(unique); ++n)
+    unique = name + "#" + std::to_string(n);
+  blobIndex[unique] = blobs.size();
+  blobs.emplace_back(unique, std::move(bytes));
+  return unique;
+}
+
+void BundleWriter::setManifest(json manifest) {
+  manifestJson = std::move(manifest);
+}
+
+std::vector<uint8_t> BundleWriter::serialize() const {
+  json manifest = manifestJson.is_object() ? manifestJson : json::object();
+  if (!manifest.contains("format_version"))
+    manifest["format_version"] = kFormatVersion;
+
+  // Blobs first, each 64-byte aligned, then the manifest that lists them.
+  json table = json::array();
+  size_t end = kHeaderSize;
+  std::vector<size_t> offsets;
+  for (const auto &[name, bytes] : blobs) {
+    size_t offset = alignUp(end);
+    offsets.push_back(offset);
+    table.push_back({{"name", name},
+                     {"offset", offset},
+                     {"size", bytes.size()},
+                     {"fnv1a64", hex64(fnv1a64(bytes.data(), bytes.size()))}});
+    end = offset + bytes.size();
+  }
+  manifest["blobs"] = std::move(table);
+  // Names come from user models; never let a stray byte throw here.
+  std::string text =
+      manifest.dump(-1, ' ', false, json::error_handler_t::replace);
+
+  size_t manifestOffset = alignUp(end);
+  std::vector<uint8_t> out(manifestOffset + text.size(), 0);
+  for (size_t i = 0; i < blobs.size(); ++i)
+    std::copy(blobs[i].second.begin(), blobs[i].second.end(),
+              out.begin() + offsets[i]);
+  std::copy(text.begin(), text.end(), out.begin() + manifestOffset);
+
+  uint8_t *h = out.data();
+  std::memcpy(h, kMagic, sizeof(kMagic));
+  putLE(h + kVersionAt, kFormatVersion, 4);
+  putLE(h + kFlagsAt, 0, 4);
+  putLE(h + kManifestOffsetAt, manifestOffset, 8);
+  putLE(h + kManifestSizeAt, text.size(), 8);
+  putLE(h + kManifestHashAt, fnv1a64(out.data() + manifestOffset, text.size()),
+        8);
+  putLE(h + kFileSizeAt, out.size(), 8);
+  putLE(h + kReservedAt, 0, 8);
+  putLE(h + kHeaderHashAt, fnv1a64(h, kHeaderHashAt), 8);
+  return out;
+}
+
+bool BundleWriter::writeFile(const std::string &path,
+                             std::string &error) const {
+  std::vector<uint8_t> bytes = serialize();
+  std::string why;
+  if (!Bundle::parse(bytes, why)) {
+    error = "refusing to write an invalid bundle: " + why;
+    return false;
+  }
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    error = "cannot write '" + path + "': " + std::strerror(errno);
+    return false;
+  }
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      error = "cannot write '" + path + "': " + std::strerror(errno);
+      ::close(fd);
+      return false;
+    }
+    done += (size_t)n;
+  }
+  if (::close(fd) != 0) {
+    error = "cannot write '" + path + "': " + std::strerror(errno);
+    return false;
+  }
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Bundle
+//===----------------------------------------------------------------------===//
+
+std::unique_ptr<Bundle> Bundle::parse(std::vector<uint8_t> bytes,
+                                      std::string &error) {
+  const size_t size = bytes.size();
+  const uint8_t *p = bytes.data();
+  auto fail = [&](const std::string &msg) {
+    error = msg;
+    return nullptr;
+  };
+
+  // The header: magic, version, its own checksum, then the sizes it states.
+  size_t magicLen = std::min(size, sizeof(kMagic));
+  if (magicLen && std::memcmp(p, kMagic, magicLen) != 0)
+    return fail("not a tcc bundle (bad magic)");
+  if (size < kHeaderSize)
+    return fail("truncated bundle: " + str(size) +
+                " bytes, the header alone "
+                "has " +
+                str(kHeaderSize));
+  uint32_t version = (uint32_t)getLE(p + kVersionAt, 4);
+  if (version != kFormatVersion)
+    return fail("unsupported bundle format version " + str(version) +
+                " (this runtime reads version " + str(kFormatVersion) + ")");
+  if (getLE(p + kHeaderHashAt, 8) != fnv1a64(p, kHeaderHashAt))
+    return fail("corrupted bundle: header checksum mismatch");
+  uint32_t flags = (uint32_t)getLE(p + kFlagsAt, 4);
+  if (flags != 0 || getLE(p + kReservedAt, 8) != 0)
+    return fail("unsupported bundle: unknown flags 0x" + hex64(flags));
+  uint64_t fileSize = getLE(p + kFileSizeAt, 8);
+  if (size < fileSize)
+    return fail("truncated bundle: " + str(size) + " bytes, the header says " +
+                str(fileSize));
+  if (size > fileSize)
+    return fail("corrupted bundle: " + str(size - fileSize) +
+                " unexpected bytes after the declared end at " + str(fileSize));
+
+  // The manifest ends the file.
+  uint64_t mOffset = getLE(p + kManifestOffsetAt, 8);
+  uint64_t mSize = getLE(p + kManifestSizeAt, 8);
+  if (mOffset < kHeaderSize || mOffset % kBlobAlignment != 0 ||
+      mOffset > size || mSize != size - mOffset)
+    return fail("corrupted bundle: manifest range (offset " + str(mOffset) +
+                ", " + str(mSize) + " bytes) does not end the " + str(size) +
+                "-byte file");
+  const uint8_t *mText = p + mOffset;
+  if (getLE(p + kManifestHashAt, 8) != fnv1a64(mText, mSize))
+    return fail("corrupted bundle: manifest checksum mismatch");
+  if (jsonDepth(mText, mSize) > kMaxManifestDepth)
+    return fail("invalid bundle: manifest nests deeper than " +
+                str(kMaxManifestDepth) + " levels");
+  json manifest = json::parse(mText, mText + mSize, nullptr,
+                              /*allow_exceptions=*/false);
+  if (manifest.is_discarded())
+    return fail("invalid bundle: manifest is not valid JSON");
+  if (!manifest.is_object())
+    return fail("invalid bundle: manifest: /: expected an object");
+
+  // The blob table: aligned, inside [header, manifest), no overlaps.
+  auto bad = [&](const std::string &ptr, const std::string &msg) {
+    return fail("invalid bundle: manifest: " + ptr + ": " + msg);
+  };
+  auto table = manifest.find("blobs");
+  if (table == manifest.end())
+    return bad("/", "missing field \"blobs\"");
+  if (!table->is_array())
+    return bad("/blobs", "expected an array");
+  struct Range {
+    uint64_t offset, size;
+    std::string name;
+  };
+  std::vector<Range> ranges;
+  std::map<std::string, size_t> blobSizes;
+  for (size_t i = 0; i < table->size(); ++i) {
+    std::string ptr = "/blobs/" + str(i);
+    const json &e = (*table)[i];
+    if (!e.is_object())
+      return bad(ptr, "expected an object");
+    for (const char *key : {"name", "offset", "size", "fnv1a64"})
+      if (!e.contains(key))
+        return bad(ptr, std::string("missing field \"") + key + "\"");
+    if (!e["name"].is_string() || e["name"].get<std::string>().empty())
+      return bad(ptr + "/name", "expected a non-empty string");
+    for (const char *key : {"offset", "size"})
+      if (!e[key].is_number_unsigned())
+        return bad(ptr + "/" + key, "expected a non-negative integer");
+    uint64_t hash;
+    if (!e["fnv1a64"].is_string() ||
+        !parseHex64(e["fnv1a64"].get<std::string>(), hash))
+      return bad(ptr + "/fnv1a64", "expected 16 lowercase hex digits");
+    Range r{e["offset"].get<uint64_t>(), e["size"].get<uint64_t>(),
+            e["name"].get<std::string>()};
+    if (r.offset % kBlobAlignment != 0)
+      return bad(ptr + "/offset",
+                 "blob offset " + str(r.offset) + " is not a multiple of 64");
+    // Written as two comparisons so that huge values cannot wrap around.
+    if (r.offset < kHeaderSize || r.offset > mOffset ||
+        r.size > mOffset - r.offset)
+      return bad(ptr, "blob \"" + r.name + "\" (offset " + str(r.offset) +
+                          ", " + str(r.size) +
+                          " bytes) lies outside the blob area [64, " +
+                          str(mOffset) + ")");
+    if (!blobSizes.emplace(r.name, r.size).second)
+      return bad(ptr + "/name", "duplicate blob name \"" + r.name + "\"");
+    if (fnv1a64(p + r.offset, r.size) != hash)
+      return fail("corrupted bundle: blob \"" + r.name +
+                  "\" checksum mismatch");
+    ranges.push_back(std::move(r));
+  }
+  std::sort(ranges.begin(), ranges.end(),
+            [](const Range &a, const Range &b) { return a.offset < b.offset; });
+  // Padding must be zero: with the checksums, every byte is then checked.
+  uint64_t pos = kHeaderSize;
+  for (size_t i = 0; i <= ranges.size(); ++i) {
+    uint64_t next = i < ranges.size() ? ranges[i].offset : mOffset;
+    if (next < pos)
+      return fail("invalid bundle: blobs \"" + ranges[i - 1].name +
+                  "\" and \"" + ranges[i].name + "\" overlap");
+    for (uint64_t j = pos; j < next; ++j)
+      if (p[j] != 0)
+        return fail("corrupted bundle: non-zero padding at byte " + str(j));
+    if (i < ranges.size())
+      pos = ranges[i].offset + ranges[i].size;
+  }
+
+  std::unique_ptr<Bundle> b(new Bundle());
+  std::string why;
+  if (!parseModelDesc(manifest, blobSizes, b->desc, why))
+    return fail("invalid bundle: " + why);
+  for (const Range &r : ranges)
+    b->blobRanges[r.name] = {r.offset, r.size};
+  b->manifestJson = std::move(manifest);
+  b->bytes = std::move(bytes);
+  error.clear();
+  return b;
+}
+
+std::unique_ptr<Bundle> Bundle::readFile(const std::string &path,
+                                         std::string &error) {
+  auto fail = [&](const std::string &msg) {
+    error = path + ": " + msg;
+    return nullptr;
+  };
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return fail(std::string("cannot open: ") + std::strerror(errno));
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return fail("not a regular file");
+  }
+  std::vector<uint8_t> bytes;
+  try {
+    bytes.resize((size_t)st.st_size);
+  } catch (const std::bad_alloc &) {
+    ::close(fd);
+    return fail("cannot allocate " + str((uint64_t)st.st_size) + " bytes");
+  }
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      ::close(fd);
+      return fail(std::string("read error: ") + std::strerror(errno));
+    }
+    if (n == 0) // The file shrank while we read it.
+      break;
+    done += (size_t)n;
+  }
+  ::close(fd);
+  bytes.resize(done);
+  std::string why;
+  auto b = parse(std::move(bytes), why);
+  if (!b)
+    return fail(why);
+  return b;
+}
+
+std::pair<const uint8_t *, size_t> Bundle::blob(const std::string &name) const {
+  auto it = blobRanges.find(name);
+  if (it == blobRanges.end())
+    return {nullptr, 0};
+  return {bytes.data() + it->second.first, it->second.second};
+}
+
+} // namespace tcc::bundle

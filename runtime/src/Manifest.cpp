@@ -1,0 +1,478 @@
+//===- Manifest.cpp - validating the manifest schema ----------------------===//
+#include "runtime/src/Manifest.h"
+
+#include <set>
+#include <unordered_map>
+
+using nlohmann::json;
+
+namespace tcc::bundle {
+
+const char *bufferKindName(BufferKind kind) {
+  switch (kind) {
+  case BufferKind::Input:
+    return "input";
+  case BufferKind::Output:
+    return "output";
+  case BufferKind::Param:
+    return "param";
+  case BufferKind::Temp:
+    return "temp";
+  }
+  return "?";
+}
+
+namespace {
+
+/// Field access that records the first problem as "manifest: POINTER: what".
+/// Every getter returns false once an error is set, so callers chain them
+/// with && and stop at the first failure.
+class Reader {
+public:
+  explicit Reader(std::string &error) : error(error) {}
+
+  bool fail(const std::string &ptr, const std::string &msg) {
+    if (error.empty())
+      error =
+          "manifest: " + (ptr.empty() ? std::string("/") : ptr) + ": " + msg;
+    return false;
+  }
+
+  /// The member `key` of object `obj` (at `ptr`), or nullptr (an error
+  /// unless `optional`).
+  const json *member(const json &obj, const std::string &ptr, const char *key,
+                     bool optional = false) {
+    auto it = obj.find(key);
+    if (it == obj.end()) {
+      if (!optional)
+        fail(ptr, std::string("missing field \"") + key + "\"");
+      return nullptr;
+    }
+    return &*it;
+  }
+
+  bool object(const json &v, const std::string &ptr) {
+    return v.is_object() || fail(ptr, "expected an object");
+  }
+
+  bool array(const json &obj, const std::string &ptr, const char *key,
+             const json *&out, bool optional = false) {
+    out = member(obj, ptr, key, optional);
+    if (!out)
+      return error.empty();
+    return out->is_array() || fail(ptr + "/" + key, "expected an array");
+  }
+
+  bool string(const json &obj, const std::string &ptr, const char *key,
+              std::string &out, bool optional = false, bool nonEmpty = false) {
+    const json *v = member(obj, ptr, key, optional);
+    if (!v)
+      return error.empty();
+    if (!v->is_string())
+      return fail(ptr + "/" + key, "expected a string");
+    out = v->get<std::string>();
+    if (nonEmpty && out.empty())
+      return fail(ptr + "/" + key, "must not be empty");
+    return true;
+  }
+
+  /// A non-negative integer no larger than `max`.
+  bool unsignedInt(const json &v, const std::string &ptr, uint64_t max,
+                   uint64_t &out) {
+    if (!v.is_number_integer())
+      return fail(ptr, "expected a non-negative integer");
+    if (v.is_number_unsigned()) {
+      out = v.get<uint64_t>();
+    } else {
+      int64_t s = v.get<int64_t>();
+      if (s < 0)
+        return fail(ptr, "expected a non-negative integer, got " +
+                             std::to_string(s));
+      out = (uint64_t)s;
+    }
+    if (out > max)
+      return fail(ptr, std::to_string(out) + " is too large (limit " +
+                           std::to_string(max) + ")");
+    return true;
+  }
+
+  bool unsignedField(const json &obj, const std::string &ptr, const char *key,
+                     uint64_t max, uint64_t &out) {
+    const json *v = member(obj, ptr, key);
+    return v && unsignedInt(*v, ptr + "/" + key, max, out);
+  }
+
+private:
+  std::string &error;
+};
+
+class Validator {
+public:
+  Validator(const json &root, const std::map<std::string, size_t> &blobSizes,
+            ModelDesc &desc, std::string &error)
+      : root(root), blobSizes(blobSizes), desc(desc), r(error) {}
+
+  bool run() {
+    return r.object(root, "") && header() && buffers() &&
+           tensors("inputs", BufferKind::Input, desc.inputs) &&
+           tensors("outputs", BufferKind::Output, desc.outputs) &&
+           tensors("params", BufferKind::Param, desc.params) &&
+           everyUserBufferUsed() && status() && code() && kernels() &&
+           launches();
+  }
+
+private:
+  bool header() {
+    uint64_t version;
+    if (!r.unsignedField(root, "", "format_version", UINT32_MAX, version))
+      return false;
+    if (version != 1)
+      return r.fail("/format_version", "unsupported manifest version " +
+                                           std::to_string(version) +
+                                           " (this runtime reads version 1)");
+    const json *targets;
+    if (!r.string(root, "", "model", desc.model) ||
+        !r.array(root, "", "targets", targets))
+      return false;
+    for (size_t i = 0; i < targets->size(); ++i) {
+      const json &t = (*targets)[i];
+      if (!t.is_string() || t.get<std::string>().empty())
+        return r.fail("/targets/" + std::to_string(i),
+                      "expected a non-empty string");
+      desc.targets.push_back(t.get<std::string>());
+    }
+    return r.unsignedField(root, "", "arena_bytes", kMaxBytes, desc.arenaBytes);
+  }
+
+  bool buffers() {
+    const json *list;
+    if (!r.array(root, "", "buffers", list))
+      return false;
+    for (size_t i = 0; i < list->size(); ++i) {
+      std::string ptr = "/buffers/" + std::to_string(i);
+      const json &b = (*list)[i];
+      BufferDesc d;
+      uint64_t id;
+      std::string kind;
+      if (!r.object(b, ptr) || !r.unsignedField(b, ptr, "id", UINT32_MAX, id) ||
+          !r.string(b, ptr, "kind", kind) ||
+          !r.unsignedField(b, ptr, "bytes", kMaxBytes, d.bytes))
+        return false;
+      d.id = (uint32_t)id;
+      if (kind == "input")
+        d.kind = BufferKind::Input;
+      else if (kind == "output")
+        d.kind = BufferKind::Output;
+      else if (kind == "param")
+        d.kind = BufferKind::Param;
+      else if (kind == "temp")
+        d.kind = BufferKind::Temp;
+      else
+        return r.fail(ptr + "/kind", "unknown buffer kind \"" + kind +
+                                         "\" (expected input, output, param "
+                                         "or temp)");
+      const json *offset = r.member(b, ptr, "offset", /*optional=*/true);
+      if (d.kind == BufferKind::Temp) {
+        if (!offset)
+          return r.fail(ptr, "missing field \"offset\" (temps live in the "
+                             "arena)");
+        if (!r.unsignedInt(*offset, ptr + "/offset", kMaxBytes, d.offset))
+          return false;
+        if (d.offset % 64 != 0)
+          return r.fail(ptr + "/offset", "arena offset " +
+                                             std::to_string(d.offset) +
+                                             " is not a multiple of 64");
+        // Both terms are below 2^48: the sum cannot overflow.
+        if (d.offset + d.bytes > desc.arenaBytes)
+          return r.fail(ptr, "temp at offset " + std::to_string(d.offset) +
+                                 " with " + std::to_string(d.bytes) +
+                                 " bytes ends past arena_bytes " +
+                                 std::to_string(desc.arenaBytes));
+      } else if (offset) {
+        return r.fail(ptr + "/offset", "only temp buffers have an offset");
+      }
+      if (!idToIndex.emplace(d.id, desc.buffers.size()).second)
+        return r.fail(ptr + "/id", "duplicate buffer id " + std::to_string(id));
+      desc.buffers.push_back(d);
+    }
+    users.assign(desc.buffers.size(), 0);
+    return true;
+  }
+
+  /// Resolves the buffer id at `v` to an index into desc.buffers.
+  bool bufferRef(const json &v, const std::string &ptr, size_t &index) {
+    uint64_t id;
+    if (!r.unsignedInt(v, ptr, UINT32_MAX, id))
+      return false;
+    auto it = idToIndex.find((uint32_t)id);
+    if (it == idToIndex.end())
+      return r.fail(ptr, "buffer id " + std::to_string(id) +
+                             " is not in the buffer table");
+    index = it->second;
+    return true;
+  }
+
+  /// Element count times dtype size, refusing overflow and absurd sizes.
+  bool tensorBytes(const TensorDesc &t, const std::string &ptr,
+                   uint64_t &bytes) {
+    uint64_t n = dtypeSize(t.dtype);
+    for (int64_t d : t.shape) {
+      if (d != 0 && n > kMaxBytes / (uint64_t)d)
+        return r.fail(ptr, "tensor is larger than the limit of " +
+                               std::to_string(kMaxBytes) + " bytes");
+      n *= (uint64_t)d;
+    }
+    bytes = n;
+    return true;
+  }
+
+  bool tensors(const char *key, BufferKind kind, std::vector<TensorDesc> &out) {
+    const json *list;
+    if (!r.array(root, "", key, list))
+      return false;
+    std::set<std::string> names;
+    for (size_t i = 0; i < list->size(); ++i) {
+      std::string ptr = std::string("/") + key + "/" + std::to_string(i);
+      const json &e = (*list)[i];
+      TensorDesc t;
+      std::string dtype;
+      const json *shape, *buffer;
+      if (!r.object(e, ptr) || !r.string(e, ptr, "name", t.name, false, true) ||
+          !r.string(e, ptr, "dtype", dtype) ||
+          !r.array(e, ptr, "shape", shape) ||
+          !(buffer = r.member(e, ptr, "buffer")))
+        return false;
+      // Outputs may repeat a name: the model format lets a tensor be listed
+      // twice. Inputs and params are declarations and must be unique.
+      if (kind != BufferKind::Output && !names.insert(t.name).second)
+        return r.fail(ptr + "/name", "duplicate name \"" + t.name + "\"");
+      auto dt = parseDType(dtype);
+      if (!dt)
+        return r.fail(ptr + "/dtype", "unknown dtype \"" + dtype + "\"");
+      t.dtype = *dt;
+      if (shape->size() > kMaxRank)
+        return r.fail(ptr + "/shape", "rank " + std::to_string(shape->size()) +
+                                          " exceeds the limit of " +
+                                          std::to_string(kMaxRank));
+      for (size_t d = 0; d < shape->size(); ++d) {
+        uint64_t dim;
+        if (!r.unsignedInt((*shape)[d], ptr + "/shape/" + std::to_string(d),
+                           kMaxBytes, dim))
+          return false;
+        t.shape.push_back((int64_t)dim);
+      }
+      if (!tensorBytes(t, ptr + "/shape", t.bytes) ||
+          !bufferRef(*buffer, ptr + "/buffer", t.buffer))
+        return false;
+      const BufferDesc &b = desc.buffers[t.buffer];
+      if (b.kind != kind)
+        return r.fail(ptr + "/buffer", "buffer " + std::to_string(b.id) +
+                                           " is a " + bufferKindName(b.kind) +
+                                           " buffer, expected " +
+                                           bufferKindName(kind));
+      if (b.bytes != t.bytes)
+        return r.fail(ptr + "/buffer", "buffer " + std::to_string(b.id) +
+                                           " has " + std::to_string(b.bytes) +
+                                           " bytes but the tensor " + "needs " +
+                                           std::to_string(t.bytes));
+      if (users[t.buffer]++)
+        return r.fail(ptr + "/buffer", "buffer " + std::to_string(b.id) +
+                                           " is already used by another " +
+                                           bufferKindName(kind));
+      if (kind == BufferKind::Param) {
+        if (!r.string(e, ptr, "blob", t.blob))
+          return false;
+        auto it = blobSizes.find(t.blob);
+        if (it == blobSizes.end())
+          return r.fail(ptr + "/blob", "no blob named \"" + t.blob + "\"");
+        if (it->second != t.bytes)
+          return r.fail(ptr + "/blob", "blob \"" + t.blob + "\" has " +
+                                           std::to_string(it->second) +
+                                           " bytes, the param " + "needs " +
+                                           std::to_string(t.bytes));
+      }
+      out.push_back(std::move(t));
+    }
+    return true;
+  }
+
+  /// A user or param buffer nobody declares could never be bound or filled.
+  bool everyUserBufferUsed() {
+    for (size_t i = 0; i < desc.buffers.size(); ++i)
+      if (desc.buffers[i].kind != BufferKind::Temp && !users[i])
+        return r.fail(
+            "/buffers/" + std::to_string(i),
+            std::string("no ") + bufferKindName(desc.buffers[i].kind) +
+                " refers to buffer " + std::to_string(desc.buffers[i].id));
+    return true;
+  }
+
+  bool status() {
+    const json *list;
+    if (!r.array(root, "", "status", list, /*optional=*/true))
+      return false;
+    if (!list)
+      return true;
+    for (size_t i = 0; i < list->size(); ++i) {
+      std::string ptr = "/status/" + std::to_string(i);
+      const json &e = (*list)[i];
+      StatusDesc s;
+      const json *buffer;
+      if (!r.object(e, ptr) || !(buffer = r.member(e, ptr, "buffer")) ||
+          !bufferRef(*buffer, ptr + "/buffer", s.buffer) ||
+          !r.string(e, ptr, "message", s.message))
+        return false;
+      const BufferDesc &b = desc.buffers[s.buffer];
+      if (b.kind != BufferKind::Temp || b.bytes != 4)
+        return r.fail(ptr + "/buffer", "status buffer " + std::to_string(b.id) +
+                                           " must be a 4-byte temp");
+      desc.status.push_back(std::move(s));
+    }
+    return true;
+  }
+
+  bool code() {
+    const json *list;
+    if (!r.array(root, "", "code", list))
+      return false;
+    for (size_t i = 0; i < list->size(); ++i) {
+      std::string ptr = "/code/" + std::to_string(i);
+      const json &e = (*list)[i];
+      CodeDesc c;
+      if (!r.object(e, ptr) ||
+          !r.string(e, ptr, "target", c.target, false, true) ||
+          !r.string(e, ptr, "blob", c.blob))
+        return false;
+      if (!blobSizes.count(c.blob))
+        return r.fail(ptr + "/blob", "no blob named \"" + c.blob + "\"");
+      if (!codeIndex.emplace(c.blob, desc.code.size()).second)
+        return r.fail(ptr + "/blob", "blob \"" + c.blob + "\" is listed twice");
+      desc.code.push_back(std::move(c));
+    }
+    return true;
+  }
+
+  bool kernels() {
+    const json *list;
+    if (!r.array(root, "", "kernels", list))
+      return false;
+    for (size_t i = 0; i < list->size(); ++i) {
+      std::string ptr = "/kernels/" + std::to_string(i);
+      const json &e = (*list)[i];
+      KernelDesc k;
+      std::string code;
+      const json *ops;
+      if (!r.object(e, ptr) || !r.string(e, ptr, "name", k.name) ||
+          !r.string(e, ptr, "symbol", k.symbol, false, true) ||
+          !r.string(e, ptr, "kind", k.kind, /*optional=*/true) ||
+          !r.array(e, ptr, "ops", ops, /*optional=*/true) ||
+          !r.string(e, ptr, "code", code))
+        return false;
+      for (size_t j = 0; ops && j < ops->size(); ++j) {
+        if (!(*ops)[j].is_string())
+          return r.fail(ptr + "/ops/" + std::to_string(j), "expected a string");
+        k.ops.push_back((*ops)[j].get<std::string>());
+      }
+      auto it = codeIndex.find(code);
+      if (it == codeIndex.end())
+        return r.fail(ptr + "/code",
+                      "\"" + code + "\" is not a blob of the code table");
+      k.code = it->second;
+      desc.kernels.push_back(std::move(k));
+    }
+    return true;
+  }
+
+  bool launches() {
+    const json *list;
+    if (!r.array(root, "", "launches", list))
+      return false;
+    for (size_t i = 0; i < list->size(); ++i) {
+      std::string ptr = "/launches/" + std::to_string(i);
+      const json &e = (*list)[i];
+      if (!r.object(e, ptr))
+        return false;
+      const json *kernel = r.member(e, ptr, "kernel", true);
+      const json *copy = r.member(e, ptr, "copy", true);
+      if (!kernel == !copy)
+        return r.fail(ptr, "a launch has exactly one of \"kernel\" and "
+                           "\"copy\"");
+      LaunchDesc l;
+      if (kernel ? !kernelLaunch(e, *kernel, ptr, l)
+                 : !copyLaunch(*copy, ptr + "/copy", l))
+        return false;
+      desc.launches.push_back(std::move(l));
+    }
+    return true;
+  }
+
+  bool kernelLaunch(const json &e, const json &kernel, const std::string &ptr,
+                    LaunchDesc &l) {
+    l.kind = LaunchDesc::Kind::Kernel;
+    uint64_t k, grid;
+    const json *args;
+    if (!r.unsignedInt(kernel, ptr + "/kernel", UINT32_MAX, k) ||
+        !r.array(e, ptr, "args", args) ||
+        !r.unsignedField(e, ptr, "grid", uint64_t(1) << 62, grid))
+      return false;
+    if (k >= desc.kernels.size())
+      return r.fail(ptr + "/kernel", "kernel " + std::to_string(k) +
+                                         " is out of range (there are " +
+                                         std::to_string(desc.kernels.size()) +
+                                         ")");
+    l.kernel = k;
+    l.grid = (int64_t)grid;
+    for (size_t a = 0; a < args->size(); ++a) {
+      size_t index;
+      if (!bufferRef((*args)[a], ptr + "/args/" + std::to_string(a), index))
+        return false;
+      l.args.push_back(index);
+    }
+    return true;
+  }
+
+  bool copyLaunch(const json &copy, const std::string &ptr, LaunchDesc &l) {
+    l.kind = LaunchDesc::Kind::Copy;
+    const json *src, *dst;
+    if (!r.object(copy, ptr) || !(src = r.member(copy, ptr, "src")) ||
+        !(dst = r.member(copy, ptr, "dst")) ||
+        !bufferRef(*src, ptr + "/src", l.src) ||
+        !bufferRef(*dst, ptr + "/dst", l.dst) ||
+        !r.unsignedField(copy, ptr, "bytes", kMaxBytes, l.bytes))
+      return false;
+    const BufferDesc &s = desc.buffers[l.src], &d = desc.buffers[l.dst];
+    if (d.kind == BufferKind::Input || d.kind == BufferKind::Param)
+      return r.fail(ptr + "/dst", std::string("cannot copy into ") +
+                                      bufferKindName(d.kind) + " buffer " +
+                                      std::to_string(d.id));
+    if (l.bytes > s.bytes || l.bytes > d.bytes)
+      return r.fail(ptr + "/bytes",
+                    "copy of " + std::to_string(l.bytes) +
+                        " bytes exceeds buffer " +
+                        std::to_string(l.bytes > s.bytes ? s.id : d.id));
+    return true;
+  }
+
+  const json &root;
+  const std::map<std::string, size_t> &blobSizes;
+  ModelDesc &desc;
+  Reader r;
+  std::unordered_map<uint32_t, size_t> idToIndex;
+  std::unordered_map<std::string, size_t> codeIndex;
+  std::vector<unsigned> users; // declarations per buffer index
+};
+
+} // namespace
+
+bool parseModelDesc(const json &manifest,
+                    const std::map<std::string, size_t> &blobSizes,
+                    ModelDesc &out, std::string &error) {
+  error.clear();
+  out = ModelDesc();
+  if (Validator(manifest, blobSizes, out, error).run())
+    return true;
+  out = ModelDesc();
+  return false;
+}
+
+} // namespace tcc::bundle

@@ -1,0 +1,564 @@
+//===- Runtime.cpp - the tccrt C API over the backends --------------------===//
+//
+// Loading turns a validated bundle into device state: params uploaded, one
+// arena for the temps, kernels resolved. Running binds the user's buffers
+// into the launch list, zeroes the status counters, launches, and turns a
+// non-zero counter into the model's error message.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/include/tccrt.h"
+
+#include "runtime/src/Backend.h"
+#include "runtime/src/Bundle.h"
+#include "runtime/src/ThreadPool.h"
+
+#include <cstring>
+#include <new>
+#include <unordered_set>
+
+using namespace tcc;
+using namespace tcc::bundle;
+using namespace tcc::rt;
+
+// The C enum mirrors tcc::DType so that conversions are casts.
+static_assert((int)TCCRT_F64 == (int)DType::F64 &&
+                  (int)TCCRT_F32 == (int)DType::F32 &&
+                  (int)TCCRT_F16 == (int)DType::F16 &&
+                  (int)TCCRT_BF16 == (int)DType::BF16 &&
+                  (int)TCCRT_F8E4M3 == (int)DType::F8E4M3 &&
+                  (int)TCCRT_F8E5M2 == (int)DType::F8E5M2 &&
+                  (int)TCCRT_I8 == (int)DType::I8 &&
+                  (int)TCCRT_I32 == (int)DType::I32 &&
+                  (int)TCCRT_I64 == (int)DType::I64 &&
+                  (int)TCCRT_BOOL == (int)DType::Bool,
+              "tccrt_dtype must match tcc::DType");
+
+namespace {
+thread_local std::string threadError;
+} // namespace
+
+struct tccrt_context {
+  tccrt_device_kind kind = TCCRT_DEVICE_HOST;
+  std::unique_ptr<Backend> backend;
+  std::string lastError;
+  size_t liveModels = 0;
+  std::unordered_set<void *> userAllocations; // from tccrt_malloc
+};
+
+struct tccrt_model {
+  tccrt_context *ctx = nullptr;
+  ModelDesc desc;
+  std::vector<void *> buffers; // base pointer per buffer index
+  std::vector<bool> inputBound, outputBound;
+  std::vector<void *> deviceMemory; // params and the arena, freed at the end
+  std::vector<std::unique_ptr<Module>> modules; // per code index (or null)
+  std::vector<KernelHandle> kernels;            // per kernel index
+  std::vector<void *> args;                     // scratch for one launch
+
+  ~tccrt_model() {
+    kernels.clear();
+    modules.clear();
+    for (void *p : deviceMemory)
+      ctx->backend->deallocate(p);
+  }
+};
+
+namespace {
+
+tccrt_status fail(tccrt_context *ctx, tccrt_status status,
+                  const std::string &message) {
+  threadError = message;
+  if (ctx)
+    ctx->lastError = message;
+  return status;
+}
+
+/// Runs `body`, turning escaping C++ exceptions into statuses: nothing may
+/// unwind through the C boundary.
+template <typename Body> tccrt_status guarded(tccrt_context *ctx, Body body) {
+  try {
+    return body();
+  } catch (const std::bad_alloc &) {
+    return fail(ctx, TCCRT_ERROR_OUT_OF_MEMORY, "out of host memory");
+  } catch (const std::exception &e) {
+    return fail(ctx, TCCRT_ERROR_DEVICE,
+                std::string("internal error: ") + e.what());
+  }
+}
+
+tccrt_status nullArg(tccrt_context *ctx, const char *what) {
+  return fail(ctx, TCCRT_ERROR_INVALID_ARGUMENT,
+              std::string(what) + " must not be NULL");
+}
+
+tccrt_status loadModel(tccrt_context *ctx, std::unique_ptr<Bundle> bundle,
+                       tccrt_model **out) {
+  auto m = std::make_unique<tccrt_model>();
+  m->ctx = ctx;
+  m->desc = bundle->model();
+  const ModelDesc &d = m->desc;
+  Backend &be = *ctx->backend;
+  std::string err;
+
+  // Code: every kernel must come from a code object this device runs.
+  m->modules.resize(d.code.size());
+  for (const KernelDesc &k : d.kernels) {
+    const CodeDesc &c = d.code[k.code];
+    if (!be.acceptsTarget(c.target)) {
+      std::string targets;
+      for (const std::string &t : d.targets)
+        targets += (targets.empty() ? "" : ", ") + t;
+      return fail(ctx, TCCRT_ERROR_UNAVAILABLE,
+                  "bundle was compiled for " + targets +
+                      " but this context "
+                      "runs " +
+                      be.describe() + " (kernel '" + k.name +
+                      "' has code for " + c.target + ")");
+    }
+    if (!m->modules[k.code]) {
+      auto [bytes, size] = bundle->blob(c.blob);
+      m->modules[k.code] = be.loadModule(bytes, size, c.blob, err);
+      if (!m->modules[k.code])
+        return fail(ctx, TCCRT_ERROR_INVALID_BUNDLE, err);
+    }
+    KernelHandle h;
+    if (!m->modules[k.code]->getKernel(k.symbol, h, err))
+      return fail(ctx, TCCRT_ERROR_INVALID_BUNDLE, err);
+    m->kernels.push_back(h);
+  }
+
+  // Memory: params uploaded from their blobs, temps placed in one arena.
+  m->buffers.assign(d.buffers.size(), nullptr);
+  for (const TensorDesc &p : d.params) {
+    void *mem;
+    if (!be.allocate(p.bytes, mem, err))
+      return fail(ctx, TCCRT_ERROR_OUT_OF_MEMORY,
+                  "param '" + p.name + "': " + err);
+    m->deviceMemory.push_back(mem);
+    auto [bytes, size] = bundle->blob(p.blob);
+    if (!be.copyToDevice(mem, bytes, size, err))
+      return fail(ctx, TCCRT_ERROR_DEVICE, err);
+    m->buffers[p.buffer] = mem;
+  }
+  void *arena;
+  if (!be.allocate(d.arenaBytes, arena, err))
+    return fail(ctx, TCCRT_ERROR_OUT_OF_MEMORY, "arena: " + err);
+  m->deviceMemory.push_back(arena);
+  for (size_t i = 0; i < d.buffers.size(); ++i)
+    if (d.buffers[i].kind == BufferKind::Temp)
+      m->buffers[i] = static_cast<uint8_t *>(arena) + d.buffers[i].offset;
+
+  m->inputBound.assign(d.inputs.size(), false);
+  m->outputBound.assign(d.outputs.size(), false);
+  ++ctx->liveModels;
+  *out = m.release();
+  return TCCRT_OK;
+}
+
+tccrt_status tensorInfo(const tccrt_model *m,
+                        const std::vector<TensorDesc> &list, size_t index,
+                        const char *what, tccrt_tensor_info *out) {
+  if (index >= list.size())
+    return fail(m->ctx, TCCRT_ERROR_INVALID_ARGUMENT,
+                std::string(what) + " index " + std::to_string(index) +
+                    " is out of range (the model has " +
+                    std::to_string(list.size()) + ")");
+  if (!out)
+    return nullArg(m->ctx, "info");
+  const TensorDesc &t = list[index];
+  out->name = t.name.c_str();
+  out->dtype = static_cast<tccrt_dtype>(t.dtype);
+  out->dtype_name = dtypeName(t.dtype);
+  out->rank = (int32_t)t.shape.size();
+  out->shape = t.shape.data();
+  out->bytes = (size_t)t.bytes;
+  return TCCRT_OK;
+}
+
+tccrt_status findTensor(const tccrt_model *m,
+                        const std::vector<TensorDesc> &list, const char *name,
+                        const char *what, size_t *index) {
+  if (!name)
+    return nullArg(m->ctx, "name");
+  if (!index)
+    return nullArg(m->ctx, "index");
+  for (size_t i = 0; i < list.size(); ++i)
+    if (list[i].name == name) {
+      *index = i;
+      return TCCRT_OK;
+    }
+  std::string known;
+  for (const TensorDesc &t : list)
+    known += (known.empty() ? "" : ", ") + t.name;
+  return fail(m->ctx, TCCRT_ERROR_NOT_FOUND,
+              std::string("model has no ") + what + " named '" + name + "' (" +
+                  what + "s: " + (known.empty() ? "none" : known) + ")");
+}
+
+tccrt_status bind(tccrt_model *m, bool input, size_t index, const void *data,
+                  size_t bytes) {
+  const auto &list = input ? m->desc.inputs : m->desc.outputs;
+  const char *what = input ? "input" : "output";
+  if (index >= list.size())
+    return fail(m->ctx, TCCRT_ERROR_INVALID_ARGUMENT,
+                std::string(what) + " index " + std::to_string(index) +
+                    " is out of range (the model has " +
+                    std::to_string(list.size()) + ")");
+  const TensorDesc &t = list[index];
+  if (bytes != t.bytes)
+    return fail(m->ctx, TCCRT_ERROR_INVALID_ARGUMENT,
+                std::string(what) + " '" + t.name + "' (" + dtypeName(t.dtype) +
+                    ") needs " + std::to_string(t.bytes) + " bytes, got " +
+                    std::to_string(bytes));
+  if (!data && t.bytes)
+    return fail(m->ctx, TCCRT_ERROR_INVALID_ARGUMENT,
+                std::string("buffer for ") + what + " '" + t.name +
+                    "' is NULL");
+  // Kernels receive plain pointers; inputs are only ever read.
+  m->buffers[t.buffer] = const_cast<void *>(data);
+  (input ? m->inputBound : m->outputBound)[index] = true;
+  return TCCRT_OK;
+}
+
+tccrt_status run(tccrt_model *m) {
+  const ModelDesc &d = m->desc;
+  Backend &be = *m->ctx->backend;
+  tccrt_context *ctx = m->ctx;
+  for (size_t i = 0; i < d.inputs.size(); ++i)
+    if (!m->inputBound[i])
+      return fail(ctx, TCCRT_ERROR_UNBOUND,
+                  "input '" + d.inputs[i].name + "' is not bound");
+  for (size_t i = 0; i < d.outputs.size(); ++i)
+    if (!m->outputBound[i])
+      return fail(ctx, TCCRT_ERROR_UNBOUND,
+                  "output '" + d.outputs[i].name + "' is not bound");
+
+  std::string err;
+  for (const StatusDesc &s : d.status)
+    if (!be.fillZero(m->buffers[s.buffer], 4, err))
+      return fail(ctx, TCCRT_ERROR_DEVICE, err);
+  for (const LaunchDesc &l : d.launches) {
+    bool ok;
+    if (l.kind == LaunchDesc::Kind::Copy) {
+      ok = be.copyOnDevice(m->buffers[l.dst], m->buffers[l.src], l.bytes, err);
+    } else {
+      m->args.clear();
+      for (size_t b : l.args)
+        m->args.push_back(m->buffers[b]);
+      ok = l.grid == 0 || be.launch(m->kernels[l.kernel], m->args.data(),
+                                    m->args.size(), l.grid, err);
+    }
+    if (!ok)
+      return fail(ctx, TCCRT_ERROR_DEVICE, err);
+  }
+  if (!be.synchronize(err))
+    return fail(ctx, TCCRT_ERROR_DEVICE, err);
+  for (const StatusDesc &s : d.status) {
+    int32_t count = 0;
+    if (!be.copyToHost(&count, m->buffers[s.buffer], 4, err))
+      return fail(ctx, TCCRT_ERROR_DEVICE, err);
+    if (count != 0)
+      return fail(ctx, TCCRT_ERROR_RUN_FAILED, s.message);
+  }
+  return TCCRT_OK;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// The C API
+//===----------------------------------------------------------------------===//
+
+extern "C" {
+
+int tccrt_api_version(void) { return TCCRT_API_VERSION; }
+
+const char *tccrt_status_string(tccrt_status status) {
+  switch (status) {
+  case TCCRT_OK:
+    return "ok";
+  case TCCRT_ERROR_INVALID_ARGUMENT:
+    return "invalid argument";
+  case TCCRT_ERROR_INVALID_BUNDLE:
+    return "invalid bundle";
+  case TCCRT_ERROR_UNAVAILABLE:
+    return "unavailable";
+  case TCCRT_ERROR_NOT_FOUND:
+    return "not found";
+  case TCCRT_ERROR_UNBOUND:
+    return "unbound input or output";
+  case TCCRT_ERROR_OUT_OF_MEMORY:
+    return "out of memory";
+  case TCCRT_ERROR_RUN_FAILED:
+    return "run failed";
+  case TCCRT_ERROR_IO:
+    return "I/O error";
+  case TCCRT_ERROR_DEVICE:
+    return "device error";
+  }
+  return "unknown status";
+}
+
+const char *tccrt_dtype_name(tccrt_dtype dtype) {
+  if ((unsigned)dtype > (unsigned)TCCRT_BOOL)
+    return "?";
+  return dtypeName(static_cast<DType>(dtype));
+}
+
+size_t tccrt_dtype_size(tccrt_dtype dtype) {
+  if ((unsigned)dtype > (unsigned)TCCRT_BOOL)
+    return 0;
+  return dtypeSize(static_cast<DType>(dtype));
+}
+
+const char *tccrt_last_error(void) { return threadError.c_str(); }
+
+tccrt_status tccrt_context_create(tccrt_device_kind kind, int device_index,
+                                  tccrt_context **out) {
+  return guarded(nullptr, [&]() -> tccrt_status {
+    if (!out)
+      return nullArg(nullptr, "out");
+    switch (kind) {
+    case TCCRT_DEVICE_HOST: {
+      if (device_index != 0)
+        return fail(nullptr, TCCRT_ERROR_INVALID_ARGUMENT,
+                    "the host has only device 0, not " +
+                        std::to_string(device_index));
+      unsigned threads;
+      std::string err;
+      if (!hostThreadCount(threads, err))
+        return fail(nullptr, TCCRT_ERROR_INVALID_ARGUMENT, err);
+      auto ctx = std::make_unique<tccrt_context>();
+      ctx->kind = kind;
+      ctx->backend = createHostBackend(threads);
+      *out = ctx.release();
+      return TCCRT_OK;
+    }
+    case TCCRT_DEVICE_CUDA:
+      return fail(nullptr, TCCRT_ERROR_UNAVAILABLE,
+                  "CUDA devices are not available in this build of libtccrt "
+                  "(it has the host backend only)");
+    case TCCRT_DEVICE_HIP:
+      return fail(nullptr, TCCRT_ERROR_UNAVAILABLE,
+                  "HIP devices are not available in this build of libtccrt "
+                  "(it has the host backend only)");
+    }
+    return fail(nullptr, TCCRT_ERROR_INVALID_ARGUMENT,
+                "unknown device kind " + std::to_string((int)kind));
+  });
+}
+
+tccrt_status tccrt_context_destroy(tccrt_context *ctx) {
+  if (!ctx)
+    return TCCRT_OK;
+  if (ctx->liveModels)
+    return fail(ctx, TCCRT_ERROR_INVALID_ARGUMENT,
+                "context still has " + std::to_string(ctx->liveModels) +
+                    " model(s); destroy them first");
+  for (void *p : ctx->userAllocations)
+    ctx->backend->deallocate(p);
+  delete ctx;
+  return TCCRT_OK;
+}
+
+const char *tccrt_context_last_error(const tccrt_context *ctx) {
+  return ctx ? ctx->lastError.c_str() : "";
+}
+
+tccrt_status tccrt_malloc(tccrt_context *ctx, size_t bytes, void **out) {
+  if (!ctx)
+    return nullArg(nullptr, "context");
+  return guarded(ctx, [&]() -> tccrt_status {
+    if (!out)
+      return nullArg(ctx, "out");
+    void *p;
+    std::string err;
+    if (!ctx->backend->allocate(bytes, p, err))
+      return fail(ctx, TCCRT_ERROR_OUT_OF_MEMORY, err);
+    ctx->userAllocations.insert(p);
+    *out = p;
+    return TCCRT_OK;
+  });
+}
+
+tccrt_status tccrt_free(tccrt_context *ctx, void *ptr) {
+  if (!ctx)
+    return nullArg(nullptr, "context");
+  if (!ptr)
+    return TCCRT_OK;
+  if (!ctx->userAllocations.erase(ptr))
+    return fail(ctx, TCCRT_ERROR_INVALID_ARGUMENT,
+                "pointer was not allocated by tccrt_malloc on this context");
+  ctx->backend->deallocate(ptr);
+  return TCCRT_OK;
+}
+
+tccrt_status tccrt_copy_to_device(tccrt_context *ctx, void *dst,
+                                  const void *src, size_t bytes) {
+  if (!ctx)
+    return nullArg(nullptr, "context");
+  if (bytes && (!dst || !src))
+    return nullArg(ctx, !dst ? "dst" : "src");
+  std::string err;
+  return ctx->backend->copyToDevice(dst, src, bytes, err)
+             ? TCCRT_OK
+             : fail(ctx, TCCRT_ERROR_DEVICE, err);
+}
+
+tccrt_status tccrt_copy_to_host(tccrt_context *ctx, void *dst, const void *src,
+                                size_t bytes) {
+  if (!ctx)
+    return nullArg(nullptr, "context");
+  if (bytes && (!dst || !src))
+    return nullArg(ctx, !dst ? "dst" : "src");
+  std::string err;
+  return ctx->backend->copyToHost(dst, src, bytes, err)
+             ? TCCRT_OK
+             : fail(ctx, TCCRT_ERROR_DEVICE, err);
+}
+
+tccrt_status tccrt_model_load_file(tccrt_context *ctx, const char *path,
+                                   tccrt_model **out) {
+  if (!ctx)
+    return nullArg(nullptr, "context");
+  return guarded(ctx, [&]() -> tccrt_status {
+    if (!path)
+      return nullArg(ctx, "path");
+    if (!out)
+      return nullArg(ctx, "out");
+    std::string err;
+    auto bundle = Bundle::readFile(path, err);
+    if (!bundle) {
+      // readFile reports I/O problems before it ever parses.
+      bool io = err.find(": cannot open") != std::string::npos ||
+                err.find(": not a regular file") != std::string::npos ||
+                err.find(": read error") != std::string::npos;
+      return fail(ctx, io ? TCCRT_ERROR_IO : TCCRT_ERROR_INVALID_BUNDLE, err);
+    }
+    return loadModel(ctx, std::move(bundle), out);
+  });
+}
+
+tccrt_status tccrt_model_load_memory(tccrt_context *ctx, const void *data,
+                                     size_t size, tccrt_model **out) {
+  if (!ctx)
+    return nullArg(nullptr, "context");
+  return guarded(ctx, [&]() -> tccrt_status {
+    if (!data && size)
+      return nullArg(ctx, "data");
+    if (!out)
+      return nullArg(ctx, "out");
+    const uint8_t *p = static_cast<const uint8_t *>(data);
+    std::string err;
+    auto bundle = Bundle::parse(std::vector<uint8_t>(p, p + size), err);
+    if (!bundle)
+      return fail(ctx, TCCRT_ERROR_INVALID_BUNDLE, err);
+    return loadModel(ctx, std::move(bundle), out);
+  });
+}
+
+tccrt_status tccrt_model_destroy(tccrt_model *model) {
+  if (!model)
+    return TCCRT_OK;
+  --model->ctx->liveModels;
+  delete model;
+  return TCCRT_OK;
+}
+
+tccrt_status tccrt_model_name(const tccrt_model *model, const char **out) {
+  if (!model)
+    return nullArg(nullptr, "model");
+  if (!out)
+    return nullArg(model->ctx, "out");
+  *out = model->desc.model.c_str();
+  return TCCRT_OK;
+}
+
+tccrt_status tccrt_model_num_inputs(const tccrt_model *model, size_t *out) {
+  if (!model)
+    return nullArg(nullptr, "model");
+  if (!out)
+    return nullArg(model->ctx, "out");
+  *out = model->desc.inputs.size();
+  return TCCRT_OK;
+}
+
+tccrt_status tccrt_model_num_outputs(const tccrt_model *model, size_t *out) {
+  if (!model)
+    return nullArg(nullptr, "model");
+  if (!out)
+    return nullArg(model->ctx, "out");
+  *out = model->desc.outputs.size();
+  return TCCRT_OK;
+}
+
+tccrt_status tccrt_model_input_info(const tccrt_model *model, size_t index,
+                                    tccrt_tensor_info *out) {
+  if (!model)
+    return nullArg(nullptr, "model");
+  return tensorInfo(model, model->desc.inputs, index, "input", out);
+}
+
+tccrt_status tccrt_model_output_info(const tccrt_model *model, size_t index,
+                                     tccrt_tensor_info *out) {
+  if (!model)
+    return nullArg(nullptr, "model");
+  return tensorInfo(model, model->desc.outputs, index, "output", out);
+}
+
+tccrt_status tccrt_model_find_input(const tccrt_model *model, const char *name,
+                                    size_t *index) {
+  if (!model)
+    return nullArg(nullptr, "model");
+  return findTensor(model, model->desc.inputs, name, "input", index);
+}
+
+tccrt_status tccrt_model_find_output(const tccrt_model *model, const char *name,
+                                     size_t *index) {
+  if (!model)
+    return nullArg(nullptr, "model");
+  return findTensor(model, model->desc.outputs, name, "output", index);
+}
+
+tccrt_status tccrt_model_bind_input(tccrt_model *model, size_t index,
+                                    const void *data, size_t bytes) {
+  if (!model)
+    return nullArg(nullptr, "model");
+  return bind(model, true, index, data, bytes);
+}
+
+tccrt_status tccrt_model_bind_output(tccrt_model *model, size_t index,
+                                     void *data, size_t bytes) {
+  if (!model)
+    return nullArg(nullptr, "model");
+  return bind(model, false, index, data, bytes);
+}
+
+tccrt_status tccrt_model_bind_input_by_name(tccrt_model *model,
+                                            const char *name, const void *data,
+                                            size_t bytes) {
+  if (!model)
+    return nullArg(nullptr, "model");
+  size_t index;
+  tccrt_status s = findTensor(model, model->desc.inputs, name, "input", &index);
+  return s != TCCRT_OK ? s : bind(model, true, index, data, bytes);
+}
+
+tccrt_status tccrt_model_bind_output_by_name(tccrt_model *model,
+                                             const char *name, void *data,
+                                             size_t bytes) {
+  if (!model)
+    return nullArg(nullptr, "model");
+  size_t index;
+  tccrt_status s =
+      findTensor(model, model->desc.outputs, name, "output", &index);
+  return s != TCCRT_OK ? s : bind(model, false, index, data, bytes);
+}
+
+tccrt_status tccrt_model_run(tccrt_model *model) {
+  if (!model)
+    return nullArg(nullptr, "model");
+  return guarded(model->ctx, [&] { return run(model); });
+}
+
+} // extern "C"

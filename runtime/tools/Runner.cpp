@@ -1,0 +1,485 @@
+//===- Runner.cpp - the logic of tcc run, bench and inspect ---------------===//
+//
+// run and bench go through the public C API (tccrt.h), as an application
+// would; inspect only needs the bundle reader.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/tools/Runner.h"
+
+#include "runtime/include/tccrt.h"
+#include "runtime/src/Bundle.h"
+#include "runtime/src/DType.h"
+#include "runtime/src/Npy.h"
+#include "runtime/src/Random.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace tcc::runner {
+namespace {
+
+/// Reports the error line and yields the exit status.
+int error(std::ostream &err, const std::string &message) {
+  err << "tcc: error: " << message << "\n";
+  return 1;
+}
+
+bool deviceFor(const std::string &target, tccrt_device_kind &kind,
+               std::string &why) {
+  if (target == "host")
+    kind = TCCRT_DEVICE_HOST;
+  else if (target.rfind("sm_", 0) == 0)
+    kind = TCCRT_DEVICE_CUDA;
+  else if (target.rfind("gfx", 0) == 0)
+    kind = TCCRT_DEVICE_HIP;
+  else {
+    why = "unknown target '" + target + "' (expected host, sm_NN or gfxNNN)";
+    return false;
+  }
+  return true;
+}
+
+std::vector<int64_t> shapeOf(const tccrt_tensor_info &t) {
+  return std::vector<int64_t>(t.shape, t.shape + t.rank);
+}
+
+std::string describe(const tccrt_tensor_info &t) {
+  return std::string(t.dtype_name) + " " + npy::shapeString(shapeOf(t));
+}
+
+/// A context, a loaded model and the device buffers bound to it.
+class Session {
+public:
+  ~Session() {
+    for (void *p : allocations)
+      tccrt_free(ctx, p);
+    tccrt_model_destroy(model);
+    tccrt_context_destroy(ctx);
+  }
+
+  bool open(const std::vector<uint8_t> &bundle, const std::string &displayName,
+            const std::string &target, std::string &why) {
+    tccrt_device_kind kind;
+    if (!deviceFor(target, kind, why))
+      return false;
+    if (tccrt_context_create(kind, 0, &ctx) != TCCRT_OK) {
+      why = tccrt_last_error();
+      return false;
+    }
+    if (tccrt_model_load_memory(ctx, bundle.data(), bundle.size(), &model) !=
+        TCCRT_OK) {
+      why = displayName + ": " + tccrt_context_last_error(ctx);
+      return false;
+    }
+    size_t n;
+    tccrt_model_num_inputs(model, &n);
+    inputs.resize(n);
+    for (size_t i = 0; i < n; ++i)
+      tccrt_model_input_info(model, i, &inputs[i]);
+    tccrt_model_num_outputs(model, &n);
+    outputs.resize(n);
+    for (size_t i = 0; i < n; ++i)
+      tccrt_model_output_info(model, i, &outputs[i]);
+    return true;
+  }
+
+  /// Copies `bytes` to the device and binds them to input `i`.
+  bool bindInput(size_t i, const std::vector<uint8_t> &bytes,
+                 std::string &why) {
+    void *p = allocate(bytes.size(), why);
+    if (!p ||
+        !check(tccrt_copy_to_device(ctx, p, bytes.data(), bytes.size()), why) ||
+        !check(tccrt_model_bind_input(model, i, p, bytes.size()), why))
+      return false;
+    return true;
+  }
+
+  bool bindOutputs(std::string &why) {
+    outputMemory.clear();
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      void *p = allocate(outputs[i].bytes, why);
+      if (!p ||
+          !check(tccrt_model_bind_output(model, i, p, outputs[i].bytes), why))
+        return false;
+      outputMemory.push_back(p);
+    }
+    return true;
+  }
+
+  bool run(std::string &why) { return check(tccrt_model_run(model), why); }
+
+  bool fetchOutput(size_t i, std::vector<uint8_t> &bytes, std::string &why) {
+    bytes.resize(outputs[i].bytes);
+    return check(
+        tccrt_copy_to_host(ctx, bytes.data(), outputMemory[i], bytes.size()),
+        why);
+  }
+
+  tccrt_model *model = nullptr;
+  std::vector<tccrt_tensor_info> inputs, outputs;
+
+private:
+  bool check(tccrt_status s, std::string &why) {
+    if (s == TCCRT_OK)
+      return true;
+    why = tccrt_context_last_error(ctx);
+    return false;
+  }
+  void *allocate(size_t bytes, std::string &why) {
+    void *p = nullptr;
+    if (!check(tccrt_malloc(ctx, bytes, &p), why))
+      return nullptr;
+    allocations.push_back(p);
+    return p;
+  }
+
+  tccrt_context *ctx = nullptr;
+  std::vector<void *> allocations, outputMemory;
+};
+
+/// Seeded values for an input nobody gave: floats uniform in [-1, 1) rounded
+/// to the dtype, integers uniform in [0, 10), bools fair coins. Each input
+/// has its own stream, SplitMix64(seed ^ FNV-1a-64(name)), so its values do
+/// not depend on the other inputs.
+std::vector<uint8_t> randomInput(const tccrt_tensor_info &t, uint64_t seed) {
+  DType dtype = static_cast<DType>(t.dtype);
+  std::string name = t.name;
+  SplitMix64 rng(seed ^
+                 bundle::fnv1a64(reinterpret_cast<const uint8_t *>(name.data()),
+                                 name.size()));
+  size_t size = dtypeSize(dtype);
+  std::vector<uint8_t> bytes(t.bytes);
+  for (size_t off = 0; off < bytes.size(); off += size) {
+    if (isFloat(dtype))
+      encodeScalar(dtype, rng.uniform(-1.0, 1.0), &bytes[off]);
+    else if (dtype == DType::Bool)
+      bytes[off] = (uint8_t)(rng.next() >> 63);
+    else
+      encodeInteger(dtype, (int64_t)(rng.next() % 10), &bytes[off]);
+  }
+  return bytes;
+}
+
+/// Converts a .npy array to the input's dtype: any float to any float
+/// (rounding to nearest even, saturating f8), integers to integers when every
+/// value fits. Returns false with `why` for anything else.
+bool convertInput(const npy::Array &a, DType to, std::vector<uint8_t> &bytes,
+                  std::string &why) {
+  size_t inSize = dtypeSize(a.dtype), outSize = dtypeSize(to);
+  size_t n = a.data.size() / inSize;
+  bytes.assign(n * outSize, 0);
+  bool floats = isFloat(a.dtype) && isFloat(to);
+  bool ints = !isFloat(a.dtype) && !isFloat(to) && a.dtype != DType::Bool &&
+              to != DType::Bool;
+  if (!floats && !ints) {
+    why = std::string("cannot convert ") + dtypeName(a.dtype) + " to " +
+          dtypeName(to);
+    return false;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const uint8_t *src = &a.data[i * inSize];
+    if (floats) {
+      encodeScalar(to, decodeScalar(a.dtype, src), &bytes[i * outSize]);
+      continue;
+    }
+    int64_t v;
+    if (a.dtype == DType::I64)
+      std::memcpy(&v, src, 8);
+    else
+      v = (int64_t)decodeScalar(a.dtype, src);
+    int64_t lo = to == DType::I8    ? INT8_MIN
+                 : to == DType::I32 ? INT32_MIN
+                                    : INT64_MIN;
+    int64_t hi = to == DType::I8    ? INT8_MAX
+                 : to == DType::I32 ? INT32_MAX
+                                    : INT64_MAX;
+    if (v < lo || v > hi) {
+      why = "value " + std::to_string(v) + " at flat index " +
+            std::to_string(i) + " does not fit in " + dtypeName(to);
+      return false;
+    }
+    encodeInteger(to, v, &bytes[i * outSize]);
+  }
+  return true;
+}
+
+/// Prepares every input: from its .npy file or random.
+bool stageInputs(Session &s, const RunOptions &opt, std::ostream &err,
+                 std::string &why) {
+  std::map<std::string, std::string> files;
+  for (const auto &[name, file] : opt.inputs) {
+    auto it = std::find_if(
+        s.inputs.begin(), s.inputs.end(),
+        [&](const tccrt_tensor_info &t) { return name == t.name; });
+    if (it == s.inputs.end()) {
+      std::string known;
+      for (const tccrt_tensor_info &t : s.inputs)
+        known += (known.empty() ? "" : ", ") + std::string(t.name);
+      why = "model has no input named '" + name +
+            "' (inputs: " + (known.empty() ? "none" : known) + ")";
+      return false;
+    }
+    if (!files.emplace(name, file).second) {
+      why = "input '" + name + "' is given twice";
+      return false;
+    }
+  }
+  for (size_t i = 0; i < s.inputs.size(); ++i) {
+    const tccrt_tensor_info &t = s.inputs[i];
+    DType dtype = static_cast<DType>(t.dtype);
+    std::vector<uint8_t> bytes;
+    auto file = files.find(t.name);
+    if (file == files.end()) {
+      err << "note: input " << t.name << " (" << describe(t)
+          << ") not given; using random values (seed " << opt.seed << ")\n";
+      bytes = randomInput(t, opt.seed);
+    } else {
+      npy::Array a;
+      if (!npy::readFile(file->second, a, why))
+        return false;
+      if (a.shape != shapeOf(t)) {
+        why = "input " + std::string(t.name) + ": " + file->second +
+              " has shape " + npy::shapeString(a.shape) +
+              ", the model expects " + npy::shapeString(shapeOf(t));
+        return false;
+      }
+      if (a.dtype == dtype) {
+        bytes = std::move(a.data);
+      } else {
+        if (!convertInput(a, dtype, bytes, why)) {
+          why =
+              "input " + std::string(t.name) + ": " + file->second + ": " + why;
+          return false;
+        }
+        err << "note: converting " << t.name << " from " << dtypeName(a.dtype)
+            << " to " << dtypeName(dtype) << "\n";
+      }
+    }
+    if (!s.bindInput(i, bytes, why))
+      return false;
+  }
+  return true;
+}
+
+std::string formatValue(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.6g", v);
+  return buf;
+}
+
+/// One line: dtype, shape, min/max/mean over the non-NaN values, the NaN
+/// count and the first few values.
+std::string summary(const tccrt_tensor_info &t,
+                    const std::vector<uint8_t> &bytes) {
+  DType dtype = static_cast<DType>(t.dtype);
+  size_t size = dtypeSize(dtype), n = bytes.size() / size;
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo, sum = 0;
+  size_t nans = 0;
+  std::string first;
+  for (size_t i = 0; i < n; ++i) {
+    double v = decodeScalar(dtype, &bytes[i * size]);
+    if (i < 6)
+      first += (i ? ", " : "") + formatValue(v);
+    if (std::isnan(v)) {
+      ++nans;
+      continue;
+    }
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+    sum += v;
+  }
+  std::string line = std::string(t.name) + ": " + describe(t);
+  if (n > nans)
+    line += "  min " + formatValue(lo) + "  max " + formatValue(hi) +
+            "  mean " + formatValue(sum / (double)(n - nans));
+  line += "  nan " + std::to_string(nans) + "  [" + first +
+          (n > 6 ? ", ...]" : "]");
+  return line;
+}
+
+bool writeOutputs(Session &s, const RunOptions &opt, std::ostream &out,
+                  std::ostream &err, std::string &why) {
+  namespace fs = std::filesystem;
+  fs::path dir = opt.outputDir.empty() ? "." : opt.outputDir;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir)) {
+    why = "cannot create output directory '" + dir.string() + "'" +
+          (ec ? ": " + ec.message() : "");
+    return false;
+  }
+  std::set<std::string> used;
+  for (size_t i = 0; i < s.outputs.size(); ++i) {
+    const tccrt_tensor_info &t = s.outputs[i];
+    std::vector<uint8_t> bytes;
+    if (!s.fetchOutput(i, bytes, why))
+      return false;
+    out << summary(t, bytes) << "\n";
+
+    // bf16 and f8 have no .npy dtype; every value is exact in f32.
+    npy::Array a;
+    a.dtype = static_cast<DType>(t.dtype);
+    a.shape = shapeOf(t);
+    if (npy::isNpyDType(a.dtype)) {
+      a.data = std::move(bytes);
+    } else {
+      size_t size = dtypeSize(a.dtype), n = bytes.size() / size;
+      a.data.resize(n * 4);
+      for (size_t e = 0; e < n; ++e) {
+        float f = (float)decodeScalar(a.dtype, &bytes[e * size]);
+        std::memcpy(&a.data[e * 4], &f, 4);
+      }
+      err << "note: output " << t.name << " is " << t.dtype_name
+          << "; writing it as float32 (exact)\n";
+      a.dtype = DType::F32;
+    }
+
+    std::string stem = outputFileStem(t.name);
+    for (int k = 2; used.count(stem); ++k)
+      stem = outputFileStem(t.name) + "_" + std::to_string(k);
+    used.insert(stem);
+    fs::path path = dir / (stem + ".npy");
+    if (stem != t.name)
+      err << "note: output '" << t.name << "' is written to " << path.string()
+          << "\n";
+    if (!npy::writeFile(path.string(), a, why))
+      return false;
+  }
+  return true;
+}
+
+double percentile(const std::vector<double> &sorted, double q) {
+  double pos = q * (double)(sorted.size() - 1);
+  size_t lo = (size_t)pos;
+  size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - (double)lo);
+}
+
+/// Turns anything thrown (out of memory, a filesystem error) into the error
+/// line: the CLI must never die with an uncaught exception.
+template <typename Body> int guarded(std::ostream &err, Body body) {
+  try {
+    return body();
+  } catch (const std::bad_alloc &) {
+    return error(err, "out of memory");
+  } catch (const std::exception &e) {
+    return error(err, e.what());
+  }
+}
+
+} // namespace
+
+std::string outputFileStem(const std::string &name) {
+  std::string stem = name.empty() ? "_" : name;
+  for (char &c : stem)
+    if (!std::isalnum((unsigned char)c) && c != '.' && c != '_' && c != '-')
+      c = '_';
+  if (stem[0] == '.')
+    stem[0] = '_';
+  return stem;
+}
+
+int runBundle(std::vector<uint8_t> bundle, const std::string &displayName,
+              const RunOptions &options, std::ostream &out, std::ostream &err) {
+  return guarded(err, [&] {
+    Session s;
+    std::string why;
+    if (!s.open(bundle, displayName, options.target, why))
+      return error(err, why);
+    bundle = {}; // the runtime has its own copy of what it needs
+    if (!stageInputs(s, options, err, why) || !s.bindOutputs(why) ||
+        !s.run(why) || !writeOutputs(s, options, out, err, why))
+      return error(err, why);
+    return 0;
+  });
+}
+
+int benchBundle(std::vector<uint8_t> bundle, const std::string &displayName,
+                const BenchOptions &options, std::ostream &out,
+                std::ostream &err) {
+  return guarded(err, [&] {
+    if (options.warmup < 0)
+      return error(err, "--warmup must be >= 0");
+    if (options.iters < 1)
+      return error(err, "--iters must be >= 1");
+    Session s;
+    std::string why;
+    if (!s.open(bundle, displayName, options.target, why))
+      return error(err, why);
+    bundle = {};
+    RunOptions random; // seed 0, no files: every input random
+    std::ostringstream notes;
+    if (!stageInputs(s, random, notes, why) || !s.bindOutputs(why))
+      return error(err, why);
+    for (int i = 0; i < options.warmup; ++i)
+      if (!s.run(why))
+        return error(err, why);
+    std::vector<double> ms;
+    for (int i = 0; i < options.iters; ++i) {
+      auto start = std::chrono::steady_clock::now();
+      bool ok = s.run(why);
+      auto end = std::chrono::steady_clock::now();
+      if (!ok)
+        return error(err, why);
+      ms.push_back(
+          std::chrono::duration<double, std::milli>(end - start).count());
+    }
+    std::sort(ms.begin(), ms.end());
+    const char *name = nullptr;
+    tccrt_model_name(s.model, &name);
+    nlohmann::json figures = {{"model", name},
+                              {"bundle", displayName},
+                              {"target", options.target},
+                              {"warmup", options.warmup},
+                              {"iters", options.iters},
+                              {"median_ms", percentile(ms, 0.5)},
+                              {"min_ms", ms.front()},
+                              {"max_ms", ms.back()},
+                              {"p10_ms", percentile(ms, 0.1)},
+                              {"p90_ms", percentile(ms, 0.9)}};
+    out << name << " on " << options.target << ": " << options.iters
+        << " runs after " << options.warmup << " warm-up\n";
+    for (const char *key : {"median", "min", "max", "p10", "p90"}) {
+      char line[64];
+      std::snprintf(line, sizeof(line), "  %-6s %10.4f ms\n", key,
+                    figures[std::string(key) + "_ms"].get<double>());
+      out << line;
+    }
+    if (!options.jsonPath.empty()) {
+      std::ofstream f(options.jsonPath, std::ios::trunc);
+      f << figures.dump(2) << "\n";
+      f.close();
+      if (!f)
+        return error(err, "cannot write '" + options.jsonPath + "'");
+    }
+    return 0;
+  });
+}
+
+int inspectBundle(std::vector<uint8_t> bundle, const std::string &displayName,
+                  std::ostream &out, std::ostream &err) {
+  return guarded(err, [&] {
+    std::string why;
+    auto b = bundle::Bundle::parse(std::move(bundle), why);
+    if (!b)
+      return error(err, displayName + ": " + why);
+    out << b->manifest().dump(2, ' ', false,
+                              nlohmann::json::error_handler_t::replace)
+        << "\n";
+    return 0;
+  });
+}
+
+} // namespace tcc::runner

@@ -1,0 +1,61 @@
+//===- Runner.h - the logic of tcc run, bench and inspect -------*- C++ -*-===//
+//
+// Shared by the full `tcc` driver (which compiles a model and passes the
+// bundle in memory) and the runtime-only `tcc` (which reads a bundle file).
+// Each entry point returns the process exit status: 0 on success, 1 after
+// printing one "tcc: error: ..." line on `err`. docs/runtime.md describes
+// the behaviour users see.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TCC_RUNTIME_TOOLS_RUNNER_H
+#define TCC_RUNTIME_TOOLS_RUNNER_H
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tcc::runner {
+
+struct RunOptions {
+  std::string target = "host";
+  /// NAME=FILE.npy pairs, already split.
+  std::vector<std::pair<std::string, std::string>> inputs;
+  /// Where DIR/<output>.npy go; empty means ".".
+  std::string outputDir;
+  /// Seed of the random values of inputs not given.
+  uint64_t seed = 0;
+};
+
+struct BenchOptions {
+  std::string target = "host";
+  int warmup = 10;
+  int iters = 100;
+  /// When set, the figures are also written there as JSON.
+  std::string jsonPath;
+};
+
+/// Runs the bundle once: inputs from .npy files or seeded random values,
+/// each output to DIR/<name>.npy, a summary per output on `out`, notes on
+/// `err`.
+int runBundle(std::vector<uint8_t> bundle, const std::string &displayName,
+              const RunOptions &options, std::ostream &out, std::ostream &err);
+/// Times `iters` runs after `warmup` ones on random inputs; prints median,
+/// min, max, p10 and p90 in milliseconds.
+int benchBundle(std::vector<uint8_t> bundle, const std::string &displayName,
+                const BenchOptions &options, std::ostream &out,
+                std::ostream &err);
+/// Validates the bundle and prints its manifest as JSON, and nothing else,
+/// on `out`.
+int inspectBundle(std::vector<uint8_t> bundle, const std::string &displayName,
+                  std::ostream &out, std::ostream &err);
+
+/// The file name an output is written under: its name with every character
+/// outside [A-Za-z0-9._-] replaced by '_', a leading '.' replaced by '_',
+/// and "_" for an empty name; so it never leaves the output directory.
+std::string outputFileStem(const std::string &name);
+
+} // namespace tcc::runner
+
+#endif // TCC_RUNTIME_TOOLS_RUNNER_H

@@ -1,0 +1,177 @@
+//===- tcc-rt-main.cpp - the runtime-only tcc driver ----------------------===//
+//
+// Built as `tcc` when the compiler is not (-DTCC_BUILD_COMPILER=OFF): runs,
+// times and inspects bundles compiled elsewhere, with the same flags as the
+// full driver. The argument parser is hand-written so that this needs no
+// LLVM.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/tools/Runner.h"
+
+#include <cctype>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+
+#include <sys/stat.h>
+
+using namespace tcc::runner;
+
+namespace {
+
+const char kUsage[] =
+    "usage: tcc run BUNDLE [--target T] [--input NAME=FILE.npy]... "
+    "[--output-dir DIR] [--seed N]\n"
+    "       tcc bench BUNDLE [--target T] [--warmup N] [--iters N] "
+    "[--json FILE]\n"
+    "       tcc inspect BUNDLE\n"
+    "This tcc is runtime-only (built without the compiler): it runs bundles\n"
+    "that a full tcc wrote with 'tcc compile MODEL.json -o BUNDLE'.\n";
+
+int usageError(const std::string &message) {
+  std::cerr << "tcc: error: " << message << " (see 'tcc --help')\n";
+  return 1;
+}
+
+bool parseUnsigned(const std::string &text, unsigned long long max,
+                   unsigned long long &out) {
+  if (text.empty() || text[0] < '0' || text[0] > '9')
+    return false;
+  char *end = nullptr;
+  errno = 0;
+  out = std::strtoull(text.c_str(), &end, 10);
+  return !*end && errno == 0 && out <= max;
+}
+
+/// Reads the bundle file, recognising a model file given by mistake.
+bool readBundle(const std::string &path, std::vector<uint8_t> &bytes,
+                std::string &why) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    why = path + ": cannot open: " + std::strerror(errno);
+    return false;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    why = path + ": not a regular file";
+    return false;
+  }
+  std::ifstream in(path, std::ios::binary);
+  bytes.assign(std::istreambuf_iterator<char>(in),
+               std::istreambuf_iterator<char>());
+  if (!in && !in.eof()) {
+    why = path + ": read error";
+    return false;
+  }
+  size_t i = 0;
+  while (i < bytes.size() && std::isspace(bytes[i]))
+    ++i;
+  if (i < bytes.size() && bytes[i] == '{') {
+    why = path + " looks like a model description; this tcc is runtime-only "
+                 "(built with -DTCC_BUILD_COMPILER=OFF) and runs compiled "
+                 "bundles: compile the model with a full tcc first";
+    return false;
+  }
+  return true;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty())
+    return usageError("no command given (run, bench or inspect)");
+  if (args[0] == "--help" || args[0] == "-help" || args[0] == "-h") {
+    std::cout << kUsage;
+    return 0;
+  }
+  const std::string command = args[0];
+  if (command != "run" && command != "bench" && command != "inspect")
+    return usageError("unknown command '" + command +
+                      "' (this runtime-only tcc has run, bench and inspect)");
+
+  RunOptions run;
+  BenchOptions bench;
+  std::string bundlePath;
+  for (size_t i = 1; i < args.size(); ++i) {
+    std::string arg = args[i];
+    if (arg.size() < 2 || arg[0] != '-') {
+      if (!bundlePath.empty())
+        return usageError("more than one bundle given ('" + bundlePath +
+                          "' and '" + arg + "')");
+      bundlePath = arg;
+      continue;
+    }
+    // Accept -flag and --flag, with "=VALUE" or the value as the next word.
+    std::string flag = arg.substr(arg[1] == '-' ? 2 : 1), value;
+    bool hasValue = false;
+    if (size_t eq = flag.find('='); eq != std::string::npos) {
+      value = flag.substr(eq + 1);
+      flag = flag.substr(0, eq);
+      hasValue = true;
+    }
+    if (flag == "help" || flag == "h") {
+      std::cout << kUsage;
+      return 0;
+    }
+    auto needValue = [&]() -> bool {
+      if (hasValue)
+        return true;
+      if (i + 1 >= args.size())
+        return false;
+      value = args[++i];
+      return true;
+    };
+    bool forRun = command == "run", forBench = command == "bench";
+    if (flag == "target" && (forRun || forBench)) {
+      if (!needValue())
+        return usageError("--target needs a value");
+      run.target = bench.target = value;
+    } else if (flag == "input" && forRun) {
+      if (!needValue())
+        return usageError("--input needs NAME=FILE.npy");
+      size_t eq = value.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == value.size())
+        return usageError("--input needs NAME=FILE.npy, got '" + value + "'");
+      run.inputs.emplace_back(value.substr(0, eq), value.substr(eq + 1));
+    } else if (flag == "output-dir" && forRun) {
+      if (!needValue() || value.empty())
+        return usageError("--output-dir needs a directory");
+      run.outputDir = value;
+    } else if (flag == "seed" && forRun) {
+      unsigned long long v;
+      if (!needValue() || !parseUnsigned(value, ULLONG_MAX, v))
+        return usageError("--seed needs a non-negative integer");
+      run.seed = v;
+    } else if ((flag == "warmup" || flag == "iters") && forBench) {
+      unsigned long long v;
+      if (!needValue() || !parseUnsigned(value, 1000000000ull, v))
+        return usageError("--" + flag + " needs an integer in [0, 1e9]");
+      (flag == "warmup" ? bench.warmup : bench.iters) = (int)v;
+    } else if (flag == "json" && forBench) {
+      if (!needValue() || value.empty())
+        return usageError("--json needs a file name");
+      bench.jsonPath = value;
+    } else {
+      return usageError("unknown option '" + arg + "' for tcc " + command);
+    }
+  }
+  if (bundlePath.empty())
+    return usageError("no bundle given");
+
+  std::vector<uint8_t> bytes;
+  std::string why;
+  if (!readBundle(bundlePath, bytes, why)) {
+    std::cerr << "tcc: error: " << why << "\n";
+    return 1;
+  }
+  if (command == "run")
+    return runBundle(std::move(bytes), bundlePath, run, std::cout, std::cerr);
+  if (command == "bench")
+    return benchBundle(std::move(bytes), bundlePath, bench, std::cout,
+                       std::cerr);
+  return inspectBundle(std::move(bytes), bundlePath, std::cout, std::cerr);
+}

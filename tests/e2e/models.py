@@ -1,0 +1,393 @@
+#!/usr/bin/env python3
+"""Whole models through tcc, against NumPy references.
+
+The models in tests/e2e/models/ were written from the format's text alone (a
+transformer block, a small CNN, an embedding lookup with rms_norm, top-k over
+logits); examples/ holds the ones a newcomer runs first. For each model:
+
+1. its params are read back by running a copy that lists them as outputs, and
+   checked against the documented initialisers (fill, value, file, random);
+2. `tcc compile` writes a bundle, `tcc inspect` must print its manifest;
+3. `tcc run BUNDLE` on fresh inputs must match the NumPy reference, computed
+   from the same inputs and params.
+
+Plus: an out-of-range token id is a run-time error naming the node, and
+`tcc run` without inputs draws them from --seed reproducibly. Prints one line
+per check and "N passed, M failed".
+"""
+import argparse
+import json
+import math
+import os
+import shutil
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+import e2elib as L  # noqa: E402
+from e2elib import Tol, ftol, narrow  # noqa: E402
+
+results = []
+
+
+def report(name, ok, maxerr=0.0, detail=''):
+    results.append(ok)
+    print('%s %s maxerr=%.3g%s' % ('PASS' if ok else 'FAIL', name, maxerr,
+                                    '' if ok else ' -- ' + detail), flush=True)
+
+
+def chain_tol(ref, rel=1e-4):
+    """A whole f32 model: each op adds at most ~(4 sqrt(K) + 16) f32 ulps
+    (about 1e-5 relative for K <= 1024); a dozen ops in sequence, with layer
+    norm dividing by sigma, stay below 1e-4 of the output's scale. Op-level
+    precision is optest.py's job; this catches wiring and semantics."""
+    return Tol(rel, rel * (np.abs(ref).max() if ref.size else 0.0))
+
+
+def heads(t, b, s, h):
+    return t.reshape(b, s, h, -1).transpose(0, 2, 1, 3)
+
+
+# --- references ---------------------------------------------------------------------
+
+def ref_transformer_block(e):
+    x = e['x']
+    h = L.layer_norm(x, e['ln1.weight'], e['ln1.bias'], -1, 1e-5)
+    q, k, v = (heads(h @ e['attn.%s.weight' % n].T, 2, 16, 4) for n in 'qkv')
+    s = (q @ k.transpose(0, 1, 3, 2)) * 0.25
+    causal = np.arange(16)[:, None] >= np.arange(16)[None, :]
+    p = L.softmax(np.where(causal, s, -1e30), -1)
+    o = (p @ v).transpose(0, 2, 1, 3).reshape(2, 16, 64)
+    x1 = x + o @ e['attn.out.weight'].T + e['attn.out.bias']
+    h2 = L.layer_norm(x1, e['ln2.weight'], e['ln2.bias'], -1, 1e-5)
+    f1 = h2 @ e['mlp.fc1.weight'].T + e['mlp.fc1.bias']
+    y = x1 + L.gelu(f1, 'tanh') @ e['mlp.fc2.weight'].T + e['mlp.fc2.bias']
+    return {'y': ('f32', y, chain_tol(y)), 'p': ('f32', p, Tol(1e-4, 1e-5))}
+
+
+def batch_norm(x, e, pre, eps=1e-5):
+    sh = (1, -1, 1, 1)
+    return (x - e[pre + '.running_mean'].reshape(sh)) / np.sqrt(
+        e[pre + '.running_var'].reshape(sh) + eps) * e[pre + '.weight'].reshape(sh) + \
+        e[pre + '.bias'].reshape(sh)
+
+
+def ref_small_cnn(e):
+    c1 = L.conv2d(e['image'], e['conv1.weight'], e['conv1.bias'], pads=(1, 1, 1, 1))
+    r1 = np.maximum(batch_norm(c1, e, 'bn1'), 0)
+    p1 = L.pool2d(r1, 'max', (2, 2))
+    c2 = L.conv2d(p1, e['conv2.weight'], None, (2, 2), (1, 1, 1, 1), groups=2)
+    r2 = np.maximum(batch_norm(c2, e, 'bn2'), 0)
+    logits = r2.mean(axis=(2, 3)) @ e['fc.weight'].T + e['fc.bias']
+    return {'logits': ('f32', logits, chain_tol(logits))}
+
+
+def ref_embedding_rms_norm(e):
+    emb = e['tok_embeddings'][e['token_ids']]
+    h = L.rms_norm(emb, e['norm.weight'], -1, 1e-6)
+    logits = h @ e['tok_embeddings'].T
+    return {'h': ('f32', h, chain_tol(h, 1e-5)), 'logits': ('f32', logits, chain_tol(logits))}
+
+
+def ref_topk_logits(e):
+    logits = e['logits']
+    probs = L.softmax(logits / L.rnd('f32', 0.7), -1)
+    order = np.argsort(-probs, axis=-1, kind='stable')[:, :5]
+    top_p = np.take_along_axis(probs, order, -1)
+    logp = L.log_softmax(logits, -1)
+    ptol = Tol(1e-5, 1e-7)
+
+    def check_indices(got):
+        """Near-equal probabilities may come out in either order after
+        rounding: the indices must be distinct and point at the reference's
+        top values."""
+        gi = got['top_i']
+        if gi.shape != order.shape:
+            return False, 0.0, 'shape %s' % (gi.shape,)
+        if (gi < 0).any() or (gi >= probs.shape[1]).any():
+            return False, 0.0, 'index out of range'
+        distinct = all(len(set(r)) == len(r) for r in gi.tolist())
+        ok, err, detail = L.compare(np.take_along_axis(probs, gi, -1), top_p, ptol)
+        return ok and distinct, err, detail if distinct else 'repeated index'
+
+    def check_logp(got):
+        gi = np.clip(got['top_i'], 0, probs.shape[1] - 1)
+        want = np.take_along_axis(logp, gi, -1)
+        return L.compare(got['top_logp'], want, Tol(1e-5, 1e-5 * np.abs(logp).max()))
+
+    return {'top_p': ('f32', top_p, ptol), 'top_i': ('i64', check_indices, None),
+            'next_token': ('i64', np.argmax(logits, -1), L.EXACT),
+            'top_logp': ('f32', check_logp, None)}
+
+
+def ref_attention(e):
+    # bf16 throughout: each primitive computes in f32 and rounds to bf16.
+    r = lambda v: narrow('bf16', v)  # noqa: E731
+    s = r(r(e['q'] @ e['k'].transpose(0, 1, 3, 2)) * 0.125)
+    n = s.shape[-1]
+    causal = np.arange(n)[:, None] >= np.arange(n)[None, :]
+    p = L.softmax(np.where(causal, s, r(-1e30)), -1, r)
+    o = r(p @ e['v'])
+    # Two matmuls and the softmax chain, each rounding to bf16; a fused
+    # kernel that keeps f32 inside differs by a few bf16 ulps of sum p |v|.
+    return {'o': ('bf16', o, ftol('bf16', 4 * math.sqrt(n) + 16, np.abs(p) @ np.abs(e['v']), 8))}
+
+
+def ref_softmax(e):
+    y = L.softmax(e['x'], -1)
+    return {'y': ('f32', y, ftol('f32', 16 + 4 * math.sqrt(1000), 0.25))}
+
+
+def ref_layer_norm(e):
+    y = L.layer_norm(e['x'], e['weight'], e['bias'], -1, 1e-5)
+    return {'y': ('f32', y, ftol('f32', 16 + 4 * math.sqrt(256), np.abs(y) + 1))}
+
+
+def ref_mlp(e):
+    h = e['x'] @ e['fc1.weight'].T + e['fc1.bias']
+    y = L.gelu(h) @ e['fc2.weight'].T + e['fc2.bias']
+    return {'y': ('f32', y, chain_tol(y))}
+
+
+def ref_cnn(e):
+    c1 = L.conv2d(e['image'], e['conv1.weight'], e['conv1.bias'], pads=(1, 1, 1, 1))
+    r1 = np.maximum(batch_norm(c1, e, 'bn'), 0)
+    p1 = L.pool2d(r1, 'max', (2, 2), (2, 2))
+    c2 = L.conv2d(p1, e['conv2.weight'], e['conv2.bias'], (2, 2), (1, 1, 1, 1))
+    logits = c2.mean(axis=(2, 3)) @ e['fc.weight'].T + e['fc.bias']
+    return {'logits': ('f32', logits, chain_tol(logits))}
+
+
+def embedding_files(d, rng):
+    table = L.rnd('f32', rng.standard_normal((100, 32)) * 0.5)
+    L.write_safetensors(os.path.join(d, 'embedding.safetensors'),
+                        {'tok_embeddings.weight': ('f32', table)})
+    return {'tok_embeddings': table}
+
+
+MODELS = [
+    # path, reference, writes the files the model reads (returns their params)
+    ('tests/e2e/models/transformer_block.json', ref_transformer_block, None),
+    ('tests/e2e/models/small_cnn.json', ref_small_cnn, None),
+    ('tests/e2e/models/embedding_rms_norm.json', ref_embedding_rms_norm, embedding_files),
+    ('tests/e2e/models/topk_logits.json', ref_topk_logits, None),
+    ('examples/attention.json', ref_attention, None),
+    ('examples/softmax.json', ref_softmax, None),
+    ('examples/layer_norm.json', ref_layer_norm, None),
+    ('examples/mlp.json', ref_mlp, None),
+    ('examples/cnn.json', ref_cnn, None),
+]
+
+
+# --- running -------------------------------------------------------------------------
+
+def make_inputs(model, rng, d):
+    """Random inputs (token ids in range), written as .npy."""
+    env, args = {}, []
+    for i in model['inputs']:
+        dt, shape = i['dtype'], i['shape']
+        if dt in L.INTS:   # token ids into the models' 100-row tables
+            v = rng.integers(0, 100, size=shape)
+        else:
+            v = L.rnd(dt, rng.standard_normal(shape) * (3.0 if i['name'] == 'logits' else 1.0))
+        env[i['name']] = v
+        p = os.path.join(d, i['name'] + '.npy')
+        np.save(p, L.to_npy(dt, v))
+        args += ['--input', '%s=%s' % (i['name'], p)]
+    return env, args
+
+
+def read_outputs(dtypes, outdir):
+    """{name: values} from outdir, checking each file's npy dtype."""
+    got = {}
+    for n, dt in dtypes.items():
+        p = os.path.join(outdir, n + '.npy')
+        if not os.path.exists(p):
+            return None, 'output %s not written' % n
+        a = np.load(p)
+        if a.dtype != L.NPY_DTYPE[dt]:
+            return None, '%s has npy dtype %s, expected %s' % (n, a.dtype.str, L.NPY_DTYPE[dt].str)
+        got[n] = L.from_npy(dt, a)
+    return got, ''
+
+
+def check_params(name, model, got, files):
+    """Each param's values follow from its initialiser as documented."""
+    bad, maxerr = [], 0.0
+    for p in model['params']:
+        dt, shape, init = p['dtype'], p['shape'], p['init']
+        n = int(np.prod(shape))
+        if 'fill' in init:
+            want, tol = L.rnd(dt, np.full(shape, float(init['fill']))), L.EXACT
+        elif 'value' in init:
+            want, tol = L.rnd(dt, np.array(init['value'], dtype=np.float64).reshape(shape)), L.EXACT
+        elif 'file' in init:
+            want, tol = files[p['name']], L.EXACT
+        else:
+            # libm's log/cos may differ from NumPy's in the last bit of a
+            # double: allow one ulp of the param's dtype.
+            want = L.rnd(dt, L.random_init(init, n).reshape(shape))
+            tol = Tol(L.eps(dt), 0.0)
+        ok, err, detail = L.compare(got[p['name']], want, tol)
+        maxerr = max(maxerr, err)
+        if not ok:
+            bad.append('%s (%s): %s' % (p['name'], json.dumps(init), detail))
+    report('%s params match their initialisers' % name, not bad, maxerr, '; '.join(bad))
+
+
+def check_manifest(name, model, tcc, bundle):
+    rc, out, err = L.run_tcc([tcc, 'inspect', bundle])
+    if rc != 0:
+        report('%s inspect' % name, False, detail='exit %d: %s' % (rc, L.first_line(err)))
+        return
+    try:
+        m = json.loads(out)
+    except ValueError as ex:
+        report('%s inspect' % name, False, detail='not JSON: %s' % ex)
+        return
+    missing = [k for k in ('kernels', 'launches', 'buffers', 'inputs', 'outputs', 'params')
+               if k not in m]
+
+    def names(v):
+        return [x.get('name') if isinstance(x, dict) else x for x in v] if isinstance(v, list) else v
+    problems = ['missing %s' % ', '.join(missing)] if missing else []
+    if not missing:
+        if names(m['inputs']) != [i['name'] for i in model['inputs']]:
+            problems.append('inputs %s' % names(m['inputs']))
+        if names(m['outputs']) != model['outputs']:
+            problems.append('outputs %s' % names(m['outputs']))
+        if not m['kernels'] or not m['launches']:
+            problems.append('no kernels or launches')
+    report('%s inspect: manifest lists kernels, launches, buffers, inputs, outputs, params' % name,
+           not problems, detail='; '.join(problems))
+
+
+def run_model(tcc, rel, ref, files_fn, work, seed):
+    name = os.path.splitext(os.path.basename(rel))[0]
+    src = os.path.join(ROOT, rel)
+    with open(src) as f:
+        model = json.load(f)
+    d = os.path.join(work, name)
+    os.makedirs(d)
+    rng = np.random.default_rng([seed, len(name)])
+    files = files_fn(d, rng) if files_fn else {}
+    mpath = os.path.join(d, 'model.json')
+    shutil.copy(src, mpath)
+    env, in_args = make_inputs(model, rng, d)
+
+    # 1. The params, read back through a copy that returns them.
+    if model['params']:
+        with_params = dict(model, outputs=model['outputs'] + [p['name'] for p in model['params']])
+        ppath = os.path.join(d, 'with_params.json')
+        with open(ppath, 'w') as f:
+            json.dump(with_params, f)
+        pout = os.path.join(d, 'params')
+        rc, _, err = L.run_tcc([tcc, 'run', ppath, '--output-dir', pout] + in_args)
+        if rc != 0:
+            report('%s params' % name, False, detail='tcc run exit %d: %s' % (rc, L.first_line(err)))
+            return
+        got, why = read_outputs({p['name']: p['dtype'] for p in model['params']}, pout)
+        if got is None:
+            report('%s params' % name, False, detail=why)
+            return
+        check_params(name, model, got, files)
+        env.update(got)
+
+    # 2. Compile and inspect.
+    bundle = os.path.join(d, name + '.tccb')
+    rc, _, err = L.run_tcc([tcc, 'compile', mpath, '-o', bundle])
+    if rc != 0:
+        report('%s compile' % name, False, detail='exit %d: %s' % (rc, L.first_line(err)))
+        return
+    check_manifest(name, model, tcc, bundle)
+
+    # 3. Run the bundle and compare.
+    outdir = os.path.join(d, 'out')
+    rc, _, err = L.run_tcc([tcc, 'run', bundle, '--output-dir', outdir] + in_args)
+    if rc != 0:
+        report('%s run' % name, False, detail='exit %d: %s' % (rc, L.first_line(err)))
+        return
+    refs = ref(env)
+    got, why = read_outputs({o: refs[o][0] for o in model['outputs']}, outdir)
+    if got is None:
+        report('%s run' % name, False, detail=why)
+        return
+    for out in model['outputs']:
+        dt, want, tol = refs[out]
+        ok, err, detail = want(got) if callable(want) else L.compare(got[out], want, tol)
+        report('%s output %s %s%s' % (name, out, dt, list(got[out].shape)), ok, err, detail)
+
+    if name == 'embedding_rms_norm':
+        check_bad_token(tcc, model, bundle, d, rng)
+
+
+def check_bad_token(tcc, model, bundle, d, rng):
+    """Token id 100 of a 100-row table: exit 1 and the node's pointer."""
+    ids = rng.integers(0, 100, size=model['inputs'][0]['shape'])
+    ids[1, 4] = 100
+    p = os.path.join(d, 'bad_ids.npy')
+    np.save(p, ids.astype('<i8'))
+    rc, _, err = L.run_tcc([tcc, 'run', bundle, '--input', 'token_ids=' + p,
+                            '--output-dir', os.path.join(d, 'bad')])
+    want = 'index out of range in /nodes/0 (gather)'
+    report('embedding_rms_norm: an out-of-range token id fails the run', rc == 1 and want in err,
+           detail='expected exit 1 and "%s", got exit %d: %s' % (want, rc, L.first_line(err)))
+
+
+def check_seeded_inputs(tcc, work):
+    """Inputs left out are random, announced on stderr, and fixed by --seed."""
+    src = os.path.join(ROOT, 'examples', 'softmax.json')
+    outs = []
+    for i, seed in enumerate((7, 7, 8)):
+        o = os.path.join(work, 'seeded%d' % i)
+        rc, _, err = L.run_tcc([tcc, 'run', src, '--seed', str(seed), '--output-dir', o])
+        if rc != 0:
+            report('random inputs', False, detail='exit %d: %s' % (rc, L.first_line(err)))
+            return
+        outs.append(np.load(os.path.join(o, 'y.npy')))
+    report('tcc run without inputs says they are random', 'random' in err.lower(),
+           detail='stderr: %s' % L.first_line(err))
+    report('random inputs: the same --seed gives the same outputs, another seed others',
+           np.array_equal(outs[0], outs[1]) and not np.array_equal(outs[0], outs[2]))
+    ok, err_, detail = L.compare(outs[0].sum(axis=-1).astype(np.float64), np.ones(8), Tol(1e-5, 0))
+    report('softmax of random inputs sums to 1 per row', ok, err_, detail)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    ap.add_argument('--tcc', default=os.environ.get('TCC', 'tcc'))
+    ap.add_argument('--seed', type=int, default=int(os.environ.get('E2E_SEED', '2024')),
+                    help='inputs of the models (default $E2E_SEED or 2024)')
+    ap.add_argument('--only', help='run only the model whose file name contains this')
+    ap.add_argument('--keep', action='store_true', help='keep the work directory')
+    args = ap.parse_args()
+    np.seterr(all='ignore')
+    tcc = shutil.which(args.tcc) or args.tcc
+    if not os.path.exists(tcc):
+        print('tcc not found: %s' % args.tcc, file=sys.stderr)
+        return 2
+    tcc = os.path.abspath(tcc)
+    print('models seed %d' % args.seed, flush=True)
+    work = tempfile.mkdtemp(prefix='tcc-models-')
+    try:
+        for rel, ref, files_fn in MODELS:
+            if args.only and args.only not in rel:
+                continue
+            run_model(tcc, rel, ref, files_fn, work, args.seed)
+        if not args.only:
+            check_seeded_inputs(tcc, work)
+    finally:
+        if args.keep:
+            print('work directory: %s' % work)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    print('%d passed, %d failed' % (sum(results), len(results) - sum(results)))
+    return 0 if all(results) else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -60,12 +60,14 @@ const char *kHostPipeline =
     "eliminate-empty-tensors,"
     "one-shot-bufferize{bufferize-function-boundaries=1"
     " function-boundary-type-conversion=identity-layout-map},"
-    "canonicalize,"
-    "buffer-deallocation-pipeline";
+    "canonicalize";
 
 /// After bufferization: copies are linalg.copy by then (see
 /// copiesToLinalg), so everything becomes loops.
+const char *kHostPartitionPipeline = "func.func(tcc-partition-grid)";
+
 const char *kHostLoweringPipeline =
+    "buffer-deallocation-pipeline,"
     "func.func(convert-linalg-to-loops),"
     "lower-affine, convert-scf-to-cf,"
     "func.func(arith-expand{include-bf16=1}),"
@@ -90,7 +92,8 @@ void copiesToLinalg(ModuleOp module) {
 }
 
 /// Adds `void name(void **args, i64 begin, i64 end)` calling the lowered
-/// kernel body, which becomes internal so LLVM inlines it.
+/// kernel body `(buffers..., begin, end)` (see tcc-partition-grid), which
+/// becomes internal so LLVM inlines it.
 LogicalResult addEntryPoint(ModuleOp module, StringRef name) {
   auto body = module.lookupSymbol<LLVM::LLVMFuncOp>(name);
   if (!body)
@@ -109,7 +112,8 @@ LogicalResult addEntryPoint(ModuleOp module, StringRef name) {
   Block *block = entry.addEntryBlock(b);
   b.setInsertionPointToStart(block);
   SmallVector<Value> args;
-  for (unsigned i = 0; i < body.getNumArguments(); ++i) {
+  unsigned numBuffers = body.getNumArguments() - 2;
+  for (unsigned i = 0; i < numBuffers; ++i) {
     Type argTy = body.getArgument(i).getType();
     if (!isa<LLVM::LLVMPointerType>(argTy))
       return body.emitError("kernel argument ")
@@ -119,6 +123,8 @@ LogicalResult addEntryPoint(ModuleOp module, StringRef name) {
                                        ArrayRef<LLVM::GEPArg>{(int32_t)i});
     args.push_back(b.create<LLVM::LoadOp>(body.getLoc(), ptrTy, slot));
   }
+  args.push_back(block->getArgument(1));
+  args.push_back(block->getArgument(2));
   b.create<LLVM::CallOp>(body.getLoc(), body, args);
   b.create<LLVM::ReturnOp>(body.getLoc(), ValueRange{});
   return success();
@@ -144,7 +150,9 @@ LogicalResult tcc::compileHostKernels(ModuleOp module,
 
   std::string error;
   llvm::raw_string_ostream errorStream(error);
-  for (const char *pipeline : {kHostPipeline, kHostLoweringPipeline}) {
+  llvm::StringMap<int64_t> grids;
+  for (const char *pipeline :
+       {kHostPipeline, kHostPartitionPipeline, kHostLoweringPipeline}) {
     PassManager pm(ctx, ModuleOp::getOperationName());
     if (failed(applyPassManagerCLOptions(pm)))
       return failure();
@@ -154,6 +162,10 @@ LogicalResult tcc::compileHostKernels(ModuleOp module,
       return failure();
     if (pipeline == kHostPipeline)
       copiesToLinalg(*host);
+    if (pipeline == kHostPartitionPipeline)
+      for (auto func : host->getOps<func::FuncOp>())
+        if (auto grid = func->getAttrOfType<IntegerAttr>("tcc.grid"))
+          grids[func.getSymName()] = grid.getInt();
   }
   for (const std::string &name : names)
     if (failed(addEntryPoint(*host, name)))
@@ -170,6 +182,6 @@ LogicalResult tcc::compileHostKernels(ModuleOp module,
                                       error)))
     return module.emitError(error);
   for (const std::string &name : names)
-    artifact.kernels.push_back({name, 1});
+    artifact.kernels.push_back({name, grids.lookup(name)});
   return success();
 }

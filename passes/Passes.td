@@ -43,4 +43,27 @@ def TccLowerToLinalg : Pass<"tcc-lower-to-linalg", "func::FuncOp"> {
   ];
 }
 
+def TccPartitionGrid : Pass<"tcc-partition-grid", "func::FuncOp"> {
+  let summary = "Split a bufferized kernel's work into a grid of row ranges";
+  let description = [{
+    On a kernel function (`tcc.kernel`) after bufferization: appends two
+    `index` arguments, `begin` and `end`, and sets `tcc.grid = N`, so that a
+    call with [begin, end) computes rows begin..end-1 of one loop dimension
+    and calls on disjoint ranges may run at once. Every linalg op that writes
+    a kernel argument is restricted to the range along a parallel loop
+    dimension that reaches each of its operands as a plain index; ops that
+    write only kernel-local buffers run whole in every call. The choice is
+    refused (grid 1, the whole range ignored) when a restricted op's output
+    is read along another dimension, when an op writes a view of an
+    argument, when the kernel holds ops other than linalg, allocations and
+    views, or when the work is below `min-work` iterations.
+  }];
+  let options = [
+    Option<"minWork", "min-work", "int64_t", /*default=*/"32768",
+           "Smallest iteration count worth splitting">
+  ];
+  let dependentDialects = ["::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 #endif // TCC_PASSES_TD

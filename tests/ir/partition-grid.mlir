@@ -1,0 +1,89 @@
+// RUN: tcc-opt %s --split-input-file --tcc-partition-grid="min-work=1" | FileCheck %s
+
+// An elementwise kernel is split along its largest parallel dimension; every
+// operand that follows that dimension is viewed at [begin, end).
+// CHECK-LABEL: func.func @elementwise
+// CHECK-SAME: %[[A:.*]]: memref<64x8xf32>, %[[O:.*]]: memref<64x8xf32>, %[[B:.*]]: index, %[[E:.*]]: index
+// CHECK-SAME: tcc.grid = 64
+// CHECK: %[[N:.*]] = arith.subi %[[E]], %[[B]]
+// CHECK: %[[AV:.*]] = memref.subview %[[A]][%[[B]], 0] [%[[N]], 8] [1, 1]
+// CHECK: %[[OV:.*]] = memref.subview %[[O]][%[[B]], 0] [%[[N]], 8] [1, 1]
+// CHECK: linalg.generic {{.*}} ins(%[[AV]] : {{.*}}) outs(%[[OV]] : {{.*}})
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @elementwise(%a: memref<64x8xf32>, %o: memref<64x8xf32>) attributes {tcc.kernel} {
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : memref<64x8xf32>) outs(%o : memref<64x8xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    %e = math.exp %x : f32
+    linalg.yield %e : f32
+  }
+  return
+}
+
+// -----
+
+// A row reduction and its init are split along the kept dimension, never the
+// reduced one; linalg.index along it is shifted by begin.
+// CHECK-LABEL: func.func @rows
+// CHECK-SAME: tcc.grid = 16
+// CHECK: linalg.fill {{.*}} outs(%{{.*}} : memref<?xf32, strided<[1], offset: ?>>)
+// CHECK: linalg.generic
+// CHECK:   %[[I:.*]] = linalg.index 0
+// CHECK:   arith.addi %[[I]], %{{.*}}
+#in = affine_map<(d0, d1) -> (d0, d1)>
+#out = affine_map<(d0, d1) -> (d0)>
+func.func @rows(%a: memref<16x100xf32>, %o: memref<16xf32>) attributes {tcc.kernel} {
+  %z = arith.constant 0.0 : f32
+  linalg.fill ins(%z : f32) outs(%o : memref<16xf32>)
+  linalg.generic {indexing_maps = [#in, #out], iterator_types = ["parallel", "reduction"]}
+      ins(%a : memref<16x100xf32>) outs(%o : memref<16xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %i = linalg.index 0 : index
+    %ii = arith.index_cast %i : index to i32
+    %f = arith.sitofp %ii : i32 to f32
+    %s = arith.addf %x, %acc : f32
+    %t = arith.addf %s, %f : f32
+    linalg.yield %t : f32
+  }
+  return
+}
+
+// -----
+
+// A full reduction writes one element from every row: it cannot be split.
+// CHECK-LABEL: func.func @total
+// CHECK-SAME: tcc.grid = 1
+// CHECK-NOT: memref.subview
+#in2 = affine_map<(d0) -> (d0)>
+#out2 = affine_map<(d0) -> ()>
+func.func @total(%a: memref<1000xf32>, %o: memref<f32>) attributes {tcc.kernel} {
+  linalg.generic {indexing_maps = [#in2, #out2], iterator_types = ["reduction"]}
+      ins(%a : memref<1000xf32>) outs(%o : memref<f32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %s = arith.addf %x, %acc : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// A kernel that reads what it wrote along another dimension (a transpose of
+// its own output) is left whole.
+// CHECK-LABEL: func.func @transposed_reuse
+// CHECK-SAME: tcc.grid = 1
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#t = affine_map<(d0, d1) -> (d1, d0)>
+func.func @transposed_reuse(%a: memref<32x32xf32>, %o: memref<32x32xf32>, %p: memref<32x32xf32>) attributes {tcc.kernel} {
+  linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%a : memref<32x32xf32>) outs(%o : memref<32x32xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    linalg.yield %x : f32
+  }
+  linalg.generic {indexing_maps = [#t, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%o : memref<32x32xf32>) outs(%p : memref<32x32xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    linalg.yield %x : f32
+  }
+  return
+}

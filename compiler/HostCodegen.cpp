@@ -156,6 +156,11 @@ LogicalResult tcc::compileHostKernels(ModuleOp module,
     PassManager pm(ctx, ModuleOp::getOperationName());
     if (failed(applyPassManagerCLOptions(pm)))
       return failure();
+    TimingScope scope;
+    if (options.timing) {
+      scope = options.timing->nest("host code generation");
+      pm.enableTiming(scope);
+    }
     if (failed(parsePassPipeline(pipeline, pm, errorStream)))
       return module.emitError("bad host pipeline: ") << error;
     if (failed(pm.run(*host)))
@@ -171,6 +176,9 @@ LogicalResult tcc::compileHostKernels(ModuleOp module,
     if (failed(addEntryPoint(*host, name)))
       return failure();
 
+  TimingScope llvmScope;
+  if (options.timing)
+    llvmScope = options.timing->nest("LLVM: O3, x86-64 code, ld.lld");
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(*host, llvmContext, "tcc_host");

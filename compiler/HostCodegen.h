@@ -3,6 +3,7 @@
 #define TCC_COMPILER_HOSTCODEGEN_H
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/Timing.h"
 #include "mlir/Support/LogicalResult.h"
 
 #include <cstdint>
@@ -16,6 +17,8 @@ struct HostOptions {
   /// any x86-64 machine of the last decade.
   std::string cpu = "x86-64-v2";
   unsigned optLevel = 3;
+  /// Where pass timings go (--mlir-timing); may be null.
+  mlir::TimingScope *timing = nullptr;
 };
 
 struct HostKernel {

@@ -24,12 +24,18 @@ LogicalResult tcc::compileModel(ImportedModel &model,
   mlir::PassManager pm(module.getContext());
   if (mlir::failed(mlir::applyPassManagerCLOptions(pm)))
     return mlir::failure();
+  mlir::TimingScope scope;
+  if (options.host.timing) {
+    scope = options.host.timing->nest("graph passes");
+    pm.enableTiming(scope);
+  }
   pm.addNestedPass<mlir::func::FuncOp>(mlir::createCanonicalizerPass());
   pm.addNestedPass<mlir::func::FuncOp>(mlir::createCSEPass());
   pm.addNestedPass<mlir::func::FuncOp>(mlir::tcc::createTccFormGroups());
   pm.addPass(mlir::tcc::createTccOutlineGroups());
   if (mlir::failed(pm.run(module)))
     return mlir::failure();
+  scope.stop();
   llvm::raw_string_ostream os(output.mlir);
   module.print(os);
 

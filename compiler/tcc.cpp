@@ -141,9 +141,13 @@ static bool compilePath(const std::string &path, tcc::CompileOutput &out) {
       llvm::errs() << path << ": error: cannot import the model\n";
     return false;
   }
+  mlir::DefaultTimingManager timingManager;
+  mlir::applyDefaultTimingManagerCLOptions(timingManager);
+  mlir::TimingScope timing = timingManager.getRootScope();
   tcc::CompileOptions options;
   options.target = target;
   options.host.cpu = hostCpu;
+  options.host.timing = &timing;
   return mlir::succeeded(tcc::compileModel(*model, options, out));
 }
 

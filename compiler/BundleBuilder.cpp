@@ -22,16 +22,26 @@ using json = nlohmann::json;
 namespace {
 
 std::string dtypeOf(Type t) {
-  if (t.isF64()) return "f64";
-  if (t.isF32()) return "f32";
-  if (t.isF16()) return "f16";
-  if (t.isBF16()) return "bf16";
-  if (isa<Float8E4M3FNType>(t)) return "f8e4m3";
-  if (isa<Float8E5M2Type>(t)) return "f8e5m2";
-  if (t.isInteger(1)) return "bool";
-  if (t.isInteger(8)) return "i8";
-  if (t.isInteger(32)) return "i32";
-  if (t.isInteger(64)) return "i64";
+  if (t.isF64())
+    return "f64";
+  if (t.isF32())
+    return "f32";
+  if (t.isF16())
+    return "f16";
+  if (t.isBF16())
+    return "bf16";
+  if (isa<Float8E4M3FNType>(t))
+    return "f8e4m3";
+  if (isa<Float8E5M2Type>(t))
+    return "f8e5m2";
+  if (t.isInteger(1))
+    return "bool";
+  if (t.isInteger(8))
+    return "i8";
+  if (t.isInteger(32))
+    return "i32";
+  if (t.isInteger(64))
+    return "i64";
   return "";
 }
 
@@ -68,10 +78,10 @@ public:
     // Arguments: inputs then params.
     size_t paramIndex = 0;
     for (BlockArgument arg : entry.getArguments()) {
-      std::string kind = stringAttr(entry, arg.getArgNumber(), "tcc.kind",
-                                    false);
-      std::string name = stringAttr(entry, arg.getArgNumber(), "tcc.name",
-                                    false);
+      std::string kind =
+          stringAttr(entry, arg.getArgNumber(), "tcc.kind", false);
+      std::string name =
+          stringAttr(entry, arg.getArgNumber(), "tcc.name", false);
       int id = newBuffer(arg, kind == "param" ? "param" : "input");
       json t = tensorJson(name, arg.getType(), id);
       if (kind == "param") {
@@ -155,11 +165,10 @@ public:
         // Inputs, params and repeated values are copied into their own
         // output buffer after the kernels.
         id = addBuffer("output", bytesOf(cast<RankedTensorType>(v.getType())));
-        manifest["launches"].push_back(
-            {{"copy",
-              {{"src", bufferOf.lookup(v)},
-               {"dst", id},
-               {"bytes", buffers[id]["bytes"]}}}});
+        manifest["launches"].push_back({{"copy",
+                                         {{"src", bufferOf.lookup(v)},
+                                          {"dst", id},
+                                          {"bytes", buffers[id]["bytes"]}}}});
         touch(v, launch);
       }
       manifest["outputs"].push_back(tensorJson(name, v.getType(), id));
@@ -171,8 +180,8 @@ public:
     for (auto [id, buf] : llvm::enumerate(buffers))
       if (buf["kind"] == "temp") {
         tempIds.push_back(id);
-        lifetimes.push_back({buf["bytes"].get<uint64_t>(), first[id],
-                             last[id]});
+        lifetimes.push_back(
+            {buf["bytes"].get<uint64_t>(), first[id], last[id]});
       }
     tcc::MemoryPlan plan = tcc::planMemory(lifetimes);
     for (auto [i, id] : llvm::enumerate(tempIds))

@@ -1,4 +1,5 @@
-//===- BundleBuilder.h - manifest, memory plan and blobs ----------*- C++ -*-===//
+//===- BundleBuilder.h - manifest, memory plan and blobs ----------*- C++
+//-*-===//
 #ifndef TCC_COMPILER_BUNDLEBUILDER_H
 #define TCC_COMPILER_BUNDLEBUILDER_H
 

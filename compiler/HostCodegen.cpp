@@ -43,14 +43,14 @@ void toDestinationStyle(func::FuncOp func) {
     unsigned index = func.getNumArguments();
     (void)func.insertArgument(index, memrefTy, DictionaryAttr(),
                               result.getLoc());
-    b.create<bufferization::MaterializeInDestinationOp>(
-        result.getLoc(), TypeRange{}, result, func.getArgument(index),
+    bufferization::MaterializeInDestinationOp::create(
+        b, result.getLoc(), TypeRange{}, result, func.getArgument(index),
         /*restrict=*/true, /*writable=*/true);
   }
-  b.create<func::ReturnOp>(ret.getLoc());
+  func::ReturnOp::create(b, ret.getLoc());
   ret.erase();
-  func.setFunctionType(FunctionType::get(
-      func.getContext(), func.getArgumentTypes(), TypeRange{}));
+  func.setFunctionType(FunctionType::get(func.getContext(),
+                                         func.getArgumentTypes(), TypeRange{}));
 }
 
 /// The passes from tcc on tensors to the LLVM dialect, on the host module.
@@ -85,8 +85,8 @@ const char *kHostLoweringPipeline =
 void copiesToLinalg(ModuleOp module) {
   module.walk([](memref::CopyOp copy) {
     OpBuilder b(copy);
-    b.create<linalg::CopyOp>(copy.getLoc(), copy.getSource(),
-                             copy.getTarget());
+    linalg::CopyOp::create(b, copy.getLoc(), copy.getSource(),
+                           copy.getTarget());
     copy.erase();
   });
 }
@@ -108,7 +108,7 @@ LogicalResult addEntryPoint(ModuleOp module, StringRef name) {
   auto i64Ty = IntegerType::get(ctx, 64);
   auto fnTy = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx),
                                           {ptrTy, i64Ty, i64Ty});
-  auto entry = b.create<LLVM::LLVMFuncOp>(body.getLoc(), name, fnTy);
+  auto entry = LLVM::LLVMFuncOp::create(b, body.getLoc(), name, fnTy);
   Block *block = entry.addEntryBlock(b);
   b.setInsertionPointToStart(block);
   SmallVector<Value> args;
@@ -118,15 +118,15 @@ LogicalResult addEntryPoint(ModuleOp module, StringRef name) {
     if (!isa<LLVM::LLVMPointerType>(argTy))
       return body.emitError("kernel argument ")
              << i << " is not a buffer pointer: " << argTy;
-    Value slot = b.create<LLVM::GEPOp>(body.getLoc(), ptrTy, ptrTy,
-                                       block->getArgument(0),
-                                       ArrayRef<LLVM::GEPArg>{(int32_t)i});
-    args.push_back(b.create<LLVM::LoadOp>(body.getLoc(), ptrTy, slot));
+    Value slot = LLVM::GEPOp::create(b, body.getLoc(), ptrTy, ptrTy,
+                                     block->getArgument(0),
+                                     ArrayRef<LLVM::GEPArg>{(int32_t)i});
+    args.push_back(LLVM::LoadOp::create(b, body.getLoc(), ptrTy, slot));
   }
   args.push_back(block->getArgument(1));
   args.push_back(block->getArgument(2));
-  b.create<LLVM::CallOp>(body.getLoc(), body, args);
-  b.create<LLVM::ReturnOp>(body.getLoc(), ValueRange{});
+  LLVM::CallOp::create(b, body.getLoc(), body, args);
+  LLVM::ReturnOp::create(b, body.getLoc(), ValueRange{});
   return success();
 }
 
@@ -184,10 +184,9 @@ LogicalResult tcc::compileHostKernels(ModuleOp module,
       translateModuleToLLVMIR(*host, llvmContext, "tcc_host");
   if (!llvmModule)
     return module.emitError("translation of host kernels to LLVM IR failed");
-  if (failed(compileAndLinkHostModule(*llvmModule, options.cpu,
-                                      options.optLevel, artifact.sharedObject,
-                                      artifact.llvmIR, artifact.assembly,
-                                      error)))
+  if (failed(compileAndLinkHostModule(
+          *llvmModule, options.cpu, options.optLevel, artifact.sharedObject,
+          artifact.llvmIR, artifact.assembly, error)))
     return module.emitError(error);
   for (const std::string &name : names)
     artifact.kernels.push_back({name, grids.lookup(name)});

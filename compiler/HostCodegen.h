@@ -1,10 +1,11 @@
-//===- HostCodegen.h - kernels for the host target ----------------*- C++ -*-===//
+//===- HostCodegen.h - kernels for the host target ----------------*- C++
+//-*-===//
 #ifndef TCC_COMPILER_HOSTCODEGEN_H
 #define TCC_COMPILER_HOSTCODEGEN_H
 
 #include "mlir/IR/BuiltinOps.h"
-#include "mlir/Support/Timing.h"
 #include "mlir/Support/LogicalResult.h"
+#include "mlir/Support/Timing.h"
 
 #include <cstdint>
 #include <string>

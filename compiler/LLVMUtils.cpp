@@ -60,8 +60,8 @@ bool emit(Module &module, TargetMachine &tm, CodeGenFileType type,
 }
 
 std::unique_ptr<TargetMachine> createHostMachine(const std::string &cpu,
-                                                unsigned optLevel,
-                                                std::string &error) {
+                                                 unsigned optLevel,
+                                                 std::string &error) {
   InitializeNativeTarget();
   InitializeNativeTargetAsmPrinter();
   Triple triple("x86_64-unknown-linux-gnu");
@@ -173,9 +173,8 @@ mlir::LogicalResult tcc::compileAndLinkHostModule(
   }
   std::string lldOutput;
   int status = runProgram(lld,
-                          {"-shared", "--no-undefined-version", "-O2",
-                           "-o", soFile.path.str().str(),
-                           objFile.path.str().str()},
+                          {"-shared", "--no-undefined-version", "-O2", "-o",
+                           soFile.path.str().str(), objFile.path.str().str()},
                           lldOutput);
   if (status != 0) {
     error = "ld.lld failed: " + lldOutput;

@@ -1,4 +1,5 @@
-//===- LLVMUtils.h - LLVM back-end steps shared by targets --------*- C++ -*-===//
+//===- LLVMUtils.h - LLVM back-end steps shared by targets --------*- C++
+//-*-===//
 #ifndef TCC_COMPILER_LLVMUTILS_H
 #define TCC_COMPILER_LLVMUTILS_H
 
@@ -13,13 +14,11 @@ namespace tcc {
 
 /// Optimises `module` for the x86-64 CPU `cpu`, then produces the optimised
 /// LLVM IR text, the assembly text and a shared object linked by ld.lld.
-mlir::LogicalResult compileAndLinkHostModule(llvm::Module &module,
-                                             const std::string &cpu,
-                                             unsigned optLevel,
-                                             std::vector<uint8_t> &sharedObject,
-                                             std::string &llvmIR,
-                                             std::string &assembly,
-                                             std::string &error);
+mlir::LogicalResult
+compileAndLinkHostModule(llvm::Module &module, const std::string &cpu,
+                         unsigned optLevel, std::vector<uint8_t> &sharedObject,
+                         std::string &llvmIR, std::string &assembly,
+                         std::string &error);
 
 /// Compiles `module` (no optimisation) to an x86-64 ELF relocatable object.
 mlir::LogicalResult emitHostObject(llvm::Module &module,

@@ -1,4 +1,5 @@
-//===- LibEmitter.h - a bundle as a C header and static library ---*- C++ -*-===//
+//===- LibEmitter.h - a bundle as a C header and static library ---*- C++
+//-*-===//
 #ifndef TCC_COMPILER_LIBEMITTER_H
 #define TCC_COMPILER_LIBEMITTER_H
 

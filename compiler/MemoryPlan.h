@@ -1,4 +1,5 @@
-//===- MemoryPlan.h - one arena for a model's intermediates -------*- C++ -*-===//
+//===- MemoryPlan.h - one arena for a model's intermediates -------*- C++
+//-*-===//
 #ifndef TCC_COMPILER_MEMORYPLAN_H
 #define TCC_COMPILER_MEMORYPLAN_H
 

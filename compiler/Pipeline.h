@@ -1,4 +1,5 @@
-//===- Pipeline.h - from an imported model to a bundle ------------*- C++ -*-===//
+//===- Pipeline.h - from an imported model to a bundle ------------*- C++
+//-*-===//
 #ifndef TCC_COMPILER_PIPELINE_H
 #define TCC_COMPILER_PIPELINE_H
 

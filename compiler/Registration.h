@@ -1,4 +1,5 @@
-//===- Registration.h - dialects and passes tcc uses --------------*- C++ -*-===//
+//===- Registration.h - dialects and passes tcc uses --------------*- C++
+//-*-===//
 #ifndef TCC_COMPILER_REGISTRATION_H
 #define TCC_COMPILER_REGISTRATION_H
 

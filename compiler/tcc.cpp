@@ -1,9 +1,9 @@
 //===- tcc.cpp - the tcc command line -------------------------------------===//
 //
-//   tcc compile MODEL.json -o OUT [--target T] [--emit bundle|mlir|llvm|asm|lib]
-//   tcc run     MODEL.json|BUNDLE [--input NAME=FILE.npy]... [--output-dir DIR]
-//   tcc bench   MODEL.json|BUNDLE [--warmup N] [--iters N] [--json FILE]
-//   tcc inspect BUNDLE
+//   tcc compile MODEL.json -o OUT [--target T] [--emit
+//   bundle|mlir|llvm|asm|lib] tcc run     MODEL.json|BUNDLE [--input
+//   NAME=FILE.npy]... [--output-dir DIR] tcc bench   MODEL.json|BUNDLE
+//   [--warmup N] [--iters N] [--json FILE] tcc inspect BUNDLE
 //
 // run, bench and inspect share their logic with the runtime-only build
 // (runtime/tools); this driver adds model compilation in front of them.
@@ -15,10 +15,10 @@
 #include "frontend/ModelImporter.h"
 #include "runtime/tools/Runner.h"
 
+#include "mlir/IR/AsmState.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/IR/AsmState.h"
 #include "mlir/Support/Timing.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -46,10 +46,11 @@ static cl::opt<std::string> outputPath("o", cl::desc("Output path"),
 static cl::opt<std::string> target("target", cl::desc("Target: host"),
                                    cl::init("host"), cl::sub(compileCmd),
                                    cl::sub(runCmd), cl::sub(benchCmd));
-static cl::opt<std::string> hostCpu(
-    "cpu", cl::desc("x86-64 CPU for host code (default: a portable baseline)"),
-    cl::init("x86-64-v2"), cl::sub(compileCmd), cl::sub(runCmd),
-    cl::sub(benchCmd));
+static cl::opt<std::string>
+    hostCpu("cpu",
+            cl::desc("x86-64 CPU for host code (default: a portable baseline)"),
+            cl::init("x86-64-v2"), cl::sub(compileCmd), cl::sub(runCmd),
+            cl::sub(benchCmd));
 enum class Emit { Bundle, Mlir, Llvm, Asm, Lib };
 static cl::opt<Emit> emit(
     "emit", cl::desc("What to write"), cl::init(Emit::Bundle),
@@ -61,9 +62,8 @@ static cl::opt<Emit> emit(
                           "a C header and a static library embedding the "
                           "bundle (-o DIR/NAME gives NAME.h and libNAME.a)")),
     cl::sub(compileCmd));
-static cl::list<std::string> inputs("input",
-                                    cl::desc("NAME=FILE.npy (repeatable)"),
-                                    cl::sub(runCmd));
+static cl::list<std::string>
+    inputs("input", cl::desc("NAME=FILE.npy (repeatable)"), cl::sub(runCmd));
 static cl::opt<std::string> outputDir("output-dir",
                                       cl::desc("Where outputs are written"),
                                       cl::init("."), cl::sub(runCmd));
@@ -73,9 +73,8 @@ static cl::opt<int> warmup("warmup", cl::desc("Untimed runs"), cl::init(10),
                            cl::sub(benchCmd));
 static cl::opt<int> iters("iters", cl::desc("Timed runs"), cl::init(100),
                           cl::sub(benchCmd));
-static cl::opt<std::string> jsonPath("json",
-                                     cl::desc("Write the figures as JSON"),
-                                     cl::sub(benchCmd));
+static cl::opt<std::string>
+    jsonPath("json", cl::desc("Write the figures as JSON"), cl::sub(benchCmd));
 
 /// MLIR's options (--mlir-print-ir-after-all, --mlir-timing, ...) register
 /// at the top level; make them valid after every subcommand too.
@@ -176,7 +175,7 @@ static int doCompile() {
   }
   case Emit::Mlir:
     return writeText(outputPath, out.mlir) ? 0
-                                            : fail("cannot write " + outputPath);
+                                           : fail("cannot write " + outputPath);
   case Emit::Llvm:
     return writeText(outputPath, out.llvmIR)
                ? 0

@@ -1,4 +1,5 @@
-//===- ShapeInference.cpp - result shapes of tcc ops ------------------------===//
+//===- ShapeInference.cpp - result shapes of tcc ops
+//------------------------===//
 #include "ir/ShapeInference.h"
 
 #include <algorithm>
@@ -130,8 +131,7 @@ ShapeOrError concatShape(const std::vector<Shape> &ins, int64_t axis) {
 ShapeOrError padShape(const Shape &in, const std::vector<int64_t> &pads) {
   if (pads.size() != 2 * in.size())
     return ShapeOrError::fail("pads needs " + std::to_string(2 * in.size()) +
-                              " entries for rank " +
-                              std::to_string(in.size()));
+                              " entries for rank " + std::to_string(in.size()));
   Shape out(in);
   for (size_t i = 0; i < in.size(); ++i) {
     out[i] += pads[i] + pads[i + in.size()];
@@ -157,8 +157,7 @@ ShapeOrError gatherShape(const Shape &data, const Shape &indices,
 int64_t windowOutSize(int64_t in, int64_t kernel, int64_t stride,
                       int64_t padBegin, int64_t padEnd, int64_t dilation,
                       bool ceilMode) {
-  if (stride <= 0 || kernel <= 0 || dilation <= 0 || padBegin < 0 ||
-      padEnd < 0)
+  if (stride <= 0 || kernel <= 0 || dilation <= 0 || padBegin < 0 || padEnd < 0)
     return -1;
   int64_t span = dilation * (kernel - 1) + 1;
   int64_t avail = in + padBegin + padEnd - span;
@@ -237,10 +236,9 @@ ShapeOrError convTranspose2dShape(const Shape &x, const Shape &w,
   if (groups < 1 || x[1] % groups)
     return ShapeOrError::fail("groups must divide the input channels");
   if (w[0] != x[1])
-    return ShapeOrError::fail("weight " + shapeToString(w) + " expects " +
-                              std::to_string(w[0]) +
-                              " input channels, input has " +
-                              std::to_string(x[1]));
+    return ShapeOrError::fail(
+        "weight " + shapeToString(w) + " expects " + std::to_string(w[0]) +
+        " input channels, input has " + std::to_string(x[1]));
   for (int i = 0; i < 2; ++i)
     if (outputPadding[i] >= std::max(strides[i], dilations[i]))
       return ShapeOrError::fail(
@@ -269,10 +267,10 @@ ShapeOrError pool2dShape(const Shape &x, const std::vector<int64_t> &kernel,
   for (int i = 0; i < 2; ++i)
     if (pads[i] > kernel[i] / 2 || pads[i + 2] > kernel[i] / 2)
       return ShapeOrError::fail("pads must be at most half the kernel");
-  int64_t oh = windowOutSize(x[2], kernel[0], strides[0], pads[0], pads[2], 1,
-                             ceilMode);
-  int64_t ow = windowOutSize(x[3], kernel[1], strides[1], pads[1], pads[3], 1,
-                             ceilMode);
+  int64_t oh =
+      windowOutSize(x[2], kernel[0], strides[0], pads[0], pads[2], 1, ceilMode);
+  int64_t ow =
+      windowOutSize(x[3], kernel[1], strides[1], pads[1], pads[3], 1, ceilMode);
   if (oh <= 0 || ow <= 0)
     return ShapeOrError::fail("kernel does not fit the padded input");
   return {{x[0], x[1], oh, ow}, ""};

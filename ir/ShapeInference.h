@@ -1,4 +1,5 @@
-//===- ShapeInference.h - result shapes of tcc ops ----------------*- C++ -*-===//
+//===- ShapeInference.h - result shapes of tcc ops ----------------*- C++
+//-*-===//
 //
 // The one place that knows how each op's result shape follows from its
 // operands and attributes. The frontend uses it to build result types, the
@@ -38,8 +39,7 @@ ShapeOrError matmulShape(const Shape &a, const Shape &b, bool transA,
 ShapeOrError transposeShape(const Shape &in, const std::vector<int64_t> &perm);
 ShapeOrError concatShape(const std::vector<Shape> &ins, int64_t axis);
 ShapeOrError padShape(const Shape &in, const std::vector<int64_t> &pads);
-ShapeOrError gatherShape(const Shape &data, const Shape &indices,
-                         int64_t axis);
+ShapeOrError gatherShape(const Shape &data, const Shape &indices, int64_t axis);
 /// Output spatial size of a convolution or pooling window along one axis.
 /// Returns -1 when the window does not fit.
 int64_t windowOutSize(int64_t in, int64_t kernel, int64_t stride,
@@ -48,8 +48,7 @@ int64_t windowOutSize(int64_t in, int64_t kernel, int64_t stride,
 ShapeOrError conv2dShape(const Shape &x, const Shape &w,
                          const std::vector<int64_t> &strides,
                          const std::vector<int64_t> &pads,
-                         const std::vector<int64_t> &dilations,
-                         int64_t groups);
+                         const std::vector<int64_t> &dilations, int64_t groups);
 ShapeOrError convTranspose2dShape(const Shape &x, const Shape &w,
                                   const std::vector<int64_t> &strides,
                                   const std::vector<int64_t> &pads,

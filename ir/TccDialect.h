@@ -1,4 +1,5 @@
-//===- TccDialect.h - tcc dialect ---------------------------------*- C++ -*-===//
+//===- TccDialect.h - tcc dialect ---------------------------------*- C++
+//-*-===//
 #ifndef TCC_IR_TCCDIALECT_H
 #define TCC_IR_TCCDIALECT_H
 

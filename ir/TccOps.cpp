@@ -56,8 +56,8 @@ static LogicalResult verifyBinary(Operation *op) {
   Value lhs = op->getOperand(0), rhs = op->getOperand(1);
   if (failed(checkSameElement(op, lhs, rhs)))
     return failure();
-  Type resElt = cast<RankedTensorType>(op->getResult(0).getType())
-                    .getElementType();
+  Type resElt =
+      cast<RankedTensorType>(op->getResult(0).getType()).getElementType();
   bool isCompare = resElt.isInteger(1) && !elementType(lhs).isInteger(1);
   if (!isCompare && resElt != elementType(lhs))
     return op->emitOpError("result element type ")
@@ -116,8 +116,8 @@ LogicalResult ConstantOp::verify() {
 LogicalResult IotaOp::verify() {
   int64_t rank = getType().getRank();
   if (getAxis() < 0 || getAxis() >= rank)
-    return emitOpError("axis ") << getAxis() << " out of range for rank "
-                                << rank;
+    return emitOpError("axis ")
+           << getAxis() << " out of range for rank " << rank;
   return success();
 }
 
@@ -162,11 +162,11 @@ LogicalResult TopkOp::verify() {
   ::tcc::Shape in = shapeOf(getInput());
   int64_t axis = getAxis();
   if (axis < 0 || axis >= (int64_t)in.size())
-    return emitOpError("axis ") << axis << " out of range for rank "
-                                << in.size();
+    return emitOpError("axis ")
+           << axis << " out of range for rank " << in.size();
   if (getK() < 0 || getK() > in[axis])
-    return emitOpError("k = ") << getK() << " exceeds the axis size "
-                               << in[axis];
+    return emitOpError("k = ")
+           << getK() << " exceeds the axis size " << in[axis];
   if (elementType(getValues()) != elementType(getInput()))
     return emitOpError("values element type differs from the input's");
   in[axis] = getK();
@@ -194,9 +194,9 @@ LogicalResult ReshapeOp::verify() {
 LogicalResult TransposeOp::verify() {
   if (elementType(getInput()) != elementType(getResult()))
     return emitOpError("transpose changes the element type");
-  return checkResult(*this, getType(),
-                     ::tcc::transposeShape(shapeOf(getInput()),
-                                           vec(getPerm())));
+  return checkResult(
+      *this, getType(),
+      ::tcc::transposeShape(shapeOf(getInput()), vec(getPerm())));
 }
 
 LogicalResult BroadcastToOp::verify() {
@@ -254,9 +254,9 @@ LogicalResult PadOp::verify() {
 LogicalResult GatherOp::verify() {
   if (elementType(getData()) != elementType(getResult()))
     return emitOpError("gather changes the element type");
-  return checkResult(*this, getType(),
-                     ::tcc::gatherShape(shapeOf(getData()),
-                                        shapeOf(getIndices()), getAxis()));
+  return checkResult(
+      *this, getType(),
+      ::tcc::gatherShape(shapeOf(getData()), shapeOf(getIndices()), getAxis()));
 }
 
 LogicalResult TakeAlongAxisOp::verify() {
@@ -307,10 +307,10 @@ LogicalResult Conv2dOp::verify() {
 LogicalResult ConvTranspose2dOp::verify() {
   if (failed(checkSameElement(*this, getInput(), getWeight())))
     return failure();
-  auto s = ::tcc::convTranspose2dShape(
-      shapeOf(getInput()), shapeOf(getWeight()), vec(getStrides()),
-      vec(getPads()), vec(getDilations()), vec(getOutputPadding()),
-      getGroups());
+  auto s = ::tcc::convTranspose2dShape(shapeOf(getInput()),
+                                       shapeOf(getWeight()), vec(getStrides()),
+                                       vec(getPads()), vec(getDilations()),
+                                       vec(getOutputPadding()), getGroups());
   if (failed(checkResult(*this, getType(), s)))
     return failure();
   return checkBias(*this, getBias(), s.shape[1]);

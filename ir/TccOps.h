@@ -1,4 +1,5 @@
-//===- TccOps.h - tcc dialect ops ---------------------------------*- C++ -*-===//
+//===- TccOps.h - tcc dialect ops ---------------------------------*- C++
+//-*-===//
 #ifndef TCC_IR_TCCOPS_H
 #define TCC_IR_TCCOPS_H
 
@@ -9,8 +10,8 @@
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/Interfaces/ControlFlowInterfaces.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace mlir::OpTrait::tcc {
 /// Every result element depends only on operand elements at the same

@@ -176,13 +176,12 @@ private:
       SmallVector<Value> escaping;
       for (Operation *op : grp.ops)
         for (Value r : op->getResults())
-          if (llvm::any_of(r.getUsers(), [&](Operation *u) {
-                return !members.contains(u);
-              }))
+          if (llvm::any_of(r.getUsers(),
+                           [&](Operation *u) { return !members.contains(u); }))
             escaping.push_back(r);
-      auto group = b.create<GroupOp>(grp.ops.front()->getLoc(),
-                                     ValueRange(escaping).getTypes(),
-                                     b.getStringAttr(grp.name));
+      auto group = GroupOp::create(b, grp.ops.front()->getLoc(),
+                                   ValueRange(escaping).getTypes(),
+                                   b.getStringAttr(grp.name));
       Block *body = new Block();
       group.getBody().push_back(body);
       OpBuilder inner = OpBuilder::atBlockEnd(body);
@@ -198,7 +197,7 @@ private:
       SmallVector<Value> yielded;
       for (Value v : escaping)
         yielded.push_back(map.lookup(v));
-      inner.create<YieldOp>(group.getLoc(), yielded);
+      YieldOp::create(inner, group.getLoc(), yielded);
       for (auto [oldV, newV] : llvm::zip(escaping, group.getResults()))
         oldV.replaceUsesWithIf(newV, [&](OpOperand &use) {
           return !members.contains(use.getOwner());
@@ -222,8 +221,8 @@ private:
     while ((int)order.size() < n) {
       int ready = -1;
       for (int g = 0; g < n && ready < 0; ++g)
-        if (!done[g] && llvm::all_of(groups[g].preds,
-                                     [&](int h) { return done[h]; }))
+        if (!done[g] &&
+            llvm::all_of(groups[g].preds, [&](int h) { return done[h]; }))
           ready = g;
       // acyclicJoin keeps the graph a DAG, so a ready group always exists.
       assert(ready >= 0 && "group graph has a cycle");

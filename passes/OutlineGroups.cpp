@@ -37,8 +37,7 @@ func::FuncOp outline(GroupOp group, StringRef name, OpBuilder &moduleBuilder) {
   auto type = FunctionType::get(group.getContext(),
                                 ValueRange(captured.getArrayRef()).getTypes(),
                                 group.getResultTypes());
-  auto func =
-      moduleBuilder.create<func::FuncOp>(group.getLoc(), name, type);
+  auto func = func::FuncOp::create(moduleBuilder, group.getLoc(), name, type);
   func.setPrivate();
   func->setAttr("tcc.kernel", UnitAttr::get(group.getContext()));
   func->setAttr("tcc.kind", group.getKindAttr());
@@ -53,11 +52,11 @@ func::FuncOp outline(GroupOp group, StringRef name, OpBuilder &moduleBuilder) {
   SmallVector<Value> results;
   for (Value v : yield.getValues())
     results.push_back(map.lookupOrDefault(v));
-  b.create<func::ReturnOp>(yield.getLoc(), results);
+  func::ReturnOp::create(b, yield.getLoc(), results);
 
   OpBuilder callBuilder(group);
-  auto call = callBuilder.create<func::CallOp>(
-      group.getLoc(), func, ValueRange(captured.getArrayRef()));
+  auto call = func::CallOp::create(callBuilder, group.getLoc(), func,
+                                   ValueRange(captured.getArrayRef()));
   group.replaceAllUsesWith(call.getResults());
   group.erase();
   return func;
@@ -74,8 +73,8 @@ struct TccOutlineGroups
       if (!entry->hasAttr("tcc.entry"))
         continue;
       for (auto group : llvm::to_vector(entry.getOps<GroupOp>())) {
-        std::string name = "k" + std::to_string(index++) + "_" +
-                           group.getKind().str();
+        std::string name =
+            "k" + std::to_string(index++) + "_" + group.getKind().str();
         func::FuncOp kernel = outline(group, name, moduleBuilder);
         // Renames on a clash with a symbol already in the module.
         symbols.insert(kernel);

@@ -130,9 +130,8 @@ struct Partitioner {
         out.push_back(d);
     }
     // Largest extent first: more, evener chunks.
-    llvm::stable_sort(out, [&](unsigned a, unsigned b) {
-      return ranges[a] > ranges[b];
-    });
+    llvm::stable_sort(
+        out, [&](unsigned a, unsigned b) { return ranges[a] > ranges[b]; });
     return out;
   }
 
@@ -177,7 +176,7 @@ struct Partitioner {
   void restrict(linalg::LinalgOp op, unsigned d, Value begin, Value end) {
     OpBuilder b(op);
     Location loc = op.getLoc();
-    Value size = b.create<arith::SubIOp>(loc, end, begin);
+    Value size = arith::SubIOp::create(b, loc, end, begin);
     for (OpOperand &operand : op->getOpOperands()) {
       auto type = dyn_cast<MemRefType>(operand.get().getType());
       if (!type)
@@ -186,16 +185,16 @@ struct Partitioner {
       if (pos.empty())
         continue;
       SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
-      SmallVector<OpFoldResult> sizes, strides(type.getRank(),
-                                               b.getIndexAttr(1));
+      SmallVector<OpFoldResult> sizes,
+          strides(type.getRank(), b.getIndexAttr(1));
       for (int64_t s : type.getShape())
         sizes.push_back(b.getIndexAttr(s));
       for (unsigned p : pos) {
         offsets[p] = begin;
         sizes[p] = size;
       }
-      Value view = b.create<memref::SubViewOp>(loc, operand.get(), offsets,
-                                               sizes, strides);
+      Value view = memref::SubViewOp::create(b, loc, operand.get(), offsets,
+                                             sizes, strides);
       operand.set(view);
     }
     // linalg.index along d now counts from 0 in the restricted range.
@@ -204,7 +203,7 @@ struct Partitioner {
         return;
       OpBuilder ib(index);
       ib.setInsertionPointAfter(index);
-      auto shifted = ib.create<arith::AddIOp>(index.getLoc(), index, begin);
+      auto shifted = arith::AddIOp::create(ib, index.getLoc(), index, begin);
       index.getResult().replaceAllUsesExcept(shifted, shifted);
     });
   }

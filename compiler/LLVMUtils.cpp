@@ -2,6 +2,8 @@
 #include "compiler/LLVMUtils.h"
 
 #include "llvm/Analysis/CGSCCPassManager.h"
+#include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/Linker/Linker.h"
 #include "llvm/Analysis/LoopAnalysisManager.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/MC/TargetRegistry.h"
@@ -18,6 +20,32 @@
 using namespace llvm;
 
 namespace {
+
+/// hostlib/SoftFloat.c as LLVM bitcode, built with the compiler.
+const unsigned char kSoftFloatBitcode[] = {
+#include "compiler/hostlib/SoftFloat.bc.inc"
+};
+
+/// Links the soft-float conversions into `module`, so that the libcalls LLVM
+/// emits for f16/bf16 resolve inside the shared object.
+bool linkSoftFloat(Module &module, std::string &error) {
+  auto buffer = MemoryBuffer::getMemBuffer(
+      StringRef((const char *)kSoftFloatBitcode, sizeof(kSoftFloatBitcode)),
+      "SoftFloat.bc", /*RequiresNullTerminator=*/false);
+  Expected<std::unique_ptr<Module>> lib =
+      parseBitcodeFile(buffer->getMemBufferRef(), module.getContext());
+  if (!lib) {
+    error = "bad soft-float bitcode: " + toString(lib.takeError());
+    return false;
+  }
+  (*lib)->setDataLayout(module.getDataLayout());
+  (*lib)->setTargetTriple(module.getTargetTriple());
+  if (Linker::linkModules(module, std::move(*lib))) {
+    error = "cannot link the soft-float conversions";
+    return false;
+  }
+  return true;
+}
 
 /// Removes a temporary file when it goes out of scope.
 struct TempFile {
@@ -139,6 +167,8 @@ mlir::LogicalResult tcc::compileAndLinkHostModule(
     return mlir::failure();
   module.setTargetTriple(tm->getTargetTriple());
   module.setDataLayout(tm->createDataLayout());
+  if (!linkSoftFloat(module, error))
+    return mlir::failure();
   optimize(module, tm.get(), optLevel);
   raw_string_ostream irStream(llvmIR);
   module.print(irStream, nullptr);

@@ -14,6 +14,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -29,18 +30,40 @@ namespace {
 /// Rewrites `func(tensors...) -> tensors` into
 /// `func(tensors..., memref outs...)` that writes each result into its out
 /// buffer. Inputs are marked read-only so no kernel writes a user's buffer.
+/// Buffers without elements become unused `memref<1xi8>` arguments: LLVM's
+/// bare-pointer convention refuses memrefs with a zero dimension, and there
+/// is nothing to read or write in them.
 void toDestinationStyle(func::FuncOp func) {
   Block &entry = func.getBody().front();
   auto ret = cast<func::ReturnOp>(entry.getTerminator());
   OpBuilder b(ret);
-  for (unsigned i = 0; i < func.getNumArguments(); ++i)
-    if (isa<TensorType>(func.getArgument(i).getType()))
-      func.setArgAttr(i, "bufferization.writable", b.getBoolAttr(false));
+  auto placeholder = MemRefType::get({1}, b.getI8Type());
+  OpBuilder atStart = OpBuilder::atBlockBegin(&entry);
+  for (BlockArgument arg : entry.getArguments()) {
+    auto tensorTy = dyn_cast<RankedTensorType>(arg.getType());
+    if (!tensorTy)
+      continue;
+    if (tensorTy.getNumElements() == 0) {
+      Value empty = tensor::EmptyOp::create(
+          atStart, arg.getLoc(), tensorTy.getShape(),
+          tensorTy.getElementType());
+      arg.replaceAllUsesWith(empty);
+      arg.setType(placeholder);
+      continue;
+    }
+    func.setArgAttr(arg.getArgNumber(), "bufferization.writable",
+                    b.getBoolAttr(false));
+  }
   for (Value result : ret.getOperands()) {
     auto tensorTy = cast<RankedTensorType>(result.getType());
+    unsigned index = func.getNumArguments();
+    if (tensorTy.getNumElements() == 0) {
+      (void)func.insertArgument(index, placeholder, DictionaryAttr(),
+                                result.getLoc());
+      continue;
+    }
     auto memrefTy =
         MemRefType::get(tensorTy.getShape(), tensorTy.getElementType());
-    unsigned index = func.getNumArguments();
     (void)func.insertArgument(index, memrefTy, DictionaryAttr(),
                               result.getLoc());
     bufferization::MaterializeInDestinationOp::create(
@@ -49,8 +72,11 @@ void toDestinationStyle(func::FuncOp func) {
   }
   func::ReturnOp::create(b, ret.getLoc());
   ret.erase();
-  func.setFunctionType(FunctionType::get(func.getContext(),
-                                         func.getArgumentTypes(), TypeRange{}));
+  SmallVector<Type> argTypes;
+  for (BlockArgument arg : entry.getArguments())
+    argTypes.push_back(arg.getType());
+  func.setFunctionType(
+      FunctionType::get(func.getContext(), argTypes, TypeRange{}));
 }
 
 /// The passes from tcc on tensors to the LLVM dialect, on the host module.

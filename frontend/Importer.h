@@ -1,4 +1,5 @@
-//===- Importer.h - the frontend's internals ---------------------*- C++ -*-===//
+//===- Importer.h - the frontend's internals ---------------------*- C++
+//-*-===//
 //
 // Shared by the files of the frontend, not installed: the importer's state,
 // the per-node builder that op builders use, and the op table.
@@ -98,9 +99,10 @@ public:
   bool attrString(const char *name, std::string &out,
                   std::optional<std::string> dflt = std::nullopt);
   bool attrDType(const char *name, DType &out);
+  /// A list of at most `maxLength` integers.
   bool attrIntList(const char *name, std::vector<int64_t> &out,
-                   std::optional<std::vector<int64_t>> dflt, size_t length);
-  /// A list of `length` integers in [lo, hi] (window attributes).
+                   std::optional<std::vector<int64_t>> dflt, size_t maxLength);
+  /// A list of exactly `length` integers in [lo, 2^20] (strides, pads...).
   bool attrWindow(const char *name, std::vector<int64_t> &out,
                   std::optional<std::vector<int64_t>> dflt, size_t length,
                   int64_t lo);
@@ -230,10 +232,10 @@ private:
   /// Claims `name` for a definition at `pointer`; false if taken.
   bool define(const std::string &name, const std::string &pointer,
               mlir::Value value);
-  bool materialise(const Json &init, const std::string &pointer,
-                   const Decl &d, ParamData &out);
-  bool readFileInit(const Json &init, const std::string &pointer,
-                    const Decl &d, ParamData &out);
+  bool materialise(const Json &init, const std::string &pointer, const Decl &d,
+                   ParamData &out);
+  bool readFileInit(const Json &init, const std::string &pointer, const Decl &d,
+                    ParamData &out);
   void importNode(const Json &node, size_t index);
   /// Resolves a use; null Value and false when undefined (reported),
   /// null Value and true when poisoned (silent).

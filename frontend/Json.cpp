@@ -3,6 +3,7 @@
 
 #include "llvm/ADT/StringRef.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <limits>
@@ -15,13 +16,13 @@ void Diagnostics::error(const std::string &pointer,
   if (count >= maxErrors)
     return;
   ++count;
-  // Messages are single lines by contract: flatten any newline a library
-  // message may carry.
+  // Messages are single printable lines by contract, whatever names or
+  // library messages they quote.
   std::string line = pointer.empty() ? file + ": " + message
                                      : file + ": " + pointer + ": " + message;
   for (char &c : line)
-    if (c == '\n' || c == '\r')
-      c = ' ';
+    if ((unsigned char)c < 0x20 || c == 0x7f)
+      c = '?';
   out.push_back(std::move(line));
   if (count == maxErrors)
     out.push_back(file + ": too many errors, stopping");
@@ -233,35 +234,52 @@ std::optional<Json> parseJson(std::string_view text, Diagnostics &diag) {
 
 std::string jsonTypeName(const Json &v) {
   switch (v.type()) {
-  case Json::value_t::null: return "null";
-  case Json::value_t::boolean: return "a boolean";
+  case Json::value_t::null:
+    return "null";
+  case Json::value_t::boolean:
+    return "a boolean";
   case Json::value_t::number_integer:
-  case Json::value_t::number_unsigned: return "an integer";
-  case Json::value_t::number_float: return "a fractional number";
-  case Json::value_t::string: return "a string";
-  case Json::value_t::array: return "an array";
-  case Json::value_t::object: return "an object";
-  default: return "an unsupported value";
+  case Json::value_t::number_unsigned:
+    return "an integer";
+  case Json::value_t::number_float:
+    return "a fractional number";
+  case Json::value_t::string:
+    return "a string";
+  case Json::value_t::array:
+    return "an array";
+  case Json::value_t::object:
+    return "an object";
+  default:
+    return "an unsupported value";
   }
 }
 
 std::string closestMatch(std::string_view word,
                          const std::vector<std::string> &candidates) {
+  // Short words allow one edit; longer ones about a third of their length,
+  // at most 8. Hints are for typos, so long words get none.
+  if (word.size() > 64)
+    return "";
+  unsigned limit =
+      word.size() <= 3 ? 1 : std::clamp<unsigned>(word.size() / 3, 2, 8);
   llvm::StringRef w(word.data(), word.size());
   std::string best;
-  unsigned bestDist = ~0u;
+  unsigned bestDist = limit + 1;
   for (const std::string &c : candidates) {
+    // Lengths further apart than the limit cannot be within it: skip the
+    // quadratic distance.
+    size_t gap = c.size() > word.size() ? c.size() - word.size()
+                                        : word.size() - c.size();
+    if (gap > limit)
+      continue;
     unsigned d = w.edit_distance(c, /*AllowReplacements=*/true,
-                                 /*MaxEditDistance=*/8);
+                                 /*MaxEditDistance=*/limit);
     if (d < bestDist) {
       bestDist = d;
       best = c;
     }
   }
-  // Short words allow one edit; longer ones about a third of their length.
-  unsigned limit =
-      word.size() <= 3 ? 1 : std::max<unsigned>(2, (unsigned)word.size() / 3);
-  return bestDist <= limit ? best : "";
+  return best;
 }
 
 bool checkKeys(const Json &obj, const std::string &pointer,
@@ -336,8 +354,7 @@ std::optional<bool> readBool(const Json &v, const std::string &pointer,
   return v.get<bool>();
 }
 
-std::optional<std::string> readString(const Json &v,
-                                      const std::string &pointer,
+std::optional<std::string> readString(const Json &v, const std::string &pointer,
                                       Diagnostics &diag) {
   if (!v.is_string()) {
     diag.error(pointer, "expected a string, got " + jsonTypeName(v));

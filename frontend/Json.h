@@ -1,4 +1,5 @@
-//===- Json.h - JSON reading with pointers and one-line errors ----*- C++ -*-===//
+//===- Json.h - JSON reading with pointers and one-line errors ----*- C++
+//-*-===//
 //
 // Everything the frontend reads from a user's JSON goes through these helpers,
 // so that each problem is reported once, at the RFC 6901 pointer of the
@@ -12,7 +13,6 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
-#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -28,8 +28,7 @@ constexpr int kMaxJsonDepth = 64;
 /// Collects the one-line errors of one input file.
 class Diagnostics {
 public:
-  Diagnostics(std::string file, std::vector<std::string> &out,
-              size_t maxErrors)
+  Diagnostics(std::string file, std::vector<std::string> &out, size_t maxErrors)
       : file(std::move(file)), out(out), maxErrors(maxErrors) {}
 
   /// Reports `message` at JSON pointer `pointer` ("" is the whole file).
@@ -77,8 +76,7 @@ std::optional<double> readNumber(const Json &v, const std::string &pointer,
                                  Diagnostics &diag);
 std::optional<bool> readBool(const Json &v, const std::string &pointer,
                              Diagnostics &diag);
-std::optional<std::string> readString(const Json &v,
-                                      const std::string &pointer,
+std::optional<std::string> readString(const Json &v, const std::string &pointer,
                                       Diagnostics &diag);
 /// A list of integers, at most `maxLen` of them.
 std::optional<std::vector<int64_t>> readIntList(const Json &v,

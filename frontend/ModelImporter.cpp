@@ -10,10 +10,10 @@
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
+#include "llvm/ADT/STLExtras.h"
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 namespace tcc {
 
@@ -34,31 +34,51 @@ constexpr uint64_t kMaxModelFileBytes = uint64_t(1) << 30;
 Type elementTypeOf(MLIRContext &ctx, DType t) {
   Builder b(&ctx);
   switch (t) {
-  case DType::F64: return b.getF64Type();
-  case DType::F32: return b.getF32Type();
-  case DType::F16: return b.getF16Type();
-  case DType::BF16: return b.getBF16Type();
-  case DType::F8E4M3: return Float8E4M3FNType::get(&ctx);
-  case DType::F8E5M2: return Float8E5M2Type::get(&ctx);
-  case DType::I8: return b.getIntegerType(8);
-  case DType::I32: return b.getIntegerType(32);
-  case DType::I64: return b.getIntegerType(64);
-  case DType::Bool: return b.getI1Type();
+  case DType::F64:
+    return b.getF64Type();
+  case DType::F32:
+    return b.getF32Type();
+  case DType::F16:
+    return b.getF16Type();
+  case DType::BF16:
+    return b.getBF16Type();
+  case DType::F8E4M3:
+    return Float8E4M3FNType::get(&ctx);
+  case DType::F8E5M2:
+    return Float8E5M2Type::get(&ctx);
+  case DType::I8:
+    return b.getIntegerType(8);
+  case DType::I32:
+    return b.getIntegerType(32);
+  case DType::I64:
+    return b.getIntegerType(64);
+  case DType::Bool:
+    return b.getI1Type();
   }
   return {};
 }
 
 std::optional<DType> dtypeOfElement(Type t) {
-  if (t.isF64()) return DType::F64;
-  if (t.isF32()) return DType::F32;
-  if (t.isF16()) return DType::F16;
-  if (t.isBF16()) return DType::BF16;
-  if (isa<Float8E4M3FNType>(t)) return DType::F8E4M3;
-  if (isa<Float8E5M2Type>(t)) return DType::F8E5M2;
-  if (t.isSignlessInteger(8)) return DType::I8;
-  if (t.isSignlessInteger(32)) return DType::I32;
-  if (t.isSignlessInteger(64)) return DType::I64;
-  if (t.isSignlessInteger(1)) return DType::Bool;
+  if (t.isF64())
+    return DType::F64;
+  if (t.isF32())
+    return DType::F32;
+  if (t.isF16())
+    return DType::F16;
+  if (t.isBF16())
+    return DType::BF16;
+  if (isa<Float8E4M3FNType>(t))
+    return DType::F8E4M3;
+  if (isa<Float8E5M2Type>(t))
+    return DType::F8E5M2;
+  if (t.isSignlessInteger(8))
+    return DType::I8;
+  if (t.isSignlessInteger(32))
+    return DType::I32;
+  if (t.isSignlessInteger(64))
+    return DType::I64;
+  if (t.isSignlessInteger(1))
+    return DType::Bool;
   return std::nullopt;
 }
 
@@ -66,19 +86,26 @@ std::string checkShapeLimits(const Shape &s) {
   if (s.size() > kMaxRank)
     return "rank " + std::to_string(s.size()) + " exceeds the limit of " +
            std::to_string(kMaxRank);
-  for (int64_t d : s)
+  // Sizes of 0 count as 1: an empty tensor must not hide a product that
+  // overflows wherever strides are computed from the other sizes.
+  Shape nonEmpty;
+  for (int64_t d : s) {
     if (d < 0 || d > kMaxElements)
       return "shape " + shapeToString(s) + " has a size outside [0, 2^40]";
-  if (numElements(s, kMaxElements) < 0)
-    return "shape " + shapeToString(s) + " has more than 2^40 elements";
+    nonEmpty.push_back(std::max<int64_t>(d, 1));
+  }
+  if (numElements(nonEmpty, kMaxElements) < 0)
+    return "shape " + shapeToString(s) + " has more than 2^40 elements" +
+           (numElements(s, kMaxElements) >= 0 ? " (counting sizes of 0 as 1)"
+                                              : "");
   return "";
 }
 
 std::optional<Shape> readShape(const Json &v, const std::string &pointer,
                                Diagnostics &diag) {
   if (!v.is_array()) {
-    diag.error(pointer, "expected a shape (a list of sizes), got " +
-                            jsonTypeName(v));
+    diag.error(pointer,
+               "expected a shape (a list of sizes), got " + jsonTypeName(v));
     return std::nullopt;
   }
   if (v.size() > kMaxRank) {
@@ -94,8 +121,8 @@ std::optional<Shape> readShape(const Json &v, const std::string &pointer,
     if (!d)
       return std::nullopt;
     if (*d < 0 || *d > kMaxElements) {
-      diag.error(p, "size " + std::to_string(*d) + (*d < 0 ? " is negative"
-                                                          : " exceeds 2^40"));
+      diag.error(p, "size " + std::to_string(*d) +
+                        (*d < 0 ? " is negative" : " exceeds 2^40"));
       return std::nullopt;
     }
     s.push_back(*d);
@@ -117,20 +144,30 @@ std::optional<DType> readDType(const Json &v, const std::string &pointer,
     return t;
   // PyTorch and NumPy spellings are the likely mistakes.
   static const std::pair<const char *, const char *> aliases[] = {
-      {"float64", "f64"}, {"double", "f64"},   {"float32", "f32"},
-      {"float", "f32"},   {"float16", "f16"},  {"half", "f16"},
-      {"bfloat16", "bf16"}, {"int8", "i8"},    {"int32", "i32"},
-      {"int", "i32"},     {"int64", "i64"},    {"long", "i64"},
-      {"bool_", "bool"},  {"boolean", "bool"}, {"float8_e4m3fn", "f8e4m3"},
+      {"float64", "f64"},
+      {"double", "f64"},
+      {"float32", "f32"},
+      {"float", "f32"},
+      {"float16", "f16"},
+      {"half", "f16"},
+      {"bfloat16", "bf16"},
+      {"int8", "i8"},
+      {"int32", "i32"},
+      {"int", "i32"},
+      {"int64", "i64"},
+      {"long", "i64"},
+      {"bool_", "bool"},
+      {"boolean", "bool"},
+      {"float8_e4m3fn", "f8e4m3"},
       {"float8_e5m2", "f8e5m2"}};
   std::string hint;
   for (const auto &a : aliases)
     if (*s == a.first)
       hint = a.second;
   std::vector<std::string> names;
-  for (DType t : {DType::F64, DType::F32, DType::F16, DType::BF16,
-                  DType::F8E4M3, DType::F8E5M2, DType::I8, DType::I32,
-                  DType::I64, DType::Bool})
+  for (DType t :
+       {DType::F64, DType::F32, DType::F16, DType::BF16, DType::F8E4M3,
+        DType::F8E5M2, DType::I8, DType::I32, DType::I64, DType::Bool})
     names.push_back(dtypeName(t));
   if (hint.empty())
     hint = closestMatch(*s, names);
@@ -231,8 +268,8 @@ bool Importer::define(const std::string &name, const std::string &pointer,
                       Value value) {
   auto [it, inserted] = defs.emplace(name, Def{value, pointer});
   if (!inserted) {
-    diag.error(pointer, "\"" + name + "\" is already defined at " +
-                            it->second.pointer);
+    diag.error(pointer,
+               "\"" + name + "\" is already defined at " + it->second.pointer);
     return false;
   }
   return true;
@@ -262,14 +299,14 @@ bool Importer::resolve(const std::string &name, const std::string &pointer,
   for (const auto &d : defs)
     known.push_back(d.first);
   std::string hint = closestMatch(name, known);
-  diag.error(pointer, "\"" + name + "\" is not defined" +
-                          (hint.empty() ? "" : "; did you mean \"" + hint +
-                                                   "\"?"));
+  diag.error(pointer,
+             "\"" + name + "\" is not defined" +
+                 (hint.empty() ? "" : "; did you mean \"" + hint + "\"?"));
   return false;
 }
 
 bool Importer::readHeader(const Json &root, std::string &name) {
-  std::vector<std::string> keys = {"format", "version", "name",  "inputs",
+  std::vector<std::string> keys = {"format", "version", "name",   "inputs",
                                    "params", "nodes",   "outputs"};
   bool ok = checkKeys(root, "", keys, "the model", diag);
   if (!root.contains("format")) {
@@ -281,8 +318,8 @@ bool Importer::readHeader(const Json &root, std::string &name) {
   if (!format)
     return false;
   if (*format != "tcc-model") {
-    diag.error("/format", "format must be \"tcc-model\", got \"" + *format +
-                              "\"");
+    diag.error("/format",
+               "format must be \"tcc-model\", got \"" + *format + "\"");
     return false;
   }
   if (!root.contains("version")) {
@@ -302,10 +339,13 @@ bool Importer::readHeader(const Json &root, std::string &name) {
     std::optional<std::string> n = readString(root["name"], "/name", diag);
     if (!n)
       return false;
-    bool valid = !n->empty() && n->size() <= kMaxModelNameLength &&
-                 !std::isdigit((unsigned char)(*n)[0]);
-    for (unsigned char c : *n)
-      valid &= std::isalnum(c) || c == '_';
+    auto isIdent = [](char c, bool first) {
+      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+             (!first && c >= '0' && c <= '9');
+    };
+    bool valid = !n->empty() && n->size() <= kMaxModelNameLength;
+    for (size_t i = 0; i < n->size(); ++i)
+      valid &= isIdent((*n)[i], i == 0);
     if (!valid) {
       // The name becomes C symbols of the generated library.
       diag.error("/name", "a model name must be a C identifier of at most " +
@@ -331,8 +371,8 @@ bool Importer::readHeader(const Json &root, std::string &name) {
   return ok;
 }
 
-void Importer::readDecl(const Json &v, const std::string &pointer,
-                        bool isParam, Decl &d) {
+void Importer::readDecl(const Json &v, const std::string &pointer, bool isParam,
+                        Decl &d) {
   d.pointer = pointer;
   if (!v.is_object()) {
     diag.error(pointer, "expected an object, got " + jsonTypeName(v));
@@ -358,13 +398,15 @@ void Importer::readDecl(const Json &v, const std::string &pointer,
       ok = false;
   }
   if (v.contains("dtype")) {
-    if (std::optional<DType> t = readDType(v["dtype"], pointer + "/dtype", diag))
+    if (std::optional<DType> t =
+            readDType(v["dtype"], pointer + "/dtype", diag))
       d.dtype = *t;
     else
       ok = false;
   }
   if (v.contains("shape")) {
-    if (std::optional<Shape> s = readShape(v["shape"], pointer + "/shape", diag))
+    if (std::optional<Shape> s =
+            readShape(v["shape"], pointer + "/shape", diag))
       d.shape = *s;
     else
       ok = false;
@@ -389,10 +431,9 @@ void Importer::importNode(const Json &node, size_t index) {
     info = findOp(*op);
     if (!info) {
       std::string hint = closestMatch(*op, allOpNames());
-      diag.error(ptr + "/op", "unknown op \"" + *op + "\"" +
-                                  (hint.empty() ? ""
-                                                : "; did you mean \"" + hint +
-                                                      "\"?"));
+      diag.error(ptr + "/op",
+                 "unknown op \"" + *op + "\"" +
+                     (hint.empty() ? "" : "; did you mean \"" + hint + "\"?"));
     }
   }
   ok &= info != nullptr;
@@ -443,8 +484,8 @@ void Importer::importNode(const Json &node, size_t index) {
                  "expected a list of names, got " + jsonTypeName(list));
       ok = false;
     } else {
-      if (info && (list.size() < info->minInputs ||
-                   list.size() > info->maxInputs)) {
+      if (info &&
+          (list.size() < info->minInputs || list.size() > info->maxInputs)) {
         std::string want =
             info->minInputs == info->maxInputs
                 ? std::to_string(info->minInputs)
@@ -452,8 +493,8 @@ void Importer::importNode(const Json &node, size_t index) {
                       (info->maxInputs == ~0u
                            ? " or more"
                            : " to " + std::to_string(info->maxInputs));
-        diag.error(ptr + "/inputs", std::string(info->name) + " takes " +
-                                        want + " inputs, got " +
+        diag.error(ptr + "/inputs", std::string(info->name) + " takes " + want +
+                                        " inputs, got " +
                                         std::to_string(list.size()));
         ok = false;
       }
@@ -498,10 +539,11 @@ void Importer::importNode(const Json &node, size_t index) {
     nodeOfLoc[loc] = index;
     size_t before = diag.errorCount();
     NodeBuilder nb(*this, index, info->name, attrs, inputs, loc);
-    if (!info->build(nb, results) || results.size() != info->numOutputs) {
+    if (!info->build(nb, results) || results.size() != info->numOutputs ||
+        llvm::is_contained(results, Value())) {
       if (diag.errorCount() == before)
-        diag.error(ptr, std::string("internal error: building ") +
-                            info->name + " failed without a message");
+        diag.error(ptr, std::string("internal error: building ") + info->name +
+                            " failed without a message");
       results.clear();
     }
   }
@@ -570,7 +612,7 @@ std::optional<ImportedModel> Importer::run(const Json &root) {
                                         builder.getStringAttr(model.name));
   builder.setInsertionPointToEnd(model.module->getBody());
   auto func = func::FuncOp::create(builder, fileLoc, "main",
-                                           builder.getFunctionType({}, {}));
+                                   builder.getFunctionType({}, {}));
   func->setAttr("tcc.entry", builder.getUnitAttr());
   Block *entry = func.addEntryBlock();
   std::vector<Type> argTypes;
@@ -592,11 +634,10 @@ std::optional<ImportedModel> Importer::run(const Json &root) {
     for (size_t i = 0; i < decls.size(); ++i) {
       if (!decls[i].ok)
         continue;
-      func.setArgAttr(argNo, "tcc.name",
-                      builder.getStringAttr(decls[i].name));
-      func.setArgAttr(argNo, "tcc.kind",
-                      builder.getStringAttr(i < inputs.size() ? "input"
-                                                              : "param"));
+      func.setArgAttr(argNo, "tcc.name", builder.getStringAttr(decls[i].name));
+      func.setArgAttr(
+          argNo, "tcc.kind",
+          builder.getStringAttr(i < inputs.size() ? "input" : "param"));
       ++argNo;
     }
   }
@@ -612,9 +653,8 @@ std::optional<ImportedModel> Importer::run(const Json &root) {
       if (outs[j].is_string())
         nodeDefs.emplace(
             outs[j].get<std::string>(),
-            std::make_pair(i, pointerAppend(pointerAppend("/nodes", i) +
-                                                "/outputs",
-                                            j)));
+            std::make_pair(
+                i, pointerAppend(pointerAppend("/nodes", i) + "/outputs", j)));
   }
   builder.setInsertionPointToEnd(entry);
   for (size_t i = 0; i < nodes.size() && !diag.full(); ++i)
@@ -644,8 +684,7 @@ std::optional<ImportedModel> Importer::run(const Json &root) {
   func.setType(builder.getFunctionType(argTypes, resultTypes));
   for (size_t i = 0; i < results.size(); ++i) {
     if (i < numOutputs) {
-      func.setResultAttr(i, "tcc.name",
-                         builder.getStringAttr(resultNames[i]));
+      func.setResultAttr(i, "tcc.name", builder.getStringAttr(resultNames[i]));
       continue;
     }
     const Status &s = statuses[i - numOutputs];
@@ -693,9 +732,9 @@ std::optional<ImportedModel> importModelFile(const std::string &path,
   std::error_code ec;
   namespace fs = std::filesystem;
   if (!fs::is_regular_file(path, ec)) {
-    errors.push_back(path + ": " +
-                     (fs::exists(path, ec) ? "not a regular file"
-                                           : "no such file"));
+    errors.push_back(
+        path + ": " +
+        (fs::exists(path, ec) ? "not a regular file" : "no such file"));
     return std::nullopt;
   }
   uint64_t size = fs::file_size(path, ec);
@@ -707,15 +746,8 @@ std::optional<ImportedModel> importModelFile(const std::string &path,
     return std::nullopt;
   }
   std::ifstream in(path, std::ios::binary);
-  std::string text;
-  try {
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    text = ss.str();
-  } catch (const std::exception &) {
-    text.clear();
-  }
-  if (!in && !in.eof() && text.empty() && size != 0) {
+  std::string text(size, '\0');
+  if (!in || (size && !in.read(text.data(), (std::streamsize)size))) {
     errors.push_back(path + ": cannot read");
     return std::nullopt;
   }

@@ -1,4 +1,5 @@
-//===- ModelImporter.h - model JSON + safetensors to the tcc dialect -*- C++ -*-===//
+//===- ModelImporter.h - model JSON + safetensors to the tcc dialect -*- C++
+//-*-===//
 //
 // The frontend: reads a model description (docs/model-format.md), checks every
 // rule of the format, and builds
@@ -64,11 +65,12 @@ std::optional<ImportedModel> importModelFile(const std::string &path,
 
 /// Imports model JSON text; `displayName` names it in errors and `baseDir`
 /// is where relative safetensors paths start.
-std::optional<ImportedModel>
-importModelText(std::string_view json, const std::string &displayName,
-                const std::string &baseDir, mlir::MLIRContext &ctx,
-                std::vector<std::string> &errors,
-                const ImportLimits &limits = {});
+std::optional<ImportedModel> importModelText(std::string_view json,
+                                             const std::string &displayName,
+                                             const std::string &baseDir,
+                                             mlir::MLIRContext &ctx,
+                                             std::vector<std::string> &errors,
+                                             const ImportLimits &limits = {});
 
 } // namespace tcc
 

@@ -116,7 +116,7 @@ bool NodeBuilder::attrDType(const char *name, DType &out) {
 
 bool NodeBuilder::attrIntList(const char *name, std::vector<int64_t> &out,
                               std::optional<std::vector<int64_t>> dflt,
-                              size_t length) {
+                              size_t maxLength) {
   const Json *v = attr(name);
   if (!v) {
     if (!dflt)
@@ -125,7 +125,7 @@ bool NodeBuilder::attrIntList(const char *name, std::vector<int64_t> &out,
     return true;
   }
   std::optional<std::vector<int64_t>> x =
-      readIntList(*v, attrPointer(name), im.diag, length);
+      readIntList(*v, attrPointer(name), im.diag, maxLength);
   if (!x)
     return false;
   out = *x;
@@ -138,10 +138,9 @@ bool NodeBuilder::attrWindow(const char *name, std::vector<int64_t> &out,
   if (!attrIntList(name, out, dflt, length))
     return false;
   if (out.size() != length)
-    return fail(attrPointer(name), std::string(name) + " needs " +
-                                       std::to_string(length) +
-                                       " entries, got " +
-                                       std::to_string(out.size()));
+    return fail(attrPointer(name),
+                std::string(name) + " needs " + std::to_string(length) +
+                    " entries, got " + std::to_string(out.size()));
   for (size_t i = 0; i < out.size(); ++i)
     if (out[i] < lo || out[i] > kMaxWindowAttr)
       return fail(pointerAppend(attrPointer(name), i),
@@ -208,8 +207,7 @@ bool NodeBuilder::requireBool(size_t i) {
   DType t = dtype(inputs[i]);
   if (t == DType::Bool)
     return true;
-  return fail(inputPointer(i),
-              op + " needs a bool input, got " + dtypeName(t));
+  return fail(inputPointer(i), op + " needs a bool input, got " + dtypeName(t));
 }
 
 bool NodeBuilder::requireIndices(size_t i) {
@@ -224,9 +222,8 @@ bool NodeBuilder::requireRank(size_t i, int64_t minRank, int64_t maxRank) {
   int64_t r = (int64_t)shape(inputs[i]).size();
   if (r >= minRank && r <= maxRank)
     return true;
-  std::string want = minRank == maxRank
-                         ? "rank " + std::to_string(minRank)
-                         : "rank >= " + std::to_string(minRank);
+  std::string want = minRank == maxRank ? "rank " + std::to_string(minRank)
+                                        : "rank >= " + std::to_string(minRank);
   return fail(inputPointer(i), op + " needs an input of " + want +
                                    ", got shape " +
                                    shapeToString(shape(inputs[i])));
@@ -308,8 +305,8 @@ Value NodeBuilder::matmul(Value a, Value c, bool transA, bool transB,
 }
 
 void NodeBuilder::addIndexCheck(Value indices, int64_t bound) {
-  Value count = create<mlir::tcc::IndexCheckOp>(
-      tensorType({}, DType::I32), indices, (uint64_t)bound);
+  Value count = create<mlir::tcc::IndexCheckOp>(tensorType({}, DType::I32),
+                                                indices, (uint64_t)bound);
   im.statuses.push_back(
       {count, "index out of range in " + pointer + " (" + op + ")"});
 }

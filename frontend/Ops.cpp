@@ -24,10 +24,14 @@ enum class Kind { Float, Numeric, Bool, Any };
 
 bool requireKind(NodeBuilder &nb, size_t i, Kind k) {
   switch (k) {
-  case Kind::Float: return nb.requireFloat(i);
-  case Kind::Numeric: return nb.requireNumeric(i);
-  case Kind::Bool: return nb.requireBool(i);
-  case Kind::Any: return true;
+  case Kind::Float:
+    return nb.requireFloat(i);
+  case Kind::Numeric:
+    return nb.requireNumeric(i);
+  case Kind::Bool:
+    return nb.requireBool(i);
+  case Kind::Any:
+    return true;
   }
   return true;
 }
@@ -49,8 +53,8 @@ bool buildGelu(NodeBuilder &nb, Values &r) {
     return false;
   if (approx != "none" && approx != "tanh")
     return nb.fail(nb.attrPointer("approximate"),
-                   "approximate must be \"none\" or \"tanh\", got \"" +
-                       approx + "\"");
+                   "approximate must be \"none\" or \"tanh\", got \"" + approx +
+                       "\"");
   Value x = nb.inputs[0];
   r.push_back(nb.create<T::GeluOp>(x.getType(), x, approx == "tanh"));
   return true;
@@ -94,16 +98,16 @@ bool buildBinary(NodeBuilder &nb, Values &r) {
 bool buildSelect(NodeBuilder &nb, Values &r) {
   if (!nb.requireBool(0) || !nb.requireSameDType(1, 2))
     return false;
-  ShapeOrError ab = broadcastShapes(nb.shape(nb.inputs[1]),
-                                    nb.shape(nb.inputs[2]));
+  ShapeOrError ab =
+      broadcastShapes(nb.shape(nb.inputs[1]), nb.shape(nb.inputs[2]));
   if (!nb.checkResult(ab, nb.pointer + "/inputs"))
     return false;
   ShapeOrError s = broadcastShapes(nb.shape(nb.inputs[0]), ab.shape);
   if (!nb.checkResult(s, nb.pointer + "/inputs"))
     return false;
-  r.push_back(nb.create<T::SelectOp>(
-      nb.tensorType(s.shape, nb.dtype(nb.inputs[1])), nb.inputs[0],
-      nb.inputs[1], nb.inputs[2]));
+  r.push_back(
+      nb.create<T::SelectOp>(nb.tensorType(s.shape, nb.dtype(nb.inputs[1])),
+                             nb.inputs[0], nb.inputs[1], nb.inputs[2]));
   return true;
 }
 
@@ -135,8 +139,8 @@ bool buildConstant(NodeBuilder &nb, Values &r) {
   const Json *v = nb.attr("value");
   if (!v)
     return nb.fail(nb.pointer + "/attrs", "constant needs attribute \"value\"");
-  std::optional<Scalar> x = readScalar(*v, t, nb.attrPointer("value"),
-                                       nb.im.diag);
+  std::optional<Scalar> x =
+      readScalar(*v, t, nb.attrPointer("value"), nb.im.diag);
   if (!x)
     return false;
   r.push_back(nb.constant(t, s, *x));
@@ -214,9 +218,9 @@ template <typename OpT> bool buildReduce(NodeBuilder &nb, Values &r) {
   if (isMinMax)
     for (int64_t a : axes)
       if (in[a] == 0)
-        return nb.fail(nb.inputPointer(0),
-                       nb.op + " over axis " + std::to_string(a) +
-                           " of size 0 has no value");
+        return nb.fail(nb.inputPointer(0), nb.op + " over axis " +
+                                               std::to_string(a) +
+                                               " of size 0 has no value");
   Value v = nb.reduce<OpT>(nb.inputs[0], axes, keepdims);
   if (!v)
     return false;
@@ -264,8 +268,8 @@ bool buildTopk(NodeBuilder &nb, Values &r) {
   out[axis] = k;
   Value x = nb.inputs[0];
   auto op = nb.create<T::TopkOp>(nb.tensorType(out, nb.dtype(x)),
-                                 nb.tensorType(out, DType::I64), x,
-                                 (uint64_t)k, (uint64_t)axis, largest);
+                                 nb.tensorType(out, DType::I64), x, (uint64_t)k,
+                                 (uint64_t)axis, largest);
   r.push_back(op.getValues());
   r.push_back(op.getIndices());
   return true;
@@ -319,9 +323,9 @@ bool buildReshape(NodeBuilder &nb, Values &r) {
       continue;
     }
     if (s[i] < 0 || s[i] > kMaxElements)
-      return nb.fail(pointerAppend(p, i),
-                     "size " + std::to_string(s[i]) + " is not -1 or in [0, "
-                                                       "2^40]");
+      return nb.fail(pointerAppend(p, i), "size " + std::to_string(s[i]) +
+                                              " is not -1 or in [0, "
+                                              "2^40]");
     Shape one = {known, s[i]};
     known = numElements(one, kMaxElements);
     if (known < 0)
@@ -369,9 +373,9 @@ bool buildBroadcastTo(NodeBuilder &nb, Values &r) {
     return false;
   ShapeOrError s = broadcastShapes(in, target);
   if (!s.ok() || s.shape != target)
-    return nb.fail(nb.attrPointer("shape"),
-                   "cannot broadcast " + shapeToString(in) + " to " +
-                       shapeToString(target));
+    return nb.fail(nb.attrPointer("shape"), "cannot broadcast " +
+                                                shapeToString(in) + " to " +
+                                                shapeToString(target));
   r.push_back(nb.create<T::BroadcastToOp>(
       nb.tensorType(target, nb.dtype(nb.inputs[0])), nb.inputs[0]));
   return true;
@@ -402,9 +406,9 @@ bool buildConcat(NodeBuilder &nb, Values &r) {
   ShapeOrError s = concatShape(shapes, axis);
   if (!nb.checkResult(s, nb.pointer + "/inputs"))
     return false;
-  r.push_back(nb.create<T::ConcatOp>(
-      nb.tensorType(s.shape, nb.dtype(nb.inputs[0])), ValueRange(nb.inputs),
-      (uint64_t)axis));
+  r.push_back(
+      nb.create<T::ConcatOp>(nb.tensorType(s.shape, nb.dtype(nb.inputs[0])),
+                             ValueRange(nb.inputs), (uint64_t)axis));
   return true;
 }
 
@@ -422,20 +426,17 @@ bool buildSlice(NodeBuilder &nb, Values &r) {
       !nb.attrIntList("steps", steps, defaultSteps, kMaxRank))
     return false;
   if (ends.size() != starts.size())
-    return nb.fail(nb.attrPointer("ends"), "ends has " +
-                                               std::to_string(ends.size()) +
-                                               " entries, starts has " +
-                                               std::to_string(starts.size()));
+    return nb.fail(nb.attrPointer("ends"),
+                   "ends has " + std::to_string(ends.size()) +
+                       " entries, starts has " + std::to_string(starts.size()));
   if (axes.size() != starts.size())
-    return nb.fail(nb.attrPointer("axes"), "axes has " +
-                                               std::to_string(axes.size()) +
-                                               " entries, starts has " +
-                                               std::to_string(starts.size()));
+    return nb.fail(nb.attrPointer("axes"),
+                   "axes has " + std::to_string(axes.size()) +
+                       " entries, starts has " + std::to_string(starts.size()));
   if (steps.size() != starts.size())
-    return nb.fail(nb.attrPointer("steps"), "steps has " +
-                                                std::to_string(steps.size()) +
-                                                " entries, starts has " +
-                                                std::to_string(starts.size()));
+    return nb.fail(nb.attrPointer("steps"),
+                   "steps has " + std::to_string(steps.size()) +
+                       " entries, starts has " + std::to_string(starts.size()));
   std::vector<int64_t> outStarts(rank, 0), outSteps(rank, 1);
   Shape out = in;
   std::vector<bool> seen(rank, false);
@@ -453,8 +454,7 @@ bool buildSlice(NodeBuilder &nb, Values &r) {
     int64_t d = in[a], st = starts[i], en = ends[i], step = steps[i];
     if (step == 0 || step == INT64_MIN)
       return nb.fail(pointerAppend(nb.attrPointer("steps"), i),
-                     step == 0 ? "step 0 is not allowed"
-                               : "step out of range");
+                     step == 0 ? "step 0 is not allowed" : "step out of range");
     // ONNX Slice: negative positions count from the end, then starts clamp
     // to [0, d] going forward and [0, d-1] going backward, ends to [0, d]
     // and [-1, d-1].
@@ -477,9 +477,8 @@ bool buildSlice(NodeBuilder &nb, Values &r) {
     outStarts[a] = count ? st : 0;
     outSteps[a] = step;
   }
-  r.push_back(nb.create<T::SliceOp>(
-      nb.tensorType(out, nb.dtype(nb.inputs[0])), nb.inputs[0], outStarts,
-      outSteps));
+  r.push_back(nb.create<T::SliceOp>(nb.tensorType(out, nb.dtype(nb.inputs[0])),
+                                    nb.inputs[0], outStarts, outSteps));
   return true;
 }
 
@@ -515,7 +514,8 @@ bool buildPad(NodeBuilder &nb, Values &r) {
     int64_t lo = pads[i], hi = pads[i + rank];
     if (lo < 0 || hi < 0) {
       crop = true;
-      int64_t keep = in[i] + std::min<int64_t>(lo, 0) + std::min<int64_t>(hi, 0);
+      int64_t keep =
+          in[i] + std::min<int64_t>(lo, 0) + std::min<int64_t>(hi, 0);
       if (keep < 0)
         return nb.fail(pp, "pads remove more than the " +
                                std::to_string(in[i]) + " elements of axis " +
@@ -552,9 +552,9 @@ bool buildGather(NodeBuilder &nb, Values &r) {
   ShapeOrError s = gatherShape(data, idx, axis);
   if (!nb.checkResult(s, nb.pointer + "/inputs"))
     return false;
-  r.push_back(nb.create<T::GatherOp>(
-      nb.tensorType(s.shape, nb.dtype(nb.inputs[0])), nb.inputs[0],
-      nb.inputs[1], (uint64_t)axis));
+  r.push_back(
+      nb.create<T::GatherOp>(nb.tensorType(s.shape, nb.dtype(nb.inputs[0])),
+                             nb.inputs[0], nb.inputs[1], (uint64_t)axis));
   nb.addIndexCheck(nb.inputs[1], data[axis]);
   return true;
 }
@@ -567,15 +567,15 @@ bool buildTakeAlongAxis(NodeBuilder &nb, Values &r) {
   if (!nb.attrAxis("axis", (int64_t)data.size(), axis, 0))
     return false;
   if (idx.size() != data.size())
-    return nb.fail(nb.inputPointer(1),
-                   "indices " + shapeToString(idx) +
-                       " must have the rank of data " + shapeToString(data));
+    return nb.fail(nb.inputPointer(1), "indices " + shapeToString(idx) +
+                                           " must have the rank of data " +
+                                           shapeToString(data));
   for (size_t d = 0; d < data.size(); ++d)
     if ((int64_t)d != axis && idx[d] != data[d])
       return nb.fail(nb.inputPointer(1),
-                     "indices " + shapeToString(idx) +
-                         " must match data " + shapeToString(data) +
-                         " on every axis but " + std::to_string(axis));
+                     "indices " + shapeToString(idx) + " must match data " +
+                         shapeToString(data) + " on every axis but " +
+                         std::to_string(axis));
   r.push_back(nb.create<T::TakeAlongAxisOp>(
       nb.tensorType(idx, nb.dtype(nb.inputs[0])), nb.inputs[0], nb.inputs[1],
       (uint64_t)axis));
@@ -587,8 +587,9 @@ bool buildTakeAlongAxis(NodeBuilder &nb, Values &r) {
 // Convolution and pooling
 //===----------------------------------------------------------------------===//
 
-/// Checks x, w and the optional bias of a convolution; `weightInChannels`
-/// is the weight axis that must match x's channels (per group).
+/// Checks x, w and the optional bias of a convolution: the weight's input
+/// channels (axis 1 per group for conv2d, axis 0 for conv_transpose2d) must
+/// match x's, and the bias must hold one value per output channel.
 bool checkConvOperands(NodeBuilder &nb, bool transposed, int64_t groups) {
   if (!nb.requireFloat(0) || !nb.requireSameDType(0, 1) ||
       !nb.requireRank(0, 4, 4) || !nb.requireRank(1, 4, 4))
@@ -635,9 +636,8 @@ bool buildConv2d(NodeBuilder &nb, Values &r) {
     return nb.fail(nb.attrPointer("groups"), "groups must be in [1, 2^20]");
   if (!checkConvOperands(nb, false, groups))
     return false;
-  ShapeOrError s =
-      conv2dShape(nb.shape(nb.inputs[0]), nb.shape(nb.inputs[1]), strides,
-                  pads, dilations, groups);
+  ShapeOrError s = conv2dShape(nb.shape(nb.inputs[0]), nb.shape(nb.inputs[1]),
+                               strides, pads, dilations, groups);
   if (!nb.checkResult(s, nb.pointer))
     return false;
   Value bias = nb.inputs.size() == 3 ? nb.inputs[2] : Value();
@@ -665,16 +665,15 @@ bool buildConvTranspose2d(NodeBuilder &nb, Values &r) {
       return nb.fail(pointerAppend(nb.attrPointer("output_padding"), i),
                      "output_padding must be smaller than the stride or the "
                      "dilation");
-  ShapeOrError s = convTranspose2dShape(
-      nb.shape(nb.inputs[0]), nb.shape(nb.inputs[1]), strides, pads,
-      dilations, outPad, groups);
+  ShapeOrError s =
+      convTranspose2dShape(nb.shape(nb.inputs[0]), nb.shape(nb.inputs[1]),
+                           strides, pads, dilations, outPad, groups);
   if (!nb.checkResult(s, nb.pointer))
     return false;
   Value bias = nb.inputs.size() == 3 ? nb.inputs[2] : Value();
   r.push_back(nb.create<T::ConvTranspose2dOp>(
       nb.tensorType(s.shape, nb.dtype(nb.inputs[0])), nb.inputs[0],
-      nb.inputs[1], bias, strides, pads, dilations, outPad,
-      (uint64_t)groups));
+      nb.inputs[1], bias, strides, pads, dilations, outPad, (uint64_t)groups));
   return true;
 }
 
@@ -738,10 +737,9 @@ bool buildBatchNorm(NodeBuilder &nb, Values &r) {
   if (eps < 0)
     return nb.fail(nb.attrPointer("eps"), "eps must be >= 0");
   Value x = nb.inputs[0];
-  r.push_back(nb.create<T::BatchNormOp>(x.getType(), x, nb.inputs[1],
-                                        nb.inputs[2], nb.inputs[3],
-                                        nb.inputs[4],
-                                        nb.b.getF64FloatAttr(eps)));
+  r.push_back(nb.create<T::BatchNormOp>(
+      x.getType(), x, nb.inputs[1], nb.inputs[2], nb.inputs[3], nb.inputs[4],
+      nb.b.getF64FloatAttr(eps)));
   return true;
 }
 
@@ -785,7 +783,11 @@ const std::vector<OpInfo> &table() {
       {"less", 2, 2, 1, {}, buildBinary<T::LessOp, Kind::Any, true>},
       {"less_equal", 2, 2, 1, {}, buildBinary<T::LessEqualOp, Kind::Any, true>},
       {"greater", 2, 2, 1, {}, buildBinary<T::GreaterOp, Kind::Any, true>},
-      {"greater_equal", 2, 2, 1, {},
+      {"greater_equal",
+       2,
+       2,
+       1,
+       {},
        buildBinary<T::GreaterEqualOp, Kind::Any, true>},
       {"and", 2, 2, 1, {}, buildBinary<T::AndOp, Kind::Bool, false>},
       {"or", 2, 2, 1, {}, buildBinary<T::OrOp, Kind::Bool, false>},
@@ -794,19 +796,39 @@ const std::vector<OpInfo> &table() {
       {"constant", 0, 0, 1, {"dtype", "shape", "value"}, buildConstant},
       {"iota", 0, 0, 1, {"dtype", "shape", "axis"}, buildIota},
       // Reductions.
-      {"reduce_sum", 1, 1, 1, {"axes", "keepdims"},
+      {"reduce_sum",
+       1,
+       1,
+       1,
+       {"axes", "keepdims"},
        buildReduce<T::ReduceSumOp>},
-      {"reduce_max", 1, 1, 1, {"axes", "keepdims"},
+      {"reduce_max",
+       1,
+       1,
+       1,
+       {"axes", "keepdims"},
        buildReduce<T::ReduceMaxOp>},
-      {"reduce_min", 1, 1, 1, {"axes", "keepdims"},
+      {"reduce_min",
+       1,
+       1,
+       1,
+       {"axes", "keepdims"},
        buildReduce<T::ReduceMinOp>},
-      {"reduce_mean", 1, 1, 1, {"axes", "keepdims"},
+      {"reduce_mean",
+       1,
+       1,
+       1,
+       {"axes", "keepdims"},
        buildReduce<T::ReduceMeanOp>},
       {"argmax", 1, 1, 1, {"axis", "keepdims"}, buildArg<T::ArgmaxOp>},
       {"argmin", 1, 1, 1, {"axis", "keepdims"}, buildArg<T::ArgminOp>},
       {"topk", 1, 1, 2, {"k", "axis", "largest"}, buildTopk},
       // Contraction.
-      {"matmul", 2, 2, 1, {"transpose_a", "transpose_b", "out_dtype"},
+      {"matmul",
+       2,
+       2,
+       1,
+       {"transpose_a", "transpose_b", "out_dtype"},
        buildMatmul},
       // Shape and data movement.
       {"reshape", 1, 1, 1, {"shape"}, buildReshape},
@@ -818,14 +840,28 @@ const std::vector<OpInfo> &table() {
       {"gather", 2, 2, 1, {"axis"}, buildGather},
       {"take_along_axis", 2, 2, 1, {"axis"}, buildTakeAlongAxis},
       // Convolution and pooling.
-      {"conv2d", 2, 3, 1, {"strides", "pads", "dilations", "groups"},
+      {"conv2d",
+       2,
+       3,
+       1,
+       {"strides", "pads", "dilations", "groups"},
        buildConv2d},
-      {"conv_transpose2d", 2, 3, 1,
+      {"conv_transpose2d",
+       2,
+       3,
+       1,
        {"strides", "pads", "dilations", "groups", "output_padding"},
        buildConvTranspose2d},
-      {"max_pool2d", 1, 1, 1, {"kernel", "strides", "pads", "ceil_mode"},
+      {"max_pool2d",
+       1,
+       1,
+       1,
+       {"kernel", "strides", "pads", "ceil_mode"},
        buildPool<false>},
-      {"avg_pool2d", 1, 1, 1,
+      {"avg_pool2d",
+       1,
+       1,
+       1,
        {"kernel", "strides", "pads", "ceil_mode", "count_include_pad"},
        buildPool<true>},
       {"global_avg_pool2d", 1, 1, 1, {}, buildGlobalAvgPool},

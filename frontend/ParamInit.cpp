@@ -250,8 +250,8 @@ bool Importer::readFileInit(const Json &init, const std::string &pointer,
   if (!t || *t != d.dtype) {
     diag.error(pointer + "/tensor",
                "tensor \"" + *tensor + "\" in " + *file + " has dtype " +
-                   e->dtype + ", the param is declared " +
-                   dtypeName(d.dtype) + " (dtypes must match exactly)");
+                   e->dtype + ", the param is declared " + dtypeName(d.dtype) +
+                   " (dtypes must match exactly)");
     return false;
   }
   if (e->shape != d.shape) {
@@ -269,11 +269,10 @@ bool Importer::readFileInit(const Json &init, const std::string &pointer,
   if (d.dtype == DType::Bool) {
     for (size_t i = 0; i < out.bytes.size(); ++i)
       if (out.bytes[i] > 1) {
-        diag.error(pointer + "/tensor",
-                   "tensor \"" + *tensor + "\" in " + *file +
-                       " is BOOL but holds byte " +
-                       std::to_string(out.bytes[i]) + " at element " +
-                       std::to_string(i));
+        diag.error(pointer + "/tensor", "tensor \"" + *tensor + "\" in " +
+                                            *file + " is BOOL but holds byte " +
+                                            std::to_string(out.bytes[i]) +
+                                            " at element " + std::to_string(i));
         return false;
       }
   }

@@ -19,13 +19,13 @@ struct StDType {
 // Every dtype of the safetensors format with a fixed byte size; the ones
 // the model format lacks can sit in a file as long as no param reads them.
 const StDType kStDTypes[] = {
-    {"F64", 8, DType::F64},       {"F32", 4, DType::F32},
-    {"F16", 2, DType::F16},       {"BF16", 2, DType::BF16},
+    {"F64", 8, DType::F64},        {"F32", 4, DType::F32},
+    {"F16", 2, DType::F16},        {"BF16", 2, DType::BF16},
     {"F8_E4M3", 1, DType::F8E4M3}, {"F8_E5M2", 1, DType::F8E5M2},
-    {"I8", 1, DType::I8},         {"I32", 4, DType::I32},
-    {"I64", 8, DType::I64},       {"BOOL", 1, DType::Bool},
-    {"U8", 1, std::nullopt},      {"I16", 2, std::nullopt},
-    {"U16", 2, std::nullopt},     {"U32", 4, std::nullopt},
+    {"I8", 1, DType::I8},          {"I32", 4, DType::I32},
+    {"I64", 8, DType::I64},        {"BOOL", 1, DType::Bool},
+    {"U8", 1, std::nullopt},       {"I16", 2, std::nullopt},
+    {"U16", 2, std::nullopt},      {"U32", 4, std::nullopt},
     {"U64", 8, std::nullopt},
 };
 
@@ -44,8 +44,8 @@ uint64_t readLE64(const unsigned char *p) {
 }
 
 /// Reads one header entry; returns "" or the problem.
-std::string checkEntry(const Json &v, const std::string &ptr,
-                       uint64_t dataSize, SafetensorsFile::Entry &e) {
+std::string checkEntry(const Json &v, const std::string &ptr, uint64_t dataSize,
+                       SafetensorsFile::Entry &e) {
   if (!v.is_object())
     return ptr + ": expected an object, got " + jsonTypeName(v);
   for (auto it = v.begin(); it != v.end(); ++it)
@@ -139,10 +139,10 @@ std::optional<SafetensorsFile> SafetensorsFile::open(const std::string &path,
   }
   uint64_t n = readLE64(sizeBytes);
   if (n > fileSize - 8 || n > kMaxSafetensorsHeader) {
-    error = "header size " + std::to_string(n) + " exceeds " +
-            (n > fileSize - 8 ? "the file (" + std::to_string(fileSize) +
-                                    " bytes)"
-                              : "the 100 MiB limit");
+    error =
+        "header size " + std::to_string(n) + " exceeds " +
+        (n > fileSize - 8 ? "the file (" + std::to_string(fileSize) + " bytes)"
+                          : "the 100 MiB limit");
     return std::nullopt;
   }
   std::string header(n, '\0');

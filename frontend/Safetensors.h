@@ -1,4 +1,5 @@
-//===- Safetensors.h - checked reading of safetensors files -------*- C++ -*-===//
+//===- Safetensors.h - checked reading of safetensors files -------*- C++
+//-*-===//
 //
 // A safetensors file is an 8-byte little-endian header size N, N bytes of
 // JSON {name: {dtype, shape, data_offsets: [begin, end]}, "__metadata__":

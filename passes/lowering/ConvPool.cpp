@@ -34,20 +34,8 @@ Value padSpatial(OpBuilder &b, Location loc, Value input, int64_t h, int64_t w,
   ArrayRef<int64_t> s = tensorTypeOf(input).getShape();
   if (h == s[2] && w == s[3] && strideH == 1 && strideW == 1)
     return input;
-  Value out = filledTensor(b, loc, {s[0], s[1], h, w}, value);
-  if (tensorTypeOf(input).getNumElements() == 0)
-    return out;
-  SmallVector<OpFoldResult> offsets = {b.getIndexAttr(0), b.getIndexAttr(0),
-                                       b.getIndexAttr(top),
-                                       b.getIndexAttr(left)};
-  SmallVector<OpFoldResult> sizes, strides = {b.getIndexAttr(1),
-                                              b.getIndexAttr(1),
-                                              b.getIndexAttr(strideH),
-                                              b.getIndexAttr(strideW)};
-  for (int64_t d : s)
-    sizes.push_back(b.getIndexAttr(d));
-  return tensor::InsertSliceOp::create(b, loc, input, out, offsets, sizes,
-                                       strides);
+  return padTensor(b, loc, input, {s[0], s[1], h, w}, {0, 0, top, left},
+                   {1, 1, strideH, strideW}, value);
 }
 
 /// Splits dimension `dim` of `t` into [groups, size / groups].
@@ -118,8 +106,8 @@ Value groupedConv(OpBuilder &b, Location loc, Value in, Value filter,
         Value x = convertScalar(ib, a[0], acc);
         Value w = convertScalar(ib, a[1], acc);
         Value prod = arith::MulFOp::create(ib, x, w);
-        linalg::YieldOp::create(ib,
-                                Value(arith::AddFOp::create(ib, a[2], prod)));
+        Value sum = arith::AddFOp::create(ib, a[2], prod);
+        linalg::YieldOp::create(ib, sum);
       });
   SmallVector<ReassociationIndices> merge = {{0}, {1, 2}, {3}, {4}};
   auto flatType = RankedTensorType::get(outShape, acc);
@@ -300,7 +288,8 @@ struct AvgPool2dLowering : OpRewritePattern<AvgPool2dOp> {
             Value o = arith::IndexCastOp::create(
                 b, i64, linalg::IndexOp::create(b, dim));
             Value stride = c(st[axis]), padBegin = c(pads[axis]);
-            Value size = c(k[axis]), paddedEnd = c(xs[2 + axis] + pads[axis + 2]);
+            Value size = c(k[axis]);
+            Value paddedEnd = c(xs[2 + axis] + pads[axis + 2]);
             Value scaled = arith::MulIOp::create(b, o, stride);
             Value start = arith::SubIOp::create(b, scaled, padBegin);
             Value windowEnd = arith::AddIOp::create(b, start, size);

@@ -1,4 +1,4 @@
-//===- Patterns.h - tcc to linalg lowering patterns by op family --*- C++ -*-===//
+//===- Patterns.h - tcc to linalg patterns by op family ---------*- C++ -*-===//
 //
 // Each family of tcc ops has its own file of OpRewritePatterns; the
 // tcc-lower-to-linalg pass collects them all. Every pattern replaces one tcc op

@@ -51,7 +51,8 @@ Value reduceInCompute(OpBuilder &b, Location loc, Value input,
       });
 }
 
-template <typename OpTy, Kind kind> struct ReduceLowering : OpRewritePattern<OpTy> {
+template <typename OpTy, Kind kind>
+struct ReduceLowering : OpRewritePattern<OpTy> {
   using OpRewritePattern<OpTy>::OpRewritePattern;
   LogicalResult matchAndRewrite(OpTy op,
                                 PatternRewriter &rewriter) const override {

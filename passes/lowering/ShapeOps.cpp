@@ -1,7 +1,11 @@
 //===- ShapeOps.cpp - lower tcc data-movement ops -------------------------===//
 //
-// Views stay views where tensor ops express them (reshapes, unit-stride
-// slices); everything else is a linalg op whose indexing maps do the moving.
+// Reshapes stay views (collapse_shape/expand_shape); everything else is a
+// linalg op that computes each result element: indexing maps do the moving
+// where they can (transpose, broadcast_to, slice), tensor.extract where they
+// cannot (pad, concat). No tensor.insert_slice: one-shot bufferization would
+// turn it into a memref.copy, a runtime call for non-contiguous slices unless
+// later canonicalization folds it.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/lowering/Patterns.h"
@@ -9,6 +13,7 @@
 
 #include "ir/TccOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
 
@@ -58,8 +63,8 @@ struct ReshapeLowering : OpRewritePattern<ReshapeOp> {
       ReassociationIndices all;
       for (int64_t d = 0; d < inRank; ++d)
         all.push_back(d);
-      flat = tensor::CollapseShapeOp::create(rewriter, loc, flatType, input,
-                                             ArrayRef<ReassociationIndices>{all});
+      flat = tensor::CollapseShapeOp::create(
+          rewriter, loc, flatType, input, ArrayRef<ReassociationIndices>{all});
     }
     if (outRank == 0) {
       rewriter.replaceOpWithNewOp<tensor::CollapseShapeOp>(
@@ -113,7 +118,8 @@ struct BroadcastToLowering : OpRewritePattern<BroadcastToOp> {
   }
 };
 
-/// Each input is inserted at its offset along the axis of an empty result.
+/// One generic over the result: each element reads the input that covers
+/// its position along the axis.
 struct ConcatLowering : OpRewritePattern<ConcatOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(ConcatOp op,
@@ -125,30 +131,70 @@ struct ConcatLowering : OpRewritePattern<ConcatOp> {
       return success();
     }
     int64_t axis = op.getAxis(), rank = type.getRank();
-    Value result =
-        emptyTensor(rewriter, loc, type.getShape(), type.getElementType());
+    // The non-empty inputs and where each starts along the axis.
+    SmallVector<Value> inputs;
+    SmallVector<int64_t> starts;
     int64_t offset = 0;
     for (Value in : op.getInputs()) {
-      ArrayRef<int64_t> shape = tensorTypeOf(in).getShape();
-      if (shape[axis] == 0)
-        continue;
-      SmallVector<OpFoldResult> offsets(rank, rewriter.getIndexAttr(0));
-      offsets[axis] = rewriter.getIndexAttr(offset);
-      SmallVector<OpFoldResult> sizes, strides(rank, rewriter.getIndexAttr(1));
-      for (int64_t s : shape)
-        sizes.push_back(rewriter.getIndexAttr(s));
-      result = tensor::InsertSliceOp::create(rewriter, loc, in, result,
-                                             offsets, sizes, strides);
-      offset += shape[axis];
+      int64_t n = tensorTypeOf(in).getDimSize(axis);
+      if (n != 0 && tensorTypeOf(in).getNumElements() != 0) {
+        inputs.push_back(in);
+        starts.push_back(offset);
+      }
+      offset += n;
     }
-    rewriter.replaceOp(op, result);
+    if (inputs.empty()) {
+      rewriter.replaceOp(op, emptyTensor(rewriter, loc, type.getShape(),
+                                         type.getElementType()));
+      return success();
+    }
+    if (inputs.size() == 1) {
+      rewriter.replaceOp(op, inputs[0]);
+      return success();
+    }
+    Value r = buildElementwise(
+        rewriter, loc, ValueRange{}, type,
+        [&](ImplicitLocOpBuilder &b, ValueRange) {
+          SmallVector<Value> idx;
+          for (int64_t d = 0; d < rank; ++d)
+            idx.push_back(linalg::IndexOp::create(b, d));
+          // Input k, or a later one: nested scf.if on the axis index, so
+          // that each element loads from one input only.
+          std::function<Value(OpBuilder &, Location, size_t)> pick =
+              [&](OpBuilder &nb, Location nl, size_t k) -> Value {
+            SmallVector<Value> at(idx);
+            Value start = arith::ConstantIndexOp::create(nb, nl, starts[k]);
+            at[axis] = arith::SubIOp::create(nb, nl, idx[axis], start);
+            auto read = [&](OpBuilder &rb, Location rl) -> Value {
+              return tensor::ExtractOp::create(rb, rl, inputs[k], at);
+            };
+            if (k + 1 == inputs.size())
+              return read(nb, nl);
+            Value next = arith::ConstantIndexOp::create(nb, nl, starts[k + 1]);
+            Value here = arith::CmpIOp::create(
+                nb, nl, arith::CmpIPredicate::slt, idx[axis], next);
+            // Result types come from the yields.
+            auto ifOp = scf::IfOp::create(
+                nb, nl, here,
+                [&](OpBuilder &tb, Location tl) {
+                  scf::YieldOp::create(tb, tl, read(tb, tl));
+                },
+                [&](OpBuilder &eb, Location el) {
+                  scf::YieldOp::create(eb, el, pick(eb, el, k + 1));
+                });
+            return ifOp.getResult(0);
+          };
+          return pick(b, b.getLoc(), 0);
+        });
+    rewriter.replaceOp(op, r);
     return success();
   }
 };
 
-/// out[i] = in[start + i * step] per axis. Unit and positive steps are a
-/// tensor.extract_slice (a view); negative steps a linalg.generic whose input
-/// map is start + step * i.
+/// out[i] = in[start + i * step] per axis: a linalg.generic whose input map
+/// is start + step * i, for any sign of step, so that elementwise producers
+/// fuse into it. (An extract_slice view would need a non-contiguous copy
+/// wherever a kernel returns it.)
 struct SliceLowering : OpRewritePattern<SliceOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(SliceOp op,
@@ -170,15 +216,29 @@ struct SliceLowering : OpRewritePattern<SliceOp> {
                                          type.getElementType()));
       return success();
     }
-    if (llvm::all_of(steps, [](int64_t s) { return s > 0; })) {
-      SmallVector<OpFoldResult> offsets, sizes, strides;
-      for (size_t d = 0; d < shape.size(); ++d) {
-        offsets.push_back(rewriter.getIndexAttr(starts[d]));
-        sizes.push_back(rewriter.getIndexAttr(shape[d]));
-        strides.push_back(rewriter.getIndexAttr(steps[d]));
-      }
-      rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(
-          op, type, input, offsets, sizes, strides);
+    // linalg takes loop bounds from operand dimensions read as a plain d_i
+    // (start 0, step 1), so those must keep their size; otherwise the
+    // elements are read with tensor.extract.
+    ArrayRef<int64_t> inShape = tensorTypeOf(input).getShape();
+    bool mapsWork = true;
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (starts[d] == 0 && steps[d] == 1 && inShape[d] != shape[d])
+        mapsWork = false;
+    if (!mapsWork) {
+      Value r = buildElementwise(
+          rewriter, loc, ValueRange{}, type,
+          [&](ImplicitLocOpBuilder &b, ValueRange) -> Value {
+            SmallVector<Value> at;
+            for (size_t d = 0; d < shape.size(); ++d) {
+              Value i = linalg::IndexOp::create(b, d);
+              Value step = arith::ConstantIndexOp::create(b, steps[d]);
+              Value start = arith::ConstantIndexOp::create(b, starts[d]);
+              Value scaled = arith::MulIOp::create(b, i, step);
+              at.push_back(arith::AddIOp::create(b, scaled, start));
+            }
+            return tensor::ExtractOp::create(b, input, at);
+          });
+      rewriter.replaceOp(op, r);
       return success();
     }
     SmallVector<AffineExpr> exprs;
@@ -199,7 +259,7 @@ struct SliceLowering : OpRewritePattern<SliceOp> {
   }
 };
 
-/// A fill with the pad value and the input inserted at its offsets.
+/// A generic that reads the input inside and yields the pad value outside.
 struct PadLowering : OpRewritePattern<PadOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(PadOp op,
@@ -213,20 +273,9 @@ struct PadLowering : OpRewritePattern<PadOp> {
     }
     Value value = scalarConstant(rewriter, loc, type.getElementType(),
                                  op.getValue().convertToDouble());
-    Value result = filledTensor(rewriter, loc, type.getShape(), value);
-    ArrayRef<int64_t> inShape = tensorTypeOf(input).getShape();
-    if (tensorTypeOf(input).getNumElements() != 0) {
-      SmallVector<OpFoldResult> offsets, sizes;
-      for (size_t d = 0; d < inShape.size(); ++d) {
-        offsets.push_back(rewriter.getIndexAttr(op.getPads()[d]));
-        sizes.push_back(rewriter.getIndexAttr(inShape[d]));
-      }
-      SmallVector<OpFoldResult> strides(inShape.size(),
-                                        rewriter.getIndexAttr(1));
-      result = tensor::InsertSliceOp::create(rewriter, loc, input, result,
-                                             offsets, sizes, strides);
-    }
-    rewriter.replaceOp(op, result);
+    ArrayRef<int64_t> begin = op.getPads().take_front(type.getRank());
+    rewriter.replaceOp(op, padTensor(rewriter, loc, input, type.getShape(),
+                                     begin, {}, value));
     return success();
   }
 };

@@ -2,11 +2,12 @@
 //
 // k rounds of selection, O(n k) per row, all rows in parallel: round j is a
 // linalg.generic reduction that picks, in every row, the best element ranked
-// after round j-1's pick. The ranking is a total order on (value, index):
-// NaN first (as torch.topk, NaN counts as the largest, so it comes last when
-// largest = false), then by value, then the lower index; so no element is
-// picked twice and ties keep the lower index first. The values are read back
-// from the input at the picked indices, bit-exact.
+// after round j-1's pick. The ranking is a total order on (value, index): by
+// value, NaN counting as larger than any number (as torch.topk: first when
+// largest, last otherwise), then the lower index first. So no element is
+// picked twice, ties keep the lower index first, and no round needs to know
+// more than the previous pick. The values are read back from the input at
+// the picked indices, bit-exact.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/lowering/Patterns.h"
@@ -43,7 +44,7 @@ Value ranksBefore(ImplicitLocOpBuilder &b, bool largest, Value va, Value ia,
   Value ordered =
       arith::OrIOp::create(b, better, arith::AndIOp::create(b, tie, lowerIdx));
   Value bothNaN = arith::AndIOp::create(b, aNaN, bNaN);
-  // Exactly one NaN: for largest the NaN ranks first, else last.
+  // Exactly one NaN: it ranks first when largest, last otherwise.
   Value oneNaN = largest ? aNaN : bNaN;
   Value anyNaN = arith::OrIOp::create(b, aNaN, bNaN);
   Value r = arith::SelectOp::create(b, anyNaN, oneNaN, ordered);
@@ -113,9 +114,11 @@ struct TopkLowering : OpRewritePattern<TopkOp> {
                 Value before = arith::SubIOp::create(b, j, oneIdx);
                 before = arith::MaxSIOp::create(b, before, zeroIdx);
                 SmallVector<Value> at;
-                for (int64_t d = 0; d < rank; ++d)
-                  at.push_back(d == axis ? before
-                                         : (Value)linalg::IndexOp::create(b, d));
+                for (int64_t d = 0; d < rank; ++d) {
+                  Value coord =
+                      d == axis ? before : linalg::IndexOp::create(b, d);
+                  at.push_back(coord);
+                }
                 Value prevIdx = tensor::ExtractOp::create(b, picks, at);
                 at[axis] = arith::IndexCastOp::create(b, b.getIndexType(),
                                                       prevIdx);
@@ -133,14 +136,23 @@ struct TopkLowering : OpRewritePattern<TopkOp> {
                                   arith::SelectOp::create(b, take, i,
                                                           bestIdx)});
               });
-          // Store this round's picks at position j along the axis.
-          SmallVector<OpFoldResult> offsets(rank, nb.getIndexAttr(0));
-          offsets[axis] = j;
-          SmallVector<OpFoldResult> sizes, strides(rank, nb.getIndexAttr(1));
-          for (int64_t d = 0; d < rank; ++d)
-            sizes.push_back(nb.getIndexAttr(d == axis ? 1 : inShape[d]));
-          Value stored = tensor::InsertSliceOp::create(
-              nb, nl, round.getResult(1), picks, offsets, sizes, strides);
+          // Store this round's picks at position j along the axis: an
+          // in-place elementwise update of the picks (O(k) per row and
+          // round), which bufferizes without a copy.
+          auto store = linalg::GenericOp::create(
+              nb, nl, TypeRange{picks.getType()},
+              ValueRange{round.getResult(1)}, ValueRange{picks},
+              SmallVector<AffineMap>{rowMap, idMap},
+              parallelIterators(rank),
+              [&](OpBuilder &bb, Location bl, ValueRange a) {
+                ImplicitLocOpBuilder b(bl, bb);
+                Value column = linalg::IndexOp::create(b, axis);
+                Value here = arith::CmpIOp::create(
+                    b, arith::CmpIPredicate::eq, column, j);
+                Value v = arith::SelectOp::create(b, here, a[0], a[1]);
+                linalg::YieldOp::create(b, v);
+              });
+          Value stored = store.getResult(0);
           scf::YieldOp::create(nb, nl, ValueRange{stored});
         });
     Value indices = loop.getResult(0);

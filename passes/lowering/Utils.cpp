@@ -1,9 +1,10 @@
 //===- Utils.cpp - helpers shared by the tcc lowering patterns -----------===//
 //
-// The f8 conversions are written with integer operations because neither the
-// LLVM nor the GPU lowerings of arith.extf/truncf handle f8 types; f16 and
-// bf16 use arith.extf/truncf, which `arith-expand{include-bf16}` and LLVM
-// lower with round-to-nearest-even.
+// The f8 conversions are written with integer operations: the LLVM lowering
+// of arith.extf/truncf does not handle f8 types (and only some GPUs convert
+// f8 natively), and integer code is the same on every target. f16 and bf16
+// use arith.extf/truncf, which LLVM and `arith-expand{include-bf16}` lower
+// with round-to-nearest-even. docs/numerics.md has the rules.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/lowering/Utils.h"
@@ -47,15 +48,13 @@ TypedAttr scalarAttr(Type type, double v) {
     unsigned w = it.getWidth();
     if (w == 1)
       return IntegerAttr::get(type, APInt(1, v != 0 ? 1 : 0));
-    APInt x = APInt::getZero(w);
+    APInt x = APInt::getZero(w); // NaN stays 0
     double lim = std::ldexp(1.0, w - 1);
-    if (std::isnan(v))
-      x = APInt::getZero(w);
-    else if (v >= lim)
+    if (v >= lim)
       x = APInt::getSignedMaxValue(w);
     else if (v < -lim)
       x = APInt::getSignedMinValue(w);
-    else
+    else if (!std::isnan(v))
       x = APInt(w, (uint64_t)(int64_t)std::trunc(v), /*isSigned=*/true,
                 /*implicitTrunc=*/true);
     return IntegerAttr::get(type, x);
@@ -345,6 +344,55 @@ Value filledTensor(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
                    Value scalar) {
   Value empty = emptyTensor(b, loc, shape, scalar.getType());
   return linalg::FillOp::create(b, loc, scalar, empty).getResult(0);
+}
+
+Value padTensor(OpBuilder &b, Location loc, Value input,
+                ArrayRef<int64_t> shape, ArrayRef<int64_t> offsets,
+                ArrayRef<int64_t> strides, Value padValue) {
+  RankedTensorType inType = tensorTypeOf(input);
+  if (inType.getNumElements() == 0)
+    return filledTensor(b, loc, shape, padValue);
+  auto type = RankedTensorType::get(shape, inType.getElementType());
+  return buildElementwise(
+      b, loc, ValueRange{}, type, [&](ImplicitLocOpBuilder &ib, ValueRange) {
+        using P = arith::CmpIPredicate;
+        Value inside;
+        SmallVector<Value> at;
+        for (int64_t d = 0, e = shape.size(); d < e; ++d) {
+          int64_t stride = strides.empty() ? 1 : strides[d];
+          int64_t size = inType.getDimSize(d);
+          Value i = linalg::IndexOp::create(ib, d);
+          if (offsets[d] == 0 && stride == 1 && size == shape[d]) {
+            at.push_back(i); // an unpadded dimension
+            continue;
+          }
+          Value off = arith::ConstantIndexOp::create(ib, offsets[d]);
+          Value t = arith::SubIOp::create(ib, i, off);
+          Value zero = arith::ConstantIndexOp::create(ib, 0);
+          Value end = arith::ConstantIndexOp::create(ib, (size - 1) * stride);
+          Value lo = arith::CmpIOp::create(ib, P::sge, t, zero);
+          Value hi = arith::CmpIOp::create(ib, P::sle, t, end);
+          Value ok = arith::AndIOp::create(ib, lo, hi);
+          Value q = t;
+          if (stride != 1) {
+            Value s = arith::ConstantIndexOp::create(ib, stride);
+            Value rem = arith::RemSIOp::create(ib, t, s);
+            Value onGrid = arith::CmpIOp::create(ib, P::eq, rem, zero);
+            ok = arith::AndIOp::create(ib, ok, onGrid);
+            q = arith::DivSIOp::create(ib, t, s);
+          }
+          // Clamped so that the read stays inside even where it is unused.
+          Value last = arith::ConstantIndexOp::create(ib, size - 1);
+          q = arith::MaxSIOp::create(ib, q, zero);
+          q = arith::MinSIOp::create(ib, q, last);
+          at.push_back(q);
+          inside = inside ? (Value)arith::AndIOp::create(ib, inside, ok) : ok;
+        }
+        Value elem = tensor::ExtractOp::create(ib, input, at);
+        if (!inside) // nothing padded
+          return elem;
+        return (Value)arith::SelectOp::create(ib, inside, elem, padValue);
+      });
 }
 
 SmallVector<utils::IteratorType> parallelIterators(unsigned n) {

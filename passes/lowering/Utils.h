@@ -1,4 +1,4 @@
-//===- Utils.h - helpers shared by the tcc lowering patterns ------*- C++ -*-===//
+//===- Utils.h - helpers shared by the tcc lowering patterns ----*- C++ -*-===//
 //
 // Scalar numerics (compute types, dtype conversions with the format's rounding
 // and saturation rules) and builders for the linalg ops every family emits.
@@ -57,6 +57,15 @@ Value emptyTensor(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
 /// A tensor of `shape` holding `scalar` everywhere (linalg.fill).
 Value filledTensor(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
                    Value scalar);
+
+/// A tensor of `shape` holding `input` element i at offsets + i * strides
+/// (unit strides when empty) and `padValue` elsewhere, as one linalg.generic
+/// that extracts from `input`. (fill + insert_slice would bufferize to a
+/// memref.copy, a runtime call for non-contiguous slices unless later
+/// canonicalization folds it.)
+Value padTensor(OpBuilder &b, Location loc, Value input,
+                ArrayRef<int64_t> shape, ArrayRef<int64_t> offsets,
+                ArrayRef<int64_t> strides, Value padValue);
 
 /// All-parallel iterator types.
 SmallVector<utils::IteratorType> parallelIterators(unsigned n);

@@ -7,7 +7,6 @@ misreading in the compiler shows up as a difference.
 """
 import json
 import math
-import os
 import struct
 import subprocess
 
@@ -119,7 +118,8 @@ def narrow(dt, x):
 
 
 def to_npy(dt, v):
-    return np.asarray(v).astype(NPY_DTYPE[dt])
+    # C order: a transposed view would otherwise be saved in Fortran order.
+    return np.asarray(v).astype(NPY_DTYPE[dt], order='C')
 
 
 def from_npy(dt, a):
@@ -145,15 +145,17 @@ class Tol:
 EXACT = Tol()
 
 
-def ftol(dt, ulps=4.0, scale=0.0, store_ulps=1.0):
+def ftol(dt, ulps=4.0, scale=0.0, store_ulps=1.0, store_scale=0.0):
     """Tolerance of a float result of dtype dt.
 
     ulps: error of the computation in ulps of the compute dtype (f32 for the
     narrow types), relative to |ref| + scale; `scale` carries the size of the
     terms that were summed or cancelled (e.g. sum |x| for a reduction).
-    store_ulps: ulps of the output dtype allowed on top for narrow outputs,
-    where the reference and tcc may round a value that sits near a rounding
-    boundary to the two neighbours (1 for one rounding, more for chains).
+    store_ulps: ulps of a narrow output dtype allowed on top, relative to
+    |ref| + store_scale. One op rounds once, and the reference and tcc may
+    round a value lying near a rounding boundary to its two neighbours: one
+    ulp of |ref|. A chain of primitives rounds at each step: a few ulps, of the
+    intermediate values' size (store_scale).
     """
     c = eps(compute_dtype(dt))
     rtol = ulps * c
@@ -161,7 +163,7 @@ def ftol(dt, ulps=4.0, scale=0.0, store_ulps=1.0):
     if dt in NARROW:
         s = store_ulps * eps(dt)
         rtol = rtol + s
-        atol = atol + s * np.asarray(scale, dtype=np.float64) + tiny(dt)
+        atol = atol + s * np.asarray(store_scale, dtype=np.float64) + tiny(dt)
     return Tol(rtol, atol)
 
 
@@ -200,14 +202,20 @@ def compare(got, ref, tol):
             int(bad.sum()), ref.size, list(i), float(got[i]), float(ref[i]), float(allowed[i]))
 
 
+CANNOT_RUN = -1000
+
+
 def run_tcc(args, timeout=600):
     """Runs tcc; returns (exit status, stdout, stderr). A timeout is status
-    -9 with a note, so that a hang is reported as a failure, not raised."""
+    -9 with a note, so that a hang is reported as a failure, not raised; a
+    binary that cannot be started at all is CANNOT_RUN."""
     try:
         p = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
         return p.returncode, p.stdout, p.stderr
     except subprocess.TimeoutExpired:
         return -9, '', 'timed out after %d s' % timeout
+    except OSError as e:
+        return CANNOT_RUN, '', 'cannot run %s: %s' % (args[0], e)
 
 
 def first_line(text):

@@ -132,9 +132,12 @@ def ref_attention(e):
     causal = np.arange(n)[:, None] >= np.arange(n)[None, :]
     p = L.softmax(np.where(causal, s, r(-1e30)), -1, r)
     o = r(p @ e['v'])
-    # Two matmuls and the softmax chain, each rounding to bf16; a fused
-    # kernel that keeps f32 inside differs by a few bf16 ulps of sum p |v|.
-    return {'o': ('bf16', o, ftol('bf16', 4 * math.sqrt(n) + 16, np.abs(p) @ np.abs(e['v']), 8))}
+    # Two matmuls and the softmax chain, each rounding to bf16. A fused
+    # kernel that keeps f32 inside (or rounds only p, as GPU kernels do)
+    # differs by up to 1.5 bf16 ulps of |o| + sum p |v| (measured on random
+    # q, k, v with 16..256 keys); 3 ulps allowed.
+    pv = np.abs(p) @ np.abs(e['v'])
+    return {'o': ('bf16', o, ftol('bf16', 4 * math.sqrt(n) + 16, pv, 3, pv))}
 
 
 def ref_softmax(e):

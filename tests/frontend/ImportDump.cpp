@@ -32,8 +32,7 @@ int main(int argc, char **argv) {
   llvm::outs() << "\n";
   if (argc == 3) {
     for (size_t i = 0; i < model->params.size(); ++i) {
-      std::ofstream out(std::string(argv[2]) + "/" + std::to_string(i) +
-                            ".bin",
+      std::ofstream out(std::string(argv[2]) + "/" + std::to_string(i) + ".bin",
                         std::ios::binary);
       out.write((const char *)model->params[i].bytes.data(),
                 (std::streamsize)model->params[i].bytes.size());

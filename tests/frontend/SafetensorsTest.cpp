@@ -25,13 +25,6 @@ struct StTensor {
   std::vector<uint8_t> data;
 };
 
-std::vector<uint8_t> le64(uint64_t v) {
-  std::vector<uint8_t> b(8);
-  for (int i = 0; i < 8; ++i)
-    b[i] = (uint8_t)(v >> (8 * i));
-  return b;
-}
-
 void writeBytes(const fs::path &p, const std::vector<uint8_t> &bytes) {
   fs::create_directories(p.parent_path());
   std::ofstream out(p, std::ios::binary);
@@ -43,10 +36,13 @@ void writeBytes(const fs::path &p, const std::vector<uint8_t> &bytes) {
 std::vector<uint8_t> rawFile(const std::string &header,
                              const std::vector<uint8_t> &data,
                              std::optional<uint64_t> sizeField = std::nullopt) {
-  std::vector<uint8_t> f = le64(sizeField ? *sizeField : header.size());
-  f.insert(f.end(), header.begin(), header.end());
-  f.insert(f.end(), data.begin(), data.end());
-  return f;
+  uint64_t n = sizeField ? *sizeField : header.size();
+  std::string f;
+  for (int i = 0; i < 8; ++i)
+    f += (char)(n >> (8 * i));
+  f += header;
+  f.append(data.begin(), data.end());
+  return std::vector<uint8_t>(f.begin(), f.end());
 }
 
 /// An honest file holding `tensors` back to back.
@@ -54,9 +50,10 @@ std::vector<uint8_t> stFile(const std::vector<StTensor> &tensors) {
   nlohmann::json header = {{"__metadata__", {{"format", "pt"}}}};
   std::vector<uint8_t> data;
   for (const StTensor &t : tensors) {
-    header[t.name] = {{"dtype", t.dtype},
-                      {"shape", t.shape},
-                      {"data_offsets", {data.size(), data.size() + t.data.size()}}};
+    header[t.name] = {
+        {"dtype", t.dtype},
+        {"shape", t.shape},
+        {"data_offsets", {data.size(), data.size() + t.data.size()}}};
     data.insert(data.end(), t.data.begin(), t.data.end());
   }
   return rawFile(header.dump(), data);
@@ -158,7 +155,8 @@ TEST_CASE("safetensors files that lie", "[safetensors][bad]") {
   auto header = [](const std::string &entry) {
     return R"({"__metadata__": {"k": "v"}, "t": )" + entry + "}";
   };
-  const std::string good = R"({"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]})";
+  const std::string good =
+      R"({"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]})";
 
   struct Case {
     const char *what;
@@ -166,53 +164,67 @@ TEST_CASE("safetensors files that lie", "[safetensors][bad]") {
     std::string pointer, message;
     std::string dtype = "f32", shape = "[2, 3]";
   };
-  std::string tooDeep = R"({"t": )" + std::string(80, '[') +
-                        std::string(80, ']') + "}";
+  std::string tooDeep =
+      R"({"t": )" + std::string(80, '[') + std::string(80, ']') + "}";
   std::vector<Case> cases = {
-      {"shorter than the size field", {1, 2, 3}, "/params/0/init/file",
+      {"shorter than the size field",
+       {1, 2, 3},
+       "/params/0/init/file",
        "only 3 bytes"},
       {"header size beyond the file", rawFile(header(good), data24, 1000),
        "/params/0/init/file", "header size 1000 exceeds the file"},
-      {"header size near 2^64",
-       rawFile(header(good), data24, ~uint64_t(0) - 3), "/params/0/init/file",
-       "exceeds the file"},
+      {"header size near 2^64", rawFile(header(good), data24, ~uint64_t(0) - 3),
+       "/params/0/init/file", "exceeds the file"},
       {"header not JSON", rawFile(R"({"t": {"dtype": )", data24),
        "/params/0/init/file", "invalid JSON"},
-      {"header not an object", rawFile("[1, 2]", data24),
-       "/params/0/init/file", "expected a JSON object"},
+      {"header not an object", rawFile("[1, 2]", data24), "/params/0/init/file",
+       "expected a JSON object"},
       {"header nested too deep", rawFile(tooDeep, data24),
        "/params/0/init/file", "nested deeper than 64"},
       {"duplicate tensor names",
        rawFile(R"({"t": )" + good + R"(, "t": )" + good + "}", data24),
        "/params/0/init/file", "duplicate key \"t\""},
       {"data truncated",
-       rawFile(header(good), std::vector<uint8_t>(data24.begin(),
-                                                  data24.begin() + 20)),
+       rawFile(header(good),
+               std::vector<uint8_t>(data24.begin(), data24.begin() + 20)),
        "/params/0/init/file", "[0, 24] is not within the 20-byte data section"},
       {"offsets reversed",
-       rawFile(header(R"({"dtype": "F32", "shape": [2, 3], "data_offsets": [24, 0]})"),
-               data24),
+       rawFile(
+           header(
+               R"({"dtype": "F32", "shape": [2, 3], "data_offsets": [24, 0]})"),
+           data24),
        "/params/0/init/file", "is not within"},
       {"span not the tensor's size",
-       rawFile(header(R"({"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 20]})"),
-               data24),
-       "/params/0/init/file", "span 20 bytes, but a F32 tensor of this shape "
-                              "needs 24"},
+       rawFile(
+           header(
+               R"({"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 20]})"),
+           data24),
+       "/params/0/init/file",
+       "span 20 bytes, but a F32 tensor of this shape "
+       "needs 24"},
       {"shape whose byte size wraps to 0 in 64 bits",
-       rawFile(header(R"({"dtype": "F32", "shape": [4611686018427387904, 4], "data_offsets": [0, 0]})"),
-               data24),
+       rawFile(
+           header(
+               R"({"dtype": "F32", "shape": [4611686018427387904, 4], "data_offsets": [0, 0]})"),
+           data24),
        "/params/0/init/file", "needs more than the data section"},
       {"negative size",
-       rawFile(header(R"({"dtype": "F32", "shape": [-2, 3], "data_offsets": [0, 24]})"),
-               data24),
+       rawFile(
+           header(
+               R"({"dtype": "F32", "shape": [-2, 3], "data_offsets": [0, 24]})"),
+           data24),
        "/params/0/init/file", "negative size"},
       {"offsets as floats",
-       rawFile(header(R"({"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24.0]})"),
-               data24),
+       rawFile(
+           header(
+               R"({"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24.0]})"),
+           data24),
        "/params/0/init/file", "data_offsets: expected [begin, end]"},
       {"unknown key in an entry",
-       rawFile(header(R"({"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24], "x": 1})"),
-               data24),
+       rawFile(
+           header(
+               R"({"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24], "x": 1})"),
+           data24),
        "/params/0/init/file", "/t/x: unknown key"},
       {"missing data_offsets",
        rawFile(header(R"({"dtype": "F32", "shape": [2, 3]})"), data24),
@@ -221,23 +233,27 @@ TEST_CASE("safetensors files that lie", "[safetensors][bad]") {
        rawFile(R"({"__metadata__": {"k": 1}, "t": )" + good + "}", data24),
        "/params/0/init/file", "metadata values must be strings"},
       {"another entry lying",
-       rawFile(R"({"t": )" + good +
-                   R"(, "u": {"dtype": "F32", "shape": [9], "data_offsets": [0, 36]}})",
-               data24),
+       rawFile(
+           R"({"t": )" + good +
+               R"(, "u": {"dtype": "F32", "shape": [9], "data_offsets": [0, 36]}})",
+           data24),
        "/params/0/init/file", "/u/data_offsets"},
       {"dtype the format lacks",
-       rawFile(header(R"({"dtype": "X99", "shape": [2, 3], "data_offsets": [0, 24]})"),
-               data24),
+       rawFile(
+           header(
+               R"({"dtype": "X99", "shape": [2, 3], "data_offsets": [0, 24]})"),
+           data24),
        "/params/0/init/tensor", "has dtype X99"},
       {"dtype differs from the declaration", rawFile(header(good), data24),
        "/params/0/init/tensor", "has dtype F32, the param is declared f16",
        "f16"},
       {"shape differs from the declaration", rawFile(header(good), data24),
-       "/params/0/init/tensor", "has shape [2, 3], the param is declared [3, 2]",
-       "f32", "[3, 2]"},
+       "/params/0/init/tensor",
+       "has shape [2, 3], the param is declared [3, 2]", "f32", "[3, 2]"},
       {"bool holding other bytes",
-       rawFile(header(R"({"dtype": "BOOL", "shape": [3], "data_offsets": [0, 3]})"),
-               {1, 2, 0}),
+       rawFile(
+           header(R"({"dtype": "BOOL", "shape": [3], "data_offsets": [0, 3]})"),
+           {1, 2, 0}),
        "/params/0/init/tensor", "holds byte 2 at element 1", "bool", "[3]"},
   };
   for (const Case &c : cases) {
@@ -283,14 +299,14 @@ TEST_CASE("missing tensors and files", "[safetensors][bad]") {
     FileImport r = importIn(dir, c.model, ctx);
     REQUIRE_FALSE(r.model);
     REQUIRE(r.errors.size() == 1);
-    CHECK(r.errors[0] == (dir.path / "model.json").string() + ": " +
-                             c.pointer + ": " + c.message);
+    CHECK(r.errors[0] == (dir.path / "model.json").string() + ": " + c.pointer +
+                             ": " + c.message);
   }
   // A missing model file is one line too.
   mlir::MLIRContext ctx;
   std::vector<std::string> errors;
-  CHECK_FALSE(tcc::importModelFile((dir.path / "nope.json").string(), ctx,
-                                   errors));
+  CHECK_FALSE(
+      tcc::importModelFile((dir.path / "nope.json").string(), ctx, errors));
   REQUIRE(errors.size() == 1);
   CHECK(errors[0] == (dir.path / "nope.json").string() + ": no such file");
 }

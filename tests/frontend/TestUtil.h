@@ -1,4 +1,5 @@
-//===- TestUtil.h - helpers of the frontend tests -----------------*- C++ -*-===//
+//===- TestUtil.h - helpers of the frontend tests -----------------*- C++
+//-*-===//
 #ifndef TCC_TESTS_FRONTEND_TESTUTIL_H
 #define TCC_TESTS_FRONTEND_TESTUTIL_H
 

@@ -1,13 +1,16 @@
 // RUN: tcc-opt %s --split-input-file --tcc-lower-to-linalg --mlir-print-local-scope | FileCheck %s
 
-// conv2d with groups: explicit zero padding, expand_shape views to the
+// conv2d with groups: explicit zero padding (a generic), expand_shape views to the
 // grouped layout [N, G, C/G, H, W] x [G, O/G, C/G, KH, KW], one generic with
 // strides and dilations in the input map, f32 accumulation, and the bias
 // added in the epilogue that rounds to f16.
 // CHECK-LABEL: func.func @conv2d
 // CHECK-SAME: (%[[X:.*]]: tensor<2x4x9x8xf16>, %[[W:.*]]: tensor<6x2x3x3xf16>, %[[B:.*]]: tensor<6xf16>)
 // CHECK-NOT: tcc.
-// CHECK: %[[P:.*]] = tensor.insert_slice %[[X]] into %{{.*}}[0, 0, 1, 0] [2, 4, 9, 8] [1, 1, 1, 1] : tensor<2x4x9x8xf16> into tensor<2x4x12x9xf16>
+// CHECK: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f16
+// CHECK: %[[P:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<2x4x12x9xf16>)
+// CHECK: tensor.extract %[[X]]
+// CHECK: arith.select %{{.*}}, %{{.*}}, %[[ZERO]] : f16
 // CHECK: %[[XG:.*]] = tensor.expand_shape %[[P]] {{\[\[}}0], [1, 2], [3], [4]] output_shape [2, 2, 2, 12, 9]
 // CHECK: %[[WG:.*]] = tensor.expand_shape %[[W]] {{\[\[}}0, 1], [2], [3], [4]] output_shape [2, 3, 2, 3, 3]
 // CHECK: %[[ACC:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, d3 * 2 + d6, d4 + d7 * 3)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d2, d5, d6, d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%[[XG]], %[[WG]] : tensor<2x2x2x12x9xf16>, tensor<2x3x2x3x3xf16>) outs(%{{.*}} : tensor<2x2x3x5x3xf32>)
@@ -23,11 +26,17 @@ func.func @conv2d(%x: tensor<2x4x9x8xf16>, %w: tensor<6x2x3x3xf16>, %b: tensor<6
 
 // -----
 
-// conv_transpose2d: the input spaced by the stride (a strided insert_slice)
-// inside a zero border of dilation * (k - 1) plus output_padding, then a
-// convolution reading it at y + pad + (k - 1 - kh): the flipped kernel.
+// conv_transpose2d: the input spaced by the stride (positions off the
+// stride grid read as zero) inside a zero border of dilation * (k - 1) plus
+// output_padding, then a convolution reading it at y + pad + (k - 1 - kh):
+// the flipped kernel.
 // CHECK-LABEL: func.func @conv_transpose2d
-// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[0, 0, 2, 2] [1, 2, 4, 4] [1, 1, 2, 2] : tensor<1x2x4x4xf32> into tensor<1x2x12x12xf32>
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<1x2x12x12xf32>)
+// CHECK: linalg.index 2 : index
+// CHECK: %[[REM:.*]] = arith.remsi %{{.*}}, %[[TWO:.*]] : index
+// CHECK-NEXT: %[[ON:.*]] = arith.cmpi eq, %[[REM]], %{{.*}} : index
+// CHECK-NEXT: arith.andi %{{.*}}, %[[ON]] : i1
+// CHECK-NEXT: arith.divsi %{{.*}}, %[[TWO]] : index
 // CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, d3 - d6 + 3, d4 - d7 + 3)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d5, d2, d6, d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>]
 // CHECK: tensor.collapse_shape %{{.*}} {{\[\[}}0], [1, 2], [3], [4]] : tensor<1x1x3x8x8xf32> into tensor<1x3x8x8xf32>
 func.func @conv_transpose2d(%x: tensor<1x2x4x4xf32>, %w: tensor<2x3x3x3xf32>) -> tensor<1x3x8x8xf32> {
@@ -41,8 +50,8 @@ func.func @conv_transpose2d(%x: tensor<1x2x4x4xf32>, %w: tensor<2x3x3x3xf32>) ->
 // window loops.
 // CHECK-LABEL: func.func @max_pool
 // CHECK: %[[NEGINF:.*]] = arith.constant 0xFF800000 : f32
-// CHECK: %[[PADV:.*]] = linalg.fill ins(%[[NEGINF]] : f32) outs(%{{.*}} : tensor<1x2x9x9xf32>)
-// CHECK: %[[P:.*]] = tensor.insert_slice %{{.*}} into %[[PADV]][0, 0, 1, 1] [1, 2, 7, 8] [1, 1, 1, 1]
+// CHECK: %[[P:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<1x2x9x9xf32>)
+// CHECK: arith.select %{{.*}}, %{{.*}}, %[[NEGINF]] : f32
 // CHECK: %[[WIN:.*]] = tensor.empty() : tensor<3x3xi8>
 // CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2 * 2 + d4, d3 * 2 + d5)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d4, d5)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%[[P]], %[[WIN]] : tensor<1x2x9x9xf32>, tensor<3x3xi8>)
 // CHECK: arith.maximumf %{{.*}}, %{{.*}} : f32
@@ -56,7 +65,8 @@ func.func @max_pool(%x: tensor<1x2x7x8xf32>) -> tensor<1x2x4x4xf32> {
 // f8e4m3 has no -inf: max pooling pads with its lowest value, -448.
 // CHECK-LABEL: func.func @max_pool_f8
 // CHECK: %[[LOW:.*]] = arith.constant -4.480000e+02 : f8E4M3FN
-// CHECK: linalg.fill ins(%[[LOW]] : f8E4M3FN)
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<1x1x7x7xf8E4M3FN>)
+// CHECK: arith.select %{{.*}}, %{{.*}}, %[[LOW]] : f8E4M3FN
 func.func @max_pool_f8(%x: tensor<1x1x5x5xf8E4M3FN>) -> tensor<1x1x3x3xf8E4M3FN> {
   %0 = tcc.max_pool2d %x {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, ceil_mode = true} : tensor<1x1x5x5xf8E4M3FN> -> tensor<1x1x3x3xf8E4M3FN>
   return %0 : tensor<1x1x3x3xf8E4M3FN>

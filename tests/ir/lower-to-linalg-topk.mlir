@@ -2,8 +2,9 @@
 
 // k rounds of selection in an scf.for that carries only the picked indices:
 // round j reads round j-1's pick back (at max(j - 1, 0)), reduces each row
-// to the best element ranked after it, and stores its index at column j.
-// The values are read back from the input at the picked indices.
+// to the best element ranked after it, and stores its index at column j with
+// an in-place elementwise update (no insert_slice, which would bufferize to
+// a copy). The values are read back from the input at the picked indices.
 // CHECK-LABEL: func.func @topk_f16
 // CHECK-SAME: (%[[X:.*]]: tensor<5x9xf16>)
 // CHECK-NOT: tcc.
@@ -16,7 +17,11 @@
 // CHECK: arith.cmpf uno
 // CHECK: arith.cmpf ogt
 // CHECK: linalg.yield %{{.*}}, %{{.*}} : f32, i64
-// CHECK: %[[S:.*]] = tensor.insert_slice %[[R]]#1 into %[[P]][0, %[[J]]] [5, 1] [1, 1] : tensor<5xi64> into tensor<5x3xi64>
+// CHECK: %[[S:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%[[R]]#1 : tensor<5xi64>) outs(%[[P]] : tensor<5x3xi64>)
+// CHECK: ^bb0(%[[NEW:.*]]: i64, %[[OLD:.*]]: i64):
+// CHECK: %[[COL:.*]] = linalg.index 1 : index
+// CHECK: %[[HERE:.*]] = arith.cmpi eq, %[[COL]], %[[J]] : index
+// CHECK: arith.select %[[HERE]], %[[NEW]], %[[OLD]] : i64
 // CHECK: scf.yield %[[S]] : tensor<5x3xi64>
 // CHECK: %[[V:.*]] = linalg.generic {{.*}} ins(%[[PICKS]] : tensor<5x3xi64>) outs(%{{.*}} : tensor<5x3xf16>)
 // CHECK: tensor.extract %[[X]][%{{.*}}, %{{.*}}] : tensor<5x9xf16>
@@ -33,7 +38,8 @@ func.func @topk_f16(%x: tensor<5x9xf16>) -> (tensor<5x3xf16>, tensor<5x3xi64>) {
 // CHECK: scf.for
 // CHECK: iterator_types = ["reduction", "parallel"]
 // CHECK: arith.cmpi slt, %{{.*}}, %{{.*}} : i32
-// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[%{{.*}}, 0] [1, 4] [1, 1] : tensor<4xi64> into tensor<2x4xi64>
+// CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%{{.*}} : tensor<4xi64>) outs(%{{.*}} : tensor<2x4xi64>)
+// CHECK: linalg.index 0 : index
 func.func @topk_min_axis0(%x: tensor<6x4xi32>) -> (tensor<2x4xi32>, tensor<2x4xi64>) {
   %v, %i = tcc.topk %x {k = 2 : i64, axis = 0 : i64, largest = false} : tensor<6x4xi32> -> tensor<2x4xi32>, tensor<2x4xi64>
   return %v, %i : tensor<2x4xi32>, tensor<2x4xi64>

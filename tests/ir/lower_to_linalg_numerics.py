@@ -12,8 +12,10 @@ scratch (nearest grid point, ties to the even code), not shared with the
 compiler.
 
 Usage: lower_to_linalg_numerics.py --tcc-opt build/compiler/tcc-opt
-           [--seed N] [-k SUBSTRING] [--keep DIR]
-Needs NumPy: run it with Debian's /usr/bin/python3.
+           [--llvm-bin /usr/lib/llvm-22/bin] [--seed N] [-k SUBSTRING]
+           [--keep DIR]
+Needs NumPy (Debian's /usr/bin/python3), and mlir-opt, mlir-translate and
+clang from --llvm-bin. Exits 1 when a case fails; prints the seed to rerun.
 """
 import argparse
 import ctypes
@@ -26,7 +28,7 @@ import tempfile
 
 import numpy as np
 
-LLVM = "/usr/lib/llvm-22"
+LLVM_BIN = "/usr/lib/llvm-22/bin"
 
 # The upstream pipeline of the task, plus the two passes it needs beyond
 # that: lower-affine (convert-linalg-to-loops and expand-strided-metadata
@@ -300,15 +302,15 @@ def compile_module(text, tcc_opt, work):
     lin = os.path.join(work, "linalg.mlir")
     run([tcc_opt, src, "--tcc-lower-to-linalg", "-o", lin])
     llvm_mlir = os.path.join(work, "llvm.mlir")
-    run([f"{LLVM}/bin/mlir-opt", lin, *PIPELINE, "-o", llvm_mlir])
+    run([f"{LLVM_BIN}/mlir-opt", lin, *PIPELINE, "-o", llvm_mlir])
     ll = os.path.join(work, "cases.ll")
-    run([f"{LLVM}/bin/mlir-translate", "--mlir-to-llvmir", llvm_mlir,
+    run([f"{LLVM_BIN}/mlir-translate", "--mlir-to-llvmir", llvm_mlir,
          "-o", ll])
     so = os.path.join(work, "cases.so")
-    # memref.copy becomes a call to memrefCopy from MLIR's C runner utils.
-    run(["clang-22", "-shared", "-fPIC", "-O1", ll, "-o", so,
-         f"-L{LLVM}/lib", "-lmlir_c_runner_utils", f"-Wl,-rpath,{LLVM}/lib",
-         "-lm"])
+    # --no-undefined: the kernels may need libm and libc, nothing else (no
+    # memrefCopy from MLIR's runner utils).
+    run([f"{LLVM_BIN}/clang", "-shared", "-fPIC", "-O1", ll, "-o", so,
+         "-Wl,--no-undefined", "-lm"])
     return ctypes.CDLL(so)
 
 
@@ -333,7 +335,8 @@ def compare(got, exp, dt, tol):
         if not np.array_equal(g[inf], e[inf]):
             return "infinity mismatch"
         m = fin & ~inf
-        allowed = (tol.get("atol", 0.0) + tol.get("rtol", 0.0) * np.abs(e)
+        allowed = (np.broadcast_to(tol.get("atol", 0.0), e.shape)
+                   + tol.get("rtol", 0.0) * np.abs(e)
                    + tol.get("ulp", 0) * ulp(e, dt))
         err = np.abs(g - e)
         bad = m & ~(err <= allowed)
@@ -345,30 +348,10 @@ def compare(got, exp, dt, tol):
     return None
 
 
-def main():
-    global rng
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--tcc-opt", required=True)
-    ap.add_argument("--seed", type=int,
-                    default=int.from_bytes(os.urandom(4), "little"))
-    ap.add_argument("-k", default="", help="run cases whose name contains")
-    ap.add_argument("--keep", help="keep the build files in this folder")
-    args = ap.parse_args()
-    print(f"seed {args.seed}")
-    rng = np.random.default_rng(args.seed)
-    define_cases()
-    cases = [c for c in CASES if args.k in c.name]
-    refs = []
-    for c in cases:
-        with np.errstate(all="ignore"):
-            outs = c.ref(*c.inputs)
-        if not isinstance(outs, list):
-            outs = [outs]
-        refs.append([(np.asarray(v), dt) for v, dt in outs])
-    text = "".join(function_text(i, c, refs[i]) for i, c in enumerate(cases))
-    work = args.keep or tempfile.mkdtemp(prefix="tcc-numerics-")
-    os.makedirs(work, exist_ok=True)
-    lib = compile_module(text, args.tcc_opt, work)
+def run_cases(cases, refs, text, tcc_opt, work):
+    """Compiles all cases into one library, runs them; returns the number
+    of failures."""
+    lib = compile_module(text, tcc_opt, work)
 
     failures = 0
     for i, (c, outs) in enumerate(zip(cases, refs)):
@@ -387,18 +370,48 @@ def main():
         errors = []
         for j, ((v, dt), d) in enumerate(zip(outs, res_list)):
             got = read_desc(d, dt, np.ndim(v))
-            msg = compare(got, to_storage(v, dt), dt, c.tol)
+            tol = {k: (f(*c.inputs) if callable(f) else f)
+                   for k, f in c.tol.items()}
+            msg = compare(got, to_storage(v, dt), dt, tol)
             if msg:
                 errors.append(f"result {j} ({dt}): {msg}")
         status = "FAIL" if errors else "ok"
         print(f"{status:4} {c.name}" + "".join(f"\n     {e}" for e in errors))
         failures += bool(errors)
+    return failures
+
+
+def main():
+    global rng, LLVM_BIN
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tcc-opt", required=True)
+    ap.add_argument("--llvm-bin", default=LLVM_BIN)
+    ap.add_argument("--seed", type=int,
+                    default=int.from_bytes(os.urandom(4), "little"))
+    ap.add_argument("-k", default="", help="run cases whose name contains")
+    ap.add_argument("--keep", help="keep the build files in this folder")
+    args = ap.parse_args()
+    LLVM_BIN = args.llvm_bin
+    print(f"seed {args.seed}")
+    rng = np.random.default_rng(args.seed)
+    define_cases()
+    cases = [c for c in CASES if args.k in c.name]
+    refs = []
+    for c in cases:
+        with np.errstate(all="ignore"):
+            outs = c.ref(*c.inputs)
+        if not isinstance(outs, list):
+            outs = [outs]
+        refs.append([(np.asarray(v), dt) for v, dt in outs])
+    text = "".join(function_text(i, c, refs[i]) for i, c in enumerate(cases))
+    if args.keep:
+        os.makedirs(args.keep, exist_ok=True)
+        failures = run_cases(cases, refs, text, args.tcc_opt, args.keep)
+    else:
+        with tempfile.TemporaryDirectory(prefix="tcc-numerics-") as work:
+            failures = run_cases(cases, refs, text, args.tcc_opt, work)
     print(f"{len(cases) - failures}/{len(cases)} cases passed (seed "
           f"{args.seed})")
-    if not args.keep:
-        for f in os.listdir(work):
-            os.remove(os.path.join(work, f))
-        os.rmdir(work)
     return 1 if failures else 0
 
 # ---------------------------------------------------------------------------
@@ -439,6 +452,15 @@ def elementwise_int(fn, dt, *ts):
     vs = [np.broadcast_to(t.v, shape).reshape(-1) for t in ts]
     out = [fn(*[int(v[i]) for v in vs]) for i in range(int(np.prod(shape)))]
     return np.array(out, np.int64).reshape(shape)
+
+
+def sum_error(abs_sum, n, dt):
+    """Error allowed to an accumulation of n terms whose magnitudes add up to
+    abs_sum, in the compute type of dt (f32, f64 for f64): sqrt(n) unit
+    roundoffs of abs_sum, generous for random rounding, tight enough that a
+    missing or wrong term of size abs_sum / n shows."""
+    u = 2.0 ** -53 if dt == "f64" else 2.0 ** -24
+    return u * math.sqrt(max(n, 1)) * np.asarray(abs_sum, np.float64)
 
 
 def erf(x):
@@ -844,7 +866,11 @@ def define_cases():
                            (via_f32(fn(x.v, axis=axes, keepdims=keep), dt),
                             dt))
                     # f32 accumulation vs the f64 reference
-                    tol = ({"rtol": 2e-6, "atol": 2e-6, "ulp": 1}
+                    n = int(np.prod([x.s.shape[a] for a in axes]))
+                    div = n if kind == "mean" else 1
+                    tol = ({"ulp": 1, "atol": lambda x, axes=axes, keep=keep,
+                            dt=dt, n=n, div=div: sum_error(np.abs(x.v).sum(
+                                axis=axes, keepdims=keep) / div, n, dt)}
                            if kind in ("sum", "mean") else {})
                 case(f"reduce_{kind}_{dt}_{''.join(map(str, axes))}"
                      f"{'_keep' if keep else ''}", [x],
@@ -860,12 +886,14 @@ def define_cases():
             case(f"reduce_{kind}_specials_f32", [x],
                  f"%r0 = tcc.reduce_{kind} $a0 {{axes = array<i64: 1>, "
                  "keepdims = false} : $t0 -> $r0",
-                 lambda x, fn=fn: (fn(x.v, axis=1), "f32"), rtol=1e-6)
+                 lambda x, fn=fn: (fn(x.v, axis=1), "f32"), ulp=1,
+                 atol=lambda x: sum_error(np.nan_to_num(
+                     np.abs(x.v), posinf=0).sum(axis=1), 6, "f32"))
     x = fl("f16", (3, 2048), 0, 1)
     case("reduce_sum_f16_long", [x],
          "%r0 = tcc.reduce_sum $a0 {axes = array<i64: 1>, keepdims = false}"
          " : $t0 -> $r0", lambda x: (via_f32(x.v.sum(axis=1), "f16"), "f16"),
-         ulp=1)
+         ulp=1, atol=lambda x: sum_error(np.abs(x.v).sum(axis=1), 2048, "f16"))
 
     for is_max in (True, False):
         name = "argmax" if is_max else "argmin"
@@ -935,11 +963,14 @@ def define_cases():
                 return np.vectorize(lambda v: wrap(v, odt),
                                     otypes=[np.int64])(r), odt
             return via_f32(np.matmul(x, y), odt), odt
+        def err(a, b, ta=ta, tb=tb, odt=odt):
+            x = np.abs(np.swapaxes(a.v, -1, -2) if ta else a.v)
+            y = np.abs(np.swapaxes(b.v, -1, -2) if tb else b.v)
+            return sum_error(np.matmul(x, y), x.shape[-1], odt)
         case(f"matmul{i}_{dt}_to_{odt}", [a, b],
              f"%r0 = tcc.matmul $a0, $a1 {{transpose_a = {str(ta).lower()}, "
              f"transpose_b = {str(tb).lower()}}} : $t0, $t1 -> $r0", ref,
-             **({} if odt in INTS else {"rtol": 1e-5, "atol": 1e-5,
-                                         "ulp": 1}))
+             **({} if odt in INTS else {"atol": err, "ulp": 1}))
 
     # -- shape ops --
     for dt, src, dst in (("f32", (2, 3, 4), (6, 4)), ("f32", (2, 3, 4), (24,)),
@@ -978,12 +1009,17 @@ def define_cases():
             ("f32", (6, 7), (1, 0), (1, 3), (4, 3)),
             ("f16", (4, 5, 3), (3, 4, 0), (-1, -1, 1), (4, 5, 3)),
             ("i32", (5,), (2,), (1,), (0,)),
-            ("bool", (5, 4), (4, 2), (-3, 1), (2, 2))):
+            ("bool", (5, 4), (4, 2), (-3, 1), (2, 2)),
+            # start 0, step 1 on a shortened axis: no plain-d_i map
+            ("f32", (9, 5), (0, 0), (1, 1), (4, 5)),
+            ("i8", (6, 7), (0, 2), (1, -1), (3, 3)),
+            ("f16", (6, 7), (0, 1), (1, 2), (6, 3))):
         x = bo(shape) if dt == "bool" else (it(dt, shape, -9, 9)
                                             if dt in INTS else fl(dt, shape))
         idx = tuple(slice(s, s + n * st if s + n * st >= 0 else None, st)
                     for s, st, n in zip(starts, steps, counts))
-        case(f"slice_{dt}_{'_'.join(map(str, steps))}", [x],
+        case(f"slice_{dt}_{'x'.join(map(str, shape))}_"
+             f"{'_'.join(map(str, starts))}_{'_'.join(map(str, steps))}", [x],
              f"%r0 = tcc.slice $a0 {{starts = {arr(starts)}, steps = "
              f"{arr(steps)}}} : $t0 -> $r0",
              lambda x, idx=idx, dt=dt: (x.v[idx], dt))
@@ -1058,7 +1094,10 @@ def define_cases():
              lambda x, w, *b, st=st, pads=pads, dil=dil, g=g, dt=dt: (
                  via_f32(conv_ref(x.v, w.v, b[0].v if b else None, st, pads,
                                   dil, g), dt), dt),
-             rtol=1e-5, atol=1e-5, ulp=1)
+             atol=lambda x, w, *b, st=st, pads=pads, dil=dil, g=g, dt=dt:
+             sum_error(conv_ref(np.abs(x.v), np.abs(w.v),
+                                np.abs(b[0].v) if b else None, st, pads, dil,
+                                g), w.s[0].size + 1, dt), ulp=1)
     convts = [("f32", (1, 2, 4, 4), (2, 3, 3, 3), True, (2, 2), (1, 1, 1, 1),
                (1, 1), (1, 1), 1),
               ("f32", (2, 4, 3, 5), (4, 1, 2, 3), False, (1, 2), (0, 1, 0, 2),
@@ -1081,7 +1120,11 @@ def define_cases():
              lambda x, w, *b, st=st, pads=pads, dil=dil, op=op, g=g, dt=dt: (
                  via_f32(conv_t_ref(x.v, w.v, b[0].v if b else None, st, pads,
                                     dil, op, g), dt), dt),
-             rtol=1e-5, atol=1e-5, ulp=1)
+             atol=lambda x, w, *b, st=st, pads=pads, dil=dil, op=op, g=g,
+             dt=dt: sum_error(conv_t_ref(np.abs(x.v), np.abs(w.v),
+                                         np.abs(b[0].v) if b else None, st,
+                                         pads, dil, op, g),
+                              x.s.shape[1] * w.s[0, 0].size + 1, dt), ulp=1)
     pools = [("f32", (2, 3, 7, 8), (3, 3), (2, 2), (1, 1, 1, 1), False),
              ("f32", (1, 2, 7, 8), (3, 2), (2, 2), (1, 0, 1, 1), True),
              ("f16", (1, 2, 6, 6), (2, 2), (2, 2), (0, 0, 0, 0), False),
@@ -1102,14 +1145,18 @@ def define_cases():
                  f"{str(inc).lower()}}} : $t0 -> $r0",
                  lambda y, k=k, st=st, pads=pads, ceil=ceil, dt=dt, inc=inc: (
                      via_f32(pool_ref(y.v, k, st, pads, ceil, "avg", inc), dt),
-                     dt), rtol=1e-6, atol=1e-6, ulp=1)
+                     dt), rtol=1e-6, ulp=1,
+                 atol=lambda y, k=k, st=st, pads=pads, ceil=ceil, dt=dt,
+                 inc=inc: sum_error(pool_ref(np.abs(y.v), k, st, pads, ceil,
+                                             "avg", inc), k[0] * k[1], dt))
     for dt in ("f32", "f16"):
         x = fl(dt, (2, 3, 5, 7))
         case(f"global_avg_pool2d_{dt}", [x],
              "%r0 = tcc.global_avg_pool2d $a0 : $t0 -> $r0",
              lambda x, dt=dt: (via_f32(x.v.mean(axis=(2, 3), keepdims=True),
-                                       dt), dt), rtol=1e-6, atol=1e-6,
-             ulp=1)
+                                       dt), dt), rtol=1e-6, ulp=1,
+             atol=lambda x, dt=dt: sum_error(np.abs(x.v).mean(
+                 axis=(2, 3), keepdims=True), 35, dt))
     for dt, shape in (("f32", (2, 3, 4, 5)), ("bf16", (4, 3)),
                       ("f64", (2, 3, 4))):
         x = fl(dt, shape)
@@ -1125,6 +1172,79 @@ def define_cases():
              "%r0 = tcc.batch_norm $a0, $a1, $a2, $a3, $a4 {eps = 1.0e-5 : f64}"
              " : ($t0, $t1, $t2, $t3, $t4) -> $r0", bn, rtol=2e-6, atol=1e-6,
              ulp=1)
+
+    # -- chains of ops, so that elementwise fusion and bufferization see
+    # producers and consumers together --
+    for dt in ("f32", "f16", "bf16"):
+        x = fl(dt, (3, 4, 10), -4, 4)
+
+        def softmax(x, dt=dt):
+            r = lambda v: via_f32(v, dt)
+            m = x.v.max(axis=-1, keepdims=True)
+            e = r(np.exp(r(x.v - m)))
+            return r(e / r(e.sum(axis=-1, keepdims=True))), dt
+        case(f"chain_softmax_{dt}", [x], """
+  %m = tcc.reduce_max $a0 {axes = array<i64: 2>, keepdims = true} : $t0 -> $m_t
+  %d = tcc.sub $a0, %m : $t0, $m_t -> $t0
+  %e = tcc.exp %d : $t0
+  %s = tcc.reduce_sum %e {axes = array<i64: 2>, keepdims = true} : $t0 -> $m_t
+  %r0 = tcc.div %e, %s : $t0, $m_t -> $t0""".replace(
+            "$m_t", mlir_type(dt, (3, 4, 1))), softmax, ulp=2, rtol=2e-6)
+    q, k, v = fl("f32", (2, 5, 8)), fl("f32", (2, 7, 8)), fl("f32", (2, 7, 8))
+
+    def attention(q, k, v):
+        s = (q.v @ np.swapaxes(k.v, -1, -2)) * 0.25
+        p = np.exp(s - s.max(axis=-1, keepdims=True))
+        p = p / p.sum(axis=-1, keepdims=True)
+        return p @ v.v, "f32"
+    st, mt = mlir_type("f32", (2, 5, 7)), mlir_type("f32", (2, 5, 1))
+    case("chain_attention_f32", [q, k, v], f"""
+  %s = tcc.matmul $a0, $a1 {{transpose_b = true}} : $t0, $t1 -> {st}
+  %c = tcc.constant {{value = 0.25 : f32}} : tensor<f32>
+  %ss = tcc.mul %s, %c : {st}, tensor<f32> -> {st}
+  %m = tcc.reduce_max %ss {{axes = array<i64: 2>, keepdims = true}} : {st} -> {mt}
+  %d = tcc.sub %ss, %m : {st}, {mt} -> {st}
+  %e = tcc.exp %d : {st}
+  %z = tcc.reduce_sum %e {{axes = array<i64: 2>, keepdims = true}} : {st} -> {mt}
+  %p = tcc.div %e, %z : {st}, {mt} -> {st}
+  %r0 = tcc.matmul %p, $a2 : {st}, $t2 -> $r0""", attention, rtol=2e-5,
+         atol=2e-6)
+    x, w = fl("f32", (1, 3, 9, 9)), fl("f32", (4, 3, 3, 3), -1, 1)
+    sc, bi, mu = fl("f32", (4,)), fl("f32", (4,)), fl("f32", (4,))
+    va = fl("f32", (4,), 0.5, 2)
+
+    def conv_block(x, w, sc, bi, mu, va):
+        y = conv_ref(x.v, w.v, None, (1, 1), (1, 1, 1, 1), (1, 1), 1)
+        r = lambda t: t.v.reshape(1, 4, 1, 1)
+        y = (y - r(mu)) / np.sqrt(r(va) + 1e-5) * r(sc) + r(bi)
+        y = np.maximum(y, 0)
+        return pool_ref(y, (2, 2), (2, 2), (0, 0, 0, 0), True, "max"), "f32"
+    yt = mlir_type("f32", (1, 4, 9, 9))
+    case("chain_conv_bn_relu_pool_f32", [x, w, sc, bi, mu, va], f"""
+  %y = tcc.conv2d $a0, $a1 {{strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64}} : $t0, $t1 -> {yt}
+  %n = tcc.batch_norm %y, $a2, $a3, $a4, $a5 {{eps = 1.0e-5 : f64}} : ({yt}, $t2, $t3, $t4, $t5) -> {yt}
+  %a = tcc.relu %n : {yt}
+  %r0 = tcc.max_pool2d %a {{kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, ceil_mode = true}} : {yt} -> $r0""",
+         conv_block, rtol=1e-5, atol=1e-5)
+    emb, ids = fl("bf16", (20, 6)), it("i32", (2, 5), -20, 19)
+    pos = fl("bf16", (5, 6))
+
+    def embed(emb, ids, pos):
+        r = lambda t: via_f32(t, "bf16")
+        e = np.take(emb.v, np.where(ids.v < 0, ids.v + 20, ids.v), axis=0)
+        h = np.maximum(r(e + pos.v), 0)  # exact: the topk order is stable
+        h = np.concatenate([h, h[:, ::-1, :]], axis=1)
+        vals, idx = topk_ref(h, 2, 2, True)
+        return [(vals, "bf16"), (idx, "i64")]
+    gt, ct = mlir_type("bf16", (2, 5, 6)), mlir_type("bf16", (2, 10, 6))
+    case("chain_embedding_bf16", [emb, ids, pos], f"""
+  %g = tcc.gather $a0, $a1 {{axis = 0 : i64}} : $t0, $t1 -> {gt}
+  %h = tcc.add %g, $a2 : {gt}, $t2 -> {gt}
+  %a = tcc.relu %h : {gt}
+  %b = tcc.slice %a {{starts = array<i64: 0, 4, 0>, steps = array<i64: 1, -1, 1>}} : {gt} -> {gt}
+  %c = tcc.concat %a, %b {{axis = 1 : i64}} : {gt}, {gt} -> {ct}
+  %r0, %r1 = tcc.topk %c {{k = 2 : i64, axis = 2 : i64, largest = true}} : {ct} -> $r0, $r1""",
+         embed)
 
 
 if __name__ == "__main__":

@@ -68,10 +68,13 @@ func.func @total(%a: memref<1000xf32>, %o: memref<f32>) attributes {tcc.kernel} 
 
 // -----
 
-// A kernel that reads what it wrote along another dimension (a transpose of
-// its own output) is left whole.
+// A transpose of the kernel's own output is split consistently: the first
+// op writes columns of %o, which the second reads as its rows.
 // CHECK-LABEL: func.func @transposed_reuse
-// CHECK-SAME: tcc.grid = 1
+// CHECK-SAME: tcc.grid = 32
+// CHECK: memref.subview %arg1[0, %arg3] [32, %{{.*}}]
+// CHECK: memref.subview %arg1[0, %arg3] [32, %{{.*}}]
+// CHECK: memref.subview %arg2[%arg3, 0] [%{{.*}}, 32]
 #id2 = affine_map<(d0, d1) -> (d0, d1)>
 #t = affine_map<(d0, d1) -> (d1, d0)>
 func.func @transposed_reuse(%a: memref<32x32xf32>, %o: memref<32x32xf32>, %p: memref<32x32xf32>) attributes {tcc.kernel} {
@@ -84,6 +87,30 @@ func.func @transposed_reuse(%a: memref<32x32xf32>, %o: memref<32x32xf32>, %p: me
       ins(%o : memref<32x32xf32>) outs(%p : memref<32x32xf32>) {
   ^bb0(%x: f32, %y: f32):
     linalg.yield %x : f32
+  }
+  return
+}
+
+// -----
+
+// Reading the kernel's own output both as rows and as columns cannot be
+// split: the kernel stays whole.
+// CHECK-LABEL: func.func @both_ways
+// CHECK-SAME: tcc.grid = 1
+// CHECK-NOT: memref.subview
+#id3 = affine_map<(d0, d1) -> (d0, d1)>
+#t3 = affine_map<(d0, d1) -> (d1, d0)>
+func.func @both_ways(%a: memref<32x32xf32>, %o: memref<32x32xf32>, %p: memref<32x32xf32>) attributes {tcc.kernel} {
+  linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel"]}
+      ins(%a : memref<32x32xf32>) outs(%o : memref<32x32xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    linalg.yield %x : f32
+  }
+  linalg.generic {indexing_maps = [#id3, #t3, #id3], iterator_types = ["parallel", "parallel"]}
+      ins(%o, %o : memref<32x32xf32>, memref<32x32xf32>) outs(%p : memref<32x32xf32>) {
+  ^bb0(%x: f32, %y: f32, %z: f32):
+    %s = arith.addf %x, %y : f32
+    linalg.yield %s : f32
   }
   return
 }

@@ -307,8 +307,7 @@ TEST_CASE("bad bundles and code objects are refused at load", "[host]") {
   tccrt_model_destroy(m);
 }
 
-TEST_CASE("models with different code objects get their own code",
-          "[host]") {
+TEST_CASE("models with different code objects get their own code", "[host]") {
   // The loader identifies objects by path; two code objects loaded through
   // /proc/self/fd must never be mistaken for each other, whether alive at
   // the same time or one after the other.

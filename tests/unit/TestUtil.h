@@ -62,9 +62,9 @@ inline std::vector<uint8_t> buildSharedObject(const TempDir &dir,
                                               const std::string &source,
                                               const std::string &flags = "") {
   writeText(dir.path("kernels.c"), source);
-  std::string cmd = std::string(TCC_TEST_CC) +
-                    " -std=c99 -O2 -fPIC -shared " + flags + " -o " +
-                    dir.path("kernels.so") + " " + dir.path("kernels.c");
+  std::string cmd = std::string(TCC_TEST_CC) + " -std=c99 -O2 -fPIC -shared " +
+                    flags + " -o " + dir.path("kernels.so") + " " +
+                    dir.path("kernels.c");
   INFO(cmd);
   REQUIRE(shell(cmd) == 0);
   return readBytes(dir.path("kernels.so"));

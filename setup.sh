@@ -21,7 +21,8 @@ fi
 # clang-22 builds everything, so that the frontend's libFuzzer target is part
 # of the same build (and of the test suite).
 cmake -G Ninja -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22
+  -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
+  -DTCC_BUILD_FUZZER=ON
 cmake --build "$BUILD_DIR" -j "$JOBS"
 
 echo

@@ -13,6 +13,7 @@
 #include "llvm/ADT/STLExtras.h"
 
 #include <filesystem>
+#include <limits>
 #include <fstream>
 
 namespace tcc {
@@ -205,6 +206,20 @@ std::optional<Scalar> readScalar(const Json &v, DType dtype,
     return s;
   }
   if (isFloat(dtype)) {
+    // JSON has no infinities or NaN, yet masks need -inf: float literals
+    // may be the strings "inf", "-inf" and "nan".
+    if (v.is_string()) {
+      const std::string &text = v.get_ref<const std::string &>();
+      if (text == "inf" || text == "+inf" || text == "-inf" || text == "nan") {
+        s.f = text == "nan" ? std::numeric_limits<double>::quiet_NaN()
+              : text == "-inf" ? -std::numeric_limits<double>::infinity()
+                               : std::numeric_limits<double>::infinity();
+        return s;
+      }
+      diag.error(pointer, "expected a number or \"inf\", \"-inf\", \"nan\", "
+                          "got the string \"" + text.substr(0, 32) + "\"");
+      return std::nullopt;
+    }
     std::optional<double> d = readNumber(v, pointer, diag);
     if (!d)
       return std::nullopt;

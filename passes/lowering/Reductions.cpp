@@ -1,8 +1,11 @@
 //===- Reductions.cpp - lower tcc reductions ------------------------------===//
 //
-// Reductions accumulate in the compute type (f32 for f16/bf16/f8, f64 for
-// f64, the integer type itself for integers: wrapping sums are the same
-// whatever the width of the accumulator) and round once at the end.
+// Max and min reduce in the compute type (f32 for f16/bf16/f8). Float sums
+// and means accumulate in f64 whatever the input: this loop adds one element
+// after another, and an f32 running sum loses about log2(n) bits (it stops
+// growing at 2^24 ones), where PyTorch's blocked sums stay within rounding.
+// Integer sums accumulate in the integer type itself (wrapping sums are the
+// same whatever the width of the accumulator). The result is rounded once.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/lowering/Patterns.h"
@@ -27,6 +30,9 @@ Value reduceInCompute(OpBuilder &b, Location loc, Value input,
   Type elt = tensorTypeOf(input).getElementType();
   Type acc = computeType(elt);
   bool isFloat = isa<FloatType>(acc);
+  bool wideSum = isFloat && (kind == Kind::Sum || kind == Kind::Mean);
+  if (wideSum)
+    acc = b.getF64Type();
   // Max starts at -inf (INT_MIN): an all -inf row reduces to -inf.
   Value init = kind == Kind::Max || kind == Kind::Min
                    ? extremeConstant(b, loc, acc, kind == Kind::Min)
@@ -35,6 +41,8 @@ Value reduceInCompute(OpBuilder &b, Location loc, Value input,
       b, loc, input, axes, keepdims, init,
       [&](ImplicitLocOpBuilder &ib, Value x, Value a) -> Value {
         x = toCompute(ib, x);
+        if (wideSum && x.getType() != acc)
+          x = arith::ExtFOp::create(ib, acc, x);
         switch (kind) {
         case Kind::Sum:
         case Kind::Mean:

@@ -54,7 +54,7 @@ typedef enum tccrt_status TCCRT_INT_ENUM {
 
 typedef enum tccrt_device_kind TCCRT_INT_ENUM {
   TCCRT_DEVICE_HOST = 0, /**< CPU threads; runs bundles with target "host" */
-  TCCRT_DEVICE_CUDA = 1, /**< not available in this build yet */
+  TCCRT_DEVICE_CUDA = 1, /**< an NVIDIA GPU; runs bundles with target sm_NN */
   TCCRT_DEVICE_HIP = 2   /**< not available in this build yet */
 } tccrt_device_kind;
 
@@ -102,7 +102,10 @@ size_t tccrt_dtype_size(tccrt_dtype dtype);
 const char *tccrt_last_error(void);
 
 /** Creates a context on device `device_index` of `kind` (0 for the host).
- *  The host uses TCC_NUM_THREADS threads when set, else one per core. */
+ *  The host uses TCC_NUM_THREADS threads when set, else one per core. CUDA
+ *  loads the driver (libcuda.so.1) at the first call and uses the device's
+ *  primary context with a stream of its own; without a driver or a device it
+ *  fails with TCCRT_ERROR_UNAVAILABLE. */
 tccrt_status tccrt_context_create(tccrt_device_kind kind, int device_index,
                                   tccrt_context **out);
 /** Destroys a context; its models must have been destroyed. NULL is a
@@ -164,6 +167,26 @@ tccrt_status tccrt_model_bind_output_by_name(tccrt_model *model,
  *  TCCRT_ERROR_RUN_FAILED, and the model's message (e.g. "index out of range
  *  in /nodes/3 (gather)"), when one of its run-time checks fired. */
 tccrt_status tccrt_model_run(tccrt_model *model);
+
+/** Sets a model option; unknown names or values fail with
+ *  TCCRT_ERROR_INVALID_ARGUMENT. Options:
+ *  - "cuda_graph": "1" records the run's launches as a CUDA graph at the next
+ *    run and replays the graph in later runs, which saves the host's launch
+ *    overheads; binding a different buffer discards the graph (it is
+ *    recorded again). "0" (the default) launches kernel by kernel. CUDA
+ *    contexts only: "1" fails with TCCRT_ERROR_UNAVAILABLE elsewhere. */
+tccrt_status tccrt_model_set_option(tccrt_model *model, const char *name,
+                                    const char *value);
+
+/** Runs the model `runs` times back to back and writes each run's time in
+ *  milliseconds to ms[0 .. runs). On CUDA the times are between device events
+ *  recorded around each run's work (cuEventElapsedTime), and the runs are
+ *  queued without waiting for each other, so host overheads between runs
+ *  are not counted; the status counters are checked after every 256 runs
+ *  (each run zeroes them first, so this checks the last). On the host each
+ *  time is the steady clock around a whole run. Errors as tccrt_model_run. */
+tccrt_status tccrt_model_time_runs(tccrt_model *model, size_t runs,
+                                   double *ms);
 
 #ifdef __cplusplus
 }

@@ -2,15 +2,21 @@
 //
 // The runtime core (Runtime.cpp) plans memory, binds buffers and walks the
 // launch list; a backend supplies memory, copies, code loading and launches
-// for one kind of device. The host backend is built in; CUDA and HIP backends
-// will load their driver libraries with dlopen behind the same interface.
+// for one kind of device. The host backend is built in; the CUDA backend
+// (CudaBackend.cpp) loads libcuda.so.1 with dlopen behind the same interface.
+//
+// Work is queued in order: copies on the device, zero fills and launches may
+// return before they finish, synchronize() waits for them. Copies to and from
+// the host are complete when they return.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TCC_RUNTIME_BACKEND_H
 #define TCC_RUNTIME_BACKEND_H
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -26,6 +32,24 @@ public:
   virtual ~Module() = default;
   virtual bool getKernel(const std::string &symbol, KernelHandle &out,
                          std::string &error) = 0;
+};
+
+/// A recorded sequence of device work that can be replayed (a CUDA graph);
+/// freed on destruction.
+class Graph {
+public:
+  virtual ~Graph() = default;
+  /// Queues one replay.
+  virtual bool launch(std::string &error) = 0;
+};
+
+/// What the launches of one GPU kernel need; checked once, at load.
+struct KernelUse {
+  std::string name;          ///< The kernel's name, for messages.
+  uint32_t sharedBytes = 0;  ///< Dynamic shared memory a block.
+  size_t numArgs = 0;        ///< Buffers every launch passes.
+  bool launched = false;     ///< False: numArgs and maxBlockThreads unknown.
+  uint64_t maxBlockThreads = 0; ///< The largest block of any launch.
 };
 
 /// Every operation reports failure by returning false with a one-line error.
@@ -60,10 +84,78 @@ public:
                       int64_t grid, std::string &error) = 0;
   /// Waits until all launches and copies have finished.
   virtual bool synchronize(std::string &error) = 0;
+
+  // GPU devices. The defaults serve devices without these features: a
+  // manifest with GPU launches never reaches them, since acceptsTarget
+  // refuses its code first.
+
+  /// Checks that `kernel` can serve `use` on this device and prepares it
+  /// (e.g. raises its shared memory limit).
+  virtual bool prepareKernel(KernelHandle /*kernel*/, const KernelUse & /*use*/,
+                             std::string & /*error*/) {
+    return true;
+  }
+  /// Queues `kernel` on a grid of blocks; `args` are the buffers' base
+  /// pointers, passed as the kernel's parameters in order.
+  virtual bool launchBlocks(KernelHandle /*kernel*/, void ** /*args*/,
+                            size_t /*numArgs*/,
+                            const std::array<uint32_t, 3> & /*grid*/,
+                            const std::array<uint32_t, 3> & /*block*/,
+                            uint32_t /*sharedBytes*/, std::string &error) {
+    error = describe() + " has no GPU launches";
+    return false;
+  }
+  /// Whether `ptr` may be bound as `bytes` of device memory: on a GPU, memory
+  /// of this device that holds the whole range.
+  virtual bool checkBuffer(const void * /*ptr*/, size_t /*bytes*/,
+                           std::string & /*error*/) {
+    return true;
+  }
+  /// Records the work that `enqueue` queues, without running it, for replays.
+  /// Null with `error` where the device has no such thing.
+  virtual std::unique_ptr<Graph>
+  capture(const std::function<bool(std::string &)> & /*enqueue*/,
+          std::string &error) {
+    error = describe() + " cannot record graphs (CUDA devices only)";
+    return nullptr;
+  }
+
+  /// Device timestamps: whether this device has them (the runtime falls back
+  /// to the host clock); startTimer makes `count` of them, recordTimestamp(i)
+  /// queues the i-th, and after synchronize elapsedMs reads the time between
+  /// two.
+  virtual bool hasDeviceTimer() const { return false; }
+  virtual bool startTimer(size_t /*count*/, std::string &error) {
+    error = "no device timer";
+    return false;
+  }
+  virtual bool recordTimestamp(size_t /*index*/, std::string &error) {
+    error = "no device timer";
+    return false;
+  }
+  virtual bool elapsedMs(size_t /*from*/, size_t /*to*/, double & /*ms*/,
+                         std::string &error) {
+    error = "no device timer";
+    return false;
+  }
 };
 
 /// The host backend: a thread pool of `numThreads` (caller included).
 std::unique_ptr<Backend> createHostBackend(unsigned numThreads);
+
+/// Why a device backend could not be created.
+enum class OpenFailure {
+  Unavailable,     ///< No driver, no device, or a driver too old.
+  InvalidArgument, ///< No device of that index.
+  Device           ///< A driver call failed.
+};
+
+/// The CUDA backend on device `index`: the driver (libcuda.so.1) is loaded
+/// with dlopen on first use. Null with `failure` and `error` when it cannot
+/// be had. Exists only when libtccrt was built with the CUDA backend
+/// (TCC_RUNTIME_CUDA).
+std::unique_ptr<Backend> createCudaBackend(int index, OpenFailure &failure,
+                                           std::string &error);
 
 } // namespace tcc::rt
 

@@ -1,12 +1,44 @@
 //===- Manifest.cpp - validating the manifest schema ----------------------===//
 #include "runtime/src/Manifest.h"
 
+#include <cctype>
 #include <set>
 #include <unordered_map>
 
 using nlohmann::json;
 
 namespace tcc::bundle {
+
+std::optional<TargetKind> targetKind(const std::string &target) {
+  auto digitsFrom = [&](size_t start, size_t end) {
+    if (end <= start)
+      return false;
+    for (size_t i = start; i < end; ++i)
+      if (!std::isdigit((unsigned char)target[i]))
+        return false;
+    return true;
+  };
+  if (target == "host")
+    return TargetKind::Host;
+  if (target.rfind("sm_", 0) == 0) {
+    size_t end = target.size();
+    if (end > 3 && (target.back() == 'a' || target.back() == 'f'))
+      --end;
+    if (digitsFrom(3, end))
+      return TargetKind::Cuda;
+    return std::nullopt;
+  }
+  if (target.rfind("gfx", 0) == 0 && target.size() > 3) {
+    // gfx942, gfx90a, gfx1100: a digit first, then digits or letters.
+    if (!std::isdigit((unsigned char)target[3]))
+      return std::nullopt;
+    for (size_t i = 4; i < target.size(); ++i)
+      if (!std::isalnum((unsigned char)target[i]))
+        return std::nullopt;
+    return TargetKind::Hip;
+  }
+  return std::nullopt;
+}
 
 const char *bufferKindName(BufferKind kind) {
   switch (kind) {
@@ -341,8 +373,27 @@ private:
       CodeDesc c;
       if (!r.object(e, ptr) ||
           !r.string(e, ptr, "target", c.target, false, true) ||
-          !r.string(e, ptr, "blob", c.blob))
+          !r.string(e, ptr, "blob", c.blob) ||
+          !r.string(e, ptr, "format", c.format, /*optional=*/true))
         return false;
+      auto kind = targetKind(c.target);
+      if (!kind)
+        return r.fail(ptr + "/target", "unknown target \"" + c.target +
+                                           "\" (expected host, sm_NN or "
+                                           "gfxNNN)");
+      c.kind = *kind;
+      // One format per device family: the field names it so that a later
+      // runtime can add others (cubin, ...) without guessing from the bytes.
+      const char *only = c.kind == TargetKind::Host   ? "so"
+                         : c.kind == TargetKind::Cuda ? "ptx"
+                                                      : "hsaco";
+      if (c.format.empty())
+        c.format = only;
+      else if (c.format != only)
+        return r.fail(ptr + "/format", "code format \"" + c.format +
+                                           "\" is not supported for target " +
+                                           c.target + " (expected \"" + only +
+                                           "\")");
       if (!blobSizes.count(c.blob))
         return r.fail(ptr + "/blob", "no blob named \"" + c.blob + "\"");
       if (!codeIndex.emplace(c.blob, desc.code.size()).second)
@@ -378,6 +429,15 @@ private:
         return r.fail(ptr + "/code",
                       "\"" + code + "\" is not a blob of the code table");
       k.code = it->second;
+      if (const json *shared = r.member(e, ptr, "shared_bytes", true)) {
+        uint64_t bytes;
+        if (!r.unsignedInt(*shared, ptr + "/shared_bytes", UINT32_MAX, bytes))
+          return false;
+        if (desc.code[k.code].kind == TargetKind::Host)
+          return r.fail(ptr + "/shared_bytes",
+                        "only GPU kernels have shared memory");
+        k.sharedBytes = (uint32_t)bytes;
+      }
       desc.kernels.push_back(std::move(k));
     }
     return true;
@@ -409,11 +469,10 @@ private:
   bool kernelLaunch(const json &e, const json &kernel, const std::string &ptr,
                     LaunchDesc &l) {
     l.kind = LaunchDesc::Kind::Kernel;
-    uint64_t k, grid;
+    uint64_t k;
     const json *args;
     if (!r.unsignedInt(kernel, ptr + "/kernel", UINT32_MAX, k) ||
-        !r.array(e, ptr, "args", args) ||
-        !r.unsignedField(e, ptr, "grid", uint64_t(1) << 62, grid))
+        !r.array(e, ptr, "args", args))
       return false;
     if (k >= desc.kernels.size())
       return r.fail(ptr + "/kernel", "kernel " + std::to_string(k) +
@@ -421,13 +480,81 @@ private:
                                          std::to_string(desc.kernels.size()) +
                                          ")");
     l.kernel = k;
-    l.grid = (int64_t)grid;
+    const CodeDesc &code = desc.code[desc.kernels[k].code];
+    l.gpu = code.kind != TargetKind::Host;
+    if (!l.gpu) {
+      uint64_t grid;
+      if (!r.unsignedField(e, ptr, "grid", uint64_t(1) << 62, grid))
+        return false;
+      if (e.contains("block"))
+        return r.fail(ptr + "/block", "host kernels take no block (their "
+                                      "grid is a count of work items)");
+      l.grid = (int64_t)grid;
+    } else if (!gpuGeometry(e, ptr, code.target, l)) {
+      return false;
+    }
     for (size_t a = 0; a < args->size(); ++a) {
       size_t index;
       if (!bufferRef((*args)[a], ptr + "/args/" + std::to_string(a), index))
         return false;
       l.args.push_back(index);
     }
+    if (l.gpu) {
+      // GPU kernels have a fixed parameter list, one pointer per buffer.
+      if (l.args.size() > kMaxGpuKernelArgs)
+        return r.fail(ptr + "/args", std::to_string(l.args.size()) +
+                                         " buffers exceed the limit of " +
+                                         std::to_string(kMaxGpuKernelArgs) +
+                                         " kernel parameters");
+      auto [it, first] = gpuArgCount.emplace(k, l.args.size());
+      if (!first && it->second != l.args.size())
+        return r.fail(ptr + "/args", "kernel " + std::to_string(k) +
+                                         " is launched with " +
+                                         std::to_string(it->second) +
+                                         " buffers before and " +
+                                         std::to_string(l.args.size()) +
+                                         " here");
+    }
+    return true;
+  }
+
+  /// "grid": [gx, gy, gz] blocks and "block": [bx, by, bz] threads.
+  bool gpuGeometry(const json &e, const std::string &ptr,
+                   const std::string &target, LaunchDesc &l) {
+    static const char *axes[3] = {"x", "y", "z"};
+    for (int which = 0; which < 2; ++which) {
+      const char *key = which ? "block" : "grid";
+      const json *dims = r.member(e, ptr, key);
+      if (!dims)
+        return false;
+      std::string at = ptr + "/" + key;
+      if (!dims->is_array() || dims->size() != 3)
+        return r.fail(at, std::string("expected [x, y, z] (3 integers) for "
+                                      "a ") +
+                              target + " kernel");
+      const uint32_t *limits = which ? kMaxBlockDim : kMaxGridDim;
+      auto &out = which ? l.blockDims : l.gridDims;
+      for (int d = 0; d < 3; ++d) {
+        uint64_t v;
+        std::string dimPtr = at + "/" + std::to_string(d);
+        if (!r.unsignedInt((*dims)[d], dimPtr, UINT32_MAX, v))
+          return false;
+        if (v == 0)
+          return r.fail(dimPtr, std::string(key) + "." + axes[d] +
+                                    " must be at least 1");
+        if (v > limits[d])
+          return r.fail(dimPtr, std::string(key) + "." + axes[d] + " " +
+                                    std::to_string(v) + " exceeds " +
+                                    std::to_string(limits[d]));
+        out[d] = (uint32_t)v;
+      }
+    }
+    uint64_t threads =
+        (uint64_t)l.blockDims[0] * l.blockDims[1] * l.blockDims[2];
+    if (threads > kMaxBlockThreads)
+      return r.fail(ptr + "/block", "a block of " + std::to_string(threads) +
+                                        " threads exceeds " +
+                                        std::to_string(kMaxBlockThreads));
     return true;
   }
 
@@ -460,6 +587,7 @@ private:
   std::unordered_map<uint32_t, size_t> idToIndex;
   std::unordered_map<std::string, size_t> codeIndex;
   std::vector<unsigned> users; // declarations per buffer index
+  std::unordered_map<uint64_t, size_t> gpuArgCount; // kernel -> buffers
 };
 
 } // namespace

@@ -13,9 +13,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,19 +51,41 @@ struct StatusDesc {
   std::string message;
 };
 
+/// The device family that runs a code target.
+enum class TargetKind { Host, Cuda, Hip };
+
+/// Classifies a code target name: "host"; "sm_NN" with an optional "a" or "f"
+/// suffix (CUDA, e.g. "sm_90a"); "gfxNNN..." (HIP, e.g. "gfx942",
+/// "gfx90a"). std::nullopt for anything else.
+std::optional<TargetKind> targetKind(const std::string &target);
+
 struct KernelDesc {
   std::string name;
   std::string symbol;
   std::string kind;             ///< Informational ("reduce_sum", ...).
   std::vector<std::string> ops; ///< Informational: the tcc ops it fuses.
   size_t code = 0;              ///< Index into ModelDesc::code.
+  uint32_t sharedBytes = 0;     ///< GPU only: dynamic shared memory a block.
 };
 
 /// A code object for one target: a host .so, PTX, a HSACO...
 struct CodeDesc {
   std::string target;
+  TargetKind kind = TargetKind::Host;
   std::string blob;
+  /// "so" (host), "ptx" (CUDA) or "hsaco" (HIP): the only format of each.
+  std::string format;
 };
+
+/// GPU launch limits the manifest is checked against: CUDA's for every
+/// device since compute capability 3.0. A device may allow fewer threads for
+/// a kernel (registers, shared memory); the backend checks that at load.
+constexpr uint32_t kMaxBlockThreads = 1024;
+constexpr uint32_t kMaxBlockDim[3] = {1024, 1024, 64};
+constexpr uint32_t kMaxGridDim[3] = {0x7fffffff, 65535, 65535};
+/// Kernel parameters are limited to 4 KiB on every CUDA driver and on HIP:
+/// 512 pointers.
+constexpr size_t kMaxGpuKernelArgs = 512;
 
 struct LaunchDesc {
   enum class Kind { Kernel, Copy };
@@ -69,7 +93,10 @@ struct LaunchDesc {
   // Kernel launches.
   size_t kernel = 0;        ///< Index into ModelDesc::kernels.
   std::vector<size_t> args; ///< Indices into ModelDesc::buffers.
-  int64_t grid = 0;         ///< Independent work items, >= 0.
+  int64_t grid = 0;         ///< Host: independent work items, >= 0.
+  bool gpu = false;         ///< The kernel's code is for a GPU target.
+  /// GPU: blocks in x, y, z and threads a block in x, y, z (each >= 1).
+  std::array<uint32_t, 3> gridDims{1, 1, 1}, blockDims{1, 1, 1};
   // Copies (indices into ModelDesc::buffers).
   size_t src = 0, dst = 0;
   uint64_t bytes = 0;

@@ -3,7 +3,9 @@
 // Loading turns a validated bundle into device state: params uploaded, one
 // arena for the temps, kernels resolved. Running binds the user's buffers
 // into the launch list, zeroes the status counters, launches, and turns a
-// non-zero counter into the model's error message.
+// non-zero counter into the model's error message. On a CUDA device the
+// queued part of a run (zeroing and launches) may be recorded once as a graph
+// and replayed.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/include/tccrt.h"
@@ -12,6 +14,8 @@
 #include "runtime/src/Bundle.h"
 #include "runtime/src/ThreadPool.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <new>
 #include <unordered_set>
@@ -54,8 +58,11 @@ struct tccrt_model {
   std::vector<std::unique_ptr<Module>> modules; // per code index (or null)
   std::vector<KernelHandle> kernels;            // per kernel index
   std::vector<void *> args;                     // scratch for one launch
+  bool useGraph = false;        // option "cuda_graph"
+  std::unique_ptr<Graph> graph; // recorded at the first run after a change
 
   ~tccrt_model() {
+    graph.reset();
     kernels.clear();
     modules.clear();
     for (void *p : deviceMemory)
@@ -125,6 +132,28 @@ tccrt_status loadModel(tccrt_context *ctx, std::unique_ptr<Bundle> bundle,
     if (!m->modules[k.code]->getKernel(k.symbol, h, err))
       return fail(ctx, TCCRT_ERROR_INVALID_BUNDLE, err);
     m->kernels.push_back(h);
+  }
+  // GPU kernels: checked against their launches (parameters, block size,
+  // shared memory) once, so that a run cannot fail on what loading can see.
+  std::vector<KernelUse> uses(d.kernels.size());
+  for (const LaunchDesc &l : d.launches) {
+    if (l.kind != LaunchDesc::Kind::Kernel || !l.gpu)
+      continue;
+    KernelUse &u = uses[l.kernel];
+    u.launched = true;
+    u.numArgs = l.args.size();
+    u.maxBlockThreads =
+        std::max<uint64_t>(u.maxBlockThreads, (uint64_t)l.blockDims[0] *
+                                                  l.blockDims[1] *
+                                                  l.blockDims[2]);
+  }
+  for (size_t i = 0; i < d.kernels.size(); ++i) {
+    if (d.code[d.kernels[i].code].kind == TargetKind::Host)
+      continue;
+    uses[i].name = d.kernels[i].name;
+    uses[i].sharedBytes = d.kernels[i].sharedBytes;
+    if (!be.prepareKernel(m->kernels[i], uses[i], err))
+      return fail(ctx, TCCRT_ERROR_INVALID_BUNDLE, err);
   }
 
   // Memory: params uploaded from their blobs, temps placed in one arena.
@@ -214,30 +243,42 @@ tccrt_status bind(tccrt_model *m, bool input, size_t index, const void *data,
     return fail(m->ctx, TCCRT_ERROR_INVALID_ARGUMENT,
                 std::string("buffer for ") + what + " '" + t.name +
                     "' is NULL");
+  std::string err;
+  if (!m->ctx->backend->checkBuffer(data, t.bytes, err))
+    return fail(m->ctx, TCCRT_ERROR_INVALID_ARGUMENT,
+                std::string(what) + " '" + t.name + "': " + err);
+  // A recorded graph holds the old pointers.
+  if (m->buffers[t.buffer] != data)
+    m->graph.reset();
   // Kernels receive plain pointers; inputs are only ever read.
   m->buffers[t.buffer] = const_cast<void *>(data);
   (input ? m->inputBound : m->outputBound)[index] = true;
   return TCCRT_OK;
 }
 
-tccrt_status run(tccrt_model *m) {
+tccrt_status checkBound(tccrt_model *m) {
   const ModelDesc &d = m->desc;
-  Backend &be = *m->ctx->backend;
-  tccrt_context *ctx = m->ctx;
   for (size_t i = 0; i < d.inputs.size(); ++i)
     if (!m->inputBound[i])
-      return fail(ctx, TCCRT_ERROR_UNBOUND,
+      return fail(m->ctx, TCCRT_ERROR_UNBOUND,
                   "input '" + d.inputs[i].name + "' is not bound");
   for (size_t i = 0; i < d.outputs.size(); ++i)
     if (!m->outputBound[i])
-      return fail(ctx, TCCRT_ERROR_UNBOUND,
+      return fail(m->ctx, TCCRT_ERROR_UNBOUND,
                   "output '" + d.outputs[i].name + "' is not bound");
+  return TCCRT_OK;
+}
 
-  std::string err;
+/// Queues a run's work: the status counters zeroed, then every launch and
+/// copy in order.
+bool enqueueLaunches(tccrt_model *m, std::string &err) {
+  const ModelDesc &d = m->desc;
+  Backend &be = *m->ctx->backend;
   for (const StatusDesc &s : d.status)
     if (!be.fillZero(m->buffers[s.buffer], 4, err))
-      return fail(ctx, TCCRT_ERROR_DEVICE, err);
-  for (const LaunchDesc &l : d.launches) {
+      return false;
+  for (size_t i = 0; i < d.launches.size(); ++i) {
+    const LaunchDesc &l = d.launches[i];
     bool ok;
     if (l.kind == LaunchDesc::Kind::Copy) {
       ok = be.copyOnDevice(m->buffers[l.dst], m->buffers[l.src], l.bytes, err);
@@ -245,22 +286,128 @@ tccrt_status run(tccrt_model *m) {
       m->args.clear();
       for (size_t b : l.args)
         m->args.push_back(m->buffers[b]);
-      ok = l.grid == 0 || be.launch(m->kernels[l.kernel], m->args.data(),
-                                    m->args.size(), l.grid, err);
+      if (l.gpu)
+        ok = be.launchBlocks(m->kernels[l.kernel], m->args.data(),
+                             m->args.size(), l.gridDims, l.blockDims,
+                             d.kernels[l.kernel].sharedBytes, err);
+      else
+        ok = l.grid == 0 || be.launch(m->kernels[l.kernel], m->args.data(),
+                                      m->args.size(), l.grid, err);
+      if (!ok)
+        err = "launch " + std::to_string(i) + " (kernel '" +
+              d.kernels[l.kernel].name + "'): " + err;
     }
     if (!ok)
-      return fail(ctx, TCCRT_ERROR_DEVICE, err);
+      return false;
   }
+  return true;
+}
+
+/// Queues one run, through the recorded graph when the model uses one.
+tccrt_status enqueueRun(tccrt_model *m) {
+  std::string err;
+  if (m->useGraph) {
+    if (!m->graph) {
+      m->graph = m->ctx->backend->capture(
+          [m](std::string &e) { return enqueueLaunches(m, e); }, err);
+      if (!m->graph)
+        return fail(m->ctx, TCCRT_ERROR_DEVICE,
+                    "recording the CUDA graph: " + err);
+    }
+    if (!m->graph->launch(err))
+      return fail(m->ctx, TCCRT_ERROR_DEVICE, err);
+    return TCCRT_OK;
+  }
+  return enqueueLaunches(m, err) ? TCCRT_OK
+                                 : fail(m->ctx, TCCRT_ERROR_DEVICE, err);
+}
+
+/// Waits for the queued work, then turns the first non-zero status counter
+/// into the run's error.
+tccrt_status finishRun(tccrt_model *m) {
+  Backend &be = *m->ctx->backend;
+  std::string err;
   if (!be.synchronize(err))
-    return fail(ctx, TCCRT_ERROR_DEVICE, err);
-  for (const StatusDesc &s : d.status) {
+    return fail(m->ctx, TCCRT_ERROR_DEVICE, err);
+  for (const StatusDesc &s : m->desc.status) {
     int32_t count = 0;
     if (!be.copyToHost(&count, m->buffers[s.buffer], 4, err))
-      return fail(ctx, TCCRT_ERROR_DEVICE, err);
+      return fail(m->ctx, TCCRT_ERROR_DEVICE, err);
     if (count != 0)
-      return fail(ctx, TCCRT_ERROR_RUN_FAILED, s.message);
+      return fail(m->ctx, TCCRT_ERROR_RUN_FAILED, s.message);
   }
   return TCCRT_OK;
+}
+
+tccrt_status run(tccrt_model *m) {
+  tccrt_status s = checkBound(m);
+  if (s == TCCRT_OK)
+    s = enqueueRun(m);
+  return s == TCCRT_OK ? finishRun(m) : s;
+}
+
+/// Runs back to back and times each run: with device timestamps around the
+/// queued work where the device has them (no wait between runs, so host
+/// overheads between runs are not counted), else with the host clock around
+/// whole runs.
+tccrt_status timeRuns(tccrt_model *m, size_t runs, double *ms) {
+  tccrt_status s = checkBound(m);
+  if (s != TCCRT_OK)
+    return s;
+  Backend &be = *m->ctx->backend;
+  if (!be.hasDeviceTimer()) {
+    for (size_t i = 0; i < runs; ++i) {
+      auto start = std::chrono::steady_clock::now();
+      if ((s = enqueueRun(m)) != TCCRT_OK || (s = finishRun(m)) != TCCRT_OK)
+        return s;
+      auto end = std::chrono::steady_clock::now();
+      ms[i] = std::chrono::duration<double, std::milli>(end - start).count();
+    }
+    return TCCRT_OK;
+  }
+  // Timestamps are reused chunk by chunk, so memory stays bounded.
+  constexpr size_t kChunk = 256;
+  std::string err;
+  if (!be.startTimer(2 * std::min(runs, kChunk), err))
+    return fail(m->ctx, TCCRT_ERROR_DEVICE, err);
+  for (size_t first = 0; first < runs; first += kChunk) {
+    size_t n = std::min(kChunk, runs - first);
+    for (size_t i = 0; i < n; ++i) {
+      if (!be.recordTimestamp(2 * i, err))
+        return fail(m->ctx, TCCRT_ERROR_DEVICE, err);
+      if ((s = enqueueRun(m)) != TCCRT_OK)
+        return s;
+      if (!be.recordTimestamp(2 * i + 1, err))
+        return fail(m->ctx, TCCRT_ERROR_DEVICE, err);
+    }
+    // Every run zeroes the counters first: this checks the chunk's last run,
+    // and the runs all compute the same thing.
+    if ((s = finishRun(m)) != TCCRT_OK)
+      return s;
+    for (size_t i = 0; i < n; ++i)
+      if (!be.elapsedMs(2 * i, 2 * i + 1, ms[first + i], err))
+        return fail(m->ctx, TCCRT_ERROR_DEVICE, err);
+  }
+  return TCCRT_OK;
+}
+
+tccrt_status setOption(tccrt_model *m, const std::string &name,
+                       const std::string &value) {
+  if (name == "cuda_graph") {
+    if (value != "0" && value != "1")
+      return fail(m->ctx, TCCRT_ERROR_INVALID_ARGUMENT,
+                  "option cuda_graph takes \"0\" or \"1\", not \"" + value +
+                      "\"");
+    if (value == "1" && m->ctx->kind != TCCRT_DEVICE_CUDA)
+      return fail(m->ctx, TCCRT_ERROR_UNAVAILABLE,
+                  "option cuda_graph needs a CUDA context, this one runs " +
+                      m->ctx->backend->describe());
+    m->useGraph = value == "1";
+    m->graph.reset();
+    return TCCRT_OK;
+  }
+  return fail(m->ctx, TCCRT_ERROR_INVALID_ARGUMENT,
+              "unknown model option '" + name + "' (known: cuda_graph)");
 }
 
 } // namespace
@@ -334,10 +481,31 @@ tccrt_status tccrt_context_create(tccrt_device_kind kind, int device_index,
       *out = ctx.release();
       return TCCRT_OK;
     }
-    case TCCRT_DEVICE_CUDA:
+    case TCCRT_DEVICE_CUDA: {
+#if TCC_RUNTIME_CUDA
+      OpenFailure why;
+      std::string err;
+      auto backend = createCudaBackend(device_index, why, err);
+      if (!backend)
+        return fail(nullptr,
+                    why == OpenFailure::InvalidArgument
+                        ? TCCRT_ERROR_INVALID_ARGUMENT
+                    : why == OpenFailure::Device ? TCCRT_ERROR_DEVICE
+                                                 : TCCRT_ERROR_UNAVAILABLE,
+                    why == OpenFailure::Unavailable
+                        ? "CUDA devices are not available: " + err
+                        : err);
+      auto ctx = std::make_unique<tccrt_context>();
+      ctx->kind = kind;
+      ctx->backend = std::move(backend);
+      *out = ctx.release();
+      return TCCRT_OK;
+#else
       return fail(nullptr, TCCRT_ERROR_UNAVAILABLE,
-                  "CUDA devices are not available in this build of libtccrt "
-                  "(it has the host backend only)");
+                  "CUDA devices are not available: this libtccrt was built "
+                  "without CUDA support (no cuda.h when it was configured)");
+#endif
+    }
     case TCCRT_DEVICE_HIP:
       return fail(nullptr, TCCRT_ERROR_UNAVAILABLE,
                   "HIP devices are not available in this build of libtccrt "
@@ -559,6 +727,24 @@ tccrt_status tccrt_model_run(tccrt_model *model) {
   if (!model)
     return nullArg(nullptr, "model");
   return guarded(model->ctx, [&] { return run(model); });
+}
+
+tccrt_status tccrt_model_set_option(tccrt_model *model, const char *name,
+                                    const char *value) {
+  if (!model)
+    return nullArg(nullptr, "model");
+  if (!name || !value)
+    return nullArg(model->ctx, !name ? "name" : "value");
+  return guarded(model->ctx, [&] { return setOption(model, name, value); });
+}
+
+tccrt_status tccrt_model_time_runs(tccrt_model *model, size_t runs,
+                                   double *ms) {
+  if (!model)
+    return nullArg(nullptr, "model");
+  if (runs && !ms)
+    return nullArg(model->ctx, "ms");
+  return guarded(model->ctx, [&] { return timeRuns(model, runs, ms); });
 }
 
 } // extern "C"

@@ -16,7 +16,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -34,6 +33,33 @@ namespace {
 int error(std::ostream &err, const std::string &message) {
   err << "tcc: error: " << message << "\n";
   return 1;
+}
+
+/// The target of the bundle's first code object, read from its manifest
+/// without validating anything ("host" when there is none or the bytes are
+/// no bundle): loading validates, and reports what is wrong.
+std::string bundleTarget(const std::vector<uint8_t> &bytes) {
+  auto u64 = [&](size_t at) {
+    uint64_t v = 0;
+    std::memcpy(&v, &bytes[at], 8);
+    return v;
+  };
+  if (bytes.size() < bundle::kHeaderSize)
+    return "host";
+  uint64_t offset = u64(16), size = u64(24);
+  if (offset > bytes.size() || size > bytes.size() - offset)
+    return "host";
+  auto manifest = nlohmann::json::parse(bytes.begin() + (ptrdiff_t)offset,
+                                        bytes.begin() + (ptrdiff_t)(offset + size),
+                                        nullptr, /*allow_exceptions=*/false);
+  auto code = manifest.find("code");
+  if (manifest.is_object() && code != manifest.end() && code->is_array() &&
+      !code->empty() && (*code)[0].is_object()) {
+    auto target = (*code)[0].find("target");
+    if (target != (*code)[0].end() && target->is_string())
+      return target->get<std::string>();
+  }
+  return "host";
 }
 
 bool deviceFor(const std::string &target, tccrt_device_kind &kind,
@@ -69,8 +95,12 @@ public:
     tccrt_context_destroy(ctx);
   }
 
+  /// Loads the bundle on the device of `target` (the bundle's own when
+  /// empty; `target` is set to the one used).
   bool open(const std::vector<uint8_t> &bundle, const std::string &displayName,
-            const std::string &target, std::string &why) {
+            std::string &target, bool cudaGraph, std::string &why) {
+    if (target.empty())
+      target = bundleTarget(bundle);
     tccrt_device_kind kind;
     if (!deviceFor(target, kind, why))
       return false;
@@ -83,6 +113,9 @@ public:
       why = displayName + ": " + tccrt_context_last_error(ctx);
       return false;
     }
+    if (cudaGraph && !check(tccrt_model_set_option(model, "cuda_graph", "1"),
+                            why))
+      return false;
     size_t n;
     tccrt_model_num_inputs(model, &n);
     inputs.resize(n);
@@ -119,6 +152,10 @@ public:
   }
 
   bool run(std::string &why) { return check(tccrt_model_run(model), why); }
+
+  bool timeRuns(std::vector<double> &ms, std::string &why) {
+    return check(tccrt_model_time_runs(model, ms.size(), ms.data()), why);
+  }
 
   bool fetchOutput(size_t i, std::vector<uint8_t> &bytes, std::string &why) {
     bytes.resize(outputs[i].bytes);
@@ -395,8 +432,8 @@ int runBundle(std::vector<uint8_t> bundle, const std::string &displayName,
               const RunOptions &options, std::ostream &out, std::ostream &err) {
   return guarded(err, [&] {
     Session s;
-    std::string why;
-    if (!s.open(bundle, displayName, options.target, why))
+    std::string why, target = options.target;
+    if (!s.open(bundle, displayName, target, options.cudaGraph, why))
       return error(err, why);
     bundle = {}; // the runtime has its own copy of what it needs
     if (!stageInputs(s, options, err, why) || !s.bindOutputs(why) ||
@@ -415,8 +452,8 @@ int benchBundle(std::vector<uint8_t> bundle, const std::string &displayName,
     if (options.iters < 1)
       return error(err, "--iters must be >= 1");
     Session s;
-    std::string why;
-    if (!s.open(bundle, displayName, options.target, why))
+    std::string why, target = options.target;
+    if (!s.open(bundle, displayName, target, options.cudaGraph, why))
       return error(err, why);
     bundle = {};
     RunOptions random; // seed 0, no files: every input random
@@ -426,22 +463,18 @@ int benchBundle(std::vector<uint8_t> bundle, const std::string &displayName,
     for (int i = 0; i < options.warmup; ++i)
       if (!s.run(why))
         return error(err, why);
-    std::vector<double> ms;
-    for (int i = 0; i < options.iters; ++i) {
-      auto start = std::chrono::steady_clock::now();
-      bool ok = s.run(why);
-      auto end = std::chrono::steady_clock::now();
-      if (!ok)
-        return error(err, why);
-      ms.push_back(
-          std::chrono::duration<double, std::milli>(end - start).count());
-    }
+    std::vector<double> ms((size_t)options.iters);
+    if (!s.timeRuns(ms, why))
+      return error(err, why);
     std::sort(ms.begin(), ms.end());
     const char *name = nullptr;
     tccrt_model_name(s.model, &name);
+    bool onHost = target == "host";
     nlohmann::json figures = {{"model", name},
                               {"bundle", displayName},
-                              {"target", options.target},
+                              {"target", target},
+                              {"timer", onHost ? "host clock" : "device events"},
+                              {"cuda_graph", options.cudaGraph},
                               {"warmup", options.warmup},
                               {"iters", options.iters},
                               {"median_ms", percentile(ms, 0.5)},
@@ -449,8 +482,11 @@ int benchBundle(std::vector<uint8_t> bundle, const std::string &displayName,
                               {"max_ms", ms.back()},
                               {"p10_ms", percentile(ms, 0.1)},
                               {"p90_ms", percentile(ms, 0.9)}};
-    out << name << " on " << options.target << ": " << options.iters
-        << " runs after " << options.warmup << " warm-up\n";
+    out << name << " on " << target << ": " << options.iters << " runs after "
+        << options.warmup << " warm-up"
+        << (onHost ? "" : options.cudaGraph ? " (device events, CUDA graph)"
+                                            : " (device events)")
+        << "\n";
     for (const char *key : {"median", "min", "max", "p10", "p90"}) {
       char line[64];
       std::snprintf(line, sizeof(line), "  %-6s %10.4f ms\n", key,

@@ -19,21 +19,28 @@
 namespace tcc::runner {
 
 struct RunOptions {
-  std::string target = "host";
+  /// The device: "host", "sm_*" (CUDA) or "gfx*" (HIP); empty means the
+  /// bundle's own target (its first code object's, "host" if it has none).
+  std::string target;
   /// NAME=FILE.npy pairs, already split.
   std::vector<std::pair<std::string, std::string>> inputs;
   /// Where DIR/<output>.npy go; empty means ".".
   std::string outputDir;
   /// Seed of the random values of inputs not given.
   uint64_t seed = 0;
+  /// Run through a CUDA graph (option "cuda_graph"); CUDA devices only.
+  bool cudaGraph = false;
 };
 
 struct BenchOptions {
-  std::string target = "host";
+  /// As RunOptions::target.
+  std::string target;
   int warmup = 10;
   int iters = 100;
   /// When set, the figures are also written there as JSON.
   std::string jsonPath;
+  /// Replay a CUDA graph (option "cuda_graph"); CUDA devices only.
+  bool cudaGraph = false;
 };
 
 /// Runs the bundle once: inputs from .npy files or seeded random values,
@@ -41,8 +48,9 @@ struct BenchOptions {
 /// `err`.
 int runBundle(std::vector<uint8_t> bundle, const std::string &displayName,
               const RunOptions &options, std::ostream &out, std::ostream &err);
-/// Times `iters` runs after `warmup` ones on random inputs; prints median,
-/// min, max, p10 and p90 in milliseconds.
+/// Times `iters` runs after `warmup` ones on random inputs with
+/// tccrt_model_time_runs (device events on a GPU, the host clock on the
+/// host); prints median, min, max, p10 and p90 in milliseconds.
 int benchBundle(std::vector<uint8_t> bundle, const std::string &displayName,
                 const BenchOptions &options, std::ostream &out,
                 std::ostream &err);

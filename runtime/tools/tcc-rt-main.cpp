@@ -25,10 +25,13 @@ namespace {
 
 const char kUsage[] =
     "usage: tcc run BUNDLE [--target T] [--input NAME=FILE.npy]... "
-    "[--output-dir DIR] [--seed N]\n"
+    "[--output-dir DIR] [--seed N] [--cuda-graph]\n"
     "       tcc bench BUNDLE [--target T] [--warmup N] [--iters N] "
-    "[--json FILE]\n"
+    "[--json FILE] [--cuda-graph]\n"
     "       tcc inspect BUNDLE\n"
+    "The device is the bundle's target unless --target names one (host,\n"
+    "sm_NN for CUDA, gfxNNN for HIP); --cuda-graph replays the launches as a\n"
+    "CUDA graph.\n"
     "This tcc is runtime-only (built without the compiler): it runs bundles\n"
     "that a full tcc wrote with 'tcc compile MODEL.json -o BUNDLE'.\n";
 
@@ -151,6 +154,10 @@ int main(int argc, char **argv) {
       if (!needValue() || !parseUnsigned(value, 1000000000ull, v))
         return usageError("--" + flag + " needs an integer in [0, 1e9]");
       (flag == "warmup" ? bench.warmup : bench.iters) = (int)v;
+    } else if (flag == "cuda-graph" && (forRun || forBench)) {
+      if (hasValue)
+        return usageError("--cuda-graph takes no value");
+      run.cudaGraph = bench.cudaGraph = true;
     } else if (flag == "json" && forBench) {
       if (!needValue() || value.empty())
         return usageError("--json needs a file name");

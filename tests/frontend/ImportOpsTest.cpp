@@ -188,6 +188,20 @@ TEST_CASE("sources", "[ops]") {
          {"tcc.constant"},
          {"tensor<f8E4M3FN>"},
          {"4.480000e+02 : f8E4M3FN"}});
+  check({"constant -inf from the string (JSON has no infinities)",
+         "[]",
+         R"({"op": "constant", "outputs": ["y"],
+             "attrs": {"dtype": "f32", "value": "-inf"}})",
+         {"tcc.constant"},
+         {"tensor<f32>"},
+         {"0xFF800000 : f32"}});
+  check({"constant nan from the string",
+         "[]",
+         R"({"op": "constant", "outputs": ["y"],
+             "attrs": {"dtype": "bf16", "value": "nan"}})",
+         {"tcc.constant"},
+         {"tensor<bf16>"},
+         {"0x7FC0 : bf16"}});
   check({"iota",
          "[]",
          R"({"op": "iota", "outputs": ["y"],

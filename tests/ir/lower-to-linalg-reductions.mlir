@@ -1,18 +1,20 @@
 // RUN: tcc-opt %s --split-input-file --tcc-lower-to-linalg --mlir-print-local-scope | FileCheck %s
 
-// f16 sums accumulate in f32 and round once after the reduction; keepdims
-// restores the unit dimensions with an expand_shape.
+// f16 sums accumulate in f64 (a sequential f32 sum loses precision on long
+// rows) and round once after the reduction; keepdims restores the unit
+// dimensions with an expand_shape.
 // CHECK-LABEL: func.func @sum_f16_keepdims
 // CHECK-NOT: tcc.
-// CHECK: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
-// CHECK: %[[INIT:.*]] = linalg.fill ins(%[[ZERO]] : f32) outs(%{{.*}} : tensor<4xf32>)
-// CHECK: %[[ACC:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0)>], iterator_types = ["parallel", "reduction", "reduction"]} ins(%{{.*}} : tensor<4x8x3xf16>) outs(%[[INIT]] : tensor<4xf32>)
-// CHECK: ^bb0(%[[IN:.*]]: f16, %[[OUT:.*]]: f32):
+// CHECK: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f64
+// CHECK: %[[INIT:.*]] = linalg.fill ins(%[[ZERO]] : f64) outs(%{{.*}} : tensor<4xf64>)
+// CHECK: %[[ACC:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0)>], iterator_types = ["parallel", "reduction", "reduction"]} ins(%{{.*}} : tensor<4x8x3xf16>) outs(%[[INIT]] : tensor<4xf64>)
+// CHECK: ^bb0(%[[IN:.*]]: f16, %[[OUT:.*]]: f64):
 // CHECK: %[[X:.*]] = arith.extf %[[IN]] : f16 to f32
-// CHECK: arith.addf %[[OUT]], %[[X]] : f32
-// CHECK: %[[E:.*]] = tensor.expand_shape %[[ACC]] {{\[\[}}0, 1, 2]] output_shape [4, 1, 1] : tensor<4xf32> into tensor<4x1x1xf32>
-// CHECK: linalg.generic {{.*}} ins(%[[E]] : tensor<4x1x1xf32>) outs(%{{.*}} : tensor<4x1x1xf16>)
-// CHECK: arith.truncf %{{.*}} : f32 to f16
+// CHECK: %[[W:.*]] = arith.extf %[[X]] : f32 to f64
+// CHECK: arith.addf %[[OUT]], %[[W]] : f64
+// CHECK: %[[E:.*]] = tensor.expand_shape %[[ACC]] {{\[\[}}0, 1, 2]] output_shape [4, 1, 1] : tensor<4xf64> into tensor<4x1x1xf64>
+// CHECK: linalg.generic {{.*}} ins(%[[E]] : tensor<4x1x1xf64>) outs(%{{.*}} : tensor<4x1x1xf16>)
+// CHECK: arith.truncf %{{.*}} : f64 to f16
 func.func @sum_f16_keepdims(%a: tensor<4x8x3xf16>) -> tensor<4x1x1xf16> {
   %0 = tcc.reduce_sum %a {axes = array<i64: 1, 2>, keepdims = true} : tensor<4x8x3xf16> -> tensor<4x1x1xf16>
   return %0 : tensor<4x1x1xf16>
@@ -45,13 +47,14 @@ func.func @min_i32(%a: tensor<4x8xi32>) -> tensor<4xi32> {
 
 // -----
 
-// reduce_mean: sum in f32, divide by the count in f32, round to bf16.
+// reduce_mean: sum in f64, divide by the count in f64, round once to bf16
+// (integer code from the f64 bits).
 // CHECK-LABEL: func.func @mean_bf16
-// CHECK: %[[SUM:.*]] = linalg.generic {{.*}} iterator_types = ["reduction", "reduction"]} ins(%{{.*}} : tensor<4x8xbf16>) outs(%{{.*}} : tensor<f32>)
-// CHECK: linalg.generic {{.*}} ins(%[[SUM]] : tensor<f32>) outs(%{{.*}} : tensor<bf16>)
-// CHECK: %[[N:.*]] = arith.constant 3.200000e+01 : f32
-// CHECK: %[[M:.*]] = arith.divf %{{.*}}, %[[N]] : f32
-// CHECK: arith.truncf %[[M]] : f32 to bf16
+// CHECK: %[[SUM:.*]] = linalg.generic {{.*}} iterator_types = ["reduction", "reduction"]} ins(%{{.*}} : tensor<4x8xbf16>) outs(%{{.*}} : tensor<f64>)
+// CHECK: linalg.generic {{.*}} ins(%[[SUM]] : tensor<f64>) outs(%{{.*}} : tensor<bf16>)
+// CHECK: %[[N:.*]] = arith.constant 3.200000e+01 : f64
+// CHECK: %[[M:.*]] = arith.divf %{{.*}}, %[[N]] : f64
+// CHECK: arith.bitcast %[[M]] : f64 to i64
 func.func @mean_bf16(%a: tensor<4x8xbf16>) -> tensor<bf16> {
   %0 = tcc.reduce_mean %a {axes = array<i64: 0, 1>, keepdims = false} : tensor<4x8xbf16> -> tensor<bf16>
   return %0 : tensor<bf16>

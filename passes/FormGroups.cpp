@@ -12,8 +12,10 @@
 //  - a reduction joins the elementwise group of its operand (a prologue);
 //    values of that group read elsewhere become extra results of the kernel,
 //    so they are written once instead of computed twice;
-//  - heavy ops (matmul, convolution, pooling, gathers, top-k) start a group.
-// A join is refused when it would make the group graph cyclic.
+//  - heavy ops (matmul, convolution, pooling, gathers, top-k) start a group;
+//  - when an elementwise op reads two elementwise groups, they merge (a mask
+//    built from iotas meets the values it selects).
+// A join or merge is refused when it would make the group graph cyclic.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
@@ -43,6 +45,8 @@ struct Group {
   SmallVector<int64_t> anchorShape;
   /// Groups whose values this one reads directly.
   llvm::SetVector<int> preds;
+  /// Merged into another group.
+  bool dead = false;
 };
 
 bool isSource(Operation *op) { return isa<ConstantOp, IotaOp>(op); }
@@ -116,6 +120,40 @@ private:
     return false;
   }
 
+  /// Whether group `from` reads group `to` through at least one other group:
+  /// merging the two would then put a group both before and after them.
+  bool readsThroughOthers(int from, int to) {
+    for (int p : groups[from].preds)
+      if (p != to && dependsOn(p, to))
+        return true;
+    return false;
+  }
+
+  bool canMerge(int a, int b) {
+    return groups[a].kind == GroupKind::Elementwise &&
+           groups[b].kind == GroupKind::Elementwise &&
+           !readsThroughOthers(a, b) && !readsThroughOthers(b, a);
+  }
+
+  /// Moves every op of group `from` into group `into`.
+  void merge(int into, int from) {
+    Group &dst = groups[into], &src = groups[from];
+    for (Operation *op : src.ops) {
+      groupOf[op] = into;
+      dst.ops.push_back(op);
+    }
+    for (int p : src.preds)
+      if (p != into)
+        dst.preds.insert(p);
+    dst.preds.remove(from);
+    for (Group &g : groups)
+      if (&g != &dst && g.preds.remove(from))
+        g.preds.insert(into);
+    src.ops.clear();
+    src.preds.clear();
+    src.dead = true;
+  }
+
   bool canJoin(Operation *op, int g) {
     Group &grp = groups[g];
     if (!acyclicJoin(op, g))
@@ -160,6 +198,10 @@ private:
         grp.preds.insert(h);
     grp.ops.push_back(op);
     groupOf[op] = target;
+    if (isLight(op))
+      for (int h : operandGroups(op))
+        if (h != target && canMerge(target, h))
+          merge(target, h);
   }
 
   /// Builds one tcc.group per group, in a topological order of the group
@@ -170,6 +212,10 @@ private:
     OpBuilder b(terminator);
     for (int g : order) {
       Group &grp = groups[g];
+      // Merges append out of program order.
+      llvm::sort(grp.ops, [](Operation *a, Operation *b) {
+        return a->isBeforeInBlock(b);
+      });
       llvm::SmallPtrSet<Operation *, 16> members(grp.ops.begin(),
                                                  grp.ops.end());
       // Results used outside the group become the group's results.
@@ -204,9 +250,14 @@ private:
         });
     }
     // The originals are now dead; erase users before producers.
-    for (int g = groups.size() - 1; g >= 0; --g)
-      for (Operation *op : llvm::reverse(groups[g].ops))
-        op->erase();
+    SmallVector<Operation *> grouped;
+    for (Group &grp : groups)
+      grouped.append(grp.ops.begin(), grp.ops.end());
+    llvm::sort(grouped, [](Operation *a, Operation *b) {
+      return a->isBeforeInBlock(b);
+    });
+    for (Operation *op : llvm::reverse(grouped))
+      op->erase();
     for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
       if (isSource(&op) && op.use_empty())
         op.erase();
@@ -216,9 +267,14 @@ private:
     int n = groups.size();
     SmallVector<int> order;
     SmallVector<bool> done(n, false);
+    int alive = 0;
+    for (int g = 0; g < n; ++g) {
+      done[g] = groups[g].dead;
+      alive += !groups[g].dead;
+    }
     // Groups are numbered by first op, so repeatedly taking the lowest ready
     // group keeps program order where the graph allows.
-    while ((int)order.size() < n) {
+    while ((int)order.size() < alive) {
       int ready = -1;
       for (int g = 0; g < n && ready < 0; ++g)
         if (!done[g] &&

@@ -22,6 +22,11 @@
 
 #include <dlfcn.h>
 
+// cuGetProcAddress with its query result and the 12.0 prototypes below.
+#if CUDA_VERSION < 12000
+#error "the CUDA backend needs cuda.h from CUDA 12.0 or newer"
+#endif
+
 namespace tcc::rt {
 namespace {
 
@@ -84,7 +89,8 @@ struct Driver {
   TCC_CUDA_ENTRY_POINTS(TCC_CUDA_MEMBER)
 #undef TCC_CUDA_MEMBER
   /// CUDA 12.4+: lets loading check a kernel's parameter list; optional.
-  decltype(&cuFuncGetParamInfo) funcGetParamInfo = nullptr;
+  CUresult (*funcGetParamInfo)(CUfunction, size_t, size_t *,
+                               size_t *) = nullptr;
 
   /// "CALL: CUDA_ERROR_NAME (description)".
   std::string describe(const char *call, CUresult result) const {

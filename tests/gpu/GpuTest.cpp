@@ -320,7 +320,7 @@ TEST_CASE("CUDA graphs replay the launches and follow rebinding", "[cuda]") {
   CHECK(cuda.error() == "option cuda_graph takes \"0\" or \"1\", not \"yes\"");
 }
 
-TEST_CASE("timing runs with device events", "[cuda]") {
+TEST_CASE("timing runs with device events", "[cuda][timing]") {
   Cuda cuda;
   tccrt_model *model = cuda.load(makeBundle(chainModel(), gPtx));
   Chain chain(cuda, model);
@@ -630,10 +630,12 @@ TEST_CASE("GPU manifest rules, each with its message", "[gpu-schema]") {
       {[](json &m) { m["code"][0]["target"] = "sm_100f"; }, ""},
       // Host kernels keep the integer grid and take no block or shared
       // memory.
-      {[](json &m) { m["code"][0]["target"] = "host"; },
+      {[](json &m) {
+         m["code"][0] = {{"target", "host"}, {"blob", "kernels.ptx"}};
+       },
        P + "/kernels/3/shared_bytes: only GPU kernels have shared memory"},
       {[](json &m) {
-         m["code"][0]["target"] = "host";
+         m["code"][0] = {{"target", "host"}, {"blob", "kernels.ptx"}};
          m["kernels"][3].erase("shared_bytes");
        },
        P + "/launches/0/grid: expected a non-negative integer"},

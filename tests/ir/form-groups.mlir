@@ -61,3 +61,45 @@ func.func @softmax(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %y = tcc.div %e, %s : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
   return %y : tensor<4x8xf32>
 }
+
+// -----
+
+// A mask built from iotas starts its own group; the select that reads it and
+// the chain's values merges the two into one kernel.
+// CHECK-LABEL: func.func @mask_merge
+// CHECK: %[[G:.*]] = tcc.group "elementwise"
+// CHECK-DAG: tcc.tanh
+// CHECK-DAG: tcc.iota
+// CHECK-DAG: tcc.greater_equal
+// CHECK: tcc.select
+// CHECK-NOT: tcc.group
+// CHECK: return %[[G]]
+func.func @mask_merge(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %t = tcc.tanh %x : tensor<4x8xf32>
+  %r = tcc.iota {axis = 0 : i64} : tensor<4x8xi32>
+  %c = tcc.iota {axis = 1 : i64} : tensor<4x8xi32>
+  %k = tcc.greater_equal %r, %c : tensor<4x8xi32>, tensor<4x8xi32> -> tensor<4x8xi1>
+  %y = tcc.select %k, %t, %x : tensor<4x8xi1>, tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+// Two elementwise groups connected through a matmul cannot merge: the
+// matmul's group would come both before and after the merged one.
+// CHECK-LABEL: func.func @no_cyclic_merge
+// CHECK: %[[A:.*]]:2 = tcc.group "elementwise"
+// CHECK:   tcc.exp
+// CHECK:   tcc.slice
+// CHECK: %[[M:.*]] = tcc.group "matmul"
+// CHECK: tcc.group "elementwise"
+// CHECK:   tcc.slice %[[M]]
+// CHECK:   tcc.add %[[A]]#1
+func.func @no_cyclic_merge(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>) -> tensor<2x4xf32> {
+  %a = tcc.exp %x : tensor<4x4xf32>
+  %m = tcc.matmul %a, %w : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
+  %s = tcc.slice %m {starts = array<i64: 0, 0>, steps = array<i64: 1, 1>} : tensor<4x4xf32> -> tensor<2x4xf32>
+  %c = tcc.slice %a {starts = array<i64: 2, 0>, steps = array<i64: 1, 1>} : tensor<4x4xf32> -> tensor<2x4xf32>
+  %y = tcc.add %c, %s : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x4xf32>
+  return %y : tensor<2x4xf32>
+}

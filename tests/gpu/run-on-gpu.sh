@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# The GPU tests on a machine with a CUDA GPU, in one go (one device call).
+#
+#   tests/gpu/run-on-gpu.sh prepare   on the build machine: fills .carry/gpu
+#                                     (git-ignored) with the test PTX, made
+#                                     by mlir-opt and checked by ptxas, and
+#                                     the nlohmann-json and Catch2 packages
+#                                     that the GPU machine lacks
+#   tests/gpu/run-on-gpu.sh           on the GPU machine (carry .carry):
+#                                     builds the runtime-only configuration
+#                                     with g++ and runs ctest -L gpu (which
+#                                     must pass there, not skip), the unit
+#                                     tests, and the [cuda] cases under
+#                                     compute-sanitizer when it is there
+#
+# Logs go to $OUT (default ./out); the exit status is 0 only if all passed.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+carry=$root/.carry/gpu
+
+if [ "${1:-}" = prepare ]; then
+  set -e
+  mlir_opt=${MLIR_OPT:-/usr/lib/llvm-22/bin/mlir-opt}
+  ptxas=${PTXAS:-$(command -v ptxas || ls -d /usr/local/cuda*/bin/ptxas | head -1)}
+  rm -rf "$carry" && mkdir -p "$carry/deps/usr/include" \
+    "$carry/deps/usr/share/cmake" "$carry/deps/usr/lib/cmake"
+  /usr/bin/python3 "$root/tests/gpu/make_ptx.py" "$mlir_opt" \
+    "$root/tests/gpu/kernels.mlir" "$carry/kernels.ptx" --ptxas "$ptxas"
+  cp -r /usr/include/nlohmann /usr/include/catch2 "$carry/deps/usr/include/"
+  cp -r /usr/share/cmake/nlohmann_json "$carry/deps/usr/share/cmake/"
+  cp -r /usr/lib/cmake/Catch2 "$carry/deps/usr/lib/cmake/"
+  cp /usr/lib/libCatch2WithMain.a "$carry/deps/usr/lib/"
+  echo "prepared $carry ($(du -sh "$carry" | cut -f1)); now run, with carry .carry:"
+  echo "  bash tests/gpu/run-on-gpu.sh"
+  exit 0
+fi
+
+out=${OUT:-$root/out}
+mkdir -p "$out"
+build=${TCC_GPU_BUILD:-/tmp/tcc-gpu-build}
+status=0
+step() { echo "== $*"; }
+
+step environment
+{ nvidia-smi; g++ --version | head -1; cmake --version | head -1
+  python3 -c 'import numpy; print("numpy", numpy.__version__)'; } \
+  > "$out/environment.log" 2>&1
+head -20 "$out/environment.log"
+[ -f "$carry/kernels.ptx" ] || { echo "no $carry: run 'tests/gpu/run-on-gpu.sh prepare' first"; exit 1; }
+
+step configure and build
+if ! cmake -G Ninja -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ -DTCC_BUILD_COMPILER=OFF \
+    -DCMAKE_PREFIX_PATH="$carry/deps/usr" -DTCC_PYTHON="$(command -v python3)" \
+    -DTCC_GPU_TEST_PTX="$carry/kernels.ptx" > "$out/build.log" 2>&1 ||
+   ! ninja -C "$build" >> "$out/build.log" 2>&1; then
+  tail -40 "$out/build.log"
+  exit 1
+fi
+grep "CUDA backend" "$out/build.log"
+
+step ctest -L gpu
+(cd "$build" && ctest -L gpu --output-on-failure) > "$out/ctest-gpu.log" 2>&1 || status=1
+cat "$out/ctest-gpu.log"
+# A skip here means the runtime found no GPU on a GPU machine.
+if grep -q "Skipped" "$out/ctest-gpu.log"; then echo "GPU tests skipped"; status=1; fi
+
+step the [cuda] cases, verbose
+"$build/tests/gpu/tcc-gpu-tests" --ptx "$carry/kernels.ptx" "[cuda]" -s \
+  > "$out/cuda-cases.log" 2>&1 || status=1
+grep -E "random inputs|test cases|assertions" "$out/cuda-cases.log"
+
+step ctest -L unit
+(cd "$build" && ctest -L unit --output-on-failure) > "$out/ctest-unit.log" 2>&1 || status=1
+grep -E "tests passed|Failed|FAILED|\*\*\*" "$out/ctest-unit.log"
+
+step compute-sanitizer
+# The tests' deliberate API failures (bad PTX, huge allocations) are not
+# reported; kernel memory errors and races are.
+if command -v compute-sanitizer > /dev/null; then
+  : > "$out/sanitizer.log"
+  for tool in memcheck racecheck; do
+    timeout 240 compute-sanitizer --tool $tool --report-api-errors no \
+      --error-exitcode 3 "$build/tests/gpu/tcc-gpu-tests" \
+      --ptx "$carry/kernels.ptx" "[cuda]~[timing]" > "$out/$tool.tmp" 2>&1
+    rc=$?
+    echo "$tool: exit $rc"; tail -4 "$out/$tool.tmp"
+    cat "$out/$tool.tmp" >> "$out/sanitizer.log"; rm -f "$out/$tool.tmp"
+    [ $rc -eq 0 ] || status=1
+  done
+else
+  echo "no compute-sanitizer"
+fi
+
+step bench: the chain model, 1000 runs, device events
+bundles=$(mktemp -d)
+"$build/tests/gpu/tcc-gpu-bundles" "$carry/kernels.ptx" "$bundles" &&
+  for graph in "" --cuda-graph; do
+    "$build/runtime/tcc" bench "$bundles/chain.tccb" --iters 1000 $graph
+  done 2>&1 | tee "$out/bench.log"
+echo "== overall: $([ $status -eq 0 ] && echo PASSED || echo FAILED)"
+exit $status

@@ -1,5 +1,6 @@
 //===- Json.cpp - JSON reading with pointers and one-line errors ----------===//
 #include "frontend/Json.h"
+#include "runtime/src/JsonDepth.h"
 
 #include "llvm/ADT/StringRef.h"
 
@@ -46,33 +47,6 @@ std::string pointerAppend(const std::string &base, size_t index) {
 }
 
 namespace {
-
-/// Where the nesting first exceeds kMaxJsonDepth, or npos. Scans bytes only
-/// (strings skipped), so it cannot recurse or fail itself.
-size_t findTooDeep(std::string_view text) {
-  int depth = 0;
-  bool inString = false, escaped = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (inString) {
-      if (escaped)
-        escaped = false;
-      else if (c == '\\')
-        escaped = true;
-      else if (c == '"')
-        inString = false;
-      continue;
-    }
-    if (c == '"')
-      inString = true;
-    else if (c == '[' || c == '{') {
-      if (++depth > kMaxJsonDepth)
-        return i;
-    } else if (c == ']' || c == '}')
-      --depth;
-  }
-  return std::string_view::npos;
-}
 
 std::string lineColumn(std::string_view text, size_t offset) {
   size_t line = 1, col = 1;
@@ -197,7 +171,7 @@ bool looksLikeNonFinite(std::string_view text, size_t offset) {
 } // namespace
 
 std::optional<Json> parseJson(std::string_view text, Diagnostics &diag) {
-  size_t deep = findTooDeep(text);
+  size_t deep = findNestingBeyond(text, kMaxJsonDepth);
   if (deep != std::string_view::npos) {
     diag.error("", lineColumn(text, deep) + ": JSON nested deeper than " +
                        std::to_string(kMaxJsonDepth) + " levels");

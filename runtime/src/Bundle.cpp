@@ -1,5 +1,6 @@
 //===- Bundle.cpp - the tcc bundle file: writer and validating reader -----===//
 #include "runtime/src/Bundle.h"
+#include "runtime/src/JsonDepth.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -66,31 +67,6 @@ bool parseHex64(const std::string &s, uint64_t &out) {
     out = out << 4 | (uint64_t)d;
   }
   return true;
-}
-
-/// Nesting depth of JSON text, counting brackets outside strings. Run before
-/// parsing so that hostile nesting never reaches recursive code.
-int jsonDepth(const uint8_t *p, size_t n) {
-  int depth = 0, maxDepth = 0;
-  bool inString = false, escaped = false;
-  for (size_t i = 0; i < n; ++i) {
-    char c = (char)p[i];
-    if (inString) {
-      if (escaped)
-        escaped = false;
-      else if (c == '\\')
-        escaped = true;
-      else if (c == '"')
-        inString = false;
-    } else if (c == '"') {
-      inString = true;
-    } else if (c == '[' || c == '{') {
-      maxDepth = std::max(maxDepth, ++depth);
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return maxDepth;
 }
 
 std::string str(uint64_t v) { return std::to_string(v); }
@@ -241,7 +217,8 @@ std::unique_ptr<Bundle> Bundle::parse(std::vector<uint8_t> bytes,
   const uint8_t *mText = p + mOffset;
   if (getLE(p + kManifestHashAt, 8) != fnv1a64(mText, mSize))
     return fail("corrupted bundle: manifest checksum mismatch");
-  if (jsonDepth(mText, mSize) > kMaxManifestDepth)
+  if (findNestingBeyond(std::string_view((const char *)mText, mSize),
+                        kMaxManifestDepth) != std::string_view::npos)
     return fail("invalid bundle: manifest nests deeper than " +
                 str(kMaxManifestDepth) + " levels");
   json manifest = json::parse(mText, mText + mSize, nullptr,

@@ -43,9 +43,16 @@ static cl::opt<std::string> inputPath(cl::Positional, cl::Required,
 static cl::opt<std::string> outputPath("o", cl::desc("Output path"),
                                        cl::value_desc("path"),
                                        cl::sub(compileCmd));
-static cl::opt<std::string> target("target", cl::desc("Target: host"),
-                                   cl::init("host"), cl::sub(compileCmd),
-                                   cl::sub(runCmd), cl::sub(benchCmd));
+static cl::opt<std::string>
+    target("target",
+           cl::desc("Target: host (compile's default); run and bench use the "
+                    "bundle's own target unless this is given"),
+           cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
+static cl::opt<bool> cudaGraph(
+    "cuda-graph",
+    cl::desc("On CUDA, capture the launch sequence once as a graph and replay "
+             "it"),
+    cl::sub(runCmd), cl::sub(benchCmd));
 static cl::opt<std::string>
     hostCpu("cpu",
             cl::desc("x86-64 CPU for host code (default: a portable baseline)"),
@@ -144,7 +151,7 @@ static bool compilePath(const std::string &path, tcc::CompileOutput &out) {
   mlir::applyDefaultTimingManagerCLOptions(timingManager);
   mlir::TimingScope timing = timingManager.getRootScope();
   tcc::CompileOptions options;
-  options.target = target;
+  options.target = target.empty() ? std::string("host") : target.getValue();
   options.host.cpu = hostCpu;
   options.host.timing = &timing;
   return mlir::succeeded(tcc::compileModel(*model, options, out));
@@ -246,6 +253,7 @@ int main(int argc, char **argv) {
       options.target = target;
       options.outputDir = outputDir;
       options.seed = seed;
+      options.cudaGraph = cudaGraph;
       for (const std::string &spec : inputs) {
         size_t eq = spec.find('=');
         if (eq == std::string::npos || eq == 0)
@@ -260,6 +268,7 @@ int main(int argc, char **argv) {
     options.warmup = warmup;
     options.iters = iters;
     options.jsonPath = jsonPath;
+    options.cudaGraph = cudaGraph;
     return tcc::runner::benchBundle(std::move(bundle), inputPath, options,
                                     std::cout, std::cerr);
   }

@@ -45,10 +45,10 @@ public:
 
 /// What the launches of one GPU kernel need; checked once, at load.
 struct KernelUse {
-  std::string name;          ///< The kernel's name, for messages.
-  uint32_t sharedBytes = 0;  ///< Dynamic shared memory a block.
-  size_t numArgs = 0;        ///< Buffers every launch passes.
-  bool launched = false;     ///< False: numArgs and maxBlockThreads unknown.
+  std::string name;             ///< The kernel's name, for messages.
+  uint32_t sharedBytes = 0;     ///< Dynamic shared memory a block.
+  size_t numArgs = 0;           ///< Buffers every launch passes.
+  bool launched = false;        ///< False: numArgs and maxBlockThreads unknown.
   uint64_t maxBlockThreads = 0; ///< The largest block of any launch.
 };
 

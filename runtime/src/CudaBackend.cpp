@@ -33,7 +33,10 @@ namespace {
 // The driver entry points the backend uses: (member, cuda.h name). cuda.h
 // maps some names to versioned symbols (cuMemAlloc -> cuMemAlloc_v2);
 // decltype sees the versioned prototype and cuGetProcAddress, given the plain
-// name and a CUDA version, returns the matching symbol.
+// name and a CUDA version, returns the matching symbol. The exception is a
+// name that cuda.h maps to another function: cuGraphInstantiate is
+// cuGraphInstantiateWithFlags there, but cuGetProcAddress("cuGraphInstantiate")
+// is the old five-argument function, so that one is asked for by its own name.
 #define TCC_CUDA_ENTRY_POINTS(X)                                               \
   X(init, cuInit)                                                              \
   X(getErrorName, cuGetErrorName)                                              \
@@ -66,7 +69,7 @@ namespace {
   X(launchKernel, cuLaunchKernel)                                              \
   X(streamBeginCapture, cuStreamBeginCapture)                                  \
   X(streamEndCapture, cuStreamEndCapture)                                      \
-  X(graphInstantiate, cuGraphInstantiate)                                      \
+  X(graphInstantiate, cuGraphInstantiateWithFlags)                             \
   X(graphLaunch, cuGraphLaunch)                                                \
   X(graphExecDestroy, cuGraphExecDestroy)                                      \
   X(graphDestroy, cuGraphDestroy)                                              \
@@ -127,8 +130,7 @@ Driver loadDriver() {
       reinterpret_cast<GetProcAddress>(dlsym(lib, "cuGetProcAddress_v2"));
   auto getVersion =
       reinterpret_cast<DriverGetVersion>(dlsym(lib, "cuDriverGetVersion"));
-  if (!getProc || !getVersion ||
-      getVersion(&d.version) != CUDA_SUCCESS ||
+  if (!getProc || !getVersion || getVersion(&d.version) != CUDA_SUCCESS ||
       d.version < kMinDriverVersion) {
     d.error = "the CUDA driver is too old (version " +
               std::to_string(d.version / 1000) + "." +
@@ -198,7 +200,7 @@ private:
 };
 
 CUdeviceptr devicePtr(const void *p) {
-  return (CUdeviceptr)reinterpret_cast<uintptr_t>(p);
+  return (CUdeviceptr) reinterpret_cast<uintptr_t>(p);
 }
 
 /// Driver messages span lines; errors here are one line.
@@ -504,8 +506,8 @@ public:
       }
     }
     int staticShared = 0, maxThreads = 0, registers = 0;
-    if (!functionAttribute(f, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
-                           staticShared, what, error) ||
+    if (!functionAttribute(f, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, staticShared,
+                           what, error) ||
         !functionAttribute(f, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
                            maxThreads, what, error) ||
         !functionAttribute(f, CU_FUNC_ATTRIBUTE_NUM_REGS, registers, what,
@@ -551,13 +553,12 @@ public:
     ScopedContext scope(d, ctx);
     return d.check(d.launchKernel(static_cast<CUfunction>(kernel), grid[0],
                                   grid[1], grid[2], block[0], block[1],
-                                  block[2], sharedBytes, stream,
-                                  params.data(), nullptr),
+                                  block[2], sharedBytes, stream, params.data(),
+                                  nullptr),
                    "cuLaunchKernel", error);
   }
 
-  bool checkBuffer(const void *ptr, size_t bytes,
-                   std::string &error) override {
+  bool checkBuffer(const void *ptr, size_t bytes, std::string &error) override {
     if (!bytes)
       return true;
     ScopedContext scope(d, ctx);
@@ -570,9 +571,9 @@ public:
     ScopedContext scope(d, ctx);
     // Thread-local mode: only this thread's capture-unsafe calls (which the
     // runtime does not make while enqueueing) would invalidate it.
-    if (!d.check(d.streamBeginCapture(stream,
-                                      CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
-                 "cuStreamBeginCapture", error))
+    if (!d.check(
+            d.streamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+            "cuStreamBeginCapture", error))
       return nullptr;
     bool queued = enqueue(error);
     CUgraph graph = nullptr;
@@ -596,8 +597,7 @@ public:
     ScopedContext scope(d, ctx);
     while (events.size() < count) {
       CUevent e = nullptr;
-      if (!d.check(d.eventCreate(&e, CU_EVENT_DEFAULT), "cuEventCreate",
-                   error))
+      if (!d.check(d.eventCreate(&e, CU_EVENT_DEFAULT), "cuEventCreate", error))
         return false;
       events.push_back(e);
     }

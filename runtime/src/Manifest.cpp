@@ -508,12 +508,10 @@ private:
                                          " kernel parameters");
       auto [it, first] = gpuArgCount.emplace(k, l.args.size());
       if (!first && it->second != l.args.size())
-        return r.fail(ptr + "/args", "kernel " + std::to_string(k) +
-                                         " is launched with " +
-                                         std::to_string(it->second) +
-                                         " buffers before and " +
-                                         std::to_string(l.args.size()) +
-                                         " here");
+        return r.fail(ptr + "/args",
+                      "kernel " + std::to_string(k) + " is launched with " +
+                          std::to_string(it->second) + " buffers before and " +
+                          std::to_string(l.args.size()) + " here");
     }
     return true;
   }

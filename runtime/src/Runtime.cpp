@@ -58,7 +58,7 @@ struct tccrt_model {
   std::vector<std::unique_ptr<Module>> modules; // per code index (or null)
   std::vector<KernelHandle> kernels;            // per kernel index
   std::vector<void *> args;                     // scratch for one launch
-  bool useGraph = false;        // option "cuda_graph"
+  bool useGraph = false;                        // option "cuda_graph"
   std::unique_ptr<Graph> graph; // recorded at the first run after a change
 
   ~tccrt_model() {
@@ -142,10 +142,9 @@ tccrt_status loadModel(tccrt_context *ctx, std::unique_ptr<Bundle> bundle,
     KernelUse &u = uses[l.kernel];
     u.launched = true;
     u.numArgs = l.args.size();
-    u.maxBlockThreads =
-        std::max<uint64_t>(u.maxBlockThreads, (uint64_t)l.blockDims[0] *
-                                                  l.blockDims[1] *
-                                                  l.blockDims[2]);
+    u.maxBlockThreads = std::max<uint64_t>(u.maxBlockThreads,
+                                           (uint64_t)l.blockDims[0] *
+                                               l.blockDims[1] * l.blockDims[2]);
   }
   for (size_t i = 0; i < d.kernels.size(); ++i) {
     if (d.code[d.kernels[i].code].kind == TargetKind::Host)

@@ -49,9 +49,10 @@ std::string bundleTarget(const std::vector<uint8_t> &bytes) {
   uint64_t offset = u64(16), size = u64(24);
   if (offset > bytes.size() || size > bytes.size() - offset)
     return "host";
-  auto manifest = nlohmann::json::parse(bytes.begin() + (ptrdiff_t)offset,
-                                        bytes.begin() + (ptrdiff_t)(offset + size),
-                                        nullptr, /*allow_exceptions=*/false);
+  auto manifest =
+      nlohmann::json::parse(bytes.begin() + (ptrdiff_t)offset,
+                            bytes.begin() + (ptrdiff_t)(offset + size), nullptr,
+                            /*allow_exceptions=*/false);
   auto code = manifest.find("code");
   if (manifest.is_object() && code != manifest.end() && code->is_array() &&
       !code->empty() && (*code)[0].is_object()) {
@@ -113,8 +114,8 @@ public:
       why = displayName + ": " + tccrt_context_last_error(ctx);
       return false;
     }
-    if (cudaGraph && !check(tccrt_model_set_option(model, "cuda_graph", "1"),
-                            why))
+    if (cudaGraph &&
+        !check(tccrt_model_set_option(model, "cuda_graph", "1"), why))
       return false;
     size_t n;
     tccrt_model_num_inputs(model, &n);
@@ -470,22 +471,24 @@ int benchBundle(std::vector<uint8_t> bundle, const std::string &displayName,
     const char *name = nullptr;
     tccrt_model_name(s.model, &name);
     bool onHost = target == "host";
-    nlohmann::json figures = {{"model", name},
-                              {"bundle", displayName},
-                              {"target", target},
-                              {"timer", onHost ? "host clock" : "device events"},
-                              {"cuda_graph", options.cudaGraph},
-                              {"warmup", options.warmup},
-                              {"iters", options.iters},
-                              {"median_ms", percentile(ms, 0.5)},
-                              {"min_ms", ms.front()},
-                              {"max_ms", ms.back()},
-                              {"p10_ms", percentile(ms, 0.1)},
-                              {"p90_ms", percentile(ms, 0.9)}};
+    nlohmann::json figures = {
+        {"model", name},
+        {"bundle", displayName},
+        {"target", target},
+        {"timer", onHost ? "host clock" : "device events"},
+        {"cuda_graph", options.cudaGraph},
+        {"warmup", options.warmup},
+        {"iters", options.iters},
+        {"median_ms", percentile(ms, 0.5)},
+        {"min_ms", ms.front()},
+        {"max_ms", ms.back()},
+        {"p10_ms", percentile(ms, 0.1)},
+        {"p90_ms", percentile(ms, 0.9)}};
     out << name << " on " << target << ": " << options.iters << " runs after "
         << options.warmup << " warm-up"
-        << (onHost ? "" : options.cudaGraph ? " (device events, CUDA graph)"
-                                            : " (device events)")
+        << (onHost              ? ""
+            : options.cudaGraph ? " (device events, CUDA graph)"
+                                : " (device events)")
         << "\n";
     for (const char *key : {"median", "min", "max", "p10", "p90"}) {
       char line[64];

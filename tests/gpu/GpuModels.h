@@ -27,11 +27,12 @@ namespace tcc::gputest {
 using nlohmann::json;
 
 // Sizes fixed by kernels.mlir.
-constexpr int64_t kN = 4099;                          // add_f32, mul_f32
+constexpr int64_t kN = 4099;                           // add_f32, mul_f32
 constexpr int64_t kBatch = 3, kRows = 67, kCols = 131; // transpose_f32
-constexpr int64_t kSumBlocks = 32, kSumBlock = 256;   // block_sum_f32
-constexpr int64_t kData = 1000, kIndices = 777;       // gather_f32
-constexpr const char *kGatherMessage = "index out of range in /nodes/1 (gather)";
+constexpr int64_t kSumBlocks = 32, kSumBlock = 256;    // block_sum_f32
+constexpr int64_t kData = 1000, kIndices = 777;        // gather_f32
+constexpr const char *kGatherMessage =
+    "index out of range in /nodes/1 (gather)";
 /// The seed of the param w of the chain model (its values: w = paramW()).
 constexpr uint64_t kParamSeed = 20251;
 
@@ -59,8 +60,8 @@ inline json kernel(const std::string &symbol) {
 /// block_sum's dynamic shared memory.
 inline json chainModel(uint32_t sumShared = 1024) {
   const uint64_t vec = kN * 4, mat = kBatch * kRows * kCols * 4;
-  json m = {{"format_version", 1}, {"model", "gpu_chain"},
-            {"targets", {"sm_90"}}};
+  json m = {
+      {"format_version", 1}, {"model", "gpu_chain"}, {"targets", {"sm_90"}}};
   m["inputs"] = {tensor("a", "f32", {kN}, 0), tensor("b", "f32", {kN}, 1),
                  tensor("m", "f32", {kBatch, kRows, kCols}, 6),
                  tensor("x", "f32", {kSumBlocks * kSumBlock}, 8)};
@@ -82,26 +83,26 @@ inline json chainModel(uint32_t sumShared = 1024) {
                   buffer(8, "input", kSumBlocks * kSumBlock * 4),
                   buffer(9, "output", kSumBlocks * 4)};
   m["arena_bytes"] = (vec + 63) / 64 * 64;
-  m["kernels"] = {kernel("add_f32"), kernel("mul_f32"),
-                  kernel("transpose_f32"), kernel("block_sum_f32")};
+  m["kernels"] = {kernel("add_f32"), kernel("mul_f32"), kernel("transpose_f32"),
+                  kernel("block_sum_f32")};
   m["kernels"][3]["shared_bytes"] = sumShared;
-  m["code"] = {{{"target", "sm_90"}, {"blob", "kernels.ptx"},
-                {"format", "ptx"}}};
+  m["code"] = {
+      {{"target", "sm_90"}, {"blob", "kernels.ptx"}, {"format", "ptx"}}};
   const uint32_t blocks = (kN + 255) / 256;
-  m["launches"] = {
-      launch(0, {0, 1, 3}, {blocks, 1, 1}, {256, 1, 1}),
-      launch(1, {3, 2, 4}, {blocks, 1, 1}, {256, 1, 1}),
-      {{"copy", {{"src", 3}, {"dst", 5}, {"bytes", vec}}}},
-      launch(2, {6, 7}, {(kCols + 31) / 32, (kRows + 7) / 8, kBatch},
-             {32, 8, 1}),
-      launch(3, {8, 9}, {kSumBlocks, 1, 1}, {kSumBlock, 1, 1})};
+  m["launches"] = {launch(0, {0, 1, 3}, {blocks, 1, 1}, {256, 1, 1}),
+                   launch(1, {3, 2, 4}, {blocks, 1, 1}, {256, 1, 1}),
+                   {{"copy", {{"src", 3}, {"dst", 5}, {"bytes", vec}}}},
+                   launch(2, {6, 7},
+                          {(kCols + 31) / 32, (kRows + 7) / 8, kBatch},
+                          {32, 8, 1}),
+                   launch(3, {8, 9}, {kSumBlocks, 1, 1}, {kSumBlock, 1, 1})};
   return m;
 }
 
 /// out = data[idx] with a status counter for indices outside [0, 1000).
 inline json gatherModel() {
-  json m = {{"format_version", 1}, {"model", "gpu_gather"},
-            {"targets", {"sm_90"}}};
+  json m = {
+      {"format_version", 1}, {"model", "gpu_gather"}, {"targets", {"sm_90"}}};
   m["inputs"] = {tensor("data", "f32", {kData}, 0),
                  tensor("idx", "i32", {kIndices}, 1)};
   m["params"] = json::array();
@@ -115,8 +116,8 @@ inline json gatherModel() {
   m["arena_bytes"] = 64;
   m["kernels"] = {kernel("gather_f32")};
   m["code"] = {{{"target", "sm_90"}, {"blob", "kernels.ptx"}}};
-  m["launches"] = {launch(0, {0, 1, 2, 3}, {(kIndices + 255) / 256, 1, 1},
-                          {256, 1, 1})};
+  m["launches"] = {
+      launch(0, {0, 1, 2, 3}, {(kIndices + 255) / 256, 1, 1}, {256, 1, 1})};
   return m;
 }
 

@@ -31,8 +31,8 @@ using namespace tcc::gputest;
 
 namespace {
 
-std::string gPtx;       // the PTX text of kernels.mlir
-uint64_t gSeed = 0;     // of this process's random inputs
+std::string gPtx;   // the PTX text of kernels.mlir
+uint64_t gSeed = 0; // of this process's random inputs
 
 /// A CUDA context on device 0 and the memory allocated through it.
 struct Cuda {
@@ -112,19 +112,14 @@ struct Chain {
   void bindAll() {
     REQUIRE(tccrt_model_bind_input_by_name(model, "a", a, kN * 4) == TCCRT_OK);
     REQUIRE(tccrt_model_bind_input_by_name(model, "b", b, kN * 4) == TCCRT_OK);
-    REQUIRE(tccrt_model_bind_input_by_name(model, "m", m,
-                                           kBatch * kRows * kCols * 4) ==
-            TCCRT_OK);
-    REQUIRE(tccrt_model_bind_input_by_name(model, "x", x,
-                                           kSumBlocks * kSumBlock * 4) ==
-            TCCRT_OK);
-    REQUIRE(tccrt_model_bind_output_by_name(model, "y", y, kN * 4) ==
-            TCCRT_OK);
-    REQUIRE(tccrt_model_bind_output_by_name(model, "z", z, kN * 4) ==
-            TCCRT_OK);
-    REQUIRE(tccrt_model_bind_output_by_name(model, "mt", mt,
-                                            kBatch * kRows * kCols * 4) ==
-            TCCRT_OK);
+    REQUIRE(tccrt_model_bind_input_by_name(
+                model, "m", m, kBatch * kRows * kCols * 4) == TCCRT_OK);
+    REQUIRE(tccrt_model_bind_input_by_name(
+                model, "x", x, kSumBlocks * kSumBlock * 4) == TCCRT_OK);
+    REQUIRE(tccrt_model_bind_output_by_name(model, "y", y, kN * 4) == TCCRT_OK);
+    REQUIRE(tccrt_model_bind_output_by_name(model, "z", z, kN * 4) == TCCRT_OK);
+    REQUIRE(tccrt_model_bind_output_by_name(
+                model, "mt", mt, kBatch * kRows * kCols * 4) == TCCRT_OK);
     REQUIRE(tccrt_model_bind_output_by_name(model, "s", s, kSumBlocks * 4) ==
             TCCRT_OK);
   }
@@ -178,11 +173,17 @@ struct Chain {
   std::vector<float> ha, hb, hm, hx;
 };
 
-std::string loadError(Cuda &cuda, const json &manifest,
-                      const std::string &ptx, tccrt_status expect) {
+/// Shows an error message in the log (with -s), for whoever reads it.
+void show(const std::string &message) {
+  std::cout << "  message: " << message << "\n";
+}
+
+std::string loadError(Cuda &cuda, const json &manifest, const std::string &ptx,
+                      tccrt_status expect) {
   CHECK(cuda.tryLoad(makeBundle(manifest, ptx)) == expect);
   std::string e = cuda.error();
   CHECK(e.find('\n') == std::string::npos);
+  show(e);
   return e;
 }
 
@@ -376,8 +377,8 @@ TEST_CASE("device memory: allocation, copies and their checks", "[cuda]") {
   // Part of an allocation, at an offset.
   std::vector<uint8_t> part(1000);
   REQUIRE(tccrt_copy_to_host(cuda.ctx, part.data(),
-                             static_cast<uint8_t *>(p) + 5000, 1000) ==
-          TCCRT_OK);
+                             static_cast<uint8_t *>(p) + 5000,
+                             1000) == TCCRT_OK);
   CHECK(std::equal(part.begin(), part.end(), bytes.begin() + 5000));
 
   void *empty = nullptr;
@@ -391,9 +392,11 @@ TEST_CASE("device memory: allocation, copies and their checks", "[cuda]") {
   CHECK(tccrt_copy_to_device(cuda.ctx, host.data(), bytes.data(), 64) ==
         TCCRT_ERROR_DEVICE);
   CHECK(cuda.error().find("destination is not CUDA device memory") == 0);
+  show(cuda.error());
   CHECK(tccrt_copy_to_host(cuda.ctx, part.data(), host.data(), 64) ==
         TCCRT_ERROR_DEVICE);
   CHECK(cuda.error().find("source is not CUDA device memory") == 0);
+  show(cuda.error());
   void *small = cuda.alloc(4096);
   CHECK(tccrt_copy_to_device(cuda.ctx, static_cast<uint8_t *>(small) + 2048,
                              bytes.data(), 4096) == TCCRT_ERROR_DEVICE);
@@ -406,6 +409,7 @@ TEST_CASE("device memory: allocation, copies and their checks", "[cuda]") {
         TCCRT_ERROR_OUT_OF_MEMORY);
   CHECK(cuda.error().find("cannot allocate 1125899906842624 bytes on CUDA "
                           "device 0") == 0);
+  show(cuda.error());
   CHECK(huge == nullptr);
 }
 
@@ -417,6 +421,7 @@ TEST_CASE("binding checks that buffers are device memory", "[cuda]") {
         TCCRT_ERROR_INVALID_ARGUMENT);
   CHECK(cuda.error().find("input 'data': buffer is not CUDA device memory") ==
         0);
+  show(cuda.error());
   void *small = cuda.alloc(kIndices * 4);
   CHECK(tccrt_model_bind_output(model, 0, static_cast<uint8_t *>(small) + 64,
                                 kIndices * 4) == TCCRT_ERROR_INVALID_ARGUMENT);
@@ -433,14 +438,18 @@ TEST_CASE("load errors name the code object, the kernel and the reason",
   size_t at = bad.find("add.rn.f32");
   REQUIRE(at != std::string::npos);
   bad.replace(at, 10, "add.zz.f32");
-  std::string e = loadError(cuda, chainModel(), bad, TCCRT_ERROR_INVALID_BUNDLE);
+  std::string e =
+      loadError(cuda, chainModel(), bad, TCCRT_ERROR_INVALID_BUNDLE);
   CHECK(e.find("cannot load PTX 'kernels.ptx': cuModuleLoadDataEx: "
                "CUDA_ERROR_INVALID_PTX") == 0);
   CHECK(contains(e, "ptxas"));
   CHECK(contains(e, "zz"));
 
-  e = loadError(cuda, chainModel(), std::string("\x7f" "ELF\x02\x01\x01", 7) +
-                                        std::string(100, '\0') + "junk",
+  e = loadError(cuda, chainModel(),
+                std::string("\x7f"
+                            "ELF\x02\x01\x01",
+                            7) +
+                    std::string(100, '\0') + "junk",
                 TCCRT_ERROR_INVALID_BUNDLE);
   CHECK(e == "code object 'kernels.ptx' is not PTX text");
 
@@ -479,8 +488,10 @@ TEST_CASE("CUDA contexts: devices and their names", "[cuda]") {
   tccrt_context *ctx = nullptr;
   CHECK(tccrt_context_create(TCCRT_DEVICE_CUDA, 4096, &ctx) ==
         TCCRT_ERROR_INVALID_ARGUMENT);
-  CHECK(std::string(tccrt_last_error()).find("CUDA device 4096 does not "
-                                             "exist (this machine has ") == 0);
+  CHECK(std::string(tccrt_last_error())
+            .find("CUDA device 4096 does not "
+                  "exist (this machine has ") == 0);
+  show(tccrt_last_error());
   CHECK(tccrt_context_create(TCCRT_DEVICE_CUDA, -1, &ctx) ==
         TCCRT_ERROR_INVALID_ARGUMENT);
   CHECK(ctx == nullptr);
@@ -527,8 +538,8 @@ namespace {
 /// The error of parsing `manifest` over the test PTX, "" if it parses.
 std::string parseError(const json &manifest) {
   std::string err;
-  auto b = bundle::Bundle::parse(makeBundle(manifest, "// no PTX needed\n"),
-                                 err);
+  auto b =
+      bundle::Bundle::parse(makeBundle(manifest, "// no PTX needed\n"), err);
   CHECK(err.find('\n') == std::string::npos);
   CHECK((b != nullptr) == err.empty());
   return err;
@@ -571,43 +582,69 @@ TEST_CASE("GPU manifest rules, each with its message", "[gpu-schema]") {
       {[](json &m) { m["launches"][0]["grid"] = 17; },
        P + "/launches/0/grid: expected [x, y, z] (3 integers) for a sm_90 "
            "kernel"},
-      {[](json &m) { m["launches"][0]["grid"] = {17, 1}; },
+      {[](json &m) {
+         m["launches"][0]["grid"] = {17, 1};
+       },
        P + "/launches/0/grid: expected [x, y, z] (3 integers) for a sm_90 "
            "kernel"},
       {[](json &m) { m["launches"][0].erase("block"); },
        P + "/launches/0: missing field \"block\""},
-      {[](json &m) { m["launches"][0]["grid"] = {17, 0, 1}; },
+      {[](json &m) {
+         m["launches"][0]["grid"] = {17, 0, 1};
+       },
        P + "/launches/0/grid/1: grid.y must be at least 1"},
-      {[](json &m) { m["launches"][0]["grid"] = {17, 1, -1}; },
+      {[](json &m) {
+         m["launches"][0]["grid"] = {17, 1, -1};
+       },
        P + "/launches/0/grid/2: expected a non-negative integer, got -1"},
-      {[](json &m) { m["launches"][0]["grid"] = {17, 65536, 1}; },
+      {[](json &m) {
+         m["launches"][0]["grid"] = {17, 65536, 1};
+       },
        P + "/launches/0/grid/1: grid.y 65536 exceeds 65535"},
-      {[](json &m) { m["launches"][0]["grid"] = {17, 1, 65536}; },
+      {[](json &m) {
+         m["launches"][0]["grid"] = {17, 1, 65536};
+       },
        P + "/launches/0/grid/2: grid.z 65536 exceeds 65535"},
-      {[](json &m) { m["launches"][0]["grid"] = {2147483648u, 1, 1}; },
+      {[](json &m) {
+         m["launches"][0]["grid"] = {2147483648u, 1, 1};
+       },
        P + "/launches/0/grid/0: grid.x 2147483648 exceeds 2147483647"},
-      {[](json &m) { m["launches"][0]["grid"] = {1ull << 40, 1, 1}; },
+      {[](json &m) {
+         m["launches"][0]["grid"] = {1ull << 40, 1, 1};
+       },
        P + "/launches/0/grid/0: 1099511627776 is too large (limit "
            "4294967295)"},
-      {[](json &m) { m["launches"][0]["block"] = {1025, 1, 1}; },
+      {[](json &m) {
+         m["launches"][0]["block"] = {1025, 1, 1};
+       },
        P + "/launches/0/block/0: block.x 1025 exceeds 1024"},
-      {[](json &m) { m["launches"][0]["block"] = {1, 1, 65}; },
+      {[](json &m) {
+         m["launches"][0]["block"] = {1, 1, 65};
+       },
        P + "/launches/0/block/2: block.z 65 exceeds 64"},
-      {[](json &m) { m["launches"][0]["block"] = {256, 8, 1}; },
+      {[](json &m) {
+         m["launches"][0]["block"] = {256, 8, 1};
+       },
        P + "/launches/0/block: a block of 2048 threads exceeds 1024"},
-      {[](json &m) { m["launches"][0]["block"] = {0, 1, 1}; },
+      {[](json &m) {
+         m["launches"][0]["block"] = {0, 1, 1};
+       },
        P + "/launches/0/block/0: block.x must be at least 1"},
-      {[](json &m) { m["launches"][0]["block"] = {"256", 1, 1}; },
+      {[](json &m) {
+         m["launches"][0]["block"] = {"256", 1, 1};
+       },
        P + "/launches/0/block/0: expected a non-negative integer"},
-      {[](json &m) { m["launches"][1]["args"] = {3, 2}; },
+      {[](json &m) {
+         m["launches"][1]["args"] = {3, 2};
+       },
        ""}, // another kernel: its own count
-      {[](json &m) { m["launches"].push_back(m["launches"][0]);
-                     m["launches"][5]["args"] = {0, 1}; },
+      {[](json &m) {
+         m["launches"].push_back(m["launches"][0]);
+         m["launches"][5]["args"] = {0, 1};
+       },
        P + "/launches/5/args: kernel 0 is launched with 3 buffers before "
            "and 2 here"},
-      {[](json &m) {
-         m["launches"][0]["args"] = std::vector<int>(513, 0);
-       },
+      {[](json &m) { m["launches"][0]["args"] = std::vector<int>(513, 0); },
        P + "/launches/0/args: 513 buffers exceed the limit of 512 kernel "
            "parameters"},
       {[](json &m) { m["kernels"][0]["shared_bytes"] = -1; },
@@ -685,9 +722,10 @@ namespace {
 
 /// x -> y through a device copy: a host-runnable model without code.
 json copyModel() {
-  json m = {{"format_version", 1}, {"model", "copy"}, {"targets", json::array()},
-            {"params", json::array()}, {"kernels", json::array()},
-            {"code", json::array()}, {"arena_bytes", 0}};
+  json m = {{"format_version", 1},      {"model", "copy"},
+            {"targets", json::array()}, {"params", json::array()},
+            {"kernels", json::array()}, {"code", json::array()},
+            {"arena_bytes", 0}};
   m["inputs"] = {tensor("x", "f32", {5}, 0)};
   m["outputs"] = {tensor("y", "f32", {5}, 1)};
   m["buffers"] = {buffer(0, "input", 20), buffer(1, "output", 20)};

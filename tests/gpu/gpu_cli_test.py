@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """`tcc run`, `tcc bench` and `tcc inspect` on CUDA bundles, checked with NumPy.
 
-    gpu_cli_test.py TCC TCC_GPU_BUNDLES KERNELS.ptx
+    gpu_cli_test.py TCC TCC_GPU_BUNDLES KERNELS.ptx full|runtime-only
 
 TCC_GPU_BUNDLES (GpuBundles.cpp) writes the bundles over the PTX that
-make_ptx.py made from kernels.mlir. Exits with 77 (ctest's SKIP_RETURN_CODE)
+make_ptx.py made from kernels.mlir. The runtime-only tcc takes the device from
+the bundle; the full driver is given --target sm_90. Exits with 77 (ctest's SKIP_RETURN_CODE)
 when tcc reports that no CUDA device is available, 1 on the first failure.
 Inputs are fresh random values; TCC_GPU_TEST_SEED repeats a run.
 """
@@ -35,7 +36,9 @@ def tcc(binary, *args):
 
 
 def main():
-    binary, generator, ptx = sys.argv[1:4]
+    binary, generator, ptx, mode = sys.argv[1:5]
+    # The device: the bundle's own (runtime-only tcc), or named.
+    on_gpu = [] if mode == "runtime-only" else ["--target", "sm_90"]
     seed = int(os.environ.get("TCC_GPU_TEST_SEED",
                               int.from_bytes(os.urandom(4), "little")))
     print(f"random inputs from seed {seed} (TCC_GPU_TEST_SEED repeats it)")
@@ -51,7 +54,7 @@ def main():
         path = lambda name: os.path.join(d, name)
 
         # Seeded random inputs; the device is the bundle's (sm_90).
-        rc, out, err = tcc(binary, "run", path("gather.tccb"),
+        rc, out, err = tcc(binary, "run", path("gather.tccb"), *on_gpu,
                            "--output-dir", path("probe"))
         if rc != 0 and "CUDA devices are not available" in err:
             print("SKIPPED: " + err.strip())
@@ -76,7 +79,7 @@ def main():
         for extra in ([], ["--cuda-graph"]):
             outdir = path("out" + "".join(extra))
             rc, out, err = tcc(binary, "run", path("chain.tccb"), *inputs,
-                               "--output-dir", outdir, *extra)
+                               *on_gpu, "--output-dir", outdir, *extra)
             check(rc == 0, f"tcc run chain.tccb {extra}: {err}")
             check("note: converting a from f64 to f32" in err, err)
             for name in ("y", "z", "mt", "s"):
@@ -104,7 +107,7 @@ def main():
         idx[5] = 1000
         np.save(path("data.npy"), data)
         np.save(path("idx.npy"), idx)
-        rc, out, err = tcc(binary, "run", path("gather.tccb"),
+        rc, out, err = tcc(binary, "run", path("gather.tccb"), *on_gpu,
                            "--input", "data=" + path("data.npy"),
                            "--input", "idx=" + path("idx.npy"),
                            "--output-dir", path("bad"))
@@ -115,7 +118,7 @@ def main():
         medians = {}
         for extra in ([], ["--cuda-graph"]):
             report = path("bench.json")
-            rc, out, err = tcc(binary, "bench", path("chain.tccb"),
+            rc, out, err = tcc(binary, "bench", path("chain.tccb"), *on_gpu,
                                "--warmup", "3", "--iters", "50",
                                "--json", report, *extra)
             check(rc == 0, f"tcc bench {extra}: {err}")
@@ -133,7 +136,7 @@ def main():
             f"{k} {v:.4f}" for k, v in medians.items()))
 
         # Errors: PTX the JIT refuses, a bundle for another device.
-        rc, out, err = tcc(binary, "run", path("badptx.tccb"),
+        rc, out, err = tcc(binary, "run", path("badptx.tccb"), *on_gpu,
                            "--output-dir", path("x"))
         check(rc == 1 and err.count("\n") == 1 and
               "cuModuleLoadDataEx: CUDA_ERROR_INVALID_PTX" in err, err)

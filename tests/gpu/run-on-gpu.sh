@@ -38,8 +38,13 @@ fi
 out=${OUT:-$root/out}
 mkdir -p "$out"
 build=${TCC_GPU_BUILD:-/tmp/tcc-gpu-build}
-status=0
+status=0 summary=
 step() { echo "== $*"; }
+# Records a step's result for the summary; any failure fails the script.
+result() {
+  summary="$summary $1: $([ "$2" -eq 0 ] && echo passed || echo FAILED);"
+  [ "$2" -eq 0 ] || status=1
+}
 
 step environment
 { nvidia-smi; g++ --version | head -1; cmake --version | head -1
@@ -60,18 +65,22 @@ fi
 grep "CUDA backend" "$out/build.log"
 
 step ctest -L gpu
-(cd "$build" && ctest -L gpu --output-on-failure) > "$out/ctest-gpu.log" 2>&1 || status=1
+(cd "$build" && ctest -L gpu --output-on-failure) > "$out/ctest-gpu.log" 2>&1
+rc=$?
 cat "$out/ctest-gpu.log"
 # A skip here means the runtime found no GPU on a GPU machine.
-if grep -q "Skipped" "$out/ctest-gpu.log"; then echo "GPU tests skipped"; status=1; fi
+if grep -q "Skipped" "$out/ctest-gpu.log"; then echo "GPU tests skipped"; rc=1; fi
+result "ctest -L gpu" $rc
 
 step the [cuda] cases, verbose
 "$build/tests/gpu/tcc-gpu-tests" --ptx "$carry/kernels.ptx" "[cuda]" -s \
-  > "$out/cuda-cases.log" 2>&1 || status=1
-grep -E "random inputs|test cases|assertions" "$out/cuda-cases.log"
+  > "$out/cuda-cases.log" 2>&1
+result "[cuda] cases" $?
+grep -E "random inputs|^  message:|test cases|assertions" "$out/cuda-cases.log"
 
 step ctest -L unit
-(cd "$build" && ctest -L unit --output-on-failure) > "$out/ctest-unit.log" 2>&1 || status=1
+(cd "$build" && ctest -L unit --output-on-failure) > "$out/ctest-unit.log" 2>&1
+result "ctest -L unit" $?
 grep -E "tests passed|Failed|FAILED|\*\*\*" "$out/ctest-unit.log"
 
 step compute-sanitizer
@@ -86,7 +95,7 @@ if command -v compute-sanitizer > /dev/null; then
     rc=$?
     echo "$tool: exit $rc"; tail -4 "$out/$tool.tmp"
     cat "$out/$tool.tmp" >> "$out/sanitizer.log"; rm -f "$out/$tool.tmp"
-    [ $rc -eq 0 ] || status=1
+    result "compute-sanitizer $tool" $rc
   done
 else
   echo "no compute-sanitizer"
@@ -96,7 +105,9 @@ step bench: the chain model, 1000 runs, device events
 bundles=$(mktemp -d)
 "$build/tests/gpu/tcc-gpu-bundles" "$carry/kernels.ptx" "$bundles" &&
   for graph in "" --cuda-graph; do
-    "$build/runtime/tcc" bench "$bundles/chain.tccb" --iters 1000 $graph
+    "$build/runtime/tcc" bench "$bundles/chain.tccb" --iters 1000 $graph ||
+      exit 1
   done 2>&1 | tee "$out/bench.log"
-echo "== overall: $([ $status -eq 0 ] && echo PASSED || echo FAILED)"
+result bench "${PIPESTATUS[0]}"
+echo "== summary:$summary"
 exit $status

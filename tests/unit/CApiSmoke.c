@@ -23,9 +23,13 @@ int main(void) {
   void *dev = NULL;
 
   EXPECT(tccrt_api_version() == TCCRT_API_VERSION);
-  EXPECT(tccrt_context_create(TCCRT_DEVICE_CUDA, 0, &ctx) ==
-         TCCRT_ERROR_UNAVAILABLE);
-  EXPECT(strstr(tccrt_last_error(), "CUDA") != NULL);
+  /* Succeeds on a GPU machine; elsewhere it must say why. */
+  if (tccrt_context_create(TCCRT_DEVICE_CUDA, 0, &ctx) == TCCRT_OK) {
+    EXPECT(tccrt_context_destroy(ctx) == TCCRT_OK);
+  } else {
+    EXPECT(strstr(tccrt_last_error(), "CUDA") != NULL);
+  }
+  ctx = NULL;
   EXPECT(tccrt_context_create(TCCRT_DEVICE_HOST, 0, &ctx) == TCCRT_OK);
 
   EXPECT(tccrt_model_load_memory(ctx, junk, sizeof(junk), &model) ==

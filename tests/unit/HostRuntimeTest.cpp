@@ -224,11 +224,16 @@ TEST_CASE("the C API checks its arguments", "[host]") {
 
 TEST_CASE("contexts for unavailable devices fail clearly", "[host]") {
   tccrt_context *ctx = nullptr;
-  CHECK(tccrt_context_create(TCCRT_DEVICE_CUDA, 0, &ctx) ==
-        TCCRT_ERROR_UNAVAILABLE);
-  CHECK(
-      std::string(tccrt_last_error()).find("CUDA devices are not available") !=
-      std::string::npos);
+  // On a machine with a GPU this succeeds; without one it must say why.
+  tccrt_status cuda = tccrt_context_create(TCCRT_DEVICE_CUDA, 0, &ctx);
+  if (cuda == TCCRT_OK) {
+    tccrt_context_destroy(ctx);
+    ctx = nullptr;
+  } else {
+    CHECK(cuda == TCCRT_ERROR_UNAVAILABLE);
+    CHECK(std::string(tccrt_last_error())
+              .find("CUDA devices are not available") != std::string::npos);
+  }
   CHECK(tccrt_context_create(TCCRT_DEVICE_HIP, 0, &ctx) ==
         TCCRT_ERROR_UNAVAILABLE);
   CHECK(tccrt_context_create(TCCRT_DEVICE_HOST, 1, &ctx) ==
@@ -272,6 +277,8 @@ TEST_CASE("bad bundles and code objects are refused at load", "[host]") {
   json gpu = gatherModel();
   gpu["targets"] = {"sm_90"};
   gpu["code"][0]["target"] = "sm_90";
+  gpu["launches"][0]["grid"] = {1, 1, 1};
+  gpu["launches"][0]["block"] = {256, 1, 1};
   CHECK(load(gpu, {1, 2, 3}) == TCCRT_ERROR_UNAVAILABLE);
   CHECK(c.error() == "bundle was compiled for sm_90 but this context runs "
                      "host (4 threads) (kernel 'gather' has code for sm_90)");

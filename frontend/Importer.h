@@ -90,6 +90,9 @@ public:
   // Attribute reads. A missing attribute takes `dflt`; without a default it
   // is an error. All return false after reporting a problem.
   bool has(const char *name) const;
+  /// Reports a missing attribute without a default at the attrs object (or
+  /// the node when it has none), where the key should be.
+  bool missingAttr(const char *name);
   bool attrInt(const char *name, int64_t &out,
                std::optional<int64_t> dflt = std::nullopt);
   bool attrBool(const char *name, bool &out,

@@ -33,80 +33,54 @@ const Json *NodeBuilder::attr(const char *name) const {
 
 bool NodeBuilder::has(const char *name) const { return attr(name) != nullptr; }
 
-/// A missing attribute without a default: reported at the attrs object (or
-/// the node when it has none), where the key should be.
-#define TCC_MISSING(name)                                                      \
-  fail(attrs ? pointer + "/attrs" : pointer,                                   \
-       op + " needs attribute \"" + std::string(name) + "\"")
+bool NodeBuilder::missingAttr(const char *name) {
+  return fail(attrs ? pointer + "/attrs" : pointer,
+              op + " needs attribute \"" + std::string(name) + "\"");
+}
 
-bool NodeBuilder::attrInt(const char *name, int64_t &out,
-                          std::optional<int64_t> dflt) {
-  const Json *v = attr(name);
+/// Reads attribute `name` with `read`, or takes `dflt` when it is absent;
+/// an absent attribute without a default is an error.
+template <typename T, typename Reader>
+static bool readAttr(NodeBuilder &nb, const char *name, T &out,
+                     const std::optional<T> &dflt, Reader read) {
+  const Json *v = nb.attr(name);
   if (!v) {
     if (!dflt)
-      return TCC_MISSING(name);
+      return nb.missingAttr(name);
     out = *dflt;
     return true;
   }
-  std::optional<int64_t> x = readInt(*v, attrPointer(name), im.diag);
+  std::optional<T> x = read(*v, nb.attrPointer(name), nb.im.diag);
   if (!x)
     return false;
   out = *x;
   return true;
+}
+
+bool NodeBuilder::attrInt(const char *name, int64_t &out,
+                          std::optional<int64_t> dflt) {
+  return readAttr(*this, name, out, dflt, readInt);
 }
 
 bool NodeBuilder::attrBool(const char *name, bool &out,
                            std::optional<bool> dflt) {
-  const Json *v = attr(name);
-  if (!v) {
-    if (!dflt)
-      return TCC_MISSING(name);
-    out = *dflt;
-    return true;
-  }
-  std::optional<bool> x = readBool(*v, attrPointer(name), im.diag);
-  if (!x)
-    return false;
-  out = *x;
-  return true;
+  return readAttr(*this, name, out, dflt, readBool);
 }
 
 bool NodeBuilder::attrFloat(const char *name, double &out,
                             std::optional<double> dflt) {
-  const Json *v = attr(name);
-  if (!v) {
-    if (!dflt)
-      return TCC_MISSING(name);
-    out = *dflt;
-    return true;
-  }
-  std::optional<double> x = readNumber(*v, attrPointer(name), im.diag);
-  if (!x)
-    return false;
-  out = *x;
-  return true;
+  return readAttr(*this, name, out, dflt, readNumber);
 }
 
 bool NodeBuilder::attrString(const char *name, std::string &out,
                              std::optional<std::string> dflt) {
-  const Json *v = attr(name);
-  if (!v) {
-    if (!dflt)
-      return TCC_MISSING(name);
-    out = *dflt;
-    return true;
-  }
-  std::optional<std::string> x = readString(*v, attrPointer(name), im.diag);
-  if (!x)
-    return false;
-  out = *x;
-  return true;
+  return readAttr(*this, name, out, dflt, readString);
 }
 
 bool NodeBuilder::attrDType(const char *name, DType &out) {
   const Json *v = attr(name);
   if (!v)
-    return TCC_MISSING(name);
+    return missingAttr(name);
   std::optional<DType> t = readDType(*v, attrPointer(name), im.diag);
   if (!t)
     return false;
@@ -120,7 +94,7 @@ bool NodeBuilder::attrIntList(const char *name, std::vector<int64_t> &out,
   const Json *v = attr(name);
   if (!v) {
     if (!dflt)
-      return TCC_MISSING(name);
+      return missingAttr(name);
     out = *dflt;
     return true;
   }
@@ -168,15 +142,13 @@ bool NodeBuilder::attrAxis(const char *name, int64_t rank, int64_t &out,
 bool NodeBuilder::attrShape(const char *name, Shape &out) {
   const Json *v = attr(name);
   if (!v)
-    return TCC_MISSING(name);
+    return missingAttr(name);
   std::optional<Shape> s = readShape(*v, attrPointer(name), im.diag);
   if (!s)
     return false;
   out = *s;
   return true;
 }
-
-#undef TCC_MISSING
 
 DType NodeBuilder::dtype(Value v) const {
   return *dtypeOfElement(cast<RankedTensorType>(v.getType()).getElementType());

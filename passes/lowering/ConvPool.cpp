@@ -320,13 +320,18 @@ struct GlobalAvgPool2dLowering : OpRewritePattern<GlobalAvgPool2dOp> {
     Location loc = op.getLoc();
     RankedTensorType type = op.getType();
     Type elt = type.getElementType();
-    Type acc = computeType(elt);
+    // A mean over the whole image: accumulated in f64 as reduce_mean is, so
+    // large images keep f32 accuracy (see Reductions.cpp).
+    Type acc = rewriter.getF64Type();
     ArrayRef<int64_t> xs = tensorTypeOf(op.getInput()).getShape();
     Value sum = buildReduction(
         rewriter, loc, op.getInput(), {2, 3}, /*keepdims=*/true,
         scalarConstant(rewriter, loc, acc, 0),
-        [](ImplicitLocOpBuilder &b, Value x, Value a) -> Value {
-          return arith::AddFOp::create(b, a, toCompute(b, x));
+        [acc](ImplicitLocOpBuilder &b, Value x, Value a) -> Value {
+          Value wide = toCompute(b, x);
+          if (wide.getType() != acc)
+            wide = arith::ExtFOp::create(b, acc, wide);
+          return arith::AddFOp::create(b, a, wide);
         });
     double count = (double)(xs[2] * xs[3]);
     Value r = buildElementwise(

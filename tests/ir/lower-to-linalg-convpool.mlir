@@ -94,12 +94,14 @@ func.func @avg_pool(%x: tensor<1x2x7x8xf32>) -> tensor<1x2x4x4xf32> {
 
 // -----
 
+// global_avg_pool2d is a mean: its sum accumulates in f64 like reduce_mean.
 // CHECK-LABEL: func.func @global_avg_pool
-// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction", "reduction"]} ins(%{{.*}} : tensor<2x3x5x7xf16>) outs(%{{.*}} : tensor<2x3xf32>)
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction", "reduction"]} ins(%{{.*}} : tensor<2x3x5x7xf16>) outs(%{{.*}} : tensor<2x3xf64>)
+// CHECK: arith.extf %{{.*}} : f32 to f64
 // CHECK: tensor.expand_shape
-// CHECK: %[[N:.*]] = arith.constant 3.500000e+01 : f32
-// CHECK: %[[M:.*]] = arith.divf %{{.*}}, %[[N]] : f32
-// CHECK: arith.truncf %[[M]] : f32 to f16
+// CHECK: %[[N:.*]] = arith.constant 3.500000e+01 : f64
+// CHECK: %[[M:.*]] = arith.divf %{{.*}}, %[[N]] : f64
+// CHECK: arith.truncf %[[M]] : f64 to f16
 func.func @global_avg_pool(%x: tensor<2x3x5x7xf16>) -> tensor<2x3x1x1xf16> {
   %0 = tcc.global_avg_pool2d %x : tensor<2x3x5x7xf16> -> tensor<2x3x1x1xf16>
   return %0 : tensor<2x3x1x1xf16>

@@ -21,6 +21,10 @@ using json = nlohmann::json;
 
 namespace {
 
+std::string blobNameOf(const tcc::CodeArtifact &code) {
+  return code.target == "host" ? "host.so" : code.target + "." + code.format;
+}
+
 std::string dtypeOf(Type t) {
   if (t.isF64())
     return "f64";
@@ -62,12 +66,14 @@ public:
   ManifestBuilder(func::FuncOp entry) : entry(entry) {}
 
   LogicalResult build(const std::vector<tcc::ParamData> &params,
-                      const tcc::HostArtifact &host, json &manifest) {
+                      const tcc::CodeArtifact &code, json &manifest) {
+    bool host = code.target == "host";
+    std::string blobName = blobNameOf(code);
     ModuleOp module = entry->getParentOfType<ModuleOp>();
     manifest["format_version"] = 1;
     auto modelName = module->getAttrOfType<StringAttr>("tcc.model");
     manifest["model"] = modelName ? modelName.str() : "model";
-    manifest["targets"] = json::array({"host"});
+    manifest["targets"] = json::array({code.target});
     manifest["inputs"] = json::array();
     manifest["params"] = json::array();
     manifest["outputs"] = json::array();
@@ -102,47 +108,80 @@ public:
           !isa<BlockArgument>(v) && !outputOf.count(v))
         outputOf[v] = i;
 
-    // Kernel names → index in the host artifact.
-    llvm::StringMap<int> kernelIndex;
-    for (auto [i, k] : llvm::enumerate(host.kernels)) {
-      kernelIndex[k.symbol] = i;
-      auto func = module.lookupSymbol<func::FuncOp>(k.symbol);
+    // Kernel functions → their plan; device functions → manifest kernels.
+    llvm::StringMap<const tcc::KernelPlan *> planOf;
+    llvm::StringMap<int> deviceIndex;
+    for (const tcc::KernelPlan &plan : code.kernels) {
+      planOf[plan.name] = &plan;
+      auto func = module.lookupSymbol<func::FuncOp>(plan.name);
       json ops = json::array();
       if (func)
         func.walk([&](Operation *op) {
           if (!isa<func::ReturnOp>(op) && op != func.getOperation())
             ops.push_back(op->getName().getStringRef().str());
         });
-      manifest["kernels"].push_back(
-          {{"name", k.symbol},
-           {"symbol", k.symbol},
-           {"kind", func && func->hasAttr("tcc.kind")
-                        ? func->getAttrOfType<StringAttr>("tcc.kind").str()
-                        : "kernel"},
-           {"ops", ops},
-           {"code", "host.so"}});
+      for (const tcc::DeviceLaunch &l : plan.launches) {
+        if (deviceIndex.count(l.symbol))
+          continue;
+        deviceIndex[l.symbol] = manifest["kernels"].size();
+        json k = {{"name", l.symbol},
+                  {"symbol", l.symbol},
+                  {"kind", func && func->hasAttr("tcc.kind")
+                               ? func->getAttrOfType<StringAttr>("tcc.kind")
+                                     .str()
+                               : "kernel"},
+                  {"ops", ops},
+                  {"code", blobName}};
+        if (!host && l.sharedBytes > 0)
+          k["shared_bytes"] = l.sharedBytes;
+        manifest["kernels"].push_back(k);
+      }
     }
 
     int launch = 0;
     for (Operation &op : entry.getBody().front().without_terminator()) {
       auto call = dyn_cast<func::CallOp>(op);
-      if (!call || !kernelIndex.count(call.getCallee()))
+      if (!call || !planOf.count(call.getCallee()))
         return op.emitError("the entry function must hold only kernel calls "
                             "after outlining");
-      json args = json::array();
+      const tcc::KernelPlan &plan = *planOf[call.getCallee()];
+      std::vector<int> buffersOfCall;
       for (Value v : call.getOperands()) {
-        args.push_back(bufferOf.lookup(v));
+        buffersOfCall.push_back(bufferOf.lookup(v));
         touch(v, launch);
       }
       for (Value r : call.getResults()) {
-        int id = newBuffer(r, outputOf.count(r) ? "output" : "temp");
-        args.push_back(id);
+        buffersOfCall.push_back(
+            newBuffer(r, outputOf.count(r) ? "output" : "temp"));
         touch(r, launch);
       }
-      manifest["launches"].push_back(
-          {{"kernel", kernelIndex[call.getCallee()]},
-           {"args", args},
-           {"grid", host.kernels[kernelIndex[call.getCallee()]].grid}});
+      size_t numBuffers = buffersOfCall.size();
+      for (uint64_t bytes : plan.scratchBytes) {
+        int id = addBuffer("temp", bytes);
+        first[id] = last[id] = launch;
+        defined.insert(id);
+        buffersOfCall.push_back(id);
+      }
+      for (const tcc::DeviceLaunch &l : plan.launches) {
+        json args = json::array();
+        for (int a : l.args) {
+          if (a < 0 || size_t(a) >= buffersOfCall.size())
+            return call.emitError("kernel ")
+                   << plan.name << ": launch argument " << a
+                   << " is not one of its " << numBuffers << " buffers and "
+                   << plan.scratchBytes.size() << " scratch buffers";
+          args.push_back(buffersOfCall[a]);
+        }
+        json j = {{"kernel", deviceIndex[l.symbol]}, {"args", args}};
+        if (host) {
+          j["grid"] = l.grid[0];
+        } else {
+          j["grid"] = json(std::vector<int64_t>(l.grid.begin(), l.grid.end()));
+          j["block"] =
+              json(std::vector<int64_t>(l.block.begin(), l.block.end()));
+        }
+        manifest["launches"].push_back(j);
+      }
       ++launch;
     }
 
@@ -188,7 +227,9 @@ public:
       buffers[id]["offset"] = plan.offsets[i];
     manifest["buffers"] = buffers;
     manifest["arena_bytes"] = plan.arenaBytes;
-    manifest["code"] = json::array({{{"target", "host"}, {"blob", "host.so"}}});
+    manifest["code"] = json::array({{{"target", code.target},
+                                     {"blob", blobName},
+                                     {"format", code.format}}});
     return success();
   }
 
@@ -236,7 +277,7 @@ private:
 
 LogicalResult tcc::buildBundle(ModuleOp module,
                                const std::vector<ParamData> &params,
-                               const HostArtifact &host,
+                               const CodeArtifact &code,
                                std::vector<uint8_t> &bundle) {
   func::FuncOp entry;
   for (auto f : module.getOps<func::FuncOp>())
@@ -245,10 +286,10 @@ LogicalResult tcc::buildBundle(ModuleOp module,
   if (!entry)
     return module.emitError("no entry function (tcc.entry)");
   json manifest;
-  if (failed(ManifestBuilder(entry).build(params, host, manifest)))
+  if (failed(ManifestBuilder(entry).build(params, code, manifest)))
     return failure();
   tcc::bundle::BundleWriter writer;
-  writer.addBlob("host.so", host.sharedObject);
+  writer.addBlob(blobNameOf(code), code.code);
   for (auto [i, p] : llvm::enumerate(params))
     writer.addBlob("param." + std::to_string(i), p.bytes);
   writer.setManifest(std::move(manifest));

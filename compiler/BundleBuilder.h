@@ -3,7 +3,7 @@
 #ifndef TCC_COMPILER_BUNDLEBUILDER_H
 #define TCC_COMPILER_BUNDLEBUILDER_H
 
-#include "compiler/HostCodegen.h"
+#include "compiler/Artifact.h"
 #include "frontend/ModelImporter.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -15,10 +15,10 @@ namespace tcc {
 
 /// Builds the bundle of a module whose entry function (`tcc.entry`) is a
 /// launch sequence of kernel calls (after tcc-outline-groups): buffers and
-/// their memory plan, the launches, the params' bytes and the host code.
+/// their memory plan, the launches, the params' bytes and the code.
 mlir::LogicalResult buildBundle(mlir::ModuleOp module,
                                 const std::vector<ParamData> &params,
-                                const HostArtifact &host,
+                                const CodeArtifact &code,
                                 std::vector<uint8_t> &bundle);
 
 } // namespace tcc

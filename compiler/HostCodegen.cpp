@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/HostCodegen.h"
+#include "compiler/KernelPrep.h"
 #include "compiler/LLVMUtils.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -27,67 +28,6 @@ using namespace mlir;
 
 namespace {
 
-/// Rewrites `func(tensors...) -> tensors` into
-/// `func(tensors..., memref outs...)` that writes each result into its out
-/// buffer. Inputs are marked read-only so no kernel writes a user's buffer.
-/// Buffers without elements become unused `memref<1xi8>` arguments: LLVM's
-/// bare-pointer convention refuses memrefs with a zero dimension, and there
-/// is nothing to read or write in them.
-void toDestinationStyle(func::FuncOp func) {
-  Block &entry = func.getBody().front();
-  auto ret = cast<func::ReturnOp>(entry.getTerminator());
-  OpBuilder b(ret);
-  auto placeholder = MemRefType::get({1}, b.getI8Type());
-  OpBuilder atStart = OpBuilder::atBlockBegin(&entry);
-  for (BlockArgument arg : entry.getArguments()) {
-    auto tensorTy = dyn_cast<RankedTensorType>(arg.getType());
-    if (!tensorTy)
-      continue;
-    if (tensorTy.getNumElements() == 0) {
-      Value empty = tensor::EmptyOp::create(
-          atStart, arg.getLoc(), tensorTy.getShape(),
-          tensorTy.getElementType());
-      arg.replaceAllUsesWith(empty);
-      arg.setType(placeholder);
-      continue;
-    }
-    func.setArgAttr(arg.getArgNumber(), "bufferization.writable",
-                    b.getBoolAttr(false));
-  }
-  for (Value result : ret.getOperands()) {
-    auto tensorTy = cast<RankedTensorType>(result.getType());
-    unsigned index = func.getNumArguments();
-    if (tensorTy.getNumElements() == 0) {
-      (void)func.insertArgument(index, placeholder, DictionaryAttr(),
-                                result.getLoc());
-      continue;
-    }
-    auto memrefTy =
-        MemRefType::get(tensorTy.getShape(), tensorTy.getElementType());
-    (void)func.insertArgument(index, memrefTy, DictionaryAttr(),
-                              result.getLoc());
-    bufferization::MaterializeInDestinationOp::create(
-        b, result.getLoc(), TypeRange{}, result, func.getArgument(index),
-        /*restrict=*/true, /*writable=*/true);
-  }
-  func::ReturnOp::create(b, ret.getLoc());
-  ret.erase();
-  SmallVector<Type> argTypes;
-  for (BlockArgument arg : entry.getArguments())
-    argTypes.push_back(arg.getType());
-  func.setFunctionType(
-      FunctionType::get(func.getContext(), argTypes, TypeRange{}));
-}
-
-/// The passes from tcc on tensors to the LLVM dialect, on the host module.
-const char *kHostPipeline =
-    "func.func(tcc-lower-to-linalg, canonicalize, cse,"
-    " linalg-fuse-elementwise-ops, canonicalize),"
-    "eliminate-empty-tensors,"
-    "one-shot-bufferize{bufferize-function-boundaries=1"
-    " function-boundary-type-conversion=identity-layout-map},"
-    "canonicalize";
-
 /// After bufferization: copies are linalg.copy by then (see
 /// copiesToLinalg), so everything becomes loops.
 const char *kHostPartitionPipeline = "func.func(tcc-partition-grid)";
@@ -104,18 +44,6 @@ const char *kHostLoweringPipeline =
     "convert-func-to-llvm{use-bare-ptr-memref-call-conv=1},"
     "convert-cf-to-llvm,"
     "reconcile-unrealized-casts";
-
-/// memref.copy between strided views lowers to a call into MLIR's C runner
-/// library, which a bundle cannot carry; as linalg.copy it becomes loops
-/// (and LLVM turns contiguous ones back into memcpy).
-void copiesToLinalg(ModuleOp module) {
-  module.walk([](memref::CopyOp copy) {
-    OpBuilder b(copy);
-    linalg::CopyOp::create(b, copy.getLoc(), copy.getSource(),
-                           copy.getTarget());
-    copy.erase();
-  });
-}
 
 /// Adds `void name(void **args, i64 begin, i64 end)` calling the lowered
 /// kernel body `(buffers..., begin, end)` (see tcc-partition-grid), which
@@ -160,44 +88,24 @@ LogicalResult addEntryPoint(ModuleOp module, StringRef name) {
 
 LogicalResult tcc::compileHostKernels(ModuleOp module,
                                       const HostOptions &options,
-                                      HostArtifact &artifact) {
-  MLIRContext *ctx = module.getContext();
-  OwningOpRef<ModuleOp> host = ModuleOp::create(module.getLoc());
-  SmallVector<std::string> names;
-  for (auto func : module.getOps<func::FuncOp>()) {
-    if (!func->hasAttr("tcc.kernel"))
-      continue;
-    auto clone = cast<func::FuncOp>(func->clone());
-    clone.setPublic();
-    host->push_back(clone);
-    toDestinationStyle(clone);
-    names.push_back(func.getSymName().str());
-  }
-
-  std::string error;
-  llvm::raw_string_ostream errorStream(error);
+                                      CodeArtifact &artifact) {
+  std::vector<std::string> names;
+  OwningOpRef<ModuleOp> host = cloneKernelsAsBuffers(module, names);
+  if (failed(bufferizeKernels(*host, options.timing)))
+    return failure();
+  SmallVector<unsigned> numBuffers;
+  for (auto func : host->getOps<func::FuncOp>())
+    numBuffers.push_back(func.getNumArguments());
+  if (failed(runPipeline(*host, kHostPartitionPipeline,
+                         "host code generation", options.timing)))
+    return failure();
   llvm::StringMap<int64_t> grids;
-  for (const char *pipeline :
-       {kHostPipeline, kHostPartitionPipeline, kHostLoweringPipeline}) {
-    PassManager pm(ctx, ModuleOp::getOperationName());
-    if (failed(applyPassManagerCLOptions(pm)))
-      return failure();
-    TimingScope scope;
-    if (options.timing) {
-      scope = options.timing->nest("host code generation");
-      pm.enableTiming(scope);
-    }
-    if (failed(parsePassPipeline(pipeline, pm, errorStream)))
-      return module.emitError("bad host pipeline: ") << error;
-    if (failed(pm.run(*host)))
-      return failure();
-    if (pipeline == kHostPipeline)
-      copiesToLinalg(*host);
-    if (pipeline == kHostPartitionPipeline)
-      for (auto func : host->getOps<func::FuncOp>())
-        if (auto grid = func->getAttrOfType<IntegerAttr>("tcc.grid"))
-          grids[func.getSymName()] = grid.getInt();
-  }
+  for (auto func : host->getOps<func::FuncOp>())
+    if (auto grid = func->getAttrOfType<IntegerAttr>("tcc.grid"))
+      grids[func.getSymName()] = grid.getInt();
+  if (failed(runPipeline(*host, kHostLoweringPipeline, "host code generation",
+                         options.timing)))
+    return failure();
   for (const std::string &name : names)
     if (failed(addEntryPoint(*host, name)))
       return failure();
@@ -210,11 +118,23 @@ LogicalResult tcc::compileHostKernels(ModuleOp module,
       translateModuleToLLVMIR(*host, llvmContext, "tcc_host");
   if (!llvmModule)
     return module.emitError("translation of host kernels to LLVM IR failed");
+  std::string error;
   if (failed(compileAndLinkHostModule(
-          *llvmModule, options.cpu, options.optLevel, artifact.sharedObject,
+          *llvmModule, options.cpu, options.optLevel, artifact.code,
           artifact.llvmIR, artifact.assembly, error)))
     return module.emitError(error);
-  for (const std::string &name : names)
-    artifact.kernels.push_back({name, grids.lookup(name)});
+  artifact.target = "host";
+  artifact.format = "so";
+  for (auto [i, name] : llvm::enumerate(names)) {
+    KernelPlan plan;
+    plan.name = name;
+    DeviceLaunch launch;
+    launch.symbol = name;
+    launch.grid[0] = grids.lookup(name);
+    for (unsigned a = 0; a < numBuffers[i]; ++a)
+      launch.args.push_back(a);
+    plan.launches.push_back(std::move(launch));
+    artifact.kernels.push_back(std::move(plan));
+  }
   return success();
 }

@@ -3,6 +3,8 @@
 #ifndef TCC_COMPILER_HOSTCODEGEN_H
 #define TCC_COMPILER_HOSTCODEGEN_H
 
+#include "compiler/Artifact.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LogicalResult.h"
 #include "mlir/Support/Timing.h"
@@ -22,26 +24,13 @@ struct HostOptions {
   mlir::TimingScope *timing = nullptr;
 };
 
-struct HostKernel {
-  std::string symbol;
-  /// Independent work items; the runtime splits [0, grid) over threads.
-  int64_t grid = 1;
-};
-
-struct HostArtifact {
-  std::vector<uint8_t> sharedObject;
-  std::string llvmIR;
-  std::string assembly;
-  std::vector<HostKernel> kernels; // in the order of the kernel functions
-};
-
 /// Compiles every function marked `tcc.kernel` in `module` (left unchanged)
 /// into one shared object. Each kernel `k` is exported with the C signature
 /// `void k(void **args, int64_t begin, int64_t end)`, its arguments being the
 /// kernel function's operands followed by its results, as buffers.
 mlir::LogicalResult compileHostKernels(mlir::ModuleOp module,
                                        const HostOptions &options,
-                                       HostArtifact &artifact);
+                                       CodeArtifact &artifact);
 
 } // namespace tcc
 

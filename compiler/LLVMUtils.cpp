@@ -5,7 +5,11 @@
 #include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/Linker/Linker.h"
 #include "llvm/Analysis/LoopAnalysisManager.h"
+#include "llvm/IR/Constants.h"
 #include "llvm/IR/LegacyPassManager.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/FileSystem.h"
@@ -15,6 +19,7 @@
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
+#include "llvm/Transforms/Utils/Cloning.h"
 #include "llvm/TargetParser/Triple.h"
 
 using namespace llvm;
@@ -84,6 +89,166 @@ bool emit(Module &module, TargetMachine &tm, CodeGenFileType type,
   if (tm.addPassesToEmitFile(pm, os, nullptr, type))
     return false;
   pm.run(module);
+  return true;
+}
+
+/// Loads a bitcode library and links the functions `module` needs from it.
+bool linkBitcodeFile(Module &module, const std::string &path,
+                     std::string &error) {
+  auto buffer = MemoryBuffer::getFile(path, /*IsText=*/false);
+  if (!buffer) {
+    error = "cannot read " + path;
+    return false;
+  }
+  Expected<std::unique_ptr<Module>> lib =
+      parseBitcodeFile((*buffer)->getMemBufferRef(), module.getContext());
+  if (!lib) {
+    error = "bad bitcode in " + path + ": " + toString(lib.takeError());
+    return false;
+  }
+  (*lib)->setDataLayout(module.getDataLayout());
+  (*lib)->setTargetTriple(module.getTargetTriple());
+  if (Linker::linkModules(module, std::move(*lib),
+                          Linker::Flags::LinkOnlyNeeded)) {
+    error = "cannot link " + path;
+    return false;
+  }
+  return true;
+}
+
+/// Whether the module calls a function whose name starts with `prefix` and
+/// that it does not define.
+bool callsLibrary(const Module &module, StringRef prefix) {
+  for (const Function &f : module)
+    if (f.isDeclaration() && f.getName().starts_with(prefix))
+      return true;
+  return false;
+}
+
+/// Only kernels stay visible, so that LLVM drops what they do not use.
+void internalizeAllButKernels(Module &module) {
+  for (Function &f : module)
+    if (!f.isDeclaration() && f.getCallingConv() != CallingConv::PTX_Kernel &&
+        f.getCallingConv() != CallingConv::AMDGPU_KERNEL)
+      f.setLinkage(GlobalValue::InternalLinkage);
+  for (GlobalVariable &g : module.globals())
+    if (!g.isDeclaration())
+      g.setLinkage(GlobalValue::InternalLinkage);
+}
+
+std::unique_ptr<TargetMachine> createGpuMachine(const std::string &tripleName,
+                                                const std::string &chip,
+                                                unsigned optLevel,
+                                                std::string &error) {
+  InitializeAllTargetInfos();
+  InitializeAllTargets();
+  InitializeAllTargetMCs();
+  InitializeAllAsmPrinters();
+  Triple triple(tripleName);
+  std::string lookupError;
+  const Target *target = TargetRegistry::lookupTarget(triple, lookupError);
+  if (!target) {
+    error = "no " + tripleName + " target in this LLVM: " + lookupError;
+    return nullptr;
+  }
+  std::unique_ptr<TargetMachine> tm(target->createTargetMachine(
+      triple, chip, "", TargetOptions(), Reloc::PIC_, std::nullopt,
+      optLevel >= 2 ? CodeGenOptLevel::Aggressive : CodeGenOptLevel::Default));
+  if (!tm || !tm->getMCSubtargetInfo()->isCPUStringValid(chip)) {
+    error = "LLVM does not know the GPU '" + chip + "'";
+    return nullptr;
+  }
+  return tm;
+}
+
+/// The first of `candidates` that exists.
+std::string firstExisting(ArrayRef<std::string> candidates) {
+  for (const std::string &c : candidates)
+    if (!c.empty() && sys::fs::exists(c))
+      return c;
+  return "";
+}
+
+std::string findLibdevice(const std::string &cudaPath) {
+  std::vector<std::string> roots;
+  if (!cudaPath.empty()) {
+    roots.push_back(cudaPath);
+  } else {
+    for (const char *env : {"CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"})
+      if (auto v = sys::Process::GetEnv(env))
+        roots.push_back(*v);
+    roots.push_back("/usr/local/cuda");
+    std::error_code ec;
+    std::vector<std::string> versioned;
+    for (sys::fs::directory_iterator it("/usr/local", ec), end;
+         it != end && !ec; it.increment(ec))
+      if (sys::path::filename(it->path()).starts_with("cuda-"))
+        versioned.push_back(it->path());
+    llvm::sort(versioned, std::greater<>());
+    roots.insert(roots.end(), versioned.begin(), versioned.end());
+    roots.push_back("/usr/lib/cuda");
+    roots.push_back("/usr/lib/nvidia-cuda-toolkit");
+  }
+  std::vector<std::string> files;
+  for (const std::string &r : roots) {
+    files.push_back(r + "/nvvm/libdevice/libdevice.10.bc");
+    files.push_back(r + "/libdevice/libdevice.10.bc");
+  }
+  return firstExisting(files);
+}
+
+std::string findRocmDeviceLibs(const std::string &dir) {
+  if (!dir.empty())
+    return sys::fs::exists(dir + "/ocml.bc") ? dir : "";
+  std::vector<std::string> dirs;
+  if (auto v = sys::Process::GetEnv("ROCM_DEVICE_LIBS"))
+    dirs.push_back(*v);
+  dirs.push_back("/usr/lib/x86_64-linux-gnu/amdgcn/bitcode");
+  dirs.push_back("/opt/rocm/amdgcn/bitcode");
+  dirs.push_back("/usr/lib/llvm-22/lib/amdgcn/bitcode");
+  for (const std::string &d : dirs)
+    if (sys::fs::exists(d + "/ocml.bc"))
+      return d;
+  return "";
+}
+
+/// The ROCm libraries read their configuration from constants that a
+/// compiler defines (what the oclc_*.bc files hold): gfx ISA version,
+/// wavefront size, and the non-"fast math" choices.
+void defineRocmControls(Module &module, const std::string &chip) {
+  StringRef digits = StringRef(chip).drop_front(3);
+  unsigned major = 0, minor = 0, stepping = 0;
+  digits.drop_back(2).getAsInteger(10, major);
+  StringRef(digits.end() - 2, 1).getAsInteger(16, minor);
+  StringRef(digits.end() - 1, 1).getAsInteger(16, stepping);
+  bool wave64 = major < 10;
+  std::pair<const char *, uint64_t> controls[] = {
+      {"__oclc_ISA_version", major * 1000 + minor * 100 + stepping},
+      {"__oclc_ABI_version", 500},
+      {"__oclc_wavefrontsize64", wave64},
+      {"__oclc_finite_only_opt", 0},
+      {"__oclc_unsafe_math_opt", 0},
+      {"__oclc_daz_opt", 0},
+      {"__oclc_correctly_rounded_sqrt32", 1}};
+  for (auto [name, value] : controls) {
+    GlobalVariable *g = module.getNamedGlobal(name);
+    if (!g || !g->isDeclaration())
+      continue;
+    g->setInitializer(ConstantInt::get(g->getValueType(), value));
+    g->setConstant(true);
+    g->setLinkage(GlobalValue::InternalLinkage);
+  }
+}
+
+bool writeFile(const std::string &path, ArrayRef<char> bytes,
+               std::string &error) {
+  std::error_code ec;
+  raw_fd_ostream os(path, ec);
+  if (ec) {
+    error = "cannot write " + path + ": " + ec.message();
+    return false;
+  }
+  os.write(bytes.data(), bytes.size());
   return true;
 }
 
@@ -216,5 +381,112 @@ mlir::LogicalResult tcc::compileAndLinkHostModule(
     return mlir::failure();
   }
   sharedObject.assign((*so)->getBufferStart(), (*so)->getBufferEnd());
+  return mlir::success();
+}
+
+mlir::LogicalResult tcc::compileNvptxModule(Module &module,
+                                            const std::string &chip,
+                                            unsigned optLevel,
+                                            const std::string &cudaPath,
+                                            std::string &ptx,
+                                            std::string &llvmIR,
+                                            std::string &error) {
+  std::unique_ptr<TargetMachine> tm =
+      createGpuMachine("nvptx64-nvidia-cuda", chip, optLevel, error);
+  if (!tm)
+    return mlir::failure();
+  module.setTargetTriple(tm->getTargetTriple());
+  module.setDataLayout(tm->createDataLayout());
+  if (callsLibrary(module, "__nv_")) {
+    std::string libdevice = findLibdevice(cudaPath);
+    if (libdevice.empty()) {
+      error = "libdevice.10.bc (math functions for NVIDIA GPUs) not found: "
+              "install the CUDA toolkit or pass --cuda-path";
+      return mlir::failure();
+    }
+    if (!linkBitcodeFile(module, libdevice, error))
+      return mlir::failure();
+  }
+  // libdevice asks NVVMReflect whether to flush denormals: it must not.
+  module.addModuleFlag(Module::Override, "nvvm-reflect-ftz", uint32_t(0));
+  internalizeAllButKernels(module);
+  optimize(module, tm.get(), optLevel);
+  raw_string_ostream irStream(llvmIR);
+  module.print(irStream, nullptr);
+  SmallVector<char, 0> text;
+  if (!emit(module, *tm, CodeGenFileType::AssemblyFile, text)) {
+    error = "the NVPTX back end cannot emit this module";
+    return mlir::failure();
+  }
+  ptx.assign(text.begin(), text.end());
+  return mlir::success();
+}
+
+mlir::LogicalResult tcc::compileAmdgpuModule(
+    Module &module, const std::string &chip, unsigned optLevel,
+    const std::string &deviceLibDir, std::vector<uint8_t> &hsaco,
+    std::string &llvmIR, std::string &assembly, std::string &error) {
+  std::unique_ptr<TargetMachine> tm =
+      createGpuMachine("amdgcn-amd-amdhsa", chip, optLevel, error);
+  if (!tm)
+    return mlir::failure();
+  module.setTargetTriple(tm->getTargetTriple());
+  module.setDataLayout(tm->createDataLayout());
+  if (callsLibrary(module, "__ocml_") || callsLibrary(module, "__ockl_")) {
+    std::string dir = findRocmDeviceLibs(deviceLibDir);
+    if (dir.empty()) {
+      error = "the ROCm device libraries (ocml.bc) were not found: install "
+              "Debian's rocm-device-libs or pass --rocm-device-libs";
+      return mlir::failure();
+    }
+    for (const char *lib : {"ocml.bc", "ockl.bc"})
+      if (!linkBitcodeFile(module, dir + "/" + lib, error))
+        return mlir::failure();
+  }
+  defineRocmControls(module, chip);
+  module.addModuleFlag(Module::Error, "amdhsa_code_object_version",
+                       uint32_t(500));
+  internalizeAllButKernels(module);
+  optimize(module, tm.get(), optLevel);
+  raw_string_ostream irStream(llvmIR);
+  module.print(irStream, nullptr);
+
+  // Code generation changes the IR it runs on (control flow annotation), so
+  // the assembly comes from a copy.
+  SmallVector<char, 0> asmText, object;
+  std::unique_ptr<Module> copy = CloneModule(module);
+  if (!emit(*copy, *tm, CodeGenFileType::AssemblyFile, asmText) ||
+      !emit(module, *tm, CodeGenFileType::ObjectFile, object)) {
+    error = "the AMDGPU back end cannot emit this module";
+    return mlir::failure();
+  }
+  assembly.assign(asmText.begin(), asmText.end());
+  std::string lld = findLLVMTool("ld.lld");
+  if (lld.empty()) {
+    error = "ld.lld not found (install Debian's lld-22)";
+    return mlir::failure();
+  }
+  TempFile objFile, codeFile;
+  if (sys::fs::createTemporaryFile("tcc-amdgpu", "o", objFile.path) ||
+      sys::fs::createTemporaryFile("tcc-amdgpu", "hsaco", codeFile.path)) {
+    error = "cannot create temporary files";
+    return mlir::failure();
+  }
+  if (!writeFile(objFile.path.str().str(), object, error))
+    return mlir::failure();
+  std::string lldOutput;
+  if (runProgram(lld,
+                 {"-shared", "-o", codeFile.path.str().str(),
+                  objFile.path.str().str()},
+                 lldOutput) != 0) {
+    error = "ld.lld failed: " + lldOutput;
+    return mlir::failure();
+  }
+  auto code = MemoryBuffer::getFile(codeFile.path, /*IsText=*/false);
+  if (!code) {
+    error = "cannot read the linked code object";
+    return mlir::failure();
+  }
+  hsaco.assign((*code)->getBufferStart(), (*code)->getBufferEnd());
   return mlir::success();
 }

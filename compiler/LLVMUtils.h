@@ -25,6 +25,28 @@ mlir::LogicalResult emitHostObject(llvm::Module &module,
                                    std::vector<uint8_t> &object,
                                    std::string &error);
 
+/// Links libdevice (from the CUDA toolkit at `cudaPath`, searched for when
+/// empty) if the module calls it, optimises the module for `chip` (sm_NN)
+/// and produces PTX text and the optimised LLVM IR.
+mlir::LogicalResult compileNvptxModule(llvm::Module &module,
+                                       const std::string &chip,
+                                       unsigned optLevel,
+                                       const std::string &cudaPath,
+                                       std::string &ptx, std::string &llvmIR,
+                                       std::string &error);
+
+/// Links the ROCm device libraries (from `deviceLibDir`, searched for when
+/// empty) if the module calls them, optimises it for `chip` (gfxNNN) and
+/// produces an HSA code object linked by ld.lld, with the IR and assembly.
+mlir::LogicalResult compileAmdgpuModule(llvm::Module &module,
+                                        const std::string &chip,
+                                        unsigned optLevel,
+                                        const std::string &deviceLibDir,
+                                        std::vector<uint8_t> &hsaco,
+                                        std::string &llvmIR,
+                                        std::string &assembly,
+                                        std::string &error);
+
 /// Runs `program` with `args`, returning its exit status, or -1 when it could
 /// not be started; its stderr goes to `errorOutput`.
 int runProgram(const std::string &program, const std::vector<std::string> &args,

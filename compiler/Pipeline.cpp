@@ -11,7 +11,7 @@ using mlir::LogicalResult;
 using mlir::ModuleOp;
 
 bool tcc::isSupportedTarget(const std::string &target) {
-  return target == "host";
+  return target == "host" || isNvidiaTarget(target) || isAmdTarget(target);
 }
 
 LogicalResult tcc::compileModel(ImportedModel &model,
@@ -20,7 +20,8 @@ LogicalResult tcc::compileModel(ImportedModel &model,
   ModuleOp module = *model.module;
   if (!isSupportedTarget(options.target))
     return module.emitError("unknown target '")
-           << options.target << "' (this build knows: host)";
+           << options.target << "' (known: host, sm_NN for NVIDIA GPUs such as sm_80 and "
+              "sm_90, gfxNNN for AMD GPUs such as gfx90a and gfx942)";
   mlir::PassManager pm(module.getContext());
   if (mlir::failed(mlir::applyPassManagerCLOptions(pm)))
     return mlir::failure();
@@ -39,10 +40,17 @@ LogicalResult tcc::compileModel(ImportedModel &model,
   llvm::raw_string_ostream os(output.mlir);
   module.print(os);
 
-  HostArtifact host;
-  if (mlir::failed(compileHostKernels(module, options.host, host)))
-    return mlir::failure();
-  output.llvmIR = std::move(host.llvmIR);
-  output.assembly = std::move(host.assembly);
-  return buildBundle(module, model.params, host, output.bundle);
+  CodeArtifact code;
+  if (options.target == "host") {
+    if (mlir::failed(compileHostKernels(module, options.host, code)))
+      return mlir::failure();
+  } else {
+    GpuOptions gpu = options.gpu;
+    gpu.chip = options.target;
+    if (mlir::failed(compileGpuKernels(module, gpu, code)))
+      return mlir::failure();
+  }
+  output.llvmIR = std::move(code.llvmIR);
+  output.assembly = std::move(code.assembly);
+  return buildBundle(module, model.params, code, output.bundle);
 }

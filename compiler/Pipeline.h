@@ -3,6 +3,7 @@
 #ifndef TCC_COMPILER_PIPELINE_H
 #define TCC_COMPILER_PIPELINE_H
 
+#include "compiler/GpuCodegen.h"
 #include "compiler/HostCodegen.h"
 #include "frontend/ModelImporter.h"
 
@@ -14,13 +15,14 @@ namespace tcc {
 struct CompileOptions {
   std::string target = "host";
   HostOptions host;
+  GpuOptions gpu; ///< for GPU targets; gpu.chip is the target
 };
 
 struct CompileOutput {
   std::vector<uint8_t> bundle;
   std::string mlir;     // the module after kernel outlining
-  std::string llvmIR;   // optimised LLVM IR of the host kernels
-  std::string assembly; // their assembly
+  std::string llvmIR;   // optimised LLVM IR of the kernels
+  std::string assembly; // their assembly (PTX for NVIDIA targets)
 };
 
 /// Groups, outlines, generates code for the target and packs the bundle.

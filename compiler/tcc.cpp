@@ -45,8 +45,9 @@ static cl::opt<std::string> outputPath("o", cl::desc("Output path"),
                                        cl::sub(compileCmd));
 static cl::opt<std::string>
     target("target",
-           cl::desc("Target: host (compile's default); run and bench use the "
-                    "bundle's own target unless this is given"),
+           cl::desc("Target: host (compile's default), sm_80, sm_90 ... "
+                    "(NVIDIA), gfx90a, gfx942 ... (AMD); run and bench use "
+                    "the bundle's own target unless this is given"),
            cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
 static cl::opt<bool> cudaGraph(
     "cuda-graph",
@@ -58,6 +59,21 @@ static cl::opt<std::string>
             cl::desc("x86-64 CPU for host code (default: a portable baseline)"),
             cl::init("x86-64-v2"), cl::sub(compileCmd), cl::sub(runCmd),
             cl::sub(benchCmd));
+static cl::opt<std::string> cudaPath(
+    "cuda-path",
+    cl::desc("CUDA toolkit whose libdevice NVIDIA kernels link (default: "
+             "searched for)"),
+    cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
+static cl::opt<std::string> rocmDeviceLibs(
+    "rocm-device-libs",
+    cl::desc("Folder of the ROCm device libraries (ocml.bc) AMD kernels link "
+             "(default: searched for)"),
+    cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
+static cl::opt<bool> allowTf32(
+    "allow-tf32",
+    cl::desc("f32 matmuls may round their inputs to tf32 on tensor cores "
+             "(less precise; NVIDIA sm_80 and later)"),
+    cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
 enum class Emit { Bundle, Mlir, Llvm, Asm, Lib };
 static cl::opt<Emit> emit(
     "emit", cl::desc("What to write"), cl::init(Emit::Bundle),
@@ -154,6 +170,11 @@ static bool compilePath(const std::string &path, tcc::CompileOutput &out) {
   options.target = target.empty() ? std::string("host") : target.getValue();
   options.host.cpu = hostCpu;
   options.host.timing = &timing;
+  options.gpu.chip = options.target;
+  options.gpu.cudaPath = cudaPath;
+  options.gpu.rocmDeviceLibs = rocmDeviceLibs;
+  options.gpu.allowTf32 = allowTf32;
+  options.gpu.timing = &timing;
   return mlir::succeeded(tcc::compileModel(*model, options, out));
 }
 

@@ -66,4 +66,54 @@ def TccPartitionGrid : Pass<"tcc-partition-grid", "func::FuncOp"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def TccMapToGpu : Pass<"tcc-map-to-gpu", "func::FuncOp"> {
+  let summary = "Turn a bufferized kernel's loops into gpu.launch ops";
+  let description = [{
+    Runs on kernel functions (`tcc.kernel`) whose linalg ops have become
+    loops. Each top-level `scf.parallel` becomes one `gpu.launch` over its
+    iterations flattened into one dimension (the innermost loop dimension
+    varies fastest across threads, so neighbouring threads touch neighbouring
+    elements): blocks of `block-size` threads, each thread computing one
+    iteration after a bounds check. Any other top-level op that reads or
+    writes memory (a loop of a whole-tensor reduction, a store) runs in a
+    launch of one thread. Allocations, constants and views stay outside;
+    the pure ops a launch uses are sunk into it, so that after
+    `gpu-kernel-outlining` a kernel's operands are buffers only.
+  }];
+  let options = [
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
+           "Threads per block of a parallel loop's launch">
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
+def TccGpuRowReductions : Pass<"tcc-gpu-row-reductions", "func::FuncOp"> {
+  let summary = "Reduce along contiguous rows with cooperating GPU threads";
+  let description = [{
+    Runs on bufferized kernel functions (`tcc.kernel`) before their linalg
+    ops become loops. A `linalg.generic` with one output that it combines
+    with one arith op (add, mul, max, min, and, or, xor), whose reduction
+    dimensions are its innermost loops and which every input reads along the
+    innermost one contiguously, becomes a `gpu.launch` in which the threads
+    of a warp (short rows) or of a block (long rows) share one output
+    element: each accumulates a strided part of the row, coalesced with its
+    neighbours, from the combiner's neutral element; the partial values are
+    combined by warp shuffles (and shared memory across the warps of a
+    block), then with the output's initial value. The combination order
+    differs from a sequential loop's, as on any parallel machine.
+  }];
+  let options = [
+    Option<"blockRowLength", "block-row-length", "int64_t",
+           /*default=*/"1024",
+           "Rows at least this long get a block of threads, shorter a warp">
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::affine::AffineDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 #endif // TCC_PASSES_TD

@@ -55,7 +55,7 @@ typedef enum tccrt_status TCCRT_INT_ENUM {
 typedef enum tccrt_device_kind TCCRT_INT_ENUM {
   TCCRT_DEVICE_HOST = 0, /**< CPU threads; runs bundles with target "host" */
   TCCRT_DEVICE_CUDA = 1, /**< an NVIDIA GPU; runs bundles with target sm_NN */
-  TCCRT_DEVICE_HIP = 2   /**< not available in this build yet */
+  TCCRT_DEVICE_HIP = 2   /**< an AMD GPU; runs bundles with target gfxNNN */
 } tccrt_device_kind;
 
 /** Element types, as the model format names them (tccrt_dtype_name). */
@@ -104,8 +104,10 @@ const char *tccrt_last_error(void);
 /** Creates a context on device `device_index` of `kind` (0 for the host).
  *  The host uses TCC_NUM_THREADS threads when set, else one per core. CUDA
  *  loads the driver (libcuda.so.1) at the first call and uses the device's
- *  primary context with a stream of its own; without a driver or a device it
- *  fails with TCCRT_ERROR_UNAVAILABLE. */
+ *  primary context with a stream of its own; HIP loads the HIP runtime
+ *  (libamdhip64.so) at the first call and uses the device with a stream of its
+ *  own. Without a driver/runtime or a device they fail with
+ *  TCCRT_ERROR_UNAVAILABLE. */
 tccrt_status tccrt_context_create(tccrt_device_kind kind, int device_index,
                                   tccrt_context **out);
 /** Destroys a context; its models must have been destroyed. NULL is a
@@ -173,18 +175,20 @@ tccrt_status tccrt_model_run(tccrt_model *model);
  *  - "cuda_graph": "1" records the run's launches as a CUDA graph at the next
  *    run and replays the graph in later runs, which saves the host's launch
  *    overheads; binding a different buffer discards the graph (it is
- *    recorded again). "0" (the default) launches kernel by kernel. CUDA
- *    contexts only: "1" fails with TCCRT_ERROR_UNAVAILABLE elsewhere. */
+ *    recorded again). "0" (the default) launches kernel by kernel. CUDA and
+ *    HIP contexts (there a HIP graph) only: "1" fails with
+ *    TCCRT_ERROR_UNAVAILABLE on the host. */
 tccrt_status tccrt_model_set_option(tccrt_model *model, const char *name,
                                     const char *value);
 
 /** Runs the model `runs` times back to back and writes each run's time in
- *  milliseconds to ms[0 .. runs). On CUDA the times are between device events
- *  recorded around each run's work (cuEventElapsedTime), and the runs are
- *  queued without waiting for each other, so host overheads between runs
- *  are not counted; the status counters are checked after every 256 runs
- *  (each run zeroes them first, so this checks the last). On the host each
- *  time is the steady clock around a whole run. Errors as tccrt_model_run. */
+ *  milliseconds to ms[0 .. runs). On CUDA and HIP the times are between
+ *  device events recorded around each run's work (cu/hipEventElapsedTime),
+ *  and the runs are queued without waiting for each other, so host overheads
+ *  between runs are not counted; the status counters are checked after every
+ *  256 runs (each run zeroes them first, so this checks the last). On the
+ *  host each time is the steady clock around a whole run. Errors as
+ *  tccrt_model_run. */
 tccrt_status tccrt_model_time_runs(tccrt_model *model, size_t runs,
                                    double *ms);
 

@@ -3,7 +3,8 @@
 // The runtime core (Runtime.cpp) plans memory, binds buffers and walks the
 // launch list; a backend supplies memory, copies, code loading and launches
 // for one kind of device. The host backend is built in; the CUDA backend
-// (CudaBackend.cpp) loads libcuda.so.1 with dlopen behind the same interface.
+// (CudaBackend.cpp) loads libcuda.so.1 and the HIP backend (HipBackend.cpp)
+// libamdhip64 with dlopen behind the same interface.
 //
 // Work is queued in order: copies on the device, zero fills and launches may
 // return before they finish, synchronize() waits for them. Copies to and from
@@ -23,7 +24,7 @@
 namespace tcc::rt {
 
 /// A kernel entry point as the backend resolved it (a host function pointer,
-/// a CUfunction, ...).
+/// a CUfunction, a hipFunction_t, ...).
 using KernelHandle = void *;
 
 /// A loaded code object; unloading happens on destruction.
@@ -34,8 +35,8 @@ public:
                          std::string &error) = 0;
 };
 
-/// A recorded sequence of device work that can be replayed (a CUDA graph);
-/// freed on destruction.
+/// A recorded sequence of device work that can be replayed (a CUDA or HIP
+/// graph); freed on destruction.
 class Graph {
 public:
   virtual ~Graph() = default;
@@ -50,6 +51,8 @@ struct KernelUse {
   size_t numArgs = 0;           ///< Buffers every launch passes.
   bool launched = false;        ///< False: numArgs and maxBlockThreads unknown.
   uint64_t maxBlockThreads = 0; ///< The largest block of any launch.
+  /// The most threads any launch runs in x, y and z (grid times block).
+  std::array<uint64_t, 3> maxGridThreads{0, 0, 0};
 };
 
 /// Every operation reports failure by returning false with a one-line error.
@@ -116,7 +119,7 @@ public:
   virtual std::unique_ptr<Graph>
   capture(const std::function<bool(std::string &)> & /*enqueue*/,
           std::string &error) {
-    error = describe() + " cannot record graphs (CUDA devices only)";
+    error = describe() + " cannot record graphs (CUDA and HIP devices only)";
     return nullptr;
   }
 
@@ -156,6 +159,13 @@ enum class OpenFailure {
 /// (TCC_RUNTIME_CUDA).
 std::unique_ptr<Backend> createCudaBackend(int index, OpenFailure &failure,
                                            std::string &error);
+
+/// The HIP backend on device `index`: the HIP runtime (libamdhip64.so, else
+/// .so.7, .so.6, .so.5) is loaded with dlopen on first use. Null with
+/// `failure` and `error` when it cannot be had. Exists only when libtccrt was
+/// built with the HIP backend (TCC_RUNTIME_HIP).
+std::unique_ptr<Backend> createHipBackend(int index, OpenFailure &failure,
+                                          std::string &error);
 
 } // namespace tcc::rt
 

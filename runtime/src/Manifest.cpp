@@ -40,6 +40,11 @@ std::optional<TargetKind> targetKind(const std::string &target) {
   return std::nullopt;
 }
 
+bool hipArchMatches(const std::string &deviceArch, const std::string &target) {
+  return targetKind(target) == TargetKind::Hip &&
+         deviceArch.substr(0, deviceArch.find(':')) == target;
+}
+
 const char *bufferKindName(BufferKind kind) {
   switch (kind) {
   case BufferKind::Input:

@@ -59,6 +59,12 @@ enum class TargetKind { Host, Cuda, Hip };
 /// "gfx90a"). std::nullopt for anything else.
 std::optional<TargetKind> targetKind(const std::string &target);
 
+/// Whether code for the HIP target `target` ("gfx942") runs on a device whose
+/// gcnArchName is `deviceArch` ("gfx942:sramecc+:xnack-"): the name before
+/// the first ':' must be the target. Code built without feature settings
+/// runs with either setting of sramecc and xnack, so those are not compared.
+bool hipArchMatches(const std::string &deviceArch, const std::string &target);
+
 struct KernelDesc {
   std::string name;
   std::string symbol;

@@ -3,9 +3,9 @@
 // Loading turns a validated bundle into device state: params uploaded, one
 // arena for the temps, kernels resolved. Running binds the user's buffers
 // into the launch list, zeroes the status counters, launches, and turns a
-// non-zero counter into the model's error message. On a CUDA device the
-// queued part of a run (zeroing and launches) may be recorded once as a graph
-// and replayed.
+// non-zero counter into the model's error message. On a CUDA or HIP device
+// the queued part of a run (zeroing and launches) may be recorded once as a
+// graph and replayed.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/include/tccrt.h"
@@ -145,6 +145,9 @@ tccrt_status loadModel(tccrt_context *ctx, std::unique_ptr<Bundle> bundle,
     u.maxBlockThreads = std::max<uint64_t>(u.maxBlockThreads,
                                            (uint64_t)l.blockDims[0] *
                                                l.blockDims[1] * l.blockDims[2]);
+    for (int i = 0; i < 3; ++i)
+      u.maxGridThreads[i] = std::max<uint64_t>(
+          u.maxGridThreads[i], (uint64_t)l.gridDims[i] * l.blockDims[i]);
   }
   for (size_t i = 0; i < d.kernels.size(); ++i) {
     if (d.code[d.kernels[i].code].kind == TargetKind::Host)
@@ -311,7 +314,9 @@ tccrt_status enqueueRun(tccrt_model *m) {
           [m](std::string &e) { return enqueueLaunches(m, e); }, err);
       if (!m->graph)
         return fail(m->ctx, TCCRT_ERROR_DEVICE,
-                    "recording the CUDA graph: " + err);
+                    std::string("recording the ") +
+                        (m->ctx->kind == TCCRT_DEVICE_HIP ? "HIP" : "CUDA") +
+                        " graph: " + err);
     }
     if (!m->graph->launch(err))
       return fail(m->ctx, TCCRT_ERROR_DEVICE, err);
@@ -397,10 +402,13 @@ tccrt_status setOption(tccrt_model *m, const std::string &name,
       return fail(m->ctx, TCCRT_ERROR_INVALID_ARGUMENT,
                   "option cuda_graph takes \"0\" or \"1\", not \"" + value +
                       "\"");
-    if (value == "1" && m->ctx->kind != TCCRT_DEVICE_CUDA)
+    // HIP mirrors CUDA's graphs, so the one option serves both.
+    if (value == "1" && m->ctx->kind != TCCRT_DEVICE_CUDA &&
+        m->ctx->kind != TCCRT_DEVICE_HIP)
       return fail(m->ctx, TCCRT_ERROR_UNAVAILABLE,
                   "option cuda_graph needs a CUDA context, this one runs " +
-                      m->ctx->backend->describe());
+                      m->ctx->backend->describe() +
+                      " (or a HIP context, where it records a HIP graph)");
     m->useGraph = value == "1";
     m->graph.reset();
     return TCCRT_OK;
@@ -505,10 +513,32 @@ tccrt_status tccrt_context_create(tccrt_device_kind kind, int device_index,
                   "without CUDA support (no cuda.h when it was configured)");
 #endif
     }
-    case TCCRT_DEVICE_HIP:
+    case TCCRT_DEVICE_HIP: {
+#if TCC_RUNTIME_HIP
+      OpenFailure why;
+      std::string err;
+      auto backend = createHipBackend(device_index, why, err);
+      if (!backend)
+        return fail(nullptr,
+                    why == OpenFailure::InvalidArgument
+                        ? TCCRT_ERROR_INVALID_ARGUMENT
+                    : why == OpenFailure::Device ? TCCRT_ERROR_DEVICE
+                                                 : TCCRT_ERROR_UNAVAILABLE,
+                    why == OpenFailure::Unavailable
+                        ? "HIP devices are not available: " + err
+                        : err);
+      auto ctx = std::make_unique<tccrt_context>();
+      ctx->kind = kind;
+      ctx->backend = std::move(backend);
+      *out = ctx.release();
+      return TCCRT_OK;
+#else
       return fail(nullptr, TCCRT_ERROR_UNAVAILABLE,
-                  "HIP devices are not available in this build of libtccrt "
-                  "(it has the host backend only)");
+                  "HIP devices are not available: this libtccrt was built "
+                  "without HIP support (no hip/hip_runtime_api.h when it was "
+                  "configured)");
+#endif
+    }
     }
     return fail(nullptr, TCCRT_ERROR_INVALID_ARGUMENT,
                 "unknown device kind " + std::to_string((int)kind));

@@ -486,9 +486,11 @@ int benchBundle(std::vector<uint8_t> bundle, const std::string &displayName,
         {"p90_ms", percentile(ms, 0.9)}};
     out << name << " on " << target << ": " << options.iters << " runs after "
         << options.warmup << " warm-up"
-        << (onHost              ? ""
-            : options.cudaGraph ? " (device events, CUDA graph)"
-                                : " (device events)")
+        << (onHost ? ""
+            : options.cudaGraph
+                ? (target.rfind("gfx", 0) == 0 ? " (device events, HIP graph)"
+                                               : " (device events, CUDA graph)")
+                : " (device events)")
         << "\n";
     for (const char *key : {"median", "min", "max", "p10", "p90"}) {
       char line[64];

@@ -28,7 +28,8 @@ struct RunOptions {
   std::string outputDir;
   /// Seed of the random values of inputs not given.
   uint64_t seed = 0;
-  /// Run through a CUDA graph (option "cuda_graph"); CUDA devices only.
+  /// Run through a CUDA or HIP graph (option "cuda_graph"); GPU devices
+  /// only.
   bool cudaGraph = false;
 };
 
@@ -39,7 +40,7 @@ struct BenchOptions {
   int iters = 100;
   /// When set, the figures are also written there as JSON.
   std::string jsonPath;
-  /// Replay a CUDA graph (option "cuda_graph"); CUDA devices only.
+  /// Replay a CUDA or HIP graph (option "cuda_graph"); GPU devices only.
   bool cudaGraph = false;
 };
 

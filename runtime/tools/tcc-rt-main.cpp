@@ -31,7 +31,7 @@ const char kUsage[] =
     "       tcc inspect BUNDLE\n"
     "The device is the bundle's target unless --target names one (host,\n"
     "sm_NN for CUDA, gfxNNN for HIP); --cuda-graph replays the launches as a\n"
-    "CUDA graph.\n"
+    "CUDA graph (a HIP graph on HIP devices).\n"
     "This tcc is runtime-only (built without the compiler): it runs bundles\n"
     "that a full tcc wrote with 'tcc compile MODEL.json -o BUNDLE'.\n";
 

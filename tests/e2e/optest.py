@@ -20,6 +20,7 @@ import concurrent.futures
 import json
 import math
 import os
+import pickle
 import secrets
 import shutil
 import sys
@@ -145,12 +146,18 @@ class TccUnavailable(Exception):
     relinked): no case can say anything, so the run stops."""
 
 
+class Recorded(Exception):
+    """A batch compiled for --record: it runs later, with --replay."""
+
+
 class Runner:
-    def __init__(self, tcc, workdir, keep):
+    def __init__(self, tcc, workdir, keep, target=None, record=None):
         self.tcc, self.workdir, self.keep = tcc, workdir, keep
+        self.target, self.record = target, record
         self.lock = threading.Lock()
         self.passed = self.failed = 0
         self.kept = 0
+        self.recorded = []
 
     def report(self, case, ok, maxerr, detail, repro=None):
         with self.lock:
@@ -184,14 +191,35 @@ class Runner:
         d = tempfile.mkdtemp(dir=self.workdir)
         args = write_model(cases, d, name)
         outdir = os.path.join(d, 'out')
+        pres = ['c%d_' % k if len(cases) > 1 else '' for k in range(len(cases))]
+        if self.target:
+            # Compiled for the target first; the run is of the bundle.
+            bundle = os.path.join(d, 'model.tccb')
+            rc, _, err = L.run_tcc([self.tcc, 'compile', args[1], '-o', bundle,
+                                    '--target', self.target])
+            if rc == L.CANNOT_RUN:
+                raise TccUnavailable(err)
+            if rc != 0:
+                return rc, err, outdir, pres, d
+            args = ['run', bundle] + args[2:]
+            if self.record:
+                rel = [os.path.relpath(a, self.workdir) if os.path.isabs(a) else a
+                       for a in args]
+                rel = [a.split('=', 1)[0] + '=' + os.path.relpath(a.split('=', 1)[1], self.workdir)
+                       if '=' in a and os.path.isabs(a.split('=', 1)[1]) else a for a in rel]
+                with self.lock:
+                    self.recorded.append((cases, rel, os.path.relpath(outdir, self.workdir)))
+                raise Recorded()
         rc, _, err = L.run_tcc([self.tcc] + args + ['--output-dir', outdir])
         if rc == L.CANNOT_RUN:
             raise TccUnavailable(err)
-        pres = ['c%d_' % k if len(cases) > 1 else '' for k in range(len(cases))]
         return rc, err, outdir, pres, d
 
     def single(self, case):
-        rc, err, outdir, pres, d = self.run([case], case.op)
+        try:
+            rc, err, outdir, pres, d = self.run([case], case.op)
+        except Recorded:
+            return
         if case.error is not None:
             ok = rc == 1 and case.error in err
             detail = '' if ok else 'expected exit 1 and "%s", got exit %d: %s' % (
@@ -211,7 +239,10 @@ class Runner:
             for c in cases:
                 self.single(c)
             return
-        rc, err, outdir, pres, d = self.run(cases, name)
+        try:
+            rc, err, outdir, pres, d = self.run(cases, name)
+        except Recorded:
+            return
         if rc != 0:
             shutil.rmtree(d, ignore_errors=True)
             before = self.failed
@@ -1389,6 +1420,35 @@ def cases_for(op, g, quick):
     return cases
 
 
+def replay(tcc, root):
+    """Runs the bundles --record compiled under `root` and checks them."""
+    with open(os.path.join(root, 'cases.pkl'), 'rb') as f:
+        recorded = pickle.load(f)
+    runner = Runner(tcc, root, os.path.join(root, 'failures'))
+    for cases, args, outdir in recorded:
+        args = [os.path.join(root, a) if a.endswith('.tccb') else a for a in args]
+        args = [a.split('=', 1)[0] + '=' + os.path.join(root, a.split('=', 1)[1])
+                if a.endswith('.npy') else a for a in args]
+        outdir = os.path.join(root, outdir)
+        rc, _, err = L.run_tcc([tcc] + args + ['--output-dir', outdir])
+        if rc == L.CANNOT_RUN:
+            print('stopped: %s' % err, file=sys.stderr)
+            return 2
+        pres = ['c%d_' % k if len(cases) > 1 else '' for k in range(len(cases))]
+        for c, pre in zip(cases, pres):
+            if c.error is not None:
+                ok = rc == 1 and c.error in err
+                res = (ok, 0.0, '' if ok else 'expected exit 1 and "%s", got exit %d: %s' % (
+                    c.error, rc, L.first_line(err)))
+            elif rc != 0:
+                res = (False, float('inf'), 'tcc run exit %d: %s' % (rc, L.first_line(err)))
+            else:
+                res = check_outputs(c, pre, outdir)
+            runner.report(c, *res, repro=None if res[0] else ' '.join(args))
+    print('%d passed, %d failed' % (runner.passed, runner.failed))
+    return 1 if runner.failed else 0
+
+
 def chunks(cases, size):
     normal = [c for c in cases if c.error is None]
     errors = [c for c in cases if c.error is not None]
@@ -1406,6 +1466,13 @@ def main():
     ap.add_argument('--batch', type=int, default=24, help='cases per model')
     ap.add_argument('--keep', default='e2e-failures', help='where failing cases are written')
     ap.add_argument('--list', action='store_true', help='list the ops and exit')
+    ap.add_argument('--target', help='compile for this target (e.g. sm_90), then run the bundle')
+    ap.add_argument('--record', metavar='DIR',
+                    help='with --target: compile the bundles under DIR and stop; '
+                         'compile-time results are checked now, the rest by --replay DIR')
+    ap.add_argument('--replay', metavar='DIR',
+                    help='run and check the bundles --record wrote (e.g. on a GPU machine '
+                         'with the runtime-only tcc)')
     ap.add_argument('--dry-run', metavar='DIR',
                     help='write the models and inputs under DIR instead of running them')
     args = ap.parse_args()
@@ -1413,6 +1480,12 @@ def main():
     if args.list:
         print(' '.join(OPS))
         return 0
+    if args.replay:
+        return replay(os.path.abspath(shutil.which(args.tcc) or args.tcc),
+                      os.path.abspath(args.replay))
+    if args.record and not args.target:
+        print('--record needs --target', file=sys.stderr)
+        return 2
     seed = args.seed
     if seed is None and os.environ.get('E2E_SEED'):
         seed = int(os.environ['E2E_SEED'])
@@ -1452,8 +1525,13 @@ def main():
     os.makedirs(keep)
     open(marker, 'w').close()
 
-    work = tempfile.mkdtemp(prefix='tcc-e2e-')
-    runner = Runner(tcc, work, keep)
+    if args.record:
+        work = os.path.abspath(args.record)
+        shutil.rmtree(work, ignore_errors=True)
+        os.makedirs(work)
+    else:
+        work = tempfile.mkdtemp(prefix='tcc-e2e-')
+    runner = Runner(tcc, work, keep, args.target, args.record)
     batches = []
     for op in ops:
         # Each op draws from its own stream, so --only reproduces its cases.
@@ -1472,7 +1550,15 @@ def main():
                 print('stopped: %s' % e, file=sys.stderr)
                 return 2
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        if not args.record:
+            shutil.rmtree(work, ignore_errors=True)
+    if args.record:
+        with open(os.path.join(work, 'cases.pkl'), 'wb') as f:
+            pickle.dump(runner.recorded, f)
+        print('%d batches recorded under %s; %d checked at compile time: %d passed, %d failed'
+              % (len(runner.recorded), work, runner.passed + runner.failed, runner.passed,
+                 runner.failed))
+        return 1 if runner.failed else 0
     print('%d passed, %d failed' % (runner.passed, runner.failed))
     return 1 if runner.failed else 0
 

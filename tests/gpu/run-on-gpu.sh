@@ -30,6 +30,20 @@ if [ "${1:-}" = prepare ]; then
   cp -r /usr/share/cmake/nlohmann_json "$carry/deps/usr/share/cmake/"
   cp -r /usr/lib/cmake/Catch2 "$carry/deps/usr/lib/cmake/"
   cp /usr/lib/libCatch2WithMain.a "$carry/deps/usr/lib/"
+  # Every op of the format, compiled here for sm_90 (fresh random cases),
+  # run and checked there; and the examples.
+  tcc=${TCC:-$root/build/compiler/tcc}
+  if [ -x "$tcc" ]; then
+    /usr/bin/python3 "$root/tests/e2e/optest.py" --tcc "$tcc" --target sm_90 \
+      --record "$carry/optest" ${OPTEST_ARGS:-}
+    mkdir -p "$carry/examples"
+    for m in "$root"/examples/*.json; do
+      "$tcc" compile "$m" -o "$carry/examples/$(basename "$m" .json).tccb" \
+        --target sm_90
+    done
+  else
+    echo "no compiler at $tcc: the op tests and examples are left out"
+  fi
   echo "prepared $carry ($(du -sh "$carry" | cut -f1)); now run, with carry .carry:"
   echo "  bash tests/gpu/run-on-gpu.sh"
   exit 0
@@ -68,8 +82,11 @@ step ctest -L gpu
 (cd "$build" && ctest -L gpu --output-on-failure) > "$out/ctest-gpu.log" 2>&1
 rc=$?
 cat "$out/ctest-gpu.log"
-# A skip here means the runtime found no GPU on a GPU machine.
-if grep -q "Skipped" "$out/ctest-gpu.log"; then echo "GPU tests skipped"; rc=1; fi
+# A CUDA test skipped here means the runtime found no GPU on a GPU machine
+# (the HIP tests skip: this machine has no AMD GPU).
+if grep "(Skipped)" "$out/ctest-gpu.log" | grep -vq "gpu-hip"; then
+  echo "CUDA tests skipped"; rc=1
+fi
 result "ctest -L gpu" $rc
 
 step the [cuda] cases, verbose
@@ -84,9 +101,12 @@ result "ctest -L unit" $?
 grep -E "tests passed|Failed|FAILED|\*\*\*" "$out/ctest-unit.log"
 
 step compute-sanitizer
+[ -n "${SKIP_SANITIZER:-}" ] && echo "skipped (SKIP_SANITIZER)"
 # The tests' deliberate API failures (bad PTX, huge allocations) are not
 # reported; kernel memory errors and races are.
-if command -v compute-sanitizer > /dev/null; then
+if [ -n "${SKIP_SANITIZER:-}" ]; then
+  :
+elif command -v compute-sanitizer > /dev/null; then
   : > "$out/sanitizer.log"
   for tool in memcheck racecheck; do
     timeout 240 compute-sanitizer --tool $tool --report-api-errors no \
@@ -99,6 +119,27 @@ if command -v compute-sanitizer > /dev/null; then
   done
 else
   echo "no compute-sanitizer"
+fi
+
+if [ -f "$carry/optest/cases.pkl" ]; then
+  step "every op on the GPU against NumPy (optest --replay)"
+  python3 "$root/tests/e2e/optest.py" --replay "$carry/optest" \
+    --tcc "$build/runtime/tcc" > "$out/optest.log" 2>&1
+  rc=$?
+  grep -E "^FAIL" "$out/optest.log" | head -40
+  tail -1 "$out/optest.log"
+  result "optest on the GPU" $rc
+fi
+
+if [ -d "$carry/examples" ]; then
+  step "the examples on the GPU"
+  for b in "$carry"/examples/*.tccb; do
+    "$build/runtime/tcc" run "$b" --output-dir "$out/examples/$(basename "$b" .tccb)" \
+      > "$out/example.log" 2>&1
+    rc=$?
+    echo "$(basename "$b"): exit $rc $(head -c 300 "$out/example.log" | tr '\n' ' ')"
+    result "example $(basename "$b")" $rc
+  done
 fi
 
 step bench: the chain model, 1000 runs, device events

@@ -1,0 +1,46 @@
+//===- Artifact.h - what code generation hands to the bundle -------*- C++
+//-*-===//
+#ifndef TCC_COMPILER_ARTIFACT_H
+#define TCC_COMPILER_ARTIFACT_H
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tcc {
+
+/// One launch of a device function. On the host, only grid[0] is used: the
+/// runtime splits [0, grid[0]) over threads.
+struct DeviceLaunch {
+  std::string symbol;
+  std::array<int64_t, 3> grid{1, 1, 1};
+  std::array<int64_t, 3> block{1, 1, 1};
+  int64_t sharedBytes = 0;
+  /// The buffers passed, in order: i < numBuffers is the kernel function's
+  /// buffer i (operands, then results); i >= numBuffers is scratch buffer
+  /// i - numBuffers of the kernel.
+  std::vector<int> args;
+};
+
+/// How one kernel function of the model runs: launches in order, with
+/// scratch buffers that live for the kernel only.
+struct KernelPlan {
+  std::string name;
+  std::vector<DeviceLaunch> launches;
+  std::vector<uint64_t> scratchBytes;
+};
+
+/// The code of every kernel of a model for one target.
+struct CodeArtifact {
+  std::string target; ///< "host", "sm_90", "gfx942", ...
+  std::string format; ///< "so", "ptx", "hsaco"
+  std::vector<uint8_t> code;
+  std::string llvmIR;   ///< optimised LLVM IR, for --emit llvm
+  std::string assembly; ///< assembly or PTX, for --emit asm
+  std::vector<KernelPlan> kernels; ///< in the order of the kernel functions
+};
+
+} // namespace tcc
+
+#endif // TCC_COMPILER_ARTIFACT_H

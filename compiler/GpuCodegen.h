@@ -1,0 +1,46 @@
+//===- GpuCodegen.h - kernels for NVIDIA and AMD GPUs -------------*- C++
+//-*-===//
+#ifndef TCC_COMPILER_GPUCODEGEN_H
+#define TCC_COMPILER_GPUCODEGEN_H
+
+#include "compiler/Artifact.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LogicalResult.h"
+#include "mlir/Support/Timing.h"
+
+#include <string>
+
+namespace tcc {
+
+struct GpuOptions {
+  /// "sm_80", "sm_90", "gfx90a", "gfx942", ...
+  std::string chip;
+  unsigned optLevel = 3;
+  /// The CUDA toolkit (for libdevice); searched for when empty.
+  std::string cudaPath;
+  /// The folder of the ROCm device libraries (ocml.bc ...); searched for when
+  /// empty.
+  std::string rocmDeviceLibs;
+  /// f32 matmuls may use tf32 tensor cores (less precise: only on request).
+  bool allowTf32 = false;
+  /// Where pass timings go (--mlir-timing); may be null.
+  mlir::TimingScope *timing = nullptr;
+};
+
+/// Whether `target` names a GPU this compiler generates code for.
+bool isNvidiaTarget(const std::string &target);
+bool isAmdTarget(const std::string &target);
+
+/// Compiles every function marked `tcc.kernel` in `module` (left unchanged)
+/// into one code object for the GPU `options.chip`: PTX text for NVIDIA,
+/// an HSA code object for AMD. Each kernel function becomes one or more
+/// device functions, launched in order, whose parameters are buffer
+/// pointers only.
+mlir::LogicalResult compileGpuKernels(mlir::ModuleOp module,
+                                      const GpuOptions &options,
+                                      CodeArtifact &artifact);
+
+} // namespace tcc
+
+#endif // TCC_COMPILER_GPUCODEGEN_H

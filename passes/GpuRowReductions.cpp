@@ -1,0 +1,347 @@
+//===- GpuRowReductions.cpp - cooperative row reductions on GPUs ----------===//
+//
+// The generic GPU mapping gives each output element of a reduction its own
+// thread, which walks the row alone: neighbouring threads then read memory a
+// row apart, and a long row leaves the GPU nearly idle. Here the threads of
+// a warp (or a block, for long rows) share an output element and read the
+// row side by side.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Passes.h"
+
+#include "mlir/Analysis/SliceAnalysis.h"
+#include "mlir/IR/IRMapping.h"
+
+namespace mlir::tcc {
+#define GEN_PASS_DEF_TCCGPUROWREDUCTIONS
+#include "passes/Passes.h.inc"
+} // namespace mlir::tcc
+
+using namespace mlir;
+
+namespace {
+
+constexpr int64_t kWarp = 32;
+constexpr int64_t kBlock = 256;
+
+Value cIndex(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+
+/// The indices of `linear` in a row-major box of `sizes`.
+SmallVector<Value> delinearize(OpBuilder &b, Location loc, Value linear,
+                               ArrayRef<int64_t> sizes) {
+  SmallVector<Value> ivs(sizes.size());
+  Value rest = linear;
+  for (int d = sizes.size() - 1; d >= 0; --d) {
+    if (d == 0) {
+      ivs[d] = rest;
+      break;
+    }
+    Value size = cIndex(b, loc, sizes[d]);
+    ivs[d] = arith::RemUIOp::create(b, loc, rest, size);
+    rest = arith::DivUIOp::create(b, loc, rest, size);
+  }
+  return ivs;
+}
+
+/// The indices `map` gives for the loop indices `ivs`.
+SmallVector<Value> applyMap(OpBuilder &b, Location loc, AffineMap map,
+                            ArrayRef<Value> ivs) {
+  SmallVector<Value> out;
+  for (unsigned i = 0; i < map.getNumResults(); ++i) {
+    AffineExpr e = map.getResult(i);
+    if (auto dim = dyn_cast<AffineDimExpr>(e))
+      out.push_back(ivs[dim.getPosition()]);
+    else if (auto c = dyn_cast<AffineConstantExpr>(e))
+      out.push_back(cIndex(b, loc, c.getValue()));
+    else
+      out.push_back(
+          affine::AffineApplyOp::create(b, loc, map.getSubMap({i}), ivs));
+  }
+  return out;
+}
+
+/// `v` from lane (lane ^ offset) of the warp. Shuffles move 32 bits: smaller
+/// values are widened, 64-bit ones move in two halves.
+Value shuffleXor(OpBuilder &b, Location loc, Value v, int64_t offset) {
+  Type t = v.getType();
+  unsigned bits = t.getIntOrFloatBitWidth();
+  Type i32 = b.getI32Type();
+  Value off = arith::ConstantIntOp::create(b, loc, i32, offset);
+  Value width = arith::ConstantIntOp::create(b, loc, i32, kWarp);
+  auto shuffle = [&](Value x) {
+    return gpu::ShuffleOp::create(b, loc, x, off, width, gpu::ShuffleMode::XOR)
+        .getShuffleResult();
+  };
+  if (t.isF32() || t.isInteger(32))
+    return shuffle(v);
+  Type intTy = b.getIntegerType(bits);
+  Value asInt = isa<FloatType>(t) ? arith::BitcastOp::create(b, loc, intTy, v)
+                                  : v;
+  Value got;
+  if (bits < 32) {
+    Value wide = arith::ExtUIOp::create(b, loc, i32, asInt);
+    got = arith::TruncIOp::create(b, loc, intTy, shuffle(wide));
+  } else {
+    Value lo = arith::TruncIOp::create(b, loc, i32, asInt);
+    Value hi = arith::TruncIOp::create(
+        b, loc, i32,
+        arith::ShRUIOp::create(
+            b, loc, asInt, arith::ConstantIntOp::create(b, loc, intTy, 32)));
+    Value lo2 = arith::ExtUIOp::create(b, loc, intTy, shuffle(lo));
+    Value hi2 = arith::ExtUIOp::create(b, loc, intTy, shuffle(hi));
+    got = arith::OrIOp::create(
+        b, loc, lo2,
+        arith::ShLIOp::create(b, loc, hi2,
+                              arith::ConstantIntOp::create(b, loc, intTy, 32)));
+  }
+  return isa<FloatType>(t) ? arith::BitcastOp::create(b, loc, t, got)
+                           : got;
+}
+
+/// A new op of the combiner's kind on `lhs` and `rhs`.
+Value combine(OpBuilder &b, Operation *combiner, Value lhs, Value rhs) {
+  OperationState state(combiner->getLoc(), combiner->getName());
+  state.addOperands({lhs, rhs});
+  state.addTypes(lhs.getType());
+  state.addAttributes(combiner->getAttrs());
+  return b.create(state)->getResult(0);
+}
+
+/// Combines `v` across the 32 lanes of each warp: every lane ends with the
+/// warp's value.
+Value warpReduce(OpBuilder &b, Location loc, Operation *combiner, Value v) {
+  for (int64_t offset = kWarp / 2; offset >= 1; offset /= 2)
+    v = combine(b, combiner, v, shuffleXor(b, loc, v, offset));
+  return v;
+}
+
+struct Match {
+  Operation *combiner;
+  TypedAttr neutral;
+  unsigned numParallel;
+  SmallVector<int64_t> ranges;
+};
+
+/// Whether `op` is a row reduction this pass handles, and how.
+std::optional<Match> matchRowReduction(linalg::GenericOp op) {
+  if (!op.hasPureBufferSemantics() || op.getNumDpsInits() != 1)
+    return std::nullopt;
+  SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
+  unsigned numParallel = 0;
+  while (numParallel < iters.size() &&
+         iters[numParallel] == utils::IteratorType::parallel)
+    ++numParallel;
+  if (numParallel == iters.size())
+    return std::nullopt;
+  for (unsigned i = numParallel; i < iters.size(); ++i)
+    if (iters[i] != utils::IteratorType::reduction)
+      return std::nullopt;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (llvm::any_of(ranges, ShapedType::isDynamic))
+    return std::nullopt;
+
+  OpOperand *init = op.getDpsInitOperand(0);
+  AffineMap outMap = op.getMatchingIndexingMap(init);
+  if (!outMap.isProjectedPermutation())
+    return std::nullopt;
+  for (unsigned d = numParallel; d < iters.size(); ++d)
+    if (outMap.isFunctionOfDim(d))
+      return std::nullopt;
+  // Neighbouring threads read neighbouring elements: the innermost loop is
+  // the innermost, unit-stride dimension of every input that follows it.
+  unsigned last = iters.size() - 1;
+  for (OpOperand *in : op.getDpsInputOperands()) {
+    AffineMap m = op.getMatchingIndexingMap(in);
+    if (!m.isFunctionOfDim(last))
+      continue;
+    auto ty = dyn_cast<MemRefType>(in->get().getType());
+    if (!ty || m.getNumResults() == 0)
+      return std::nullopt;
+    auto lastExpr = dyn_cast<AffineDimExpr>(m.getResults().back());
+    if (!lastExpr || lastExpr.getPosition() != last)
+      return std::nullopt;
+    for (unsigned r = 0; r + 1 < m.getNumResults(); ++r)
+      if (m.getResult(r).isFunctionOfDim(last))
+        return std::nullopt;
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (failed(ty.getStridesAndOffset(strides, offset)) ||
+        strides.back() != 1)
+      return std::nullopt;
+  }
+
+  SmallVector<Operation *> combiners;
+  if (!matchReduction(op.getRegionOutputArgs(), 0, combiners) ||
+      combiners.size() != 1 || combiners[0]->getNumOperands() != 2)
+    return std::nullopt;
+  std::optional<TypedAttr> neutral = arith::getNeutralElement(combiners[0]);
+  Type t = combiners[0]->getResult(0).getType();
+  if (!neutral || !t.isIntOrFloat() || t.getIntOrFloatBitWidth() > 64)
+    return std::nullopt;
+  return Match{combiners[0], *neutral, numParallel, ranges};
+}
+
+struct TccGpuRowReductions
+    : mlir::tcc::impl::TccGpuRowReductionsBase<TccGpuRowReductions> {
+  using Base::Base;
+
+  void rewrite(linalg::GenericOp op, const Match &m) {
+    Location loc = op.getLoc();
+    ArrayRef<int64_t> parSizes = ArrayRef(m.ranges).take_front(m.numParallel);
+    ArrayRef<int64_t> redSizes = ArrayRef(m.ranges).drop_front(m.numParallel);
+    int64_t rows = 1, length = 1;
+    for (int64_t s : parSizes)
+      rows *= s;
+    for (int64_t s : redSizes)
+      length *= s;
+    if (rows == 0 || length == 0) { // nothing to write, or nothing to add
+      op.erase();
+      return;
+    }
+    bool blockPerRow = length >= blockRowLength;
+    int64_t threads = blockPerRow ? kBlock : kWarp;
+    int64_t rowsPerBlock = kBlock / threads;
+    int64_t grid = (rows + rowsPerBlock - 1) / rowsPerBlock;
+    Type accTy = m.combiner->getResult(0).getType();
+    auto sharedTy = MemRefType::get(
+        {kBlock / kWarp}, accTy, MemRefLayoutAttrInterface(),
+        gpu::AddressSpaceAttr::get(op.getContext(),
+                                   gpu::AddressSpace::Workgroup));
+
+    OpBuilder b(op);
+    Value one = cIndex(b, loc, 1);
+    auto launch = gpu::LaunchOp::create(
+        b, loc, cIndex(b, loc, grid), one, one, cIndex(b, loc, kBlock), one,
+        one, /*dynamicSharedMemorySize=*/nullptr, /*asyncTokenType=*/nullptr,
+        /*asyncDependencies=*/ValueRange{},
+        blockPerRow ? TypeRange{sharedTy} : TypeRange{});
+    Block &body = launch.getBody().front();
+    b.setInsertionPointToEnd(&body);
+    auto end = gpu::TerminatorOp::create(b, loc);
+    b.setInsertionPoint(end);
+
+    Value tid = launch.getThreadIds().x;
+    Value lane, row;
+    if (blockPerRow) {
+      lane = tid;
+      row = launch.getBlockIds().x;
+    } else {
+      lane = arith::RemUIOp::create(b, loc, tid, cIndex(b, loc, kWarp));
+      row = arith::AddIOp::create(
+          b, loc,
+          arith::MulIOp::create(b, loc, launch.getBlockIds().x,
+                                cIndex(b, loc, rowsPerBlock)),
+          arith::DivUIOp::create(b, loc, tid, cIndex(b, loc, kWarp)));
+      // Whole warps past the last row leave (a warp-uniform branch).
+      auto valid = scf::IfOp::create(
+          b, loc,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row,
+                                cIndex(b, loc, rows)),
+          /*withElse=*/false);
+      b.setInsertionPoint(valid.thenBlock()->getTerminator());
+    }
+    SmallVector<Value> parIvs = delinearize(b, loc, row, parSizes);
+
+    // Each thread's strided share of the row.
+    Value neutral = arith::ConstantOp::create(b, loc, m.neutral);
+    auto loop = scf::ForOp::create(b, loc, lane, cIndex(b, loc, length),
+                                   cIndex(b, loc, threads), ValueRange{neutral});
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      SmallVector<Value> ivs = parIvs;
+      llvm::append_range(ivs,
+                         delinearize(b, loc, loop.getInductionVar(), redSizes));
+      IRMapping map;
+      Block *genericBody = op.getBlock();
+      for (OpOperand *in : op.getDpsInputOperands()) {
+        SmallVector<Value> idx =
+            applyMap(b, loc, op.getMatchingIndexingMap(in), ivs);
+        map.map(genericBody->getArgument(in->getOperandNumber()),
+                memref::LoadOp::create(b, loc, in->get(), idx));
+      }
+      map.map(op.getRegionOutputArgs()[0], loop.getRegionIterArgs()[0]);
+      for (Operation &inner : genericBody->without_terminator()) {
+        if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
+          map.map(index.getResult(), ivs[index.getDim()]);
+          continue;
+        }
+        b.clone(inner, map);
+      }
+      Value yielded = map.lookup(
+          cast<linalg::YieldOp>(genericBody->getTerminator()).getOperand(0));
+      scf::YieldOp::create(b, loc, yielded);
+    }
+    Value v = warpReduce(b, loc, m.combiner, loop.getResult(0));
+
+    auto writeOut = [&](Value total) {
+      OpOperand *init = op.getDpsInitOperand(0);
+      SmallVector<Value> idx =
+          applyMap(b, loc, op.getMatchingIndexingMap(init), parIvs);
+      Value old = memref::LoadOp::create(b, loc, init->get(), idx);
+      memref::StoreOp::create(b, loc, combine(b, m.combiner, old, total),
+                              init->get(), idx);
+    };
+    auto ifThen = [&](Value cond, auto fn) {
+      auto branch = scf::IfOp::create(b, loc, cond, /*withElse=*/false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(branch.thenBlock()->getTerminator());
+      fn();
+    };
+    auto isZero = [&](Value x) {
+      return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x,
+                                   cIndex(b, loc, 0));
+    };
+    if (!blockPerRow) {
+      ifThen(isZero(lane), [&] { writeOut(v); });
+    } else {
+      // Warp totals meet in shared memory; the first warp combines them.
+      Value shared = body.getArgument(body.getNumArguments() - 1);
+      Value warpId = arith::DivUIOp::create(b, loc, tid, cIndex(b, loc, kWarp));
+      Value laneInWarp =
+          arith::RemUIOp::create(b, loc, tid, cIndex(b, loc, kWarp));
+      ifThen(isZero(laneInWarp), [&] {
+        memref::StoreOp::create(b, loc, v, shared, ValueRange{warpId});
+      });
+      gpu::BarrierOp::create(b, loc);
+      ifThen(isZero(warpId), [&] {
+        Value has = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                          tid, cIndex(b, loc, kBlock / kWarp));
+        auto pick = scf::IfOp::create(b, loc, TypeRange{accTy}, has,
+                                      /*withElse=*/true);
+        {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(pick.thenBlock());
+          scf::YieldOp::create(
+              b, loc,
+              ValueRange{memref::LoadOp::create(b, loc, shared, ValueRange{tid})
+                             .getResult()});
+          b.setInsertionPointToStart(pick.elseBlock());
+          scf::YieldOp::create(
+              b, loc,
+              ValueRange{arith::ConstantOp::create(b, loc, m.neutral)
+                             .getResult()});
+        }
+        Value total = warpReduce(b, loc, m.combiner, pick.getResult(0));
+        ifThen(isZero(tid), [&] { writeOut(total); });
+      });
+    }
+    op.erase();
+  }
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (!func->hasAttr("tcc.kernel") || func.isExternal())
+      return;
+    SmallVector<std::pair<linalg::GenericOp, Match>> todo;
+    for (auto op : func.getBody().front().getOps<linalg::GenericOp>())
+      if (std::optional<Match> m = matchRowReduction(op))
+        todo.push_back({op, *m});
+    for (auto &[op, m] : todo)
+      rewrite(op, m);
+  }
+};
+
+} // namespace

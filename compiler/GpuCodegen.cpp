@@ -11,7 +11,10 @@
 #include "compiler/GpuCodegen.h"
 #include "compiler/KernelPrep.h"
 #include "compiler/LLVMUtils.h"
+#include "compiler/gpu/MatmulKernel.h"
+#include "ir/TccOps.h"
 
+#include "mlir/Dialect/DLTI/DLTI.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -24,7 +27,7 @@
 
 using namespace mlir;
 
-bool tcc::isNvidiaTarget(const std::string &target) {
+bool ::tcc::isNvidiaTarget(const std::string &target) {
   StringRef t(target);
   if (!t.consume_front("sm_"))
     return false;
@@ -33,7 +36,7 @@ bool tcc::isNvidiaTarget(const std::string &target) {
   return !t.getAsInteger(10, version) && version >= 70 && version < 1000;
 }
 
-bool tcc::isAmdTarget(const std::string &target) {
+bool ::tcc::isAmdTarget(const std::string &target) {
   StringRef t(target);
   return t.consume_front("gfx") && t.size() >= 3 && t.size() <= 4 &&
          llvm::all_of(t, llvm::isHexDigit);
@@ -43,7 +46,8 @@ namespace {
 
 /// From bufferized kernels to launches of outlined device functions.
 const char *kLaunchPipeline =
-    "func.func(convert-linalg-to-parallel-loops, canonicalize,"
+    "func.func(tcc-gpu-row-reductions, convert-linalg-to-parallel-loops,"
+    " canonicalize,"
     " tcc-map-to-gpu),"
     "gpu-kernel-outlining, canonicalize, cse";
 
@@ -67,7 +71,7 @@ uint64_t bytesOf(MemRefType t) {
 
 /// Reads the launch sequence of a kernel function after outlining. Its
 /// buffers are its arguments, then its allocations (scratch).
-LogicalResult collectPlan(func::FuncOp func, tcc::KernelPlan &plan) {
+LogicalResult collectPlan(func::FuncOp func, ::tcc::KernelPlan &plan) {
   llvm::DenseMap<Value, int> bufferIndex;
   for (BlockArgument arg : func.getArguments())
     bufferIndex[arg] = arg.getArgNumber();
@@ -81,7 +85,7 @@ LogicalResult collectPlan(func::FuncOp func, tcc::KernelPlan &plan) {
       continue;
     }
     if (auto launch = dyn_cast<gpu::LaunchFuncOp>(op)) {
-      tcc::DeviceLaunch l;
+      ::tcc::DeviceLaunch l;
       l.symbol = launch.getKernelModuleName().str();
       gpu::KernelDim3 grid = launch.getGridSizeOperandValues(),
                       block = launch.getBlockSizeOperandValues();
@@ -120,6 +124,29 @@ LogicalResult collectPlan(func::FuncOp func, tcc::KernelPlan &plan) {
   return success();
 }
 
+/// 32-bit index arithmetic is cheaper on GPUs (64-bit multiplies are several
+/// instructions) and exact while every offset fits: when no buffer a kernel
+/// touches has 2^31 elements.
+unsigned chooseIndexBits(mlir::gpu::GPUModuleOp gpuModule, unsigned forced) {
+  if (forced)
+    return forced;
+  bool small = true;
+  gpuModule.walk([&](Operation *op) {
+    auto check = [&](Type t) {
+      if (auto m = dyn_cast<MemRefType>(t))
+        if (!m.hasStaticShape() || m.getNumElements() >= (int64_t(1) << 31))
+          small = false;
+    };
+    for (Type t : op->getResultTypes())
+      check(t);
+    for (Region &r : op->getRegions())
+      for (Block &block : r)
+        for (Type t : block.getArgumentTypes())
+          check(t);
+  });
+  return small ? 32 : 64;
+}
+
 /// Moves the device functions of every gpu.module into one, named after
 /// their modules (unique), and erases everything else.
 gpu::GPUModuleOp mergeDeviceCode(ModuleOp module) {
@@ -144,38 +171,208 @@ gpu::GPUModuleOp mergeDeviceCode(ModuleOp module) {
   return merged;
 }
 
+/// A kernel function whose matmul a template computes. `direct`: the matmul
+/// is the whole kernel and writes its result; otherwise the template writes
+/// scratch buffer 0, which the rest of the kernel reads as an extra input
+/// (argument `numOperands` of the clone).
+struct MatmulUse {
+  ::tcc::gpu::MatmulProblem problem;
+  unsigned aArg, bArg;
+  unsigned numOperands, numResults;
+  bool direct;
+};
+
+/// The element product of `shape`.
+int64_t product(ArrayRef<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+/// Whether the kernel function `f` (on tensors) begins with a matmul of two
+/// of its arguments that the tensor-core template computes; if so, cuts the
+/// matmul out of `f` as MatmulUse says.
+std::optional<MatmulUse> takeMatmul(func::FuncOp f,
+                                    const ::tcc::GpuOptions &options) {
+  auto kind = f->getAttrOfType<StringAttr>("tcc.kind");
+  if (!kind || kind.getValue() != "matmul")
+    return std::nullopt;
+  mlir::tcc::MatmulOp mm;
+  for (Operation &op : f.getBody().front())
+    if (auto m = dyn_cast<mlir::tcc::MatmulOp>(op)) {
+      if (mm)
+        return std::nullopt;
+      mm = m;
+    }
+  if (!mm)
+    return std::nullopt;
+  auto aArg = dyn_cast<BlockArgument>(mm.getA());
+  auto bArg = dyn_cast<BlockArgument>(mm.getB());
+  if (!aArg || !bArg)
+    return std::nullopt;
+  auto aTy = cast<RankedTensorType>(mm.getA().getType());
+  auto bTy = cast<RankedTensorType>(mm.getB().getType());
+  auto cTy = cast<RankedTensorType>(mm.getType());
+  ::tcc::gpu::MatmulProblem p;
+  p.transA = mm.getTransposeA();
+  p.transB = mm.getTransposeB();
+  int64_t rank = cTy.getRank();
+  p.m = cTy.getDimSize(rank - 2);
+  p.n = cTy.getDimSize(rank - 1);
+  p.k = aTy.getDimSize(aTy.getRank() - (p.transA ? 2 : 1));
+  p.batch = product(cTy.getShape().drop_back(2));
+  // Each operand's batch is all of C's or a single matrix.
+  auto batchOf = [&](RankedTensorType t, bool &batched) {
+    ArrayRef<int64_t> dims = t.getShape().drop_back(2);
+    int64_t n = product(dims);
+    batched = n != 1;
+    if (!batched)
+      return true;
+    ArrayRef<int64_t> cDims = cTy.getShape().drop_back(2);
+    return dims.size() == cDims.size() && dims == cDims;
+  };
+  if (!batchOf(aTy, p.aBatched) || !batchOf(bTy, p.bBatched))
+    return std::nullopt;
+  p.aType = aTy.getElementType();
+  p.bType = bTy.getElementType();
+  p.cType = cTy.getElementType();
+  p.allowTf32 = options.allowTf32;
+  std::string why;
+  if (p.m == 0 || p.n == 0 || p.batch == 0 ||
+      !::tcc::gpu::matmulKernelSupports(p, why))
+    return std::nullopt;
+
+  MatmulUse use;
+  use.problem = p;
+  use.aArg = aArg.getArgNumber();
+  use.bArg = bArg.getArgNumber();
+  use.numOperands = f.getNumArguments();
+  use.numResults = f.getNumResults();
+  auto ret = cast<func::ReturnOp>(f.getBody().front().getTerminator());
+  use.direct = f.getNumResults() == 1 && ret.getOperand(0) == mm.getResult() &&
+               &f.getBody().front().front() == mm.getOperation();
+  if (use.direct) {
+    f->setAttr("tcc.template", UnitAttr::get(f.getContext()));
+    return use;
+  }
+  // The rest of the kernel reads the product from a new argument.
+  Block &entry = f.getBody().front();
+  BlockArgument c = entry.addArgument(cTy, mm.getLoc());
+  mm.getResult().replaceAllUsesWith(c);
+  mm.erase();
+  SmallVector<Type> inputs(entry.getArgumentTypes());
+  f.setFunctionType(FunctionType::get(f.getContext(), inputs,
+                                      f.getResultTypes()));
+  return use;
+}
+
+/// Builds the template kernel of `use` into `gpuModule`; its launch is
+/// prepended to `plan` (whose indices it shifts, see MatmulUse).
+LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
+                              const std::string &chip,
+                              gpu::GPUModuleOp gpuModule, ::tcc::KernelPlan &plan) {
+  OpBuilder b(gpuModule.getContext());
+  b.setInsertionPointToEnd(gpuModule.getBody());
+  ::tcc::gpu::MatmulSchedule schedule = ::tcc::gpu::chooseMatmulSchedule(use.problem, chip);
+  std::string symbol = name + "_mma";
+  FailureOr<::tcc::gpu::KernelLaunch> launch =
+      ::tcc::gpu::buildMatmulKernel(b, gpuModule, symbol, use.problem, schedule);
+  if (failed(launch))
+    return failure();
+  ::tcc::DeviceLaunch l;
+  l.symbol = symbol;
+  l.grid = launch->grid;
+  l.block = launch->block;
+  l.sharedBytes = launch->sharedBytes;
+  int numBuffers = use.numOperands + use.numResults;
+  if (use.direct) {
+    l.args = {int(use.aArg), int(use.bArg), int(use.numOperands)};
+    plan.launches.insert(plan.launches.begin(), l);
+    return success();
+  }
+  // The epilogue function's buffers are [operands, C, results, scratch...]:
+  // renumber to [operands, results, C scratch, scratch...].
+  for (::tcc::DeviceLaunch &other : plan.launches)
+    for (int &a : other.args) {
+      if (a < int(use.numOperands))
+        continue;
+      if (a == int(use.numOperands))
+        a = numBuffers;
+      else if (a <= numBuffers)
+        a -= 1;
+    }
+  const ::tcc::gpu::MatmulProblem &p = use.problem;
+  plan.scratchBytes.insert(
+      plan.scratchBytes.begin(),
+      uint64_t(p.batch * p.m * p.n) * (p.cType.getIntOrFloatBitWidth() / 8));
+  l.args = {int(use.aArg), int(use.bArg), numBuffers};
+  plan.launches.insert(plan.launches.begin(), l);
+  return success();
+}
+
 } // namespace
 
-LogicalResult tcc::compileGpuKernels(ModuleOp module,
-                                     const GpuOptions &options,
-                                     CodeArtifact &artifact) {
+namespace tcc {
+LogicalResult compileGpuKernels(ModuleOp module, const GpuOptions &options,
+                                CodeArtifact &artifact) {
   bool nvidia = isNvidiaTarget(options.chip);
   if (!nvidia && !isAmdTarget(options.chip))
     return module.emitError("unknown GPU target '") << options.chip << "'";
   std::vector<std::string> names;
-  OwningOpRef<ModuleOp> device = cloneKernelsAsBuffers(module, names);
+  llvm::StringMap<MatmulUse> matmuls;
+  OwningOpRef<ModuleOp> device =
+      cloneKernelsAsBuffers(module, names, [&](func::FuncOp f) {
+        if (!nvidia)
+          return;
+        if (std::optional<MatmulUse> use = takeMatmul(f, options))
+          matmuls[f.getSymName()] = *use;
+      });
+  // Kernels a template computes whole need no generic code.
+  for (auto f : llvm::make_early_inc_range(device->getOps<func::FuncOp>()))
+    if (f->hasAttr("tcc.template"))
+      f.erase();
   if (failed(bufferizeKernels(*device, options.timing)) ||
       failed(runPipeline(*device, kLaunchPipeline, "mapping to GPU launches",
                          options.timing)))
     return failure();
 
   for (const std::string &name : names) {
-    auto func = device->lookupSymbol<func::FuncOp>(name);
-    if (!func)
-      return module.emitError("lowered kernel ") << name << " is missing";
     KernelPlan plan;
     plan.name = name;
-    if (failed(collectPlan(func, plan)))
-      return failure();
+    auto use = matmuls.find(name);
+    if (use == matmuls.end() || !use->second.direct) {
+      auto func = device->lookupSymbol<func::FuncOp>(name);
+      if (!func)
+        return module.emitError("lowered kernel ") << name << " is missing";
+      if (failed(collectPlan(func, plan)))
+        return failure();
+    }
     artifact.kernels.push_back(std::move(plan));
   }
-  gpu::GPUModuleOp gpuModule = mergeDeviceCode(*device);
+  mlir::gpu::GPUModuleOp gpuModule = mergeDeviceCode(*device);
+  for (auto [i, name] : llvm::enumerate(names)) {
+    auto use = matmuls.find(name);
+    if (use != matmuls.end() &&
+        failed(addMatmulLaunch(use->second, name, options.chip, gpuModule,
+                               artifact.kernels[i])))
+      return failure();
+  }
   WalkResult allocs = gpuModule.walk([](memref::AllocOp alloc) {
     alloc.emitError("a GPU kernel allocates memory inside a loop");
     return WalkResult::interrupt();
   });
   if (allocs.wasInterrupted())
     return failure();
+  // The LLVM conversions take the index width from the data layout.
+  MLIRContext *ctx = module.getContext();
+  unsigned indexBits = chooseIndexBits(gpuModule, options.indexBits);
+  gpuModule->setAttr(
+      DLTIDialect::kDataLayoutAttrName,
+      DataLayoutSpecAttr::get(
+          ctx, {DataLayoutEntryAttr::get(
+                   IndexType::get(ctx),
+                   IntegerAttr::get(IntegerType::get(ctx, 64), indexBits))}));
   if (failed(runPipeline(*device, nvidia ? kNvvmPipeline : kRocdlPipeline,
                          "GPU code generation", options.timing)))
     return failure();
@@ -207,3 +404,4 @@ LogicalResult tcc::compileGpuKernels(ModuleOp module,
   }
   return success();
 }
+} // namespace tcc

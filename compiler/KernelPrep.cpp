@@ -91,7 +91,8 @@ void copiesToLinalg(ModuleOp module) {
 } // namespace
 
 OwningOpRef<ModuleOp>
-tcc::cloneKernelsAsBuffers(ModuleOp module, std::vector<std::string> &names) {
+tcc::cloneKernelsAsBuffers(ModuleOp module, std::vector<std::string> &names,
+                           llvm::function_ref<void(func::FuncOp)> prepare) {
   OwningOpRef<ModuleOp> out = ModuleOp::create(module.getLoc());
   for (auto func : module.getOps<func::FuncOp>()) {
     if (!func->hasAttr("tcc.kernel"))
@@ -99,6 +100,8 @@ tcc::cloneKernelsAsBuffers(ModuleOp module, std::vector<std::string> &names) {
     auto clone = cast<func::FuncOp>(func->clone());
     clone.setPublic();
     out->push_back(clone);
+    if (prepare)
+      prepare(clone);
     toDestinationStyle(clone);
     names.push_back(func.getSymName().str());
   }

@@ -10,6 +10,7 @@
 #ifndef TCC_COMPILER_KERNELPREP_H
 #define TCC_COMPILER_KERNELPREP_H
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LogicalResult.h"
 #include "mlir/Support/Timing.h"
@@ -24,8 +25,10 @@ namespace tcc {
 /// buffers are the kernel's operands followed by its results. `names`
 /// receives the kernel names. Buffers without elements become unused
 /// `memref<1xi8>` arguments.
-mlir::OwningOpRef<mlir::ModuleOp>
-cloneKernelsAsBuffers(mlir::ModuleOp module, std::vector<std::string> &names);
+/// `prepare`, when given, sees each clone first, on tensors.
+mlir::OwningOpRef<mlir::ModuleOp> cloneKernelsAsBuffers(
+    mlir::ModuleOp module, std::vector<std::string> &names,
+    llvm::function_ref<void(mlir::func::FuncOp)> prepare = {});
 
 /// Runs a pass pipeline (textual, anchored on the module) on `module`.
 mlir::LogicalResult runPipeline(mlir::ModuleOp module, llvm::StringRef pipeline,

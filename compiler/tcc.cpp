@@ -74,6 +74,11 @@ static cl::opt<bool> allowTf32(
     cl::desc("f32 matmuls may round their inputs to tf32 on tensor cores "
              "(less precise; NVIDIA sm_80 and later)"),
     cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
+static cl::opt<unsigned> gpuIndexBits(
+    "gpu-index-bits",
+    cl::desc("Index arithmetic width in GPU kernels: 32, 64, or 0 for 32 "
+             "when every buffer has fewer than 2^31 elements (default)"),
+    cl::init(0), cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
 enum class Emit { Bundle, Mlir, Llvm, Asm, Lib };
 static cl::opt<Emit> emit(
     "emit", cl::desc("What to write"), cl::init(Emit::Bundle),
@@ -174,6 +179,7 @@ static bool compilePath(const std::string &path, tcc::CompileOutput &out) {
   options.gpu.cudaPath = cudaPath;
   options.gpu.rocmDeviceLibs = rocmDeviceLibs;
   options.gpu.allowTf32 = allowTf32;
+  options.gpu.indexBits = gpuIndexBits;
   options.gpu.timing = &timing;
   return mlir::succeeded(tcc::compileModel(*model, options, out));
 }
@@ -188,6 +194,8 @@ static bool writeText(const std::string &path, const std::string &text) {
 }
 
 static int doCompile() {
+  if (gpuIndexBits != 0 && gpuIndexBits != 32 && gpuIndexBits != 64)
+    return fail("--gpu-index-bits must be 0, 32 or 64");
   if (outputPath.empty())
     return fail("compile needs -o OUTPUT");
   tcc::CompileOutput out;

@@ -85,6 +85,25 @@ void privatizeAllocations(gpu::LaunchOp launch) {
   }
 }
 
+/// Tells LLVM that the buffers a launch captures are 16-byte aligned (the
+/// arena's are 64, the runtime refuses others), so it can merge accesses.
+void assumeAligned(gpu::LaunchOp launch) {
+  Region &body = launch.getBody();
+  llvm::SetVector<Value> captured;
+  getUsedValuesDefinedAbove(body, captured);
+  OpBuilder b = OpBuilder::atBlockBegin(&body.front());
+  for (Value v : captured) {
+    auto type = dyn_cast<MemRefType>(v.getType());
+    if (!type || !type.getLayout().isIdentity())
+      continue;
+    auto aligned = memref::AssumeAlignmentOp::create(b, v.getLoc(), v, 16);
+    v.replaceUsesWithIf(aligned.getResult(), [&](OpOperand &use) {
+      return use.getOwner() != aligned &&
+             body.isAncestor(use.getOwner()->getParentRegion());
+    });
+  }
+}
+
 Value indexConst(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIndexOp::create(b, loc, v);
 }
@@ -134,6 +153,28 @@ struct TccMapToGpu : mlir::tcc::impl::TccMapToGpuBase<TccMapToGpu> {
       loop.erase();
       return success();
     }
+    // Consecutive innermost iterations per thread.
+    int64_t minBytes = 8;
+    loop.walk([&](Operation *op) {
+      Value buffer;
+      if (auto load = dyn_cast<memref::LoadOp>(op))
+        buffer = load.getMemRef();
+      else if (auto store = dyn_cast<memref::StoreOp>(op))
+        buffer = store.getMemRef();
+      if (buffer)
+        minBytes = std::min<int64_t>(
+            minBytes, std::max<int64_t>(
+                          1, cast<MemRefType>(buffer.getType())
+                                     .getElementTypeBitWidth() /
+                                 8));
+    });
+    int64_t perThread = std::clamp<int64_t>(vectorBytes / minBytes, 1, 8);
+    while (perThread > 1 && trips.back() % perThread != 0)
+      perThread /= 2;
+    if (total < perThread * 4096)
+      perThread = 1;
+    trips.back() /= perThread;
+    total /= perThread;
     int64_t block = std::min<int64_t>(blockSize, (total + 31) / 32 * 32);
     int64_t grid = (total + block - 1) / block;
     if (grid > std::numeric_limits<int32_t>::max())
@@ -154,21 +195,32 @@ struct TccMapToGpu : mlir::tcc::impl::TccMapToGpuBase<TccMapToGpu> {
     auto guard = scf::IfOp::create(b, loc, inRange, /*withElse=*/false);
     b.setInsertionPoint(guard.thenBlock()->getTerminator());
     // Delinearise, innermost dimension fastest.
-    IRMapping map;
+    SmallVector<IRMapping> maps(perThread);
     Value rest = linear;
     for (int d = trips.size() - 1; d >= 0; --d) {
       Value trip = indexConst(b, loc, trips[d]);
       Value i = d == 0 ? rest : arith::RemUIOp::create(b, loc, rest, trip);
       if (d != 0)
         rest = arith::DivUIOp::create(b, loc, rest, trip);
-      if (steps[d] != 1)
-        i = arith::MulIOp::create(b, loc, i, indexConst(b, loc, steps[d]));
+      bool inner = d == int(trips.size()) - 1;
+      int64_t scale = steps[d] * (inner ? perThread : 1);
+      if (scale != 1)
+        i = arith::MulIOp::create(b, loc, i, indexConst(b, loc, scale));
       if (lbs[d] != 0)
         i = arith::AddIOp::create(b, loc, i, indexConst(b, loc, lbs[d]));
-      map.map(loop.getInductionVars()[d], i);
+      for (int64_t u = 0; u < perThread; ++u) {
+        Value iu = i;
+        if (inner && u != 0)
+          iu = arith::AddIOp::create(b, loc, i,
+                                     indexConst(b, loc, u * steps[d]));
+        maps[u].map(loop.getInductionVars()[d], iu);
+      }
     }
+    // Op by op, each for every iteration of the thread: loads of
+    // neighbouring elements end up side by side.
     for (Operation &op : loop.getBody()->without_terminator())
-      b.clone(op, map);
+      for (IRMapping &map : maps)
+        b.clone(op, map);
     loop.erase();
     return success();
   }
@@ -220,7 +272,14 @@ struct TccMapToGpu : mlir::tcc::impl::TccMapToGpuBase<TccMapToGpu> {
       bool usesRun = llvm::any_of(op->getOperands(), [&](Value v) {
         return v.getDefiningOp() && inRun.count(v.getDefiningOp());
       });
-      if (!usesRun && (isa<gpu::LaunchOp>(op) || staysOutside(op)))
+      // Launches already made (row reductions) keep their place in the
+      // order of memory effects: a serial run cannot extend across one.
+      if (isa<gpu::LaunchOp>(op)) {
+        if (failed(flush()))
+          return signalPassFailure();
+        continue;
+      }
+      if (!usesRun && staysOutside(op))
         continue;
       if (usesRun && staysOutside(op) &&
           !isa<memref::AllocOp, memref::AllocaOp, memref::DeallocOp>(op)) {
@@ -241,6 +300,7 @@ struct TccMapToGpu : mlir::tcc::impl::TccMapToGpuBase<TccMapToGpu> {
     func.walk([](gpu::LaunchOp launch) {
       sinkInto(launch);
       privatizeAllocations(launch);
+      assumeAligned(launch);
     });
   }
 };

@@ -82,7 +82,11 @@ def TccMapToGpu : Pass<"tcc-map-to-gpu", "func::FuncOp"> {
   }];
   let options = [
     Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
-           "Threads per block of a parallel loop's launch">
+           "Threads per block of a parallel loop's launch">,
+    Option<"vectorBytes", "vector-bytes", "int64_t", /*default=*/"16",
+           "Bytes of the narrowest element type a thread handles at once, "
+           "in consecutive iterations of the innermost loop (1: one "
+           "iteration a thread)">
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::arith::ArithDialect",

@@ -152,7 +152,8 @@ tccrt_status tccrt_model_find_output(const tccrt_model *model, const char *name,
                                      size_t *index);
 
 /** Binds device memory to an input or output. `bytes` must equal the
- *  tensor's size; `data` may be NULL only when that size is 0. */
+ *  tensor's size; `data` may be NULL only when that size is 0. On a GPU the
+ *  memory must be 16-byte aligned (tccrt_malloc's always is). */
 tccrt_status tccrt_model_bind_input(tccrt_model *model, size_t index,
                                     const void *data, size_t bytes);
 tccrt_status tccrt_model_bind_output(tccrt_model *model, size_t index,

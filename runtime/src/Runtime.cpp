@@ -245,6 +245,14 @@ tccrt_status bind(tccrt_model *m, bool input, size_t index, const void *data,
     return fail(m->ctx, TCCRT_ERROR_INVALID_ARGUMENT,
                 std::string("buffer for ") + what + " '" + t.name +
                     "' is NULL");
+  // GPU kernels read and write 16 bytes at a time (vector accesses, cp.async)
+  // and are compiled assuming it; device allocations are aligned far more.
+  if (m->ctx->kind != TCCRT_DEVICE_HOST && t.bytes &&
+      reinterpret_cast<uintptr_t>(data) % 16 != 0)
+    return fail(m->ctx, TCCRT_ERROR_INVALID_ARGUMENT,
+                std::string("buffer for ") + what + " '" + t.name +
+                    "' is not 16-byte aligned (GPU buffers must be; "
+                    "tccrt_malloc's are)");
   std::string err;
   if (!m->ctx->backend->checkBuffer(data, t.bytes, err))
     return fail(m->ctx, TCCRT_ERROR_INVALID_ARGUMENT,

@@ -1420,20 +1420,21 @@ def cases_for(op, g, quick):
     return cases
 
 
-def replay(tcc, root):
+def replay(tcc, root, jobs):
     """Runs the bundles --record compiled under `root` and checks them."""
     with open(os.path.join(root, 'cases.pkl'), 'rb') as f:
         recorded = pickle.load(f)
     runner = Runner(tcc, root, os.path.join(root, 'failures'))
-    for cases, args, outdir in recorded:
+
+    def one(item):
+        cases, args, outdir = item
         args = [os.path.join(root, a) if a.endswith('.tccb') else a for a in args]
         args = [a.split('=', 1)[0] + '=' + os.path.join(root, a.split('=', 1)[1])
                 if a.endswith('.npy') else a for a in args]
         outdir = os.path.join(root, outdir)
         rc, _, err = L.run_tcc([tcc] + args + ['--output-dir', outdir])
         if rc == L.CANNOT_RUN:
-            print('stopped: %s' % err, file=sys.stderr)
-            return 2
+            raise TccUnavailable(err)
         pres = ['c%d_' % k if len(cases) > 1 else '' for k in range(len(cases))]
         for c, pre in zip(cases, pres):
             if c.error is not None:
@@ -1445,6 +1446,14 @@ def replay(tcc, root):
             else:
                 res = check_outputs(c, pre, outdir)
             runner.report(c, *res, repro=None if res[0] else ' '.join(args))
+
+    try:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as ex:
+            for f in [ex.submit(one, item) for item in recorded]:
+                f.result()
+    except TccUnavailable as e:
+        print('stopped: %s' % e, file=sys.stderr)
+        return 2
     print('%d passed, %d failed' % (runner.passed, runner.failed))
     return 1 if runner.failed else 0
 
@@ -1482,7 +1491,7 @@ def main():
         return 0
     if args.replay:
         return replay(os.path.abspath(shutil.which(args.tcc) or args.tcc),
-                      os.path.abspath(args.replay))
+                      os.path.abspath(args.replay), args.jobs)
     if args.record and not args.target:
         print('--record needs --target', file=sys.stderr)
         return 2

@@ -124,7 +124,7 @@ fi
 if [ -f "$carry/optest/cases.pkl" ]; then
   step "every op on the GPU against NumPy (optest --replay)"
   python3 "$root/tests/e2e/optest.py" --replay "$carry/optest" \
-    --tcc "$build/runtime/tcc" > "$out/optest.log" 2>&1
+    --tcc "$build/runtime/tcc" --jobs 8 > "$out/optest.log" 2>&1
   rc=$?
   grep -E "^FAIL" "$out/optest.log" | head -40
   tail -1 "$out/optest.log"

@@ -36,7 +36,8 @@ func.func @elementwise(%a: memref<40x7xf32>, %o: memref<40x7xf32>) attributes {t
 // sunk into the launch, so the launch captures the argument only.
 // CHECK-LABEL: func.func @view_sunk
 // CHECK: gpu.launch {{.*}} in ({{.*}} = %c1{{[_0-9]*}}, {{.*}}) threads({{.*}}) in ({{.*}} = %c32,
-// CHECK: memref.collapse_shape %arg0
+// CHECK: %[[A:.*]] = memref.assume_alignment %arg0, 16
+// CHECK: memref.collapse_shape %[[A]]
 // CHECK: gpu.terminator
 func.func @view_sunk(%a: memref<2x5xf32>, %o: memref<10xf32>) attributes {tcc.kernel} {
   %c0 = arith.constant 0 : index
@@ -84,7 +85,7 @@ func.func @serial(%a: memref<100xf32>, %o: memref<f32>) attributes {tcc.kernel} 
 // CHECK-LABEL: func.func @private_scratch
 // CHECK: %[[KEEP:.*]] = memref.alloc() : memref<4xf32>
 // CHECK: gpu.launch
-// CHECK-NEXT: memref.alloca() : memref<8xf32>
+// CHECK: memref.alloca() : memref<8xf32>
 // CHECK-NOT: memref.alloc()
 // CHECK-NOT: memref.dealloc
 // CHECK: gpu.terminator
@@ -118,6 +119,60 @@ func.func @not_a_kernel(%o: memref<4xf32>) {
   %z = arith.constant 0.0 : f32
   scf.parallel (%i) = (%c0) to (%c4) step (%c1) {
     memref.store %z, %o[%i] : memref<4xf32>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// Serial work on either side of an existing launch (a row reduction's)
+// stays on its side: the fill runs before it, the copy after.
+// CHECK-LABEL: func.func @serial_around_launch
+// CHECK: gpu.launch
+// CHECK: %[[T:.*]] = memref.assume_alignment %arg1
+// CHECK: memref.store %{{.*}}, %[[T]][]
+// CHECK: gpu.terminator
+// CHECK: gpu.launch
+// CHECK: arith.constant 2.0
+// CHECK: gpu.terminator
+// CHECK: gpu.launch
+// CHECK: %[[T2:.*]] = memref.assume_alignment %arg1
+// CHECK: memref.load %[[T2]][]
+// CHECK: gpu.terminator
+func.func @serial_around_launch(%o: memref<f32>, %t: memref<f32>) attributes {tcc.kernel} {
+  %zero = arith.constant 0.0 : f32
+  memref.store %zero, %t[] : memref<f32>
+  %c1 = arith.constant 1 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%x = %c1, %y = %c1, %z = %c1)
+             threads(%tx, %ty, %tz) in (%a = %c1, %b = %c1, %c = %c1) {
+    %two = arith.constant 2.0 : f32
+    memref.store %two, %t[] : memref<f32>
+    gpu.terminator
+  }
+  %v = memref.load %t[] : memref<f32>
+  memref.store %v, %o[] : memref<f32>
+  return
+}
+
+// -----
+
+// A large bf16 loop: each thread takes 8 consecutive innermost iterations
+// (16 bytes), cloned op by op so the 8 loads come first, then the 8 stores.
+// CHECK-LABEL: func.func @vectorized
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c256{{[_0-9]*}}, {{.*}}) threads({{.*}}) in ({{.*}} = %c128
+// CHECK-COUNT-8: memref.load
+// CHECK-NOT: memref.load
+// CHECK-COUNT-8: memref.store
+// CHECK: gpu.terminator
+func.func @vectorized(%a: memref<64x4096xbf16>, %o: memref<64x4096xbf16>) attributes {tcc.kernel} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %c4096 = arith.constant 4096 : index
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c64, %c4096) step (%c1, %c1) {
+    %x = memref.load %a[%i, %j] : memref<64x4096xbf16>
+    memref.store %x, %o[%i, %j] : memref<64x4096xbf16>
     scf.reduce
   }
   return

@@ -1,0 +1,813 @@
+//===- MatmulKernel.cpp - the tensor-core GEMM kernel template ------------===//
+//
+// The kernel, for a block owning C tile (bm, bn) of batch bz:
+//
+//   prologue: copy k-tiles 0..S-2 of A and B into shared stages 0..S-2
+//   for kt in [0, kTiles):
+//     wait until k-tile kt has landed (cp.async.wait_group S-2); barrier
+//     copy k-tile kt+S-1 into stage (kt+S-1) % S (the stage read at kt-1)
+//     each warp: ldmatrix fragments of stage kt % S, mma.sync into registers
+//   epilogue: cast the f32 accumulators to cType and store (edge-checked)
+//
+// Shared tiles keep the global layout of their operand (rows x contiguous
+// columns), in 16-byte chunks XOR-swizzled so that the 8 rows one ldmatrix
+// phase reads, and the chunks one cp.async phase writes, hit distinct banks.
+// A contiguous extent that is not a multiple of 16 bytes cannot use cp.async
+// (its rows are not 16-byte aligned): that operand is copied with ordinary
+// element loads and stores instead, at the same point of the pipeline.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/gpu/MatmulKernel.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+#include "llvm/Support/MathExtras.h"
+
+#include <algorithm>
+
+using namespace mlir;
+
+namespace tcc::gpu {
+namespace {
+
+/// Shared memory a block may use (sm_90: 227 KiB; sm_80: 163 KiB).
+constexpr int64_t kMaxSharedSm90 = 232448;
+constexpr int64_t kMaxSharedSm80 = 166912;
+
+enum class Path { Mma16, Tf32, Simt };
+
+Path pathOf(const MatmulProblem &p) {
+  if (!p.aType.isF32())
+    return Path::Mma16;
+  return p.allowTf32 ? Path::Tf32 : Path::Simt;
+}
+
+int64_t bytesOf(Type t) { return t.getIntOrFloatBitWidth() / 8; }
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// One operand's shared tile: `rows` x `cols` elements, cols contiguous.
+struct TileShape {
+  int64_t rows, cols;
+};
+
+/// The shared tiles of A and B for schedule `s` (their layout follows the
+/// operand's global layout).
+std::pair<TileShape, TileShape> tileShapes(const MatmulProblem &p,
+                                           const MatmulSchedule &s) {
+  TileShape a =
+      p.transA ? TileShape{s.tileK, s.tileM} : TileShape{s.tileM, s.tileK};
+  TileShape b =
+      p.transB ? TileShape{s.tileN, s.tileK} : TileShape{s.tileK, s.tileN};
+  return {a, b};
+}
+
+int64_t sharedBytesOf(const MatmulProblem &p, const MatmulSchedule &s) {
+  return s.stages * (s.tileM + s.tileN) * s.tileK * bytesOf(p.aType);
+}
+
+/// Builds the kernel body; all helpers emit at the builder's insertion point.
+class KernelBuilder {
+public:
+  KernelBuilder(OpBuilder &b, Location loc, const MatmulProblem &p,
+                const MatmulSchedule &s)
+      : b(b), loc(loc), p(p), s(s), path(pathOf(p)), eb(bytesOf(p.aType)),
+        epc(16 / eb), threads(32 * s.warpsM * s.warpsN) {
+    std::tie(tileA, tileB) = tileShapes(p, s);
+  }
+
+  void build(Value a, Value bMat, Value c);
+
+private:
+  // Index arithmetic.
+  Value cst(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value add(Value x, int64_t y) { return y ? add(x, cst(y)) : x; }
+  Value mul(Value x, int64_t y) {
+    return y == 1 ? x : arith::MulIOp::create(b, loc, x, cst(y));
+  }
+  Value div(Value x, int64_t y) {
+    return y == 1 ? x : arith::DivUIOp::create(b, loc, x, cst(y));
+  }
+  Value rem(Value x, int64_t y) {
+    return arith::RemUIOp::create(b, loc, x, cst(y));
+  }
+  Value bxor(Value x, Value y) { return arith::XOrIOp::create(b, loc, x, y); }
+  Value band(Value x, int64_t y) {
+    return arith::AndIOp::create(b, loc, x, cst(y));
+  }
+  Value ult(Value x, int64_t y) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x, cst(y));
+  }
+  Value land(Value x, Value y) {
+    if (!x)
+      return y;
+    if (!y)
+      return x;
+    return arith::AndIOp::create(b, loc, x, y);
+  }
+  Value select(Value c, Value x, Value y) {
+    return arith::SelectOp::create(b, loc, c, x, y);
+  }
+
+  /// The swizzled chunk of chunk `c` in row `r` of a tile with `cpr` chunks
+  /// a row, as a chunk index from the tile's start. Rows of >= 128 bytes XOR
+  /// the chunk's low 3 bits with the row; narrower rows share a 128-byte
+  /// line and XOR with the line's index, so 8 consecutive rows read at one
+  /// column land in 8 distinct 16-byte bank groups either way.
+  Value swizzle(Value r, Value c, int64_t cpr) {
+    if (cpr >= 8)
+      return add(mul(r, cpr), bxor(c, band(r, 7)));
+    Value lin = add(mul(r, cpr), c);
+    Value line = arith::ShRUIOp::create(b, loc, lin, cst(3));
+    return bxor(lin, band(line, 7));
+  }
+
+  /// Copies k-tile `kt` of one operand into shared stage `stage`.
+  void copyTile(bool isA, Value kt, Value stage);
+  /// The pipeline's k-tile copy of both operands, then a commit.
+  Value copyStage(Value kt, Value stage);
+
+  Value mmaBf16(Value aFrag, Value bFrag, Value acc);
+  /// One k-tile of MMA work from stage `stage`; returns the new accumulators.
+  /// `afterFirstLoads` is called once the first fragments are loaded.
+  SmallVector<Value> mmaStep(Value stage, ValueRange acc,
+                             llvm::function_ref<void()> afterFirstLoads);
+  SmallVector<Value> simtStep(Value stage, ValueRange acc);
+
+  /// Stores `vals` (f32 elements of C row `row`, columns col..col+L-1).
+  void storeRow(Value row, Value col, Value vals);
+  void epilogue(ValueRange acc);
+
+  OpBuilder &b;
+  Location loc;
+  const MatmulProblem &p;
+  const MatmulSchedule &s;
+  Path path;
+  int64_t eb, epc, threads;
+  TileShape tileA, tileB;
+
+  Value a, bm, c;     // the kernel's memrefs
+  Value smemA, smemB; // 1-D views of the shared stages
+  // The same stages as 16-byte vectors: shared-memory vector accesses go
+  // through memref.load/store of vector elements, which the GPU lowering
+  // converts with the workgroup address space (convert-vector-to-llvm, which
+  // runs before it, cannot).
+  Value smemAVec, smemBVec;
+  Value tid, lane, warpM, warpN;
+  Value blockM0, blockN0, batchA, batchB, batchC;
+  Value token; // any async token: the waits only count groups
+};
+
+void KernelBuilder::copyTile(bool isA, Value kt, Value stage) {
+  const TileShape &t = isA ? tileA : tileB;
+  Value src = isA ? a : bm;
+  Value dst = isA ? smemA : smemB;
+  Value dstVec = isA ? smemAVec : smemBVec;
+  bool trans = isA ? p.transA : p.transB;
+  // The tile's rows and columns in the operand's global [rows][cols] matrix.
+  bool rowsAreK = isA ? trans : !trans;
+  Value kOff = mul(kt, s.tileK);
+  Value mnOff = isA ? blockM0 : blockN0;
+  Value row0 = rowsAreK ? kOff : mnOff;
+  Value col0 = rowsAreK ? mnOff : kOff;
+  int64_t mnBound = isA ? p.m : p.n;
+  int64_t rowBound = rowsAreK ? p.k : mnBound;
+  int64_t colBound = rowsAreK ? mnBound : p.k;
+  Value batch = isA ? batchA : batchB;
+
+  int64_t cpr = t.cols / epc;
+  int64_t chunks = t.rows * cpr;
+  int64_t rowStep = threads / cpr;
+  bool needRow = rowBound % t.rows != 0;
+  bool needCol = colBound % t.cols != 0;
+  bool aligned = colBound % epc == 0;
+  Value cChunk = rem(tid, cpr);
+  Value rBase = div(tid, cpr);
+  Value col = add(col0, mul(cChunk, epc));
+  Value stageChunk = mul(stage, chunks);
+  Type elemT = p.aType;
+
+  for (int64_t i = 0; i < chunks / threads; ++i) {
+    Value r = add(rBase, i * rowStep);
+    Value row = add(row0, r);
+    Value dstChunk = add(stageChunk, swizzle(r, cChunk, cpr));
+    Value dstOff = mul(dstChunk, epc);
+    Value rowOk = needRow ? ult(row, rowBound) : Value();
+    // Out-of-range reads are clamped to element 0 of the operand so that no
+    // address ever leaves the buffer; their data is replaced by zeros.
+    Value zero = cst(0);
+    Value srcRow = rowOk ? select(rowOk, row, zero) : row;
+    if (aligned) {
+      Value colOk = needCol ? ult(col, colBound) : Value();
+      Value ok = land(rowOk, colOk);
+      Value srcCol = colOk ? select(colOk, col, zero) : col;
+      Value n = ok ? select(ok, cst(epc), zero) : Value();
+      nvgpu::DeviceAsyncCopyOp::create(
+          b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), dst,
+          ValueRange{dstOff}, src, ValueRange{batch, srcRow, srcCol},
+          b.getIndexAttr(epc), n, b.getUnitAttr());
+      continue;
+    }
+    // Rows not 16-byte aligned: element loads, zero outside the matrix.
+    SmallVector<Value> elems;
+    Value zeroF = arith::ConstantOp::create(b, loc, b.getZeroAttr(elemT));
+    for (int64_t e = 0; e < epc; ++e) {
+      Value ce = add(col, e);
+      Value ok = land(rowOk, ult(ce, colBound));
+      Value srcCol = select(ult(ce, colBound), ce, zero);
+      Value v = memref::LoadOp::create(b, loc, src,
+                                       ValueRange{batch, srcRow, srcCol});
+      elems.push_back(select(ok, v, zeroF));
+    }
+    Value vec = vector::FromElementsOp::create(
+        b, loc, VectorType::get({epc}, elemT), elems);
+    memref::StoreOp::create(b, loc, vec, dstVec, ValueRange{dstChunk});
+  }
+}
+
+Value KernelBuilder::copyStage(Value kt, Value stage) {
+  copyTile(/*isA=*/true, kt, stage);
+  copyTile(/*isA=*/false, kt, stage);
+  return nvgpu::DeviceAsyncCreateGroupOp::create(
+      b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), ValueRange{});
+}
+
+// nvgpu.mma.sync does not lower bf16 operands (MLIR 22), so bf16 goes to
+// nvvm.mma.sync directly: operands as b32 registers holding two bf16 each.
+Value KernelBuilder::mmaBf16(Value aFrag, Value bFrag, Value acc) {
+  Type i32 = b.getI32Type(), f32 = b.getF32Type();
+  auto regs = [&](Value v, int64_t n) {
+    Value words =
+        vector::BitCastOp::create(b, loc, VectorType::get({n, 1}, i32), v);
+    SmallVector<Value> out;
+    for (int64_t i = 0; i < n; ++i)
+      out.push_back(
+          vector::ExtractOp::create(b, loc, words, ArrayRef<int64_t>{i, 0}));
+    return out;
+  };
+  SmallVector<Value> cRegs;
+  for (int64_t i = 0; i < 4; ++i)
+    cRegs.push_back(vector::ExtractOp::create(b, loc, acc,
+                                              ArrayRef<int64_t>{i / 2, i % 2}));
+  auto resT =
+      LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
+  Value d = NVVM::MmaOp::create(
+      b, loc, resT, regs(aFrag, 4), regs(bFrag, 2), cRegs,
+      ArrayRef<int64_t>{16, 8, 16}, std::nullopt, std::nullopt,
+      std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16, NVVM::MMATypes::bf16},
+      std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                     NVVM::MMALayout::col});
+  SmallVector<Value> e;
+  for (int64_t i = 0; i < 4; ++i)
+    e.push_back(LLVM::ExtractValueOp::create(b, loc, d, ArrayRef<int64_t>{i}));
+  return vector::FromElementsOp::create(b, loc, VectorType::get({2, 2}, f32),
+                                        e);
+}
+
+SmallVector<Value>
+KernelBuilder::mmaStep(Value stage, ValueRange acc,
+                       llvm::function_ref<void()> afterFirstLoads) {
+  bool tf32 = path == Path::Tf32;
+  int64_t kStep = tf32 ? 8 : 16; // mma k
+  int64_t warpTileM = s.tileM / s.warpsM, warpTileN = s.tileN / s.warpsN;
+  int64_t mTiles = warpTileM / 16, nTiles = warpTileN / 8;
+  Type elemT = p.aType;
+  Value aBase = mul(stage, tileA.rows * tileA.cols);
+  Value bBase = mul(stage, tileB.rows * tileB.cols);
+  int64_t cprA = tileA.cols / epc, cprB = tileB.cols / epc;
+  Value warpRow = mul(warpM, warpTileM), warpCol = mul(warpN, warpTileN);
+  // Lane decompositions used by the ldmatrix addresses.
+  Value l16 = band(lane, 15), lHi = div(lane, 16), l8 = band(lane, 7);
+  Value lMid = band(div(lane, 8), 1), lQuad = div(lane, 4), lIn = band(lane, 3);
+
+  auto ldmatrix = [&](Value mem, Value off, bool transpose) -> Value {
+    VectorType t =
+        tf32 ? VectorType::get({4, 1}, elemT) : VectorType::get({4, 2}, elemT);
+    return nvgpu::LdMatrixOp::create(b, loc, t, mem, ValueRange{off}, transpose,
+                                     /*numTiles=*/4);
+  };
+  // A scalar element (row, col) of a swizzled tile (the tf32 fragments that
+  // ldmatrix cannot transpose).
+  auto scalarAt = [&](Value mem, Value base, int64_t cpr, Value row,
+                      Value col) -> Value {
+    Value off = add(
+        base, add(mul(swizzle(row, div(col, epc), cpr), epc), rem(col, epc)));
+    return memref::LoadOp::create(b, loc, mem, ValueRange{off});
+  };
+
+  SmallVector<Value> out(acc.begin(), acc.end());
+  for (int64_t kk = 0; kk < s.tileK / kStep; ++kk) {
+    // A fragments: one 16 x kStep tile per m-tile.
+    SmallVector<Value> aFrag;
+    for (int64_t i = 0; i < mTiles; ++i) {
+      Value m0 = add(warpRow, i * 16);
+      if (!p.transA) {
+        // Matrices (rows 0-7|8-15) x (k chunk 0|1): lane -> row l%16, chunk
+        // l/16.
+        Value off =
+            add(aBase, mul(swizzle(add(m0, l16), add(lHi, kk * 2), cprA), epc));
+        aFrag.push_back(ldmatrix(smemA, off, false));
+      } else if (!tf32) {
+        // Stored [k][m]: lane -> k row (l/16)*8 + l%8, m chunk (l/8)&1.
+        Value krow = add(add(mul(lHi, 8), l8), kk * 16);
+        Value off =
+            add(aBase, mul(swizzle(krow, add(div(m0, 8), lMid), cprA), epc));
+        aFrag.push_back(ldmatrix(smemA, off, true));
+      } else {
+        SmallVector<Value> e;
+        for (int64_t q = 0; q < 4; ++q)
+          e.push_back(scalarAt(smemA, aBase, cprA,
+                               add(lIn, kk * 8 + (q >> 1) * 4),
+                               add(add(m0, lQuad), (q & 1) * 8)));
+        aFrag.push_back(vector::FromElementsOp::create(
+            b, loc, VectorType::get({4, 1}, elemT), e));
+      }
+    }
+    // B fragments: kStep x 8 per n-tile, loaded two n-tiles at a time.
+    SmallVector<Value> bFrag;
+    for (int64_t j = 0; j < nTiles / 2; ++j) {
+      Value n0 = add(warpCol, j * 16);
+      Value pair;
+      if (p.transB) {
+        // Stored [n][k]: lane -> n row (l/16)*8 + l%8, k chunk (l/8)&1.
+        Value nrow = add(n0, add(mul(lHi, 8), l8));
+        Value off =
+            add(bBase, mul(swizzle(nrow, add(lMid, kk * 2), cprB), epc));
+        pair = ldmatrix(smemB, off, false);
+      } else if (!tf32) {
+        // Stored [k][n]: lane -> k row l%16, n chunk l/16; transposed.
+        Value off = add(
+            bBase,
+            mul(swizzle(add(l16, kk * 16), add(div(n0, 8), lHi), cprB), epc));
+        pair = ldmatrix(smemB, off, true);
+      } else {
+        for (int64_t h = 0; h < 2; ++h) {
+          SmallVector<Value> e;
+          for (int64_t q = 0; q < 2; ++q)
+            e.push_back(scalarAt(smemB, bBase, cprB, add(lIn, kk * 8 + q * 4),
+                                 add(add(n0, h * 8), lQuad)));
+          bFrag.push_back(vector::FromElementsOp::create(
+              b, loc, VectorType::get({2, 1}, elemT), e));
+        }
+        continue;
+      }
+      int64_t w = tf32 ? 1 : 2;
+      for (int64_t h = 0; h < 2; ++h)
+        bFrag.push_back(vector::ExtractStridedSliceOp::create(
+            b, loc, pair, ArrayRef<int64_t>{2 * h, 0}, ArrayRef<int64_t>{2, w},
+            ArrayRef<int64_t>{1, 1}));
+    }
+    if (kk == 0)
+      afterFirstLoads();
+    for (int64_t i = 0; i < mTiles; ++i)
+      for (int64_t j = 0; j < nTiles; ++j) {
+        // Serpentine over n so that consecutive mmas share a B fragment.
+        int64_t jj = (i % 2) ? nTiles - 1 - j : j;
+        Value &acc = out[i * nTiles + jj];
+        acc = p.aType.isBF16()
+                  ? mmaBf16(aFrag[i], bFrag[jj], acc)
+                  : nvgpu::MmaSyncOp::create(b, loc, aFrag[i], bFrag[jj], acc,
+                                             ArrayRef<int64_t>{16, 8, kStep},
+                                             tf32);
+      }
+  }
+  return out;
+}
+
+// The SIMT layout: thread (tr, tc) owns rows tr + i*TR (i < RM) and the two
+// 4-column groups at tc*4 and tileN/2 + tc*4, so B rows are read as 16-byte
+// vectors and a warp's A reads touch two rows (broadcast).
+SmallVector<Value> KernelBuilder::simtStep(Value stage, ValueRange acc) {
+  int64_t tc = s.tileN / 8, tr = threads / tc, rm = s.tileM / tr;
+  Type f32 = b.getF32Type();
+  VectorType v4 = VectorType::get({4}, f32);
+  Value aBase = mul(stage, tileA.rows * tileA.cols);
+  Value bBase = mul(stage, tileB.rows * tileB.cols);
+  int64_t cprA = tileA.cols / 4, cprB = tileB.cols / 4;
+  Value tRow = div(tid, tc), tCol = rem(tid, tc);
+  // Loads 16-byte chunk `chunk` of tile row `row` (mem is the vector view).
+  Value aBaseChunk = mul(stage, tileA.rows * tileA.cols / 4);
+  Value bBaseChunk = mul(stage, tileB.rows * tileB.cols / 4);
+  auto load4 = [&](Value mem, Value baseChunk, int64_t cpr, Value row,
+                   Value chunk) -> Value {
+    Value at = add(baseChunk, swizzle(row, chunk, cpr));
+    return memref::LoadOp::create(b, loc, mem, ValueRange{at});
+  };
+  auto scalar = [&](Value mem, Value base, int64_t cpr, Value row,
+                    Value col) -> Value {
+    Value off =
+        add(base, add(mul(swizzle(row, div(col, 4), cpr), 4), rem(col, 4)));
+    return memref::LoadOp::create(b, loc, mem, ValueRange{off});
+  };
+  auto extract = [&](Value v, int64_t i) -> Value {
+    return vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{i});
+  };
+
+  SmallVector<Value> out(acc.begin(), acc.end());
+  for (int64_t kc = 0; kc < s.tileK / 4; ++kc) {
+    // aVal[i][q]: A(row i, k = kc*4 + q).
+    SmallVector<SmallVector<Value, 4>> aVal(rm);
+    for (int64_t i = 0; i < rm; ++i) {
+      Value row = add(tRow, i * tr);
+      if (!p.transA) {
+        Value v = load4(smemAVec, aBaseChunk, cprA, row, cst(kc));
+        for (int64_t q = 0; q < 4; ++q)
+          aVal[i].push_back(extract(v, q));
+      } else {
+        for (int64_t q = 0; q < 4; ++q)
+          aVal[i].push_back(scalar(smemA, aBase, cprA, cst(kc * 4 + q), row));
+      }
+    }
+    // bVal[h][q]: B(k = kc*4 + q, columns of group h) as a 4-vector.
+    SmallVector<SmallVector<Value, 4>> bVal(2);
+    for (int64_t h = 0; h < 2; ++h) {
+      Value chunk = add(tCol, h * (s.tileN / 8));
+      if (!p.transB) {
+        for (int64_t q = 0; q < 4; ++q)
+          bVal[h].push_back(
+              load4(smemBVec, bBaseChunk, cprB, cst(kc * 4 + q), chunk));
+      } else {
+        // Stored [n][k]: one 16-byte read gives 4 k of one column.
+        SmallVector<Value, 4> cols;
+        for (int64_t e = 0; e < 4; ++e)
+          cols.push_back(load4(smemBVec, bBaseChunk, cprB,
+                               add(mul(chunk, 4), e), cst(kc)));
+        for (int64_t q = 0; q < 4; ++q) {
+          SmallVector<Value> e;
+          for (int64_t col = 0; col < 4; ++col)
+            e.push_back(extract(cols[col], q));
+          bVal[h].push_back(vector::FromElementsOp::create(b, loc, v4, e));
+        }
+      }
+    }
+    for (int64_t q = 0; q < 4; ++q)
+      for (int64_t i = 0; i < rm; ++i) {
+        Value aSplat = vector::BroadcastOp::create(b, loc, v4, aVal[i][q]);
+        for (int64_t h = 0; h < 2; ++h) {
+          Value &accV = out[i * 2 + h];
+          accV = vector::FMAOp::create(b, loc, aSplat, bVal[h][q], accV);
+        }
+      }
+  }
+  return out;
+}
+
+void KernelBuilder::storeRow(Value row, Value col, Value vals) {
+  auto vt = cast<VectorType>(vals.getType());
+  int64_t len = vt.getNumElements();
+  Type cT = p.cType;
+  if (!cT.isF32())
+    vals = arith::TruncFOp::create(b, loc, VectorType::get({len}, cT), vals);
+  bool needRow = p.m % s.tileM != 0, needCol = p.n % s.tileN != 0;
+  Value batch = batchC;
+  if (p.n % len == 0) {
+    // The segment is all in or all out, and aligned to its size.
+    Value ok = land(needRow ? ult(row, p.m) : Value(),
+                    needCol ? ult(col, p.n) : Value());
+    auto store = [&] {
+      vector::StoreOp::create(b, loc, vals, c, ValueRange{batch, row, col},
+                              false, llvm::Align(len * bytesOf(cT)));
+    };
+    if (!ok)
+      return store();
+    auto ifOp = scf::IfOp::create(b, loc, ok, /*withElse=*/false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    store();
+    return;
+  }
+  for (int64_t e = 0; e < len; ++e) {
+    Value ce = add(col, e);
+    Value ok = land(needRow ? ult(row, p.m) : Value(), ult(ce, p.n));
+    Value v = vector::ExtractOp::create(b, loc, vals, ArrayRef<int64_t>{e});
+    auto ifOp = scf::IfOp::create(b, loc, ok, /*withElse=*/false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    memref::StoreOp::create(b, loc, v, c, ValueRange{batch, row, ce});
+  }
+}
+
+void KernelBuilder::epilogue(ValueRange acc) {
+  if (path == Path::Simt) {
+    int64_t tc = s.tileN / 8, tr = threads / tc, rm = s.tileM / tr;
+    Value tRow = div(tid, tc), tCol = rem(tid, tc);
+    for (int64_t i = 0; i < rm; ++i)
+      for (int64_t h = 0; h < 2; ++h)
+        storeRow(add(blockM0, add(tRow, i * tr)),
+                 add(blockN0, add(mul(tCol, 4), h * (s.tileN / 2))),
+                 acc[i * 2 + h]);
+    return;
+  }
+  int64_t warpTileM = s.tileM / s.warpsM, warpTileN = s.tileN / s.warpsN;
+  int64_t mTiles = warpTileM / 16, nTiles = warpTileN / 8;
+  Value rowBase = add(blockM0, add(mul(warpM, warpTileM), div(lane, 4)));
+  Value colBase =
+      add(blockN0, add(mul(warpN, warpTileN), mul(band(lane, 3), 2)));
+  for (int64_t i = 0; i < mTiles; ++i)
+    for (int64_t j = 0; j < nTiles; ++j)
+      for (int64_t h = 0; h < 2; ++h) {
+        // Accumulator rows: h = 0 holds row lane/4, h = 1 row lane/4 + 8.
+        Value v = vector::ExtractOp::create(b, loc, acc[i * nTiles + j],
+                                            ArrayRef<int64_t>{h});
+        storeRow(add(rowBase, i * 16 + h * 8), add(colBase, j * 8), v);
+      }
+}
+
+void KernelBuilder::build(Value aArg, Value bArg, Value cArg) {
+  a = aArg;
+  bm = bArg;
+  c = cArg;
+  MLIRContext *ctx = b.getContext();
+  int64_t tilesM = ceilDiv(p.m, s.tileM), tilesN = ceilDiv(p.n, s.tileN);
+
+  tid = mlir::gpu::ThreadIdOp::create(b, loc, mlir::gpu::Dimension::x);
+  lane = rem(tid, 32);
+  Value warp = div(tid, 32);
+  warpM = div(warp, s.warpsN);
+  warpN = rem(warp, s.warpsN);
+
+  // Blocks walk C in groups of `group` tile rows, column by column, so that
+  // the blocks resident at once share A and B panels in L2.
+  Value pid = mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::x);
+  int64_t group = std::min<int64_t>(8, tilesM);
+  Value groupId = div(pid, group * tilesN);
+  Value firstM = mul(groupId, group);
+  Value inGroup = rem(pid, group * tilesN);
+  Value groupRows = arith::MinUIOp::create(
+      b, loc, arith::SubIOp::create(b, loc, cst(tilesM), firstM), cst(group));
+  Value pidM = add(firstM, arith::RemUIOp::create(b, loc, inGroup, groupRows));
+  Value pidN = arith::DivUIOp::create(b, loc, inGroup, groupRows);
+  blockM0 = mul(pidM, s.tileM);
+  blockN0 = mul(pidN, s.tileN);
+  batchC = mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::z);
+  batchA = p.aBatched ? batchC : cst(0);
+  batchB = p.bBatched ? batchC : cst(0);
+
+  // The stages: [S][A tile] then [S][B tile], in dynamic shared memory.
+  auto wg = mlir::gpu::AddressSpaceAttr::get(
+      ctx, mlir::gpu::GPUDialect::getWorkgroupAddressSpace());
+  Value raw = mlir::gpu::DynamicSharedMemoryOp::create(
+      b, loc,
+      MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                      MemRefLayoutAttrInterface(), wg));
+  int64_t aElems = s.stages * tileA.rows * tileA.cols;
+  int64_t bElems = s.stages * tileB.rows * tileB.cols;
+  smemA = memref::ViewOp::create(
+      b, loc,
+      MemRefType::get({aElems}, p.aType, MemRefLayoutAttrInterface(), wg), raw,
+      cst(0), ValueRange{});
+  smemB = memref::ViewOp::create(
+      b, loc,
+      MemRefType::get({bElems}, p.aType, MemRefLayoutAttrInterface(), wg), raw,
+      cst(aElems * eb), ValueRange{});
+  VectorType chunkT = VectorType::get({epc}, p.aType);
+  smemAVec = memref::ViewOp::create(
+      b, loc,
+      MemRefType::get({aElems / epc}, chunkT, MemRefLayoutAttrInterface(), wg),
+      raw, cst(0), ValueRange{});
+  smemBVec = memref::ViewOp::create(
+      b, loc,
+      MemRefType::get({bElems / epc}, chunkT, MemRefLayoutAttrInterface(), wg),
+      raw, cst(aElems * eb), ValueRange{});
+
+  int64_t kTiles = ceilDiv(p.k, s.tileK);
+  for (int64_t st = 0; st + 1 < s.stages; ++st) {
+    if (st < kTiles)
+      token = copyStage(cst(st), cst(st));
+    else
+      token = nvgpu::DeviceAsyncCreateGroupOp::create(
+          b, loc, nvgpu::DeviceAsyncTokenType::get(ctx), ValueRange{});
+  }
+
+  // Accumulators.
+  SmallVector<Value> init;
+  Type f32 = b.getF32Type();
+  if (path == Path::Simt) {
+    int64_t tc = s.tileN / 8, rm = s.tileM / (threads / tc);
+    Value z = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(VectorType::get({4}, f32), 0.0f));
+    init.assign(rm * 2, z);
+  } else {
+    int64_t n = (s.tileM / s.warpsM / 16) * (s.tileN / s.warpsN / 8);
+    Value z = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(VectorType::get({2, 2}, f32), 0.0f));
+    init.assign(n, z);
+  }
+
+  auto loop = scf::ForOp::create(b, loc, cst(0), cst(kTiles), cst(1), init);
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value kt = loop.getInductionVar();
+    nvgpu::DeviceAsyncWaitOp::create(b, loc, token,
+                                     b.getI32IntegerAttr(s.stages - 2));
+    mlir::gpu::BarrierOp::create(b, loc);
+    // The prefetch of k-tile kt+S-1 is emitted after the first fragment
+    // loads of this k-tile, so that the mmas start right after the barrier.
+    auto prefetch = [&] {
+      Value next = add(kt, s.stages - 1);
+      auto ifOp = scf::IfOp::create(b, loc, ult(next, kTiles),
+                                    /*withElse=*/false);
+      {
+        OpBuilder::InsertionGuard g2(b);
+        b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+        copyTile(true, next, rem(next, s.stages));
+        copyTile(false, next, rem(next, s.stages));
+      }
+      // Commit unconditionally so that group counting stays uniform.
+      nvgpu::DeviceAsyncCreateGroupOp::create(
+          b, loc, nvgpu::DeviceAsyncTokenType::get(ctx), ValueRange{});
+    };
+    Value stage = rem(kt, s.stages);
+    SmallVector<Value> next2;
+    if (path == Path::Simt) {
+      prefetch();
+      next2 = simtStep(stage, loop.getRegionIterArgs());
+    } else {
+      next2 = mmaStep(stage, loop.getRegionIterArgs(), prefetch);
+    }
+    scf::YieldOp::create(b, loc, next2);
+  }
+  epilogue(loop.getResults());
+}
+
+bool isOperandType(Type t) {
+  return t && (t.isBF16() || t.isF16() || t.isF32());
+}
+
+} // namespace
+
+bool matmulKernelSupports(const MatmulProblem &p, std::string &why) {
+  if (!isOperandType(p.aType) || p.aType != p.bType) {
+    why = "matmul kernel: A and B must both be bf16, f16 or f32";
+    return false;
+  }
+  if (!isOperandType(p.cType)) {
+    why = "matmul kernel: C must be f32, bf16 or f16";
+    return false;
+  }
+  if (p.m < 1 || p.n < 1 || p.k < 0 || p.batch < 1) {
+    why = "matmul kernel: empty output (M, N and batch must be >= 1)";
+    return false;
+  }
+  if (p.batch > 65535) {
+    why = "matmul kernel: batch above 65535 (the grid's z limit)";
+    return false;
+  }
+  // Index math is 64-bit; this bound only keeps the grid's x legal with the
+  // smallest tiles the heuristic picks.
+  if (ceilDiv(p.m, 32) * ceilDiv(p.n, 32) > (int64_t(1) << 31) - 1) {
+    why = "matmul kernel: too many output tiles for one grid";
+    return false;
+  }
+  return true;
+}
+
+bool matmulScheduleValid(const MatmulProblem &p, const MatmulSchedule &s,
+                         std::string &why) {
+  auto fail = [&](const std::string &msg) {
+    why = "matmul schedule: " + msg;
+    return false;
+  };
+  if (!matmulKernelSupports(p, why))
+    return false;
+  for (int64_t v : {s.tileM, s.tileN, s.tileK, s.warpsM, s.warpsN})
+    if (v < 1 || !llvm::isPowerOf2_64(v))
+      return fail("tile sizes and warp counts must be powers of two");
+  if (s.stages < 2 || s.stages > 8)
+    return fail("stages must be in [2, 8]");
+  int64_t threads = 32 * s.warpsM * s.warpsN;
+  if (threads > 1024)
+    return fail("more than 1024 threads");
+  Path path = pathOf(p);
+  int64_t eb = bytesOf(p.aType), epc = 16 / eb;
+  if (path == Path::Simt) {
+    int64_t tc = s.tileN / 8;
+    if (s.tileN < 32 || threads % tc || s.tileM % (threads / tc) ||
+        s.tileM / (threads / tc) > 16)
+      return fail("SIMT needs tileN >= 32, threads divisible by tileN/8 and "
+                  "at most 16 rows a thread");
+    if (s.tileK < 4)
+      return fail("SIMT needs tileK >= 4");
+  } else {
+    int64_t kStep = path == Path::Tf32 ? 8 : 16;
+    if (s.tileM % (16 * s.warpsM) || s.tileN % (16 * s.warpsN) ||
+        s.tileK % kStep)
+      return fail("warp tiles must be multiples of 16 x 16 and tileK of the "
+                  "mma k");
+  }
+  auto [ta, tb] = tileShapes(p, s);
+  for (const TileShape &t : {ta, tb}) {
+    int64_t cpr = t.cols / epc;
+    if (cpr < 2)
+      return fail("a shared tile row must hold at least 32 bytes");
+    if (threads % cpr || (t.rows * cpr) % threads)
+      return fail("a tile's 16-byte chunks must spread evenly over threads");
+  }
+  if (sharedBytesOf(p, s) > kMaxSharedSm90)
+    return fail("more than 227 KiB of shared memory");
+  return true;
+}
+
+MatmulSchedule chooseMatmulSchedule(const MatmulProblem &p,
+                                    llvm::StringRef chip) {
+  int64_t maxShared = chip == "sm_80" ? kMaxSharedSm80 : kMaxSharedSm90;
+  int64_t sms = chip == "sm_80" ? 108 : 132;
+  Path path = pathOf(p);
+  // Measured on the H200 at 4096^3 and 8192^3 (docs: gemm-report.md): two
+  // resident 4-warp blocks of 128x128 beat one 8-warp block of 128x256,
+  // whose barriers stall the whole multiprocessor.
+  MatmulSchedule s;
+  if (path == Path::Simt)
+    s = {128, 128, 16, 2, 4, 3};
+  else if (path == Path::Tf32)
+    s = {128, 128, 32, 2, 2, 3};
+  else
+    s = {128, 128, 32, 2, 2, 4};
+  // Smaller tiles while the grid would leave multiprocessors idle; warp
+  // tiles stay at least 32 wide.
+  auto blocks = [&] {
+    return ceilDiv(p.m, s.tileM) * ceilDiv(p.n, s.tileN) * p.batch;
+  };
+  while (blocks() < sms && (s.tileM > 32 || s.tileN > 32)) {
+    if (s.tileM >= s.tileN && s.tileM > 32) {
+      s.tileM /= 2;
+      if (s.tileM / s.warpsM < 32 && s.warpsM > 1)
+        s.warpsM /= 2;
+    } else if (s.tileN > 32) {
+      s.tileN /= 2;
+      if (s.tileN / s.warpsN < 32 && s.warpsN > 1)
+        s.warpsN /= 2;
+    }
+  }
+  // Shallow K: fewer stages than k-tiles buy nothing.
+  int64_t kTiles = std::max<int64_t>(1, ceilDiv(p.k, s.tileK));
+  s.stages = std::max<int64_t>(2, std::min(s.stages, kTiles + 1));
+  while (s.stages > 2 && sharedBytesOf(p, s) > maxShared)
+    --s.stages;
+  std::string why;
+  if (!matmulScheduleValid(p, s, why)) {
+    // The conservative fallback that every supported problem accepts.
+    s = path == Path::Simt ? MatmulSchedule{64, 64, 16, 2, 2, 2}
+                           : MatmulSchedule{64, 64, 32, 2, 2, 2};
+  }
+  return s;
+}
+
+FailureOr<KernelLaunch>
+buildMatmulKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module, StringRef name,
+                  const MatmulProblem &p, const MatmulSchedule &s) {
+  std::string why;
+  if (!matmulScheduleValid(p, s, why))
+    return module.emitError(why), failure();
+  MLIRContext *ctx = b.getContext();
+  ctx->getOrLoadDialect<arith::ArithDialect>();
+  ctx->getOrLoadDialect<memref::MemRefDialect>();
+  ctx->getOrLoadDialect<LLVM::LLVMDialect>();
+  ctx->getOrLoadDialect<NVVM::NVVMDialect>();
+  ctx->getOrLoadDialect<nvgpu::NVGPUDialect>();
+  ctx->getOrLoadDialect<scf::SCFDialect>();
+  ctx->getOrLoadDialect<vector::VectorDialect>();
+
+  auto memrefOf = [](ArrayRef<int64_t> shape, Type t) {
+    return MemRefType::get(shape, t);
+  };
+  int64_t ba = p.aBatched ? p.batch : 1, bb = p.bBatched ? p.batch : 1;
+  Type aT = p.transA ? memrefOf({ba, p.k, p.m}, p.aType)
+                     : memrefOf({ba, p.m, p.k}, p.aType);
+  Type bT = p.transB ? memrefOf({bb, p.n, p.k}, p.bType)
+                     : memrefOf({bb, p.k, p.n}, p.bType);
+  Type cT = memrefOf({p.batch, p.m, p.n}, p.cType);
+
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPointToEnd(module.getBody());
+  Location loc = module.getLoc();
+  auto func = mlir::gpu::GPUFuncOp::create(b, loc, name,
+                                           b.getFunctionType({aT, bT, cT}, {}));
+  func->setAttr(mlir::gpu::GPUDialect::getKernelFuncAttrName(),
+                b.getUnitAttr());
+  int64_t threads = 32 * s.warpsM * s.warpsN;
+  func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({int32_t(threads), 1, 1}));
+  Block &entry = func.getBody().front();
+  b.setInsertionPointToStart(&entry);
+  KernelBuilder kb(b, loc, p, s);
+  kb.build(entry.getArgument(0), entry.getArgument(1), entry.getArgument(2));
+  mlir::gpu::ReturnOp::create(b, loc);
+
+  KernelLaunch launch;
+  launch.grid = {ceilDiv(p.m, s.tileM) * ceilDiv(p.n, s.tileN), 1, p.batch};
+  launch.block = {threads, 1, 1};
+  launch.sharedBytes = sharedBytesOf(p, s);
+  return launch;
+}
+
+} // namespace tcc::gpu

@@ -1,0 +1,86 @@
+//===- MatmulKernel.h - the tensor-core GEMM kernel template ---*- C++ -*-===//
+//
+// Builds one `gpu.func` computing a (batched) matmul C = A x B with MLIR's
+// gpu/nvgpu/vector/scf/arith/memref builders, for sm_80 and sm_90:
+//   - bf16/f16 operands: nvgpu.mma.sync m16n8k16 with f32 accumulation;
+//   - f32 operands with allowTf32: nvgpu.mma.sync m16n8k8 (tf32);
+//   - f32 operands otherwise: a SIMT tiled kernel of f32 FMAs.
+// Operands travel global -> shared memory through a multi-stage cp.async
+// pipeline (nvgpu.device_async_copy, 16-byte, zero-filled at the edges) into
+// an XOR-swizzled layout, then shared -> registers through nvgpu.ldmatrix.
+// Every size is static (baked into the kernel), so edge predicates are only
+// emitted where a dimension is not a multiple of its tile.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TCC_COMPILER_GPU_MATMULKERNEL_H
+#define TCC_COMPILER_GPU_MATMULKERNEL_H
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Support/LLVM.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+namespace tcc::gpu {
+
+/// One (batched) matmul: C[b] = A[aBatched ? b : 0] x B[bBatched ? b : 0].
+struct MatmulProblem {
+  int64_t batch = 1;    ///< C holds `batch` matrices.
+  bool aBatched = true; ///< false: one A shared by every batch (likewise B).
+  bool bBatched = true;
+  int64_t m = 0, n = 0, k = 0;
+  bool transA = false; ///< A stored [.., K, M] instead of [.., M, K].
+  bool transB = false; ///< B stored [.., N, K] instead of [.., K, N].
+  /// bf16, f16 or f32 (the same for A and B). f32 uses tf32 tensor cores
+  /// only if allowTf32, else SIMT f32 FMAs.
+  mlir::Type aType, bType;
+  mlir::Type cType; ///< f32, bf16 or f16; accumulation is always f32.
+  bool allowTf32 = false;
+};
+
+/// The tiling of one kernel: a block computes tileM x tileN of C with
+/// warpsM x warpsN warps, stepping over K by tileK with `stages` shared-memory
+/// buffers in flight.
+struct MatmulSchedule {
+  int64_t tileM = 128, tileN = 128, tileK = 32, warpsM = 2, warpsN = 2,
+          stages = 3;
+};
+
+/// How to launch what buildMatmulKernel built: blocks, threads per block and
+/// dynamic shared memory bytes per block.
+struct KernelLaunch {
+  std::array<int64_t, 3> grid, block;
+  int64_t sharedBytes;
+};
+
+/// Picks a schedule for `p` on chip "sm_90" or "sm_80" (a simple heuristic).
+MatmulSchedule chooseMatmulSchedule(const MatmulProblem &p,
+                                    llvm::StringRef chip);
+
+/// Whether buildMatmulKernel handles `p` (with any valid schedule); when not,
+/// `why` says why in one line.
+bool matmulKernelSupports(const MatmulProblem &p, std::string &why);
+
+/// Whether `s` is a valid schedule for `p`; when not, `why` says why.
+bool matmulScheduleValid(const MatmulProblem &p, const MatmulSchedule &s,
+                         std::string &why);
+
+/// Appends `gpu.func @name(%a, %b, %c) kernel` to `module`. The arguments are
+/// identity-layout memrefs of static shape: A [aBatched ? batch : 1, M, K]
+/// ([.., K, M] if transA), B [bBatched ? batch : 1, K, N] ([.., N, K] if
+/// transB), C [batch, M, N]; each buffer must be 16-byte aligned. The kernel
+/// reads `gpu.dynamic_shared_memory` of KernelLaunch::sharedBytes bytes.
+/// Fails (with a diagnostic at the module) when the problem or the schedule
+/// is not supported.
+mlir::FailureOr<KernelLaunch> buildMatmulKernel(mlir::OpBuilder &b,
+                                                mlir::gpu::GPUModuleOp module,
+                                                llvm::StringRef name,
+                                                const MatmulProblem &p,
+                                                const MatmulSchedule &s);
+
+} // namespace tcc::gpu
+
+#endif // TCC_COMPILER_GPU_MATMULKERNEL_H

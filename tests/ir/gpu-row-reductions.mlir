@@ -1,0 +1,112 @@
+// RUN: tcc-opt %s --split-input-file --tcc-gpu-row-reductions | FileCheck %s
+
+// A row sum over 100 elements: a warp per row, 8 rows a block of 256; each
+// lane adds every 32nd element from 0.0, the lanes combine by xor shuffles,
+// and lane 0 adds the total to the output's initial value.
+// CHECK-LABEL: func.func @row_sum
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c2{{[_0-9]*}}, {{.*}}) threads({{.*}}) in ({{.*}} = %c256
+// CHECK: %[[ROW:.*]] = arith.addi
+// CHECK: scf.if
+// CHECK: %[[ACC:.*]] = scf.for %[[K:.*]] = %{{.*}} to %c100{{.*}} step %c32{{.*}} iter_args(%[[A:.*]] = %cst
+// CHECK: %[[X:.*]] = memref.load %arg0[%[[ROW]], %[[K]]]
+// CHECK: %[[S:.*]] = arith.addf %[[X]], %[[A]]
+// CHECK: scf.yield %[[S]]
+// CHECK: gpu.shuffle xor %[[ACC]], %c16
+// CHECK: gpu.shuffle xor {{.*}}, %c1_i32
+// CHECK: scf.if
+// CHECK: %[[OLD:.*]] = memref.load %arg1[%[[ROW]]]
+// CHECK: arith.addf %[[OLD]]
+// CHECK: memref.store
+// CHECK-NOT: linalg.generic
+func.func @row_sum(%a: memref<16x100xf32>, %o: memref<16xf32>) attributes {tcc.kernel} {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%a : memref<16x100xf32>) outs(%o : memref<16xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %s = arith.addf %x, %acc : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// A long row gets a block: warp totals meet in shared memory after a barrier
+// and the first warp combines them. The max starts from -inf; the prologue
+// (exp) is computed on each element.
+// CHECK-LABEL: func.func @long_row_max
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c4{{[_0-9]*}}, {{.*}}) threads({{.*}}) in ({{.*}} = %c256{{.*}}) workgroup(%[[SH:.*]] : memref<8xf32, #gpu.address_space<workgroup>>)
+// CHECK: scf.for {{.*}} to %c4096{{.*}} step %c256
+// CHECK: math.exp
+// CHECK: arith.maximumf
+// CHECK: memref.store {{.*}}, %[[SH]]
+// CHECK: gpu.barrier
+// CHECK: memref.load %[[SH]]
+// CHECK: gpu.shuffle xor
+func.func @long_row_max(%a: memref<4x4096xf32>, %o: memref<4xf32>) attributes {tcc.kernel} {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%a : memref<4x4096xf32>) outs(%o : memref<4xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %e = math.exp %x : f32
+    %m = arith.maximumf %e, %acc : f32
+    linalg.yield %m : f32
+  }
+  return
+}
+
+// -----
+
+// f64 accumulators move through shuffles in two 32-bit halves.
+// CHECK-LABEL: func.func @f64_sum
+// CHECK: arith.extf
+// CHECK: arith.trunci {{.*}} : i64 to i32
+// CHECK: gpu.shuffle xor {{.*}} : i32
+func.func @f64_sum(%a: memref<3x50xf32>, %o: memref<3xf64>) attributes {tcc.kernel} {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%a : memref<3x50xf32>) outs(%o : memref<3xf64>) {
+  ^bb0(%x: f32, %acc: f64):
+    %w = arith.extf %x : f32 to f64
+    %s = arith.addf %w, %acc : f64
+    linalg.yield %s : f64
+  }
+  return
+}
+
+// -----
+
+// Reducing along a strided dimension (a column sum) is left to the generic
+// mapping: neighbouring threads would not read neighbouring elements.
+// CHECK-LABEL: func.func @column_sum
+// CHECK: linalg.generic
+// CHECK-NOT: gpu.launch
+func.func @column_sum(%a: memref<100x16xf32>, %o: memref<16xf32>) attributes {tcc.kernel} {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d1, d0)>, affine_map<(d0, d1) -> (d0)>],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%a : memref<100x16xf32>) outs(%o : memref<16xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %s = arith.addf %x, %acc : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// A combination that is not one arith op (an argmax-like select) is left
+// alone.
+// CHECK-LABEL: func.func @not_a_combiner
+// CHECK: linalg.generic
+// CHECK-NOT: gpu.launch
+func.func @not_a_combiner(%a: memref<4x8xf32>, %o: memref<4xf32>) attributes {tcc.kernel} {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%a : memref<4x8xf32>) outs(%o : memref<4xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %c = arith.cmpf ogt, %x, %acc : f32
+    %s = arith.select %c, %x, %acc : f32
+    linalg.yield %s : f32
+  }
+  return
+}

@@ -1,0 +1,546 @@
+#!/usr/bin/env python3
+"""tcc against its peers, on the GPU machine, in one run (compiles nothing).
+
+    python3 bench/gpu_bench.py --tcc BUILD/runtime/tcc [--carry .carry/bench] [--out DIR]
+                               [--only NAME,...] [--deadline S] [--no-compile] [--no-peers]
+
+For every case of the carry folder's manifest.json (written by bench/models.py):
+
+1. correctness: inputs made here from a fixed seed, `tcc run` on them, and a
+   float64 reference of the format's semantics (bf16 chains round after each
+   primitive, as the format says); every element must lie within a tolerance
+   argued from the dtype (see `check`), and the normwise relative error is
+   reported as well;
+2. speed: `tcc bench --json` (device events, median), with and without
+   --cuda-graph, and the peers timed the same way in the same process run:
+   cuBLAS through torch.matmul per precision, torch eager and torch.compile'd
+   softmax / layer_norm / rms_norm / the elementwise chain, and a
+   device-to-device copy for the bandwidth ceiling.
+
+Prints a table and writes DIR/bench.json and DIR/bench-table.md. Needs numpy;
+torch for the peers and for fast references on the GPU (without torch, e.g.
+on the build machine with host bundles from models.py --small --target host,
+references run in NumPy and the peers are left out).
+"""
+import argparse
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, 'tests', 'e2e'))
+import e2elib as L  # noqa: E402  (the format's dtypes and its documented generator)
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+SEED = 20261130
+
+
+# --- array operations: torch float64 on the GPU, else NumPy --------------------
+
+class NumpyOps:
+    """The few float64 operations the references need, in NumPy."""
+    name = 'numpy'
+
+    def randn(self, shape, seed):
+        return np.random.default_rng(seed).standard_normal(shape, dtype=np.float32).astype(np.float64)
+
+    def asarray(self, a):
+        return np.asarray(a, dtype=np.float64)
+
+    def to_numpy(self, x):
+        return np.asarray(x)
+
+    def round(self, dt, x):
+        """x computed exactly, rounded to f32 (the format computes narrow
+        types in f32) and then to dt: what a primitive on dt returns."""
+        return L.narrow(dt, x)
+
+    def amax(self, x):
+        return x.max(axis=-1, keepdims=True)
+
+    def sum(self, x):
+        return x.sum(axis=-1, keepdims=True)
+
+    def mean(self, x):
+        return x.mean(axis=-1, keepdims=True)
+
+    exp, sqrt, abs = staticmethod(np.exp), staticmethod(np.sqrt), staticmethod(np.abs)
+
+    def matmul(self, a, b):
+        return a @ b
+
+    def isnan(self, x):
+        return np.isnan(x)
+
+    def size(self, x):
+        return x.size
+
+    def item(self, x):
+        return float(x)
+
+
+class TorchOps(NumpyOps):
+    """The same in torch, float64 on the GPU: the references of 16384x8192
+    chains and 8192^3 products take milliseconds instead of minutes."""
+    name = 'torch-cuda-f64'
+
+    def randn(self, shape, seed):
+        g = torch.Generator(device='cuda').manual_seed(seed)
+        return torch.randn(shape, generator=g, device='cuda', dtype=torch.float32).double()
+
+    def asarray(self, a):
+        return torch.as_tensor(np.asarray(a, dtype=np.float64)).cuda()
+
+    def to_numpy(self, x):
+        return x.cpu().numpy()
+
+    def round(self, dt, x):
+        t = {'f32': torch.float32, 'f16': torch.float16, 'bf16': torch.bfloat16}[dt]
+        # f64 -> f32 -> dt, both round to nearest even: the same as L.narrow.
+        return x.float().to(t).double()
+
+    def amax(self, x):
+        return x.amax(dim=-1, keepdim=True)
+
+    def sum(self, x):
+        return x.sum(dim=-1, keepdim=True)
+
+    def mean(self, x):
+        return x.mean(dim=-1, keepdim=True)
+
+    def exp(self, x):
+        return torch.exp(x)
+
+    def sqrt(self, x):
+        return torch.sqrt(x)
+
+    def abs(self, x):
+        return torch.abs(x)
+
+    def isnan(self, x):
+        return torch.isnan(x)
+
+    def size(self, x):
+        return x.numel()
+
+    def item(self, x):
+        return float(x.item())
+
+
+# --- cases: inputs, reference, tolerance ----------------------------------------
+
+def make_inputs(ops, case):
+    """Named float64 inputs, already rounded to the input dtype."""
+    dt = case['dtype']
+    if case['kind'] == 'gemm':
+        n = case['n']
+        return {'a': ops.round(dt, ops.randn((n, n), SEED)),
+                'b': ops.round(dt, ops.randn((n, n), SEED + 1))}
+    return {'x': ops.round(dt, ops.randn(tuple(case['shape']), SEED + 2))}
+
+
+def param_values(ops, case):
+    """The params' values by the format's documented random recipe."""
+    cols = case['shape'][-1]
+    return {k: ops.asarray(L.rnd(case['dtype'], L.random_init(init, cols)))
+            for k, init in case.get('params', {}).items()}
+
+
+EPS = {'f32': 2.0**-23, 'f16': 2.0**-10, 'bf16': 2.0**-7}  # ulp spacing, relative
+
+
+def reference(ops, case, ins, exact=False):
+    """(reference, rtol, atol, scale) for |got - ref| <= rtol*(|ref| + scale) + atol;
+    with exact=True the reference is the plain float64 math, no rounding.
+
+    Why these tolerances:
+    - matmul accumulates in f32: at most a few f32 ulps times sqrt(K) of
+      sum|a||b| apart from the exact sum (the e2e tests' bound), then the
+      output rounds once: tcc and the reference may round a value near a
+      boundary to its two neighbours (two ulps of a narrow dtype allowed, as
+      the e2e tests allow; four f32 ulps for f32). With --allow-tf32
+      the inputs lose all but 10 fraction bits (2^-10 relative each when
+      truncated): the product errors have random signs, so their sum stays
+      within a few 2^-9 * sqrt(sum (ab)^2) (six of them allowed).
+    - the bf16 chains follow the format: each primitive computes in f32 and
+      rounds to bf16. tcc's f32 arithmetic (exp, reduction order) differs
+      from the float64 reference by a few f32 ulps, which can move a rounding
+      to the neighbouring bf16 value: one bf16 ulp per rounded step on the
+      path to the output (the steps are counted below). layer_norm's final
+      `+ beta` cancels, so its bound is relative to |y*gamma| + |beta|.
+    - neg is exact.
+    """
+    kind, dt = case['kind'], case['dtype']
+    r = (lambda v: v) if exact else (lambda v: ops.round(dt, v))  # noqa: E731
+    if kind == 'gemm':
+        a, b = ins['a'], ins['b']
+        k = a.shape[-1]
+        prod = ops.matmul(a, b)
+        sum_ab = ops.matmul(ops.abs(a), ops.abs(b))
+        atol = (4 * math.sqrt(k) + 4) * EPS['f32'] * sum_ab
+        if case['tf32']:
+            atol = atol + 6 * 2.0**-9 * ops.sqrt(ops.matmul(a * a, b * b))
+        return r(prod), 2 * EPS[dt] if dt != 'f32' else 4 * EPS['f32'], atol, 0.0
+    x = ins['x']
+    p = param_values(ops, case)
+    tiny = 2.0**-133
+    if kind == 'softmax':   # sub, exp, sum, div (max is exact)
+        e = r(ops.exp(r(x - ops.amax(x))))
+        return r(e / r(ops.sum(e))), 4 * EPS[dt], tiny, 0.0
+    if kind == 'layer_norm':  # mean, sub, mul, mean, add, rsqrt, mul, mul, add
+        eps = float(L.rnd(dt, case['eps']))
+        d = r(x - r(ops.mean(x)))
+        v = r(ops.mean(r(d * d)))
+        yg = r(r(d * r(1.0 / ops.sqrt(r(v + eps)))) * p['gamma'])
+        return r(yg + p['beta']), 9 * EPS[dt], tiny, ops.abs(yg) + ops.abs(p['beta'])
+    if kind == 'rms_norm':  # mul, mean, add, rsqrt, mul, mul
+        eps = float(L.rnd(dt, case['eps']))
+        inv = r(1.0 / ops.sqrt(r(ops.mean(r(x * x)) + eps)))
+        return r(r(x * inv) * p['weight']), 6 * EPS[dt], tiny, 0.0
+    if kind == 'silu_plus1':  # f32 steps (a few f32 ulps), one rounding to bf16
+        r32 = (lambda v: v) if exact else (lambda v: ops.round('f32', v))  # noqa: E731
+        s = r32(1.0 / (1.0 + ops.exp(-x)))
+        return r(r32(r32(x * s) + 1.0)), EPS[dt] + 16 * EPS['f32'], tiny, 0.0
+    if kind == 'neg':
+        return -x, 0.0, 0.0, 0.0
+    raise ValueError('unknown kind ' + kind)
+
+
+def check(ops, got, ref, rtol, atol, scale, exact):
+    """Elementwise bound, NaN-free; returns (ok, worst err/allowed, normwise
+    relative error against the exact float64 result, detail)."""
+    if tuple(got.shape) != tuple(ref.shape):
+        return False, float('inf'), float('inf'), 'shape %s, expected %s' % (
+            list(got.shape), list(ref.shape))
+    nans = ops.item(ops.isnan(got).sum())
+    err = ops.abs(got - ref)
+    allowed = rtol * (ops.abs(ref) + scale) + atol
+    if rtol == 0 and not hasattr(atol, 'shape') and atol == 0:
+        worst = 0.0 if ops.item(err.max()) == 0 else float('inf')
+        bad = ops.item((err > 0).sum())
+    else:
+        worst = ops.item((err / allowed).max())
+        bad = ops.item((err > allowed).sum())
+    d = got - exact
+    rel = ops.item(ops.sqrt((d * d).sum()) / ops.sqrt((exact * exact).sum()))
+    ok = nans == 0 and bad == 0
+    detail = '' if ok else '%d NaN, %d of %d elements outside the bound' % (
+        nans, bad, ops.size(err))
+    return ok, worst, rel, detail
+
+
+# --- tcc -------------------------------------------------------------------------
+
+def run_cmd(args, timeout):
+    try:
+        p = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+        return p.returncode, p.stdout + p.stderr
+    except subprocess.TimeoutExpired:
+        return -9, 'timed out after %d s' % timeout
+
+
+def npy_for(dt, v):
+    """How tcc run takes a dt input: bf16 values as exact float32."""
+    return v.astype(np.float16 if dt == 'f16' else np.float32)
+
+
+def tcc_correctness(args, ops, case, work):
+    ins = make_inputs(ops, case)
+    files = []
+    for name, v in ins.items():
+        path = os.path.join(work, name + '.npy')
+        np.save(path, npy_for(case['dtype'], ops.to_numpy(v)))
+        files += ['--input', '%s=%s' % (name, path)]
+    outdir = os.path.join(work, 'out')
+    t0 = time.time()
+    rc, log = run_cmd([args.tcc, 'run', os.path.join(args.carry, case['bundle']),
+                       '--output-dir', outdir] + files, args.case_timeout)
+    run_s = time.time() - t0
+    if rc != 0:
+        return {'correct': False, 'detail': 'tcc run failed (%d): %s' % (rc, log.strip()[-400:])}
+    outs = [f for f in os.listdir(outdir) if f.endswith('.npy')]
+    got = ops.asarray(np.load(os.path.join(outdir, outs[0])))
+    ref, rtol, atol, scale = reference(ops, case, ins)
+    exact = reference(ops, case, ins, exact=True)[0]
+    ok, worst, rel, detail = check(ops, got, ref, rtol, atol, scale, exact)
+    return {'correct': ok, 'worst_err_over_allowed': worst, 'rel_err_vs_f64': rel,
+            'detail': detail, 'tcc_run_s': round(run_s, 2)}
+
+
+def tcc_bench(args, bundle, warmup, iters, graph):
+    with tempfile.NamedTemporaryFile(suffix='.json') as f:
+        cmd = [args.tcc, 'bench', bundle, '--warmup', str(warmup), '--iters', str(iters),
+               '--json', f.name] + (['--cuda-graph'] if graph else [])
+        rc, log = run_cmd(cmd, args.case_timeout)
+        if rc != 0:
+            return None, log.strip()[-300:]
+        with open(f.name) as jf:
+            return json.load(jf), ''
+
+
+BUDGET_MS = 500.0   # device time for one measurement of a fast case
+SLOW_MS = 400.0     # a run this slow (a generic kernel) is timed once
+GRAPH_MS = 2.0      # below this, launch overheads matter: time a CUDA graph too
+
+
+def tcc_speed(args, case):
+    """One probe run picks the iteration count, so that a measurement takes
+    about BUDGET_MS of device time and a slow case costs one run."""
+    bundle = os.path.join(args.carry, case['bundle'])
+    probe, why = tcc_bench(args, bundle, 0, 1, False)
+    if probe is None:
+        return {'error': why}
+    t = probe['median_ms']
+    res = {'probe_ms': t}
+    if t > SLOW_MS:
+        res.update(ms=t, iters=1)
+        return res
+    iters = int(min(200, max(5, BUDGET_MS / t)))
+    warmup = max(2, iters // 10)
+    plain, why = tcc_bench(args, bundle, warmup, iters, False)
+    if plain is None:
+        return dict(res, error=why)
+    res.update(ms=plain['median_ms'], p10_ms=plain['p10_ms'], p90_ms=plain['p90_ms'], iters=iters)
+    if plain['median_ms'] < GRAPH_MS:
+        graph, why = tcc_bench(args, bundle, warmup, iters, True)
+        if graph is None:
+            res['graph_error'] = why
+        else:
+            res['graph_ms'] = graph['median_ms']
+    return res
+
+
+# --- peers -------------------------------------------------------------------------
+
+def time_cuda(fn, budget_ms=BUDGET_MS):
+    """Median of back-to-back runs, each between two CUDA events, with no
+    cache flush in between: the way `tcc bench` times a bundle."""
+    fn()
+    torch.cuda.synchronize()
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record()
+    fn()
+    e.record()
+    torch.cuda.synchronize()
+    t = s.elapsed_time(e)
+    iters = int(min(200, max(5, budget_ms / max(t, 1e-3))))
+    for _ in range(max(2, iters // 10)):
+        fn()
+    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+          for _ in range(iters)]
+    for a, b in ev:
+        a.record()
+        fn()
+        b.record()
+    torch.cuda.synchronize()
+    return float(np.median([a.elapsed_time(b) for a, b in ev]))
+
+
+def peers(args, case):
+    """[(peer name, ms)] for a case; a peer that fails is reported, not fatal."""
+    import torch.nn.functional as F
+    dt = {'bf16': torch.bfloat16, 'f16': torch.float16, 'f32': torch.float32}[case['dtype']]
+    g = torch.Generator(device='cuda').manual_seed(SEED)
+    out = []
+
+    def add(name, fn):
+        try:
+            out.append((name, time_cuda(fn)))
+        except Exception as e:  # noqa: BLE001
+            out.append((name, None))
+            print('  peer %s failed: %s' % (name, str(e).splitlines()[0][:200]), flush=True)
+
+    if case['kind'] == 'gemm':
+        n = case['n']
+        a = torch.randn(n, n, device='cuda', generator=g).to(dt)
+        b = torch.randn(n, n, device='cuda', generator=g).to(dt)
+        old = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = case['tf32']
+        try:
+            add('cuBLAS ' + ('tf32' if case['tf32'] else case['dtype']), lambda: a @ b)
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = old
+        return out
+    rows, cols = case['shape']
+    x = torch.randn(rows, cols, device='cuda', generator=g).to(dt)
+    w = (1 + 0.1 * torch.randn(cols, device='cuda', generator=g)).to(dt)
+    bias = (0.1 * torch.randn(cols, device='cuda', generator=g)).to(dt)
+    fns = {
+        'softmax': lambda t: torch.softmax(t, dim=-1),
+        'layer_norm': lambda t: F.layer_norm(t, (cols,), w, bias, 1e-5),
+        'rms_norm': lambda t: F.rms_norm(t, (cols,), w, 1e-6),
+        'silu_plus1': lambda t: (t.float() * torch.sigmoid(t.float()) + 1).to(torch.bfloat16),
+        'neg': lambda t: torch.neg(t),
+    }
+    fn = fns[case['kind']]
+    if case['kind'] == 'neg':
+        y = torch.empty_like(x)
+        add('torch d2d copy', lambda: y.copy_(x))
+    add('torch eager', lambda: fn(x))
+    if not args.no_compile and case['kind'] != 'neg':
+        try:
+            cf = torch.compile(fn, dynamic=False)
+            t0 = time.time()
+            cf(x)
+            print('  torch.compile took %.1f s' % (time.time() - t0), flush=True)
+            add('torch.compile', lambda: cf(x))
+        except Exception as e:  # noqa: BLE001
+            print('  torch.compile failed: %s' % str(e).splitlines()[0][:200], flush=True)
+    return out
+
+
+def copy_ceiling():
+    x = torch.empty(1 << 30, device='cuda', dtype=torch.bfloat16)  # 2 GiB
+    y = torch.empty_like(x)
+    ms = time_cuda(lambda: y.copy_(x))
+    del x, y
+    return ms, 2 * (1 << 31)
+
+
+# --- the table ------------------------------------------------------------------
+
+def work_of(case):
+    """(amount, unit): FLOPs of a matmul, else bytes read + written."""
+    if case['kind'] == 'gemm':
+        return 2.0 * case['n'] ** 3, 'TFLOP/s'
+    rows, cols = case['shape']
+    out_bytes = 2  # every rowwise case writes bf16
+    return float(rows * cols * (2 + out_bytes)), 'GB/s'
+
+
+def rate(amount, unit, ms):
+    if not ms:
+        return None
+    return amount / (ms * 1e-3) / (1e12 if unit == 'TFLOP/s' else 1e9)
+
+
+def fmt(v, spec='%.3f'):
+    return '-' if v is None else spec % v
+
+
+def table(rows, ceiling):
+    head = ('| case | tcc ms | tcc graph ms | peer | peer ms | tcc/peer | tcc rate | peer rate '
+            '| correct (worst err/allowed, rel err vs f64) |')
+    lines = [head, '|' + ' --- |' * 9]
+    for r in rows:
+        c = r['case']
+        amount, unit = work_of(c)
+        tcc = r.get('tcc', {})
+        best = min([v for v in (tcc.get('ms'), tcc.get('graph_ms')) if v] or [None]) \
+            if (tcc.get('ms') or tcc.get('graph_ms')) else None
+        corr = r.get('correctness', {})
+        if 'correct' not in corr:
+            cstr = 'not run'
+        else:
+            cstr = '%s (%s, %s)' % ('yes' if corr['correct'] else 'NO',
+                                    fmt(corr.get('worst_err_over_allowed'), '%.2g'),
+                                    fmt(corr.get('rel_err_vs_f64'), '%.1e'))
+        plist = r.get('peers') or [('-', None)]
+        for i, (pname, pms) in enumerate(plist):
+            first = i == 0
+            lines.append('| %s | %s | %s | %s | %s | %s | %s | %s | %s |' % (
+                c['name'] if first else '',
+                fmt(tcc.get('ms')) if first else '',
+                fmt(tcc.get('graph_ms')) if first else '',
+                pname, fmt(pms), fmt(best / pms if best and pms else None, '%.2f'),
+                (fmt(rate(amount, unit, best), '%.1f') + ' ' + unit) if first and best else '',
+                (fmt(rate(amount, unit, pms), '%.1f') + ' ' + unit) if pms else '-',
+                cstr if first else ''))
+    if ceiling:
+        lines.append('| d2d copy 2 GiB (ceiling) | | | torch copy_ | %.3f | | | %.1f GB/s | |' % (
+            ceiling[0], ceiling[1] / ceiling[0] / 1e6))
+    return '\n'.join(lines)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--tcc', required=True, help='the (runtime-only) tcc executable')
+    ap.add_argument('--carry', default=os.path.join(ROOT, '.carry', 'bench'))
+    ap.add_argument('--out', default=os.environ.get('OUT', os.path.join(ROOT, 'out')))
+    ap.add_argument('--only', help='comma-separated case names')
+    ap.add_argument('--deadline', type=float, default=480,
+                    help='seconds; cases not started by then are reported as skipped')
+    ap.add_argument('--case-timeout', type=int, default=120, help='seconds for one tcc command')
+    ap.add_argument('--no-compile', action='store_true', help='leave out the torch.compile peers')
+    ap.add_argument('--no-peers', action='store_true')
+    args = ap.parse_args()
+    start = time.time()
+
+    with open(os.path.join(args.carry, 'manifest.json')) as f:
+        manifest = json.load(f)
+    cases = manifest['cases']
+    if args.only:
+        keep = args.only.split(',')
+        cases = [c for c in cases if c['name'] in keep]
+    gpu = torch is not None and torch.cuda.is_available()
+    ops = TorchOps() if gpu else NumpyOps()
+    use_peers = gpu and not args.no_peers
+    env = {'device': torch.cuda.get_device_name() if gpu else 'none', 'torch': torch.__version__
+           if torch else None, 'numpy': np.__version__, 'reference': ops.name,
+           'target': manifest['target'], 'seed': SEED}
+    print('environment:', json.dumps(env), flush=True)
+
+    # Fast cases first, so that a slow generic kernel cannot crowd them out.
+    order = {'neg': 0, 'silu_plus1': 1, 'softmax': 2, 'rms_norm': 3, 'layer_norm': 4}
+    cases.sort(key=lambda c: (c['kind'] == 'gemm', c.get('n', 0),
+                              c['dtype'] == 'f32', c.get('tf32', False), order.get(c['kind'], 9)))
+    rows = []
+    ceiling = None
+    if use_peers:
+        ceiling = copy_ceiling()
+        print('d2d copy 2 GiB: %.3f ms, %.0f GB/s' % (ceiling[0], ceiling[1] / ceiling[0] / 1e6),
+              flush=True)
+    for case in cases:
+        row = {'case': case}
+        rows.append(row)
+        if time.time() - start > args.deadline:
+            row['skipped'] = 'deadline'
+            print('%s: skipped (deadline of %.0f s reached)' % (case['name'], args.deadline))
+            continue
+        print('== %s  (%s)' % (case['name'], case['compile']), flush=True)
+        work = tempfile.mkdtemp(prefix='tccbench-')
+        try:
+            row['correctness'] = tcc_correctness(args, ops, case, work)
+        except Exception as e:  # noqa: BLE001
+            row['correctness'] = {'correct': False, 'detail': 'checker failed: %s' % e}
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        print('  correctness:', json.dumps(row['correctness']), flush=True)
+        row['tcc'] = tcc_speed(args, case)
+        print('  tcc bench:', json.dumps(row['tcc']), flush=True)
+        if use_peers:
+            row['peers'] = peers(args, case)
+            print('  peers:', row['peers'], flush=True)
+            torch.cuda.empty_cache()
+
+    text = table(rows, ceiling)
+    print()
+    print(text)
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, 'bench-table.md'), 'w') as f:
+        f.write('%s\n\n%s\n' % (json.dumps(env), text))
+    with open(os.path.join(args.out, 'bench.json'), 'w') as f:
+        json.dump({'environment': env, 'copy_ceiling_ms': ceiling[0] if ceiling else None,
+                   'rows': rows}, f, indent=1, default=str)
+    print('\n%d cases in %.0f s; wrote %s' % (len(rows), time.time() - start,
+                                            os.path.join(args.out, 'bench.json')))
+    bad = [r['case']['name'] for r in rows
+           if not r.get('correctness', {}).get('correct') and 'skipped' not in r]
+    if bad:
+        print('NOT CORRECT:', ', '.join(bad))
+    return 1 if bad else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

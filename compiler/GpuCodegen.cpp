@@ -23,6 +23,9 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/IR/LLVMContext.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <nlohmann/json.hpp>
 #include "llvm/IR/Module.h"
 
 using namespace mlir;
@@ -269,12 +272,89 @@ std::optional<MatmulUse> takeMatmul(func::FuncOp f,
 
 /// Builds the template kernel of `use` into `gpuModule`; its launch is
 /// prepended to `plan` (whose indices it shifts, see MatmulUse).
+/// Schedules from --schedule: {"matmul": {...}, "kernels": {"NAME": {...}}},
+/// each {...} holding some of tile_m, tile_n, tile_k, warps_m, warps_n,
+/// stages; a kernel's entry wins over "matmul", which wins over the
+/// heuristic.
+struct ScheduleOverrides {
+  nlohmann::json all = nlohmann::json::object();
+  nlohmann::json perKernel = nlohmann::json::object();
+
+  LogicalResult load(const std::string &path, std::string &error) {
+    if (path.empty())
+      return success();
+    auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+    if (!buffer) {
+      error = "cannot read schedule file " + path;
+      return failure();
+    }
+    nlohmann::json j = nlohmann::json::parse((*buffer)->getBuffer().str(),
+                                             nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object()) {
+      error = path + ": a schedule file is a JSON object";
+      return failure();
+    }
+    for (auto &[key, value] : j.items()) {
+      if (key == "matmul")
+        all = value;
+      else if (key == "kernels")
+        perKernel = value;
+      else {
+        error = path + ": unknown key '" + key + "' (known: matmul, kernels)";
+        return failure();
+      }
+    }
+    if (!all.is_object() || !perKernel.is_object()) {
+      error = path + ": \"matmul\" and \"kernels\" hold objects";
+      return failure();
+    }
+    return success();
+  }
+
+  /// Applies the overrides for kernel `name` to `s`.
+  LogicalResult apply(const std::string &name, ::tcc::gpu::MatmulSchedule &s,
+                      std::string &error) const {
+    for (const nlohmann::json *o :
+         {&all, perKernel.contains(name) ? &perKernel[name] : nullptr}) {
+      if (!o)
+        continue;
+      if (!o->is_object()) {
+        error = "schedule for " + name + " is not an object";
+        return failure();
+      }
+      for (auto &[key, value] : o->items()) {
+        int64_t *field = key == "tile_m"    ? &s.tileM
+                         : key == "tile_n"  ? &s.tileN
+                         : key == "tile_k"  ? &s.tileK
+                         : key == "warps_m" ? &s.warpsM
+                         : key == "warps_n" ? &s.warpsN
+                         : key == "stages"  ? &s.stages
+                                            : nullptr;
+        if (!field || !value.is_number_integer()) {
+          error = "schedule for " + name + ": '" + key +
+                  "' is not one of tile_m, tile_n, tile_k, warps_m, "
+                  "warps_n, stages with an integer value";
+          return failure();
+        }
+        *field = value.get<int64_t>();
+      }
+    }
+    return success();
+  }
+};
+
 LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
                               const std::string &chip,
+                              const ScheduleOverrides &overrides,
                               gpu::GPUModuleOp gpuModule, ::tcc::KernelPlan &plan) {
   OpBuilder b(gpuModule.getContext());
   b.setInsertionPointToEnd(gpuModule.getBody());
-  ::tcc::gpu::MatmulSchedule schedule = ::tcc::gpu::chooseMatmulSchedule(use.problem, chip);
+  ::tcc::gpu::MatmulSchedule schedule =
+      ::tcc::gpu::chooseMatmulSchedule(use.problem, chip);
+  std::string error;
+  if (failed(overrides.apply(name, schedule, error)) ||
+      !::tcc::gpu::matmulScheduleValid(use.problem, schedule, error))
+    return gpuModule.emitError("kernel ") << name << ": " << error;
   std::string symbol = name + "_mma";
   FailureOr<::tcc::gpu::KernelLaunch> launch =
       ::tcc::gpu::buildMatmulKernel(b, gpuModule, symbol, use.problem, schedule);
@@ -319,6 +399,10 @@ LogicalResult compileGpuKernels(ModuleOp module, const GpuOptions &options,
   bool nvidia = isNvidiaTarget(options.chip);
   if (!nvidia && !isAmdTarget(options.chip))
     return module.emitError("unknown GPU target '") << options.chip << "'";
+  ScheduleOverrides overrides;
+  std::string scheduleError;
+  if (failed(overrides.load(options.scheduleFile, scheduleError)))
+    return module.emitError(scheduleError);
   std::vector<std::string> names;
   llvm::StringMap<MatmulUse> matmuls;
   OwningOpRef<ModuleOp> device =
@@ -354,7 +438,8 @@ LogicalResult compileGpuKernels(ModuleOp module, const GpuOptions &options,
   for (auto [i, name] : llvm::enumerate(names)) {
     auto use = matmuls.find(name);
     if (use != matmuls.end() &&
-        failed(addMatmulLaunch(use->second, name, options.chip, gpuModule,
+        failed(addMatmulLaunch(use->second, name, options.chip, overrides,
+                               gpuModule,
                                artifact.kernels[i])))
       return failure();
   }

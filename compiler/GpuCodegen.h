@@ -24,6 +24,9 @@ struct GpuOptions {
   std::string rocmDeviceLibs;
   /// f32 matmuls may use tf32 tensor cores (less precise: only on request).
   bool allowTf32 = false;
+  /// A JSON file overriding the schedules the heuristics choose (see
+  /// docs/cli.md, --schedule); empty: none.
+  std::string scheduleFile;
   /// Width of index arithmetic in kernels: 32 or 64, or 0 to use 32 when
   /// every buffer holds fewer than 2^31 elements.
   unsigned indexBits = 0;

@@ -74,6 +74,11 @@ static cl::opt<bool> allowTf32(
     cl::desc("f32 matmuls may round their inputs to tf32 on tensor cores "
              "(less precise; NVIDIA sm_80 and later)"),
     cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
+static cl::opt<std::string> scheduleFile(
+    "schedule",
+    cl::desc("JSON file overriding GPU kernel schedules, for experiments "
+             "(docs/cli.md)"),
+    cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
 static cl::opt<unsigned> gpuIndexBits(
     "gpu-index-bits",
     cl::desc("Index arithmetic width in GPU kernels: 32, 64, or 0 for 32 "
@@ -180,6 +185,7 @@ static bool compilePath(const std::string &path, tcc::CompileOutput &out) {
   options.gpu.rocmDeviceLibs = rocmDeviceLibs;
   options.gpu.allowTf32 = allowTf32;
   options.gpu.indexBits = gpuIndexBits;
+  options.gpu.scheduleFile = scheduleFile;
   options.gpu.timing = &timing;
   return mlir::succeeded(tcc::compileModel(*model, options, out));
 }

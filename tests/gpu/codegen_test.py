@@ -85,6 +85,40 @@ def check(args, model, target, work):
     return None
 
 
+def check_schedule(args, work):
+    """--schedule changes the matmul template's tiles; a bad file is refused."""
+    model = os.path.join(work, 'mm.json')
+    with open(model, 'w') as f:
+        json.dump({'format': 'tcc-model', 'version': 1, 'name': 'mm',
+                   'inputs': [{'name': 'a', 'dtype': 'bf16', 'shape': [512, 256]},
+                              {'name': 'b', 'dtype': 'bf16', 'shape': [256, 384]}],
+                   'params': [], 'outputs': ['c'],
+                   'nodes': [{'op': 'matmul', 'inputs': ['a', 'b'], 'outputs': ['c']}]}, f)
+    bundle = os.path.join(work, 'mm.tccb')
+    grids = {}
+    for tile in (64, 128):
+        sched = os.path.join(work, 's.json')
+        with open(sched, 'w') as f:
+            json.dump({'matmul': {'tile_m': tile, 'tile_n': tile}}, f)
+        p = subprocess.run([args.tcc, 'compile', model, '-o', bundle, '--target', 'sm_90',
+                            '--schedule', sched], capture_output=True, text=True)
+        if p.returncode != 0:
+            return 'compile with --schedule failed: ' + p.stderr.strip()
+        manifest, _ = blobs(bundle)
+        grids[tile] = [l['grid'] for l in manifest['launches'] if 'grid' in l]
+    # 512x384 in 64x64 tiles is 8*6 = 48 blocks; in 128x128 tiles, 4*3 = 12.
+    if grids[64] != [[48, 1, 1]] or grids[128] != [[12, 1, 1]]:
+        return 'unexpected grids %s' % grids
+    with open(sched, 'w') as f:
+        json.dump({'matmul': {'tile_m': 65}}, f)
+    p = subprocess.run([args.tcc, 'compile', model, '-o', bundle, '--target', 'sm_90',
+                        '--schedule', sched], capture_output=True, text=True)
+    if p.returncode != 1 or len(p.stderr.strip().splitlines()) != 1 or \
+            'power' not in p.stderr:
+        return 'bad schedule: exit %d, %r' % (p.returncode, p.stderr)
+    return None
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('tcc')
@@ -102,6 +136,9 @@ def main():
                 print('%s %s %s%s' % ('FAIL' if err else 'PASS', os.path.basename(model),
                                       target, ' -- ' + err if err else ''), flush=True)
                 failed += bool(err)
+        err = check_schedule(args, work)
+        print('%s --schedule%s' % ('FAIL' if err else 'PASS', ' -- ' + err if err else ''))
+        failed += bool(err)
     print('%d failed' % failed)
     return 1 if failed else 0
 

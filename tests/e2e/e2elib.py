@@ -6,9 +6,11 @@ model format's text (docs/model-format.md), not from tcc's sources, so that a
 misreading in the compiler shows up as a difference.
 """
 import json
+import os
 import math
 import struct
 import subprocess
+
 
 import numpy as np
 
@@ -216,6 +218,29 @@ def run_tcc(args, timeout=600):
         return -9, '', 'timed out after %d s' % timeout
     except OSError as e:
         return CANNOT_RUN, '', 'cannot run %s: %s' % (args[0], e)
+
+
+SKIP = 77  # ctest's SKIP_RETURN_CODE for the GPU tests
+
+
+def device_missing(tcc, target, work):
+    """None when a bundle compiled for `target` runs here, else why not (the
+    runtime's "not available" message). Compile errors are raised."""
+    import json as _json
+    model = os.path.join(work, 'probe.json')
+    with open(model, 'w') as f:
+        _json.dump({'format': 'tcc-model', 'version': 1, 'name': 'probe',
+                    'inputs': [{'name': 'x', 'dtype': 'f32', 'shape': [4]}], 'params': [],
+                    'nodes': [{'op': 'neg', 'inputs': ['x'], 'outputs': ['y']}],
+                    'outputs': ['y']}, f)
+    bundle = os.path.join(work, 'probe.tccb')
+    rc, _, err = run_tcc([tcc, 'compile', model, '-o', bundle, '--target', target])
+    if rc != 0:
+        raise RuntimeError('cannot compile for %s: %s' % (target, first_line(err)))
+    rc, _, err = run_tcc([tcc, 'run', bundle, '--output-dir', os.path.join(work, 'probe')])
+    if rc != 0 and 'not available' in err:
+        return first_line(err)
+    return None
 
 
 def first_line(text):

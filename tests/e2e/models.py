@@ -269,6 +269,9 @@ def check_manifest(name, model, tcc, bundle):
            not problems, detail='; '.join(problems))
 
 
+TARGET = []  # ['--target', T] when the bundles are for a GPU
+
+
 def run_model(tcc, rel, ref, files_fn, work, seed):
     name = os.path.splitext(os.path.basename(rel))[0]
     src = os.path.join(ROOT, rel)
@@ -302,7 +305,7 @@ def run_model(tcc, rel, ref, files_fn, work, seed):
 
     # 2. Compile and inspect.
     bundle = os.path.join(d, name + '.tccb')
-    rc, _, err = L.run_tcc([tcc, 'compile', mpath, '-o', bundle])
+    rc, _, err = L.run_tcc([tcc, 'compile', mpath, '-o', bundle] + TARGET)
     if rc != 0:
         report('%s compile' % name, False, detail='exit %d: %s' % (rc, L.first_line(err)))
         return
@@ -367,6 +370,8 @@ def main():
                     help='inputs of the models (default $E2E_SEED or 2024)')
     ap.add_argument('--only', help='run only the model whose file name contains this')
     ap.add_argument('--keep', action='store_true', help='keep the work directory')
+    ap.add_argument('--target', help='compile the bundles for this target (e.g. sm_90) and run '
+                    'them on its device; exit 77 (skipped) when there is none')
     args = ap.parse_args()
     np.seterr(all='ignore')
     tcc = shutil.which(args.tcc) or args.tcc
@@ -376,12 +381,19 @@ def main():
     tcc = os.path.abspath(tcc)
     print('models seed %d' % args.seed, flush=True)
     work = tempfile.mkdtemp(prefix='tcc-models-')
+    if args.target:
+        TARGET[:] = ['--target', args.target]
+        why = L.device_missing(tcc, args.target, work)
+        if why:
+            print('skipped: no %s device here (%s)' % (args.target, why))
+            shutil.rmtree(work, ignore_errors=True)
+            return L.SKIP
     try:
         for rel, ref, files_fn in MODELS:
             if args.only and args.only not in rel:
                 continue
             run_model(tcc, rel, ref, files_fn, work, args.seed)
-        if not args.only:
+        if not args.only and not args.target:
             check_seeded_inputs(tcc, work)
     finally:
         if args.keep:

@@ -1476,6 +1476,8 @@ def main():
     ap.add_argument('--keep', default='e2e-failures', help='where failing cases are written')
     ap.add_argument('--list', action='store_true', help='list the ops and exit')
     ap.add_argument('--target', help='compile for this target (e.g. sm_90), then run the bundle')
+    ap.add_argument('--skip-without-device', action='store_true',
+                    help='with --target: exit 77 (skipped) when no such device is here')
     ap.add_argument('--record', metavar='DIR',
                     help='with --target: compile the bundles under DIR and stop; '
                          'compile-time results are checked now, the rest by --replay DIR')
@@ -1534,6 +1536,15 @@ def main():
     os.makedirs(keep)
     open(marker, 'w').close()
 
+    if args.target and args.skip_without_device and not args.record:
+        probe = tempfile.mkdtemp(prefix='tcc-probe-')
+        try:
+            why = L.device_missing(tcc, args.target, probe)
+        finally:
+            shutil.rmtree(probe, ignore_errors=True)
+        if why:
+            print('skipped: no %s device here (%s)' % (args.target, why))
+            return L.SKIP
     if args.record:
         work = os.path.abspath(args.record)
         shutil.rmtree(work, ignore_errors=True)

@@ -252,6 +252,41 @@ bool writeFile(const std::string &path, ArrayRef<char> bytes,
   return true;
 }
 
+/// Links an ELF relocatable object into a shared object with ld.lld (which
+/// picks the x86-64 or AMDGPU flavour from the object).
+bool linkShared(ArrayRef<char> object, std::vector<std::string> flags,
+                std::vector<uint8_t> &out, std::string &error) {
+  std::string lld = tcc::findLLVMTool("ld.lld");
+  if (lld.empty()) {
+    error = "ld.lld not found (install Debian's lld-22)";
+    return false;
+  }
+  TempFile objFile, outFile;
+  if (sys::fs::createTemporaryFile("tcc-code", "o", objFile.path) ||
+      sys::fs::createTemporaryFile("tcc-code", "so", outFile.path)) {
+    error = "cannot create temporary files";
+    return false;
+  }
+  if (!writeFile(objFile.path.str().str(), object, error))
+    return false;
+  flags.insert(flags.begin(), "-shared");
+  flags.push_back("-o");
+  flags.push_back(outFile.path.str().str());
+  flags.push_back(objFile.path.str().str());
+  std::string lldOutput;
+  if (tcc::runProgram(lld, flags, lldOutput) != 0) {
+    error = "ld.lld failed: " + lldOutput;
+    return false;
+  }
+  auto linked = MemoryBuffer::getFile(outFile.path, /*IsText=*/false);
+  if (!linked) {
+    error = "cannot read the linked code object";
+    return false;
+  }
+  out.assign((*linked)->getBufferStart(), (*linked)->getBufferEnd());
+  return true;
+}
+
 std::unique_ptr<TargetMachine> createHostMachine(const std::string &cpu,
                                                  unsigned optLevel,
                                                  std::string &error) {
@@ -346,41 +381,9 @@ mlir::LogicalResult tcc::compileAndLinkHostModule(
   }
   assembly.assign(asmText.begin(), asmText.end());
 
-  std::string lld = findLLVMTool("ld.lld");
-  if (lld.empty()) {
-    error = "ld.lld not found (install Debian's lld-22)";
+  if (!linkShared(object, {"--no-undefined-version", "-O2"}, sharedObject,
+                  error))
     return mlir::failure();
-  }
-  TempFile objFile, soFile;
-  if (sys::fs::createTemporaryFile("tcc-host", "o", objFile.path) ||
-      sys::fs::createTemporaryFile("tcc-host", "so", soFile.path)) {
-    error = "cannot create temporary files";
-    return mlir::failure();
-  }
-  {
-    std::error_code ec;
-    raw_fd_ostream os(objFile.path, ec);
-    if (ec) {
-      error = "cannot write " + objFile.path.str().str() + ": " + ec.message();
-      return mlir::failure();
-    }
-    os.write(object.data(), object.size());
-  }
-  std::string lldOutput;
-  int status = runProgram(lld,
-                          {"-shared", "--no-undefined-version", "-O2", "-o",
-                           soFile.path.str().str(), objFile.path.str().str()},
-                          lldOutput);
-  if (status != 0) {
-    error = "ld.lld failed: " + lldOutput;
-    return mlir::failure();
-  }
-  auto so = MemoryBuffer::getFile(soFile.path, /*IsText=*/false);
-  if (!so) {
-    error = "cannot read the linked shared object";
-    return mlir::failure();
-  }
-  sharedObject.assign((*so)->getBufferStart(), (*so)->getBufferEnd());
   return mlir::success();
 }
 
@@ -461,32 +464,7 @@ mlir::LogicalResult tcc::compileAmdgpuModule(
     return mlir::failure();
   }
   assembly.assign(asmText.begin(), asmText.end());
-  std::string lld = findLLVMTool("ld.lld");
-  if (lld.empty()) {
-    error = "ld.lld not found (install Debian's lld-22)";
+  if (!linkShared(object, {}, hsaco, error))
     return mlir::failure();
-  }
-  TempFile objFile, codeFile;
-  if (sys::fs::createTemporaryFile("tcc-amdgpu", "o", objFile.path) ||
-      sys::fs::createTemporaryFile("tcc-amdgpu", "hsaco", codeFile.path)) {
-    error = "cannot create temporary files";
-    return mlir::failure();
-  }
-  if (!writeFile(objFile.path.str().str(), object, error))
-    return mlir::failure();
-  std::string lldOutput;
-  if (runProgram(lld,
-                 {"-shared", "-o", codeFile.path.str().str(),
-                  objFile.path.str().str()},
-                 lldOutput) != 0) {
-    error = "ld.lld failed: " + lldOutput;
-    return mlir::failure();
-  }
-  auto code = MemoryBuffer::getFile(codeFile.path, /*IsText=*/false);
-  if (!code) {
-    error = "cannot read the linked code object";
-    return mlir::failure();
-  }
-  hsaco.assign((*code)->getBufferStart(), (*code)->getBufferEnd());
   return mlir::success();
 }

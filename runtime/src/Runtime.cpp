@@ -475,6 +475,37 @@ size_t tccrt_dtype_size(tccrt_dtype dtype) {
 
 const char *tccrt_last_error(void) { return threadError.c_str(); }
 
+namespace {
+
+using BackendFactory = std::unique_ptr<Backend> (*)(int, OpenFailure &,
+                                                    std::string &);
+
+/// A context on the GPU `create` opens (the CUDA or HIP backend), its
+/// failures mapped to the C API's statuses.
+[[maybe_unused]] tccrt_status openGpuContext(tccrt_device_kind kind,
+                                             const std::string &api,
+                                             BackendFactory create, int index,
+                                             tccrt_context **out) {
+  OpenFailure why;
+  std::string err;
+  std::unique_ptr<Backend> backend = create(index, why, err);
+  if (!backend)
+    return fail(nullptr,
+                why == OpenFailure::InvalidArgument ? TCCRT_ERROR_INVALID_ARGUMENT
+                : why == OpenFailure::Device        ? TCCRT_ERROR_DEVICE
+                                                    : TCCRT_ERROR_UNAVAILABLE,
+                why == OpenFailure::Unavailable
+                    ? api + " devices are not available: " + err
+                    : err);
+  auto ctx = std::make_unique<tccrt_context>();
+  ctx->kind = kind;
+  ctx->backend = std::move(backend);
+  *out = ctx.release();
+  return TCCRT_OK;
+}
+
+} // namespace
+
 tccrt_status tccrt_context_create(tccrt_device_kind kind, int device_index,
                                   tccrt_context **out) {
   return guarded(nullptr, [&]() -> tccrt_status {
@@ -496,57 +527,23 @@ tccrt_status tccrt_context_create(tccrt_device_kind kind, int device_index,
       *out = ctx.release();
       return TCCRT_OK;
     }
-    case TCCRT_DEVICE_CUDA: {
+    case TCCRT_DEVICE_CUDA:
 #if TCC_RUNTIME_CUDA
-      OpenFailure why;
-      std::string err;
-      auto backend = createCudaBackend(device_index, why, err);
-      if (!backend)
-        return fail(nullptr,
-                    why == OpenFailure::InvalidArgument
-                        ? TCCRT_ERROR_INVALID_ARGUMENT
-                    : why == OpenFailure::Device ? TCCRT_ERROR_DEVICE
-                                                 : TCCRT_ERROR_UNAVAILABLE,
-                    why == OpenFailure::Unavailable
-                        ? "CUDA devices are not available: " + err
-                        : err);
-      auto ctx = std::make_unique<tccrt_context>();
-      ctx->kind = kind;
-      ctx->backend = std::move(backend);
-      *out = ctx.release();
-      return TCCRT_OK;
+      return openGpuContext(kind, "CUDA", createCudaBackend, device_index, out);
 #else
       return fail(nullptr, TCCRT_ERROR_UNAVAILABLE,
                   "CUDA devices are not available: this libtccrt was built "
                   "without CUDA support (no cuda.h when it was configured)");
 #endif
-    }
-    case TCCRT_DEVICE_HIP: {
+    case TCCRT_DEVICE_HIP:
 #if TCC_RUNTIME_HIP
-      OpenFailure why;
-      std::string err;
-      auto backend = createHipBackend(device_index, why, err);
-      if (!backend)
-        return fail(nullptr,
-                    why == OpenFailure::InvalidArgument
-                        ? TCCRT_ERROR_INVALID_ARGUMENT
-                    : why == OpenFailure::Device ? TCCRT_ERROR_DEVICE
-                                                 : TCCRT_ERROR_UNAVAILABLE,
-                    why == OpenFailure::Unavailable
-                        ? "HIP devices are not available: " + err
-                        : err);
-      auto ctx = std::make_unique<tccrt_context>();
-      ctx->kind = kind;
-      ctx->backend = std::move(backend);
-      *out = ctx.release();
-      return TCCRT_OK;
+      return openGpuContext(kind, "HIP", createHipBackend, device_index, out);
 #else
       return fail(nullptr, TCCRT_ERROR_UNAVAILABLE,
                   "HIP devices are not available: this libtccrt was built "
                   "without HIP support (no hip/hip_runtime_api.h when it was "
                   "configured)");
 #endif
-    }
     }
     return fail(nullptr, TCCRT_ERROR_INVALID_ARGUMENT,
                 "unknown device kind " + std::to_string((int)kind));

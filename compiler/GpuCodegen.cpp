@@ -48,11 +48,13 @@ bool ::tcc::isAmdTarget(const std::string &target) {
 namespace {
 
 /// From bufferized kernels to launches of outlined device functions.
-const char *kLaunchPipeline =
-    "func.func(tcc-gpu-row-reductions, convert-linalg-to-parallel-loops,"
-    " canonicalize,"
-    " tcc-map-to-gpu),"
-    "gpu-kernel-outlining, canonicalize, cse";
+std::string launchPipeline(bool rowFusion) {
+  return std::string("func.func(") +
+         (rowFusion ? "tcc-gpu-row-fusion, " : "") +
+         "tcc-gpu-row-reductions, convert-linalg-to-parallel-loops,"
+         " canonicalize, tcc-map-to-gpu),"
+         "gpu-kernel-outlining, canonicalize, cse";
+}
 
 /// The device functions to the LLVM dialect, per family.
 const char *kNvvmPipeline =
@@ -417,7 +419,8 @@ LogicalResult compileGpuKernels(ModuleOp module, const GpuOptions &options,
     if (f->hasAttr("tcc.template"))
       f.erase();
   if (failed(bufferizeKernels(*device, options.timing)) ||
-      failed(runPipeline(*device, kLaunchPipeline, "mapping to GPU launches",
+      failed(runPipeline(*device, launchPipeline(options.rowFusion),
+                         "mapping to GPU launches",
                          options.timing)))
     return failure();
 

@@ -27,6 +27,9 @@ struct GpuOptions {
   /// A JSON file overriding the schedules the heuristics choose (see
   /// docs/cli.md, --schedule); empty: none.
   std::string scheduleFile;
+  /// Run kernels of row-wise ops (softmax, norms) as one launch with a block
+  /// a row (tcc-gpu-row-fusion). Off until it has run on a GPU.
+  bool rowFusion = false;
   /// Width of index arithmetic in kernels: 32 or 64, or 0 to use 32 when
   /// every buffer holds fewer than 2^31 elements.
   unsigned indexBits = 0;

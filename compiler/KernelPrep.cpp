@@ -4,11 +4,13 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -68,9 +70,10 @@ void toDestinationStyle(func::FuncOp func) {
 }
 
 /// From tcc on tensors to bufferized linalg.
+const char *kLowerPipeline =
+    "func.func(tcc-lower-to-linalg, canonicalize, cse)";
 const char *kBufferizePipeline =
-    "func.func(tcc-lower-to-linalg, canonicalize, cse,"
-    " linalg-fuse-elementwise-ops, canonicalize),"
+    "func.func(canonicalize),"
     "eliminate-empty-tensors,"
     "one-shot-bufferize{bufferize-function-boundaries=1"
     " function-boundary-type-conversion=identity-layout-map},"
@@ -126,6 +129,25 @@ LogicalResult tcc::runPipeline(ModuleOp module, StringRef pipeline,
 }
 
 LogicalResult tcc::bufferizeKernels(ModuleOp module, TimingScope *timing) {
+  if (failed(runPipeline(module, kLowerPipeline, "lowering to linalg", timing)))
+    return failure();
+  {
+    // Elementwise fusion that never recomputes: the consumer must visit each
+    // producer element once (a permutation map), not once per extra loop.
+    linalg::ControlFusionFn control = [](OpOperand *fused) {
+      Operation *producer = fused->get().getDefiningOp();
+      auto consumer = dyn_cast<linalg::LinalgOp>(fused->getOwner());
+      return producer && producer->hasOneUse() && consumer &&
+             consumer.getMatchingIndexingMap(fused).isPermutation();
+    };
+    RewritePatternSet patterns(module.getContext());
+    linalg::populateElementwiseOpsFusionPatterns(patterns, control);
+    linalg::GenericOp::getCanonicalizationPatterns(patterns, module.getContext());
+    GreedyRewriteConfig config;
+    config.setUseTopDownTraversal(true);
+    if (failed(applyPatternsGreedily(module, std::move(patterns), config)))
+      return failure();
+  }
   if (failed(runPipeline(module, kBufferizePipeline, "lowering to buffers",
                          timing)))
     return failure();

@@ -32,6 +32,12 @@ LogicalResult tcc::compileModel(ImportedModel &model,
   }
   pm.addNestedPass<mlir::func::FuncOp>(mlir::createCanonicalizerPass());
   pm.addNestedPass<mlir::func::FuncOp>(mlir::createCSEPass());
+  // On GPUs a matmul stays a kernel of its own, where the tensor-core
+  // template computes it, until chains have fused GPU code of their own.
+  mlir::tcc::TccFormChainsOptions chains;
+  if (options.target != "host")
+    chains.maxMatmulExtent = 0;
+  pm.addNestedPass<mlir::func::FuncOp>(mlir::tcc::createTccFormChains(chains));
   pm.addNestedPass<mlir::func::FuncOp>(mlir::tcc::createTccFormGroups());
   pm.addPass(mlir::tcc::createTccOutlineGroups());
   if (mlir::failed(pm.run(module)))

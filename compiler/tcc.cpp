@@ -79,6 +79,11 @@ static cl::opt<std::string> scheduleFile(
     cl::desc("JSON file overriding GPU kernel schedules, for experiments "
              "(docs/cli.md)"),
     cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
+static cl::opt<bool> gpuRowFusion(
+    "gpu-row-fusion",
+    cl::desc("Experimental, not yet run on a GPU: kernels of row-wise ops "
+             "(softmax, norms) as one launch with a block a row"),
+    cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
 static cl::opt<unsigned> gpuIndexBits(
     "gpu-index-bits",
     cl::desc("Index arithmetic width in GPU kernels: 32, 64, or 0 for 32 "
@@ -186,6 +191,7 @@ static bool compilePath(const std::string &path, tcc::CompileOutput &out) {
   options.gpu.allowTf32 = allowTf32;
   options.gpu.indexBits = gpuIndexBits;
   options.gpu.scheduleFile = scheduleFile;
+  options.gpu.rowFusion = gpuRowFusion;
   options.gpu.timing = &timing;
   return mlir::succeeded(tcc::compileModel(*model, options, out));
 }

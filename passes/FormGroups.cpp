@@ -13,6 +13,9 @@
 //    values of that group read elsewhere become extra results of the kernel,
 //    so they are written once instead of computed twice;
 //  - heavy ops (matmul, convolution, pooling, gathers, top-k) start a group;
+//  - a reduction chain (tcc.chain, see FormChains.cpp) is one group: it joins
+//    the elementwise group of a value it reads, like a reduction, and takes
+//    epilogues shaped like its reduced tensor or one of its results;
 //  - when an elementwise op reads two elementwise groups, they merge (a mask
 //    built from iotas meets the values it selects).
 // A join or merge is refused when it would make the group graph cyclic.
@@ -21,6 +24,7 @@
 #include "passes/Passes.h"
 
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SetVector.h"
@@ -41,8 +45,9 @@ struct Group {
   GroupKind kind = GroupKind::Elementwise;
   std::string name = "elementwise";
   SmallVector<Operation *> ops;
-  /// Shape of the anchor's result, for epilogue joins.
-  SmallVector<int64_t> anchorShape;
+  /// Shapes an epilogue may have: the anchor's result (a chain's results
+  /// and the shape it reduces).
+  SmallVector<SmallVector<int64_t>, 1> anchorShapes;
   /// Groups whose values this one reads directly.
   llvm::SetVector<int> preds;
   /// Merged into another group.
@@ -59,13 +64,47 @@ ArrayRef<int64_t> shapeOfResult(Operation *op) {
   return cast<RankedTensorType>(op->getResult(0).getType()).getShape();
 }
 
+/// Values `op` reads, with those a chain's body captures from above.
+SmallVector<Value> inputsOf(Operation *op) {
+  SmallVector<Value> out(op->getOperands());
+  if (isa<ChainOp>(op)) {
+    llvm::SetVector<Value> captured;
+    getUsedValuesDefinedAbove(op->getRegions(), captured);
+    out.append(captured.begin(), captured.end());
+  }
+  return out;
+}
+
+/// The epilogue shapes of an anchor op.
+SmallVector<SmallVector<int64_t>, 1> anchorShapesOf(Operation *op) {
+  SmallVector<SmallVector<int64_t>, 1> shapes;
+  auto add = [&](Type t) {
+    ArrayRef<int64_t> s = cast<RankedTensorType>(t).getShape();
+    if (!llvm::is_contained(shapes, s))
+      shapes.emplace_back(s.begin(), s.end());
+  };
+  auto chain = dyn_cast<ChainOp>(op);
+  if (!chain) {
+    add(op->getResult(0).getType());
+    return shapes;
+  }
+  chain.getBody().walk([&](Operation *inner) {
+    if (isReduction(inner))
+      add(inner->getOperand(0).getType());
+  });
+  for (Type t : chain.getResultTypes())
+    add(t);
+  return shapes;
+}
+
 class Grouper {
 public:
   explicit Grouper(Block &block) : block(block) {}
 
   void run() {
     for (Operation &op : block) {
-      if (!isa<TccDialect>(op.getDialect()) || isa<GroupOp, ChainOp>(op))
+      if (!isa<TccDialect>(op.getDialect()) || isa<GroupOp>(op) ||
+          (isa<ChainOp>(op) && op.getNumResults() == 0))
         continue;
       if (isSource(&op) && !feedsTerminator(&op))
         continue;
@@ -85,7 +124,7 @@ private:
   /// Groups that produce the (non-source) operands of `op`.
   SmallVector<int> operandGroups(Operation *op) {
     SmallVector<int> out;
-    for (Value v : op->getOperands()) {
+    for (Value v : inputsOf(op)) {
       Operation *def = v.getDefiningOp();
       auto it = def ? groupOf.find(def) : groupOf.end();
       if (it != groupOf.end() && !llvm::is_contained(out, it->second))
@@ -161,9 +200,9 @@ private:
     if (isLight(op)) {
       if (grp.kind == GroupKind::Elementwise)
         return true;
-      return shapeOfResult(op) == ArrayRef<int64_t>(grp.anchorShape);
+      return llvm::is_contained(grp.anchorShapes, shapeOfResult(op));
     }
-    if (isReduction(op))
+    if (isReduction(op) || isa<ChainOp>(op))
       return grp.kind == GroupKind::Elementwise;
     return false;
   }
@@ -190,8 +229,7 @@ private:
     if (isReduction(op) || (!isLight(op) && !isSource(op))) {
       grp.kind = isReduction(op) ? GroupKind::Reduction : GroupKind::Heavy;
       grp.name = op->getName().stripDialect().str();
-      auto shape = shapeOfResult(op);
-      grp.anchorShape.assign(shape.begin(), shape.end());
+      grp.anchorShapes = anchorShapesOf(op);
     }
     for (int h : operandGroups(op))
       if (h != target)
@@ -218,12 +256,17 @@ private:
       });
       llvm::SmallPtrSet<Operation *, 16> members(grp.ops.begin(),
                                                  grp.ops.end());
+      // A use inside a chain counts as the chain's.
+      auto isMember = [&](Operation *user) {
+        Operation *top = block.findAncestorOpInBlock(*user);
+        return top && members.contains(top);
+      };
       // Results used outside the group become the group's results.
       SmallVector<Value> escaping;
       for (Operation *op : grp.ops)
         for (Value r : op->getResults())
           if (llvm::any_of(r.getUsers(),
-                           [&](Operation *u) { return !members.contains(u); }))
+                           [&](Operation *u) { return !isMember(u); }))
             escaping.push_back(r);
       auto group = GroupOp::create(b, grp.ops.front()->getLoc(),
                                    ValueRange(escaping).getTypes(),
@@ -234,7 +277,7 @@ private:
       IRMapping map;
       for (Operation *op : grp.ops) {
         // Sources read by this op are recomputed inside the group.
-        for (Value v : op->getOperands())
+        for (Value v : inputsOf(op))
           if (Operation *def = v.getDefiningOp())
             if (isSource(def) && !groupOf.count(def) && !map.contains(v))
               map.map(v, inner.clone(*def)->getResult(0));
@@ -246,7 +289,7 @@ private:
       YieldOp::create(inner, group.getLoc(), yielded);
       for (auto [oldV, newV] : llvm::zip(escaping, group.getResults()))
         oldV.replaceUsesWithIf(newV, [&](OpOperand &use) {
-          return !members.contains(use.getOwner());
+          return !isMember(use.getOwner());
         });
     }
     // The originals are now dead; erase users before producers.

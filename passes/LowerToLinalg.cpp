@@ -32,9 +32,26 @@ void mlir::tcc::populateTccToLinalgPatterns(RewritePatternSet &patterns) {
 
 namespace {
 
+/// Moves the body of `chain` before it and replaces its results with the
+/// values its body yields.
+void inlineChain(ChainOp chain) {
+  Block &body = chain.getBody().front();
+  auto yield = cast<YieldOp>(body.getTerminator());
+  for (Operation &op : llvm::make_early_inc_range(body.without_terminator()))
+    op.moveBefore(chain);
+  chain.replaceAllUsesWith(yield.getValues());
+  chain.erase();
+}
+
 struct TccLowerToLinalgPass
     : mlir::tcc::impl::TccLowerToLinalgBase<TccLowerToLinalgPass> {
   void runOnOperation() override {
+    // A chain's body is plain ops: code generators see them one by one.
+    SmallVector<ChainOp> chains;
+    getOperation().walk([&](ChainOp chain) { chains.push_back(chain); });
+    for (ChainOp chain : chains)
+      inlineChain(chain);
+
     RewritePatternSet patterns(&getContext());
     populateTccToLinalgPatterns(patterns);
     walkAndApplyPatterns(getOperation(), std::move(patterns));

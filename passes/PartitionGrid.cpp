@@ -4,8 +4,15 @@
 // several threads, as a GPU runs blocks. This pass makes that safe: it picks,
 // for every linalg op that writes a kernel argument, a parallel loop dimension
 // and restricts the op to [begin, end) along it by subviews of its operands.
-// Ops writing kernel-local buffers run whole in every call (each call has its
-// own allocations), so they need no restriction.
+//
+// First it tries to restrict every op, kernel-local buffers included, along
+// one row dimension: a chain kernel (softmax: max, exp, sum, divide through
+// local buffers) then computes only its own rows in each call. That holds
+// when every buffer an op writes is read and written along one buffer
+// dimension only, as a plain index: the rows are then independent. When
+// that fails, ops writing kernel-local buffers run whole in every call (each
+// call has its own allocations) and only the writers of kernel arguments are
+// restricted.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
@@ -34,6 +41,56 @@ Value rootOf(Value v) {
   return v;
 }
 
+/// The dimension of `root` that dimension `dim` of `view` shows, when the
+/// views between them only add or drop unit dimensions around it.
+std::optional<unsigned> rootDim(Value view, unsigned dim) {
+  while (view != rootOf(view)) {
+    Operation *def = view.getDefiningOp();
+    ArrayRef<int64_t> viewShape = cast<MemRefType>(view.getType()).getShape();
+    SmallVector<ReassociationIndices> groups;
+    Value source;
+    bool expand;
+    if (auto e = dyn_cast<memref::ExpandShapeOp>(def)) {
+      groups = e.getReassociationIndices();
+      source = e.getSrc();
+      expand = true;
+    } else if (auto c = dyn_cast<memref::CollapseShapeOp>(def)) {
+      groups = c.getReassociationIndices();
+      source = c.getSrc();
+      expand = false;
+    } else {
+      return std::nullopt;
+    }
+    ArrayRef<int64_t> sourceShape =
+        cast<MemRefType>(source.getType()).getShape();
+    // Expanding: groups index the view; collapsing: they index the source.
+    ArrayRef<int64_t> wide = expand ? viewShape : sourceShape;
+    std::optional<unsigned> next;
+    for (auto [g, group] : llvm::enumerate(groups)) {
+      bool inGroup = expand ? llvm::is_contained(group, (int64_t)dim)
+                            : g == dim;
+      if (!inGroup)
+        continue;
+      // The other dimensions of the group must all be 1.
+      int64_t kept = -1;
+      for (int64_t i : group)
+        if (wide[i] != 1 || (expand && i == (int64_t)dim)) {
+          if (kept >= 0)
+            return std::nullopt;
+          kept = i;
+        }
+      if (kept < 0 || (expand && kept != (int64_t)dim))
+        return std::nullopt;
+      next = expand ? (unsigned)g : (unsigned)kept;
+    }
+    if (!next)
+      return std::nullopt;
+    dim = *next;
+    view = source;
+  }
+  return dim;
+}
+
 /// Positions of the results of `map` that are exactly `d<dim>`, or nullopt
 /// when d<dim> also appears inside a compound expression.
 std::optional<SmallVector<unsigned>> plainPositions(AffineMap map,
@@ -53,8 +110,10 @@ std::optional<SmallVector<unsigned>> plainPositions(AffineMap map,
 
 struct Partitioner {
   func::FuncOp func;
+  /// Restrict every op, kernel-local buffers included.
+  bool rows = false;
   SmallVector<linalg::LinalgOp> restricted; // in program order
-  /// Writers of each argument buffer among the restricted ops.
+  /// Buffers (roots) the restricted ops write: each is split by rows.
   llvm::DenseSet<Value> sharedWritten;
   /// Chosen loop dimension of each restricted op.
   SmallVector<unsigned> dims;
@@ -75,20 +134,20 @@ struct Partitioner {
       bool writesShared = false, writesLocal = false;
       for (Value init : linalgOp.getDpsInits()) {
         Value root = rootOf(init);
-        if (isa<BlockArgument>(root)) {
-          if (root != init) // a view of an argument: not handled
-            return false;
+        if (isa<BlockArgument>(root) || rows) {
+          if (isa<BlockArgument>(root) && root != init)
+            return false; // a view of an argument: not handled
           writesShared = true;
         } else {
           writesLocal = true;
         }
       }
-      if (writesShared && writesLocal)
+      if (writesShared && writesLocal && !rows)
         return false;
-      if (writesShared) {
+      if (writesShared || rows) {
         restricted.push_back(linalgOp);
         for (Value init : linalgOp.getDpsInits())
-          sharedWritten.insert(init);
+          sharedWritten.insert(rootOf(init));
       }
     }
     // Whole-running ops must not read what restricted ops wrote: they would
@@ -121,9 +180,13 @@ struct Partitioner {
         Value root = rootOf(operand.get());
         bool shared = sharedWritten.contains(root);
         // Every write, and every read of a restricted buffer, must follow
-        // d, or calls would race or read rows they did not write.
-        if (!pos || (pos->empty() && (op.isDpsInit(&operand) || shared)) ||
-            (shared && root != operand.get()))
+        // d, or calls would race or read rows they did not write. A view of
+        // a local buffer may add or drop unit dimensions.
+        if (!pos || (pos->empty() && (op.isDpsInit(&operand) || shared)))
+          ok = false;
+        else if (shared && root != operand.get() &&
+                 (isa<BlockArgument>(root) || pos->size() != 1 ||
+                  !rootDim(operand.get(), pos->front())))
           ok = false;
       }
       if (ok)
@@ -157,8 +220,9 @@ struct Partitioner {
           ok = false;
           break;
         }
-        auto [it, inserted] = bufferDim.try_emplace(root, pos.front());
-        if (!inserted && it->second != pos.front())
+        unsigned dim = *rootDim(operand.get(), pos.front());
+        auto [it, inserted] = bufferDim.try_emplace(root, dim);
+        if (!inserted && it->second != dim)
           ok = false;
       }
       if (ok) {
@@ -226,12 +290,22 @@ struct TccPartitionGrid
     Value begin = func.getArgument(n), end = func.getArgument(n + 1);
     func->setAttr("tcc.grid", b.getI64IntegerAttr(1));
 
+    // Rows first (no call repeats another's work), else arguments only.
     Partitioner p;
-    p.func = func;
-    if (!p.collect())
-      return;
-    p.dims.assign(p.restricted.size(), 0);
-    if (!p.assign(p.restricted.size() - 1))
+    bool found = false;
+    for (bool rows : {true, false}) {
+      p = Partitioner();
+      p.func = func;
+      p.rows = rows;
+      if (!p.collect())
+        continue;
+      p.dims.assign(p.restricted.size(), 0);
+      if (p.assign(p.restricted.size() - 1)) {
+        found = true;
+        break;
+      }
+    }
+    if (!found)
       return;
     int64_t work = 0;
     for (linalg::LinalgOp op : p.restricted) {

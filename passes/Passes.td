@@ -4,6 +4,32 @@
 
 include "mlir/Pass/PassBase.td"
 
+def TccFormChains : Pass<"tcc-form-chains", "func::FuncOp"> {
+  let summary = "Wrap each reduction chain along one axis in a tcc.chain";
+  let description = [{
+    Finds reductions over one axis of one shape where a later reduction, or
+    a matmul contracting that axis, reads an earlier reduction's result
+    through elementwise ops (softmax, log-softmax, log-sum-exp, layer and
+    RMS norm, cross-entropy, attention's max → sum → P·V), by dataflow on
+    primitives. Each maximal chain becomes one `tcc.chain {axis}` holding
+    the reductions, the elementwise ops after them that stay in the chain's
+    shape, and a prologue of ops read only by the chain (elementwise ops, or
+    a matmul producing the reduced tensor such as q·kᵀ). Matmuls join only
+    when batched like the chain (per-head operands, as in attention): a
+    weight shared by every row stays a GEMM kernel. Its results are the
+    values used outside. A member that would read a chain value through ops
+    left outside (a cycle) is left out.
+  }];
+  let options = [
+    Option<"maxMatmulExtent", "max-matmul-extent", "int64_t",
+           /*default=*/"256",
+           "Largest contraction of a producer matmul, and largest free "
+           "extent of a consumer matmul, that a chain takes in (larger "
+           "ones stay GEMM kernels)">
+  ];
+  let dependentDialects = ["::mlir::tcc::TccDialect"];
+}
+
 def TccFormGroups : Pass<"tcc-form-groups", "func::FuncOp"> {
   let summary = "Wrap the ops of each future kernel in a tcc.group";
   let description = [{
@@ -113,6 +139,29 @@ def TccGpuRowReductions : Pass<"tcc-gpu-row-reductions", "func::FuncOp"> {
            /*default=*/"1024",
            "Rows at least this long get a block of threads, shorter a warp">
   ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::affine::AffineDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
+def TccGpuRowFusion : Pass<"tcc-gpu-row-fusion", "func::FuncOp"> {
+  let summary = "Run a kernel of row-wise ops as one GPU launch, a block a row";
+  let description = [{
+    Runs on bufferized kernel functions (`tcc.kernel`) before their linalg
+    ops become loops. When every linalg op of a kernel works row by row (its
+    leading parallel loops walk the same rows, the rest a row of one length,
+    or nothing: a per-row value) and there is at least one reduction along
+    the row (softmax, a norm: the rows and the length come from the
+    reductions), the kernel becomes one `gpu.launch` with a block per row.
+    The ops run in order inside the block, each over the row in a strided
+    loop, with a barrier after each; reductions combine across the block
+    (shuffles, then shared memory). Kernel-local buffers holding a row or a
+    per-row value live in shared memory (at most 48 KiB in all). A buffer
+    shared across rows, a write every block would make, or any other op
+    leaves the kernel to the other GPU passes.
+  }];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::affine::AffineDialect",

@@ -730,7 +730,8 @@ MatmulSchedule chooseMatmulSchedule(const MatmulProblem &p,
   if (path == Path::Simt)
     s = {128, 128, 16, 2, 4, 3};
   else if (path == Path::Tf32)
-    s = {128, 128, 32, 2, 2, 3};
+    s = {128, 128, 16, 2, 2, 4}; // 206 against 198 TFLOP/s for tileK 32
+                                 // with 3 stages, at 4096^3
   else
     s = {128, 128, 32, 2, 2, 4};
   // Smaller tiles while the grid would leave multiprocessors idle; warp

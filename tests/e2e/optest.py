@@ -151,9 +151,10 @@ class Recorded(Exception):
 
 
 class Runner:
-    def __init__(self, tcc, workdir, keep, target=None, record=None):
+    def __init__(self, tcc, workdir, keep, target=None, record=None, compile_args=()):
         self.tcc, self.workdir, self.keep = tcc, workdir, keep
         self.target, self.record = target, record
+        self.compile_args = list(compile_args)
         self.lock = threading.Lock()
         self.passed = self.failed = 0
         self.kept = 0
@@ -196,7 +197,7 @@ class Runner:
             # Compiled for the target first; the run is of the bundle.
             bundle = os.path.join(d, 'model.tccb')
             rc, _, err = L.run_tcc([self.tcc, 'compile', args[1], '-o', bundle,
-                                    '--target', self.target])
+                                    '--target', self.target] + self.compile_args)
             if rc == L.CANNOT_RUN:
                 raise TccUnavailable(err)
             if rc != 0:
@@ -1476,6 +1477,8 @@ def main():
     ap.add_argument('--keep', default='e2e-failures', help='where failing cases are written')
     ap.add_argument('--list', action='store_true', help='list the ops and exit')
     ap.add_argument('--target', help='compile for this target (e.g. sm_90), then run the bundle')
+    ap.add_argument('--compile-arg', action='append', default=[],
+                    help='with --target: an extra argument for tcc compile (repeatable)')
     ap.add_argument('--skip-without-device', action='store_true',
                     help='with --target: exit 77 (skipped) when no such device is here')
     ap.add_argument('--record', metavar='DIR',
@@ -1551,7 +1554,7 @@ def main():
         os.makedirs(work)
     else:
         work = tempfile.mkdtemp(prefix='tcc-e2e-')
-    runner = Runner(tcc, work, keep, args.target, args.record)
+    runner = Runner(tcc, work, keep, args.target, args.record, args.compile_arg)
     batches = []
     for op in ops:
         # Each op draws from its own stream, so --only reproduces its cases.

@@ -36,6 +36,10 @@ if [ "${1:-}" = prepare ]; then
   if [ -x "$tcc" ]; then
     /usr/bin/python3 "$root/tests/e2e/optest.py" --tcc "$tcc" --target sm_90 \
       --record "$carry/optest" ${OPTEST_ARGS:-}
+    # The same cases with the experimental row fusion (--gpu-row-fusion).
+    /usr/bin/python3 "$root/tests/e2e/optest.py" --tcc "$tcc" --target sm_90 \
+      --compile-arg=--gpu-row-fusion --record "$carry/optest-rowfusion" \
+      ${OPTEST_ARGS:-}
     mkdir -p "$carry/examples"
     for m in "$root"/examples/*.json; do
       "$tcc" compile "$m" -o "$carry/examples/$(basename "$m" .json).tccb" \
@@ -129,6 +133,16 @@ if [ -f "$carry/optest/cases.pkl" ]; then
   grep -E "^FAIL" "$out/optest.log" | head -40
   tail -1 "$out/optest.log"
   result "optest on the GPU" $rc
+fi
+
+if [ -f "$carry/optest-rowfusion/cases.pkl" ]; then
+  step "every op again, compiled with --gpu-row-fusion"
+  python3 "$root/tests/e2e/optest.py" --replay "$carry/optest-rowfusion" \
+    --tcc "$build/runtime/tcc" --jobs 8 > "$out/optest-rowfusion.log" 2>&1
+  rc=$?
+  grep -E "^FAIL" "$out/optest-rowfusion.log" | head -40
+  tail -1 "$out/optest-rowfusion.log"
+  result "optest with --gpu-row-fusion" $rc
 fi
 
 if [ -d "$carry/examples" ]; then

@@ -103,3 +103,54 @@ func.func @no_cyclic_merge(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>) -> tensor<2
   %y = tcc.add %c, %s : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x4xf32>
   return %y : tensor<2x4xf32>
 }
+
+// -----
+
+// A reduction chain is one group: it takes in the elementwise group of a
+// value it reads (the tanh) and an epilogue of its shape (the relu); a
+// constant its body captures is recomputed inside the group.
+// CHECK-LABEL: func.func @chain_group
+// CHECK: %[[G:.*]] = tcc.group "chain" -> tensor<4x8xf32> {
+// CHECK:   %[[T:.*]] = tcc.tanh
+// CHECK:   %[[C:.*]] = tcc.constant
+// CHECK:   %[[R:.*]] = tcc.chain attributes {axis = 1 : i64}
+// CHECK:     tcc.reduce_max %[[T]]
+// CHECK:     tcc.mul %{{.*}}, %[[C]]
+// CHECK:   tcc.relu %[[R]]
+// CHECK: }
+// CHECK-NOT: tcc.group
+// CHECK: return %[[G]]
+func.func @chain_group(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %c = tcc.constant {value = 2.0 : f32} : tensor<f32>
+  %t = tcc.tanh %x : tensor<4x8xf32>
+  %r = tcc.chain attributes {axis = 1 : i64} -> tensor<4x8xf32> {
+    %m = tcc.reduce_max %t {axes = array<i64: 1>, keepdims = true} : tensor<4x8xf32> -> tensor<4x1xf32>
+    %d = tcc.sub %t, %m : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+    %y = tcc.mul %d, %c : tensor<4x8xf32>, tensor<f32> -> tensor<4x8xf32>
+    tcc.yield %y : tensor<4x8xf32>
+  }
+  %z = tcc.relu %r : tensor<4x8xf32>
+  return %z : tensor<4x8xf32>
+}
+
+// -----
+
+// A matmul reading a chain's result starts its own group, which takes in
+// the add of both: the add may follow the chain's group and the matmul's.
+// CHECK-LABEL: func.func @chain_then_matmul
+// CHECK: %[[G:.*]] = tcc.group "chain"
+// CHECK:   tcc.chain
+// CHECK-NOT: tcc.add
+// CHECK: tcc.group "matmul"
+// CHECK:   tcc.matmul %[[G]], %[[G]]
+// CHECK:   tcc.add %[[G]]
+func.func @chain_then_matmul(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %r = tcc.chain attributes {axis = 1 : i64} -> tensor<4x4xf32> {
+    %m = tcc.reduce_max %x {axes = array<i64: 1>, keepdims = true} : tensor<4x4xf32> -> tensor<4x1xf32>
+    %d = tcc.sub %x, %m : tensor<4x4xf32>, tensor<4x1xf32> -> tensor<4x4xf32>
+    tcc.yield %d : tensor<4x4xf32>
+  }
+  %p = tcc.matmul %r, %r : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
+  %y = tcc.add %r, %p : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
+  return %y : tensor<4x4xf32>
+}

@@ -114,3 +114,101 @@ func.func @both_ways(%a: memref<32x32xf32>, %o: memref<32x32xf32>, %p: memref<32
   }
   return
 }
+
+// -----
+
+// A chain kernel (softmax): the max, the exponentials and the sum write
+// kernel-local buffers, read by rows only (through views that add a unit
+// dimension): every op is restricted to the call's rows, so no call repeats
+// another's work.
+// CHECK-LABEL: func.func @softmax_rows
+// CHECK-SAME: tcc.grid = 8
+// CHECK: %[[M:.*]] = memref.alloc() {{.*}} : memref<8xf32>
+// CHECK: %[[MV:.*]] = memref.expand_shape %[[M]]
+// CHECK: %[[F:.*]] = memref.subview %[[MV]][%arg2, 0]
+// CHECK: linalg.fill {{.*}} outs(%[[F]]
+// CHECK: %[[X:.*]] = memref.subview %{{.*}}[%arg2, 0, 0]
+// CHECK: %[[R:.*]] = memref.subview %[[MV]][%arg2, 0]
+// CHECK: linalg.generic {{.*}} ins(%[[X]] {{.*}} outs(%[[R]]
+// CHECK: %[[E:.*]] = memref.alloc() {{.*}} : memref<8x1000xf32>
+// CHECK: %[[A:.*]] = memref.subview %arg0[%arg2, 0]
+// CHECK: %[[B:.*]] = memref.subview %[[MV]][%arg2, 0]
+// CHECK: %[[EV:.*]] = memref.subview %[[E]][%arg2, 0]
+// CHECK: linalg.generic {{.*}} ins(%[[A]], %[[B]] {{.*}} outs(%[[EV]]
+// CHECK: %[[EE:.*]] = memref.subview %[[E]][%arg2, 0]
+// CHECK: %[[O:.*]] = memref.subview %arg1[%arg2, 0]
+// CHECK: linalg.generic {{.*}} ins(%[[EE]], %{{.*}} outs(%[[O]]
+#r3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#r2 = affine_map<(d0, d1, d2) -> (d0, d1)>
+#e2 = affine_map<(d0, d1) -> (d0, d1)>
+#b2 = affine_map<(d0, d1) -> (d0, 0)>
+func.func @softmax_rows(%arg0: memref<8x1000xf32>, %arg1: memref<8x1000xf32>) attributes {tcc.kernel} {
+  %zero = arith.constant 0.000000e+00 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %m = memref.alloc() {alignment = 64 : i64} : memref<8xf32>
+  %mv = memref.expand_shape %m [[0, 1]] output_shape [8, 1] : memref<8xf32> into memref<8x1xf32>
+  linalg.fill ins(%ninf : f32) outs(%mv : memref<8x1xf32>)
+  %xv = memref.expand_shape %arg0 [[0, 1], [2]] output_shape [8, 1, 1000] : memref<8x1000xf32> into memref<8x1x1000xf32>
+  linalg.generic {indexing_maps = [#r3, #r2], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%xv : memref<8x1x1000xf32>) outs(%mv : memref<8x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.maximumf %out, %in : f32
+    linalg.yield %0 : f32
+  }
+  %e = memref.alloc() {alignment = 64 : i64} : memref<8x1000xf32>
+  linalg.generic {indexing_maps = [#e2, #b2, #e2], iterator_types = ["parallel", "parallel"]}
+      ins(%arg0, %mv : memref<8x1000xf32>, memref<8x1xf32>) outs(%e : memref<8x1000xf32>) {
+  ^bb0(%in: f32, %mx: f32, %out: f32):
+    %0 = arith.subf %in, %mx : f32
+    %1 = math.exp %0 : f32
+    linalg.yield %1 : f32
+  }
+  %s = memref.alloc() {alignment = 64 : i64} : memref<8xf32>
+  %sv = memref.expand_shape %s [[0, 1]] output_shape [8, 1] : memref<8xf32> into memref<8x1xf32>
+  linalg.fill ins(%zero : f32) outs(%sv : memref<8x1xf32>)
+  %ev = memref.expand_shape %e [[0, 1], [2]] output_shape [8, 1, 1000] : memref<8x1000xf32> into memref<8x1x1000xf32>
+  linalg.generic {indexing_maps = [#r3, #r2], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%ev : memref<8x1x1000xf32>) outs(%sv : memref<8x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.addf %out, %in : f32
+    linalg.yield %0 : f32
+  }
+  linalg.generic {indexing_maps = [#e2, #b2, #e2], iterator_types = ["parallel", "parallel"]}
+      ins(%e, %sv : memref<8x1000xf32>, memref<8x1xf32>) outs(%arg1 : memref<8x1000xf32>) {
+  ^bb0(%in: f32, %sum: f32, %out: f32):
+    %0 = arith.divf %in, %sum : f32
+    linalg.yield %0 : f32
+  }
+  return
+}
+
+// -----
+
+// A kernel-local buffer read both as rows and as columns: its writer cannot
+// be split, so it runs whole in every call and only the writer of the
+// kernel's output is restricted.
+// CHECK-LABEL: func.func @local_both_ways
+// CHECK-SAME: tcc.grid = 16
+// CHECK: %[[L:.*]] = memref.alloc
+// CHECK-NOT: memref.subview
+// CHECK: linalg.generic {{.*}} outs(%[[L]] : memref<16x16xf32>)
+// CHECK: memref.subview
+// CHECK: linalg.generic
+#l2 = affine_map<(d0, d1) -> (d0, d1)>
+#lt = affine_map<(d0, d1) -> (d1, d0)>
+func.func @local_both_ways(%a: memref<16x16xf32>, %o: memref<16x16xf32>) attributes {tcc.kernel} {
+  %l = memref.alloc() : memref<16x16xf32>
+  linalg.generic {indexing_maps = [#l2, #l2], iterator_types = ["parallel", "parallel"]}
+      ins(%a : memref<16x16xf32>) outs(%l : memref<16x16xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    %e = math.exp %x : f32
+    linalg.yield %e : f32
+  }
+  linalg.generic {indexing_maps = [#l2, #lt, #l2], iterator_types = ["parallel", "parallel"]}
+      ins(%l, %l : memref<16x16xf32>, memref<16x16xf32>) outs(%o : memref<16x16xf32>) {
+  ^bb0(%x: f32, %y: f32, %z: f32):
+    %s = arith.addf %x, %y : f32
+    linalg.yield %s : f32
+  }
+  return
+}

@@ -1,0 +1,395 @@
+//===- FormChains.cpp - wrap reduction chains in tcc.chain ----------------===//
+//
+// A reduction chain is a set of reductions over one axis of one tensor shape
+// (the chain's *space*) where later reductions read earlier results through
+// elementwise ops: softmax (max → sum), layer norm (mean → variance),
+// attention (max → sum → P·V). Chains are found by dataflow on primitives,
+// never by composite names, because the frontend expands composites and a
+// model may write the same graph by hand.
+//
+// For a seed reduction, its *descendants* are the elementwise ops reached
+// from its result through values of the space (the full shape, or the shape
+// with the axis kept as 1 or dropped). A descendant's user that reduces the
+// same axis of the same shape, or a matmul that contracts the axis, is
+// linked to the seed; a seed whose result is broadcast back over the axis
+// (RMS norm: x · rsqrt(mean(x²))) is a chain alone. Linked ops (anchors)
+// form the chain with every descendant of its reductions (the ops between
+// them and the epilogue), and a prologue: ops whose users are all in the
+// chain (elementwise, or a matmul producing the space along the axis, such
+// as attention's q·kᵀ). Matmuls
+// join only when batched like the space (attention's per-head operands); a
+// weight shared by every row (layer norm, then a linear layer) stays a GEMM.
+//
+// A chain must not read, through ops left outside, a value it produces:
+// members that would are left out and the chain is formed again without them.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Passes.h"
+
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace mlir::tcc {
+#define GEN_PASS_DEF_TCCFORMCHAINS
+#include "passes/Passes.h.inc"
+} // namespace mlir::tcc
+
+using namespace mlir;
+using namespace mlir::tcc;
+
+namespace {
+
+using OpSet = llvm::SmallPtrSet<Operation *, 16>;
+
+/// The axis of a reduction a chain may take: one axis of sum, max, min or
+/// mean (arg reductions produce indices, which no later reduction rescales).
+std::optional<int64_t> chainAxisOf(Operation *op) {
+  if (!isa<ReduceSumOp, ReduceMaxOp, ReduceMinOp, ReduceMeanOp>(op))
+    return std::nullopt;
+  ArrayRef<int64_t> axes =
+      op->getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef();
+  if (axes.size() != 1)
+    return std::nullopt;
+  return axes.front();
+}
+
+ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getShape();
+}
+
+/// Values used by `op`, with those its regions capture from above.
+SmallVector<Value> inputsOf(Operation *op) {
+  SmallVector<Value> out(op->getOperands());
+  if (op->getNumRegions()) {
+    llvm::SetVector<Value> captured;
+    getUsedValuesDefinedAbove(op->getRegions(), captured);
+    out.append(captured.begin(), captured.end());
+  }
+  return out;
+}
+
+bool isSource(Operation *op) { return isa<ConstantOp, IotaOp>(op); }
+
+/// Elementwise ops a chain may hold between and after its reductions.
+bool isChainElementwise(Operation *op) {
+  return (isElementwise(op) || isa<BroadcastToOp>(op)) &&
+         op->getNumResults() == 1;
+}
+
+/// A tensor shape and one of its axes: the iteration space of a chain.
+struct Space {
+  SmallVector<int64_t> shape;
+  int64_t axis = 0;
+
+  bool isFull(Value v) const { return shapeOf(v) == ArrayRef(shape); }
+
+  /// The full shape, or a reduction's result with or without keepdims.
+  bool contains(Value v) const {
+    ArrayRef<int64_t> s = shapeOf(v);
+    if (s == ArrayRef(shape))
+      return true;
+    SmallVector<int64_t> kept(shape);
+    kept[axis] = 1;
+    if (s == ArrayRef(kept))
+      return true;
+    kept.erase(kept.begin() + axis);
+    return s == ArrayRef(kept);
+  }
+
+  /// Whether `v` broadcasts to the full shape without growing it.
+  bool broadcastsInto(Value v) const {
+    ArrayRef<int64_t> s = shapeOf(v);
+    if (s.size() > shape.size())
+      return false;
+    for (auto [d, n] : llvm::zip(llvm::reverse(s), llvm::reverse(shape)))
+      if (d != 1 && d != n)
+        return false;
+    return true;
+  }
+};
+
+class ChainFormer {
+public:
+  ChainFormer(Block &block, int64_t maxMatmulExtent)
+      : block(block), maxMatmulExtent(maxMatmulExtent) {}
+
+  void run() {
+    SmallVector<Operation *> seeds;
+    for (Operation &op : block)
+      if (chainAxisOf(&op))
+        seeds.push_back(&op);
+    for (Operation *seed : seeds) {
+      // Earlier chains may have taken the seed.
+      if (seed->getBlock() != &block)
+        continue;
+      OpSet banned;
+      while (true) {
+        numberOps();
+        Space space{SmallVector<int64_t>(shapeOf(seed->getOperand(0))),
+                    *chainAxisOf(seed)};
+        SmallVector<Operation *> members;
+        if (!collect(seed, space, banned, members))
+          break;
+        OpSet offenders = cycleOffenders(members);
+        if (offenders.empty()) {
+          materialize(members, space);
+          break;
+        }
+        // Without them the chain may still link; the seed itself leaves to
+        // a later seed's attempt.
+        if (offenders.contains(seed))
+          break;
+        banned.insert(offenders.begin(), offenders.end());
+      }
+    }
+  }
+
+private:
+  void numberOps() {
+    position.clear();
+    unsigned i = 0;
+    for (Operation &op : block)
+      position[&op] = i++;
+  }
+
+  bool isSameKeyReduction(Operation *op, const Space &space) {
+    std::optional<int64_t> axis = chainAxisOf(op);
+    return axis && *axis == space.axis && space.isFull(op->getOperand(0));
+  }
+
+  /// Whether `v` holds one matrix per batch entry of the space (attention's
+  /// per-head K and V), not one matrix broadcast to every row: a weight
+  /// shared by all rows is a GEMM's job (tensor-core templates on GPUs),
+  /// not a row chain's.
+  bool batchedLikeSpace(Value v, const Space &space) {
+    ArrayRef<int64_t> s = shapeOf(v);
+    return s.size() >= 3 && s.size() == space.shape.size() &&
+           s.drop_back(2) == ArrayRef(space.shape).drop_back(2);
+  }
+
+  /// A batched matmul reading `v` (of the full shape) that contracts the
+  /// chain's axis and whose other result dimension is small enough to keep
+  /// a row's output in one chain row (attention's P·V over the head
+  /// dimension).
+  bool isConsumerMatmul(Operation *op, Value v, const Space &space) {
+    auto mm = dyn_cast<MatmulOp>(op);
+    if (!mm || !space.isFull(v) || mm.getA() == mm.getB() ||
+        !batchedLikeSpace(mm.getA() == v ? mm.getB() : mm.getA(), space))
+      return false;
+    int64_t rank = space.shape.size();
+    ArrayRef<int64_t> out = shapeOf(mm.getResult());
+    if (mm.getA() == v &&
+        space.axis == (mm.getTransposeA() ? rank - 2 : rank - 1))
+      return out.back() <= maxMatmulExtent;
+    if (mm.getB() == v &&
+        space.axis == (mm.getTransposeB() ? rank - 1 : rank - 2))
+      return out[out.size() - 2] <= maxMatmulExtent;
+    return false;
+  }
+
+  /// A batched matmul producing the full shape with the axis among its
+  /// result's matrix dimensions and a short contraction (attention's q·kᵀ).
+  bool isProducerMatmul(Operation *op, const Space &space) {
+    auto mm = dyn_cast<MatmulOp>(op);
+    if (!mm || !space.isFull(mm.getResult()) ||
+        !batchedLikeSpace(mm.getA(), space) ||
+        !batchedLikeSpace(mm.getB(), space))
+      return false;
+    int64_t rank = space.shape.size();
+    ArrayRef<int64_t> a = shapeOf(mm.getA());
+    int64_t k = a[a.size() - (mm.getTransposeA() ? 2 : 1)];
+    return space.axis >= rank - 2 && k <= maxMatmulExtent;
+  }
+
+  /// The descendants of reduction `seed` (elementwise ops reached through
+  /// values of the space) and the anchors they reach.
+  void descend(Operation *seed, const Space &space, const OpSet &banned,
+               llvm::SetVector<Operation *> &desc,
+               llvm::SetVector<Operation *> &anchors) {
+    SmallVector<Operation *> stack{seed};
+    while (!stack.empty()) {
+      Operation *op = stack.pop_back_val();
+      Value v = op->getResult(0);
+      for (OpOperand &use : v.getUses()) {
+        Operation *user = use.getOwner();
+        if (user->getBlock() != &block || banned.contains(user))
+          continue;
+        if (isSameKeyReduction(user, space) ||
+            isConsumerMatmul(user, v, space)) {
+          anchors.insert(user);
+        } else if (isChainElementwise(user) &&
+                   space.contains(user->getResult(0)) &&
+                   desc.insert(user)) {
+          stack.push_back(user);
+        }
+      }
+    }
+  }
+
+  /// The members of the chain through `seed` in program order; false when
+  /// no anchor links to it and its result is not broadcast back over the
+  /// axis (a lone reduction is a chain when an elementwise op combines its
+  /// result with the reduced tensor's shape, as RMS norm does).
+  bool collect(Operation *seed, const Space &space, const OpSet &banned,
+               SmallVector<Operation *> &members) {
+    // Anchors linked to the seed, forwards or backwards: every same-key
+    // reduction's reach is needed to find those that feed the seed.
+    llvm::DenseMap<Operation *, llvm::SetVector<Operation *>> reach, descs;
+    for (Operation &op : block)
+      if (!banned.contains(&op) && isSameKeyReduction(&op, space))
+        descend(&op, space, banned, descs[&op], reach[&op]);
+    llvm::SetVector<Operation *> anchors;
+    anchors.insert(seed);
+    for (bool grew = true; grew;) {
+      grew = false;
+      for (auto &[from, reached] : reach) {
+        bool linked = anchors.contains(from) ||
+                      llvm::any_of(reached, [&](Operation *r) {
+                        return anchors.contains(r);
+                      });
+        if (!linked)
+          continue;
+        grew |= anchors.insert(from);
+        for (Operation *r : reached)
+          grew |= anchors.insert(r);
+      }
+    }
+    OpSet set(anchors.begin(), anchors.end());
+    bool broadcastBack = false;
+    for (Operation *a : anchors)
+      if (descs.count(a))
+        for (Operation *d : descs[a]) {
+          set.insert(d);
+          broadcastBack |= space.isFull(d->getResult(0));
+        }
+    if (anchors.size() < 2 && !broadcastBack)
+      return false;
+    // The prologue, users before producers: ops whose every user is in.
+    Operation *last = *llvm::max_element(set, [&](Operation *a, Operation *b) {
+      return position[a] < position[b];
+    });
+    for (Operation *op = last->getPrevNode(); op; op = op->getPrevNode()) {
+      if (set.contains(op) || banned.contains(op) || op->use_empty() ||
+          op->getNumResults() != 1)
+        continue;
+      bool fits = (isChainElementwise(op) &&
+                   space.broadcastsInto(op->getResult(0))) ||
+                  isProducerMatmul(op, space);
+      if (fits && llvm::all_of(op->getUsers(), [&](Operation *u) {
+            return set.contains(u);
+          }))
+        set.insert(op);
+    }
+    members.assign(set.begin(), set.end());
+    llvm::sort(members, [&](Operation *a, Operation *b) {
+      return position[a] < position[b];
+    });
+    return true;
+  }
+
+  /// Members that read, through ops outside the chain, a value the chain
+  /// produces: wrapping them would make a cycle.
+  OpSet cycleOffenders(ArrayRef<Operation *> members) {
+    OpSet in(members.begin(), members.end()), tainted, offenders;
+    for (Operation *op = members.front(); op; op = op->getNextNode()) {
+      bool readsTainted = false, readsChain = false;
+      for (Value v : inputsOf(op)) {
+        Operation *def = v.getDefiningOp();
+        if (!def)
+          continue;
+        readsTainted |= tainted.contains(def);
+        readsChain |= in.contains(def);
+      }
+      if (in.contains(op)) {
+        if (readsTainted)
+          offenders.insert(op);
+      } else if (readsTainted || readsChain) {
+        tainted.insert(op);
+      }
+    }
+    return offenders;
+  }
+
+  void materialize(ArrayRef<Operation *> members, const Space &space) {
+    OpSet in(members.begin(), members.end());
+    SmallVector<Value> escaping;
+    for (Operation *op : members)
+      for (Value r : op->getResults())
+        if (llvm::any_of(r.getUsers(),
+                         [&](Operation *u) { return !in.contains(u); }))
+          escaping.push_back(r);
+    if (escaping.empty())
+      return; // dead code; nothing to compute
+
+    // Outside ops between the first and last member that read the chain
+    // move after it, with what reads them.
+    Operation *last = members.back();
+    SmallVector<Operation *> later;
+    OpSet dependent;
+    for (Operation *op = members.front(); op != last; op = op->getNextNode()) {
+      if (in.contains(op))
+        continue;
+      if (llvm::any_of(inputsOf(op), [&](Value v) {
+            Operation *def = v.getDefiningOp();
+            return def && (in.contains(def) || dependent.contains(def));
+          })) {
+        dependent.insert(op);
+        later.push_back(op);
+      }
+    }
+
+    OpBuilder b(last);
+    auto chain = ChainOp::create(b, members.front()->getLoc(),
+                                 ValueRange(escaping).getTypes(), space.axis);
+    Block *body = new Block();
+    chain.getBody().push_back(body);
+    OpBuilder inner = OpBuilder::atBlockEnd(body);
+    auto yield = YieldOp::create(inner, chain.getLoc(), escaping);
+    for (Operation *op : members)
+      op->moveBefore(yield);
+    // Constants and iotas are recomputed inside, never captured.
+    inner.setInsertionPointToStart(body);
+    llvm::DenseMap<Value, Value> sources;
+    for (Operation *op : members)
+      for (OpOperand &operand : op->getOpOperands()) {
+        Operation *def = operand.get().getDefiningOp();
+        if (!def || !isSource(def) || def->getBlock() != &block)
+          continue;
+        Value &copy = sources[operand.get()];
+        if (!copy)
+          copy = inner.clone(*def)->getResult(0);
+        operand.set(copy);
+      }
+    for (auto [v, r] : llvm::zip(escaping, chain.getResults()))
+      v.replaceUsesWithIf(r, [&](OpOperand &use) {
+        return !chain->isAncestor(use.getOwner());
+      });
+    Operation *after = chain;
+    for (Operation *op : later) {
+      op->moveAfter(after);
+      after = op;
+    }
+    for (auto &[v, copy] : sources)
+      if (v.use_empty())
+        v.getDefiningOp()->erase();
+  }
+
+  Block &block;
+  int64_t maxMatmulExtent;
+  llvm::DenseMap<Operation *, unsigned> position;
+};
+
+struct TccFormChains : mlir::tcc::impl::TccFormChainsBase<TccFormChains> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (func.isExternal() || !func.getBody().hasOneBlock())
+      return;
+    ChainFormer(func.getBody().front(), maxMatmulExtent).run();
+  }
+};
+
+} // namespace

@@ -1,0 +1,328 @@
+// RUN: tcc-opt %s --split-input-file --tcc-form-chains | FileCheck %s
+// RUN: tcc-opt %s --split-input-file --tcc-form-chains --tcc-lower-to-linalg | FileCheck %s --check-prefix=LOWER
+
+// Softmax: max → sum along axis 1 and the division after them are one chain;
+// its result is the only value used outside.
+// CHECK-LABEL: func.func @softmax
+// CHECK: %[[C:.*]] = tcc.chain attributes {axis = 1 : i64} -> tensor<4x8xf32> {
+// CHECK:   tcc.reduce_max
+// CHECK:   tcc.sub
+// CHECK:   tcc.exp
+// CHECK:   tcc.reduce_sum
+// CHECK:   %[[Y:.*]] = tcc.div
+// CHECK:   tcc.yield %[[Y]]
+// CHECK: return %[[C]]
+// tcc-lower-to-linalg inlines the chain: plain linalg ops, no tcc op left.
+// LOWER-LABEL: func.func @softmax
+// LOWER-NOT: tcc.
+// LOWER: linalg.generic
+// LOWER-NOT: tcc.
+// LOWER: return
+func.func @softmax(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %m = tcc.reduce_max %x {axes = array<i64: 1>, keepdims = true} : tensor<4x8xf32> -> tensor<4x1xf32>
+  %d = tcc.sub %x, %m : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+  %e = tcc.exp %d : tensor<4x8xf32>
+  %s = tcc.reduce_sum %e {axes = array<i64: 1>, keepdims = true} : tensor<4x8xf32> -> tensor<4x1xf32>
+  %y = tcc.div %e, %s : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+// A member used outside the chain becomes one more result.
+// CHECK-LABEL: func.func @softmax_shared
+// CHECK: %[[C:.*]]:2 = tcc.chain attributes {axis = 0 : i64} -> tensor<8x4xf32>, tensor<8x4xf32> {
+// CHECK:   %[[E:.*]] = tcc.exp
+// CHECK:   %[[Y:.*]] = tcc.div
+// CHECK:   tcc.yield %[[E]], %[[Y]]
+// CHECK: return %[[C]]#1, %[[C]]#0
+func.func @softmax_shared(%x: tensor<8x4xf32>) -> (tensor<8x4xf32>, tensor<8x4xf32>) {
+  %m = tcc.reduce_max %x {axes = array<i64: 0>, keepdims = true} : tensor<8x4xf32> -> tensor<1x4xf32>
+  %d = tcc.sub %x, %m : tensor<8x4xf32>, tensor<1x4xf32> -> tensor<8x4xf32>
+  %e = tcc.exp %d : tensor<8x4xf32>
+  %s = tcc.reduce_sum %e {axes = array<i64: 0>, keepdims = true} : tensor<8x4xf32> -> tensor<1x4xf32>
+  %y = tcc.div %e, %s : tensor<8x4xf32>, tensor<1x4xf32> -> tensor<8x4xf32>
+  return %y, %e : tensor<8x4xf32>, tensor<8x4xf32>
+}
+
+// -----
+
+// Log-softmax: the log of the sum and the final subtraction are in the chain.
+// CHECK-LABEL: func.func @log_softmax
+// CHECK: %[[C:.*]] = tcc.chain attributes {axis = 2 : i64} -> tensor<2x3x16xf32> {
+// CHECK:   tcc.reduce_max
+// CHECK:   tcc.sub
+// CHECK:   tcc.exp
+// CHECK:   tcc.reduce_sum
+// CHECK:   tcc.log
+// CHECK:   %[[Y:.*]] = tcc.sub
+// CHECK:   tcc.yield %[[Y]]
+// CHECK: return %[[C]]
+func.func @log_softmax(%x: tensor<2x3x16xf32>) -> tensor<2x3x16xf32> {
+  %m = tcc.reduce_max %x {axes = array<i64: 2>, keepdims = true} : tensor<2x3x16xf32> -> tensor<2x3x1xf32>
+  %t = tcc.sub %x, %m : tensor<2x3x16xf32>, tensor<2x3x1xf32> -> tensor<2x3x16xf32>
+  %e = tcc.exp %t : tensor<2x3x16xf32>
+  %s = tcc.reduce_sum %e {axes = array<i64: 2>, keepdims = true} : tensor<2x3x16xf32> -> tensor<2x3x1xf32>
+  %l = tcc.log %s : tensor<2x3x1xf32>
+  %y = tcc.sub %t, %l : tensor<2x3x16xf32>, tensor<2x3x1xf32> -> tensor<2x3x16xf32>
+  return %y : tensor<2x3x16xf32>
+}
+
+// -----
+
+// Log-sum-exp: the max is read twice, by the subtraction and the final add.
+// CHECK-LABEL: func.func @logsumexp
+// CHECK: %[[C:.*]] = tcc.chain attributes {axis = 1 : i64} -> tensor<4x1xf32> {
+// CHECK:   %[[M:.*]] = tcc.reduce_max
+// CHECK:   tcc.reduce_sum
+// CHECK:   %[[L:.*]] = tcc.log
+// CHECK:   %[[Y:.*]] = tcc.add %[[M]], %[[L]]
+// CHECK:   tcc.yield %[[Y]]
+// CHECK: return %[[C]]
+func.func @logsumexp(%x: tensor<4x8xf32>) -> tensor<4x1xf32> {
+  %m = tcc.reduce_max %x {axes = array<i64: 1>, keepdims = true} : tensor<4x8xf32> -> tensor<4x1xf32>
+  %t = tcc.sub %x, %m : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+  %e = tcc.exp %t : tensor<4x8xf32>
+  %s = tcc.reduce_sum %e {axes = array<i64: 1>, keepdims = true} : tensor<4x8xf32> -> tensor<4x1xf32>
+  %l = tcc.log %s : tensor<4x1xf32>
+  %y = tcc.add %m, %l : tensor<4x1xf32>, tensor<4x1xf32> -> tensor<4x1xf32>
+  return %y : tensor<4x1xf32>
+}
+
+// -----
+
+// Layer norm: mean → variance; eps is recomputed inside, gamma and beta
+// are captured.
+// CHECK-LABEL: func.func @layer_norm
+// CHECK-SAME: %[[X:.*]]: tensor<4x8xf32>, %[[G:.*]]: tensor<8xf32>, %[[B:.*]]: tensor<8xf32>
+// CHECK: %[[C:.*]] = tcc.chain attributes {axis = 1 : i64} -> tensor<4x8xf32> {
+// CHECK:   tcc.constant
+// CHECK:   tcc.reduce_mean %[[X]]
+// CHECK:   tcc.sub
+// CHECK:   tcc.mul
+// CHECK:   tcc.reduce_mean
+// CHECK:   tcc.add
+// CHECK:   tcc.rsqrt
+// CHECK:   tcc.mul
+// CHECK:   tcc.mul %{{.*}}, %[[G]]
+// CHECK:   %[[Y:.*]] = tcc.add %{{.*}}, %[[B]]
+// CHECK:   tcc.yield %[[Y]]
+// CHECK-NOT: tcc.constant
+// CHECK: return %[[C]]
+func.func @layer_norm(%x: tensor<4x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
+  %m = tcc.reduce_mean %x {axes = array<i64: 1>, keepdims = true} : tensor<4x8xf32> -> tensor<4x1xf32>
+  %d = tcc.sub %x, %m : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+  %sq = tcc.mul %d, %d : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %v = tcc.reduce_mean %sq {axes = array<i64: 1>, keepdims = true} : tensor<4x8xf32> -> tensor<4x1xf32>
+  %eps = tcc.constant {value = 1.0e-05 : f32} : tensor<f32>
+  %ve = tcc.add %v, %eps : tensor<4x1xf32>, tensor<f32> -> tensor<4x1xf32>
+  %r = tcc.rsqrt %ve : tensor<4x1xf32>
+  %n = tcc.mul %d, %r : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+  %ng = tcc.mul %n, %g : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+  %y = tcc.add %ng, %b : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+// RMS norm has one reduction, but its result is broadcast back over the
+// axis: the square before it (read only by it) and the scaling after it are
+// one chain.
+// CHECK-LABEL: func.func @rms_norm
+// CHECK: %[[C:.*]] = tcc.chain attributes {axis = 1 : i64} -> tensor<4x8xf32> {
+// CHECK:   tcc.mul
+// CHECK:   tcc.reduce_mean
+// CHECK:   tcc.add
+// CHECK:   tcc.rsqrt
+// CHECK:   tcc.mul
+// CHECK:   %[[Y:.*]] = tcc.mul
+// CHECK:   tcc.yield %[[Y]]
+// CHECK: return %[[C]]
+func.func @rms_norm(%x: tensor<4x8xf32>, %g: tensor<8xf32>) -> tensor<4x8xf32> {
+  %sq = tcc.mul %x, %x : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %ms = tcc.reduce_mean %sq {axes = array<i64: 1>, keepdims = true} : tensor<4x8xf32> -> tensor<4x1xf32>
+  %eps = tcc.constant {value = 1.0e-06 : f32} : tensor<f32>
+  %a = tcc.add %ms, %eps : tensor<4x1xf32>, tensor<f32> -> tensor<4x1xf32>
+  %r = tcc.rsqrt %a : tensor<4x1xf32>
+  %n = tcc.mul %x, %r : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+  %y = tcc.mul %n, %g : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+// Attention written plainly: the scores matmul, scale and causal mask (built
+// from iotas, recomputed inside) are the prologue, P·V contracts the key
+// axis: one chain along it, both matmuls included.
+// CHECK-LABEL: func.func @attention
+// CHECK: %[[C:.*]] = tcc.chain attributes {axis = 2 : i64} -> tensor<2x16x8xf32> {
+// CHECK-DAG: tcc.iota
+// CHECK-DAG: tcc.iota
+// CHECK:   tcc.matmul {{.*}}transpose_b = true
+// CHECK:   tcc.mul
+// CHECK:   tcc.greater_equal
+// CHECK:   tcc.select
+// CHECK:   tcc.reduce_max
+// CHECK:   tcc.exp
+// CHECK:   tcc.reduce_sum
+// CHECK:   tcc.div
+// CHECK:   %[[O:.*]] = tcc.matmul
+// CHECK:   tcc.yield %[[O]]
+// CHECK-NOT: tcc.
+// CHECK: return %[[C]]
+func.func @attention(%q: tensor<2x16x8xf32>, %k: tensor<2x16x8xf32>, %v: tensor<2x16x8xf32>) -> tensor<2x16x8xf32> {
+  %s = tcc.matmul %q, %k {transpose_b = true} : tensor<2x16x8xf32>, tensor<2x16x8xf32> -> tensor<2x16x16xf32>
+  %c = tcc.constant {value = 0.125 : f32} : tensor<f32>
+  %ss = tcc.mul %s, %c : tensor<2x16x16xf32>, tensor<f32> -> tensor<2x16x16xf32>
+  %row = tcc.iota {axis = 0 : i64} : tensor<16x16xi32>
+  %col = tcc.iota {axis = 1 : i64} : tensor<16x16xi32>
+  %keep = tcc.greater_equal %row, %col : tensor<16x16xi32>, tensor<16x16xi32> -> tensor<16x16xi1>
+  %neg = tcc.constant {value = -1.0e+30 : f32} : tensor<f32>
+  %sm = tcc.select %keep, %ss, %neg : tensor<16x16xi1>, tensor<2x16x16xf32>, tensor<f32> -> tensor<2x16x16xf32>
+  %m = tcc.reduce_max %sm {axes = array<i64: 2>, keepdims = true} : tensor<2x16x16xf32> -> tensor<2x16x1xf32>
+  %d = tcc.sub %sm, %m : tensor<2x16x16xf32>, tensor<2x16x1xf32> -> tensor<2x16x16xf32>
+  %e = tcc.exp %d : tensor<2x16x16xf32>
+  %sum = tcc.reduce_sum %e {axes = array<i64: 2>, keepdims = true} : tensor<2x16x16xf32> -> tensor<2x16x1xf32>
+  %p = tcc.div %e, %sum : tensor<2x16x16xf32>, tensor<2x16x1xf32> -> tensor<2x16x16xf32>
+  %o = tcc.matmul %p, %v : tensor<2x16x16xf32>, tensor<2x16x8xf32> -> tensor<2x16x8xf32>
+  return %o : tensor<2x16x8xf32>
+}
+
+// -----
+
+// A matmul whose contraction is longer than max-matmul-extent (300 > 256)
+// stays outside: the chain starts at the max reduction.
+// CHECK-LABEL: func.func @long_scores
+// CHECK: %[[S:.*]] = tcc.matmul
+// CHECK: tcc.chain attributes {axis = 2 : i64}
+// CHECK:   tcc.reduce_max %[[S]]
+// CHECK:   tcc.matmul
+func.func @long_scores(%q: tensor<2x16x300xf32>, %k: tensor<2x16x300xf32>, %v: tensor<2x16x8xf32>) -> tensor<2x16x8xf32> {
+  %s = tcc.matmul %q, %k {transpose_b = true} : tensor<2x16x300xf32>, tensor<2x16x300xf32> -> tensor<2x16x16xf32>
+  %m = tcc.reduce_max %s {axes = array<i64: 2>, keepdims = true} : tensor<2x16x16xf32> -> tensor<2x16x1xf32>
+  %d = tcc.sub %s, %m : tensor<2x16x16xf32>, tensor<2x16x1xf32> -> tensor<2x16x16xf32>
+  %e = tcc.exp %d : tensor<2x16x16xf32>
+  %sum = tcc.reduce_sum %e {axes = array<i64: 2>, keepdims = true} : tensor<2x16x16xf32> -> tensor<2x16x1xf32>
+  %p = tcc.div %e, %sum : tensor<2x16x16xf32>, tensor<2x16x1xf32> -> tensor<2x16x16xf32>
+  %o = tcc.matmul %p, %v : tensor<2x16x16xf32>, tensor<2x16x8xf32> -> tensor<2x16x8xf32>
+  return %o : tensor<2x16x8xf32>
+}
+
+// -----
+
+// A matmul with a weight shared by every row (a linear layer after layer
+// norm) is a GEMM, not part of the chain, though it contracts the axis.
+// CHECK-LABEL: func.func @norm_then_linear
+// CHECK: %[[C:.*]] = tcc.chain attributes {axis = 2 : i64} -> tensor<2x16x32xf32> {
+// CHECK-NOT: tcc.matmul
+// CHECK:   tcc.yield
+// CHECK: tcc.matmul %[[C]]
+func.func @norm_then_linear(%x: tensor<2x16x32xf32>, %w: tensor<8x32xf32>) -> tensor<2x16x8xf32> {
+  %sq = tcc.mul %x, %x : tensor<2x16x32xf32>, tensor<2x16x32xf32> -> tensor<2x16x32xf32>
+  %ms = tcc.reduce_mean %sq {axes = array<i64: 2>, keepdims = true} : tensor<2x16x32xf32> -> tensor<2x16x1xf32>
+  %r = tcc.rsqrt %ms : tensor<2x16x1xf32>
+  %n = tcc.mul %x, %r : tensor<2x16x32xf32>, tensor<2x16x1xf32> -> tensor<2x16x32xf32>
+  %y = tcc.matmul %n, %w {transpose_b = true} : tensor<2x16x32xf32>, tensor<8x32xf32> -> tensor<2x16x8xf32>
+  return %y : tensor<2x16x8xf32>
+}
+
+// -----
+
+// Cross-entropy against one-hot targets: the third reduction reads the
+// log-softmax, so all three are one chain; the batch mean reduces another
+// axis and stays outside.
+// CHECK-LABEL: func.func @cross_entropy
+// CHECK: %[[C:.*]] = tcc.chain attributes {axis = 1 : i64} -> tensor<4x1xf32> {
+// CHECK:   tcc.reduce_max
+// CHECK:   tcc.reduce_sum
+// CHECK:   tcc.log
+// CHECK:   tcc.mul
+// CHECK:   tcc.reduce_sum
+// CHECK:   %[[L:.*]] = tcc.neg
+// CHECK:   tcc.yield %[[L]]
+// CHECK: tcc.reduce_mean %[[C]] {axes = array<i64: 0>
+func.func @cross_entropy(%x: tensor<4x10xf32>, %t: tensor<4x10xf32>) -> tensor<1x1xf32> {
+  %m = tcc.reduce_max %x {axes = array<i64: 1>, keepdims = true} : tensor<4x10xf32> -> tensor<4x1xf32>
+  %z = tcc.sub %x, %m : tensor<4x10xf32>, tensor<4x1xf32> -> tensor<4x10xf32>
+  %e = tcc.exp %z : tensor<4x10xf32>
+  %s = tcc.reduce_sum %e {axes = array<i64: 1>, keepdims = true} : tensor<4x10xf32> -> tensor<4x1xf32>
+  %l = tcc.log %s : tensor<4x1xf32>
+  %ls = tcc.sub %z, %l : tensor<4x10xf32>, tensor<4x1xf32> -> tensor<4x10xf32>
+  %p = tcc.mul %t, %ls : tensor<4x10xf32>, tensor<4x10xf32> -> tensor<4x10xf32>
+  %pick = tcc.reduce_sum %p {axes = array<i64: 1>, keepdims = true} : tensor<4x10xf32> -> tensor<4x1xf32>
+  %loss = tcc.neg %pick : tensor<4x1xf32>
+  %mean = tcc.reduce_mean %loss {axes = array<i64: 0>, keepdims = true} : tensor<4x1xf32> -> tensor<1x1xf32>
+  return %mean : tensor<1x1xf32>
+}
+
+// -----
+
+// Reductions over different axes do not chain: the max and what broadcasts
+// it back form a chain along axis 1, the sum over axis 0 reads its result.
+// CHECK-LABEL: func.func @different_axes
+// CHECK: %[[C:.*]] = tcc.chain attributes {axis = 1 : i64} -> tensor<4x8xf32> {
+// CHECK:   tcc.reduce_max
+// CHECK:   tcc.exp
+// CHECK:   tcc.yield
+// CHECK: tcc.reduce_sum %[[C]] {axes = array<i64: 0>
+func.func @different_axes(%x: tensor<4x8xf32>) -> tensor<1x8xf32> {
+  %m = tcc.reduce_max %x {axes = array<i64: 1>, keepdims = true} : tensor<4x8xf32> -> tensor<4x1xf32>
+  %d = tcc.sub %x, %m : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+  %e = tcc.exp %d : tensor<4x8xf32>
+  %s = tcc.reduce_sum %e {axes = array<i64: 0>, keepdims = true} : tensor<4x8xf32> -> tensor<1x8xf32>
+  return %s : tensor<1x8xf32>
+}
+
+// -----
+
+// Two reductions of the same axis where neither reads the other, and whose
+// results are never broadcast back: no chain.
+// CHECK-LABEL: func.func @independent
+// CHECK-NOT: tcc.chain
+// CHECK: return
+func.func @independent(%x: tensor<4x8xf32>) -> tensor<4x1xf32> {
+  %a = tcc.reduce_sum %x {axes = array<i64: 1>, keepdims = true} : tensor<4x8xf32> -> tensor<4x1xf32>
+  %b = tcc.reduce_max %x {axes = array<i64: 1>, keepdims = true} : tensor<4x8xf32> -> tensor<4x1xf32>
+  %y = tcc.add %a, %b : tensor<4x1xf32>, tensor<4x1xf32> -> tensor<4x1xf32>
+  return %y : tensor<4x1xf32>
+}
+
+// -----
+
+// Multi-axis reductions are no chain (a chain has one axis).
+// CHECK-LABEL: func.func @two_axes
+// CHECK-NOT: tcc.chain
+// CHECK: return
+func.func @two_axes(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %m = tcc.reduce_mean %x {axes = array<i64: 0, 1>, keepdims = true} : tensor<4x8xf32> -> tensor<1x1xf32>
+  %d = tcc.sub %x, %m : tensor<4x8xf32>, tensor<1x1xf32> -> tensor<4x8xf32>
+  %sq = tcc.mul %d, %d : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %v = tcc.reduce_mean %sq {axes = array<i64: 0, 1>, keepdims = true} : tensor<4x8xf32> -> tensor<1x1xf32>
+  %y = tcc.div %d, %v : tensor<4x8xf32>, tensor<1x1xf32> -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+// Cycle risk: %a reads the max through a transpose, which a chain of max and
+// sum would have to both produce and read. %a and the sum stay outside; the
+// max and its broadcast subtraction still chain. The transpose, which read a
+// member, moves after the chain.
+// CHECK-LABEL: func.func @cycle
+// CHECK: %[[C:.*]]:2 = tcc.chain attributes {axis = 1 : i64} -> tensor<4x1xf32>, tensor<4x4xf32> {
+// CHECK:   tcc.reduce_max
+// CHECK:   tcc.sub
+// CHECK:   tcc.yield
+// CHECK-NOT: tcc.reduce_sum
+// CHECK: }
+// CHECK: %[[T:.*]] = tcc.transpose %[[C]]#0
+// CHECK: %[[A:.*]] = tcc.add %[[C]]#1, %[[T]]
+// CHECK: tcc.reduce_sum %[[A]]
+func.func @cycle(%x: tensor<4x4xf32>) -> tensor<4x1xf32> {
+  %m = tcc.reduce_max %x {axes = array<i64: 1>, keepdims = true} : tensor<4x4xf32> -> tensor<4x1xf32>
+  %t = tcc.transpose %m {perm = array<i64: 1, 0>} : tensor<4x1xf32> -> tensor<1x4xf32>
+  %d = tcc.sub %x, %m : tensor<4x4xf32>, tensor<4x1xf32> -> tensor<4x4xf32>
+  %a = tcc.add %d, %t : tensor<4x4xf32>, tensor<1x4xf32> -> tensor<4x4xf32>
+  %s = tcc.reduce_sum %a {axes = array<i64: 1>, keepdims = true} : tensor<4x4xf32> -> tensor<4x1xf32>
+  return %s : tensor<4x1xf32>
+}

@@ -73,7 +73,7 @@ void toDestinationStyle(func::FuncOp func) {
 const char *kLowerPipeline =
     "func.func(tcc-lower-to-linalg, canonicalize, cse)";
 const char *kBufferizePipeline =
-    "func.func(canonicalize),"
+    "func.func(canonicalize, tcc-private-inits),"
     "eliminate-empty-tensors,"
     "one-shot-bufferize{bufferize-function-boundaries=1"
     " function-boundary-type-conversion=identity-layout-map},"

@@ -169,4 +169,18 @@ def TccGpuRowFusion : Pass<"tcc-gpu-row-fusion", "func::FuncOp"> {
                            "::mlir::memref::MemRefDialect"];
 }
 
+def TccPrivateInits : Pass<"tcc-private-inits", "func::FuncOp"> {
+  let summary = "Give every destination-passing op its own fill or empty init";
+  let description = [{
+    Before one-shot bufferization: when ops start from the same filled (or
+    empty) tensor, as two matmuls from one zero fill after CSE, each gets a
+    clone of its own. Shared, empty-tensor elimination places the fill in
+    one op's destination buffer, and the other op can then read that buffer
+    after the first wrote it: with MLIR 22, the second output of such a
+    kernel held the first product.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 #endif // TCC_PASSES_TD

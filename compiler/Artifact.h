@@ -36,8 +36,8 @@ struct CodeArtifact {
   std::string target; ///< "host", "sm_90", "gfx942", ...
   std::string format; ///< "so", "ptx", "hsaco"
   std::vector<uint8_t> code;
-  std::string llvmIR;   ///< optimised LLVM IR, for --emit llvm
-  std::string assembly; ///< assembly or PTX, for --emit asm
+  std::string llvmIR;              ///< optimised LLVM IR, for --emit llvm
+  std::string assembly;            ///< assembly or PTX, for --emit asm
   std::vector<KernelPlan> kernels; ///< in the order of the kernel functions
 };
 

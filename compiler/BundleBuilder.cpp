@@ -124,14 +124,14 @@ public:
         if (deviceIndex.count(l.symbol))
           continue;
         deviceIndex[l.symbol] = manifest["kernels"].size();
-        json k = {{"name", l.symbol},
-                  {"symbol", l.symbol},
-                  {"kind", func && func->hasAttr("tcc.kind")
-                               ? func->getAttrOfType<StringAttr>("tcc.kind")
-                                     .str()
-                               : "kernel"},
-                  {"ops", ops},
-                  {"code", blobName}};
+        json k = {
+            {"name", l.symbol},
+            {"symbol", l.symbol},
+            {"kind", func && func->hasAttr("tcc.kind")
+                         ? func->getAttrOfType<StringAttr>("tcc.kind").str()
+                         : "kernel"},
+            {"ops", ops},
+            {"code", blobName}};
         if (!host && l.sharedBytes > 0)
           k["shared_bytes"] = l.sharedBytes;
         manifest["kernels"].push_back(k);

@@ -25,8 +25,8 @@
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/Support/MemoryBuffer.h"
 
-#include <nlohmann/json.hpp>
 #include "llvm/IR/Module.h"
+#include <nlohmann/json.hpp>
 
 using namespace mlir;
 
@@ -49,8 +49,7 @@ namespace {
 
 /// From bufferized kernels to launches of outlined device functions.
 std::string launchPipeline(bool rowFusion) {
-  return std::string("func.func(") +
-         (rowFusion ? "tcc-gpu-row-fusion, " : "") +
+  return std::string("func.func(") + (rowFusion ? "tcc-gpu-row-fusion, " : "") +
          "tcc-gpu-row-reductions, convert-linalg-to-parallel-loops,"
          " canonicalize, tcc-map-to-gpu),"
          "gpu-kernel-outlining, canonicalize, cse";
@@ -86,7 +85,8 @@ LogicalResult collectPlan(func::FuncOp func, ::tcc::KernelPlan &plan) {
       if (!alloc.getType().hasStaticShape())
         return alloc.emitError("a GPU kernel needs static scratch sizes");
       bufferIndex[alloc] = next++;
-      plan.scratchBytes.push_back(std::max<uint64_t>(bytesOf(alloc.getType()), 1));
+      plan.scratchBytes.push_back(
+          std::max<uint64_t>(bytesOf(alloc.getType()), 1));
       continue;
     }
     if (auto launch = dyn_cast<gpu::LaunchFuncOp>(op)) {
@@ -267,8 +267,8 @@ std::optional<MatmulUse> takeMatmul(func::FuncOp f,
   mm.getResult().replaceAllUsesWith(c);
   mm.erase();
   SmallVector<Type> inputs(entry.getArgumentTypes());
-  f.setFunctionType(FunctionType::get(f.getContext(), inputs,
-                                      f.getResultTypes()));
+  f.setFunctionType(
+      FunctionType::get(f.getContext(), inputs, f.getResultTypes()));
   return use;
 }
 
@@ -290,8 +290,8 @@ struct ScheduleOverrides {
       error = "cannot read schedule file " + path;
       return failure();
     }
-    nlohmann::json j = nlohmann::json::parse((*buffer)->getBuffer().str(),
-                                             nullptr, /*allow_exceptions=*/false);
+    nlohmann::json j = nlohmann::json::parse(
+        (*buffer)->getBuffer().str(), nullptr, /*allow_exceptions=*/false);
     if (!j.is_object()) {
       error = path + ": a schedule file is a JSON object";
       return failure();
@@ -348,7 +348,8 @@ struct ScheduleOverrides {
 LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
                               const std::string &chip,
                               const ScheduleOverrides &overrides,
-                              gpu::GPUModuleOp gpuModule, ::tcc::KernelPlan &plan) {
+                              gpu::GPUModuleOp gpuModule,
+                              ::tcc::KernelPlan &plan) {
   OpBuilder b(gpuModule.getContext());
   b.setInsertionPointToEnd(gpuModule.getBody());
   ::tcc::gpu::MatmulSchedule schedule =
@@ -358,8 +359,8 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
       !::tcc::gpu::matmulScheduleValid(use.problem, schedule, error))
     return gpuModule.emitError("kernel ") << name << ": " << error;
   std::string symbol = name + "_mma";
-  FailureOr<::tcc::gpu::KernelLaunch> launch =
-      ::tcc::gpu::buildMatmulKernel(b, gpuModule, symbol, use.problem, schedule);
+  FailureOr<::tcc::gpu::KernelLaunch> launch = ::tcc::gpu::buildMatmulKernel(
+      b, gpuModule, symbol, use.problem, schedule);
   if (failed(launch))
     return failure();
   ::tcc::DeviceLaunch l;
@@ -385,9 +386,9 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
         a -= 1;
     }
   const ::tcc::gpu::MatmulProblem &p = use.problem;
-  plan.scratchBytes.insert(
-      plan.scratchBytes.begin(),
-      uint64_t(p.batch * p.m * p.n) * (p.cType.getIntOrFloatBitWidth() / 8));
+  plan.scratchBytes.insert(plan.scratchBytes.begin(),
+                           uint64_t(p.batch * p.m * p.n) *
+                               (p.cType.getIntOrFloatBitWidth() / 8));
   l.args = {int(use.aArg), int(use.bArg), numBuffers};
   plan.launches.insert(plan.launches.begin(), l);
   return success();
@@ -420,8 +421,7 @@ LogicalResult compileGpuKernels(ModuleOp module, const GpuOptions &options,
       f.erase();
   if (failed(bufferizeKernels(*device, options.timing)) ||
       failed(runPipeline(*device, launchPipeline(options.rowFusion),
-                         "mapping to GPU launches",
-                         options.timing)))
+                         "mapping to GPU launches", options.timing)))
     return failure();
 
   for (const std::string &name : names) {
@@ -442,8 +442,7 @@ LogicalResult compileGpuKernels(ModuleOp module, const GpuOptions &options,
     auto use = matmuls.find(name);
     if (use != matmuls.end() &&
         failed(addMatmulLaunch(use->second, name, options.chip, overrides,
-                               gpuModule,
-                               artifact.kernels[i])))
+                               gpuModule, artifact.kernels[i])))
       return failure();
   }
   WalkResult allocs = gpuModule.walk([](memref::AllocOp alloc) {

@@ -96,8 +96,8 @@ LogicalResult tcc::compileHostKernels(ModuleOp module,
   SmallVector<unsigned> numBuffers;
   for (auto func : host->getOps<func::FuncOp>())
     numBuffers.push_back(func.getNumArguments());
-  if (failed(runPipeline(*host, kHostPartitionPipeline,
-                         "host code generation", options.timing)))
+  if (failed(runPipeline(*host, kHostPartitionPipeline, "host code generation",
+                         options.timing)))
     return failure();
   llvm::StringMap<int64_t> grids;
   for (auto func : host->getOps<func::FuncOp>())

@@ -34,9 +34,9 @@ void toDestinationStyle(func::FuncOp func) {
     if (!tensorTy)
       continue;
     if (tensorTy.getNumElements() == 0) {
-      Value empty = tensor::EmptyOp::create(
-          atStart, arg.getLoc(), tensorTy.getShape(),
-          tensorTy.getElementType());
+      Value empty =
+          tensor::EmptyOp::create(atStart, arg.getLoc(), tensorTy.getShape(),
+                                  tensorTy.getElementType());
       arg.replaceAllUsesWith(empty);
       arg.setType(placeholder);
       continue;
@@ -142,7 +142,8 @@ LogicalResult tcc::bufferizeKernels(ModuleOp module, TimingScope *timing) {
     };
     RewritePatternSet patterns(module.getContext());
     linalg::populateElementwiseOpsFusionPatterns(patterns, control);
-    linalg::GenericOp::getCanonicalizationPatterns(patterns, module.getContext());
+    linalg::GenericOp::getCanonicalizationPatterns(patterns,
+                                                   module.getContext());
     GreedyRewriteConfig config;
     config.setUseTopDownTraversal(true);
     if (failed(applyPatternsGreedily(module, std::move(patterns), config)))

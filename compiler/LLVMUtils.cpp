@@ -2,25 +2,25 @@
 #include "compiler/LLVMUtils.h"
 
 #include "llvm/Analysis/CGSCCPassManager.h"
-#include "llvm/Bitcode/BitcodeReader.h"
-#include "llvm/Linker/Linker.h"
 #include "llvm/Analysis/LoopAnalysisManager.h"
+#include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/LegacyPassManager.h"
+#include "llvm/Linker/Linker.h"
 #include "llvm/MC/MCSubtargetInfo.h"
-#include "llvm/Support/Path.h"
-#include "llvm/Support/Process.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
-#include "llvm/Transforms/Utils/Cloning.h"
 #include "llvm/TargetParser/Triple.h"
+#include "llvm/Transforms/Utils/Cloning.h"
 
 using namespace llvm;
 
@@ -387,13 +387,11 @@ mlir::LogicalResult tcc::compileAndLinkHostModule(
   return mlir::success();
 }
 
-mlir::LogicalResult tcc::compileNvptxModule(Module &module,
-                                            const std::string &chip,
-                                            unsigned optLevel,
-                                            const std::string &cudaPath,
-                                            std::string &ptx,
-                                            std::string &llvmIR,
-                                            std::string &error) {
+mlir::LogicalResult
+tcc::compileNvptxModule(Module &module, const std::string &chip,
+                        unsigned optLevel, const std::string &cudaPath,
+                        std::string &ptx, std::string &llvmIR,
+                        std::string &error) {
   std::unique_ptr<TargetMachine> tm =
       createGpuMachine("nvptx64-nvidia-cuda", chip, optLevel, error);
   if (!tm)
@@ -425,10 +423,11 @@ mlir::LogicalResult tcc::compileNvptxModule(Module &module,
   return mlir::success();
 }
 
-mlir::LogicalResult tcc::compileAmdgpuModule(
-    Module &module, const std::string &chip, unsigned optLevel,
-    const std::string &deviceLibDir, std::vector<uint8_t> &hsaco,
-    std::string &llvmIR, std::string &assembly, std::string &error) {
+mlir::LogicalResult
+tcc::compileAmdgpuModule(Module &module, const std::string &chip,
+                         unsigned optLevel, const std::string &deviceLibDir,
+                         std::vector<uint8_t> &hsaco, std::string &llvmIR,
+                         std::string &assembly, std::string &error) {
   std::unique_ptr<TargetMachine> tm =
       createGpuMachine("amdgcn-amd-amdhsa", chip, optLevel, error);
   if (!tm)

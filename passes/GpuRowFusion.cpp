@@ -1,4 +1,5 @@
-//===- GpuRowFusion.cpp - a kernel of row-wise ops as one GPU launch -------===//
+//===- GpuRowFusion.cpp - a kernel of row-wise ops as one GPU launch
+//-------===//
 //
 // A kernel whose ops all work row by row (softmax: max, exp, sum, divide; a
 // norm: mean, variance, scale) runs as one launch with a block per row: the
@@ -134,8 +135,7 @@ std::optional<Access> classify(const OpPlan &plan, OpOperand &operand,
   return std::nullopt;
 }
 
-struct TccGpuRowFusion
-    : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
+struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
   using Base::Base;
 
   int64_t rows = 0, length = 0;
@@ -182,8 +182,8 @@ struct TccGpuRowFusion
       SmallVector<int64_t> ranges = op.getStaticLoopRanges();
       unsigned par = op.getNumParallelLoops();
       for (unsigned i = 0; i < ranges.size(); ++i)
-        if ((i < par) != linalg::isParallelIterator(
-                             op.getIteratorTypesArray()[i]))
+        if ((i < par) !=
+            linalg::isParallelIterator(op.getIteratorTypesArray()[i]))
           return false; // reductions must be the innermost loops
       int64_t r = product(ArrayRef(ranges).take_front(par)),
               l = product(ArrayRef(ranges).drop_front(par));
@@ -211,9 +211,10 @@ struct TccGpuRowFusion
         int64_t inner = product(r.drop_front(k));
         if (inner != length && inner != 1)
           continue;
-        bool rowsParallel = llvm::all_of(
-            ArrayRef(iters).take_front(k),
-            [](utils::IteratorType t) { return linalg::isParallelIterator(t); });
+        bool rowsParallel = llvm::all_of(ArrayRef(iters).take_front(k),
+                                         [](utils::IteratorType t) {
+                                           return linalg::isParallelIterator(t);
+                                         });
         if (!rowsParallel)
           continue;
         plan.numRow = k;
@@ -302,10 +303,10 @@ struct TccGpuRowFusion
         (perThread + kWarp - 1) / kWarp * kWarp, kWarp, 256);
     SmallVector<Type> attributions;
     for (auto [root, access] : scratch)
-      attributions.push_back(MemRefType::get(
-          {access == Access::Row ? length : 1},
-          cast<MemRefType>(root.getType()).getElementType(),
-          MemRefLayoutAttrInterface(), workgroup));
+      attributions.push_back(
+          MemRefType::get({access == Access::Row ? length : 1},
+                          cast<MemRefType>(root.getType()).getElementType(),
+                          MemRefLayoutAttrInterface(), workgroup));
     for (const OpPlan &p : plans)
       if (p.combiner)
         attributions.push_back(MemRefType::get(
@@ -338,21 +339,21 @@ struct TccGpuRowFusion
       SmallVector<Value> rowIvs = delinearize(b, loc, row, rowRanges);
       Block *opBody = op.getBlock();
       OpOperand *init = op.getDpsInitOperand(0);
-      Value accInit = plan.combiner
-                          ? arith::ConstantOp::create(b, loc, plan.neutral)
-                                .getResult()
-                          : Value();
+      Value accInit =
+          plan.combiner
+              ? arith::ConstantOp::create(b, loc, plan.neutral).getResult()
+              : Value();
       // The thread's strided share of the row, `vector` positions at a time,
       // cloned op by op so that the loads of neighbours come first.
       int64_t vec = plan.vector;
-      Value first = vec == 1 ? tid
-                             : arith::MulIOp::create(b, loc, tid,
-                                                     cIndex(b, loc, vec))
-                                   .getResult();
-      auto loop = scf::ForOp::create(
-          b, loc, first, cIndex(b, loc, plan.inner),
-          cIndex(b, loc, threads * vec),
-          plan.combiner ? ValueRange{accInit} : ValueRange{});
+      Value first =
+          vec == 1 ? tid
+                   : arith::MulIOp::create(b, loc, tid, cIndex(b, loc, vec))
+                         .getResult();
+      auto loop = scf::ForOp::create(b, loc, first, cIndex(b, loc, plan.inner),
+                                     cIndex(b, loc, threads * vec),
+                                     plan.combiner ? ValueRange{accInit}
+                                                   : ValueRange{});
       {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(loop.getBody());
@@ -410,7 +411,8 @@ struct TccGpuRowFusion
         // combines with the output's initial value.
         Value partials = wg[nextPartials++];
         Value v = warpReduce(b, loc, plan.combiner, loop.getResult(0));
-        Value warpId = arith::DivUIOp::create(b, loc, tid, cIndex(b, loc, kWarp));
+        Value warpId =
+            arith::DivUIOp::create(b, loc, tid, cIndex(b, loc, kWarp));
         Value lane = arith::RemUIOp::create(b, loc, tid, cIndex(b, loc, kWarp));
         auto isZero = [&](Value x) {
           return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x,
@@ -427,19 +429,19 @@ struct TccGpuRowFusion
         });
         gpu::BarrierOp::create(b, loc);
         then(isZero(warpId), [&] {
-          Value has = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                            tid,
-                                            cIndex(b, loc, threads / kWarp));
-          auto pick = scf::IfOp::create(
-              b, loc, TypeRange{v.getType()}, has, /*withElse=*/true);
+          Value has =
+              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, tid,
+                                    cIndex(b, loc, threads / kWarp));
+          auto pick = scf::IfOp::create(b, loc, TypeRange{v.getType()}, has,
+                                        /*withElse=*/true);
           {
             OpBuilder::InsertionGuard guard(b);
             b.setInsertionPointToStart(pick.thenBlock());
             scf::YieldOp::create(
                 b, loc,
-                ValueRange{memref::LoadOp::create(b, loc, partials,
-                                                  ValueRange{tid})
-                               .getResult()});
+                ValueRange{
+                    memref::LoadOp::create(b, loc, partials, ValueRange{tid})
+                        .getResult()});
             b.setInsertionPointToStart(pick.elseBlock());
             scf::YieldOp::create(
                 b, loc,
@@ -454,9 +456,8 @@ struct TccGpuRowFusion
             auto [buffer, idx] =
                 address(b, loc, plan, *init, ivs, cIndex(b, loc, 0), shared);
             Value old = memref::LoadOp::create(b, loc, buffer, idx);
-            memref::StoreOp::create(b, loc,
-                                    combine(b, plan.combiner, old, total),
-                                    buffer, idx);
+            memref::StoreOp::create(
+                b, loc, combine(b, plan.combiner, old, total), buffer, idx);
           });
         });
       }

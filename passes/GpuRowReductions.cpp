@@ -75,8 +75,7 @@ std::optional<Match> matchRowReduction(linalg::GenericOp op) {
         return std::nullopt;
     SmallVector<int64_t> strides;
     int64_t offset;
-    if (failed(ty.getStridesAndOffset(strides, offset)) ||
-        strides.back() != 1)
+    if (failed(ty.getStridesAndOffset(strides, offset)) || strides.back() != 1)
       return std::nullopt;
   }
 
@@ -113,10 +112,10 @@ struct TccGpuRowReductions
     int64_t rowsPerBlock = kBlock / threads;
     int64_t grid = (rows + rowsPerBlock - 1) / rowsPerBlock;
     Type accTy = m.combiner->getResult(0).getType();
-    auto sharedTy = MemRefType::get(
-        {kBlock / kWarp}, accTy, MemRefLayoutAttrInterface(),
-        gpu::AddressSpaceAttr::get(op.getContext(),
-                                   gpu::AddressSpace::Workgroup));
+    auto sharedTy =
+        MemRefType::get({kBlock / kWarp}, accTy, MemRefLayoutAttrInterface(),
+                        gpu::AddressSpaceAttr::get(
+                            op.getContext(), gpu::AddressSpace::Workgroup));
 
     OpBuilder b(op);
     Value one = cIndex(b, loc, 1);
@@ -154,8 +153,9 @@ struct TccGpuRowReductions
 
     // Each thread's strided share of the row.
     Value neutral = arith::ConstantOp::create(b, loc, m.neutral);
-    auto loop = scf::ForOp::create(b, loc, lane, cIndex(b, loc, length),
-                                   cIndex(b, loc, threads), ValueRange{neutral});
+    auto loop =
+        scf::ForOp::create(b, loc, lane, cIndex(b, loc, length),
+                           cIndex(b, loc, threads), ValueRange{neutral});
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(loop.getBody());
@@ -229,8 +229,8 @@ struct TccGpuRowReductions
           b.setInsertionPointToStart(pick.elseBlock());
           scf::YieldOp::create(
               b, loc,
-              ValueRange{arith::ConstantOp::create(b, loc, m.neutral)
-                             .getResult()});
+              ValueRange{
+                  arith::ConstantOp::create(b, loc, m.neutral).getResult()});
         }
         Value total = warpReduce(b, loc, m.combiner, pick.getResult(0));
         ifThen(isZero(tid), [&] { writeOut(total); });

@@ -60,8 +60,8 @@ Value shuffleXor(OpBuilder &b, Location loc, Value v, int64_t offset) {
   if (t.isF32() || t.isInteger(32))
     return shuffle(v);
   Type intTy = b.getIntegerType(bits);
-  Value asInt = isa<FloatType>(t) ? arith::BitcastOp::create(b, loc, intTy, v)
-                                  : v;
+  Value asInt =
+      isa<FloatType>(t) ? arith::BitcastOp::create(b, loc, intTy, v) : v;
   Value got;
   if (bits < 32) {
     Value wide = arith::ExtUIOp::create(b, loc, i32, asInt);
@@ -79,8 +79,7 @@ Value shuffleXor(OpBuilder &b, Location loc, Value v, int64_t offset) {
         arith::ShLIOp::create(b, loc, hi2,
                               arith::ConstantIntOp::create(b, loc, intTy, 32)));
   }
-  return isa<FloatType>(t) ? arith::BitcastOp::create(b, loc, t, got)
-                           : got;
+  return isa<FloatType>(t) ? arith::BitcastOp::create(b, loc, t, got) : got;
 }
 
 /// A new op of the combiner's kind on `lhs` and `rhs`.

@@ -9,10 +9,10 @@
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
 
-#include "mlir/Transforms/RegionUtils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
+#include "mlir/Transforms/RegionUtils.h"
 
 namespace mlir::tcc {
 #define GEN_PASS_DEF_TCCMAPTOGPU
@@ -133,9 +133,8 @@ struct TccMapToGpu : mlir::tcc::impl::TccMapToGpuBase<TccMapToGpu> {
       return wrapSerial({loop});
     SmallVector<int64_t> lbs, trips, steps;
     int64_t total = 1;
-    for (auto [lb, ub, step] : llvm::zip(loop.getLowerBound(),
-                                         loop.getUpperBound(),
-                                         loop.getStep())) {
+    for (auto [lb, ub, step] : llvm::zip(
+             loop.getLowerBound(), loop.getUpperBound(), loop.getStep())) {
       std::optional<int64_t> l = getConstantIntValue(lb),
                              u = getConstantIntValue(ub),
                              s = getConstantIntValue(step);
@@ -163,10 +162,10 @@ struct TccMapToGpu : mlir::tcc::impl::TccMapToGpuBase<TccMapToGpu> {
         buffer = store.getMemRef();
       if (buffer)
         minBytes = std::min<int64_t>(
-            minBytes, std::max<int64_t>(
-                          1, cast<MemRefType>(buffer.getType())
-                                     .getElementTypeBitWidth() /
-                                 8));
+            minBytes,
+            std::max<int64_t>(
+                1, cast<MemRefType>(buffer.getType()).getElementTypeBitWidth() /
+                       8));
     });
     int64_t perThread = std::clamp<int64_t>(vectorBytes / minBytes, 1, 8);
     while (perThread > 1 && trips.back() % perThread != 0)
@@ -189,9 +188,8 @@ struct TccMapToGpu : mlir::tcc::impl::TccMapToGpuBase<TccMapToGpu> {
         arith::MulIOp::create(b, loc, launch.getBlockIds().x,
                               indexConst(b, loc, block)),
         launch.getThreadIds().x);
-    Value inRange =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, linear,
-                              indexConst(b, loc, total));
+    Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                          linear, indexConst(b, loc, total));
     auto guard = scf::IfOp::create(b, loc, inRange, /*withElse=*/false);
     b.setInsertionPoint(guard.thenBlock()->getTerminator());
     // Delinearise, innermost dimension fastest.
@@ -232,8 +230,8 @@ struct TccMapToGpu : mlir::tcc::impl::TccMapToGpuBase<TccMapToGpu> {
       for (Value r : op->getResults())
         for (Operation *user : r.getUsers())
           if (!inside.count(user) &&
-              !inside.count(ops.front()->getBlock()->findAncestorOpInBlock(
-                  *user)))
+              !inside.count(
+                  ops.front()->getBlock()->findAncestorOpInBlock(*user)))
             return op->emitError("a value computed on the device is used "
                                  "outside its kernel");
     // After the last op, so that whatever the run reads is defined before.

@@ -1,4 +1,5 @@
-//===- PrivateInits.cpp - one fill per destination-passing op --------------===//
+//===- PrivateInits.cpp - one fill per destination-passing op
+//--------------===//
 #include "passes/Passes.h"
 
 #include "mlir/IR/IRMapping.h"
@@ -12,8 +13,7 @@ using namespace mlir;
 
 namespace {
 
-struct TccPrivateInits
-    : mlir::tcc::impl::TccPrivateInitsBase<TccPrivateInits> {
+struct TccPrivateInits : mlir::tcc::impl::TccPrivateInitsBase<TccPrivateInits> {
   void runOnOperation() override {
     getOperation().walk([](DestinationStyleOpInterface op) {
       for (OpOperand &init : op.getDpsInitsMutable()) {
@@ -25,10 +25,12 @@ struct TccPrivateInits
         IRMapping map;
         // A fill gets its own empty tensor too, if that one is shared.
         if (auto fill = dyn_cast<linalg::FillOp>(def))
-          if (auto empty = fill.getOutputs()[0].getDefiningOp<tensor::EmptyOp>())
+          if (auto empty =
+                  fill.getOutputs()[0].getDefiningOp<tensor::EmptyOp>())
             b.clone(*empty, map);
         Operation *clone = b.clone(*def, map);
-        init.set(clone->getResult(cast<OpResult>(init.get()).getResultNumber()));
+        init.set(
+            clone->getResult(cast<OpResult>(init.get()).getResultNumber()));
       }
     });
   }

@@ -19,6 +19,7 @@ import argparse
 import json
 import math
 import os
+import pickle
 import shutil
 import sys
 import tempfile
@@ -270,6 +271,7 @@ def check_manifest(name, model, tcc, bundle):
 
 
 TARGET = []  # ['--target', T] when the bundles are for a GPU
+RECORD = []  # [True] with --record: compile and keep, run later with --replay
 
 
 def run_model(tcc, rel, ref, files_fn, work, seed):
@@ -310,8 +312,15 @@ def run_model(tcc, rel, ref, files_fn, work, seed):
         report('%s compile' % name, False, detail='exit %d: %s' % (rc, L.first_line(err)))
         return
     check_manifest(name, model, tcc, bundle)
+    if RECORD:
+        with open(os.path.join(d, 'replay.pkl'), 'wb') as f:
+            pickle.dump({'rel': rel, 'env': env, 'inputs': [i['name'] for i in model['inputs']]}, f)
+        return
+    check_run(tcc, name, model, ref, env, bundle, in_args, d, rng)
 
-    # 3. Run the bundle and compare.
+
+def check_run(tcc, name, model, ref, env, bundle, in_args, d, rng):
+    """3. Runs the bundle and compares its outputs with the reference."""
     outdir = os.path.join(d, 'out')
     rc, _, err = L.run_tcc([tcc, 'run', bundle, '--output-dir', outdir] + in_args)
     if rc != 0:
@@ -363,6 +372,34 @@ def check_seeded_inputs(tcc, work):
     report('softmax of random inputs sums to 1 per row', ok, err_, detail)
 
 
+def replay(tcc, root):
+    """Runs and checks the bundles --record compiled under `root` (e.g. on a
+    GPU machine, with the runtime-only tcc)."""
+    n = 0
+    for rel, ref, _ in MODELS:
+        name = os.path.splitext(os.path.basename(rel))[0]
+        d = os.path.join(root, name)
+        path = os.path.join(d, 'replay.pkl')
+        if not os.path.exists(path):
+            continue
+        with open(path, 'rb') as f:
+            rec = pickle.load(f)
+        with open(os.path.join(ROOT, rel)) as f:
+            model = json.load(f)
+        in_args = []
+        for i in rec['inputs']:
+            in_args += ['--input', '%s=%s' % (i, os.path.join(d, i + '.npy'))]
+        shutil.rmtree(os.path.join(d, 'out'), ignore_errors=True)
+        check_run(tcc, name, model, ref, rec['env'], os.path.join(d, name + '.tccb'), in_args, d,
+                  np.random.default_rng([7, len(name)]))
+        n += 1
+    if n == 0:
+        print('nothing recorded under %s' % root)
+        return 2
+    print('%d passed, %d failed' % (sum(results), len(results) - sum(results)))
+    return 0 if all(results) else 1
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--tcc', default=os.environ.get('TCC', 'tcc'))
@@ -372,6 +409,10 @@ def main():
     ap.add_argument('--keep', action='store_true', help='keep the work directory')
     ap.add_argument('--target', help='compile the bundles for this target (e.g. sm_90) and run '
                     'them on its device; exit 77 (skipped) when there is none')
+    ap.add_argument('--record', metavar='DIR',
+                    help='with --target: compile the bundles under DIR (params and manifests '
+                         'checked here) for --replay DIR on a machine with that device')
+    ap.add_argument('--replay', metavar='DIR', help='run and check what --record wrote')
     args = ap.parse_args()
     np.seterr(all='ignore')
     tcc = shutil.which(args.tcc) or args.tcc
@@ -379,7 +420,24 @@ def main():
         print('tcc not found: %s' % args.tcc, file=sys.stderr)
         return 2
     tcc = os.path.abspath(tcc)
+    if args.replay:
+        return replay(tcc, os.path.abspath(args.replay))
     print('models seed %d' % args.seed, flush=True)
+    if args.record:
+        if not args.target:
+            print('--record needs --target', file=sys.stderr)
+            return 2
+        work = os.path.abspath(args.record)
+        shutil.rmtree(work, ignore_errors=True)
+        os.makedirs(work)
+        TARGET[:] = ['--target', args.target]
+        RECORD[:] = [True]
+        for rel, ref, files_fn in MODELS:
+            if not args.only or args.only in rel:
+                run_model(tcc, rel, ref, files_fn, work, args.seed)
+        print('recorded under %s: %d checks passed, %d failed' % (
+            work, sum(results), len(results) - sum(results)))
+        return 0 if all(results) else 1
     work = tempfile.mkdtemp(prefix='tcc-models-')
     if args.target:
         TARGET[:] = ['--target', args.target]

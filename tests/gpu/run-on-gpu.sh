@@ -3,10 +3,14 @@
 #
 #   tests/gpu/run-on-gpu.sh prepare   on the build machine: fills .carry/gpu
 #                                     (git-ignored) with the test PTX, made
-#                                     by mlir-opt and checked by ptxas, and
-#                                     the nlohmann-json and Catch2 packages
-#                                     that the GPU machine lacks
-#   tests/gpu/run-on-gpu.sh           on the GPU machine (carry .carry):
+#                                     by mlir-opt and checked by ptxas, the
+#                                     nlohmann-json and Catch2 packages that
+#                                     the GPU machine lacks, and, with
+#                                     build/compiler/tcc, the op tests
+#                                     (--quick; OPTEST_ARGS= for all, about
+#                                     35 MB), the models and the examples
+#                                     compiled for sm_90
+#   tests/gpu/run-on-gpu.sh           on the GPU machine (carry .carry/gpu):
 #                                     builds the runtime-only configuration
 #                                     with g++ and runs ctest -L gpu (which
 #                                     must pass there, not skip), the unit
@@ -35,11 +39,13 @@ if [ "${1:-}" = prepare ]; then
   tcc=${TCC:-$root/build/compiler/tcc}
   if [ -x "$tcc" ]; then
     /usr/bin/python3 "$root/tests/e2e/optest.py" --tcc "$tcc" --target sm_90 \
-      --record "$carry/optest" ${OPTEST_ARGS:-}
-    # The same cases with the experimental row fusion (--gpu-row-fusion).
+      --record "$carry/optest" ${OPTEST_ARGS---quick}
+    # The quick set again with the experimental row fusion (--gpu-row-fusion).
     /usr/bin/python3 "$root/tests/e2e/optest.py" --tcc "$tcc" --target sm_90 \
-      --compile-arg=--gpu-row-fusion --record "$carry/optest-rowfusion" \
-      ${OPTEST_ARGS:-}
+      --compile-arg=--gpu-row-fusion --record "$carry/optest-rowfusion" --quick
+    # The hand-written models (params and manifests checked here).
+    /usr/bin/python3 "$root/tests/e2e/models.py" --tcc "$tcc" --target sm_90 \
+      --record "$carry/models"
     mkdir -p "$carry/examples"
     for m in "$root"/examples/*.json; do
       "$tcc" compile "$m" -o "$carry/examples/$(basename "$m" .json).tccb" \
@@ -48,7 +54,7 @@ if [ "${1:-}" = prepare ]; then
   else
     echo "no compiler at $tcc: the op tests and examples are left out"
   fi
-  echo "prepared $carry ($(du -sh "$carry" | cut -f1)); now run, with carry .carry:"
+  echo "prepared $carry ($(du -sh "$carry" | cut -f1)); now run, with carry .carry/gpu:"
   echo "  bash tests/gpu/run-on-gpu.sh"
   exit 0
 fi
@@ -143,6 +149,16 @@ if [ -f "$carry/optest-rowfusion/cases.pkl" ]; then
   grep -E "^FAIL" "$out/optest-rowfusion.log" | head -40
   tail -1 "$out/optest-rowfusion.log"
   result "optest with --gpu-row-fusion" $rc
+fi
+
+if [ -d "$carry/models" ]; then
+  step "the hand-written models on the GPU against NumPy (models.py --replay)"
+  python3 "$root/tests/e2e/models.py" --replay "$carry/models" \
+    --tcc "$build/runtime/tcc" > "$out/models.log" 2>&1
+  rc=$?
+  grep -E "^FAIL" "$out/models.log" | head -20
+  tail -1 "$out/models.log"
+  result "models on the GPU" $rc
 fi
 
 if [ -d "$carry/examples" ]; then

@@ -187,14 +187,6 @@ struct MatmulUse {
   bool direct;
 };
 
-/// The element product of `shape`.
-int64_t product(ArrayRef<int64_t> shape) {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  return n;
-}
-
 /// Whether the kernel function `f` (on tensors) begins with a matmul of two
 /// of its arguments that the tensor-core template computes; if so, cuts the
 /// matmul out of `f` as MatmulUse says.
@@ -226,11 +218,11 @@ std::optional<MatmulUse> takeMatmul(func::FuncOp f,
   p.m = cTy.getDimSize(rank - 2);
   p.n = cTy.getDimSize(rank - 1);
   p.k = aTy.getDimSize(aTy.getRank() - (p.transA ? 2 : 1));
-  p.batch = product(cTy.getShape().drop_back(2));
+  p.batch = ShapedType::getNumElements(cTy.getShape().drop_back(2));
   // Each operand's batch is all of C's or a single matrix.
   auto batchOf = [&](RankedTensorType t, bool &batched) {
     ArrayRef<int64_t> dims = t.getShape().drop_back(2);
-    int64_t n = product(dims);
+    int64_t n = ShapedType::getNumElements(dims);
     batched = n != 1;
     if (!batched)
       return true;

@@ -10,6 +10,7 @@
 // to memory. Rows are independent, so blocks never wait for one another.
 //
 //===----------------------------------------------------------------------===//
+#include "passes/BufferUtils.h"
 #include "passes/GpuUtils.h"
 #include "passes/Passes.h"
 
@@ -26,6 +27,7 @@ namespace mlir::tcc {
 
 using namespace mlir;
 using namespace mlir::tcc::gpuutil;
+using mlir::tcc::rootOf;
 
 namespace {
 
@@ -44,24 +46,6 @@ struct OpPlan {
   /// narrowest element it reads or writes in global memory).
   int64_t vector = 1;
 };
-
-/// The buffer a (viewed) value comes from.
-Value rootOf(Value v) {
-  while (Operation *def = v.getDefiningOp()) {
-    auto view = dyn_cast<ViewLikeOpInterface>(def);
-    if (!view)
-      break;
-    v = view.getViewSource();
-  }
-  return v;
-}
-
-int64_t product(ArrayRef<int64_t> s) {
-  int64_t p = 1;
-  for (int64_t d : s)
-    p *= d;
-  return p;
-}
 
 /// Row-major strides of a box.
 SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
@@ -118,7 +102,8 @@ std::optional<Access> classify(const OpPlan &plan, OpOperand &operand,
       innerRanges, innerStrides, ArrayRef(coef).drop_front(plan.numRow));
   if (!rowScale || !innerScale)
     return std::nullopt;
-  int64_t rowsMoved = product(rowRanges), innerMoved = product(innerRanges);
+  int64_t rowsMoved = ShapedType::getNumElements(rowRanges),
+          innerMoved = ShapedType::getNumElements(innerRanges);
   // A dimension of extent 1 says nothing: pick the reading that fits.
   if (innerMoved == 1)
     innerScale = *rowScale == length ? 1 : 0;
@@ -185,8 +170,8 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
         if ((i < par) !=
             linalg::isParallelIterator(op.getIteratorTypesArray()[i]))
           return false; // reductions must be the innermost loops
-      int64_t r = product(ArrayRef(ranges).take_front(par)),
-              l = product(ArrayRef(ranges).drop_front(par));
+      int64_t r = ShapedType::getNumElements(ArrayRef(ranges).take_front(par)),
+              l = ShapedType::getNumElements(ArrayRef(ranges).drop_front(par));
       if ((rows && (r != rows || l != length)) || ShapedType::isDynamic(r))
         return false;
       rows = r;
@@ -206,9 +191,9 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
       bool found = false;
       for (int k = ranges.size(); k >= 0 && !found; --k) {
         ArrayRef<int64_t> r(ranges);
-        if (product(r.take_front(k)) != rows)
+        if (ShapedType::getNumElements(r.take_front(k)) != rows)
           continue;
-        int64_t inner = product(r.drop_front(k));
+        int64_t inner = ShapedType::getNumElements(r.drop_front(k));
         if (inner != length && inner != 1)
           continue;
         bool rowsParallel = llvm::all_of(ArrayRef(iters).take_front(k),

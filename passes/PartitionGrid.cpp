@@ -15,6 +15,7 @@
 // restricted.
 //
 //===----------------------------------------------------------------------===//
+#include "passes/BufferUtils.h"
 #include "passes/Passes.h"
 
 #include "mlir/Interfaces/ViewLikeInterface.h"
@@ -29,17 +30,6 @@ using namespace mlir;
 using namespace mlir::tcc;
 
 namespace {
-
-/// The allocation or argument a (possibly viewed) buffer comes from.
-Value rootOf(Value v) {
-  while (Operation *def = v.getDefiningOp()) {
-    auto view = dyn_cast<ViewLikeOpInterface>(def);
-    if (!view)
-      break;
-    v = view.getViewSource();
-  }
-  return v;
-}
 
 /// The dimension of `root` that dimension `dim` of `view` shows, when the
 /// views between them only add or drop unit dimensions around it.
@@ -67,8 +57,8 @@ std::optional<unsigned> rootDim(Value view, unsigned dim) {
     ArrayRef<int64_t> wide = expand ? viewShape : sourceShape;
     std::optional<unsigned> next;
     for (auto [g, group] : llvm::enumerate(groups)) {
-      bool inGroup = expand ? llvm::is_contained(group, (int64_t)dim)
-                            : g == dim;
+      bool inGroup =
+          expand ? llvm::is_contained(group, (int64_t)dim) : g == dim;
       if (!inGroup)
         continue;
       // The other dimensions of the group must all be 1.

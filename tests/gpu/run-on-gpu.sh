@@ -131,35 +131,22 @@ else
   echo "no compute-sanitizer"
 fi
 
-if [ -f "$carry/optest/cases.pkl" ]; then
-  step "every op on the GPU against NumPy (optest --replay)"
-  python3 "$root/tests/e2e/optest.py" --replay "$carry/optest" \
-    --tcc "$build/runtime/tcc" --jobs 8 > "$out/optest.log" 2>&1
-  rc=$?
-  grep -E "^FAIL" "$out/optest.log" | head -40
-  tail -1 "$out/optest.log"
-  result "optest on the GPU" $rc
-fi
-
-if [ -f "$carry/optest-rowfusion/cases.pkl" ]; then
-  step "every op again, compiled with --gpu-row-fusion"
-  python3 "$root/tests/e2e/optest.py" --replay "$carry/optest-rowfusion" \
-    --tcc "$build/runtime/tcc" --jobs 8 > "$out/optest-rowfusion.log" 2>&1
-  rc=$?
-  grep -E "^FAIL" "$out/optest-rowfusion.log" | head -40
-  tail -1 "$out/optest-rowfusion.log"
-  result "optest with --gpu-row-fusion" $rc
-fi
-
-if [ -d "$carry/models" ]; then
-  step "the hand-written models on the GPU against NumPy (models.py --replay)"
-  python3 "$root/tests/e2e/models.py" --replay "$carry/models" \
-    --tcc "$build/runtime/tcc" > "$out/models.log" 2>&1
-  rc=$?
-  grep -E "^FAIL" "$out/models.log" | head -20
-  tail -1 "$out/models.log"
-  result "models on the GPU" $rc
-fi
+# replay NAME SCRIPT DIR WHAT: runs what `prepare` recorded in DIR with
+# SCRIPT --replay, checked against NumPy here.
+replay() {
+  [ -e "$3" ] || return 0
+  step "$4"
+  python3 "$root/tests/e2e/$2" --replay "$3" --tcc "$build/runtime/tcc" \
+    > "$out/$1.log" 2>&1
+  local rc=$?
+  grep -E "^FAIL" "$out/$1.log" | head -40
+  tail -1 "$out/$1.log"
+  result "$4" $rc
+}
+replay optest optest.py "$carry/optest" "every op on the GPU (optest)"
+replay optest-rowfusion optest.py "$carry/optest-rowfusion" \
+  "every op, compiled with --gpu-row-fusion"
+replay models models.py "$carry/models" "the hand-written models on the GPU"
 
 if [ -d "$carry/examples" ]; then
   step "the examples on the GPU"

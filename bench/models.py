@@ -81,6 +81,9 @@ def rowwise_models(rows, cols):
     }
 
 
+VPT32 = os.path.join(ROOT, 'bench', 'rows-vpt32.json')
+
+
 def cases(small):
     """(case name, model, extra compile flags, manifest entry)."""
     sizes = [256, 512] if small else [4096, 8192]
@@ -101,6 +104,9 @@ def cases(small):
         if kind == 'rms_norm':
             info['eps'] = 1e-6
         out.append((kind, m, [], info))
+        if kind in ('softmax', 'layer_norm', 'rms_norm'):
+            # The same model with 32 row values a thread instead of 16.
+            out.append((kind + '_vpt32', m, ['--schedule', VPT32], info))
     return out
 
 

@@ -11,8 +11,10 @@
 #include "compiler/GpuCodegen.h"
 #include "compiler/KernelPrep.h"
 #include "compiler/LLVMUtils.h"
+#include "compiler/gpu/AttentionKernel.h"
 #include "compiler/gpu/MatmulKernel.h"
 #include "ir/TccOps.h"
+#include "passes/AttentionMatch.h"
 
 #include "mlir/Dialect/DLTI/DLTI.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -48,24 +50,32 @@ bool ::tcc::isAmdTarget(const std::string &target) {
 namespace {
 
 /// From bufferized kernels to launches of outlined device functions.
-std::string launchPipeline(bool rowFusion) {
-  return std::string("func.func(") + (rowFusion ? "tcc-gpu-row-fusion, " : "") +
+std::string launchPipeline(bool rowFusion, int64_t rowValuesPerThread) {
+  std::string fusion =
+      rowValuesPerThread ? "tcc-gpu-row-fusion{values-per-thread=" +
+                               std::to_string(rowValuesPerThread) + "}, "
+                         : "tcc-gpu-row-fusion, ";
+  return std::string("func.func(") + (rowFusion ? fusion : "") +
          "tcc-gpu-row-reductions, convert-linalg-to-parallel-loops,"
          " canonicalize, tcc-map-to-gpu),"
          "gpu-kernel-outlining, canonicalize, cse";
 }
 
 /// The device functions to the LLVM dialect, per family.
+/// convert-gpu-to-nvvm (and -rocdl) lowers vector ops too, with the data layout's index
+/// width; convert-vector-to-llvm alone would use 64 bits and leave casts
+/// that nothing removes when indices are 32-bit.
 const char *kNvvmPipeline =
     "gpu.module(expand-strided-metadata, lower-affine, convert-nvgpu-to-nvvm,"
-    " convert-vector-to-llvm, convert-scf-to-cf,"
-    " convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},"
-    " convert-math-to-llvm, reconcile-unrealized-casts)";
+    " convert-scf-to-cf, convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},"
+    " convert-vector-to-llvm, convert-arith-to-llvm, convert-ub-to-llvm,"
+    " convert-math-to-llvm,"
+    " reconcile-unrealized-casts)";
 const char *kRocdlPipeline =
-    "gpu.module(expand-strided-metadata, lower-affine,"
-    " convert-vector-to-llvm, convert-scf-to-cf,"
+    "gpu.module(expand-strided-metadata, lower-affine, convert-scf-to-cf,"
     " arith-expand{include-bf16=1},"
     " convert-gpu-to-rocdl{use-bare-ptr-memref-call-conv=1},"
+    " convert-vector-to-llvm, convert-arith-to-llvm, convert-ub-to-llvm,"
     " convert-math-to-llvm, reconcile-unrealized-casts)";
 
 uint64_t bytesOf(MemRefType t) {
@@ -269,10 +279,12 @@ std::optional<MatmulUse> takeMatmul(func::FuncOp f,
 /// Schedules from --schedule: {"matmul": {...}, "kernels": {"NAME": {...}}},
 /// each {...} holding some of tile_m, tile_n, tile_k, warps_m, warps_n,
 /// stages; a kernel's entry wins over "matmul", which wins over the
-/// heuristic.
+/// heuristic. {"rows": {"values_per_thread": N}} sets how many row values a
+/// thread of a fused row kernel holds.
 struct ScheduleOverrides {
   nlohmann::json all = nlohmann::json::object();
   nlohmann::json perKernel = nlohmann::json::object();
+  int64_t rowValuesPerThread = 0; ///< 0: the pass's default
 
   LogicalResult load(const std::string &path, std::string &error) {
     if (path.empty())
@@ -293,8 +305,23 @@ struct ScheduleOverrides {
         all = value;
       else if (key == "kernels")
         perKernel = value;
-      else {
-        error = path + ": unknown key '" + key + "' (known: matmul, kernels)";
+      else if (key == "rows") {
+        if (!value.is_object()) {
+          error = path + ": \"rows\" holds an object";
+          return failure();
+        }
+        for (auto &[k, v] : value.items()) {
+          if (k != "values_per_thread" || !v.is_number_integer() ||
+              v.get<int64_t>() < 1 || v.get<int64_t>() > 64) {
+            error = path + ": \"rows\" holds values_per_thread, an integer "
+                           "from 1 to 64";
+            return failure();
+          }
+          rowValuesPerThread = v.get<int64_t>();
+        }
+      } else {
+        error = path + ": unknown key '" + key +
+                "' (known: matmul, kernels, rows)";
         return failure();
       }
     }
@@ -336,6 +363,80 @@ struct ScheduleOverrides {
     return success();
   }
 };
+
+/// A kernel function that is one attention chain, computed whole by the
+/// attention template: its launch, with the kernel's buffers as arguments.
+struct AttentionUse {
+  ::tcc::DeviceLaunch launch;
+};
+
+/// Whether kernel `f` (on tensors) is one attention chain of its arguments
+/// that the template computes; if so, builds the template's kernel into
+/// `gpuModule`.
+std::optional<AttentionUse> takeAttention(func::FuncOp f,
+                                          const std::string &chip,
+                                          gpu::GPUModuleOp gpuModule) {
+  auto kind = f->getAttrOfType<StringAttr>("tcc.kind");
+  Block &entry = f.getBody().front();
+  if (!kind || kind.getValue() != "chain" || f.getNumResults() != 1 ||
+      entry.getOperations().size() != 2)
+    return std::nullopt;
+  auto chain = dyn_cast<mlir::tcc::ChainOp>(entry.front());
+  if (!chain)
+    return std::nullopt;
+  std::string why;
+  std::optional<mlir::tcc::AttentionMatch> m =
+      mlir::tcc::matchAttention(chain, why);
+  if (!m)
+    return std::nullopt;
+  auto q = dyn_cast<BlockArgument>(m->q), k = dyn_cast<BlockArgument>(m->k),
+       v = dyn_cast<BlockArgument>(m->v);
+  if (!q || !k || !v)
+    return std::nullopt;
+  ::tcc::gpu::AttentionProblem p;
+  p.batch = m->batch;
+  p.headsQ = m->heads;
+  p.headsKV = m->kvHeads;
+  p.lq = m->lq;
+  p.lk = m->lk;
+  p.headDim = m->headDim;
+  p.elemType = m->elemType;
+  if (m->scale) {
+    p.scale = *m->scale;
+  } else {
+    mlir::tcc::AttentionMatch match = *m;
+    p.scoreMod = [match](OpBuilder &b, Location loc, Value s, Value batch,
+                         Value head, Value qi, Value ki) {
+      return match.buildScoreMod(b, loc, s, batch, head, qi, ki);
+    };
+  }
+  for (const mlir::tcc::LinearConstraint &c : m->mask)
+    p.mask.push_back({c.a, c.b, c.c});
+  p.maskedRows = m->maskedToInfinity ? ::tcc::gpu::MaskedRowPolicy::NaN
+                                     : ::tcc::gpu::MaskedRowPolicy::Zero;
+  if (!::tcc::gpu::attentionKernelSupports(p, why))
+    return std::nullopt;
+  ::tcc::gpu::AttentionSchedule schedule =
+      ::tcc::gpu::chooseAttentionSchedule(p, chip);
+  if (!::tcc::gpu::attentionScheduleValid(p, schedule, why))
+    return std::nullopt;
+  OpBuilder b(gpuModule.getContext());
+  b.setInsertionPointToEnd(gpuModule.getBody());
+  std::string symbol = f.getSymName().str() + "_attn";
+  FailureOr<::tcc::gpu::KernelLaunch> launch =
+      ::tcc::gpu::buildAttentionKernel(b, gpuModule, symbol, p, schedule);
+  if (failed(launch))
+    return std::nullopt;
+  AttentionUse use;
+  use.launch.symbol = symbol;
+  use.launch.grid = launch->grid;
+  use.launch.block = launch->block;
+  use.launch.sharedBytes = launch->sharedBytes;
+  use.launch.args = {int(q.getArgNumber()), int(k.getArgNumber()),
+                     int(v.getArgNumber()), int(f.getNumArguments())};
+  f->setAttr("tcc.template", UnitAttr::get(f.getContext()));
+  return use;
+}
 
 LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
                               const std::string &chip,
@@ -400,10 +501,23 @@ LogicalResult compileGpuKernels(ModuleOp module, const GpuOptions &options,
     return module.emitError(scheduleError);
   std::vector<std::string> names;
   llvm::StringMap<MatmulUse> matmuls;
+  llvm::StringMap<AttentionUse> attentions;
+  // Template kernels of attention chains are built here, from the chain on
+  // tensors, and join the other device functions after outlining.
+  OwningOpRef<ModuleOp> templates = ModuleOp::create(module.getLoc());
+  OpBuilder tb = OpBuilder::atBlockEnd(templates->getBody());
+  auto attentionModule =
+      mlir::gpu::GPUModuleOp::create(tb, module.getLoc(), "tcc_attention");
   OwningOpRef<ModuleOp> device =
       cloneKernelsAsBuffers(module, names, [&](func::FuncOp f) {
         if (!nvidia)
           return;
+        if (options.attention)
+          if (std::optional<AttentionUse> use =
+                  takeAttention(f, options.chip, attentionModule)) {
+            attentions[f.getSymName()] = *use;
+            return;
+          }
         if (std::optional<MatmulUse> use = takeMatmul(f, options))
           matmuls[f.getSymName()] = *use;
       });
@@ -412,13 +526,19 @@ LogicalResult compileGpuKernels(ModuleOp module, const GpuOptions &options,
     if (f->hasAttr("tcc.template"))
       f.erase();
   if (failed(bufferizeKernels(*device, options.timing)) ||
-      failed(runPipeline(*device, launchPipeline(options.rowFusion),
+      failed(runPipeline(*device, launchPipeline(options.rowFusion, overrides.rowValuesPerThread),
                          "mapping to GPU launches", options.timing)))
     return failure();
 
   for (const std::string &name : names) {
     KernelPlan plan;
     plan.name = name;
+    if (auto attention = attentions.find(name);
+        attention != attentions.end()) {
+      plan.launches.push_back(attention->second.launch);
+      artifact.kernels.push_back(std::move(plan));
+      continue;
+    }
     auto use = matmuls.find(name);
     if (use == matmuls.end() || !use->second.direct) {
       auto func = device->lookupSymbol<func::FuncOp>(name);
@@ -430,6 +550,9 @@ LogicalResult compileGpuKernels(ModuleOp module, const GpuOptions &options,
     artifact.kernels.push_back(std::move(plan));
   }
   mlir::gpu::GPUModuleOp gpuModule = mergeDeviceCode(*device);
+  for (auto fn :
+       llvm::make_early_inc_range(attentionModule.getOps<mlir::gpu::GPUFuncOp>()))
+    fn->moveBefore(gpuModule.getBody(), gpuModule.getBody()->end());
   for (auto [i, name] : llvm::enumerate(names)) {
     auto use = matmuls.find(name);
     if (use != matmuls.end() &&

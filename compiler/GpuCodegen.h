@@ -27,9 +27,13 @@ struct GpuOptions {
   /// A JSON file overriding the schedules the heuristics choose (see
   /// docs/cli.md, --schedule); empty: none.
   std::string scheduleFile;
-  /// Run kernels of row-wise ops (softmax, norms) as one launch with a block
-  /// a row (tcc-gpu-row-fusion). Off until it has run on a GPU.
-  bool rowFusion = false;
+  /// Run kernels of row-wise ops (softmax, norms) as one launch with the
+  /// row in registers (tcc-gpu-row-fusion).
+  bool rowFusion = true;
+  /// Compute attention chains (matmul, score changes, softmax, matmul) with
+  /// the fused attention template (compiler/gpu/AttentionKernel.cpp).
+  /// Off until the compiler's use of it has run on a GPU.
+  bool attention = false;
   /// Width of index arithmetic in kernels: 32 or 64, or 0 to use 32 when
   /// every buffer holds fewer than 2^31 elements.
   unsigned indexBits = 0;

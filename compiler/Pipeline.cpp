@@ -3,9 +3,12 @@
 #include "compiler/BundleBuilder.h"
 #include "passes/Passes.h"
 
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
 
 using mlir::LogicalResult;
 using mlir::ModuleOp;
@@ -22,6 +25,15 @@ LogicalResult tcc::compileModel(ImportedModel &model,
     return module.emitError("unknown target '")
            << options.target << "' (known: host, sm_NN for NVIDIA GPUs such as sm_80 and "
               "sm_90, gfxNNN for AMD GPUs such as gfx90a and gfx942)";
+  if (options.fusion != "auto" && options.fusion != "off" &&
+      options.fusion != "rolling" && options.fusion != "splitk")
+    return module.emitError("unknown --fusion '")
+           << options.fusion << "' (known: auto, off, rolling, splitk)";
+  // The rolling loop's per-thread buffers of an attention chain become
+  // stack memory that LLVM's AMDGPU back end cannot select (it aborts).
+  if (isAmdTarget(options.target) && options.fusion == "rolling")
+    return module.emitError("--fusion=rolling is not supported for AMD "
+                            "targets yet (use splitk or off)");
   mlir::PassManager pm(module.getContext());
   if (mlir::failed(mlir::applyPassManagerCLOptions(pm)))
     return mlir::failure();
@@ -33,13 +45,54 @@ LogicalResult tcc::compileModel(ImportedModel &model,
   pm.addNestedPass<mlir::func::FuncOp>(mlir::createCanonicalizerPass());
   pm.addNestedPass<mlir::func::FuncOp>(mlir::createCSEPass());
   // On GPUs a matmul stays a kernel of its own, where the tensor-core
-  // template computes it, until chains have fused GPU code of their own.
+  // template computes it, unless it is part of attention that the fused
+  // attention template computes (--gpu-attention, NVIDIA): chains are
+  // formed with matmuls, those the template does not take are dissolved
+  // and formed again without them.
   mlir::tcc::TccFormChainsOptions chains;
-  if (options.target != "host")
+  bool gpuAttention = isNvidiaTarget(options.target) && options.gpu.attention;
+  if (options.target != "host" && !gpuAttention)
     chains.maxMatmulExtent = 0;
   pm.addNestedPass<mlir::func::FuncOp>(mlir::tcc::createTccFormChains(chains));
+  if (gpuAttention) {
+    pm.addNestedPass<mlir::func::FuncOp>(
+        mlir::tcc::createTccGpuAttentionChains());
+    mlir::tcc::TccFormChainsOptions withoutMatmuls;
+    withoutMatmuls.maxMatmulExtent = 0;
+    pm.addNestedPass<mlir::func::FuncOp>(
+        mlir::tcc::createTccFormChains(withoutMatmuls));
+  }
+  // GPU code generation does not take the fused forms yet: auto is off there.
+  mlir::tcc::TccChainFusionOptions fusion;
+  fusion.mode = options.fusion;
+  if (options.target != "host" && options.fusion == "auto")
+    fusion.mode = "off";
+  // Host threads split rows: a few rows are enough parallel work. Measured
+  // on the host, fused softmax and norms lose to the unfused row kernel
+  // (which tcc-partition-grid splits over threads, a rolling loop it does
+  // not), attention gains: docs/fusion.md.
+  if (options.target == "host") {
+    fusion.minRows = 4;
+    fusion.parallelism = 16;
+    fusion.matmulChainsOnly = true;
+  }
+  pm.addNestedPass<mlir::func::FuncOp>(mlir::tcc::createTccChainFusion(fusion));
   pm.addNestedPass<mlir::func::FuncOp>(mlir::tcc::createTccFormGroups());
   pm.addPass(mlir::tcc::createTccOutlineGroups());
+  // The driver prints errors only; a chain fusion refused is a warning the
+  // user should see (the chain still compiles, unfused). One line each.
+  mlir::ScopedDiagnosticHandler warnings(
+      module.getContext(), [&](mlir::Diagnostic &d) {
+        if (d.getSeverity() != mlir::DiagnosticSeverity::Warning)
+          return mlir::failure();
+        std::string where;
+        if (auto name = mlir::dyn_cast<mlir::NameLoc>(d.getLocation()))
+          where = name.getName().str() + ": ";
+        std::string msg = d.str();
+        std::replace(msg.begin(), msg.end(), '\n', ' ');
+        llvm::errs() << model.name << ": warning: " << where << msg << "\n";
+        return mlir::success();
+      });
   if (mlir::failed(pm.run(module)))
     return mlir::failure();
   scope.stop();

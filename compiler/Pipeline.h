@@ -16,6 +16,10 @@ struct CompileOptions {
   std::string target = "host";
   HostOptions host;
   GpuOptions gpu; ///< for GPU targets; gpu.chip is the target
+  /// Reduction-chain fusion (docs/fusion.md): auto (the cost model on the
+  /// host, off on GPUs until their code generation takes the forms), off,
+  /// rolling or splitk (forced, on any target).
+  std::string fusion = "auto";
 };
 
 struct CompileOutput {

@@ -80,10 +80,20 @@ static cl::opt<std::string> scheduleFile(
              "(docs/cli.md)"),
     cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
 static cl::opt<bool> gpuRowFusion(
-    "gpu-row-fusion",
-    cl::desc("Experimental, not yet run on a GPU: kernels of row-wise ops "
-             "(softmax, norms) as one launch with a block a row"),
+    "gpu-row-fusion", cl::init(true),
+    cl::desc("Kernels of row-wise ops (softmax, norms) as one launch with "
+             "the row in registers (default on; =false for a launch per op)"),
     cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
+static cl::opt<bool> gpuAttention(
+    "gpu-attention",
+    cl::desc("Experimental, not yet run on a GPU through the compiler: "
+             "attention chains as one fused attention kernel (NVIDIA)"),
+    cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
+static cl::opt<std::string> fusionMode(
+    "fusion",
+    cl::desc("Reduction-chain fusion: auto (cost model; off on GPU targets "
+             "for now), off, rolling or splitk (forced, for experiments)"),
+    cl::init("auto"), cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
 static cl::opt<unsigned> gpuIndexBits(
     "gpu-index-bits",
     cl::desc("Index arithmetic width in GPU kernels: 32, 64, or 0 for 32 "
@@ -192,7 +202,9 @@ static bool compilePath(const std::string &path, tcc::CompileOutput &out) {
   options.gpu.indexBits = gpuIndexBits;
   options.gpu.scheduleFile = scheduleFile;
   options.gpu.rowFusion = gpuRowFusion;
+  options.gpu.attention = gpuAttention;
   options.gpu.timing = &timing;
+  options.fusion = fusionMode;
   return mlir::succeeded(tcc::compileModel(*model, options, out));
 }
 

@@ -1,13 +1,15 @@
-//===- GpuRowFusion.cpp - a kernel of row-wise ops as one GPU launch
-//-------===//
+//===- GpuRowFusion.cpp - a kernel of row-wise ops as one GPU launch ------===//
 //
 // A kernel whose ops all work row by row (softmax: max, exp, sum, divide; a
-// norm: mean, variance, scale) runs as one launch with a block per row: the
-// ops run one after another inside the block, separated by barriers, and the
-// kernel-local buffers of a row (the exponentials, the max) live in shared
-// memory. The row is read from global memory by the first op that needs it
-// and is then in the caches for the next; nothing between the ops goes back
-// to memory. Rows are independent, so blocks never wait for one another.
+// norm: mean, variance, scale) runs as one launch in which a group of
+// threads owns a row. Every op gives a row position to the same thread (16
+// bytes of neighbours at a time, strided over the group), so whatever one op
+// leaves for the next (the exponentials, a centred row, the input itself)
+// stays in that thread's registers: the row is read from memory once and the
+// result written once, which is what makes these kernels run at the copy
+// bandwidth. Per-row values (a max, a sum) reach every thread of the group
+// through shuffles, and across warps through shared memory. Rows are
+// independent, so groups never wait for one another.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/BufferUtils.h"
@@ -17,6 +19,7 @@
 #include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
@@ -120,18 +123,54 @@ std::optional<Access> classify(const OpPlan &plan, OpOperand &operand,
   return std::nullopt;
 }
 
+/// How the threads of a launch share the rows: `threads` consecutive threads
+/// own a row, `rowsPerBlock` rows a block; a thread holds `vectors` runs of
+/// `vec` neighbouring positions, the i-th starting at (i * threads + t) * vec.
+struct Layout {
+  int64_t vec = 1, threads = 1, rowsPerBlock = 1, vectors = 1;
+};
+
+/// The layout of rows of `length` read `vec` positions at a time: about
+/// `perThread` values a thread (twice that at most: registers), a power of
+/// two of threads up to a warp (several rows a block of 128), whole warps
+/// beyond, at most 1024.
+std::optional<Layout> chooseLayout(int64_t rows, int64_t length, int64_t vec,
+                                   int64_t perThread) {
+  Layout l;
+  l.vec = vec;
+  int64_t vectors = length / vec;
+  int64_t want = std::max<int64_t>(1, perThread / vec);
+  int64_t threads = (vectors + want - 1) / want;
+  if (threads <= kWarp)
+    threads = int64_t(llvm::PowerOf2Ceil(threads));
+  else
+    threads = std::min<int64_t>((threads + kWarp - 1) / kWarp * kWarp, 1024);
+  l.threads = threads;
+  // Partial values of a row's warps meet in shared memory: a block a row.
+  l.rowsPerBlock = threads <= kWarp ? std::min(128 / threads, rows) : 1;
+  l.vectors = (vectors + threads - 1) / threads;
+  if (l.vectors * vec > std::max<int64_t>(2 * perThread, vec))
+    return std::nullopt;
+  return l;
+}
+
 struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
   using Base::Base;
 
   int64_t rows = 0, length = 0;
   SmallVector<OpPlan> plans;
-  /// Kernel-local buffers, each a row or a per-row scalar.
+  /// Kernel-local buffers, each a row or a per-row value.
   llvm::MapVector<Value, Access> scratch;
+  /// How each operand of the planned ops is accessed.
+  llvm::DenseMap<OpOperand *, Access> accesses;
+  Layout layout;
 
-  /// Whether `func` is a row kernel; fills `plans` and `scratch`.
+  /// Whether `func` is a row kernel; fills `plans`, `scratch`, `accesses`
+  /// and `layout`.
   bool analyse(func::FuncOp func) {
     plans.clear();
     scratch.clear();
+    accesses.clear();
     rows = length = 0;
     IRRewriter rewriter(func.getContext());
     // Named ops (fill, copy) become generics: one kind of op to handle.
@@ -150,18 +189,11 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
           !isa<linalg::GenericOp, linalg::FillOp, linalg::CopyOp>(op))
         return false;
     }
-    for (linalg::LinalgOp op : named) {
-      rewriter.setInsertionPoint(op);
-      if (failed(linalg::generalizeNamedOp(rewriter, op)))
-        return false;
-    }
-    for (auto op : func.getBody().front().getOps<linalg::GenericOp>())
-      ops.push_back(op);
-
     // The row space comes from the reductions, which must agree.
     unsigned numReductions = 0;
-    for (linalg::GenericOp op : ops) {
-      if (op.getNumReductionLoops() == 0)
+    for (Operation &o : func.getBody().front()) {
+      auto op = dyn_cast<linalg::GenericOp>(o);
+      if (!op || op.getNumReductionLoops() == 0)
         continue;
       ++numReductions;
       SmallVector<int64_t> ranges = op.getStaticLoopRanges();
@@ -170,16 +202,29 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
         if ((i < par) !=
             linalg::isParallelIterator(op.getIteratorTypesArray()[i]))
           return false; // reductions must be the innermost loops
+      if (llvm::any_of(ranges, ShapedType::isDynamic))
+        return false;
       int64_t r = ShapedType::getNumElements(ArrayRef(ranges).take_front(par)),
               l = ShapedType::getNumElements(ArrayRef(ranges).drop_front(par));
-      if ((rows && (r != rows || l != length)) || ShapedType::isDynamic(r))
+      if (rows && (r != rows || l != length))
         return false;
       rows = r;
       length = l;
     }
-    if (numReductions == 0 || ops.size() < 2 || rows <= 0 || length <= 1)
+    if (numReductions == 0 || rows <= 0 || length <= 1)
+      return false;
+    for (linalg::LinalgOp op : named) {
+      rewriter.setInsertionPoint(op);
+      if (failed(linalg::generalizeNamedOp(rewriter, op)))
+        return false;
+    }
+    for (auto op : func.getBody().front().getOps<linalg::GenericOp>())
+      ops.push_back(op);
+    if (ops.size() < 2)
       return false;
 
+    // Roots of buffers the kernel's ops write outside the kernel, and how.
+    llvm::DenseMap<Value, Access> globalWrites;
     for (linalg::GenericOp op : ops) {
       if (op.getNumDpsInits() != 1)
         return false;
@@ -210,7 +255,8 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
         return false;
       if (op.getNumReductionLoops() != 0) {
         SmallVector<Operation *> combiners;
-        if (!matchReduction(op.getRegionOutputArgs(), 0, combiners) ||
+        if (plan.inner != length ||
+            !matchReduction(op.getRegionOutputArgs(), 0, combiners) ||
             combiners.size() != 1 || combiners[0]->getNumOperands() != 2)
           return false;
         std::optional<TypedAttr> neutral =
@@ -227,17 +273,29 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
         std::optional<Access> access = classify(plan, operand, ranges, length);
         if (!access)
           return false;
+        accesses[&operand] = *access;
         Value root = rootOf(operand.get());
         bool written = op.isDpsInit(&operand);
-        if (root.getDefiningOp<memref::AllocOp>()) {
+        bool local = bool(root.getDefiningOp<memref::AllocOp>());
+        // What an op writes: a per-row value from a reduction or a per-row
+        // op, a row from the others.
+        if (written && *access != (plan.inner == length && !plan.combiner
+                                       ? Access::Row
+                                       : Access::RowScalar))
+          return false;
+        // A per-row op reads one value of a row: only from memory.
+        if (!written && plan.inner == 1 && *access == Access::Row && local)
+          return false;
+        if (local) {
           if (*access != Access::Row && *access != Access::RowScalar)
-            return false; // shared across rows: not private to a block
+            return false; // shared across rows: not private to a row
           auto [it, inserted] = scratch.insert({root, *access});
           if (!inserted && it->second != *access)
             return false;
-        } else if (written &&
-                   (*access == Access::Vector || *access == Access::Scalar)) {
-          return false; // every block would write it
+        } else if (written) {
+          auto [it, inserted] = globalWrites.insert({root, *access});
+          if (!inserted && it->second != *access)
+            return false;
         }
       }
       int64_t minBytes = 8;
@@ -251,206 +309,563 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
         plan.vector /= 2;
       plans.push_back(plan);
     }
-    // Kernel-local rows in shared memory: at most 48 KiB in all.
-    int64_t bytes = 0;
-    for (auto [root, access] : scratch) {
-      auto t = cast<MemRefType>(root.getType());
-      bytes += (access == Access::Row ? length : 1) *
-               std::max<int64_t>(1, t.getElementTypeBitWidth() / 8);
+    // A buffer written outside the kernel is read only the way it is
+    // written (so the copy in registers is the one to read), and one read
+    // across rows must not be written.
+    // A per-row op reads memory directly, so never a row the ops write.
+    for (auto [operand, access] : accesses) {
+      auto it = globalWrites.find(rootOf(operand->get()));
+      if (it == globalWrites.end())
+        continue;
+      auto op = cast<linalg::GenericOp>(operand->getOwner());
+      bool perRow = op.getStaticLoopRanges().empty() ||
+                    llvm::any_of(plans, [&](const OpPlan &p) {
+                      return p.op == op && p.inner == 1 && length != 1;
+                    });
+      if (it->second != access || (perRow && access == Access::Row))
+        return false;
     }
-    return bytes <= 48 * 1024;
+    // One placement of row positions for every op: the widest vector (each
+    // is a power of two dividing the length).
+    int64_t vec = 1;
+    for (const OpPlan &p : plans)
+      if (p.inner == length)
+        vec = std::max(vec, p.vector);
+    std::optional<Layout> l = chooseLayout(rows, length, vec,
+                                               std::clamp<int64_t>(
+                                                   valuesPerThread, 1, 64));
+    if (!l)
+      return false;
+    layout = *l;
+    return true;
   }
 
-  /// The buffer and indices `operand` reads or writes at loop indices `ivs`.
-  std::pair<Value, SmallVector<Value>>
-  address(OpBuilder &b, Location loc, const OpPlan &plan, OpOperand &operand,
-          ArrayRef<Value> ivs, Value innerLinear,
-          const llvm::DenseMap<Value, Value> &shared) {
-    auto it = shared.find(rootOf(operand.get()));
+  //===--------------------------------------------------------------------===//
+  // Code generation: the values each thread holds, op by op.
+  //===--------------------------------------------------------------------===//
+
+  OpBuilder *b = nullptr;
+  Location loc = UnknownLoc();
+  Value row, lane;
+  /// The first position of each of the thread's vectors, and whether it is
+  /// inside the row (null where it always is).
+  SmallVector<Value> starts, inRow;
+  /// Null where every row of the launch exists, else whether this one does.
+  Value rowExists;
+  /// The thread's values of each buffer: its row positions (Row, Vector) or
+  /// one value (RowScalar, Scalar).
+  llvm::DenseMap<Value, SmallVector<Value>> rowValues, vectorValues;
+  llvm::DenseMap<Value, Value> rowScalars, scalars;
+  /// Buffers outside the kernel the ops wrote, in order, with a view of each.
+  llvm::MapVector<Value, Value> written;
+  llvm::DenseMap<Value, Value> flatViews;
+  Operation *launchOp = nullptr;
+  /// Values the same at every position of the row (per-row and scalar
+  /// values), and the reciprocals taken of them.
+  llvm::DenseSet<Value> uniform;
+  llvm::DenseMap<Value, Value> reciprocals;
+  /// Clones, made once for every position, of body ops whose operands are
+  /// all per-row values (a cast of the row's sum): the op being emitted.
+  llvm::DenseMap<Operation *, Operation *> hoisted;
+
+  bool isUniform(Value v) {
+    if (uniform.contains(v) || matchPattern(v, m_Constant()))
+      return true;
+    Operation *owner = v.getParentRegion()->getParentOp();
+    return owner != launchOp && !launchOp->isProperAncestor(owner);
+  }
+
+  /// `view` as a 1-D memref (its layout is the identity), or 0-D.
+  Value flat(Value view) {
+    auto it = flatViews.find(view);
+    if (it != flatViews.end())
+      return it->second;
+    auto type = cast<MemRefType>(view.getType());
+    Value f = view;
+    if (type.getRank() > 1) {
+      SmallVector<ReassociationIndices> all(1);
+      for (int64_t i = 0; i < type.getRank(); ++i)
+        all[0].push_back(i);
+      f = memref::CollapseShapeOp::create(*b, loc, view, all);
+    }
+    flatViews[view] = f;
+    return f;
+  }
+
+  /// Element `at` of a flat view (a 0-D one has only one).
+  Value loadAt(Value f, Value at) {
+    if (cast<MemRefType>(f.getType()).getRank() == 0)
+      return memref::LoadOp::create(*b, loc, f, ValueRange{});
+    return memref::LoadOp::create(*b, loc, f, ValueRange{at});
+  }
+  void storeAt(Value v, Value f, Value at) {
+    if (cast<MemRefType>(f.getType()).getRank() == 0)
+      memref::StoreOp::create(*b, loc, v, f, ValueRange{});
+    else
+      memref::StoreOp::create(*b, loc, v, f, ValueRange{at});
+  }
+
+  /// The alignment of `vec` elements of `elem` at a multiple of `vec`
+  /// (buffers start at 16 bytes).
+  llvm::MaybeAlign alignment(Type elem) {
+    return llvm::MaybeAlign(
+        std::min<int64_t>(16, layout.vec * elem.getIntOrFloatBitWidth() / 8));
+  }
+
+  Value offset(Value rowScaled, Value start) {
+    if (!rowScaled)
+      return start;
+    if (!start)
+      return rowScaled;
+    return arith::AddIOp::create(*b, loc, rowScaled, start);
+  }
+
+  /// Runs `fn` only where `cond` holds (always where it is null).
+  template <typename Fn> void guarded(Value cond, Fn fn) {
+    if (!cond) {
+      fn();
+      return;
+    }
+    auto branch = scf::IfOp::create(*b, loc, cond, /*withElse=*/false);
+    OpBuilder::InsertionGuard guard(*b);
+    b->setInsertionPoint(branch.thenBlock()->getTerminator());
+    fn();
+  }
+
+  static bool byteSized(Type t) {
+    return t.isIntOrFloat() && t.getIntOrFloatBitWidth() % 8 == 0;
+  }
+
+  /// The thread's positions of `view`, `scale` * row + position: one vector
+  /// load each (zeros outside the row).
+  SmallVector<Value> loadPositions(Value view, int64_t scale) {
+    Value f = flat(view);
+    Type elem = cast<MemRefType>(f.getType()).getElementType();
+    int64_t vec = layout.vec;
+    Value rowScaled =
+        scale ? arith::MulIOp::create(*b, loc, row, cIndex(*b, loc, scale))
+                    .getResult()
+              : Value();
+    SmallVector<Value> out;
+    auto vType = VectorType::get({vec}, elem);
+    for (auto [start, valid] : llvm::zip(starts, inRow)) {
+      Value at = offset(rowScaled, start);
+      if (!byteSized(elem)) {
+        for (int64_t u = 0; u < vec; ++u) {
+          Value pos = u ? arith::AddIOp::create(*b, loc, at, cIndex(*b, loc, u))
+                              .getResult()
+                        : at;
+          out.push_back(loadScalar(f, pos, valid, elem));
+        }
+        continue;
+      }
+      auto load = [&] {
+        return vector::LoadOp::create(*b, loc, vType, f, ValueRange{at},
+                                      /*nontemporal=*/false, alignment(elem))
+            .getResult();
+      };
+      Value v;
+      if (!valid) {
+        v = load();
+      } else {
+        auto branch = scf::IfOp::create(*b, loc, TypeRange{vType}, valid,
+                                        /*withElse=*/true);
+        OpBuilder::InsertionGuard guard(*b);
+        b->setInsertionPointToStart(branch.thenBlock());
+        scf::YieldOp::create(*b, loc, load());
+        b->setInsertionPointToStart(branch.elseBlock());
+        scf::YieldOp::create(
+            *b, loc,
+            arith::ConstantOp::create(*b, loc, b->getZeroAttr(vType))
+                .getResult());
+        v = branch.getResult(0);
+      }
+      for (int64_t u = 0; u < vec; ++u)
+        out.push_back(vector::ExtractOp::create(*b, loc, v, u));
+    }
+    return out;
+  }
+
+  Value loadScalar(Value f, Value at, Value valid, Type elem) {
+    if (!valid)
+      return loadAt(f, at);
+    auto branch = scf::IfOp::create(*b, loc, TypeRange{elem}, valid,
+                                    /*withElse=*/true);
+    OpBuilder::InsertionGuard guard(*b);
+    b->setInsertionPointToStart(branch.thenBlock());
+    scf::YieldOp::create(*b, loc, loadAt(f, at));
+    b->setInsertionPointToStart(branch.elseBlock());
+    scf::YieldOp::create(
+        *b, loc,
+        arith::ConstantOp::create(*b, loc, b->getZeroAttr(elem)).getResult());
+    return branch.getResult(0);
+  }
+
+  /// The value `view` (one of `access`) holds for the thread: every position
+  /// (Row, Vector) or the one value (RowScalar, Scalar). Reads memory the
+  /// first time only.
+  SmallVector<Value> read(Value view, Access access) {
+    Value root = rootOf(view);
+    bool local = bool(root.getDefiningOp<memref::AllocOp>());
+    Type elem = cast<MemRefType>(view.getType()).getElementType();
+    switch (access) {
+    case Access::Row:
+    case Access::Vector: {
+      auto &cache = access == Access::Row ? rowValues : vectorValues;
+      auto it = cache.find(root);
+      if (it != cache.end())
+        return it->second;
+      SmallVector<Value> values;
+      if (local) // never written: any value will do
+        values.assign(layout.vectors * layout.vec,
+                      arith::ConstantOp::create(*b, loc, b->getZeroAttr(elem)));
+      else
+        values = loadPositions(view, access == Access::Row ? length : 0);
+      return cache[root] = values;
+    }
+    case Access::RowScalar:
+    case Access::Scalar: {
+      auto &cache = access == Access::RowScalar ? rowScalars : scalars;
+      auto it = cache.find(root);
+      if (it != cache.end())
+        return {it->second};
+      Value v =
+          local ? arith::ConstantOp::create(*b, loc, b->getZeroAttr(elem))
+                      .getResult()
+                : loadAt(flat(view), access == Access::RowScalar
+                                         ? row
+                                         : cIndex(*b, loc, 0));
+      uniform.insert(v);
+      return {cache[root] = v};
+    }
+    }
+    llvm_unreachable("unknown access");
+  }
+
+  /// The loop indices of `plan.op` at row position `pos` (null: a per-row
+  /// op).
+  SmallVector<Value> loopIndices(const OpPlan &plan, Value pos) {
     linalg::GenericOp op = plan.op;
-    if (it == shared.end())
-      return {operand.get(),
-              applyMap(b, loc, op.getMatchingIndexingMap(&operand), ivs)};
-    bool row = scratch.lookup(rootOf(operand.get())) == Access::Row;
-    return {it->second, {row ? innerLinear : cIndex(b, loc, 0)}};
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    SmallVector<Value> ivs =
+        delinearize(*b, loc, row, ArrayRef(ranges).take_front(plan.numRow));
+    ArrayRef<int64_t> inner = ArrayRef(ranges).drop_front(plan.numRow);
+    if (!pos) {
+      for (size_t i = 0; i < inner.size(); ++i)
+        ivs.push_back(cIndex(*b, loc, 0));
+      return ivs;
+    }
+    llvm::append_range(ivs, delinearize(*b, loc, pos, inner));
+    return ivs;
+  }
+
+  /// The op's body for one row position `e` (-1: a per-row op), with
+  /// `acc` as the running value of a reduction; returns the yielded value.
+  Value body(const OpPlan &plan, int64_t e, Value acc) {
+    linalg::GenericOp op = plan.op;
+    Block *opBody = op.getBlock();
+    IRMapping map;
+    for (OpOperand &operand : op->getOpOperands()) {
+      Value arg = opBody->getArgument(operand.getOperandNumber());
+      if (!isa<ShapedType>(operand.get().getType())) {
+        map.map(arg, operand.get());
+        continue;
+      }
+      if (op.isDpsInit(&operand)) {
+        if (acc)
+          map.map(arg, acc);
+        else if (!arg.use_empty())
+          map.map(arg, read(operand.get(), accesses.lookup(&operand))
+                           [e < 0 ? 0 : e]);
+        continue;
+      }
+      Access access = accesses.lookup(&operand);
+      if (e < 0 && (access == Access::Row || access == Access::Vector)) {
+        // A per-row op reads position 0 (of the row or of the vector).
+        Value at = access == Access::Row
+                       ? arith::MulIOp::create(*b, loc, row,
+                                               cIndex(*b, loc, length))
+                             .getResult()
+                       : cIndex(*b, loc, 0);
+        map.map(arg, loadAt(flat(operand.get()), at));
+        continue;
+      }
+      SmallVector<Value> values = read(operand.get(), access);
+      map.map(arg, values.size() == 1 ? values[0] : values[e]);
+    }
+    SmallVector<Value> ivs;
+    for (Operation &inner : opBody->without_terminator()) {
+      if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
+        if (ivs.empty()) {
+          Value pos;
+          if (e >= 0) {
+            pos = starts[e / layout.vec];
+            if (e % layout.vec)
+              pos = arith::AddIOp::create(*b, loc, pos,
+                                          cIndex(*b, loc, e % layout.vec));
+          }
+          ivs = loopIndices(plan, pos);
+        }
+        map.map(index.getResult(), ivs[index.getDim()]);
+        continue;
+      }
+      // Dividing by a per-row value (softmax's sum) is a multiplication by
+      // its reciprocal, taken once: a division is a long instruction
+      // sequence on GPUs. The result may differ from x / s in the last bit.
+      if (auto div = dyn_cast<arith::DivFOp>(inner);
+          div && e >= 0 && isUniform(map.lookupOrDefault(div.getRhs()))) {
+        Value s = map.lookupOrDefault(div.getRhs());
+        Value &r = reciprocals[s];
+        if (!r)
+          r = arith::DivFOp::create(
+              *b, loc,
+              arith::ConstantOp::create(*b, loc, b->getFloatAttr(s.getType(), 1.0)),
+              s, div.getFastmathAttr());
+        map.map(div.getResult(),
+                arith::MulFOp::create(*b, loc, map.lookupOrDefault(div.getLhs()),
+                                      r, div.getFastmathAttr())
+                    .getResult());
+        continue;
+      }
+      // An op of per-row values only is the same at every position: one
+      // copy serves them all (and its result is per-row too).
+      if (e >= 0 && inner.getNumRegions() == 0 && isMemoryEffectFree(&inner) &&
+          llvm::all_of(inner.getOperands(), [&](Value v) {
+            return isUniform(map.lookupOrDefault(v));
+          })) {
+        Operation *&copy = hoisted[&inner];
+        if (!copy) {
+          copy = b->clone(inner, map);
+          for (Value r : copy->getResults())
+            uniform.insert(r);
+        }
+        map.map(inner.getResults(), copy->getResults());
+        continue;
+      }
+      b->clone(inner, map);
+    }
+    return map.lookupOrDefault(
+        cast<linalg::YieldOp>(opBody->getTerminator()).getOperand(0));
+  }
+
+  /// Combines the threads' `v` across the row's group: every thread ends
+  /// with the same value.
+  Value acrossRow(const OpPlan &plan, Value v, Value partials) {
+    int64_t width = std::min<int64_t>(layout.threads, kWarp);
+    for (int64_t off = width / 2; off >= 1; off /= 2)
+      v = combine(*b, plan.combiner, v, shuffleXor(*b, loc, v, off));
+    if (layout.threads <= kWarp)
+      return v;
+    Value warp = arith::DivUIOp::create(*b, loc, lane, cIndex(*b, loc, kWarp));
+    Value first = arith::CmpIOp::create(
+        *b, loc, arith::CmpIPredicate::eq,
+        arith::RemUIOp::create(*b, loc, lane, cIndex(*b, loc, kWarp)),
+        cIndex(*b, loc, 0));
+    guarded(first, [&] {
+      memref::StoreOp::create(*b, loc, v, partials, ValueRange{warp});
+    });
+    gpu::BarrierOp::create(*b, loc);
+    // Every thread folds the warps' values in the same order.
+    Value total =
+        memref::LoadOp::create(*b, loc, partials, ValueRange{cIndex(*b, loc, 0)});
+    for (int64_t w = 1; w < layout.threads / kWarp; ++w)
+      total = combine(
+          *b, plan.combiner, total,
+          memref::LoadOp::create(*b, loc, partials, ValueRange{cIndex(*b, loc, w)}));
+    return total;
+  }
+
+  void emit(const OpPlan &plan, Value partials) {
+    hoisted.clear();
+    linalg::GenericOp op = plan.op;
+    OpOperand *init = op.getDpsInitOperand(0);
+    Value root = rootOf(init->get());
+    Value result;
+    if (plan.combiner) {
+      // Each position's share, then a tree: no chain of dependent ops.
+      Value neutral = arith::ConstantOp::create(*b, loc, plan.neutral);
+      SmallVector<Value> parts;
+      for (int64_t e = 0; e < layout.vectors * layout.vec; ++e) {
+        Value part = body(plan, e, neutral);
+        if (Value valid = inRow[e / layout.vec])
+          part = arith::SelectOp::create(*b, loc, valid, part, neutral);
+        parts.push_back(part);
+      }
+      while (parts.size() > 1) {
+        SmallVector<Value> next;
+        for (size_t i = 0; i + 1 < parts.size(); i += 2)
+          next.push_back(combine(*b, plan.combiner, parts[i], parts[i + 1]));
+        if (parts.size() % 2)
+          next.push_back(parts.back());
+        parts = next;
+      }
+      Value total = acrossRow(plan, parts[0], partials);
+      result = combine(*b, plan.combiner, read(init->get(), Access::RowScalar)[0],
+                       total);
+      rowScalars[root] = result;
+      uniform.insert(result);
+    } else if (plan.inner == length) {
+      SmallVector<Value> values;
+      for (int64_t e = 0; e < layout.vectors * layout.vec; ++e)
+        values.push_back(body(plan, e, Value()));
+      rowValues[root] = values;
+    } else {
+      rowScalars[root] = body(plan, -1, Value());
+      uniform.insert(rowScalars[root]);
+    }
+    if (!root.getDefiningOp<memref::AllocOp>())
+      written.insert({root, init->get()});
+  }
+
+  /// Writes what the ops left in buffers outside the kernel, once.
+  void store() {
+    for (auto [root, view] : written) {
+      Value f = flat(view);
+      Type elem = cast<MemRefType>(f.getType()).getElementType();
+      auto rs = rowScalars.find(root);
+      if (rs != rowScalars.end()) {
+        Value first = arith::CmpIOp::create(*b, loc, arith::CmpIPredicate::eq,
+                                            lane, cIndex(*b, loc, 0));
+        if (rowExists)
+          first = arith::AndIOp::create(*b, loc, first, rowExists);
+        guarded(first, [&] {
+          storeAt(rs->second, f, row);
+        });
+        continue;
+      }
+      SmallVector<Value> &values = rowValues[root];
+      Value rowScaled =
+          arith::MulIOp::create(*b, loc, row, cIndex(*b, loc, length));
+      int64_t vec = layout.vec;
+      for (auto [i, start] : llvm::enumerate(starts)) {
+        Value valid = inRow[i];
+        if (rowExists)
+          valid = valid ? arith::AndIOp::create(*b, loc, valid, rowExists)
+                              .getResult()
+                        : rowExists;
+        Value at = offset(rowScaled, start);
+        ArrayRef<Value> part = ArrayRef(values).slice(i * vec, vec);
+        guarded(valid, [&] {
+          if (!byteSized(elem)) {
+            for (int64_t u = 0; u < vec; ++u) {
+              Value pos =
+                  u ? arith::AddIOp::create(*b, loc, at, cIndex(*b, loc, u))
+                          .getResult()
+                    : at;
+              storeAt(part[u], f, pos);
+            }
+            return;
+          }
+          Value v = vector::FromElementsOp::create(
+              *b, loc, VectorType::get({vec}, elem), part);
+          vector::StoreOp::create(*b, loc, v, f, ValueRange{at},
+                                  /*nontemporal=*/false, alignment(elem));
+        });
+      }
+    }
   }
 
   void generate(func::FuncOp func) {
-    Location loc = func.getLoc();
+    loc = func.getLoc();
     MLIRContext *ctx = func.getContext();
     auto workgroup =
         gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
-    int64_t widest = 1;
-    for (const OpPlan &p : plans)
-      widest = std::max(widest, p.vector);
-    int64_t perThread = (length + widest - 1) / widest;
-    int64_t threads = std::clamp<int64_t>(
-        (perThread + kWarp - 1) / kWarp * kWarp, kWarp, 256);
+    // Per warp partial results of each reduction, when a row has warps.
     SmallVector<Type> attributions;
-    for (auto [root, access] : scratch)
-      attributions.push_back(
-          MemRefType::get({access == Access::Row ? length : 1},
-                          cast<MemRefType>(root.getType()).getElementType(),
-                          MemRefLayoutAttrInterface(), workgroup));
-    for (const OpPlan &p : plans)
-      if (p.combiner)
-        attributions.push_back(MemRefType::get(
-            {threads / kWarp}, p.combiner->getResult(0).getType(),
-            MemRefLayoutAttrInterface(), workgroup));
+    if (layout.threads > kWarp)
+      for (const OpPlan &p : plans)
+        if (p.combiner)
+          attributions.push_back(MemRefType::get(
+              {layout.threads / kWarp}, p.combiner->getResult(0).getType(),
+              MemRefLayoutAttrInterface(), workgroup));
 
     // After the last op: every view the ops use is defined by then.
-    OpBuilder b(ctx);
-    b.setInsertionPointAfter(plans.back().op);
-    Value one = cIndex(b, loc, 1);
+    OpBuilder builder(ctx);
+    b = &builder;
+    b->setInsertionPointAfter(plans.back().op);
+    Value one = cIndex(*b, loc, 1);
+    int64_t blocks = (rows + layout.rowsPerBlock - 1) / layout.rowsPerBlock;
     auto launch = gpu::LaunchOp::create(
-        b, loc, cIndex(b, loc, rows), one, one, cIndex(b, loc, threads), one,
-        one, nullptr, nullptr, ValueRange{}, attributions);
-    Block &body = launch.getBody().front();
-    b.setInsertionPointToEnd(&body);
-    auto end = gpu::TerminatorOp::create(b, loc);
-    b.setInsertionPoint(end);
-    ArrayRef<BlockArgument> wg = launch.getWorkgroupAttributions();
-    llvm::DenseMap<Value, Value> shared;
-    for (auto [i, entry] : llvm::enumerate(scratch))
-      shared[entry.first] = wg[i];
-    unsigned nextPartials = scratch.size();
+        *b, loc, cIndex(*b, loc, blocks), one, one,
+        cIndex(*b, loc, layout.threads * layout.rowsPerBlock), one, one,
+        nullptr, nullptr, ValueRange{}, attributions);
+    Block &launchBody = launch.getBody().front();
+    b->setInsertionPointToEnd(&launchBody);
+    auto end = gpu::TerminatorOp::create(*b, loc);
+    b->setInsertionPoint(end);
+    launchOp = launch;
+    uniform.clear();
+    reciprocals.clear();
 
-    Value row = launch.getBlockIds().x, tid = launch.getThreadIds().x;
-    for (const OpPlan &plan : plans) {
-      linalg::GenericOp op = plan.op;
-      SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-      ArrayRef<int64_t> rowRanges = ArrayRef(ranges).take_front(plan.numRow);
-      ArrayRef<int64_t> innerRanges = ArrayRef(ranges).drop_front(plan.numRow);
-      SmallVector<Value> rowIvs = delinearize(b, loc, row, rowRanges);
-      Block *opBody = op.getBlock();
-      OpOperand *init = op.getDpsInitOperand(0);
-      Value accInit =
-          plan.combiner
-              ? arith::ConstantOp::create(b, loc, plan.neutral).getResult()
-              : Value();
-      // The thread's strided share of the row, `vector` positions at a time,
-      // cloned op by op so that the loads of neighbours come first.
-      int64_t vec = plan.vector;
-      Value first =
-          vec == 1 ? tid
-                   : arith::MulIOp::create(b, loc, tid, cIndex(b, loc, vec))
-                         .getResult();
-      auto loop = scf::ForOp::create(b, loc, first, cIndex(b, loc, plan.inner),
-                                     cIndex(b, loc, threads * vec),
-                                     plan.combiner ? ValueRange{accInit}
-                                                   : ValueRange{});
-      {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(loop.getBody());
-        SmallVector<Value> ks;
-        SmallVector<SmallVector<Value>> ivs(vec);
-        SmallVector<IRMapping> maps(vec);
-        for (int64_t u = 0; u < vec; ++u) {
-          Value k = loop.getInductionVar();
-          if (u)
-            k = arith::AddIOp::create(b, loc, k, cIndex(b, loc, u));
-          ks.push_back(k);
-          ivs[u] = rowIvs;
-          llvm::append_range(ivs[u], delinearize(b, loc, k, innerRanges));
-        }
-        for (OpOperand *in : op.getDpsInputOperands())
-          for (int64_t u = 0; u < vec; ++u) {
-            Value arg = opBody->getArgument(in->getOperandNumber());
-            if (!isa<ShapedType>(in->get().getType())) {
-              maps[u].map(arg, in->get());
-              continue;
-            }
-            auto [buffer, idx] =
-                address(b, loc, plan, *in, ivs[u], ks[u], shared);
-            maps[u].map(arg, memref::LoadOp::create(b, loc, buffer, idx));
-          }
-        Value acc = plan.combiner ? loop.getRegionIterArgs()[0] : Value();
-        for (Operation &inner : opBody->without_terminator())
-          for (int64_t u = 0; u < vec; ++u) {
-            if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
-              maps[u].map(index.getResult(), ivs[u][index.getDim()]);
-              continue;
-            }
-            // The running value passes from one position to the next.
-            if (&inner == plan.combiner)
-              maps[u].map(op.getRegionOutputArgs()[0], acc);
-            Operation *clone = b.clone(inner, maps[u]);
-            if (&inner == plan.combiner)
-              acc = clone->getResult(0);
-          }
-        Value yieldedArg =
-            cast<linalg::YieldOp>(opBody->getTerminator()).getOperand(0);
-        if (plan.combiner) {
-          scf::YieldOp::create(b, loc, acc);
-        } else {
-          for (int64_t u = 0; u < vec; ++u) {
-            auto [buffer, idx] =
-                address(b, loc, plan, *init, ivs[u], ks[u], shared);
-            memref::StoreOp::create(b, loc, maps[u].lookupOrDefault(yieldedArg),
-                                    buffer, idx);
-          }
-        }
+    Value tid = launch.getThreadIds().x, block = launch.getBlockIds().x;
+    rowExists = Value();
+    if (layout.rowsPerBlock == 1) {
+      lane = tid;
+      row = block;
+    } else {
+      Value t = cIndex(*b, loc, layout.threads);
+      lane = arith::RemUIOp::create(*b, loc, tid, t);
+      row = arith::AddIOp::create(
+          *b, loc,
+          arith::MulIOp::create(*b, loc, block,
+                                cIndex(*b, loc, layout.rowsPerBlock)),
+          arith::DivUIOp::create(*b, loc, tid, t));
+      if (rows % layout.rowsPerBlock != 0) {
+        // Rows past the end compute the last row again (so that every lane
+        // joins the shuffles) and write nothing.
+        Value last = cIndex(*b, loc, rows - 1);
+        rowExists = arith::CmpIOp::create(*b, loc, arith::CmpIPredicate::ule,
+                                          row, last);
+        row = arith::MinUIOp::create(*b, loc, row, last);
       }
-      if (plan.combiner) {
-        // Lanes, then warps through shared memory, then the first thread
-        // combines with the output's initial value.
-        Value partials = wg[nextPartials++];
-        Value v = warpReduce(b, loc, plan.combiner, loop.getResult(0));
-        Value warpId =
-            arith::DivUIOp::create(b, loc, tid, cIndex(b, loc, kWarp));
-        Value lane = arith::RemUIOp::create(b, loc, tid, cIndex(b, loc, kWarp));
-        auto isZero = [&](Value x) {
-          return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x,
-                                       cIndex(b, loc, 0));
-        };
-        auto then = [&](Value cond, auto fn) {
-          auto branch = scf::IfOp::create(b, loc, cond, /*withElse=*/false);
-          OpBuilder::InsertionGuard guard(b);
-          b.setInsertionPoint(branch.thenBlock()->getTerminator());
-          fn();
-        };
-        then(isZero(lane), [&] {
-          memref::StoreOp::create(b, loc, v, partials, ValueRange{warpId});
-        });
-        gpu::BarrierOp::create(b, loc);
-        then(isZero(warpId), [&] {
-          Value has =
-              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, tid,
-                                    cIndex(b, loc, threads / kWarp));
-          auto pick = scf::IfOp::create(b, loc, TypeRange{v.getType()}, has,
-                                        /*withElse=*/true);
-          {
-            OpBuilder::InsertionGuard guard(b);
-            b.setInsertionPointToStart(pick.thenBlock());
-            scf::YieldOp::create(
-                b, loc,
-                ValueRange{
-                    memref::LoadOp::create(b, loc, partials, ValueRange{tid})
-                        .getResult()});
-            b.setInsertionPointToStart(pick.elseBlock());
-            scf::YieldOp::create(
-                b, loc,
-                ValueRange{arith::ConstantOp::create(b, loc, plan.neutral)
-                               .getResult()});
-          }
-          Value total = warpReduce(b, loc, plan.combiner, pick.getResult(0));
-          then(isZero(tid), [&] {
-            SmallVector<Value> ivs = rowIvs;
-            for (size_t i = 0; i < innerRanges.size(); ++i)
-              ivs.push_back(cIndex(b, loc, 0));
-            auto [buffer, idx] =
-                address(b, loc, plan, *init, ivs, cIndex(b, loc, 0), shared);
-            Value old = memref::LoadOp::create(b, loc, buffer, idx);
-            memref::StoreOp::create(
-                b, loc, combine(b, plan.combiner, old, total), buffer, idx);
-          });
-        });
-      }
-      // What one op wrote, the next may read at any position of the row.
-      gpu::BarrierOp::create(b, loc);
     }
+    starts.clear();
+    inRow.clear();
+    int64_t vectors = length / layout.vec;
+    for (int64_t i = 0; i < layout.vectors; ++i) {
+      Value index = arith::AddIOp::create(
+          *b, loc, lane, cIndex(*b, loc, i * layout.threads));
+      starts.push_back(
+          arith::MulIOp::create(*b, loc, index, cIndex(*b, loc, layout.vec)));
+      inRow.push_back((i + 1) * layout.threads <= vectors
+                          ? Value()
+                          : arith::CmpIOp::create(*b, loc,
+                                                  arith::CmpIPredicate::ult,
+                                                  index,
+                                                  cIndex(*b, loc, vectors))
+                                .getResult());
+    }
+    rowValues.clear();
+    vectorValues.clear();
+    rowScalars.clear();
+    scalars.clear();
+    written.clear();
+    flatViews.clear();
+    ArrayRef<BlockArgument> wg = launch.getWorkgroupAttributions();
+    unsigned nextPartials = 0;
+    for (const OpPlan &plan : plans)
+      emit(plan, plan.combiner && layout.threads > kWarp
+                     ? Value(wg[nextPartials++])
+                     : Value());
+    store();
     for (OpPlan &plan : llvm::reverse(plans))
       plan.op.erase();
+    // The kernel-local buffers now live in registers.
+    bool changed = true;
+    while (changed) {
+      changed = false;
+      for (Operation &op : llvm::make_early_inc_range(
+               llvm::reverse(func.getBody().front()))) {
+        if (!op.use_empty() || op.hasTrait<OpTrait::IsTerminator>() ||
+            &op == launch.getOperation())
+          continue;
+        if (isa<memref::AllocOp>(op) || isMemoryEffectFree(&op)) {
+          op.erase();
+          changed = true;
+        }
+      }
+    }
+    b = nullptr;
   }
 
   void runOnOperation() override {

@@ -146,26 +146,48 @@ def TccGpuRowReductions : Pass<"tcc-gpu-row-reductions", "func::FuncOp"> {
                            "::mlir::memref::MemRefDialect"];
 }
 
+def TccGpuAttentionChains : Pass<"tcc-gpu-attention-chains", "func::FuncOp"> {
+  let summary = "Dissolve chains with matmuls the GPU attention kernel does not take";
+  let description = [{
+    On GPU targets, after tcc-form-chains has formed chains that include
+    attention's matmuls: a chain that is attention the fused attention
+    template computes (passes/AttentionMatch.h: Q·Kᵀ, score changes of
+    positions and constants, softmax, P·V, bf16 or f16, head size 64, 128,
+    192 or 256, Q, K and V arguments of the function) stays; any other chain holding a matmul is dissolved into
+    the function, so that tcc-form-chains, run again without matmuls, forms
+    it anew and the matmuls get the GEMM template.
+  }];
+}
+
 def TccGpuRowFusion : Pass<"tcc-gpu-row-fusion", "func::FuncOp"> {
-  let summary = "Run a kernel of row-wise ops as one GPU launch, a block a row";
+  let summary = "Run a kernel of row-wise ops as one GPU launch, the row in registers";
   let description = [{
     Runs on bufferized kernel functions (`tcc.kernel`) before their linalg
     ops become loops. When every linalg op of a kernel works row by row (its
     leading parallel loops walk the same rows, the rest a row of one length,
     or nothing: a per-row value) and there is at least one reduction along
     the row (softmax, a norm: the rows and the length come from the
-    reductions), the kernel becomes one `gpu.launch` with a block per row.
-    The ops run in order inside the block, each over the row in a strided
-    loop, with a barrier after each; reductions combine across the block
-    (shuffles, then shared memory). Kernel-local buffers holding a row or a
-    per-row value live in shared memory (at most 48 KiB in all). A buffer
-    shared across rows, a write every block would make, or any other op
-    leaves the kernel to the other GPU passes.
+    reductions), the kernel becomes one `gpu.launch` in which a group of
+    threads owns a row: a warp or less for short rows (several rows a
+    block), a block for long ones. Every op places the row's positions on
+    the same threads, a 16-byte vector of them at a time, so the row and
+    every kernel-local buffer stay in registers: each input row is read
+    from memory once and each output written once. Reductions combine by
+    shuffles and, across warps, through shared memory. A buffer shared
+    across rows, a write every group would make, a row longer than 32
+    values a thread, or any other op leaves the kernel to the other GPU
+    passes.
   }];
+  let options = [
+    Option<"valuesPerThread", "values-per-thread", "int64_t", /*default=*/"16",
+           "Row values a thread holds (at most 64): fewer threads a row, "
+           "more loads in flight each">
+  ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::affine::AffineDialect",
                            "::mlir::scf::SCFDialect",
+                           "::mlir::vector::VectorDialect",
                            "::mlir::memref::MemRefDialect"];
 }
 
@@ -180,6 +202,44 @@ def TccPrivateInits : Pass<"tcc-private-inits", "func::FuncOp"> {
     kernel held the first product.
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+def TccChainFusion : Pass<"tcc-chain-fusion", "func::FuncOp"> {
+  let summary = "Rewrite reduction chains into rolling or split-K forms";
+  let description = [{
+    On each `tcc.chain` (after tcc-form-chains): derives, from the chain's
+    scalar ops, how each reduction's accumulator is corrected when an
+    earlier running value changes (passes/ChainAlgebra.h), then rewrites the
+    reductions so that the axis is read in chunks: `rolling` (an scf.for
+    over chunks carrying running values and accumulators, one pass) or
+    `splitk` (all chunks reduced at once along a new leading dimension,
+    then a combine step). The ops after the reductions read the final
+    values unchanged. A chain whose corrections cannot be derived is left
+    as it is, with a warning naming the op and the failed condition.
+    docs/fusion.md states the rules and the cost model.
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", /*default=*/"\"auto\"",
+           "auto (cost model), off, rolling or splitk">,
+    Option<"chunkSize", "chunk-size", "int64_t", /*default=*/"0",
+           "Elements of a chunk along the axis (0: chosen; 256 for "
+           "rolling)">,
+    Option<"minRows", "min-rows", "int64_t", /*default=*/"64",
+           "auto: rows (the chain's other dimensions) from which rolling "
+           "is chosen over split-K">,
+    Option<"parallelism", "parallelism", "int64_t", /*default=*/"256",
+           "auto split-K: rows × chunks to aim for">,
+    Option<"matmulChainsOnly", "matmul-chains-only", "bool",
+           /*default=*/"false",
+           "auto: fuse only chains holding a matmul (attention), where "
+           "chunks keep the scores in cache; on the host the unfused row "
+           "kernel of softmax and norms is faster (docs/fusion.md)">
+  ];
+  let dependentDialects = ["::mlir::tcc::TccDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect"];
 }
 

@@ -18,6 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/gpu/MatmulKernel.h"
+#include "compiler/gpu/TemplateUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -38,10 +39,6 @@ using namespace mlir;
 namespace tcc::gpu {
 namespace {
 
-/// Shared memory a block may use (sm_90: 227 KiB; sm_80: 163 KiB).
-constexpr int64_t kMaxSharedSm90 = 232448;
-constexpr int64_t kMaxSharedSm80 = 166912;
-
 enum class Path { Mma16, Tf32, Simt };
 
 Path pathOf(const MatmulProblem &p) {
@@ -51,8 +48,6 @@ Path pathOf(const MatmulProblem &p) {
 }
 
 int64_t bytesOf(Type t) { return t.getIntOrFloatBitWidth() / 8; }
-
-int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /// One operand's shared tile: `rows` x `cols` elements, cols contiguous.
 struct TileShape {
@@ -75,68 +70,23 @@ int64_t sharedBytesOf(const MatmulProblem &p, const MatmulSchedule &s) {
 }
 
 /// Builds the kernel body; all helpers emit at the builder's insertion point.
-class KernelBuilder {
+class KernelBuilder : TemplateBuilder {
 public:
   KernelBuilder(OpBuilder &b, Location loc, const MatmulProblem &p,
                 const MatmulSchedule &s)
-      : b(b), loc(loc), p(p), s(s), path(pathOf(p)), eb(bytesOf(p.aType)),
-        epc(16 / eb), threads(32 * s.warpsM * s.warpsN) {
+      : TemplateBuilder(b, loc), p(p), s(s), path(pathOf(p)),
+        eb(bytesOf(p.aType)), epc(16 / eb), threads(32 * s.warpsM * s.warpsN) {
     std::tie(tileA, tileB) = tileShapes(p, s);
   }
 
   void build(Value a, Value bMat, Value c);
 
 private:
-  // Index arithmetic.
-  Value cst(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
-  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
-  Value add(Value x, int64_t y) { return y ? add(x, cst(y)) : x; }
-  Value mul(Value x, int64_t y) {
-    return y == 1 ? x : arith::MulIOp::create(b, loc, x, cst(y));
-  }
-  Value div(Value x, int64_t y) {
-    return y == 1 ? x : arith::DivUIOp::create(b, loc, x, cst(y));
-  }
-  Value rem(Value x, int64_t y) {
-    return arith::RemUIOp::create(b, loc, x, cst(y));
-  }
-  Value bxor(Value x, Value y) { return arith::XOrIOp::create(b, loc, x, y); }
-  Value band(Value x, int64_t y) {
-    return arith::AndIOp::create(b, loc, x, cst(y));
-  }
-  Value ult(Value x, int64_t y) {
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x, cst(y));
-  }
-  Value land(Value x, Value y) {
-    if (!x)
-      return y;
-    if (!y)
-      return x;
-    return arith::AndIOp::create(b, loc, x, y);
-  }
-  Value select(Value c, Value x, Value y) {
-    return arith::SelectOp::create(b, loc, c, x, y);
-  }
-
-  /// The swizzled chunk of chunk `c` in row `r` of a tile with `cpr` chunks
-  /// a row, as a chunk index from the tile's start. Rows of >= 128 bytes XOR
-  /// the chunk's low 3 bits with the row; narrower rows share a 128-byte
-  /// line and XOR with the line's index, so 8 consecutive rows read at one
-  /// column land in 8 distinct 16-byte bank groups either way.
-  Value swizzle(Value r, Value c, int64_t cpr) {
-    if (cpr >= 8)
-      return add(mul(r, cpr), bxor(c, band(r, 7)));
-    Value lin = add(mul(r, cpr), c);
-    Value line = arith::ShRUIOp::create(b, loc, lin, cst(3));
-    return bxor(lin, band(line, 7));
-  }
-
   /// Copies k-tile `kt` of one operand into shared stage `stage`.
   void copyTile(bool isA, Value kt, Value stage);
   /// The pipeline's k-tile copy of both operands, then a commit.
   Value copyStage(Value kt, Value stage);
 
-  Value mmaBf16(Value aFrag, Value bFrag, Value acc);
   /// One k-tile of MMA work from stage `stage`; returns the new accumulators.
   /// `afterFirstLoads` is called once the first fragments are loaded.
   SmallVector<Value> mmaStep(Value stage, ValueRange acc,
@@ -147,8 +97,6 @@ private:
   void storeRow(Value row, Value col, Value vals);
   void epilogue(ValueRange acc);
 
-  OpBuilder &b;
-  Location loc;
   const MatmulProblem &p;
   const MatmulSchedule &s;
   Path path;
@@ -237,40 +185,7 @@ void KernelBuilder::copyTile(bool isA, Value kt, Value stage) {
 Value KernelBuilder::copyStage(Value kt, Value stage) {
   copyTile(/*isA=*/true, kt, stage);
   copyTile(/*isA=*/false, kt, stage);
-  return nvgpu::DeviceAsyncCreateGroupOp::create(
-      b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), ValueRange{});
-}
-
-// nvgpu.mma.sync does not lower bf16 operands (MLIR 22), so bf16 goes to
-// nvvm.mma.sync directly: operands as b32 registers holding two bf16 each.
-Value KernelBuilder::mmaBf16(Value aFrag, Value bFrag, Value acc) {
-  Type i32 = b.getI32Type(), f32 = b.getF32Type();
-  auto regs = [&](Value v, int64_t n) {
-    Value words =
-        vector::BitCastOp::create(b, loc, VectorType::get({n, 1}, i32), v);
-    SmallVector<Value> out;
-    for (int64_t i = 0; i < n; ++i)
-      out.push_back(
-          vector::ExtractOp::create(b, loc, words, ArrayRef<int64_t>{i, 0}));
-    return out;
-  };
-  SmallVector<Value> cRegs;
-  for (int64_t i = 0; i < 4; ++i)
-    cRegs.push_back(vector::ExtractOp::create(b, loc, acc,
-                                              ArrayRef<int64_t>{i / 2, i % 2}));
-  auto resT =
-      LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
-  Value d = NVVM::MmaOp::create(
-      b, loc, resT, regs(aFrag, 4), regs(bFrag, 2), cRegs,
-      ArrayRef<int64_t>{16, 8, 16}, std::nullopt, std::nullopt,
-      std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16, NVVM::MMATypes::bf16},
-      std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
-                                     NVVM::MMALayout::col});
-  SmallVector<Value> e;
-  for (int64_t i = 0; i < 4; ++i)
-    e.push_back(LLVM::ExtractValueOp::create(b, loc, d, ArrayRef<int64_t>{i}));
-  return vector::FromElementsOp::create(b, loc, VectorType::get({2, 2}, f32),
-                                        e);
+  return commitGroup();
 }
 
 SmallVector<Value>
@@ -526,7 +441,6 @@ void KernelBuilder::build(Value aArg, Value bArg, Value cArg) {
   a = aArg;
   bm = bArg;
   c = cArg;
-  MLIRContext *ctx = b.getContext();
   int64_t tilesM = ceilDiv(p.m, s.tileM), tilesN = ceilDiv(p.n, s.tileN);
 
   tid = mlir::gpu::ThreadIdOp::create(b, loc, mlir::gpu::Dimension::x);
@@ -553,39 +467,21 @@ void KernelBuilder::build(Value aArg, Value bArg, Value cArg) {
   batchB = p.bBatched ? batchC : cst(0);
 
   // The stages: [S][A tile] then [S][B tile], in dynamic shared memory.
-  auto wg = mlir::gpu::AddressSpaceAttr::get(
-      ctx, mlir::gpu::GPUDialect::getWorkgroupAddressSpace());
-  Value raw = mlir::gpu::DynamicSharedMemoryOp::create(
-      b, loc,
-      MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
-                      MemRefLayoutAttrInterface(), wg));
+  Value raw = dynamicSharedMemory();
   int64_t aElems = s.stages * tileA.rows * tileA.cols;
   int64_t bElems = s.stages * tileB.rows * tileB.cols;
-  smemA = memref::ViewOp::create(
-      b, loc,
-      MemRefType::get({aElems}, p.aType, MemRefLayoutAttrInterface(), wg), raw,
-      cst(0), ValueRange{});
-  smemB = memref::ViewOp::create(
-      b, loc,
-      MemRefType::get({bElems}, p.aType, MemRefLayoutAttrInterface(), wg), raw,
-      cst(aElems * eb), ValueRange{});
+  smemA = sharedView(raw, aElems, p.aType, 0);
+  smemB = sharedView(raw, bElems, p.aType, aElems * eb);
   VectorType chunkT = VectorType::get({epc}, p.aType);
-  smemAVec = memref::ViewOp::create(
-      b, loc,
-      MemRefType::get({aElems / epc}, chunkT, MemRefLayoutAttrInterface(), wg),
-      raw, cst(0), ValueRange{});
-  smemBVec = memref::ViewOp::create(
-      b, loc,
-      MemRefType::get({bElems / epc}, chunkT, MemRefLayoutAttrInterface(), wg),
-      raw, cst(aElems * eb), ValueRange{});
+  smemAVec = sharedView(raw, aElems / epc, chunkT, 0);
+  smemBVec = sharedView(raw, bElems / epc, chunkT, aElems * eb);
 
   int64_t kTiles = ceilDiv(p.k, s.tileK);
   for (int64_t st = 0; st + 1 < s.stages; ++st) {
     if (st < kTiles)
       token = copyStage(cst(st), cst(st));
     else
-      token = nvgpu::DeviceAsyncCreateGroupOp::create(
-          b, loc, nvgpu::DeviceAsyncTokenType::get(ctx), ValueRange{});
+      token = commitGroup();
   }
 
   // Accumulators.
@@ -624,8 +520,7 @@ void KernelBuilder::build(Value aArg, Value bArg, Value cArg) {
         copyTile(false, next, rem(next, s.stages));
       }
       // Commit unconditionally so that group counting stays uniform.
-      nvgpu::DeviceAsyncCreateGroupOp::create(
-          b, loc, nvgpu::DeviceAsyncTokenType::get(ctx), ValueRange{});
+      commitGroup();
     };
     Value stage = rem(kt, s.stages);
     SmallVector<Value> next2;
@@ -720,8 +615,7 @@ bool matmulScheduleValid(const MatmulProblem &p, const MatmulSchedule &s,
 
 MatmulSchedule chooseMatmulSchedule(const MatmulProblem &p,
                                     llvm::StringRef chip) {
-  int64_t maxShared = chip == "sm_80" ? kMaxSharedSm80 : kMaxSharedSm90;
-  int64_t sms = chip == "sm_80" ? 108 : 132;
+  auto [maxShared, sms] = chipInfo(chip);
   Path path = pathOf(p);
   // Measured on the H200 at 4096^3 and 8192^3 (docs: gemm-report.md): two
   // resident 4-warp blocks of 128x128 beat one 8-warp block of 128x256,
@@ -770,14 +664,7 @@ buildMatmulKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module, StringRef name,
   std::string why;
   if (!matmulScheduleValid(p, s, why))
     return module.emitError(why), failure();
-  MLIRContext *ctx = b.getContext();
-  ctx->getOrLoadDialect<arith::ArithDialect>();
-  ctx->getOrLoadDialect<memref::MemRefDialect>();
-  ctx->getOrLoadDialect<LLVM::LLVMDialect>();
-  ctx->getOrLoadDialect<NVVM::NVVMDialect>();
-  ctx->getOrLoadDialect<nvgpu::NVGPUDialect>();
-  ctx->getOrLoadDialect<scf::SCFDialect>();
-  ctx->getOrLoadDialect<vector::VectorDialect>();
+  loadTemplateDialects(b.getContext());
 
   auto memrefOf = [](ArrayRef<int64_t> shape, Type t) {
     return MemRefType::get(shape, t);
@@ -790,16 +677,10 @@ buildMatmulKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module, StringRef name,
   Type cT = memrefOf({p.batch, p.m, p.n}, p.cType);
 
   OpBuilder::InsertionGuard g(b);
-  b.setInsertionPointToEnd(module.getBody());
-  Location loc = module.getLoc();
-  auto func = mlir::gpu::GPUFuncOp::create(b, loc, name,
-                                           b.getFunctionType({aT, bT, cT}, {}));
-  func->setAttr(mlir::gpu::GPUDialect::getKernelFuncAttrName(),
-                b.getUnitAttr());
   int64_t threads = 32 * s.warpsM * s.warpsN;
-  func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({int32_t(threads), 1, 1}));
+  auto func = createKernelFunc(b, module, name, {aT, bT, cT}, threads);
   Block &entry = func.getBody().front();
-  b.setInsertionPointToStart(&entry);
+  Location loc = module.getLoc();
   KernelBuilder kb(b, loc, p, s);
   kb.build(entry.getArgument(0), entry.getArgument(1), entry.getArgument(2));
   mlir::gpu::ReturnOp::create(b, loc);

@@ -119,6 +119,91 @@ def check_schedule(args, work):
     return None
 
 
+def attention_model(dtype, shape, mods):
+    """Plain attention over q, k, v of `shape`, with `mods` (nodes from s to
+    's_mod') between the scores and the softmax."""
+    l = shape[-2]
+    nodes = [{'op': 'matmul', 'inputs': ['q', 'k'], 'outputs': ['s'],
+              'attrs': {'transpose_b': True}}] + mods + [
+        {'op': 'softmax', 'inputs': ['s_mod'], 'outputs': ['p'], 'attrs': {'axis': -1}},
+        {'op': 'matmul', 'inputs': ['p', 'v'], 'outputs': ['o']}]
+    return {'format': 'tcc-model', 'version': 1, 'name': 'attn',
+            'inputs': [{'name': n, 'dtype': dtype, 'shape': shape} for n in 'qkv'],
+            'params': [], 'outputs': ['o'], 'nodes': nodes}
+
+
+def gqa_model():
+    """Attention with K and V repeated from 2 heads to 8, as users write GQA."""
+    m = attention_model('bf16', [1, 8, 128, 64], [
+        {'op': 'constant', 'inputs': [], 'outputs': ['c'],
+         'attrs': {'dtype': 'bf16', 'shape': [], 'value': 0.125}},
+        {'op': 'mul', 'inputs': ['s', 'c'], 'outputs': ['s_mod']}])
+    m['inputs'][1]['shape'] = m['inputs'][2]['shape'] = [1, 2, 128, 64]
+    repeat = []
+    for t in 'kv':
+        repeat += [{'op': 'reshape', 'inputs': [t], 'outputs': [t + '5'],
+                    'attrs': {'shape': [1, 2, 1, 128, 64]}},
+                   {'op': 'broadcast_to', 'inputs': [t + '5'], 'outputs': [t + 'b'],
+                    'attrs': {'shape': [1, 2, 4, 128, 64]}},
+                   {'op': 'reshape', 'inputs': [t + 'b'], 'outputs': [t + t],
+                    'attrs': {'shape': [1, 8, 128, 64]}}]
+    m['nodes'][0]['inputs'] = ['q', 'kk']
+    m['nodes'][-1]['inputs'] = ['p', 'vv']
+    m['nodes'] = repeat + m['nodes']
+    return m
+
+
+def check_attention(args, work):
+    """--gpu-attention: attention chains become one template kernel (scale
+    folded, a causal mask as constraints, a softcap as score code); others
+    keep the GEMM template."""
+    def const(name, dtype, value):
+        return {'op': 'constant', 'inputs': [], 'outputs': [name],
+                'attrs': {'dtype': dtype, 'shape': [], 'value': value}}
+    causal = [const('scale', 'bf16', 0.125),
+              {'op': 'mul', 'inputs': ['s', 'scale'], 'outputs': ['ss']},
+              {'op': 'iota', 'inputs': [], 'outputs': ['row'],
+               'attrs': {'dtype': 'i32', 'shape': [256, 256], 'axis': -2}},
+              {'op': 'iota', 'inputs': [], 'outputs': ['col'],
+               'attrs': {'dtype': 'i32', 'shape': [256, 256], 'axis': -1}},
+              {'op': 'greater_equal', 'inputs': ['row', 'col'], 'outputs': ['keep']},
+              const('neg', 'bf16', -1e30),
+              {'op': 'select', 'inputs': ['keep', 'ss', 'neg'], 'outputs': ['s_mod']}]
+    softcap = [const('c', 'f16', 50.0),
+               {'op': 'div', 'inputs': ['s', 'c'], 'outputs': ['t']},
+               {'op': 'tanh', 'inputs': ['t'], 'outputs': ['th']},
+               {'op': 'mul', 'inputs': ['th', 'c'], 'outputs': ['s_mod']}]
+    plain32 = [{'op': 'neg', 'inputs': ['s'], 'outputs': ['ns']},
+               {'op': 'neg', 'inputs': ['ns'], 'outputs': ['s_mod']}]
+    cases = [('causal bf16 [2,4,256,128]', attention_model('bf16', [2, 4, 256, 128], causal), 1),
+             ('softcap f16 [8,256,64]', attention_model('f16', [8, 256, 64], softcap), 1),
+             ('f32 (no template)', attention_model('f32', [4, 64, 64], plain32), 3),
+             ('GQA 8/2 bf16', gqa_model(), 1)]
+    model = os.path.join(work, 'attn.json')
+    bundle = os.path.join(work, 'attn.tccb')
+    for name, m, kernels in cases:
+        with open(model, 'w') as f:
+            json.dump(m, f)
+        p = subprocess.run([args.tcc, 'compile', model, '-o', bundle, '--target', 'sm_90',
+                            '--gpu-attention'], capture_output=True, text=True)
+        if p.returncode != 0:
+            return '%s: compile failed: %s' % (name, p.stderr.strip())
+        manifest, data = blobs(bundle)
+        symbols = [k['symbol'] for k in manifest['kernels']]
+        attn = [s for s in symbols if s.endswith('_attn')]
+        if len(manifest['launches']) != kernels or len(attn) != (kernels == 1):
+            return '%s: kernels %s' % (name, symbols)
+        if args.ptxas:
+            path = os.path.join(work, 'attn.ptx')
+            with open(path, 'wb') as f:
+                f.write(data[manifest['code'][0]['blob']])
+            p = subprocess.run([args.ptxas, '-arch=sm_90', path, '-o', os.devnull],
+                               capture_output=True, text=True)
+            if p.returncode != 0:
+                return '%s: ptxas: %s' % (name, p.stderr.strip()[:300])
+    return None
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('tcc')
@@ -138,6 +223,9 @@ def main():
                 failed += bool(err)
         err = check_schedule(args, work)
         print('%s --schedule%s' % ('FAIL' if err else 'PASS', ' -- ' + err if err else ''))
+        failed += bool(err)
+        err = check_attention(args, work)
+        print('%s --gpu-attention%s' % ('FAIL' if err else 'PASS', ' -- ' + err if err else ''))
         failed += bool(err)
     print('%d failed' % failed)
     return 1 if failed else 0

@@ -17,7 +17,10 @@
 #                                     tests, and the [cuda] cases under
 #                                     compute-sanitizer when it is there
 #
-# Logs go to $OUT (default ./out); the exit status is 0 only if all passed.
+# QUICK=1 builds only the runtime's tcc and runs only the replays and the
+# examples (a short check of a compiler change). Logs go to $OUT (default
+# ./out), also packed in $OUT/logs.tar.gz; the exit status is 0 only if all
+# passed.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 carry=$root/.carry/gpu
@@ -40,12 +43,15 @@ if [ "${1:-}" = prepare ]; then
   if [ -x "$tcc" ]; then
     /usr/bin/python3 "$root/tests/e2e/optest.py" --tcc "$tcc" --target sm_90 \
       --record "$carry/optest" ${OPTEST_ARGS---quick}
-    # The quick set again with the experimental row fusion (--gpu-row-fusion).
+    # The quick set again with a launch per op (--gpu-row-fusion=false).
     /usr/bin/python3 "$root/tests/e2e/optest.py" --tcc "$tcc" --target sm_90 \
-      --compile-arg=--gpu-row-fusion --record "$carry/optest-rowfusion" --quick
+      --compile-arg=--gpu-row-fusion=false --record "$carry/optest-rowfusion" --quick
     # The hand-written models (params and manifests checked here).
     /usr/bin/python3 "$root/tests/e2e/models.py" --tcc "$tcc" --target sm_90 \
       --record "$carry/models"
+    # Attention through the fused template (--gpu-attention), with references.
+    /usr/bin/python3 "$root/tests/gpu/attention_test.py" --tcc "$tcc" \
+      --record "$carry/attention"
     mkdir -p "$carry/examples"
     for m in "$root"/examples/*.json; do
       "$tcc" compile "$m" -o "$carry/examples/$(basename "$m" .json).tccb" \
@@ -78,16 +84,20 @@ head -20 "$out/environment.log"
 [ -f "$carry/kernels.ptx" ] || { echo "no $carry: run 'tests/gpu/run-on-gpu.sh prepare' first"; exit 1; }
 
 step configure and build
+quick=${QUICK:-}
 if ! cmake -G Ninja -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ -DTCC_BUILD_COMPILER=OFF \
     -DCMAKE_PREFIX_PATH="$carry/deps/usr" -DTCC_PYTHON="$(command -v python3)" \
+    ${quick:+-DTCC_BUILD_TESTS=OFF} \
     -DTCC_GPU_TEST_PTX="$carry/kernels.ptx" > "$out/build.log" 2>&1 ||
-   ! ninja -C "$build" >> "$out/build.log" 2>&1; then
+   ! ninja -C "$build" ${quick:+tcc} >> "$out/build.log" 2>&1; then
   tail -40 "$out/build.log"
   exit 1
 fi
 grep "CUDA backend" "$out/build.log"
 
+pack() { tar -czf "$out/logs.tar.gz" -C "$out" --exclude logs.tar.gz . 2>/dev/null; }
+if [ -z "$quick" ]; then
 step ctest -L gpu
 (cd "$build" && ctest -L gpu --output-on-failure) > "$out/ctest-gpu.log" 2>&1
 rc=$?
@@ -131,6 +141,8 @@ else
   echo "no compute-sanitizer"
 fi
 
+fi
+
 # replay NAME SCRIPT DIR WHAT: runs what `prepare` recorded in DIR with
 # SCRIPT --replay, checked against NumPy here.
 replay() {
@@ -145,8 +157,16 @@ replay() {
 }
 replay optest optest.py "$carry/optest" "every op on the GPU (optest)"
 replay optest-rowfusion optest.py "$carry/optest-rowfusion" \
-  "every op, compiled with --gpu-row-fusion"
+  "every op, compiled with --gpu-row-fusion=false"
 replay models models.py "$carry/models" "the hand-written models on the GPU"
+if [ -d "$carry/attention" ]; then
+  step "attention with --gpu-attention"
+  python3 "$root/tests/gpu/attention_test.py" --replay "$carry/attention" \
+    --tcc "$build/runtime/tcc" > "$out/attention.log" 2>&1
+  rc=$?
+  cat "$out/attention.log"
+  result "attention with --gpu-attention" $rc
+fi
 
 if [ -d "$carry/examples" ]; then
   step "the examples on the GPU"
@@ -159,6 +179,9 @@ if [ -d "$carry/examples" ]; then
   done
 fi
 
+if [ -n "$quick" ]; then
+  echo "== summary:$summary"; pack; exit $status
+fi
 step bench: the chain model, 1000 runs, device events
 bundles=$(mktemp -d)
 "$build/tests/gpu/tcc-gpu-bundles" "$carry/kernels.ptx" "$bundles" &&
@@ -168,4 +191,5 @@ bundles=$(mktemp -d)
   done 2>&1 | tee "$out/bench.log"
 result bench "${PIPESTATUS[0]}"
 echo "== summary:$summary"
+pack
 exit $status

@@ -1,33 +1,29 @@
 // RUN: tcc-opt %s --split-input-file --tcc-gpu-row-fusion | FileCheck %s
 
-// Softmax over rows of 64: one launch, a block per row of 32 threads, each
-// taking 4 neighbouring f32 at a time (16 bytes); the max, the exponentials
-// and the sum are kept in shared memory; the ops run in order with a barrier
-// after each.
+// Softmax over rows of 64 f32: one launch of one block, 4 threads a row
+// (4 rows), each holding four 16-byte vectors of its row. The row is loaded
+// once; the max, the exponentials and the sum stay in registers; the
+// result is stored once. A row fits in a warp: shuffles, no shared memory,
+// no barrier, and the kernel-local buffers are gone.
 // CHECK-LABEL: func.func @softmax_rows
-// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c4{{[_0-9]*}}, {{.*}}) threads({{.*}}) in ({{.*}} = %c32
-// CHECK-SAME: workgroup(%[[M:.*]] : memref<1xf32, #gpu.address_space<workgroup>>, %[[E:.*]] : memref<64xf32, #gpu.address_space<workgroup>>, %[[S:.*]] : memref<1xf32, #gpu.address_space<workgroup>>
-// CHECK: memref.store {{.*}}, %[[M]]
-// CHECK: gpu.barrier
-// CHECK: scf.for {{.*}} step %c128
-// CHECK-COUNT-4: memref.load %arg0
-// CHECK-COUNT-4: arith.maximumf
+// CHECK-NOT: memref.alloc
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c1{{[_0-9]*}}, {{.*}}) threads({{.*}}) in ({{.*}} = %c16
+// CHECK-NOT: workgroup
+// CHECK: %[[X:.*]] = memref.collapse_shape %arg0 {{\[\[}}0, 1]]
+// CHECK-COUNT-4: vector.load %[[X]][{{.*}}] {alignment = 16 : i64} : memref<256xf32>, vector<4xf32>
+// CHECK-NOT: vector.load
+// CHECK: arith.maximumf
 // CHECK: gpu.shuffle xor
-// CHECK: gpu.barrier
-// CHECK: memref.store {{.*}}, %[[M]]
-// CHECK: gpu.barrier
-// CHECK: scf.for
-// CHECK: memref.load %[[M]]
 // CHECK: math.exp
-// CHECK: memref.store {{.*}}, %[[E]]
-// CHECK: gpu.barrier
-// CHECK: scf.for {{.*}} iter_args
-// CHECK: memref.load %[[E]]
-// CHECK: gpu.barrier
-// CHECK: scf.for
-// CHECK: arith.divf
-// CHECK: memref.store {{.*}}, %arg1
-// CHECK: gpu.barrier
+// CHECK: arith.addf
+// CHECK: gpu.shuffle xor
+// The division by the row's sum: one reciprocal, then products.
+// CHECK: %[[R:.*]] = arith.divf %cst{{[_0-9]*}}, %{{.*}} : f32
+// CHECK-NOT: arith.divf
+// CHECK-COUNT-16: arith.mulf %{{.*}}, %[[R]] : f32
+// CHECK-NOT: gpu.barrier
+// CHECK: %[[Y:.*]] = memref.collapse_shape %arg1 {{\[\[}}0, 1]]
+// CHECK-COUNT-4: vector.store {{.*}}, %[[Y]][{{.*}}] {alignment = 16 : i64}
 // CHECK-NOT: linalg.
 // CHECK: return
 #rows = affine_map<(d0, d1) -> (d0, d1)>
@@ -70,11 +66,68 @@ func.func @softmax_rows(%x: memref<4x64xf32>, %y: memref<4x64xf32>) attributes {
 
 // -----
 
-// A weight shared by every row (gamma) is read in place; rows of 5 get a
-// warp.
+// Rows of 4096 f32: a block of 256 threads a row, 16 values each; the
+// warps' partial max and sum meet in shared memory (one buffer each, one
+// barrier each).
+// CHECK-LABEL: func.func @long_rows
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c2{{[_0-9]*}}, {{.*}}) threads({{.*}}) in ({{.*}} = %c256
+// CHECK-SAME: workgroup(%[[P:.*]] : memref<8xf32, #gpu.address_space<workgroup>>, %[[Q:.*]] : memref<8xf32, #gpu.address_space<workgroup>>)
+// CHECK-COUNT-4: vector.load
+// CHECK: arith.maximumf
+// CHECK: memref.store {{.*}}, %[[P]]
+// CHECK: gpu.barrier
+// CHECK: math.exp
+// CHECK: memref.store {{.*}}, %[[Q]]
+// CHECK: gpu.barrier
+// CHECK: arith.divf
+// CHECK-COUNT-4: vector.store
+func.func @long_rows(%x: memref<2x4096xf32>, %y: memref<2x4096xf32>) attributes {tcc.kernel} {
+  %ninf = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.0 : f32
+  %m = memref.alloc() : memref<2xf32>
+  linalg.fill ins(%ninf : f32) outs(%m : memref<2xf32>)
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<2x4096xf32>) outs(%m : memref<2xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.maximumf %a, %acc : f32
+    linalg.yield %r : f32
+  }
+  %e = memref.alloc() : memref<2x4096xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %m : memref<2x4096xf32>, memref<2xf32>) outs(%e : memref<2x4096xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    %x2 = math.exp %d : f32
+    linalg.yield %x2 : f32
+  }
+  %s = memref.alloc() : memref<2xf32>
+  linalg.fill ins(%zero : f32) outs(%s : memref<2xf32>)
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%e : memref<2x4096xf32>) outs(%s : memref<2xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.addf %a, %acc : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%e, %s : memref<2x4096xf32>, memref<2xf32>) outs(%y : memref<2x4096xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %q = arith.divf %a, %b : f32
+    linalg.yield %q : f32
+  }
+  return
+}
+
+// -----
+
+// A weight shared by every row (gamma) is read at the row positions; rows
+// of 5 (odd: one value at a time) get a thread each; the row sums are
+// stored by the row's first thread.
 // CHECK-LABEL: func.func @scaled_sum
-// CHECK: gpu.launch {{.*}} threads({{.*}}) in ({{.*}} = %c32
-// CHECK: memref.load %arg1[
+// CHECK: gpu.launch {{.*}} threads({{.*}}) in ({{.*}} = %c3
+// CHECK-COUNT-5: vector.load %arg1[{{.*}}] {alignment = 4 : i64} : memref<5xf32>, vector<1xf32>
+// CHECK-COUNT-5: vector.store
+// CHECK: scf.if
+// CHECK-NEXT: memref.store {{.*}}, %arg3[
 // CHECK-NOT: linalg.
 // CHECK: return
 func.func @scaled_sum(%x: memref<3x5xf32>, %g: memref<5xf32>, %o: memref<3x5xf32>, %t: memref<3xf32>) attributes {tcc.kernel} {
@@ -133,6 +186,39 @@ func.func @lone_reduction(%x: memref<4x64xf32>, %t: memref<4xf32>) attributes {t
   ^bb0(%a: f32, %acc: f32):
     %r = arith.addf %a, %acc : f32
     linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// Work on per-row values inside a position's body (the sum, widened) is
+// done once, not at every position; the division by it is a product with
+// its reciprocal.
+// CHECK-LABEL: func.func @hoisted_divisor
+// CHECK: gpu.launch
+// CHECK: %[[W:.*]] = arith.extf %{{.*}} : f16 to f32
+// CHECK-NOT: arith.extf %{{.*}} : f16 to f32
+// CHECK: %[[R:.*]] = arith.divf %cst{{[_0-9]*}}, %[[W]] : f32
+// CHECK-NOT: arith.divf
+// CHECK-COUNT-8: arith.mulf %{{.*}}, %[[R]] : f32
+func.func @hoisted_divisor(%x: memref<2x8xf32>, %y: memref<2x8xf32>) attributes {tcc.kernel} {
+  %zero = arith.constant 0.0 : f16
+  %s = memref.alloc() : memref<2xf16>
+  linalg.fill ins(%zero : f16) outs(%s : memref<2xf16>)
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<2x8xf32>) outs(%s : memref<2xf16>) {
+  ^bb0(%a: f32, %acc: f16):
+    %h = arith.truncf %a : f32 to f16
+    %r = arith.addf %h, %acc : f16
+    linalg.yield %r : f16
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %s : memref<2x8xf32>, memref<2xf16>) outs(%y : memref<2x8xf32>) {
+  ^bb0(%a: f32, %b: f16, %o: f32):
+    %w = arith.extf %b : f16 to f32
+    %q = arith.divf %a, %w : f32
+    linalg.yield %q : f32
   }
   return
 }

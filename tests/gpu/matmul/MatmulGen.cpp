@@ -14,42 +14,15 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/gpu/MatmulKernel.h"
 #include "runtime/src/Bundle.h"
+#include "tests/gpu/TemplateGen.h"
 
-#include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/MLIRContext.h"
-#include "mlir/IR/Verifier.h"
-#include "mlir/InitAllDialects.h"
-#include "mlir/InitAllExtensions.h"
-#include "mlir/InitAllPasses.h"
-#include "mlir/Pass/PassManager.h"
-#include "mlir/Pass/PassRegistry.h"
-#include "mlir/Target/LLVM/NVVM/Target.h"
-#include "mlir/Target/LLVMIR/Dialect/All.h"
-#include "llvm/Support/TargetSelect.h"
-#include "llvm/Support/raw_ostream.h"
-
-#include <cstdlib>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 using namespace mlir;
+using tcc::gen::die;
+using tcc::gen::parseInt;
 
 namespace {
-
-[[noreturn]] void die(const std::string &msg) {
-  std::cerr << "tcc-matmul-gen: " << msg << "\n";
-  std::exit(1);
-}
-
-int64_t parseInt(const std::string &flag, const std::string &v) {
-  char *end = nullptr;
-  long long x = std::strtoll(v.c_str(), &end, 10);
-  if (v.empty() || *end || x < 0 || x > (int64_t(1) << 40))
-    die(flag + ": expected a non-negative integer, got '" + v + "'");
-  return x;
-}
 
 Type parseType(MLIRContext &ctx, const std::string &flag,
                const std::string &v) {
@@ -69,30 +42,18 @@ std::string typeName(Type t) {
 } // namespace
 
 int main(int argc, char **argv) {
-  DialectRegistry registry;
-  registerAllDialects(registry);
-  registerAllExtensions(registry);
-  registerAllToLLVMIRTranslations(registry);
-  NVVM::registerNVVMTargetInterfaceExternalModels(registry);
-  registerAllPasses();
-  llvm::InitializeAllTargets();
-  llvm::InitializeAllTargetMCs();
-  llvm::InitializeAllAsmPrinters();
-  MLIRContext ctx(registry);
-  ctx.loadAllAvailableDialects();
+  std::unique_ptr<MLIRContext> context =
+      tcc::gen::initGenerator("tcc-matmul-gen");
+  MLIRContext &ctx = *context;
 
   tcc::gpu::MatmulProblem p;
   p.aType = p.bType = BFloat16Type::get(&ctx);
   p.cType = Float32Type::get(&ctx);
-  std::string chip = "sm_90", name = "matmul", outDir = ".", schedule;
-  bool emitMlir = false, haveM = false, haveN = false, haveK = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string f = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc)
-        die(f + " needs a value");
-      return argv[++i];
-    };
+  tcc::gen::GenFlags flags;
+  flags.name = "matmul";
+  bool haveM = false, haveN = false, haveK = false;
+  // The flags of this generator; parseFlags takes the common ones.
+  auto ownFlag = [&](const std::string &f, tcc::gen::FlagValue value) {
     if (f == "--m")
       p.m = parseInt(f, value()), haveM = true;
     else if (f == "--n")
@@ -115,82 +76,36 @@ int main(int argc, char **argv) {
       p.cType = parseType(ctx, f, value());
     else if (f == "--tf32")
       p.allowTf32 = true;
-    else if (f == "--schedule")
-      schedule = value();
-    else if (f == "--chip")
-      chip = value();
-    else if (f == "--name")
-      name = value();
-    else if (f == "--out-dir")
-      outDir = value();
-    else if (f == "--emit-mlir")
-      emitMlir = true;
     else
-      die("unknown flag '" + f + "'");
-  }
+      return false;
+    return true;
+  };
+  tcc::gen::parseFlags(argc, argv, flags, ownFlag);
+  const std::string &chip = flags.chip, &name = flags.name,
+                    &outDir = flags.outDir;
   if (!haveM || !haveN || !haveK)
     die("--m, --n and --k are required");
-  if (chip != "sm_90" && chip != "sm_80")
-    die("--chip: expected sm_90 or sm_80");
+  tcc::gen::checkChip(chip);
   std::string why;
   if (!tcc::gpu::matmulKernelSupports(p, why))
     die(why);
   tcc::gpu::MatmulSchedule s = tcc::gpu::chooseMatmulSchedule(p, chip);
-  if (!schedule.empty()) {
-    std::vector<int64_t> v;
-    std::stringstream ss(schedule);
-    for (std::string item; std::getline(ss, item, ',');)
-      v.push_back(parseInt("--schedule", item));
-    if (v.size() != 6)
-      die("--schedule: expected TM,TN,TK,WM,WN,STAGES");
+  if (!flags.schedule.empty()) {
+    std::vector<int64_t> v =
+        tcc::gen::parseIntList("--schedule", flags.schedule, 6);
     s = {v[0], v[1], v[2], v[3], v[4], v[5]};
   }
 
   OpBuilder b(&ctx);
-  Location loc = UnknownLoc::get(&ctx);
-  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
-  (*module)->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
-                     b.getUnitAttr());
-  b.setInsertionPointToEnd(module->getBody());
-  auto gpuModule = gpu::GPUModuleOp::create(b, loc, "kernels");
+  tcc::gen::KernelModule km = tcc::gen::createKernelModule(b);
   FailureOr<tcc::gpu::KernelLaunch> launch =
-      tcc::gpu::buildMatmulKernel(b, gpuModule, name, p, s);
+      tcc::gpu::buildMatmulKernel(b, km.kernels, name, p, s);
   if (failed(launch))
     die("cannot build the kernel");
-  if (failed(verify(*module)))
-    die("the built kernel does not verify");
-  if (emitMlir) {
-    module->print(llvm::outs());
+  if (tcc::gen::verifyOrPrint(*km.module, flags.emitMlir))
     return 0;
-  }
-
-  // The lowering the compiler uses for its GPU kernels.
-  PassManager pm(&ctx);
-  std::string pipeline =
-      "nvvm-attach-target{chip=" + chip +
-      " O=3},gpu.module(convert-nvgpu-to-nvvm,convert-vector-to-llvm,"
-      "convert-scf-to-cf,convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},"
-      "expand-strided-metadata,reconcile-unrealized-casts),"
-      "gpu-module-to-binary{format=isa}";
-  if (failed(parsePassPipeline(pipeline, pm, llvm::errs())))
-    die("bad pass pipeline");
-  if (failed(pm.run(*module)))
-    die("lowering failed");
-  std::string ptx;
-  module->walk([&](gpu::BinaryOp bin) {
-    for (Attribute o : bin.getObjects())
-      ptx = cast<gpu::ObjectAttr>(o).getObject().str();
-  });
-  if (ptx.find(".entry") == std::string::npos) {
-    module->print(llvm::errs());
-    die("no PTX kernel was produced");
-  }
-  {
-    std::ofstream f(outDir + "/" + name + ".ptx");
-    f << ptx;
-    if (!f)
-      die("cannot write " + outDir + "/" + name + ".ptx");
-  }
+  std::string ptx = tcc::gen::lowerToPtx(*km.module, chip);
+  tcc::gen::writePtx(outDir, name, ptx);
 
   int64_t ba = p.aBatched ? p.batch : 1, bb = p.bBatched ? p.batch : 1;
   std::vector<int64_t> aShape = p.transA ? std::vector<int64_t>{ba, p.k, p.m}

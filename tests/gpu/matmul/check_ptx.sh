@@ -6,7 +6,9 @@
 # spills. Usage: check_ptx.sh TCC_MATMUL_GEN
 set -uo pipefail
 gen=$1
-ptxas=${PTXAS:-$(command -v ptxas || ls -d /usr/local/cuda*/bin/ptxas 2>/dev/null | head -1)}
+# shellcheck source=../template-ptx.sh
+. "$(dirname "$0")/../template-ptx.sh"
+ptxas=$(find_ptxas)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0 passed=0
@@ -23,7 +25,7 @@ while IFS='|' read -r name flags want; do
     done
     if [ -n "$ptxas" ]; then
       rep=$("$ptxas" -arch=$chip -v "$tmp/$name.ptx" -o /dev/null 2>&1)
-      echo "$rep" | grep -q "0 bytes spill stores, 0 bytes spill loads" ||
+      no_spills "$rep" ||
         { echo "FAIL $name $chip: ptxas: $rep" | head -5; ok=0; }
     fi
     [ $ok = 1 ] && passed=$((passed + 1)) || fail=$((fail + 1))

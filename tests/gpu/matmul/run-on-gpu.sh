@@ -16,11 +16,13 @@ set -uo pipefail
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 here=$root/tests/gpu/matmul
 carry=$root/.carry/gemm
+# shellcheck source=../template-ptx.sh
+. "$root/tests/gpu/template-ptx.sh"
 
 if [ "${1:-}" = prepare ]; then
   set -e
   build=${GEMM_BUILD:-$root/build-gemm}
-  ptxas=${PTXAS:-$(command -v ptxas || ls -d /usr/local/cuda*/bin/ptxas | head -1)}
+  ptxas=$(find_ptxas)
   cmake -G Ninja -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release > /dev/null
   ninja -C "$build" -j2 tcc-matmul-gen
   rm -rf "$carry" && mkdir -p "$carry/deps/usr/include" "$carry/deps/usr/share/cmake"
@@ -36,16 +38,7 @@ if [ "${1:-}" = prepare ]; then
     # shellcheck disable=SC2086
     "$build/tcc-matmul-gen" --name "$name" --out-dir "$sm80" --chip sm_80 \
       $flags > /dev/null
-    for arch in sm_90 sm_80; do
-      dir=$carry; [ $arch = sm_80 ] && dir=$sm80
-      line=$("$ptxas" -arch=$arch -v "$dir/$name.ptx" -o /dev/null 2>&1 |
-        grep -E "registers|spill" | tr -s ' \n' ' ')
-      echo "$name $arch: $line" >> "$carry/ptxas.log"
-      case "$line" in
-        *" 0 bytes spill stores, 0 bytes spill loads"*) ;;
-        *) echo "ptxas: $name $arch spills or failed: $line"; exit 1 ;;
-      esac
-    done
+    log_ptxas "$ptxas" "$name" "$carry/ptxas.log" "$carry" "$sm80" || exit 1
   done
   rm -rf "$sm80"
   cp "$here/cases.txt" "$carry/"

@@ -1,0 +1,812 @@
+//===- AttentionKernel.cpp - the fused attention kernel template ----------===//
+//
+// The kernel, for a block owning query tile qt of head h in batch z:
+//
+//   copy the Q tile into shared memory (one cp.async group)
+//   [tStart, tEnd) = the key tiles the mask can keep for these rows
+//   prologue: copy K and V of tiles tStart..tStart+S-2 (a group each)
+//   for j in [tStart, tEnd):
+//     wait for K_j; barrier; copy K and V of tile j+S-1 into the stage read
+//       at j-1
+//     if the mask keeps nothing of the tile: skip it (checked only where the
+//       bounds can be loose)
+//     S = Q K_j^T (mma.sync); scale, scoreMod; if the mask is partial on the
+//       tile: masked scores become -inf
+//     online softmax: new row max (quad shuffles), correction of O and l,
+//       P = contribution(S, max), kept in registers as mma A fragments
+//     wait for V_j; barrier; O += P V_j (V fragments by ldmatrix.trans)
+//   O / l (row sums reduced over the quad once, here), stored.
+//
+// A warp owns blockQ / warps query rows (mTiles m16 tiles) and every key of
+// the tile, so the softmax's row reductions stay inside a quad of lanes: the
+// m16n8 accumulator gives lane l rows l/4 and l/4 + 8, columns 2(l%4)+{0,1}.
+// That is also the layout of the m16n8k16 A fragment, so S turns into P's
+// fragment with a conversion and no data movement.
+//
+// Masks are conjunctions of linear constraints a*q + b*k + c >= 0. Over a
+// (query tile, key tile) rectangle such a function takes its extremes at
+// corners, so each tile is classified exactly: fully masked (outside the
+// loop bounds, or skipped where constraints interact), fully kept (no mask
+// code runs), or partial (masked per element).
+// Keys past lk are one more constraint of the same form.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/gpu/AttentionKernel.h"
+#include "compiler/gpu/TemplateUtils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+#include "llvm/Support/MathExtras.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+
+using namespace mlir;
+
+namespace tcc::gpu {
+namespace {
+
+constexpr double kLog2E = 1.4426950408889634;
+
+int64_t sharedBytesOf(const AttentionProblem &p, const AttentionSchedule &s) {
+  return (s.blockQ + 2 * s.stages * s.blockKV) * p.headDim * 2;
+}
+
+/// Builds the kernel body; all helpers emit at the builder's insertion point.
+class AttentionBuilder : TemplateBuilder {
+public:
+  AttentionBuilder(OpBuilder &b, Location loc, const AttentionProblem &p,
+                   const AttentionSchedule &s)
+      : TemplateBuilder(b, loc), p(p), s(s), threads(32 * s.warps),
+        cpr(p.headDim / 8), rowsPerWarp(s.blockQ / s.warps),
+        mTiles(rowsPerWarp / 16), nS(s.blockKV / 8), nO(p.headDim / 8) {
+    f32 = b.getF32Type();
+    i32 = b.getI32Type();
+    elemT = p.elemType;
+    // Softmax's own algebra with no score modification: the row max is kept
+    // over raw Q K^T and scale * log2(e) folds into one FMA before ex2.
+    fast = !p.scoreMod && !p.correction && !p.contribution && p.scale > 0;
+    userMask = !p.mask.empty();
+    constraints.assign(p.mask.begin(), p.mask.end());
+    if (p.lk % s.blockKV)
+      constraints.push_back({0, -1, p.lk - 1});
+    qInRegs = mTiles == 1;
+  }
+
+  void build(Value q, Value k, Value v, Value o);
+
+private:
+  /// Whether the loop bounds leave no fully masked key tile inside: true
+  /// for at most one lower and one upper bound on k, both of slope
+  /// |a / b| <= 1 and, if both, of the same slope (causal, sliding windows,
+  /// key limits). Each row keeps an interval of keys that moves by at most
+  /// one key a row, so the rows' intervals cover [first, last] without
+  /// gaps. Otherwise the loop checks each tile; correctness depends on
+  /// neither (a fully masked tile contributes nothing).
+  bool boundsExact() const {
+    const MaskConstraint *lower = nullptr, *upper = nullptr;
+    for (const MaskConstraint &mc : p.mask) {
+      if (mc.b == 0 || std::llabs(mc.a) > std::llabs(mc.b))
+        return false;
+      const MaskConstraint *&slot = mc.b > 0 ? lower : upper;
+      if (slot)
+        return false;
+      slot = &mc;
+    }
+    return !lower || !upper || lower->a * upper->b == upper->a * lower->b;
+  }
+
+  // Arithmetic beyond TemplateBuilder's.
+  Value cstF(double v) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(float(v)));
+  }
+  Value toI32(Value x) { return arith::IndexCastOp::create(b, loc, i32, x); }
+  /// floor(x / d) and ceil(x / d) of a signed index x, for constant d > 0.
+  Value floorDiv(Value x, int64_t d) {
+    if (d == 1)
+      return x;
+    Value neg = cmp(arith::CmpIPredicate::slt, x, cst(0));
+    Value adj = select(neg, add(x, -(d - 1)), x);
+    return arith::DivSIOp::create(b, loc, adj, cst(d));
+  }
+  Value ceilDivS(Value x, int64_t d) { return floorDiv(add(x, d - 1), d); }
+  /// a*q + b*k + c of `mc` at the corner of rows [q0, qLast] x keys
+  /// [k0, kLast] where it is largest (`largest`) or smallest: a linear
+  /// function takes its extremes over a rectangle at corners.
+  Value constraintAt(const MaskConstraint &mc, Value k0, Value kLast,
+                     bool largest) {
+    Value v = cst(mc.c);
+    if (mc.a)
+      v = add(v, mul((mc.a > 0) == largest ? qLast : q0, mc.a));
+    if (mc.b)
+      v = add(v, mul((mc.b > 0) == largest ? kLast : k0, mc.b));
+    return v;
+  }
+
+  // f32 arithmetic.
+  Value fadd(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
+  Value fsub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
+  Value fmul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
+  Value fmax(Value x, Value y) {
+    return arith::MaxNumFOp::create(b, loc, x, y);
+  }
+  Value fma(Value x, Value y, Value z) {
+    return LLVM::FMAOp::create(b, loc, x, y, z);
+  }
+  Value exp2(Value x) { return buildExp2Approx(b, loc, x); }
+  Value shuffleXor(Value x, int32_t offset) {
+    return mlir::gpu::ShuffleOp::create(b, loc, x, offset, 32,
+                                        mlir::gpu::ShuffleMode::XOR)
+        .getShuffleResult();
+  }
+  Value extract(Value v, ArrayRef<int64_t> pos) {
+    return vector::ExtractOp::create(b, loc, v, pos);
+  }
+
+  /// Copies rows row0..row0+rows-1 of src[batch, head] (rows past `bound`
+  /// zero-filled) into the swizzled tile at element `dstBase` of `dst`.
+  void copyRows(Value src, Value head, Value row0, int64_t bound, int64_t rows,
+                Value dst, Value dstBase);
+  void waitGroups(int64_t pending) {
+    nvgpu::DeviceAsyncWaitOp::create(b, loc, token,
+                                     b.getI32IntegerAttr(pending));
+  }
+  /// Copies K or V of key tile `tile` into `stage` if tile < tEnd, then
+  /// commits (always, so that group counts stay uniform).
+  void copyKVTile(bool isK, Value tile, Value stage);
+
+  Value ldmatrix(Value mem, Value off, bool transpose) {
+    return nvgpu::LdMatrixOp::create(b, loc, VectorType::get({4, 2}, elemT),
+                                     mem, ValueRange{off}, transpose,
+                                     /*numTiles=*/4);
+  }
+  /// The B fragment `half` (0 or 1) of an ldmatrix x4 pair.
+  Value half(Value pair, int64_t h) {
+    return vector::ExtractStridedSliceOp::create(
+        b, loc, pair, ArrayRef<int64_t>{2 * h, 0}, ArrayRef<int64_t>{2, 2},
+        ArrayRef<int64_t>{1, 1});
+  }
+  Value mma(Value aFrag, Value bFrag, Value acc);
+  /// Q's A fragment for m-tile i, k-step kk (from shared memory).
+  Value qFragment(int64_t i, int64_t kk);
+  /// The per-thread ldmatrix bases tA.
+  void fragmentBases();
+  /// `v`, through an asm that LLVM cannot see through or hoist.
+  Value opaque(Value v);
+
+  /// One key tile: returns the new loop-carried values (O..., m..., l...).
+  SmallVector<Value> tileStep(Value stage, Value k0, ValueRange carried);
+  /// The mask per element, applied to the score vectors `sv`.
+  SmallVector<Value> applyMask(ArrayRef<Value> sv, Value k0);
+  void epilogue(ValueRange carried);
+
+  const AttentionProblem &p;
+  const AttentionSchedule &s;
+  int64_t threads, cpr, rowsPerWarp, mTiles, nS, nO;
+  Type f32, i32, elemT;
+  bool fast, userMask, qInRegs;
+  SmallVector<MaskConstraint, 3> constraints;
+
+  Value qArg, kArg, vArg, oArg;
+  Value smemQ, smemK, smemV; // 1-D element views of the shared tiles
+  Value tid, lane, warpRow, gq, tq;
+  Value batch, head, kvHead, q0, qLast, tEnd;
+  Value batchI32, headI32, qThreadI32;
+  SmallVector<Value> qFrags; // when qInRegs: [kk]
+  SmallVector<Value> tA;     // fragment bases (elements), by chunk pair
+  Value qBase;               // the warp's first Q row (opaque inside the loop)
+  Value token;
+};
+
+void AttentionBuilder::copyRows(Value src, Value hd, Value row0, int64_t bound,
+                                int64_t rows, Value dst, Value dstBase) {
+  int64_t chunks = rows * cpr, rowStep = threads / cpr;
+  // Tiles start at multiples of `rows`, so only a ragged bound needs checks.
+  bool needRow = bound % rows != 0;
+  Value cChunk = rem(tid, cpr);
+  Value rBase = div(tid, cpr);
+  Value col = mul(cChunk, 8);
+  // rowStep is a multiple of 8 (attentionScheduleValid), so every row of
+  // this thread has the same swizzle and the rows differ by a constant.
+  Value dstThread = add(dstBase, mul(swizzle(rBase, cChunk, cpr), 8));
+  for (int64_t it = 0; it < chunks / threads; ++it) {
+    Value row = add(add(row0, rBase), it * rowStep);
+    Value dstOff = add(dstThread, it * rowStep * p.headDim);
+    Value n;
+    if (needRow) {
+      // Out-of-range rows read 0 bytes of row 0 (always in the buffer):
+      // the chunk is zero-filled.
+      Value ok = ult(row, bound);
+      row = select(ok, row, cst(0));
+      n = select(ok, cst(8), cst(0));
+    }
+    nvgpu::DeviceAsyncCopyOp::create(
+        b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), dst,
+        ValueRange{dstOff}, src, ValueRange{batch, hd, row, col},
+        b.getIndexAttr(8), n, b.getUnitAttr());
+  }
+}
+
+void AttentionBuilder::copyKVTile(bool isK, Value tile, Value stage) {
+  auto ifOp = scf::IfOp::create(
+      b, loc, cmp(arith::CmpIPredicate::slt, tile, tEnd), /*withElse=*/false);
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    copyRows(isK ? kArg : vArg, kvHead, mul(tile, s.blockKV), p.lk, s.blockKV,
+             isK ? smemK : smemV, mul(stage, s.blockKV * p.headDim));
+  }
+  token = commitGroup();
+}
+
+// f16 goes through nvgpu; bf16 through mmaBf16 (nvgpu cannot lower it).
+Value AttentionBuilder::mma(Value aFrag, Value bFrag, Value acc) {
+  if (!elemT.isBF16())
+    return nvgpu::MmaSyncOp::create(b, loc, aFrag, bFrag, acc,
+                                    ArrayRef<int64_t>{16, 8, 16});
+  return mmaBf16(aFrag, bFrag, acc);
+}
+
+Value AttentionBuilder::qFragment(int64_t i, int64_t kk) {
+  return ldmatrix(
+      smemQ, add(add(qBase, tA[kk % 4]), (kk / 4) * 64 + i * 16 * p.headDim),
+      false);
+}
+
+void AttentionBuilder::fragmentBases() {
+  // Every fragment is read with one lane mapping, the A operand's: lane l
+  // addresses row l%16 and chunk pair bit l/16 of a 16 x 16 block, giving
+  // matrices (rows 0-7|8-15) x (chunk 0|1) in that order. Its rows r have
+  // r % 8 = l % 8 and a chunk 2x + bit below 8 chunks, so the swizzled
+  // chunk is (2x + bit) ^ (l % 8), and chunks 8 and up only add 8. Each
+  // address is then one of four per-thread bases plus a loop-variant base
+  // plus a constant that ptxas folds into the instruction; built otherwise,
+  // LLVM hoists one 64-bit address per (fragment, k-step) out of the loop
+  // and the registers run out.
+  Value l16 = band(lane, 15), lHi = div(lane, 16), l8 = band(lane, 7);
+  for (int64_t x = 0; x < 4; ++x) {
+    Value chunk = arith::XOrIOp::create(b, loc, add(lHi, 2 * x), l8);
+    tA.push_back(add(mul(l16, p.headDim), mul(chunk, 8)));
+  }
+}
+
+Value AttentionBuilder::opaque(Value v) {
+  // Used on the Q tile's base inside the key loop: it keeps LLVM from
+  // hoisting one 64-bit address per (m-tile, k-step) out of the loop.
+  Type i64 = b.getI64Type();
+  auto op = LLVM::InlineAsmOp::create(
+      b, loc, i64, ValueRange{arith::IndexCastOp::create(b, loc, i64, v)},
+      b.getStringAttr("mov.b64 $0, $1;"), b.getStringAttr("=l,l"),
+      b.getUnitAttr(), UnitAttr(), LLVM::TailCallKindAttr(),
+      LLVM::AsmDialectAttr(), ArrayAttr());
+  return arith::IndexCastOp::create(b, loc, b.getIndexType(), op.getRes());
+}
+
+SmallVector<Value> AttentionBuilder::applyMask(ArrayRef<Value> sv, Value k0) {
+  Value kThread = toI32(add(k0, mul(tq, 2)));
+  SmallVector<Value> bases;
+  for (const MaskConstraint &mc : constraints) {
+    Value v = cstI32(mc.c);
+    if (mc.a)
+      v = add(v, mul(qThreadI32, mc.a));
+    if (mc.b)
+      v = add(v, mul(kThread, mc.b));
+    bases.push_back(v);
+  }
+  Value negInf = cstF(-std::numeric_limits<double>::infinity());
+  SmallVector<Value> out;
+  for (int64_t i = 0; i < mTiles; ++i)
+    for (int64_t jn = 0; jn < nS; ++jn) {
+      Value vec = sv[i * nS + jn];
+      SmallVector<Value> e;
+      for (int64_t h = 0; h < 2; ++h)
+        for (int64_t x = 0; x < 2; ++x) {
+          Value keep;
+          for (size_t c = 0; c < constraints.size(); ++c) {
+            const MaskConstraint &mc = constraints[c];
+            int64_t off = mc.a * (i * 16 + h * 8) + mc.b * (jn * 8 + x);
+            keep = land(keep,
+                        cmp(arith::CmpIPredicate::sge, bases[c], cstI32(-off)));
+          }
+          e.push_back(select(keep, extract(vec, {h, x}), negInf));
+        }
+      out.push_back(vector::FromElementsOp::create(
+          b, loc, VectorType::get({2, 2}, f32), e));
+    }
+  return out;
+}
+
+SmallVector<Value> AttentionBuilder::tileStep(Value stage, Value k0,
+                                              ValueRange carried) {
+  int64_t nOAll = mTiles * nO;
+  SmallVector<Value> oAcc(carried.begin(), carried.begin() + nOAll);
+  SmallVector<Value> mRun(carried.begin() + nOAll,
+                          carried.begin() + nOAll + 2 * mTiles);
+  SmallVector<Value> lRun(carried.begin() + nOAll + 2 * mTiles, carried.end());
+  Value kBase = mul(stage, s.blockKV * p.headDim);
+  if (!qInRegs)
+    qBase = opaque(mul(warpRow, p.headDim));
+
+  // S = Q K^T: sv[i * nS + jn] is the m16n8 accumulator of m-tile i and
+  // key n-tile jn. K is stored [key][d], i.e. the B operand's [n][k].
+  Value zero4 = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(VectorType::get({2, 2}, f32), 0.0f));
+  SmallVector<Value> sv(mTiles * nS, zero4);
+  for (int64_t kk = 0; kk < p.headDim / 16; ++kk) {
+    SmallVector<Value> aFrag;
+    for (int64_t i = 0; i < mTiles; ++i)
+      aFrag.push_back(qInRegs ? qFrags[kk] : qFragment(i, kk));
+    for (int64_t jp = 0; jp < nS / 2; ++jp) {
+      // K is stored [key][d], the B operand's [n][k]: the matrices are
+      // (keys 0-7|8-15) x (d chunk 0|1), so key n-tile h takes 2 and h + 2.
+      Value off =
+          add(add(kBase, tA[kk % 4]), (kk / 4) * 64 + jp * 16 * p.headDim);
+      Value pair = ldmatrix(smemK, off, false);
+      for (int64_t h = 0; h < 2; ++h) {
+        Value bFrag = vector::ShuffleOp::create(b, loc, pair, pair,
+                                                ArrayRef<int64_t>{h, h + 2});
+        for (int64_t i = 0; i < mTiles; ++i) {
+          Value &acc = sv[i * nS + jp * 2 + h];
+          acc = mma(aFrag[i], bFrag, acc);
+        }
+      }
+    }
+  }
+
+  // Scale and modify (the fast path keeps raw scores), then mask.
+  if (!fast) {
+    Value scale = cstF(p.scale);
+    Value kThread = toI32(add(k0, mul(tq, 2)));
+    for (int64_t i = 0; i < mTiles; ++i)
+      for (int64_t jn = 0; jn < nS; ++jn) {
+        Value &vec = sv[i * nS + jn];
+        SmallVector<Value> e;
+        for (int64_t h = 0; h < 2; ++h)
+          for (int64_t x = 0; x < 2; ++x) {
+            Value sc = extract(vec, {h, x});
+            if (p.scale != 1.0)
+              sc = fmul(sc, scale);
+            if (p.scoreMod)
+              sc = p.scoreMod(b, loc, sc, batchI32, headI32,
+                              add(qThreadI32, i * 16 + h * 8),
+                              add(kThread, jn * 8 + x));
+            e.push_back(sc);
+          }
+        vec = vector::FromElementsOp::create(b, loc,
+                                             VectorType::get({2, 2}, f32), e);
+      }
+  }
+  if (!constraints.empty()) {
+    // The tile is partial iff some constraint fails at its worst corner.
+    Value kLast = add(k0, s.blockKV - 1);
+    Value partial;
+    for (const MaskConstraint &mc : constraints) {
+      Value v = constraintAt(mc, k0, kLast, /*largest=*/false);
+      partial = lor(partial, cmp(arith::CmpIPredicate::slt, v, cst(0)));
+    }
+    SmallVector<Type> types(sv.size(), sv[0].getType());
+    auto ifOp = scf::IfOp::create(b, loc, types, partial, /*withElse=*/true);
+    {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+      scf::YieldOp::create(b, loc, applyMask(sv, k0));
+      b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+      scf::YieldOp::create(b, loc, sv);
+    }
+    sv.assign(ifOp.getResults().begin(), ifOp.getResults().end());
+  }
+
+  // Online softmax, per row (m-tile i, half h): the row max over the quad,
+  // the correction of the running O and l, and P.
+  Value negInf = cstF(-std::numeric_limits<double>::infinity());
+  Value zeroF = cstF(0.0);
+  Value c = cstF(p.scale * kLog2E);
+  // pv[i][jn][h][x] as scalars.
+  SmallVector<Value> pv(mTiles * nS * 4);
+  auto at = [&](int64_t i, int64_t jn, int64_t h, int64_t x) -> Value & {
+    return pv[((i * nS + jn) * 2 + h) * 2 + x];
+  };
+  for (int64_t i = 0; i < mTiles; ++i) {
+    Value corr[2];
+    for (int64_t h = 0; h < 2; ++h) {
+      SmallVector<Value> vals;
+      for (int64_t jn = 0; jn < nS; ++jn)
+        for (int64_t x = 0; x < 2; ++x)
+          vals.push_back(extract(sv[i * nS + jn], {h, x}));
+      // Pairwise trees keep the dependency chains short.
+      auto tree = [&](SmallVector<Value> v, auto op) {
+        while (v.size() > 1) {
+          SmallVector<Value> next;
+          for (size_t e = 0; e + 1 < v.size(); e += 2)
+            next.push_back(op(v[e], v[e + 1]));
+          if (v.size() % 2)
+            next.push_back(v.back());
+          v = std::move(next);
+        }
+        return v[0];
+      };
+      auto maxOp = [&](Value x, Value y) { return fmax(x, y); };
+      auto addOp = [&](Value x, Value y) { return fadd(x, y); };
+      Value mx = tree(vals, maxOp);
+      mx = fmax(mx, shuffleXor(mx, 1));
+      mx = fmax(mx, shuffleXor(mx, 2));
+      Value mOld = mRun[i * 2 + h];
+      Value mNew = fmax(mOld, mx);
+      // A row with nothing kept so far has max -inf; 0 stands in for it so
+      // that -inf - (-inf) never happens (every contribution is then 0).
+      Value isNone = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                           mNew, negInf);
+      Value mUse = select(isNone, zeroF, mNew);
+      SmallVector<Value> pr;
+      if (fast) {
+        Value mScaled = fmul(mUse, c);
+        Value negM = arith::NegFOp::create(b, loc, mScaled);
+        corr[h] = exp2(fma(mOld, c, negM));
+        for (Value sc : vals)
+          pr.push_back(exp2(fma(sc, c, negM)));
+      } else {
+        corr[h] = p.correction ? p.correction(b, loc, mOld, mUse)
+                               : exp2(fmul(fsub(mOld, mUse), cstF(kLog2E)));
+        Value negM = arith::NegFOp::create(b, loc, fmul(mUse, cstF(kLog2E)));
+        for (Value sc : vals)
+          pr.push_back(p.contribution ? p.contribution(b, loc, sc, mUse)
+                                      : exp2(fma(sc, cstF(kLog2E), negM)));
+      }
+      for (int64_t jn = 0; jn < nS; ++jn)
+        for (int64_t x = 0; x < 2; ++x)
+          at(i, jn, h, x) = pr[jn * 2 + x];
+      // l stays a per-lane partial sum; the quad reduces it once, at the end.
+      lRun[i * 2 + h] = fma(lRun[i * 2 + h], corr[h], tree(pr, addOp));
+      mRun[i * 2 + h] = mNew;
+    }
+    Value corrVec = vector::FromElementsOp::create(
+        b, loc, VectorType::get({2, 2}, f32),
+        ValueRange{corr[0], corr[0], corr[1], corr[1]});
+    for (int64_t dn = 0; dn < nO; ++dn)
+      oAcc[i * nO + dn] = fmul(oAcc[i * nO + dn], corrVec);
+  }
+
+  // P as A fragments: for keys 16kk..16kk+15, the accumulators of n-tiles
+  // 2kk and 2kk+1 are exactly the m16n8k16 A layout.
+  VectorType fragF32 = VectorType::get({4, 2}, f32);
+  VectorType fragT = VectorType::get({4, 2}, elemT);
+  SmallVector<Value> pFrag(mTiles * (nS / 2));
+  for (int64_t i = 0; i < mTiles; ++i)
+    for (int64_t kk = 0; kk < nS / 2; ++kk) {
+      SmallVector<Value> e;
+      for (int64_t half2 = 0; half2 < 2; ++half2)
+        for (int64_t h = 0; h < 2; ++h)
+          for (int64_t x = 0; x < 2; ++x)
+            e.push_back(at(i, kk * 2 + half2, h, x));
+      Value f = vector::FromElementsOp::create(b, loc, fragF32, e);
+      pFrag[i * (nS / 2) + kk] = arith::TruncFOp::create(b, loc, fragT, f);
+    }
+
+  // O += P V (V fragments by transposed ldmatrix).
+  waitGroups(2 * s.stages - 2);
+  mlir::gpu::BarrierOp::create(b, loc);
+  for (int64_t kk = 0; kk < nS / 2; ++kk)
+    for (int64_t dp = 0; dp < nO / 2; ++dp) {
+      // V is stored [key][d], the B operand's [k][n], read transposed: the
+      // matrices are (keys 0-7|8-15) x (d chunk 0|1), d n-tile h takes two.
+      Value off =
+          add(add(kBase, tA[dp % 4]), (dp / 4) * 64 + kk * 16 * p.headDim);
+      Value pair = ldmatrix(smemV, off, true);
+      for (int64_t i = 0; i < mTiles; ++i)
+        for (int64_t h = 0; h < 2; ++h) {
+          Value &acc = oAcc[i * nO + dp * 2 + h];
+          acc = mma(pFrag[i * (nS / 2) + kk], half(pair, h), acc);
+        }
+    }
+
+  SmallVector<Value> out(oAcc);
+  out.append(mRun);
+  out.append(lRun);
+  return out;
+}
+
+void AttentionBuilder::epilogue(ValueRange carried) {
+  int64_t nOAll = mTiles * nO;
+  bool needRow = p.lq % s.blockQ != 0;
+  Value zeroF = cstF(0.0), one = cstF(1.0);
+  VectorType v2 = VectorType::get({2}, f32);
+  for (int64_t i = 0; i < mTiles; ++i)
+    for (int64_t h = 0; h < 2; ++h) {
+      Value l = carried[nOAll + 2 * mTiles + i * 2 + h];
+      l = fadd(l, shuffleXor(l, 1));
+      l = fadd(l, shuffleXor(l, 2));
+      // l = 0 only when the row kept nothing: O is 0 there, and 0 * (1/0)
+      // is NaN, which is the NaN policy; the zero policy selects 0.
+      Value inv = arith::DivFOp::create(b, loc, one, l);
+      if (p.maskedRows == MaskedRowPolicy::Zero)
+        inv = select(
+            arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, l, zeroF),
+            zeroF, inv);
+      Value invVec = vector::BroadcastOp::create(b, loc, v2, inv);
+      Value row = add(q0, add(add(warpRow, i * 16 + h * 8), gq));
+      std::optional<OpBuilder::InsertionGuard> guard;
+      if (needRow) {
+        guard.emplace(b);
+        auto ifOp = scf::IfOp::create(b, loc, ult(row, p.lq),
+                                      /*withElse=*/false);
+        b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+      }
+      for (int64_t dn = 0; dn < nO; ++dn) {
+        Value vals = fmul(extract(carried[i * nO + dn], {h}), invVec);
+        vals =
+            arith::TruncFOp::create(b, loc, VectorType::get({2}, elemT), vals);
+        Value col = add(mul(tq, 2), dn * 8);
+        vector::StoreOp::create(b, loc, vals, oArg,
+                                ValueRange{batch, head, row, col}, false,
+                                llvm::Align(4));
+      }
+    }
+}
+
+void AttentionBuilder::build(Value q, Value k, Value v, Value o) {
+  qArg = q;
+  kArg = k;
+  vArg = v;
+  oArg = o;
+  int64_t nQTiles = ceilDiv(p.lq, s.blockQ);
+  int64_t nKTiles = ceilDiv(p.lk, s.blockKV);
+
+  tid = mlir::gpu::ThreadIdOp::create(b, loc, mlir::gpu::Dimension::x);
+  lane = rem(tid, 32);
+  warpRow = mul(div(tid, 32), rowsPerWarp);
+  gq = div(lane, 4);
+  tq = band(lane, 3);
+  // Query tiles run last to first: under a causal mask the late tiles carry
+  // the most keys, and starting them first shortens the tail.
+  Value qTile =
+      sub(cst(nQTiles - 1),
+          mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::x));
+  head = mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::y);
+  batch = mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::z);
+  kvHead = div(head, p.headsQ / p.headsKV);
+  q0 = mul(qTile, s.blockQ);
+  qLast = add(arith::MinSIOp::create(b, loc, add(q0, s.blockQ), cst(p.lq)), -1);
+  batchI32 = toI32(batch);
+  headI32 = toI32(head);
+  qThreadI32 = toI32(add(q0, add(warpRow, gq)));
+
+  // Shared memory: the Q tile, then S stages of K, then S stages of V.
+  Value raw = dynamicSharedMemory();
+  int64_t qElems = s.blockQ * p.headDim;
+  int64_t kvElems = s.stages * s.blockKV * p.headDim;
+  smemQ = sharedView(raw, qElems, elemT, 0);
+  smemK = sharedView(raw, kvElems, elemT, qElems * 2);
+  smemV = sharedView(raw, kvElems, elemT, (qElems + kvElems) * 2);
+
+  copyRows(qArg, head, q0, p.lq, s.blockQ, smemQ, cst(0));
+  token = commitGroup();
+
+  // The key tiles that can hold a kept key for some row of this tile: each
+  // constraint with b != 0 bounds k on one side, loosest at the row where
+  // a*q + c is largest.
+  Value tStart = cst(0);
+  tEnd = cst(nKTiles);
+  for (const MaskConstraint &mc : p.mask) {
+    if (!mc.b)
+      continue;
+    Value hi = add(mc.a ? mul(mc.a > 0 ? qLast : q0, mc.a) : cst(0), mc.c);
+    if (mc.b > 0) {
+      Value kLo = ceilDivS(sub(cst(0), hi), mc.b);
+      tStart = arith::MaxSIOp::create(b, loc, tStart, floorDiv(kLo, s.blockKV));
+    } else {
+      Value kHi = floorDiv(hi, -mc.b);
+      tEnd = arith::MinSIOp::create(b, loc, tEnd,
+                                    add(floorDiv(kHi, s.blockKV), 1));
+    }
+  }
+
+  for (int64_t st = 0; st + 1 < s.stages; ++st) {
+    Value tile = add(tStart, st);
+    copyKVTile(true, tile, cst(st));
+    copyKVTile(false, tile, cst(st));
+  }
+  fragmentBases();
+  qBase = mul(warpRow, p.headDim);
+  if (qInRegs) {
+    // Q's fragments stay in registers for the whole loop.
+    waitGroups(2 * (s.stages - 1));
+    mlir::gpu::BarrierOp::create(b, loc);
+    for (int64_t kk = 0; kk < p.headDim / 16; ++kk)
+      qFrags.push_back(qFragment(0, kk));
+  }
+
+  SmallVector<Value> init;
+  Value zero4 = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(VectorType::get({2, 2}, f32), 0.0f));
+  init.append(mTiles * nO, zero4);
+  init.append(2 * mTiles, cstF(-std::numeric_limits<double>::infinity()));
+  init.append(2 * mTiles, cstF(0.0));
+
+  auto loop = scf::ForOp::create(b, loc, tStart, tEnd, cst(1), init);
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value j = loop.getInductionVar();
+    ValueRange carried = loop.getRegionIterArgs();
+    Value stage = rem(sub(j, tStart), s.stages);
+    // K_j has landed once at most 2S-3 newer groups are pending (V_j and
+    // the K/V groups of tiles j+1..j+S-2).
+    waitGroups(2 * s.stages - 3);
+    mlir::gpu::BarrierOp::create(b, loc);
+    // Every warp is past tile j-1, so its stage takes tile j+S-1.
+    Value next = add(j, s.stages - 1);
+    Value nextStage = rem(add(stage, s.stages - 1), s.stages);
+    copyKVTile(true, next, nextStage);
+    copyKVTile(false, next, nextStage);
+    Value k0 = mul(j, s.blockKV);
+
+    SmallVector<Value> results;
+    if (userMask && !boundsExact()) {
+      // Tiles the mask keeps nothing of (possible inside the bounds when
+      // constraints interact) are skipped whole; the condition is uniform
+      // over the block, so the barrier inside stays legal.
+      Value kLast = add(k0, s.blockKV - 1);
+      Value dead;
+      for (const MaskConstraint &mc : p.mask) {
+        Value vmax = constraintAt(mc, k0, kLast, /*largest=*/true);
+        dead = lor(dead, cmp(arith::CmpIPredicate::slt, vmax, cst(0)));
+      }
+      SmallVector<Type> types;
+      for (Value c : carried)
+        types.push_back(c.getType());
+      auto ifOp = scf::IfOp::create(b, loc, types, dead, /*withElse=*/true);
+      {
+        OpBuilder::InsertionGuard g2(b);
+        b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+        scf::YieldOp::create(b, loc, carried);
+        b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+        scf::YieldOp::create(b, loc, tileStep(stage, k0, carried));
+      }
+      results.assign(ifOp.getResults().begin(), ifOp.getResults().end());
+    } else {
+      results = tileStep(stage, k0, carried);
+    }
+    scf::YieldOp::create(b, loc, results);
+  }
+  epilogue(loop.getResults());
+}
+
+bool isElemType(Type t) { return t && (t.isBF16() || t.isF16()); }
+
+} // namespace
+
+Value buildExp2Approx(OpBuilder &b, Location loc, Value x) {
+  // The NVVM intrinsic, not llvm.exp2: convert-gpu-to-nvvm rejects the
+  // latter, and math.exp2 would need libdevice.
+  return LLVM::CallIntrinsicOp::create(
+             b, loc, b.getF32Type(),
+             b.getStringAttr("llvm.nvvm.ex2.approx.ftz.f32"), ValueRange{x})
+      .getResult(0);
+}
+
+bool attentionKernelSupports(const AttentionProblem &p, std::string &why) {
+  auto fail = [&](const std::string &msg) {
+    why = "attention kernel: " + msg;
+    return false;
+  };
+  if (!isElemType(p.elemType))
+    return fail("Q, K, V must be bf16 or f16");
+  if (p.batch < 1 || p.headsQ < 1 || p.headsKV < 1 || p.lq < 1 || p.lk < 1)
+    return fail("batch, heads, lq and lk must be >= 1");
+  if (p.headsQ % p.headsKV)
+    return fail("query heads must be a multiple of key/value heads");
+  // Multiples of 64: a shared row holds at least 8 16-byte chunks, which
+  // the swizzle and fragment addressing rely on.
+  if (p.headDim < 64 || p.headDim > 256 || p.headDim % 64)
+    return fail("head dim must be 64, 128, 192 or 256");
+  if (p.batch > 65535 || p.headsQ > 65535)
+    return fail("batch and query heads must be <= 65535 (grid limits)");
+  if (p.lq > (int64_t(1) << 30) || p.lk > (int64_t(1) << 30))
+    return fail("sequence lengths above 2^30");
+  if (!std::isfinite(p.scale))
+    return fail("the scale must be finite");
+  // Per-element mask values are i32: a*q + b*k + c must fit.
+  for (const MaskConstraint &mc : p.mask) {
+    double range = std::fabs(double(mc.a)) * double(p.lq) +
+                   std::fabs(double(mc.b)) * double(p.lk) +
+                   std::fabs(double(mc.c));
+    if (range >= double(int64_t(1) << 30))
+      return fail("a mask constraint's values exceed the 32-bit range");
+  }
+  return true;
+}
+
+bool attentionScheduleValid(const AttentionProblem &p,
+                            const AttentionSchedule &s, std::string &why) {
+  auto fail = [&](const std::string &msg) {
+    why = "attention schedule: " + msg;
+    return false;
+  };
+  if (!attentionKernelSupports(p, why))
+    return false;
+  for (int64_t v : {s.blockQ, s.blockKV, s.warps})
+    if (v < 1 || !llvm::isPowerOf2_64(v))
+      return fail("blockQ, blockKV and warps must be powers of two");
+  if (s.stages < 2 || s.stages > 4)
+    return fail("stages must be in [2, 4]");
+  if (s.warps > 16)
+    return fail("at most 16 warps");
+  if (s.blockQ % (16 * s.warps))
+    return fail("each warp needs a multiple of 16 query rows");
+  if (s.blockKV < 16)
+    return fail("blockKV must be >= 16");
+  int64_t threads = 32 * s.warps, cpr = p.headDim / 8;
+  if (threads % cpr || (threads / cpr) % 8 || (s.blockKV * cpr) % threads ||
+      (s.blockQ * cpr) % threads)
+    return fail("a tile's 16-byte chunks must spread evenly over threads, "
+                "each thread's rows 8 apart");
+  if (sharedBytesOf(p, s) > kMaxSharedSm90)
+    return fail("more than 227 KiB of shared memory");
+  return true;
+}
+
+AttentionSchedule chooseAttentionSchedule(const AttentionProblem &p,
+                                          llvm::StringRef chip) {
+  auto [maxShared, sms] = chipInfo(chip);
+  // 128 query rows, 4 warps of 32 rows each (K and V fragments serve two
+  // m16 tiles: half the shared-memory reads of 16-row warps); 32-key tiles,
+  // whose scores fit the registers beside the 32 x headDim accumulators;
+  // double-buffered.
+  AttentionSchedule s{128, 32, 4, 2};
+  if (p.headDim <= 64)
+    s = {128, 64, 4, 3};
+  // Fewer rows a block while the grid leaves multiprocessors idle.
+  while (ceilDiv(p.lq, s.blockQ) * p.headsQ * p.batch < sms && s.blockQ > 64) {
+    s.blockQ /= 2;
+    if (s.blockQ / s.warps < 16)
+      s.warps /= 2;
+  }
+  while (s.stages > 2 && sharedBytesOf(p, s) > maxShared)
+    --s.stages;
+  std::string why;
+  if (!attentionScheduleValid(p, s, why))
+    s = {64, 32, 4, 2}; // every supported problem takes this one
+  return s;
+}
+
+FailureOr<KernelLaunch> buildAttentionKernel(OpBuilder &b,
+                                             mlir::gpu::GPUModuleOp module,
+                                             StringRef name,
+                                             const AttentionProblem &p,
+                                             const AttentionSchedule &s) {
+  std::string why;
+  if (!attentionScheduleValid(p, s, why))
+    return module.emitError(why), failure();
+  loadTemplateDialects(b.getContext());
+
+  Type qT = MemRefType::get({p.batch, p.headsQ, p.lq, p.headDim}, p.elemType);
+  Type kvT = MemRefType::get({p.batch, p.headsKV, p.lk, p.headDim}, p.elemType);
+
+  OpBuilder::InsertionGuard g(b);
+  int64_t threads = 32 * s.warps;
+  auto func = createKernelFunc(b, module, name, {qT, kvT, kvT, qT}, threads);
+  Block &entry = func.getBody().front();
+  Location loc = module.getLoc();
+  AttentionBuilder ab(b, loc, p, s);
+  ab.build(entry.getArgument(0), entry.getArgument(1), entry.getArgument(2),
+           entry.getArgument(3));
+  mlir::gpu::ReturnOp::create(b, loc);
+
+  KernelLaunch launch;
+  launch.grid = {ceilDiv(p.lq, s.blockQ), p.headsQ, p.batch};
+  launch.block = {threads, 1, 1};
+  launch.sharedBytes = sharedBytesOf(p, s);
+  return launch;
+}
+
+} // namespace tcc::gpu

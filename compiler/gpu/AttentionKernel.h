@@ -1,0 +1,124 @@
+//===- AttentionKernel.h - the fused attention kernel template -*- C++ -*-===//
+//
+// Builds one `gpu.func` computing O = softmax(mod(Q x K^T)) x V in the manner
+// of FlashAttention-2, for sm_80 and sm_90, with MLIR's gpu/nvgpu/nvvm/vector/
+// scf/arith/memref builders:
+//   - a block per (query tile of blockQ rows, query head, batch); the Q tile
+//     is copied to shared memory once;
+//   - a loop over key tiles of blockKV keys, K and V travelling through a
+//     multi-stage cp.async pipeline into XOR-swizzled shared memory;
+//   - S = Q K^T and O += P V with mma.sync m16n8k16 (bf16 or f16 operands,
+//     f32 accumulation), the online softmax in registers, P turned into the
+//     A fragment of the P V mma without a shared-memory round trip;
+//   - the chain-specific parts (score modification, mask, the softmax
+//     algebra) come in as hooks.
+// Every size is static (baked into the kernel).
+//
+//===----------------------------------------------------------------------===//
+#ifndef TCC_COMPILER_GPU_ATTENTIONKERNEL_H
+#define TCC_COMPILER_GPU_ATTENTIONKERNEL_H
+
+#include "compiler/gpu/MatmulKernel.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Support/LLVM.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace tcc::gpu {
+
+/// One linear constraint of an attention mask: the pair (query q, key k) is
+/// kept iff a*q + b*k + c >= 0. Causal: {1, -1, 0}; a sliding window of w
+/// keys: causal plus {-1, 1, w - 1}; keys below P only: {0, -1, P - 1}.
+struct MaskConstraint {
+  int64_t a = 0, b = 0, c = 0;
+};
+
+/// What a query row whose every score is masked produces.
+enum class MaskedRowPolicy {
+  Zero, ///< zeros (what FlashAttention-2 and SDPA's flash backend give)
+  NaN,  ///< NaN (what an unfused softmax over all -inf gives)
+};
+
+/// Modifies one f32 score. `batch`, `head` (the query head), `q` and `k` are
+/// i32 values; the hook builds arith ops at the builder's insertion point
+/// (once per score element of a thread, inside the key loop: keep it cheap;
+/// ops on `batch`/`head` alone are hoisted by LLVM).
+using ScoreModFn = std::function<mlir::Value(
+    mlir::OpBuilder &b, mlir::Location loc, mlir::Value score,
+    mlir::Value batch, mlir::Value head, mlir::Value q, mlir::Value k)>;
+/// The online softmax's correction factor for accumulators built against
+/// running value `oldRun` when the running value becomes `newRun`
+/// (softmax: exp(oldRun - newRun)). `oldRun` may be -inf (nothing seen yet);
+/// `newRun` is always finite.
+using CorrectionFn =
+    std::function<mlir::Value(mlir::OpBuilder &b, mlir::Location loc,
+                              mlir::Value oldRun, mlir::Value newRun)>;
+/// The contribution of score `s` against running value `run` (softmax:
+/// exp(s - run)). `s` may be -inf (masked); `run` is always finite.
+using ContributionFn = std::function<mlir::Value(
+    mlir::OpBuilder &b, mlir::Location loc, mlir::Value s, mlir::Value run)>;
+
+/// One attention problem: Q [batch, headsQ, lq, headDim], K and V
+/// [batch, headsKV, lk, headDim], O [batch, headsQ, lq, headDim].
+/// Query head h reads key/value head h / (headsQ / headsKV) (GQA/MQA).
+struct AttentionProblem {
+  int64_t batch = 1, headsQ = 1, headsKV = 1;
+  int64_t lq = 0, lk = 0, headDim = 0;
+  mlir::Type elemType; ///< bf16 or f16: Q, K, V and O.
+  /// Multiplies Q K^T before scoreMod (usually 1/sqrt(headDim)).
+  double scale = 1.0;
+  /// Applied to each scaled score; null: none.
+  ScoreModFn scoreMod;
+  /// The mask: a conjunction of linear constraints (empty: keep all).
+  llvm::SmallVector<MaskConstraint, 2> mask;
+  MaskedRowPolicy maskedRows = MaskedRowPolicy::Zero;
+  /// The softmax algebra; null: softmax's (exp2 with log2(e) folded into the
+  /// scale when scoreMod is null too). The running value is the row max.
+  CorrectionFn correction;
+  ContributionFn contribution;
+};
+
+/// The tiling: a block of `warps` warps owns blockQ query rows (each warp
+/// blockQ / warps rows, a multiple of 16) and steps over the keys by
+/// blockKV, with `stages` shared-memory buffers of K and V in flight.
+struct AttentionSchedule {
+  int64_t blockQ = 128, blockKV = 64, warps = 4, stages = 2;
+};
+
+/// Builds 2^x for an f32 `x` with the GPU's approximate unit (ex2.approx.ftz:
+/// about 2 ulp; 2^-inf = 0, 2^+inf = +inf), for hooks that need exp: e^x is
+/// 2^(x * log2(e)).
+mlir::Value buildExp2Approx(mlir::OpBuilder &b, mlir::Location loc,
+                            mlir::Value x);
+
+/// Picks a schedule for `p` on chip "sm_90" or "sm_80".
+AttentionSchedule chooseAttentionSchedule(const AttentionProblem &p,
+                                          llvm::StringRef chip);
+
+/// Whether buildAttentionKernel handles `p`; when not, `why` says why.
+bool attentionKernelSupports(const AttentionProblem &p, std::string &why);
+
+/// Whether `s` is a valid schedule for `p`; when not, `why` says why.
+bool attentionScheduleValid(const AttentionProblem &p,
+                            const AttentionSchedule &s, std::string &why);
+
+/// Appends `gpu.func @name(%q, %k, %v, %o) kernel` to `module`. The arguments
+/// are identity-layout memrefs of the static shapes in AttentionProblem, each
+/// 16-byte aligned. The kernel reads `gpu.dynamic_shared_memory` of
+/// KernelLaunch::sharedBytes bytes (above 48 KiB: the launcher must raise
+/// the function's dynamic shared memory limit). Fails (with a diagnostic at
+/// the module) when the problem or the schedule is not supported.
+mlir::FailureOr<KernelLaunch>
+buildAttentionKernel(mlir::OpBuilder &b, mlir::gpu::GPUModuleOp module,
+                     llvm::StringRef name, const AttentionProblem &p,
+                     const AttentionSchedule &s);
+
+} // namespace tcc::gpu
+
+#endif // TCC_COMPILER_GPU_ATTENTIONKERNEL_H

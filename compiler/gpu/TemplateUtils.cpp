@@ -1,0 +1,100 @@
+//===- TemplateUtils.cpp - helpers the GPU kernel templates share ---------===//
+#include "compiler/gpu/TemplateUtils.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+using namespace mlir;
+
+namespace tcc::gpu {
+
+void loadTemplateDialects(MLIRContext *ctx) {
+  ctx->getOrLoadDialect<arith::ArithDialect>();
+  ctx->getOrLoadDialect<memref::MemRefDialect>();
+  ctx->getOrLoadDialect<LLVM::LLVMDialect>();
+  ctx->getOrLoadDialect<NVVM::NVVMDialect>();
+  ctx->getOrLoadDialect<nvgpu::NVGPUDialect>();
+  ctx->getOrLoadDialect<scf::SCFDialect>();
+  ctx->getOrLoadDialect<vector::VectorDialect>();
+}
+
+mlir::gpu::GPUFuncOp createKernelFunc(OpBuilder &b,
+                                      mlir::gpu::GPUModuleOp module,
+                                      StringRef name, TypeRange args,
+                                      int64_t threads) {
+  b.setInsertionPointToEnd(module.getBody());
+  auto func = mlir::gpu::GPUFuncOp::create(b, module.getLoc(), name,
+                                           b.getFunctionType(args, {}));
+  func->setAttr(mlir::gpu::GPUDialect::getKernelFuncAttrName(),
+                b.getUnitAttr());
+  func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({int32_t(threads), 1, 1}));
+  b.setInsertionPointToStart(&func.getBody().front());
+  return func;
+}
+
+Value TemplateBuilder::swizzle(Value r, Value c, int64_t cpr) {
+  if (cpr >= 8)
+    return add(mul(r, cpr), bxor(c, band(r, 7)));
+  Value lin = add(mul(r, cpr), c);
+  Value line = arith::ShRUIOp::create(b, loc, lin, cst(3));
+  return bxor(lin, band(line, 7));
+}
+
+Value TemplateBuilder::dynamicSharedMemory() {
+  auto wg = mlir::gpu::AddressSpaceAttr::get(
+      b.getContext(), mlir::gpu::GPUDialect::getWorkgroupAddressSpace());
+  return mlir::gpu::DynamicSharedMemoryOp::create(
+      b, loc,
+      MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                      MemRefLayoutAttrInterface(), wg));
+}
+
+Value TemplateBuilder::sharedView(Value raw, int64_t elems, Type elemT,
+                                  int64_t byteOff) {
+  Attribute wg = cast<MemRefType>(raw.getType()).getMemorySpace();
+  return memref::ViewOp::create(
+      b, loc, MemRefType::get({elems}, elemT, MemRefLayoutAttrInterface(), wg),
+      raw, cst(byteOff), ValueRange{});
+}
+
+Value TemplateBuilder::commitGroup() {
+  return nvgpu::DeviceAsyncCreateGroupOp::create(
+      b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), ValueRange{});
+}
+
+Value TemplateBuilder::mmaBf16(Value aFrag, Value bFrag, Value acc) {
+  Type i32 = b.getI32Type(), f32 = b.getF32Type();
+  auto regs = [&](Value v, int64_t n) {
+    Value words =
+        vector::BitCastOp::create(b, loc, VectorType::get({n, 1}, i32), v);
+    SmallVector<Value> out;
+    for (int64_t i = 0; i < n; ++i)
+      out.push_back(
+          vector::ExtractOp::create(b, loc, words, ArrayRef<int64_t>{i, 0}));
+    return out;
+  };
+  SmallVector<Value> cRegs;
+  for (int64_t i = 0; i < 4; ++i)
+    cRegs.push_back(vector::ExtractOp::create(b, loc, acc,
+                                              ArrayRef<int64_t>{i / 2, i % 2}));
+  auto resT =
+      LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
+  Value d = NVVM::MmaOp::create(
+      b, loc, resT, regs(aFrag, 4), regs(bFrag, 2), cRegs,
+      ArrayRef<int64_t>{16, 8, 16}, std::nullopt, std::nullopt,
+      std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16, NVVM::MMATypes::bf16},
+      std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                     NVVM::MMALayout::col});
+  SmallVector<Value> e;
+  for (int64_t i = 0; i < 4; ++i)
+    e.push_back(LLVM::ExtractValueOp::create(b, loc, d, ArrayRef<int64_t>{i}));
+  return vector::FromElementsOp::create(b, loc, VectorType::get({2, 2}, f32),
+                                        e);
+}
+
+} // namespace tcc::gpu

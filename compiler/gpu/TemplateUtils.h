@@ -1,0 +1,146 @@
+//===- TemplateUtils.h - helpers the GPU kernel templates share -*- C++ -*-===//
+//
+// What MatmulKernel.cpp and AttentionKernel.cpp both build the same way: the
+// chip limits, the kernel function, index arithmetic, the dynamic shared
+// memory and its swizzle, cp.async group commits and the bf16 mma.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TCC_COMPILER_GPU_TEMPLATEUTILS_H
+#define TCC_COMPILER_GPU_TEMPLATEUTILS_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Support/LLVM.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+
+namespace tcc::gpu {
+
+/// Shared memory a block may use (sm_90: 227 KiB; sm_80: 163 KiB).
+constexpr int64_t kMaxSharedSm90 = 232448;
+constexpr int64_t kMaxSharedSm80 = 166912;
+
+/// What the schedule heuristics know of a chip: the shared memory a block
+/// may use and the multiprocessors (sm_90: H100/H200, sm_80: A100).
+struct ChipInfo {
+  int64_t maxShared, sms;
+};
+inline ChipInfo chipInfo(llvm::StringRef chip) {
+  return chip == "sm_80" ? ChipInfo{kMaxSharedSm80, 108}
+                         : ChipInfo{kMaxSharedSm90, 132};
+}
+
+inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// Loads the dialects the templates build with into `ctx`.
+void loadTemplateDialects(mlir::MLIRContext *ctx);
+
+/// Appends `gpu.func @name(args) kernel` with a known block size of
+/// `threads` x 1 x 1 to `module` and sets `b`'s insertion point to the start
+/// of its body (the caller keeps an InsertionGuard).
+mlir::gpu::GPUFuncOp createKernelFunc(mlir::OpBuilder &b,
+                                      mlir::gpu::GPUModuleOp module,
+                                      llvm::StringRef name,
+                                      mlir::TypeRange args, int64_t threads);
+
+/// The base of the templates' kernel builders: small emitters that build at
+/// the builder's insertion point.
+class TemplateBuilder {
+protected:
+  TemplateBuilder(mlir::OpBuilder &b, mlir::Location loc) : b(b), loc(loc) {}
+
+  // Index (and i32) arithmetic; constants of 0 and 1 fold away here so that
+  // the emitted IR stays readable.
+  mlir::Value cst(int64_t v) {
+    return mlir::arith::ConstantIndexOp::create(b, loc, v);
+  }
+  mlir::Value cstI32(int64_t v) {
+    return mlir::arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v));
+  }
+  mlir::Value add(mlir::Value x, mlir::Value y) {
+    return mlir::arith::AddIOp::create(b, loc, x, y);
+  }
+  mlir::Value add(mlir::Value x, int64_t y) {
+    if (!y)
+      return x;
+    return add(x, x.getType().isIndex() ? cst(y) : cstI32(y));
+  }
+  mlir::Value sub(mlir::Value x, mlir::Value y) {
+    return mlir::arith::SubIOp::create(b, loc, x, y);
+  }
+  mlir::Value mul(mlir::Value x, int64_t y) {
+    if (y == 1)
+      return x;
+    return mlir::arith::MulIOp::create(
+        b, loc, x, x.getType().isIndex() ? cst(y) : cstI32(y));
+  }
+  mlir::Value div(mlir::Value x, int64_t y) {
+    return y == 1 ? x : mlir::arith::DivUIOp::create(b, loc, x, cst(y));
+  }
+  mlir::Value rem(mlir::Value x, int64_t y) {
+    return mlir::arith::RemUIOp::create(b, loc, x, cst(y));
+  }
+  mlir::Value bxor(mlir::Value x, mlir::Value y) {
+    return mlir::arith::XOrIOp::create(b, loc, x, y);
+  }
+  mlir::Value band(mlir::Value x, int64_t y) {
+    return mlir::arith::AndIOp::create(b, loc, x, cst(y));
+  }
+  mlir::Value cmp(mlir::arith::CmpIPredicate pred, mlir::Value x,
+                  mlir::Value y) {
+    return mlir::arith::CmpIOp::create(b, loc, pred, x, y);
+  }
+  mlir::Value ult(mlir::Value x, int64_t y) {
+    return cmp(mlir::arith::CmpIPredicate::ult, x, cst(y));
+  }
+  /// x && y, where a null operand means "true" (no check needed).
+  mlir::Value land(mlir::Value x, mlir::Value y) {
+    if (!x)
+      return y;
+    if (!y)
+      return x;
+    return mlir::arith::AndIOp::create(b, loc, x, y);
+  }
+  /// x || y, where a null `x` means "false" (nothing accumulated yet).
+  mlir::Value lor(mlir::Value x, mlir::Value y) {
+    if (!x)
+      return y;
+    return mlir::arith::OrIOp::create(b, loc, x, y);
+  }
+  mlir::Value select(mlir::Value c, mlir::Value x, mlir::Value y) {
+    return mlir::arith::SelectOp::create(b, loc, c, x, y);
+  }
+
+  /// The swizzled chunk of chunk `c` in row `r` of a tile with `cpr` 16-byte
+  /// chunks a row, as a chunk index from the tile's start. Rows of >= 128
+  /// bytes XOR the chunk's low 3 bits with the row; narrower rows share a
+  /// 128-byte line and XOR with the line's index, so 8 consecutive rows read
+  /// at one column (an ldmatrix phase), and the chunks a cp.async phase
+  /// writes, land in 8 distinct 16-byte bank groups either way.
+  mlir::Value swizzle(mlir::Value r, mlir::Value c, int64_t cpr);
+
+  /// The block's `gpu.dynamic_shared_memory` as raw bytes.
+  mlir::Value dynamicSharedMemory();
+  /// A 1-D view of `elems` elements of type `elemT` at byte `byteOff` of
+  /// `raw` (from dynamicSharedMemory).
+  mlir::Value sharedView(mlir::Value raw, int64_t elems, mlir::Type elemT,
+                         int64_t byteOff);
+
+  /// Closes the pending cp.async copies into one group; returns its token
+  /// (the waits only count groups, so any token serves them).
+  mlir::Value commitGroup();
+
+  /// mma.sync m16n8k16 of bf16 fragments into f32 accumulators (vector<2x2>).
+  /// nvgpu.mma.sync does not lower bf16 operands (MLIR 22), so this goes to
+  /// nvvm.mma.sync directly: operands as b32 registers holding two bf16 each.
+  mlir::Value mmaBf16(mlir::Value aFrag, mlir::Value bFrag, mlir::Value acc);
+
+  mlir::OpBuilder &b;
+  mlir::Location loc;
+};
+
+} // namespace tcc::gpu
+
+#endif // TCC_COMPILER_GPU_TEMPLATEUTILS_H

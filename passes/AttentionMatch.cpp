@@ -1,0 +1,561 @@
+//===- AttentionMatch.cpp - plain attention recognised in a chain ---------===//
+#include "passes/AttentionMatch.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/IRMapping.h"
+
+#include <cmath>
+
+namespace mlir::tcc {
+namespace {
+
+RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+/// The value of a constant of one value (a scalar or a splat), as a double.
+std::optional<double> constantValue(Value v) {
+  auto c = v.getDefiningOp<ConstantOp>();
+  if (!c)
+    return std::nullopt;
+  Attribute a = c.getValue();
+  if (auto dense = dyn_cast<DenseElementsAttr>(a)) {
+    if (!dense.isSplat())
+      return std::nullopt;
+    a = dense.getSplatValue<Attribute>();
+  }
+  if (auto f = dyn_cast<FloatAttr>(a))
+    return f.getValueAsDouble();
+  if (auto i = dyn_cast<IntegerAttr>(a))
+    return double(i.getValue().getSExtValue());
+  return std::nullopt;
+}
+
+bool isLastAxisKeepdims(Operation *op, int64_t rank) {
+  auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes");
+  auto keep = op->getAttrOfType<BoolAttr>("keepdims");
+  return axes && keep && keep.getValue() && axes.size() == 1 &&
+         axes[0] == rank - 1;
+}
+
+/// Ops the score changes may use: elementwise ops with a scalar meaning.
+bool isScalarOp(Operation *op) {
+  return isa<NegOp, AbsOp, ExpOp, LogOp, SqrtOp, RsqrtOp, ReciprocalOp, TanhOp,
+             SigmoidOp, ReluOp, FloorOp, CeilOp, NotOp, AddOp, SubOp, MulOp,
+             DivOp, MaximumOp, MinimumOp, EqualOp, NotEqualOp, LessOp,
+             LessEqualOp, GreaterOp, GreaterEqualOp, AndOp, OrOp, SelectOp,
+             CastOp, ConstantOp, IotaOp>(op);
+}
+
+/// A value of positions only: built from iotas and constants by scalar ops.
+bool positional(Value v, Block *body) {
+  Operation *op = v.getDefiningOp();
+  if (!op || op->getBlock() != body || !isScalarOp(op))
+    return false;
+  if (isa<ConstantOp>(op))
+    return bool(constantValue(v));
+  if (isa<IotaOp>(op))
+    return true;
+  return llvm::all_of(op->getOperands(),
+                      [&](Value o) { return positional(o, body); });
+}
+
+/// An integer value of positions as a * q + b * k + c, where q and k are the
+/// last two axes of scores of rank `rank`.
+std::optional<LinearConstraint> affineOf(Value v, int64_t rank) {
+  Operation *op = v.getDefiningOp();
+  if (!op || !typeOf(v).getElementType().isSignlessInteger())
+    return std::nullopt;
+  if (auto c = constantValue(v))
+    return LinearConstraint{0, 0, int64_t(*c)};
+  if (auto iota = dyn_cast<IotaOp>(op)) {
+    RankedTensorType t = typeOf(v);
+    int64_t axis = iota.getAxis() + (rank - t.getRank());
+    if (t.getDimSize(iota.getAxis()) == 1)
+      return LinearConstraint{0, 0, 0};
+    if (axis == rank - 2)
+      return LinearConstraint{1, 0, 0};
+    if (axis == rank - 1)
+      return LinearConstraint{0, 1, 0};
+    return std::nullopt;
+  }
+  auto both = [&](int sign) -> std::optional<LinearConstraint> {
+    auto l = affineOf(op->getOperand(0), rank);
+    auto r = affineOf(op->getOperand(1), rank);
+    if (!l || !r)
+      return std::nullopt;
+    return LinearConstraint{l->a + sign * r->a, l->b + sign * r->b,
+                            l->c + sign * r->c};
+  };
+  if (isa<AddOp>(op))
+    return both(1);
+  if (isa<SubOp>(op))
+    return both(-1);
+  if (isa<NegOp>(op)) {
+    auto x = affineOf(op->getOperand(0), rank);
+    if (!x)
+      return std::nullopt;
+    return LinearConstraint{-x->a, -x->b, -x->c};
+  }
+  if (isa<MulOp>(op)) {
+    auto l = affineOf(op->getOperand(0), rank);
+    auto r = affineOf(op->getOperand(1), rank);
+    if (!l || !r)
+      return std::nullopt;
+    if (l->a == 0 && l->b == 0)
+      return LinearConstraint{l->c * r->a, l->c * r->b, l->c * r->c};
+    if (r->a == 0 && r->b == 0)
+      return LinearConstraint{r->c * l->a, r->c * l->b, r->c * l->c};
+  }
+  return std::nullopt;
+}
+
+/// A condition of positions as a conjunction of linear constraints.
+bool constraintsOf(Value cond, int64_t rank,
+                   SmallVector<LinearConstraint> &out) {
+  Operation *op = cond.getDefiningOp();
+  if (!op)
+    return false;
+  if (isa<AndOp>(op))
+    return constraintsOf(op->getOperand(0), rank, out) &&
+           constraintsOf(op->getOperand(1), rank, out);
+  if (!isa<GreaterEqualOp, GreaterOp, LessEqualOp, LessOp, EqualOp>(op))
+    return false;
+  auto l = affineOf(op->getOperand(0), rank);
+  auto r = affineOf(op->getOperand(1), rank);
+  if (!l || !r)
+    return false;
+  LinearConstraint d{l->a - r->a, l->b - r->b, l->c - r->c}; // l - r
+  LinearConstraint n{-d.a, -d.b, -d.c};                      // r - l
+  if (isa<GreaterEqualOp>(op))
+    out.push_back(d);
+  else if (isa<GreaterOp>(op))
+    out.push_back({d.a, d.b, d.c - 1});
+  else if (isa<LessEqualOp>(op))
+    out.push_back(n);
+  else if (isa<LessOp>(op))
+    out.push_back({n.a, n.b, n.c - 1});
+  else {
+    out.push_back(d);
+    out.push_back(n);
+  }
+  return true;
+}
+
+/// Whether some query row keeps no key.
+bool someRowEmpty(ArrayRef<LinearConstraint> mask, int64_t lq, int64_t lk) {
+  for (int64_t q = 0; q < lq; ++q) {
+    // Each constraint bounds k: b * k >= -(a * q + c).
+    double lo = 0, hi = double(lk - 1);
+    bool empty = false;
+    for (const LinearConstraint &c : mask) {
+      double rest = -double(c.a * q + c.c);
+      if (c.b == 0) {
+        empty |= rest > 0;
+        continue;
+      }
+      double bound = rest / double(c.b);
+      if (c.b > 0)
+        lo = std::max(lo, std::ceil(bound));
+      else
+        hi = std::min(hi, std::floor(bound));
+    }
+    if (empty || lo > hi)
+      return true;
+  }
+  return false;
+}
+
+/// The K or V that `v` repeats over query heads (GQA, MQA), with the ops
+/// that repeat it and its number of heads; `v` itself (heads: those of `v`)
+/// when it is not repeated. Heads are the axis before the last two.
+Value unrepeated(Value v, int64_t &kvHeads, SmallVector<Operation *> &ops) {
+  RankedTensorType t = typeOf(v);
+  int64_t rank = t.getRank();
+  kvHeads = rank >= 3 ? t.getDimSize(rank - 3) : 1;
+  if (rank < 3)
+    return v;
+  ArrayRef<int64_t> shape = t.getShape();
+  // MQA: one head broadcast to all.
+  if (auto b = v.getDefiningOp<BroadcastToOp>()) {
+    ArrayRef<int64_t> in = typeOf(b.getInput()).getShape();
+    if (in.size() == shape.size() && in[rank - 3] == 1 &&
+        llvm::all_of(llvm::seq<int64_t>(0, rank), [&](int64_t i) {
+          return i == rank - 3 || in[i] == shape[i];
+        })) {
+      ops.push_back(b);
+      kvHeads = 1;
+      return b.getInput();
+    }
+  }
+  // GQA: [.., Hkv, L, D] -> [.., Hkv, 1, L, D] -> [.., Hkv, G, L, D]
+  // -> [.., Hkv * G, L, D].
+  auto merge = v.getDefiningOp<ReshapeOp>();
+  auto b = merge ? merge.getInput().getDefiningOp<BroadcastToOp>()
+                 : BroadcastToOp();
+  auto split = b ? b.getInput().getDefiningOp<ReshapeOp>() : ReshapeOp();
+  if (!split)
+    return v;
+  ArrayRef<int64_t> wide = typeOf(b.getResult()).getShape();
+  ArrayRef<int64_t> narrow = typeOf(b.getInput()).getShape();
+  ArrayRef<int64_t> base = typeOf(split.getInput()).getShape();
+  if (wide.size() != size_t(rank + 1) || narrow.size() != wide.size() ||
+      base.size() != size_t(rank))
+    return v;
+  int64_t h = rank - 3; // the heads axis of v and of the base
+  bool ok = narrow[h + 1] == 1 && wide[h] * wide[h + 1] == shape[h] &&
+            narrow[h] == wide[h] && base[h] == wide[h];
+  for (int64_t i = 0; i < rank && ok; ++i) {
+    if (i == h)
+      continue;
+    int64_t w = i < h ? i : i + 1; // the same axis in the 5-D shapes
+    ok = shape[i] == base[i] && wide[w] == shape[i] && narrow[w] == shape[i];
+  }
+  if (!ok)
+    return v;
+  ops.append({split, b, merge});
+  kvHeads = base[h];
+  return split.getInput();
+}
+
+} // namespace
+
+std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
+  auto fail = [&](const char *reason) -> std::optional<AttentionMatch> {
+    why = reason;
+    return std::nullopt;
+  };
+  Block &body = chain.getBody().front();
+  auto outside = [&](Value v) {
+    Operation *def = v.getDefiningOp();
+    return def ? def->getBlock() != &body
+               : cast<BlockArgument>(v).getOwner() != &body;
+  };
+  auto yield = cast<YieldOp>(body.getTerminator());
+  if (yield.getNumOperands() != 1)
+    return fail("the chain has more than one result");
+  auto pv = yield.getOperand(0).getDefiningOp<MatmulOp>();
+  if (!pv || pv.getTransposeA() || pv.getTransposeB())
+    return fail("the chain does not end in P·V");
+  Value p = pv.getA();
+  if (auto cast = p.getDefiningOp<CastOp>())
+    p = cast.getInput();
+  int64_t rank = typeOf(p).getRank();
+  auto div = p.getDefiningOp<DivOp>();
+  if (!div)
+    return fail("P is not a quotient");
+  auto sum = div.getRhs().getDefiningOp<ReduceSumOp>();
+  auto exp = div.getLhs().getDefiningOp<ExpOp>();
+  if (!sum || !exp || sum.getInput() != exp.getResult() ||
+      !isLastAxisKeepdims(sum, rank))
+    return fail("P is not exp(.) over its sum along the keys");
+  auto sub = exp.getInput().getDefiningOp<SubOp>();
+  auto max = sub ? sub.getRhs().getDefiningOp<ReduceMaxOp>() : ReduceMaxOp();
+  if (!max || max.getInput() != sub.getLhs() || !isLastAxisKeepdims(max, rank))
+    return fail("the exponent is not the scores less their max");
+
+  AttentionMatch m;
+  m.chain = chain;
+  m.softmaxInput = sub.getLhs();
+  // The score changes, back from softmax's input to Q·Kᵀ.
+  Value s = m.softmaxInput;
+  SmallVector<Operation *> mods;
+  MatmulOp qk;
+  while (true) {
+    Operation *op = s.getDefiningOp();
+    if (!op || op->getBlock() != &body)
+      return fail("the scores do not come from Q·Kᵀ in the chain");
+    if ((qk = dyn_cast<MatmulOp>(op)))
+      break;
+    if (!isScalarOp(op) || isa<ConstantOp, IotaOp>(op))
+      return fail("a change of the scores has no scalar form");
+    Value next;
+    for (Value o : op->getOperands()) {
+      if (positional(o, &body))
+        continue;
+      if (next)
+        return fail("a change of the scores reads two score values");
+      next = o;
+    }
+    if (!next)
+      return fail("a change of the scores reads no score");
+    if (typeOf(op->getResult(0)).getShape() != typeOf(next).getShape())
+      return fail("a change of the scores broadcasts them");
+    mods.push_back(op);
+    s = next;
+  }
+  std::reverse(mods.begin(), mods.end());
+  if (qk.getTransposeA() || !qk.getTransposeB())
+    return fail("the scores are not Q·Kᵀ");
+  m.scores = qk.getResult();
+  m.q = qk.getA();
+  int64_t kHeads, vHeads;
+  m.k = unrepeated(qk.getB(), kHeads, m.kvOps);
+  m.v = unrepeated(pv.getB(), vHeads, m.kvOps);
+  if (kHeads != vHeads)
+    return fail("K and V are repeated over different numbers of heads");
+  m.kvHeads = kHeads;
+  if (!outside(m.q) || !outside(m.k) || !outside(m.v))
+    return fail("Q, K or V is computed in the chain");
+  // Every other op of the chain belongs to the pattern or to positions.
+  llvm::SmallPtrSet<Operation *, 16> known(mods.begin(), mods.end());
+  known.insert({qk, max, sub, exp, sum, div, pv, yield});
+  known.insert(m.kvOps.begin(), m.kvOps.end());
+  if (auto cast = pv.getA().getDefiningOp<CastOp>())
+    known.insert(cast);
+  for (Operation &op : body)
+    if (!known.contains(&op) &&
+        !(op.getNumResults() == 1 && positional(op.getResult(0), &body)))
+      return fail("the chain holds ops besides attention");
+  // Uses: each intermediate is read only by the next step.
+  for (Operation *op : mods)
+    if (!op->getResult(0).hasOneUse() && op->getResult(0) != m.softmaxInput)
+      return fail("a changed score is read twice");
+
+  RankedTensorType qt = typeOf(m.q), kt = typeOf(m.k), vt = typeOf(m.v),
+                   ot = typeOf(pv.getResult());
+  if (qt.getRank() != kt.getRank() || qt.getRank() != vt.getRank() ||
+      qt.getRank() < 2 || qt.getRank() > 4)
+    return fail("Q, K and V are not all of rank 2 to 4");
+  // K and V as the matmuls read them (repeated) match Q.
+  RankedTensorType kmt = typeOf(qk.getB()), vmt = typeOf(pv.getB());
+  if (qt.getShape().drop_back(2) != kmt.getShape().drop_back(2) ||
+      qt.getShape().drop_back(2) != vmt.getShape().drop_back(2))
+    return fail("Q, K and V differ in their leading dimensions");
+  m.elemType = qt.getElementType();
+  if (!(m.elemType.isBF16() || m.elemType.isF16()) ||
+      kt.getElementType() != m.elemType || vt.getElementType() != m.elemType ||
+      ot.getElementType() != m.elemType)
+    return fail("Q, K, V and the result are not all bf16 or all f16");
+  m.lq = qt.getDimSize(qt.getRank() - 2);
+  m.headDim = qt.getDimSize(qt.getRank() - 1);
+  m.lk = kt.getDimSize(kt.getRank() - 2);
+  if (kt.getDimSize(kt.getRank() - 1) != m.headDim ||
+      vt.getDimSize(vt.getRank() - 2) != m.lk ||
+      vt.getDimSize(vt.getRank() - 1) != m.headDim)
+    return fail("K and V do not match Q's head size and K's length");
+  if (qt.getRank() == 4) {
+    m.batch = qt.getDimSize(0);
+    m.heads = qt.getDimSize(1);
+  } else if (qt.getRank() == 3) {
+    m.heads = qt.getDimSize(0);
+  }
+
+  // A select of a position condition against a huge negative value is the
+  // mask: as linear constraints it lets whole tiles be skipped. Only when
+  // no row loses every key (such a row would average V in the model, with
+  // a finite value, and be computed by the select instead).
+  for (Operation *&op : mods) {
+    auto select = dyn_cast<SelectOp>(op);
+    if (!select || !m.mask.empty() || !positional(select.getCond(), &body))
+      continue;
+    std::optional<double> masked = constantValue(select.getB());
+    if (!masked || *masked > -1e20 || !positional(select.getB(), &body))
+      continue;
+    SmallVector<LinearConstraint> mask;
+    if (!constraintsOf(select.getCond(), typeOf(m.scores).getRank(), mask) ||
+        someRowEmpty(mask, m.lq, m.lk))
+      continue;
+    m.mask = mask;
+    m.maskSelect = op;
+    op = nullptr;
+  }
+  for (Operation *op : mods) {
+    if (!op)
+      continue;
+    if (auto select = dyn_cast<SelectOp>(op))
+      if (auto c = constantValue(select.getB()); c && std::isinf(*c))
+        m.maskedToInfinity = true;
+    m.mods.push_back(op);
+  }
+  // A positive scale alone (the common case) needs no score code.
+  if (m.mods.size() == 1 && isa<MulOp, DivOp>(m.mods[0])) {
+    Operation *op = m.mods[0];
+    std::optional<double> c = constantValue(op->getOperand(1));
+    if (!c && isa<MulOp>(op))
+      c = constantValue(op->getOperand(0));
+    if (c && *c > 0 && std::isfinite(*c))
+      m.scale = isa<MulOp>(op) ? *c : 1.0 / *c;
+  }
+  return m;
+}
+
+Value AttentionMatch::buildScoreMod(OpBuilder &b, Location loc, Value score,
+                                    Value batchIdx, Value head, Value qIdx,
+                                    Value kIdx) const {
+  int64_t rank = cast<RankedTensorType>(scores.getType()).getRank();
+  Type f32 = b.getF32Type();
+  llvm::DenseMap<Value, Value> values{{scores, score}};
+  // Scalars of the compute types: f32 for floats, i32 or i64, i1.
+  auto scalarType = [&](Type t) -> Type {
+    return isa<FloatType>(t) ? f32 : t;
+  };
+  std::function<Value(Value)> get = [&](Value v) -> Value {
+    auto it = values.find(v);
+    if (it != values.end())
+      return it->second;
+    Operation *op = v.getDefiningOp();
+    Type elem = cast<RankedTensorType>(v.getType()).getElementType();
+    Type st = scalarType(elem);
+    Value r;
+    if (auto c = constantValue(v)) {
+      r = isa<FloatType>(st)
+              ? arith::ConstantOp::create(b, loc, b.getFloatAttr(st, *c))
+                    .getResult()
+              : arith::ConstantOp::create(b, loc,
+                                          b.getIntegerAttr(st, int64_t(*c)))
+                    .getResult();
+    } else if (auto iota = dyn_cast<IotaOp>(op)) {
+      RankedTensorType t = typeOf(v);
+      int64_t axis = iota.getAxis() + (rank - t.getRank());
+      Value idx = t.getDimSize(iota.getAxis()) == 1
+                      ? arith::ConstantIntOp::create(b, loc, b.getI32Type(), 0)
+                            .getResult()
+                  : axis == rank - 1 ? kIdx
+                  : axis == rank - 2 ? qIdx
+                  : axis == rank - 3 ? head
+                                     : batchIdx;
+      if (isa<FloatType>(st))
+        r = arith::SIToFPOp::create(b, loc, st, idx);
+      else if (st.getIntOrFloatBitWidth() > 32)
+        r = arith::ExtSIOp::create(b, loc, st, idx);
+      else if (st.getIntOrFloatBitWidth() < 32)
+        r = arith::TruncIOp::create(b, loc, st, idx);
+      else
+        r = idx;
+    } else {
+      SmallVector<Value> in;
+      for (Value o : op->getOperands())
+        in.push_back(get(o));
+      bool fl = isa<FloatType>(in[0].getType());
+      auto bin = [&](auto fOp, auto iOp) -> Value {
+        using F = decltype(fOp);
+        using I = decltype(iOp);
+        if (fl)
+          return F::create(b, loc, in[0], in[1]);
+        return I::create(b, loc, in[0], in[1]);
+      };
+      auto cmp = [&](arith::CmpFPredicate f, arith::CmpIPredicate i) -> Value {
+        if (fl)
+          return arith::CmpFOp::create(b, loc, f, in[0], in[1]);
+        return arith::CmpIOp::create(b, loc, i, in[0], in[1]);
+      };
+      Value one = fl ? arith::ConstantOp::create(b, loc, b.getFloatAttr(f32, 1.0))
+                           .getResult()
+                     : Value();
+      if (isa<AddOp>(op))
+        r = bin(arith::AddFOp(), arith::AddIOp());
+      else if (isa<SubOp>(op))
+        r = bin(arith::SubFOp(), arith::SubIOp());
+      else if (isa<MulOp>(op))
+        r = bin(arith::MulFOp(), arith::MulIOp());
+      else if (isa<DivOp>(op))
+        r = bin(arith::DivFOp(), arith::DivSIOp());
+      else if (isa<MaximumOp>(op))
+        r = bin(arith::MaximumFOp(), arith::MaxSIOp());
+      else if (isa<MinimumOp>(op))
+        r = bin(arith::MinimumFOp(), arith::MinSIOp());
+      else if (isa<EqualOp>(op))
+        r = cmp(arith::CmpFPredicate::OEQ, arith::CmpIPredicate::eq);
+      else if (isa<NotEqualOp>(op))
+        r = cmp(arith::CmpFPredicate::UNE, arith::CmpIPredicate::ne);
+      else if (isa<LessOp>(op))
+        r = cmp(arith::CmpFPredicate::OLT, arith::CmpIPredicate::slt);
+      else if (isa<LessEqualOp>(op))
+        r = cmp(arith::CmpFPredicate::OLE, arith::CmpIPredicate::sle);
+      else if (isa<GreaterOp>(op))
+        r = cmp(arith::CmpFPredicate::OGT, arith::CmpIPredicate::sgt);
+      else if (isa<GreaterEqualOp>(op))
+        r = cmp(arith::CmpFPredicate::OGE, arith::CmpIPredicate::sge);
+      else if (isa<AndOp>(op))
+        r = arith::AndIOp::create(b, loc, in[0], in[1]);
+      else if (isa<OrOp>(op))
+        r = arith::OrIOp::create(b, loc, in[0], in[1]);
+      else if (isa<NotOp>(op))
+        r = arith::XOrIOp::create(
+            b, loc, in[0], arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1));
+      else if (isa<SelectOp>(op))
+        r = arith::SelectOp::create(b, loc, in[0], in[1], in[2]);
+      else if (isa<NegOp>(op))
+        r = fl ? arith::NegFOp::create(b, loc, in[0]).getResult()
+               : arith::SubIOp::create(
+                     b, loc,
+                     arith::ConstantOp::create(b, loc,
+                                               b.getIntegerAttr(st, 0)),
+                     in[0])
+                     .getResult();
+      else if (isa<AbsOp>(op))
+        r = fl ? math::AbsFOp::create(b, loc, in[0]).getResult()
+               : math::AbsIOp::create(b, loc, in[0]).getResult();
+      else if (isa<ReluOp>(op))
+        r = fl ? arith::MaximumFOp::create(
+                     b, loc, in[0],
+                     arith::ConstantOp::create(b, loc, b.getFloatAttr(f32, 0)))
+                     .getResult()
+               : arith::MaxSIOp::create(
+                     b, loc, in[0],
+                     arith::ConstantOp::create(b, loc, b.getIntegerAttr(st, 0)))
+                     .getResult();
+      else if (isa<ExpOp>(op))
+        r = math::ExpOp::create(b, loc, in[0]);
+      else if (isa<LogOp>(op))
+        r = math::LogOp::create(b, loc, in[0]);
+      else if (isa<SqrtOp>(op))
+        r = math::SqrtOp::create(b, loc, in[0]);
+      else if (isa<RsqrtOp>(op))
+        r = math::RsqrtOp::create(b, loc, in[0]);
+      else if (isa<ReciprocalOp>(op))
+        r = arith::DivFOp::create(b, loc, one, in[0]);
+      else if (isa<TanhOp>(op))
+        r = math::TanhOp::create(b, loc, in[0]);
+      else if (isa<SigmoidOp>(op))
+        r = arith::DivFOp::create(
+            b, loc, one,
+            arith::AddFOp::create(
+                b, loc, one,
+                math::ExpOp::create(b, loc,
+                                    arith::NegFOp::create(b, loc, in[0]))));
+      else if (isa<FloorOp>(op))
+        r = math::FloorOp::create(b, loc, in[0]);
+      else if (isa<CeilOp>(op))
+        r = math::CeilOp::create(b, loc, in[0]);
+      else if (isa<CastOp>(op)) {
+        Type from = in[0].getType();
+        if (isa<FloatType>(from) && isa<FloatType>(st))
+          r = in[0];
+        else if (isa<FloatType>(from))
+          r = st.isInteger(1)
+                  ? arith::CmpFOp::create(
+                        b, loc, arith::CmpFPredicate::UNE, in[0],
+                        arith::ConstantOp::create(b, loc, b.getFloatAttr(f32, 0)))
+                        .getResult()
+                  : arith::FPToSIOp::create(b, loc, st, in[0]).getResult();
+        else if (isa<FloatType>(st))
+          r = from.isInteger(1)
+                  ? arith::UIToFPOp::create(b, loc, st, in[0]).getResult()
+                  : arith::SIToFPOp::create(b, loc, st, in[0]).getResult();
+        else if (from.getIntOrFloatBitWidth() == st.getIntOrFloatBitWidth())
+          r = in[0];
+        else if (st.isInteger(1))
+          r = arith::CmpIOp::create(
+              b, loc, arith::CmpIPredicate::ne, in[0],
+              arith::ConstantOp::create(b, loc, b.getIntegerAttr(from, 0)));
+        else if (from.getIntOrFloatBitWidth() < st.getIntOrFloatBitWidth())
+          r = from.isInteger(1)
+                  ? arith::ExtUIOp::create(b, loc, st, in[0]).getResult()
+                  : arith::ExtSIOp::create(b, loc, st, in[0]).getResult();
+        else
+          r = arith::TruncIOp::create(b, loc, st, in[0]);
+      }
+    }
+    assert(r && "an op matchAttention accepted has a scalar form");
+    values[v] = r;
+    return r;
+  };
+  // The template applies the mask: the select passes the score through.
+  if (maskSelect)
+    values[maskSelect->getResult(0)] = get(maskSelect->getOperand(1));
+  return get(softmaxInput);
+}
+
+} // namespace mlir::tcc

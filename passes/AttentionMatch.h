@@ -1,0 +1,64 @@
+//===- AttentionMatch.h - plain attention recognised in a chain -*- C++ -*-===//
+//
+// A reduction chain that is attention written the plain way: scores
+// S = Q·Kᵀ, elementwise changes of S that depend only on S, constants and
+// positions (scale, masks built from iota comparisons, ALiBi-like biases of
+// positions, softcap), softmax along the keys, and P·V. Recognising it lets
+// a GPU target compute the whole chain with the fused attention template,
+// which needs the changes as scalar code and the mask as linear constraints
+// (so that whole tiles are skipped or left unmasked).
+//
+//===----------------------------------------------------------------------===//
+#ifndef TCC_PASSES_ATTENTIONMATCH_H
+#define TCC_PASSES_ATTENTIONMATCH_H
+
+#include "ir/TccOps.h"
+
+#include "mlir/IR/Builders.h"
+
+#include <optional>
+#include <string>
+
+namespace mlir::tcc {
+
+/// Positions (q, k) kept by a mask: a * q + b * k + c >= 0.
+struct LinearConstraint {
+  int64_t a = 0, b = 0, c = 0;
+};
+
+struct AttentionMatch {
+  ChainOp chain;
+  /// Q [.., Lq, D], K [.., Lk, D], V [.., Lk, D]: values from outside the
+  /// chain, with the same leading (batch, head) dimensions.
+  Value q, k, v;
+  /// Leading dimensions as (batch, heads): [B, H, ..] or [H, ..] or none.
+  /// K and V may have fewer heads (`kvHeads`, dividing `heads`) when the
+  /// model repeats them (GQA, MQA): `kvOps` are the reshapes and broadcasts
+  /// that do, from `k` and `v` to the matmuls' operands.
+  int64_t batch = 1, heads = 1, kvHeads = 1, lq = 0, lk = 0, headDim = 0;
+  SmallVector<Operation *> kvOps;
+  Type elemType; ///< bf16 or f16, of Q, K, V and the result
+  /// The changes of the scores, in order (the mask's select left out when
+  /// `mask` holds it), from S (`scores`) to softmax's input.
+  SmallVector<Operation *> mods;
+  Value scores, softmaxInput;
+  /// The mask as constraints (empty: no mask, or one applied in `mods`),
+  /// and the select that applied it in the model.
+  SmallVector<LinearConstraint> mask;
+  Operation *maskSelect = nullptr;
+  /// A positive factor when the changes are only S * scale (or S / 1/scale).
+  std::optional<double> scale;
+  /// Whether a score can become -inf (a row of them gives NaN).
+  bool maskedToInfinity = false;
+
+  /// The changed score of (batch, head, q, k) (i32) from S (f32), in f32.
+  Value buildScoreMod(OpBuilder &b, Location loc, Value score, Value batchIdx,
+                      Value head, Value qIdx, Value kIdx) const;
+};
+
+/// `chain` as attention, or nullopt with the reason in `why`.
+std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why);
+
+} // namespace mlir::tcc
+
+#endif // TCC_PASSES_ATTENTIONMATCH_H

@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+"""Attention written plainly, compiled with --gpu-attention, checked on a GPU.
+
+    attention_test.py --tcc TCC --record DIR    compile here (sm_90), write the
+                                                 inputs and the float64 reference
+    attention_test.py --tcc TCC --replay DIR    run there, compare
+
+Every case must compile to one kernel (the fused attention template); its
+output must match a float64 NumPy reference computed from the same rounded
+inputs. The tolerance is the dtype's: P is rounded to bf16 (f16) before P·V
+as FlashAttention does, and the output is stored in bf16 (f16), so errors of
+a few units of the last place of the largest output are expected: 2^-6 of
+max|O| for bf16 (8 bits of mantissa), 2^-8 for f16.
+"""
+import argparse
+import json
+import os
+import pickle
+import subprocess
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'e2e'))
+import e2elib as L  # noqa: E402
+
+
+def const(name, dtype, value):
+    return {'op': 'constant', 'inputs': [], 'outputs': [name],
+            'attrs': {'dtype': dtype, 'shape': [], 'value': value}}
+
+
+def node(op, inputs, output, **attrs):
+    return {'op': op, 'inputs': inputs, 'outputs': [output], 'attrs': attrs}
+
+
+def positions(lq, lk):
+    return [node('iota', [], 'row', dtype='i32', shape=[lq, lk], axis=-2),
+            node('iota', [], 'col', dtype='i32', shape=[lq, lk], axis=-1)]
+
+
+def model(name, dt, qshape, kshape, mods, repeat=None):
+    """q·kᵀ, `mods` (from 's' to 's_mod'), softmax, ·v; `repeat` (Hkv, G)
+    repeats k and v over query heads as users write GQA."""
+    nodes, kk, vv = [], 'k', 'v'
+    if repeat:
+        hkv, g = repeat
+        b, _, lk, d = kshape
+        for t in 'kv':
+            nodes += [node('reshape', [t], t + '5', shape=[b, hkv, 1, lk, d]),
+                      node('broadcast_to', [t + '5'], t + 'b', shape=[b, hkv, g, lk, d]),
+                      node('reshape', [t + 'b'], t + t, shape=[b, hkv * g, lk, d])]
+        kk, vv = 'kk', 'vv'
+    nodes += [node('matmul', ['q', kk], 's', transpose_b=True)] + mods + [
+        node('softmax', ['s_mod'], 'p', axis=-1), node('matmul', ['p', vv], 'o')]
+    return {'format': 'tcc-model', 'version': 1, 'name': name,
+            'inputs': [{'name': 'q', 'dtype': dt, 'shape': qshape},
+                       {'name': 'k', 'dtype': dt, 'shape': kshape},
+                       {'name': 'v', 'dtype': dt, 'shape': kshape}],
+            'params': [], 'outputs': ['o'], 'nodes': nodes}
+
+
+def cases():
+    """(name, model, q scale, reference score change f(s, row, col))."""
+    out = []
+    scale = [const('c', 'bf16', 0.125), node('mul', ['s', 'c'], 's_mod')]
+    out.append(('plain_bf16', model('plain', 'bf16', [2, 2, 256, 64], [2, 2, 256, 64], scale),
+                1.0, lambda s, r, c: s * 0.125))
+    causal = [const('c', 'bf16', 0.125), node('mul', ['s', 'c'], 'ss')] + positions(1000, 1000) + [
+        node('greater_equal', ['row', 'col'], 'keep'), const('neg', 'bf16', -1e30),
+        node('select', ['keep', 'ss', 'neg'], 's_mod')]
+    out.append(('causal_bf16_1000', model('causal', 'bf16', [1, 2, 1000, 64], [1, 2, 1000, 64],
+                                          causal), 1.0,
+                lambda s, r, c: np.where(r >= c, s * 0.125, -1e30)))
+    inv = 1 / np.sqrt(128)
+    out.append(('cross_f16_100x3001', model('cross', 'f16', [1, 2, 100, 128], [1, 2, 3001, 128], [
+        const('c', 'f16', inv), node('mul', ['s', 'c'], 's_mod')]), 1.0,
+        lambda s, r, c: s * np.float64(np.float16(inv))))
+    softcap = [const('c', 'bf16', 50.0), node('div', ['s', 'c'], 't'), node('tanh', ['t'], 'th'),
+               node('mul', ['th', 'c'], 's_mod')]
+    out.append(('softcap_x30_bf16', model('softcap', 'bf16', [1, 2, 300, 64], [1, 2, 300, 64],
+                                          softcap), 30.0,
+                lambda s, r, c: 50 * np.tanh(s / 50)))
+    alibi = [const('c', 'bf16', 0.125), node('mul', ['s', 'c'], 'ss')] + positions(384, 384) + [
+        node('sub', ['col', 'row'], 'dist'), node('cast', ['dist'], 'distf', to='bf16'),
+        const('slope', 'bf16', 0.5), node('mul', ['distf', 'slope'], 'bias'),
+        node('add', ['ss', 'bias'], 'sb'), node('greater_equal', ['row', 'col'], 'keep'),
+        const('neg', 'bf16', -1e30), node('select', ['keep', 'sb', 'neg'], 's_mod')]
+    out.append(('alibi_causal_bf16', model('alibi', 'bf16', [1, 2, 384, 64], [1, 2, 384, 64], alibi),
+                1.0, lambda s, r, c: np.where(r >= c, s * 0.125 + 0.5 * (c - r), -1e30)))
+    window = [const('c', 'bf16', 0.125), node('mul', ['s', 'c'], 'ss')] + positions(512, 512) + [
+        node('greater_equal', ['row', 'col'], 'k1'), node('sub', ['row', 'col'], 'd'),
+        const('w', 'i32', 64), node('less', ['d', 'w'], 'k2'), node('and', ['k1', 'k2'], 'keep'),
+        const('neg', 'bf16', -1e30), node('select', ['keep', 'ss', 'neg'], 's_mod')]
+    out.append(('window64_bf16', model('window', 'bf16', [1, 2, 512, 128], [1, 2, 512, 128],
+                                       window), 1.0,
+                lambda s, r, c: np.where((r >= c) & (r - c < 64), s * 0.125, -1e30)))
+    # Row 0 keeps no key: the model averages V there (every score -1e30).
+    strict = [const('c', 'bf16', 0.125), node('mul', ['s', 'c'], 'ss')] + positions(200, 200) + [
+        node('greater', ['row', 'col'], 'keep'), const('neg', 'bf16', -1e30),
+        node('select', ['keep', 'ss', 'neg'], 's_mod')]
+    out.append(('empty_row_bf16', model('strict', 'bf16', [1, 2, 200, 64], [1, 2, 200, 64], strict),
+                1.0, lambda s, r, c: np.where(r > c, s * 0.125, -1e30)))
+    out.append(('gqa_8_2_bf16', model('gqa', 'bf16', [1, 8, 256, 64], [1, 2, 256, 64], scale,
+                                      repeat=(2, 4)), 1.0, lambda s, r, c: s * 0.125))
+    return out
+
+
+def reference(q, k, v, change):
+    """float64 attention; k and v repeated over query heads when fewer."""
+    g = q.shape[1] // k.shape[1]
+    k = np.repeat(k, g, axis=1)
+    v = np.repeat(v, g, axis=1)
+    s = q @ np.swapaxes(k, -1, -2)
+    lq, lk = s.shape[-2:]
+    r = np.arange(lq)[:, None]
+    c = np.arange(lk)[None, :]
+    s = change(s, r, c)
+    s = s - s.max(axis=-1, keepdims=True)
+    p = np.exp(s)
+    return (p / p.sum(axis=-1, keepdims=True)) @ v
+
+
+def record(tcc, root):
+    os.makedirs(root, exist_ok=True)
+    failed = 0
+    rng = np.random.default_rng()
+    for name, m, qscale, change in cases():
+        d = os.path.join(root, name)
+        os.makedirs(d, exist_ok=True)
+        path = os.path.join(d, 'model.json')
+        with open(path, 'w') as f:
+            json.dump(m, f)
+        bundle = os.path.join(d, 'model.tccb')
+        p = subprocess.run([tcc, 'compile', path, '-o', bundle, '--target', 'sm_90',
+                            '--gpu-attention'], capture_output=True, text=True)
+        if p.returncode != 0:
+            print('FAIL %s: compile: %s' % (name, p.stderr.strip()))
+            failed += 1
+            continue
+        info = json.loads(subprocess.run([tcc, 'inspect', bundle], capture_output=True,
+                                         text=True).stdout)
+        symbols = [k['symbol'] for k in info['kernels']]
+        if len(info['launches']) != 1 or not symbols[0].endswith('_attn'):
+            print('FAIL %s: expected one attention kernel, got %s' % (name, symbols))
+            failed += 1
+            continue
+        dt = m['inputs'][0]['dtype']
+        env = {}
+        for i in m['inputs']:
+            x = rng.standard_normal(i['shape']) * (qscale if i['name'] == 'q' else 1.0)
+            x = L.narrow(dt, x)  # the values the GPU will see
+            np.save(os.path.join(d, i['name'] + '.npy'), L.to_npy(dt, x))
+            env[i['name']] = x.astype(np.float64)
+        ref = reference(env['q'], env['k'], env['v'], change)
+        with open(os.path.join(d, 'case.pkl'), 'wb') as f:
+            pickle.dump({'dtype': dt, 'ref': ref}, f)
+        print('recorded %s (%s)' % (name, symbols[0]))
+    return failed
+
+
+def replay(tcc, root):
+    failed = passed = 0
+    for name, _, _, _ in cases():
+        d = os.path.join(root, name)
+        if not os.path.exists(os.path.join(d, 'case.pkl')):
+            continue
+        with open(os.path.join(d, 'case.pkl'), 'rb') as f:
+            case = pickle.load(f)
+        out = os.path.join(d, 'out')
+        args = [tcc, 'run', os.path.join(d, 'model.tccb'), '--output-dir', out]
+        for t in 'qkv':
+            args += ['--input', '%s=%s' % (t, os.path.join(d, t + '.npy'))]
+        p = subprocess.run(args, capture_output=True, text=True)
+        if p.returncode != 0:
+            print('FAIL %s: tcc run: %s' % (name, p.stderr.strip()[:300]))
+            failed += 1
+            continue
+        got = L.from_npy(case['dtype'], np.load(os.path.join(out, 'o.npy'))).astype(np.float64)
+        ref = case['ref']
+        bound = (2.0 ** -6 if case['dtype'] == 'bf16' else 2.0 ** -8) * np.abs(ref).max()
+        err = np.abs(got - ref).max() if np.isfinite(got).all() else np.inf
+        ok = err <= bound
+        print('%s %s: max error %.3g, allowed %.3g' % ('PASS' if ok else 'FAIL', name, err, bound))
+        passed += ok
+        failed += not ok
+    print('%d passed, %d failed' % (passed, failed))
+    return 1 if failed or not passed else 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--tcc', required=True)
+    ap.add_argument('--record')
+    ap.add_argument('--replay')
+    args = ap.parse_args()
+    if args.record:
+        return 1 if record(args.tcc, os.path.abspath(args.record)) else 0
+    if args.replay:
+        return replay(args.tcc, os.path.abspath(args.replay))
+    ap.error('--record DIR or --replay DIR')
+
+
+if __name__ == '__main__':
+    sys.exit(main())

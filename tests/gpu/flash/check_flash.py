@@ -1,0 +1,438 @@
+#!/usr/bin/env python3
+"""Checks and times the attention kernels of .carry/flash on a CUDA GPU.
+
+    check_flash.py CARRY_DIR OUT_DIR [NAME_FILTER]
+
+Each case (CARRY_DIR/NAME.json from tcc-flash-gen, NAME.cubin or NAME.ptx)
+is loaded with the CUDA driver (ctypes over libcuda.so.1, in torch's
+context) and run on fresh random inputs (uniform in [-1, 1), rounded to the
+dtype), once as drawn and once with Q scaled by 30 (large scores: the online
+max matters). The output is poisoned with NaN first. The error
+||out - ref|| / ||ref|| against a float64 reference (torch, on the GPU) must
+be at most 1.5x the error of torch SDPA in the same dtype (the flash backend
+where it takes the case, else the efficient one with an explicit mask/bias;
+softcap, which SDPA lacks, against an emulation of flash's rounding: f32
+scores, P rounded to the dtype, f32 accumulation), or under half the dtype's
+rounding unit. Rows the mask empties must be 0 (or NaN, per the case's
+policy). "check" cases compare every row; "bench" cases compare sampled rows
+and are timed (CUDA events, median of 10) beside SDPA's flash, cuDNN and
+math backends on the same inputs (math where its scores fit), and some
+beside FlexAttention (FLEX_CASES). Writes OUT_DIR/results.json and
+prints a table; exits 1 if any check failed.
+"""
+import ctypes
+import json
+import math
+import os
+import sys
+import time
+
+import warnings
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+DT = {"bf16": torch.bfloat16, "f16": torch.float16}
+UNIT = {"bf16": 2.0 ** -8, "f16": 2.0 ** -11}
+
+# FlexAttention is timed on these cases, while the run is young enough:
+# each compiles its own kernel (tens of seconds).
+FLEX_CASES = {"b1_causal", "b1_alibi_causal", "b1_softcap_50",
+              "b1_window_4096", "b1_gqa_64_8"}
+FLEX_DEADLINE = time.time() + 120
+
+cuda = ctypes.CDLL("libcuda.so.1")
+
+
+def ck(res, what):
+    if res != 0:
+        msg = ctypes.c_char_p()
+        cuda.cuGetErrorString(res, ctypes.byref(msg))
+        raise RuntimeError(f"{what}: CUDA error {res} "
+                           f"({msg.value.decode() if msg.value else '?'})")
+
+
+class Kernel:
+    """One kernel of a cubin (or PTX), launched on torch's current stream."""
+
+    def __init__(self, carry, info):
+        self.info = info
+        name = info["name"]
+        self.module = ctypes.c_void_p()
+        cubin = os.path.join(carry, name + ".cubin")
+        loaded = False
+        if os.path.exists(cubin):
+            data = open(cubin, "rb").read()
+            loaded = cuda.cuModuleLoadData(ctypes.byref(self.module),
+                                           data) == 0
+        if not loaded:
+            data = open(os.path.join(carry, name + ".ptx"), "rb").read()
+            ck(cuda.cuModuleLoadData(ctypes.byref(self.module),
+                                     data + b"\0"), "cuModuleLoadData")
+        self.fn = ctypes.c_void_p()
+        ck(cuda.cuModuleGetFunction(ctypes.byref(self.fn), self.module,
+                                    name.encode()), "cuModuleGetFunction")
+        # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+        ck(cuda.cuFuncSetAttribute(self.fn, 8, info["shared_bytes"]),
+           "cuFuncSetAttribute")
+
+    def __call__(self, q, k, v, o):
+        ptrs = [ctypes.c_void_p(t.data_ptr()) for t in (q, k, v, o)]
+        args = (ctypes.c_void_p * 4)(*[ctypes.addressof(p) for p in ptrs])
+        g, bl = self.info["grid"], self.info["block"]
+        stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+        ck(cuda.cuLaunchKernel(self.fn, *[ctypes.c_uint(x) for x in g],
+                               *[ctypes.c_uint(x) for x in bl],
+                               ctypes.c_uint(self.info["shared_bytes"]),
+                               stream, args, None), "cuLaunchKernel")
+
+
+def keep_mask(info, rows, lk, device):
+    """Bool [len(rows), lk]: the pairs the mask keeps."""
+    q = rows.view(-1, 1).to(torch.int64)
+    k = torch.arange(lk, device=device).view(1, -1)
+    keep = torch.ones(len(rows), lk, dtype=torch.bool, device=device)
+    for a, b, c in info["mask"]:
+        keep &= (a * q + b * k + c) >= 0
+    return keep
+
+
+def kept_pairs(info):
+    """Kept (q, k) pairs of one head (for FLOP counts)."""
+    q = np.arange(info["lq"], dtype=np.int64)
+    lo = np.zeros_like(q)
+    hi = np.full_like(q, info["lk"] - 1)
+    for a, b, c in info["mask"]:
+        v = a * q + c
+        if b > 0:
+            lo = np.maximum(lo, -((v) // b))        # ceil(-v / b)
+        elif b < 0:
+            hi = np.minimum(hi, v // (-b))          # floor(v / -b)
+        else:
+            hi = np.where(v >= 0, hi, -1)
+    return int(np.maximum(hi - lo + 1, 0).sum())
+
+
+def scores_f(info, s, head, rows, lk):
+    """Scale, score mod (as the kernel's hooks) and mask, in s's dtype;
+    s is [.., len(rows), lk] for query head `head`."""
+    s = s * info["scale"]
+    if info["alibi"]:
+        slope = 2.0 ** (-8.0 * (head + 1) / info["hq"])
+        k = torch.arange(lk, device=s.device, dtype=s.dtype).view(1, -1)
+        s = s + slope * (k - rows.view(-1, 1).to(s.dtype))
+    if info["softcap"] > 0:
+        c = info["softcap"]
+        s = c * torch.tanh(s / c)
+    if info["mask"]:
+        s = s.masked_fill(~keep_mask(info, rows, lk, s.device), -math.inf)
+    return s
+
+
+def reference(info, q, k, v, pairs, rows):
+    """float64 reference for query rows `rows` of each (batch, head)."""
+    group = info["hq"] // info["hkv"]
+    out = []
+    for bb, h in pairs:
+        qs = q[bb, h, rows].double()
+        ks, vs = k[bb, h // group].double(), v[bb, h // group].double()
+        s = scores_f(info, qs @ ks.T, h, rows, info["lk"])
+        p = torch.softmax(s, dim=-1)
+        out.append(p @ vs)
+    return torch.stack(out)
+
+
+def emulation(info, q, k, v, pairs, rows):
+    """Flash's rounding, emulated: f32 scores, P in the dtype, f32 sums."""
+    dt = DT[info["type"]]
+    group = info["hq"] // info["hkv"]
+    out = []
+    for bb, h in pairs:
+        qs = q[bb, h, rows].float()
+        ks, vs = k[bb, h // group].float(), v[bb, h // group].float()
+        s = scores_f(info, qs @ ks.T, h, rows, info["lk"])
+        m = s.amax(dim=-1, keepdim=True).clamp_min(-1e30)
+        p = torch.exp(s - m)
+        o = (p.to(dt).float() @ vs) / p.sum(dim=-1, keepdim=True)
+        out.append(o.to(dt))
+    return torch.stack(out)
+
+
+def run_sdpa(info, q, k, v, backend):
+    """(call, output) of torch SDPA on the case with `backend`, or
+    (None, None) if the backend refuses it."""
+    if info["softcap"] > 0:
+        return None, None
+    kw = {"scale": info["scale"]}
+    causal_only = info["causal"] and not info["window"] and \
+        len(info["mask"]) == 1 and info["lq"] == info["lk"]
+    if info["alibi"] or (info["mask"] and not causal_only):
+        rows = torch.arange(info["lq"], device=q.device)
+        keep = keep_mask(info, rows, info["lk"], q.device)
+        if info["alibi"]:
+            heads = torch.arange(info["hq"], device=q.device)
+            slope = (2.0 ** (-8.0 * (heads + 1) / info["hq"])).view(-1, 1, 1)
+            kk = torch.arange(info["lk"], device=q.device).view(1, 1, -1)
+            bias = slope * (kk - rows.view(1, -1, 1)).float()
+            bias = bias.masked_fill(~keep.view(1, *keep.shape), -math.inf)
+            kw["attn_mask"] = bias.to(q.dtype).unsqueeze(0)
+        else:
+            kw["attn_mask"] = keep
+    elif causal_only:
+        kw["is_causal"] = True
+    if info["hq"] != info["hkv"]:
+        kw["enable_gqa"] = True
+
+    def call():
+        with sdpa_kernel(backend):
+            return F.scaled_dot_product_attention(q, k, v, **kw)
+    try:
+        out = call()
+        torch.cuda.synchronize()
+    except Exception:  # noqa: BLE001 (the backend does not take the case)
+        return None, None
+    return call, out
+
+
+def rel_err(out, ref, valid):
+    o, r = out[:, valid].double(), ref[:, valid]
+    if not torch.isfinite(o).all():
+        return float("inf")
+    return float(torch.linalg.norm(o - r) / torch.linalg.norm(r))
+
+
+def time_ms(fn, reps):
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        a = torch.cuda.Event(enable_timing=True)
+        b = torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b))
+    return float(np.median(times))
+
+
+def check_case(info, kern, gen, scale30, bench):
+    dt = DT[info["type"]]
+    B, hq, hkv = info["batch"], info["hq"], info["hkv"]
+    lq, lk, d = info["lq"], info["lk"], info["d"]
+    dev = "cuda"
+
+    def rnd(*shape):
+        return (torch.rand(shape, device=dev, generator=gen) * 2 - 1).to(dt)
+    q, k, v = rnd(B, hq, lq, d), rnd(B, hkv, lk, d), rnd(B, hkv, lk, d)
+    if scale30:
+        q = (q.float() * 30).to(dt)
+    o = torch.full((B, hq, lq, d), float("nan"), device=dev, dtype=dt)
+    kern(q, k, v, o)
+    torch.cuda.synchronize()
+
+    if bench or B * hq * lq * lk > (1 << 26):
+        pairs = [(0, 0), (B - 1, hq - 1), (B // 2, hq // 2 + 1 if hq > 1
+                                            else 0)]
+        rows = torch.unique(torch.cat([
+            torch.randint(0, lq, (253,), device=dev, generator=gen),
+            torch.tensor([0, lq - 1], device=dev)]))
+    else:
+        pairs = [(bb, h) for bb in range(B) for h in range(hq)]
+        rows = torch.arange(lq, device=dev)
+    ref = reference(info, q, k, v, pairs, rows)
+    out = torch.stack([o[bb, h, rows] for bb, h in pairs])
+    # Rows the mask empties.
+    empty = ~keep_mask(info, rows, lk, dev).any(dim=-1) if info["mask"] \
+        else torch.zeros(len(rows), dtype=torch.bool, device=dev)
+    valid = ~empty
+    res = {"rows_checked": int(len(rows)) * len(pairs)}
+    ok = True
+    if empty.any():
+        e = out[:, empty]
+        if info["masked_rows"] == "zero":
+            good = bool((e == 0).all())
+        else:
+            good = bool(torch.isnan(e).all())
+        res["empty_rows"] = int(empty.sum())
+        res["empty_rows_ok"] = good
+        ok &= good
+    err = rel_err(out, ref, valid)
+    # The baseline: SDPA in the same dtype (the first backend that takes
+    # the case), and flash's rounding emulated; the smaller error counts
+    # (SDPA rounds an ALiBi bias to the dtype, which the kernel does not).
+    base, base_name = math.inf, None
+    for backend, bname in ((SDPBackend.FLASH_ATTENTION, "sdpa-flash"),
+                           (SDPBackend.EFFICIENT_ATTENTION, "sdpa-efficient"),
+                           (SDPBackend.MATH, "sdpa-math")):
+        if bname == "sdpa-math" and B * hq * lq * lk > (1 << 28):
+            continue
+        _, so = run_sdpa(info, q, k, v, backend)
+        if so is not None:
+            sout = torch.stack([so[bb, h, rows] for bb, h in pairs])
+            base, base_name = rel_err(sout, ref, valid), bname
+            del so, sout
+            break
+    eo = emulation(info, q, k, v, pairs, rows)
+    emu = rel_err(eo, ref, valid)
+    res["sdpa_err"] = base if base_name else None
+    res["emulated_err"] = emu
+    if emu < base:
+        base, base_name = emu, "emulated"
+    bound = max(1.5 * base, UNIT[info["type"]] / 2)
+    res.update({"err": err, "base": base, "base_of": base_name,
+                "bound": bound})
+    ok &= err <= bound
+    res["ok"] = ok
+    return res, (q, k, v, o)
+
+
+def bench_case(info, kern, tensors, flex):
+    q, k, v, o = tensors
+    flops = 4.0 * info["d"] * kept_pairs(info) * info["batch"] * info["hq"]
+    reps = 10
+    res = {"flops": flops}
+    t = time_ms(lambda: kern(q, k, v, o), reps)
+    res["tcc_ms"] = t
+    res["tcc_tflops"] = flops / t / 1e9
+    for backend, bname in ((SDPBackend.FLASH_ATTENTION, "flash"),
+                           (SDPBackend.CUDNN_ATTENTION, "cudnn"),
+                           (SDPBackend.MATH, "math")):
+        if bname == "math" and info["batch"] * info["hq"] * info["lq"] * \
+                info["lk"] > (1 << 31):
+            continue  # the unfused scores would not fit
+        fn, _ = run_sdpa(info, q, k, v, backend)
+        if fn is None:
+            continue
+        try:
+            tt = time_ms(fn, reps)
+        except Exception as e:  # noqa: BLE001 (report and go on)
+            res[bname + "_error"] = str(e)[:80]
+            continue
+        res[bname + "_ms"] = tt
+        res[bname + "_tflops"] = flops / tt / 1e9
+    if flex and time.time() < FLEX_DEADLINE:
+        try:
+            tt = time_ms(flex_call(info, q, k, v), reps)
+            res["flex_ms"] = tt
+            res["flex_tflops"] = flops / tt / 1e9
+        except Exception as e:  # noqa: BLE001 (report and go on)
+            res["flex_error"] = str(e)[:120]
+    return res
+
+
+def flex_call(info, q, k, v):
+    """FlexAttention (torch.compile'd) on the case, or None."""
+    from torch.nn.attention.flex_attention import (create_block_mask,
+                                                   flex_attention)
+    cons, hq = info["mask"], info["hq"]
+
+    def mask_mod(b, h, qi, ki):
+        keep = None
+        for a, bb, c in cons:
+            t = (a * qi + bb * ki + c) >= 0
+            keep = t if keep is None else keep & t
+        return keep
+    score_mod = None
+    if info["alibi"]:
+        def score_mod(score, b, h, qi, ki):
+            return score + torch.exp2(-8.0 * (h + 1) / hq) * (ki - qi)
+    elif info["softcap"] > 0:
+        cap = info["softcap"]
+
+        def score_mod(score, b, h, qi, ki):
+            return cap * torch.tanh(score / cap)
+    bm = create_block_mask(mask_mod, None, None, info["lq"], info["lk"],
+                           device="cuda") if cons else None
+    flex = torch.compile(flex_attention, dynamic=False)
+    kw = {"score_mod": score_mod, "block_mask": bm, "scale": info["scale"],
+          "enable_gqa": info["hq"] != info["hkv"]}
+    flex(q, k, v, **kw)
+    return lambda: flex(q, k, v, **kw)
+
+
+def main():
+    warnings.filterwarnings("ignore", category=UserWarning)
+    carry, out_dir = sys.argv[1], sys.argv[2]
+    filt = sys.argv[3] if len(sys.argv) > 3 else ""
+    os.makedirs(out_dir, exist_ok=True)
+    torch.cuda.init()
+    torch.zeros(1, device="cuda")
+    print(torch.cuda.get_device_name(), "torch", torch.__version__,
+          flush=True)
+    order = [line.split()[0] for line in open(os.path.join(carry,
+                                                           "cases.txt"))
+             if line.strip() and not line.startswith("#")]
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(int.from_bytes(os.urandom(4), "little"))
+    results, failed = {}, 0
+    for name in order:
+        if filt and filt not in name:
+            continue
+        info = json.load(open(os.path.join(carry, name + ".json")))
+        bench = info.get("role") == "bench"
+        try:
+            kern = Kernel(carry, info)
+            r = {}
+            res, tensors = check_case(info, kern, gen, False, bench)
+            r["check"] = res
+            if not bench:
+                res30, _ = check_case(info, kern, gen, True, False)
+                r["check_x30"] = res30
+            ok = res["ok"] and r.get("check_x30", {"ok": True})["ok"]
+            if bench:
+                r["bench"] = bench_case(info, kern, tensors,
+                                        name in FLEX_CASES)
+            del tensors
+        except Exception as e:  # noqa: BLE001 (one line per broken case)
+            r, ok = {"error": str(e)}, False
+        r["ok"] = ok
+        r["schedule"] = info["schedule"]
+        results[name] = r
+        failed += not ok
+        line = f"{'PASS' if ok else 'FAIL'} {name:20s}"
+        if "error" in r:
+            line += " " + r["error"]
+        else:
+            c = r["check"]
+            line += f" err {c['err']:.2e} (base {c['base']:.2e} " \
+                    f"{c['base_of']})"
+            if "check_x30" in r:
+                c = r["check_x30"]
+                line += f" x30 {c['err']:.2e} (base {c['base']:.2e})"
+            if "empty_rows" in r["check"]:
+                line += f" empty rows {r['check']['empty_rows']} " \
+                        f"{'ok' if r['check']['empty_rows_ok'] else 'BAD'}"
+        print(line, flush=True)
+        torch.cuda.empty_cache()
+    json.dump(results, open(os.path.join(out_dir, "results.json"), "w"),
+              indent=1)
+    print("\n| case | schedule | tcc ms | tcc TFLOP/s | flash TFLOP/s | "
+          "ratio | cudnn | math | flex | ratio flex |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | "
+          "---: |")
+    for name, r in results.items():
+        bres = r.get("bench")
+        if not bres:
+            continue
+        fl = bres.get("flash_tflops")
+        ratio = f"{bres['tcc_tflops'] / fl:.2f}" if fl else "-"
+
+        def f(x):
+            return f"{x:.0f}" if x else "-"
+        fx = bres.get("flex_tflops")
+        rfx = f"{bres['tcc_tflops'] / fx:.2f}" if fx else "-"
+        print(f"| {name} | {','.join(map(str, r['schedule']))} | "
+              f"{bres['tcc_ms']:.3f} | {bres['tcc_tflops']:.0f} | {f(fl)} | "
+              f"{ratio} | {f(bres.get('cudnn_tflops'))} | "
+              f"{f(bres.get('math_tflops'))} | {f(fx)} | "
+              f"{rfx} |")
+    print(f"\n{len(results) - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,146 @@
+// RUN: tcc-opt %s --split-input-file --tcc-gpu-attention-chains | FileCheck %s
+
+// Causal attention in bf16 with head size 64: the attention template takes
+// it, the chain stays.
+// CHECK-LABEL: func.func @causal
+// CHECK: tcc.chain
+// CHECK: tcc.matmul
+// CHECK: tcc.reduce_max
+// CHECK: tcc.matmul
+// CHECK: tcc.yield
+func.func @causal(%q: tensor<1x4x128x64xbf16>, %k: tensor<1x4x128x64xbf16>, %v: tensor<1x4x128x64xbf16>) -> tensor<1x4x128x64xbf16> {
+  %0 = tcc.chain attributes {axis = 3 : i64} -> tensor<1x4x128x64xbf16> {
+    %1 = tcc.constant {value = 1.250000e-01 : bf16} : tensor<bf16>
+    %2 = tcc.iota {axis = 0 : i64} : tensor<128x128xi32>
+    %3 = tcc.iota {axis = 1 : i64} : tensor<128x128xi32>
+    %4 = tcc.constant {value = -1.0e+30 : bf16} : tensor<bf16>
+    %5 = tcc.matmul %q, %k {transpose_b = true} : tensor<1x4x128x64xbf16>, tensor<1x4x128x64xbf16> -> tensor<1x4x128x128xbf16>
+    %6 = tcc.mul %5, %1 : tensor<1x4x128x128xbf16>, tensor<bf16> -> tensor<1x4x128x128xbf16>
+    %7 = tcc.greater_equal %2, %3 : tensor<128x128xi32>, tensor<128x128xi32> -> tensor<128x128xi1>
+    %8 = tcc.select %7, %6, %4 : tensor<128x128xi1>, tensor<1x4x128x128xbf16>, tensor<bf16> -> tensor<1x4x128x128xbf16>
+    %9 = tcc.reduce_max %8 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x128x128xbf16> -> tensor<1x4x128x1xbf16>
+    %10 = tcc.sub %8, %9 : tensor<1x4x128x128xbf16>, tensor<1x4x128x1xbf16> -> tensor<1x4x128x128xbf16>
+    %11 = tcc.exp %10 : tensor<1x4x128x128xbf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x128x128xbf16> -> tensor<1x4x128x1xbf16>
+    %13 = tcc.div %11, %12 : tensor<1x4x128x128xbf16>, tensor<1x4x128x1xbf16> -> tensor<1x4x128x128xbf16>
+    %14 = tcc.matmul %13, %v : tensor<1x4x128x128xbf16>, tensor<1x4x128x64xbf16> -> tensor<1x4x128x64xbf16>
+    tcc.yield %14 : tensor<1x4x128x64xbf16>
+  }
+  return %0 : tensor<1x4x128x64xbf16>
+}
+
+// -----
+
+// The same in f32, which the template does not compute: the chain is
+// dissolved, its ops back in the function in order.
+// CHECK-LABEL: func.func @f32_attention
+// CHECK-NOT: tcc.chain
+// CHECK: tcc.matmul
+// CHECK: tcc.reduce_max
+// CHECK: tcc.reduce_sum
+// CHECK: %[[O:.*]] = tcc.matmul
+// CHECK: return %[[O]]
+func.func @f32_attention(%q: tensor<2x16x64xf32>, %k: tensor<2x16x64xf32>, %v: tensor<2x16x64xf32>) -> tensor<2x16x64xf32> {
+  %0 = tcc.chain attributes {axis = 2 : i64} -> tensor<2x16x64xf32> {
+    %5 = tcc.matmul %q, %k {transpose_b = true} : tensor<2x16x64xf32>, tensor<2x16x64xf32> -> tensor<2x16x16xf32>
+    %9 = tcc.reduce_max %5 {axes = array<i64: 2>, keepdims = true} : tensor<2x16x16xf32> -> tensor<2x16x1xf32>
+    %10 = tcc.sub %5, %9 : tensor<2x16x16xf32>, tensor<2x16x1xf32> -> tensor<2x16x16xf32>
+    %11 = tcc.exp %10 : tensor<2x16x16xf32>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 2>, keepdims = true} : tensor<2x16x16xf32> -> tensor<2x16x1xf32>
+    %13 = tcc.div %11, %12 : tensor<2x16x16xf32>, tensor<2x16x1xf32> -> tensor<2x16x16xf32>
+    %14 = tcc.matmul %13, %v : tensor<2x16x16xf32>, tensor<2x16x64xf32> -> tensor<2x16x64xf32>
+    tcc.yield %14 : tensor<2x16x64xf32>
+  }
+  return %0 : tensor<2x16x64xf32>
+}
+
+// -----
+
+// Head size 80 has no template tiling: dissolved.
+// CHECK-LABEL: func.func @head_80
+// CHECK-NOT: tcc.chain
+// CHECK: return
+func.func @head_80(%q: tensor<16x80xf16>, %k: tensor<16x80xf16>, %v: tensor<16x80xf16>) -> tensor<16x80xf16> {
+  %0 = tcc.chain attributes {axis = 1 : i64} -> tensor<16x80xf16> {
+    %5 = tcc.matmul %q, %k {transpose_b = true} : tensor<16x80xf16>, tensor<16x80xf16> -> tensor<16x16xf16>
+    %9 = tcc.reduce_max %5 {axes = array<i64: 1>, keepdims = true} : tensor<16x16xf16> -> tensor<16x1xf16>
+    %10 = tcc.sub %5, %9 : tensor<16x16xf16>, tensor<16x1xf16> -> tensor<16x16xf16>
+    %11 = tcc.exp %10 : tensor<16x16xf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 1>, keepdims = true} : tensor<16x16xf16> -> tensor<16x1xf16>
+    %13 = tcc.div %11, %12 : tensor<16x16xf16>, tensor<16x1xf16> -> tensor<16x16xf16>
+    %14 = tcc.matmul %13, %v : tensor<16x16xf16>, tensor<16x80xf16> -> tensor<16x80xf16>
+    tcc.yield %14 : tensor<16x80xf16>
+  }
+  return %0 : tensor<16x80xf16>
+}
+
+// -----
+
+// A chain without matmuls (softmax) is not this pass's business.
+// CHECK-LABEL: func.func @softmax
+// CHECK: tcc.chain
+func.func @softmax(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %0 = tcc.chain attributes {axis = 1 : i64} -> tensor<4x8xf32> {
+    %m = tcc.reduce_max %x {axes = array<i64: 1>, keepdims = true} : tensor<4x8xf32> -> tensor<4x1xf32>
+    %d = tcc.sub %x, %m : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+    %e = tcc.exp %d : tensor<4x8xf32>
+    %s = tcc.reduce_sum %e {axes = array<i64: 1>, keepdims = true} : tensor<4x8xf32> -> tensor<4x1xf32>
+    %y = tcc.div %e, %s : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+    tcc.yield %y : tensor<4x8xf32>
+  }
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+// GQA: K and V repeated from 2 heads to 8 (reshape, broadcast, reshape):
+// the chain stays and takes the repeats in, so its kernel reads K and V
+// as they are.
+// CHECK-LABEL: func.func @gqa
+// CHECK-NEXT: tcc.chain
+// CHECK-NEXT: tcc.reshape %arg1
+// CHECK-NEXT: tcc.broadcast_to
+// CHECK-NEXT: tcc.reshape
+// CHECK-NEXT: tcc.reshape %arg2
+// CHECK: tcc.matmul %arg0
+func.func @gqa(%q: tensor<1x8x64x64xbf16>, %k: tensor<1x2x64x64xbf16>, %v: tensor<1x2x64x64xbf16>) -> tensor<1x8x64x64xbf16> {
+  %k5 = tcc.reshape %k : tensor<1x2x64x64xbf16> -> tensor<1x2x1x64x64xbf16>
+  %kb = tcc.broadcast_to %k5 : tensor<1x2x1x64x64xbf16> -> tensor<1x2x4x64x64xbf16>
+  %kk = tcc.reshape %kb : tensor<1x2x4x64x64xbf16> -> tensor<1x8x64x64xbf16>
+  %v5 = tcc.reshape %v : tensor<1x2x64x64xbf16> -> tensor<1x2x1x64x64xbf16>
+  %vb = tcc.broadcast_to %v5 : tensor<1x2x1x64x64xbf16> -> tensor<1x2x4x64x64xbf16>
+  %vv = tcc.reshape %vb : tensor<1x2x4x64x64xbf16> -> tensor<1x8x64x64xbf16>
+  %0 = tcc.chain attributes {axis = 3 : i64} -> tensor<1x8x64x64xbf16> {
+    %5 = tcc.matmul %q, %kk {transpose_b = true} : tensor<1x8x64x64xbf16>, tensor<1x8x64x64xbf16> -> tensor<1x8x64x64xbf16>
+    %9 = tcc.reduce_max %5 {axes = array<i64: 3>, keepdims = true} : tensor<1x8x64x64xbf16> -> tensor<1x8x64x1xbf16>
+    %10 = tcc.sub %5, %9 : tensor<1x8x64x64xbf16>, tensor<1x8x64x1xbf16> -> tensor<1x8x64x64xbf16>
+    %11 = tcc.exp %10 : tensor<1x8x64x64xbf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<1x8x64x64xbf16> -> tensor<1x8x64x1xbf16>
+    %13 = tcc.div %11, %12 : tensor<1x8x64x64xbf16>, tensor<1x8x64x1xbf16> -> tensor<1x8x64x64xbf16>
+    %14 = tcc.matmul %13, %vv : tensor<1x8x64x64xbf16>, tensor<1x8x64x64xbf16> -> tensor<1x8x64x64xbf16>
+    tcc.yield %14 : tensor<1x8x64x64xbf16>
+  }
+  return %0 : tensor<1x8x64x64xbf16>
+}
+
+// -----
+
+// K repeated over heads (MQA's broadcast) but V not: the template reads
+// both with one head count, so the chain is dissolved.
+// CHECK-LABEL: func.func @gqa_broadcast
+// CHECK-NOT: tcc.chain
+// CHECK: return
+func.func @gqa_broadcast(%q: tensor<4x16x64xbf16>, %k: tensor<1x16x64xbf16>, %v: tensor<4x16x64xbf16>) -> tensor<4x16x64xbf16> {
+  %kb = tcc.broadcast_to %k : tensor<1x16x64xbf16> -> tensor<4x16x64xbf16>
+  %0 = tcc.chain attributes {axis = 2 : i64} -> tensor<4x16x64xbf16> {
+    %5 = tcc.matmul %q, %kb {transpose_b = true} : tensor<4x16x64xbf16>, tensor<4x16x64xbf16> -> tensor<4x16x16xbf16>
+    %9 = tcc.reduce_max %5 {axes = array<i64: 2>, keepdims = true} : tensor<4x16x16xbf16> -> tensor<4x16x1xbf16>
+    %10 = tcc.sub %5, %9 : tensor<4x16x16xbf16>, tensor<4x16x1xbf16> -> tensor<4x16x16xbf16>
+    %11 = tcc.exp %10 : tensor<4x16x16xbf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 2>, keepdims = true} : tensor<4x16x16xbf16> -> tensor<4x16x1xbf16>
+    %13 = tcc.div %11, %12 : tensor<4x16x16xbf16>, tensor<4x16x1xbf16> -> tensor<4x16x16xbf16>
+    %14 = tcc.matmul %13, %v : tensor<4x16x16xbf16>, tensor<4x16x64xbf16> -> tensor<4x16x64xbf16>
+    tcc.yield %14 : tensor<4x16x64xbf16>
+  }
+  return %0 : tensor<4x16x64xbf16>
+}

@@ -110,6 +110,77 @@ def cases(small):
     return out
 
 
+def attention_model(name, b, hq, hkv, l, d, variant):
+    """Prefill attention written plainly (the ten Neptune operators' prefill
+    half): scores, the variant's changes, softmax, P·V; K and V repeated
+    over query heads by reshape and broadcast when hkv < hq (GQA)."""
+    dt = 'bf16'
+    nodes = []
+    kk, vv = 'k', 'v'
+    if hkv != hq:
+        g = hq // hkv
+        for t in 'kv':
+            nodes += [node('reshape', [t], t + '5', shape=[b, hkv, 1, l, d]),
+                      node('broadcast_to', [t + '5'], t + 'b', shape=[b, hkv, g, l, d]),
+                      node('reshape', [t + 'b'], t + t, shape=[b, hq, l, d])]
+        kk, vv = 'kk', 'vv'
+    scale = 1.0 / d ** 0.5
+    nodes += [node('matmul', ['q', kk], 's', transpose_b=True),
+              node('constant', [], 'scale', dtype=dt, shape=[], value=scale),
+              node('mul', ['s', 'scale'], 'ss')]
+    cur = 'ss'
+    pos = [node('iota', [], 'row', dtype='i32', shape=[l, l], axis=-2),
+           node('iota', [], 'col', dtype='i32', shape=[l, l], axis=-1)]
+    if variant == 'softcap':
+        nodes += [node('constant', [], 'cap', dtype=dt, shape=[], value=50.0),
+                  node('div', [cur, 'cap'], 'sc'), node('tanh', ['sc'], 'th'),
+                  node('mul', ['th', 'cap'], 'capped')]
+        cur = 'capped'
+    if variant == 'alibi':
+        # slope_h = 2^(-8 (h + 1) / H), times the distance k - q.
+        nodes += pos + [
+            node('iota', [], 'head', dtype='i32', shape=[hq, 1, 1], axis=0),
+            node('constant', [], 'one', dtype='i32', shape=[], value=1),
+            node('add', ['head', 'one'], 'h1'), node('cast', ['h1'], 'h1f', to='f32'),
+            node('constant', [], 'k8', dtype='f32', shape=[], value=-8.0 * 0.6931471805599453 / hq),
+            node('mul', ['h1f', 'k8'], 'e'), node('exp', ['e'], 'slope'),
+            node('sub', ['col', 'row'], 'dist'), node('cast', ['dist'], 'distf', to='f32'),
+            node('mul', ['slope', 'distf'], 'biasf'), node('cast', ['biasf'], 'bias', to=dt),
+            node('add', [cur, 'bias'], 'biased')]
+        cur = 'biased'
+        pos = []
+    if variant in ('causal', 'alibi', 'softcap', 'window'):
+        nodes += pos + [node('greater_equal', ['row', 'col'], 'keep')]
+        keep = 'keep'
+        if variant == 'window':
+            nodes += [node('sub', ['row', 'col'], 'dqk'),
+                      node('constant', [], 'w', dtype='i32', shape=[], value=4096),
+                      node('less', ['dqk', 'w'], 'near'), node('and', ['keep', 'near'], 'keepw')]
+            keep = 'keepw'
+        nodes += [node('constant', [], 'neg', dtype=dt, shape=[], value=-1e30),
+                  node('select', [keep, cur, 'neg'], 'masked')]
+        cur = 'masked'
+    nodes += [node('softmax', [cur], 'p', axis=-1), node('matmul', ['p', vv], 'o')]
+    return model(name, [('q', dt, [b, hq, l, d]), ('k', dt, [b, hkv, l, d]),
+                        ('v', dt, [b, hkv, l, d])], nodes, ['o'])
+
+
+def attention_cases(small):
+    """(case name, model, flags, manifest entry) for bench/attention_bench.py."""
+    l, d = (256, 64) if small else (8192, 128)
+    variants = [('global', 32, 32), ('causal', 32, 32), ('alibi', 32, 32), ('gqa', 64, 8),
+                ('softcap', 32, 16), ('window', 32, 8)]
+    out = []
+    for variant, hq, hkv in variants:
+        for b in (1, 8):
+            name = 'attn_%s_b%d' % (variant, b)
+            m = attention_model(name, b, hq, hkv, l, d, variant)
+            out.append((name, m, ['--gpu-attention'],
+                        {'kind': 'attention', 'variant': variant, 'dtype': 'bf16', 'b': b,
+                         'hq': hq, 'hkv': hkv, 'l': l, 'd': d, 'scale': 1.0 / d ** 0.5}))
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--out', default=os.path.join(ROOT, '.carry', 'bench'))
@@ -140,6 +211,23 @@ def main():
         print('compiled %-18s (%d bytes)' % (name, os.path.getsize(os.path.join(args.out, bundle))))
     with open(os.path.join(args.out, 'manifest.json'), 'w') as f:
         json.dump(manifest, f, indent=1)
+    # Attention: a manifest of its own, for bench/attention_bench.py.
+    attention = {'target': args.target, 'small': args.small, 'cases': []}
+    for name, m, flags, info in attention_cases(args.small):
+        path = os.path.join(args.out, 'models', m['name'] + '.json')
+        with open(path, 'w') as f:
+            json.dump(m, f, indent=1)
+        bundle = name + '.tccb'
+        p = subprocess.run([args.tcc, 'compile', path, '-o', os.path.join(args.out, bundle),
+                            '--target', args.target] + flags, capture_output=True, text=True)
+        if p.returncode != 0:
+            print('FAILED to compile %s: %s' % (name, (p.stderr or p.stdout).strip()))
+            failed += 1
+            continue
+        attention['cases'].append(dict(info, name=name, bundle=bundle))
+        print('compiled %-18s (%d bytes)' % (name, os.path.getsize(os.path.join(args.out, bundle))))
+    with open(os.path.join(args.out, 'attention-manifest.json'), 'w') as f:
+        json.dump(attention, f, indent=1)
     print('wrote %d bundles and manifest.json to %s' % (len(manifest['cases']), args.out))
     return 1 if failed else 0
 

@@ -54,7 +54,11 @@ fi
 grep "CUDA backend" "$out/build.log"
 echo "built in $((SECONDS - start)) s"
 
-echo "== bench"
-PYTHONUNBUFFERED=1 python3 "$root/bench/gpu_bench.py" --tcc "$build/runtime/tcc" \
+# BENCH=attention runs bench/attention_bench.py (attention against SDPA,
+# FlexAttention and plain PyTorch) instead of bench/gpu_bench.py.
+script=gpu_bench.py
+[ "${BENCH:-}" = attention ] && script=attention_bench.py
+echo "== bench ($script)"
+PYTHONUNBUFFERED=1 python3 "$root/bench/$script" --tcc "$build/runtime/tcc" \
   --carry "$carry" --out "$out" "$@" 2>&1 | tee "$out/bench.log"
 exit "${PIPESTATUS[0]}"

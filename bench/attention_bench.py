@@ -1,0 +1,245 @@
+#!/usr/bin/env python3
+"""Attention written plainly, compiled with --gpu-attention, against its peers.
+
+    python3 bench/attention_bench.py --tcc BUILD/runtime/tcc [--carry .carry/bench]
+                                     [--out DIR] [--only NAME,...] [--no-flex]
+
+For every case of the carry folder's attention-manifest.json (bench/models.py):
+prefill at sequence 8192, head size 128, bf16, batch 1 and 8, the variants of
+issue 4 (global, causal, ALiBi, GQA 64/8, softcap 50 with 32/16 heads,
+sliding window 4096 with 32/8 heads).
+
+1. correctness (batch 1): `tcc run` on seeded inputs against a float64
+   reference computed head by head; tcc's largest error must be at most 1.5x
+   that of SDPA's flash backend in bf16 where it runs the variant, else of
+   plain PyTorch in bf16 (scores, softmax in f32, P rounded to bf16);
+2. speed: `tcc bench` (device events, median) beside SDPA flash and cuDNN
+   where they run the variant, FlexAttention compiled, and plain PyTorch
+   where its scores fit in memory, all on the same device in one run.
+
+TFLOP/s count 4 * D * (kept query-key pairs) * B * Hq. Writes DIR/attention.json
+and DIR/attention-table.md.
+"""
+import argparse
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gpu_bench as G  # noqa: E402  (tcc_speed, time_cuda, run_cmd)
+
+SEED = 20261201
+WINDOW = 4096
+CAP = 50.0
+
+
+def slopes(hq):
+    return torch.tensor([2.0 ** (-8.0 * (h + 1) / hq) for h in range(hq)], device='cuda',
+                        dtype=torch.float64)
+
+
+def change(case, s, h, rows, cols):
+    """The variant's scores (float64 or f32 s of one head), masked ones -inf."""
+    v = case['variant']
+    if v == 'softcap':
+        s = CAP * torch.tanh(s / CAP)
+    if v == 'alibi':
+        s = s + float(slopes(case['hq'])[h]) * (cols - rows).to(s.dtype)
+    keep = None
+    if v in ('causal', 'alibi', 'softcap', 'window'):
+        keep = rows >= cols
+        if v == 'window':
+            keep = keep & (rows - cols < WINDOW)
+    return s if keep is None else s.masked_fill(~keep, float('-inf'))
+
+
+def per_head(case, q, k, v, dtype):
+    """Attention head by head in `dtype` (float64: the reference; bfloat16:
+    plain PyTorch, softmax in f32)."""
+    b, hq, l, d = q.shape
+    g = hq // k.shape[1]
+    out = torch.empty(q.shape, dtype=dtype, device='cuda')
+    idx = torch.arange(l, device='cuda')
+    rows, cols = idx[:, None], idx[None, :]
+    for bi in range(b):
+        for h in range(hq):
+            qh, kh, vh = (t.to(dtype) for t in (q[bi, h], k[bi, h // g], v[bi, h // g]))
+            s = (qh @ kh.T) * case['scale']
+            if dtype == torch.float64:
+                p = torch.softmax(change(case, s, h, rows, cols), dim=-1)
+            else:
+                p = torch.softmax(change(case, s.float(), h, rows, cols), dim=-1).to(dtype)
+            out[bi, h] = p @ vh
+    return out
+
+
+def sdpa(case, q, k, v, backend):
+    from torch.nn.attention import sdpa_kernel
+    with sdpa_kernel(backend):
+        return F.scaled_dot_product_attention(
+            q, k, v, is_causal=case['variant'] == 'causal', scale=case['scale'],
+            enable_gqa=case['hkv'] != case['hq'])
+
+
+def sdpa_runs(case):
+    return case['variant'] in ('global', 'causal', 'gqa')
+
+
+def flex_fn(case):
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+    v, l = case['variant'], case['l']
+    mask = None
+    if v in ('causal', 'alibi', 'softcap'):
+        def mask(b, h, q, kv):
+            return q >= kv
+    elif v == 'window':
+        def mask(b, h, q, kv):
+            return (q >= kv) & (q - kv < WINDOW)
+    block = create_block_mask(mask, None, None, l, l, device='cuda') if mask else None
+    score_mod = None
+    if v == 'softcap':
+        def score_mod(s, b, h, q, kv):
+            return CAP * torch.tanh(s / CAP)
+    elif v == 'alibi':
+        sl = slopes(case['hq']).float()
+
+        def score_mod(s, b, h, q, kv):
+            return s + sl[h] * (kv - q)
+    flex = torch.compile(flex_attention, dynamic=False)
+    return lambda q, k, v_: flex(q, k, v_, score_mod=score_mod, block_mask=block,
+                                 scale=case['scale'], enable_gqa=case['hkv'] != case['hq'])
+
+
+def pairs(case):
+    l, v = case['l'], case['variant']
+    if v in ('global', 'gqa'):
+        return l * l
+    if v == 'window':
+        return sum(min(q + 1, WINDOW) for q in range(l))
+    return l * (l + 1) // 2
+
+
+def inputs(case):
+    g = torch.Generator(device='cuda').manual_seed(SEED)
+    b, hq, hkv, l, d = (case[k] for k in ('b', 'hq', 'hkv', 'l', 'd'))
+    return [torch.randn(shape, device='cuda', generator=g).to(torch.bfloat16)
+            for shape in ((b, hq, l, d), (b, hkv, l, d), (b, hkv, l, d))]
+
+
+def correctness(args, case, q, k, v):
+    ref = per_head(case, q, k, v, torch.float64)
+    with tempfile.TemporaryDirectory() as work:
+        files = []
+        for name, t in zip('qkv', (q, k, v)):
+            path = os.path.join(work, name + '.npy')
+            np.save(path, t.float().cpu().numpy())
+            files += ['--input', '%s=%s' % (name, path)]
+        out = os.path.join(work, 'out')
+        rc, log = G.run_cmd([args.tcc, 'run', os.path.join(args.carry, case['bundle']),
+                             '--output-dir', out] + files, args.case_timeout)
+        if rc != 0:
+            return {'correct': False, 'detail': 'tcc run failed: ' + log.strip()[-300:]}
+        got = torch.from_numpy(np.load(os.path.join(out, 'o.npy')).astype(np.float64)).cuda()
+    if sdpa_runs(case):
+        from torch.nn.attention import SDPBackend
+        peer, peer_name = sdpa(case, q, k, v, SDPBackend.FLASH_ATTENTION), 'SDPA flash'
+    else:
+        peer, peer_name = per_head(case, q, k, v, torch.bfloat16), 'plain PyTorch'
+    err = float((got - ref).abs().max()) if torch.isfinite(got).all() else math.inf
+    peer_err = float((peer.double() - ref).abs().max())
+    return {'correct': err <= 1.5 * peer_err, 'max_err': err, 'peer_max_err': peer_err,
+            'peer': peer_name}
+
+
+def peers(args, case, q, k, v):
+    from torch.nn.attention import SDPBackend
+    out = []
+
+    def add(name, fn):
+        try:
+            out.append((name, G.time_cuda(fn)))
+        except Exception as e:  # noqa: BLE001
+            print('  %s failed: %s' % (name, str(e).splitlines()[0][:200]), flush=True)
+    if sdpa_runs(case):
+        add('SDPA flash', lambda: sdpa(case, q, k, v, SDPBackend.FLASH_ATTENTION))
+        add('SDPA cuDNN', lambda: sdpa(case, q, k, v, SDPBackend.CUDNN_ATTENTION))
+    if not args.no_flex:
+        try:
+            fn = flex_fn(case)
+            fn(q, k, v)
+            add('FlexAttention', lambda: fn(q, k, v))
+        except Exception as e:  # noqa: BLE001
+            print('  FlexAttention failed: %s' % str(e).splitlines()[0][:200], flush=True)
+    if case['b'] * case['hq'] * case['l'] ** 2 * 2 <= 8e9:
+        add('plain PyTorch', lambda: per_head(case, q, k, v, torch.bfloat16))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--tcc', required=True)
+    ap.add_argument('--carry', default=os.path.join(G.ROOT, '.carry', 'bench'))
+    ap.add_argument('--out', default=os.environ.get('OUT', os.path.join(G.ROOT, 'out')))
+    ap.add_argument('--only')
+    ap.add_argument('--no-flex', action='store_true')
+    ap.add_argument('--deadline', type=float, default=480)
+    ap.add_argument('--case-timeout', type=int, default=180)
+    args = ap.parse_args()
+    start = time.time()
+    with open(os.path.join(args.carry, 'attention-manifest.json')) as f:
+        cases = json.load(f)['cases']
+    if args.only:
+        cases = [c for c in cases if c['name'] in args.only.split(',')]
+    rows, lines = [], ['| case | tcc ms | tcc TFLOP/s | peer | peer ms | peer TFLOP/s '
+                       '| tcc speed / peer | correct (tcc err, peer err) |', '|' + ' --- |' * 8]
+    for case in cases:
+        if time.time() - start > args.deadline:
+            print('%s: skipped (deadline)' % case['name'])
+            continue
+        print('== %s' % case['name'], flush=True)
+        q, k, v = inputs(case)
+        row = {'case': case}
+        if case['b'] == 1:
+            row['correctness'] = correctness(args, case, q, k, v)
+            print('  correctness:', json.dumps(row['correctness']), flush=True)
+        row['tcc'] = G.tcc_speed(args, case)
+        print('  tcc:', json.dumps(row['tcc']), flush=True)
+        row['peers'] = peers(args, case, q, k, v)
+        print('  peers:', row['peers'], flush=True)
+        rows.append(row)
+        flops = 4.0 * case['d'] * pairs(case) * case['b'] * case['hq']
+        t = row['tcc'].get('ms')
+        c = row.get('correctness')
+        cstr = '-' if not c else '%s (%.2g, %.2g)' % (
+            'yes' if c['correct'] else 'NO', c.get('max_err', math.nan),
+            c.get('peer_max_err', math.nan))
+        for i, (pname, pms) in enumerate(row['peers'] or [('-', None)]):
+            lines.append('| %s | %s | %s | %s | %s | %s | %s | %s |' % (
+                case['name'] if i == 0 else '', G.fmt(t) if i == 0 else '',
+                G.fmt(flops / t / 1e9, '%.0f') if i == 0 and t else '', pname, G.fmt(pms),
+                G.fmt(flops / pms / 1e9, '%.0f') if pms else '-',
+                G.fmt(pms / t, '%.2f') if pms and t else '-', cstr if i == 0 else ''))
+        del q, k, v
+        torch.cuda.empty_cache()
+    text = '\n'.join(lines)
+    print(text)
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, 'attention-table.md'), 'w') as f:
+        f.write(text + '\n')
+    with open(os.path.join(args.out, 'attention.json'), 'w') as f:
+        json.dump(rows, f, indent=1, default=str)
+    bad = [r['case']['name'] for r in rows if r.get('correctness', {}).get('correct') is False]
+    if bad:
+        print('NOT CORRECT:', ', '.join(bad))
+    return 1 if bad else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

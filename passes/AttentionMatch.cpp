@@ -7,6 +7,7 @@
 #include "mlir/IR/IRMapping.h"
 
 #include <cmath>
+#include <utility>
 
 namespace mlir::tcc {
 namespace {
@@ -428,12 +429,12 @@ Value AttentionMatch::buildScoreMod(OpBuilder &b, Location loc, Value score,
       for (Value o : op->getOperands())
         in.push_back(get(o));
       bool fl = isa<FloatType>(in[0].getType());
-      auto bin = [&](auto fOp, auto iOp) -> Value {
-        using F = decltype(fOp);
-        using I = decltype(iOp);
+      // The float or the integer op of a binary tcc op.
+      auto bin = [&](auto typeTag) -> Value {
+        using Ops = decltype(typeTag);
         if (fl)
-          return F::create(b, loc, in[0], in[1]);
-        return I::create(b, loc, in[0], in[1]);
+          return Ops::first_type::create(b, loc, in[0], in[1]);
+        return Ops::second_type::create(b, loc, in[0], in[1]);
       };
       auto cmp = [&](arith::CmpFPredicate f, arith::CmpIPredicate i) -> Value {
         if (fl)
@@ -444,17 +445,17 @@ Value AttentionMatch::buildScoreMod(OpBuilder &b, Location loc, Value score,
                            .getResult()
                      : Value();
       if (isa<AddOp>(op))
-        r = bin(arith::AddFOp(), arith::AddIOp());
+        r = bin(std::pair<arith::AddFOp, arith::AddIOp>());
       else if (isa<SubOp>(op))
-        r = bin(arith::SubFOp(), arith::SubIOp());
+        r = bin(std::pair<arith::SubFOp, arith::SubIOp>());
       else if (isa<MulOp>(op))
-        r = bin(arith::MulFOp(), arith::MulIOp());
+        r = bin(std::pair<arith::MulFOp, arith::MulIOp>());
       else if (isa<DivOp>(op))
-        r = bin(arith::DivFOp(), arith::DivSIOp());
+        r = bin(std::pair<arith::DivFOp, arith::DivSIOp>());
       else if (isa<MaximumOp>(op))
-        r = bin(arith::MaximumFOp(), arith::MaxSIOp());
+        r = bin(std::pair<arith::MaximumFOp, arith::MaxSIOp>());
       else if (isa<MinimumOp>(op))
-        r = bin(arith::MinimumFOp(), arith::MinSIOp());
+        r = bin(std::pair<arith::MinimumFOp, arith::MinSIOp>());
       else if (isa<EqualOp>(op))
         r = cmp(arith::CmpFPredicate::OEQ, arith::CmpIPredicate::eq);
       else if (isa<NotEqualOp>(op))

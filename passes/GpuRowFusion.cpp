@@ -320,7 +320,7 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
       auto op = cast<linalg::GenericOp>(operand->getOwner());
       bool perRow = op.getStaticLoopRanges().empty() ||
                     llvm::any_of(plans, [&](const OpPlan &p) {
-                      return p.op == op && p.inner == 1 && length != 1;
+                      return p.op == op && p.inner == 1;
                     });
       if (it->second != access || (perRow && access == Access::Row))
         return false;

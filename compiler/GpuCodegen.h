@@ -32,8 +32,7 @@ struct GpuOptions {
   bool rowFusion = true;
   /// Compute attention chains (matmul, score changes, softmax, matmul) with
   /// the fused attention template (compiler/gpu/AttentionKernel.cpp).
-  /// Off until the compiler's use of it has run on a GPU.
-  bool attention = false;
+  bool attention = true;
   /// Width of index arithmetic in kernels: 32 or 64, or 0 to use 32 when
   /// every buffer holds fewer than 2^31 elements.
   unsigned indexBits = 0;

@@ -85,9 +85,9 @@ static cl::opt<bool> gpuRowFusion(
              "the row in registers (default on; =false for a launch per op)"),
     cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
 static cl::opt<bool> gpuAttention(
-    "gpu-attention",
-    cl::desc("Experimental, not yet run on a GPU through the compiler: "
-             "attention chains as one fused attention kernel (NVIDIA)"),
+    "gpu-attention", cl::init(true),
+    cl::desc("Attention chains as one fused attention kernel (NVIDIA; "
+             "default on; =false for the GEMM and row kernels)"),
     cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
 static cl::opt<std::string> fusionMode(
     "fusion",

@@ -457,10 +457,13 @@ SmallVector<Value> AttentionBuilder::tileStep(Value stage, Value k0,
       } else {
         corr[h] = p.correction ? p.correction(b, loc, mOld, mUse)
                                : exp2(fmul(fsub(mOld, mUse), cstF(kLog2E)));
-        Value negM = arith::NegFOp::create(b, loc, fmul(mUse, cstF(kLog2E)));
+        // Subtract before scaling: a score change may leave huge finite
+        // scores (a -1e30 mask on a whole row), and fma(s, log2e, -m*log2e)
+        // then yields the rounding error of m*log2e (about 1e23), not 0.
         for (Value sc : vals)
-          pr.push_back(p.contribution ? p.contribution(b, loc, sc, mUse)
-                                      : exp2(fma(sc, cstF(kLog2E), negM)));
+          pr.push_back(p.contribution
+                           ? p.contribution(b, loc, sc, mUse)
+                           : exp2(fmul(fsub(sc, mUse), cstF(kLog2E))));
       }
       for (int64_t jn = 0; jn < nS; ++jn)
         for (int64_t x = 0; x < 2; ++x)

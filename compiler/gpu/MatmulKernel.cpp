@@ -93,6 +93,20 @@ private:
                              llvm::function_ref<void()> afterFirstLoads);
   SmallVector<Value> simtStep(Value stage, ValueRange acc);
 
+  /// tf32 with B stored [k][n]: ldmatrix cannot transpose 32-bit data, so
+  /// each group of 4 n-tiles (32 columns) permutes its columns instead: the
+  /// lanes of quad row g own columns 4*chunkOf(g) + j of n-tiles j = 0..3,
+  /// which one 16-byte shared load reads. The accumulators then hold 4
+  /// consecutive columns a lane, which the epilogue stores as vectors.
+  bool permutedB() const {
+    return path == Path::Tf32 && !p.transB &&
+           (s.tileN / s.warpsN / 8) % 4 == 0;
+  }
+  /// The 16-byte chunk (of a 32-column group) of quad row g: the two quad
+  /// rows of one 8-lane phase differ in bit 2, so that with the swizzle's
+  /// XOR by (k row & 7) the phase touches 8 distinct bank groups.
+  Value chunkOf(Value g) { return add(mul(band(g, 1), 4), div(g, 2)); }
+
   /// Stores `vals` (f32 elements of C row `row`, columns col..col+L-1).
   void storeRow(Value row, Value col, Value vals);
   void epilogue(ValueRange acc);
@@ -258,6 +272,27 @@ KernelBuilder::mmaStep(Value stage, ValueRange acc,
         Value off =
             add(bBase, mul(swizzle(nrow, add(lMid, kk * 2), cprB), epc));
         pair = ldmatrix(smemB, off, false);
+      } else if (permutedB()) {
+        if (j % 2)
+          continue; // both pairs of the group are loaded at even j
+        // Rows k (b0) and k + 4 (b1), columns 4*chunkOf(g)..+3 of the group.
+        Value chunk = add(div(n0, 4), chunkOf(lQuad));
+        Value baseChunk = mul(stage, tileB.rows * tileB.cols / epc);
+        SmallVector<Value> rowsKN;
+        for (int64_t q = 0; q < 2; ++q)
+          rowsKN.push_back(memref::LoadOp::create(
+              b, loc, smemBVec,
+              ValueRange{add(baseChunk, swizzle(add(lIn, kk * 8 + q * 4),
+                                                chunk, cprB))}));
+        for (int64_t jn = 0; jn < 4; ++jn) {
+          SmallVector<Value> e;
+          for (Value v : rowsKN)
+            e.push_back(
+                vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{jn}));
+          bFrag.push_back(vector::FromElementsOp::create(
+              b, loc, VectorType::get({2, 1}, elemT), e));
+        }
+        continue;
       } else if (!tf32) {
         // Stored [k][n]: lane -> k row l%16, n chunk l/16; transposed.
         Value off = add(
@@ -425,6 +460,27 @@ void KernelBuilder::epilogue(ValueRange acc) {
   int64_t warpTileM = s.tileM / s.warpsM, warpTileN = s.tileN / s.warpsN;
   int64_t mTiles = warpTileM / 16, nTiles = warpTileN / 8;
   Value rowBase = add(blockM0, add(mul(warpM, warpTileM), div(lane, 4)));
+  if (permutedB()) {
+    // Lane quad position q holds columns 4q + j (element 0) and 16 + 4q + j
+    // (element 1) of n-tile j of each 32-column group.
+    Value colBase =
+        add(blockN0, add(mul(warpN, warpTileN), mul(band(lane, 3), 4)));
+    for (int64_t i = 0; i < mTiles; ++i)
+      for (int64_t grp = 0; grp < nTiles / 4; ++grp)
+        for (int64_t h = 0; h < 2; ++h)
+          for (int64_t x = 0; x < 2; ++x) {
+            SmallVector<Value> e;
+            for (int64_t jn = 0; jn < 4; ++jn)
+              e.push_back(vector::ExtractOp::create(
+                  b, loc, acc[i * nTiles + grp * 4 + jn],
+                  ArrayRef<int64_t>{h, x}));
+            Value v = vector::FromElementsOp::create(
+                b, loc, VectorType::get({4}, b.getF32Type()), e);
+            storeRow(add(rowBase, i * 16 + h * 8),
+                     add(colBase, grp * 32 + x * 16), v);
+          }
+    return;
+  }
   Value colBase =
       add(blockN0, add(mul(warpN, warpTileN), mul(band(lane, 3), 2)));
   for (int64_t i = 0; i < mTiles; ++i)

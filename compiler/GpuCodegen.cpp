@@ -50,15 +50,22 @@ bool ::tcc::isAmdTarget(const std::string &target) {
 namespace {
 
 /// From bufferized kernels to launches of outlined device functions.
-std::string launchPipeline(bool rowFusion, int64_t rowValuesPerThread) {
+/// On NVIDIA targets, tcc-gpu-occupancy asks ptxas for full residency of
+/// the generic kernels (`blocksPerSm` 0), or for that many blocks.
+std::string launchPipeline(bool rowFusion, int64_t rowValuesPerThread,
+                           bool nvidia, int64_t blocksPerSm) {
   std::string fusion =
       rowValuesPerThread ? "tcc-gpu-row-fusion{values-per-thread=" +
                                std::to_string(rowValuesPerThread) + "}, "
                          : "tcc-gpu-row-fusion, ";
+  std::string occupancy =
+      nvidia ? ", gpu.module(tcc-gpu-occupancy{blocks-per-sm=" +
+                   std::to_string(blocksPerSm) + "})"
+             : "";
   return std::string("func.func(") + (rowFusion ? fusion : "") +
          "tcc-gpu-row-reductions, convert-linalg-to-parallel-loops,"
          " canonicalize, tcc-map-to-gpu),"
-         "gpu-kernel-outlining, canonicalize, cse";
+         "gpu-kernel-outlining, canonicalize, cse" + occupancy;
 }
 
 /// The device functions to the LLVM dialect, per family.
@@ -280,11 +287,13 @@ std::optional<MatmulUse> takeMatmul(func::FuncOp f,
 /// each {...} holding some of tile_m, tile_n, tile_k, warps_m, warps_n,
 /// stages; a kernel's entry wins over "matmul", which wins over the
 /// heuristic. {"rows": {"values_per_thread": N}} sets how many row values a
-/// thread of a fused row kernel holds.
+/// thread of a fused row kernel holds, {"rows": {"blocks_per_sm": N}} the
+/// residency the generic kernels ask for (0: full, -1: none).
 struct ScheduleOverrides {
   nlohmann::json all = nlohmann::json::object();
   nlohmann::json perKernel = nlohmann::json::object();
   int64_t rowValuesPerThread = 0; ///< 0: the pass's default
+  int64_t blocksPerSm = 0;        ///< tcc-gpu-occupancy's option
 
   LogicalResult load(const std::string &path, std::string &error) {
     if (path.empty())
@@ -311,13 +320,17 @@ struct ScheduleOverrides {
           return failure();
         }
         for (auto &[k, v] : value.items()) {
-          if (k != "values_per_thread" || !v.is_number_integer() ||
-              v.get<int64_t>() < 1 || v.get<int64_t>() > 64) {
-            error = path + ": \"rows\" holds values_per_thread, an integer "
-                           "from 1 to 64";
+          if (k == "values_per_thread" && v.is_number_integer() &&
+              v.get<int64_t>() >= 1 && v.get<int64_t>() <= 64) {
+            rowValuesPerThread = v.get<int64_t>();
+          } else if (k == "blocks_per_sm" && v.is_number_integer() &&
+                     v.get<int64_t>() >= -1 && v.get<int64_t>() <= 32) {
+            blocksPerSm = v.get<int64_t>();
+          } else {
+            error = path + ": \"rows\" holds values_per_thread (an integer "
+                           "from 1 to 64) and blocks_per_sm (-1 to 32)";
             return failure();
           }
-          rowValuesPerThread = v.get<int64_t>();
         }
       } else {
         error = path + ": unknown key '" + key +
@@ -526,7 +539,8 @@ LogicalResult compileGpuKernels(ModuleOp module, const GpuOptions &options,
     if (f->hasAttr("tcc.template"))
       f.erase();
   if (failed(bufferizeKernels(*device, options.timing)) ||
-      failed(runPipeline(*device, launchPipeline(options.rowFusion, overrides.rowValuesPerThread),
+      failed(runPipeline(*device, launchPipeline(options.rowFusion, overrides.rowValuesPerThread,
+                                        nvidia, overrides.blocksPerSm),
                          "mapping to GPU launches", options.timing)))
     return failure();
 

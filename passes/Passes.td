@@ -191,6 +191,28 @@ def TccGpuRowFusion : Pass<"tcc-gpu-row-fusion", "func::FuncOp"> {
                            "::mlir::memref::MemRefDialect"];
 }
 
+def TccGpuOccupancy : Pass<"tcc-gpu-occupancy", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Ask ptxas for full residency of large-block generic kernels";
+  let description = [{
+    After outlining, on NVIDIA targets: every kernel whose known block
+    size has at least 256 threads and no residency request of its own gets
+    `nvvm.minctasm` (PTX `.minnctapersm`) so that ptxas fits as many of its
+    blocks on a multiprocessor as the thread limit allows. The generic
+    kernels (elementwise ops, row kernels) are bound by memory, where the
+    bytes in flight scale with resident threads: left alone, ptxas gave
+    layer norm's 512-thread row kernel 36 registers, which leaves 3 blocks
+    a multiprocessor instead of 4. Template kernels (GEMM, attention) are
+    built after this pass and choose their own residency.
+  }];
+  let options = [
+    Option<"blocksPerSm", "blocks-per-sm", "int64_t", /*default=*/"0",
+           "0: as many blocks as threads-per-sm allows; N > 0: N blocks "
+           "(capped by threads-per-sm); -1: no request">,
+    Option<"threadsPerSm", "threads-per-sm", "int64_t", /*default=*/"2048",
+           "Resident threads a multiprocessor holds (2048 on sm_80/sm_90)">
+  ];
+}
+
 def TccPrivateInits : Pass<"tcc-private-inits", "func::FuncOp"> {
   let summary = "Give every destination-passing op its own fill or empty init";
   let description = [{

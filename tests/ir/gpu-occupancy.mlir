@@ -1,0 +1,57 @@
+// RUN: tcc-opt %s --split-input-file --pass-pipeline='builtin.module(gpu.module(tcc-gpu-occupancy))' | FileCheck %s
+// RUN: tcc-opt %s --split-input-file --pass-pipeline='builtin.module(gpu.module(tcc-gpu-occupancy{blocks-per-sm=2}))' | FileCheck %s --check-prefix=TWO
+// RUN: tcc-opt %s --split-input-file --pass-pipeline='builtin.module(gpu.module(tcc-gpu-occupancy{blocks-per-sm=-1}))' | FileCheck %s --check-prefix=NONE
+
+// A 512-thread kernel asks for 4 blocks (2048 threads); with blocks-per-sm=2
+// for 2; with -1 for nothing.
+// CHECK-LABEL: gpu.func @rows
+// CHECK-SAME: nvvm.minctasm = 4 : i32
+// TWO-LABEL: gpu.func @rows
+// TWO-SAME: nvvm.minctasm = 2 : i32
+// NONE-LABEL: gpu.func @rows
+// NONE-NOT: minctasm
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @rows(%a: memref<4xf32>) kernel attributes {known_block_size = array<i32: 512, 1, 1>} {
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+// Small blocks, kernels without a known block size, and a request already
+// made are left alone.
+// NONE-LABEL: gpu.func @small
+// CHECK-LABEL: gpu.func @small
+// CHECK-NOT: minctasm
+// CHECK-LABEL: gpu.func @unknown
+// CHECK-NOT: minctasm
+// CHECK-LABEL: gpu.func @own
+// CHECK-SAME: nvvm.minctasm = 1 : i32
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @small(%a: memref<4xf32>) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+      gpu.return
+    }
+    gpu.func @unknown(%a: memref<4xf32>) kernel {
+      gpu.return
+    }
+    gpu.func @own(%a: memref<4xf32>) kernel attributes {known_block_size = array<i32: 256, 1, 1>, nvvm.minctasm = 1 : i32} {
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+// A 256 x 2 block counts 512 threads.
+// CHECK-LABEL: gpu.func @two_d
+// CHECK-SAME: nvvm.minctasm = 4 : i32
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @two_d(%a: memref<4xf32>) kernel attributes {known_block_size = array<i32: 256, 2, 1>} {
+      gpu.return
+    }
+  }
+}

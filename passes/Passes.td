@@ -201,8 +201,11 @@ def TccGpuOccupancy : Pass<"tcc-gpu-occupancy", "::mlir::gpu::GPUModuleOp"> {
     kernels (elementwise ops, row kernels) are bound by memory, where the
     bytes in flight scale with resident threads: left alone, ptxas gave
     layer norm's 512-thread row kernel 36 registers, which leaves 3 blocks
-    a multiprocessor instead of 4. Template kernels (GEMM, attention) are
-    built after this pass and choose their own residency.
+    a multiprocessor instead of 4. By default, kernels with math that
+    lowers to sequences with temporaries (exp, log, tanh: softmax) are left
+    alone, as they spill when held to the registers of full residency.
+    Template kernels (GEMM, attention) are built after this pass and choose
+    their own residency.
   }];
   let options = [
     Option<"blocksPerSm", "blocks-per-sm", "int64_t", /*default=*/"0",

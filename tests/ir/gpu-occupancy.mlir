@@ -55,3 +55,33 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// exp lowers with temporaries: full residency would spill (softmax), so the
+// default leaves the kernel alone; rsqrt is one instruction. An explicit
+// blocks-per-sm applies to both.
+// CHECK-LABEL: gpu.func @with_exp
+// CHECK-NOT: minctasm
+// CHECK-LABEL: gpu.func @with_rsqrt
+// CHECK-SAME: nvvm.minctasm = 4 : i32
+// TWO-LABEL: gpu.func @with_exp
+// TWO-SAME: nvvm.minctasm = 2 : i32
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @with_exp(%a: memref<4xf32>) kernel attributes {known_block_size = array<i32: 512, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %x = memref.load %a[%c0] : memref<4xf32>
+      %e = math.exp %x : f32
+      memref.store %e, %a[%c0] : memref<4xf32>
+      gpu.return
+    }
+    gpu.func @with_rsqrt(%a: memref<4xf32>) kernel attributes {known_block_size = array<i32: 512, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %x = memref.load %a[%c0] : memref<4xf32>
+      %e = math.rsqrt %x : f32
+      memref.store %e, %a[%c0] : memref<4xf32>
+      gpu.return
+    }
+  }
+}

@@ -14,7 +14,7 @@ For every case of the carry folder's manifest.json (written by bench/models.py):
 2. speed: `tcc bench --json` (device events, median), with and without
    --cuda-graph, and the peers timed the same way in the same process run:
    cuBLAS through torch.matmul per precision, torch eager and torch.compile'd
-   softmax / layer_norm / rms_norm / the elementwise chain, and a
+   softmax / log_softmax / layer_norm / rms_norm / the elementwise chain, and a
    device-to-device copy for the bandwidth ceiling.
 
 Prints a table and writes DIR/bench.json and DIR/bench-table.md. Needs numpy;
@@ -76,6 +76,7 @@ class NumpyOps:
         return x.mean(axis=-1, keepdims=True)
 
     exp, sqrt, abs = staticmethod(np.exp), staticmethod(np.sqrt), staticmethod(np.abs)
+    log = staticmethod(np.log)
 
     def matmul(self, a, b):
         return a @ b
@@ -124,6 +125,9 @@ class TorchOps(NumpyOps):
 
     def sqrt(self, x):
         return torch.sqrt(x)
+
+    def log(self, x):
+        return torch.log(x)
 
     def abs(self, x):
         return torch.abs(x)
@@ -198,6 +202,9 @@ def reference(ops, case, ins, exact=False):
     if kind == 'softmax':   # sub, exp, sum, div (max is exact)
         e = r(ops.exp(r(x - ops.amax(x))))
         return r(e / r(ops.sum(e))), 4 * EPS[dt], tiny, 0.0
+    if kind == 'log_softmax':  # sub, exp, sum, log, sub (max is exact)
+        t = r(x - ops.amax(x))
+        return r(t - r(ops.log(r(ops.sum(r(ops.exp(t))))))), 4 * EPS[dt], tiny, 0.0
     if kind == 'layer_norm':  # mean, sub, mul, mean, add, rsqrt, mul, mul, add
         eps = float(L.rnd(dt, case['eps']))
         d = r(x - r(ops.mean(x)))
@@ -378,6 +385,7 @@ def peers(args, case):
     bias = (0.1 * torch.randn(cols, device='cuda', generator=g)).to(dt)
     fns = {
         'softmax': lambda t: torch.softmax(t, dim=-1),
+        'log_softmax': lambda t: torch.log_softmax(t, dim=-1),
         'layer_norm': lambda t: F.layer_norm(t, (cols,), w, bias, 1e-5),
         'rms_norm': lambda t: F.rms_norm(t, (cols,), w, 1e-6),
         'silu_plus1': lambda t: (t.float() * torch.sigmoid(t.float()) + 1).to(torch.bfloat16),
@@ -492,7 +500,8 @@ def main():
     print('environment:', json.dumps(env), flush=True)
 
     # Fast cases first, so that a slow generic kernel cannot crowd them out.
-    order = {'neg': 0, 'silu_plus1': 1, 'softmax': 2, 'rms_norm': 3, 'layer_norm': 4}
+    order = {'neg': 0, 'silu_plus1': 1, 'softmax': 2, 'log_softmax': 3, 'rms_norm': 4,
+             'layer_norm': 5}
     cases.sort(key=lambda c: (c['kind'] == 'gemm', c.get('n', 0),
                               c['dtype'] == 'f32', c.get('tf32', False), order.get(c['kind'], 9)))
     rows = []

@@ -54,6 +54,8 @@ def rowwise_models(rows, cols):
     weight = normal_param('weight', 'bf16', [cols], 1.0, 0.1, 13)
     return {
         'softmax': model('softmax', x, [node('softmax', ['x'], 'y', axis=-1)], ['y']),
+        'log_softmax': model('log_softmax', x, [node('log_softmax', ['x'], 'y', axis=-1)],
+                             ['y']),
         'layer_norm': model(
             'layer_norm', x, [node('layer_norm', ['x', 'gamma', 'beta'], 'y', axis=-1, eps=1e-5)],
             ['y'], [gamma, beta]),
@@ -111,11 +113,14 @@ def cases(small):
     return out
 
 
-def attention_model(name, b, hq, hkv, l, d, variant):
+def attention_model(name, b, hq, hkv, l, d, variant, lq=None):
     """Prefill attention written plainly (the ten Neptune operators' prefill
     half): scores, the variant's changes, softmax, P·V; K and V repeated
-    over query heads by reshape and broadcast when hkv < hq (GQA)."""
+    over query heads by reshape and broadcast when hkv < hq (GQA). With
+    `lq` (decode), lq query rows at the last lq of the l positions: row
+    positions are offset by l - lq."""
     dt = 'bf16'
+    lq = lq or l
     nodes = []
     kk, vv = 'k', 'v'
     if hkv != hq:
@@ -130,8 +135,13 @@ def attention_model(name, b, hq, hkv, l, d, variant):
               node('constant', [], 'scale', dtype=dt, shape=[], value=scale),
               node('mul', ['s', 'scale'], 'ss')]
     cur = 'ss'
-    pos = [node('iota', [], 'row', dtype='i32', shape=[l, l], axis=-2),
-           node('iota', [], 'col', dtype='i32', shape=[l, l], axis=-1)]
+    pos = [node('iota', [], 'col', dtype='i32', shape=[lq, l], axis=-1)]
+    if lq == l:
+        pos.append(node('iota', [], 'row', dtype='i32', shape=[lq, l], axis=-2))
+    else:
+        pos += [node('iota', [], 'row0', dtype='i32', shape=[lq, l], axis=-2),
+                node('constant', [], 'off', dtype='i32', shape=[], value=l - lq),
+                node('add', ['row0', 'off'], 'row')]
     if variant == 'softcap':
         nodes += [node('constant', [], 'cap', dtype=dt, shape=[], value=50.0),
                   node('div', [cur, 'cap'], 'sc'), node('tanh', ['sc'], 'th'),
@@ -162,7 +172,7 @@ def attention_model(name, b, hq, hkv, l, d, variant):
                   node('select', [keep, cur, 'neg'], 'masked')]
         cur = 'masked'
     nodes += [node('softmax', [cur], 'p', axis=-1), node('matmul', ['p', vv], 'o')]
-    return model(name, [('q', dt, [b, hq, l, d]), ('k', dt, [b, hkv, l, d]),
+    return model(name, [('q', dt, [b, hq, lq, d]), ('k', dt, [b, hkv, l, d]),
                         ('v', dt, [b, hkv, l, d])], nodes, ['o'])
 
 
@@ -179,6 +189,16 @@ def attention_cases(small):
             out.append((name, m, ['--gpu-attention'],
                         {'kind': 'attention', 'variant': variant, 'dtype': 'bf16', 'b': b,
                          'hq': hq, 'hkv': hkv, 'l': l, 'd': d, 'scale': 1.0 / d ** 0.5}))
+    # Decode (issue 4): one query row against 8192 or 32768 keys.
+    for variant, hq, hkv in variants[1:5]:
+        for l in ((1024,) if small else (8192, 32768)):
+            for b in (1, 8):
+                name = 'decode_%s_%d_b%d' % (variant, l, b)
+                m = attention_model(name, b, hq, hkv, l, d, variant, lq=1)
+                out.append((name, m, ['--gpu-attention'],
+                            {'kind': 'attention', 'variant': variant, 'dtype': 'bf16', 'b': b,
+                             'hq': hq, 'hkv': hkv, 'l': l, 'lq': 1, 'd': d,
+                             'scale': 1.0 / d ** 0.5}))
     return out
 
 

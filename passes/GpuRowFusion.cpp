@@ -45,6 +45,12 @@ struct OpPlan {
   int64_t inner;
   Operation *combiner = nullptr; // reductions
   TypedAttr neutral;
+  /// A sum of f32 (or narrower) values that the lowering accumulates in f64
+  /// is combined in f32 here: the f64 guards a sequential loop, whose error
+  /// grows with the length; the tree and the shuffles grow it with log2 of
+  /// it, within the format's "accumulate in f32". f64 doubled the shuffles
+  /// and the registers of every partial sum.
+  bool narrowSum = false;
   /// Consecutive row positions a thread takes at once (16 bytes of the
   /// narrowest element it reads or writes in global memory).
   int64_t vector = 1;
@@ -266,6 +272,13 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
           return false;
         plan.combiner = combiners[0];
         plan.neutral = *neutral;
+        if (auto add = dyn_cast<arith::AddFOp>(plan.combiner);
+            add && t.isF64()) {
+          BlockArgument acc = op.getRegionOutputArgs()[0];
+          Value other = add.getLhs() == acc ? add.getRhs() : add.getLhs();
+          if (auto ext = other.getDefiningOp<arith::ExtFOp>())
+            plan.narrowSum = ext.getIn().getType().getIntOrFloatBitWidth() <= 32;
+        }
       }
       for (OpOperand &operand : op->getOpOperands()) {
         if (!isa<ShapedType>(operand.get().getType()))
@@ -675,6 +688,22 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
     return total;
   }
 
+  /// A narrowed sum's share of one position: the body added the widened
+  /// value to the f64 `neutral`; the value itself, in f32, is the share.
+  Value narrowed(Value part, Value neutral) {
+    auto add = part.getDefiningOp<arith::AddFOp>();
+    assert(add && (add.getLhs() == neutral || add.getRhs() == neutral) &&
+           "a narrowed sum's body adds a widened value to the accumulator");
+    Value wide = add.getLhs() == neutral ? add.getRhs() : add.getLhs();
+    Value v = wide.getDefiningOp<arith::ExtFOp>().getIn();
+    if (!v.getType().isF32())
+      v = arith::ExtFOp::create(*b, loc, b->getF32Type(), v);
+    add->erase();
+    if (wide.use_empty())
+      wide.getDefiningOp()->erase();
+    return v;
+  }
+
   void emit(const OpPlan &plan, Value partials) {
     hoisted.clear();
     linalg::GenericOp op = plan.op;
@@ -684,11 +713,17 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
     if (plan.combiner) {
       // Each position's share, then a tree: no chain of dependent ops.
       Value neutral = arith::ConstantOp::create(*b, loc, plan.neutral);
+      Value partNeutral =
+          plan.narrowSum ? arith::ConstantOp::create(
+                               *b, loc, b->getF32FloatAttr(-0.0f)).getResult()
+                         : neutral;
       SmallVector<Value> parts;
       for (int64_t e = 0; e < layout.vectors * layout.vec; ++e) {
         Value part = body(plan, e, neutral);
+        if (plan.narrowSum)
+          part = narrowed(part, neutral);
         if (Value valid = inRow[e / layout.vec])
-          part = arith::SelectOp::create(*b, loc, valid, part, neutral);
+          part = arith::SelectOp::create(*b, loc, valid, part, partNeutral);
         parts.push_back(part);
       }
       while (parts.size() > 1) {
@@ -700,6 +735,8 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
         parts = next;
       }
       Value total = acrossRow(plan, parts[0], partials);
+      if (plan.narrowSum)
+        total = arith::ExtFOp::create(*b, loc, b->getF64Type(), total);
       result = combine(*b, plan.combiner, read(init->get(), Access::RowScalar)[0],
                        total);
       rowScalars[root] = result;
@@ -776,7 +813,9 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
       for (const OpPlan &p : plans)
         if (p.combiner)
           attributions.push_back(MemRefType::get(
-              {layout.threads / kWarp}, p.combiner->getResult(0).getType(),
+              {layout.threads / kWarp},
+              p.narrowSum ? Type(Float32Type::get(ctx))
+                          : p.combiner->getResult(0).getType(),
               MemRefLayoutAttrInterface(), workgroup));
 
     // After the last op: every view the ops use is defined by then.

@@ -222,3 +222,34 @@ func.func @hoisted_divisor(%x: memref<2x8xf32>, %y: memref<2x8xf32>) attributes 
   }
   return
 }
+
+// -----
+
+// A bf16 row sum that the lowering accumulates in f64, over rows of 4096
+// (a block of 256 threads): the shares, the tree, the shuffles and the
+// warps' shared slots are f32; the row's total is widened once and added to
+// the f64 accumulator.
+// CHECK-LABEL: func.func @narrowed_sum
+// CHECK: gpu.launch
+// CHECK-SAME: workgroup(%{{.*}} : memref<8xf32, #gpu.address_space<workgroup>>)
+// CHECK-NOT: arith.addf {{.*}} : f64
+// CHECK: gpu.shuffle xor %{{.*}} : f32
+// CHECK: gpu.barrier
+// CHECK: %[[T:.*]] = arith.extf %{{.*}} : f32 to f64
+// CHECK: arith.addf %{{.*}}, %[[T]] : f64
+// CHECK-NOT: arith.addf {{.*}} : f64
+// CHECK: return
+#rows = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+func.func @narrowed_sum(%x: memref<8x4096xbf16>, %y: memref<8xf64>) attributes {tcc.kernel} {
+  %zero = arith.constant 0.0 : f64
+  linalg.fill ins(%zero : f64) outs(%y : memref<8xf64>)
+  linalg.generic {indexing_maps = [#rows, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<8x4096xbf16>) outs(%y : memref<8xf64>) {
+  ^bb0(%a: bf16, %acc: f64):
+    %w = arith.extf %a : bf16 to f64
+    %r = arith.addf %w, %acc : f64
+    linalg.yield %r : f64
+  }
+  return
+}

@@ -1,0 +1,371 @@
+//===- WgmmaKernel.cpp - the Hopper warpgroup-MMA GEMM template -----------===//
+//
+// The kernel, for a block owning C tile (bm, bn), S stages, kT k-tiles:
+//
+//   prologue: cp.async k-tiles 0..S-3 into stages 0..S-3 (a group each)
+//   for kt in [0, kT):
+//     cp.async.wait_group S-3 (k-tile kt landed); fence.proxy.async; barrier
+//     wgmma.fence; 4 k16 steps of m64nNk16 per 64-row slice; commit
+//     cp.async k-tile kt+S-2 into stage (kt-2) % S; commit (maybe empty)
+//     wgmma.wait_group 1 (the wgmmas of kt-1 are done)
+//   wgmma.wait_group 0; store the accumulators
+//
+// Why kt+S-2 and not kt+S-1: the wgmmas are asynchronous, so at iteration kt
+// those of kt-1 may still read stage (kt-1) % S in the other warpgroup. Each
+// warpgroup has waited for its wgmmas of kt-2 before this iteration's
+// barrier, so stage (kt-2) % S is free for every thread after it.
+// cp.async writes shared memory through the generic proxy and wgmma reads it
+// through the async proxy: each thread fences (fence.proxy.async.shared::cta)
+// after its copies land and before the barrier.
+//
+// Shared layout (128-byte swizzle, what the descriptors' mode 1 expects):
+// rows of 64 elements (128 bytes), the 16-byte chunk c of row r stored at
+// chunk c ^ (r & 7), 8-row atoms of 1024 bytes aligned to 1024 bytes (the
+// swizzle is a function of the address bits, so the base is aligned at run
+// time). K-major tiles (A [M][K], B [N][K]) are tile rows x 128 bytes;
+// B [K][N] (N-major, transposed for wgmma) is tileN/64 column blocks of
+// 64 k rows x 64 n each.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/gpu/WgmmaKernel.h"
+#include "compiler/gpu/TemplateUtils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+#include <algorithm>
+
+using namespace mlir;
+
+namespace tcc::gpu {
+namespace {
+
+constexpr int64_t kRowBytes = 128;   // one swizzle row: 64 16-bit elements
+constexpr int64_t kAtomBytes = 1024; // 8 swizzled rows
+constexpr int64_t kElems = 8;        // 16-bit elements in a 16-byte chunk
+
+int64_t tileABytes(const WgmmaSchedule &s) { return s.tileM * kRowBytes; }
+int64_t stageBytes(const WgmmaSchedule &s) {
+  return (s.tileM + s.tileN) * kRowBytes;
+}
+int64_t sharedBytesOf(const WgmmaSchedule &s) {
+  // One extra atom so the base can be aligned to 1024 bytes at run time.
+  return s.stages * stageBytes(s) + kAtomBytes;
+}
+
+class KernelBuilder : TemplateBuilder {
+public:
+  KernelBuilder(OpBuilder &b, Location loc, const WgmmaProblem &p,
+                const WgmmaSchedule &s)
+      : TemplateBuilder(b, loc), p(p), s(s), threads(128 * s.warpgroups),
+        slices(s.tileM / s.warpgroups / 64) {}
+
+  void build(Value aArg, Value bArg, Value cArg);
+
+private:
+  Value i64(int64_t v) {
+    return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(v));
+  }
+  Value toI64(Value index) {
+    return arith::IndexCastUIOp::create(b, loc, b.getI64Type(), index);
+  }
+  void copyTile(bool isA, Value kt, Value stage);
+  void copyStage(Value kt, Value stage) {
+    copyTile(/*isA=*/true, kt, stage);
+    copyTile(/*isA=*/false, kt, stage);
+  }
+  /// The descriptor `stageDesc` moved by `off` bytes (a multiple of 16): the
+  /// start address, in 16-byte units, fills its low bits.
+  Value descriptor(Value stageDesc, int64_t off) {
+    return arith::AddIOp::create(b, loc, stageDesc, i64(off / 16));
+  }
+  SmallVector<Value> mmaStep(Value stage, ValueRange acc);
+  void epilogue(ValueRange acc);
+
+  const WgmmaProblem &p;
+  const WgmmaSchedule &s;
+  int64_t threads, slices;
+  Type accT; // the struct of one m64nN accumulator
+  Value a, bm, c;
+  Value smem;         // the aligned stages, as 16-bit elements
+  Value descA, descB; // descriptors of stage 0's A and B tiles
+  Value tid, wg, wgTid;
+  Value blockM0, blockN0;
+};
+
+void KernelBuilder::copyTile(bool isA, Value kt, Value stage) {
+  // K-major tiles are rows x 8 chunks; B [K][N] is 64 k rows x tileN/8
+  // chunks, chunk cn going to column block cn / 8.
+  bool kMajor = isA || p.transB;
+  int64_t rows = kMajor ? (isA ? s.tileM : s.tileN) : kWgmmaTileK;
+  int64_t cpr = kMajor ? 8 : s.tileN / kElems;
+  Value src = isA ? a : bm;
+  Value kOff = mul(kt, kWgmmaTileK);
+  Value mnOff = isA ? blockM0 : blockN0;
+  int64_t base = isA ? 0 : tileABytes(s);
+  Value stageOff = mul(stage, stageBytes(s));
+  for (int64_t i = 0; i < rows * cpr / threads; ++i) {
+    Value id = add(tid, i * threads);
+    Value r = div(id, cpr), cn = rem(id, cpr);
+    Value blockOff = kMajor ? cst(0) : mul(div(cn, 8), kWgmmaTileK * kRowBytes);
+    Value chunk = kMajor ? cn : rem(cn, 8);
+    Value dstByte =
+        add(add(stageOff, blockOff),
+            add(mul(r, kRowBytes), mul(bxor(chunk, band(r, 7)), 16)));
+    dstByte = add(dstByte, base);
+    Value row = add(kMajor ? mnOff : kOff, r);
+    Value col = add(kMajor ? kOff : mnOff, mul(cn, kElems));
+    nvgpu::DeviceAsyncCopyOp::create(
+        b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), smem,
+        ValueRange{div(dstByte, 2)}, src, ValueRange{row, col},
+        b.getIndexAttr(kElems), Value(), b.getUnitAttr());
+  }
+}
+
+SmallVector<Value> KernelBuilder::mmaStep(Value stage, ValueRange acc) {
+  MLIRContext *ctx = b.getContext();
+  Value stageUnits = toI64(mul(stage, stageBytes(s) / 16));
+  Value dA = arith::AddIOp::create(b, loc, descA, stageUnits);
+  Value dB = arith::AddIOp::create(b, loc, descB, stageUnits);
+  // This warpgroup's rows start at wg * tileM / warpgroups.
+  Value wgRows = toI64(mul(wg, s.tileM / s.warpgroups * kRowBytes / 16));
+  dA = arith::AddIOp::create(b, loc, dA, wgRows);
+  NVVM::WGMMATypes abT =
+      p.abType.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
+  auto typeAttr = [&](NVVM::WGMMATypes t) {
+    return NVVM::WGMMATypesAttr::get(ctx, t);
+  };
+  auto one = NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one);
+  // "col" for B is K-major (B^T rows); "row" is N-major, wgmma's transpose.
+  auto layoutB = NVVM::MMALayoutAttr::get(ctx, p.transB ? NVVM::MMALayout::col
+                                                        : NVVM::MMALayout::row);
+  NVVM::WgmmaFenceAlignedOp::create(b, loc);
+  SmallVector<Value> out(acc.begin(), acc.end());
+  for (int64_t ks = 0; ks < kWgmmaTileK / 16; ++ks) {
+    // k16 step ks: 32 bytes along a K-major row, or 16 k rows of B [K][N].
+    int64_t bStep = p.transB ? ks * 32 : ks * 16 * kRowBytes;
+    Value db = descriptor(dB, bStep);
+    for (int64_t i = 0; i < slices; ++i) {
+      Value da = descriptor(dA, i * 64 * kRowBytes + ks * 32);
+      out[i] = NVVM::WgmmaMmaAsyncOp::create(
+          b, loc, accT, out[i], da, db,
+          NVVM::MMAShapeAttr::get(ctx, 64, s.tileN, 16), typeAttr(abT),
+          typeAttr(abT), typeAttr(NVVM::WGMMATypes::f32),
+          NVVM::WGMMAScaleOutAttr::get(ctx, NVVM::WGMMAScaleOut::one), one, one,
+          NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row), layoutB,
+          NVVM::MMAIntOverflowAttr());
+    }
+  }
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+  return out;
+}
+
+void KernelBuilder::epilogue(ValueRange acc) {
+  // m64nN f32 fragment: thread (warp w, lane l) holds, for each 8 columns j,
+  // rows 16w + l/4 (elements 4j, 4j+1) and +8 (4j+2, 4j+3) at columns
+  // 8j + 2(l%4) + {0, 1}.
+  Value warp = div(wgTid, 32), lane = rem(wgTid, 32);
+  Value row0 = add(add(blockM0, mul(wg, s.tileM / s.warpgroups)),
+                   add(mul(warp, 16), div(lane, 4)));
+  Value col0 = add(blockN0, mul(rem(lane, 4), 2));
+  VectorType pairT = VectorType::get({2}, p.cType);
+  for (int64_t i = 0; i < slices; ++i) {
+    for (int64_t j = 0; j < s.tileN / 8; ++j) {
+      for (int64_t h = 0; h < 2; ++h) {
+        SmallVector<Value> e;
+        for (int64_t x = 0; x < 2; ++x) {
+          Value v = LLVM::ExtractValueOp::create(
+              b, loc, acc[i], ArrayRef<int64_t>{4 * j + 2 * h + x});
+          if (!p.cType.isF32())
+            v = arith::TruncFOp::create(b, loc, p.cType, v);
+          e.push_back(v);
+        }
+        Value vec = vector::FromElementsOp::create(b, loc, pairT, e);
+        Value row = add(row0, i * 64 + h * 8);
+        vector::StoreOp::create(b, loc, vec, c,
+                                ValueRange{row, add(col0, j * 8)});
+      }
+    }
+  }
+}
+
+void KernelBuilder::build(Value aArg, Value bArg, Value cArg) {
+  a = aArg;
+  bm = bArg;
+  c = cArg;
+  MLIRContext *ctx = b.getContext();
+  int64_t tilesM = p.m / s.tileM, tilesN = p.n / s.tileN;
+  tid = mlir::gpu::ThreadIdOp::create(b, loc, mlir::gpu::Dimension::x);
+  wg = div(tid, 128);
+  wgTid = rem(tid, 128);
+
+  // Blocks walk C in groups of 8 tile rows, column by column, so that the
+  // blocks resident at once share A and B panels in L2.
+  Value pid = mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::x);
+  int64_t group = std::min<int64_t>(8, tilesM);
+  Value groupId = div(pid, group * tilesN);
+  Value firstM = mul(groupId, group);
+  Value inGroup = rem(pid, group * tilesN);
+  Value groupRows = arith::MinUIOp::create(
+      b, loc, arith::SubIOp::create(b, loc, cst(tilesM), firstM), cst(group));
+  Value pidM = add(firstM, arith::RemUIOp::create(b, loc, inGroup, groupRows));
+  Value pidN = arith::DivUIOp::create(b, loc, inGroup, groupRows);
+  blockM0 = mul(pidM, s.tileM);
+  blockN0 = mul(pidN, s.tileN);
+
+  // The stages start at the first 1024-byte boundary of the dynamic shared
+  // memory (its shared-window address, as the descriptors want it).
+  Value raw = dynamicSharedMemory();
+  Value rawAddr = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, raw);
+  Value pad =
+      band(sub(cst(kAtomBytes), band(rawAddr, kAtomBytes - 1)), kAtomBytes - 1);
+  Attribute space = cast<MemRefType>(raw.getType()).getMemorySpace();
+  int64_t elems = s.stages * stageBytes(s) / 2;
+  smem = memref::ViewOp::create(
+      b, loc,
+      MemRefType::get({elems}, p.abType, MemRefLayoutAttrInterface(), space),
+      raw, pad, ValueRange{});
+
+  // Descriptor fields that never change: swizzle mode 1 (128 bytes) in bits
+  // 62-63; the stride byte offset (between 8-row atoms along M/N for K-major
+  // tiles, along K for B [K][N]) in bits 32-45; the leading byte offset
+  // (unused for swizzled K-major tiles; between 64-column blocks of
+  // B [K][N]) in bits 16-29.
+  auto fields = [&](int64_t lbo, int64_t sbo) {
+    return (int64_t(1) << 62) | ((sbo / 16) << 32) | ((lbo / 16) << 16);
+  };
+  Value start =
+      toI64(arith::ShRUIOp::create(b, loc, add(rawAddr, pad), cst(4)));
+  start = arith::AndIOp::create(b, loc, start, i64(0x3fff));
+  descA = arith::OrIOp::create(b, loc, start, i64(fields(16, kAtomBytes)));
+  int64_t bLbo = p.transB ? 16 : kWgmmaTileK * kRowBytes;
+  descB = arith::AddIOp::create(
+      b, loc,
+      arith::OrIOp::create(b, loc, start, i64(fields(bLbo, kAtomBytes))),
+      i64(tileABytes(s) / 16));
+
+  int64_t kTiles = p.k / kWgmmaTileK;
+  Value token; // any async token: the waits only count groups
+  for (int64_t st = 0; st + 2 < s.stages; ++st) {
+    if (st < kTiles)
+      copyStage(cst(st), cst(st));
+    token = commitGroup();
+  }
+
+  SmallVector<Type> f32s(s.tileN / 2, b.getF32Type());
+  accT = LLVM::LLVMStructType::getLiteral(ctx, f32s);
+  SmallVector<Value> init(slices, LLVM::ZeroOp::create(b, loc, accT));
+
+  auto loop = scf::ForOp::create(b, loc, cst(0), cst(kTiles), cst(1), init);
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value kt = loop.getInductionVar();
+    nvgpu::DeviceAsyncWaitOp::create(b, loc, token,
+                                     b.getI32IntegerAttr(s.stages - 3));
+    NVVM::FenceProxyOp::create(
+        b, loc, NVVM::ProxyKindAttr::get(ctx, NVVM::ProxyKind::async_shared),
+        NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+    mlir::gpu::BarrierOp::create(b, loc);
+    SmallVector<Value> next =
+        mmaStep(rem(kt, s.stages), loop.getRegionIterArgs());
+    Value ahead = add(kt, s.stages - 2);
+    auto ifOp = scf::IfOp::create(b, loc, ult(ahead, kTiles),
+                                  /*withElse=*/false);
+    {
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+      copyStage(ahead, rem(ahead, s.stages));
+    }
+    // Commit unconditionally so that group counting stays uniform.
+    commitGroup();
+    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, b.getI64IntegerAttr(1));
+    scf::YieldOp::create(b, loc, next);
+  }
+  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, b.getI64IntegerAttr(0));
+  epilogue(loop.getResults());
+}
+
+} // namespace
+
+WgmmaSchedule chooseWgmmaSchedule(const WgmmaProblem &p) {
+  WgmmaSchedule s;
+  // 128x256 with 4 stages per block (one block per multiprocessor) unless
+  // that leaves multiprocessors idle or N does not divide; then 128x128,
+  // whose smaller stages allow 5 (on the H200 at 4096^3: 128x256 S4 592
+  // TFLOP/s, 128x128 S5 554, 128x128 S4 465).
+  if (p.n % 256 != 0 || (p.m / 128) * (p.n / 256) < 132) {
+    s.tileN = 128;
+    s.stages = 5;
+  }
+  return s;
+}
+
+bool wgmmaKernelSupports(const WgmmaProblem &p, const WgmmaSchedule &s,
+                         std::string &why) {
+  auto fail = [&](const std::string &msg) {
+    why = "wgmma kernel: " + msg;
+    return false;
+  };
+  if (!p.abType || !(p.abType.isBF16() || p.abType.isF16()))
+    return fail("A and B must be bf16 or f16");
+  if (!p.cType || !(p.cType.isF32() || p.cType.isBF16()))
+    return fail("C must be f32 or bf16");
+  if (s.warpgroups < 1 || s.warpgroups > 2)
+    return fail("1 or 2 warpgroups per block");
+  if (s.tileM < 64 || s.tileM % (64 * s.warpgroups) != 0 ||
+      s.tileM / s.warpgroups > 128)
+    return fail("tileM must be 64 or 128 rows per warpgroup");
+  if (s.tileN != 64 && s.tileN != 128 && s.tileN != 256)
+    return fail("tileN must be 64, 128 or 256");
+  if ((s.tileM / s.warpgroups / 64) * s.tileN > 256)
+    return fail("more than 128 accumulators per thread");
+  if (s.stages < 3)
+    return fail("at least 3 stages");
+  if (sharedBytesOf(s) > kMaxSharedSm90)
+    return fail("the stages exceed the shared memory");
+  if (p.m < 1 || p.n < 1 || p.k < 1 || p.m % s.tileM || p.n % s.tileN ||
+      p.k % kWgmmaTileK)
+    return fail("M, N and K must be positive multiples of tileM, tileN and "
+                "64 (this version has no edge handling)");
+  if ((p.m / s.tileM) * (p.n / s.tileN) > (int64_t(1) << 31) - 1)
+    return fail("too many output tiles for one grid");
+  return true;
+}
+
+FailureOr<KernelLaunch> buildWgmmaKernel(OpBuilder &b,
+                                         mlir::gpu::GPUModuleOp module,
+                                         StringRef name, const WgmmaProblem &p,
+                                         const WgmmaSchedule &s) {
+  std::string why;
+  if (!wgmmaKernelSupports(p, s, why))
+    return module.emitError(why);
+  OpBuilder::InsertionGuard guard(b);
+  loadTemplateDialects(b.getContext());
+  auto memref = [&](int64_t rows, int64_t cols, Type t) {
+    return MemRefType::get({rows, cols}, t);
+  };
+  SmallVector<Type> args = {memref(p.m, p.k, p.abType),
+                            p.transB ? memref(p.n, p.k, p.abType)
+                                     : memref(p.k, p.n, p.abType),
+                            memref(p.m, p.n, p.cType)};
+  int64_t threads = 128 * s.warpgroups;
+  mlir::gpu::GPUFuncOp func = createKernelFunc(b, module, name, args, threads);
+  KernelBuilder kb(b, func.getLoc(), p, s);
+  kb.build(func.getArgument(0), func.getArgument(1), func.getArgument(2));
+  mlir::gpu::ReturnOp::create(b, func.getLoc());
+  KernelLaunch launch;
+  launch.grid = {(p.m / s.tileM) * (p.n / s.tileN), 1, 1};
+  launch.block = {threads, 1, 1};
+  launch.sharedBytes = sharedBytesOf(s);
+  return launch;
+}
+
+} // namespace tcc::gpu

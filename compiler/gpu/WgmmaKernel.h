@@ -1,0 +1,75 @@
+//===- WgmmaKernel.h - the Hopper warpgroup-MMA GEMM template ---*- C++ -*-===//
+//
+// Builds one `gpu.func` computing C = A x B (bf16 or f16 operands, f32
+// accumulation) with Hopper's warpgroup MMA (wgmma.mma_async, sm_90a only),
+// from MLIR's gpu/nvgpu/nvvm/scf/arith/memref builders:
+//   - global -> shared through a multi-stage cp.async pipeline
+//     (nvgpu.device_async_copy, 16-byte) into the 128-byte-swizzled layout
+//     that wgmma's shared-memory descriptors describe; no TMA, so the launch
+//     needs nothing beyond pointers;
+//   - each warpgroup (128 threads) issues m64nNk16 wgmmas on descriptors of
+//     the shared tiles, asynchronously, one commit group per k-tile;
+//   - f32 accumulators stay in registers and are stored straight to C.
+// Lowering needs convert-nvvm-to-llvm (the wgmma ops become inline PTX) and
+// the chip "sm_90a".
+//
+// First version: sizes must be multiples of the tiles (M of tileM, N of
+// tileN, K of 64); no batch.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TCC_COMPILER_GPU_WGMMAKERNEL_H
+#define TCC_COMPILER_GPU_WGMMAKERNEL_H
+
+#include "compiler/gpu/MatmulKernel.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Support/LLVM.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <string>
+
+namespace tcc::gpu {
+
+/// One matmul C[M,N] = A[M,K] x B, B stored [K,N] or, if transB, [N,K].
+struct WgmmaProblem {
+  int64_t m = 0, n = 0, k = 0;
+  bool transB = false;
+  mlir::Type abType; ///< bf16 or f16 (A and B alike).
+  mlir::Type cType;  ///< f32 or bf16; accumulation is always f32.
+};
+
+/// A block computes tileM x tileN of C with `warpgroups` warpgroups, each
+/// owning tileM / warpgroups rows (a multiple of 64), stepping over K by 64
+/// with `stages` shared-memory buffers (stages - 2 k-tiles are prefetched;
+/// one more buffer is still being read by the wgmmas in flight).
+struct WgmmaSchedule {
+  int64_t tileM = 128, tileN = 256, warpgroups = 2, stages = 4;
+};
+
+/// The k-tile: 64 16-bit elements, one 128-byte swizzle row.
+constexpr int64_t kWgmmaTileK = 64;
+
+/// Picks a schedule for `p` (a simple heuristic).
+WgmmaSchedule chooseWgmmaSchedule(const WgmmaProblem &p);
+
+/// Whether buildWgmmaKernel handles `p` with `s`; when not, `why` says why
+/// in one line.
+bool wgmmaKernelSupports(const WgmmaProblem &p, const WgmmaSchedule &s,
+                         std::string &why);
+
+/// Appends `gpu.func @name(%a, %b, %c) kernel` to `module`: identity-layout
+/// memrefs A [M, K], B [K, N] ([N, K] if transB), C [M, N], each 16-byte
+/// aligned. The kernel reads `gpu.dynamic_shared_memory` of
+/// KernelLaunch::sharedBytes bytes. Fails (with a diagnostic at the module)
+/// when wgmmaKernelSupports says no.
+mlir::FailureOr<KernelLaunch> buildWgmmaKernel(mlir::OpBuilder &b,
+                                               mlir::gpu::GPUModuleOp module,
+                                               llvm::StringRef name,
+                                               const WgmmaProblem &p,
+                                               const WgmmaSchedule &s);
+
+} // namespace tcc::gpu
+
+#endif // TCC_COMPILER_GPU_WGMMAKERNEL_H

@@ -7,7 +7,9 @@
 For every case of the carry folder's attention-manifest.json (bench/models.py):
 prefill at sequence 8192, head size 128, bf16, batch 1 and 8, the variants of
 issue 4 (global, causal, ALiBi, GQA 64/8, softcap 50 with 32/16 heads,
-sliding window 4096 with 32/8 heads).
+sliding window 4096 with 32/8 heads); decode (one query row at the last
+position, 'lq' in the manifest) of causal, ALiBi, GQA and softcap against
+8192 and 32768 keys.
 
 1. correctness (batch 1): `tcc run` on seeded inputs against a float64
    reference computed head by head; tcc's largest error must be at most 1.5x
@@ -17,8 +19,10 @@ sliding window 4096 with 32/8 heads).
    where they run the variant, FlexAttention compiled, and plain PyTorch
    where its scores fit in memory, all on the same device in one run.
 
-TFLOP/s count 4 * D * (kept query-key pairs) * B * Hq. Writes DIR/attention.json
-and DIR/attention-table.md.
+TFLOP/s count 4 * D * (kept query-key pairs) * B * Hq; GB/s count the bytes
+of K and V (each read once) over the time, beside the bandwidth of a 2 GiB
+device-to-device copy in the same run (bytes read plus written). Writes
+DIR/attention.json and DIR/attention-table.md.
 """
 import argparse
 import json
@@ -60,14 +64,20 @@ def change(case, s, h, rows, cols):
     return s if keep is None else s.masked_fill(~keep, float('-inf'))
 
 
+def lq_of(case):
+    """Query rows: all l positions (prefill) or the last lq (decode)."""
+    return case.get('lq', case['l'])
+
+
 def per_head(case, q, k, v, dtype):
     """Attention head by head in `dtype` (float64: the reference; bfloat16:
     plain PyTorch, softmax in f32)."""
-    b, hq, l, d = q.shape
+    b, hq, lq, d = q.shape
+    l = k.shape[2]
     g = hq // k.shape[1]
     out = torch.empty(q.shape, dtype=dtype, device='cuda')
-    idx = torch.arange(l, device='cuda')
-    rows, cols = idx[:, None], idx[None, :]
+    rows = torch.arange(lq, device='cuda')[:, None] + (l - lq)
+    cols = torch.arange(l, device='cuda')[None, :]
     for bi in range(b):
         for h in range(hq):
             qh, kh, vh = (t.to(dtype) for t in (q[bi, h], k[bi, h // g], v[bi, h // g]))
@@ -82,27 +92,31 @@ def per_head(case, q, k, v, dtype):
 
 def sdpa(case, q, k, v, backend):
     from torch.nn.attention import sdpa_kernel
+    # SDPA's is_causal aligns the rows to the first keys; one decode row at
+    # the last position keeps every key, which is no mask at all.
     with sdpa_kernel(backend):
         return F.scaled_dot_product_attention(
-            q, k, v, is_causal=case['variant'] == 'causal', scale=case['scale'],
-            enable_gqa=case['hkv'] != case['hq'])
+            q, k, v, is_causal=case['variant'] == 'causal' and lq_of(case) == case['l'],
+            scale=case['scale'], enable_gqa=case['hkv'] != case['hq'])
 
 
 def sdpa_runs(case):
-    return case['variant'] in ('global', 'causal', 'gqa')
+    return case['variant'] in ('global', 'gqa') or (
+        case['variant'] == 'causal' and lq_of(case) in (1, case['l']))
 
 
 def flex_fn(case):
     from torch.nn.attention.flex_attention import create_block_mask, flex_attention
-    v, l = case['variant'], case['l']
+    v, l, lq = case['variant'], case['l'], lq_of(case)
+    off = l - lq
     mask = None
     if v in ('causal', 'alibi', 'softcap'):
         def mask(b, h, q, kv):
-            return q >= kv
+            return q + off >= kv
     elif v == 'window':
         def mask(b, h, q, kv):
-            return (q >= kv) & (q - kv < WINDOW)
-    block = create_block_mask(mask, None, None, l, l, device='cuda') if mask else None
+            return (q + off >= kv) & (q + off - kv < WINDOW)
+    block = create_block_mask(mask, None, None, lq, l, device='cuda') if mask else None
     score_mod = None
     if v == 'softcap':
         def score_mod(s, b, h, q, kv):
@@ -111,26 +125,46 @@ def flex_fn(case):
         sl = slopes(case['hq']).float()
 
         def score_mod(s, b, h, q, kv):
-            return s + sl[h] * (kv - q)
+            return s + sl[h] * (kv - q - off)
+    # Each case compiles afresh: dynamo counts recompilations of
+    # flex_attention across cases, and past its limit (8) it silently ran
+    # Flex unfused (85 ms for softcap in the first run).
+    torch._dynamo.reset()
     flex = torch.compile(flex_attention, dynamic=False)
     return lambda q, k, v_: flex(q, k, v_, score_mod=score_mod, block_mask=block,
                                  scale=case['scale'], enable_gqa=case['hkv'] != case['hq'])
 
 
 def pairs(case):
-    l, v = case['l'], case['variant']
+    l, v, lq = case['l'], case['variant'], lq_of(case)
+    rows = range(l - lq, l)  # query positions
     if v in ('global', 'gqa'):
-        return l * l
+        return lq * l
     if v == 'window':
-        return sum(min(q + 1, WINDOW) for q in range(l))
-    return l * (l + 1) // 2
+        return sum(min(q + 1, WINDOW) for q in rows)
+    return sum(q + 1 for q in rows)
+
+
+def kv_bytes(case):
+    return 2 * case['b'] * case['hkv'] * case['l'] * case['d'] * 2
+
+
+def copy_bandwidth():
+    """GB/s of a 2 GiB device-to-device copy, bytes read plus written."""
+    n = 2 << 30
+    src = torch.empty(n, dtype=torch.uint8, device='cuda').random_()
+    dst = torch.empty_like(src)
+    ms = G.time_cuda(lambda: dst.copy_(src))
+    del src, dst
+    torch.cuda.empty_cache()
+    return 2 * n / ms / 1e6
 
 
 def inputs(case):
     g = torch.Generator(device='cuda').manual_seed(SEED)
     b, hq, hkv, l, d = (case[k] for k in ('b', 'hq', 'hkv', 'l', 'd'))
     return [torch.randn(shape, device='cuda', generator=g).to(torch.bfloat16)
-            for shape in ((b, hq, l, d), (b, hkv, l, d), (b, hkv, l, d))]
+            for shape in ((b, hq, lq_of(case), d), (b, hkv, l, d), (b, hkv, l, d))]
 
 
 def correctness(args, case, q, k, v):
@@ -177,7 +211,7 @@ def peers(args, case, q, k, v):
             add('FlexAttention', lambda: fn(q, k, v))
         except Exception as e:  # noqa: BLE001
             print('  FlexAttention failed: %s' % str(e).splitlines()[0][:200], flush=True)
-    if case['b'] * case['hq'] * case['l'] ** 2 * 2 <= 8e9:
+    if case['b'] * case['hq'] * lq_of(case) * case['l'] * 2 <= 8e9:
         add('plain PyTorch', lambda: per_head(case, q, k, v, torch.bfloat16))
     return out
 
@@ -196,9 +230,16 @@ def main():
     with open(os.path.join(args.carry, 'attention-manifest.json')) as f:
         cases = json.load(f)['cases']
     if args.only:
-        cases = [c for c in cases if c['name'] in args.only.split(',')]
-    rows, lines = [], ['| case | tcc ms | tcc TFLOP/s | peer | peer ms | peer TFLOP/s '
-                       '| tcc speed / peer | correct (tcc err, peer err) |', '|' + ' --- |' * 8]
+        # In the order given: the first ones run before any deadline.
+        by_name = {c['name']: c for c in cases}
+        cases = [by_name[n] for n in args.only.split(',') if n in by_name]
+    copy = copy_bandwidth()
+    print('d2d copy: %.0f GB/s (read + write)' % copy, flush=True)
+    rows, lines = [], ['2 GiB device-to-device copy: %.0f GB/s (bytes read + written); '
+                       'GB/s below: K and V bytes / time' % copy, '',
+                       '| case | tcc ms | tcc TFLOP/s | tcc GB/s | peer | peer ms | peer TFLOP/s '
+                       '| peer GB/s | tcc speed / peer | correct (tcc err, peer err) |',
+                       '|' + ' --- |' * 10]
     for case in cases:
         if time.time() - start > args.deadline:
             print('%s: skipped (deadline)' % case['name'])
@@ -220,11 +261,14 @@ def main():
         cstr = '-' if not c else '%s (%.2g, %.2g)' % (
             'yes' if c['correct'] else 'NO', c.get('max_err', math.nan),
             c.get('peer_max_err', math.nan))
+        gb = kv_bytes(case) / 1e6
         for i, (pname, pms) in enumerate(row['peers'] or [('-', None)]):
-            lines.append('| %s | %s | %s | %s | %s | %s | %s | %s |' % (
+            lines.append('| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |' % (
                 case['name'] if i == 0 else '', G.fmt(t) if i == 0 else '',
-                G.fmt(flops / t / 1e9, '%.0f') if i == 0 and t else '', pname, G.fmt(pms),
+                G.fmt(flops / t / 1e9, '%.0f') if i == 0 and t else '',
+                G.fmt(gb / t, '%.0f') if i == 0 and t else '', pname, G.fmt(pms),
                 G.fmt(flops / pms / 1e9, '%.0f') if pms else '-',
+                G.fmt(gb / pms, '%.0f') if pms else '-',
                 G.fmt(pms / t, '%.2f') if pms and t else '-', cstr if i == 0 else ''))
         del q, k, v
         torch.cuda.empty_cache()
@@ -234,7 +278,7 @@ def main():
     with open(os.path.join(args.out, 'attention-table.md'), 'w') as f:
         f.write(text + '\n')
     with open(os.path.join(args.out, 'attention.json'), 'w') as f:
-        json.dump(rows, f, indent=1, default=str)
+        json.dump({'copy_gbps': copy, 'rows': rows}, f, indent=1, default=str)
     bad = [r['case']['name'] for r in rows if r.get('correctness', {}).get('correct') is False]
     if bad:
         print('NOT CORRECT:', ', '.join(bad))

@@ -98,6 +98,9 @@ def cases(small):
             out.append((m['name'], m, [], info))
             if dt == 'f32':
                 out.append(('gemm_%d_tf32' % n, m, ['--allow-tf32'], dict(info, tf32=True)))
+            else:
+                # Hopper's warpgroup MMA (wgmma) needs the sm_90a target.
+                out.append((m['name'] + '_sm90a', m, ['--target', 'sm_90a'], info))
     for kind, m in rowwise_models(rows, cols).items():
         info = {'kind': kind, 'dtype': 'bf16', 'shape': [rows, cols],
                 'params': {p['name']: p['init'] for p in m['params']}}

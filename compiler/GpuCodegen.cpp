@@ -13,6 +13,7 @@
 #include "compiler/LLVMUtils.h"
 #include "compiler/gpu/AttentionKernel.h"
 #include "compiler/gpu/MatmulKernel.h"
+#include "compiler/gpu/WgmmaKernel.h"
 #include "ir/TccOps.h"
 #include "passes/AttentionMatch.h"
 
@@ -75,7 +76,7 @@ std::string launchPipeline(bool rowFusion, int64_t rowValuesPerThread,
 const char *kNvvmPipeline =
     "gpu.module(expand-strided-metadata, lower-affine, convert-nvgpu-to-nvvm,"
     " convert-scf-to-cf, convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},"
-    " convert-vector-to-llvm, convert-arith-to-llvm, convert-ub-to-llvm,"
+    " convert-nvvm-to-llvm, convert-vector-to-llvm, convert-arith-to-llvm, convert-ub-to-llvm,"
     " convert-math-to-llvm,"
     " reconcile-unrealized-casts)";
 const char *kRocdlPipeline =
@@ -378,9 +379,12 @@ struct ScheduleOverrides {
 };
 
 /// A kernel function that is one attention chain, computed whole by the
-/// attention template: its launch, with the kernel's buffers as arguments.
+/// attention templates: its launches, with the kernel's buffers as
+/// arguments (one for the prefill form; the decode form's partial and
+/// combine kernels, through two scratch buffers).
 struct AttentionUse {
-  ::tcc::DeviceLaunch launch;
+  std::vector<::tcc::DeviceLaunch> launches;
+  std::vector<uint64_t> scratchBytes;
 };
 
 /// Whether kernel `f` (on tensors) is one attention chain of its arguments
@@ -429,24 +433,51 @@ std::optional<AttentionUse> takeAttention(func::FuncOp f,
                                      : ::tcc::gpu::MaskedRowPolicy::Zero;
   if (!::tcc::gpu::attentionKernelSupports(p, why))
     return std::nullopt;
+  OpBuilder b(gpuModule.getContext());
+  b.setInsertionPointToEnd(gpuModule.getBody());
+  AttentionUse use;
+  auto launchOf = [](const std::string &symbol,
+                     const ::tcc::gpu::KernelLaunch &k, std::vector<int> args) {
+    ::tcc::DeviceLaunch l;
+    l.symbol = symbol;
+    l.grid = k.grid;
+    l.block = k.block;
+    l.sharedBytes = k.sharedBytes;
+    l.args = std::move(args);
+    return l;
+  };
+  int out = f.getNumArguments();
+  if (::tcc::gpu::preferDecode(p)) {
+    ::tcc::gpu::DecodeSchedule ds = ::tcc::gpu::chooseDecodeSchedule(p, chip);
+    if (::tcc::gpu::decodeScheduleValid(p, ds, why)) {
+      std::string partial = f.getSymName().str() + "_decode";
+      std::string combine = f.getSymName().str() + "_combine";
+      FailureOr<::tcc::gpu::DecodeKernels> dk =
+          ::tcc::gpu::buildDecodeKernels(b, gpuModule, partial, combine, p, ds);
+      if (failed(dk))
+        return std::nullopt;
+      // Buffers: the operands, the result (out), scratch (out + 1, + 2).
+      use.launches = {launchOf(partial, dk->partial,
+                               {int(q.getArgNumber()), int(k.getArgNumber()),
+                                int(v.getArgNumber()), out + 1, out + 2}),
+                      launchOf(combine, dk->combine, {out + 1, out + 2, out})};
+      use.scratchBytes = {dk->partialOBytes, dk->partialStatsBytes};
+      f->setAttr("tcc.template", UnitAttr::get(f.getContext()));
+      return use;
+    }
+  }
   ::tcc::gpu::AttentionSchedule schedule =
       ::tcc::gpu::chooseAttentionSchedule(p, chip);
   if (!::tcc::gpu::attentionScheduleValid(p, schedule, why))
     return std::nullopt;
-  OpBuilder b(gpuModule.getContext());
-  b.setInsertionPointToEnd(gpuModule.getBody());
   std::string symbol = f.getSymName().str() + "_attn";
   FailureOr<::tcc::gpu::KernelLaunch> launch =
       ::tcc::gpu::buildAttentionKernel(b, gpuModule, symbol, p, schedule);
   if (failed(launch))
     return std::nullopt;
-  AttentionUse use;
-  use.launch.symbol = symbol;
-  use.launch.grid = launch->grid;
-  use.launch.block = launch->block;
-  use.launch.sharedBytes = launch->sharedBytes;
-  use.launch.args = {int(q.getArgNumber()), int(k.getArgNumber()),
-                     int(v.getArgNumber()), int(f.getNumArguments())};
+  use.launches = {launchOf(symbol, *launch,
+                           {int(q.getArgNumber()), int(k.getArgNumber()),
+                            int(v.getArgNumber()), out})};
   f->setAttr("tcc.template", UnitAttr::get(f.getContext()));
   return use;
 }
@@ -458,15 +489,37 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
                               ::tcc::KernelPlan &plan) {
   OpBuilder b(gpuModule.getContext());
   b.setInsertionPointToEnd(gpuModule.getBody());
-  ::tcc::gpu::MatmulSchedule schedule =
-      ::tcc::gpu::chooseMatmulSchedule(use.problem, chip);
-  std::string error;
-  if (failed(overrides.apply(name, schedule, error)) ||
-      !::tcc::gpu::matmulScheduleValid(use.problem, schedule, error))
-    return gpuModule.emitError("kernel ") << name << ": " << error;
-  std::string symbol = name + "_mma";
-  FailureOr<::tcc::gpu::KernelLaunch> launch = ::tcc::gpu::buildMatmulKernel(
-      b, gpuModule, symbol, use.problem, schedule);
+  const ::tcc::gpu::MatmulProblem &mp = use.problem;
+  std::string error, symbol;
+  FailureOr<::tcc::gpu::KernelLaunch> launch = failure();
+  // On sm_90a, Hopper's warpgroup MMA takes what it supports (bf16/f16, one
+  // matrix, A row-major, sizes multiples of its tiles): 0.80-0.89x cuBLAS
+  // where mma.sync reaches about 0.6 (docs/performance.md). A matmul
+  // schedule in --schedule keeps the mma.sync template.
+  ::tcc::gpu::WgmmaProblem wp;
+  wp.m = mp.m;
+  wp.n = mp.n;
+  wp.k = mp.k;
+  wp.transB = mp.transB;
+  wp.abType = mp.aType;
+  wp.cType = mp.cType;
+  ::tcc::gpu::WgmmaSchedule ws = ::tcc::gpu::chooseWgmmaSchedule(wp);
+  if (chip == "sm_90a" && mp.batch == 1 && !mp.transA &&
+      (mp.aType.isBF16() || mp.aType.isF16()) && overrides.all.empty() &&
+      !overrides.perKernel.contains(name) &&
+      ::tcc::gpu::wgmmaKernelSupports(wp, ws, error)) {
+    symbol = name + "_wgmma";
+    launch = ::tcc::gpu::buildWgmmaKernel(b, gpuModule, symbol, wp, ws);
+  } else {
+    ::tcc::gpu::MatmulSchedule schedule =
+        ::tcc::gpu::chooseMatmulSchedule(mp, chip);
+    if (failed(overrides.apply(name, schedule, error)) ||
+        !::tcc::gpu::matmulScheduleValid(mp, schedule, error))
+      return gpuModule.emitError("kernel ") << name << ": " << error;
+    symbol = name + "_mma";
+    launch =
+        ::tcc::gpu::buildMatmulKernel(b, gpuModule, symbol, mp, schedule);
+  }
   if (failed(launch))
     return failure();
   ::tcc::DeviceLaunch l;
@@ -549,7 +602,8 @@ LogicalResult compileGpuKernels(ModuleOp module, const GpuOptions &options,
     plan.name = name;
     if (auto attention = attentions.find(name);
         attention != attentions.end()) {
-      plan.launches.push_back(attention->second.launch);
+      plan.launches = attention->second.launches;
+      plan.scratchBytes = attention->second.scratchBytes;
       artifact.kernels.push_back(std::move(plan));
       continue;
     }

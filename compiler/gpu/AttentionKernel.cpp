@@ -62,14 +62,35 @@ int64_t sharedBytesOf(const AttentionProblem &p, const AttentionSchedule &s) {
   return (s.blockQ + 2 * s.stages * s.blockKV) * p.headDim * 2;
 }
 
+/// The decode partial kernel as the builder sees it: a 16-row query tile.
+AttentionSchedule asAttention(const DecodeSchedule &s) {
+  return {16, s.blockKV, s.warps, s.stages};
+}
+
+/// The partial kernel's shared memory: the tiles, then (over the K and V
+/// stages) the warps' results, 16 rows of O, m and l each.
+int64_t decodeSharedBytes(const AttentionProblem &p, const DecodeSchedule &s) {
+  int64_t merge = 16 * p.headDim * 2 + s.warps * 16 * (p.headDim + 2) * 4;
+  return std::max(sharedBytesOf(p, asAttention(s)), merge);
+}
+
+int64_t decodeChunks(const AttentionProblem &p, const DecodeSchedule &s) {
+  return ceilDiv(ceilDiv(p.lk, s.blockKV), s.chunkTiles);
+}
+
 /// Builds the kernel body; all helpers emit at the builder's insertion point.
 class AttentionBuilder : TemplateBuilder {
 public:
+  /// `decode`: the partial kernel of the decode form (s.blockQ is 16; the
+  /// warps share the rows and split each key tile).
   AttentionBuilder(OpBuilder &b, Location loc, const AttentionProblem &p,
-                   const AttentionSchedule &s)
-      : TemplateBuilder(b, loc), p(p), s(s), threads(32 * s.warps),
-        cpr(p.headDim / 8), rowsPerWarp(s.blockQ / s.warps),
-        mTiles(rowsPerWarp / 16), nS(s.blockKV / 8), nO(p.headDim / 8) {
+                   const AttentionSchedule &s,
+                   const DecodeSchedule *decode = nullptr)
+      : TemplateBuilder(b, loc), p(p), s(s), decode(decode),
+        threads(32 * s.warps), cpr(p.headDim / 8),
+        rowsPerWarp(decode ? 16 : s.blockQ / s.warps), mTiles(rowsPerWarp / 16),
+        keysPerWarp(decode ? s.blockKV / s.warps : s.blockKV),
+        nS(keysPerWarp / 8), nO(p.headDim / 8) {
     f32 = b.getF32Type();
     i32 = b.getI32Type();
     elemT = p.elemType;
@@ -83,7 +104,9 @@ public:
     qInRegs = mTiles == 1;
   }
 
-  void build(Value q, Value k, Value v, Value o);
+  /// Prefill: `o` is the output. Decode: `o` and `stats` are the scratch
+  /// buffers of partial O and (m, l).
+  void build(Value q, Value k, Value v, Value o, Value stats = nullptr);
 
 private:
   /// Whether the loop bounds leave no fully masked key tile inside: true
@@ -189,10 +212,56 @@ private:
   /// The mask per element, applied to the score vectors `sv`.
   SmallVector<Value> applyMask(ArrayRef<Value> sv, Value k0);
   void epilogue(ValueRange carried);
+  /// Decode: merges the warps' partial results in shared memory and writes
+  /// the block's to scratch.
+  void decodeEpilogue(ValueRange carried);
+  /// The correction of an accumulator built against running value `oldRun`
+  /// (-inf: nothing seen) when it becomes `newRun` (finite): the problem's,
+  /// or softmax's exp(oldRun - newRun).
+  Value correctionOf(Value oldRun, Value newRun) {
+    return p.correction ? p.correction(b, loc, oldRun, newRun)
+                        : exp2(fmul(fsub(oldRun, newRun), cstF(kLog2E)));
+  }
+  /// `m` where it is finite, else 0 (see tileStep: a row with nothing kept).
+  Value finiteRun(Value m) {
+    Value none =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, m,
+                              cstF(-std::numeric_limits<double>::infinity()));
+    return select(none, cstF(0.0), m);
+  }
+  /// 1 / l, or what a row with l = 0 (nothing kept) gets by the policy.
+  Value inverseSum(Value l) {
+    // l = 0 only when the row kept nothing: O is 0 there, and 0 * (1/0)
+    // is NaN, which is the NaN policy; the zero policy selects 0.
+    Value zeroF = cstF(0.0);
+    Value inv = arith::DivFOp::create(b, loc, cstF(1.0), l);
+    if (p.maskedRows == MaskedRowPolicy::Zero)
+      inv = select(
+          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, l, zeroF),
+          zeroF, inv);
+    return inv;
+  }
+
+public:
+  /// The decode form's combine kernel: `o` from the partial results.
+  void buildCombine(Value partO, Value stats, Value o);
+
+private:
+  /// The query position and the query head of the thread's row h of m-tile
+  /// i (i32), and the key position of its first score of a tile at k0.
+  Value rowQ(int64_t i, int64_t h) {
+    return decode ? rowQI32[h] : add(qThreadI32, i * 16 + h * 8);
+  }
+  Value rowHead(int64_t h) { return decode ? rowHeadI32[h] : headI32; }
+  Value keyThread(Value k0) {
+    Value k = add(k0, mul(tq, 2));
+    return toI32(warpKey ? add(k, warpKey) : k);
+  }
 
   const AttentionProblem &p;
   const AttentionSchedule &s;
-  int64_t threads, cpr, rowsPerWarp, mTiles, nS, nO;
+  const DecodeSchedule *decode;
+  int64_t threads, cpr, rowsPerWarp, mTiles, keysPerWarp, nS, nO;
   Type f32, i32, elemT;
   bool fast, userMask, qInRegs;
   SmallVector<MaskConstraint, 3> constraints;
@@ -202,9 +271,12 @@ private:
   Value tid, lane, warpRow, gq, tq;
   Value batch, head, kvHead, q0, qLast, tEnd;
   Value batchI32, headI32, qThreadI32;
-  SmallVector<Value> qFrags; // when qInRegs: [kk]
-  SmallVector<Value> tA;     // fragment bases (elements), by chunk pair
-  Value qBase;               // the warp's first Q row (opaque inside the loop)
+  Value warpKey;                   // decode: the warp's first key of a tile
+  Value chunk, statsArg;           // decode
+  Value rowQI32[2], rowHeadI32[2]; // decode
+  SmallVector<Value> qFrags;       // when qInRegs: [kk]
+  SmallVector<Value> tA;           // fragment bases (elements), by chunk pair
+  Value qBase; // the warp's first Q row (opaque inside the loop)
   Value token;
 };
 
@@ -293,15 +365,21 @@ Value AttentionBuilder::opaque(Value v) {
 }
 
 SmallVector<Value> AttentionBuilder::applyMask(ArrayRef<Value> sv, Value k0) {
-  Value kThread = toI32(add(k0, mul(tq, 2)));
-  SmallVector<Value> bases;
+  Value kThread = keyThread(k0);
+  // bases[c][h]: constraint c at the thread's row h of m-tile 0 (prefill:
+  // later m-tiles add a constant; decode has one m-tile) and first key.
+  SmallVector<std::array<Value, 2>> bases;
   for (const MaskConstraint &mc : constraints) {
-    Value v = cstI32(mc.c);
-    if (mc.a)
-      v = add(v, mul(qThreadI32, mc.a));
-    if (mc.b)
-      v = add(v, mul(kThread, mc.b));
-    bases.push_back(v);
+    std::array<Value, 2> vh;
+    for (int64_t h = 0; h < 2; ++h) {
+      Value v = cstI32(mc.c);
+      if (mc.a)
+        v = add(v, mul(rowQ(0, h), mc.a));
+      if (mc.b)
+        v = add(v, mul(kThread, mc.b));
+      vh[h] = v;
+    }
+    bases.push_back(vh);
   }
   Value negInf = cstF(-std::numeric_limits<double>::infinity());
   SmallVector<Value> out;
@@ -314,9 +392,9 @@ SmallVector<Value> AttentionBuilder::applyMask(ArrayRef<Value> sv, Value k0) {
           Value keep;
           for (size_t c = 0; c < constraints.size(); ++c) {
             const MaskConstraint &mc = constraints[c];
-            int64_t off = mc.a * (i * 16 + h * 8) + mc.b * (jn * 8 + x);
-            keep = land(keep,
-                        cmp(arith::CmpIPredicate::sge, bases[c], cstI32(-off)));
+            int64_t off = mc.a * i * 16 + mc.b * (jn * 8 + x);
+            keep = land(keep, cmp(arith::CmpIPredicate::sge, bases[c][h],
+                                  cstI32(-off)));
           }
           e.push_back(select(keep, extract(vec, {h, x}), negInf));
         }
@@ -334,6 +412,8 @@ SmallVector<Value> AttentionBuilder::tileStep(Value stage, Value k0,
                           carried.begin() + nOAll + 2 * mTiles);
   SmallVector<Value> lRun(carried.begin() + nOAll + 2 * mTiles, carried.end());
   Value kBase = mul(stage, s.blockKV * p.headDim);
+  if (warpKey)
+    kBase = add(kBase, mul(warpKey, p.headDim));
   if (!qInRegs)
     qBase = opaque(mul(warpRow, p.headDim));
 
@@ -366,7 +446,7 @@ SmallVector<Value> AttentionBuilder::tileStep(Value stage, Value k0,
   // Scale and modify (the fast path keeps raw scores), then mask.
   if (!fast) {
     Value scale = cstF(p.scale);
-    Value kThread = toI32(add(k0, mul(tq, 2)));
+    Value kThread = keyThread(k0);
     for (int64_t i = 0; i < mTiles; ++i)
       for (int64_t jn = 0; jn < nS; ++jn) {
         Value &vec = sv[i * nS + jn];
@@ -377,8 +457,7 @@ SmallVector<Value> AttentionBuilder::tileStep(Value stage, Value k0,
             if (p.scale != 1.0)
               sc = fmul(sc, scale);
             if (p.scoreMod)
-              sc = p.scoreMod(b, loc, sc, batchI32, headI32,
-                              add(qThreadI32, i * 16 + h * 8),
+              sc = p.scoreMod(b, loc, sc, batchI32, rowHead(h), rowQ(i, h),
                               add(kThread, jn * 8 + x));
             e.push_back(sc);
           }
@@ -521,20 +600,13 @@ SmallVector<Value> AttentionBuilder::tileStep(Value stage, Value k0,
 void AttentionBuilder::epilogue(ValueRange carried) {
   int64_t nOAll = mTiles * nO;
   bool needRow = p.lq % s.blockQ != 0;
-  Value zeroF = cstF(0.0), one = cstF(1.0);
   VectorType v2 = VectorType::get({2}, f32);
   for (int64_t i = 0; i < mTiles; ++i)
     for (int64_t h = 0; h < 2; ++h) {
       Value l = carried[nOAll + 2 * mTiles + i * 2 + h];
       l = fadd(l, shuffleXor(l, 1));
       l = fadd(l, shuffleXor(l, 2));
-      // l = 0 only when the row kept nothing: O is 0 there, and 0 * (1/0)
-      // is NaN, which is the NaN policy; the zero policy selects 0.
-      Value inv = arith::DivFOp::create(b, loc, one, l);
-      if (p.maskedRows == MaskedRowPolicy::Zero)
-        inv = select(
-            arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, l, zeroF),
-            zeroF, inv);
+      Value inv = inverseSum(l);
       Value invVec = vector::BroadcastOp::create(b, loc, v2, inv);
       Value row = add(q0, add(add(warpRow, i * 16 + h * 8), gq));
       std::optional<OpBuilder::InsertionGuard> guard;
@@ -556,32 +628,202 @@ void AttentionBuilder::epilogue(ValueRange carried) {
     }
 }
 
-void AttentionBuilder::build(Value q, Value k, Value v, Value o) {
+void AttentionBuilder::decodeEpilogue(ValueRange carried) {
+  int64_t rows = decodeRows(p);
+  Value m[2], l[2];
+  for (int64_t h = 0; h < 2; ++h) {
+    l[h] = carried[nO + 2 + h];
+    l[h] = fadd(l[h], shuffleXor(l[h], 1));
+    l[h] = fadd(l[h], shuffleXor(l[h], 2));
+    // The fast path keeps the max of raw scores; the scratch holds running
+    // values of the scaled scores, which the correction expects.
+    m[h] = carried[nO + h];
+    if (fast)
+      m[h] = fmul(m[h], cstF(p.scale));
+  }
+  // Every warp is past the last key tile, whose copies were all waited for:
+  // the K and V stages take the warps' results.
+  mlir::gpu::BarrierOp::create(b, loc);
+  Value raw = dynamicSharedMemory();
+  int64_t base = s.blockQ * p.headDim * 2;
+  int64_t slots = s.warps * 16;
+  Value sO = sharedView(raw, slots * p.headDim, f32, base);
+  Value sML = sharedView(raw, slots * 2, f32, base + slots * p.headDim * 4);
+  Value warp = div(tid, 32);
+  VectorType v2 = VectorType::get({2}, f32);
+  for (int64_t h = 0; h < 2; ++h) {
+    Value slot = add(mul(warp, 16), add(gq, h * 8));
+    for (int64_t dn = 0; dn < nO; ++dn)
+      vector::StoreOp::create(
+          b, loc, extract(carried[dn], {h}), sO,
+          ValueRange{add(mul(slot, p.headDim), add(mul(tq, 2), dn * 8))}, false,
+          llvm::Align(8));
+    // The quad's four lanes store the same pair.
+    vector::StoreOp::create(
+        b, loc,
+        vector::FromElementsOp::create(b, loc, v2, ValueRange{m[h], l[h]}), sML,
+        ValueRange{mul(slot, 2)}, false, llvm::Align(8));
+  }
+  mlir::gpu::BarrierOp::create(b, loc);
+
+  // Merge the warps: a thread per 4 columns of a row.
+  int64_t vecs = p.headDim / 4, items = rows * vecs;
+  VectorType v4 = VectorType::get({4}, f32);
+  for (int64_t it = 0; it < ceilDiv(items, threads); ++it) {
+    Value e = add(tid, it * threads);
+    std::optional<OpBuilder::InsertionGuard> guard;
+    if ((it + 1) * threads > items) {
+      guard.emplace(b);
+      auto ifOp = scf::IfOp::create(b, loc, ult(e, items), /*withElse=*/false);
+      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    }
+    Value row = div(e, vecs), col = mul(rem(e, vecs), 4);
+    SmallVector<Value> ms, ls;
+    Value mMax;
+    for (int64_t w = 0; w < s.warps; ++w) {
+      Value ml = vector::LoadOp::create(b, loc, v2, sML,
+                                        ValueRange{mul(add(row, w * 16), 2)},
+                                        false, llvm::Align(8));
+      ms.push_back(extract(ml, {0}));
+      ls.push_back(extract(ml, {1}));
+      mMax = mMax ? fmax(mMax, ms.back()) : ms.back();
+    }
+    Value mUse = finiteRun(mMax);
+    Value acc =
+        arith::ConstantOp::create(b, loc, DenseElementsAttr::get(v4, 0.0f));
+    Value lSum = cstF(0.0);
+    for (int64_t w = 0; w < s.warps; ++w) {
+      Value corr = correctionOf(ms[w], mUse);
+      Value part = vector::LoadOp::create(
+          b, loc, v4, sO,
+          ValueRange{add(mul(add(row, w * 16), p.headDim), col)}, false,
+          llvm::Align(16));
+      acc =
+          fadd(acc, fmul(part, vector::BroadcastOp::create(b, loc, v4, corr)));
+      lSum = fma(ls[w], corr, lSum);
+    }
+    vector::StoreOp::create(b, loc, acc, oArg,
+                            ValueRange{batch, kvHead, chunk, row, col}, false,
+                            llvm::Align(16));
+    auto first = scf::IfOp::create(
+        b, loc, cmp(arith::CmpIPredicate::eq, col, cst(0)), false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(&first.getThenRegion().front());
+    vector::StoreOp::create(
+        b, loc,
+        vector::FromElementsOp::create(b, loc, v2, ValueRange{mMax, lSum}),
+        statsArg, ValueRange{batch, kvHead, chunk, row, cst(0)}, false,
+        llvm::Align(8));
+  }
+}
+
+void AttentionBuilder::buildCombine(Value partO, Value stats, Value o) {
+  // A warp per row of [batch * headsKV * rows], a lane per headDim / 32
+  // columns; the chunks' (m, l) pairs are read twice (max, then sums).
+  int64_t rows = decodeRows(p);
+  int64_t n = p.batch * p.headsKV * rows, per = p.headDim / 32;
+  int64_t chunks = decodeChunks(p, *decode);
+  tid = mlir::gpu::ThreadIdOp::create(b, loc, mlir::gpu::Dimension::x);
+  lane = rem(tid, 32);
+  Value blockX = mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::x);
+  Value rowIdx = add(mul(blockX, s.warps), div(tid, 32));
+  std::optional<OpBuilder::InsertionGuard> guard;
+  if (n % s.warps) {
+    guard.emplace(b);
+    auto ifOp = scf::IfOp::create(b, loc, ult(rowIdx, n), /*withElse=*/false);
+    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+  }
+  Value bh = div(rowIdx, rows), r = rem(rowIdx, rows);
+  Value col = mul(lane, per);
+  VectorType v2 = VectorType::get({2}, f32);
+  VectorType vp = VectorType::get({per}, f32);
+  auto statsAt = [&](Value c) {
+    return vector::LoadOp::create(
+        b, loc, v2, stats, ValueRange{bh, c, r, cst(0)}, false, llvm::Align(8));
+  };
+  Value negInf = cstF(-std::numeric_limits<double>::infinity());
+  auto maxLoop = scf::ForOp::create(b, loc, cst(0), cst(chunks), cst(1),
+                                    ValueRange{negInf});
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(maxLoop.getBody());
+    Value m = extract(statsAt(maxLoop.getInductionVar()), {0});
+    scf::YieldOp::create(b, loc,
+                         ValueRange{fmax(maxLoop.getRegionIterArgs()[0], m)});
+  }
+  Value mUse = finiteRun(maxLoop.getResult(0));
+  Value zeroV =
+      arith::ConstantOp::create(b, loc, DenseElementsAttr::get(vp, 0.0f));
+  auto sumLoop = scf::ForOp::create(b, loc, cst(0), cst(chunks), cst(1),
+                                    ValueRange{zeroV, cstF(0.0)});
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(sumLoop.getBody());
+    Value c = sumLoop.getInductionVar();
+    Value ml = statsAt(c);
+    Value corr = correctionOf(extract(ml, {0}), mUse);
+    Value part = vector::LoadOp::create(
+        b, loc, vp, partO, ValueRange{bh, c, r, col}, false,
+        llvm::Align(std::min<int64_t>(16, per * 4)));
+    Value acc = fadd(sumLoop.getRegionIterArgs()[0],
+                     fmul(part, vector::BroadcastOp::create(b, loc, vp, corr)));
+    Value lSum = fma(extract(ml, {1}), corr, sumLoop.getRegionIterArgs()[1]);
+    scf::YieldOp::create(b, loc, ValueRange{acc, lSum});
+  }
+  Value inv = inverseSum(sumLoop.getResult(1));
+  Value out =
+      fmul(sumLoop.getResult(0), vector::BroadcastOp::create(b, loc, vp, inv));
+  out = arith::TruncFOp::create(b, loc, VectorType::get({per}, elemT), out);
+  vector::StoreOp::create(b, loc, out, o, ValueRange{bh, r, col}, false,
+                          llvm::Align(std::min<int64_t>(16, per * 2)));
+}
+
+void AttentionBuilder::build(Value q, Value k, Value v, Value o, Value stats) {
   qArg = q;
   kArg = k;
   vArg = v;
   oArg = o;
+  statsArg = stats;
   int64_t nQTiles = ceilDiv(p.lq, s.blockQ);
   int64_t nKTiles = ceilDiv(p.lk, s.blockKV);
+  int64_t group = p.headsQ / p.headsKV;
 
   tid = mlir::gpu::ThreadIdOp::create(b, loc, mlir::gpu::Dimension::x);
   lane = rem(tid, 32);
-  warpRow = mul(div(tid, 32), rowsPerWarp);
   gq = div(lane, 4);
   tq = band(lane, 3);
-  // Query tiles run last to first: under a causal mask the late tiles carry
-  // the most keys, and starting them first shortens the tail.
-  Value qTile =
-      sub(cst(nQTiles - 1),
-          mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::x));
-  head = mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::y);
+  Value blockX = mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::x);
+  Value blockY = mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::y);
   batch = mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::z);
-  kvHead = div(head, p.headsQ / p.headsKV);
-  q0 = mul(qTile, s.blockQ);
-  qLast = add(arith::MinSIOp::create(b, loc, add(q0, s.blockQ), cst(p.lq)), -1);
   batchI32 = toI32(batch);
-  headI32 = toI32(head);
-  qThreadI32 = toI32(add(q0, add(warpRow, gq)));
+  if (decode) {
+    // Every warp holds all rows (row r: query head kvHead * group + r / lq,
+    // position r % lq) and takes its own slice of each key tile.
+    warpRow = cst(0);
+    warpKey = mul(div(tid, 32), keysPerWarp);
+    chunk = blockX;
+    kvHead = blockY;
+    head = kvHead; // Q is viewed as [batch, headsKV, rows, headDim]
+    q0 = cst(0);
+    qLast = cst(p.lq - 1);
+    for (int64_t h = 0; h < 2; ++h) {
+      Value r = add(gq, h * 8);
+      rowQI32[h] = toI32(rem(r, p.lq));
+      rowHeadI32[h] = toI32(add(mul(kvHead, group), div(r, p.lq)));
+    }
+  } else {
+    warpRow = mul(div(tid, 32), rowsPerWarp);
+    // Query tiles run last to first: under a causal mask the late tiles
+    // carry the most keys, and starting them first shortens the tail.
+    Value qTile = sub(cst(nQTiles - 1), blockX);
+    head = blockY;
+    kvHead = div(head, group);
+    q0 = mul(qTile, s.blockQ);
+    qLast =
+        add(arith::MinSIOp::create(b, loc, add(q0, s.blockQ), cst(p.lq)), -1);
+    headI32 = toI32(head);
+    qThreadI32 = toI32(add(q0, add(warpRow, gq)));
+  }
 
   // Shared memory: the Q tile, then S stages of K, then S stages of V.
   Value raw = dynamicSharedMemory();
@@ -591,7 +833,8 @@ void AttentionBuilder::build(Value q, Value k, Value v, Value o) {
   smemK = sharedView(raw, kvElems, elemT, qElems * 2);
   smemV = sharedView(raw, kvElems, elemT, (qElems + kvElems) * 2);
 
-  copyRows(qArg, head, q0, p.lq, s.blockQ, smemQ, cst(0));
+  copyRows(qArg, head, q0, decode ? decodeRows(p) : p.lq, s.blockQ, smemQ,
+           cst(0));
   token = commitGroup();
 
   // The key tiles that can hold a kept key for some row of this tile: each
@@ -611,6 +854,13 @@ void AttentionBuilder::build(Value q, Value k, Value v, Value o) {
       tEnd = arith::MinSIOp::create(b, loc, tEnd,
                                     add(floorDiv(kHi, s.blockKV), 1));
     }
+  }
+  if (decode) {
+    // The block's chunk of key tiles; an empty range still writes its
+    // (empty) partial result, which the combine reads.
+    Value c0 = mul(chunk, decode->chunkTiles);
+    tStart = arith::MaxSIOp::create(b, loc, tStart, c0);
+    tEnd = arith::MinSIOp::create(b, loc, tEnd, add(c0, decode->chunkTiles));
   }
 
   for (int64_t st = 0; st + 1 < s.stages; ++st) {
@@ -681,7 +931,10 @@ void AttentionBuilder::build(Value q, Value k, Value v, Value o) {
     }
     scf::YieldOp::create(b, loc, results);
   }
-  epilogue(loop.getResults());
+  if (decode)
+    decodeEpilogue(loop.getResults());
+  else
+    epilogue(loop.getResults());
 }
 
 bool isElemType(Type t) { return t && (t.isBF16() || t.isF16()); }
@@ -810,6 +1063,121 @@ FailureOr<KernelLaunch> buildAttentionKernel(OpBuilder &b,
   launch.block = {threads, 1, 1};
   launch.sharedBytes = sharedBytesOf(p, s);
   return launch;
+}
+
+int64_t decodeRows(const AttentionProblem &p) {
+  return p.headsKV > 0 ? p.headsQ / p.headsKV * p.lq : 0;
+}
+
+bool preferDecode(const AttentionProblem &p) {
+  return decodeRows(p) <= 16 && p.lk >= 512;
+}
+
+bool decodeScheduleValid(const AttentionProblem &p, const DecodeSchedule &s,
+                         std::string &why) {
+  auto fail = [&](const std::string &msg) {
+    why = "decode schedule: " + msg;
+    return false;
+  };
+  if (!attentionKernelSupports(p, why))
+    return false;
+  if (decodeRows(p) > 16)
+    return fail("more than 16 query rows share a key/value head");
+  if (p.headsKV > 65535)
+    return fail("key/value heads must be <= 65535 (grid limits)");
+  for (int64_t v : {s.blockKV, s.warps})
+    if (v < 1 || !llvm::isPowerOf2_64(v))
+      return fail("blockKV and warps must be powers of two");
+  if (s.stages < 2 || s.stages > 4)
+    return fail("stages must be in [2, 4]");
+  if (s.warps > 16)
+    return fail("at most 16 warps");
+  if (s.blockKV < 16 * s.warps)
+    return fail("each warp needs a multiple of 16 keys of a tile");
+  if (s.chunkTiles < 1)
+    return fail("a chunk holds at least one key tile");
+  int64_t threads = 32 * s.warps, cpr = p.headDim / 8;
+  if (threads % cpr || (threads / cpr) % 8 || (s.blockKV * cpr) % threads ||
+      (16 * cpr) % threads)
+    return fail("a tile's 16-byte chunks must spread evenly over threads, "
+                "each thread's rows 8 apart");
+  if (decodeSharedBytes(p, s) > kMaxSharedSm90)
+    return fail("more than 227 KiB of shared memory");
+  return true;
+}
+
+DecodeSchedule chooseDecodeSchedule(const AttentionProblem &p,
+                                    llvm::StringRef chip) {
+  auto [maxShared, sms] = chipInfo(chip);
+  // 64-key tiles, 16 keys a warp, three stages: 2 x 64 keys of K and V in
+  // flight a block, about 100 KiB of shared memory at headDim 128, so two
+  // blocks share a multiprocessor. Wider heads need 8 warps to copy a row.
+  DecodeSchedule s{64, 4, 3, 4};
+  if (p.headDim > 128)
+    s = {128, 8, 2, 4};
+  while (s.stages > 2 && decodeSharedBytes(p, s) > maxShared)
+    --s.stages;
+  // Chunks enough for 4 blocks a multiprocessor (two waves of two), each
+  // at least 4 key tiles so that the pipeline's prologue and the partial
+  // result's write are amortised.
+  int64_t tiles = ceilDiv(p.lk, s.blockKV);
+  int64_t perChunk = std::max<int64_t>(1, p.batch * p.headsKV);
+  int64_t chunks = std::max<int64_t>(1, ceilDiv(4 * sms, perChunk));
+  s.chunkTiles = std::min(tiles, std::max<int64_t>(4, ceilDiv(tiles, chunks)));
+  return s;
+}
+
+FailureOr<DecodeKernels>
+buildDecodeKernels(OpBuilder &b, mlir::gpu::GPUModuleOp module,
+                   StringRef partialName, StringRef combineName,
+                   const AttentionProblem &p, const DecodeSchedule &s) {
+  std::string why;
+  if (!decodeScheduleValid(p, s, why))
+    return module.emitError(why), failure();
+  loadTemplateDialects(b.getContext());
+  int64_t rows = decodeRows(p), chunks = decodeChunks(p, s);
+  Type f32 = b.getF32Type();
+  Type qT = MemRefType::get({p.batch, p.headsKV, rows, p.headDim}, p.elemType);
+  Type kvT = MemRefType::get({p.batch, p.headsKV, p.lk, p.headDim}, p.elemType);
+  Type partT =
+      MemRefType::get({p.batch, p.headsKV, chunks, rows, p.headDim}, f32);
+  Type statsT = MemRefType::get({p.batch, p.headsKV, chunks, rows, 2}, f32);
+  // The combine kernel reads the same buffers with batch and head merged.
+  int64_t bh = p.batch * p.headsKV;
+  Type partFlatT = MemRefType::get({bh, chunks, rows, p.headDim}, f32);
+  Type statsFlatT = MemRefType::get({bh, chunks, rows, 2}, f32);
+  Type oFlatT = MemRefType::get({bh, rows, p.headDim}, p.elemType);
+
+  OpBuilder::InsertionGuard g(b);
+  Location loc = module.getLoc();
+  AttentionSchedule as = asAttention(s);
+  int64_t threads = 32 * s.warps;
+  auto partial = createKernelFunc(b, module, partialName,
+                                  {qT, kvT, kvT, partT, statsT}, threads);
+  Block &pe = partial.getBody().front();
+  AttentionBuilder(b, loc, p, as, &s)
+      .build(pe.getArgument(0), pe.getArgument(1), pe.getArgument(2),
+             pe.getArgument(3), pe.getArgument(4));
+  mlir::gpu::ReturnOp::create(b, loc);
+
+  auto combine = createKernelFunc(b, module, combineName,
+                                  {partFlatT, statsFlatT, oFlatT}, threads);
+  Block &ce = combine.getBody().front();
+  AttentionBuilder(b, loc, p, as, &s)
+      .buildCombine(ce.getArgument(0), ce.getArgument(1), ce.getArgument(2));
+  mlir::gpu::ReturnOp::create(b, loc);
+
+  DecodeKernels k;
+  k.chunks = chunks;
+  k.partial.grid = {chunks, p.headsKV, p.batch};
+  k.partial.block = {threads, 1, 1};
+  k.partial.sharedBytes = decodeSharedBytes(p, s);
+  k.combine.grid = {ceilDiv(bh * rows, s.warps), 1, 1};
+  k.combine.block = {threads, 1, 1};
+  k.combine.sharedBytes = 0;
+  k.partialOBytes = uint64_t(bh * chunks * rows * p.headDim) * 4;
+  k.partialStatsBytes = uint64_t(bh * chunks * rows * 2) * 4;
+  return k;
 }
 
 } // namespace tcc::gpu

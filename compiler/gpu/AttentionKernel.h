@@ -119,6 +119,58 @@ buildAttentionKernel(mlir::OpBuilder &b, mlir::gpu::GPUModuleOp module,
                      llvm::StringRef name, const AttentionProblem &p,
                      const AttentionSchedule &s);
 
+/// The split-K decode form of attention: few query rows against a long key
+/// axis. The partial kernel runs a block per (key chunk, key/value head,
+/// batch) holding every query row that reads that head (headsQ / headsKV
+/// heads x lq rows, at most 16: one m16 MMA tile), so K and V are read once
+/// per group; its warps split each key tile between them, and the block
+/// writes its chunk's unnormalised O (f32), running value m and sum l per
+/// row to scratch. The combine kernel merges the chunks of a row with the
+/// problem's correction and divides.
+struct DecodeSchedule {
+  int64_t blockKV = 64, warps = 4, stages = 3;
+  /// Key tiles a block (chunk) reads.
+  int64_t chunkTiles = 4;
+};
+
+/// The two kernels of the decode form and their scratch buffers.
+struct DecodeKernels {
+  KernelLaunch partial, combine;
+  int64_t chunks = 0;
+  /// Scratch: partial O [batch * headsKV, chunks, rows, headDim] f32 and
+  /// (m, l) [batch * headsKV, chunks, rows, 2] f32.
+  uint64_t partialOBytes = 0, partialStatsBytes = 0;
+};
+
+/// The query rows a decode block packs: headsQ / headsKV x lq.
+int64_t decodeRows(const AttentionProblem &p);
+
+/// Whether `p` should take the decode form: at most 16 packed rows (a
+/// prefill block of 64 or more query rows would leave most rows idle and
+/// read K and V once per query head) and at least 512 keys (8 key tiles,
+/// so that splitting the keys pays for the second launch).
+bool preferDecode(const AttentionProblem &p);
+
+/// Picks a decode schedule for `p` on chip "sm_90" or "sm_80": chunks enough
+/// for 4 blocks per multiprocessor, each at least 4 key tiles.
+DecodeSchedule chooseDecodeSchedule(const AttentionProblem &p,
+                                    llvm::StringRef chip);
+
+/// Whether `s` is a valid decode schedule for `p`; when not, `why` says why.
+bool decodeScheduleValid(const AttentionProblem &p, const DecodeSchedule &s,
+                         std::string &why);
+
+/// Appends `gpu.func @partialName(%q, %k, %v, %partO, %partStats) kernel`
+/// and `gpu.func @combineName(%partO, %partStats, %o) kernel` to `module`.
+/// Q and O are passed as for buildAttentionKernel (the kernels view them as
+/// [batch, headsKV, rows, headDim], the same memory). Fails (with a
+/// diagnostic at the module) when the problem or the schedule is not
+/// supported.
+mlir::FailureOr<DecodeKernels>
+buildDecodeKernels(mlir::OpBuilder &b, mlir::gpu::GPUModuleOp module,
+                   llvm::StringRef partialName, llvm::StringRef combineName,
+                   const AttentionProblem &p, const DecodeSchedule &s);
+
 } // namespace tcc::gpu
 
 #endif // TCC_COMPILER_GPU_ATTENTIONKERNEL_H

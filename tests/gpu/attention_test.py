@@ -2,17 +2,24 @@
 """Attention written plainly, compiled with --gpu-attention, checked on a GPU.
 
     attention_test.py --tcc TCC --record DIR    compile here (sm_90), write the
-                                                 inputs and the float64 reference
-    attention_test.py --tcc TCC --replay DIR    run there, compare
+                                                 inputs' seed and digest and the
+                                                 float64 reference
+    attention_test.py --tcc TCC --replay DIR    run there (regenerating the
+                                                 inputs), compare
 
-Every case must compile to one kernel (the fused attention template); its
-output must match a float64 NumPy reference computed from the same rounded
-inputs. The tolerance is the dtype's: P is rounded to bf16 (f16) before P·V
+Every case must compile to one kernel (the fused attention template), or,
+for decode cases (at most 16 query rows a key/value head, long keys), to the
+split-K pair (partial, combine); its output must match a float64 NumPy
+reference computed from the same rounded inputs. Rows whose every score is
+-inf are NaN in the reference and must be NaN in the output.
+
+The tolerance is the dtype's: P is rounded to bf16 (f16) before P·V
 as FlashAttention does, and the output is stored in bf16 (f16), so errors of
 a few units of the last place of the largest output are expected: 2^-6 of
 max|O| for bf16 (8 bits of mantissa), 2^-8 for f16.
 """
 import argparse
+import hashlib
 import json
 import os
 import pickle
@@ -34,9 +41,14 @@ def node(op, inputs, output, **attrs):
     return {'op': op, 'inputs': inputs, 'outputs': [output], 'attrs': attrs}
 
 
-def positions(lq, lk):
-    return [node('iota', [], 'row', dtype='i32', shape=[lq, lk], axis=-2),
-            node('iota', [], 'col', dtype='i32', shape=[lq, lk], axis=-1)]
+def positions(lq, lk, offset=0):
+    """'row' (the query position, plus `offset`: decode's rows are the last
+    lq of lk positions) and 'col' (the key position)."""
+    nodes = [node('iota', [], 'row0' if offset else 'row', dtype='i32', shape=[lq, lk], axis=-2),
+             node('iota', [], 'col', dtype='i32', shape=[lq, lk], axis=-1)]
+    if offset:
+        nodes += [const('off', 'i32', offset), node('add', ['row0', 'off'], 'row')]
+    return nodes
 
 
 def model(name, dt, qshape, kshape, mods, repeat=None):
@@ -103,6 +115,68 @@ def cases():
                 1.0, lambda s, r, c: np.where(r > c, s * 0.125, -1e30)))
     out.append(('gqa_8_2_bf16', model('gqa', 'bf16', [1, 8, 256, 64], [1, 2, 256, 64], scale,
                                       repeat=(2, 4)), 1.0, lambda s, r, c: s * 0.125))
+    out += decode_cases()
+    return out
+
+
+def decode_cases():
+    """Decode shapes (split-K form): Lq 1 and 4, Lk 1000/3001/8192."""
+    out = []
+    inv = 1 / np.sqrt(128)
+
+    def scaled(dt):
+        return [const('c', dt, inv), node('mul', ['s', 'c'], 'ss')]
+
+    def causal(lq, lk, dt='bf16'):
+        off = lk - lq
+        return scaled(dt) + positions(lq, lk, off) + [
+            node('greater_equal', ['row', 'col'], 'keep'), const('neg', dt, -1e30),
+            node('select', ['keep', 'ss', 'neg'], 's_mod')], off
+    invb = np.float64(L.narrow('bf16', np.float64(inv)))
+    invh = np.float64(np.float16(inv))
+    mods, off = causal(1, 8192)
+    out.append(('decode_causal_q1_8192', model('dcausal', 'bf16', [2, 4, 1, 128],
+                                               [2, 4, 8192, 128], mods), 1.0,
+                lambda s, r, c, off=off: np.where(r + off >= c, s * invb, -1e30)))
+    # GQA 8/2 with 4 query rows: 16 rows a block; a ragged last key tile.
+    mods, off = causal(4, 3001)
+    out.append(('decode_causal_gqa_8_2_q4_3001', model('dgqac', 'bf16', [1, 8, 4, 128],
+                                                       [1, 2, 3001, 128], mods, repeat=(2, 4)),
+                1.0, lambda s, r, c, off=off: np.where(r + off >= c, s * invb, -1e30)))
+    mods, off = causal(4, 1000, 'f16')
+    out.append(('decode_causal_f16_q4_1000', model('dcausalh', 'f16', [1, 2, 4, 128],
+                                                   [1, 2, 1000, 128], mods), 1.0,
+                lambda s, r, c, off=off: np.where(r + off >= c, s * invh, -1e30)))
+    # ALiBi (one slope) against the decode positions.
+    alibi = scaled('bf16') + positions(1, 1000, 999) + [
+        node('sub', ['col', 'row'], 'dist'), node('cast', ['dist'], 'distf', to='bf16'),
+        const('slope', 'bf16', 0.0625), node('mul', ['distf', 'slope'], 'bias'),
+        node('add', ['ss', 'bias'], 's_mod')]
+    out.append(('decode_alibi_q1_1000', model('dalibi', 'bf16', [1, 4, 1, 128],
+                                              [1, 4, 1000, 128], alibi), 1.0,
+                lambda s, r, c: s * invb + 0.0625 * (c - r - 999)))
+    # GQA 64/8 scaled down to 16/2: 8 rows a block.
+    out.append(('decode_gqa_16_2_f16_q1_3001', model('dgqa', 'f16', [2, 16, 1, 128],
+                                                     [2, 2, 3001, 128], [
+        const('c', 'f16', inv), node('mul', ['s', 'c'], 's_mod')], repeat=(2, 8)), 1.0,
+        lambda s, r, c: s * invh))
+    out.append(('decode_gqa_8_2_q1_8192', model('dgqa2', 'bf16', [1, 8, 1, 128],
+                                                [1, 2, 8192, 128], scaled('bf16')[:1] + [
+        node('mul', ['s', 'c'], 's_mod')], repeat=(2, 4)), 1.0, lambda s, r, c: s * invb))
+    softcap = [const('c', 'bf16', 50.0), node('div', ['s', 'c'], 't'), node('tanh', ['t'], 'th'),
+               node('mul', ['th', 'c'], 's_mod')]
+    out.append(('decode_softcap_x30_q1_8192', model('dsoftcap', 'bf16', [1, 4, 1, 128],
+                                                    [1, 4, 8192, 128], softcap), 30.0,
+                lambda s, r, c: 50 * np.tanh(s / 50)))
+    # Row 0 keeps no key (-1e30: the model averages V there; -inf: NaN).
+    for name, neg in (('decode_empty_row_q4_1000', -1e30), ('decode_inf_row_q4_1000', -np.inf)):
+        mods = scaled('bf16') + positions(4, 1000) + [
+            const('w', 'i32', 300), node('mul', ['row', 'w'], 'lim'),
+            node('less', ['col', 'lim'], 'keep'),
+            const('neg', 'bf16', '-inf' if np.isinf(neg) else neg),
+            node('select', ['keep', 'ss', 'neg'], 's_mod')]
+        out.append((name, model('dempty', 'bf16', [1, 2, 4, 128], [1, 2, 1000, 128], mods),
+                    1.0, lambda s, r, c, neg=neg: np.where(c < r * 300, s * invb, neg)))
     return out
 
 
@@ -116,15 +190,30 @@ def reference(q, k, v, change):
     r = np.arange(lq)[:, None]
     c = np.arange(lk)[None, :]
     s = change(s, r, c)
-    s = s - s.max(axis=-1, keepdims=True)
+    with np.errstate(invalid='ignore'):
+        s = s - s.max(axis=-1, keepdims=True)  # a row of -inf gives NaN
     p = np.exp(s)
     return (p / p.sum(axis=-1, keepdims=True)) @ v
+
+
+def make_inputs(m, qscale, seed):
+    """The model's inputs from `seed`, rounded to its dtype (the values the
+    GPU sees), and a digest of their bytes. Recorded as the seed and the
+    digest, not as files: decode's K and V are tens of MB a case."""
+    rng = np.random.default_rng(seed)
+    dt = m['inputs'][0]['dtype']
+    env, digest = {}, hashlib.sha256()
+    for i in m['inputs']:
+        x = rng.standard_normal(i['shape']) * (qscale if i['name'] == 'q' else 1.0)
+        x = L.narrow(dt, x)
+        digest.update(L.to_npy(dt, x).tobytes())
+        env[i['name']] = x.astype(np.float64)
+    return env, digest.hexdigest()
 
 
 def record(tcc, root):
     os.makedirs(root, exist_ok=True)
     failed = 0
-    rng = np.random.default_rng()
     for name, m, qscale, change in cases():
         d = os.path.join(root, name)
         os.makedirs(d, exist_ok=True)
@@ -141,21 +230,20 @@ def record(tcc, root):
         info = json.loads(subprocess.run([tcc, 'inspect', bundle], capture_output=True,
                                          text=True).stdout)
         symbols = [k['symbol'] for k in info['kernels']]
-        if len(info['launches']) != 1 or not symbols[0].endswith('_attn'):
-            print('FAIL %s: expected one attention kernel, got %s' % (name, symbols))
+        want = ['_decode', '_combine'] if name.startswith('decode_') else ['_attn']
+        if len(info['launches']) != len(want) or len(symbols) != len(want) or not all(
+                s.endswith(w) for s, w in zip(symbols, want)):
+            print('FAIL %s: expected kernels *%s, got %s' % (name, ', *'.join(want), symbols))
             failed += 1
             continue
         dt = m['inputs'][0]['dtype']
-        env = {}
-        for i in m['inputs']:
-            x = rng.standard_normal(i['shape']) * (qscale if i['name'] == 'q' else 1.0)
-            x = L.narrow(dt, x)  # the values the GPU will see
-            np.save(os.path.join(d, i['name'] + '.npy'), L.to_npy(dt, x))
-            env[i['name']] = x.astype(np.float64)
+        seed = int(np.random.default_rng().integers(1 << 62))  # fresh inputs every record
+        env, digest = make_inputs(m, qscale, seed)
         ref = reference(env['q'], env['k'], env['v'], change)
         with open(os.path.join(d, 'case.pkl'), 'wb') as f:
-            pickle.dump({'dtype': dt, 'ref': ref}, f)
-        print('recorded %s (%s)' % (name, symbols[0]))
+            pickle.dump({'dtype': dt, 'ref': ref, 'seed': seed, 'qscale': qscale,
+                         'digest': digest}, f)
+        print('recorded %s (%s)' % (name, ', '.join(symbols)))
     return failed
 
 
@@ -167,10 +255,20 @@ def replay(tcc, root):
             continue
         with open(os.path.join(d, 'case.pkl'), 'rb') as f:
             case = pickle.load(f)
+        with open(os.path.join(d, 'model.json')) as f:
+            m = json.load(f)
+        env, digest = make_inputs(m, case['qscale'], case['seed'])
+        if digest != case['digest']:
+            print('FAIL %s: inputs regenerated from the seed differ from the recorded ones '
+                  '(another NumPy generator?)' % name)
+            failed += 1
+            continue
         out = os.path.join(d, 'out')
         args = [tcc, 'run', os.path.join(d, 'model.tccb'), '--output-dir', out]
         for t in 'qkv':
-            args += ['--input', '%s=%s' % (t, os.path.join(d, t + '.npy'))]
+            path = os.path.join(d, t + '.npy')
+            np.save(path, L.to_npy(case['dtype'], env[t]))
+            args += ['--input', '%s=%s' % (t, path)]
         p = subprocess.run(args, capture_output=True, text=True)
         if p.returncode != 0:
             print('FAIL %s: tcc run: %s' % (name, p.stderr.strip()[:300]))
@@ -178,8 +276,10 @@ def replay(tcc, root):
             continue
         got = L.from_npy(case['dtype'], np.load(os.path.join(out, 'o.npy'))).astype(np.float64)
         ref = case['ref']
-        bound = (2.0 ** -6 if case['dtype'] == 'bf16' else 2.0 ** -8) * np.abs(ref).max()
-        err = np.abs(got - ref).max() if np.isfinite(got).all() else np.inf
+        nan = np.isnan(ref)
+        bound = (2.0 ** -6 if case['dtype'] == 'bf16' else 2.0 ** -8) * np.abs(ref[~nan]).max()
+        same = (np.isnan(got) == nan).all() and np.isfinite(got[~nan]).all()
+        err = np.abs(got[~nan] - ref[~nan]).max() if same else np.inf
         ok = err <= bound
         print('%s %s: max error %.3g, allowed %.3g' % ('PASS' if ok else 'FAIL', name, err, bound))
         passed += ok

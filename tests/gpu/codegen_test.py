@@ -119,6 +119,91 @@ def check_schedule(args, work):
     return None
 
 
+def mm_model(work, m, k, n, dtype='bf16'):
+    model = os.path.join(work, 'mm%dx%dx%d.json' % (m, k, n))
+    with open(model, 'w') as f:
+        json.dump({'format': 'tcc-model', 'version': 1, 'name': 'mm',
+                   'inputs': [{'name': 'a', 'dtype': dtype, 'shape': [m, k]},
+                              {'name': 'b', 'dtype': dtype, 'shape': [k, n]}],
+                   'params': [], 'outputs': ['c'],
+                   'nodes': [{'op': 'matmul', 'inputs': ['a', 'b'], 'outputs': ['c']}]}, f)
+    return model
+
+
+def ptx_of(args, model, target, work, *flags):
+    """(manifest, PTX) of `model` compiled for `target`, or an error string."""
+    bundle = os.path.join(work, 'p.tccb')
+    p = subprocess.run([args.tcc, 'compile', model, '-o', bundle, '--target', target] +
+                       list(flags), capture_output=True, text=True)
+    if p.returncode != 0:
+        return 'compile failed: ' + p.stderr.strip()
+    manifest, data = blobs(bundle)
+    return manifest, data[manifest['code'][0]['blob']].decode()
+
+
+def check_wgmma(args, work):
+    """sm_90a computes a bf16 matmul whose sizes fit its tiles with warpgroup
+    MMA (ptxas accepts it for sm_90a); sm_90, and sizes that do not fit,
+    keep the mma.sync template."""
+    for model, target, want in ((mm_model(work, 512, 256, 512), 'sm_90a', 'wgmma'),
+                                (mm_model(work, 512, 256, 512), 'sm_90', 'mma'),
+                                (mm_model(work, 500, 256, 512), 'sm_90a', 'mma')):
+        got = ptx_of(args, model, target, work)
+        if isinstance(got, str):
+            return got
+        manifest, ptx = got
+        symbols = [k['symbol'] for k in manifest['kernels']]
+        has = 'wgmma.mma_async' in ptx
+        if len(symbols) != 1 or not symbols[0].endswith('_' + want):
+            return '%s on %s: kernels %s, expected the %s template' % (
+                os.path.basename(model), target, symbols, want)
+        if has != (want == 'wgmma') or '.target %s' % target not in ptx:
+            return '%s on %s: wgmma in PTX %s' % (os.path.basename(model), target, has)
+        if args.ptxas:
+            path = os.path.join(work, 'w.ptx')
+            with open(path, 'w') as f:
+                f.write(ptx)
+            p = subprocess.run([args.ptxas, '-arch=' + target, path, '-o', os.devnull],
+                               capture_output=True, text=True)
+            if p.returncode != 0 or 'warning' in p.stderr:
+                return 'ptxas %s: %s' % (target, p.stderr.strip()[:500])
+    return None
+
+
+def check_residency(args, work):
+    """A row kernel of 512 threads asks for 4 resident blocks by default
+    (tcc-gpu-occupancy); "rows": {"blocks_per_sm": -1} drops the request;
+    an out-of-range value is refused in one line."""
+    model = os.path.join(work, 'ln.json')
+    with open(model, 'w') as f:
+        json.dump({'format': 'tcc-model', 'version': 1, 'name': 'ln',
+                   'inputs': [{'name': 'x', 'dtype': 'bf16', 'shape': [64, 8192]}],
+                   'params': [], 'outputs': ['y'],
+                   'nodes': [{'op': 'layer_norm', 'inputs': ['x'], 'outputs': ['y'],
+                              'attrs': {'axis': -1}}]}, f)
+    sched = os.path.join(work, 'r.json')
+    for value, want in ((None, True), (-1, False)):
+        flags = []
+        if value is not None:
+            with open(sched, 'w') as f:
+                json.dump({'rows': {'blocks_per_sm': value}}, f)
+            flags = ['--schedule', sched]
+        got = ptx_of(args, model, 'sm_90', work, *flags)
+        if isinstance(got, str):
+            return got
+        if ('.minnctapersm 4' in got[1]) != want:
+            return 'blocks_per_sm %s: .minnctapersm 4 %s' % (
+                value, 'missing' if want else 'present')
+    with open(sched, 'w') as f:
+        json.dump({'rows': {'blocks_per_sm': 99}}, f)
+    p = subprocess.run([args.tcc, 'compile', model, '-o', os.path.join(work, 'r.tccb'),
+                        '--target', 'sm_90', '--schedule', sched], capture_output=True, text=True)
+    if p.returncode != 1 or len(p.stderr.strip().splitlines()) != 1 or \
+            'blocks_per_sm' not in p.stderr:
+        return 'bad blocks_per_sm: exit %d, %r' % (p.returncode, p.stderr)
+    return None
+
+
 def attention_model(dtype, shape, mods):
     """Plain attention over q, k, v of `shape`, with `mods` (nodes from s to
     's_mod') between the scores and the softmax."""
@@ -153,10 +238,40 @@ def gqa_model():
     return m
 
 
+def decode_model():
+    """Decode: one query row a head, GQA 16/2 (8 rows a key/value head),
+    4096 keys, causal against the last position (row + 4095 >= col)."""
+    m = gqa_model()
+    b, hq, hkv, lk, d = 1, 16, 2, 4096, 128
+    m['inputs'][0]['shape'] = [b, hq, 1, d]
+    m['inputs'][1]['shape'] = m['inputs'][2]['shape'] = [b, hkv, lk, d]
+    for n in m['nodes']:
+        if n['op'] in ('reshape', 'broadcast_to'):
+            n['attrs']['shape'] = {'reshape': [b, hkv, 1, lk, d] if n['outputs'][0].endswith('5')
+                                   else [b, hq, lk, d],
+                                   'broadcast_to': [b, hkv, hq // hkv, lk, d]}[n['op']]
+    mask = [{'op': 'iota', 'inputs': [], 'outputs': ['row0'],
+             'attrs': {'dtype': 'i32', 'shape': [1, lk], 'axis': -2}},
+            {'op': 'constant', 'inputs': [], 'outputs': ['off'],
+             'attrs': {'dtype': 'i32', 'shape': [], 'value': lk - 1}},
+            {'op': 'add', 'inputs': ['row0', 'off'], 'outputs': ['row']},
+            {'op': 'iota', 'inputs': [], 'outputs': ['col'],
+             'attrs': {'dtype': 'i32', 'shape': [1, lk], 'axis': -1}},
+            {'op': 'greater_equal', 'inputs': ['row', 'col'], 'outputs': ['keep']},
+            {'op': 'constant', 'inputs': [], 'outputs': ['neg'],
+             'attrs': {'dtype': 'bf16', 'shape': [], 'value': -1e30}},
+            {'op': 'select', 'inputs': ['keep', 'sc', 'neg'], 'outputs': ['s_mod']}]
+    i = next(i for i, n in enumerate(m['nodes']) if n['outputs'] == ['s_mod'])
+    m['nodes'][i]['outputs'] = ['sc']
+    m['nodes'][i + 1:i + 1] = mask
+    return m
+
+
 def check_attention(args, work):
     """--gpu-attention: attention chains become one template kernel (scale
-    folded, a causal mask as constraints, a softcap as score code); others
-    keep the GEMM template."""
+    folded, a causal mask as constraints, a softcap as score code), or two
+    for decode (split-K partial and combine); others keep the GEMM
+    template."""
     def const(name, dtype, value):
         return {'op': 'constant', 'inputs': [], 'outputs': [name],
                 'attrs': {'dtype': dtype, 'shape': [], 'value': value}}
@@ -175,10 +290,12 @@ def check_attention(args, work):
                {'op': 'mul', 'inputs': ['th', 'c'], 'outputs': ['s_mod']}]
     plain32 = [{'op': 'neg', 'inputs': ['s'], 'outputs': ['ns']},
                {'op': 'neg', 'inputs': ['ns'], 'outputs': ['s_mod']}]
-    cases = [('causal bf16 [2,4,256,128]', attention_model('bf16', [2, 4, 256, 128], causal), 1),
-             ('softcap f16 [8,256,64]', attention_model('f16', [8, 256, 64], softcap), 1),
-             ('f32 (no template)', attention_model('f32', [4, 64, 64], plain32), 3),
-             ('GQA 8/2 bf16', gqa_model(), 1)]
+    one, none, two = ['_attn'], [None] * 3, ['_decode', '_combine']
+    cases = [('causal bf16 [2,4,256,128]', attention_model('bf16', [2, 4, 256, 128], causal), one),
+             ('softcap f16 [8,256,64]', attention_model('f16', [8, 256, 64], softcap), one),
+             ('f32 (no template)', attention_model('f32', [4, 64, 64], plain32), none),
+             ('GQA 8/2 bf16', gqa_model(), one),
+             ('decode GQA 16/2 bf16 [1,16,1,128] x 4096 keys', decode_model(), two)]
     model = os.path.join(work, 'attn.json')
     bundle = os.path.join(work, 'attn.tccb')
     for name, m, kernels in cases:
@@ -190,8 +307,11 @@ def check_attention(args, work):
             return '%s: compile failed: %s' % (name, p.stderr.strip())
         manifest, data = blobs(bundle)
         symbols = [k['symbol'] for k in manifest['kernels']]
-        attn = [s for s in symbols if s.endswith('_attn')]
-        if len(manifest['launches']) != kernels or len(attn) != (kernels == 1):
+        # The expected suffixes in order; None: any kernel but a template's.
+        templates = ('_attn', '_decode', '_combine')
+        if len(manifest['launches']) != len(kernels) or len(symbols) != len(kernels) or any(
+                not s.endswith(w) if w else s.endswith(templates)
+                for s, w in zip(symbols, kernels)):
             return '%s: kernels %s' % (name, symbols)
         if args.ptxas:
             path = os.path.join(work, 'attn.ptx')
@@ -224,6 +344,10 @@ def main():
         err = check_schedule(args, work)
         print('%s --schedule%s' % ('FAIL' if err else 'PASS', ' -- ' + err if err else ''))
         failed += bool(err)
+        for what, fn in (('sm_90a wgmma', check_wgmma), ('residency', check_residency)):
+            err = fn(args, work)
+            print('%s %s%s' % ('FAIL' if err else 'PASS', what, ' -- ' + err if err else ''))
+            failed += bool(err)
         err = check_attention(args, work)
         print('%s --gpu-attention%s' % ('FAIL' if err else 'PASS', ' -- ' + err if err else ''))
         failed += bool(err)

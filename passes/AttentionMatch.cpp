@@ -7,6 +7,7 @@
 #include "mlir/IR/IRMapping.h"
 
 #include <cmath>
+#include <tuple>
 #include <utility>
 
 namespace mlir::tcc {
@@ -30,6 +31,19 @@ std::optional<double> constantValue(Value v) {
   if (auto i = dyn_cast<IntegerAttr>(a))
     return double(i.getValue().getSExtValue());
   return std::nullopt;
+}
+
+/// A division by the constant `v`, in f32: (c, 1/c rounded, whether x * (1/c)
+/// is exact: c a power of two), when c and 1/c are normal numbers.
+std::optional<std::tuple<float, float, bool>> divisorReciprocal(Value v) {
+  std::optional<double> c = constantValue(v);
+  if (!c)
+    return std::nullopt;
+  float cf = float(*c), rc = 1.0f / cf;
+  if (!std::isnormal(cf) || !std::isnormal(rc))
+    return std::nullopt;
+  int exponent;
+  return std::make_tuple(cf, rc, std::fabs(std::frexp(cf, &exponent)) == 0.5f);
 }
 
 bool isLastAxisKeepdims(Operation *op, int64_t rank) {
@@ -450,7 +464,21 @@ Value AttentionMatch::buildScoreMod(OpBuilder &b, Location loc, Value score,
         r = bin(std::pair<arith::SubFOp, arith::SubIOp>());
       else if (isa<MulOp>(op))
         r = bin(std::pair<arith::MulFOp, arith::MulIOp>());
-      else if (isa<DivOp>(op))
+      else if (isa<DivOp>(op) && fl && divisorReciprocal(op->getOperand(1))) {
+        // x / c, c constant: an IEEE division is a long sequence per
+        // score (softcap's s / 50). q = x * (1/c) and one fma step
+        // (q + (x - q*c) / c) give the correctly rounded quotient but for
+        // results near the ends of the f32 range.
+        auto [c, rc, exact] = *divisorReciprocal(op->getOperand(1));
+        Value cV = arith::ConstantOp::create(b, loc, b.getFloatAttr(f32, c));
+        Value rcV = arith::ConstantOp::create(b, loc, b.getFloatAttr(f32, rc));
+        r = arith::MulFOp::create(b, loc, in[0], rcV);
+        if (!exact) {
+          Value e = math::FmaOp::create(
+              b, loc, arith::NegFOp::create(b, loc, r), cV, in[0]);
+          r = math::FmaOp::create(b, loc, e, rcV, r);
+        }
+      } else if (isa<DivOp>(op))
         r = bin(std::pair<arith::DivFOp, arith::DivSIOp>());
       else if (isa<MaximumOp>(op))
         r = bin(std::pair<arith::MaximumFOp, arith::MaxSIOp>());

@@ -9,6 +9,8 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 
+#include <algorithm>
+
 using namespace mlir;
 
 namespace tcc::gpu {
@@ -43,6 +45,19 @@ Value TemplateBuilder::swizzle(Value r, Value c, int64_t cpr) {
   Value lin = add(mul(r, cpr), c);
   Value line = arith::ShRUIOp::create(b, loc, lin, cst(3));
   return bxor(lin, band(line, 7));
+}
+
+std::pair<Value, Value> TemplateBuilder::groupedTile(Value pid, int64_t tilesM,
+                                                     int64_t tilesN) {
+  int64_t group = std::min<int64_t>(8, tilesM);
+  Value groupId = div(pid, group * tilesN);
+  Value firstM = mul(groupId, group);
+  Value inGroup = rem(pid, group * tilesN);
+  Value groupRows = arith::MinUIOp::create(
+      b, loc, arith::SubIOp::create(b, loc, cst(tilesM), firstM), cst(group));
+  Value pidM = add(firstM, arith::RemUIOp::create(b, loc, inGroup, groupRows));
+  Value pidN = arith::DivUIOp::create(b, loc, inGroup, groupRows);
+  return {pidM, pidN};
 }
 
 Value TemplateBuilder::dynamicSharedMemory() {

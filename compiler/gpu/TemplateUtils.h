@@ -121,6 +121,13 @@ protected:
   /// writes, land in 8 distinct 16-byte bank groups either way.
   mlir::Value swizzle(mlir::Value r, mlir::Value c, int64_t cpr);
 
+  /// The output tile (row, column) of block `pid` in a grid of tilesM x
+  /// tilesN tiles: blocks walk C in groups of up to 8 tile rows, column by
+  /// column, so that the blocks resident at once share A and B panels in L2.
+  std::pair<mlir::Value, mlir::Value> groupedTile(mlir::Value pid,
+                                                  int64_t tilesM,
+                                                  int64_t tilesN);
+
   /// The block's `gpu.dynamic_shared_memory` as raw bytes.
   mlir::Value dynamicSharedMemory();
   /// A 1-D view of `elems` elements of type `elemT` at byte `byteOff` of

@@ -206,17 +206,9 @@ void KernelBuilder::build(Value aArg, Value bArg, Value cArg) {
   wg = div(tid, 128);
   wgTid = rem(tid, 128);
 
-  // Blocks walk C in groups of 8 tile rows, column by column, so that the
-  // blocks resident at once share A and B panels in L2.
-  Value pid = mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::x);
-  int64_t group = std::min<int64_t>(8, tilesM);
-  Value groupId = div(pid, group * tilesN);
-  Value firstM = mul(groupId, group);
-  Value inGroup = rem(pid, group * tilesN);
-  Value groupRows = arith::MinUIOp::create(
-      b, loc, arith::SubIOp::create(b, loc, cst(tilesM), firstM), cst(group));
-  Value pidM = add(firstM, arith::RemUIOp::create(b, loc, inGroup, groupRows));
-  Value pidN = arith::DivUIOp::create(b, loc, inGroup, groupRows);
+  auto [pidM, pidN] = groupedTile(
+      mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::x), tilesM,
+      tilesN);
   blockM0 = mul(pidM, s.tileM);
   blockN0 = mul(pidN, s.tileN);
 

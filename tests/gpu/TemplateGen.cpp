@@ -93,8 +93,8 @@ void parseFlags(int argc, char **argv, GenFlags &flags,
 }
 
 void checkChip(const std::string &chip) {
-  if (chip != "sm_90" && chip != "sm_80")
-    die("--chip: expected sm_90 or sm_80");
+  if (chip != "sm_90" && chip != "sm_80" && chip != "sm_90a")
+    die("--chip: expected sm_90, sm_90a or sm_80");
 }
 
 KernelModule createKernelModule(OpBuilder &b) {
@@ -122,7 +122,7 @@ std::string lowerToPtx(ModuleOp module, const std::string &chip) {
       "nvvm-attach-target{chip=" + chip +
       " O=3},gpu.module(convert-nvgpu-to-nvvm,convert-vector-to-llvm,"
       "convert-scf-to-cf,convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},"
-      "expand-strided-metadata,reconcile-unrealized-casts),"
+      "convert-nvvm-to-llvm,expand-strided-metadata,reconcile-unrealized-casts),"
       "gpu-module-to-binary{format=isa}";
   if (failed(parsePassPipeline(pipeline, pm, llvm::errs())))
     die("bad pass pipeline");

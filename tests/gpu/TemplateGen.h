@@ -56,7 +56,7 @@ using FlagValue = llvm::function_ref<std::string()>;
 void parseFlags(int argc, char **argv, GenFlags &flags,
                 llvm::function_ref<bool(const std::string &, FlagValue)> own);
 
-/// Dies unless `chip` is one the templates target (sm_90 or sm_80).
+/// Dies unless `chip` is one the templates target (sm_90, sm_90a or sm_80).
 void checkChip(const std::string &chip);
 
 /// A module (a GPU container) holding an empty `gpu.module @kernels`.

@@ -13,10 +13,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/gpu/MatmulKernel.h"
-#include "runtime/src/Bundle.h"
+#include "tests/gpu/MatmulBundle.h"
 #include "tests/gpu/TemplateGen.h"
-
-#include <iostream>
 
 using namespace mlir;
 using tcc::gen::die;
@@ -35,9 +33,6 @@ Type parseType(MLIRContext &ctx, const std::string &flag,
   die(flag + ": expected bf16, f16 or f32, got '" + v + "'");
 }
 
-std::string typeName(Type t) {
-  return t.isBF16() ? "bf16" : t.isF16() ? "f16" : "f32";
-}
 
 } // namespace
 
@@ -108,78 +103,27 @@ int main(int argc, char **argv) {
   tcc::gen::writePtx(outDir, name, ptx);
 
   int64_t ba = p.aBatched ? p.batch : 1, bb = p.bBatched ? p.batch : 1;
-  std::vector<int64_t> aShape = p.transA ? std::vector<int64_t>{ba, p.k, p.m}
-                                         : std::vector<int64_t>{ba, p.m, p.k};
-  std::vector<int64_t> bShape = p.transB ? std::vector<int64_t>{bb, p.n, p.k}
-                                         : std::vector<int64_t>{bb, p.k, p.n};
-  std::vector<int64_t> cShape = {p.batch, p.m, p.n};
-  auto bytes = [](const std::vector<int64_t> &shape, Type t) {
-    int64_t n = t.getIntOrFloatBitWidth() / 8;
-    for (int64_t d : shape)
-      n *= d;
-    return n;
-  };
-  nlohmann::json manifest = {
-      {"model", name},
-      {"targets", {chip}},
-      {"inputs",
-       {{{"name", "a"},
-         {"dtype", typeName(p.aType)},
-         {"shape", aShape},
-         {"buffer", 0}},
-        {{"name", "b"},
-         {"dtype", typeName(p.bType)},
-         {"shape", bShape},
-         {"buffer", 1}}}},
-      {"outputs",
-       {{{"name", "c"},
-         {"dtype", typeName(p.cType)},
-         {"shape", cShape},
-         {"buffer", 2}}}},
-      {"params", nlohmann::json::array()},
-      {"buffers",
-       {{{"id", 0}, {"kind", "input"}, {"bytes", bytes(aShape, p.aType)}},
-        {{"id", 1}, {"kind", "input"}, {"bytes", bytes(bShape, p.bType)}},
-        {{"id", 2}, {"kind", "output"}, {"bytes", bytes(cShape, p.cType)}}}},
-      {"arena_bytes", 0},
-      {"kernels",
-       {{{"name", name},
-         {"symbol", name},
-         {"kind", "matmul"},
-         {"ops", {"tcc.matmul"}},
-         {"code", "kernels.ptx"},
-         {"shared_bytes", launch->sharedBytes}}}},
-      {"code",
-       {{{"target", chip}, {"blob", "kernels.ptx"}, {"format", "ptx"}}}},
-      {"launches",
-       {{{"kernel", 0},
-         {"args", {0, 1, 2}},
-         {"grid", launch->grid},
-         {"block", launch->block}}}}};
-  tcc::bundle::BundleWriter w;
-  w.addBlob("kernels.ptx", std::vector<uint8_t>(ptx.begin(), ptx.end()));
-  w.setManifest(manifest);
-  std::string error;
-  if (!w.writeFile(outDir + "/" + name + ".tccb", error))
-    die(error);
-
-  nlohmann::json info = {
-      {"name", name},
-      {"m", p.m},
-      {"n", p.n},
-      {"k", p.k},
-      {"batch", p.batch},
-      {"a_batched", p.aBatched},
-      {"b_batched", p.bBatched},
-      {"trans_a", p.transA},
-      {"trans_b", p.transB},
-      {"type", typeName(p.aType)},
-      {"out_type", typeName(p.cType)},
-      {"tf32", p.allowTf32},
-      {"schedule", {s.tileM, s.tileN, s.tileK, s.warpsM, s.warpsN, s.stages}},
-      {"grid", launch->grid},
-      {"block", launch->block},
-      {"shared_bytes", launch->sharedBytes}};
-  std::cout << info.dump() << "\n";
+  tcc::gen::MatmulBundle mb;
+  mb.name = name;
+  mb.chip = chip;
+  mb.aType = p.aType;
+  mb.bType = p.bType;
+  mb.cType = p.cType;
+  mb.aShape = p.transA ? std::vector<int64_t>{ba, p.k, p.m}
+                       : std::vector<int64_t>{ba, p.m, p.k};
+  mb.bShape = p.transB ? std::vector<int64_t>{bb, p.n, p.k}
+                       : std::vector<int64_t>{bb, p.k, p.n};
+  mb.cShape = {p.batch, p.m, p.n};
+  mb.m = p.m;
+  mb.n = p.n;
+  mb.k = p.k;
+  mb.batch = p.batch;
+  mb.aBatched = p.aBatched;
+  mb.bBatched = p.bBatched;
+  mb.transA = p.transA;
+  mb.transB = p.transB;
+  mb.tf32 = p.allowTf32;
+  mb.schedule = {s.tileM, s.tileN, s.tileK, s.warpsM, s.warpsN, s.stages};
+  tcc::gen::writeMatmulBundle(outDir, mb, ptx, *launch);
   return 0;
 }

@@ -16,14 +16,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/gpu/WgmmaKernel.h"
-#include "runtime/src/Bundle.h"
+#include "tests/gpu/MatmulBundle.h"
 #include "tests/gpu/TemplateGen.h"
-
-#include "mlir/Pass/PassManager.h"
-#include "mlir/Pass/PassRegistry.h"
-#include "llvm/Support/raw_ostream.h"
-
-#include <iostream>
 
 using namespace mlir;
 using tcc::gen::die;
@@ -33,31 +27,7 @@ namespace {
 
 constexpr const char *kChip = "sm_90a";
 
-std::string lowerForSm90a(ModuleOp module) {
-  PassManager pm(module.getContext());
-  std::string pipeline =
-      std::string("nvvm-attach-target{chip=") + kChip +
-      " O=3},gpu.module(convert-nvgpu-to-nvvm,convert-vector-to-llvm,"
-      "convert-scf-to-cf,convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},"
-      "convert-nvvm-to-llvm,expand-strided-metadata,"
-      "reconcile-unrealized-casts),gpu-module-to-binary{format=isa}";
-  if (failed(parsePassPipeline(pipeline, pm, llvm::errs())))
-    die("bad pass pipeline");
-  if (failed(pm.run(module)))
-    die("lowering failed");
-  std::string ptx;
-  module.walk([&](gpu::BinaryOp bin) {
-    for (Attribute o : bin.getObjects())
-      ptx = cast<gpu::ObjectAttr>(o).getObject().str();
-  });
-  if (ptx.find(".entry") == std::string::npos)
-    die("no PTX kernel was produced");
-  return ptx;
-}
 
-std::string typeName(Type t) {
-  return t.isBF16() ? "bf16" : t.isF16() ? "f16" : "f32";
-}
 
 } // namespace
 
@@ -122,73 +92,24 @@ int main(int argc, char **argv) {
     die("cannot build the kernel");
   if (tcc::gen::verifyOrPrint(*km.module, flags.emitMlir))
     return 0;
-  std::string ptx = lowerForSm90a(*km.module);
+  std::string ptx = tcc::gen::lowerToPtx(*km.module, kChip);
   tcc::gen::writePtx(outDir, name, ptx);
 
   // Shapes with a leading batch of 1, as the GEMM checker expects them.
-  std::vector<int64_t> aShape = {1, p.m, p.k};
-  std::vector<int64_t> bShape = p.transB ? std::vector<int64_t>{1, p.n, p.k}
-                                         : std::vector<int64_t>{1, p.k, p.n};
-  std::vector<int64_t> cShape = {1, p.m, p.n};
-  auto bytes = [](const std::vector<int64_t> &shape, Type t) {
-    int64_t n = t.getIntOrFloatBitWidth() / 8;
-    for (int64_t d : shape)
-      n *= d;
-    return n;
-  };
-  std::string ab = typeName(p.abType), ct = typeName(p.cType);
-  nlohmann::json manifest = {
-      {"model", name},
-      {"targets", {kChip}},
-      {"inputs",
-       {{{"name", "a"}, {"dtype", ab}, {"shape", aShape}, {"buffer", 0}},
-        {{"name", "b"}, {"dtype", ab}, {"shape", bShape}, {"buffer", 1}}}},
-      {"outputs",
-       {{{"name", "c"}, {"dtype", ct}, {"shape", cShape}, {"buffer", 2}}}},
-      {"params", nlohmann::json::array()},
-      {"buffers",
-       {{{"id", 0}, {"kind", "input"}, {"bytes", bytes(aShape, p.abType)}},
-        {{"id", 1}, {"kind", "input"}, {"bytes", bytes(bShape, p.abType)}},
-        {{"id", 2}, {"kind", "output"}, {"bytes", bytes(cShape, p.cType)}}}},
-      {"arena_bytes", 0},
-      {"kernels",
-       {{{"name", name},
-         {"symbol", name},
-         {"kind", "matmul"},
-         {"ops", {"tcc.matmul"}},
-         {"code", "kernels.ptx"},
-         {"shared_bytes", launch->sharedBytes}}}},
-      {"code",
-       {{{"target", kChip}, {"blob", "kernels.ptx"}, {"format", "ptx"}}}},
-      {"launches",
-       {{{"kernel", 0},
-         {"args", {0, 1, 2}},
-         {"grid", launch->grid},
-         {"block", launch->block}}}}};
-  tcc::bundle::BundleWriter w;
-  w.addBlob("kernels.ptx", std::vector<uint8_t>(ptx.begin(), ptx.end()));
-  w.setManifest(manifest);
-  std::string error;
-  if (!w.writeFile(outDir + "/" + name + ".tccb", error))
-    die(error);
-
-  nlohmann::json info = {
-      {"name", name},
-      {"m", p.m},
-      {"n", p.n},
-      {"k", p.k},
-      {"batch", 1},
-      {"a_batched", true},
-      {"b_batched", true},
-      {"trans_a", false},
-      {"trans_b", p.transB},
-      {"type", ab},
-      {"out_type", ct},
-      {"tf32", false},
-      {"schedule", {s.tileM, s.tileN, s.warpgroups, s.stages}},
-      {"grid", launch->grid},
-      {"block", launch->block},
-      {"shared_bytes", launch->sharedBytes}};
-  std::cout << info.dump() << "\n";
+  tcc::gen::MatmulBundle mb;
+  mb.name = name;
+  mb.chip = kChip;
+  mb.aType = mb.bType = p.abType;
+  mb.cType = p.cType;
+  mb.aShape = {1, p.m, p.k};
+  mb.bShape = p.transB ? std::vector<int64_t>{1, p.n, p.k}
+                       : std::vector<int64_t>{1, p.k, p.n};
+  mb.cShape = {1, p.m, p.n};
+  mb.m = p.m;
+  mb.n = p.n;
+  mb.k = p.k;
+  mb.transB = p.transB;
+  mb.schedule = {s.tileM, s.tileN, s.warpgroups, s.stages};
+  tcc::gen::writeMatmulBundle(outDir, mb, ptx, *launch);
   return 0;
 }

@@ -1,0 +1,45 @@
+//===- MatmulBundle.h - a one-matmul bundle for the GEMM generators -*- C++ -*-===//
+//
+// tcc-matmul-gen and tcc-wgmma-gen write each kernel they build as a bundle
+// that `tcc run`/`tcc bench` load on the GPU, and describe it on stdout for
+// check_gemm.py; this is that part, shared.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TCC_TESTS_GPU_MATMULBUNDLE_H
+#define TCC_TESTS_GPU_MATMULBUNDLE_H
+
+#include "compiler/gpu/MatmulKernel.h"
+
+#include "mlir/IR/Types.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tcc::gen {
+
+/// One matmul kernel as the GEMM checker sees it: A and B read from buffers
+/// 0 and 1, C written to buffer 2, each [batch, rows, cols].
+struct MatmulBundle {
+  std::string name, chip;
+  mlir::Type aType, bType, cType;
+  std::vector<int64_t> aShape, bShape, cShape;
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  bool aBatched = true, bBatched = true, transA = false, transB = false,
+       tf32 = false;
+  std::vector<int64_t> schedule;
+};
+
+/// "bf16", "f16" or "f32".
+std::string typeName(mlir::Type t);
+
+/// Writes OUTDIR/NAME.tccb (the PTX `ptx` as the kernel `name`, launched as
+/// `launch` says) and prints the case's description as one JSON line on
+/// stdout; dies when the bundle cannot be written.
+void writeMatmulBundle(const std::string &outDir, const MatmulBundle &mb,
+                       const std::string &ptx,
+                       const tcc::gpu::KernelLaunch &launch);
+
+} // namespace tcc::gen
+
+#endif // TCC_TESTS_GPU_MATMULBUNDLE_H

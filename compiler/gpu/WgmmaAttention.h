@@ -26,9 +26,13 @@ namespace tcc::gpu {
 
 /// The tiling: `warpgroups` warpgroups of 64 query rows each (blockQ =
 /// 64 * warpgroups) step over the keys by blockKV, with `stages` shared
-/// buffers of K and V.
+/// buffers of K and V. `overlap`: each warpgroup runs the softmax of key
+/// tile j+1 while its P V wgmmas of tile j are in flight (needs stages >= 3;
+/// fully masked tiles inside the loop bounds are then computed, not
+/// skipped).
 struct WgmmaAttentionSchedule {
   int64_t warpgroups = 2, blockKV = 128, stages = 2;
+  bool overlap = false;
 };
 
 /// Picks a schedule for `p` (a simple heuristic; sm_90a).

@@ -1,0 +1,879 @@
+//===- WgmmaAttention.cpp - attention on Hopper warpgroup MMA -------------===//
+//
+// The kernel, for a block owning query tile qt of head h in batch z, with
+// W warpgroups of 64 rows, S stages, key tiles of Bc keys:
+//
+//   copy the Q tile (one cp.async group)
+//   [tStart, tEnd) = the key tiles the mask can keep for these rows
+//   prologue: copy K and V of tiles tStart..tStart+S-2 (a group per tile)
+//   for j in [tStart, tEnd):
+//     cp.async.wait_group S-2 (Q and tile j landed); fence.proxy.async;
+//       barrier; copy tile j+S-1 into the stage tile j-1 used
+//     if the mask keeps nothing of the tile: skip it
+//     S = Q K_j^T: D/16 wgmma m64nBck16 (both operands K-major in shared
+//       memory); commit; wait
+//     scale, scoreMod, mask; online softmax on the accumulators (a row's
+//       values sit in the 4 lanes of a quad); O and l corrected
+//     O += P V_j: Bc/16 wgmma m64nDk16, P as the register A operand, V as
+//       transposed (N-major) B; commit; wait
+//   O / l, stored from registers.
+//
+// Each iteration waits for all its wgmmas, so after the barrier of j every
+// warpgroup is done with the stage of tile j-1 and the copy of tile j+S-1
+// may overwrite it. The warpgroups run unsynchronised between barriers, so
+// one's softmax overlaps the other's wgmmas. The schedule's `overlap` also
+// overlaps them inside a warpgroup (see overlappedLoop): S_{j+1} and
+// P_j V_j are issued together and the softmax of tile j+1 runs while
+// P_j V_j is in flight.
+//
+// The m64nN f32 accumulator gives thread (warp w, lane l) of a warpgroup, for
+// each 8 columns n, rows 16w + l/4 (elements 4n, 4n+1) and 16w + l/4 + 8
+// (4n+2, 4n+3) at columns 8n + 2(l%4) + {0, 1}. The register A operand of
+// wgmma k16 takes from the same thread rows 16w + l/4 (+8) at k columns
+// 2(l%4) + {0, 1} (+8): for keys 16kk..16kk+15, S's elements 8kk..8kk+7 in
+// order, two to a 32-bit register. So P feeds the P V wgmma with a
+// conversion and no data movement, as in FlashAttention-3.
+//
+// Shared layout: every tile (Q: blockQ rows, K and V: Bc rows, of D
+// elements) is D/64 column blocks of rows x 128 bytes, the 16-byte chunk c
+// of row r stored at c ^ (r & 7) (wgmma's 128-byte swizzle), from a base
+// aligned to 1024 bytes. Read K-major (Q as A, K as B): LBO 16, SBO 1024, a
+// k16 step 32 bytes inside a column block. V as N-major B: the column blocks
+// are the N blocks (LBO = Bc x 128), SBO 1024 between 8-key atoms, a k16
+// step 16 rows (2048 bytes).
+//
+// Masks are conjunctions of linear constraints, classified per (query tile,
+// key tile) at its corners as in AttentionKernel.cpp: fully masked tiles
+// are outside the loop bounds or skipped, fully kept tiles run no mask code.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/gpu/WgmmaAttention.h"
+#include "compiler/gpu/TemplateUtils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+#include <array>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <string>
+
+using namespace mlir;
+
+namespace tcc::gpu {
+namespace {
+
+constexpr double kLog2E = 1.4426950408889634;
+constexpr int64_t kRowBytes = 128;   // one swizzle row: 64 16-bit elements
+constexpr int64_t kAtomBytes = 1024; // 8 swizzled rows
+
+int64_t qBytesOf(const AttentionProblem &p, const WgmmaAttentionSchedule &s) {
+  return 64 * s.warpgroups * p.headDim * 2;
+}
+int64_t kvBytesOf(const AttentionProblem &p, const WgmmaAttentionSchedule &s) {
+  return s.blockKV * p.headDim * 2;
+}
+int64_t sharedBytesOf(const AttentionProblem &p,
+                      const WgmmaAttentionSchedule &s) {
+  // One extra atom so that the base can be aligned to 1024 bytes at run time.
+  return qBytesOf(p, s) + 2 * s.stages * kvBytesOf(p, s) + kAtomBytes;
+}
+
+class FlashBuilder : TemplateBuilder {
+public:
+  FlashBuilder(OpBuilder &b, Location loc, const AttentionProblem &p,
+               const WgmmaAttentionSchedule &s)
+      : TemplateBuilder(b, loc), p(p), s(s), blockQ(64 * s.warpgroups),
+        threads(128 * s.warpgroups), nS(s.blockKV / 2), nO(p.headDim / 2) {
+    f32 = b.getF32Type();
+    i32 = b.getI32Type();
+    fast = !p.scoreMod && !p.correction && !p.contribution && p.scale > 0;
+    constraints.assign(p.mask.begin(), p.mask.end());
+    if (p.lk % s.blockKV)
+      constraints.push_back({0, -1, p.lk - 1});
+  }
+
+  void build(Value q, Value k, Value v, Value o);
+
+private:
+  /// See AttentionKernel.cpp: whether the loop bounds leave no fully masked
+  /// key tile inside (at most one lower and one upper bound on k, of slope
+  /// |a / b| <= 1 and, if both, the same slope).
+  bool boundsExact() const {
+    const MaskConstraint *lower = nullptr, *upper = nullptr;
+    for (const MaskConstraint &mc : p.mask) {
+      if (mc.b == 0 || std::llabs(mc.a) > std::llabs(mc.b))
+        return false;
+      const MaskConstraint *&slot = mc.b > 0 ? lower : upper;
+      if (slot)
+        return false;
+      slot = &mc;
+    }
+    return !lower || !upper || lower->a * upper->b == upper->a * lower->b;
+  }
+
+  Value cstF(double v) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(float(v)));
+  }
+  Value i64(int64_t v) {
+    return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(v));
+  }
+  Value addI64(Value x, int64_t v) {
+    return v ? arith::AddIOp::create(b, loc, x, i64(v)).getResult() : x;
+  }
+  Value toI64(Value index) {
+    return arith::IndexCastUIOp::create(b, loc, b.getI64Type(), index);
+  }
+  Value toI32(Value x) { return arith::IndexCastOp::create(b, loc, i32, x); }
+  Value floorDiv(Value x, int64_t d) {
+    if (d == 1)
+      return x;
+    Value neg = cmp(arith::CmpIPredicate::slt, x, cst(0));
+    Value adj = select(neg, add(x, -(d - 1)), x);
+    return arith::DivSIOp::create(b, loc, adj, cst(d));
+  }
+  Value ceilDivS(Value x, int64_t d) { return floorDiv(add(x, d - 1), d); }
+  /// a*q + b*k + c of `mc` at the corner of rows [q0, qLast] x keys
+  /// [k0, kLast] where it is largest (`largest`) or smallest.
+  Value constraintAt(const MaskConstraint &mc, Value k0, Value kLast,
+                     bool largest) {
+    Value v = cst(mc.c);
+    if (mc.a)
+      v = add(v, mul((mc.a > 0) == largest ? qLast : q0, mc.a));
+    if (mc.b)
+      v = add(v, mul((mc.b > 0) == largest ? kLast : k0, mc.b));
+    return v;
+  }
+
+  Value fadd(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
+  Value fsub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
+  Value fmul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
+  Value fmax(Value x, Value y) {
+    return arith::MaxNumFOp::create(b, loc, x, y);
+  }
+  Value fma(Value x, Value y, Value z) {
+    return LLVM::FMAOp::create(b, loc, x, y, z);
+  }
+  Value exp2(Value x) { return buildExp2Approx(b, loc, x); }
+  Value shuffleXor(Value x, int32_t offset) {
+    return mlir::gpu::ShuffleOp::create(b, loc, x, offset, 32,
+                                        mlir::gpu::ShuffleMode::XOR)
+        .getShuffleResult();
+  }
+  Value isNegInf(Value x) {
+    return arith::CmpFOp::create(
+        b, loc, arith::CmpFPredicate::OEQ, x,
+        cstF(-std::numeric_limits<double>::infinity()));
+  }
+
+  /// Copies rows row0..row0+rows-1 of src[batch, hd] (rows past `bound`
+  /// zero-filled) into the swizzled tile at byte `dstByte` of the shared
+  /// memory.
+  void copyRows(Value src, Value hd, Value row0, int64_t bound, int64_t rows,
+                Value dstByte);
+  /// Copies K and V of key tile `tile` into `stage` if tile < tEnd, then
+  /// commits (always, so that group counts stay uniform).
+  void copyKVTile(Value tile, Value stage);
+  void waitGroups(int64_t pending) {
+    nvgpu::DeviceAsyncWaitOp::create(b, loc, token,
+                                     b.getI32IntegerAttr(pending));
+  }
+
+  /// `vals` through one empty asm with side effects: LLVM keeps side
+  /// effects in order, so reads of wgmma results stay after the wait and
+  /// writes of its operands before the fence (CUTLASS's fence_operand).
+  SmallVector<Value> fenceOperands(ArrayRef<Value> vals);
+  /// Issues S = Q K^T of the tile at `stageUnits` (16-byte units from
+  /// stage 0) as one wgmma group; the Bc/2 accumulator values are read
+  /// after waitWgmma and fenceOperands.
+  SmallVector<Value> scores(Value stageUnits);
+  /// Issues O += P V of the tile at `stageUnits` as one wgmma group, P as
+  /// register A operands (pRegs: Bc/2 registers of two elements).
+  SmallVector<Value> accumulate(Value stageUnits, ArrayRef<Value> pRegs,
+                                ArrayRef<Value> oAcc);
+  void waitWgmma(int64_t pending) {
+    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, b.getI64IntegerAttr(pending));
+  }
+  Value stageUnitsOf(Value stage) {
+    return toI64(mul(stage, kvBytesOf(p, s) / 16));
+  }
+  SmallVector<Value> applyMask(ArrayRef<Value> sv, Value k0);
+  /// Scale, scoreMod and mask on the scores `sv` of the key tile at k0,
+  /// then the online softmax: updates mRun and lRun, sets corr (the factor
+  /// for O) and returns P as A registers.
+  SmallVector<Value> softmax(SmallVector<Value> sv, Value k0,
+                             MutableArrayRef<Value> mRun,
+                             MutableArrayRef<Value> lRun, Value corr[2]);
+  /// O *= corr per row half.
+  void rescale(MutableArrayRef<Value> oAcc, Value corr[2]) {
+    for (int64_t e = 0; e < nO; ++e)
+      oAcc[e] = fmul(oAcc[e], corr[(e / 2) % 2]);
+  }
+  /// One key tile, unpipelined: returns the new (O..., m..., l...).
+  SmallVector<Value> tileStep(Value stage, Value k0, ValueRange carried);
+  /// The key loop, unpipelined (the loop's results: O..., m..., l...).
+  SmallVector<Value> simpleLoop(Value tStart, ArrayRef<Value> init);
+  /// The key loop with the softmax of tile j+1 overlapping P V of tile j.
+  SmallVector<Value> overlappedLoop(Value tStart, ArrayRef<Value> init);
+  /// cp.async wait, proxy fence and barrier: the K and V copies of the
+  /// groups older than the last `pending` are visible to every wgmma.
+  void publishTiles(int64_t pending);
+  void epilogue(ValueRange carried);
+  Value inverseSum(Value l) {
+    // l = 0 only when the row kept nothing: O is 0 there and 0 * (1/0) is
+    // NaN, the NaN policy; the zero policy selects 0.
+    Value zeroF = cstF(0.0);
+    Value inv = arith::DivFOp::create(b, loc, cstF(1.0), l);
+    if (p.maskedRows == MaskedRowPolicy::Zero)
+      inv = select(
+          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, l, zeroF),
+          zeroF, inv);
+    return inv;
+  }
+  /// The thread's query position of row half h (i32), and its first key of
+  /// a tile at k0.
+  Value rowQ(int64_t h) { return add(rowI32, h * 8); }
+  Value keyThread(Value k0) { return toI32(add(k0, mul(tq, 2))); }
+
+  const AttentionProblem &p;
+  const WgmmaAttentionSchedule &s;
+  int64_t blockQ, threads, nS, nO;
+  Type f32, i32;
+  bool fast;
+  SmallVector<MaskConstraint, 3> constraints;
+
+  Value qArg, kArg, vArg, oArg;
+  Value smem; // the aligned shared memory, as elements
+  Value tid, wg, wgTid, gq, tq;
+  Value batch, head, kvHead, q0, qLast, tEnd;
+  Value batchI32, headI32, rowI32;
+  Value descQ, descK, descV; // descriptors (the Q one of this warpgroup)
+  Value token;
+};
+
+void FlashBuilder::copyRows(Value src, Value hd, Value row0, int64_t bound,
+                            int64_t rows, Value dstByte) {
+  int64_t cpr = p.headDim / 8, chunks = rows * cpr;
+  bool needRow = bound % rows != 0;
+  for (int64_t it = 0; it < ceilDiv(chunks, threads); ++it) {
+    OpBuilder::InsertionGuard g(b);
+    Value id = add(tid, it * threads);
+    if ((it + 1) * threads > chunks) {
+      auto ifOp = scf::IfOp::create(b, loc, ult(id, chunks), false);
+      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    }
+    Value r = div(id, cpr), cn = rem(id, cpr);
+    // Column block cn / 8, swizzled chunk (cn % 8) ^ (r % 8).
+    Value byte =
+        add(add(dstByte, mul(div(cn, 8), rows * kRowBytes)),
+            add(mul(r, kRowBytes), mul(bxor(band(cn, 7), band(r, 7)), 16)));
+    Value row = add(row0, r);
+    Value n;
+    if (needRow) {
+      // Rows out of range read 0 bytes of row 0: zero-filled.
+      Value ok = ult(row, bound);
+      row = select(ok, row, cst(0));
+      n = select(ok, cst(8), cst(0));
+    }
+    nvgpu::DeviceAsyncCopyOp::create(
+        b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), smem,
+        ValueRange{div(byte, 2)}, src, ValueRange{batch, hd, row, mul(cn, 8)},
+        b.getIndexAttr(8), n, b.getUnitAttr());
+  }
+}
+
+void FlashBuilder::copyKVTile(Value tile, Value stage) {
+  auto ifOp = scf::IfOp::create(
+      b, loc, cmp(arith::CmpIPredicate::slt, tile, tEnd), /*withElse=*/false);
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    int64_t kv = kvBytesOf(p, s), qb = qBytesOf(p, s);
+    Value row0 = mul(tile, s.blockKV);
+    Value kByte = add(mul(stage, kv), qb);
+    copyRows(kArg, kvHead, row0, p.lk, s.blockKV, kByte);
+    copyRows(vArg, kvHead, row0, p.lk, s.blockKV, add(kByte, s.stages * kv));
+  }
+  token = commitGroup();
+}
+
+SmallVector<Value> FlashBuilder::fenceOperands(ArrayRef<Value> vals) {
+  SmallVector<Type> types;
+  std::string cons;
+  for (size_t e = 0; e < vals.size(); ++e) {
+    types.push_back(vals[e].getType());
+    cons +=
+        std::string(e ? "," : "") + (vals[e].getType().isF32() ? "=f" : "=r");
+  }
+  for (size_t e = 0; e < vals.size(); ++e)
+    cons += "," + std::to_string(e);
+  Type structT = LLVM::LLVMStructType::getLiteral(b.getContext(), types);
+  auto op = LLVM::InlineAsmOp::create(
+      b, loc, structT, vals, b.getStringAttr(""), b.getStringAttr(cons),
+      b.getUnitAttr(), UnitAttr(), LLVM::TailCallKindAttr(),
+      LLVM::AsmDialectAttr(), ArrayAttr());
+  SmallVector<Value> out;
+  for (size_t e = 0; e < vals.size(); ++e)
+    out.push_back(LLVM::ExtractValueOp::create(b, loc, op.getRes(), e));
+  return out;
+}
+
+SmallVector<Value> FlashBuilder::scores(Value stageUnits) {
+  MLIRContext *ctx = b.getContext();
+  SmallVector<Type> f32s(nS, f32);
+  Type accT = LLVM::LLVMStructType::getLiteral(ctx, f32s);
+  NVVM::WGMMATypes abT =
+      p.elemType.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
+  auto typeAttr = [&](NVVM::WGMMATypes t) {
+    return NVVM::WGMMATypesAttr::get(ctx, t);
+  };
+  auto one = NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one);
+  Value dK = arith::AddIOp::create(b, loc, descK, stageUnits);
+  Value acc = LLVM::ZeroOp::create(b, loc, accT);
+  NVVM::WgmmaFenceAlignedOp::create(b, loc);
+  for (int64_t kk = 0; kk < p.headDim / 16; ++kk) {
+    // k16 step kk: column block kk / 4, 32 bytes a step inside it.
+    int64_t inBlock = (kk % 4) * 32;
+    Value da = addI64(descQ, ((kk / 4) * blockQ * kRowBytes + inBlock) / 16);
+    Value db = addI64(dK, ((kk / 4) * s.blockKV * kRowBytes + inBlock) / 16);
+    acc = NVVM::WgmmaMmaAsyncOp::create(
+        b, loc, accT, acc, da, db,
+        NVVM::MMAShapeAttr::get(ctx, 64, s.blockKV, 16), typeAttr(abT),
+        typeAttr(abT), typeAttr(NVVM::WGMMATypes::f32),
+        NVVM::WGMMAScaleOutAttr::get(ctx, kk ? NVVM::WGMMAScaleOut::one
+                                             : NVVM::WGMMAScaleOut::zero),
+        one, one, NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
+        NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::col),
+        NVVM::MMAIntOverflowAttr());
+  }
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+  SmallVector<Value> out;
+  for (int64_t e = 0; e < nS; ++e)
+    out.push_back(LLVM::ExtractValueOp::create(b, loc, acc, e));
+  return out;
+}
+
+SmallVector<Value> FlashBuilder::accumulate(Value stageUnits,
+                                            ArrayRef<Value> pRegs,
+                                            ArrayRef<Value> oAcc) {
+  MLIRContext *ctx = b.getContext();
+  SmallVector<Type> f32s(nO, f32);
+  Type accT = LLVM::LLVMStructType::getLiteral(ctx, f32s);
+  // wgmma with A in registers: d, {a0..a3}, b-desc, scale-d, scale-a,
+  // scale-b, trans-b (1: V is N-major). The accumulators are tied in-outs.
+  std::string ty = p.elemType.isBF16() ? "bf16" : "f16";
+  std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n" +
+                     std::to_string(p.headDim) + "k16.f32." + ty + "." + ty +
+                     " {";
+  std::string cons;
+  for (int64_t e = 0; e < nO; ++e) {
+    text += (e ? ", $" : "$") + std::to_string(e);
+    cons += (e ? ",=f" : "=f");
+  }
+  text += "}, {";
+  for (int64_t r = 0; r < 4; ++r)
+    text += (r ? ", $" : "$") + std::to_string(2 * nO + r);
+  text += "}, $" + std::to_string(2 * nO + 4) + ", p, 1, 1, 1;\n}";
+  for (int64_t e = 0; e < nO; ++e)
+    cons += "," + std::to_string(e);
+  cons += ",r,r,r,r,l";
+
+  Value dV = arith::AddIOp::create(b, loc, descV, stageUnits);
+  SmallVector<Value> ins(oAcc.begin(), oAcc.end());
+  ins.append(pRegs.begin(), pRegs.end());
+  ins = fenceOperands(ins);
+  SmallVector<Value> acc(ins.begin(), ins.begin() + nO);
+  SmallVector<Value> aRegs(ins.begin() + nO, ins.end());
+  NVVM::WgmmaFenceAlignedOp::create(b, loc);
+  for (int64_t kk = 0; kk < s.blockKV / 16; ++kk) {
+    SmallVector<Value> operands(acc);
+    operands.append(aRegs.begin() + 4 * kk, aRegs.begin() + 4 * kk + 4);
+    operands.push_back(addI64(dV, kk * 16 * kRowBytes / 16));
+    auto op = LLVM::InlineAsmOp::create(
+        b, loc, accT, operands, b.getStringAttr(text), b.getStringAttr(cons),
+        b.getUnitAttr(), UnitAttr(), LLVM::TailCallKindAttr(),
+        LLVM::AsmDialectAttr(), ArrayAttr());
+    for (int64_t e = 0; e < nO; ++e)
+      acc[e] = LLVM::ExtractValueOp::create(b, loc, op.getRes(), e);
+  }
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+  return acc;
+}
+
+SmallVector<Value> FlashBuilder::applyMask(ArrayRef<Value> sv, Value k0) {
+  Value kThread = keyThread(k0);
+  // bases[c][h]: constraint c at the thread's row half h and first key;
+  // element (n, x) adds b * (8n + x).
+  SmallVector<std::array<Value, 2>> bases;
+  for (const MaskConstraint &mc : constraints) {
+    std::array<Value, 2> vh;
+    for (int64_t h = 0; h < 2; ++h) {
+      Value v = cstI32(mc.c);
+      if (mc.a)
+        v = add(v, mul(rowQ(h), mc.a));
+      if (mc.b)
+        v = add(v, mul(kThread, mc.b));
+      vh[h] = v;
+    }
+    bases.push_back(vh);
+  }
+  Value negInf = cstF(-std::numeric_limits<double>::infinity());
+  SmallVector<Value> out(sv.begin(), sv.end());
+  for (int64_t e = 0; e < nS; ++e) {
+    int64_t n = e / 4, h = (e / 2) % 2, x = e % 2;
+    Value keep;
+    for (size_t c = 0; c < constraints.size(); ++c) {
+      int64_t off = constraints[c].b * (n * 8 + x);
+      keep =
+          land(keep, cmp(arith::CmpIPredicate::sge, bases[c][h], cstI32(-off)));
+    }
+    out[e] = select(keep, sv[e], negInf);
+  }
+  return out;
+}
+
+SmallVector<Value> FlashBuilder::softmax(SmallVector<Value> sv, Value k0,
+                                         MutableArrayRef<Value> mRun,
+                                         MutableArrayRef<Value> lRun,
+                                         Value corr[2]) {
+  // Scale and modify (the fast path keeps raw scores), then mask.
+  if (!fast) {
+    Value scale = cstF(p.scale);
+    Value kThread = keyThread(k0);
+    for (int64_t e = 0; e < nS; ++e) {
+      int64_t n = e / 4, h = (e / 2) % 2, x = e % 2;
+      Value sc = sv[e];
+      if (p.scale != 1.0)
+        sc = fmul(sc, scale);
+      if (p.scoreMod)
+        sc = p.scoreMod(b, loc, sc, batchI32, headI32, rowQ(h),
+                        add(kThread, n * 8 + x));
+      sv[e] = sc;
+    }
+  }
+  if (!constraints.empty()) {
+    // The tile is partial iff some constraint fails at its worst corner.
+    Value kLast = add(k0, s.blockKV - 1);
+    Value partial;
+    for (const MaskConstraint &mc : constraints)
+      partial = lor(partial, cmp(arith::CmpIPredicate::slt,
+                                 constraintAt(mc, k0, kLast, false), cst(0)));
+    SmallVector<Type> types(nS, f32);
+    auto ifOp = scf::IfOp::create(b, loc, types, partial, /*withElse=*/true);
+    {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+      scf::YieldOp::create(b, loc, applyMask(sv, k0));
+      b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+      scf::YieldOp::create(b, loc, sv);
+    }
+    sv.assign(ifOp.getResults().begin(), ifOp.getResults().end());
+  }
+
+  // Online softmax per row half h: max over the quad, correction, P.
+  Value zeroF = cstF(0.0);
+  Value c = cstF(p.scale * kLog2E);
+  auto tree = [&](SmallVector<Value> v, bool isMax) {
+    while (v.size() > 1) {
+      SmallVector<Value> next;
+      for (size_t e = 0; e + 1 < v.size(); e += 2)
+        next.push_back(isMax ? fmax(v[e], v[e + 1]) : fadd(v[e], v[e + 1]));
+      if (v.size() % 2)
+        next.push_back(v.back());
+      v = std::move(next);
+    }
+    return v[0];
+  };
+  SmallVector<Value> pv(nS);
+  for (int64_t h = 0; h < 2; ++h) {
+    SmallVector<int64_t> idx;
+    SmallVector<Value> vals;
+    for (int64_t e = 0; e < nS; ++e)
+      if ((e / 2) % 2 == h) {
+        idx.push_back(e);
+        vals.push_back(sv[e]);
+      }
+    Value mx = tree(vals, true);
+    mx = fmax(mx, shuffleXor(mx, 1));
+    mx = fmax(mx, shuffleXor(mx, 2));
+    Value mOld = mRun[h];
+    Value mNew = fmax(mOld, mx);
+    // A row with nothing kept so far has max -inf; 0 stands in for it so
+    // that -inf - (-inf) never happens (every contribution is then 0).
+    Value mUse = select(isNegInf(mNew), zeroF, mNew);
+    SmallVector<Value> pr;
+    if (fast) {
+      Value negM = arith::NegFOp::create(b, loc, fmul(mUse, c));
+      corr[h] = exp2(fma(mOld, c, negM));
+      for (Value sc : vals)
+        pr.push_back(exp2(fma(sc, c, negM)));
+    } else {
+      corr[h] = p.correction ? p.correction(b, loc, mOld, mUse)
+                             : exp2(fmul(fsub(mOld, mUse), cstF(kLog2E)));
+      // Subtract before scaling (see AttentionKernel.cpp: huge finite
+      // scores would leave the rounding error of m * log2(e)).
+      for (Value sc : vals)
+        pr.push_back(p.contribution ? p.contribution(b, loc, sc, mUse)
+                                    : exp2(fmul(fsub(sc, mUse), cstF(kLog2E))));
+    }
+    for (size_t e = 0; e < idx.size(); ++e)
+      pv[idx[e]] = pr[e];
+    // l stays a per-lane partial sum; the quad reduces it once, at the end.
+    lRun[h] = fma(lRun[h], corr[h], tree(pr, false));
+    mRun[h] = mNew;
+  }
+
+  // P as the A operand: element pairs (2r, 2r+1) into 32-bit registers.
+  Type elemT = p.elemType;
+  VectorType pairF = VectorType::get({2}, f32),
+             pairT = VectorType::get({2}, elemT);
+  SmallVector<Value> pRegs;
+  for (int64_t r = 0; r < nS / 2; ++r) {
+    Value f = vector::FromElementsOp::create(
+        b, loc, pairF, ValueRange{pv[2 * r], pv[2 * r + 1]});
+    Value t = arith::TruncFOp::create(b, loc, pairT, f);
+    pRegs.push_back(LLVM::BitcastOp::create(b, loc, i32, t));
+  }
+  return pRegs;
+}
+
+SmallVector<Value> FlashBuilder::tileStep(Value stage, Value k0,
+                                          ValueRange carried) {
+  SmallVector<Value> oAcc(carried.begin(), carried.begin() + nO);
+  SmallVector<Value> mRun(carried.begin() + nO, carried.begin() + nO + 2);
+  SmallVector<Value> lRun(carried.begin() + nO + 2, carried.end());
+  Value units = stageUnitsOf(stage);
+  SmallVector<Value> sv = scores(units);
+  waitWgmma(0);
+  Value corr[2];
+  SmallVector<Value> pRegs = softmax(fenceOperands(sv), k0, mRun, lRun, corr);
+  rescale(oAcc, corr);
+  SmallVector<Value> out = accumulate(units, pRegs, oAcc);
+  waitWgmma(0);
+  out = fenceOperands(out);
+  out.append(mRun);
+  out.append(lRun);
+  return out;
+}
+
+void FlashBuilder::epilogue(ValueRange carried) {
+  bool needRow = p.lq % blockQ != 0;
+  VectorType pairF = VectorType::get({2}, f32);
+  VectorType pairT = VectorType::get({2}, p.elemType);
+  Value rowBase = add(q0, add(mul(wg, 64), add(mul(div(wgTid, 32), 16), gq)));
+  for (int64_t h = 0; h < 2; ++h) {
+    Value l = carried[nO + 2 + h];
+    l = fadd(l, shuffleXor(l, 1));
+    l = fadd(l, shuffleXor(l, 2));
+    Value inv = inverseSum(l);
+    Value row = add(rowBase, h * 8);
+    OpBuilder::InsertionGuard g(b);
+    if (needRow) {
+      auto ifOp = scf::IfOp::create(b, loc, ult(row, p.lq), false);
+      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    }
+    for (int64_t n = 0; n < p.headDim / 8; ++n) {
+      Value vals = vector::FromElementsOp::create(
+          b, loc, pairF,
+          ValueRange{fmul(carried[4 * n + 2 * h], inv),
+                     fmul(carried[4 * n + 2 * h + 1], inv)});
+      vals = arith::TruncFOp::create(b, loc, pairT, vals);
+      vector::StoreOp::create(
+          b, loc, vals, oArg,
+          ValueRange{batch, head, row, add(mul(tq, 2), n * 8)}, false,
+          llvm::Align(4));
+    }
+  }
+}
+
+void FlashBuilder::build(Value q, Value k, Value v, Value o) {
+  qArg = q;
+  kArg = k;
+  vArg = v;
+  oArg = o;
+  MLIRContext *ctx = b.getContext();
+  int64_t nQTiles = ceilDiv(p.lq, blockQ);
+  int64_t nKTiles = ceilDiv(p.lk, s.blockKV);
+  int64_t group = p.headsQ / p.headsKV;
+
+  tid = mlir::gpu::ThreadIdOp::create(b, loc, mlir::gpu::Dimension::x);
+  wg = div(tid, 128);
+  wgTid = rem(tid, 128);
+  Value lane = rem(tid, 32);
+  gq = div(lane, 4);
+  tq = band(lane, 3);
+  // Query tiles run last to first: under a causal mask the late tiles carry
+  // the most keys, and starting them first shortens the tail.
+  Value blockX = mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::x);
+  head = mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::y);
+  batch = mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::z);
+  batchI32 = toI32(batch);
+  headI32 = toI32(head);
+  kvHead = div(head, group);
+  q0 = mul(sub(cst(nQTiles - 1), blockX), blockQ);
+  qLast = add(arith::MinSIOp::create(b, loc, add(q0, blockQ), cst(p.lq)), -1);
+  rowI32 = toI32(add(q0, add(mul(wg, 64), add(mul(div(wgTid, 32), 16), gq))));
+
+  // The shared memory from its first 1024-byte boundary (the swizzle is a
+  // function of the address bits), and the descriptors' constant fields:
+  // 128-byte swizzle (mode 1) in bits 62-63, SBO in 32-45, LBO in 16-29,
+  // the start address in 16-byte units in 0-13.
+  Value raw = dynamicSharedMemory();
+  Value rawAddr = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, raw);
+  Value pad =
+      band(sub(cst(kAtomBytes), band(rawAddr, kAtomBytes - 1)), kAtomBytes - 1);
+  Attribute space = cast<MemRefType>(raw.getType()).getMemorySpace();
+  int64_t elems = (sharedBytesOf(p, s) - kAtomBytes) / 2;
+  smem = memref::ViewOp::create(
+      b, loc,
+      MemRefType::get({elems}, p.elemType, MemRefLayoutAttrInterface(), space),
+      raw, pad, ValueRange{});
+  auto fields = [&](int64_t lbo, int64_t sbo) {
+    return (int64_t(1) << 62) | ((sbo / 16) << 32) | ((lbo / 16) << 16);
+  };
+  Value start =
+      toI64(arith::ShRUIOp::create(b, loc, add(rawAddr, pad), cst(4)));
+  start = arith::AndIOp::create(b, loc, start, i64(0x3fff));
+  Value kMajor =
+      arith::OrIOp::create(b, loc, start, i64(fields(16, kAtomBytes)));
+  descQ = arith::AddIOp::create(b, loc, kMajor,
+                                toI64(mul(wg, 64 * kRowBytes / 16)));
+  descK = addI64(kMajor, qBytesOf(p, s) / 16);
+  descV =
+      addI64(arith::OrIOp::create(
+                 b, loc, start, i64(fields(s.blockKV * kRowBytes, kAtomBytes))),
+             (qBytesOf(p, s) + s.stages * kvBytesOf(p, s)) / 16);
+
+  copyRows(qArg, head, q0, p.lq, blockQ, cst(0));
+  token = commitGroup();
+
+  // The key tiles that can hold a kept key for some row of this tile: each
+  // constraint with b != 0 bounds k on one side, loosest at the row where
+  // a*q + c is largest.
+  Value tStart = cst(0);
+  tEnd = cst(nKTiles);
+  for (const MaskConstraint &mc : p.mask) {
+    if (!mc.b)
+      continue;
+    Value hi = add(mc.a ? mul(mc.a > 0 ? qLast : q0, mc.a) : cst(0), mc.c);
+    if (mc.b > 0) {
+      Value kLo = ceilDivS(sub(cst(0), hi), mc.b);
+      tStart = arith::MaxSIOp::create(b, loc, tStart, floorDiv(kLo, s.blockKV));
+    } else {
+      Value kHi = floorDiv(hi, -mc.b);
+      tEnd = arith::MinSIOp::create(b, loc, tEnd,
+                                    add(floorDiv(kHi, s.blockKV), 1));
+    }
+  }
+  for (int64_t st = 0; st + 1 < s.stages; ++st)
+    copyKVTile(add(tStart, st), cst(st));
+
+  SmallVector<Value> init(nO, cstF(0.0));
+  init.append(2, cstF(-std::numeric_limits<double>::infinity()));
+  init.append(2, cstF(0.0));
+  epilogue(s.overlap ? overlappedLoop(tStart, init) : simpleLoop(tStart, init));
+}
+
+void FlashBuilder::publishTiles(int64_t pending) {
+  // cp.async writes through the generic proxy, wgmma reads through the
+  // async one: each thread fences its landed copies before the barrier.
+  MLIRContext *ctx = b.getContext();
+  waitGroups(pending);
+  NVVM::FenceProxyOp::create(
+      b, loc, NVVM::ProxyKindAttr::get(ctx, NVVM::ProxyKind::async_shared),
+      NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+  mlir::gpu::BarrierOp::create(b, loc);
+}
+
+SmallVector<Value> FlashBuilder::simpleLoop(Value tStart,
+                                            ArrayRef<Value> init) {
+  auto loop = scf::ForOp::create(b, loc, tStart, tEnd, cst(1), init);
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPointToStart(loop.getBody());
+  Value j = loop.getInductionVar();
+  ValueRange carried = loop.getRegionIterArgs();
+  Value stage = rem(sub(j, tStart), s.stages);
+  // Tile j has landed once at most S-2 newer groups are pending.
+  publishTiles(s.stages - 2);
+  copyKVTile(add(j, s.stages - 1), rem(add(stage, s.stages - 1), s.stages));
+  Value k0 = mul(j, s.blockKV);
+  SmallVector<Value> results;
+  if (!p.mask.empty() && !boundsExact()) {
+    // Tiles the mask keeps nothing of are skipped whole (the condition is
+    // uniform over the block).
+    Value kLast = add(k0, s.blockKV - 1);
+    Value dead;
+    for (const MaskConstraint &mc : p.mask)
+      dead = lor(dead, cmp(arith::CmpIPredicate::slt,
+                           constraintAt(mc, k0, kLast, true), cst(0)));
+    SmallVector<Type> types;
+    for (Value cv : carried)
+      types.push_back(cv.getType());
+    auto ifOp = scf::IfOp::create(b, loc, types, dead, /*withElse=*/true);
+    {
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+      scf::YieldOp::create(b, loc, carried);
+      b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+      scf::YieldOp::create(b, loc, tileStep(stage, k0, carried));
+    }
+    results.assign(ifOp.getResults().begin(), ifOp.getResults().end());
+  } else {
+    results = tileStep(stage, k0, carried);
+  }
+  scf::YieldOp::create(b, loc, results);
+  return SmallVector<Value>(loop.getResults());
+}
+
+SmallVector<Value> FlashBuilder::overlappedLoop(Value tStart,
+                                                ArrayRef<Value> init) {
+  // Iteration j (tiles tStart..tEnd-2) issues S_{j+1} = Q K_{j+1}^T and
+  // O += P_j V_j as two wgmma groups, waits for the first (wait_group 1),
+  // runs the softmax of tile j+1 while P_j V_j is in flight, then waits for
+  // it and rescales O. The prologue computes P of tile tStart; the tail
+  // adds P V of tile tEnd-1. Fully masked tiles inside the bounds are not
+  // skipped here (they contribute 0). Tile j+1 must have landed at
+  // iteration j, while the stage of tile j-1 takes tile j+S-1: S >= 3.
+  SmallVector<Type> types;
+  for (Value v : init)
+    types.push_back(v.getType());
+  auto any = scf::IfOp::create(b, loc, types,
+                               cmp(arith::CmpIPredicate::slt, tStart, tEnd),
+                               /*withElse=*/true);
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPointToStart(&any.getElseRegion().front());
+  scf::YieldOp::create(b, loc, init);
+  b.setInsertionPointToStart(&any.getThenRegion().front());
+
+  // Prologue: Q and tile tStart landed (S-2 newer groups pending).
+  publishTiles(s.stages - 2);
+  SmallVector<Value> mRun(init.begin() + nO, init.begin() + nO + 2);
+  SmallVector<Value> lRun(init.begin() + nO + 2, init.end());
+  Value corr[2];
+  SmallVector<Value> sv = scores(stageUnitsOf(cst(0)));
+  waitWgmma(0);
+  SmallVector<Value> pRegs =
+      softmax(fenceOperands(sv), mul(tStart, s.blockKV), mRun, lRun, corr);
+
+  SmallVector<Value> carriedInit(init.begin(), init.begin() + nO);
+  carriedInit.append(mRun);
+  carriedInit.append(lRun);
+  carriedInit.append(pRegs);
+  auto loop =
+      scf::ForOp::create(b, loc, tStart, add(tEnd, -1), cst(1), carriedInit);
+  {
+    OpBuilder::InsertionGuard g2(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value j = loop.getInductionVar();
+    ValueRange c = loop.getRegionIterArgs();
+    SmallVector<Value> oAcc(c.begin(), c.begin() + nO);
+    SmallVector<Value> m(c.begin() + nO, c.begin() + nO + 2);
+    SmallVector<Value> l(c.begin() + nO + 2, c.begin() + nO + 4);
+    SmallVector<Value> pj(c.begin() + nO + 4, c.end());
+    Value stage = rem(sub(j, tStart), s.stages);
+    Value stageNext = rem(add(stage, 1), s.stages);
+    // Committed so far: tiles up to j+S-2; tile j+1 needs S-3 pending.
+    publishTiles(s.stages - 3);
+    // Every warpgroup has finished P V of tile j-1: its stage is free.
+    copyKVTile(add(j, s.stages - 1), rem(add(stage, s.stages - 1), s.stages));
+    SmallVector<Value> svNext = scores(stageUnitsOf(stageNext));
+    SmallVector<Value> oNext = accumulate(stageUnitsOf(stage), pj, oAcc);
+    waitWgmma(1);
+    Value corrNext[2];
+    SmallVector<Value> pNext = softmax(
+        fenceOperands(svNext), mul(add(j, 1), s.blockKV), m, l, corrNext);
+    waitWgmma(0);
+    oNext = fenceOperands(oNext);
+    rescale(oNext, corrNext);
+    SmallVector<Value> out(oNext);
+    out.append(m);
+    out.append(l);
+    out.append(pNext);
+    scf::YieldOp::create(b, loc, out);
+  }
+  // Tail: P V of tile tEnd-1.
+  ValueRange r = loop.getResults();
+  SmallVector<Value> oAcc(r.begin(), r.begin() + nO);
+  SmallVector<Value> pLast(r.begin() + nO + 4, r.end());
+  Value lastStage = rem(sub(add(tEnd, -1), tStart), s.stages);
+  SmallVector<Value> out = accumulate(stageUnitsOf(lastStage), pLast, oAcc);
+  waitWgmma(0);
+  out = fenceOperands(out);
+  out.append(r.begin() + nO, r.begin() + nO + 4);
+  scf::YieldOp::create(b, loc, out);
+  return SmallVector<Value>(any.getResults());
+}
+
+} // namespace
+
+WgmmaAttentionSchedule chooseWgmmaAttentionSchedule(const AttentionProblem &p) {
+  // Two warpgroups (128 query rows) and 128-key tiles: S (64) and O (64 at
+  // D 128) accumulators and P (32 registers) fit one thread's 255
+  // registers; double-buffered K and V (160 KiB at D 128); three stages at
+  // D 64. The overlapped loop (2, 128, 3, overlap) stays opt-in until it has
+  // been measured against this one on the GPU.
+  WgmmaAttentionSchedule s{2, 128, 2, false};
+  if (p.headDim <= 64)
+    s.stages = 3;
+  return s;
+}
+
+bool wgmmaAttentionSupports(const AttentionProblem &p,
+                            const WgmmaAttentionSchedule &s, std::string &why) {
+  auto fail = [&](const std::string &msg) {
+    why = "wgmma attention: " + msg;
+    return false;
+  };
+  if (!attentionKernelSupports(p, why))
+    return false;
+  if (p.headDim != 64 && p.headDim != 128)
+    return fail("head dim must be 64 or 128");
+  if (s.warpgroups < 1 || s.warpgroups > 3)
+    return fail("1 to 3 warpgroups per block");
+  if (s.blockKV != 64 && s.blockKV != 128)
+    return fail("blockKV must be 64 or 128");
+  if (s.stages < 2 || s.stages > 4)
+    return fail("stages must be in [2, 4]");
+  if (s.overlap && s.stages < 3)
+    return fail("overlap needs at least 3 stages");
+  if (sharedBytesOf(p, s) > kMaxSharedSm90)
+    return fail("more than 227 KiB of shared memory");
+  return true;
+}
+
+FailureOr<KernelLaunch>
+buildWgmmaAttentionKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module,
+                          StringRef name, const AttentionProblem &p,
+                          const WgmmaAttentionSchedule &s) {
+  std::string why;
+  if (!wgmmaAttentionSupports(p, s, why))
+    return module.emitError(why), failure();
+  loadTemplateDialects(b.getContext());
+  Type qT = MemRefType::get({p.batch, p.headsQ, p.lq, p.headDim}, p.elemType);
+  Type kvT = MemRefType::get({p.batch, p.headsKV, p.lk, p.headDim}, p.elemType);
+  OpBuilder::InsertionGuard g(b);
+  int64_t threads = 128 * s.warpgroups;
+  auto func = createKernelFunc(b, module, name, {qT, kvT, kvT, qT}, threads);
+  Block &entry = func.getBody().front();
+  Location loc = module.getLoc();
+  FlashBuilder(b, loc, p, s)
+      .build(entry.getArgument(0), entry.getArgument(1), entry.getArgument(2),
+             entry.getArgument(3));
+  mlir::gpu::ReturnOp::create(b, loc);
+  KernelLaunch launch;
+  launch.grid = {ceilDiv(p.lq, 64 * s.warpgroups), p.headsQ, p.batch};
+  launch.block = {threads, 1, 1};
+  launch.sharedBytes = sharedBytesOf(p, s);
+  return launch;
+}
+
+} // namespace tcc::gpu

@@ -32,7 +32,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/gpu/AttentionKernel.h"
-#include "compiler/gpu/TemplateUtils.h"
+#include "compiler/gpu/AttentionCommon.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -56,7 +56,6 @@ using namespace mlir;
 namespace tcc::gpu {
 namespace {
 
-constexpr double kLog2E = 1.4426950408889634;
 
 int64_t sharedBytesOf(const AttentionProblem &p, const AttentionSchedule &s) {
   return (s.blockQ + 2 * s.stages * s.blockKV) * p.headDim * 2;
@@ -79,20 +78,18 @@ int64_t decodeChunks(const AttentionProblem &p, const DecodeSchedule &s) {
 }
 
 /// Builds the kernel body; all helpers emit at the builder's insertion point.
-class AttentionBuilder : TemplateBuilder {
+class AttentionBuilder : AttentionArith {
 public:
   /// `decode`: the partial kernel of the decode form (s.blockQ is 16; the
   /// warps share the rows and split each key tile).
   AttentionBuilder(OpBuilder &b, Location loc, const AttentionProblem &p,
                    const AttentionSchedule &s,
                    const DecodeSchedule *decode = nullptr)
-      : TemplateBuilder(b, loc), p(p), s(s), decode(decode),
+      : AttentionArith(b, loc, p), s(s), decode(decode),
         threads(32 * s.warps), cpr(p.headDim / 8),
         rowsPerWarp(decode ? 16 : s.blockQ / s.warps), mTiles(rowsPerWarp / 16),
         keysPerWarp(decode ? s.blockKV / s.warps : s.blockKV),
         nS(keysPerWarp / 8), nO(p.headDim / 8) {
-    f32 = b.getF32Type();
-    i32 = b.getI32Type();
     elemT = p.elemType;
     // Softmax's own algebra with no score modification: the row max is kept
     // over raw Q K^T and scale * log2(e) folds into one FMA before ex2.
@@ -109,69 +106,6 @@ public:
   void build(Value q, Value k, Value v, Value o, Value stats = nullptr);
 
 private:
-  /// Whether the loop bounds leave no fully masked key tile inside: true
-  /// for at most one lower and one upper bound on k, both of slope
-  /// |a / b| <= 1 and, if both, of the same slope (causal, sliding windows,
-  /// key limits). Each row keeps an interval of keys that moves by at most
-  /// one key a row, so the rows' intervals cover [first, last] without
-  /// gaps. Otherwise the loop checks each tile; correctness depends on
-  /// neither (a fully masked tile contributes nothing).
-  bool boundsExact() const {
-    const MaskConstraint *lower = nullptr, *upper = nullptr;
-    for (const MaskConstraint &mc : p.mask) {
-      if (mc.b == 0 || std::llabs(mc.a) > std::llabs(mc.b))
-        return false;
-      const MaskConstraint *&slot = mc.b > 0 ? lower : upper;
-      if (slot)
-        return false;
-      slot = &mc;
-    }
-    return !lower || !upper || lower->a * upper->b == upper->a * lower->b;
-  }
-
-  // Arithmetic beyond TemplateBuilder's.
-  Value cstF(double v) {
-    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(float(v)));
-  }
-  Value toI32(Value x) { return arith::IndexCastOp::create(b, loc, i32, x); }
-  /// floor(x / d) and ceil(x / d) of a signed index x, for constant d > 0.
-  Value floorDiv(Value x, int64_t d) {
-    if (d == 1)
-      return x;
-    Value neg = cmp(arith::CmpIPredicate::slt, x, cst(0));
-    Value adj = select(neg, add(x, -(d - 1)), x);
-    return arith::DivSIOp::create(b, loc, adj, cst(d));
-  }
-  Value ceilDivS(Value x, int64_t d) { return floorDiv(add(x, d - 1), d); }
-  /// a*q + b*k + c of `mc` at the corner of rows [q0, qLast] x keys
-  /// [k0, kLast] where it is largest (`largest`) or smallest: a linear
-  /// function takes its extremes over a rectangle at corners.
-  Value constraintAt(const MaskConstraint &mc, Value k0, Value kLast,
-                     bool largest) {
-    Value v = cst(mc.c);
-    if (mc.a)
-      v = add(v, mul((mc.a > 0) == largest ? qLast : q0, mc.a));
-    if (mc.b)
-      v = add(v, mul((mc.b > 0) == largest ? kLast : k0, mc.b));
-    return v;
-  }
-
-  // f32 arithmetic.
-  Value fadd(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
-  Value fsub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
-  Value fmul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
-  Value fmax(Value x, Value y) {
-    return arith::MaxNumFOp::create(b, loc, x, y);
-  }
-  Value fma(Value x, Value y, Value z) {
-    return LLVM::FMAOp::create(b, loc, x, y, z);
-  }
-  Value exp2(Value x) { return buildExp2Approx(b, loc, x); }
-  Value shuffleXor(Value x, int32_t offset) {
-    return mlir::gpu::ShuffleOp::create(b, loc, x, offset, 32,
-                                        mlir::gpu::ShuffleMode::XOR)
-        .getShuffleResult();
-  }
   Value extract(Value v, ArrayRef<int64_t> pos) {
     return vector::ExtractOp::create(b, loc, v, pos);
   }
@@ -229,18 +163,6 @@ private:
                               cstF(-std::numeric_limits<double>::infinity()));
     return select(none, cstF(0.0), m);
   }
-  /// 1 / l, or what a row with l = 0 (nothing kept) gets by the policy.
-  Value inverseSum(Value l) {
-    // l = 0 only when the row kept nothing: O is 0 there, and 0 * (1/0)
-    // is NaN, which is the NaN policy; the zero policy selects 0.
-    Value zeroF = cstF(0.0);
-    Value inv = arith::DivFOp::create(b, loc, cstF(1.0), l);
-    if (p.maskedRows == MaskedRowPolicy::Zero)
-      inv = select(
-          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, l, zeroF),
-          zeroF, inv);
-    return inv;
-  }
 
 public:
   /// The decode form's combine kernel: `o` from the partial results.
@@ -258,18 +180,17 @@ private:
     return toI32(warpKey ? add(k, warpKey) : k);
   }
 
-  const AttentionProblem &p;
   const AttentionSchedule &s;
   const DecodeSchedule *decode;
   int64_t threads, cpr, rowsPerWarp, mTiles, keysPerWarp, nS, nO;
-  Type f32, i32, elemT;
+  Type elemT;
   bool fast, userMask, qInRegs;
   SmallVector<MaskConstraint, 3> constraints;
 
   Value qArg, kArg, vArg, oArg;
   Value smemQ, smemK, smemV; // 1-D element views of the shared tiles
   Value tid, lane, warpRow, gq, tq;
-  Value batch, head, kvHead, q0, qLast, tEnd;
+  Value batch, head, kvHead, tEnd;
   Value batchI32, headI32, qThreadI32;
   Value warpKey;                   // decode: the warp's first key of a tile
   Value chunk, statsArg;           // decode
@@ -904,7 +825,7 @@ void AttentionBuilder::build(Value q, Value k, Value v, Value o, Value stats) {
     Value k0 = mul(j, s.blockKV);
 
     SmallVector<Value> results;
-    if (userMask && !boundsExact()) {
+    if (userMask && !maskBoundsExact(p.mask)) {
       // Tiles the mask keeps nothing of (possible inside the bounds when
       // constraints interact) are skipped whole; the condition is uniform
       // over the block, so the barrier inside stays legal.

@@ -48,7 +48,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/gpu/WgmmaAttention.h"
-#include "compiler/gpu/TemplateUtils.h"
+#include "compiler/gpu/AttentionCommon.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -71,7 +71,6 @@ using namespace mlir;
 namespace tcc::gpu {
 namespace {
 
-constexpr double kLog2E = 1.4426950408889634;
 constexpr int64_t kRowBytes = 128;   // one swizzle row: 64 16-bit elements
 constexpr int64_t kAtomBytes = 1024; // 8 swizzled rows
 
@@ -87,14 +86,12 @@ int64_t sharedBytesOf(const AttentionProblem &p,
   return qBytesOf(p, s) + 2 * s.stages * kvBytesOf(p, s) + kAtomBytes;
 }
 
-class FlashBuilder : TemplateBuilder {
+class FlashBuilder : AttentionArith {
 public:
   FlashBuilder(OpBuilder &b, Location loc, const AttentionProblem &p,
                const WgmmaAttentionSchedule &s)
-      : TemplateBuilder(b, loc), p(p), s(s), blockQ(64 * s.warpgroups),
+      : AttentionArith(b, loc, p), s(s), blockQ(64 * s.warpgroups),
         threads(128 * s.warpgroups), nS(s.blockKV / 2), nO(p.headDim / 2) {
-    f32 = b.getF32Type();
-    i32 = b.getI32Type();
     fast = !p.scoreMod && !p.correction && !p.contribution && p.scale > 0;
     constraints.assign(p.mask.begin(), p.mask.end());
     if (p.lk % s.blockKV)
@@ -104,25 +101,6 @@ public:
   void build(Value q, Value k, Value v, Value o);
 
 private:
-  /// See AttentionKernel.cpp: whether the loop bounds leave no fully masked
-  /// key tile inside (at most one lower and one upper bound on k, of slope
-  /// |a / b| <= 1 and, if both, the same slope).
-  bool boundsExact() const {
-    const MaskConstraint *lower = nullptr, *upper = nullptr;
-    for (const MaskConstraint &mc : p.mask) {
-      if (mc.b == 0 || std::llabs(mc.a) > std::llabs(mc.b))
-        return false;
-      const MaskConstraint *&slot = mc.b > 0 ? lower : upper;
-      if (slot)
-        return false;
-      slot = &mc;
-    }
-    return !lower || !upper || lower->a * upper->b == upper->a * lower->b;
-  }
-
-  Value cstF(double v) {
-    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(float(v)));
-  }
   Value i64(int64_t v) {
     return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(v));
   }
@@ -131,42 +109,6 @@ private:
   }
   Value toI64(Value index) {
     return arith::IndexCastUIOp::create(b, loc, b.getI64Type(), index);
-  }
-  Value toI32(Value x) { return arith::IndexCastOp::create(b, loc, i32, x); }
-  Value floorDiv(Value x, int64_t d) {
-    if (d == 1)
-      return x;
-    Value neg = cmp(arith::CmpIPredicate::slt, x, cst(0));
-    Value adj = select(neg, add(x, -(d - 1)), x);
-    return arith::DivSIOp::create(b, loc, adj, cst(d));
-  }
-  Value ceilDivS(Value x, int64_t d) { return floorDiv(add(x, d - 1), d); }
-  /// a*q + b*k + c of `mc` at the corner of rows [q0, qLast] x keys
-  /// [k0, kLast] where it is largest (`largest`) or smallest.
-  Value constraintAt(const MaskConstraint &mc, Value k0, Value kLast,
-                     bool largest) {
-    Value v = cst(mc.c);
-    if (mc.a)
-      v = add(v, mul((mc.a > 0) == largest ? qLast : q0, mc.a));
-    if (mc.b)
-      v = add(v, mul((mc.b > 0) == largest ? kLast : k0, mc.b));
-    return v;
-  }
-
-  Value fadd(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
-  Value fsub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
-  Value fmul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
-  Value fmax(Value x, Value y) {
-    return arith::MaxNumFOp::create(b, loc, x, y);
-  }
-  Value fma(Value x, Value y, Value z) {
-    return LLVM::FMAOp::create(b, loc, x, y, z);
-  }
-  Value exp2(Value x) { return buildExp2Approx(b, loc, x); }
-  Value shuffleXor(Value x, int32_t offset) {
-    return mlir::gpu::ShuffleOp::create(b, loc, x, offset, 32,
-                                        mlir::gpu::ShuffleMode::XOR)
-        .getShuffleResult();
   }
   Value isNegInf(Value x) {
     return arith::CmpFOp::create(
@@ -227,33 +169,20 @@ private:
   /// groups older than the last `pending` are visible to every wgmma.
   void publishTiles(int64_t pending);
   void epilogue(ValueRange carried);
-  Value inverseSum(Value l) {
-    // l = 0 only when the row kept nothing: O is 0 there and 0 * (1/0) is
-    // NaN, the NaN policy; the zero policy selects 0.
-    Value zeroF = cstF(0.0);
-    Value inv = arith::DivFOp::create(b, loc, cstF(1.0), l);
-    if (p.maskedRows == MaskedRowPolicy::Zero)
-      inv = select(
-          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, l, zeroF),
-          zeroF, inv);
-    return inv;
-  }
   /// The thread's query position of row half h (i32), and its first key of
   /// a tile at k0.
   Value rowQ(int64_t h) { return add(rowI32, h * 8); }
   Value keyThread(Value k0) { return toI32(add(k0, mul(tq, 2))); }
 
-  const AttentionProblem &p;
   const WgmmaAttentionSchedule &s;
   int64_t blockQ, threads, nS, nO;
-  Type f32, i32;
   bool fast;
   SmallVector<MaskConstraint, 3> constraints;
 
   Value qArg, kArg, vArg, oArg;
   Value smem; // the aligned shared memory, as elements
   Value tid, wg, wgTid, gq, tq;
-  Value batch, head, kvHead, q0, qLast, tEnd;
+  Value batch, head, kvHead, tEnd;
   Value batchI32, headI32, rowI32;
   Value descQ, descK, descV; // descriptors (the Q one of this warpgroup)
   Value token;
@@ -707,7 +636,7 @@ SmallVector<Value> FlashBuilder::simpleLoop(Value tStart,
   copyKVTile(add(j, s.stages - 1), rem(add(stage, s.stages - 1), s.stages));
   Value k0 = mul(j, s.blockKV);
   SmallVector<Value> results;
-  if (!p.mask.empty() && !boundsExact()) {
+  if (!p.mask.empty() && !maskBoundsExact(p.mask)) {
     // Tiles the mask keeps nothing of are skipped whole (the condition is
     // uniform over the block).
     Value kLast = add(k0, s.blockKV - 1);

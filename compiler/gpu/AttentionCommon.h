@@ -1,0 +1,131 @@
+//===- AttentionCommon.h - what the attention templates share ----*- C++ -*-===//
+//
+// The mma.sync template (AttentionKernel.cpp) and the wgmma template
+// (WgmmaAttention.cpp) differ in how they feed the tensor cores, not in the
+// algebra around them: the f32 arithmetic of the online softmax, the mask's
+// linear constraints evaluated at tile corners, the result of a row with
+// nothing kept. That part lives here, once.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TCC_COMPILER_GPU_ATTENTIONCOMMON_H
+#define TCC_COMPILER_GPU_ATTENTIONCOMMON_H
+
+#include "compiler/gpu/AttentionKernel.h"
+#include "compiler/gpu/TemplateUtils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+
+#include <cstdlib>
+
+namespace tcc::gpu {
+
+constexpr double kLog2E = 1.4426950408889634;
+
+/// Whether the key loop's bounds leave no fully masked tile inside: true for
+/// at most one lower and one upper bound on k, both of slope |a / b| <= 1
+/// and, if both, of the same slope (causal, sliding windows, key limits).
+/// Each row keeps an interval of keys that moves by at most one key a row,
+/// so the rows' intervals cover [first, last] without gaps. Otherwise the
+/// loop checks each tile; correctness depends on neither (a fully masked
+/// tile contributes nothing).
+inline bool maskBoundsExact(llvm::ArrayRef<MaskConstraint> mask) {
+  const MaskConstraint *lower = nullptr, *upper = nullptr;
+  for (const MaskConstraint &mc : mask) {
+    if (mc.b == 0 || std::llabs(mc.a) > std::llabs(mc.b))
+      return false;
+    const MaskConstraint *&slot = mc.b > 0 ? lower : upper;
+    if (slot)
+      return false;
+    slot = &mc;
+  }
+  return !lower || !upper || lower->a * upper->b == upper->a * lower->b;
+}
+
+/// TemplateBuilder plus the arithmetic both attention builders use. `q0`
+/// and `qLast` (the block's first and last query row) are set by the
+/// builder before it evaluates constraints.
+class AttentionArith : public TemplateBuilder {
+public:
+  AttentionArith(mlir::OpBuilder &b, mlir::Location loc,
+                 const AttentionProblem &p)
+      : TemplateBuilder(b, loc), p(p), f32(b.getF32Type()),
+        i32(b.getI32Type()) {}
+
+  mlir::Value cstF(double v) {
+    return mlir::arith::ConstantOp::create(b, loc,
+                                           b.getF32FloatAttr(float(v)));
+  }
+  mlir::Value toI32(mlir::Value x) {
+    return mlir::arith::IndexCastOp::create(b, loc, i32, x);
+  }
+  /// floor(x / d) and ceil(x / d) of a signed index x, for constant d > 0.
+  mlir::Value floorDiv(mlir::Value x, int64_t d) {
+    if (d == 1)
+      return x;
+    mlir::Value neg = cmp(mlir::arith::CmpIPredicate::slt, x, cst(0));
+    mlir::Value adj = select(neg, add(x, -(d - 1)), x);
+    return mlir::arith::DivSIOp::create(b, loc, adj, cst(d));
+  }
+  mlir::Value ceilDivS(mlir::Value x, int64_t d) {
+    return floorDiv(add(x, d - 1), d);
+  }
+  /// a*q + b*k + c of `mc` at the corner of rows [q0, qLast] x keys
+  /// [k0, kLast] where it is largest (`largest`) or smallest: a linear
+  /// function takes its extremes over a rectangle at corners.
+  mlir::Value constraintAt(const MaskConstraint &mc, mlir::Value k0,
+                           mlir::Value kLast, bool largest) {
+    mlir::Value v = cst(mc.c);
+    if (mc.a)
+      v = add(v, mul((mc.a > 0) == largest ? qLast : q0, mc.a));
+    if (mc.b)
+      v = add(v, mul((mc.b > 0) == largest ? kLast : k0, mc.b));
+    return v;
+  }
+
+  // f32 arithmetic.
+  mlir::Value fadd(mlir::Value x, mlir::Value y) {
+    return mlir::arith::AddFOp::create(b, loc, x, y);
+  }
+  mlir::Value fsub(mlir::Value x, mlir::Value y) {
+    return mlir::arith::SubFOp::create(b, loc, x, y);
+  }
+  mlir::Value fmul(mlir::Value x, mlir::Value y) {
+    return mlir::arith::MulFOp::create(b, loc, x, y);
+  }
+  mlir::Value fmax(mlir::Value x, mlir::Value y) {
+    return mlir::arith::MaxNumFOp::create(b, loc, x, y);
+  }
+  mlir::Value fma(mlir::Value x, mlir::Value y, mlir::Value z) {
+    return mlir::LLVM::FMAOp::create(b, loc, x, y, z);
+  }
+  mlir::Value exp2(mlir::Value x) { return buildExp2Approx(b, loc, x); }
+  mlir::Value shuffleXor(mlir::Value x, int32_t offset) {
+    return mlir::gpu::ShuffleOp::create(b, loc, x, offset, 32,
+                                        mlir::gpu::ShuffleMode::XOR)
+        .getShuffleResult();
+  }
+
+  /// 1 / l, or what a row with l = 0 (nothing kept) gets by the policy.
+  mlir::Value inverseSum(mlir::Value l) {
+    // l = 0 only when the row kept nothing: O is 0 there, and 0 * (1/0)
+    // is NaN, which is the NaN policy; the zero policy selects 0.
+    mlir::Value zeroF = cstF(0.0);
+    mlir::Value inv = mlir::arith::DivFOp::create(b, loc, cstF(1.0), l);
+    if (p.maskedRows == MaskedRowPolicy::Zero)
+      inv = select(mlir::arith::CmpFOp::create(
+                       b, loc, mlir::arith::CmpFPredicate::OEQ, l, zeroF),
+                   zeroF, inv);
+    return inv;
+  }
+
+protected:
+  const AttentionProblem &p;
+  mlir::Type f32, i32;
+  mlir::Value q0, qLast;
+};
+
+} // namespace tcc::gpu
+
+#endif // TCC_COMPILER_GPU_ATTENTIONCOMMON_H

@@ -1,0 +1,200 @@
+//===- AttentionGen.cpp - what the attention generators share -------------===//
+#include "tests/gpu/AttentionGen.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cctype>
+#include <cmath>
+#include <iostream>
+
+using namespace mlir;
+
+namespace tcc::gen {
+namespace {
+
+double parseDouble(const std::string &flag, const std::string &v) {
+  char *end = nullptr;
+  double x = std::strtod(v.c_str(), &end);
+  if (v.empty() || *end || !std::isfinite(x))
+    die(flag + ": expected a finite number, got '" + v + "'");
+  return x;
+}
+
+Value f32Const(OpBuilder &b, Location loc, double v) {
+  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(float(v)));
+}
+
+Value exp2Approx(OpBuilder &b, Location loc, Value x) {
+  return tcc::gpu::buildExp2Approx(b, loc, x);
+}
+
+} // namespace
+
+AttentionCase parseAttentionCase(int argc, char **argv, MLIRContext &ctx,
+                                 const std::string &defaultChip) {
+  AttentionCase c;
+  tcc::gpu::AttentionProblem &p = c.p;
+  p.elemType = BFloat16Type::get(&ctx);
+  tcc::gen::GenFlags &flags = c.flags;
+  flags.name = "attn";
+  flags.chip = defaultChip;
+  bool &causal = c.causal, &alibi = c.alibi, &callbacks = c.callbacks;
+  bool haveScale = false;
+  int64_t &window = c.window;
+  double &softcap = c.softcap;
+  bool haveLq = false, haveLk = false, haveD = false;
+  // The flags of this generator; parseFlags takes the common ones.
+  auto ownFlag = [&](const std::string &f, tcc::gen::FlagValue value) {
+    if (f == "--batch")
+      p.batch = parseInt(f, value());
+    else if (f == "--hq")
+      p.headsQ = parseInt(f, value());
+    else if (f == "--hkv")
+      p.headsKV = parseInt(f, value());
+    else if (f == "--lq")
+      p.lq = parseInt(f, value()), haveLq = true;
+    else if (f == "--lk")
+      p.lk = parseInt(f, value()), haveLk = true;
+    else if (f == "--d")
+      p.headDim = parseInt(f, value()), haveD = true;
+    else if (f == "--type") {
+      std::string t = value();
+      if (t == "bf16")
+        p.elemType = BFloat16Type::get(&ctx);
+      else if (t == "f16")
+        p.elemType = Float16Type::get(&ctx);
+      else
+        die("--type: expected bf16 or f16, got '" + t + "'");
+    } else if (f == "--scale")
+      p.scale = parseDouble(f, value()), haveScale = true;
+    else if (f == "--causal")
+      causal = true;
+    else if (f == "--window") {
+      window = parseInt(f, value());
+      if (window < 1)
+        die("--window: expected a positive integer");
+    } else if (f == "--mask") {
+      std::vector<int64_t> v = tcc::gen::parseIntList(f, value(), 3, true);
+      p.mask.push_back({v[0], v[1], v[2]});
+    } else if (f == "--alibi")
+      alibi = true;
+    else if (f == "--softcap") {
+      softcap = parseDouble(f, value());
+      if (softcap <= 0)
+        die("--softcap: expected a positive number");
+    } else if (f == "--algebra-callbacks")
+      callbacks = true;
+    else if (f == "--masked-rows") {
+      std::string v = value();
+      if (v == "zero")
+        p.maskedRows = tcc::gpu::MaskedRowPolicy::Zero;
+      else if (v == "nan")
+        p.maskedRows = tcc::gpu::MaskedRowPolicy::NaN;
+      else
+        die("--masked-rows: expected zero or nan, got '" + v + "'");
+    } else
+      return false;
+    return true;
+  };
+  tcc::gen::parseFlags(argc, argv, flags, ownFlag);
+  const std::string &name = flags.name;
+  if (!haveLq || !haveLk || !haveD)
+    die("--lq, --lk and --d are required");
+  if (name.empty() || std::isdigit((unsigned char)name[0]) ||
+      name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTU"
+                             "VWXYZ0123456789_") != std::string::npos)
+    die("--name: expected letters, digits and '_', not starting with a "
+        "digit");
+  if (!haveScale && p.headDim > 0)
+    p.scale = 1.0 / std::sqrt(double(p.headDim));
+  if (causal)
+    p.mask.push_back({1, -1, 0});
+  if (window)
+    p.mask.push_back({-1, 1, window - 1});
+  if (alibi && softcap > 0)
+    die("--alibi and --softcap together are not a test case here");
+  int64_t headsQ = p.headsQ;
+  if (alibi)
+    p.scoreMod = [headsQ](OpBuilder &b, Location loc, Value s, Value,
+                          Value head, Value q, Value k) -> Value {
+      Type f32 = b.getF32Type();
+      Value h1 = arith::AddIOp::create(
+          b, loc, head,
+          arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(1)));
+      Value e = arith::MulFOp::create(b, loc,
+                                      arith::SIToFPOp::create(b, loc, f32, h1),
+                                      f32Const(b, loc, -8.0 / double(headsQ)));
+      Value slope = exp2Approx(b, loc, e);
+      Value dist = arith::SIToFPOp::create(b, loc, f32,
+                                           arith::SubIOp::create(b, loc, k, q));
+      return LLVM::FMAOp::create(b, loc, slope, dist, s);
+    };
+  if (softcap > 0)
+    p.scoreMod = [softcap](OpBuilder &b, Location loc, Value s, Value, Value,
+                           Value, Value) -> Value {
+      // c * tanh(s / c), tanh(x) = 1 - 2 / (e^(2x) + 1) (exact limits at
+      // +-inf; absolute error ~1e-7 near 0).
+      Value e =
+          exp2Approx(b, loc,
+                     arith::MulFOp::create(
+                         b, loc, s, f32Const(b, loc, 2.0 * M_LOG2E / softcap)));
+      auto fm = arith::FastMathFlagsAttr::get(b.getContext(),
+                                              arith::FastMathFlags::afn);
+      Value frac = arith::DivFOp::create(
+          b, loc, f32Const(b, loc, 2.0),
+          arith::AddFOp::create(b, loc, e, f32Const(b, loc, 1.0)), fm);
+      Value t = arith::SubFOp::create(b, loc, f32Const(b, loc, 1.0), frac);
+      return arith::MulFOp::create(b, loc, t, f32Const(b, loc, softcap));
+    };
+  if (callbacks) {
+    p.correction = [](OpBuilder &b, Location loc, Value oldRun,
+                      Value newRun) -> Value {
+      Value d = arith::SubFOp::create(b, loc, oldRun, newRun);
+      return exp2Approx(
+          b, loc, arith::MulFOp::create(b, loc, d, f32Const(b, loc, M_LOG2E)));
+    };
+    p.contribution = [](OpBuilder &b, Location loc, Value s,
+                        Value run) -> Value {
+      Value d = arith::SubFOp::create(b, loc, s, run);
+      return exp2Approx(
+          b, loc, arith::MulFOp::create(b, loc, d, f32Const(b, loc, M_LOG2E)));
+    };
+  }
+  return c;
+}
+
+void printAttentionCase(const AttentionCase &c,
+                        const std::vector<int64_t> &schedule,
+                        const tcc::gpu::KernelLaunch &launch) {
+  nlohmann::json mask = nlohmann::json::array();
+  for (const tcc::gpu::MaskConstraint &mc : c.p.mask)
+    mask.push_back({mc.a, mc.b, mc.c});
+  nlohmann::json info = {
+      {"name", c.flags.name},
+      {"batch", c.p.batch},
+      {"hq", c.p.headsQ},
+      {"hkv", c.p.headsKV},
+      {"lq", c.p.lq},
+      {"lk", c.p.lk},
+      {"d", c.p.headDim},
+      {"type", c.p.elemType.isBF16() ? "bf16" : "f16"},
+      {"scale", c.p.scale},
+      {"causal", c.causal},
+      {"window", c.window},
+      {"mask", mask},
+      {"alibi", c.alibi},
+      {"softcap", c.softcap},
+      {"callbacks", c.callbacks},
+      {"masked_rows",
+       c.p.maskedRows == tcc::gpu::MaskedRowPolicy::Zero ? "zero" : "nan"},
+      {"schedule", schedule},
+      {"grid", launch.grid},
+      {"block", launch.block},
+      {"shared_bytes", launch.sharedBytes}};
+  std::cout << info.dump() << "\n";
+}
+
+} // namespace tcc::gen

@@ -66,7 +66,8 @@ std::string launchPipeline(bool rowFusion, int64_t rowValuesPerThread,
   return std::string("func.func(") + (rowFusion ? fusion : "") +
          "tcc-gpu-row-reductions, convert-linalg-to-parallel-loops,"
          " canonicalize, tcc-map-to-gpu),"
-         "gpu-kernel-outlining, canonicalize, cse" + occupancy;
+         "gpu-kernel-outlining, canonicalize, cse" +
+         occupancy;
 }
 
 /// The device functions to the LLVM dialect, per family.
@@ -76,7 +77,8 @@ std::string launchPipeline(bool rowFusion, int64_t rowValuesPerThread,
 const char *kNvvmPipeline =
     "gpu.module(expand-strided-metadata, lower-affine, convert-nvgpu-to-nvvm,"
     " convert-scf-to-cf, convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},"
-    " convert-nvvm-to-llvm, convert-vector-to-llvm, convert-arith-to-llvm, convert-ub-to-llvm,"
+    " convert-nvvm-to-llvm, convert-vector-to-llvm, convert-arith-to-llvm, "
+    "convert-ub-to-llvm,"
     " convert-math-to-llvm,"
     " reconcile-unrealized-casts)";
 const char *kRocdlPipeline =
@@ -517,8 +519,7 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
         !::tcc::gpu::matmulScheduleValid(mp, schedule, error))
       return gpuModule.emitError("kernel ") << name << ": " << error;
     symbol = name + "_mma";
-    launch =
-        ::tcc::gpu::buildMatmulKernel(b, gpuModule, symbol, mp, schedule);
+    launch = ::tcc::gpu::buildMatmulKernel(b, gpuModule, symbol, mp, schedule);
   }
   if (failed(launch))
     return failure();
@@ -592,8 +593,10 @@ LogicalResult compileGpuKernels(ModuleOp module, const GpuOptions &options,
     if (f->hasAttr("tcc.template"))
       f.erase();
   if (failed(bufferizeKernels(*device, options.timing)) ||
-      failed(runPipeline(*device, launchPipeline(options.rowFusion, overrides.rowValuesPerThread,
-                                        nvidia, overrides.blocksPerSm),
+      failed(runPipeline(*device,
+                         launchPipeline(options.rowFusion,
+                                        overrides.rowValuesPerThread, nvidia,
+                                        overrides.blocksPerSm),
                          "mapping to GPU launches", options.timing)))
     return failure();
 

@@ -39,8 +39,7 @@ bool needsTemporaries(Operation *op) {
               math::TruncOp, math::RoundEvenOp>(op);
 }
 
-struct TccGpuOccupancy
-    : mlir::tcc::impl::TccGpuOccupancyBase<TccGpuOccupancy> {
+struct TccGpuOccupancy : mlir::tcc::impl::TccGpuOccupancyBase<TccGpuOccupancy> {
   using TccGpuOccupancyBase::TccGpuOccupancyBase;
 
   void runOnOperation() override {
@@ -57,11 +56,12 @@ struct TccGpuOccupancy
         threads *= d;
       if (threads < kMinBlockThreads || threads > threadsPerSm)
         continue;
-      if (blocksPerSm == 0 &&
-          func.walk([](Operation *op) {
-                return needsTemporaries(op) ? WalkResult::interrupt()
-                                            : WalkResult::advance();
-              }).wasInterrupted())
+      if (blocksPerSm == 0 && func.walk([](Operation *op) {
+                                    return needsTemporaries(op)
+                                               ? WalkResult::interrupt()
+                                               : WalkResult::advance();
+                                  })
+                                  .wasInterrupted())
         continue;
       int64_t blocks = threadsPerSm / threads;
       if (blocksPerSm > 0)

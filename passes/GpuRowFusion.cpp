@@ -277,7 +277,8 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
           BlockArgument acc = op.getRegionOutputArgs()[0];
           Value other = add.getLhs() == acc ? add.getRhs() : add.getLhs();
           if (auto ext = other.getDefiningOp<arith::ExtFOp>())
-            plan.narrowSum = ext.getIn().getType().getIntOrFloatBitWidth() <= 32;
+            plan.narrowSum =
+                ext.getIn().getType().getIntOrFloatBitWidth() <= 32;
         }
       }
       for (OpOperand &operand : op->getOpOperands()) {
@@ -714,9 +715,10 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
       // Each position's share, then a tree: no chain of dependent ops.
       Value neutral = arith::ConstantOp::create(*b, loc, plan.neutral);
       Value partNeutral =
-          plan.narrowSum ? arith::ConstantOp::create(
-                               *b, loc, b->getF32FloatAttr(-0.0f)).getResult()
-                         : neutral;
+          plan.narrowSum
+              ? arith::ConstantOp::create(*b, loc, b->getF32FloatAttr(-0.0f))
+                    .getResult()
+              : neutral;
       SmallVector<Value> parts;
       for (int64_t e = 0; e < layout.vectors * layout.vec; ++e) {
         Value part = body(plan, e, neutral);
@@ -812,11 +814,11 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
     if (layout.threads > kWarp)
       for (const OpPlan &p : plans)
         if (p.combiner)
-          attributions.push_back(MemRefType::get(
-              {layout.threads / kWarp},
-              p.narrowSum ? Type(Float32Type::get(ctx))
-                          : p.combiner->getResult(0).getType(),
-              MemRefLayoutAttrInterface(), workgroup));
+          attributions.push_back(
+              MemRefType::get({layout.threads / kWarp},
+                              p.narrowSum ? Type(Float32Type::get(ctx))
+                                          : p.combiner->getResult(0).getType(),
+                              MemRefLayoutAttrInterface(), workgroup));
 
     // After the last op: every view the ops use is defined by then.
     OpBuilder builder(ctx);

@@ -1,4 +1,4 @@
-//===- AttentionCommon.h - what the attention templates share ----*- C++ -*-===//
+//===- AttentionCommon.h - what the attention templates share ---*- C++ -*-===//
 //
 // The mma.sync template (AttentionKernel.cpp) and the wgmma template
 // (WgmmaAttention.cpp) differ in how they feed the tensor cores, not in the
@@ -54,8 +54,7 @@ public:
         i32(b.getI32Type()) {}
 
   mlir::Value cstF(double v) {
-    return mlir::arith::ConstantOp::create(b, loc,
-                                           b.getF32FloatAttr(float(v)));
+    return mlir::arith::ConstantOp::create(b, loc, b.getF32FloatAttr(float(v)));
   }
   mlir::Value toI32(mlir::Value x) {
     return mlir::arith::IndexCastOp::create(b, loc, i32, x);

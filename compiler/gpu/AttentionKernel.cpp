@@ -56,7 +56,6 @@ using namespace mlir;
 namespace tcc::gpu {
 namespace {
 
-
 int64_t sharedBytesOf(const AttentionProblem &p, const AttentionSchedule &s) {
   return (s.blockQ + 2 * s.stages * s.blockKV) * p.headDim * 2;
 }
@@ -85,9 +84,9 @@ public:
   AttentionBuilder(OpBuilder &b, Location loc, const AttentionProblem &p,
                    const AttentionSchedule &s,
                    const DecodeSchedule *decode = nullptr)
-      : AttentionArith(b, loc, p), s(s), decode(decode),
-        threads(32 * s.warps), cpr(p.headDim / 8),
-        rowsPerWarp(decode ? 16 : s.blockQ / s.warps), mTiles(rowsPerWarp / 16),
+      : AttentionArith(b, loc, p), s(s), decode(decode), threads(32 * s.warps),
+        cpr(p.headDim / 8), rowsPerWarp(decode ? 16 : s.blockQ / s.warps),
+        mTiles(rowsPerWarp / 16),
         keysPerWarp(decode ? s.blockKV / s.warps : s.blockKV),
         nS(keysPerWarp / 8), nO(p.headDim / 8) {
     elemT = p.elemType;

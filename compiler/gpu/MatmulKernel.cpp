@@ -99,8 +99,7 @@ private:
   /// which one 16-byte shared load reads. The accumulators then hold 4
   /// consecutive columns a lane, which the epilogue stores as vectors.
   bool permutedB() const {
-    return path == Path::Tf32 && !p.transB &&
-           (s.tileN / s.warpsN / 8) % 4 == 0;
+    return path == Path::Tf32 && !p.transB && (s.tileN / s.warpsN / 8) % 4 == 0;
   }
   /// The 16-byte chunk (of a 32-column group) of quad row g: the two quad
   /// rows of one 8-lane phase differ in bit 2, so that with the swizzle's
@@ -282,8 +281,8 @@ KernelBuilder::mmaStep(Value stage, ValueRange acc,
         for (int64_t q = 0; q < 2; ++q)
           rowsKN.push_back(memref::LoadOp::create(
               b, loc, smemBVec,
-              ValueRange{add(baseChunk, swizzle(add(lIn, kk * 8 + q * 4),
-                                                chunk, cprB))}));
+              ValueRange{add(baseChunk,
+                             swizzle(add(lIn, kk * 8 + q * 4), chunk, cprB))}));
         for (int64_t jn = 0; jn < 4; ++jn) {
           SmallVector<Value> e;
           for (Value v : rowsKN)
@@ -505,9 +504,9 @@ void KernelBuilder::build(Value aArg, Value bArg, Value cArg) {
   warpM = div(warp, s.warpsN);
   warpN = rem(warp, s.warpsN);
 
-  auto [pidM, pidN] = groupedTile(
-      mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::x), tilesM,
-      tilesN);
+  auto [pidM, pidN] =
+      groupedTile(mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::x),
+                  tilesM, tilesN);
   blockM0 = mul(pidM, s.tileM);
   blockN0 = mul(pidN, s.tileN);
   batchC = mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::z);

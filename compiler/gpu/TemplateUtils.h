@@ -124,9 +124,8 @@ protected:
   /// The output tile (row, column) of block `pid` in a grid of tilesM x
   /// tilesN tiles: blocks walk C in groups of up to 8 tile rows, column by
   /// column, so that the blocks resident at once share A and B panels in L2.
-  std::pair<mlir::Value, mlir::Value> groupedTile(mlir::Value pid,
-                                                  int64_t tilesM,
-                                                  int64_t tilesN);
+  std::pair<mlir::Value, mlir::Value>
+  groupedTile(mlir::Value pid, int64_t tilesM, int64_t tilesN);
 
   /// The block's `gpu.dynamic_shared_memory` as raw bytes.
   mlir::Value dynamicSharedMemory();

@@ -206,9 +206,9 @@ void KernelBuilder::build(Value aArg, Value bArg, Value cArg) {
   wg = div(tid, 128);
   wgTid = rem(tid, 128);
 
-  auto [pidM, pidN] = groupedTile(
-      mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::x), tilesM,
-      tilesN);
+  auto [pidM, pidN] =
+      groupedTile(mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::x),
+                  tilesM, tilesN);
   blockM0 = mul(pidM, s.tileM);
   blockN0 = mul(pidN, s.tileN);
 

@@ -1,4 +1,4 @@
-//===- AttentionGen.h - what the attention generators share ------*- C++ -*-===//
+//===- AttentionGen.h - what the attention generators share -----*- C++ -*-===//
 //
 // tcc-flash-gen (mma.sync) and tcc-flash3-gen (wgmma) build the same
 // attention cases for two templates: the same flags, the same hooks built

@@ -1,4 +1,4 @@
-//===- MatmulBundle.h - a one-matmul bundle for the GEMM generators -*- C++ -*-===//
+//===- MatmulBundle.h - the GEMM generators' bundles ------------*- C++ -*-===//
 //
 // tcc-matmul-gen and tcc-wgmma-gen write each kernel they build as a bundle
 // that `tcc run`/`tcc bench` load on the GPU, and describe it on stdout for

@@ -122,7 +122,8 @@ std::string lowerToPtx(ModuleOp module, const std::string &chip) {
       "nvvm-attach-target{chip=" + chip +
       " O=3},gpu.module(convert-nvgpu-to-nvvm,convert-vector-to-llvm,"
       "convert-scf-to-cf,convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},"
-      "convert-nvvm-to-llvm,expand-strided-metadata,reconcile-unrealized-casts),"
+      "convert-nvvm-to-llvm,expand-strided-metadata,reconcile-unrealized-casts)"
+      ","
       "gpu-module-to-binary{format=isa}";
   if (failed(parsePassPipeline(pipeline, pm, llvm::errs())))
     die("bad pass pipeline");

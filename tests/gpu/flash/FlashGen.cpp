@@ -30,7 +30,8 @@ using namespace mlir;
 using tcc::gen::die;
 
 int main(int argc, char **argv) {
-  std::unique_ptr<MLIRContext> context = tcc::gen::initGenerator("tcc-flash-gen");
+  std::unique_ptr<MLIRContext> context =
+      tcc::gen::initGenerator("tcc-flash-gen");
   tcc::gen::AttentionCase c =
       tcc::gen::parseAttentionCase(argc, argv, *context, "sm_90");
   const tcc::gpu::AttentionProblem &p = c.p;
@@ -58,6 +59,7 @@ int main(int argc, char **argv) {
     return 0;
   tcc::gen::writePtx(c.flags.outDir, c.flags.name,
                      tcc::gen::lowerToPtx(*km.module, chip));
-  tcc::gen::printAttentionCase(c, {s.blockQ, s.blockKV, s.warps, s.stages}, *launch);
+  tcc::gen::printAttentionCase(c, {s.blockQ, s.blockKV, s.warps, s.stages},
+                               *launch);
   return 0;
 }

@@ -26,7 +26,8 @@ using namespace mlir;
 using tcc::gen::die;
 
 int main(int argc, char **argv) {
-  std::unique_ptr<MLIRContext> context = tcc::gen::initGenerator("tcc-flash3-gen");
+  std::unique_ptr<MLIRContext> context =
+      tcc::gen::initGenerator("tcc-flash3-gen");
   tcc::gen::AttentionCase c =
       tcc::gen::parseAttentionCase(argc, argv, *context, "sm_90a");
   const tcc::gpu::AttentionProblem &p = c.p;
@@ -56,6 +57,7 @@ int main(int argc, char **argv) {
     return 0;
   tcc::gen::writePtx(c.flags.outDir, c.flags.name,
                      tcc::gen::lowerToPtx(*km.module, chip));
-  tcc::gen::printAttentionCase(c, {s.warpgroups, s.blockKV, s.stages, int64_t(s.overlap)}, *launch);
+  tcc::gen::printAttentionCase(
+      c, {s.warpgroups, s.blockKV, s.stages, int64_t(s.overlap)}, *launch);
   return 0;
 }

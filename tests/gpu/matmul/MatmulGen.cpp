@@ -33,7 +33,6 @@ Type parseType(MLIRContext &ctx, const std::string &flag,
   die(flag + ": expected bf16, f16 or f32, got '" + v + "'");
 }
 
-
 } // namespace
 
 int main(int argc, char **argv) {

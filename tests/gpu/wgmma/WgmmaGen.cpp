@@ -27,8 +27,6 @@ namespace {
 
 constexpr const char *kChip = "sm_90a";
 
-
-
 } // namespace
 
 int main(int argc, char **argv) {

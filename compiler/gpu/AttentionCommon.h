@@ -16,8 +16,11 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 
 #include <cstdlib>
+#include <utility>
 
 namespace tcc::gpu {
 
@@ -81,6 +84,59 @@ public:
     if (mc.b)
       v = add(v, mul((mc.b > 0) == largest ? kLast : k0, mc.b));
     return v;
+  }
+
+  /// The key tiles [start, end) of `blockKV` keys that can hold a kept key
+  /// for some row of [q0, qLast], out of `nKTiles`: each constraint with
+  /// b != 0 bounds k on one side, loosest at the row where a*q + c is
+  /// largest.
+  std::pair<mlir::Value, mlir::Value> keyTileRange(int64_t nKTiles,
+                                                   int64_t blockKV) {
+    mlir::Value start = cst(0), end = cst(nKTiles);
+    for (const MaskConstraint &mc : p.mask) {
+      if (!mc.b)
+        continue;
+      mlir::Value hi =
+          add(mc.a ? mul(mc.a > 0 ? qLast : q0, mc.a) : cst(0), mc.c);
+      if (mc.b > 0) {
+        mlir::Value kLo = ceilDivS(sub(cst(0), hi), mc.b);
+        start = mlir::arith::MaxSIOp::create(b, loc, start,
+                                             floorDiv(kLo, blockKV));
+      } else {
+        mlir::Value kHi = floorDiv(hi, -mc.b);
+        end = mlir::arith::MinSIOp::create(b, loc, end,
+                                           add(floorDiv(kHi, blockKV), 1));
+      }
+    }
+    return {start, end};
+  }
+
+  /// `step()` for the key tile at k0 (blockKV keys), whose results replace
+  /// `carried`. Where the loop bounds can leave tiles the mask keeps nothing
+  /// of (constraints that interact), such a tile is skipped whole: the
+  /// condition is uniform over the block, so barriers inside stay legal.
+  llvm::SmallVector<mlir::Value>
+  stepUnlessMasked(mlir::Value k0, int64_t blockKV, mlir::ValueRange carried,
+                   llvm::function_ref<llvm::SmallVector<mlir::Value>()> step) {
+    if (p.mask.empty() || maskBoundsExact(p.mask))
+      return step();
+    mlir::Value kLast = add(k0, blockKV - 1);
+    mlir::Value dead;
+    for (const MaskConstraint &mc : p.mask) {
+      mlir::Value vmax = constraintAt(mc, k0, kLast, /*largest=*/true);
+      dead = lor(dead, cmp(mlir::arith::CmpIPredicate::slt, vmax, cst(0)));
+    }
+    llvm::SmallVector<mlir::Type> types;
+    for (mlir::Value c : carried)
+      types.push_back(c.getType());
+    auto ifOp =
+        mlir::scf::IfOp::create(b, loc, types, dead, /*withElse=*/true);
+    mlir::OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    mlir::scf::YieldOp::create(b, loc, carried);
+    b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+    mlir::scf::YieldOp::create(b, loc, step());
+    return llvm::SmallVector<mlir::Value>(ifOp.getResults());
   }
 
   // f32 arithmetic.

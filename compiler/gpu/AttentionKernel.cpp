@@ -50,6 +50,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <tuple>
 
 using namespace mlir;
 
@@ -93,7 +94,6 @@ public:
     // Softmax's own algebra with no score modification: the row max is kept
     // over raw Q K^T and scale * log2(e) folds into one FMA before ex2.
     fast = !p.scoreMod && !p.correction && !p.contribution && p.scale > 0;
-    userMask = !p.mask.empty();
     constraints.assign(p.mask.begin(), p.mask.end());
     if (p.lk % s.blockKV)
       constraints.push_back({0, -1, p.lk - 1});
@@ -183,7 +183,7 @@ private:
   const DecodeSchedule *decode;
   int64_t threads, cpr, rowsPerWarp, mTiles, keysPerWarp, nS, nO;
   Type elemT;
-  bool fast, userMask, qInRegs;
+  bool fast, qInRegs;
   SmallVector<MaskConstraint, 3> constraints;
 
   Value qArg, kArg, vArg, oArg;
@@ -757,24 +757,8 @@ void AttentionBuilder::build(Value q, Value k, Value v, Value o, Value stats) {
            cst(0));
   token = commitGroup();
 
-  // The key tiles that can hold a kept key for some row of this tile: each
-  // constraint with b != 0 bounds k on one side, loosest at the row where
-  // a*q + c is largest.
-  Value tStart = cst(0);
-  tEnd = cst(nKTiles);
-  for (const MaskConstraint &mc : p.mask) {
-    if (!mc.b)
-      continue;
-    Value hi = add(mc.a ? mul(mc.a > 0 ? qLast : q0, mc.a) : cst(0), mc.c);
-    if (mc.b > 0) {
-      Value kLo = ceilDivS(sub(cst(0), hi), mc.b);
-      tStart = arith::MaxSIOp::create(b, loc, tStart, floorDiv(kLo, s.blockKV));
-    } else {
-      Value kHi = floorDiv(hi, -mc.b);
-      tEnd = arith::MinSIOp::create(b, loc, tEnd,
-                                    add(floorDiv(kHi, s.blockKV), 1));
-    }
-  }
+  Value tStart;
+  std::tie(tStart, tEnd) = keyTileRange(nKTiles, s.blockKV);
   if (decode) {
     // The block's chunk of key tiles; an empty range still writes its
     // (empty) partial result, which the combine reads.
@@ -823,33 +807,10 @@ void AttentionBuilder::build(Value q, Value k, Value v, Value o, Value stats) {
     copyKVTile(false, next, nextStage);
     Value k0 = mul(j, s.blockKV);
 
-    SmallVector<Value> results;
-    if (userMask && !maskBoundsExact(p.mask)) {
-      // Tiles the mask keeps nothing of (possible inside the bounds when
-      // constraints interact) are skipped whole; the condition is uniform
-      // over the block, so the barrier inside stays legal.
-      Value kLast = add(k0, s.blockKV - 1);
-      Value dead;
-      for (const MaskConstraint &mc : p.mask) {
-        Value vmax = constraintAt(mc, k0, kLast, /*largest=*/true);
-        dead = lor(dead, cmp(arith::CmpIPredicate::slt, vmax, cst(0)));
-      }
-      SmallVector<Type> types;
-      for (Value c : carried)
-        types.push_back(c.getType());
-      auto ifOp = scf::IfOp::create(b, loc, types, dead, /*withElse=*/true);
-      {
-        OpBuilder::InsertionGuard g2(b);
-        b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-        scf::YieldOp::create(b, loc, carried);
-        b.setInsertionPointToStart(&ifOp.getElseRegion().front());
-        scf::YieldOp::create(b, loc, tileStep(stage, k0, carried));
-      }
-      results.assign(ifOp.getResults().begin(), ifOp.getResults().end());
-    } else {
-      results = tileStep(stage, k0, carried);
-    }
-    scf::YieldOp::create(b, loc, results);
+    scf::YieldOp::create(
+        b, loc, stepUnlessMasked(k0, s.blockKV, carried, [&] {
+          return tileStep(stage, k0, carried);
+        }));
   }
   if (decode)
     decodeEpilogue(loop.getResults());

@@ -65,6 +65,7 @@
 #include <cstdlib>
 #include <limits>
 #include <string>
+#include <tuple>
 
 using namespace mlir;
 
@@ -585,24 +586,8 @@ void FlashBuilder::build(Value q, Value k, Value v, Value o) {
   copyRows(qArg, head, q0, p.lq, blockQ, cst(0));
   token = commitGroup();
 
-  // The key tiles that can hold a kept key for some row of this tile: each
-  // constraint with b != 0 bounds k on one side, loosest at the row where
-  // a*q + c is largest.
-  Value tStart = cst(0);
-  tEnd = cst(nKTiles);
-  for (const MaskConstraint &mc : p.mask) {
-    if (!mc.b)
-      continue;
-    Value hi = add(mc.a ? mul(mc.a > 0 ? qLast : q0, mc.a) : cst(0), mc.c);
-    if (mc.b > 0) {
-      Value kLo = ceilDivS(sub(cst(0), hi), mc.b);
-      tStart = arith::MaxSIOp::create(b, loc, tStart, floorDiv(kLo, s.blockKV));
-    } else {
-      Value kHi = floorDiv(hi, -mc.b);
-      tEnd = arith::MinSIOp::create(b, loc, tEnd,
-                                    add(floorDiv(kHi, s.blockKV), 1));
-    }
-  }
+  Value tStart;
+  std::tie(tStart, tEnd) = keyTileRange(nKTiles, s.blockKV);
   for (int64_t st = 0; st + 1 < s.stages; ++st)
     copyKVTile(add(tStart, st), cst(st));
 
@@ -635,31 +620,10 @@ SmallVector<Value> FlashBuilder::simpleLoop(Value tStart,
   publishTiles(s.stages - 2);
   copyKVTile(add(j, s.stages - 1), rem(add(stage, s.stages - 1), s.stages));
   Value k0 = mul(j, s.blockKV);
-  SmallVector<Value> results;
-  if (!p.mask.empty() && !maskBoundsExact(p.mask)) {
-    // Tiles the mask keeps nothing of are skipped whole (the condition is
-    // uniform over the block).
-    Value kLast = add(k0, s.blockKV - 1);
-    Value dead;
-    for (const MaskConstraint &mc : p.mask)
-      dead = lor(dead, cmp(arith::CmpIPredicate::slt,
-                           constraintAt(mc, k0, kLast, true), cst(0)));
-    SmallVector<Type> types;
-    for (Value cv : carried)
-      types.push_back(cv.getType());
-    auto ifOp = scf::IfOp::create(b, loc, types, dead, /*withElse=*/true);
-    {
-      OpBuilder::InsertionGuard g2(b);
-      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-      scf::YieldOp::create(b, loc, carried);
-      b.setInsertionPointToStart(&ifOp.getElseRegion().front());
-      scf::YieldOp::create(b, loc, tileStep(stage, k0, carried));
-    }
-    results.assign(ifOp.getResults().begin(), ifOp.getResults().end());
-  } else {
-    results = tileStep(stage, k0, carried);
-  }
-  scf::YieldOp::create(b, loc, results);
+  scf::YieldOp::create(b, loc,
+                       stepUnlessMasked(k0, s.blockKV, carried, [&] {
+                         return tileStep(stage, k0, carried);
+                       }));
   return SmallVector<Value>(loop.getResults());
 }
 

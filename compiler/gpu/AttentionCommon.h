@@ -100,8 +100,8 @@ public:
           add(mc.a ? mul(mc.a > 0 ? qLast : q0, mc.a) : cst(0), mc.c);
       if (mc.b > 0) {
         mlir::Value kLo = ceilDivS(sub(cst(0), hi), mc.b);
-        start = mlir::arith::MaxSIOp::create(b, loc, start,
-                                             floorDiv(kLo, blockKV));
+        start =
+            mlir::arith::MaxSIOp::create(b, loc, start, floorDiv(kLo, blockKV));
       } else {
         mlir::Value kHi = floorDiv(hi, -mc.b);
         end = mlir::arith::MinSIOp::create(b, loc, end,
@@ -129,8 +129,7 @@ public:
     llvm::SmallVector<mlir::Type> types;
     for (mlir::Value c : carried)
       types.push_back(c.getType());
-    auto ifOp =
-        mlir::scf::IfOp::create(b, loc, types, dead, /*withElse=*/true);
+    auto ifOp = mlir::scf::IfOp::create(b, loc, types, dead, /*withElse=*/true);
     mlir::OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(&ifOp.getThenRegion().front());
     mlir::scf::YieldOp::create(b, loc, carried);

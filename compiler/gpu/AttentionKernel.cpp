@@ -807,10 +807,9 @@ void AttentionBuilder::build(Value q, Value k, Value v, Value o, Value stats) {
     copyKVTile(false, next, nextStage);
     Value k0 = mul(j, s.blockKV);
 
-    scf::YieldOp::create(
-        b, loc, stepUnlessMasked(k0, s.blockKV, carried, [&] {
-          return tileStep(stage, k0, carried);
-        }));
+    scf::YieldOp::create(b, loc, stepUnlessMasked(k0, s.blockKV, carried, [&] {
+                           return tileStep(stage, k0, carried);
+                         }));
   }
   if (decode)
     decodeEpilogue(loop.getResults());

@@ -620,8 +620,7 @@ SmallVector<Value> FlashBuilder::simpleLoop(Value tStart,
   publishTiles(s.stages - 2);
   copyKVTile(add(j, s.stages - 1), rem(add(stage, s.stages - 1), s.stages));
   Value k0 = mul(j, s.blockKV);
-  scf::YieldOp::create(b, loc,
-                       stepUnlessMasked(k0, s.blockKV, carried, [&] {
+  scf::YieldOp::create(b, loc, stepUnlessMasked(k0, s.blockKV, carried, [&] {
                          return tileStep(stage, k0, carried);
                        }));
   return SmallVector<Value>(loop.getResults());

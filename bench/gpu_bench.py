@@ -144,13 +144,18 @@ class TorchOps(NumpyOps):
 
 # --- cases: inputs, reference, tolerance ----------------------------------------
 
+def mkn(case):
+    """A gemm case's (M, K, N): 'mkn' when odd, else the square 'n'."""
+    return tuple(case.get('mkn') or (case['n'],) * 3)
+
+
 def make_inputs(ops, case):
     """Named float64 inputs, already rounded to the input dtype."""
     dt = case['dtype']
     if case['kind'] == 'gemm':
-        n = case['n']
-        return {'a': ops.round(dt, ops.randn((n, n), SEED)),
-                'b': ops.round(dt, ops.randn((n, n), SEED + 1))}
+        m, k, n = mkn(case)
+        return {'a': ops.round(dt, ops.randn((m, k), SEED)),
+                'b': ops.round(dt, ops.randn((k, n), SEED + 1))}
     return {'x': ops.round(dt, ops.randn(tuple(case['shape']), SEED + 2))}
 
 
@@ -369,9 +374,9 @@ def peers(args, case):
             print('  peer %s failed: %s' % (name, str(e).splitlines()[0][:200]), flush=True)
 
     if case['kind'] == 'gemm':
-        n = case['n']
-        a = torch.randn(n, n, device='cuda', generator=g).to(dt)
-        b = torch.randn(n, n, device='cuda', generator=g).to(dt)
+        m, k, n = mkn(case)
+        a = torch.randn(m, k, device='cuda', generator=g).to(dt)
+        b = torch.randn(k, n, device='cuda', generator=g).to(dt)
         old = torch.backends.cuda.matmul.allow_tf32
         torch.backends.cuda.matmul.allow_tf32 = case['tf32']
         try:
@@ -421,7 +426,8 @@ def copy_ceiling():
 def work_of(case):
     """(amount, unit): FLOPs of a matmul, else bytes read + written."""
     if case['kind'] == 'gemm':
-        return 2.0 * case['n'] ** 3, 'TFLOP/s'
+        m, k, n = mkn(case)
+        return 2.0 * m * k * n, 'TFLOP/s'
     rows, cols = case['shape']
     out_bytes = 2  # every rowwise case writes bf16
     return float(rows * cols * (2 + out_bytes)), 'GB/s'
@@ -531,7 +537,7 @@ def main():
         print('  tcc bench:', json.dumps(row['tcc']), flush=True)
         if use_peers:
             # Variants of one problem (a schedule, a flag) share its peers.
-            key = json.dumps({k: case.get(k) for k in ('kind', 'dtype', 'n', 'tf32', 'shape')})
+            key = json.dumps({k: case.get(k) for k in ('kind', 'dtype', 'n', 'mkn', 'tf32', 'shape')})
             if key not in peer_cache:
                 peer_cache[key] = peers(args, case)
             row['peers'] = peer_cache[key]

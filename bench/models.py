@@ -39,9 +39,10 @@ def normal_param(name, dtype, shape, mean, std, seed):
             'init': {'random': 'normal', 'mean': mean, 'std': std, 'seed': seed}}
 
 
-def gemm_model(n, dt):
-    return model('gemm_%d_%s' % (n, dt),
-                 [('a', dt, [n, n]), ('b', dt, [n, n])],
+def gemm_model(n, dt, mkn=None):
+    m, k, n = mkn or (n, n, n)
+    name = 'gemm_%d_%s' % (n, dt) if not mkn else 'gemm_%dx%dx%d_%s' % (m, k, n, dt)
+    return model(name, [('a', dt, [m, k]), ('b', dt, [k, n])],
                  [node('matmul', ['a', 'b'], 'c')], ['c'])
 
 
@@ -101,6 +102,14 @@ def cases(small):
             else:
                 # Hopper's warpgroup MMA (wgmma) needs the sm_90a target.
                 out.append((m['name'] + '_sm90a', m, ['--target', 'sm_90a'], info))
+    # Sizes no tile divides (correctness first: the edges of the tiles and of
+    # the tf32 path's transpose of B).
+    for mkn in ((61, 70, 33),) if small else ((1000, 3001, 517),):
+        for dt in ('bf16', 'f32'):
+            m = gemm_model(0, dt, mkn)
+            info = {'kind': 'gemm', 'dtype': dt, 'n': 0, 'mkn': list(mkn), 'tf32': dt == 'f32'}
+            out.append((m['name'] + ('_tf32' if dt == 'f32' else ''), m,
+                        ['--allow-tf32'] if dt == 'f32' else [], info))
     for kind, m in rowwise_models(rows, cols).items():
         info = {'kind': kind, 'dtype': 'bf16', 'shape': [rows, cols],
                 'params': {p['name']: p['init'] for p in m['params']}}
@@ -236,14 +245,17 @@ def main():
     with open(os.path.join(args.out, 'manifest.json'), 'w') as f:
         json.dump(manifest, f, indent=1)
     # Attention: a manifest of its own, for bench/attention_bench.py.
-    attention = {'target': args.target, 'small': args.small, 'cases': []}
+    # Attention on sm_90 is compiled for sm_90a: its prefill kernel is built
+    # on Hopper's warpgroup MMA, which plain sm_90 PTX cannot hold.
+    target = 'sm_90a' if args.target == 'sm_90' else args.target
+    attention = {'target': target, 'small': args.small, 'cases': []}
     for name, m, flags, info in attention_cases(args.small):
         path = os.path.join(args.out, 'models', m['name'] + '.json')
         with open(path, 'w') as f:
             json.dump(m, f, indent=1)
         bundle = name + '.tccb'
         p = subprocess.run([args.tcc, 'compile', path, '-o', os.path.join(args.out, bundle),
-                            '--target', args.target] + flags, capture_output=True, text=True)
+                            '--target', target] + flags, capture_output=True, text=True)
         if p.returncode != 0:
             print('FAILED to compile %s: %s' % (name, (p.stderr or p.stdout).strip()))
             failed += 1

@@ -13,6 +13,8 @@
 #include "compiler/LLVMUtils.h"
 #include "compiler/gpu/AttentionKernel.h"
 #include "compiler/gpu/MatmulKernel.h"
+#include "compiler/gpu/TransposeKernel.h"
+#include "compiler/gpu/WgmmaAttention.h"
 #include "compiler/gpu/WgmmaKernel.h"
 #include "ir/TccOps.h"
 #include "passes/AttentionMatch.h"
@@ -468,13 +470,23 @@ std::optional<AttentionUse> takeAttention(func::FuncOp f,
       return use;
     }
   }
-  ::tcc::gpu::AttentionSchedule schedule =
-      ::tcc::gpu::chooseAttentionSchedule(p, chip);
-  if (!::tcc::gpu::attentionScheduleValid(p, schedule, why))
-    return std::nullopt;
+  // On sm_90a, Hopper's warpgroup MMA (1.3-1.6x the mma.sync template at
+  // sequence 8192, docs/performance.md) takes head dims 64 and 128.
   std::string symbol = f.getSymName().str() + "_attn";
-  FailureOr<::tcc::gpu::KernelLaunch> launch =
-      ::tcc::gpu::buildAttentionKernel(b, gpuModule, symbol, p, schedule);
+  FailureOr<::tcc::gpu::KernelLaunch> launch = failure();
+  ::tcc::gpu::WgmmaAttentionSchedule ws =
+      ::tcc::gpu::chooseWgmmaAttentionSchedule(p);
+  if (chip == "sm_90a" && ::tcc::gpu::wgmmaAttentionSupports(p, ws, why)) {
+    symbol += "_wgmma";
+    launch = ::tcc::gpu::buildWgmmaAttentionKernel(b, gpuModule, symbol, p, ws);
+  } else {
+    ::tcc::gpu::AttentionSchedule schedule =
+        ::tcc::gpu::chooseAttentionSchedule(p, chip);
+    if (!::tcc::gpu::attentionScheduleValid(p, schedule, why))
+      return std::nullopt;
+    launch =
+        ::tcc::gpu::buildAttentionKernel(b, gpuModule, symbol, p, schedule);
+  }
   if (failed(launch))
     return std::nullopt;
   use.launches = {launchOf(symbol, *launch,
@@ -494,6 +506,7 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
   const ::tcc::gpu::MatmulProblem &mp = use.problem;
   std::string error, symbol;
   FailureOr<::tcc::gpu::KernelLaunch> launch = failure();
+  bool transposeB = false;
   // On sm_90a, Hopper's warpgroup MMA takes what it supports (bf16/f16, one
   // matrix, A row-major, sizes multiples of its tiles): 0.80-0.89x cuBLAS
   // where mma.sync reaches about 0.6 (docs/performance.md). A matmul
@@ -513,13 +526,20 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
     symbol = name + "_wgmma";
     launch = ::tcc::gpu::buildWgmmaKernel(b, gpuModule, symbol, wp, ws);
   } else {
+    // tf32 reads B through ldmatrix only when B is stored [N][K] (32-bit
+    // elements have no transposing ldmatrix): 0.62x cuBLAS against 0.47x.
+    // B [K][N] is transposed into scratch first, for a few percent of the
+    // GEMM's time (docs/performance.md).
+    ::tcc::gpu::MatmulProblem tp = mp;
+    transposeB = mp.aType.isF32() && mp.allowTf32 && !mp.transB;
+    tp.transB = mp.transB || transposeB;
     ::tcc::gpu::MatmulSchedule schedule =
-        ::tcc::gpu::chooseMatmulSchedule(mp, chip);
+        ::tcc::gpu::chooseMatmulSchedule(tp, chip);
     if (failed(overrides.apply(name, schedule, error)) ||
-        !::tcc::gpu::matmulScheduleValid(mp, schedule, error))
+        !::tcc::gpu::matmulScheduleValid(tp, schedule, error))
       return gpuModule.emitError("kernel ") << name << ": " << error;
     symbol = name + "_mma";
-    launch = ::tcc::gpu::buildMatmulKernel(b, gpuModule, symbol, mp, schedule);
+    launch = ::tcc::gpu::buildMatmulKernel(b, gpuModule, symbol, tp, schedule);
   }
   if (failed(launch))
     return failure();
@@ -529,9 +549,33 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
   l.block = launch->block;
   l.sharedBytes = launch->sharedBytes;
   int numBuffers = use.numOperands + use.numResults;
+  // Puts B's transpose in front: its buffer is the first scratch one.
+  auto addTranspose = [&] {
+    if (!transposeB)
+      return;
+    for (::tcc::DeviceLaunch &other : plan.launches)
+      for (int &a : other.args)
+        if (a >= numBuffers)
+          ++a;
+    int64_t bb = mp.bBatched ? mp.batch : 1;
+    plan.scratchBytes.insert(plan.scratchBytes.begin(),
+                             uint64_t(bb * mp.k * mp.n) * 4);
+    plan.launches.front().args[1] = numBuffers;
+    std::string tsym = name + "_transpose_b";
+    ::tcc::gpu::KernelLaunch t = ::tcc::gpu::buildTransposeKernel(
+        b, gpuModule, tsym, bb, mp.k, mp.n, mp.bType);
+    ::tcc::DeviceLaunch tl;
+    tl.symbol = tsym;
+    tl.grid = t.grid;
+    tl.block = t.block;
+    tl.sharedBytes = t.sharedBytes;
+    tl.args = {int(use.bArg), numBuffers};
+    plan.launches.insert(plan.launches.begin(), tl);
+  };
   if (use.direct) {
     l.args = {int(use.aArg), int(use.bArg), int(use.numOperands)};
     plan.launches.insert(plan.launches.begin(), l);
+    addTranspose();
     return success();
   }
   // The epilogue function's buffers are [operands, C, results, scratch...]:
@@ -551,6 +595,7 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
                                (p.cType.getIntOrFloatBitWidth() / 8));
   l.args = {int(use.aArg), int(use.bArg), numBuffers};
   plan.launches.insert(plan.launches.begin(), l);
+  addTranspose();
   return success();
 }
 

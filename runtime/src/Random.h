@@ -24,6 +24,9 @@ public:
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
   }
+  /// Jumps over the next `n` values: the state only adds a constant per
+  /// step, so a stream can be split among threads and stay bit-identical.
+  void skip(uint64_t n) { state += n * 0x9E3779B97F4A7C15ull; }
   /// Uniform in [0, 1).
   double uniform() { return (double)(next() >> 11) * 0x1.0p-53; }
   double uniform(double low, double high) {

@@ -25,6 +25,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <thread>
 
 namespace tcc::runner {
 namespace {
@@ -194,19 +195,38 @@ private:
 std::vector<uint8_t> randomInput(const tccrt_tensor_info &t, uint64_t seed) {
   DType dtype = static_cast<DType>(t.dtype);
   std::string name = t.name;
-  SplitMix64 rng(seed ^
-                 bundle::fnv1a64(reinterpret_cast<const uint8_t *>(name.data()),
-                                 name.size()));
+  uint64_t stream =
+      seed ^ bundle::fnv1a64(reinterpret_cast<const uint8_t *>(name.data()),
+                             name.size());
   size_t size = dtypeSize(dtype);
   std::vector<uint8_t> bytes(t.bytes);
-  for (size_t off = 0; off < bytes.size(); off += size) {
-    if (isFloat(dtype))
-      encodeScalar(dtype, rng.uniform(-1.0, 1.0), &bytes[off]);
-    else if (dtype == DType::Bool)
-      bytes[off] = (uint8_t)(rng.next() >> 63);
-    else
-      encodeInteger(dtype, (int64_t)(rng.next() % 10), &bytes[off]);
+  size_t count = size ? bytes.size() / size : 0;
+  auto fill = [&](size_t begin, size_t end) {
+    SplitMix64 rng(stream);
+    rng.skip(begin);
+    for (size_t i = begin; i < end; ++i) {
+      uint8_t *at = &bytes[i * size];
+      if (isFloat(dtype))
+        encodeScalar(dtype, rng.uniform(-1.0, 1.0), at);
+      else if (dtype == DType::Bool)
+        *at = (uint8_t)(rng.next() >> 63);
+      else
+        encodeInteger(dtype, (int64_t)(rng.next() % 10), at);
+    }
+  };
+  // Large inputs (decode's K and V reach 10^9 values) are filled by several
+  // threads, each jumping to its first element of the one stream.
+  unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  if (count < (size_t(1) << 22) || threads == 1) {
+    fill(0, count);
+    return bytes;
   }
+  threads = std::min(threads, 32u);
+  std::vector<std::thread> pool;
+  for (unsigned i = 0; i < threads; ++i)
+    pool.emplace_back(fill, count * i / threads, count * (i + 1) / threads);
+  for (std::thread &th : pool)
+    th.join();
   return bytes;
 }
 

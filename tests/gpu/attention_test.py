@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Attention written plainly, compiled with --gpu-attention, checked on a GPU.
 
-    attention_test.py --tcc TCC --record DIR    compile here (sm_90), write the
+    attention_test.py --tcc TCC --record DIR [--target sm_90a]
+                                                 compile here (sm_90 unless
+                                                 --target), write the
                                                  inputs' seed and digest and the
                                                  float64 reference
     attention_test.py --tcc TCC --replay DIR    run there (regenerating the
@@ -211,7 +213,7 @@ def make_inputs(m, qscale, seed):
     return env, digest.hexdigest()
 
 
-def record(tcc, root):
+def record(tcc, root, target):
     os.makedirs(root, exist_ok=True)
     failed = 0
     for name, m, qscale, change in cases():
@@ -221,7 +223,7 @@ def record(tcc, root):
         with open(path, 'w') as f:
             json.dump(m, f)
         bundle = os.path.join(d, 'model.tccb')
-        p = subprocess.run([tcc, 'compile', path, '-o', bundle, '--target', 'sm_90',
+        p = subprocess.run([tcc, 'compile', path, '-o', bundle, '--target', target,
                             '--gpu-attention'], capture_output=True, text=True)
         if p.returncode != 0:
             print('FAIL %s: compile: %s' % (name, p.stderr.strip()))
@@ -230,7 +232,9 @@ def record(tcc, root):
         info = json.loads(subprocess.run([tcc, 'inspect', bundle], capture_output=True,
                                          text=True).stdout)
         symbols = [k['symbol'] for k in info['kernels']]
-        want = ['_decode', '_combine'] if name.startswith('decode_') else ['_attn']
+        # sm_90a builds prefill on warpgroup MMA (head dims 64 and 128).
+        prefill = '_attn_wgmma' if target == 'sm_90a' else '_attn'
+        want = ['_decode', '_combine'] if name.startswith('decode_') else [prefill]
         if len(info['launches']) != len(want) or len(symbols) != len(want) or not all(
                 s.endswith(w) for s, w in zip(symbols, want)):
             print('FAIL %s: expected kernels *%s, got %s' % (name, ', *'.join(want), symbols))
@@ -293,9 +297,10 @@ def main():
     ap.add_argument('--tcc', required=True)
     ap.add_argument('--record')
     ap.add_argument('--replay')
+    ap.add_argument('--target', default='sm_90', help='sm_90 or sm_90a (with --record)')
     args = ap.parse_args()
     if args.record:
-        return 1 if record(args.tcc, os.path.abspath(args.record)) else 0
+        return 1 if record(args.tcc, os.path.abspath(args.record), args.target) else 0
     if args.replay:
         return replay(args.tcc, os.path.abspath(args.replay))
     ap.error('--record DIR or --replay DIR')

@@ -52,6 +52,9 @@ if [ "${1:-}" = prepare ]; then
     # Attention through the fused template (--gpu-attention), with references.
     /usr/bin/python3 "$root/tests/gpu/attention_test.py" --tcc "$tcc" \
       --record "$carry/attention"
+    # The same on Hopper's warpgroup MMA (sm_90a).
+    /usr/bin/python3 "$root/tests/gpu/attention_test.py" --tcc "$tcc" \
+      --record "$carry/attention-sm90a" --target sm_90a
     mkdir -p "$carry/examples"
     for m in "$root"/examples/*.json; do
       "$tcc" compile "$m" -o "$carry/examples/$(basename "$m" .json).tccb" \
@@ -159,14 +162,15 @@ replay optest optest.py "$carry/optest" "every op on the GPU (optest)"
 replay optest-rowfusion optest.py "$carry/optest-rowfusion" \
   "every op, compiled with --gpu-row-fusion=false"
 replay models models.py "$carry/models" "the hand-written models on the GPU"
-if [ -d "$carry/attention" ]; then
-  step "attention with --gpu-attention"
-  python3 "$root/tests/gpu/attention_test.py" --replay "$carry/attention" \
-    --tcc "$build/runtime/tcc" > "$out/attention.log" 2>&1
+for a in attention attention-sm90a; do
+  [ -d "$carry/$a" ] || continue
+  step "$a with --gpu-attention"
+  python3 "$root/tests/gpu/attention_test.py" --replay "$carry/$a" \
+    --tcc "$build/runtime/tcc" > "$out/$a.log" 2>&1
   rc=$?
-  cat "$out/attention.log"
-  result "attention with --gpu-attention" $rc
-fi
+  cat "$out/$a.log"
+  result "$a with --gpu-attention" $rc
+done
 
 if [ -d "$carry/examples" ]; then
   step "the examples on the GPU"

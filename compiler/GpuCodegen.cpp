@@ -82,7 +82,7 @@ const char *kNvvmPipeline =
     " convert-nvvm-to-llvm, convert-vector-to-llvm, convert-arith-to-llvm, "
     "convert-ub-to-llvm,"
     " convert-math-to-llvm,"
-    " reconcile-unrealized-casts)";
+    " reconcile-unrealized-casts, tcc-gpu-l2-policy)";
 const char *kRocdlPipeline =
     "gpu.module(expand-strided-metadata, lower-affine, convert-scf-to-cf,"
     " arith-expand{include-bf16=1},"

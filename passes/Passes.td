@@ -216,6 +216,24 @@ def TccGpuOccupancy : Pass<"tcc-gpu-occupancy", "::mlir::gpu::GPUModuleOp"> {
   ];
 }
 
+def TccGpuL2Policy : Pass<"tcc-gpu-l2-policy", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Load the rows of memory-bound row kernels with L2 evict_last";
+  let description = [{
+    After lowering to the LLVM and NVVM dialects, on NVIDIA targets: in
+    every kernel that tcc-gpu-occupancy judged a memory-bound stream (it
+    carries `nvvm.minctasm`) and that reduces across its block (it has a
+    barrier), each 16-byte load becomes `ld.global.L2::cache_hint` with an
+    `L2::evict_last` policy (inline PTX: neither the LLVM nor the NVVM
+    dialect has a load with a cache policy). Measured on the H200 over
+    16384x8192 bf16: RMS norm 0.1333 -> 0.1292 ms, torch.compile's kernel
+    (which loads the same way) 0.1293, layer norm 0.1329 -> 0.1324; softmax
+    lost 0.5% with it and is not selected (it has no residency request).
+    Hints that evict the input early (`evict_first`, `L1::no_allocate`,
+    `.nc`, streaming stores) all made RMS norm 4-5% slower.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 def TccPrivateInits : Pass<"tcc-private-inits", "func::FuncOp"> {
   let summary = "Give every destination-passing op its own fill or empty init";
   let description = [{

@@ -5,7 +5,8 @@
                                      [--out DIR] [--only NAME,...] [--no-flex]
 
 For every case of the carry folder's attention-manifest.json (bench/models.py):
-prefill at sequence 8192, head size 128, bf16, batch 1 and 8, the variants of
+prefill at sequence 8192, head size 128, bf16 (and f16: the '_f16' cases),
+batch 1 and 8, the variants of
 issue 4 (global, causal, ALiBi, GQA 64/8, softcap 50 with 32/16 heads,
 sliding window 4096 with 32/8 heads); decode (one query row at the last
 position, 'lq' in the manifest) of causal, ALiBi, GQA and softcap against
@@ -67,6 +68,10 @@ def change(case, s, h, rows, cols):
 def lq_of(case):
     """Query rows: all l positions (prefill) or the last lq (decode)."""
     return case.get('lq', case['l'])
+
+
+def torch_dtype(case):
+    return torch.float16 if case.get('dtype') == 'f16' else torch.bfloat16
 
 
 def per_head(case, q, k, v, dtype):
@@ -163,7 +168,7 @@ def copy_bandwidth():
 def inputs(case):
     g = torch.Generator(device='cuda').manual_seed(SEED)
     b, hq, hkv, l, d = (case[k] for k in ('b', 'hq', 'hkv', 'l', 'd'))
-    return [torch.randn(shape, device='cuda', generator=g).to(torch.bfloat16)
+    return [torch.randn(shape, device='cuda', generator=g).to(torch_dtype(case))
             for shape in ((b, hq, lq_of(case), d), (b, hkv, l, d), (b, hkv, l, d))]
 
 
@@ -185,7 +190,7 @@ def correctness(args, case, q, k, v):
         from torch.nn.attention import SDPBackend
         peer, peer_name = sdpa(case, q, k, v, SDPBackend.FLASH_ATTENTION), 'SDPA flash'
     else:
-        peer, peer_name = per_head(case, q, k, v, torch.bfloat16), 'plain PyTorch'
+        peer, peer_name = per_head(case, q, k, v, torch_dtype(case)), 'plain PyTorch'
     err = float((got - ref).abs().max()) if torch.isfinite(got).all() else math.inf
     peer_err = float((peer.double() - ref).abs().max())
     return {'correct': err <= 1.5 * peer_err, 'max_err': err, 'peer_max_err': peer_err,
@@ -212,7 +217,7 @@ def peers(args, case, q, k, v):
         except Exception as e:  # noqa: BLE001
             print('  FlexAttention failed: %s' % str(e).splitlines()[0][:200], flush=True)
     if case['b'] * case['hq'] * lq_of(case) * case['l'] * 2 <= 8e9:
-        add('plain PyTorch', lambda: per_head(case, q, k, v, torch.bfloat16))
+        add('plain PyTorch', lambda: per_head(case, q, k, v, torch_dtype(case)))
     return out
 
 

@@ -99,6 +99,8 @@ def cases(small):
             out.append((m['name'], m, [], info))
             if dt == 'f32':
                 out.append(('gemm_%d_tf32' % n, m, ['--allow-tf32'], dict(info, tf32=True)))
+                out.append(('gemm_%d_tf32_sm90a' % n, m, ['--allow-tf32', '--target', 'sm_90a'],
+                            dict(info, tf32=True)))
             else:
                 # Hopper's warpgroup MMA (wgmma) needs the sm_90a target.
                 out.append((m['name'] + '_sm90a', m, ['--target', 'sm_90a'], info))
@@ -110,6 +112,11 @@ def cases(small):
             info = {'kind': 'gemm', 'dtype': dt, 'n': 0, 'mkn': list(mkn), 'tf32': dt == 'f32'}
             out.append((m['name'] + ('_tf32' if dt == 'f32' else ''), m,
                         ['--allow-tf32'] if dt == 'f32' else [], info))
+    # Not square, on the wgmma template (sizes multiples of its tiles).
+    mkn = (128, 64, 128) if small else (1024, 2048, 768)
+    m = gemm_model(0, 'f32', mkn)
+    out.append((m['name'] + '_tf32_sm90a', m, ['--allow-tf32', '--target', 'sm_90a'],
+                {'kind': 'gemm', 'dtype': 'f32', 'n': 0, 'mkn': list(mkn), 'tf32': True}))
     for kind, m in rowwise_models(rows, cols).items():
         info = {'kind': kind, 'dtype': 'bf16', 'shape': [rows, cols],
                 'params': {p['name']: p['init'] for p in m['params']}}
@@ -125,13 +132,12 @@ def cases(small):
     return out
 
 
-def attention_model(name, b, hq, hkv, l, d, variant, lq=None):
+def attention_model(name, b, hq, hkv, l, d, variant, lq=None, dt='bf16'):
     """Prefill attention written plainly (the ten Neptune operators' prefill
     half): scores, the variant's changes, softmax, P·V; K and V repeated
     over query heads by reshape and broadcast when hkv < hq (GQA). With
     `lq` (decode), lq query rows at the last lq of the l positions: row
     positions are offset by l - lq."""
-    dt = 'bf16'
     lq = lq or l
     nodes = []
     kk, vv = 'k', 'v'
@@ -194,23 +200,24 @@ def attention_cases(small):
     variants = [('global', 32, 32), ('causal', 32, 32), ('alibi', 32, 32), ('gqa', 64, 8),
                 ('softcap', 32, 16), ('window', 32, 8)]
     out = []
-    for variant, hq, hkv in variants:
-        for b in (1, 8):
-            name = 'attn_%s_b%d' % (variant, b)
-            m = attention_model(name, b, hq, hkv, l, d, variant)
-            out.append((name, m, ['--gpu-attention'],
-                        {'kind': 'attention', 'variant': variant, 'dtype': 'bf16', 'b': b,
-                         'hq': hq, 'hkv': hkv, 'l': l, 'd': d, 'scale': 1.0 / d ** 0.5}))
-    # Decode (issue 4): one query row against 8192 or 32768 keys.
-    for variant, hq, hkv in variants[1:5]:
-        for l in ((1024,) if small else (8192, 32768)):
+    for dt, suffix in (('bf16', ''), ('f16', '_f16')):
+        for variant, hq, hkv in variants:
             for b in (1, 8):
-                name = 'decode_%s_%d_b%d' % (variant, l, b)
-                m = attention_model(name, b, hq, hkv, l, d, variant, lq=1)
+                name = 'attn_%s_b%d%s' % (variant, b, suffix)
+                m = attention_model(name, b, hq, hkv, l, d, variant, dt=dt)
                 out.append((name, m, ['--gpu-attention'],
-                            {'kind': 'attention', 'variant': variant, 'dtype': 'bf16', 'b': b,
-                             'hq': hq, 'hkv': hkv, 'l': l, 'lq': 1, 'd': d,
-                             'scale': 1.0 / d ** 0.5}))
+                            {'kind': 'attention', 'variant': variant, 'dtype': dt, 'b': b,
+                             'hq': hq, 'hkv': hkv, 'l': l, 'd': d, 'scale': 1.0 / d ** 0.5}))
+        # Decode (issue 4): one query row against 8192 or 32768 keys.
+        for variant, hq, hkv in variants[1:5]:
+            for l in ((1024,) if small else (8192, 32768)):
+                for b in (1, 8):
+                    name = 'decode_%s_%d_b%d%s' % (variant, l, b, suffix)
+                    m = attention_model(name, b, hq, hkv, l, d, variant, lq=1, dt=dt)
+                    out.append((name, m, ['--gpu-attention'],
+                                {'kind': 'attention', 'variant': variant, 'dtype': dt, 'b': b,
+                                 'hq': hq, 'hkv': hkv, 'l': l, 'lq': 1, 'd': d,
+                                 'scale': 1.0 / d ** 0.5}))
     return out
 
 

@@ -507,31 +507,34 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
   std::string error, symbol;
   FailureOr<::tcc::gpu::KernelLaunch> launch = failure();
   bool transposeB = false;
-  // On sm_90a, Hopper's warpgroup MMA takes what it supports (bf16/f16, one
+  // On sm_90a, Hopper's warpgroup MMA takes what it supports (bf16/f16/tf32, one
   // matrix, A row-major, sizes multiples of its tiles): 0.80-0.89x cuBLAS
   // where mma.sync reaches about 0.6 (docs/performance.md). A matmul
   // schedule in --schedule keeps the mma.sync template.
+  // tf32 wants B stored [N][K]: wgmma reads 32-bit operands K-major only,
+  // and mma.sync reads B through ldmatrix only so (32-bit elements have no
+  // transposing ldmatrix: 0.62x cuBLAS against 0.47x). B [K][N] is
+  // transposed into scratch first, for a few percent of the GEMM's time
+  // (docs/performance.md).
+  bool tf32 = mp.aType.isF32() && mp.allowTf32;
   ::tcc::gpu::WgmmaProblem wp;
   wp.m = mp.m;
   wp.n = mp.n;
   wp.k = mp.k;
-  wp.transB = mp.transB;
+  wp.transB = mp.transB || tf32;
   wp.abType = mp.aType;
   wp.cType = mp.cType;
   ::tcc::gpu::WgmmaSchedule ws = ::tcc::gpu::chooseWgmmaSchedule(wp);
   if (chip == "sm_90a" && mp.batch == 1 && !mp.transA &&
-      (mp.aType.isBF16() || mp.aType.isF16()) && overrides.all.empty() &&
-      !overrides.perKernel.contains(name) &&
+      (mp.aType.isBF16() || mp.aType.isF16() || tf32) &&
+      overrides.all.empty() && !overrides.perKernel.contains(name) &&
       ::tcc::gpu::wgmmaKernelSupports(wp, ws, error)) {
+    transposeB = tf32 && !mp.transB;
     symbol = name + "_wgmma";
     launch = ::tcc::gpu::buildWgmmaKernel(b, gpuModule, symbol, wp, ws);
   } else {
-    // tf32 reads B through ldmatrix only when B is stored [N][K] (32-bit
-    // elements have no transposing ldmatrix): 0.62x cuBLAS against 0.47x.
-    // B [K][N] is transposed into scratch first, for a few percent of the
-    // GEMM's time (docs/performance.md).
     ::tcc::gpu::MatmulProblem tp = mp;
-    transposeB = mp.aType.isF32() && mp.allowTf32 && !mp.transB;
+    transposeB = tf32 && !mp.transB;
     tp.transB = mp.transB || transposeB;
     ::tcc::gpu::MatmulSchedule schedule =
         ::tcc::gpu::chooseMatmulSchedule(tp, chip);

@@ -5,7 +5,8 @@
 //   prologue: cp.async k-tiles 0..S-3 into stages 0..S-3 (a group each)
 //   for kt in [0, kT):
 //     cp.async.wait_group S-3 (k-tile kt landed); fence.proxy.async; barrier
-//     wgmma.fence; 4 k16 steps of m64nNk16 per 64-row slice; commit
+//     wgmma.fence; 4 steps of m64nNk16 (k8 for tf32) per 64-row slice;
+//     commit
 //     cp.async k-tile kt+S-2 into stage (kt-2) % S; commit (maybe empty)
 //     wgmma.wait_group 1 (the wgmmas of kt-1 are done)
 //   wgmma.wait_group 0; store the accumulators
@@ -19,7 +20,8 @@
 // after its copies land and before the barrier.
 //
 // Shared layout (128-byte swizzle, what the descriptors' mode 1 expects):
-// rows of 64 elements (128 bytes), the 16-byte chunk c of row r stored at
+// rows of 128 bytes (one k-tile: 64 bf16/f16 or 32 tf32 elements), the
+// 16-byte chunk c of row r stored at
 // chunk c ^ (r & 7), 8-row atoms of 1024 bytes aligned to 1024 bytes (the
 // swizzle is a function of the address bits, so the base is aligned at run
 // time). K-major tiles (A [M][K], B [N][K]) are tile rows x 128 bytes;
@@ -47,9 +49,8 @@ using namespace mlir;
 namespace tcc::gpu {
 namespace {
 
-constexpr int64_t kRowBytes = 128;   // one swizzle row: 64 16-bit elements
+constexpr int64_t kRowBytes = 128;   // one swizzle row: the k-tile
 constexpr int64_t kAtomBytes = 1024; // 8 swizzled rows
-constexpr int64_t kElems = 8;        // 16-bit elements in a 16-byte chunk
 
 int64_t tileABytes(const WgmmaSchedule &s) { return s.tileM * kRowBytes; }
 int64_t stageBytes(const WgmmaSchedule &s) {
@@ -65,7 +66,9 @@ public:
   KernelBuilder(OpBuilder &b, Location loc, const WgmmaProblem &p,
                 const WgmmaSchedule &s)
       : TemplateBuilder(b, loc), p(p), s(s), threads(128 * s.warpgroups),
-        slices(s.tileM / s.warpgroups / 64) {}
+        slices(s.tileM / s.warpgroups / 64),
+        elemBytes(p.abType.getIntOrFloatBitWidth() / 8),
+        tileK(wgmmaTileK(p.abType)), chunkElems(16 / elemBytes) {}
 
   void build(Value aArg, Value bArg, Value cArg);
 
@@ -92,6 +95,7 @@ private:
   const WgmmaProblem &p;
   const WgmmaSchedule &s;
   int64_t threads, slices;
+  int64_t elemBytes, tileK, chunkElems; // chunkElems: elements in 16 bytes
   Type accT; // the struct of one m64nN accumulator
   Value a, bm, c;
   Value smem;         // the aligned stages, as 16-bit elements
@@ -104,28 +108,28 @@ void KernelBuilder::copyTile(bool isA, Value kt, Value stage) {
   // K-major tiles are rows x 8 chunks; B [K][N] is 64 k rows x tileN/8
   // chunks, chunk cn going to column block cn / 8.
   bool kMajor = isA || p.transB;
-  int64_t rows = kMajor ? (isA ? s.tileM : s.tileN) : kWgmmaTileK;
-  int64_t cpr = kMajor ? 8 : s.tileN / kElems;
+  int64_t rows = kMajor ? (isA ? s.tileM : s.tileN) : tileK;
+  int64_t cpr = kMajor ? 8 : s.tileN / chunkElems;
   Value src = isA ? a : bm;
-  Value kOff = mul(kt, kWgmmaTileK);
+  Value kOff = mul(kt, tileK);
   Value mnOff = isA ? blockM0 : blockN0;
   int64_t base = isA ? 0 : tileABytes(s);
   Value stageOff = mul(stage, stageBytes(s));
   for (int64_t i = 0; i < rows * cpr / threads; ++i) {
     Value id = add(tid, i * threads);
     Value r = div(id, cpr), cn = rem(id, cpr);
-    Value blockOff = kMajor ? cst(0) : mul(div(cn, 8), kWgmmaTileK * kRowBytes);
+    Value blockOff = kMajor ? cst(0) : mul(div(cn, 8), tileK * kRowBytes);
     Value chunk = kMajor ? cn : rem(cn, 8);
     Value dstByte =
         add(add(stageOff, blockOff),
             add(mul(r, kRowBytes), mul(bxor(chunk, band(r, 7)), 16)));
     dstByte = add(dstByte, base);
     Value row = add(kMajor ? mnOff : kOff, r);
-    Value col = add(kMajor ? kOff : mnOff, mul(cn, kElems));
+    Value col = add(kMajor ? kOff : mnOff, mul(cn, chunkElems));
     nvgpu::DeviceAsyncCopyOp::create(
         b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), smem,
-        ValueRange{div(dstByte, 2)}, src, ValueRange{row, col},
-        b.getIndexAttr(kElems), Value(), b.getUnitAttr());
+        ValueRange{div(dstByte, elemBytes)}, src, ValueRange{row, col},
+        b.getIndexAttr(chunkElems), Value(), b.getUnitAttr());
   }
 }
 
@@ -137,8 +141,11 @@ SmallVector<Value> KernelBuilder::mmaStep(Value stage, ValueRange acc) {
   // This warpgroup's rows start at wg * tileM / warpgroups.
   Value wgRows = toI64(mul(wg, s.tileM / s.warpgroups * kRowBytes / 16));
   dA = arith::AddIOp::create(b, loc, dA, wgRows);
-  NVVM::WGMMATypes abT =
-      p.abType.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
+  NVVM::WGMMATypes abT = p.abType.isBF16()  ? NVVM::WGMMATypes::bf16
+                         : p.abType.isF16() ? NVVM::WGMMATypes::f16
+                                            : NVVM::WGMMATypes::tf32;
+  // One wgmma reads 32 bytes of K: k16 of 16-bit elements, k8 of tf32.
+  int64_t mmaK = 32 / elemBytes;
   auto typeAttr = [&](NVVM::WGMMATypes t) {
     return NVVM::WGMMATypesAttr::get(ctx, t);
   };
@@ -148,15 +155,15 @@ SmallVector<Value> KernelBuilder::mmaStep(Value stage, ValueRange acc) {
                                                         : NVVM::MMALayout::row);
   NVVM::WgmmaFenceAlignedOp::create(b, loc);
   SmallVector<Value> out(acc.begin(), acc.end());
-  for (int64_t ks = 0; ks < kWgmmaTileK / 16; ++ks) {
-    // k16 step ks: 32 bytes along a K-major row, or 16 k rows of B [K][N].
+  for (int64_t ks = 0; ks < tileK / mmaK; ++ks) {
+    // k step ks: 32 bytes along a K-major row, or 16 k rows of B [K][N].
     int64_t bStep = p.transB ? ks * 32 : ks * 16 * kRowBytes;
     Value db = descriptor(dB, bStep);
     for (int64_t i = 0; i < slices; ++i) {
       Value da = descriptor(dA, i * 64 * kRowBytes + ks * 32);
       out[i] = NVVM::WgmmaMmaAsyncOp::create(
           b, loc, accT, out[i], da, db,
-          NVVM::MMAShapeAttr::get(ctx, 64, s.tileN, 16), typeAttr(abT),
+          NVVM::MMAShapeAttr::get(ctx, 64, s.tileN, mmaK), typeAttr(abT),
           typeAttr(abT), typeAttr(NVVM::WGMMATypes::f32),
           NVVM::WGMMAScaleOutAttr::get(ctx, NVVM::WGMMAScaleOut::one), one, one,
           NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row), layoutB,
@@ -219,7 +226,7 @@ void KernelBuilder::build(Value aArg, Value bArg, Value cArg) {
   Value pad =
       band(sub(cst(kAtomBytes), band(rawAddr, kAtomBytes - 1)), kAtomBytes - 1);
   Attribute space = cast<MemRefType>(raw.getType()).getMemorySpace();
-  int64_t elems = s.stages * stageBytes(s) / 2;
+  int64_t elems = s.stages * stageBytes(s) / elemBytes;
   smem = memref::ViewOp::create(
       b, loc,
       MemRefType::get({elems}, p.abType, MemRefLayoutAttrInterface(), space),
@@ -237,13 +244,13 @@ void KernelBuilder::build(Value aArg, Value bArg, Value cArg) {
       toI64(arith::ShRUIOp::create(b, loc, add(rawAddr, pad), cst(4)));
   start = arith::AndIOp::create(b, loc, start, i64(0x3fff));
   descA = arith::OrIOp::create(b, loc, start, i64(fields(16, kAtomBytes)));
-  int64_t bLbo = p.transB ? 16 : kWgmmaTileK * kRowBytes;
+  int64_t bLbo = p.transB ? 16 : tileK * kRowBytes;
   descB = arith::AddIOp::create(
       b, loc,
       arith::OrIOp::create(b, loc, start, i64(fields(bLbo, kAtomBytes))),
       i64(tileABytes(s) / 16));
 
-  int64_t kTiles = p.k / kWgmmaTileK;
+  int64_t kTiles = p.k / tileK;
   Value token; // any async token: the waits only count groups
   for (int64_t st = 0; st + 2 < s.stages; ++st) {
     if (st < kTiles)
@@ -306,8 +313,11 @@ bool wgmmaKernelSupports(const WgmmaProblem &p, const WgmmaSchedule &s,
     why = "wgmma kernel: " + msg;
     return false;
   };
-  if (!p.abType || !(p.abType.isBF16() || p.abType.isF16()))
-    return fail("A and B must be bf16 or f16");
+  if (!p.abType || !(p.abType.isBF16() || p.abType.isF16() || p.abType.isF32()))
+    return fail("A and B must be bf16, f16 or f32 (as tf32)");
+  if (p.abType.isF32() && !p.transB)
+    return fail("tf32 needs B stored [N][K] (wgmma reads 32-bit operands "
+                "K-major only)");
   if (!p.cType || !(p.cType.isF32() || p.cType.isBF16()))
     return fail("C must be f32 or bf16");
   if (s.warpgroups < 1 || s.warpgroups > 2)
@@ -324,9 +334,9 @@ bool wgmmaKernelSupports(const WgmmaProblem &p, const WgmmaSchedule &s,
   if (sharedBytesOf(s) > kMaxSharedSm90)
     return fail("the stages exceed the shared memory");
   if (p.m < 1 || p.n < 1 || p.k < 1 || p.m % s.tileM || p.n % s.tileN ||
-      p.k % kWgmmaTileK)
+      p.k % wgmmaTileK(p.abType))
     return fail("M, N and K must be positive multiples of tileM, tileN and "
-                "64 (this version has no edge handling)");
+                "the k-tile (this version has no edge handling)");
   if ((p.m / s.tileM) * (p.n / s.tileN) > (int64_t(1) << 31) - 1)
     return fail("too many output tiles for one grid");
   return true;

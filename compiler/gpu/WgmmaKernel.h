@@ -1,7 +1,7 @@
 //===- WgmmaKernel.h - the Hopper warpgroup-MMA GEMM template ---*- C++ -*-===//
 //
-// Builds one `gpu.func` computing C = A x B (bf16 or f16 operands, f32
-// accumulation) with Hopper's warpgroup MMA (wgmma.mma_async, sm_90a only),
+// Builds one `gpu.func` computing C = A x B (bf16 or f16 operands, or f32
+// ones read as tf32 with B stored [N][K]; f32 accumulation) with Hopper's warpgroup MMA (wgmma.mma_async, sm_90a only),
 // from MLIR's gpu/nvgpu/nvvm/scf/arith/memref builders:
 //   - global -> shared through a multi-stage cp.async pipeline
 //     (nvgpu.device_async_copy, 16-byte) into the 128-byte-swizzled layout
@@ -14,7 +14,7 @@
 // the chip "sm_90a".
 //
 // First version: sizes must be multiples of the tiles (M of tileM, N of
-// tileN, K of 64); no batch.
+// tileN, K of the k-tile); no batch.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TCC_COMPILER_GPU_WGMMAKERNEL_H
@@ -36,20 +36,24 @@ namespace tcc::gpu {
 struct WgmmaProblem {
   int64_t m = 0, n = 0, k = 0;
   bool transB = false;
-  mlir::Type abType; ///< bf16 or f16 (A and B alike).
+  /// bf16 or f16 (A and B alike), or f32 computed as tf32 (needs transB:
+  /// wgmma reads 32-bit operands K-major only).
+  mlir::Type abType;
   mlir::Type cType;  ///< f32 or bf16; accumulation is always f32.
 };
 
 /// A block computes tileM x tileN of C with `warpgroups` warpgroups, each
-/// owning tileM / warpgroups rows (a multiple of 64), stepping over K by 64
-/// with `stages` shared-memory buffers (stages - 2 k-tiles are prefetched;
+/// owning tileM / warpgroups rows (a multiple of 64), stepping over K by
+/// the k-tile with `stages` shared-memory buffers (stages - 2 k-tiles are prefetched;
 /// one more buffer is still being read by the wgmmas in flight).
 struct WgmmaSchedule {
   int64_t tileM = 128, tileN = 256, warpgroups = 2, stages = 4;
 };
 
-/// The k-tile: 64 16-bit elements, one 128-byte swizzle row.
-constexpr int64_t kWgmmaTileK = 64;
+/// The k-tile: one 128-byte swizzle row (64 bf16/f16 or 32 tf32 elements).
+inline int64_t wgmmaTileK(mlir::Type abType) {
+  return 1024 / abType.getIntOrFloatBitWidth();
+}
 
 /// Picks a schedule for `p` (a simple heuristic).
 WgmmaSchedule chooseWgmmaSchedule(const WgmmaProblem &p);

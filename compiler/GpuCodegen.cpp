@@ -507,8 +507,8 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
   std::string error, symbol;
   FailureOr<::tcc::gpu::KernelLaunch> launch = failure();
   bool transposeB = false;
-  // On sm_90a, Hopper's warpgroup MMA takes what it supports (bf16/f16/tf32, one
-  // matrix, A row-major, sizes multiples of its tiles): 0.80-0.89x cuBLAS
+  // On sm_90a, Hopper's warpgroup MMA takes what it supports (bf16/f16/tf32,
+  // one matrix, A row-major, sizes multiples of its tiles): 0.80-0.89x cuBLAS
   // where mma.sync reaches about 0.6 (docs/performance.md). A matmul
   // schedule in --schedule keeps the mma.sync template.
   // tf32 wants B stored [N][K]: wgmma reads 32-bit operands K-major only,

@@ -1,8 +1,9 @@
 //===- WgmmaKernel.h - the Hopper warpgroup-MMA GEMM template ---*- C++ -*-===//
 //
 // Builds one `gpu.func` computing C = A x B (bf16 or f16 operands, or f32
-// ones read as tf32 with B stored [N][K]; f32 accumulation) with Hopper's warpgroup MMA (wgmma.mma_async, sm_90a only),
-// from MLIR's gpu/nvgpu/nvvm/scf/arith/memref builders:
+// ones read as tf32 with B stored [N][K]; f32 accumulation) with Hopper's
+// warpgroup MMA (wgmma.mma_async, sm_90a only), from MLIR's
+// gpu/nvgpu/nvvm/scf/arith/memref builders:
 //   - global -> shared through a multi-stage cp.async pipeline
 //     (nvgpu.device_async_copy, 16-byte) into the 128-byte-swizzled layout
 //     that wgmma's shared-memory descriptors describe; no TMA, so the launch
@@ -44,8 +45,8 @@ struct WgmmaProblem {
 
 /// A block computes tileM x tileN of C with `warpgroups` warpgroups, each
 /// owning tileM / warpgroups rows (a multiple of 64), stepping over K by
-/// the k-tile with `stages` shared-memory buffers (stages - 2 k-tiles are prefetched;
-/// one more buffer is still being read by the wgmmas in flight).
+/// the k-tile with `stages` shared-memory buffers (stages - 2 k-tiles are
+/// prefetched; one more buffer is still being read by the wgmmas in flight).
 struct WgmmaSchedule {
   int64_t tileM = 128, tileN = 256, warpgroups = 2, stages = 4;
 };

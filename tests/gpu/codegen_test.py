@@ -10,6 +10,7 @@ HSA code object must be an AMDGPU ELF, for that processor, with a kernel
 descriptor (`SYMBOL.kd`) for each kernel of the manifest.
 """
 import argparse
+import itertools
 import json
 import os
 import struct
@@ -120,7 +121,7 @@ def check_schedule(args, work):
 
 
 def mm_model(work, m, k, n, dtype='bf16'):
-    model = os.path.join(work, 'mm%dx%dx%d.json' % (m, k, n))
+    model = os.path.join(work, 'mm%dx%dx%d_%s.json' % (m, k, n, dtype))
     with open(model, 'w') as f:
         json.dump({'format': 'tcc-model', 'version': 1, 'name': 'mm',
                    'inputs': [{'name': 'a', 'dtype': dtype, 'shape': [m, k]},
@@ -144,19 +145,28 @@ def ptx_of(args, model, target, work, *flags):
 def check_wgmma(args, work):
     """sm_90a computes a bf16 matmul whose sizes fit its tiles with warpgroup
     MMA (ptxas accepts it for sm_90a); sm_90, and sizes that do not fit,
-    keep the mma.sync template."""
-    for model, target, want in ((mm_model(work, 512, 256, 512), 'sm_90a', 'wgmma'),
-                                (mm_model(work, 512, 256, 512), 'sm_90', 'mma'),
-                                (mm_model(work, 500, 256, 512), 'sm_90a', 'mma')):
-        got = ptx_of(args, model, target, work)
+    keep the mma.sync template. A tf32 matmul (f32 with --allow-tf32) first
+    transposes B, then runs wgmma (k8 tf32) on sm_90a or mma.sync on sm_90."""
+    tf32 = ['--allow-tf32']
+    for model, target, want, flags in (
+            (mm_model(work, 512, 256, 512), 'sm_90a', 'wgmma', []),
+            (mm_model(work, 512, 256, 512), 'sm_90', 'mma', []),
+            (mm_model(work, 500, 256, 512), 'sm_90a', 'mma', []),
+            (mm_model(work, 512, 256, 512, 'f32'), 'sm_90a', 'wgmma', tf32),
+            (mm_model(work, 512, 256, 512, 'f32'), 'sm_90', 'mma', tf32)):
+        got = ptx_of(args, model, target, work, *flags)
         if isinstance(got, str):
             return got
         manifest, ptx = got
         symbols = [k['symbol'] for k in manifest['kernels']]
         has = 'wgmma.mma_async' in ptx
-        if len(symbols) != 1 or not symbols[0].endswith('_' + want):
-            return '%s on %s: kernels %s, expected the %s template' % (
-                os.path.basename(model), target, symbols, want)
+        expect = (['_transpose_b'] if flags else []) + ['_' + want]
+        if len(symbols) != len(expect) or not all(
+                s.endswith(e) for s, e in zip(symbols, expect)):
+            return '%s on %s %s: kernels %s, expected %s' % (
+                os.path.basename(model), target, ' '.join(flags), symbols, expect)
+        if flags and want == 'wgmma' and '.tf32.tf32' not in ptx:
+            return 'tf32 on %s: no tf32 wgmma in the PTX' % target
         if has != (want == 'wgmma') or '.target %s' % target not in ptx:
             return '%s on %s: wgmma in PTX %s' % (os.path.basename(model), target, has)
         if args.ptxas:
@@ -193,6 +203,11 @@ def check_residency(args, work):
             return got
         if ('.minnctapersm 4' in got[1]) != want:
             return 'blocks_per_sm %s: .minnctapersm 4 %s' % (
+                value, 'missing' if want else 'present')
+        # tcc-gpu-l2-policy follows the request: the row's loads carry the
+        # L2 evict_last policy.
+        if ('ld.global.L2::cache_hint' in got[1]) != want:
+            return 'blocks_per_sm %s: L2 evict_last loads %s' % (
                 value, 'missing' if want else 'present')
     with open(sched, 'w') as f:
         json.dump({'rows': {'blocks_per_sm': 99}}, f)
@@ -298,29 +313,33 @@ def check_attention(args, work):
              ('decode GQA 16/2 bf16 [1,16,1,128] x 4096 keys', decode_model(), two)]
     model = os.path.join(work, 'attn.json')
     bundle = os.path.join(work, 'attn.tccb')
-    for name, m, kernels in cases:
+    # sm_90a builds prefill on warpgroup MMA (every case here has D 64 or
+    # 128); decode keeps its pair.
+    for (name, m, kernels), target in itertools.product(cases, ('sm_90', 'sm_90a')):
+        if target == 'sm_90a' and kernels == one:
+            kernels = ['_attn_wgmma']
         with open(model, 'w') as f:
             json.dump(m, f)
-        p = subprocess.run([args.tcc, 'compile', model, '-o', bundle, '--target', 'sm_90',
+        p = subprocess.run([args.tcc, 'compile', model, '-o', bundle, '--target', target,
                             '--gpu-attention'], capture_output=True, text=True)
         if p.returncode != 0:
-            return '%s: compile failed: %s' % (name, p.stderr.strip())
+            return '%s on %s: compile failed: %s' % (name, target, p.stderr.strip())
         manifest, data = blobs(bundle)
         symbols = [k['symbol'] for k in manifest['kernels']]
         # The expected suffixes in order; None: any kernel but a template's.
-        templates = ('_attn', '_decode', '_combine')
+        templates = ('_attn', '_attn_wgmma', '_decode', '_combine')
         if len(manifest['launches']) != len(kernels) or len(symbols) != len(kernels) or any(
                 not s.endswith(w) if w else s.endswith(templates)
                 for s, w in zip(symbols, kernels)):
-            return '%s: kernels %s' % (name, symbols)
+            return '%s on %s: kernels %s' % (name, target, symbols)
         if args.ptxas:
             path = os.path.join(work, 'attn.ptx')
             with open(path, 'wb') as f:
                 f.write(data[manifest['code'][0]['blob']])
-            p = subprocess.run([args.ptxas, '-arch=sm_90', path, '-o', os.devnull],
+            p = subprocess.run([args.ptxas, '-arch=' + target, path, '-o', os.devnull],
                                capture_output=True, text=True)
-            if p.returncode != 0:
-                return '%s: ptxas: %s' % (name, p.stderr.strip()[:300])
+            if p.returncode != 0 or 'warning' in p.stderr:
+                return '%s on %s: ptxas: %s' % (name, target, p.stderr.strip()[:300])
     return None
 
 

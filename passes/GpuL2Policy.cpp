@@ -32,8 +32,26 @@ constexpr const char *kLoadAsm =
     "\tld.global.L2::cache_hint.v4.b32 {$0, $1, $2, $3}, [tcc_ga], tcc_pol;\n"
     "}";
 
+/// Whether `addr` is a kernel argument moved by GEPs (and address space
+/// casts): a buffer the runtime allocated, so global memory. A generic
+/// pointer from anywhere else (a stack slot) must not become ld.global.
+bool pointsIntoArgument(Value addr) {
+  while (Operation *def = addr.getDefiningOp()) {
+    if (auto gep = dyn_cast<LLVM::GEPOp>(def))
+      addr = gep.getBase();
+    else if (auto cast = dyn_cast<LLVM::AddrSpaceCastOp>(def))
+      addr = cast.getArg();
+    else
+      return false;
+  }
+  auto arg = dyn_cast<BlockArgument>(addr);
+  return arg && isa<LLVM::LLVMFuncOp>(arg.getOwner()->getParentOp()) &&
+         arg.getOwner()->isEntryBlock();
+}
+
 /// A 16-byte vector load from global or generic memory, aligned to 16
-/// bytes (an absent alignment means the vector's own, which is 16).
+/// bytes (an absent alignment means the vector's own, which is 16), of a
+/// kernel argument's buffer.
 struct HintRowLoad : OpRewritePattern<LLVM::LoadOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -51,7 +69,8 @@ struct HintRowLoad : OpRewritePattern<LLVM::LoadOp> {
         align && *align && *align < 16)
       return failure();
     auto ptrT = cast<LLVM::LLVMPointerType>(load.getAddr().getType());
-    if (ptrT.getAddressSpace() != 0 && ptrT.getAddressSpace() != 1)
+    if ((ptrT.getAddressSpace() != 0 && ptrT.getAddressSpace() != 1) ||
+        !pointsIntoArgument(load.getAddr()))
       return failure();
     Location loc = load.getLoc();
     Value addr = load.getAddr();

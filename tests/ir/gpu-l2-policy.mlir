@@ -27,8 +27,9 @@ gpu.module @m {
 // -----
 
 // Left alone: a kernel without a residency request, one without a barrier
-// (elementwise), a load aligned below 16 bytes, and a global-space load
-// (cast to generic for cvta).
+// (elementwise), a load aligned below 16 bytes, and a load from a stack
+// slot. Taken: a global-space load (cast to generic for cvta) and a load at
+// an offset into an argument.
 // CHECK-LABEL: llvm.func @no_request
 // CHECK-NOT: inline_asm
 // CHECK: llvm.load
@@ -40,6 +41,12 @@ gpu.module @m {
 // CHECK: llvm.load
 // CHECK-LABEL: llvm.func @global_space
 // CHECK: llvm.addrspacecast %{{.*}} : !llvm.ptr<1> to !llvm.ptr
+// CHECK: llvm.inline_asm
+// CHECK-LABEL: llvm.func @stack
+// CHECK-NOT: inline_asm
+// CHECK: llvm.load
+// CHECK-LABEL: llvm.func @offset
+// CHECK: llvm.getelementptr
 // CHECK: llvm.inline_asm
 gpu.module @m {
   llvm.func @no_request(%x: !llvm.ptr) attributes {gpu.kernel, nvvm.kernel} {
@@ -63,6 +70,21 @@ gpu.module @m {
     %a = llvm.load %x {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xi32>
     nvvm.barrier0
     llvm.store %a, %x {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
+    llvm.return
+  }
+  llvm.func @stack(%x: !llvm.ptr) attributes {gpu.kernel, nvvm.kernel, nvvm.minctasm = 4 : i32} {
+    %n = llvm.mlir.constant(4 : i64) : i64
+    %slot = llvm.alloca %n x f32 {alignment = 16 : i64} : (i64) -> !llvm.ptr
+    %a = llvm.load %slot {alignment = 16 : i64} : !llvm.ptr -> vector<4xf32>
+    nvvm.barrier0
+    llvm.store %a, %x {alignment = 16 : i64} : vector<4xf32>, !llvm.ptr
+    llvm.return
+  }
+  llvm.func @offset(%x: !llvm.ptr, %i: i64) attributes {gpu.kernel, nvvm.kernel, nvvm.minctasm = 4 : i32} {
+    %p = llvm.getelementptr %x[%i] : (!llvm.ptr, i64) -> !llvm.ptr, bf16
+    %a = llvm.load %p {alignment = 16 : i64} : !llvm.ptr -> vector<8xbf16>
+    nvvm.barrier0
+    llvm.store %a, %x {alignment = 16 : i64} : vector<8xbf16>, !llvm.ptr
     llvm.return
   }
 }

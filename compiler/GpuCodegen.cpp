@@ -253,6 +253,13 @@ std::optional<MatmulUse> takeMatmul(func::FuncOp f,
   };
   if (!batchOf(aTy, p.aBatched) || !batchOf(bTy, p.bBatched))
     return std::nullopt;
+  // A batch of A against one B is one matrix of batch * M rows (A and C are
+  // contiguous): a linear layer over [batch, tokens, features] gets one grid
+  // over all its rows, and the wgmma template, which takes one matrix.
+  if (p.batch > 1 && p.aBatched && !p.bBatched && !p.transA) {
+    p.m *= p.batch;
+    p.batch = 1;
+  }
   p.aType = aTy.getElementType();
   p.bType = bTy.getElementType();
   p.cType = cTy.getElementType();

@@ -21,6 +21,10 @@
 
 namespace mlir::tcc {
 
+/// Marks a chain that the GPU attention template computes
+/// (tcc-gpu-attention-chains): tcc-form-groups gives it a kernel alone.
+constexpr llvm::StringLiteral kAttentionAttrName = "tcc.attention";
+
 /// Positions (q, k) kept by a mask: a * q + b * k + c >= 0.
 struct LinearConstraint {
   int64_t a = 0, b = 0, c = 0;

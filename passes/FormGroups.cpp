@@ -15,12 +15,15 @@
 //  - heavy ops (matmul, convolution, pooling, gathers, top-k) start a group;
 //  - a reduction chain (tcc.chain, see FormChains.cpp) is one group: it joins
 //    the elementwise group of a value it reads, like a reduction, and takes
-//    epilogues shaped like its reduced tensor or one of its results;
+//    epilogues shaped like its reduced tensor or one of its results; a chain
+//    marked tcc.attention (the GPU attention template computes it whole)
+//    joins nothing and takes nothing: its kernel is the chain alone;
 //  - when an elementwise op reads two elementwise groups, they merge (a mask
 //    built from iotas meets the values it selects).
 // A join or merge is refused when it would make the group graph cyclic.
 //
 //===----------------------------------------------------------------------===//
+#include "passes/AttentionMatch.h"
 #include "passes/Passes.h"
 
 #include "mlir/IR/IRMapping.h"
@@ -52,6 +55,8 @@ struct Group {
   llvm::SetVector<int> preds;
   /// Merged into another group.
   bool dead = false;
+  /// A chain the attention template computes: nothing joins it.
+  bool sealed = false;
 };
 
 bool isSource(Operation *op) { return isa<ConstantOp, IotaOp>(op); }
@@ -195,7 +200,7 @@ private:
 
   bool canJoin(Operation *op, int g) {
     Group &grp = groups[g];
-    if (!acyclicJoin(op, g))
+    if (grp.sealed || op->hasAttr(kAttentionAttrName) || !acyclicJoin(op, g))
       return false;
     if (isLight(op)) {
       if (grp.kind == GroupKind::Elementwise)
@@ -226,6 +231,8 @@ private:
       }
     }
     Group &grp = groups[target];
+    if (op->hasAttr(kAttentionAttrName))
+      grp.sealed = true;
     if (isReduction(op) || (!isLight(op) && !isSource(op))) {
       grp.kind = isReduction(op) ? GroupKind::Reduction : GroupKind::Heavy;
       grp.name = op->getName().stripDialect().str();

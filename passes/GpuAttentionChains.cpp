@@ -2,12 +2,13 @@
 //
 // On GPU targets a chain that reaches into matmuls (attention's Q·Kᵀ and
 // P·V) is worth one kernel only if the fused attention template computes
-// it; anything else would run its matmuls as plain loops. For now Q, K and
-// V must be arguments of the function, so that the kernel is the chain
-// alone. Such a chain is
+// it; anything else would run its matmuls as plain loops. Such a chain is
 // dissolved: its ops go back into the function, where tcc-form-chains can
 // form the chain again without the matmuls, which then get the GEMM
-// template.
+// template. A chain the template takes is marked `tcc.attention`, so that
+// tcc-form-groups gives it a kernel of its own: the template reads Q, K and
+// V from memory, wherever they come from (model inputs, or the projections
+// and transposes of a transformer layer), and computes nothing else.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/AttentionMatch.h"
@@ -57,14 +58,11 @@ struct TccGpuAttentionChains
       std::string why;
       std::optional<mlir::tcc::AttentionMatch> m =
           mlir::tcc::matchAttention(chain, why);
-      // The head sizes the template's swizzled tiles take. Q, K and V must
-      // be the function's own values: work that makes them (a projection's
-      // reshape, GQA's broadcast) could join the chain's kernel, which the
-      // template, reading Q, K and V from memory, does not compute yet.
-      if (m && llvm::is_contained({64, 128, 192, 256}, m->headDim) &&
-          llvm::all_of(ValueRange{m->q, m->k, m->v},
-                       [](Value v) { return isa<BlockArgument>(v); })) {
+      // The head sizes the template's swizzled tiles take.
+      if (m && llvm::is_contained({64, 128, 192, 256}, m->headDim)) {
         takeRepeats(chain, m->kvOps);
+        chain->setAttr(mlir::tcc::kAttentionAttrName,
+                       UnitAttr::get(chain.getContext()));
         continue;
       }
       auto yield = cast<mlir::tcc::YieldOp>(body.getTerminator());

@@ -53,10 +53,26 @@ def positions(lq, lk, offset=0):
     return nodes
 
 
-def model(name, dt, qshape, kshape, mods, repeat=None):
+# Cases whose Q, K and V the model computes before attention (as a
+# transformer layer does): the kernels besides attention's must all be
+# elementwise (layout changes, a scaling), and the reference sees the
+# inputs as attention does.
+LAYOUT = ('layout_bf16', 'layout_gqa_f16')  # inputs [B, L, H, D], transposed
+PRESCALED = ('prescaled_q_bf16',)           # q * 0.125 before Q·Kᵀ
+
+
+def model(name, dt, qshape, kshape, mods, repeat=None, layout=False, prescale=None):
     """q·kᵀ, `mods` (from 's' to 's_mod'), softmax, ·v; `repeat` (Hkv, G)
-    repeats k and v over query heads as users write GQA."""
+    repeats k and v over query heads as users write GQA. `layout`: the
+    inputs are [B, L, H, D] (a projection's layout), transposed to
+    [B, H, L, D] for attention and the output transposed back. `prescale`:
+    q is multiplied by this constant before Q·Kᵀ."""
     nodes, kk, vv = [], 'k', 'v'
+    if layout:
+        for t in 'qkv':
+            nodes.append(node('transpose', [t + 'in'], t, perm=[0, 2, 1, 3]))
+    if prescale:
+        nodes += [const('qc', dt, prescale), node('mul', ['q0', 'qc'], 'q')]
     if repeat:
         hkv, g = repeat
         b, _, lk, d = kshape
@@ -66,11 +82,19 @@ def model(name, dt, qshape, kshape, mods, repeat=None):
                       node('reshape', [t + 'b'], t + t, shape=[b, hkv * g, lk, d])]
         kk, vv = 'kk', 'vv'
     nodes += [node('matmul', ['q', kk], 's', transpose_b=True)] + mods + [
-        node('softmax', ['s_mod'], 'p', axis=-1), node('matmul', ['p', vv], 'o')]
+        node('softmax', ['s_mod'], 'p', axis=-1),
+        node('matmul', ['p', vv], 'oh' if layout else 'o')]
+    names = {'q': 'q', 'k': 'k', 'v': 'v'}
+    if layout:
+        nodes.append(node('transpose', ['oh'], 'o', perm=[0, 2, 1, 3]))
+        names = {t: t + 'in' for t in 'qkv'}
+        qshape, kshape = ([x[0], x[2], x[1], x[3]] for x in (qshape, kshape))
+    if prescale:
+        names['q'] = 'q0'
     return {'format': 'tcc-model', 'version': 1, 'name': name,
-            'inputs': [{'name': 'q', 'dtype': dt, 'shape': qshape},
-                       {'name': 'k', 'dtype': dt, 'shape': kshape},
-                       {'name': 'v', 'dtype': dt, 'shape': kshape}],
+            'inputs': [{'name': names['q'], 'dtype': dt, 'shape': qshape},
+                       {'name': names['k'], 'dtype': dt, 'shape': kshape},
+                       {'name': names['v'], 'dtype': dt, 'shape': kshape}],
             'params': [], 'outputs': ['o'], 'nodes': nodes}
 
 
@@ -117,6 +141,17 @@ def cases():
                 1.0, lambda s, r, c: np.where(r > c, s * 0.125, -1e30)))
     out.append(('gqa_8_2_bf16', model('gqa', 'bf16', [1, 8, 256, 64], [1, 2, 256, 64], scale,
                                       repeat=(2, 4)), 1.0, lambda s, r, c: s * 0.125))
+    # Q, K and V made by the model: transposed from a projection's layout
+    # (with GQA in f16), or Q scaled before Q·Kᵀ.
+    out.append(('layout_bf16', model('layout', 'bf16', [2, 2, 300, 64], [2, 2, 300, 64], causal[:2]
+                                     + positions(300, 300) + causal[-3:], layout=True), 1.0,
+                lambda s, r, c: np.where(r >= c, s * 0.125, -1e30)))
+    out.append(('layout_gqa_f16', model('layout_gqa', 'f16', [1, 8, 256, 128], [1, 2, 256, 128], [
+        const('c', 'f16', inv), node('mul', ['s', 'c'], 's_mod')], repeat=(2, 4), layout=True),
+        1.0, lambda s, r, c: s * np.float64(np.float16(inv))))
+    out.append(('prescaled_q_bf16', model('prescaled', 'bf16', [1, 4, 256, 64], [1, 4, 256, 64],
+                                          [node('neg', ['s'], 'ns'), node('neg', ['ns'], 's_mod')],
+                                          prescale=0.125), 1.0, lambda s, r, c: s))
     out += decode_cases()
     return out
 
@@ -182,6 +217,15 @@ def decode_cases():
     return out
 
 
+def attention_inputs(name, env):
+    """Q, K and V as attention sees them, from the model's inputs."""
+    if name in LAYOUT:
+        return [np.swapaxes(env[t + 'in'], 1, 2) for t in 'qkv']
+    if name in PRESCALED:
+        return [env['q0'] * 0.125, env['k'], env['v']]  # 0.125: exact in bf16
+    return [env['q'], env['k'], env['v']]
+
+
 def reference(q, k, v, change):
     """float64 attention; k and v repeated over query heads when fewer."""
     g = q.shape[1] // k.shape[1]
@@ -235,15 +279,24 @@ def record(tcc, root, target):
         # sm_90a builds prefill on warpgroup MMA (head dims 64 and 128).
         prefill = '_attn_wgmma' if target == 'sm_90a' else '_attn'
         want = ['_decode', '_combine'] if name.startswith('decode_') else [prefill]
-        if len(info['launches']) != len(want) or len(symbols) != len(want) or not all(
-                s.endswith(w) for s, w in zip(symbols, want)):
+        if name in LAYOUT + PRESCALED:
+            # Attention's kernel once; the rest elementwise (no matmul).
+            attn = [s for s in symbols if s.endswith(prefill)]
+            others = [s for s in symbols if not s.endswith(prefill)]
+            ok = len(attn) == 1 and all(s.endswith('_elementwise_kernel') for s in others)
+        else:
+            ok = len(info['launches']) == len(want) and len(symbols) == len(want) and all(
+                s.endswith(w) for s, w in zip(symbols, want))
+        if not ok:
             print('FAIL %s: expected kernels *%s, got %s' % (name, ', *'.join(want), symbols))
             failed += 1
             continue
         dt = m['inputs'][0]['dtype']
         seed = int(np.random.default_rng().integers(1 << 62))  # fresh inputs every record
         env, digest = make_inputs(m, qscale, seed)
-        ref = reference(env['q'], env['k'], env['v'], change)
+        ref = reference(*attention_inputs(name, env), change)
+        if name in LAYOUT:
+            ref = np.swapaxes(ref, 1, 2)
         with open(os.path.join(d, 'case.pkl'), 'wb') as f:
             pickle.dump({'dtype': dt, 'ref': ref, 'seed': seed, 'qscale': qscale,
                          'digest': digest}, f)
@@ -269,7 +322,8 @@ def replay(tcc, root):
             continue
         out = os.path.join(d, 'out')
         args = [tcc, 'run', os.path.join(d, 'model.tccb'), '--output-dir', out]
-        for t in 'qkv':
+        for i in m['inputs']:
+            t = i['name']
             path = os.path.join(d, t + '.npy')
             np.save(path, L.to_npy(case['dtype'], env[t]))
             args += ['--input', '%s=%s' % (t, path)]

@@ -343,6 +343,56 @@ def check_attention(args, work):
     return None
 
 
+def check_attention_in_layer(args, work):
+    """Attention inside a transformer layer (Q, K and V from projections,
+    reshapes and transposes; tests/e2e/models/transformer_block.json in
+    bf16, head size 64) is still one template kernel: the layer's other
+    kernels are GEMMs, layer norms and layout copies."""
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'e2e', 'models',
+                       'transformer_block.json')
+    with open(src) as f:
+        m = json.load(f)
+    b, l, e, h = 2, 128, 256, 4
+
+    def bf16(o):
+        if isinstance(o, dict):
+            return {k: ('bf16' if k == 'dtype' and v == 'f32' else bf16(v)) for k, v in o.items()}
+        return [bf16(v) for v in o] if isinstance(o, list) else o
+    m = bf16(m)
+    m['inputs'][0]['shape'] = [b, l, e]
+    m['outputs'] = ['y']
+    for p in m['params']:
+        p['shape'] = [{64: e, 256: 4 * e}[d] for d in p['shape']]
+    for n in m['nodes']:
+        a = n.get('attrs', {})
+        if n['op'] == 'reshape':
+            a['shape'] = [b, l, h, e // h] if len(a['shape']) == 4 else [b, l, e]
+        if n['op'] == 'iota':
+            a['shape'] = [l, l]
+    model = os.path.join(work, 'layer.json')
+    with open(model, 'w') as f:
+        json.dump(m, f)
+    for target, want in (('sm_90', '_attn'), ('sm_90a', '_attn_wgmma')):
+        got = ptx_of(args, model, target, work)
+        if isinstance(got, str):
+            return got
+        manifest, ptx = got
+        symbols = [k['symbol'] for k in manifest['kernels']]
+        attn = [s for s in symbols if s.endswith(want)]
+        # Softmax's own row kernels would mean attention ran unfused.
+        if len(attn) != 1 or any('_chain_kernel_' in s for s in symbols):
+            return '%s: kernels %s, expected one *%s' % (target, symbols, want)
+        if args.ptxas:
+            path = os.path.join(work, 'layer.ptx')
+            with open(path, 'w') as f:
+                f.write(ptx)
+            p = subprocess.run([args.ptxas, '-arch=' + target, path, '-o', os.devnull],
+                               capture_output=True, text=True)
+            if p.returncode != 0:
+                return '%s: ptxas: %s' % (target, p.stderr.strip()[:300])
+    return None
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('tcc')
@@ -367,9 +417,11 @@ def main():
             err = fn(args, work)
             print('%s %s%s' % ('FAIL' if err else 'PASS', what, ' -- ' + err if err else ''))
             failed += bool(err)
-        err = check_attention(args, work)
-        print('%s --gpu-attention%s' % ('FAIL' if err else 'PASS', ' -- ' + err if err else ''))
-        failed += bool(err)
+        for what, fn in (('--gpu-attention', check_attention),
+                         ('attention in a transformer layer', check_attention_in_layer)):
+            err = fn(args, work)
+            print('%s %s%s' % ('FAIL' if err else 'PASS', what, ' -- ' + err if err else ''))
+            failed += bool(err)
     print('%d failed' % failed)
     return 1 if failed else 0
 

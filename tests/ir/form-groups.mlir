@@ -154,3 +154,56 @@ func.func @chain_then_matmul(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
   %y = tcc.add %r, %p : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
   return %y : tensor<4x4xf32>
 }
+
+// -----
+
+// A chain marked tcc.attention (the GPU attention template computes it)
+// is a group alone: the transpose that makes Q and the scaling after it
+// stay in groups of their own. The same chain unmarked takes both in.
+// CHECK-LABEL: func.func @attention_alone
+// CHECK: %[[Q:.*]] = tcc.group "elementwise"
+// CHECK:   tcc.transpose
+// CHECK: %[[A:.*]] = tcc.group "chain"
+// CHECK-NEXT: tcc.chain
+// CHECK-NOT: tcc.transpose
+// CHECK: tcc.yield
+// CHECK: tcc.group "elementwise"
+// CHECK:   tcc.mul
+// CHECK-LABEL: func.func @chain_unmarked
+// CHECK: tcc.group "chain"
+// CHECK:   tcc.transpose
+// CHECK:   tcc.chain
+// CHECK:   tcc.mul
+// CHECK-NOT: tcc.group
+func.func @attention_alone(%q: tensor<2x8x4xf32>, %k: tensor<2x8x4xf32>, %v: tensor<2x8x4xf32>) -> tensor<2x8x4xf32> {
+  %qt = tcc.transpose %q {perm = array<i64: 0, 1, 2>} : tensor<2x8x4xf32> -> tensor<2x8x4xf32>
+  %0 = tcc.chain attributes {axis = 2 : i64, tcc.attention} -> tensor<2x8x4xf32> {
+    %5 = tcc.matmul %qt, %k {transpose_b = true} : tensor<2x8x4xf32>, tensor<2x8x4xf32> -> tensor<2x8x8xf32>
+    %9 = tcc.reduce_max %5 {axes = array<i64: 2>, keepdims = true} : tensor<2x8x8xf32> -> tensor<2x8x1xf32>
+    %10 = tcc.sub %5, %9 : tensor<2x8x8xf32>, tensor<2x8x1xf32> -> tensor<2x8x8xf32>
+    %11 = tcc.exp %10 : tensor<2x8x8xf32>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 2>, keepdims = true} : tensor<2x8x8xf32> -> tensor<2x8x1xf32>
+    %13 = tcc.div %11, %12 : tensor<2x8x8xf32>, tensor<2x8x1xf32> -> tensor<2x8x8xf32>
+    %14 = tcc.matmul %13, %v : tensor<2x8x8xf32>, tensor<2x8x4xf32> -> tensor<2x8x4xf32>
+    tcc.yield %14 : tensor<2x8x4xf32>
+  }
+  %c = tcc.constant {value = 2.0 : f32} : tensor<f32>
+  %1 = tcc.mul %0, %c : tensor<2x8x4xf32>, tensor<f32> -> tensor<2x8x4xf32>
+  return %1 : tensor<2x8x4xf32>
+}
+func.func @chain_unmarked(%q: tensor<2x8x4xf32>, %k: tensor<2x8x4xf32>, %v: tensor<2x8x4xf32>) -> tensor<2x8x4xf32> {
+  %qt = tcc.transpose %q {perm = array<i64: 0, 1, 2>} : tensor<2x8x4xf32> -> tensor<2x8x4xf32>
+  %0 = tcc.chain attributes {axis = 2 : i64} -> tensor<2x8x4xf32> {
+    %5 = tcc.matmul %qt, %k {transpose_b = true} : tensor<2x8x4xf32>, tensor<2x8x4xf32> -> tensor<2x8x8xf32>
+    %9 = tcc.reduce_max %5 {axes = array<i64: 2>, keepdims = true} : tensor<2x8x8xf32> -> tensor<2x8x1xf32>
+    %10 = tcc.sub %5, %9 : tensor<2x8x8xf32>, tensor<2x8x1xf32> -> tensor<2x8x8xf32>
+    %11 = tcc.exp %10 : tensor<2x8x8xf32>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 2>, keepdims = true} : tensor<2x8x8xf32> -> tensor<2x8x1xf32>
+    %13 = tcc.div %11, %12 : tensor<2x8x8xf32>, tensor<2x8x1xf32> -> tensor<2x8x8xf32>
+    %14 = tcc.matmul %13, %v : tensor<2x8x8xf32>, tensor<2x8x4xf32> -> tensor<2x8x4xf32>
+    tcc.yield %14 : tensor<2x8x4xf32>
+  }
+  %c = tcc.constant {value = 2.0 : f32} : tensor<f32>
+  %1 = tcc.mul %0, %c : tensor<2x8x4xf32>, tensor<f32> -> tensor<2x8x4xf32>
+  return %1 : tensor<2x8x4xf32>
+}

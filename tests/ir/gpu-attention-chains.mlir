@@ -1,9 +1,9 @@
 // RUN: tcc-opt %s --split-input-file --tcc-gpu-attention-chains | FileCheck %s
 
 // Causal attention in bf16 with head size 64: the attention template takes
-// it, the chain stays.
+// it, the chain stays, marked for a kernel of its own.
 // CHECK-LABEL: func.func @causal
-// CHECK: tcc.chain
+// CHECK: tcc.chain attributes {axis = 3 : i64, tcc.attention}
 // CHECK: tcc.matmul
 // CHECK: tcc.reduce_max
 // CHECK: tcc.matmul
@@ -143,4 +143,29 @@ func.func @gqa_broadcast(%q: tensor<4x16x64xbf16>, %k: tensor<1x16x64xbf16>, %v:
     tcc.yield %14 : tensor<4x16x64xbf16>
   }
   return %0 : tensor<4x16x64xbf16>
+}
+
+// -----
+
+// Q, K and V made by the function (a projection's transpose, a scaling):
+// the template reads them from memory, so the chain stays too.
+// CHECK-LABEL: func.func @computed_qkv
+// CHECK: tcc.transpose
+// CHECK: tcc.mul
+// CHECK: tcc.chain attributes {axis = 3 : i64, tcc.attention}
+func.func @computed_qkv(%x: tensor<1x128x4x64xbf16>, %k: tensor<1x4x128x64xbf16>, %v: tensor<1x4x128x64xbf16>) -> tensor<1x4x128x64xbf16> {
+  %t = tcc.transpose %x {perm = array<i64: 0, 2, 1, 3>} : tensor<1x128x4x64xbf16> -> tensor<1x4x128x64xbf16>
+  %c = tcc.constant {value = 1.250000e-01 : bf16} : tensor<bf16>
+  %q = tcc.mul %t, %c : tensor<1x4x128x64xbf16>, tensor<bf16> -> tensor<1x4x128x64xbf16>
+  %0 = tcc.chain attributes {axis = 3 : i64} -> tensor<1x4x128x64xbf16> {
+    %5 = tcc.matmul %q, %k {transpose_b = true} : tensor<1x4x128x64xbf16>, tensor<1x4x128x64xbf16> -> tensor<1x4x128x128xbf16>
+    %9 = tcc.reduce_max %5 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x128x128xbf16> -> tensor<1x4x128x1xbf16>
+    %10 = tcc.sub %5, %9 : tensor<1x4x128x128xbf16>, tensor<1x4x128x1xbf16> -> tensor<1x4x128x128xbf16>
+    %11 = tcc.exp %10 : tensor<1x4x128x128xbf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x128x128xbf16> -> tensor<1x4x128x1xbf16>
+    %13 = tcc.div %11, %12 : tensor<1x4x128x128xbf16>, tensor<1x4x128x1xbf16> -> tensor<1x4x128x128xbf16>
+    %14 = tcc.matmul %13, %v : tensor<1x4x128x128xbf16>, tensor<1x4x128x64xbf16> -> tensor<1x4x128x64xbf16>
+    tcc.yield %14 : tensor<1x4x128x64xbf16>
+  }
+  return %0 : tensor<1x4x128x64xbf16>
 }

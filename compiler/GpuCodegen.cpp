@@ -76,13 +76,22 @@ std::string launchPipeline(bool rowFusion, int64_t rowValuesPerThread,
 /// convert-gpu-to-nvvm (and -rocdl) lowers vector ops too, with the data layout's index
 /// width; convert-vector-to-llvm alone would use 64 bits and leave casts
 /// that nothing removes when indices are 32-bit.
-const char *kNvvmPipeline =
-    "gpu.module(expand-strided-metadata, lower-affine, convert-nvgpu-to-nvvm,"
-    " convert-scf-to-cf, convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},"
-    " convert-nvvm-to-llvm, convert-vector-to-llvm, convert-arith-to-llvm, "
-    "convert-ub-to-llvm,"
-    " convert-math-to-llvm,"
-    " reconcile-unrealized-casts, tcc-gpu-l2-policy)";
+std::string nvvmPipeline(llvm::StringRef chip) {
+  // The L2 policy loads need PTX 7.4 and sm_80; LLVM writes PTX 7.0 for
+  // sm_80, and the policy was measured on sm_90 only: sm_90 and later.
+  unsigned sm = 0;
+  bool hinted =
+      chip.starts_with("sm_") &&
+      !chip.drop_front(3).take_while(llvm::isDigit).getAsInteger(10, sm) &&
+      sm >= 90;
+  return std::string("gpu.module(expand-strided-metadata, lower-affine, "
+                     "convert-nvgpu-to-nvvm, convert-scf-to-cf, "
+                     "convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},"
+                     " convert-nvvm-to-llvm, convert-vector-to-llvm, "
+                     "convert-arith-to-llvm, convert-ub-to-llvm,"
+                     " convert-math-to-llvm, reconcile-unrealized-casts") +
+         (hinted ? ", tcc-gpu-l2-policy)" : ")");
+}
 const char *kRocdlPipeline =
     "gpu.module(expand-strided-metadata, lower-affine, convert-scf-to-cf,"
     " arith-expand{include-bf16=1},"
@@ -701,7 +710,8 @@ LogicalResult compileGpuKernels(ModuleOp module, const GpuOptions &options,
           ctx, {DataLayoutEntryAttr::get(
                    IndexType::get(ctx),
                    IntegerAttr::get(IntegerType::get(ctx, 64), indexBits))}));
-  if (failed(runPipeline(*device, nvidia ? kNvvmPipeline : kRocdlPipeline,
+  if (failed(runPipeline(*device,
+                         nvidia ? nvvmPipeline(options.chip) : kRocdlPipeline,
                          "GPU code generation", options.timing)))
     return failure();
 

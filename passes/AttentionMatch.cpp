@@ -235,6 +235,8 @@ Value unrepeated(Value v, int64_t &kvHeads, SmallVector<Operation *> &ops) {
 
 } // namespace
 
+bool isPositional(Value v, Block *block) { return positional(v, block); }
+
 std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
   auto fail = [&](const char *reason) -> std::optional<AttentionMatch> {
     why = reason;

@@ -63,6 +63,10 @@ struct AttentionMatch {
 /// `chain` as attention, or nullopt with the reason in `why`.
 std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why);
 
+/// Whether `v` is computed in `block` from iotas and constants alone, by
+/// scalar ops (a mask of positions).
+bool isPositional(Value v, Block *block);
+
 } // namespace mlir::tcc
 
 #endif // TCC_PASSES_ATTENTIONMATCH_H

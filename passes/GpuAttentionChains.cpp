@@ -16,6 +16,8 @@
 
 #include "mlir/IR/IRMapping.h"
 
+#include <functional>
+
 namespace mlir::tcc {
 #define GEN_PASS_DEF_TCCGPUATTENTIONCHAINS
 #include "passes/Passes.h.inc"
@@ -32,7 +34,8 @@ void takeRepeats(mlir::tcc::ChainOp chain, ArrayRef<Operation *> ops) {
   OpBuilder b = OpBuilder::atBlockBegin(&body);
   IRMapping copies;
   for (Operation *op : ops) {
-    if (op->getBlock() == &body)
+    // K and V may share their repeat (the same ops listed twice).
+    if (op->getBlock() == &body || copies.contains(op->getResult(0)))
       continue;
     Operation *copy = b.clone(*op, copies);
     op->getResult(0).replaceUsesWithIf(copy->getResult(0), [&](OpOperand &use) {
@@ -42,6 +45,33 @@ void takeRepeats(mlir::tcc::ChainOp chain, ArrayRef<Operation *> ops) {
   for (Operation *op : llvm::reverse(ops))
     if (op->getBlock() != &body && op->use_empty())
       op->erase();
+}
+
+/// Clones into the chain the positional values (masks of iotas and
+/// constants) it reads from outside: CSE shares one causal mask between the
+/// layers of a model, and the attention match wants its positions inside.
+void pullPositions(mlir::tcc::ChainOp chain) {
+  Block &body = chain.getBody().front();
+  Block *outer = chain->getBlock();
+  OpBuilder b = OpBuilder::atBlockBegin(&body);
+  IRMapping copies;
+  std::function<Value(Value)> copy = [&](Value v) -> Value {
+    if (Value c = copies.lookupOrNull(v))
+      return c;
+    Operation *op = v.getDefiningOp();
+    for (Value o : op->getOperands())
+      copy(o);
+    b.clone(*op, copies);
+    return copies.lookup(v);
+  };
+  body.walk([&](Operation *op) {
+    for (OpOperand &use : op->getOpOperands()) {
+      Value v = use.get();
+      Operation *def = v.getDefiningOp();
+      if (def && def->getBlock() == outer && mlir::tcc::isPositional(v, outer))
+        use.set(copy(v));
+    }
+  });
 }
 
 struct TccGpuAttentionChains
@@ -55,11 +85,14 @@ struct TccGpuAttentionChains
             return isa<mlir::tcc::MatmulOp>(op);
           }))
         continue;
+      pullPositions(chain);
       std::string why;
       std::optional<mlir::tcc::AttentionMatch> m =
           mlir::tcc::matchAttention(chain, why);
-      // The head sizes the template's swizzled tiles take.
-      if (m && llvm::is_contained({64, 128, 192, 256}, m->headDim)) {
+      // The head sizes both attention templates take (the mma.sync one has
+      // no valid schedule for 192 or 256 yet): any other would leave a
+      // chain with matmuls to the generic loops.
+      if (m && llvm::is_contained({64, 128}, m->headDim)) {
         takeRepeats(chain, m->kvOps);
         chain->setAttr(mlir::tcc::kAttentionAttrName,
                        UnitAttr::get(chain.getContext()));

@@ -152,8 +152,9 @@ def TccGpuAttentionChains : Pass<"tcc-gpu-attention-chains", "func::FuncOp"> {
     On GPU targets, after tcc-form-chains has formed chains that include
     attention's matmuls: a chain that is attention the fused attention
     template computes (passes/AttentionMatch.h: Q·Kᵀ, score changes of
-    positions and constants, softmax, P·V, bf16 or f16, head size 64, 128,
-    192 or 256, Q, K and V from outside the chain) stays, marked
+    positions and constants, softmax, P·V, bf16 or f16, head size 64 or
+    128, Q, K and V from outside the chain; masks of positions computed
+    outside are cloned in first) stays, marked
     `tcc.attention` (tcc-form-groups then gives it a kernel of its own); any
     other chain holding a matmul is dissolved into the function, so that
     tcc-form-chains, run again without matmuls, forms it anew and the

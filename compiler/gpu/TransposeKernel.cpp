@@ -22,15 +22,15 @@ public:
   void build(Value src, Value dst) {
     Value tid = mlir::gpu::ThreadIdOp::create(b, loc, mlir::gpu::Dimension::x);
     Value lane = rem(tid, kTile), slot = div(tid, kTile);
-    Value row0 = mul(mlir::gpu::BlockIdOp::create(b, loc,
-                                                  mlir::gpu::Dimension::y),
-                     kTile);
-    Value col0 = mul(mlir::gpu::BlockIdOp::create(b, loc,
-                                                  mlir::gpu::Dimension::x),
-                     kTile);
+    // Blocks walk the tiles row by row in x alone (grid.y would cap the
+    // rows at 65535 tiles).
+    Value tile = mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::x);
+    int64_t tilesC = ceilDiv(cols, kTile);
+    Value row0 = mul(div(tile, tilesC), kTile);
+    Value col0 = mul(rem(tile, tilesC), kTile);
     Value batch = mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::z);
-    // tile[i][j] at i * (kTile + 1) + j.
-    Value tile =
+    // staged[i][j] at i * (kTile + 1) + j.
+    Value staged =
         sharedView(dynamicSharedMemory(), kTile * (kTile + 1), elemType, 0);
     // Reads: a warp takes one source row segment of 32 columns.
     for (int64_t i = 0; i < kTile; i += kRowsPerPass) {
@@ -38,7 +38,7 @@ public:
       Value gr = add(row0, r), gc = add(col0, lane);
       guarded(inBounds(gr, rows, gc, cols), [&] {
         Value v = memref::LoadOp::create(b, loc, src, ValueRange{batch, gr, gc});
-        memref::StoreOp::create(b, loc, v, tile,
+        memref::StoreOp::create(b, loc, v, staged,
                                 ValueRange{add(mul(r, kTile + 1), lane)});
       });
     }
@@ -48,8 +48,8 @@ public:
       Value c = add(slot, i);
       Value gc = add(col0, c), gr = add(row0, lane);
       guarded(inBounds(gr, rows, gc, cols), [&] {
-        Value v = memref::LoadOp::create(b, loc, tile,
-                                         ValueRange{add(mul(lane, kTile + 1), c)});
+        Value v = memref::LoadOp::create(
+            b, loc, staged, ValueRange{add(mul(lane, kTile + 1), c)});
         memref::StoreOp::create(b, loc, v, dst, ValueRange{batch, gc, gr});
       });
     }
@@ -96,7 +96,7 @@ KernelLaunch buildTransposeKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module,
       .build(entry.getArgument(0), entry.getArgument(1));
   mlir::gpu::ReturnOp::create(b, loc);
   KernelLaunch launch;
-  launch.grid = {ceilDiv(cols, kTile), ceilDiv(rows, kTile), batch};
+  launch.grid = {ceilDiv(cols, kTile) * ceilDiv(rows, kTile), 1, batch};
   launch.block = {threads, 1, 1};
   launch.sharedBytes =
       kTile * (kTile + 1) * int64_t(elemType.getIntOrFloatBitWidth() / 8);

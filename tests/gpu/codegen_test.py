@@ -209,6 +209,21 @@ def check_residency(args, work):
         if ('ld.global.L2::cache_hint' in got[1]) != want:
             return 'blocks_per_sm %s: L2 evict_last loads %s' % (
                 value, 'missing' if want else 'present')
+    # sm_80 keeps plain loads: the policy needs PTX 7.4, and LLVM writes 7.0
+    # for sm_80 (ptxas would refuse the file).
+    got = ptx_of(args, model, 'sm_80', work)
+    if isinstance(got, str):
+        return got
+    if 'cache_hint' in got[1]:
+        return 'sm_80: L2 policy loads in the PTX'
+    if args.ptxas:
+        path = os.path.join(work, 'ln80.ptx')
+        with open(path, 'w') as f:
+            f.write(got[1])
+        p = subprocess.run([args.ptxas, '-arch=sm_80', path, '-o', os.devnull],
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            return 'sm_80 row kernel: ptxas: ' + p.stderr.strip()[:300]
     with open(sched, 'w') as f:
         json.dump({'rows': {'blocks_per_sm': 99}}, f)
     p = subprocess.run([args.tcc, 'compile', model, '-o', os.path.join(work, 'r.tccb'),

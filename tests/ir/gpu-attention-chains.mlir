@@ -169,3 +169,90 @@ func.func @computed_qkv(%x: tensor<1x128x4x64xbf16>, %k: tensor<1x4x128x64xbf16>
   }
   return %0 : tensor<1x4x128x64xbf16>
 }
+
+// -----
+
+// Two layers share one causal mask, made outside both chains (CSE does
+// that): each chain gets its own copy of the mask and stays.
+// CHECK-LABEL: func.func @shared_mask
+// CHECK: tcc.chain attributes {axis = 2 : i64, tcc.attention}
+// CHECK:   tcc.iota
+// CHECK:   tcc.greater_equal
+// CHECK:   tcc.select
+// CHECK: tcc.chain attributes {axis = 2 : i64, tcc.attention}
+// CHECK:   tcc.iota
+// CHECK:   tcc.greater_equal
+// CHECK:   tcc.select
+func.func @shared_mask(%q: tensor<4x64x64xbf16>, %k: tensor<4x64x64xbf16>, %v: tensor<4x64x64xbf16>) -> tensor<4x64x64xbf16> {
+  %r = tcc.iota {axis = 0 : i64} : tensor<64x64xi32>
+  %c = tcc.iota {axis = 1 : i64} : tensor<64x64xi32>
+  %keep = tcc.greater_equal %r, %c : tensor<64x64xi32>, tensor<64x64xi32> -> tensor<64x64xi1>
+  %0 = tcc.chain attributes {axis = 2 : i64} -> tensor<4x64x64xbf16> {
+    %n = tcc.constant {value = -1.0e+30 : bf16} : tensor<bf16>
+    %5 = tcc.matmul %q, %k {transpose_b = true} : tensor<4x64x64xbf16>, tensor<4x64x64xbf16> -> tensor<4x64x64xbf16>
+    %6 = tcc.select %keep, %5, %n : tensor<64x64xi1>, tensor<4x64x64xbf16>, tensor<bf16> -> tensor<4x64x64xbf16>
+    %9 = tcc.reduce_max %6 {axes = array<i64: 2>, keepdims = true} : tensor<4x64x64xbf16> -> tensor<4x64x1xbf16>
+    %10 = tcc.sub %6, %9 : tensor<4x64x64xbf16>, tensor<4x64x1xbf16> -> tensor<4x64x64xbf16>
+    %11 = tcc.exp %10 : tensor<4x64x64xbf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 2>, keepdims = true} : tensor<4x64x64xbf16> -> tensor<4x64x1xbf16>
+    %13 = tcc.div %11, %12 : tensor<4x64x64xbf16>, tensor<4x64x1xbf16> -> tensor<4x64x64xbf16>
+    %14 = tcc.matmul %13, %v : tensor<4x64x64xbf16>, tensor<4x64x64xbf16> -> tensor<4x64x64xbf16>
+    tcc.yield %14 : tensor<4x64x64xbf16>
+  }
+  %1 = tcc.chain attributes {axis = 2 : i64} -> tensor<4x64x64xbf16> {
+    %n = tcc.constant {value = -1.0e+30 : bf16} : tensor<bf16>
+    %5 = tcc.matmul %0, %k {transpose_b = true} : tensor<4x64x64xbf16>, tensor<4x64x64xbf16> -> tensor<4x64x64xbf16>
+    %6 = tcc.select %keep, %5, %n : tensor<64x64xi1>, tensor<4x64x64xbf16>, tensor<bf16> -> tensor<4x64x64xbf16>
+    %9 = tcc.reduce_max %6 {axes = array<i64: 2>, keepdims = true} : tensor<4x64x64xbf16> -> tensor<4x64x1xbf16>
+    %10 = tcc.sub %6, %9 : tensor<4x64x64xbf16>, tensor<4x64x1xbf16> -> tensor<4x64x64xbf16>
+    %11 = tcc.exp %10 : tensor<4x64x64xbf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 2>, keepdims = true} : tensor<4x64x64xbf16> -> tensor<4x64x1xbf16>
+    %13 = tcc.div %11, %12 : tensor<4x64x64xbf16>, tensor<4x64x1xbf16> -> tensor<4x64x64xbf16>
+    %14 = tcc.matmul %13, %v : tensor<4x64x64xbf16>, tensor<4x64x64xbf16> -> tensor<4x64x64xbf16>
+    tcc.yield %14 : tensor<4x64x64xbf16>
+  }
+  return %1 : tensor<4x64x64xbf16>
+}
+
+// -----
+
+// Multi-query attention with K and V one tensor repeated once: the repeat
+// is taken into the chain once.
+// CHECK-LABEL: func.func @mqa_shared_kv
+// CHECK: tcc.chain attributes {axis = 3 : i64, tcc.attention}
+// CHECK-COUNT-1: tcc.broadcast_to
+// CHECK-NOT: tcc.broadcast_to
+// CHECK: tcc.yield
+func.func @mqa_shared_kv(%q: tensor<1x8x128x64xbf16>, %kv: tensor<1x1x128x64xbf16>) -> tensor<1x8x128x64xbf16> {
+  %b = tcc.broadcast_to %kv : tensor<1x1x128x64xbf16> -> tensor<1x8x128x64xbf16>
+  %0 = tcc.chain attributes {axis = 3 : i64} -> tensor<1x8x128x64xbf16> {
+    %5 = tcc.matmul %q, %b {transpose_b = true} : tensor<1x8x128x64xbf16>, tensor<1x8x128x64xbf16> -> tensor<1x8x128x128xbf16>
+    %9 = tcc.reduce_max %5 {axes = array<i64: 3>, keepdims = true} : tensor<1x8x128x128xbf16> -> tensor<1x8x128x1xbf16>
+    %10 = tcc.sub %5, %9 : tensor<1x8x128x128xbf16>, tensor<1x8x128x1xbf16> -> tensor<1x8x128x128xbf16>
+    %11 = tcc.exp %10 : tensor<1x8x128x128xbf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<1x8x128x128xbf16> -> tensor<1x8x128x1xbf16>
+    %13 = tcc.div %11, %12 : tensor<1x8x128x128xbf16>, tensor<1x8x128x1xbf16> -> tensor<1x8x128x128xbf16>
+    %14 = tcc.matmul %13, %b : tensor<1x8x128x128xbf16>, tensor<1x8x128x64xbf16> -> tensor<1x8x128x64xbf16>
+    tcc.yield %14 : tensor<1x8x128x64xbf16>
+  }
+  return %0 : tensor<1x8x128x64xbf16>
+}
+
+// -----
+
+// Head size 256: neither template has a schedule for it yet, dissolved.
+// CHECK-LABEL: func.func @head_256
+// CHECK-NOT: tcc.chain
+func.func @head_256(%q: tensor<1x64x256xbf16>, %k: tensor<1x64x256xbf16>, %v: tensor<1x64x256xbf16>) -> tensor<1x64x256xbf16> {
+  %0 = tcc.chain attributes {axis = 2 : i64} -> tensor<1x64x256xbf16> {
+    %5 = tcc.matmul %q, %k {transpose_b = true} : tensor<1x64x256xbf16>, tensor<1x64x256xbf16> -> tensor<1x64x64xbf16>
+    %9 = tcc.reduce_max %5 {axes = array<i64: 2>, keepdims = true} : tensor<1x64x64xbf16> -> tensor<1x64x1xbf16>
+    %10 = tcc.sub %5, %9 : tensor<1x64x64xbf16>, tensor<1x64x1xbf16> -> tensor<1x64x64xbf16>
+    %11 = tcc.exp %10 : tensor<1x64x64xbf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 2>, keepdims = true} : tensor<1x64x64xbf16> -> tensor<1x64x1xbf16>
+    %13 = tcc.div %11, %12 : tensor<1x64x64xbf16>, tensor<1x64x1xbf16> -> tensor<1x64x64xbf16>
+    %14 = tcc.matmul %13, %v : tensor<1x64x64xbf16>, tensor<1x64x256xbf16> -> tensor<1x64x256xbf16>
+    tcc.yield %14 : tensor<1x64x256xbf16>
+  }
+  return %0 : tensor<1x64x256xbf16>
+}

@@ -274,7 +274,7 @@ std::optional<MatmulUse> takeMatmul(func::FuncOp f,
   p.cType = cTy.getElementType();
   p.allowTf32 = options.allowTf32;
   std::string why;
-  if (p.m == 0 || p.n == 0 || p.batch == 0 ||
+  if (p.m == 0 || p.n == 0 || p.k == 0 || p.batch == 0 ||
       !::tcc::gpu::matmulKernelSupports(p, why))
     return std::nullopt;
 

@@ -167,6 +167,10 @@ def check_wgmma(args, work):
                 os.path.basename(model), target, ' '.join(flags), symbols, expect)
         if flags and want == 'wgmma' and '.tf32.tf32' not in ptx:
             return 'tf32 on %s: no tf32 wgmma in the PTX' % target
+    # An empty contraction (K = 0) is all zeros: no template, and it compiles.
+    got = ptx_of(args, mm_model(work, 64, 0, 64, 'f32'), 'sm_90', work)
+    if isinstance(got, str):
+        return 'K = 0: ' + got
         if has != (want == 'wgmma') or '.target %s' % target not in ptx:
             return '%s on %s: wgmma in PTX %s' % (os.path.basename(model), target, has)
         if args.ptxas:

@@ -35,13 +35,21 @@
 
 using namespace mlir;
 
-bool ::tcc::isNvidiaTarget(const std::string &target) {
-  StringRef t(target);
-  if (!t.consume_front("sm_"))
-    return false;
-  t.consume_back("a");
+namespace {
+/// NN of an NVIDIA chip "sm_NN" or "sm_NNa" (70 and up).
+std::optional<unsigned> smVersion(StringRef chip) {
   unsigned version;
-  return !t.getAsInteger(10, version) && version >= 70 && version < 1000;
+  if (!chip.consume_front("sm_"))
+    return std::nullopt;
+  chip.consume_back("a");
+  if (chip.getAsInteger(10, version) || version < 70 || version >= 1000)
+    return std::nullopt;
+  return version;
+}
+} // namespace
+
+bool ::tcc::isNvidiaTarget(const std::string &target) {
+  return smVersion(target).has_value();
 }
 
 bool ::tcc::isAmdTarget(const std::string &target) {
@@ -79,11 +87,7 @@ std::string launchPipeline(bool rowFusion, int64_t rowValuesPerThread,
 std::string nvvmPipeline(llvm::StringRef chip) {
   // The L2 policy loads need PTX 7.4 and sm_80; LLVM writes PTX 7.0 for
   // sm_80, and the policy was measured on sm_90 only: sm_90 and later.
-  unsigned sm = 0;
-  bool hinted =
-      chip.starts_with("sm_") &&
-      !chip.drop_front(3).take_while(llvm::isDigit).getAsInteger(10, sm) &&
-      sm >= 90;
+  bool hinted = smVersion(chip).value_or(0) >= 90;
   return std::string("gpu.module(expand-strided-metadata, lower-affine, "
                      "convert-nvgpu-to-nvvm, convert-scf-to-cf, "
                      "convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},"
@@ -398,6 +402,19 @@ struct ScheduleOverrides {
   }
 };
 
+/// The manifest launch of a template kernel built as `symbol`.
+::tcc::DeviceLaunch deviceLaunch(const std::string &symbol,
+                                 const ::tcc::gpu::KernelLaunch &k,
+                                 std::vector<int> args) {
+  ::tcc::DeviceLaunch l;
+  l.symbol = symbol;
+  l.grid = k.grid;
+  l.block = k.block;
+  l.sharedBytes = k.sharedBytes;
+  l.args = std::move(args);
+  return l;
+}
+
 /// A kernel function that is one attention chain, computed whole by the
 /// attention templates: its launches, with the kernel's buffers as
 /// arguments (one for the prefill form; the decode form's partial and
@@ -456,16 +473,6 @@ std::optional<AttentionUse> takeAttention(func::FuncOp f,
   OpBuilder b(gpuModule.getContext());
   b.setInsertionPointToEnd(gpuModule.getBody());
   AttentionUse use;
-  auto launchOf = [](const std::string &symbol,
-                     const ::tcc::gpu::KernelLaunch &k, std::vector<int> args) {
-    ::tcc::DeviceLaunch l;
-    l.symbol = symbol;
-    l.grid = k.grid;
-    l.block = k.block;
-    l.sharedBytes = k.sharedBytes;
-    l.args = std::move(args);
-    return l;
-  };
   int out = f.getNumArguments();
   if (::tcc::gpu::preferDecode(p)) {
     ::tcc::gpu::DecodeSchedule ds = ::tcc::gpu::chooseDecodeSchedule(p, chip);
@@ -477,10 +484,11 @@ std::optional<AttentionUse> takeAttention(func::FuncOp f,
       if (failed(dk))
         return std::nullopt;
       // Buffers: the operands, the result (out), scratch (out + 1, + 2).
-      use.launches = {launchOf(partial, dk->partial,
-                               {int(q.getArgNumber()), int(k.getArgNumber()),
-                                int(v.getArgNumber()), out + 1, out + 2}),
-                      launchOf(combine, dk->combine, {out + 1, out + 2, out})};
+      use.launches = {
+          deviceLaunch(partial, dk->partial,
+                       {int(q.getArgNumber()), int(k.getArgNumber()),
+                        int(v.getArgNumber()), out + 1, out + 2}),
+          deviceLaunch(combine, dk->combine, {out + 1, out + 2, out})};
       use.scratchBytes = {dk->partialOBytes, dk->partialStatsBytes};
       f->setAttr("tcc.template", UnitAttr::get(f.getContext()));
       return use;
@@ -505,9 +513,9 @@ std::optional<AttentionUse> takeAttention(func::FuncOp f,
   }
   if (failed(launch))
     return std::nullopt;
-  use.launches = {launchOf(symbol, *launch,
-                           {int(q.getArgNumber()), int(k.getArgNumber()),
-                            int(v.getArgNumber()), out})};
+  use.launches = {deviceLaunch(symbol, *launch,
+                               {int(q.getArgNumber()), int(k.getArgNumber()),
+                                int(v.getArgNumber()), out})};
   f->setAttr("tcc.template", UnitAttr::get(f.getContext()));
   return use;
 }
@@ -522,7 +530,6 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
   const ::tcc::gpu::MatmulProblem &mp = use.problem;
   std::string error, symbol;
   FailureOr<::tcc::gpu::KernelLaunch> launch = failure();
-  bool transposeB = false;
   // On sm_90a, Hopper's warpgroup MMA takes what it supports (bf16/f16/tf32,
   // one matrix, A row-major, sizes multiples of its tiles): 0.80-0.89x cuBLAS
   // where mma.sync reaches about 0.6 (docs/performance.md). A matmul
@@ -533,11 +540,12 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
   // transposed into scratch first, for a few percent of the GEMM's time
   // (docs/performance.md).
   bool tf32 = mp.aType.isF32() && mp.allowTf32;
+  bool transposeB = tf32 && !mp.transB;
   ::tcc::gpu::WgmmaProblem wp;
   wp.m = mp.m;
   wp.n = mp.n;
   wp.k = mp.k;
-  wp.transB = mp.transB || tf32;
+  wp.transB = mp.transB || transposeB;
   wp.abType = mp.aType;
   wp.cType = mp.cType;
   ::tcc::gpu::WgmmaSchedule ws = ::tcc::gpu::chooseWgmmaSchedule(wp);
@@ -545,12 +553,10 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
       (mp.aType.isBF16() || mp.aType.isF16() || tf32) &&
       overrides.all.empty() && !overrides.perKernel.contains(name) &&
       ::tcc::gpu::wgmmaKernelSupports(wp, ws, error)) {
-    transposeB = tf32 && !mp.transB;
     symbol = name + "_wgmma";
     launch = ::tcc::gpu::buildWgmmaKernel(b, gpuModule, symbol, wp, ws);
   } else {
     ::tcc::gpu::MatmulProblem tp = mp;
-    transposeB = tf32 && !mp.transB;
     tp.transB = mp.transB || transposeB;
     ::tcc::gpu::MatmulSchedule schedule =
         ::tcc::gpu::chooseMatmulSchedule(tp, chip);
@@ -562,11 +568,7 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
   }
   if (failed(launch))
     return failure();
-  ::tcc::DeviceLaunch l;
-  l.symbol = symbol;
-  l.grid = launch->grid;
-  l.block = launch->block;
-  l.sharedBytes = launch->sharedBytes;
+  ::tcc::DeviceLaunch l = deviceLaunch(symbol, *launch, {});
   int numBuffers = use.numOperands + use.numResults;
   // Puts B's transpose in front: its buffer is the first scratch one.
   auto addTranspose = [&] {
@@ -583,13 +585,8 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
     std::string tsym = name + "_transpose_b";
     ::tcc::gpu::KernelLaunch t = ::tcc::gpu::buildTransposeKernel(
         b, gpuModule, tsym, bb, mp.k, mp.n, mp.bType);
-    ::tcc::DeviceLaunch tl;
-    tl.symbol = tsym;
-    tl.grid = t.grid;
-    tl.block = t.block;
-    tl.sharedBytes = t.sharedBytes;
-    tl.args = {int(use.bArg), numBuffers};
-    plan.launches.insert(plan.launches.begin(), tl);
+    plan.launches.insert(plan.launches.begin(),
+                         deviceLaunch(tsym, t, {int(use.bArg), numBuffers}));
   };
   if (use.direct) {
     l.args = {int(use.aArg), int(use.bArg), int(use.numOperands)};

@@ -70,6 +70,35 @@ def ref_transformer_block(e):
     return {'y': ('f32', y, chain_tol(y)), 'p': ('f32', p, Tol(1e-4, 1e-5))}
 
 
+def ref_decoder_block_bf16(e):
+    """A pre-norm decoder layer in bf16 (RMS norm, causal attention over 4 heads
+    of 64, SiLU MLP): the shapes that send the projections to the GEMM
+    template as one matrix of batch x tokens rows, and attention to its fused
+    kernel, with Q, K and V computed by the layer."""
+    def block(r):
+        x = e['x']
+        h = L.rms_norm(x, e['norm1.weight'], -1, 1e-5, r)
+        q, k, v = (heads(r(h @ e['attn.%s.weight' % n].T), 2, 128, 4) for n in 'qkv')
+        s = r(r(q @ k.transpose(0, 1, 3, 2)) * 0.125)
+        causal = np.arange(128)[:, None] >= np.arange(128)[None, :]
+        p = L.softmax(np.where(causal, s, -np.inf), -1, r)
+        o = r(p @ v).transpose(0, 2, 1, 3).reshape(2, 128, 256)
+        x1 = r(x + r(o @ e['attn.out.weight'].T))
+        h2 = L.rms_norm(x1, e['norm2.weight'], -1, 1e-5, r)
+        f1 = r(r(h2 @ e['mlp.fc1.weight'].T) + e['mlp.fc1.bias'])
+        g1 = r(f1 * L.sigmoid(f1))
+        return r(x1 + r(g1 @ e['mlp.fc2.weight'].T))
+    # The format rounds every primitive's result to bf16; tcc rounds fewer
+    # (fused kernels keep f32 inside). Any rounding schedule between none and
+    # all lands about as far from either as the two are from each other (each
+    # rounding moves a value by at most half a bf16 ulp, 2^-9 relative), so
+    # the allowance is that distance, doubled, plus one bf16 ulp of the
+    # output on top (the final store).
+    exact, rounded = block(lambda v: v), block(lambda v: narrow('bf16', v))
+    gap = float(np.abs(exact - rounded).max())
+    return {'y': ('bf16', rounded, Tol(2.0 ** -8, 2 * gap))}
+
+
 def batch_norm(x, e, pre, eps=1e-5):
     sh = (1, -1, 1, 1)
     return (x - e[pre + '.running_mean'].reshape(sh)) / np.sqrt(
@@ -176,6 +205,7 @@ def embedding_files(d, rng):
 MODELS = [
     # path, reference, writes the files the model reads (returns their params)
     ('tests/e2e/models/transformer_block.json', ref_transformer_block, None),
+    ('tests/e2e/models/decoder_block_bf16.json', ref_decoder_block_bf16, None),
     ('tests/e2e/models/small_cnn.json', ref_small_cnn, None),
     ('tests/e2e/models/embedding_rms_norm.json', ref_embedding_rms_norm, embedding_files),
     ('tests/e2e/models/topk_logits.json', ref_topk_logits, None),
@@ -313,8 +343,16 @@ def run_model(tcc, rel, ref, files_fn, work, seed):
         return
     check_manifest(name, model, tcc, bundle)
     if RECORD:
+        # What the replay needs, kept small (it travels to the GPU machine):
+        # values that f32 holds exactly are stored as f32, and the params'
+        # read-back files go.
+        shutil.rmtree(os.path.join(d, 'params'), ignore_errors=True)
+        small = {k: np.asarray(v) for k, v in env.items()}
+        small = {k: v.astype(np.float32) if v.dtype == np.float64 and
+                 np.array_equal(v.astype(np.float32), v, equal_nan=True) else v
+                 for k, v in small.items()}
         with open(os.path.join(d, 'replay.pkl'), 'wb') as f:
-            pickle.dump({'rel': rel, 'env': env, 'inputs': [i['name'] for i in model['inputs']]}, f)
+            pickle.dump({'rel': rel, 'env': small, 'inputs': [i['name'] for i in model['inputs']]}, f)
         return
     check_run(tcc, name, model, ref, env, bundle, in_args, d, rng)
 
@@ -384,6 +422,8 @@ def replay(tcc, root):
             continue
         with open(path, 'rb') as f:
             rec = pickle.load(f)
+        rec['env'] = {k: v.astype(np.float64) if v.dtype == np.float32 else v
+                      for k, v in rec['env'].items()}
         with open(os.path.join(ROOT, rel)) as f:
             model = json.load(f)
         in_args = []

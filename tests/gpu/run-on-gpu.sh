@@ -9,7 +9,8 @@
 #                                     build/compiler/tcc, the op tests
 #                                     (--quick; OPTEST_ARGS= for all, about
 #                                     35 MB), the models and the examples
-#                                     compiled for sm_90
+#                                     compiled for sm_90 (the bf16 decoder layer
+#                                     also for sm_90a)
 #   tests/gpu/run-on-gpu.sh           on the GPU machine (carry .carry/gpu):
 #                                     builds the runtime-only configuration
 #                                     with g++ and runs ctest -L gpu (which
@@ -49,6 +50,10 @@ if [ "${1:-}" = prepare ]; then
     # The hand-written models (params and manifests checked here).
     /usr/bin/python3 "$root/tests/e2e/models.py" --tcc "$tcc" --target sm_90 \
       --record "$carry/models"
+    # The bf16 decoder layer again on sm_90a, where its matmuls and its
+    # attention take the wgmma templates.
+    /usr/bin/python3 "$root/tests/e2e/models.py" --tcc "$tcc" --target sm_90a \
+      --record "$carry/models-sm90a" --only decoder_block
     # Attention through the fused template (--gpu-attention), with references.
     /usr/bin/python3 "$root/tests/gpu/attention_test.py" --tcc "$tcc" \
       --record "$carry/attention"
@@ -162,6 +167,8 @@ replay optest optest.py "$carry/optest" "every op on the GPU (optest)"
 replay optest-rowfusion optest.py "$carry/optest-rowfusion" \
   "every op, compiled with --gpu-row-fusion=false"
 replay models models.py "$carry/models" "the hand-written models on the GPU"
+replay models-sm90a models.py "$carry/models-sm90a" \
+  "the hand-written models on the GPU, compiled for sm_90a"
 for a in attention attention-sm90a; do
   [ -d "$carry/$a" ] || continue
   step "$a with --gpu-attention"

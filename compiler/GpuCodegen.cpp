@@ -545,11 +545,16 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
   wp.m = mp.m;
   wp.n = mp.n;
   wp.k = mp.k;
+  wp.batch = mp.batch;
+  wp.aBatched = mp.aBatched;
+  wp.bBatched = mp.bBatched;
   wp.transB = mp.transB || transposeB;
   wp.abType = mp.aType;
   wp.cType = mp.cType;
   ::tcc::gpu::WgmmaSchedule ws = ::tcc::gpu::chooseWgmmaSchedule(wp);
-  if (chip == "sm_90a" && mp.batch == 1 && !mp.transA &&
+  // Fewer than 64 rows would leave most of every 64-row wgmma idle; the
+  // mma.sync template's smaller tiles serve them.
+  if (chip == "sm_90a" && mp.m >= 64 && !mp.transA &&
       (mp.aType.isBF16() || mp.aType.isF16() || tf32) &&
       overrides.all.empty() && !overrides.perKernel.contains(name) &&
       ::tcc::gpu::wgmmaKernelSupports(wp, ws, error)) {

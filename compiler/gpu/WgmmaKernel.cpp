@@ -102,6 +102,7 @@ private:
   Value descA, descB; // descriptors of stage 0's A and B tiles
   Value tid, wg, wgTid;
   Value blockM0, blockN0;
+  Value batchA, batchB, batchC; // this block's matrix of each operand
 };
 
 void KernelBuilder::copyTile(bool isA, Value kt, Value stage) {
@@ -111,10 +112,19 @@ void KernelBuilder::copyTile(bool isA, Value kt, Value stage) {
   int64_t rows = kMajor ? (isA ? s.tileM : s.tileN) : tileK;
   int64_t cpr = kMajor ? 8 : s.tileN / chunkElems;
   Value src = isA ? a : bm;
+  Value batch = isA ? batchA : batchB;
   Value kOff = mul(kt, tileK);
   Value mnOff = isA ? blockM0 : blockN0;
   int64_t base = isA ? 0 : tileABytes(s);
   Value stageOff = mul(stage, stageBytes(s));
+  // Edge tiles: a chunk past the matrix is filled with zeros (cp.async with
+  // no source bytes) from a clamped, valid address. The rows are 16-byte
+  // aligned (wgmmaKernelSupports), so a chunk is all in or all out. Sizes
+  // that are multiples of the tile get no checks.
+  int64_t rowBound = kMajor ? (isA ? p.m : p.n) : p.k;
+  int64_t colBound = kMajor ? p.k : p.n;
+  bool needRow = rowBound % rows != 0;
+  bool needCol = colBound % (kMajor ? tileK : s.tileN) != 0;
   for (int64_t i = 0; i < rows * cpr / threads; ++i) {
     Value id = add(tid, i * threads);
     Value r = div(id, cpr), cn = rem(id, cpr);
@@ -126,10 +136,17 @@ void KernelBuilder::copyTile(bool isA, Value kt, Value stage) {
     dstByte = add(dstByte, base);
     Value row = add(kMajor ? mnOff : kOff, r);
     Value col = add(kMajor ? kOff : mnOff, mul(cn, chunkElems));
+    Value rowOk = needRow ? ult(row, rowBound) : Value();
+    Value colOk = needCol ? ult(col, colBound) : Value();
+    Value ok = land(rowOk, colOk);
+    Value zero = cst(0);
+    Value srcElems = ok ? select(ok, cst(chunkElems), zero) : Value();
     nvgpu::DeviceAsyncCopyOp::create(
         b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), smem,
-        ValueRange{div(dstByte, elemBytes)}, src, ValueRange{row, col},
-        b.getIndexAttr(chunkElems), Value(), b.getUnitAttr());
+        ValueRange{div(dstByte, elemBytes)}, src,
+        ValueRange{batch, rowOk ? select(rowOk, row, zero) : row,
+                   colOk ? select(colOk, col, zero) : col},
+        b.getIndexAttr(chunkElems), srcElems, b.getUnitAttr());
   }
 }
 
@@ -183,6 +200,19 @@ void KernelBuilder::epilogue(ValueRange acc) {
                    add(mul(warp, 16), div(lane, 4)));
   Value col0 = add(blockN0, mul(rem(lane, 4), 2));
   VectorType pairT = VectorType::get({2}, p.cType);
+  // Edge tiles store only what lies inside C: a pair of columns is all in or
+  // all out when N is even; when N is odd each element is checked (and the
+  // pairs would not be aligned anyway).
+  bool needRow = p.m % s.tileM != 0, needCol = p.n % s.tileN != 0;
+  bool pairs = p.n % 2 == 0;
+  auto guarded = [&](Value ok, llvm::function_ref<void()> store) {
+    if (!ok)
+      return store();
+    auto ifOp = scf::IfOp::create(b, loc, ok, /*withElse=*/false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    store();
+  };
   for (int64_t i = 0; i < slices; ++i) {
     for (int64_t j = 0; j < s.tileN / 8; ++j) {
       for (int64_t h = 0; h < 2; ++h) {
@@ -194,10 +224,24 @@ void KernelBuilder::epilogue(ValueRange acc) {
             v = arith::TruncFOp::create(b, loc, p.cType, v);
           e.push_back(v);
         }
-        Value vec = vector::FromElementsOp::create(b, loc, pairT, e);
         Value row = add(row0, i * 64 + h * 8);
-        vector::StoreOp::create(b, loc, vec, c,
-                                ValueRange{row, add(col0, j * 8)});
+        Value col = add(col0, j * 8);
+        Value rowOk = needRow ? ult(row, p.m) : Value();
+        if (pairs) {
+          Value vec = vector::FromElementsOp::create(b, loc, pairT, e);
+          guarded(land(rowOk, needCol ? ult(col, p.n) : Value()), [&] {
+            vector::StoreOp::create(b, loc, vec, c,
+                                    ValueRange{batchC, row, col});
+          });
+          continue;
+        }
+        for (int64_t x = 0; x < 2; ++x) {
+          Value cx = add(col, x);
+          guarded(land(rowOk, ult(cx, p.n)), [&] {
+            memref::StoreOp::create(b, loc, e[x], c,
+                                    ValueRange{batchC, row, cx});
+          });
+        }
       }
     }
   }
@@ -208,7 +252,7 @@ void KernelBuilder::build(Value aArg, Value bArg, Value cArg) {
   bm = bArg;
   c = cArg;
   MLIRContext *ctx = b.getContext();
-  int64_t tilesM = p.m / s.tileM, tilesN = p.n / s.tileN;
+  int64_t tilesM = ceilDiv(p.m, s.tileM), tilesN = ceilDiv(p.n, s.tileN);
   tid = mlir::gpu::ThreadIdOp::create(b, loc, mlir::gpu::Dimension::x);
   wg = div(tid, 128);
   wgTid = rem(tid, 128);
@@ -218,6 +262,9 @@ void KernelBuilder::build(Value aArg, Value bArg, Value cArg) {
                   tilesM, tilesN);
   blockM0 = mul(pidM, s.tileM);
   blockN0 = mul(pidN, s.tileN);
+  batchC = mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::z);
+  batchA = p.aBatched ? batchC : cst(0);
+  batchB = p.bBatched ? batchC : cst(0);
 
   // The stages start at the first 1024-byte boundary of the dynamic shared
   // memory (its shared-window address, as the descriptors want it).
@@ -250,7 +297,7 @@ void KernelBuilder::build(Value aArg, Value bArg, Value cArg) {
       arith::OrIOp::create(b, loc, start, i64(fields(bLbo, kAtomBytes))),
       i64(tileABytes(s) / 16));
 
-  int64_t kTiles = p.k / tileK;
+  int64_t kTiles = ceilDiv(p.k, tileK);
   Value token; // any async token: the waits only count groups
   for (int64_t st = 0; st + 2 < s.stages; ++st) {
     if (st < kTiles)
@@ -300,7 +347,7 @@ WgmmaSchedule chooseWgmmaSchedule(const WgmmaProblem &p) {
   // that leaves multiprocessors idle or N does not divide; then 128x128,
   // whose smaller stages allow 5 (on the H200 at 4096^3: 128x256 S4 592
   // TFLOP/s, 128x128 S5 554, 128x128 S4 465).
-  if (p.n % 256 != 0 || (p.m / 128) * (p.n / 256) < 132) {
+  if (p.n % 256 != 0 || ceilDiv(p.m, 128) * (p.n / 256) * p.batch < 132) {
     s.tileN = 128;
     s.stages = 5;
   }
@@ -318,8 +365,8 @@ bool wgmmaKernelSupports(const WgmmaProblem &p, const WgmmaSchedule &s,
   if (p.abType.isF32() && !p.transB)
     return fail("tf32 needs B stored [N][K] (wgmma reads 32-bit operands "
                 "K-major only)");
-  if (!p.cType || !(p.cType.isF32() || p.cType.isBF16()))
-    return fail("C must be f32 or bf16");
+  if (!p.cType || !(p.cType.isF32() || p.cType.isBF16() || p.cType.isF16()))
+    return fail("C must be f32, bf16 or f16");
   if (s.warpgroups < 1 || s.warpgroups > 2)
     return fail("1 or 2 warpgroups per block");
   if (s.tileM < 64 || s.tileM % (64 * s.warpgroups) != 0 ||
@@ -333,12 +380,18 @@ bool wgmmaKernelSupports(const WgmmaProblem &p, const WgmmaSchedule &s,
     return fail("at least 3 stages");
   if (sharedBytesOf(s) > kMaxSharedSm90)
     return fail("the stages exceed the shared memory");
-  if (p.m < 1 || p.n < 1 || p.k < 1 || p.m % s.tileM || p.n % s.tileN ||
-      p.k % wgmmaTileK(p.abType))
-    return fail("M, N and K must be positive multiples of tileM, tileN and "
-                "the k-tile (this version has no edge handling)");
-  if ((p.m / s.tileM) * (p.n / s.tileN) > (int64_t(1) << 31) - 1)
+  if (p.m < 1 || p.n < 1 || p.k < 1 || p.batch < 1)
+    return fail("M, N, K and the batch must be positive");
+  // The 16-byte copies need every row of A and B to start 16 bytes aligned
+  // (edge tiles are handled by whole chunks).
+  int64_t chunk = 128 / p.abType.getIntOrFloatBitWidth();
+  if (p.k % chunk != 0 || (!p.transB && p.n % chunk != 0))
+    return fail("K (and N when B is stored [K][N]) must be a multiple of " +
+                std::to_string(chunk) + " elements (16-byte rows)");
+  if (ceilDiv(p.m, s.tileM) * ceilDiv(p.n, s.tileN) > (int64_t(1) << 31) - 1)
     return fail("too many output tiles for one grid");
+  if (p.batch > 65535)
+    return fail("a batch of at most 65535 matrices");
   return true;
 }
 
@@ -351,20 +404,20 @@ FailureOr<KernelLaunch> buildWgmmaKernel(OpBuilder &b,
     return module.emitError(why);
   OpBuilder::InsertionGuard guard(b);
   loadTemplateDialects(b.getContext());
-  auto memref = [&](int64_t rows, int64_t cols, Type t) {
-    return MemRefType::get({rows, cols}, t);
+  auto memref = [&](bool batched, int64_t rows, int64_t cols, Type t) {
+    return MemRefType::get({batched ? p.batch : 1, rows, cols}, t);
   };
-  SmallVector<Type> args = {memref(p.m, p.k, p.abType),
-                            p.transB ? memref(p.n, p.k, p.abType)
-                                     : memref(p.k, p.n, p.abType),
-                            memref(p.m, p.n, p.cType)};
+  SmallVector<Type> args = {memref(p.aBatched, p.m, p.k, p.abType),
+                            p.transB ? memref(p.bBatched, p.n, p.k, p.abType)
+                                     : memref(p.bBatched, p.k, p.n, p.abType),
+                            memref(true, p.m, p.n, p.cType)};
   int64_t threads = 128 * s.warpgroups;
   mlir::gpu::GPUFuncOp func = createKernelFunc(b, module, name, args, threads);
   KernelBuilder kb(b, func.getLoc(), p, s);
   kb.build(func.getArgument(0), func.getArgument(1), func.getArgument(2));
   mlir::gpu::ReturnOp::create(b, func.getLoc());
   KernelLaunch launch;
-  launch.grid = {(p.m / s.tileM) * (p.n / s.tileN), 1, 1};
+  launch.grid = {ceilDiv(p.m, s.tileM) * ceilDiv(p.n, s.tileN), 1, p.batch};
   launch.block = {threads, 1, 1};
   launch.sharedBytes = sharedBytesOf(s);
   return launch;

@@ -14,8 +14,9 @@
 // Lowering needs convert-nvvm-to-llvm (the wgmma ops become inline PTX) and
 // the chip "sm_90a".
 //
-// First version: sizes must be multiples of the tiles (M of tileM, N of
-// tileN, K of the k-tile); no batch.
+// Any M, N and K whose rows are 16-byte aligned (edge tiles are zero-filled
+// on load and checked on store); a batch of matrices on grid.z, A or B
+// possibly one matrix shared by all.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TCC_COMPILER_GPU_WGMMAKERNEL_H
@@ -33,14 +34,16 @@
 
 namespace tcc::gpu {
 
-/// One matmul C[M,N] = A[M,K] x B, B stored [K,N] or, if transB, [N,K].
+/// `batch` matmuls C[M,N] = A[M,K] x B, B stored [K,N] or, if transB,
+/// [N,K]; an operand not batched is one matrix used by all.
 struct WgmmaProblem {
-  int64_t m = 0, n = 0, k = 0;
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  bool aBatched = false, bBatched = false;
   bool transB = false;
   /// bf16 or f16 (A and B alike), or f32 computed as tf32 (needs transB:
   /// wgmma reads 32-bit operands K-major only).
   mlir::Type abType;
-  mlir::Type cType;  ///< f32 or bf16; accumulation is always f32.
+  mlir::Type cType; ///< f32, bf16 or f16; accumulation is always f32.
 };
 
 /// A block computes tileM x tileN of C with `warpgroups` warpgroups, each
@@ -65,10 +68,10 @@ bool wgmmaKernelSupports(const WgmmaProblem &p, const WgmmaSchedule &s,
                          std::string &why);
 
 /// Appends `gpu.func @name(%a, %b, %c) kernel` to `module`: identity-layout
-/// memrefs A [M, K], B [K, N] ([N, K] if transB), C [M, N], each 16-byte
-/// aligned. The kernel reads `gpu.dynamic_shared_memory` of
-/// KernelLaunch::sharedBytes bytes. Fails (with a diagnostic at the module)
-/// when wgmmaKernelSupports says no.
+/// memrefs A [batch or 1, M, K], B [batch or 1, K, N] ([.., N, K] if
+/// transB), C [batch, M, N], each 16-byte aligned. The kernel reads
+/// `gpu.dynamic_shared_memory` of KernelLaunch::sharedBytes bytes. Fails (with
+/// a diagnostic at the module) when wgmmaKernelSupports says no.
 mlir::FailureOr<KernelLaunch> buildWgmmaKernel(mlir::OpBuilder &b,
                                                mlir::gpu::GPUModuleOp module,
                                                llvm::StringRef name,

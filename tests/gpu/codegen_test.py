@@ -143,15 +143,18 @@ def ptx_of(args, model, target, work, *flags):
 
 
 def check_wgmma(args, work):
-    """sm_90a computes a bf16 matmul whose sizes fit its tiles with warpgroup
-    MMA (ptxas accepts it for sm_90a); sm_90, and sizes that do not fit,
-    keep the mma.sync template. A tf32 matmul (f32 with --allow-tf32) first
-    transposes B, then runs wgmma (k8 tf32) on sm_90a or mma.sync on sm_90."""
+    """sm_90a computes a bf16 matmul with warpgroup MMA (ptxas accepts it for
+    sm_90a), edge tiles and batches included; sm_90, fewer than 64 rows, and
+    rows not 16-byte aligned keep the mma.sync template. A tf32 matmul (f32
+    with --allow-tf32) first transposes B, then runs wgmma (k8 tf32) on
+    sm_90a or mma.sync on sm_90. A K = 0 matmul compiles (no template)."""
     tf32 = ['--allow-tf32']
     for model, target, want, flags in (
             (mm_model(work, 512, 256, 512), 'sm_90a', 'wgmma', []),
             (mm_model(work, 512, 256, 512), 'sm_90', 'mma', []),
-            (mm_model(work, 500, 256, 512), 'sm_90a', 'mma', []),
+            (mm_model(work, 500, 256, 520), 'sm_90a', 'wgmma', []),
+            (mm_model(work, 48, 256, 512), 'sm_90a', 'mma', []),
+            (mm_model(work, 512, 260, 512), 'sm_90a', 'mma', []),
             (mm_model(work, 512, 256, 512, 'f32'), 'sm_90a', 'wgmma', tf32),
             (mm_model(work, 512, 256, 512, 'f32'), 'sm_90', 'mma', tf32)):
         got = ptx_of(args, model, target, work, *flags)
@@ -167,10 +170,6 @@ def check_wgmma(args, work):
                 os.path.basename(model), target, ' '.join(flags), symbols, expect)
         if flags and want == 'wgmma' and '.tf32.tf32' not in ptx:
             return 'tf32 on %s: no tf32 wgmma in the PTX' % target
-    # An empty contraction (K = 0) is all zeros: no template, and it compiles.
-    got = ptx_of(args, mm_model(work, 64, 0, 64, 'f32'), 'sm_90', work)
-    if isinstance(got, str):
-        return 'K = 0: ' + got
         if has != (want == 'wgmma') or '.target %s' % target not in ptx:
             return '%s on %s: wgmma in PTX %s' % (os.path.basename(model), target, has)
         if args.ptxas:
@@ -181,6 +180,10 @@ def check_wgmma(args, work):
                                capture_output=True, text=True)
             if p.returncode != 0 or 'warning' in p.stderr:
                 return 'ptxas %s: %s' % (target, p.stderr.strip()[:500])
+    # An empty contraction (K = 0) is all zeros: no template, and it compiles.
+    got = ptx_of(args, mm_model(work, 64, 0, 64, 'f32'), 'sm_90', work)
+    if isinstance(got, str):
+        return 'K = 0: ' + got
     return None
 
 

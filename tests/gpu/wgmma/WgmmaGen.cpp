@@ -1,7 +1,8 @@
 //===- WgmmaGen.cpp - builds one wgmma GEMM kernel into a PTX bundle ------===//
 //
-//   tcc-wgmma-gen --m M --n N --k K [--trans-b] [--type bf16|f16]
-//       [--out-type f32|bf16] [--schedule TM,TN,WARPGROUPS,STAGES]
+//   tcc-wgmma-gen --m M --n N --k K [--batch B] [--shared-a] [--shared-b]
+//       [--trans-b] [--type bf16|f16] [--out-type f32|bf16|f16]
+//       [--schedule TM,TN,WARPGROUPS,STAGES]
 //       [--name NAME] [--out-dir DIR] [--emit-mlir]
 //
 // Builds the kernel with tcc::gpu::buildWgmmaKernel (the schedule from
@@ -41,6 +42,7 @@ int main(int argc, char **argv) {
   flags.name = "wgmma";
   flags.chip = kChip;
   bool haveM = false, haveN = false, haveK = false;
+  bool sharedA = false, sharedB = false;
   auto ownFlag = [&](const std::string &f, tcc::gen::FlagValue value) {
     if (f == "--m")
       p.m = parseInt(f, value()), haveM = true;
@@ -48,6 +50,12 @@ int main(int argc, char **argv) {
       p.n = parseInt(f, value()), haveN = true;
     else if (f == "--k")
       p.k = parseInt(f, value()), haveK = true;
+    else if (f == "--batch")
+      p.batch = parseInt(f, value());
+    else if (f == "--shared-a")
+      sharedA = true;
+    else if (f == "--shared-b")
+      sharedB = true;
     else if (f == "--trans-b")
       p.transB = true;
     else if (f == "--type") {
@@ -58,10 +66,11 @@ int main(int argc, char **argv) {
                              : Type(Float16Type::get(&ctx));
     } else if (f == "--out-type") {
       std::string v = value();
-      if (v != "f32" && v != "bf16")
-        die("--out-type: expected f32 or bf16, got '" + v + "'");
-      p.cType = v == "f32" ? Type(Float32Type::get(&ctx))
-                           : Type(BFloat16Type::get(&ctx));
+      if (v != "f32" && v != "bf16" && v != "f16")
+        die("--out-type: expected f32, bf16 or f16, got '" + v + "'");
+      p.cType = v == "f32"    ? Type(Float32Type::get(&ctx))
+                : v == "bf16" ? Type(BFloat16Type::get(&ctx))
+                              : Type(Float16Type::get(&ctx));
     } else
       return false;
     return true;
@@ -71,6 +80,8 @@ int main(int argc, char **argv) {
     die("--chip: wgmma needs sm_90a");
   if (!haveM || !haveN || !haveK)
     die("--m, --n and --k are required");
+  p.aBatched = !sharedA && p.batch > 1;
+  p.bBatched = !sharedB && p.batch > 1;
   tcc::gpu::WgmmaSchedule s = tcc::gpu::chooseWgmmaSchedule(p);
   if (!flags.schedule.empty()) {
     std::vector<int64_t> v =
@@ -93,19 +104,24 @@ int main(int argc, char **argv) {
   std::string ptx = tcc::gen::lowerToPtx(*km.module, kChip);
   tcc::gen::writePtx(outDir, name, ptx);
 
-  // Shapes with a leading batch of 1, as the GEMM checker expects them.
+  // Shapes with a leading batch (1 for an operand shared by all), as the
+  // GEMM checker expects them.
   tcc::gen::MatmulBundle mb;
   mb.name = name;
   mb.chip = kChip;
   mb.aType = mb.bType = p.abType;
   mb.cType = p.cType;
-  mb.aShape = {1, p.m, p.k};
-  mb.bShape = p.transB ? std::vector<int64_t>{1, p.n, p.k}
-                       : std::vector<int64_t>{1, p.k, p.n};
-  mb.cShape = {1, p.m, p.n};
+  int64_t ba = p.aBatched ? p.batch : 1, bb = p.bBatched ? p.batch : 1;
+  mb.aShape = {ba, p.m, p.k};
+  mb.bShape = p.transB ? std::vector<int64_t>{bb, p.n, p.k}
+                       : std::vector<int64_t>{bb, p.k, p.n};
+  mb.cShape = {p.batch, p.m, p.n};
   mb.m = p.m;
   mb.n = p.n;
   mb.k = p.k;
+  mb.batch = p.batch;
+  mb.aBatched = p.aBatched || p.batch == 1;
+  mb.bBatched = p.bBatched || p.batch == 1;
   mb.transB = p.transB;
   mb.schedule = {s.tileM, s.tileN, s.warpgroups, s.stages};
   tcc::gen::writeMatmulBundle(outDir, mb, ptx, *launch);

@@ -37,6 +37,7 @@ done <<'CASES'
 nn256|--m 4096 --n 4096 --k 4096 --schedule 128,256,2,4|wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16
 nt128|--m 1024 --n 4096 --k 2048 --trans-b --schedule 128,128,2,3|wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
 f16|--m 512 --n 768 --k 320 --type f16 --schedule 128,128,1,3 --out-type bf16|wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16
+edges|--m 1000 --n 1001 --k 200 --trans-b --batch 2 --shared-b --out-type f16|wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
 CASES
 # Refusals: one line on stderr, status 1.
 while read -r flags; do
@@ -48,8 +49,9 @@ while read -r flags; do
     echo "FAIL refusal '$flags': status $rc: $err"; fail=$((fail + 1))
   fi
 done <<'BAD'
---m 100 --n 128 --k 64
+--m 128 --n 100 --k 64
 --m 128 --n 128 --k 100
+--m 128 --n 128 --k 64 --batch 70000
 --m 128 --n 128 --k 64 --schedule 128,256,1,4
 --m 128 --n 128 --k 64 --schedule 128,128,2,2
 --m 128 --n 128 --k 64 --chip sm_90

@@ -81,10 +81,19 @@ int64_t qBytesOf(const AttentionProblem &p, const WgmmaAttentionSchedule &s) {
 int64_t kvBytesOf(const AttentionProblem &p, const WgmmaAttentionSchedule &s) {
   return s.blockKV * p.headDim * 2;
 }
+int64_t tileBytesOf(const AttentionProblem &p,
+                    const WgmmaAttentionSchedule &s) {
+  return qBytesOf(p, s) + 2 * s.stages * kvBytesOf(p, s);
+}
+/// With a producer: the mbarriers "stage full" (S), "stage empty" (S) and
+/// "Q full", 8 bytes each, after the tiles.
+int64_t barrierBytesOf(const WgmmaAttentionSchedule &s) {
+  return s.producer ? 16 * s.stages + 16 : 0;
+}
 int64_t sharedBytesOf(const AttentionProblem &p,
                       const WgmmaAttentionSchedule &s) {
   // One extra atom so that the base can be aligned to 1024 bytes at run time.
-  return qBytesOf(p, s) + 2 * s.stages * kvBytesOf(p, s) + kAtomBytes;
+  return tileBytesOf(p, s) + barrierBytesOf(s) + kAtomBytes;
 }
 
 class FlashBuilder : AttentionArith {
@@ -117,9 +126,51 @@ private:
         cstF(-std::numeric_limits<double>::infinity()));
   }
 
+  /// An instruction of inline PTX with side effects and a memory clobber
+  /// (the synchronisation that the NVVM dialect spells differently from
+  /// release to release).
+  void ptx(StringRef text, StringRef cons = "", ValueRange args = {}) {
+    std::string c = cons.str();
+    c += c.empty() ? "~{memory}" : ",~{memory}";
+    LLVM::InlineAsmOp::create(b, loc, Type(), args, b.getStringAttr(text),
+                              b.getStringAttr(c), b.getUnitAttr(), UnitAttr(),
+                              LLVM::TailCallKindAttr(), LLVM::AsmDialectAttr(),
+                              ArrayAttr());
+  }
+  /// The shared-window address (i32) of mbarrier `i`: full[0..S), empty[0..S),
+  /// then Q's.
+  Value barrier(Value i) { return toI32(add(barrierBase, mul(i, 8))); }
+  Value fullBarrier(Value stage) { return barrier(stage); }
+  Value emptyBarrier(Value stage) { return barrier(add(stage, s.stages)); }
+  Value qBarrier() { return barrier(cst(2 * s.stages)); }
+  void arrive(Value bar) {
+    ptx("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [$0];\n}", "r",
+        bar);
+  }
+  /// Waits until the phase of `bar` with parity `parity` (i32) completed.
+  void waitParity(Value bar, Value parity) {
+    ptx("{\n.reg .pred done;\nWAIT:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1;\n"
+        "@!done bra WAIT;\n}",
+        "r,r", ValueRange{bar, parity});
+  }
+  /// The parity of use `i` of a stage (i / S rounds before it).
+  Value roundParity(Value i) { return toI32(band(div(i, s.stages), 1)); }
+  void fenceProxyAsync() {
+    MLIRContext *ctx = b.getContext();
+    NVVM::FenceProxyOp::create(
+        b, loc, NVVM::ProxyKindAttr::get(ctx, NVVM::ProxyKind::async_shared),
+        NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+  }
+  /// The warp-specialised kernel (schedule.producer): a producer warpgroup
+  /// and the computing ones.
+  void buildSpecialized(int64_t nKTiles);
+  void producerLoop(Value tStart);
+  SmallVector<Value> consumerLoop(Value tStart, ArrayRef<Value> init);
+
   /// Copies rows row0..row0+rows-1 of src[batch, hd] (rows past `bound`
   /// zero-filled) into the swizzled tile at byte `dstByte` of the shared
-  /// memory.
+  /// memory, split over the copying threads (copyTid of copyThreads).
   void copyRows(Value src, Value hd, Value row0, int64_t bound, int64_t rows,
                 Value dstByte);
   /// Copies K and V of key tile `tile` into `stage` if tile < tEnd, then
@@ -177,6 +228,9 @@ private:
 
   const WgmmaAttentionSchedule &s;
   int64_t blockQ, threads, nS, nO;
+  int64_t copyThreads = 0; // the threads that copy tiles (set in build)
+  Value copyTid;
+  Value barrierBase; // index: shared-window address of the mbarriers
   bool fast;
   SmallVector<MaskConstraint, 3> constraints;
 
@@ -193,10 +247,21 @@ void FlashBuilder::copyRows(Value src, Value hd, Value row0, int64_t bound,
                             int64_t rows, Value dstByte) {
   int64_t cpr = p.headDim / 8, chunks = rows * cpr;
   bool needRow = bound % rows != 0;
-  for (int64_t it = 0; it < ceilDiv(chunks, threads); ++it) {
+  // The producer warpgroup copies in a loop: unrolled, its addresses would
+  // be computed up front and outlive its 64 registers.
+  bool looped = s.producer && chunks % copyThreads == 0;
+  scf::ForOp loop;
+  if (looped)
+    loop =
+        scf::ForOp::create(b, loc, cst(0), cst(chunks / copyThreads), cst(1));
+  OpBuilder::InsertionGuard outer(b);
+  if (looped)
+    b.setInsertionPointToStart(loop.getBody());
+  for (int64_t it = 0; it < (looped ? 1 : ceilDiv(chunks, copyThreads)); ++it) {
     OpBuilder::InsertionGuard g(b);
-    Value id = add(tid, it * threads);
-    if ((it + 1) * threads > chunks) {
+    Value id = looped ? add(copyTid, mul(loop.getInductionVar(), copyThreads))
+                      : add(copyTid, it * copyThreads);
+    if (!looped && (it + 1) * copyThreads > chunks) {
       auto ifOp = scf::IfOp::create(b, loc, ult(id, chunks), false);
       b.setInsertionPointToStart(&ifOp.getThenRegion().front());
     }
@@ -482,7 +547,13 @@ SmallVector<Value> FlashBuilder::tileStep(Value stage, Value k0,
   SmallVector<Value> mRun(carried.begin() + nO, carried.begin() + nO + 2);
   SmallVector<Value> lRun(carried.begin() + nO + 2, carried.end());
   Value units = stageUnitsOf(stage);
+  // Ping-pong: this warpgroup issues Q K^T on its turn (named barrier 1 +
+  // wg) and then gives the turn to the other (2 - wg).
+  if (s.pingpong)
+    ptx("bar.sync $0, 256;", "r", toI32(add(wg, 1)));
   SmallVector<Value> sv = scores(units);
+  if (s.pingpong)
+    ptx("bar.arrive $0, 256;", "r", toI32(sub(cst(2), wg)));
   waitWgmma(0);
   Value corr[2];
   SmallVector<Value> pRegs = softmax(fenceOperands(sv), k0, mRun, lRun, corr);
@@ -583,6 +654,13 @@ void FlashBuilder::build(Value q, Value k, Value v, Value o) {
                  b, loc, start, i64(fields(s.blockKV * kRowBytes, kAtomBytes))),
              (qBytesOf(p, s) + s.stages * kvBytesOf(p, s)) / 16);
 
+  if (s.producer) {
+    barrierBase = add(add(rawAddr, pad), tileBytesOf(p, s));
+    buildSpecialized(nKTiles);
+    return;
+  }
+  copyTid = tid;
+  copyThreads = threads;
   copyRows(qArg, head, q0, p.lq, blockQ, cst(0));
   token = commitGroup();
 
@@ -595,6 +673,136 @@ void FlashBuilder::build(Value q, Value k, Value v, Value o) {
   init.append(2, cstF(-std::numeric_limits<double>::infinity()));
   init.append(2, cstF(0.0));
   epilogue(s.overlap ? overlappedLoop(tStart, init) : simpleLoop(tStart, init));
+}
+
+void FlashBuilder::buildSpecialized(int64_t nKTiles) {
+  // Thread 0 sets up the mbarriers: "full" completes when the producer's
+  // 128 threads have landed and fenced their copies of a stage, "empty" when
+  // every computing thread is done reading it.
+  int64_t consumers = 128 * s.warpgroups;
+  {
+    OpBuilder::InsertionGuard g(b);
+    auto ifOp = scf::IfOp::create(
+        b, loc, cmp(arith::CmpIPredicate::eq, tid, cst(0)), false);
+    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    for (int64_t st = 0; st < s.stages; ++st) {
+      ptx("mbarrier.init.shared::cta.b64 [$0], 128;", "r",
+          fullBarrier(cst(st)));
+      ptx("mbarrier.init.shared::cta.b64 [$0], " + std::to_string(consumers) +
+              ";",
+          "r", emptyBarrier(cst(st)));
+    }
+    ptx("mbarrier.init.shared::cta.b64 [$0], 128;", "r", qBarrier());
+  }
+  mlir::gpu::BarrierOp::create(b, loc);
+
+  Value tStart;
+  std::tie(tStart, tEnd) = keyTileRange(nKTiles, s.blockKV);
+  auto ifOp = scf::IfOp::create(
+      b, loc, cmp(arith::CmpIPredicate::eq, wg, cst(s.warpgroups)),
+      /*withElse=*/true);
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+  producerLoop(tStart);
+  b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+  // Two computing warpgroups take the registers the producer gives up
+  // (the block starts with 384 x 168 registers, and an increase waits until
+  // decreases freed enough: 2 x 128 x 216 + 128 x 64 <= 384 x 168; the
+  // producer needs about 60).
+  if (s.warpgroups == 2)
+    ptx("setmaxnreg.inc.sync.aligned.u32 216;");
+  SmallVector<Value> init(nO, cstF(0.0));
+  init.append(2, cstF(-std::numeric_limits<double>::infinity()));
+  init.append(2, cstF(0.0));
+  epilogue(consumerLoop(tStart, init));
+}
+
+void FlashBuilder::producerLoop(Value tStart) {
+  if (s.warpgroups == 2)
+    ptx("setmaxnreg.dec.sync.aligned.u32 64;");
+  copyTid = sub(tid, cst(128 * s.warpgroups));
+  copyThreads = 128;
+  // Groups: Q, then tiles 0..S-1 of the range (empty past its end).
+  copyRows(qArg, head, q0, p.lq, blockQ, cst(0));
+  token = commitGroup();
+  for (int64_t st = 0; st < s.stages; ++st)
+    copyKVTile(add(tStart, st), cst(st));
+  // A stage is published once this thread's copies landed and were fenced
+  // for the async proxy (wgmma reads through it); the arrive releases them.
+  waitGroups(s.stages);
+  fenceProxyAsync();
+  arrive(qBarrier());
+  // Every phase of a "full" barrier is one tile: an arrival past the last
+  // tile would complete a second phase before a slow consumer waited for the
+  // first, and its parity wait would then never end.
+  Value n = sub(tEnd, tStart);
+  auto arriveIf = [&](Value cond, Value bar) {
+    OpBuilder::InsertionGuard g(b);
+    auto ifOp = scf::IfOp::create(b, loc, cond, false);
+    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    arrive(bar);
+  };
+  waitGroups(s.stages - 1);
+  fenceProxyAsync();
+  arriveIf(cmp(arith::CmpIPredicate::sgt, n, cst(0)), fullBarrier(cst(0)));
+  auto loop = scf::ForOp::create(b, loc, cst(0), n, cst(1));
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPointToStart(loop.getBody());
+  Value i = loop.getInductionVar();
+  // Tile i+1 landed (S-2 newer groups pending): publish it.
+  waitGroups(s.stages - 2);
+  fenceProxyAsync();
+  arriveIf(cmp(arith::CmpIPredicate::slt, add(i, 1), n),
+           fullBarrier(rem(add(i, 1), s.stages)));
+  // Refill the stage of tile i with tile i+S once every computing thread is
+  // done with tile i.
+  Value refill = add(i, s.stages);
+  {
+    OpBuilder::InsertionGuard g2(b);
+    auto ifOp = scf::IfOp::create(
+        b, loc, cmp(arith::CmpIPredicate::slt, refill, n), false);
+    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    waitParity(emptyBarrier(rem(i, s.stages)), roundParity(i));
+  }
+  copyKVTile(add(tStart, refill), rem(i, s.stages));
+}
+
+SmallVector<Value> FlashBuilder::consumerLoop(Value tStart,
+                                              ArrayRef<Value> init) {
+  waitParity(qBarrier(), toI32(cst(0)));
+  // Ping-pong starts with warpgroup 0's turn; each warpgroup takes as many
+  // turns as it gives, and warpgroup 0 takes the one left after the loop.
+  if (s.pingpong) {
+    OpBuilder::InsertionGuard g(b);
+    auto ifOp = scf::IfOp::create(
+        b, loc, cmp(arith::CmpIPredicate::eq, wg, cst(1)), false);
+    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    ptx("bar.arrive 1, 256;");
+  }
+  auto loop =
+      scf::ForOp::create(b, loc, cst(0), sub(tEnd, tStart), cst(1), init);
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value i = loop.getInductionVar();
+    ValueRange carried = loop.getRegionIterArgs();
+    Value stage = rem(i, s.stages);
+    waitParity(fullBarrier(stage), roundParity(i));
+    Value k0 = mul(add(tStart, i), s.blockKV);
+    SmallVector<Value> out = stepUnlessMasked(
+        k0, s.blockKV, carried, [&] { return tileStep(stage, k0, carried); });
+    // tileStep waited for its wgmmas: the stage may be refilled.
+    arrive(emptyBarrier(stage));
+    scf::YieldOp::create(b, loc, out);
+  }
+  if (s.pingpong) {
+    OpBuilder::InsertionGuard g(b);
+    auto ifOp = scf::IfOp::create(
+        b, loc, cmp(arith::CmpIPredicate::eq, wg, cst(0)), false);
+    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    ptx("bar.sync 1, 256;");
+  }
+  return SmallVector<Value>(loop.getResults());
 }
 
 void FlashBuilder::publishTiles(int64_t pending) {
@@ -737,6 +945,12 @@ bool wgmmaAttentionSupports(const AttentionProblem &p,
     return fail("stages must be in [2, 4]");
   if (s.overlap && s.stages < 3)
     return fail("overlap needs at least 3 stages");
+  if (s.producer && s.overlap)
+    return fail("the producer warpgroup runs the simple loop only");
+  if (s.producer && s.warpgroups > 2)
+    return fail("a producer serves at most 2 warpgroups (registers)");
+  if (s.pingpong && (!s.producer || s.warpgroups != 2))
+    return fail("ping-pong needs a producer and 2 warpgroups");
   if (sharedBytesOf(p, s) > kMaxSharedSm90)
     return fail("more than 227 KiB of shared memory");
   return true;
@@ -753,8 +967,13 @@ buildWgmmaAttentionKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module,
   Type qT = MemRefType::get({p.batch, p.headsQ, p.lq, p.headDim}, p.elemType);
   Type kvT = MemRefType::get({p.batch, p.headsKV, p.lk, p.headDim}, p.elemType);
   OpBuilder::InsertionGuard g(b);
-  int64_t threads = 128 * s.warpgroups;
+  int64_t threads = 128 * (s.warpgroups + (s.producer ? 1 : 0));
   auto func = createKernelFunc(b, module, name, {qT, kvT, kvT, qT}, threads);
+  // setmaxnreg needs the register count at entry known to ptxas: one block
+  // per multiprocessor (65536 / 384 = 168 each, then 216 and 64).
+  if (s.producer)
+    func->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
+                  b.getI32IntegerAttr(1));
   Block &entry = func.getBody().front();
   Location loc = module.getLoc();
   FlashBuilder(b, loc, p, s)

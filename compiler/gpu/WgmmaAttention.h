@@ -29,10 +29,15 @@ namespace tcc::gpu {
 /// buffers of K and V. `overlap`: each warpgroup runs the softmax of key
 /// tile j+1 while its P V wgmmas of tile j are in flight (needs stages >= 3;
 /// fully masked tiles inside the loop bounds are then computed, not
-/// skipped).
+/// skipped). `producer`: one more warpgroup only copies Q, K and V and
+/// hands each stage to the others through mbarriers, so that the computing
+/// warpgroups never wait at a block-wide barrier and drift apart;
+/// `pingpong` (2 warpgroups, with a producer) then orders them with named
+/// barriers so that one's Q K^T wgmmas run while the other's softmax does.
 struct WgmmaAttentionSchedule {
   int64_t warpgroups = 2, blockKV = 128, stages = 2;
   bool overlap = false;
+  bool producer = false, pingpong = false;
 };
 
 /// Picks a schedule for `p` (a simple heuristic; sm_90a).

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks and times the attention kernels of .carry/flash on a CUDA GPU.
 
-    check_flash.py CARRY_DIR OUT_DIR [NAME_FILTER]
+    check_flash.py CARRY_DIR OUT_DIR [NAME_REGEX]   (cases whose name it matches)
 
 Each case (CARRY_DIR/NAME.json from tcc-flash-gen, NAME.cubin or NAME.ptx)
 is loaded with the CUDA driver (ctypes over libcuda.so.1, in torch's
@@ -24,6 +24,7 @@ import ctypes
 import json
 import math
 import os
+import re
 import sys
 import time
 
@@ -370,7 +371,7 @@ def main():
     gen.manual_seed(int.from_bytes(os.urandom(4), "little"))
     results, failed = {}, 0
     for name in order:
-        if filt and filt not in name:
+        if filt and not re.search(filt, name):
             continue
         info = json.load(open(os.path.join(carry, name + ".json")))
         bench = info.get("role") == "bench"
@@ -406,6 +407,14 @@ def main():
             if "empty_rows" in r["check"]:
                 line += f" empty rows {r['check']['empty_rows']} " \
                         f"{'ok' if r['check']['empty_rows_ok'] else 'BAD'}"
+            # The timing on the case's line too, so that a run cut short
+            # keeps what it measured.
+            if "bench" in r:
+                bres = r["bench"]
+                line += f" | {bres['tcc_ms']:.3f} ms {bres['tcc_tflops']:.0f} TFLOP/s"
+                for peer in ("flash", "cudnn", "flex"):
+                    if peer + "_ms" in bres:
+                        line += f", {peer} {bres[peer + '_ms']:.3f}"
         print(line, flush=True)
         torch.cuda.empty_cache()
     json.dump(results, open(os.path.join(out_dir, "results.json"), "w"),

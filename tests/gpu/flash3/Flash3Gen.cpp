@@ -3,7 +3,8 @@
 //   tcc-flash3-gen --lq LQ --lk LK --d D [--batch B] [--hq HQ] [--hkv HKV]
 //       [--type bf16|f16] [--scale S] [--causal] [--window W] [--mask A,B,C]
 //       [--alibi] [--softcap C] [--algebra-callbacks] [--masked-rows zero|nan]
-//       [--schedule WARPGROUPS,BKV,STAGES,OVERLAP] [--name NAME]
+//       [--schedule WARPGROUPS,BKV,STAGES,OVERLAP[,PRODUCER,PINGPONG]]
+//       [--name NAME]
 //       [--out-dir DIR] [--emit-mlir]
 //
 // Builds the kernel with tcc::gpu::buildWgmmaAttentionKernel (the schedule
@@ -22,6 +23,8 @@
 #include "compiler/gpu/WgmmaAttention.h"
 #include "tests/gpu/AttentionGen.h"
 
+#include <algorithm>
+
 using namespace mlir;
 using tcc::gen::die;
 
@@ -37,11 +40,19 @@ int main(int argc, char **argv) {
   tcc::gpu::WgmmaAttentionSchedule s =
       tcc::gpu::chooseWgmmaAttentionSchedule(p);
   if (!c.flags.schedule.empty()) {
-    std::vector<int64_t> v =
-        tcc::gen::parseIntList("--schedule", c.flags.schedule, 4);
-    if (v[3] != 0 && v[3] != 1)
-      die("--schedule: OVERLAP must be 0 or 1");
+    // Four fields, or six with PRODUCER and PINGPONG.
+    size_t fields =
+        1 + std::count(c.flags.schedule.begin(), c.flags.schedule.end(), ',');
+    std::vector<int64_t> v = tcc::gen::parseIntList(
+        "--schedule", c.flags.schedule, fields == 6 ? 6 : 4);
+    for (size_t f = 3; f < v.size(); ++f)
+      if (v[f] != 0 && v[f] != 1)
+        die("--schedule: OVERLAP, PRODUCER and PINGPONG must be 0 or 1");
     s = {v[0], v[1], v[2], v[3] == 1};
+    if (v.size() == 6) {
+      s.producer = v[4] == 1;
+      s.pingpong = v[5] == 1;
+    }
   }
   std::string why;
   if (!tcc::gpu::wgmmaAttentionSupports(p, s, why))
@@ -57,7 +68,10 @@ int main(int argc, char **argv) {
     return 0;
   tcc::gen::writePtx(c.flags.outDir, c.flags.name,
                      tcc::gen::lowerToPtx(*km.module, chip));
-  tcc::gen::printAttentionCase(
-      c, {s.warpgroups, s.blockKV, s.stages, int64_t(s.overlap)}, *launch);
+  tcc::gen::printAttentionCase(c,
+                               {s.warpgroups, s.blockKV, s.stages,
+                                int64_t(s.overlap), int64_t(s.producer),
+                                int64_t(s.pingpong)},
+                               *launch);
   return 0;
 }

@@ -39,10 +39,15 @@ while read -r name role flags; do
   grep -qE '\}, \{%r[0-9]+, %r[0-9]+, %r[0-9]+, %r[0-9]+\}, %rd[0-9]+, p, 1, 1, 1;' "$ptx" ||
     { echo "FAIL $name: no register-A wgmma"; ok=0; }
   regs=""
+  # The experimental producer schedule (fields 5-6) may spill in its copy
+  # warpgroup on odd sizes (it has 64 registers); the others may not.
+  spills_ok=0
+  grep -qE -- '--schedule [0-9]+,[0-9]+,[0-9]+,[01],1,' <<< "$flags" && spills_ok=1
   if [ -n "$ptxas" ]; then
     rep=$("$ptxas" -arch=sm_90a -v "$ptx" -o /dev/null 2>&1)
     regs=$(grep -o 'Used [0-9]* registers' <<< "$rep" | grep -o '[0-9]*')
-    if ! no_spills "$rep" || grep -qi "warning\|error\|serialized\|performance loss" <<< "$rep"; then
+    if { [ $spills_ok = 0 ] && ! no_spills "$rep"; } ||
+        grep -qi "warning\|error\|serialized\|performance loss" <<< "$rep"; then
       echo "FAIL $name: ptxas: $(grep -i 'spill\|warning\|error' <<< "$rep" | head -3 | tr -s ' \n' ' ')"
       ok=0
     fi
@@ -69,6 +74,10 @@ done <<'BAD'
 --lq 128 --lk 128 --d 128 --schedule 3,128,4,0
 --lq 128 --lk 128 --d 128 --schedule 2,128,3,2
 --lq 128 --lk 128 --d 128 --schedule 2,128,3
+--lq 128 --lk 128 --d 128 --schedule 2,128,2,0,0,1
+--lq 128 --lk 128 --d 128 --schedule 2,128,3,1,1,0
+--lq 128 --lk 128 --d 128 --schedule 3,64,2,0,1,1
+--lq 128 --lk 128 --d 128 --schedule 3,64,2,0,1,0
 --lq 128 --lk 128 --d 128 --hq 3 --hkv 2
 --lq 0 --lk 128 --d 128
 --lq 128 --lk 128 --d 128 --chip sm_90

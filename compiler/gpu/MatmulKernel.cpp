@@ -422,16 +422,10 @@ void KernelBuilder::storeRow(Value row, Value col, Value vals) {
     // The segment is all in or all out, and aligned to its size.
     Value ok = land(needRow ? ult(row, p.m) : Value(),
                     needCol ? ult(col, p.n) : Value());
-    auto store = [&] {
+    whenTrue(ok, [&] {
       vector::StoreOp::create(b, loc, vals, c, ValueRange{batch, row, col},
                               false, llvm::Align(len * bytesOf(cT)));
-    };
-    if (!ok)
-      return store();
-    auto ifOp = scf::IfOp::create(b, loc, ok, /*withElse=*/false);
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-    store();
+    });
     return;
   }
   for (int64_t e = 0; e < len; ++e) {

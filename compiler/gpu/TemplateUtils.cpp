@@ -60,6 +60,15 @@ std::pair<Value, Value> TemplateBuilder::groupedTile(Value pid, int64_t tilesM,
   return {pidM, pidN};
 }
 
+void TemplateBuilder::whenTrue(Value cond, llvm::function_ref<void()> body) {
+  if (!cond)
+    return body();
+  auto ifOp = scf::IfOp::create(b, loc, cond, /*withElse=*/false);
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+  body();
+}
+
 Value TemplateBuilder::dynamicSharedMemory() {
   auto wg = mlir::gpu::AddressSpaceAttr::get(
       b.getContext(), mlir::gpu::GPUDialect::getWorkgroupAddressSpace());

@@ -112,6 +112,9 @@ protected:
   mlir::Value select(mlir::Value c, mlir::Value x, mlir::Value y) {
     return mlir::arith::SelectOp::create(b, loc, c, x, y);
   }
+  /// Emits `body` under `if (cond)`, or unconditionally when `cond` is null
+  /// (nothing to check, as land() returns).
+  void whenTrue(mlir::Value cond, llvm::function_ref<void()> body);
 
   /// The swizzled chunk of chunk `c` in row `r` of a tile with `cpr` 16-byte
   /// chunks a row, as a chunk index from the tile's start. Rows of >= 128

@@ -680,11 +680,7 @@ void FlashBuilder::buildSpecialized(int64_t nKTiles) {
   // 128 threads have landed and fenced their copies of a stage, "empty" when
   // every computing thread is done reading it.
   int64_t consumers = 128 * s.warpgroups;
-  {
-    OpBuilder::InsertionGuard g(b);
-    auto ifOp = scf::IfOp::create(
-        b, loc, cmp(arith::CmpIPredicate::eq, tid, cst(0)), false);
-    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+  whenTrue(cmp(arith::CmpIPredicate::eq, tid, cst(0)), [&] {
     for (int64_t st = 0; st < s.stages; ++st) {
       ptx("mbarrier.init.shared::cta.b64 [$0], 128;", "r",
           fullBarrier(cst(st)));
@@ -693,7 +689,7 @@ void FlashBuilder::buildSpecialized(int64_t nKTiles) {
           "r", emptyBarrier(cst(st)));
     }
     ptx("mbarrier.init.shared::cta.b64 [$0], 128;", "r", qBarrier());
-  }
+  });
   mlir::gpu::BarrierOp::create(b, loc);
 
   Value tStart;
@@ -737,10 +733,7 @@ void FlashBuilder::producerLoop(Value tStart) {
   // first, and its parity wait would then never end.
   Value n = sub(tEnd, tStart);
   auto arriveIf = [&](Value cond, Value bar) {
-    OpBuilder::InsertionGuard g(b);
-    auto ifOp = scf::IfOp::create(b, loc, cond, false);
-    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-    arrive(bar);
+    whenTrue(cond, [&] { arrive(bar); });
   };
   waitGroups(s.stages - 1);
   fenceProxyAsync();
@@ -757,13 +750,8 @@ void FlashBuilder::producerLoop(Value tStart) {
   // Refill the stage of tile i with tile i+S once every computing thread is
   // done with tile i.
   Value refill = add(i, s.stages);
-  {
-    OpBuilder::InsertionGuard g2(b);
-    auto ifOp = scf::IfOp::create(
-        b, loc, cmp(arith::CmpIPredicate::slt, refill, n), false);
-    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-    waitParity(emptyBarrier(rem(i, s.stages)), roundParity(i));
-  }
+  whenTrue(cmp(arith::CmpIPredicate::slt, refill, n),
+           [&] { waitParity(emptyBarrier(rem(i, s.stages)), roundParity(i)); });
   copyKVTile(add(tStart, refill), rem(i, s.stages));
 }
 
@@ -772,13 +760,9 @@ SmallVector<Value> FlashBuilder::consumerLoop(Value tStart,
   waitParity(qBarrier(), toI32(cst(0)));
   // Ping-pong starts with warpgroup 0's turn; each warpgroup takes as many
   // turns as it gives, and warpgroup 0 takes the one left after the loop.
-  if (s.pingpong) {
-    OpBuilder::InsertionGuard g(b);
-    auto ifOp = scf::IfOp::create(
-        b, loc, cmp(arith::CmpIPredicate::eq, wg, cst(1)), false);
-    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-    ptx("bar.arrive 1, 256;");
-  }
+  if (s.pingpong)
+    whenTrue(cmp(arith::CmpIPredicate::eq, wg, cst(1)),
+             [&] { ptx("bar.arrive 1, 256;"); });
   auto loop =
       scf::ForOp::create(b, loc, cst(0), sub(tEnd, tStart), cst(1), init);
   {
@@ -795,13 +779,9 @@ SmallVector<Value> FlashBuilder::consumerLoop(Value tStart,
     arrive(emptyBarrier(stage));
     scf::YieldOp::create(b, loc, out);
   }
-  if (s.pingpong) {
-    OpBuilder::InsertionGuard g(b);
-    auto ifOp = scf::IfOp::create(
-        b, loc, cmp(arith::CmpIPredicate::eq, wg, cst(0)), false);
-    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-    ptx("bar.sync 1, 256;");
-  }
+  if (s.pingpong)
+    whenTrue(cmp(arith::CmpIPredicate::eq, wg, cst(0)),
+             [&] { ptx("bar.sync 1, 256;"); });
   return SmallVector<Value>(loop.getResults());
 }
 

@@ -205,14 +205,6 @@ void KernelBuilder::epilogue(ValueRange acc) {
   // pairs would not be aligned anyway).
   bool needRow = p.m % s.tileM != 0, needCol = p.n % s.tileN != 0;
   bool pairs = p.n % 2 == 0;
-  auto guarded = [&](Value ok, llvm::function_ref<void()> store) {
-    if (!ok)
-      return store();
-    auto ifOp = scf::IfOp::create(b, loc, ok, /*withElse=*/false);
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-    store();
-  };
   for (int64_t i = 0; i < slices; ++i) {
     for (int64_t j = 0; j < s.tileN / 8; ++j) {
       for (int64_t h = 0; h < 2; ++h) {
@@ -229,7 +221,7 @@ void KernelBuilder::epilogue(ValueRange acc) {
         Value rowOk = needRow ? ult(row, p.m) : Value();
         if (pairs) {
           Value vec = vector::FromElementsOp::create(b, loc, pairT, e);
-          guarded(land(rowOk, needCol ? ult(col, p.n) : Value()), [&] {
+          whenTrue(land(rowOk, needCol ? ult(col, p.n) : Value()), [&] {
             vector::StoreOp::create(b, loc, vec, c,
                                     ValueRange{batchC, row, col});
           });
@@ -237,7 +229,7 @@ void KernelBuilder::epilogue(ValueRange acc) {
         }
         for (int64_t x = 0; x < 2; ++x) {
           Value cx = add(col, x);
-          guarded(land(rowOk, ult(cx, p.n)), [&] {
+          whenTrue(land(rowOk, ult(cx, p.n)), [&] {
             memref::StoreOp::create(b, loc, e[x], c,
                                     ValueRange{batchC, row, cx});
           });

@@ -732,12 +732,10 @@ void FlashBuilder::producerLoop(Value tStart) {
   // tile would complete a second phase before a slow consumer waited for the
   // first, and its parity wait would then never end.
   Value n = sub(tEnd, tStart);
-  auto arriveIf = [&](Value cond, Value bar) {
-    whenTrue(cond, [&] { arrive(bar); });
-  };
   waitGroups(s.stages - 1);
   fenceProxyAsync();
-  arriveIf(cmp(arith::CmpIPredicate::sgt, n, cst(0)), fullBarrier(cst(0)));
+  whenTrue(cmp(arith::CmpIPredicate::sgt, n, cst(0)),
+           [&] { arrive(fullBarrier(cst(0))); });
   auto loop = scf::ForOp::create(b, loc, cst(0), n, cst(1));
   OpBuilder::InsertionGuard g(b);
   b.setInsertionPointToStart(loop.getBody());
@@ -745,8 +743,8 @@ void FlashBuilder::producerLoop(Value tStart) {
   // Tile i+1 landed (S-2 newer groups pending): publish it.
   waitGroups(s.stages - 2);
   fenceProxyAsync();
-  arriveIf(cmp(arith::CmpIPredicate::slt, add(i, 1), n),
-           fullBarrier(rem(add(i, 1), s.stages)));
+  whenTrue(cmp(arith::CmpIPredicate::slt, add(i, 1), n),
+           [&] { arrive(fullBarrier(rem(add(i, 1), s.stages))); });
   // Refill the stage of tile i with tile i+S once every computing thread is
   // done with tile i.
   Value refill = add(i, s.stages);
@@ -788,11 +786,8 @@ SmallVector<Value> FlashBuilder::consumerLoop(Value tStart,
 void FlashBuilder::publishTiles(int64_t pending) {
   // cp.async writes through the generic proxy, wgmma reads through the
   // async one: each thread fences its landed copies before the barrier.
-  MLIRContext *ctx = b.getContext();
   waitGroups(pending);
-  NVVM::FenceProxyOp::create(
-      b, loc, NVVM::ProxyKindAttr::get(ctx, NVVM::ProxyKind::async_shared),
-      NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+  fenceProxyAsync();
   mlir::gpu::BarrierOp::create(b, loc);
 }
 

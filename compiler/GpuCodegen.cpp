@@ -93,7 +93,8 @@ std::string nvvmPipeline(llvm::StringRef chip) {
                      "convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},"
                      " convert-nvvm-to-llvm, convert-vector-to-llvm, "
                      "convert-arith-to-llvm, convert-ub-to-llvm,"
-                     " convert-math-to-llvm, reconcile-unrealized-casts") +
+                     " convert-math-to-llvm, reconcile-unrealized-casts,"
+                     " tcc-gpu-align-globals") +
          (hinted ? ", tcc-gpu-l2-policy)" : ")");
 }
 const char *kRocdlPipeline =
@@ -101,7 +102,8 @@ const char *kRocdlPipeline =
     " arith-expand{include-bf16=1},"
     " convert-gpu-to-rocdl{use-bare-ptr-memref-call-conv=1},"
     " convert-vector-to-llvm, convert-arith-to-llvm, convert-ub-to-llvm,"
-    " convert-math-to-llvm, reconcile-unrealized-casts)";
+    " convert-math-to-llvm, reconcile-unrealized-casts,"
+    " tcc-gpu-align-globals)";
 
 uint64_t bytesOf(MemRefType t) {
   unsigned bits = t.getElementTypeBitWidth();

@@ -219,6 +219,23 @@ def TccGpuOccupancy : Pass<"tcc-gpu-occupancy", "::mlir::gpu::GPUModuleOp"> {
   ];
 }
 
+def TccGpuAlignGlobals
+    : Pass<"tcc-gpu-align-globals", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Give every device global an explicit 16-byte alignment";
+  let description = [{
+    After lowering to the LLVM dialect, every `llvm.mlir.global` of a GPU
+    module (workgroup arrays above all) whose alignment is absent or below
+    16 bytes gets 16. LLVM assumes an unaligned global larger than 16 bytes
+    starts at 16 bytes and merges loads from it into 16-byte vectors, while
+    the NVPTX printer places it at its element's alignment: a row kernel's
+    second per-warp partial array started at byte 40 and its `ld.shared.v4`
+    faulted (misaligned address). With the alignment explicit, what LLVM
+    assumes is what the code object declares. The cost is at most 12 bytes
+    of padding per array.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 def TccGpuL2Policy : Pass<"tcc-gpu-l2-policy", "::mlir::gpu::GPUModuleOp"> {
   let summary = "Load the rows of memory-bound row kernels with L2 evict_last";
   let description = [{

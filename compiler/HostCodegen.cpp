@@ -43,7 +43,8 @@ const char *kHostLoweringPipeline =
     "convert-arith-to-llvm, convert-index-to-llvm,"
     "convert-func-to-llvm{use-bare-ptr-memref-call-conv=1},"
     "convert-cf-to-llvm,"
-    "reconcile-unrealized-casts";
+    "reconcile-unrealized-casts,"
+    "tcc-host-checked-alloc";
 
 /// Adds `void name(void **args, i64 begin, i64 end)` calling the lowered
 /// kernel body `(buffers..., begin, end)` (see tcc-partition-grid), which

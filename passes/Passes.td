@@ -236,6 +236,20 @@ def TccGpuAlignGlobals
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def TccHostCheckedAlloc : Pass<"tcc-host-checked-alloc", "::mlir::ModuleOp"> {
+  let summary = "Turn a failed scratch allocation of a host kernel into an error";
+  let description = [{
+    After lowering host kernels to the LLVM dialect: every call to `malloc`
+    or `aligned_alloc` (kernel scratch, from memref.alloc) is followed by a
+    null check. On null, the kernel stores the requested size into the
+    exported i64 `tcc_scratch_failure` (atomically, the largest failed
+    request wins) and returns. The runtime reads that symbol after each
+    launch and fails the run with "could not allocate N bytes of scratch
+    memory" instead of the process dying on a write through null.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 def TccGpuL2Policy : Pass<"tcc-gpu-l2-policy", "::mlir::gpu::GPUModuleOp"> {
   let summary = "Load the rows of memory-bound row kernels with L2 evict_last";
   let description = [{

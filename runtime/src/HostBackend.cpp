@@ -10,9 +10,11 @@
 #include "runtime/src/Backend.h"
 #include "runtime/src/ThreadPool.h"
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -24,10 +26,22 @@ namespace {
 
 using HostKernel = void (*)(void **, int64_t, int64_t);
 
+/// What a KernelHandle of this backend points to: the entry point, and the
+/// code object's `tcc_scratch_failure` (null in code without scratch), where
+/// a kernel that could not allocate its scratch leaves the size it asked for
+/// (tcc-host-checked-alloc) before returning early.
+struct HostKernelEntry {
+  HostKernel fn;
+  std::atomic<int64_t> *scratchFailure;
+};
+
 class HostModule : public Module {
 public:
   HostModule(void *handle, int fd, std::string name)
-      : handle(handle), fd(fd), name(std::move(name)) {}
+      : handle(handle), fd(fd), name(std::move(name)) {
+    scratchFailure = static_cast<std::atomic<int64_t> *>(
+        dlsym(handle, "tcc_scratch_failure"));
+  }
   ~HostModule() override {
     dlclose(handle);
     ::close(fd);
@@ -36,12 +50,15 @@ public:
   bool getKernel(const std::string &symbol, KernelHandle &out,
                  std::string &error) override {
     dlerror();
-    out = dlsym(handle, symbol.c_str());
-    if (!out) {
+    void *fn = dlsym(handle, symbol.c_str());
+    if (!fn) {
       error = "kernel symbol '" + symbol + "' not found in code object '" +
               name + "'";
       return false;
     }
+    // A deque: handles given out stay valid as more are added.
+    entries.push_back({reinterpret_cast<HostKernel>(fn), scratchFailure});
+    out = &entries.back();
     return true;
   }
 
@@ -49,6 +66,8 @@ private:
   void *handle;
   int fd; // held open so that no other code object reuses its path
   std::string name;
+  std::atomic<int64_t> *scratchFailure = nullptr;
+  std::deque<HostKernelEntry> entries;
 };
 
 bool writeAll(int fd, const uint8_t *data, size_t size) {
@@ -191,14 +210,21 @@ public:
   }
 
   bool launch(KernelHandle kernel, void **args, size_t, int64_t grid,
-              std::string &) override {
-    auto fn = reinterpret_cast<HostKernel>(kernel);
-    if (grid == 1) {
+              std::string &error) override {
+    const auto &entry = *static_cast<const HostKernelEntry *>(kernel);
+    HostKernel fn = entry.fn;
+    if (grid == 1)
       fn(args, 0, 1);
-      return true;
+    else
+      pool.parallelFor(
+          grid, [&](int64_t begin, int64_t end) { fn(args, begin, end); });
+    if (entry.scratchFailure) {
+      if (int64_t bytes = entry.scratchFailure->exchange(0)) {
+        error = "could not allocate " + std::to_string(bytes) +
+                " bytes of scratch memory on the host (out of memory)";
+        return false;
+      }
     }
-    pool.parallelFor(grid,
-                     [&](int64_t begin, int64_t end) { fn(args, begin, end); });
     return true;
   }
 

@@ -8,12 +8,9 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/src/Npy.h"
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <iterator>
+#include "runtime/src/FileIO.h"
 
-#include <sys/stat.h>
+#include <cstring>
 
 namespace tcc::npy {
 namespace {
@@ -246,18 +243,9 @@ bool parse(const std::vector<uint8_t> &bytes, Array &out, std::string &error) {
 }
 
 bool readFile(const std::string &path, Array &out, std::string &error) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0)
-    return fail(error, path + ": cannot open: " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode))
-    return fail(error, path + ": not a regular file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return fail(error, path + ": cannot open: " + std::strerror(errno));
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
-                             std::istreambuf_iterator<char>());
-  if (in.bad())
-    return fail(error, path + ": read error");
+  std::vector<uint8_t> bytes;
+  if (!io::readRegularFile(path, bytes, error))
+    return false;
   if (!parse(bytes, out, error))
     return fail(error, path + ": " + error);
   return true;
@@ -286,15 +274,7 @@ std::vector<uint8_t> serialize(const Array &a) {
 
 bool writeFile(const std::string &path, const Array &a, std::string &error) {
   std::vector<uint8_t> bytes = serialize(a);
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (f)
-    f.write(reinterpret_cast<const char *>(bytes.data()),
-            (std::streamsize)bytes.size());
-  if (f)
-    f.close();
-  if (!f)
-    return fail(error, "cannot write '" + path + "': " + std::strerror(errno));
-  return true;
+  return io::writeFileAtomically(path, bytes.data(), bytes.size(), error);
 }
 
 } // namespace tcc::npy

@@ -2,6 +2,7 @@
 #include "runtime/src/Bundle.h"
 #include "runtime/src/FileIO.h"
 #include "runtime/src/JsonDepth.h"
+#include "runtime/src/OneLine.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -291,6 +292,14 @@ bool checkManifest(const uint8_t *text, const Header &header,
 
 std::unique_ptr<Bundle> Bundle::parse(std::vector<uint8_t> bytes,
                                       std::string &error) {
+  auto b = parseBytes(std::move(bytes), error);
+  if (!b)
+    error = oneLine(error);
+  return b;
+}
+
+std::unique_ptr<Bundle> Bundle::parseBytes(std::vector<uint8_t> bytes,
+                                           std::string &error) {
   const size_t size = bytes.size();
   const uint8_t *p = bytes.data();
   auto fail = [&](const std::string &msg) {
@@ -350,6 +359,14 @@ std::unique_ptr<Bundle> Bundle::readFile(const std::string &path,
 
 std::unique_ptr<Bundle> Bundle::readManifest(const std::string &path,
                                              std::string &error) {
+  auto b = readManifestOf(path, error);
+  if (!b)
+    error = oneLine(error);
+  return b;
+}
+
+std::unique_ptr<Bundle> Bundle::readManifestOf(const std::string &path,
+                                               std::string &error) {
   uint64_t size;
   int fd = io::openRegularFile(path, size, error);
   if (fd < 0)

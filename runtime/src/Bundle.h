@@ -61,7 +61,8 @@ private:
 class Bundle {
 public:
   /// Validates the container, the checksums and the manifest schema. On
-  /// failure returns nullptr and sets `error` to one line.
+  /// failure returns nullptr and sets `error` to one line (control
+  /// characters of quoted names escaped).
   static std::unique_ptr<Bundle> parse(std::vector<uint8_t> bytes,
                                        std::string &error);
   /// Reads the whole file (a regular file; its size bounds the allocation)
@@ -86,6 +87,10 @@ public:
 
 private:
   Bundle() = default;
+  static std::unique_ptr<Bundle> parseBytes(std::vector<uint8_t> bytes,
+                                            std::string &error);
+  static std::unique_ptr<Bundle> readManifestOf(const std::string &path,
+                                                std::string &error);
 
   std::vector<uint8_t> bytes;
   bool hasBlobs = false; // false: from readManifest, `bytes` is empty

@@ -36,6 +36,23 @@ const char *descrOf(DType t) {
   return nullptr;
 }
 
+/// Header text quoted in a message: control and non-ASCII bytes as \xNN, so
+/// that an error stays one printable line.
+std::string printable(const std::string &text) {
+  static const char digits[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : text.substr(0, 64)) {
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out += (char)c;
+    } else {
+      out += "\\x";
+      out += digits[c >> 4];
+      out += digits[c & 15];
+    }
+  }
+  return text.size() > 64 ? out + "..." : out;
+}
+
 /// A cursor over the header's dict literal: only what np.save writes.
 class HeaderParser {
 public:
@@ -73,7 +90,7 @@ public:
           return false;
         haveShape = true;
       } else {
-        return fail("unexpected key '" + key + "' in the header");
+        return fail("unexpected key '" + printable(key) + "' in the header");
       }
       skipSpace();
       if (peek() == ',')
@@ -217,8 +234,9 @@ bool parse(const std::vector<uint8_t> &bytes, Array &out, std::string &error) {
       found = &d;
   if (!found) {
     if (!descr.empty() && descr[0] == '>')
-      return fail(error, "big-endian data ('" + descr + "') is not supported");
-    return fail(error, "dtype '" + descr +
+      return fail(error, "big-endian data ('" + printable(descr) +
+                           "') is not supported");
+    return fail(error, "dtype '" + printable(descr) +
                            "' is not supported (supported: <f8 "
                            "<f4 <f2 |i1 <i4 <i8 |b1)");
   }

@@ -13,6 +13,7 @@
 #include "runtime/src/Backend.h"
 #include "runtime/src/Bundle.h"
 #include "runtime/src/FileIO.h"
+#include "runtime/src/OneLine.h"
 #include "runtime/src/ThreadPool.h"
 
 #include <algorithm>
@@ -81,9 +82,9 @@ namespace {
 
 tccrt_status fail(tccrt_context *ctx, tccrt_status status,
                   const std::string &message) {
-  threadError = message;
+  threadError = oneLine(message);
   if (ctx)
-    ctx->lastError = message;
+    ctx->lastError = threadError;
   return status;
 }
 

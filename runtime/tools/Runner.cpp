@@ -11,6 +11,7 @@
 #include "runtime/src/DType.h"
 #include "runtime/src/FileIO.h"
 #include "runtime/src/Npy.h"
+#include "runtime/src/OneLine.h"
 #include "runtime/src/Random.h"
 
 #include <nlohmann/json.hpp>
@@ -36,7 +37,7 @@ namespace {
 
 /// Reports the error line and yields the exit status.
 int error(std::ostream &err, const std::string &message) {
-  err << "tcc: error: " << message << "\n";
+  err << "tcc: error: " << oneLine(message) << "\n";
   return 1;
 }
 
@@ -425,8 +426,8 @@ bool planOutputs(Session &s, const RunOptions &opt, std::ostream &err,
       return false;
     }
     if (stem != t.name)
-      err << "note: output '" << t.name << "' is written to " << path.string()
-          << "\n";
+      err << "note: output '" << oneLine(t.name) << "' is written to "
+          << oneLine(path.string()) << "\n";
     paths.push_back(path.string());
   }
   return true;

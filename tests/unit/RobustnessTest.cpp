@@ -460,3 +460,42 @@ TEST_CASE("bench draws integer inputs valid for any gather", "[runner]") {
   CHECK(runner::runBundle(bundle, "g", ropt, out2, err2) == 1);
   CHECK(contains(err2.str(), "index out of range"));
 }
+
+TEST_CASE("errors quoting names with control characters stay one line",
+          "[bundle]") {
+  // Two inputs named "a\nb": the duplicate is reported with the name
+  // escaped, by the reader, the C API and the CLI alike.
+  json m = emptyManifest("names");
+  m["inputs"] = {tensor("a\nb", "f32", {1}, 0), tensor("a\nb", "f32", {1}, 1)};
+  m["buffers"] = {buffer(0, "input", 4), buffer(1, "input", 4)};
+  auto bytes = makeBundle(m);
+  std::string err;
+  CHECK(!bundle::Bundle::parse(bytes, err));
+  CHECK(err == "invalid bundle: manifest: /inputs/1/name: duplicate name "
+               "\"a\\x0ab\"");
+  tccrt_context *ctx;
+  REQUIRE(tccrt_context_create(TCCRT_DEVICE_HOST, 0, &ctx) == TCCRT_OK);
+  tccrt_model *model = nullptr;
+  CHECK(tccrt_model_load_memory(ctx, bytes.data(), bytes.size(), &model) ==
+        TCCRT_ERROR_INVALID_BUNDLE);
+  CHECK(std::string(tccrt_context_last_error(ctx)) == err);
+  CHECK(std::string(tccrt_last_error()) == err);
+  CHECK(tccrt_context_destroy(ctx) == TCCRT_OK);
+  std::ostringstream out, errs;
+  CHECK(runner::inspectBundle(bytes, "m\tb", out, errs) == 1);
+  CHECK(errs.str() == "tcc: error: m\\x09b: " + err + "\n");
+
+  // A .npy header whose key holds a newline and NULs.
+  using namespace std::string_literals; // the literal holds a NUL
+  std::string header = "{'descr': '<f4', 'fortran_or\n\0': False, "
+                       "'shape': (1,), }"s;
+  header.resize(118, ' ');
+  header += '\n';
+  std::vector<uint8_t> npyBytes = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
+                                   (uint8_t)header.size(), 0};
+  npyBytes.insert(npyBytes.end(), header.begin(), header.end());
+  npyBytes.insert(npyBytes.end(), 4, 0);
+  npy::Array a;
+  CHECK(!npy::parse(npyBytes, a, err));
+  CHECK(err == "unexpected key 'fortran_or\\x0a\\x00' in the header");
+}

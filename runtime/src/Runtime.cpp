@@ -120,16 +120,20 @@ std::string formatBytes(uint64_t bytes) {
 /// still give, before anything is allocated: Linux overcommits host memory,
 /// so such a model would otherwise be killed half-way through a run.
 tccrt_status checkMemoryPlan(tccrt_context *ctx, const ModelDesc &d) {
-  // Each term is below 2^48 (Manifest.h), so none of the sums can wrap.
-  auto total = [](const std::vector<TensorDesc> &list) {
+  // Each term is below 2^48 (Manifest.h), but a manifest may list 2^16 of
+  // them: the sums saturate instead of wrapping.
+  auto add = [](uint64_t a, uint64_t b) {
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+  };
+  auto total = [&](const std::vector<TensorDesc> &list) {
     uint64_t sum = 0;
     for (const TensorDesc &t : list)
-      sum += t.bytes;
+      sum = add(sum, t.bytes);
     return sum;
   };
   uint64_t params = total(d.params), inputs = total(d.inputs),
            outputs = total(d.outputs);
-  uint64_t need = params + d.arenaBytes + inputs + outputs;
+  uint64_t need = add(add(params, d.arenaBytes), add(inputs, outputs));
   uint64_t available;
   std::string what;
   if (!ctx->backend->availableMemory(available, what) || need <= available)

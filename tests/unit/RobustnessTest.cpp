@@ -116,6 +116,27 @@ TEST_CASE("a model larger than the machine is refused at load, with figures",
   CHECK(tccrt_context_destroy(ctx) == TCCRT_OK);
 }
 
+TEST_CASE("the memory plan's sum cannot wrap around", "[host]") {
+  // 2^16 outputs of 2^48 bytes (the per-tensor limit): 2^64 bytes in all,
+  // which a 64-bit sum would see as 0.
+  json m = emptyManifest("wrap");
+  for (int i = 0; i < (1 << 16); ++i) {
+    m["outputs"].push_back(tensor("o" + std::to_string(i), "i8",
+                                  {int64_t(1) << 48}, i));
+    m["buffers"].push_back(buffer(i, "output", uint64_t(1) << 48));
+  }
+  auto bytes = makeBundle(m);
+  tccrt_context *ctx;
+  REQUIRE(tccrt_context_create(TCCRT_DEVICE_HOST, 0, &ctx) == TCCRT_OK);
+  tccrt_model *model = nullptr;
+  CHECK(tccrt_model_load_memory(ctx, bytes.data(), bytes.size(), &model) ==
+        TCCRT_ERROR_OUT_OF_MEMORY);
+  CHECK(contains(tccrt_context_last_error(ctx),
+                 "(18446744073709551615 bytes) (params"));
+  tccrt_model_destroy(model);
+  CHECK(tccrt_context_destroy(ctx) == TCCRT_OK);
+}
+
 TEST_CASE("one model used from several threads stays consistent", "[host]") {
   tccrt_context *ctx;
   setenv("TCC_NUM_THREADS", "3", 1);

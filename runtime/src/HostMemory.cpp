@@ -88,17 +88,17 @@ bool addressSpaceRoom(uint64_t &bytes) {
 
 bool hostAvailableMemory(uint64_t &bytes, std::string &what) {
   bool found = false;
-  auto consider = [&](bool known, uint64_t room, const char *source) {
-    if (known && (!found || room < bytes)) {
+  auto consider = [&](bool (*read)(uint64_t &), const char *source) {
+    uint64_t room = 0;
+    if (read(room) && (!found || room < bytes)) {
       bytes = room;
       what = source;
       found = true;
     }
   };
-  uint64_t room = 0;
-  consider(meminfo(room), room, "available host memory");
-  consider(cgroupRoom(room), room, "host memory left under the cgroup limit");
-  consider(addressSpaceRoom(room), room,
+  consider(meminfo, "available host memory");
+  consider(cgroupRoom, "host memory left under the cgroup limit");
+  consider(addressSpaceRoom,
            "address space left under the process limit (ulimit -v)");
   return found;
 }

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/include/tccrt.h"
+#include "runtime/src/Backend.h"
 #include "runtime/src/FileIO.h"
 #include "runtime/src/Npy.h"
 #include "runtime/tools/Runner.h"
@@ -21,6 +22,7 @@
 #include <thread>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 using namespace tcc;
 using namespace tcc::test;
@@ -114,6 +116,18 @@ TEST_CASE("a model larger than the machine is refused at load, with figures",
   CHECK(contains(err, " has only "));
   CHECK(err.find('\n') == std::string::npos);
   CHECK(tccrt_context_destroy(ctx) == TCCRT_OK);
+}
+
+TEST_CASE("the host reports the memory it has", "[host]") {
+  uint64_t bytes = 0;
+  std::string what;
+  REQUIRE(rt::hostAvailableMemory(bytes, what));
+  // Whatever limits it, the test process has some memory left, and no more
+  // than the machine's.
+  CHECK(bytes > (uint64_t(1) << 20));
+  CHECK(bytes <= (uint64_t)sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGESIZE) +
+                     (uint64_t(1) << 50));
+  CHECK(!what.empty());
 }
 
 TEST_CASE("the memory plan's sum cannot wrap around", "[host]") {

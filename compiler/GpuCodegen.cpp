@@ -18,6 +18,7 @@
 #include "compiler/gpu/WgmmaKernel.h"
 #include "ir/TccOps.h"
 #include "passes/AttentionMatch.h"
+#include "runtime/src/FileIO.h"
 
 #include "mlir/Dialect/DLTI/DLTI.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -325,13 +326,12 @@ struct ScheduleOverrides {
   LogicalResult load(const std::string &path, std::string &error) {
     if (path.empty())
       return success();
-    auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
-    if (!buffer) {
-      error = "cannot read schedule file " + path;
+    // A regular file only: /dev/zero or a FIFO would never end.
+    std::string text;
+    if (!::tcc::io::readRegularFile(path, text, error))
       return failure();
-    }
-    nlohmann::json j = nlohmann::json::parse(
-        (*buffer)->getBuffer().str(), nullptr, /*allow_exceptions=*/false);
+    nlohmann::json j =
+        nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (!j.is_object()) {
       error = path + ": a schedule file is a JSON object";
       return failure();

@@ -13,6 +13,7 @@
 #include "compiler/Pipeline.h"
 #include "compiler/Registration.h"
 #include "frontend/ModelImporter.h"
+#include "runtime/src/FileIO.h"
 #include "runtime/tools/Runner.h"
 
 #include "mlir/IR/AsmState.h"
@@ -21,13 +22,16 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/Timing.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <fstream>
 #include <iostream>
+#include <new>
+
+#include <unistd.h>
 
 namespace cl = llvm::cl;
 
@@ -147,15 +151,22 @@ static int fail(const std::string &message) {
   return 1;
 }
 
+/// Out of memory while LLVM or MLIR run (compiling): they cannot unwind, so
+/// report it in one line and exit instead of LLVM's abort and stack dump.
+static void outOfMemory(void *, const char *, bool) {
+  static const char msg[] = "tcc: error: out of memory\n";
+  (void)!::write(2, msg, sizeof(msg) - 1);
+  ::_exit(1);
+}
+
+/// The runtime side (reading files, run, bench, inspect) handles
+/// std::bad_alloc itself, cleanly: let operator new throw it there instead
+/// of calling LLVM's out-of-memory handler.
+static void throwOnOutOfMemory() { std::set_new_handler(nullptr); }
+
 static bool readFile(const std::string &path, std::vector<uint8_t> &bytes,
                      std::string &error) {
-  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
-  if (!buf) {
-    error = "cannot read " + path + ": " + buf.getError().message();
-    return false;
-  }
-  bytes.assign((*buf)->getBufferStart(), (*buf)->getBufferEnd());
-  return true;
+  return tcc::io::readRegularFile(path, bytes, error);
 }
 
 static bool isBundle(const std::vector<uint8_t> &bytes) {
@@ -208,13 +219,11 @@ static bool compilePath(const std::string &path, tcc::CompileOutput &out) {
   return mlir::succeeded(tcc::compileModel(*model, options, out));
 }
 
-static bool writeText(const std::string &path, const std::string &text) {
-  std::error_code ec;
-  llvm::raw_fd_ostream os(path, ec);
-  if (ec)
-    return false;
-  os << text;
-  return true;
+/// -o is written atomically: two compiles to one path leave one whole file.
+static int writeOutput(const std::string &path, const void *data, size_t size) {
+  std::string error;
+  return tcc::io::writeFileAtomically(path, data, size, error) ? 0
+                                                               : fail(error);
 }
 
 static int doCompile() {
@@ -226,24 +235,14 @@ static int doCompile() {
   if (!compilePath(inputPath, out))
     return 1;
   switch (emit) {
-  case Emit::Bundle: {
-    std::ofstream os(outputPath, std::ios::binary);
-    os.write((const char *)out.bundle.data(), out.bundle.size());
-    if (!os)
-      return fail("cannot write " + outputPath);
-    return 0;
-  }
+  case Emit::Bundle:
+    return writeOutput(outputPath, out.bundle.data(), out.bundle.size());
   case Emit::Mlir:
-    return writeText(outputPath, out.mlir) ? 0
-                                           : fail("cannot write " + outputPath);
+    return writeOutput(outputPath, out.mlir.data(), out.mlir.size());
   case Emit::Llvm:
-    return writeText(outputPath, out.llvmIR)
-               ? 0
-               : fail("cannot write " + outputPath);
+    return writeOutput(outputPath, out.llvmIR.data(), out.llvmIR.size());
   case Emit::Asm:
-    return writeText(outputPath, out.assembly)
-               ? 0
-               : fail("cannot write " + outputPath);
+    return writeOutput(outputPath, out.assembly.data(), out.assembly.size());
   case Emit::Lib: {
     std::string error;
     if (!tcc::emitLibrary(out.bundle, outputPath, error))
@@ -256,6 +255,7 @@ static int doCompile() {
 
 /// The bundle for run/bench: read, or compiled from a model file.
 static bool loadOrCompile(std::vector<uint8_t> &bundle) {
+  throwOnOutOfMemory();
   std::string error;
   std::vector<uint8_t> bytes;
   if (!readFile(inputPath, bytes, error)) {
@@ -266,6 +266,8 @@ static bool loadOrCompile(std::vector<uint8_t> &bundle) {
     bundle = std::move(bytes);
     return true;
   }
+  bytes = {};
+  llvm::install_out_of_memory_new_handler(); // LLVM cannot unwind
   tcc::CompileOutput out;
   if (!compilePath(inputPath, out))
     return false;
@@ -275,6 +277,7 @@ static bool loadOrCompile(std::vector<uint8_t> &bundle) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  llvm::install_bad_alloc_error_handler(outOfMemory);
   mlir::registerMLIRContextCLOptions();
   mlir::registerPassManagerCLOptions();
   mlir::registerDefaultTimingManagerCLOptions();
@@ -290,28 +293,26 @@ int main(int argc, char **argv) {
   if (compileCmd)
     return doCompile();
   if (inspectCmd) {
-    std::vector<uint8_t> bytes;
-    std::string error;
-    if (!readFile(inputPath, bytes, error))
-      return fail(error);
-    return tcc::runner::inspectBundle(std::move(bytes), inputPath, std::cout,
-                                      std::cerr);
+    throwOnOutOfMemory();
+    return tcc::runner::inspectBundleFile(inputPath, std::cout, std::cerr);
   }
   if (runCmd || benchCmd) {
     std::vector<uint8_t> bundle;
     if (!loadOrCompile(bundle))
       return 1;
+    throwOnOutOfMemory();
     if (runCmd) {
       tcc::runner::RunOptions options;
       options.target = target;
       options.outputDir = outputDir;
       options.seed = seed;
       options.cudaGraph = cudaGraph;
+      // Split against the model's input names once it is loaded: names and
+      // files may both contain '='.
       for (const std::string &spec : inputs) {
-        size_t eq = spec.find('=');
-        if (eq == std::string::npos || eq == 0)
+        if (spec.find('=') == std::string::npos)
           return fail("--input expects NAME=FILE.npy, got '" + spec + "'");
-        options.inputs.push_back({spec.substr(0, eq), spec.substr(eq + 1)});
+        options.inputSpecs.push_back(spec);
       }
       return tcc::runner::runBundle(std::move(bundle), inputPath, options,
                                     std::cout, std::cerr);

@@ -127,9 +127,11 @@ public:
 
   bool allocate(size_t bytes, void *&out, std::string &error) override {
     // aligned_alloc wants a multiple of the alignment; zero bytes still get
-    // a distinct pointer.
+    // a distinct pointer. Sizes whose rounding would wrap are refused.
     size_t rounded = (bytes + 63) / 64 * 64;
-    out = std::aligned_alloc(64, rounded ? rounded : 64);
+    out = bytes > SIZE_MAX - 63
+              ? nullptr
+              : std::aligned_alloc(64, rounded ? rounded : 64);
     if (!out) {
       error = "cannot allocate " + std::to_string(bytes) +
               " bytes of host "
@@ -139,6 +141,10 @@ public:
     return true;
   }
   void deallocate(void *ptr) override { std::free(ptr); }
+
+  bool availableMemory(uint64_t &bytes, std::string &what) override {
+    return hostAvailableMemory(bytes, what);
+  }
 
   bool copyToDevice(void *dst, const void *src, size_t bytes,
                     std::string &) override {

@@ -1,5 +1,6 @@
 //===- LLVMUtils.cpp - LLVM back-end steps shared by targets --------------===//
 #include "compiler/LLVMUtils.h"
+#include "runtime/src/CpuFeatures.h"
 
 #include "llvm/Analysis/CGSCCPassManager.h"
 #include "llvm/Analysis/LoopAnalysisManager.h"
@@ -19,12 +20,15 @@
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
+#include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/Triple.h"
 #include "llvm/Transforms/Utils/Cloning.h"
 
 using namespace llvm;
 
 namespace {
+
+const char *const kHostTriple = "x86_64-unknown-linux-gnu";
 
 /// hostlib/SoftFloat.c as LLVM bitcode, built with the compiler.
 const unsigned char kSoftFloatBitcode[] = {
@@ -287,21 +291,28 @@ bool linkShared(ArrayRef<char> object, std::vector<std::string> flags,
   return true;
 }
 
-std::unique_ptr<TargetMachine> createHostMachine(const std::string &cpu,
-                                                 unsigned optLevel,
-                                                 std::string &error) {
+const Target *hostTarget(std::string &error) {
   InitializeNativeTarget();
   InitializeNativeTargetAsmPrinter();
-  Triple triple("x86_64-unknown-linux-gnu");
   std::string lookupError;
-  const Target *target = TargetRegistry::lookupTarget(triple, lookupError);
-  if (!target) {
+  const Target *target =
+      TargetRegistry::lookupTarget(Triple(kHostTriple), lookupError);
+  if (!target)
     error = "no x86-64 target in this LLVM: " + lookupError;
+  return target;
+}
+
+std::unique_ptr<TargetMachine> createHostMachine(const std::string &cpu,
+                                                 const std::string &features,
+                                                 unsigned optLevel,
+                                                 std::string &error) {
+  const Target *target = hostTarget(error);
+  if (!target)
     return nullptr;
-  }
+  Triple triple(kHostTriple);
   TargetOptions targetOptions;
   std::unique_ptr<TargetMachine> tm(target->createTargetMachine(
-      triple, cpu, "", targetOptions, Reloc::PIC_, std::nullopt,
+      triple, cpu, features, targetOptions, Reloc::PIC_, std::nullopt,
       optLevel >= 2 ? CodeGenOptLevel::Aggressive : CodeGenOptLevel::Default));
   if (!tm)
     error = "cannot create an x86-64 target machine for CPU '" + cpu + "'";
@@ -313,7 +324,8 @@ std::unique_ptr<TargetMachine> createHostMachine(const std::string &cpu,
 mlir::LogicalResult tcc::emitHostObject(Module &module,
                                         std::vector<uint8_t> &object,
                                         std::string &error) {
-  std::unique_ptr<TargetMachine> tm = createHostMachine("x86-64", 0, error);
+  std::unique_ptr<TargetMachine> tm =
+      createHostMachine("x86-64", "", 0, error);
   if (!tm)
     return mlir::failure();
   module.setTargetTriple(tm->getTargetTriple());
@@ -358,13 +370,53 @@ int tcc::runProgram(const std::string &program,
   return status;
 }
 
+mlir::LogicalResult tcc::resolveHostCpu(const std::string &cpu,
+                                        std::string &name,
+                                        std::string &features,
+                                        std::string &error) {
+  name = cpu;
+  features.clear();
+  if (cpu == "native") {
+    name = sys::getHostCPUName().str();
+    std::vector<std::string> flags;
+    for (const auto &f : sys::getHostCPUFeatures())
+      flags.push_back((f.second ? "+" : "-") + f.first().str());
+    llvm::sort(flags);
+    features = llvm::join(flags, ",");
+  }
+  const Target *target = hostTarget(error);
+  if (!target)
+    return mlir::failure();
+  std::unique_ptr<MCSubtargetInfo> sti(
+      target->createMCSubtargetInfo(Triple(kHostTriple), "", ""));
+  if (!sti || !sti->isCPUStringValid(name)) {
+    error = "unknown --cpu '" + cpu +
+            "' (an x86-64 CPU LLVM knows, such as x86-64-v2, x86-64-v3, "
+            "x86-64-v4, skylake-avx512, znver4, sapphirerapids, or native)";
+    return mlir::failure();
+  }
+  return mlir::success();
+}
+
 mlir::LogicalResult tcc::compileAndLinkHostModule(
-    Module &module, const std::string &cpu, unsigned optLevel,
-    std::vector<uint8_t> &sharedObject, std::string &llvmIR,
-    std::string &assembly, std::string &error) {
-  std::unique_ptr<TargetMachine> tm = createHostMachine(cpu, optLevel, error);
+    Module &module, const std::string &cpu, const std::string &features,
+    unsigned optLevel, std::vector<uint8_t> &sharedObject, std::string &llvmIR,
+    std::string &assembly, std::vector<std::string> &requiredFeatures,
+    std::string &error) {
+  std::unique_ptr<TargetMachine> tm =
+      createHostMachine(cpu, features, optLevel, error);
   if (!tm)
     return mlir::failure();
+  // What the code may use is what the target machine enables: the CPU's
+  // features with the string's changes. Those the runtime can check are
+  // recorded.
+  requiredFeatures.clear();
+  const MCSubtargetInfo *sti = tm->getMCSubtargetInfo();
+  for (const SubtargetFeatureKV &kv : sti->getAllProcessorFeatures())
+    if (sti->getFeatureBits().test(kv.Value) &&
+        llvm::binary_search(tcc::cpu::checkableFeatures(), kv.Key))
+      requiredFeatures.push_back(kv.Key);
+  llvm::sort(requiredFeatures);
   module.setTargetTriple(tm->getTargetTriple());
   module.setDataLayout(tm->createDataLayout());
   if (!linkSoftFloat(module, error))

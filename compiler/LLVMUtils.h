@@ -12,13 +12,22 @@
 
 namespace tcc {
 
-/// Optimises `module` for the x86-64 CPU `cpu`, then produces the optimised
-/// LLVM IR text, the assembly text and a shared object linked by ld.lld.
-mlir::LogicalResult
-compileAndLinkHostModule(llvm::Module &module, const std::string &cpu,
-                         unsigned optLevel, std::vector<uint8_t> &sharedObject,
-                         std::string &llvmIR, std::string &assembly,
-                         std::string &error);
+/// Resolves --cpu into an LLVM CPU name and feature string: "native" is this
+/// machine's CPU and features (llvm::sys::getHostCPUName and
+/// getHostCPUFeatures); a name LLVM's x86 back end does not know fails with
+/// a one-line `error`.
+mlir::LogicalResult resolveHostCpu(const std::string &cpu, std::string &name,
+                                   std::string &features, std::string &error);
+
+/// Optimises `module` for the x86-64 CPU `cpu` with `features`, then
+/// produces the optimised LLVM IR text, the assembly text and a shared object
+/// linked by ld.lld. `requiredFeatures` gets the x86 features the code may
+/// use that the runtime checks before loading it.
+mlir::LogicalResult compileAndLinkHostModule(
+    llvm::Module &module, const std::string &cpu, const std::string &features,
+    unsigned optLevel, std::vector<uint8_t> &sharedObject, std::string &llvmIR,
+    std::string &assembly, std::vector<std::string> &requiredFeatures,
+    std::string &error);
 
 /// Compiles `module` (no optimisation) to an x86-64 ELF relocatable object.
 mlir::LogicalResult emitHostObject(llvm::Module &module,

@@ -489,8 +489,7 @@ std::optional<AttentionUse> takeAttention(func::FuncOp f,
   FailureOr<::tcc::gpu::KernelLaunch> launch = failure();
   ::tcc::gpu::WgmmaAttentionSchedule ws =
       ::tcc::gpu::chooseWgmmaAttentionSchedule(p);
-  if (target.wgmma &&
-      ::tcc::gpu::wgmmaAttentionSupports(p, ws, target, why)) {
+  if (target.wgmma && ::tcc::gpu::wgmmaAttentionSupports(p, ws, target, why)) {
     symbol += "_wgmma";
     launch = ::tcc::gpu::buildWgmmaAttentionKernel(b, gpuModule, symbol, p, ws);
   } else {
@@ -520,15 +519,14 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
   const ::tcc::gpu::MatmulProblem &mp = use.problem;
   std::string error, symbol;
   FailureOr<::tcc::gpu::KernelLaunch> launch = failure();
-  // With wgmma (sm_90a), Hopper's warpgroup MMA takes what it supports (bf16/f16/tf32,
-  // one matrix, A row-major, sizes multiples of its tiles): 0.80-0.89x cuBLAS
-  // where mma.sync reaches about 0.6 (docs/performance.md). A matmul
-  // schedule in --schedule keeps the mma.sync template.
-  // tf32 wants B stored [N][K]: wgmma reads 32-bit operands K-major only,
-  // and mma.sync reads B through ldmatrix only so (32-bit elements have no
-  // transposing ldmatrix: 0.62x cuBLAS against 0.47x). B [K][N] is
-  // transposed into scratch first, for a few percent of the GEMM's time
-  // (docs/performance.md).
+  // With wgmma (sm_90a), Hopper's warpgroup MMA takes what it supports
+  // (bf16/f16/tf32, one matrix, A row-major, sizes multiples of its tiles):
+  // 0.80-0.89x cuBLAS where mma.sync reaches about 0.6 (docs/performance.md). A
+  // matmul schedule in --schedule keeps the mma.sync template. tf32 wants B
+  // stored [N][K]: wgmma reads 32-bit operands K-major only, and mma.sync reads
+  // B through ldmatrix only so (32-bit elements have no transposing ldmatrix:
+  // 0.62x cuBLAS against 0.47x). B [K][N] is transposed into scratch first, for
+  // a few percent of the GEMM's time (docs/performance.md).
   bool tf32 = mp.aType.isF32() && mp.allowTf32;
   bool transposeB = tf32 && !mp.transB;
   ::tcc::gpu::WgmmaProblem wp;
@@ -685,8 +683,8 @@ LogicalResult compileGpuKernels(ModuleOp module, const GpuOptions &options,
   for (auto [i, name] : llvm::enumerate(names)) {
     auto use = matmuls.find(name);
     if (use != matmuls.end() &&
-        failed(addMatmulLaunch(use->second, name, target, overrides,
-                               gpuModule, artifact.kernels[i])))
+        failed(addMatmulLaunch(use->second, name, target, overrides, gpuModule,
+                               artifact.kernels[i])))
       return failure();
   }
   WalkResult allocs = gpuModule.walk([](memref::AllocOp alloc) {
@@ -708,9 +706,8 @@ LogicalResult compileGpuKernels(ModuleOp module, const GpuOptions &options,
   // architecture they need against it (wgmma on sm_90a only) with an error
   // rather than an abort in LLVM's instruction selection.
   Attribute targetAttr =
-      nvidia ? Attribute(NVVM::NVVMTargetAttr::get(ctx, options.optLevel,
-                                                   "nvptx64-nvidia-cuda",
-                                                   target.name))
+      nvidia ? Attribute(NVVM::NVVMTargetAttr::get(
+                   ctx, options.optLevel, "nvptx64-nvidia-cuda", target.name))
              : Attribute(ROCDL::ROCDLTargetAttr::get(
                    ctx, options.optLevel, "amdgcn-amd-amdhsa", target.name,
                    /*features=*/"", /*abiVersion=*/"500"));

@@ -324,8 +324,7 @@ std::unique_ptr<TargetMachine> createHostMachine(const std::string &cpu,
 mlir::LogicalResult tcc::emitHostObject(Module &module,
                                         std::vector<uint8_t> &object,
                                         std::string &error) {
-  std::unique_ptr<TargetMachine> tm =
-      createHostMachine("x86-64", "", 0, error);
+  std::unique_ptr<TargetMachine> tm = createHostMachine("x86-64", "", 0, error);
   if (!tm)
     return mlir::failure();
   module.setTargetTriple(tm->getTargetTriple());

@@ -12,8 +12,7 @@ namespace {
 /// op, example and model compiles and assembles). Below sm_80 the templates'
 /// cp.async and bf16 mma.sync do not exist; newer NVIDIA generations and other
 /// AMD chips are not compiled in CI, so they are refused rather than guessed.
-TargetDesc nvidia(unsigned sm, bool archSpecific, int64_t shared,
-                  int64_t sms) {
+TargetDesc nvidia(unsigned sm, bool archSpecific, int64_t shared, int64_t sms) {
   TargetDesc t;
   t.arch = TargetArch::Nvidia;
   t.name = "sm_" + std::to_string(sm) + (archSpecific ? "a" : "");
@@ -61,9 +60,7 @@ const std::vector<TargetDesc> &knownTargets() {
   return targets;
 }
 
-std::string listText() {
-  return llvm::join(supportedTargets(), ", ");
-}
+std::string listText() { return llvm::join(supportedTargets(), ", "); }
 
 } // namespace
 

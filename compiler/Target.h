@@ -1,4 +1,4 @@
-//===- Target.h - what tcc knows of a code target -----------------*- C++ -*-===//
+//===- Target.h - what tcc knows of a code target ------------*- C++ -*-===//
 //
 // `--target` is parsed once into a TargetDesc: the family, the chip, the
 // instructions the kernel templates may use and the limits their schedules

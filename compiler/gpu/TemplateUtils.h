@@ -8,11 +8,11 @@
 #ifndef TCC_COMPILER_GPU_TEMPLATEUTILS_H
 #define TCC_COMPILER_GPU_TEMPLATEUTILS_H
 
+#include "compiler/Target.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Support/LLVM.h"
-#include "compiler/Target.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-//===- CpuFeatures.h - the x86 features a host bundle may require -*- C++ -*-===//
+//===- CpuFeatures.h - x86 features a host bundle needs ------*- C++ -*-===//
 //
 // A host code object compiled for a newer CPU (tcc compile --cpu) executes
 // instructions an older CPU lacks: SIGILL in the middle of a run. The
@@ -22,7 +22,8 @@ const std::vector<std::string> &checkableFeatures();
 /// The features of `required` the running CPU (and OS: AVX and AVX-512
 /// register state) lacks, in order. A name the table does not know counts as
 /// lacking: a bundle from a newer compiler is refused rather than run.
-std::vector<std::string> missingFeatures(const std::vector<std::string> &required);
+std::vector<std::string>
+missingFeatures(const std::vector<std::string> &required);
 
 } // namespace tcc::cpu
 

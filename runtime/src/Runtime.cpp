@@ -126,7 +126,8 @@ tccrt_status loadModel(tccrt_context *ctx, std::unique_ptr<Bundle> bundle,
     if (!m->modules[k.code]) {
       // Host code for a newer CPU would die of SIGILL in the middle of a run.
       if (c.kind == TargetKind::Host && !c.cpuFeatures.empty()) {
-        std::vector<std::string> missing = tcc::cpu::missingFeatures(c.cpuFeatures);
+        std::vector<std::string> missing =
+            tcc::cpu::missingFeatures(c.cpuFeatures);
         if (!missing.empty()) {
           std::string names;
           for (const std::string &f : missing)

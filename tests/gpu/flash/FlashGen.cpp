@@ -40,7 +40,8 @@ int main(int argc, char **argv) {
   std::string why;
   if (!tcc::gpu::attentionKernelSupports(p, why))
     die(why);
-  tcc::gpu::AttentionSchedule s = tcc::gpu::chooseAttentionSchedule(p, tcc::gen::targetOf(chip));
+  tcc::gpu::AttentionSchedule s =
+      tcc::gpu::chooseAttentionSchedule(p, tcc::gen::targetOf(chip));
   if (!c.flags.schedule.empty()) {
     std::vector<int64_t> v =
         tcc::gen::parseIntList("--schedule", c.flags.schedule, 4);

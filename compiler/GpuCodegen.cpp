@@ -730,14 +730,14 @@ LogicalResult compileGpuKernels(ModuleOp module, const GpuOptions &options,
   artifact.target = target.name;
   if (nvidia) {
     artifact.format = "ptx";
-    if (failed(compileNvptxModule(*llvmModule, target.name, options.optLevel,
+    if (failed(compileNvptxModule(*llvmModule, target, options.optLevel,
                                   options.cudaPath, artifact.assembly,
                                   artifact.llvmIR, error)))
       return module.emitError(error);
     artifact.code.assign(artifact.assembly.begin(), artifact.assembly.end());
   } else {
     artifact.format = "hsaco";
-    if (failed(compileAmdgpuModule(*llvmModule, target.name, options.optLevel,
+    if (failed(compileAmdgpuModule(*llvmModule, target, options.optLevel,
                                    options.rocmDeviceLibs, artifact.code,
                                    artifact.llvmIR, artifact.assembly, error)))
       return module.emitError(error);

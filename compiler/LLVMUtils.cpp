@@ -219,13 +219,11 @@ std::string findRocmDeviceLibs(const std::string &dir) {
 /// The ROCm libraries read their configuration from constants that a
 /// compiler defines (what the oclc_*.bc files hold): gfx ISA version,
 /// wavefront size, and the non-"fast math" choices.
-void defineRocmControls(Module &module, const std::string &chip) {
-  StringRef digits = StringRef(chip).drop_front(3);
-  unsigned major = 0, minor = 0, stepping = 0;
-  digits.drop_back(2).getAsInteger(10, major);
-  StringRef(digits.end() - 2, 1).getAsInteger(16, minor);
-  StringRef(digits.end() - 1, 1).getAsInteger(16, stepping);
-  bool wave64 = major < 10;
+void defineRocmControls(Module &module, const tcc::TargetDesc &target) {
+  // gfx942: major 9, minor 4, stepping 2 (the last two are hex digits).
+  unsigned major = target.version >> 8, minor = (target.version >> 4) & 0xf,
+           stepping = target.version & 0xf;
+  bool wave64 = target.warpSize == 64;
   std::pair<const char *, uint64_t> controls[] = {
       {"__oclc_ISA_version", major * 1000 + minor * 100 + stepping},
       {"__oclc_ABI_version", 500},
@@ -439,12 +437,12 @@ mlir::LogicalResult tcc::compileAndLinkHostModule(
 }
 
 mlir::LogicalResult
-tcc::compileNvptxModule(Module &module, const std::string &chip,
+tcc::compileNvptxModule(Module &module, const TargetDesc &target,
                         unsigned optLevel, const std::string &cudaPath,
                         std::string &ptx, std::string &llvmIR,
                         std::string &error) {
   std::unique_ptr<TargetMachine> tm =
-      createGpuMachine("nvptx64-nvidia-cuda", chip, optLevel, error);
+      createGpuMachine("nvptx64-nvidia-cuda", target.name, optLevel, error);
   if (!tm)
     return mlir::failure();
   module.setTargetTriple(tm->getTargetTriple());
@@ -475,12 +473,12 @@ tcc::compileNvptxModule(Module &module, const std::string &chip,
 }
 
 mlir::LogicalResult
-tcc::compileAmdgpuModule(Module &module, const std::string &chip,
+tcc::compileAmdgpuModule(Module &module, const TargetDesc &target,
                          unsigned optLevel, const std::string &deviceLibDir,
                          std::vector<uint8_t> &hsaco, std::string &llvmIR,
                          std::string &assembly, std::string &error) {
   std::unique_ptr<TargetMachine> tm =
-      createGpuMachine("amdgcn-amd-amdhsa", chip, optLevel, error);
+      createGpuMachine("amdgcn-amd-amdhsa", target.name, optLevel, error);
   if (!tm)
     return mlir::failure();
   module.setTargetTriple(tm->getTargetTriple());
@@ -496,7 +494,7 @@ tcc::compileAmdgpuModule(Module &module, const std::string &chip,
       if (!linkBitcodeFile(module, dir + "/" + lib, error))
         return mlir::failure();
   }
-  defineRocmControls(module, chip);
+  defineRocmControls(module, target);
   module.addModuleFlag(Module::Error, "amdhsa_code_object_version",
                        uint32_t(500));
   internalizeAllButKernels(module);

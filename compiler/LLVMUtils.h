@@ -3,6 +3,7 @@
 #ifndef TCC_COMPILER_LLVMUTILS_H
 #define TCC_COMPILER_LLVMUTILS_H
 
+#include "compiler/Target.h"
 #include "mlir/Support/LogicalResult.h"
 #include "llvm/IR/Module.h"
 
@@ -35,20 +36,20 @@ mlir::LogicalResult emitHostObject(llvm::Module &module,
                                    std::string &error);
 
 /// Links libdevice (from the CUDA toolkit at `cudaPath`, searched for when
-/// empty) if the module calls it, optimises the module for `chip` (sm_NN)
-/// and produces PTX text and the optimised LLVM IR.
+/// empty) if the module calls it, optimises the module for the NVIDIA
+/// `target` and produces PTX text and the optimised LLVM IR.
 mlir::LogicalResult compileNvptxModule(llvm::Module &module,
-                                       const std::string &chip,
+                                       const TargetDesc &target,
                                        unsigned optLevel,
                                        const std::string &cudaPath,
                                        std::string &ptx, std::string &llvmIR,
                                        std::string &error);
 
 /// Links the ROCm device libraries (from `deviceLibDir`, searched for when
-/// empty) if the module calls them, optimises it for `chip` (gfxNNN) and
+/// empty) if the module calls them, optimises it for the AMD `target` and
 /// produces an HSA code object linked by ld.lld, with the IR and assembly.
 mlir::LogicalResult compileAmdgpuModule(llvm::Module &module,
-                                        const std::string &chip,
+                                        const TargetDesc &target,
                                         unsigned optLevel,
                                         const std::string &deviceLibDir,
                                         std::vector<uint8_t> &hsaco,

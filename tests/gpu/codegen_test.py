@@ -439,6 +439,15 @@ def op_models(work):
     for op in optest.OPS:
         g = optest.Gen(np.random.default_rng([2024, zlib.crc32(op.encode())]), True)
         cases = [c for c in optest.cases_for(op, g, True) if c.error is None]
+        if op == 'gelu':
+            # Every approximation in every dtype (the generator draws one).
+            for dt in optest.STD_FLOATS:
+                for approx in ('none', 'tanh'):
+                    c = optest.Case('gelu', dt)
+                    c.node('gelu', [c.inp('x', dt, np.zeros((3, 5)))], ['y'],
+                           {'approximate': approx})
+                    c.out('y', dt, None)
+                    cases.append(c)
         per_op[op] = cases
         every += cases
 

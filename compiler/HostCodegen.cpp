@@ -121,9 +121,11 @@ LogicalResult tcc::compileHostKernels(ModuleOp module,
     return module.emitError("translation of host kernels to LLVM IR failed");
   std::string error;
   if (failed(compileAndLinkHostModule(
-          *llvmModule, options.cpu, options.optLevel, artifact.code,
-          artifact.llvmIR, artifact.assembly, error)))
+          *llvmModule, options.cpu, options.cpuFeatures, options.optLevel,
+          artifact.code, artifact.llvmIR, artifact.assembly,
+          artifact.cpuFeatures, error)))
     return module.emitError(error);
+  artifact.cpu = options.cpu;
   artifact.target = "host";
   artifact.format = "so";
   for (auto [i, name] : llvm::enumerate(names)) {

@@ -9,6 +9,7 @@
 // (runtime/tools); this driver adds model compilation in front of them.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/LLVMUtils.h"
 #include "compiler/LibEmitter.h"
 #include "compiler/Pipeline.h"
 #include "compiler/Registration.h"
@@ -49,9 +50,9 @@ static cl::opt<std::string> outputPath("o", cl::desc("Output path"),
                                        cl::sub(compileCmd));
 static cl::opt<std::string>
     target("target",
-           cl::desc("Target: host (compile's default), sm_80, sm_90 ... "
-                    "(NVIDIA), gfx90a, gfx942 ... (AMD); run and bench use "
-                    "the bundle's own target unless this is given"),
+           cl::desc("Target: host (compile's default), sm_80, sm_86, sm_89, "
+                    "sm_90, sm_90a (NVIDIA), gfx90a, gfx942 (AMD); run and "
+                    "bench use the bundle's own target unless this is given"),
            cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
 static cl::opt<bool> cudaGraph(
     "cuda-graph",
@@ -60,7 +61,9 @@ static cl::opt<bool> cudaGraph(
     cl::sub(runCmd), cl::sub(benchCmd));
 static cl::opt<std::string>
     hostCpu("cpu",
-            cl::desc("x86-64 CPU for host code (default: a portable baseline)"),
+            cl::desc("x86-64 CPU for host code: an LLVM CPU name or native "
+                     "(default: a portable baseline); the bundle then runs "
+                     "only on CPUs with its features"),
             cl::init("x86-64-v2"), cl::sub(compileCmd), cl::sub(runCmd),
             cl::sub(benchCmd));
 static cl::opt<std::string> cudaPath(
@@ -174,8 +177,29 @@ static bool isBundle(const std::vector<uint8_t> &bytes) {
   return bytes.size() >= 8 && std::equal(magic, magic + 8, bytes.begin());
 }
 
+/// --target and --cpu as the compiler takes them, checked before any model
+/// is read; prints one line on failure.
+static bool parseTargetOptions(tcc::CompileOptions &options) {
+  std::string error;
+  std::optional<tcc::TargetDesc> desc =
+      tcc::parseTarget(target.empty() ? "host" : target.getValue(), error);
+  if (!desc) {
+    fail(error);
+    return false;
+  }
+  options.target = *desc;
+  if (mlir::failed(tcc::resolveHostCpu(hostCpu, options.host.cpu,
+                                       options.host.cpuFeatures, error))) {
+    fail(error);
+    return false;
+  }
+  return true;
+}
+
 /// Compiles the model at `path`; prints one line per problem on failure.
-static bool compilePath(const std::string &path, tcc::CompileOutput &out) {
+static bool compilePath(const std::string &path,
+                        const tcc::CompileOptions &targetOptions,
+                        tcc::CompileOutput &out) {
   mlir::DialectRegistry registry;
   tcc::registerAllDialects(registry);
   mlir::MLIRContext context(registry);
@@ -202,11 +226,9 @@ static bool compilePath(const std::string &path, tcc::CompileOutput &out) {
   mlir::DefaultTimingManager timingManager;
   mlir::applyDefaultTimingManagerCLOptions(timingManager);
   mlir::TimingScope timing = timingManager.getRootScope();
-  tcc::CompileOptions options;
-  options.target = target.empty() ? std::string("host") : target.getValue();
-  options.host.cpu = hostCpu;
+  tcc::CompileOptions options = targetOptions;
   options.host.timing = &timing;
-  options.gpu.chip = options.target;
+  options.gpu.target = options.target;
   options.gpu.cudaPath = cudaPath;
   options.gpu.rocmDeviceLibs = rocmDeviceLibs;
   options.gpu.allowTf32 = allowTf32;
@@ -231,8 +253,11 @@ static int doCompile() {
     return fail("--gpu-index-bits must be 0, 32 or 64");
   if (outputPath.empty())
     return fail("compile needs -o OUTPUT");
+  tcc::CompileOptions options;
+  if (!parseTargetOptions(options))
+    return 1;
   tcc::CompileOutput out;
-  if (!compilePath(inputPath, out))
+  if (!compilePath(inputPath, options, out))
     return 1;
   switch (emit) {
   case Emit::Bundle:
@@ -268,8 +293,11 @@ static bool loadOrCompile(std::vector<uint8_t> &bundle) {
   }
   bytes = {};
   llvm::install_out_of_memory_new_handler(); // LLVM cannot unwind
+  tcc::CompileOptions options;
+  if (!parseTargetOptions(options))
+    return false;
   tcc::CompileOutput out;
-  if (!compilePath(inputPath, out))
+  if (!compilePath(inputPath, options, out))
     return false;
   bundle = std::move(out.bundle);
   return true;

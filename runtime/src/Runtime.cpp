@@ -12,6 +12,7 @@
 
 #include "runtime/src/Backend.h"
 #include "runtime/src/Bundle.h"
+#include "runtime/src/CpuFeatures.h"
 #include "runtime/src/FileIO.h"
 #include "runtime/src/OneLine.h"
 #include "runtime/src/ThreadPool.h"
@@ -174,6 +175,20 @@ tccrt_status loadModel(tccrt_context *ctx, std::unique_ptr<Bundle> bundle,
                       "' has code for " + c.target + ")");
     }
     if (!m->modules[k.code]) {
+      // Host code for a newer CPU would die of SIGILL in the middle of a run.
+      if (c.kind == TargetKind::Host && !c.cpuFeatures.empty()) {
+        std::vector<std::string> missing =
+            tcc::cpu::missingFeatures(c.cpuFeatures);
+        if (!missing.empty()) {
+          std::string names;
+          for (const std::string &f : missing)
+            names += (names.empty() ? "" : ", ") + f;
+          return fail(ctx, TCCRT_ERROR_UNAVAILABLE,
+                      "bundle was compiled for CPU " +
+                          (c.cpu.empty() ? std::string("?") : c.cpu) +
+                          " and needs x86 features this CPU lacks: " + names);
+        }
+      }
       auto [bytes, size] = bundle->blob(c.blob);
       m->modules[k.code] = be.loadModule(bytes, size, c.blob, err);
       if (!m->modules[k.code])

@@ -8,6 +8,7 @@
 #include "compiler/LibEmitter.h"
 #include "compiler/LLVMUtils.h"
 #include "runtime/src/Bundle.h"
+#include "runtime/src/FileIO.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/IR/Constants.h"
@@ -111,11 +112,8 @@ bool tcc::emitLibrary(const std::vector<uint8_t> &bundle,
             toString(std::move(e));
     return false;
   }
-  std::ofstream header(headerPath.str().str());
-  header << headerText(name, parsed->manifest());
-  if (!header) {
-    error = "cannot write " + headerPath.str().str();
-    return false;
-  }
-  return true;
+  // Both files replace old ones whole (writeArchive renames a temp file).
+  std::string text = headerText(name, parsed->manifest());
+  return ::tcc::io::writeFileAtomically(headerPath.str().str(), text.data(),
+                                        text.size(), error);
 }

@@ -8,6 +8,7 @@
 #include "compiler/LibEmitter.h"
 #include "compiler/LLVMUtils.h"
 #include "runtime/src/Bundle.h"
+#include "runtime/src/FileIO.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/IR/Constants.h"
@@ -135,15 +136,8 @@ bool tcc::emitLibrary(const std::vector<uint8_t> &bundle,
             toString(std::move(e));
     return false;
   }
-  // Through a temporary file and a rename, so a reader never sees half a
-  // header.
-  if (Error e = writeToOutput(headerPath, [&](raw_ostream &os) {
-        os << headerText(name, parsed->manifest());
-        return Error::success();
-      })) {
-    error = "cannot write " + headerPath.str().str() + ": " +
-            toString(std::move(e));
-    return false;
-  }
-  return true;
+  // Both files replace old ones whole (writeArchive renames a temp file).
+  std::string text = headerText(name, parsed->manifest());
+  return ::tcc::io::writeFileAtomically(headerPath.str().str(), text.data(),
+                                        text.size(), error);
 }

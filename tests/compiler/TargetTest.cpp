@@ -1,5 +1,6 @@
 //===- TargetTest.cpp - the target description and the CPU table ---------===//
 #include "compiler/Target.h"
+#include "runtime/src/Bundle.h"
 #include "runtime/src/CpuFeatures.h"
 
 #include <catch2/catch.hpp>
@@ -95,4 +96,52 @@ TEST_CASE("the CPU feature table", "[cpu-features]") {
   CHECK(tcc::cpu::missingFeatures({"sse2", "cx8", "64bit"}).empty());
   CHECK(tcc::cpu::missingFeatures({"sse2", "no-such-feature"}) ==
         std::vector<std::string>{"no-such-feature"});
+}
+
+/// The parse error of a manifest with one code entry `code` (and a kernel
+/// using it), "" when it parses; `features` gets its cpu_features.
+static std::string parseCode(const nlohmann::json &code,
+                             std::vector<std::string> &features) {
+  nlohmann::json none = nlohmann::json::array();
+  nlohmann::json m = {
+      {"format_version", 1},
+      {"model", "m"},
+      {"targets", {code["target"]}},
+      {"inputs", none},
+      {"outputs", none},
+      {"params", none},
+      {"buffers", none},
+      {"arena_bytes", 0},
+      {"kernels", {{{"name", "k"}, {"symbol", "k"}, {"code", "c"}}}},
+      {"code", {code}},
+      {"launches", none}};
+  tcc::bundle::BundleWriter w;
+  w.addBlob("c", std::vector<uint8_t>(64, 1));
+  w.setManifest(m);
+  std::string err;
+  auto b = tcc::bundle::Bundle::parse(w.serialize(), err);
+  CHECK(err.find('\n') == std::string::npos);
+  if (b)
+    features = b->model().code[0].cpuFeatures;
+  return b ? "" : err;
+}
+
+TEST_CASE("the manifest's CPU requirement", "[cpu-features]") {
+  std::vector<std::string> features;
+  nlohmann::json host = {{"target", "host"}, {"blob", "c"}};
+  CHECK(parseCode(host, features).empty());
+  CHECK(features.empty()); // older bundles: nothing to check
+  host["cpu"] = "x86-64-v3";
+  host["cpu_features"] = {"avx", "avx2", "fma"};
+  CHECK(parseCode(host, features).empty());
+  CHECK(features == std::vector<std::string>{"avx", "avx2", "fma"});
+  host["cpu_features"] = {"avx", 3};
+  CHECK(parseCode(host, features).find("/code/0/cpu_features/1") !=
+        std::string::npos);
+  host["cpu_features"] = "avx";
+  CHECK(parseCode(host, features).find("expected an array") !=
+        std::string::npos);
+  nlohmann::json gpu = {
+      {"target", "sm_90"}, {"blob", "c"}, {"cpu_features", {"avx"}}};
+  CHECK(parseCode(gpu, features).find("host code only") != std::string::npos);
 }

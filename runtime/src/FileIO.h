@@ -112,8 +112,9 @@ bool readRegularFile(const std::string &path, Bytes &out, std::string &error,
   return ok;
 }
 
-namespace detail {
-inline bool writeAll(int fd, const char *data, size_t size) {
+/// Writes all `size` bytes to `fd`, through short writes and EINTR.
+inline bool writeAll(int fd, const void *bytes, size_t size) {
+  const char *data = static_cast<const char *>(bytes);
   while (size) {
     ssize_t n = ::write(fd, data, size);
     if (n < 0 && errno == EINTR)
@@ -125,7 +126,6 @@ inline bool writeAll(int fd, const char *data, size_t size) {
   }
   return true;
 }
-} // namespace detail
 
 /// Writes `size` bytes to `path` atomically: into a temp file in the same
 /// folder, renamed over `path` once complete, so that `path` holds either
@@ -155,7 +155,7 @@ inline bool writeFileAtomically(const std::string &path, const void *data,
     int fd = ::open(target.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
     if (fd < 0)
       return failWith(std::strerror(errno));
-    bool ok = detail::writeAll(fd, static_cast<const char *>(data), size);
+    bool ok = writeAll(fd, data, size);
     int saved = errno;
     if (::close(fd) != 0 && ok)
       return failWith(std::strerror(errno));
@@ -175,7 +175,7 @@ inline bool writeFileAtomically(const std::string &path, const void *data,
   ::umask(mask);
   mode_t mode = exists ? (st.st_mode & 07777) : (0666 & ~mask);
   bool ok = ::fchmod(fd, mode) == 0 &&
-            detail::writeAll(fd, static_cast<const char *>(data), size);
+            writeAll(fd, data, size);
   int saved = errno;
   if (::close(fd) != 0 && ok) {
     ok = false;

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/src/Backend.h"
+#include "runtime/src/FileIO.h"
 #include "runtime/src/ThreadPool.h"
 
 #include <atomic>
@@ -70,19 +71,6 @@ private:
   std::deque<HostKernelEntry> entries;
 };
 
-bool writeAll(int fd, const uint8_t *data, size_t size) {
-  while (size) {
-    ssize_t n = ::write(fd, data, size);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return false;
-    data += n;
-    size -= (size_t)n;
-  }
-  return true;
-}
-
 /// A file descriptor holding `code`: a memfd, or an unlinked temp file.
 int codeFile(const uint8_t *code, size_t size, std::string &error) {
   int fd = memfd_create("tcc-host-code", MFD_CLOEXEC);
@@ -98,7 +86,7 @@ int codeFile(const uint8_t *code, size_t size, std::string &error) {
     }
     ::unlink(path.c_str()); // loaded through /proc/self/fd like a memfd
   }
-  if (!writeAll(fd, code, size)) {
+  if (!io::writeAll(fd, code, size)) {
     error = std::string("cannot write host code: ") + std::strerror(errno);
     ::close(fd);
     return -1;

@@ -689,6 +689,20 @@ LogicalResult compileGpuKernels(ModuleOp module, const GpuOptions &options,
                                artifact.kernels[i])))
       return failure();
   }
+  // A per-kernel schedule must name a kernel it can change: a typo would
+  // otherwise leave the heuristic's schedule in place without a word.
+  for (auto &[name, value] : overrides.perKernel.items()) {
+    if (matmuls.count(name))
+      continue;
+    std::string known;
+    for (const std::string &n : names)
+      if (matmuls.count(n))
+        known += (known.empty() ? "" : ", ") + n;
+    return module.emitError("--schedule: '")
+           << name << "' is not a matmul kernel of this model ("
+           << (known.empty() ? "it has none" : "its matmul kernels: " + known)
+           << "; `tcc inspect` lists kernels)";
+  }
   WalkResult allocs = gpuModule.walk([](memref::AllocOp alloc) {
     alloc.emitError("a GPU kernel allocates memory inside a loop");
     return WalkResult::interrupt();

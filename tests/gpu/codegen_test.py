@@ -129,6 +129,20 @@ def check_schedule(args, work):
     if p.returncode != 1 or len(p.stderr.strip().splitlines()) != 1 or \
             'power' not in p.stderr:
         return 'bad schedule: exit %d, %r' % (p.returncode, p.stderr)
+    # An entry naming no matmul kernel of the model is refused, not ignored.
+    with open(sched, 'w') as f:
+        json.dump({'kernels': {'k9_matmul': {'tile_m': 64}}}, f)
+    p = subprocess.run([args.tcc, 'compile', model, '-o', bundle, '--target', 'sm_90',
+                        '--schedule', sched], capture_output=True, text=True)
+    if p.returncode != 1 or len(p.stderr.strip().splitlines()) != 1 or \
+            "'k9_matmul' is not a matmul kernel" not in p.stderr or 'k0_matmul' not in p.stderr:
+        return 'schedule for no kernel: exit %d, %r' % (p.returncode, p.stderr)
+    with open(sched, 'w') as f:
+        json.dump({'kernels': {'k0_matmul': {'tile_m': 64, 'tile_n': 64}}}, f)
+    p = subprocess.run([args.tcc, 'compile', model, '-o', bundle, '--target', 'sm_90',
+                        '--schedule', sched], capture_output=True, text=True)
+    if p.returncode != 0:
+        return 'schedule naming k0_matmul: exit %d, %r' % (p.returncode, p.stderr)
     return None
 
 

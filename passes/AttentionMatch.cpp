@@ -485,10 +485,12 @@ Value AttentionMatch::buildScoreMod(OpBuilder &b, Location loc, Value score,
                   : axis == rank - 2 ? qIdx
                   : axis == rank - 3 ? head
                                      : batchIdx;
-        if (axis >= rank - 2)
-          i = arith::MinSIOp::create(
-              b, loc, i,
-              arith::ConstantIntOp::create(b, loc, b.getI32Type(), size - 1));
+        // Tail tiles run q and k past the ends, and decode's padding rows
+        // the head (their scores are dropped): clamped, every read stays in
+        // the tensor.
+        i = arith::MinSIOp::create(
+            b, loc, i,
+            arith::ConstantIntOp::create(b, loc, b.getI32Type(), size - 1));
         idx.push_back(arith::IndexCastOp::create(b, loc, b.getIndexType(), i));
       }
       r = memref::LoadOp::create(b, loc, arg, idx);

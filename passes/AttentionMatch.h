@@ -65,8 +65,9 @@ struct AttentionMatch {
 
   /// The changed score of (batch, head, q, k) (i32) from S (f32), in f32.
   /// `capturedArgs` are memrefs of `captured` (their shapes, identity
-  /// layout) in the same order; q and k may run past the ends (a tail tile
-  /// whose scores the caller masks), so their reads are clamped.
+  /// layout) in the same order; the indices may run past the ends (tail
+  /// tiles, decode's padding rows, whose scores the caller drops), so the
+  /// reads are clamped.
   Value buildScoreMod(OpBuilder &b, Location loc, Value score, Value batchIdx,
                       Value head, Value qIdx, Value kIdx,
                       ValueRange capturedArgs = {}) const;

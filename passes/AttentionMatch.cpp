@@ -396,16 +396,53 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
     m.heads = qt.getDimSize(0);
   }
 
+  // Whether the changes `ops` may make a score -inf: an infinite constant
+  // among their operands, a log (of 0), a division by a value that may be
+  // 0, or (`captured`) a float tensor captured from outside (a bias may
+  // hold -inf). A row of -inf scores is NaN in the model.
+  auto mayBeInfinite = [&](ArrayRef<Operation *> ops, bool captured) {
+    llvm::SmallPtrSet<Operation *, 8> changes(ops.begin(), ops.end());
+    auto makesInfinity = [&](Operation *op) {
+      if (isa<LogOp>(op))
+        return true;
+      if (!isa<DivOp, ReciprocalOp, RsqrtOp>(op))
+        return false;
+      std::optional<double> d = constantValue(op->getOperands().back());
+      return !d || *d == 0;
+    };
+    std::function<bool(Value)> infinite = [&](Value v) {
+      if (v == m.scores || changes.contains(v.getDefiningOp()))
+        return false;
+      if (isOutside(v, &body))
+        return captured && isa<FloatType>(typeOf(v).getElementType());
+      if (std::optional<double> c = constantValue(v))
+        return std::isinf(*c);
+      Operation *op = v.getDefiningOp();
+      return makesInfinity(op) || llvm::any_of(op->getOperands(), infinite);
+    };
+    return llvm::any_of(ops, [&](Operation *op) {
+      return op &&
+             (makesInfinity(op) || llvm::any_of(op->getOperands(), infinite));
+    });
+  };
+  // Captured tensors are not counted: a float bias holding -inf where a
+  // finite mask keeps keys is rare, and counting it would cost causal
+  // tile skipping to every bias and slope tensor.
+  bool othersInfinite = mayBeInfinite(mods, /*captured=*/false);
   // A select of a position condition against a huge negative value is the
   // mask: as linear constraints it lets whole tiles be skipped. Only when
   // no row loses every key (such a row would average V in the model, with
-  // a finite value, and be computed by the select instead).
+  // a finite value, and be computed by the select instead), and, for a
+  // finite value, when no other change visibly makes a score -inf (a row
+  // whose kept keys all became -inf would average the masked ones in the
+  // model).
   for (Operation *&op : mods) {
     auto select = dyn_cast<SelectOp>(op);
     if (!select || !m.mask.empty() || !positional(select.getCond(), &body))
       continue;
     std::optional<double> masked = constantValue(select.getB());
-    if (!masked || *masked > -1e20 || !positional(select.getB(), &body))
+    if (!masked || *masked > -1e20 || !positional(select.getB(), &body) ||
+        (othersInfinite && !std::isinf(*masked)))
       continue;
     SmallVector<LinearConstraint> mask;
     if (!constraintsOf(select.getCond(), typeOf(m.scores).getRank(), mask) ||
@@ -415,14 +452,10 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
     m.maskSelect = op;
     op = nullptr;
   }
-  for (Operation *op : mods) {
-    if (!op)
-      continue;
-    if (auto select = dyn_cast<SelectOp>(op))
-      if (auto c = constantValue(select.getB()); c && std::isinf(*c))
-        m.maskedToInfinity = true;
-    m.mods.push_back(op);
-  }
+  for (Operation *op : mods)
+    if (op)
+      m.mods.push_back(op);
+  m.maskedToInfinity = mayBeInfinite(m.mods, /*captured=*/true);
   // The captured tensors the changes read (the mask's select reads
   // positions only), in order of first use.
   std::function<void(Value)> capture = [&](Value v) {

@@ -194,6 +194,19 @@ def captured_cases():
                                                  captured=[('slopes', 'bf16', [1, 4, 1, 1])]),
                 1.0, lambda s, r, c, env: np.where(r >= c, s * 0.125 + env['slopes'] * (c - r),
                                                  -1e30)))
+    # Padding as an additive bias of 0 or -inf from a bool mask, then a
+    # causal mask of -1e30: in batch 1, which keeps no key, row q averages V
+    # over the keys after q (their -1e30 beat -inf) and the last row is NaN.
+    mods = [const('c', 'bf16', 0.125), node('mul', ['s', 'c'], 'ss'), const('zero', 'bf16', 0.0),
+            const('ninf', 'bf16', '-inf'), node('select', ['mask', 'zero', 'ninf'], 'pad'),
+            node('add', ['ss', 'pad'], 'sp')] + positions(256, 256) + [
+        node('greater_equal', ['row', 'col'], 'keep'), const('neg', 'bf16', -1e30),
+        node('select', ['keep', 'sp', 'neg'], 's_mod')]
+    out.append(('padding_bias_causal_bf16', model('padding_causal', 'bf16', [2, 2, 256, 64],
+                                                  [2, 2, 256, 64], mods,
+                                                  captured=[('mask', 'bool', [2, 1, 1, 256])]),
+                1.0, lambda s, r, c, env: np.where(
+                    r >= c, s * 0.125 + np.where(env['mask'], 0.0, -np.inf), -1e30)))
     # Decode (split-K) reads the same: a padding mask, one query row.
     mods = [const('c', 'bf16', 0.125), node('mul', ['s', 'c'], 'ss'), const('neg', 'bf16', '-inf'),
             node('select', ['mask', 'ss', 'neg'], 's_mod')]

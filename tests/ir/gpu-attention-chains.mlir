@@ -360,3 +360,34 @@ func.func @bias_transposed(%q: tensor<1x4x64x64xf16>, %k: tensor<1x4x64x64xf16>,
   }
   return %0 : tensor<1x4x64x64xf16>
 }
+
+// -----
+
+// Padding as an additive bias, select(mask, 0, -inf) of a bool mask input,
+// then a causal mask of -1e30: taken (the causal select stays score code,
+// since the bias can make a row's kept keys all -inf).
+// CHECK-LABEL: func.func @padding_bias_causal
+// CHECK: tcc.chain attributes {axis = 3 : i64, tcc.attention}
+// CHECK: tcc.select %arg3
+func.func @padding_bias_causal(%q: tensor<2x4x64x64xbf16>, %k: tensor<2x4x64x64xbf16>, %v: tensor<2x4x64x64xbf16>, %mask: tensor<2x1x1x64xi1>) -> tensor<2x4x64x64xbf16> {
+  %0 = tcc.chain attributes {axis = 3 : i64} -> tensor<2x4x64x64xbf16> {
+    %s = tcc.matmul %q, %k {transpose_b = true} : tensor<2x4x64x64xbf16>, tensor<2x4x64x64xbf16> -> tensor<2x4x64x64xbf16>
+    %zero = tcc.constant {value = 0.0 : bf16} : tensor<bf16>
+    %ninf = tcc.constant {value = 0xFF80 : bf16} : tensor<bf16>
+    %pad = tcc.select %mask, %zero, %ninf : tensor<2x1x1x64xi1>, tensor<bf16>, tensor<bf16> -> tensor<2x1x1x64xbf16>
+    %sp = tcc.add %s, %pad : tensor<2x4x64x64xbf16>, tensor<2x1x1x64xbf16> -> tensor<2x4x64x64xbf16>
+    %row = tcc.iota {axis = 0 : i64} : tensor<64x64xi32>
+    %col = tcc.iota {axis = 1 : i64} : tensor<64x64xi32>
+    %keep = tcc.greater_equal %row, %col : tensor<64x64xi32>, tensor<64x64xi32> -> tensor<64x64xi1>
+    %neg = tcc.constant {value = -1.0e+30 : bf16} : tensor<bf16>
+    %sm = tcc.select %keep, %sp, %neg : tensor<64x64xi1>, tensor<2x4x64x64xbf16>, tensor<bf16> -> tensor<2x4x64x64xbf16>
+    %9 = tcc.reduce_max %sm {axes = array<i64: 3>, keepdims = true} : tensor<2x4x64x64xbf16> -> tensor<2x4x64x1xbf16>
+    %10 = tcc.sub %sm, %9 : tensor<2x4x64x64xbf16>, tensor<2x4x64x1xbf16> -> tensor<2x4x64x64xbf16>
+    %11 = tcc.exp %10 : tensor<2x4x64x64xbf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<2x4x64x64xbf16> -> tensor<2x4x64x1xbf16>
+    %13 = tcc.div %11, %12 : tensor<2x4x64x64xbf16>, tensor<2x4x64x1xbf16> -> tensor<2x4x64x64xbf16>
+    %14 = tcc.matmul %13, %v : tensor<2x4x64x64xbf16>, tensor<2x4x64x64xbf16> -> tensor<2x4x64x64xbf16>
+    tcc.yield %14 : tensor<2x4x64x64xbf16>
+  }
+  return %0 : tensor<2x4x64x64xbf16>
+}

@@ -411,10 +411,10 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
       return !d || *d == 0;
     };
     std::function<bool(Value)> infinite = [&](Value v) {
-      if (v == m.scores || changes.contains(v.getDefiningOp()))
-        return false;
       if (isOutside(v, &body))
         return captured && isa<FloatType>(typeOf(v).getElementType());
+      if (v == m.scores || changes.contains(v.getDefiningOp()))
+        return false;
       if (std::optional<double> c = constantValue(v))
         return std::isinf(*c);
       Operation *op = v.getDefiningOp();
@@ -459,13 +459,13 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
   // The captured tensors the changes read (the mask's select reads
   // positions only), in order of first use.
   std::function<void(Value)> capture = [&](Value v) {
-    if (v == m.scores || llvm::is_contained(m.mods, v.getDefiningOp()))
-      return;
     if (isOutside(v, &body)) {
       if (!llvm::is_contained(m.captured, v))
         m.captured.push_back(v);
       return;
     }
+    if (v == m.scores || llvm::is_contained(m.mods, v.getDefiningOp()))
+      return;
     for (Value o : v.getDefiningOp()->getOperands())
       capture(o);
   };

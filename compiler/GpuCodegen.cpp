@@ -445,13 +445,23 @@ std::optional<AttentionUse> takeAttention(func::FuncOp f,
   p.lk = m->lk;
   p.headDim = m->headDim;
   p.elemType = m->elemType;
+  // The captured tensors (bias, mask, slopes) are kernel arguments too.
+  std::vector<int> capturedArgs;
+  for (Value c : m->captured) {
+    auto arg = dyn_cast<BlockArgument>(c);
+    if (!arg)
+      return std::nullopt;
+    capturedArgs.push_back(arg.getArgNumber());
+    auto t = cast<RankedTensorType>(c.getType());
+    p.captured.push_back(MemRefType::get(t.getShape(), t.getElementType()));
+  }
   if (m->scale) {
     p.scale = *m->scale;
   } else {
     mlir::tcc::AttentionMatch match = *m;
     p.scoreMod = [match](OpBuilder &b, Location loc, Value s, Value batch,
-                         Value head, Value qi, Value ki) {
-      return match.buildScoreMod(b, loc, s, batch, head, qi, ki);
+                         Value head, Value qi, Value ki, ValueRange captured) {
+      return match.buildScoreMod(b, loc, s, batch, head, qi, ki, captured);
     };
   }
   for (const mlir::tcc::LinearConstraint &c : m->mask)
@@ -474,10 +484,11 @@ std::optional<AttentionUse> takeAttention(func::FuncOp f,
       if (failed(dk))
         return std::nullopt;
       // Buffers: the operands, the result (out), scratch (out + 1, + 2).
+      std::vector<int> args{int(q.getArgNumber()), int(k.getArgNumber()),
+                            int(v.getArgNumber()), out + 1, out + 2};
+      llvm::append_range(args, capturedArgs);
       use.launches = {
-          deviceLaunch(partial, dk->partial,
-                       {int(q.getArgNumber()), int(k.getArgNumber()),
-                        int(v.getArgNumber()), out + 1, out + 2}),
+          deviceLaunch(partial, dk->partial, std::move(args)),
           deviceLaunch(combine, dk->combine, {out + 1, out + 2, out})};
       use.scratchBytes = {dk->partialOBytes, dk->partialStatsBytes};
       f->setAttr("tcc.template", UnitAttr::get(f.getContext()));
@@ -504,9 +515,10 @@ std::optional<AttentionUse> takeAttention(func::FuncOp f,
   }
   if (failed(launch))
     return std::nullopt;
-  use.launches = {deviceLaunch(symbol, *launch,
-                               {int(q.getArgNumber()), int(k.getArgNumber()),
-                                int(v.getArgNumber()), out})};
+  std::vector<int> args{int(q.getArgNumber()), int(k.getArgNumber()),
+                        int(v.getArgNumber()), out};
+  llvm::append_range(args, capturedArgs);
+  use.launches = {deviceLaunch(symbol, *launch, std::move(args))};
   f->setAttr("tcc.template", UnitAttr::get(f.getContext()));
   return use;
 }

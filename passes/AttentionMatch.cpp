@@ -3,10 +3,12 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/IRMapping.h"
 
 #include <cmath>
+#include <functional>
 #include <tuple>
 #include <utility>
 
@@ -73,6 +75,39 @@ bool positional(Value v, Block *body) {
     return true;
   return llvm::all_of(op->getOperands(),
                       [&](Value o) { return positional(o, body); });
+}
+
+bool isOutside(Value v, Block *body) {
+  Operation *op = v.getDefiningOp();
+  return op ? op->getBlock() != body
+            : cast<BlockArgument>(v).getOwner() != body;
+}
+
+/// Whether a tensor of shape `from` broadcasts to `to` (NumPy rules).
+bool broadcastsTo(ArrayRef<int64_t> from, ArrayRef<int64_t> to) {
+  if (from.size() > to.size())
+    return false;
+  size_t lead = to.size() - from.size();
+  for (size_t i = 0; i < from.size(); ++i)
+    if (from[i] != 1 && from[i] != to[lead + i])
+      return false;
+  return true;
+}
+
+/// A value the score changes may read besides the score, for scores of
+/// shape `scores`: positions, tensors captured from outside the chain that
+/// broadcast to the scores (read per score by the kernel), and scalar ops
+/// of those.
+bool scoreFree(Value v, Block *body, ArrayRef<int64_t> scores) {
+  if (isOutside(v, body))
+    return broadcastsTo(typeOf(v).getShape(), scores);
+  if (positional(v, body))
+    return true;
+  Operation *op = v.getDefiningOp();
+  if (!isScalarOp(op) || isa<ConstantOp, IotaOp>(op))
+    return false;
+  return llvm::all_of(op->getOperands(),
+                      [&](Value o) { return scoreFree(o, body, scores); });
 }
 
 /// An integer value of positions as a * q + b * k + c, where q and k are the
@@ -287,8 +322,9 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
     if (!isScalarOp(op) || isa<ConstantOp, IotaOp>(op))
       return fail("a change of the scores has no scalar form");
     Value next;
+    ArrayRef<int64_t> scoreShape = typeOf(op->getResult(0)).getShape();
     for (Value o : op->getOperands()) {
-      if (positional(o, &body))
+      if (scoreFree(o, &body, scoreShape))
         continue;
       if (next)
         return fail("a change of the scores reads two score values");
@@ -320,9 +356,11 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
   known.insert(m.kvOps.begin(), m.kvOps.end());
   if (auto cast = pv.getA().getDefiningOp<CastOp>())
     known.insert(cast);
+  ArrayRef<int64_t> scoreShape = typeOf(qk.getResult()).getShape();
   for (Operation &op : body)
     if (!known.contains(&op) &&
-        !(op.getNumResults() == 1 && positional(op.getResult(0), &body)))
+        !(op.getNumResults() == 1 &&
+          scoreFree(op.getResult(0), &body, scoreShape)))
       return fail("the chain holds ops besides attention");
   // Uses: each intermediate is read only by the next step.
   for (Operation *op : mods)
@@ -358,16 +396,53 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
     m.heads = qt.getDimSize(0);
   }
 
+  // Whether the changes `ops` may make a score -inf: an infinite constant
+  // among their operands, a log (of 0), a division by a value that may be
+  // 0, or (`captured`) a float tensor captured from outside (a bias may
+  // hold -inf). A row of -inf scores is NaN in the model.
+  auto mayBeInfinite = [&](ArrayRef<Operation *> ops, bool captured) {
+    llvm::SmallPtrSet<Operation *, 8> changes(ops.begin(), ops.end());
+    auto makesInfinity = [&](Operation *op) {
+      if (isa<LogOp>(op))
+        return true;
+      if (!isa<DivOp, ReciprocalOp, RsqrtOp>(op))
+        return false;
+      std::optional<double> d = constantValue(op->getOperands().back());
+      return !d || *d == 0;
+    };
+    std::function<bool(Value)> infinite = [&](Value v) {
+      if (isOutside(v, &body))
+        return captured && isa<FloatType>(typeOf(v).getElementType());
+      if (v == m.scores || changes.contains(v.getDefiningOp()))
+        return false;
+      if (std::optional<double> c = constantValue(v))
+        return std::isinf(*c);
+      Operation *op = v.getDefiningOp();
+      return makesInfinity(op) || llvm::any_of(op->getOperands(), infinite);
+    };
+    return llvm::any_of(ops, [&](Operation *op) {
+      return op &&
+             (makesInfinity(op) || llvm::any_of(op->getOperands(), infinite));
+    });
+  };
+  // Captured tensors are not counted: a float bias holding -inf where a
+  // finite mask keeps keys is rare, and counting it would cost causal
+  // tile skipping to every bias and slope tensor.
+  bool othersInfinite = mayBeInfinite(mods, /*captured=*/false);
   // A select of a position condition against a huge negative value is the
   // mask: as linear constraints it lets whole tiles be skipped. Only when
   // no row loses every key (such a row would average V in the model, with
-  // a finite value, and be computed by the select instead).
+  // a finite value, and be computed by the select instead), and, for a
+  // finite value, when no other change visibly makes a score -inf (a row
+  // whose kept keys all became -inf would average the masked ones in the
+  // model).
   for (Operation *&op : mods) {
     auto select = dyn_cast<SelectOp>(op);
     if (!select || !m.mask.empty() || !positional(select.getCond(), &body))
       continue;
     std::optional<double> masked = constantValue(select.getB());
-    if (!masked || *masked > -1e20 || !positional(select.getB(), &body))
+    if (!masked || *masked > -1e20 || !positional(select.getB(), &body) ||
+        (othersInfinite && !std::isinf(*masked)))
       continue;
     SmallVector<LinearConstraint> mask;
     if (!constraintsOf(select.getCond(), typeOf(m.scores).getRank(), mask) ||
@@ -377,14 +452,26 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
     m.maskSelect = op;
     op = nullptr;
   }
-  for (Operation *op : mods) {
-    if (!op)
-      continue;
-    if (auto select = dyn_cast<SelectOp>(op))
-      if (auto c = constantValue(select.getB()); c && std::isinf(*c))
-        m.maskedToInfinity = true;
-    m.mods.push_back(op);
-  }
+  for (Operation *op : mods)
+    if (op)
+      m.mods.push_back(op);
+  m.maskedToInfinity = mayBeInfinite(m.mods, /*captured=*/true);
+  // The captured tensors the changes read (the mask's select reads
+  // positions only), in order of first use.
+  std::function<void(Value)> capture = [&](Value v) {
+    if (isOutside(v, &body)) {
+      if (!llvm::is_contained(m.captured, v))
+        m.captured.push_back(v);
+      return;
+    }
+    if (v == m.scores || llvm::is_contained(m.mods, v.getDefiningOp()))
+      return;
+    for (Value o : v.getDefiningOp()->getOperands())
+      capture(o);
+  };
+  for (Operation *op : m.mods)
+    for (Value o : op->getOperands())
+      capture(o);
   // A positive scale alone (the common case) needs no score code.
   if (m.mods.size() == 1 && isa<MulOp, DivOp>(m.mods[0])) {
     Operation *op = m.mods[0];
@@ -399,7 +486,7 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
 
 Value AttentionMatch::buildScoreMod(OpBuilder &b, Location loc, Value score,
                                     Value batchIdx, Value head, Value qIdx,
-                                    Value kIdx) const {
+                                    Value kIdx, ValueRange capturedArgs) const {
   int64_t rank = cast<RankedTensorType>(scores.getType()).getRank();
   Type f32 = b.getF32Type();
   llvm::DenseMap<Value, Value> values{{scores, score}};
@@ -415,7 +502,36 @@ Value AttentionMatch::buildScoreMod(OpBuilder &b, Location loc, Value score,
     Type elem = cast<RankedTensorType>(v.getType()).getElementType();
     Type st = scalarType(elem);
     Value r;
-    if (auto c = constantValue(v)) {
+    if (auto *it = llvm::find(captured, v); it != captured.end()) {
+      // One element of a captured tensor: axes of size 1 read index 0 (the
+      // broadcast), the others the score's index on the same axis.
+      Value arg = capturedArgs[it - captured.begin()];
+      auto mt = cast<MemRefType>(arg.getType());
+      SmallVector<Value> idx;
+      for (int64_t d = 0, n = mt.getRank(); d < n; ++d) {
+        int64_t axis = d + (rank - n), size = mt.getDimSize(d);
+        if (size == 1) {
+          idx.push_back(arith::ConstantIndexOp::create(b, loc, 0));
+          continue;
+        }
+        Value i = axis == rank - 1   ? kIdx
+                  : axis == rank - 2 ? qIdx
+                  : axis == rank - 3 ? head
+                                     : batchIdx;
+        // Tail tiles run q and k past the ends, and decode's padding rows
+        // the head (their scores are dropped): clamped, every read stays in
+        // the tensor.
+        i = arith::MinSIOp::create(
+            b, loc, i,
+            arith::ConstantIntOp::create(b, loc, b.getI32Type(), size - 1));
+        idx.push_back(arith::IndexCastOp::create(b, loc, b.getIndexType(), i));
+      }
+      r = memref::LoadOp::create(b, loc, arg, idx);
+      if (auto ft = dyn_cast<FloatType>(r.getType()); ft && ft != st)
+        r = ft.getWidth() < 32
+                ? arith::ExtFOp::create(b, loc, st, r).getResult()
+                : arith::TruncFOp::create(b, loc, st, r).getResult();
+    } else if (auto c = constantValue(v)) {
       r = isa<FloatType>(st)
               ? arith::ConstantOp::create(b, loc, b.getFloatAttr(st, *c))
                     .getResult()

@@ -1,12 +1,15 @@
 //===- AttentionMatch.h - plain attention recognised in a chain -*- C++ -*-===//
 //
 // A reduction chain that is attention written the plain way: scores
-// S = Q·Kᵀ, elementwise changes of S that depend only on S, constants and
+// S = Q·Kᵀ, elementwise changes of S that depend only on S, constants,
 // positions (scale, masks built from iota comparisons, ALiBi-like biases of
-// positions, softcap), softmax along the keys, and P·V. Recognising it lets
-// a GPU target compute the whole chain with the fused attention template,
-// which needs the changes as scalar code and the mask as linear constraints
-// (so that whole tiles are skipped or left unmasked).
+// positions, softcap) and captured tensors (values from outside the chain
+// that broadcast to the scores' shape: a bias, a boolean mask, per-head
+// slopes), softmax along the keys, and P·V. Recognising it lets a GPU target
+// compute the whole chain with the fused attention template, which needs the
+// changes as scalar code (reading a captured tensor at the score's batch,
+// head, query and key) and the mask as linear constraints where it is one
+// of positions (so that whole tiles are skipped or left unmasked).
 //
 //===----------------------------------------------------------------------===//
 #ifndef TCC_PASSES_ATTENTIONMATCH_H
@@ -45,6 +48,11 @@ struct AttentionMatch {
   /// The changes of the scores, in order (the mask's select left out when
   /// `mask` holds it), from S (`scores`) to softmax's input.
   SmallVector<Operation *> mods;
+  /// The tensors from outside the chain that `mods` read, in order of first
+  /// use: each broadcasts to the scores' shape (NumPy rules, aligned at the
+  /// last axis), so that a [B, 1, 1, Lk] mask is read once per key column
+  /// and [1, H, 1, 1] slopes once per head.
+  SmallVector<Value> captured;
   Value scores, softmaxInput;
   /// The mask as constraints (empty: no mask, or one applied in `mods`),
   /// and the select that applied it in the model.
@@ -56,8 +64,13 @@ struct AttentionMatch {
   bool maskedToInfinity = false;
 
   /// The changed score of (batch, head, q, k) (i32) from S (f32), in f32.
+  /// `capturedArgs` are memrefs of `captured` (their shapes, identity
+  /// layout) in the same order; the indices may run past the ends (tail
+  /// tiles, decode's padding rows, whose scores the caller drops), so the
+  /// reads are clamped.
   Value buildScoreMod(OpBuilder &b, Location loc, Value score, Value batchIdx,
-                      Value head, Value qIdx, Value kIdx) const;
+                      Value head, Value qIdx, Value kIdx,
+                      ValueRange capturedArgs = {}) const;
 };
 
 /// `chain` as attention, or nullopt with the reason in `why`.

@@ -174,10 +174,23 @@ public:
     return inv;
   }
 
+  /// The kernel's arguments for p.captured, for scoreMod.
+  void setCaptured(mlir::ValueRange args) {
+    captured.assign(args.begin(), args.end());
+  }
+  /// The score change at one score: p.scoreMod with the kernel's captured
+  /// tensors.
+  mlir::Value scoreMod(mlir::Value score, mlir::Value batch, mlir::Value head,
+                       mlir::Value q, mlir::Value k) {
+    return p.scoreMod(b, loc, score, batch, head, q, k, captured);
+  }
+
 protected:
   const AttentionProblem &p;
   mlir::Type f32, i32;
   mlir::Value q0, qLast;
+  /// The kernel's arguments for p.captured (set by the builder).
+  llvm::SmallVector<mlir::Value> captured;
 };
 
 } // namespace tcc::gpu

@@ -100,6 +100,8 @@ public:
     qInRegs = mTiles == 1;
   }
 
+  using AttentionArith::setCaptured;
+
   /// Prefill: `o` is the output. Decode: `o` and `stats` are the scratch
   /// buffers of partial O and (m, l).
   void build(Value q, Value k, Value v, Value o, Value stats = nullptr);
@@ -377,8 +379,8 @@ SmallVector<Value> AttentionBuilder::tileStep(Value stage, Value k0,
             if (p.scale != 1.0)
               sc = fmul(sc, scale);
             if (p.scoreMod)
-              sc = p.scoreMod(b, loc, sc, batchI32, rowHead(h), rowQ(i, h),
-                              add(kThread, jn * 8 + x));
+              sc = scoreMod(sc, batchI32, rowHead(h), rowQ(i, h),
+                            add(kThread, jn * 8 + x));
             e.push_back(sc);
           }
         vec = vector::FromElementsOp::create(b, loc,
@@ -944,10 +946,13 @@ FailureOr<KernelLaunch> buildAttentionKernel(OpBuilder &b,
 
   OpBuilder::InsertionGuard g(b);
   int64_t threads = 32 * s.warps;
-  auto func = createKernelFunc(b, module, name, {qT, kvT, kvT, qT}, threads);
+  SmallVector<Type> args{qT, kvT, kvT, qT};
+  llvm::append_range(args, p.captured);
+  auto func = createKernelFunc(b, module, name, args, threads);
   Block &entry = func.getBody().front();
   Location loc = module.getLoc();
   AttentionBuilder ab(b, loc, p, s);
+  ab.setCaptured(entry.getArguments().drop_front(4));
   ab.build(entry.getArgument(0), entry.getArgument(1), entry.getArgument(2),
            entry.getArgument(3));
   mlir::gpu::ReturnOp::create(b, loc);
@@ -1058,12 +1063,14 @@ buildDecodeKernels(OpBuilder &b, mlir::gpu::GPUModuleOp module,
   Location loc = module.getLoc();
   AttentionSchedule as = asAttention(s);
   int64_t threads = 32 * s.warps;
-  auto partial = createKernelFunc(b, module, partialName,
-                                  {qT, kvT, kvT, partT, statsT}, threads);
+  SmallVector<Type> args{qT, kvT, kvT, partT, statsT};
+  llvm::append_range(args, p.captured);
+  auto partial = createKernelFunc(b, module, partialName, args, threads);
   Block &pe = partial.getBody().front();
-  AttentionBuilder(b, loc, p, as, &s)
-      .build(pe.getArgument(0), pe.getArgument(1), pe.getArgument(2),
-             pe.getArgument(3), pe.getArgument(4));
+  AttentionBuilder pb(b, loc, p, as, &s);
+  pb.setCaptured(pe.getArguments().drop_front(5));
+  pb.build(pe.getArgument(0), pe.getArgument(1), pe.getArgument(2),
+           pe.getArgument(3), pe.getArgument(4));
   mlir::gpu::ReturnOp::create(b, loc);
 
   auto combine = createKernelFunc(b, module, combineName,

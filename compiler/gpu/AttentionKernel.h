@@ -46,12 +46,16 @@ enum class MaskedRowPolicy {
 };
 
 /// Modifies one f32 score. `batch`, `head` (the query head), `q` and `k` are
-/// i32 values; the hook builds arith ops at the builder's insertion point
-/// (once per score element of a thread, inside the key loop: keep it cheap;
-/// ops on `batch`/`head` alone are hoisted by LLVM).
+/// i32 values (q and k may lie past lq and lk in a tail tile, and decode's
+/// padding rows past the last head: their scores are dropped); `captured` are
+/// the kernel's arguments for AttentionProblem::captured. The hook builds ops
+/// at the builder's insertion point (once per score element of a thread, inside
+/// the key loop: keep it cheap; ops on `batch`/`head` alone are hoisted by
+/// LLVM).
 using ScoreModFn = std::function<mlir::Value(
     mlir::OpBuilder &b, mlir::Location loc, mlir::Value score,
-    mlir::Value batch, mlir::Value head, mlir::Value q, mlir::Value k)>;
+    mlir::Value batch, mlir::Value head, mlir::Value q, mlir::Value k,
+    mlir::ValueRange captured)>;
 /// The online softmax's correction factor for accumulators built against
 /// running value `oldRun` when the running value becomes `newRun`
 /// (softmax: exp(oldRun - newRun)). `oldRun` may be -inf (nothing seen yet);
@@ -75,6 +79,10 @@ struct AttentionProblem {
   double scale = 1.0;
   /// Applied to each scaled score; null: none.
   ScoreModFn scoreMod;
+  /// Tensors scoreMod reads (a bias, a mask, slopes): memref types (static
+  /// shapes, identity layout), passed to every kernel that applies scoreMod
+  /// after its usual arguments, in this order.
+  llvm::SmallVector<mlir::Type, 2> captured;
   /// The mask: a conjunction of linear constraints (empty: keep all).
   llvm::SmallVector<MaskConstraint, 2> mask;
   MaskedRowPolicy maskedRows = MaskedRowPolicy::Zero;
@@ -109,12 +117,13 @@ bool attentionScheduleValid(const AttentionProblem &p,
                             const AttentionSchedule &s,
                             const ::tcc::TargetDesc &target, std::string &why);
 
-/// Appends `gpu.func @name(%q, %k, %v, %o) kernel` to `module`. The arguments
-/// are identity-layout memrefs of the static shapes in AttentionProblem, each
-/// 16-byte aligned. The kernel reads `gpu.dynamic_shared_memory` of
-/// KernelLaunch::sharedBytes bytes (above 48 KiB: the launcher must raise
-/// the function's dynamic shared memory limit). Fails (with a diagnostic at
-/// the module) when the problem or the schedule is not supported.
+/// Appends `gpu.func @name(%q, %k, %v, %o, captured...) kernel` to `module`.
+/// The arguments are identity-layout memrefs of the static shapes in
+/// AttentionProblem, Q, K, V and O each 16-byte aligned. The kernel reads
+/// `gpu.dynamic_shared_memory` of KernelLaunch::sharedBytes bytes (above 48
+/// KiB: the launcher must raise the function's dynamic shared memory limit).
+/// Fails (with a diagnostic at the module) when the problem or the schedule is
+/// not supported.
 mlir::FailureOr<KernelLaunch>
 buildAttentionKernel(mlir::OpBuilder &b, mlir::gpu::GPUModuleOp module,
                      llvm::StringRef name, const AttentionProblem &p,
@@ -161,8 +170,9 @@ DecodeSchedule chooseDecodeSchedule(const AttentionProblem &p,
 bool decodeScheduleValid(const AttentionProblem &p, const DecodeSchedule &s,
                          const ::tcc::TargetDesc &target, std::string &why);
 
-/// Appends `gpu.func @partialName(%q, %k, %v, %partO, %partStats) kernel`
-/// and `gpu.func @combineName(%partO, %partStats, %o) kernel` to `module`.
+/// Appends `gpu.func @partialName(%q, %k, %v, %partO, %partStats,
+/// captured...) kernel` and `gpu.func @combineName(%partO, %partStats, %o)
+/// kernel` to `module`.
 /// Q and O are passed as for buildAttentionKernel (the kernels view them as
 /// [batch, headsKV, rows, headDim], the same memory). Fails (with a
 /// diagnostic at the module) when the problem or the schedule is not

@@ -108,6 +108,7 @@ public:
       constraints.push_back({0, -1, p.lk - 1});
   }
 
+  using AttentionArith::setCaptured;
   void build(Value q, Value k, Value v, Value o);
 
 private:
@@ -450,8 +451,7 @@ SmallVector<Value> FlashBuilder::softmax(SmallVector<Value> sv, Value k0,
       if (p.scale != 1.0)
         sc = fmul(sc, scale);
       if (p.scoreMod)
-        sc = p.scoreMod(b, loc, sc, batchI32, headI32, rowQ(h),
-                        add(kThread, n * 8 + x));
+        sc = scoreMod(sc, batchI32, headI32, rowQ(h), add(kThread, n * 8 + x));
       sv[e] = sc;
     }
   }
@@ -957,7 +957,9 @@ buildWgmmaAttentionKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module,
   Type kvT = MemRefType::get({p.batch, p.headsKV, p.lk, p.headDim}, p.elemType);
   OpBuilder::InsertionGuard g(b);
   int64_t threads = 128 * (s.warpgroups + (s.producer ? 1 : 0));
-  auto func = createKernelFunc(b, module, name, {qT, kvT, kvT, qT}, threads);
+  SmallVector<Type> args{qT, kvT, kvT, qT};
+  llvm::append_range(args, p.captured);
+  auto func = createKernelFunc(b, module, name, args, threads);
   // setmaxnreg needs the register count at entry known to ptxas: one block
   // per multiprocessor (65536 / 384 = 168 each, then 216 and 64).
   if (s.producer)
@@ -965,9 +967,10 @@ buildWgmmaAttentionKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module,
                   b.getI32IntegerAttr(1));
   Block &entry = func.getBody().front();
   Location loc = module.getLoc();
-  FlashBuilder(b, loc, p, s)
-      .build(entry.getArgument(0), entry.getArgument(1), entry.getArgument(2),
-             entry.getArgument(3));
+  FlashBuilder fb(b, loc, p, s);
+  fb.setCaptured(entry.getArguments().drop_front(4));
+  fb.build(entry.getArgument(0), entry.getArgument(1), entry.getArgument(2),
+           entry.getArgument(3));
   mlir::gpu::ReturnOp::create(b, loc);
   KernelLaunch launch;
   launch.grid = {ceilDiv(p.lq, 64 * s.warpgroups), p.headsQ, p.batch};

@@ -50,11 +50,11 @@ bool wgmmaAttentionSupports(const AttentionProblem &p,
                             const WgmmaAttentionSchedule &s,
                             const ::tcc::TargetDesc &target, std::string &why);
 
-/// Appends `gpu.func @name(%q, %k, %v, %o) kernel` to `module`, with the
-/// arguments and launch conventions of buildAttentionKernel (grid: query
-/// tiles x query heads x batch; the kernel reads KernelLaunch::sharedBytes
-/// of dynamic shared memory). Fails (with a diagnostic at the module) when
-/// wgmmaAttentionSupports says no.
+/// Appends `gpu.func @name(%q, %k, %v, %o, captured...) kernel` to `module`,
+/// with the arguments and launch conventions of buildAttentionKernel (grid:
+/// query tiles x query heads x batch; the kernel reads
+/// KernelLaunch::sharedBytes of dynamic shared memory). Fails (with a
+/// diagnostic at the module) when wgmmaAttentionSupports says no.
 mlir::FailureOr<KernelLaunch>
 buildWgmmaAttentionKernel(mlir::OpBuilder &b, mlir::gpu::GPUModuleOp module,
                           llvm::StringRef name, const AttentionProblem &p,

@@ -7,10 +7,10 @@ bf16 and axis lengths 1000 and 3001 (neither a multiple of the chunk: the
 rolling form ends on a shorter chunk, split-K on a remainder chunk). The row
 model holds softmax, log-softmax, log-sum-exp, layer norm, RMS norm and a
 cross-entropy; the attention model plain, causal, ALiBi, softcapped, x30
-scaled and masked attention with grouped K/V heads (GQA). Rows include scores
-scaled x30, rows of -1e30 (uniform softmax), rows of -inf (NaN, as unfused
-and as NumPy), and rows whose first 60% are -inf (chunks with no finite
-element before the first that has one).
+scaled and masked, and biased (a bias input) attention with grouped K/V
+heads (GQA). Rows include scores scaled x30, rows of -1e30 (uniform
+softmax), rows of -inf (NaN, as unfused and as NumPy), and rows whose first
+60% are -inf (chunks with no finite element before the first that has one).
 
 Tolerances: c (2^-24 for f32, 2^-8 for bf16: half an ulp, one rounding) times
 the number of roundings on the path (K) plus the amplification of exp, which
@@ -96,6 +96,7 @@ def attention_model(dt, n, h=4, hkv=2, mq=16, d=32):
     v = g.input('v', [1, hkv, n, d])
     mask = g.input('mask', [1, 1, mq, n], 'bool')
     slopes = g.input('slopes', [1, h, 1, 1])
+    bias = g.input('bias', [1, h, mq, n])
 
     def heads(t):  # GQA: each K/V head serves h / hkv query heads
         t = g.op('reshape', t, shape=[1, hkv, 1, n, d])
@@ -124,6 +125,8 @@ def attention_model(dt, n, h=4, hkv=2, mq=16, d=32):
     # Scores x30 with a -inf mask: a fully masked row, masked first chunks.
     ninf = g.op('log', g.const(0.0))  # JSON has no -inf
     g.output('x30_masked', attend(g.op('select', mask, scores(30.0), ninf)))
+    # An additive bias given as an input (per head, query and key).
+    g.output('biased', attend(g.op('add', scores(), bias)))
     return g.m
 
 
@@ -201,7 +204,8 @@ def attention_inputs(rng, dt, n, h=4, hkv=2, mq=16, d=32):
     mask[0, 0, 1, :int(0.6 * n)] = False  # masked first chunks
     ins = {'q': rng.standard_normal((1, h, mq, d)), 'k': rng.standard_normal((1, hkv, n, d)),
            'v': rng.standard_normal((1, hkv, n, d)),
-           'slopes': 2.0 ** -np.arange(1, h + 1).reshape(1, h, 1, 1)}
+           'slopes': 2.0 ** -np.arange(1, h + 1).reshape(1, h, 1, 1),
+           'bias': rng.standard_normal((1, h, mq, n)) * 2}
     ins = {k_: e2elib.rnd(dt, v) for k_, v in ins.items()}
     ins['mask'] = mask
     return ins
@@ -223,6 +227,7 @@ def attention_refs(ins, dt, n, h=4, hkv=2, mq=16, d=32):
         'causal_alibi': np.where(row >= col, base * scale + ins['slopes'] * dist, NEG),
         'softcap': 30.0 * np.tanh(base * scale / 30.0),
         'x30_masked': np.where(mask, base * scale * 30.0, -np.inf),
+        'biased': base * scale + ins['bias'],
     }
     refs = {}
     with np.errstate(all='ignore'):
@@ -318,7 +323,7 @@ def main():
             jobs.append(('rows-%s-%d' % (dt, n), rows_model(dt, n), ins, rows_refs(ins, dt),
                          dts, dt))
             ins = attention_inputs(rng, dt, n)
-            dts = {'q': dt, 'k': dt, 'v': dt, 'slopes': dt}
+            dts = {'q': dt, 'k': dt, 'v': dt, 'slopes': dt, 'bias': dt}
             jobs.append(('attention-%s-%d' % (dt, n), attention_model(dt, n), ins,
                          attention_refs(ins, dt, n), dts, dt))
     failed = 0

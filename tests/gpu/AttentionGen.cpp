@@ -119,7 +119,7 @@ AttentionCase parseAttentionCase(int argc, char **argv, MLIRContext &ctx,
   int64_t headsQ = p.headsQ;
   if (alibi)
     p.scoreMod = [headsQ](OpBuilder &b, Location loc, Value s, Value,
-                          Value head, Value q, Value k) -> Value {
+                          Value head, Value q, Value k, ValueRange) -> Value {
       Type f32 = b.getF32Type();
       Value h1 = arith::AddIOp::create(
           b, loc, head,
@@ -134,7 +134,7 @@ AttentionCase parseAttentionCase(int argc, char **argv, MLIRContext &ctx,
     };
   if (softcap > 0)
     p.scoreMod = [softcap](OpBuilder &b, Location loc, Value s, Value, Value,
-                           Value, Value) -> Value {
+                           Value, Value, ValueRange) -> Value {
       // c * tanh(s / c), tanh(x) = 1 - 2 / (e^(2x) + 1) (exact limits at
       // +-inf; absolute error ~1e-7 near 0).
       Value e =

@@ -15,6 +15,11 @@ split-K pair (partial, combine); its output must match a float64 NumPy
 reference computed from the same rounded inputs. Rows whose every score is
 -inf are NaN in the reference and must be NaN in the output.
 
+Cases with captured tensors (a bias, a boolean mask or slopes given as model
+inputs, read per score by the kernel) draw them from the same seed: floats
+as standard normals, booleans as keys kept with probability 3/4 but for the
+last index of the first axis, which keeps none (a fully masked row).
+
 The tolerance is the dtype's: P is rounded to bf16 (f16) before P·V
 as FlashAttention does, and the output is stored in bf16 (f16), so errors of
 a few units of the last place of the largest output are expected: 2^-6 of
@@ -61,12 +66,14 @@ LAYOUT = ('layout_bf16', 'layout_gqa_f16')  # inputs [B, L, H, D], transposed
 PRESCALED = ('prescaled_q_bf16',)           # q * 0.125 before Q·Kᵀ
 
 
-def model(name, dt, qshape, kshape, mods, repeat=None, layout=False, prescale=None):
+def model(name, dt, qshape, kshape, mods, repeat=None, layout=False, prescale=None,
+          captured=()):
     """q·kᵀ, `mods` (from 's' to 's_mod'), softmax, ·v; `repeat` (Hkv, G)
     repeats k and v over query heads as users write GQA. `layout`: the
     inputs are [B, L, H, D] (a projection's layout), transposed to
     [B, H, L, D] for attention and the output transposed back. `prescale`:
-    q is multiplied by this constant before Q·Kᵀ."""
+    q is multiplied by this constant before Q·Kᵀ. `captured`: more inputs
+    (name, dtype, shape) that `mods` read."""
     nodes, kk, vv = [], 'k', 'v'
     if layout:
         for t in 'qkv':
@@ -94,7 +101,8 @@ def model(name, dt, qshape, kshape, mods, repeat=None, layout=False, prescale=No
     return {'format': 'tcc-model', 'version': 1, 'name': name,
             'inputs': [{'name': names['q'], 'dtype': dt, 'shape': qshape},
                        {'name': names['k'], 'dtype': dt, 'shape': kshape},
-                       {'name': names['v'], 'dtype': dt, 'shape': kshape}],
+                       {'name': names['v'], 'dtype': dt, 'shape': kshape}] +
+            [{'name': n, 'dtype': t, 'shape': sh} for n, t, sh in captured],
             'params': [], 'outputs': ['o'], 'nodes': nodes}
 
 
@@ -152,7 +160,60 @@ def cases():
     out.append(('prescaled_q_bf16', model('prescaled', 'bf16', [1, 4, 256, 64], [1, 4, 256, 64],
                                           [node('neg', ['s'], 'ns'), node('neg', ['ns'], 's_mod')],
                                           prescale=0.125), 1.0, lambda s, r, c: s))
+    out += captured_cases()
     out += decode_cases()
+    return out
+
+
+def captured_cases():
+    """Score changes reading tensors from outside attention (model inputs):
+    the change f(s, row, col, env) reads them from the inputs `env`."""
+    out = []
+    # An additive bias [1, H, L, L] in f16, L odd.
+    mods = [const('c', 'f16', 0.125), node('mul', ['s', 'c'], 'ss'),
+            node('add', ['ss', 'bias'], 's_mod')]
+    out.append(('bias_input_f16_1000', model('bias', 'f16', [1, 2, 1000, 64], [1, 2, 1000, 64],
+                                             mods, captured=[('bias', 'f16', [1, 2, 1000, 1000])]),
+                1.0, lambda s, r, c, env: s * 0.125 + env['bias']))
+    # A padding mask [B, 1, 1, L] applied with -inf: batch 1 keeps no key
+    # (NaN rows, as the unfused softmax gives).
+    mods = [const('c', 'bf16', 0.125), node('mul', ['s', 'c'], 'ss'), const('neg', 'bf16', '-inf'),
+            node('select', ['mask', 'ss', 'neg'], 's_mod')]
+    out.append(('padding_mask_bf16_777', model('padding', 'bf16', [2, 2, 777, 64],
+                                               [2, 2, 777, 64], mods,
+                                               captured=[('mask', 'bool', [2, 1, 1, 777])]),
+                1.0, lambda s, r, c, env: np.where(env['mask'], s * 0.125, -np.inf)))
+    # ALiBi with per-head slopes as an input [1, H, 1, 1], causal.
+    mods = [const('c', 'bf16', 0.125), node('mul', ['s', 'c'], 'ss')] + positions(384, 384) + [
+        node('sub', ['col', 'row'], 'dist'), node('cast', ['dist'], 'distf', to='bf16'),
+        node('mul', ['distf', 'slopes'], 'bias'), node('add', ['ss', 'bias'], 'sb'),
+        node('greater_equal', ['row', 'col'], 'keep'), const('neg', 'bf16', -1e30),
+        node('select', ['keep', 'sb', 'neg'], 's_mod')]
+    out.append(('alibi_slopes_input_bf16', model('alibi_slopes', 'bf16', [1, 4, 384, 64],
+                                                 [1, 4, 384, 64], mods,
+                                                 captured=[('slopes', 'bf16', [1, 4, 1, 1])]),
+                1.0, lambda s, r, c, env: np.where(r >= c, s * 0.125 + env['slopes'] * (c - r),
+                                                 -1e30)))
+    # Padding as an additive bias of 0 or -inf from a bool mask, then a
+    # causal mask of -1e30: in batch 1, which keeps no key, row q averages V
+    # over the keys after q (their -1e30 beat -inf) and the last row is NaN.
+    mods = [const('c', 'bf16', 0.125), node('mul', ['s', 'c'], 'ss'), const('zero', 'bf16', 0.0),
+            const('ninf', 'bf16', '-inf'), node('select', ['mask', 'zero', 'ninf'], 'pad'),
+            node('add', ['ss', 'pad'], 'sp')] + positions(256, 256) + [
+        node('greater_equal', ['row', 'col'], 'keep'), const('neg', 'bf16', -1e30),
+        node('select', ['keep', 'sp', 'neg'], 's_mod')]
+    out.append(('padding_bias_causal_bf16', model('padding_causal', 'bf16', [2, 2, 256, 64],
+                                                  [2, 2, 256, 64], mods,
+                                                  captured=[('mask', 'bool', [2, 1, 1, 256])]),
+                1.0, lambda s, r, c, env: np.where(
+                    r >= c, s * 0.125 + np.where(env['mask'], 0.0, -np.inf), -1e30)))
+    # Decode (split-K) reads the same: a padding mask, one query row.
+    mods = [const('c', 'bf16', 0.125), node('mul', ['s', 'c'], 'ss'), const('neg', 'bf16', '-inf'),
+            node('select', ['mask', 'ss', 'neg'], 's_mod')]
+    out.append(('decode_padding_mask_q1_1000', model('dpadding', 'bf16', [2, 4, 1, 128],
+                                                     [2, 4, 1000, 128], mods,
+                                                     captured=[('mask', 'bool', [2, 1, 1, 1000])]),
+                1.0, lambda s, r, c, env: np.where(env['mask'], s * 0.125, -np.inf)))
     return out
 
 
@@ -226,8 +287,9 @@ def attention_inputs(name, env):
     return [env['q'], env['k'], env['v']]
 
 
-def reference(q, k, v, change):
-    """float64 attention; k and v repeated over query heads when fewer."""
+def reference(q, k, v, change, env):
+    """float64 attention; k and v repeated over query heads when fewer;
+    `change` reads the model's inputs when it takes an argument `env`."""
     g = q.shape[1] // k.shape[1]
     k = np.repeat(k, g, axis=1)
     v = np.repeat(v, g, axis=1)
@@ -235,11 +297,18 @@ def reference(q, k, v, change):
     lq, lk = s.shape[-2:]
     r = np.arange(lq)[:, None]
     c = np.arange(lk)[None, :]
-    s = change(s, r, c)
+    code = change.__code__
+    s = change(s, r, c, env=env) if 'env' in code.co_varnames[:code.co_argcount] else \
+        change(s, r, c)
     with np.errstate(invalid='ignore'):
         s = s - s.max(axis=-1, keepdims=True)  # a row of -inf gives NaN
     p = np.exp(s)
     return (p / p.sum(axis=-1, keepdims=True)) @ v
+
+
+# Slopes of ALiBi's size (|slope| * distance of tens, not hundreds): larger
+# ones would leave one key per row.
+INPUT_SCALE = {'slopes': 1.0 / 16}
 
 
 def make_inputs(m, qscale, seed):
@@ -247,13 +316,18 @@ def make_inputs(m, qscale, seed):
     GPU sees), and a digest of their bytes. Recorded as the seed and the
     digest, not as files: decode's K and V are tens of MB a case."""
     rng = np.random.default_rng(seed)
-    dt = m['inputs'][0]['dtype']
     env, digest = {}, hashlib.sha256()
     for i in m['inputs']:
-        x = rng.standard_normal(i['shape']) * (qscale if i['name'] == 'q' else 1.0)
-        x = L.narrow(dt, x)
+        dt = i['dtype']
+        if dt == 'bool':
+            x = rng.random(i['shape']) < 0.75
+            x[-1] = False
+        else:
+            x = rng.standard_normal(i['shape']) * (
+                qscale if i['name'] == 'q' else INPUT_SCALE.get(i['name'], 1.0))
+            x = L.narrow(dt, x).astype(np.float64)
         digest.update(L.to_npy(dt, x).tobytes())
-        env[i['name']] = x.astype(np.float64)
+        env[i['name']] = x
     return env, digest.hexdigest()
 
 
@@ -294,11 +368,14 @@ def record(tcc, root, target):
         dt = m['inputs'][0]['dtype']
         seed = int(np.random.default_rng().integers(1 << 62))  # fresh inputs every record
         env, digest = make_inputs(m, qscale, seed)
-        ref = reference(*attention_inputs(name, env), change)
+        ref = reference(*attention_inputs(name, env), change, env)
         if name in LAYOUT:
             ref = np.swapaxes(ref, 1, 2)
         with open(os.path.join(d, 'case.pkl'), 'wb') as f:
-            pickle.dump({'dtype': dt, 'ref': ref, 'seed': seed, 'qscale': qscale,
+            # Stored in f32 (half the size; its rounding, 2^-24 relative, is
+            # far below the bf16/f16 tolerance).
+            pickle.dump({'dtype': dt, 'ref': ref.astype(np.float32), 'seed': seed,
+                         'qscale': qscale,
                          'digest': digest}, f)
         print('recorded %s (%s)' % (name, ', '.join(symbols)))
     return failed
@@ -325,7 +402,7 @@ def replay(tcc, root):
         for i in m['inputs']:
             t = i['name']
             path = os.path.join(d, t + '.npy')
-            np.save(path, L.to_npy(case['dtype'], env[t]))
+            np.save(path, L.to_npy(i['dtype'], env[t]))
             args += ['--input', '%s=%s' % (t, path)]
         p = subprocess.run(args, capture_output=True, text=True)
         if p.returncode != 0:
@@ -333,7 +410,7 @@ def replay(tcc, root):
             failed += 1
             continue
         got = L.from_npy(case['dtype'], np.load(os.path.join(out, 'o.npy'))).astype(np.float64)
-        ref = case['ref']
+        ref = case['ref'].astype(np.float64)
         nan = np.isnan(ref)
         bound = (2.0 ** -6 if case['dtype'] == 'bf16' else 2.0 ** -8) * np.abs(ref[~nan]).max()
         same = (np.isnan(got) == nan).all() and np.isfinite(got[~nan]).all()

@@ -332,9 +332,9 @@ def decode_model():
 
 def check_attention(args, work):
     """--gpu-attention: attention chains become one template kernel (scale
-    folded, a causal mask as constraints, a softcap as score code), or two
-    for decode (split-K partial and combine); others keep the GEMM
-    template."""
+    folded, a causal mask as constraints, a softcap as score code, a bias,
+    mask or slopes given as inputs read per score), or two for decode
+    (split-K partial and combine); others keep the GEMM template."""
     def const(name, dtype, value):
         return {'op': 'constant', 'inputs': [], 'outputs': [name],
                 'attrs': {'dtype': dtype, 'shape': [], 'value': value}}
@@ -354,7 +354,35 @@ def check_attention(args, work):
     plain32 = [{'op': 'neg', 'inputs': ['s'], 'outputs': ['ns']},
                {'op': 'neg', 'inputs': ['ns'], 'outputs': ['s_mod']}]
     one, none, two = ['_attn'], [None] * 3, ['_decode', '_combine']
+
+    def captured(m, name, dtype, shape):
+        # Scores read a tensor from outside attention (a model input).
+        m['inputs'].append({'name': name, 'dtype': dtype, 'shape': shape})
+        return m
+    bias = captured(attention_model('f16', [1, 2, 200, 64], [
+        const('c', 'f16', 0.125), {'op': 'mul', 'inputs': ['s', 'c'], 'outputs': ['ss']},
+        {'op': 'add', 'inputs': ['ss', 'bias'], 'outputs': ['s_mod']}]),
+        'bias', 'f16', [1, 2, 200, 200])
+    padding = [const('c', 'bf16', 0.125), {'op': 'mul', 'inputs': ['s', 'c'], 'outputs': ['ss']},
+               const('neg', 'bf16', '-inf'),
+               {'op': 'select', 'inputs': ['mask', 'ss', 'neg'], 'outputs': ['s_mod']}]
+    pad = captured(attention_model('bf16', [2, 2, 256, 128], padding), 'mask', 'bool',
+                   [2, 1, 1, 256])
+    dpad = captured(attention_model('bf16', [2, 4, 1, 128], padding), 'mask', 'bool',
+                    [2, 1, 1, 2048])
+    dpad['inputs'][1]['shape'] = dpad['inputs'][2]['shape'] = [2, 4, 2048, 128]
+    alibi = captured(attention_model('bf16', [1, 4, 256, 64], causal[:4] + [
+        {'op': 'sub', 'inputs': ['col', 'row'], 'outputs': ['d']},
+        {'op': 'cast', 'inputs': ['d'], 'outputs': ['df'], 'attrs': {'to': 'bf16'}},
+        {'op': 'mul', 'inputs': ['df', 'slopes'], 'outputs': ['b']},
+        {'op': 'add', 'inputs': ['ss', 'b'], 'outputs': ['sb']}] + causal[4:6] + [
+        {'op': 'select', 'inputs': ['keep', 'sb', 'neg'], 'outputs': ['s_mod']}]),
+        'slopes', 'bf16', [1, 4, 1, 1])
     cases = [('causal bf16 [2,4,256,128]', attention_model('bf16', [2, 4, 256, 128], causal), one),
+             ('bias input f16 [1,2,200,200]', bias, one),
+             ('padding mask input bf16 [2,1,1,256]', pad, one),
+             ('ALiBi slopes input bf16 [1,4,1,1], causal', alibi, one),
+             ('decode padding mask input [2,1,1,2048]', dpad, two),
              ('softcap f16 [8,256,64]', attention_model('f16', [8, 256, 64], softcap), one),
              ('f32 (no template)', attention_model('f32', [4, 64, 64], plain32), none),
              ('GQA 8/2 bf16', gqa_model(), one),
@@ -380,6 +408,11 @@ def check_attention(args, work):
                 not s.endswith(w) if w else s.endswith(templates)
                 for s, w in zip(symbols, kernels)):
             return '%s on %s: kernels %s' % (name, target, symbols)
+        # A captured tensor (the fourth input) is the first launch's last
+        # argument.
+        if len(m['inputs']) == 4 and manifest['launches'][0]['args'][-1] != 3:
+            return '%s on %s: launch arguments %s' % (name, target,
+                                                     manifest['launches'][0]['args'])
         if args.ptxas:
             path = os.path.join(work, 'attn.ptx')
             with open(path, 'wb') as f:

@@ -256,3 +256,138 @@ func.func @head_256(%q: tensor<1x64x256xbf16>, %k: tensor<1x64x256xbf16>, %v: te
   }
   return %0 : tensor<1x64x256xbf16>
 }
+
+// -----
+
+// An additive bias given as an input (a captured tensor, read per score):
+// the template takes the chain and reads the bias in it.
+// CHECK-LABEL: func.func @bias_input
+// CHECK: tcc.chain attributes {axis = 3 : i64, tcc.attention}
+// CHECK: tcc.add %{{.*}}, %arg3
+func.func @bias_input(%q: tensor<1x4x64x64xf16>, %k: tensor<1x4x64x64xf16>, %v: tensor<1x4x64x64xf16>, %bias: tensor<1x4x64x64xf16>) -> tensor<1x4x64x64xf16> {
+  %0 = tcc.chain attributes {axis = 3 : i64} -> tensor<1x4x64x64xf16> {
+    %s = tcc.matmul %q, %k {transpose_b = true} : tensor<1x4x64x64xf16>, tensor<1x4x64x64xf16> -> tensor<1x4x64x64xf16>
+    %c = tcc.constant {value = 1.250000e-01 : f16} : tensor<f16>
+    %ss = tcc.mul %s, %c : tensor<1x4x64x64xf16>, tensor<f16> -> tensor<1x4x64x64xf16>
+    %sb = tcc.add %ss, %bias : tensor<1x4x64x64xf16>, tensor<1x4x64x64xf16> -> tensor<1x4x64x64xf16>
+    %9 = tcc.reduce_max %sb {axes = array<i64: 3>, keepdims = true} : tensor<1x4x64x64xf16> -> tensor<1x4x64x1xf16>
+    %10 = tcc.sub %sb, %9 : tensor<1x4x64x64xf16>, tensor<1x4x64x1xf16> -> tensor<1x4x64x64xf16>
+    %11 = tcc.exp %10 : tensor<1x4x64x64xf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x64x64xf16> -> tensor<1x4x64x1xf16>
+    %13 = tcc.div %11, %12 : tensor<1x4x64x64xf16>, tensor<1x4x64x1xf16> -> tensor<1x4x64x64xf16>
+    %14 = tcc.matmul %13, %v : tensor<1x4x64x64xf16>, tensor<1x4x64x64xf16> -> tensor<1x4x64x64xf16>
+    tcc.yield %14 : tensor<1x4x64x64xf16>
+  }
+  return %0 : tensor<1x4x64x64xf16>
+}
+
+// -----
+
+// A boolean padding mask [B, 1, 1, L] given as an input, applied with -inf:
+// taken (the mask is applied per score, not analysed).
+// CHECK-LABEL: func.func @padding_mask
+// CHECK: tcc.chain attributes {axis = 3 : i64, tcc.attention}
+// CHECK: tcc.select %arg3
+func.func @padding_mask(%q: tensor<2x4x64x64xbf16>, %k: tensor<2x4x64x64xbf16>, %v: tensor<2x4x64x64xbf16>, %mask: tensor<2x1x1x64xi1>) -> tensor<2x4x64x64xbf16> {
+  %0 = tcc.chain attributes {axis = 3 : i64} -> tensor<2x4x64x64xbf16> {
+    %s = tcc.matmul %q, %k {transpose_b = true} : tensor<2x4x64x64xbf16>, tensor<2x4x64x64xbf16> -> tensor<2x4x64x64xbf16>
+    %c = tcc.constant {value = 1.250000e-01 : bf16} : tensor<bf16>
+    %ss = tcc.mul %s, %c : tensor<2x4x64x64xbf16>, tensor<bf16> -> tensor<2x4x64x64xbf16>
+    %neg = tcc.constant {value = 0xFF80 : bf16} : tensor<bf16>
+    %sm = tcc.select %mask, %ss, %neg : tensor<2x1x1x64xi1>, tensor<2x4x64x64xbf16>, tensor<bf16> -> tensor<2x4x64x64xbf16>
+    %9 = tcc.reduce_max %sm {axes = array<i64: 3>, keepdims = true} : tensor<2x4x64x64xbf16> -> tensor<2x4x64x1xbf16>
+    %10 = tcc.sub %sm, %9 : tensor<2x4x64x64xbf16>, tensor<2x4x64x1xbf16> -> tensor<2x4x64x64xbf16>
+    %11 = tcc.exp %10 : tensor<2x4x64x64xbf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<2x4x64x64xbf16> -> tensor<2x4x64x1xbf16>
+    %13 = tcc.div %11, %12 : tensor<2x4x64x64xbf16>, tensor<2x4x64x1xbf16> -> tensor<2x4x64x64xbf16>
+    %14 = tcc.matmul %13, %v : tensor<2x4x64x64xbf16>, tensor<2x4x64x64xbf16> -> tensor<2x4x64x64xbf16>
+    tcc.yield %14 : tensor<2x4x64x64xbf16>
+  }
+  return %0 : tensor<2x4x64x64xbf16>
+}
+
+// -----
+
+// ALiBi with per-head slopes [1, H, 1, 1] given as an input, causal: the
+// bias is computed in the chain from positions and the slopes; taken.
+// CHECK-LABEL: func.func @alibi_slopes
+// CHECK: tcc.chain attributes {axis = 3 : i64, tcc.attention}
+// CHECK: tcc.mul %{{.*}}, %arg3
+func.func @alibi_slopes(%q: tensor<1x4x64x64xbf16>, %k: tensor<1x4x64x64xbf16>, %v: tensor<1x4x64x64xbf16>, %slopes: tensor<1x4x1x1xbf16>) -> tensor<1x4x64x64xbf16> {
+  %0 = tcc.chain attributes {axis = 3 : i64} -> tensor<1x4x64x64xbf16> {
+    %s = tcc.matmul %q, %k {transpose_b = true} : tensor<1x4x64x64xbf16>, tensor<1x4x64x64xbf16> -> tensor<1x4x64x64xbf16>
+    %c = tcc.constant {value = 1.250000e-01 : bf16} : tensor<bf16>
+    %ss = tcc.mul %s, %c : tensor<1x4x64x64xbf16>, tensor<bf16> -> tensor<1x4x64x64xbf16>
+    %row = tcc.iota {axis = 0 : i64} : tensor<64x64xi32>
+    %col = tcc.iota {axis = 1 : i64} : tensor<64x64xi32>
+    %d = tcc.sub %col, %row : tensor<64x64xi32>, tensor<64x64xi32> -> tensor<64x64xi32>
+    %df = tcc.cast %d : tensor<64x64xi32> -> tensor<64x64xbf16>
+    %b = tcc.mul %df, %slopes : tensor<64x64xbf16>, tensor<1x4x1x1xbf16> -> tensor<1x4x64x64xbf16>
+    %sb = tcc.add %ss, %b : tensor<1x4x64x64xbf16>, tensor<1x4x64x64xbf16> -> tensor<1x4x64x64xbf16>
+    %keep = tcc.greater_equal %row, %col : tensor<64x64xi32>, tensor<64x64xi32> -> tensor<64x64xi1>
+    %neg = tcc.constant {value = -1.0e+30 : bf16} : tensor<bf16>
+    %sm = tcc.select %keep, %sb, %neg : tensor<64x64xi1>, tensor<1x4x64x64xbf16>, tensor<bf16> -> tensor<1x4x64x64xbf16>
+    %9 = tcc.reduce_max %sm {axes = array<i64: 3>, keepdims = true} : tensor<1x4x64x64xbf16> -> tensor<1x4x64x1xbf16>
+    %10 = tcc.sub %sm, %9 : tensor<1x4x64x64xbf16>, tensor<1x4x64x1xbf16> -> tensor<1x4x64x64xbf16>
+    %11 = tcc.exp %10 : tensor<1x4x64x64xbf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x64x64xbf16> -> tensor<1x4x64x1xbf16>
+    %13 = tcc.div %11, %12 : tensor<1x4x64x64xbf16>, tensor<1x4x64x1xbf16> -> tensor<1x4x64x64xbf16>
+    %14 = tcc.matmul %13, %v : tensor<1x4x64x64xbf16>, tensor<1x4x64x64xbf16> -> tensor<1x4x64x64xbf16>
+    tcc.yield %14 : tensor<1x4x64x64xbf16>
+  }
+  return %0 : tensor<1x4x64x64xbf16>
+}
+
+// -----
+
+// A captured tensor changed in the chain by an op with no scalar form (a
+// transpose): not read per score, so the chain is dissolved.
+// CHECK-LABEL: func.func @bias_transposed
+// CHECK-NOT: tcc.chain
+// CHECK: tcc.transpose
+func.func @bias_transposed(%q: tensor<1x4x64x64xf16>, %k: tensor<1x4x64x64xf16>, %v: tensor<1x4x64x64xf16>, %bias: tensor<1x4x64x64xf16>) -> tensor<1x4x64x64xf16> {
+  %0 = tcc.chain attributes {axis = 3 : i64} -> tensor<1x4x64x64xf16> {
+    %s = tcc.matmul %q, %k {transpose_b = true} : tensor<1x4x64x64xf16>, tensor<1x4x64x64xf16> -> tensor<1x4x64x64xf16>
+    %bt = tcc.transpose %bias {perm = array<i64: 0, 1, 3, 2>} : tensor<1x4x64x64xf16> -> tensor<1x4x64x64xf16>
+    %sb = tcc.add %s, %bt : tensor<1x4x64x64xf16>, tensor<1x4x64x64xf16> -> tensor<1x4x64x64xf16>
+    %9 = tcc.reduce_max %sb {axes = array<i64: 3>, keepdims = true} : tensor<1x4x64x64xf16> -> tensor<1x4x64x1xf16>
+    %10 = tcc.sub %sb, %9 : tensor<1x4x64x64xf16>, tensor<1x4x64x1xf16> -> tensor<1x4x64x64xf16>
+    %11 = tcc.exp %10 : tensor<1x4x64x64xf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x64x64xf16> -> tensor<1x4x64x1xf16>
+    %13 = tcc.div %11, %12 : tensor<1x4x64x64xf16>, tensor<1x4x64x1xf16> -> tensor<1x4x64x64xf16>
+    %14 = tcc.matmul %13, %v : tensor<1x4x64x64xf16>, tensor<1x4x64x64xf16> -> tensor<1x4x64x64xf16>
+    tcc.yield %14 : tensor<1x4x64x64xf16>
+  }
+  return %0 : tensor<1x4x64x64xf16>
+}
+
+// -----
+
+// Padding as an additive bias, select(mask, 0, -inf) of a bool mask input,
+// then a causal mask of -1e30: taken (the causal select stays score code,
+// since the bias can make a row's kept keys all -inf).
+// CHECK-LABEL: func.func @padding_bias_causal
+// CHECK: tcc.chain attributes {axis = 3 : i64, tcc.attention}
+// CHECK: tcc.select %arg3
+func.func @padding_bias_causal(%q: tensor<2x4x64x64xbf16>, %k: tensor<2x4x64x64xbf16>, %v: tensor<2x4x64x64xbf16>, %mask: tensor<2x1x1x64xi1>) -> tensor<2x4x64x64xbf16> {
+  %0 = tcc.chain attributes {axis = 3 : i64} -> tensor<2x4x64x64xbf16> {
+    %s = tcc.matmul %q, %k {transpose_b = true} : tensor<2x4x64x64xbf16>, tensor<2x4x64x64xbf16> -> tensor<2x4x64x64xbf16>
+    %zero = tcc.constant {value = 0.0 : bf16} : tensor<bf16>
+    %ninf = tcc.constant {value = 0xFF80 : bf16} : tensor<bf16>
+    %pad = tcc.select %mask, %zero, %ninf : tensor<2x1x1x64xi1>, tensor<bf16>, tensor<bf16> -> tensor<2x1x1x64xbf16>
+    %sp = tcc.add %s, %pad : tensor<2x4x64x64xbf16>, tensor<2x1x1x64xbf16> -> tensor<2x4x64x64xbf16>
+    %row = tcc.iota {axis = 0 : i64} : tensor<64x64xi32>
+    %col = tcc.iota {axis = 1 : i64} : tensor<64x64xi32>
+    %keep = tcc.greater_equal %row, %col : tensor<64x64xi32>, tensor<64x64xi32> -> tensor<64x64xi1>
+    %neg = tcc.constant {value = -1.0e+30 : bf16} : tensor<bf16>
+    %sm = tcc.select %keep, %sp, %neg : tensor<64x64xi1>, tensor<2x4x64x64xbf16>, tensor<bf16> -> tensor<2x4x64x64xbf16>
+    %9 = tcc.reduce_max %sm {axes = array<i64: 3>, keepdims = true} : tensor<2x4x64x64xbf16> -> tensor<2x4x64x1xbf16>
+    %10 = tcc.sub %sm, %9 : tensor<2x4x64x64xbf16>, tensor<2x4x64x1xbf16> -> tensor<2x4x64x64xbf16>
+    %11 = tcc.exp %10 : tensor<2x4x64x64xbf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<2x4x64x64xbf16> -> tensor<2x4x64x1xbf16>
+    %13 = tcc.div %11, %12 : tensor<2x4x64x64xbf16>, tensor<2x4x64x1xbf16> -> tensor<2x4x64x64xbf16>
+    %14 = tcc.matmul %13, %v : tensor<2x4x64x64xbf16>, tensor<2x4x64x64xbf16> -> tensor<2x4x64x64xbf16>
+    tcc.yield %14 : tensor<2x4x64x64xbf16>
+  }
+  return %0 : tensor<2x4x64x64xbf16>
+}

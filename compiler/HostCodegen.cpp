@@ -121,7 +121,8 @@ LogicalResult tcc::compileHostKernels(ModuleOp module,
   std::string error;
   if (failed(compileAndLinkHostModule(
           *llvmModule, options.cpu, options.optLevel, artifact.code,
-          artifact.llvmIR, artifact.assembly, error)))
+          options.emitText ? &artifact.llvmIR : nullptr,
+          options.emitText ? &artifact.assembly : nullptr, error)))
     return module.emitError(error);
   artifact.target = "host";
   artifact.format = "so";

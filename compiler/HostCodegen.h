@@ -20,6 +20,9 @@ struct HostOptions {
   /// any x86-64 machine of the last decade.
   std::string cpu = "x86-64-v2";
   unsigned optLevel = 3;
+  /// Keep the optimised LLVM IR and the assembly text (--emit llvm/asm):
+  /// the assembly costs a second run of the code generator.
+  bool emitText = true;
   /// Where pass timings go (--mlir-timing); may be null.
   mlir::TimingScope *timing = nullptr;
 };

@@ -71,7 +71,7 @@ void toDestinationStyle(func::FuncOp func) {
 
 /// From tcc on tensors to bufferized linalg.
 const char *kLowerPipeline =
-    "func.func(tcc-lower-to-linalg, canonicalize, cse)";
+    "func.func(tcc-lower-to-linalg, canonicalize, cse, tcc-fuse-elementwise)";
 const char *kBufferizePipeline =
     "func.func(canonicalize, tcc-private-inits),"
     "eliminate-empty-tensors,"

@@ -12,12 +12,14 @@
 
 namespace tcc {
 
-/// Optimises `module` for the x86-64 CPU `cpu`, then produces the optimised
-/// LLVM IR text, the assembly text and a shared object linked by ld.lld.
+/// Optimises `module` for the x86-64 CPU `cpu`, then produces a shared
+/// object linked by ld.lld and, where asked for (non-null), the optimised
+/// LLVM IR text and the assembly text (each another pass over the code: the
+/// assembly is a second run of the code generator).
 mlir::LogicalResult
 compileAndLinkHostModule(llvm::Module &module, const std::string &cpu,
                          unsigned optLevel, std::vector<uint8_t> &sharedObject,
-                         std::string &llvmIR, std::string &assembly,
+                         std::string *llvmIR, std::string *assembly,
                          std::string &error);
 
 /// Compiles `module` (no optimisation) to an x86-64 ELF relocatable object.

@@ -195,6 +195,8 @@ static bool compilePath(const std::string &path, tcc::CompileOutput &out) {
   options.target = target.empty() ? std::string("host") : target.getValue();
   options.host.cpu = hostCpu;
   options.host.timing = &timing;
+  options.host.emitText =
+      compileCmd && (emit == Emit::Llvm || emit == Emit::Asm);
   options.gpu.chip = options.target;
   options.gpu.cudaPath = cudaPath;
   options.gpu.rocmDeviceLibs = rocmDeviceLibs;

@@ -229,10 +229,9 @@ static int doCompile() {
     return 1;
   switch (emit) {
   case Emit::Bundle: {
-    std::ofstream os(outputPath, std::ios::binary);
-    os.write((const char *)out.bundle.data(), out.bundle.size());
-    if (!os)
-      return fail("cannot write " + outputPath);
+    std::string error;
+    if (!out.bundle.streamToFile(outputPath, error))
+      return fail(error);
     return 0;
   }
   case Emit::Mlir:
@@ -248,7 +247,7 @@ static int doCompile() {
                : fail("cannot write " + outputPath);
   case Emit::Lib: {
     std::string error;
-    if (!tcc::emitLibrary(out.bundle, outputPath, error))
+    if (!tcc::emitLibrary(out.bundle.serialize(), outputPath, error))
       return fail(error);
     return 0;
   }
@@ -271,7 +270,7 @@ static bool loadOrCompile(std::vector<uint8_t> &bundle) {
   tcc::CompileOutput out;
   if (!compilePath(inputPath, out))
     return false;
-  bundle = std::move(out.bundle);
+  bundle = out.bundle.serialize();
   return true;
 }
 

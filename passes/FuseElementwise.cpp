@@ -202,7 +202,7 @@ private:
     closeReadClusters(op, c);
     Cluster &cluster = clusters[c];
     cluster.members.push_back({g, toMember});
-    cluster.ops += g.getBody()->getOperations().size();
+    cluster.ops += g.getBody()->getOperations().size() - 1; // not the yield
     clusterOf[op] = c;
     memberOf[op] = cluster.members.back();
     if (cluster.ops >= maxOps)

@@ -9,6 +9,8 @@ about linear in their number. Two generated models, each of N ops:
   branches and merges them again, adds skip connections to values far back,
   and returns a few intermediate values besides its end;
 - `wide`: many independent short chains from the same input, each an output.
+- `adds`: a straight chain of adds of params (where each fused loop is
+  largest).
 
 The test compiles both at N and 4N ops (--sizes) and fails when the larger
 takes more than --max-seconds of CPU time, or more than --max-growth times
@@ -244,7 +246,7 @@ def main():
     ap.add_argument('--target', default='host')
     ap.add_argument('--sizes', default='5000,20000',
                     help='two op counts: the small and the large model')
-    ap.add_argument('--models', default='chain,wide')
+    ap.add_argument('--models', default='chain,wide,adds')
     ap.add_argument('--max-seconds', type=float, default=30.0,
                     help='the large model must compile within this')
     ap.add_argument('--max-growth', type=float, default=10.0,

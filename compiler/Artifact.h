@@ -36,6 +36,10 @@ struct CodeArtifact {
   std::string target; ///< "host", "sm_90", "gfx942", ...
   std::string format; ///< "so", "ptx", "hsaco"
   std::vector<uint8_t> code;
+  /// Host code: the CPU it was compiled for and the x86 features it may use
+  /// that the runtime checks (runtime/src/CpuFeatures.h).
+  std::string cpu;
+  std::vector<std::string> cpuFeatures;
   std::string llvmIR;              ///< optimised LLVM IR, for --emit llvm
   std::string assembly;            ///< assembly or PTX, for --emit asm
   std::vector<KernelPlan> kernels; ///< in the order of the kernel functions

@@ -227,9 +227,14 @@ public:
       buffers[id]["offset"] = plan.offsets[i];
     manifest["buffers"] = buffers;
     manifest["arena_bytes"] = plan.arenaBytes;
-    manifest["code"] = json::array({{{"target", code.target},
-                                     {"blob", blobName},
-                                     {"format", code.format}}});
+    json entry = {
+        {"target", code.target}, {"blob", blobName}, {"format", code.format}};
+    // The runtime refuses host code whose CPU features the machine lacks.
+    if (!code.cpu.empty()) {
+      entry["cpu"] = code.cpu;
+      entry["cpu_features"] = code.cpuFeatures;
+    }
+    manifest["code"] = json::array({entry});
     return success();
   }
 

@@ -18,10 +18,13 @@
 #include "compiler/gpu/WgmmaKernel.h"
 #include "ir/TccOps.h"
 #include "passes/AttentionMatch.h"
+#include "runtime/src/FileIO.h"
 
 #include "mlir/Dialect/DLTI/DLTI.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/LLVMIR/ROCDLDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Matchers.h"
@@ -34,29 +37,6 @@
 #include <nlohmann/json.hpp>
 
 using namespace mlir;
-
-namespace {
-/// NN of an NVIDIA chip "sm_NN" or "sm_NNa" (70 and up).
-std::optional<unsigned> smVersion(StringRef chip) {
-  unsigned version;
-  if (!chip.consume_front("sm_"))
-    return std::nullopt;
-  chip.consume_back("a");
-  if (chip.getAsInteger(10, version) || version < 70 || version >= 1000)
-    return std::nullopt;
-  return version;
-}
-} // namespace
-
-bool ::tcc::isNvidiaTarget(const std::string &target) {
-  return smVersion(target).has_value();
-}
-
-bool ::tcc::isAmdTarget(const std::string &target) {
-  StringRef t(target);
-  return t.consume_front("gfx") && t.size() >= 3 && t.size() <= 4 &&
-         llvm::all_of(t, llvm::isHexDigit);
-}
 
 namespace {
 
@@ -84,24 +64,35 @@ std::string launchPipeline(bool rowFusion, int64_t rowValuesPerThread,
 /// convert-gpu-to-nvvm (and -rocdl) lowers vector ops too, with the data layout's index
 /// width; convert-vector-to-llvm alone would use 64 bits and leave casts
 /// that nothing removes when indices are 32-bit.
-std::string nvvmPipeline(llvm::StringRef chip) {
-  // The L2 policy loads need PTX 7.4 and sm_80; LLVM writes PTX 7.0 for
-  // sm_80, and the policy was measured on sm_90 only: sm_90 and later.
-  bool hinted = smVersion(chip).value_or(0) >= 90;
+std::string nvvmPipeline(const ::tcc::TargetDesc &target) {
+  // The L2 policy loads need PTX 7.4 (TargetDesc::l2CacheHints).
+  bool hinted = target.l2CacheHints;
   return std::string("gpu.module(expand-strided-metadata, lower-affine, "
                      "convert-nvgpu-to-nvvm, convert-scf-to-cf, "
                      "convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},"
                      " convert-nvvm-to-llvm, convert-vector-to-llvm, "
                      "convert-arith-to-llvm, convert-ub-to-llvm,"
-                     " convert-math-to-llvm, reconcile-unrealized-casts") +
+                     " convert-math-to-llvm, reconcile-unrealized-casts,"
+                     " tcc-gpu-align-globals") +
          (hinted ? ", tcc-gpu-l2-policy)" : ")");
 }
-const char *kRocdlPipeline =
-    "gpu.module(expand-strided-metadata, lower-affine, convert-scf-to-cf,"
-    " arith-expand{include-bf16=1},"
-    " convert-gpu-to-rocdl{use-bare-ptr-memref-call-conv=1},"
-    " convert-vector-to-llvm, convert-arith-to-llvm, convert-ub-to-llvm,"
-    " convert-math-to-llvm, reconcile-unrealized-casts)";
+/// The chipset tells the ROCDL conversions which instructions exist.
+/// convert-gpu-to-rocdl alone lowers some math ops (tanh) to LLVM intrinsics
+/// that the AMDGPU back end cannot select ("no libcall available for
+/// ftanh"): every math op the lowering makes becomes an ocml call first,
+/// leaving the generic patterns only what AMDGPU has instructions for.
+std::string rocdlPipeline(const ::tcc::TargetDesc &target) {
+  return "convert-math-to-rocdl{chipset=" + target.name +
+         "}, gpu.module(expand-strided-metadata, lower-affine, "
+         "convert-scf-to-cf,"
+         " arith-expand{include-bf16=1},"
+         " convert-gpu-to-rocdl{use-bare-ptr-memref-call-conv=1 chipset=" +
+         target.name +
+         "},"
+         " convert-vector-to-llvm, convert-arith-to-llvm, convert-ub-to-llvm,"
+         " convert-math-to-llvm, reconcile-unrealized-casts,"
+         " tcc-gpu-align-globals)";
+}
 
 uint64_t bytesOf(MemRefType t) {
   unsigned bits = t.getElementTypeBitWidth();
@@ -323,13 +314,12 @@ struct ScheduleOverrides {
   LogicalResult load(const std::string &path, std::string &error) {
     if (path.empty())
       return success();
-    auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
-    if (!buffer) {
-      error = "cannot read schedule file " + path;
+    // A regular file only: /dev/zero or a FIFO would never end.
+    std::string text;
+    if (!::tcc::io::readRegularFile(path, text, error))
       return failure();
-    }
-    nlohmann::json j = nlohmann::json::parse(
-        (*buffer)->getBuffer().str(), nullptr, /*allow_exceptions=*/false);
+    nlohmann::json j =
+        nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (!j.is_object()) {
       error = path + ": a schedule file is a JSON object";
       return failure();
@@ -428,7 +418,7 @@ struct AttentionUse {
 /// that the template computes; if so, builds the template's kernel into
 /// `gpuModule`.
 std::optional<AttentionUse> takeAttention(func::FuncOp f,
-                                          const std::string &chip,
+                                          const ::tcc::TargetDesc &target,
                                           gpu::GPUModuleOp gpuModule) {
   auto kind = f->getAttrOfType<StringAttr>("tcc.kind");
   Block &entry = f.getBody().front();
@@ -475,8 +465,8 @@ std::optional<AttentionUse> takeAttention(func::FuncOp f,
   AttentionUse use;
   int out = f.getNumArguments();
   if (::tcc::gpu::preferDecode(p)) {
-    ::tcc::gpu::DecodeSchedule ds = ::tcc::gpu::chooseDecodeSchedule(p, chip);
-    if (::tcc::gpu::decodeScheduleValid(p, ds, why)) {
+    ::tcc::gpu::DecodeSchedule ds = ::tcc::gpu::chooseDecodeSchedule(p, target);
+    if (::tcc::gpu::decodeScheduleValid(p, ds, target, why)) {
       std::string partial = f.getSymName().str() + "_decode";
       std::string combine = f.getSymName().str() + "_combine";
       FailureOr<::tcc::gpu::DecodeKernels> dk =
@@ -494,19 +484,20 @@ std::optional<AttentionUse> takeAttention(func::FuncOp f,
       return use;
     }
   }
-  // On sm_90a, Hopper's warpgroup MMA (1.3-1.6x the mma.sync template at
-  // sequence 8192, docs/performance.md) takes head dims 64 and 128.
+  // With wgmma (sm_90a), Hopper's warpgroup MMA (1.3-1.6x the mma.sync
+  // template at sequence 8192, docs/performance.md) takes head dims 64 and
+  // 128.
   std::string symbol = f.getSymName().str() + "_attn";
   FailureOr<::tcc::gpu::KernelLaunch> launch = failure();
   ::tcc::gpu::WgmmaAttentionSchedule ws =
       ::tcc::gpu::chooseWgmmaAttentionSchedule(p);
-  if (chip == "sm_90a" && ::tcc::gpu::wgmmaAttentionSupports(p, ws, why)) {
+  if (target.wgmma && ::tcc::gpu::wgmmaAttentionSupports(p, ws, target, why)) {
     symbol += "_wgmma";
     launch = ::tcc::gpu::buildWgmmaAttentionKernel(b, gpuModule, symbol, p, ws);
   } else {
     ::tcc::gpu::AttentionSchedule schedule =
-        ::tcc::gpu::chooseAttentionSchedule(p, chip);
-    if (!::tcc::gpu::attentionScheduleValid(p, schedule, why))
+        ::tcc::gpu::chooseAttentionSchedule(p, target);
+    if (!::tcc::gpu::attentionScheduleValid(p, schedule, target, why))
       return std::nullopt;
     launch =
         ::tcc::gpu::buildAttentionKernel(b, gpuModule, symbol, p, schedule);
@@ -521,7 +512,7 @@ std::optional<AttentionUse> takeAttention(func::FuncOp f,
 }
 
 LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
-                              const std::string &chip,
+                              const ::tcc::TargetDesc &target,
                               const ScheduleOverrides &overrides,
                               gpu::GPUModuleOp gpuModule,
                               ::tcc::KernelPlan &plan) {
@@ -530,15 +521,14 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
   const ::tcc::gpu::MatmulProblem &mp = use.problem;
   std::string error, symbol;
   FailureOr<::tcc::gpu::KernelLaunch> launch = failure();
-  // On sm_90a, Hopper's warpgroup MMA takes what it supports (bf16/f16/tf32,
-  // one matrix, A row-major, sizes multiples of its tiles): 0.80-0.89x cuBLAS
-  // where mma.sync reaches about 0.6 (docs/performance.md). A matmul
-  // schedule in --schedule keeps the mma.sync template.
-  // tf32 wants B stored [N][K]: wgmma reads 32-bit operands K-major only,
-  // and mma.sync reads B through ldmatrix only so (32-bit elements have no
-  // transposing ldmatrix: 0.62x cuBLAS against 0.47x). B [K][N] is
-  // transposed into scratch first, for a few percent of the GEMM's time
-  // (docs/performance.md).
+  // With wgmma (sm_90a), Hopper's warpgroup MMA takes what it supports
+  // (bf16/f16/tf32, one matrix, A row-major, sizes multiples of its tiles):
+  // 0.80-0.89x cuBLAS where mma.sync reaches about 0.6 (docs/performance.md). A
+  // matmul schedule in --schedule keeps the mma.sync template. tf32 wants B
+  // stored [N][K]: wgmma reads 32-bit operands K-major only, and mma.sync reads
+  // B through ldmatrix only so (32-bit elements have no transposing ldmatrix:
+  // 0.62x cuBLAS against 0.47x). B [K][N] is transposed into scratch first, for
+  // a few percent of the GEMM's time (docs/performance.md).
   bool tf32 = mp.aType.isF32() && mp.allowTf32;
   bool transposeB = tf32 && !mp.transB;
   ::tcc::gpu::WgmmaProblem wp;
@@ -554,19 +544,19 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
   ::tcc::gpu::WgmmaSchedule ws = ::tcc::gpu::chooseWgmmaSchedule(wp);
   // Fewer than 64 rows would leave most of every 64-row wgmma idle; the
   // mma.sync template's smaller tiles serve them.
-  if (chip == "sm_90a" && mp.m >= 64 && !mp.transA &&
+  if (target.wgmma && mp.m >= 64 && !mp.transA &&
       (mp.aType.isBF16() || mp.aType.isF16() || tf32) &&
       overrides.all.empty() && !overrides.perKernel.contains(name) &&
-      ::tcc::gpu::wgmmaKernelSupports(wp, ws, error)) {
+      ::tcc::gpu::wgmmaKernelSupports(wp, ws, target, error)) {
     symbol = name + "_wgmma";
     launch = ::tcc::gpu::buildWgmmaKernel(b, gpuModule, symbol, wp, ws);
   } else {
     ::tcc::gpu::MatmulProblem tp = mp;
     tp.transB = mp.transB || transposeB;
     ::tcc::gpu::MatmulSchedule schedule =
-        ::tcc::gpu::chooseMatmulSchedule(tp, chip);
+        ::tcc::gpu::chooseMatmulSchedule(tp, target);
     if (failed(overrides.apply(name, schedule, error)) ||
-        !::tcc::gpu::matmulScheduleValid(tp, schedule, error))
+        !::tcc::gpu::matmulScheduleValid(tp, schedule, target, error))
       return gpuModule.emitError("kernel ") << name << ": " << error;
     symbol = name + "_mma";
     launch = ::tcc::gpu::buildMatmulKernel(b, gpuModule, symbol, tp, schedule);
@@ -625,9 +615,10 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
 namespace tcc {
 LogicalResult compileGpuKernels(ModuleOp module, const GpuOptions &options,
                                 CodeArtifact &artifact) {
-  bool nvidia = isNvidiaTarget(options.chip);
-  if (!nvidia && !isAmdTarget(options.chip))
-    return module.emitError("unknown GPU target '") << options.chip << "'";
+  const TargetDesc &target = options.target;
+  bool nvidia = target.isNvidia();
+  if (!target.isGpu())
+    return module.emitError("not a GPU target: ") << target.name;
   ScheduleOverrides overrides;
   std::string scheduleError;
   if (failed(overrides.load(options.scheduleFile, scheduleError)))
@@ -643,11 +634,12 @@ LogicalResult compileGpuKernels(ModuleOp module, const GpuOptions &options,
       mlir::gpu::GPUModuleOp::create(tb, module.getLoc(), "tcc_attention");
   OwningOpRef<ModuleOp> device =
       cloneKernelsAsBuffers(module, names, [&](func::FuncOp f) {
-        if (!nvidia)
+        // The templates are written with cp.async and mma.sync.
+        if (!target.cpAsync || !target.mmaSync)
           return;
         if (options.attention)
           if (std::optional<AttentionUse> use =
-                  takeAttention(f, options.chip, attentionModule)) {
+                  takeAttention(f, target, attentionModule)) {
             attentions[f.getSymName()] = *use;
             return;
           }
@@ -693,9 +685,23 @@ LogicalResult compileGpuKernels(ModuleOp module, const GpuOptions &options,
   for (auto [i, name] : llvm::enumerate(names)) {
     auto use = matmuls.find(name);
     if (use != matmuls.end() &&
-        failed(addMatmulLaunch(use->second, name, options.chip, overrides,
-                               gpuModule, artifact.kernels[i])))
+        failed(addMatmulLaunch(use->second, name, target, overrides, gpuModule,
+                               artifact.kernels[i])))
       return failure();
+  }
+  // A per-kernel schedule must name a kernel it can change: a typo would
+  // otherwise leave the heuristic's schedule in place without a word.
+  for (auto &[name, value] : overrides.perKernel.items()) {
+    if (matmuls.count(name))
+      continue;
+    std::string known;
+    for (const std::string &n : names)
+      if (matmuls.count(n))
+        known += (known.empty() ? "" : ", ") + n;
+    return module.emitError("--schedule: '")
+           << name << "' is not a matmul kernel of this model ("
+           << (known.empty() ? "it has none" : "its matmul kernels: " + known)
+           << "; `tcc inspect` lists kernels)";
   }
   WalkResult allocs = gpuModule.walk([](memref::AllocOp alloc) {
     alloc.emitError("a GPU kernel allocates memory inside a loop");
@@ -712,8 +718,18 @@ LogicalResult compileGpuKernels(ModuleOp module, const GpuOptions &options,
           ctx, {DataLayoutEntryAttr::get(
                    IndexType::get(ctx),
                    IntegerAttr::get(IntegerType::get(ctx, 64), indexBits))}));
+  // The chip on the module, from the one description: NVVM ops check the
+  // architecture they need against it (wgmma on sm_90a only) with an error
+  // rather than an abort in LLVM's instruction selection.
+  Attribute targetAttr =
+      nvidia ? Attribute(NVVM::NVVMTargetAttr::get(
+                   ctx, options.optLevel, "nvptx64-nvidia-cuda", target.name))
+             : Attribute(ROCDL::ROCDLTargetAttr::get(
+                   ctx, options.optLevel, "amdgcn-amd-amdhsa", target.name,
+                   /*features=*/"", /*abiVersion=*/"500"));
+  gpuModule.setTargetsAttr(ArrayAttr::get(ctx, {targetAttr}));
   if (failed(runPipeline(*device,
-                         nvidia ? nvvmPipeline(options.chip) : kRocdlPipeline,
+                         nvidia ? nvvmPipeline(target) : rocdlPipeline(target),
                          "GPU code generation", options.timing)))
     return failure();
 
@@ -727,17 +743,17 @@ LogicalResult compileGpuKernels(ModuleOp module, const GpuOptions &options,
   if (!llvmModule)
     return module.emitError("translation of GPU kernels to LLVM IR failed");
   std::string error;
-  artifact.target = options.chip;
+  artifact.target = target.name;
   if (nvidia) {
     artifact.format = "ptx";
-    if (failed(compileNvptxModule(*llvmModule, options.chip, options.optLevel,
+    if (failed(compileNvptxModule(*llvmModule, target, options.optLevel,
                                   options.cudaPath, artifact.assembly,
                                   artifact.llvmIR, error)))
       return module.emitError(error);
     artifact.code.assign(artifact.assembly.begin(), artifact.assembly.end());
   } else {
     artifact.format = "hsaco";
-    if (failed(compileAmdgpuModule(*llvmModule, options.chip, options.optLevel,
+    if (failed(compileAmdgpuModule(*llvmModule, target, options.optLevel,
                                    options.rocmDeviceLibs, artifact.code,
                                    artifact.llvmIR, artifact.assembly, error)))
       return module.emitError(error);

@@ -4,6 +4,7 @@
 #define TCC_COMPILER_GPUCODEGEN_H
 
 #include "compiler/Artifact.h"
+#include "compiler/Target.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LogicalResult.h"
@@ -14,8 +15,8 @@
 namespace tcc {
 
 struct GpuOptions {
-  /// "sm_80", "sm_90", "gfx90a", "gfx942", ...
-  std::string chip;
+  /// The GPU (NVIDIA or AMD), parsed from --target (compiler/Target.h).
+  TargetDesc target;
   unsigned optLevel = 3;
   /// The CUDA toolkit (for libdevice); searched for when empty.
   std::string cudaPath;
@@ -40,12 +41,8 @@ struct GpuOptions {
   mlir::TimingScope *timing = nullptr;
 };
 
-/// Whether `target` names a GPU this compiler generates code for.
-bool isNvidiaTarget(const std::string &target);
-bool isAmdTarget(const std::string &target);
-
 /// Compiles every function marked `tcc.kernel` in `module` (left unchanged)
-/// into one code object for the GPU `options.chip`: PTX text for NVIDIA,
+/// into one code object for the GPU `options.target`: PTX text for NVIDIA,
 /// an HSA code object for AMD. Each kernel function becomes one or more
 /// device functions, launched in order, whose parameters are buffer
 /// pointers only.

@@ -43,7 +43,8 @@ const char *kHostLoweringPipeline =
     "convert-arith-to-llvm, convert-index-to-llvm,"
     "convert-func-to-llvm{use-bare-ptr-memref-call-conv=1},"
     "convert-cf-to-llvm,"
-    "reconcile-unrealized-casts";
+    "reconcile-unrealized-casts,"
+    "tcc-host-checked-alloc";
 
 /// Adds `void name(void **args, i64 begin, i64 end)` calling the lowered
 /// kernel body `(buffers..., begin, end)` (see tcc-partition-grid), which
@@ -120,10 +121,12 @@ LogicalResult tcc::compileHostKernels(ModuleOp module,
     return module.emitError("translation of host kernels to LLVM IR failed");
   std::string error;
   if (failed(compileAndLinkHostModule(
-          *llvmModule, options.cpu, options.optLevel, artifact.code,
-          options.emitText ? &artifact.llvmIR : nullptr,
-          options.emitText ? &artifact.assembly : nullptr, error)))
+          *llvmModule, options.cpu, options.cpuFeatures, options.optLevel,
+          artifact.code, options.emitText ? &artifact.llvmIR : nullptr,
+          options.emitText ? &artifact.assembly : nullptr,
+          artifact.cpuFeatures, error)))
     return module.emitError(error);
+  artifact.cpu = options.cpu;
   artifact.target = "host";
   artifact.format = "so";
   for (auto [i, name] : llvm::enumerate(names)) {

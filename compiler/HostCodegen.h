@@ -17,8 +17,11 @@ namespace tcc {
 
 struct HostOptions {
   /// LLVM CPU name; a portable baseline by default, so that a bundle runs on
-  /// any x86-64 machine of the last decade.
+  /// any x86-64 machine of the last decade. Resolved by resolveHostCpu
+  /// (LLVMUtils.h): never "native" here.
   std::string cpu = "x86-64-v2";
+  /// LLVM feature string beside it ("+avx2,-avx512f,..."; --cpu native).
+  std::string cpuFeatures;
   unsigned optLevel = 3;
   /// Keep the optimised LLVM IR and the assembly text (--emit llvm/asm):
   /// the assembly costs a second run of the code generator.

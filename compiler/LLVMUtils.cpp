@@ -1,5 +1,6 @@
 //===- LLVMUtils.cpp - LLVM back-end steps shared by targets --------------===//
 #include "compiler/LLVMUtils.h"
+#include "runtime/src/CpuFeatures.h"
 
 #include "llvm/Analysis/CGSCCPassManager.h"
 #include "llvm/Analysis/LoopAnalysisManager.h"
@@ -19,12 +20,15 @@
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
+#include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/Triple.h"
 #include "llvm/Transforms/Utils/Cloning.h"
 
 using namespace llvm;
 
 namespace {
+
+const char *const kHostTriple = "x86_64-unknown-linux-gnu";
 
 /// hostlib/SoftFloat.c as LLVM bitcode, built with the compiler.
 const unsigned char kSoftFloatBitcode[] = {
@@ -215,13 +219,11 @@ std::string findRocmDeviceLibs(const std::string &dir) {
 /// The ROCm libraries read their configuration from constants that a
 /// compiler defines (what the oclc_*.bc files hold): gfx ISA version,
 /// wavefront size, and the non-"fast math" choices.
-void defineRocmControls(Module &module, const std::string &chip) {
-  StringRef digits = StringRef(chip).drop_front(3);
-  unsigned major = 0, minor = 0, stepping = 0;
-  digits.drop_back(2).getAsInteger(10, major);
-  StringRef(digits.end() - 2, 1).getAsInteger(16, minor);
-  StringRef(digits.end() - 1, 1).getAsInteger(16, stepping);
-  bool wave64 = major < 10;
+void defineRocmControls(Module &module, const tcc::TargetDesc &target) {
+  // gfx942: major 9, minor 4, stepping 2 (the last two are hex digits).
+  unsigned major = target.version >> 8, minor = (target.version >> 4) & 0xf,
+           stepping = target.version & 0xf;
+  bool wave64 = target.warpSize == 64;
   std::pair<const char *, uint64_t> controls[] = {
       {"__oclc_ISA_version", major * 1000 + minor * 100 + stepping},
       {"__oclc_ABI_version", 500},
@@ -287,21 +289,28 @@ bool linkShared(ArrayRef<char> object, std::vector<std::string> flags,
   return true;
 }
 
-std::unique_ptr<TargetMachine> createHostMachine(const std::string &cpu,
-                                                 unsigned optLevel,
-                                                 std::string &error) {
+const Target *hostTarget(std::string &error) {
   InitializeNativeTarget();
   InitializeNativeTargetAsmPrinter();
-  Triple triple("x86_64-unknown-linux-gnu");
   std::string lookupError;
-  const Target *target = TargetRegistry::lookupTarget(triple, lookupError);
-  if (!target) {
+  const Target *target =
+      TargetRegistry::lookupTarget(Triple(kHostTriple), lookupError);
+  if (!target)
     error = "no x86-64 target in this LLVM: " + lookupError;
+  return target;
+}
+
+std::unique_ptr<TargetMachine> createHostMachine(const std::string &cpu,
+                                                 const std::string &features,
+                                                 unsigned optLevel,
+                                                 std::string &error) {
+  const Target *target = hostTarget(error);
+  if (!target)
     return nullptr;
-  }
+  Triple triple(kHostTriple);
   TargetOptions targetOptions;
   std::unique_ptr<TargetMachine> tm(target->createTargetMachine(
-      triple, cpu, "", targetOptions, Reloc::PIC_, std::nullopt,
+      triple, cpu, features, targetOptions, Reloc::PIC_, std::nullopt,
       optLevel >= 2 ? CodeGenOptLevel::Aggressive : CodeGenOptLevel::Default));
   if (!tm)
     error = "cannot create an x86-64 target machine for CPU '" + cpu + "'";
@@ -313,7 +322,7 @@ std::unique_ptr<TargetMachine> createHostMachine(const std::string &cpu,
 mlir::LogicalResult tcc::emitHostObject(Module &module,
                                         std::vector<uint8_t> &object,
                                         std::string &error) {
-  std::unique_ptr<TargetMachine> tm = createHostMachine("x86-64", 0, error);
+  std::unique_ptr<TargetMachine> tm = createHostMachine("x86-64", "", 0, error);
   if (!tm)
     return mlir::failure();
   module.setTargetTriple(tm->getTargetTriple());
@@ -358,13 +367,53 @@ int tcc::runProgram(const std::string &program,
   return status;
 }
 
+mlir::LogicalResult tcc::resolveHostCpu(const std::string &cpu,
+                                        std::string &name,
+                                        std::string &features,
+                                        std::string &error) {
+  name = cpu;
+  features.clear();
+  if (cpu == "native") {
+    name = sys::getHostCPUName().str();
+    std::vector<std::string> flags;
+    for (const auto &f : sys::getHostCPUFeatures())
+      flags.push_back((f.second ? "+" : "-") + f.first().str());
+    llvm::sort(flags);
+    features = llvm::join(flags, ",");
+  }
+  const Target *target = hostTarget(error);
+  if (!target)
+    return mlir::failure();
+  std::unique_ptr<MCSubtargetInfo> sti(
+      target->createMCSubtargetInfo(Triple(kHostTriple), "", ""));
+  if (!sti || !sti->isCPUStringValid(name)) {
+    error = "unknown --cpu '" + cpu +
+            "' (an x86-64 CPU LLVM knows, such as x86-64-v2, x86-64-v3, "
+            "x86-64-v4, skylake-avx512, znver4, sapphirerapids, or native)";
+    return mlir::failure();
+  }
+  return mlir::success();
+}
+
 mlir::LogicalResult tcc::compileAndLinkHostModule(
-    Module &module, const std::string &cpu, unsigned optLevel,
-    std::vector<uint8_t> &sharedObject, std::string *llvmIR,
-    std::string *assembly, std::string &error) {
-  std::unique_ptr<TargetMachine> tm = createHostMachine(cpu, optLevel, error);
+    Module &module, const std::string &cpu, const std::string &features,
+    unsigned optLevel, std::vector<uint8_t> &sharedObject, std::string *llvmIR,
+    std::string *assembly, std::vector<std::string> &requiredFeatures,
+    std::string &error) {
+  std::unique_ptr<TargetMachine> tm =
+      createHostMachine(cpu, features, optLevel, error);
   if (!tm)
     return mlir::failure();
+  // What the code may use is what the target machine enables: the CPU's
+  // features with the string's changes. Those the runtime can check are
+  // recorded.
+  requiredFeatures.clear();
+  const MCSubtargetInfo *sti = tm->getMCSubtargetInfo();
+  for (const SubtargetFeatureKV &kv : sti->getAllProcessorFeatures())
+    if (sti->getFeatureBits().test(kv.Value) &&
+        llvm::binary_search(tcc::cpu::checkableFeatures(), kv.Key))
+      requiredFeatures.push_back(kv.Key);
+  llvm::sort(requiredFeatures);
   module.setTargetTriple(tm->getTargetTriple());
   module.setDataLayout(tm->createDataLayout());
   if (!linkSoftFloat(module, error))
@@ -392,12 +441,12 @@ mlir::LogicalResult tcc::compileAndLinkHostModule(
 }
 
 mlir::LogicalResult
-tcc::compileNvptxModule(Module &module, const std::string &chip,
+tcc::compileNvptxModule(Module &module, const TargetDesc &target,
                         unsigned optLevel, const std::string &cudaPath,
                         std::string &ptx, std::string &llvmIR,
                         std::string &error) {
   std::unique_ptr<TargetMachine> tm =
-      createGpuMachine("nvptx64-nvidia-cuda", chip, optLevel, error);
+      createGpuMachine("nvptx64-nvidia-cuda", target.name, optLevel, error);
   if (!tm)
     return mlir::failure();
   module.setTargetTriple(tm->getTargetTriple());
@@ -428,12 +477,12 @@ tcc::compileNvptxModule(Module &module, const std::string &chip,
 }
 
 mlir::LogicalResult
-tcc::compileAmdgpuModule(Module &module, const std::string &chip,
+tcc::compileAmdgpuModule(Module &module, const TargetDesc &target,
                          unsigned optLevel, const std::string &deviceLibDir,
                          std::vector<uint8_t> &hsaco, std::string &llvmIR,
                          std::string &assembly, std::string &error) {
   std::unique_ptr<TargetMachine> tm =
-      createGpuMachine("amdgcn-amd-amdhsa", chip, optLevel, error);
+      createGpuMachine("amdgcn-amd-amdhsa", target.name, optLevel, error);
   if (!tm)
     return mlir::failure();
   module.setTargetTriple(tm->getTargetTriple());
@@ -449,7 +498,7 @@ tcc::compileAmdgpuModule(Module &module, const std::string &chip,
       if (!linkBitcodeFile(module, dir + "/" + lib, error))
         return mlir::failure();
   }
-  defineRocmControls(module, chip);
+  defineRocmControls(module, target);
   module.addModuleFlag(Module::Error, "amdhsa_code_object_version",
                        uint32_t(500));
   internalizeAllButKernels(module);

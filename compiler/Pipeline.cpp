@@ -13,25 +13,18 @@
 using mlir::LogicalResult;
 using mlir::ModuleOp;
 
-bool tcc::isSupportedTarget(const std::string &target) {
-  return target == "host" || isNvidiaTarget(target) || isAmdTarget(target);
-}
-
 LogicalResult tcc::compileModel(ImportedModel &model,
                                 const CompileOptions &options,
                                 CompileOutput &output) {
   ModuleOp module = *model.module;
-  if (!isSupportedTarget(options.target))
-    return module.emitError("unknown target '")
-           << options.target << "' (known: host, sm_NN for NVIDIA GPUs such as sm_80 and "
-              "sm_90, gfxNNN for AMD GPUs such as gfx90a and gfx942)";
+  const TargetDesc &target = options.target;
   if (options.fusion != "auto" && options.fusion != "off" &&
       options.fusion != "rolling" && options.fusion != "splitk")
     return module.emitError("unknown --fusion '")
            << options.fusion << "' (known: auto, off, rolling, splitk)";
   // The rolling loop's per-thread buffers of an attention chain become
   // stack memory that LLVM's AMDGPU back end cannot select (it aborts).
-  if (isAmdTarget(options.target) && options.fusion == "rolling")
+  if (target.isAmd() && options.fusion == "rolling")
     return module.emitError("--fusion=rolling is not supported for AMD "
                             "targets yet (use splitk or off)");
   mlir::PassManager pm(module.getContext());
@@ -50,8 +43,9 @@ LogicalResult tcc::compileModel(ImportedModel &model,
   // formed with matmuls, those the template does not take are dissolved
   // and formed again without them.
   mlir::tcc::TccFormChainsOptions chains;
-  bool gpuAttention = isNvidiaTarget(options.target) && options.gpu.attention;
-  if (options.target != "host" && !gpuAttention)
+  bool gpuAttention =
+      target.isNvidia() && target.mmaSync && options.gpu.attention;
+  if (target.isGpu() && !gpuAttention)
     chains.maxMatmulExtent = 0;
   pm.addNestedPass<mlir::func::FuncOp>(mlir::tcc::createTccFormChains(chains));
   if (gpuAttention) {
@@ -65,13 +59,13 @@ LogicalResult tcc::compileModel(ImportedModel &model,
   // GPU code generation does not take the fused forms yet: auto is off there.
   mlir::tcc::TccChainFusionOptions fusion;
   fusion.mode = options.fusion;
-  if (options.target != "host" && options.fusion == "auto")
+  if (target.isGpu() && options.fusion == "auto")
     fusion.mode = "off";
   // Host threads split rows: a few rows are enough parallel work. Measured
   // on the host, fused softmax and norms lose to the unfused row kernel
   // (which tcc-partition-grid splits over threads, a rolling loop it does
   // not), attention gains: docs/fusion.md.
-  if (options.target == "host") {
+  if (target.isHost()) {
     fusion.minRows = 4;
     fusion.parallelism = 16;
     fusion.matmulChainsOnly = true;
@@ -100,12 +94,12 @@ LogicalResult tcc::compileModel(ImportedModel &model,
   module.print(os);
 
   CodeArtifact code;
-  if (options.target == "host") {
+  if (target.isHost()) {
     if (mlir::failed(compileHostKernels(module, options.host, code)))
       return mlir::failure();
   } else {
     GpuOptions gpu = options.gpu;
-    gpu.chip = options.target;
+    gpu.target = target;
     if (mlir::failed(compileGpuKernels(module, gpu, code)))
       return mlir::failure();
   }

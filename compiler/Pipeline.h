@@ -14,9 +14,10 @@
 namespace tcc {
 
 struct CompileOptions {
-  std::string target = "host";
+  /// Parsed once from --target (parseTarget); the host by default.
+  TargetDesc target;
   HostOptions host;
-  GpuOptions gpu; ///< for GPU targets; gpu.chip is the target
+  GpuOptions gpu; ///< for GPU targets; gpu.target is set from `target`
   /// Reduction-chain fusion (docs/fusion.md): auto (the cost model on the
   /// host, off on GPUs until their code generation takes the forms), off,
   /// rolling or splitk (forced, on any target).
@@ -38,9 +39,6 @@ struct CompileOutput {
 mlir::LogicalResult compileModel(ImportedModel &model,
                                  const CompileOptions &options,
                                  CompileOutput &output);
-
-/// The targets `--target` accepts now.
-bool isSupportedTarget(const std::string &target);
 
 } // namespace tcc
 

@@ -9,10 +9,12 @@
 // (runtime/tools); this driver adds model compilation in front of them.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/LLVMUtils.h"
 #include "compiler/LibEmitter.h"
 #include "compiler/Pipeline.h"
 #include "compiler/Registration.h"
 #include "frontend/ModelImporter.h"
+#include "runtime/src/FileIO.h"
 #include "runtime/tools/Runner.h"
 
 #include "mlir/IR/AsmState.h"
@@ -21,13 +23,16 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/Timing.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <fstream>
 #include <iostream>
+#include <new>
+
+#include <unistd.h>
 
 namespace cl = llvm::cl;
 
@@ -45,9 +50,9 @@ static cl::opt<std::string> outputPath("o", cl::desc("Output path"),
                                        cl::sub(compileCmd));
 static cl::opt<std::string>
     target("target",
-           cl::desc("Target: host (compile's default), sm_80, sm_90 ... "
-                    "(NVIDIA), gfx90a, gfx942 ... (AMD); run and bench use "
-                    "the bundle's own target unless this is given"),
+           cl::desc("Target: host (compile's default), sm_80, sm_86, sm_89, "
+                    "sm_90, sm_90a (NVIDIA), gfx90a, gfx942 (AMD); run and "
+                    "bench use the bundle's own target unless this is given"),
            cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
 static cl::opt<bool> cudaGraph(
     "cuda-graph",
@@ -56,7 +61,9 @@ static cl::opt<bool> cudaGraph(
     cl::sub(runCmd), cl::sub(benchCmd));
 static cl::opt<std::string>
     hostCpu("cpu",
-            cl::desc("x86-64 CPU for host code (default: a portable baseline)"),
+            cl::desc("x86-64 CPU for host code: an LLVM CPU name or native "
+                     "(default: a portable baseline); the bundle then runs "
+                     "only on CPUs with its features"),
             cl::init("x86-64-v2"), cl::sub(compileCmd), cl::sub(runCmd),
             cl::sub(benchCmd));
 static cl::opt<std::string> cudaPath(
@@ -147,15 +154,22 @@ static int fail(const std::string &message) {
   return 1;
 }
 
+/// Out of memory while LLVM or MLIR run (compiling): they cannot unwind, so
+/// report it in one line and exit instead of LLVM's abort and stack dump.
+static void outOfMemory(void *, const char *, bool) {
+  static const char msg[] = "tcc: error: out of memory\n";
+  (void)!::write(2, msg, sizeof(msg) - 1);
+  ::_exit(1);
+}
+
+/// The runtime side (reading files, run, bench, inspect) handles
+/// std::bad_alloc itself, cleanly: let operator new throw it there instead
+/// of calling LLVM's out-of-memory handler.
+static void throwOnOutOfMemory() { std::set_new_handler(nullptr); }
+
 static bool readFile(const std::string &path, std::vector<uint8_t> &bytes,
                      std::string &error) {
-  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
-  if (!buf) {
-    error = "cannot read " + path + ": " + buf.getError().message();
-    return false;
-  }
-  bytes.assign((*buf)->getBufferStart(), (*buf)->getBufferEnd());
-  return true;
+  return tcc::io::readRegularFile(path, bytes, error);
 }
 
 static bool isBundle(const std::vector<uint8_t> &bytes) {
@@ -163,8 +177,29 @@ static bool isBundle(const std::vector<uint8_t> &bytes) {
   return bytes.size() >= 8 && std::equal(magic, magic + 8, bytes.begin());
 }
 
+/// --target and --cpu as the compiler takes them, checked before any model
+/// is read; prints one line on failure.
+static bool parseTargetOptions(tcc::CompileOptions &options) {
+  std::string error;
+  std::optional<tcc::TargetDesc> desc =
+      tcc::parseTarget(target.empty() ? "host" : target.getValue(), error);
+  if (!desc) {
+    fail(error);
+    return false;
+  }
+  options.target = *desc;
+  if (mlir::failed(tcc::resolveHostCpu(hostCpu, options.host.cpu,
+                                       options.host.cpuFeatures, error))) {
+    fail(error);
+    return false;
+  }
+  return true;
+}
+
 /// Compiles the model at `path`; prints one line per problem on failure.
-static bool compilePath(const std::string &path, tcc::CompileOutput &out) {
+static bool compilePath(const std::string &path,
+                        const tcc::CompileOptions &targetOptions,
+                        tcc::CompileOutput &out) {
   mlir::DialectRegistry registry;
   tcc::registerAllDialects(registry);
   mlir::MLIRContext context(registry);
@@ -191,13 +226,11 @@ static bool compilePath(const std::string &path, tcc::CompileOutput &out) {
   mlir::DefaultTimingManager timingManager;
   mlir::applyDefaultTimingManagerCLOptions(timingManager);
   mlir::TimingScope timing = timingManager.getRootScope();
-  tcc::CompileOptions options;
-  options.target = target.empty() ? std::string("host") : target.getValue();
-  options.host.cpu = hostCpu;
+  tcc::CompileOptions options = targetOptions;
   options.host.timing = &timing;
   options.host.emitText =
       compileCmd && (emit == Emit::Llvm || emit == Emit::Asm);
-  options.gpu.chip = options.target;
+  options.gpu.target = options.target;
   options.gpu.cudaPath = cudaPath;
   options.gpu.rocmDeviceLibs = rocmDeviceLibs;
   options.gpu.allowTf32 = allowTf32;
@@ -210,13 +243,11 @@ static bool compilePath(const std::string &path, tcc::CompileOutput &out) {
   return mlir::succeeded(tcc::compileModel(*model, options, out));
 }
 
-static bool writeText(const std::string &path, const std::string &text) {
-  std::error_code ec;
-  llvm::raw_fd_ostream os(path, ec);
-  if (ec)
-    return false;
-  os << text;
-  return true;
+/// -o is written atomically: two compiles to one path leave one whole file.
+static int writeOutput(const std::string &path, const void *data, size_t size) {
+  std::string error;
+  return tcc::io::writeFileAtomically(path, data, size, error) ? 0
+                                                               : fail(error);
 }
 
 static int doCompile() {
@@ -224,8 +255,11 @@ static int doCompile() {
     return fail("--gpu-index-bits must be 0, 32 or 64");
   if (outputPath.empty())
     return fail("compile needs -o OUTPUT");
+  tcc::CompileOptions options;
+  if (!parseTargetOptions(options))
+    return 1;
   tcc::CompileOutput out;
-  if (!compilePath(inputPath, out))
+  if (!compilePath(inputPath, options, out))
     return 1;
   switch (emit) {
   case Emit::Bundle: {
@@ -235,16 +269,11 @@ static int doCompile() {
     return 0;
   }
   case Emit::Mlir:
-    return writeText(outputPath, out.mlir) ? 0
-                                           : fail("cannot write " + outputPath);
+    return writeOutput(outputPath, out.mlir.data(), out.mlir.size());
   case Emit::Llvm:
-    return writeText(outputPath, out.llvmIR)
-               ? 0
-               : fail("cannot write " + outputPath);
+    return writeOutput(outputPath, out.llvmIR.data(), out.llvmIR.size());
   case Emit::Asm:
-    return writeText(outputPath, out.assembly)
-               ? 0
-               : fail("cannot write " + outputPath);
+    return writeOutput(outputPath, out.assembly.data(), out.assembly.size());
   case Emit::Lib: {
     std::string error;
     if (!tcc::emitLibrary(out.bundle.serialize(), outputPath, error))
@@ -257,6 +286,7 @@ static int doCompile() {
 
 /// The bundle for run/bench: read, or compiled from a model file.
 static bool loadOrCompile(std::vector<uint8_t> &bundle) {
+  throwOnOutOfMemory();
   std::string error;
   std::vector<uint8_t> bytes;
   if (!readFile(inputPath, bytes, error)) {
@@ -267,8 +297,13 @@ static bool loadOrCompile(std::vector<uint8_t> &bundle) {
     bundle = std::move(bytes);
     return true;
   }
+  bytes = {};
+  llvm::install_out_of_memory_new_handler(); // LLVM cannot unwind
+  tcc::CompileOptions options;
+  if (!parseTargetOptions(options))
+    return false;
   tcc::CompileOutput out;
-  if (!compilePath(inputPath, out))
+  if (!compilePath(inputPath, options, out))
     return false;
   bundle = out.bundle.serialize();
   return true;
@@ -276,6 +311,7 @@ static bool loadOrCompile(std::vector<uint8_t> &bundle) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  llvm::install_bad_alloc_error_handler(outOfMemory);
   mlir::registerMLIRContextCLOptions();
   mlir::registerPassManagerCLOptions();
   mlir::registerDefaultTimingManagerCLOptions();
@@ -291,28 +327,26 @@ int main(int argc, char **argv) {
   if (compileCmd)
     return doCompile();
   if (inspectCmd) {
-    std::vector<uint8_t> bytes;
-    std::string error;
-    if (!readFile(inputPath, bytes, error))
-      return fail(error);
-    return tcc::runner::inspectBundle(std::move(bytes), inputPath, std::cout,
-                                      std::cerr);
+    throwOnOutOfMemory();
+    return tcc::runner::inspectBundleFile(inputPath, std::cout, std::cerr);
   }
   if (runCmd || benchCmd) {
     std::vector<uint8_t> bundle;
     if (!loadOrCompile(bundle))
       return 1;
+    throwOnOutOfMemory();
     if (runCmd) {
       tcc::runner::RunOptions options;
       options.target = target;
       options.outputDir = outputDir;
       options.seed = seed;
       options.cudaGraph = cudaGraph;
+      // Split against the model's input names once it is loaded: names and
+      // files may both contain '='.
       for (const std::string &spec : inputs) {
-        size_t eq = spec.find('=');
-        if (eq == std::string::npos || eq == 0)
+        if (spec.find('=') == std::string::npos)
           return fail("--input expects NAME=FILE.npy, got '" + spec + "'");
-        options.inputs.push_back({spec.substr(0, eq), spec.substr(eq + 1)});
+        options.inputSpecs.push_back(spec);
       }
       return tcc::runner::runBundle(std::move(bundle), inputPath, options,
                                     std::cout, std::cerr);

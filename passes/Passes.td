@@ -219,6 +219,37 @@ def TccGpuOccupancy : Pass<"tcc-gpu-occupancy", "::mlir::gpu::GPUModuleOp"> {
   ];
 }
 
+def TccGpuAlignGlobals
+    : Pass<"tcc-gpu-align-globals", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Give every device global an explicit 16-byte alignment";
+  let description = [{
+    After lowering to the LLVM dialect, every `llvm.mlir.global` of a GPU
+    module (workgroup arrays above all) whose alignment is absent or below
+    16 bytes gets 16. LLVM assumes an unaligned global larger than 16 bytes
+    starts at 16 bytes and merges loads from it into 16-byte vectors, while
+    the NVPTX printer places it at its element's alignment: a row kernel's
+    second per-warp partial array started at byte 40 and its `ld.shared.v4`
+    faulted (misaligned address). With the alignment explicit, what LLVM
+    assumes is what the code object declares. The cost is at most 12 bytes
+    of padding per array.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+def TccHostCheckedAlloc : Pass<"tcc-host-checked-alloc", "::mlir::ModuleOp"> {
+  let summary = "Turn a failed scratch allocation of a host kernel into an error";
+  let description = [{
+    After lowering host kernels to the LLVM dialect: every call to `malloc`
+    or `aligned_alloc` (kernel scratch, from memref.alloc) is followed by a
+    null check. On null, the kernel stores the requested size into the
+    exported i64 `tcc_scratch_failure` (atomically, the largest failed
+    request wins) and returns. The runtime reads that symbol after each
+    launch and fails the run with "could not allocate N bytes of scratch
+    memory" instead of the process dying on a write through null.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 def TccGpuL2Policy : Pass<"tcc-gpu-l2-policy", "::mlir::gpu::GPUModuleOp"> {
   let summary = "Load the rows of memory-bound row kernels with L2 evict_last";
   let description = [{

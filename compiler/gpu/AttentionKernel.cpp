@@ -862,8 +862,10 @@ bool attentionKernelSupports(const AttentionProblem &p, std::string &why) {
   return true;
 }
 
-bool attentionScheduleValid(const AttentionProblem &p,
-                            const AttentionSchedule &s, std::string &why) {
+/// attentionScheduleValid without the target's limits: what the builder
+/// needs.
+static bool attentionShapeValid(const AttentionProblem &p,
+                                const AttentionSchedule &s, std::string &why) {
   auto fail = [&](const std::string &msg) {
     why = "attention schedule: " + msg;
     return false;
@@ -886,14 +888,26 @@ bool attentionScheduleValid(const AttentionProblem &p,
       (s.blockQ * cpr) % threads)
     return fail("a tile's 16-byte chunks must spread evenly over threads, "
                 "each thread's rows 8 apart");
-  if (sharedBytesOf(p, s) > kMaxSharedSm90)
-    return fail("more than 227 KiB of shared memory");
+  return true;
+}
+
+bool attentionScheduleValid(const AttentionProblem &p,
+                            const AttentionSchedule &s,
+                            const ::tcc::TargetDesc &target, std::string &why) {
+  if (!attentionShapeValid(p, s, why))
+    return false;
+  std::string limit;
+  if (!sharedFits(sharedBytesOf(p, s), target, limit)) {
+    why = "attention schedule: " + limit;
+    return false;
+  }
   return true;
 }
 
 AttentionSchedule chooseAttentionSchedule(const AttentionProblem &p,
-                                          llvm::StringRef chip) {
-  auto [maxShared, sms] = chipInfo(chip);
+                                          const ::tcc::TargetDesc &target) {
+  int64_t maxShared = target.maxSharedPerBlock,
+          sms = target.multiprocessorsForHeuristics();
   // 128 query rows, 4 warps of 32 rows each (K and V fragments serve two
   // m16 tiles: half the shared-memory reads of 16-row warps); 32-key tiles,
   // whose scores fit the registers beside the 32 x headDim accumulators;
@@ -910,7 +924,7 @@ AttentionSchedule chooseAttentionSchedule(const AttentionProblem &p,
   while (s.stages > 2 && sharedBytesOf(p, s) > maxShared)
     --s.stages;
   std::string why;
-  if (!attentionScheduleValid(p, s, why))
+  if (!attentionScheduleValid(p, s, target, why))
     s = {64, 32, 4, 2}; // every supported problem takes this one
   return s;
 }
@@ -921,7 +935,7 @@ FailureOr<KernelLaunch> buildAttentionKernel(OpBuilder &b,
                                              const AttentionProblem &p,
                                              const AttentionSchedule &s) {
   std::string why;
-  if (!attentionScheduleValid(p, s, why))
+  if (!attentionShapeValid(p, s, why))
     return module.emitError(why), failure();
   loadTemplateDialects(b.getContext());
 
@@ -953,8 +967,9 @@ bool preferDecode(const AttentionProblem &p) {
   return decodeRows(p) <= 16 && p.lk >= 512;
 }
 
-bool decodeScheduleValid(const AttentionProblem &p, const DecodeSchedule &s,
-                         std::string &why) {
+/// decodeScheduleValid without the target's limits: what the builder needs.
+static bool decodeShapeValid(const AttentionProblem &p, const DecodeSchedule &s,
+                             std::string &why) {
   auto fail = [&](const std::string &msg) {
     why = "decode schedule: " + msg;
     return false;
@@ -981,14 +996,25 @@ bool decodeScheduleValid(const AttentionProblem &p, const DecodeSchedule &s,
       (16 * cpr) % threads)
     return fail("a tile's 16-byte chunks must spread evenly over threads, "
                 "each thread's rows 8 apart");
-  if (decodeSharedBytes(p, s) > kMaxSharedSm90)
-    return fail("more than 227 KiB of shared memory");
+  return true;
+}
+
+bool decodeScheduleValid(const AttentionProblem &p, const DecodeSchedule &s,
+                         const ::tcc::TargetDesc &target, std::string &why) {
+  if (!decodeShapeValid(p, s, why))
+    return false;
+  std::string limit;
+  if (!sharedFits(decodeSharedBytes(p, s), target, limit)) {
+    why = "decode schedule: " + limit;
+    return false;
+  }
   return true;
 }
 
 DecodeSchedule chooseDecodeSchedule(const AttentionProblem &p,
-                                    llvm::StringRef chip) {
-  auto [maxShared, sms] = chipInfo(chip);
+                                    const ::tcc::TargetDesc &target) {
+  int64_t maxShared = target.maxSharedPerBlock,
+          sms = target.multiprocessorsForHeuristics();
   // 64-key tiles, 16 keys a warp, three stages: 2 x 64 keys of K and V in
   // flight a block, about 100 KiB of shared memory at headDim 128, so two
   // blocks share a multiprocessor. Wider heads need 8 warps to copy a row.
@@ -1012,7 +1038,7 @@ buildDecodeKernels(OpBuilder &b, mlir::gpu::GPUModuleOp module,
                    StringRef partialName, StringRef combineName,
                    const AttentionProblem &p, const DecodeSchedule &s) {
   std::string why;
-  if (!decodeScheduleValid(p, s, why))
+  if (!decodeShapeValid(p, s, why))
     return module.emitError(why), failure();
   loadTemplateDialects(b.getContext());
   int64_t rows = decodeRows(p), chunks = decodeChunks(p, s);

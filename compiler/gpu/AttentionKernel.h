@@ -97,16 +97,17 @@ struct AttentionSchedule {
 mlir::Value buildExp2Approx(mlir::OpBuilder &b, mlir::Location loc,
                             mlir::Value x);
 
-/// Picks a schedule for `p` on chip "sm_90" or "sm_80".
+/// Picks a schedule for `p` on `target`.
 AttentionSchedule chooseAttentionSchedule(const AttentionProblem &p,
-                                          llvm::StringRef chip);
+                                          const ::tcc::TargetDesc &target);
 
 /// Whether buildAttentionKernel handles `p`; when not, `why` says why.
 bool attentionKernelSupports(const AttentionProblem &p, std::string &why);
 
 /// Whether `s` is a valid schedule for `p`; when not, `why` says why.
 bool attentionScheduleValid(const AttentionProblem &p,
-                            const AttentionSchedule &s, std::string &why);
+                            const AttentionSchedule &s,
+                            const ::tcc::TargetDesc &target, std::string &why);
 
 /// Appends `gpu.func @name(%q, %k, %v, %o) kernel` to `module`. The arguments
 /// are identity-layout memrefs of the static shapes in AttentionProblem, each
@@ -151,14 +152,14 @@ int64_t decodeRows(const AttentionProblem &p);
 /// so that splitting the keys pays for the second launch).
 bool preferDecode(const AttentionProblem &p);
 
-/// Picks a decode schedule for `p` on chip "sm_90" or "sm_80": chunks enough
-/// for 4 blocks per multiprocessor, each at least 4 key tiles.
+/// Picks a decode schedule for `p` on `target`: chunks enough for 4 blocks
+/// per multiprocessor, each at least 4 key tiles.
 DecodeSchedule chooseDecodeSchedule(const AttentionProblem &p,
-                                    llvm::StringRef chip);
+                                    const ::tcc::TargetDesc &target);
 
 /// Whether `s` is a valid decode schedule for `p`; when not, `why` says why.
 bool decodeScheduleValid(const AttentionProblem &p, const DecodeSchedule &s,
-                         std::string &why);
+                         const ::tcc::TargetDesc &target, std::string &why);
 
 /// Appends `gpu.func @partialName(%q, %k, %v, %partO, %partStats) kernel`
 /// and `gpu.func @combineName(%partO, %partStats, %o) kernel` to `module`.

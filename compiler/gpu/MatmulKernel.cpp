@@ -608,8 +608,9 @@ bool matmulKernelSupports(const MatmulProblem &p, std::string &why) {
   return true;
 }
 
-bool matmulScheduleValid(const MatmulProblem &p, const MatmulSchedule &s,
-                         std::string &why) {
+/// matmulScheduleValid without the target's limits: what the builder needs.
+static bool matmulShapeValid(const MatmulProblem &p, const MatmulSchedule &s,
+                             std::string &why) {
   auto fail = [&](const std::string &msg) {
     why = "matmul schedule: " + msg;
     return false;
@@ -649,14 +650,25 @@ bool matmulScheduleValid(const MatmulProblem &p, const MatmulSchedule &s,
     if (threads % cpr || (t.rows * cpr) % threads)
       return fail("a tile's 16-byte chunks must spread evenly over threads");
   }
-  if (sharedBytesOf(p, s) > kMaxSharedSm90)
-    return fail("more than 227 KiB of shared memory");
+  return true;
+}
+
+bool matmulScheduleValid(const MatmulProblem &p, const MatmulSchedule &s,
+                         const ::tcc::TargetDesc &target, std::string &why) {
+  if (!matmulShapeValid(p, s, why))
+    return false;
+  std::string limit;
+  if (!sharedFits(sharedBytesOf(p, s), target, limit)) {
+    why = "matmul schedule: " + limit;
+    return false;
+  }
   return true;
 }
 
 MatmulSchedule chooseMatmulSchedule(const MatmulProblem &p,
-                                    llvm::StringRef chip) {
-  auto [maxShared, sms] = chipInfo(chip);
+                                    const ::tcc::TargetDesc &target) {
+  int64_t maxShared = target.maxSharedPerBlock,
+          sms = target.multiprocessorsForHeuristics();
   Path path = pathOf(p);
   // Measured on the H200 at 4096^3 and 8192^3 (docs: gemm-report.md): two
   // resident 4-warp blocks of 128x128 beat one 8-warp block of 128x256,
@@ -691,7 +703,7 @@ MatmulSchedule chooseMatmulSchedule(const MatmulProblem &p,
   while (s.stages > 2 && sharedBytesOf(p, s) > maxShared)
     --s.stages;
   std::string why;
-  if (!matmulScheduleValid(p, s, why)) {
+  if (!matmulScheduleValid(p, s, target, why)) {
     // The conservative fallback that every supported problem accepts.
     s = path == Path::Simt ? MatmulSchedule{64, 64, 16, 2, 2, 2}
                            : MatmulSchedule{64, 64, 32, 2, 2, 2};
@@ -703,7 +715,7 @@ FailureOr<KernelLaunch>
 buildMatmulKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module, StringRef name,
                   const MatmulProblem &p, const MatmulSchedule &s) {
   std::string why;
-  if (!matmulScheduleValid(p, s, why))
+  if (!matmulShapeValid(p, s, why))
     return module.emitError(why), failure();
   loadTemplateDialects(b.getContext());
 

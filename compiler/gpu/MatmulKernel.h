@@ -15,6 +15,7 @@
 #ifndef TCC_COMPILER_GPU_MATMULKERNEL_H
 #define TCC_COMPILER_GPU_MATMULKERNEL_H
 
+#include "compiler/Target.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Support/LLVM.h"
@@ -56,9 +57,10 @@ struct KernelLaunch {
   int64_t sharedBytes;
 };
 
-/// Picks a schedule for `p` on chip "sm_90" or "sm_80" (a simple heuristic).
+/// Picks a schedule for `p` on `target` (a simple heuristic: its shared
+/// memory and multiprocessors).
 MatmulSchedule chooseMatmulSchedule(const MatmulProblem &p,
-                                    llvm::StringRef chip);
+                                    const ::tcc::TargetDesc &target);
 
 /// Whether buildMatmulKernel handles `p` (with any valid schedule); when not,
 /// `why` says why in one line.
@@ -66,7 +68,7 @@ bool matmulKernelSupports(const MatmulProblem &p, std::string &why);
 
 /// Whether `s` is a valid schedule for `p`; when not, `why` says why.
 bool matmulScheduleValid(const MatmulProblem &p, const MatmulSchedule &s,
-                         std::string &why);
+                         const ::tcc::TargetDesc &target, std::string &why);
 
 /// Appends `gpu.func @name(%a, %b, %c) kernel` to `module`. The arguments are
 /// identity-layout memrefs of static shape: A [aBatched ? batch : 1, M, K]

@@ -8,6 +8,7 @@
 #ifndef TCC_COMPILER_GPU_TEMPLATEUTILS_H
 #define TCC_COMPILER_GPU_TEMPLATEUTILS_H
 
+#include "compiler/Target.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/Builders.h"
@@ -18,18 +19,15 @@
 
 namespace tcc::gpu {
 
-/// Shared memory a block may use (sm_90: 227 KiB; sm_80: 163 KiB).
-constexpr int64_t kMaxSharedSm90 = 232448;
-constexpr int64_t kMaxSharedSm80 = 166912;
-
-/// What the schedule heuristics know of a chip: the shared memory a block
-/// may use and the multiprocessors (sm_90: H100/H200, sm_80: A100).
-struct ChipInfo {
-  int64_t maxShared, sms;
-};
-inline ChipInfo chipInfo(llvm::StringRef chip) {
-  return chip == "sm_80" ? ChipInfo{kMaxSharedSm80, 108}
-                         : ChipInfo{kMaxSharedSm90, 132};
+/// Whether `bytes` of shared memory fit a block of `target`; when not,
+/// `why` names the limit.
+inline bool sharedFits(int64_t bytes, const ::tcc::TargetDesc &target,
+                       std::string &why) {
+  if (bytes <= target.maxSharedPerBlock)
+    return true;
+  why = "more than the " + std::to_string(target.maxSharedPerBlock / 1024) +
+        " KiB of shared memory a block of " + target.name + " may use";
+  return false;
 }
 
 inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }

@@ -902,8 +902,10 @@ WgmmaAttentionSchedule chooseWgmmaAttentionSchedule(const AttentionProblem &p) {
   return s;
 }
 
-bool wgmmaAttentionSupports(const AttentionProblem &p,
-                            const WgmmaAttentionSchedule &s, std::string &why) {
+/// wgmmaAttentionSupports without the target: what the builder needs.
+static bool wgmmaAttentionShapeValid(const AttentionProblem &p,
+                                     const WgmmaAttentionSchedule &s,
+                                     std::string &why) {
   auto fail = [&](const std::string &msg) {
     why = "wgmma attention: " + msg;
     return false;
@@ -926,9 +928,21 @@ bool wgmmaAttentionSupports(const AttentionProblem &p,
     return fail("a producer serves at most 2 warpgroups (registers)");
   if (s.pingpong && (!s.producer || s.warpgroups != 2))
     return fail("ping-pong needs a producer and 2 warpgroups");
-  if (sharedBytesOf(p, s) > kMaxSharedSm90)
-    return fail("more than 227 KiB of shared memory");
   return true;
+}
+
+bool wgmmaAttentionSupports(const AttentionProblem &p,
+                            const WgmmaAttentionSchedule &s,
+                            const ::tcc::TargetDesc &target, std::string &why) {
+  std::string limit;
+  if (!target.wgmma)
+    limit = "needs wgmma (sm_90a), not on " + target.name;
+  else if (!wgmmaAttentionShapeValid(p, s, why))
+    return false;
+  if (limit.empty() && sharedFits(sharedBytesOf(p, s), target, limit))
+    return true;
+  why = "wgmma attention: " + limit;
+  return false;
 }
 
 FailureOr<KernelLaunch>
@@ -936,7 +950,7 @@ buildWgmmaAttentionKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module,
                           StringRef name, const AttentionProblem &p,
                           const WgmmaAttentionSchedule &s) {
   std::string why;
-  if (!wgmmaAttentionSupports(p, s, why))
+  if (!wgmmaAttentionShapeValid(p, s, why))
     return module.emitError(why), failure();
   loadTemplateDialects(b.getContext());
   Type qT = MemRefType::get({p.batch, p.headsQ, p.lq, p.headDim}, p.elemType);

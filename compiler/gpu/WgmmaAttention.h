@@ -45,8 +45,10 @@ WgmmaAttentionSchedule chooseWgmmaAttentionSchedule(const AttentionProblem &p);
 
 /// Whether buildWgmmaAttentionKernel handles `p` with `s`; when not, `why`
 /// says why in one line.
+/// `target` must have wgmma and room for the stages.
 bool wgmmaAttentionSupports(const AttentionProblem &p,
-                            const WgmmaAttentionSchedule &s, std::string &why);
+                            const WgmmaAttentionSchedule &s,
+                            const ::tcc::TargetDesc &target, std::string &why);
 
 /// Appends `gpu.func @name(%q, %k, %v, %o) kernel` to `module`, with the
 /// arguments and launch conventions of buildAttentionKernel (grid: query

@@ -346,8 +346,9 @@ WgmmaSchedule chooseWgmmaSchedule(const WgmmaProblem &p) {
   return s;
 }
 
-bool wgmmaKernelSupports(const WgmmaProblem &p, const WgmmaSchedule &s,
-                         std::string &why) {
+/// wgmmaKernelSupports without the target: what the builder needs.
+static bool wgmmaShapeValid(const WgmmaProblem &p, const WgmmaSchedule &s,
+                            std::string &why) {
   auto fail = [&](const std::string &msg) {
     why = "wgmma kernel: " + msg;
     return false;
@@ -370,8 +371,6 @@ bool wgmmaKernelSupports(const WgmmaProblem &p, const WgmmaSchedule &s,
     return fail("more than 128 accumulators per thread");
   if (s.stages < 3)
     return fail("at least 3 stages");
-  if (sharedBytesOf(s) > kMaxSharedSm90)
-    return fail("the stages exceed the shared memory");
   if (p.m < 1 || p.n < 1 || p.k < 1 || p.batch < 1)
     return fail("M, N, K and the batch must be positive");
   // The 16-byte copies need every row of A and B to start 16 bytes aligned
@@ -387,12 +386,25 @@ bool wgmmaKernelSupports(const WgmmaProblem &p, const WgmmaSchedule &s,
   return true;
 }
 
+bool wgmmaKernelSupports(const WgmmaProblem &p, const WgmmaSchedule &s,
+                         const ::tcc::TargetDesc &target, std::string &why) {
+  std::string limit;
+  if (!target.wgmma)
+    limit = "needs wgmma (sm_90a), not on " + target.name;
+  else if (!wgmmaShapeValid(p, s, why))
+    return false;
+  if (limit.empty() && sharedFits(sharedBytesOf(s), target, limit))
+    return true;
+  why = "wgmma kernel: " + limit;
+  return false;
+}
+
 FailureOr<KernelLaunch> buildWgmmaKernel(OpBuilder &b,
                                          mlir::gpu::GPUModuleOp module,
                                          StringRef name, const WgmmaProblem &p,
                                          const WgmmaSchedule &s) {
   std::string why;
-  if (!wgmmaKernelSupports(p, s, why))
+  if (!wgmmaShapeValid(p, s, why))
     return module.emitError(why);
   OpBuilder::InsertionGuard guard(b);
   loadTemplateDialects(b.getContext());

@@ -64,8 +64,9 @@ WgmmaSchedule chooseWgmmaSchedule(const WgmmaProblem &p);
 
 /// Whether buildWgmmaKernel handles `p` with `s`; when not, `why` says why
 /// in one line.
+/// `target` must have wgmma and room for the stages.
 bool wgmmaKernelSupports(const WgmmaProblem &p, const WgmmaSchedule &s,
-                         std::string &why);
+                         const ::tcc::TargetDesc &target, std::string &why);
 
 /// Appends `gpu.func @name(%a, %b, %c) kernel` to `module`: identity-layout
 /// memrefs A [batch or 1, M, K], B [batch or 1, K, N] ([.., N, K] if

@@ -10,8 +10,9 @@
 |*    (tccrt_last_error), which is the only place to look when there is no  *|
 |*    context yet (tccrt_context_create) or a NULL context was passed.      *|
 |*  - Out-parameters are written only on success.                           *|
-|*  - A context and its models may be used by one thread at a time; use one *|
-|*    context per thread for concurrency.                                   *|
+|*  - Calls on a context and its models from several threads are safe and *|
+|*    serialized (each holds the context's lock); use one context per      *|
+|*    thread for concurrency. Bindings are the model's, shared by threads. *|
 |*  - Buffers bound to inputs and outputs are device memory of the          *|
 |*    context's device (on the host: ordinary memory), must stay valid      *|
 |*    until the model is destroyed or rebound, and must not overlap.        *|
@@ -127,7 +128,10 @@ tccrt_status tccrt_copy_to_host(tccrt_context *ctx, void *dst, const void *src,
                                 size_t bytes);
 
 /** Loads a bundle file: validates it, uploads the params, allocates the
- *  arena and loads the kernels for the context's device. */
+ *  arena and loads the kernels for the context's device. Only regular files
+ *  are read (else TCCRT_ERROR_IO). A model whose params, arena, inputs and
+ *  outputs exceed the memory the device has available fails with
+ *  TCCRT_ERROR_OUT_OF_MEMORY, with the figures, before allocating. */
 tccrt_status tccrt_model_load_file(tccrt_context *ctx, const char *path,
                                    tccrt_model **out);
 /** Same from memory; `data` is copied and need not outlive the call. */

@@ -69,6 +69,11 @@ public:
   /// zero bytes.
   virtual bool allocate(size_t bytes, void *&out, std::string &error) = 0;
   virtual void deallocate(void *ptr) = 0;
+  /// The memory an allocation can get now, and what limits it (for
+  /// messages); false when the device cannot tell.
+  virtual bool availableMemory(uint64_t & /*bytes*/, std::string & /*what*/) {
+    return false;
+  }
   virtual bool copyToDevice(void *dst, const void *src, size_t bytes,
                             std::string &error) = 0;
   virtual bool copyToHost(void *dst, const void *src, size_t bytes,
@@ -142,6 +147,12 @@ public:
     return false;
   }
 };
+
+/// The host memory this process can still get: the least of the kernel's
+/// MemAvailable plus free swap (/proc/meminfo), the room left under a
+/// cgroup v2 memory.max, and the address space left under RLIMIT_AS. False
+/// when none of them can be read.
+bool hostAvailableMemory(uint64_t &bytes, std::string &what);
 
 /// The host backend: a thread pool of `numThreads` (caller included).
 std::unique_ptr<Backend> createHostBackend(unsigned numThreads);

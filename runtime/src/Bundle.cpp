@@ -1,6 +1,8 @@
 //===- Bundle.cpp - the tcc bundle file: writer and validating reader -----===//
 #include "runtime/src/Bundle.h"
+#include "runtime/src/FileIO.h"
 #include "runtime/src/JsonDepth.h"
+#include "runtime/src/OneLine.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -159,66 +161,27 @@ std::vector<uint8_t> BundleWriter::serialize() const {
   return out;
 }
 
-namespace {
-
-/// Writes all `size` bytes at `data` to `fd`.
-bool writeAll(int fd, const uint8_t *data, size_t size) {
-  size_t done = 0;
-  while (done < size) {
-    ssize_t n = ::write(fd, data + done, size - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return false;
-    done += (size_t)n;
-  }
-  return true;
-}
-
-/// Opens `path` for writing, writes through `write(fd)` and closes it.
-template <typename F>
-bool writePath(const std::string &path, std::string &error, F write) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    error = "cannot write '" + path + "': " + std::strerror(errno);
-    return false;
-  }
-  bool ok = write(fd);
-  int saved = errno;
-  if (::close(fd) != 0 && ok) {
-    saved = errno;
-    ok = false;
-  }
-  if (!ok) {
-    error = "cannot write '" + path + "': " + std::strerror(saved);
-    ::unlink(path.c_str()); // no half-written bundle
-  }
-  return ok;
-}
-
-} // namespace
-
 bool BundleWriter::streamToFile(const std::string &path,
                                 std::string &error) const {
   Layout l = layout();
-  return writePath(path, error, [&](int fd) {
+  return io::writeFileAtomicallyWith(path, error, [&](int fd) {
     static const uint8_t zeros[kBlobAlignment] = {};
     size_t at = 0;
     auto padTo = [&](size_t offset) {
-      bool ok = writeAll(fd, zeros, offset - at);
+      bool ok = io::writeAll(fd, zeros, offset - at);
       at = offset;
       return ok;
     };
-    if (!writeAll(fd, l.header, kHeaderSize))
+    if (!io::writeAll(fd, l.header, kHeaderSize))
       return false;
     at = kHeaderSize;
     for (size_t i = 0; i < blobs.size(); ++i) {
-      if (!padTo(l.offsets[i]) || !writeAll(fd, blobs[i].data(), blobs[i].size))
+      if (!padTo(l.offsets[i]) || !io::writeAll(fd, blobs[i].data(), blobs[i].size))
         return false;
       at += blobs[i].size;
     }
     return padTo(l.manifestOffset) &&
-           writeAll(fd, (const uint8_t *)l.manifest.data(), l.manifest.size());
+           io::writeAll(fd, (const uint8_t *)l.manifest.data(), l.manifest.size());
   });
 }
 
@@ -230,43 +193,46 @@ bool BundleWriter::writeFile(const std::string &path,
     error = "refusing to write an invalid bundle: " + why;
     return false;
   }
-  return writePath(path, error, [&](int fd) {
-    return writeAll(fd, bytes.data(), bytes.size());
-  });
+  return io::writeFileAtomically(path, bytes.data(), bytes.size(), error);
 }
 
 //===----------------------------------------------------------------------===//
 // Bundle
 //===----------------------------------------------------------------------===//
 
-std::unique_ptr<Bundle> Bundle::parse(std::vector<uint8_t> bytes,
-                                      std::string &error) {
-  const size_t size = bytes.size();
-  const uint8_t *p = bytes.data();
+namespace {
+
+/// What the header says about the file.
+struct Header {
+  uint64_t manifestOffset = 0, manifestSize = 0, manifestHash = 0;
+};
+
+/// Checks the header (`have` bytes at `h`, the first of a `size`-byte file)
+/// and the ranges it states, before anything else of the file is read.
+bool checkHeader(const uint8_t *h, size_t have, uint64_t size, Header &out,
+                 std::string &error) {
   auto fail = [&](const std::string &msg) {
     error = msg;
-    return nullptr;
+    return false;
   };
-
-  // The header: magic, version, its own checksum, then the sizes it states.
-  size_t magicLen = std::min(size, sizeof(kMagic));
-  if (magicLen && std::memcmp(p, kMagic, magicLen) != 0)
+  size_t magicLen = std::min(have, sizeof(kMagic));
+  if (magicLen && std::memcmp(h, kMagic, magicLen) != 0)
     return fail("not a tcc bundle (bad magic)");
-  if (size < kHeaderSize)
+  if (size < kHeaderSize || have < kHeaderSize)
     return fail("truncated bundle: " + str(size) +
                 " bytes, the header alone "
                 "has " +
                 str(kHeaderSize));
-  uint32_t version = (uint32_t)getLE(p + kVersionAt, 4);
+  uint32_t version = (uint32_t)getLE(h + kVersionAt, 4);
   if (version != kFormatVersion)
     return fail("unsupported bundle format version " + str(version) +
                 " (this runtime reads version " + str(kFormatVersion) + ")");
-  if (getLE(p + kHeaderHashAt, 8) != fnv1a64(p, kHeaderHashAt))
+  if (getLE(h + kHeaderHashAt, 8) != fnv1a64(h, kHeaderHashAt))
     return fail("corrupted bundle: header checksum mismatch");
-  uint32_t flags = (uint32_t)getLE(p + kFlagsAt, 4);
-  if (flags != 0 || getLE(p + kReservedAt, 8) != 0)
+  uint32_t flags = (uint32_t)getLE(h + kFlagsAt, 4);
+  if (flags != 0 || getLE(h + kReservedAt, 8) != 0)
     return fail("unsupported bundle: unknown flags 0x" + hex64(flags));
-  uint64_t fileSize = getLE(p + kFileSizeAt, 8);
+  uint64_t fileSize = getLE(h + kFileSizeAt, 8);
   if (size < fileSize)
     return fail("truncated bundle: " + str(size) + " bytes, the header says " +
                 str(fileSize));
@@ -275,22 +241,45 @@ std::unique_ptr<Bundle> Bundle::parse(std::vector<uint8_t> bytes,
                 " unexpected bytes after the declared end at " + str(fileSize));
 
   // The manifest ends the file.
-  uint64_t mOffset = getLE(p + kManifestOffsetAt, 8);
-  uint64_t mSize = getLE(p + kManifestSizeAt, 8);
+  uint64_t mOffset = getLE(h + kManifestOffsetAt, 8);
+  uint64_t mSize = getLE(h + kManifestSizeAt, 8);
   if (mOffset < kHeaderSize || mOffset % kBlobAlignment != 0 ||
       mOffset > size || mSize != size - mOffset)
     return fail("corrupted bundle: manifest range (offset " + str(mOffset) +
                 ", " + str(mSize) + " bytes) does not end the " + str(size) +
                 "-byte file");
-  const uint8_t *mText = p + mOffset;
-  if (getLE(p + kManifestHashAt, 8) != fnv1a64(mText, mSize))
+  out.manifestOffset = mOffset;
+  out.manifestSize = mSize;
+  out.manifestHash = getLE(h + kManifestHashAt, 8);
+  return true;
+}
+
+/// One entry of the blob table.
+struct Range {
+  uint64_t offset, size, hash;
+  std::string name;
+};
+
+/// Checks the manifest text (its checksum, JSON, and the blob table against
+/// the blob area [64, manifestOffset)) without looking at the blobs; the
+/// table comes back sorted by offset.
+bool checkManifest(const uint8_t *text, const Header &header,
+                   nlohmann::json &manifest, std::vector<Range> &ranges,
+                   std::map<std::string, size_t> &blobSizes,
+                   std::string &error) {
+  auto fail = [&](const std::string &msg) {
+    error = msg;
+    return false;
+  };
+  const uint64_t mOffset = header.manifestOffset, mSize = header.manifestSize;
+  if (header.manifestHash != fnv1a64(text, mSize))
     return fail("corrupted bundle: manifest checksum mismatch");
-  if (findNestingBeyond(std::string_view((const char *)mText, mSize),
+  if (findNestingBeyond(std::string_view((const char *)text, mSize),
                         kMaxManifestDepth) != std::string_view::npos)
     return fail("invalid bundle: manifest nests deeper than " +
                 str(kMaxManifestDepth) + " levels");
-  json manifest = json::parse(mText, mText + mSize, nullptr,
-                              /*allow_exceptions=*/false);
+  manifest = json::parse(text, text + mSize, nullptr,
+                         /*allow_exceptions=*/false);
   if (manifest.is_discarded())
     return fail("invalid bundle: manifest is not valid JSON");
   if (!manifest.is_object())
@@ -305,12 +294,6 @@ std::unique_ptr<Bundle> Bundle::parse(std::vector<uint8_t> bytes,
     return bad("/", "missing field \"blobs\"");
   if (!table->is_array())
     return bad("/blobs", "expected an array");
-  struct Range {
-    uint64_t offset, size;
-    std::string name;
-  };
-  std::vector<Range> ranges;
-  std::map<std::string, size_t> blobSizes;
   for (size_t i = 0; i < table->size(); ++i) {
     std::string ptr = "/blobs/" + str(i);
     const json &e = (*table)[i];
@@ -328,7 +311,7 @@ std::unique_ptr<Bundle> Bundle::parse(std::vector<uint8_t> bytes,
     if (!e["fnv1a64"].is_string() ||
         !parseHex64(e["fnv1a64"].get<std::string>(), hash))
       return bad(ptr + "/fnv1a64", "expected 16 lowercase hex digits");
-    Range r{e["offset"].get<uint64_t>(), e["size"].get<uint64_t>(),
+    Range r{e["offset"].get<uint64_t>(), e["size"].get<uint64_t>(), hash,
             e["name"].get<std::string>()};
     if (r.offset % kBlobAlignment != 0)
       return bad(ptr + "/offset",
@@ -340,27 +323,61 @@ std::unique_ptr<Bundle> Bundle::parse(std::vector<uint8_t> bytes,
                           ", " + str(r.size) +
                           " bytes) lies outside the blob area [64, " +
                           str(mOffset) + ")");
-    if (!blobSizes.emplace(r.name, r.size).second)
+    if (!blobSizes.emplace(r.name, (size_t)r.size).second)
       return bad(ptr + "/name", "duplicate blob name \"" + r.name + "\"");
-    if (fnv1a64(p + r.offset, r.size) != hash)
-      return fail("corrupted bundle: blob \"" + r.name +
-                  "\" checksum mismatch");
     ranges.push_back(std::move(r));
   }
   std::sort(ranges.begin(), ranges.end(),
             [](const Range &a, const Range &b) { return a.offset < b.offset; });
-  // Padding must be zero: with the checksums, every byte is then checked.
-  uint64_t pos = kHeaderSize;
-  for (size_t i = 0; i <= ranges.size(); ++i) {
-    uint64_t next = i < ranges.size() ? ranges[i].offset : mOffset;
-    if (next < pos)
+  for (size_t i = 1; i < ranges.size(); ++i)
+    if (ranges[i].offset < ranges[i - 1].offset + ranges[i - 1].size)
       return fail("invalid bundle: blobs \"" + ranges[i - 1].name +
                   "\" and \"" + ranges[i].name + "\" overlap");
+  return true;
+}
+
+} // namespace
+
+std::unique_ptr<Bundle> Bundle::parse(std::vector<uint8_t> bytes,
+                                      std::string &error) {
+  auto b = parseBytes(std::move(bytes), error);
+  if (!b)
+    error = oneLine(error);
+  return b;
+}
+
+std::unique_ptr<Bundle> Bundle::parseBytes(std::vector<uint8_t> bytes,
+                                           std::string &error) {
+  const size_t size = bytes.size();
+  const uint8_t *p = bytes.data();
+  auto fail = [&](const std::string &msg) {
+    error = msg;
+    return nullptr;
+  };
+  Header header;
+  json manifest;
+  std::vector<Range> ranges;
+  std::map<std::string, size_t> blobSizes;
+  if (!checkHeader(p, std::min(size, kHeaderSize), size, header, error) ||
+      !checkManifest(p + header.manifestOffset, header, manifest, ranges,
+                     blobSizes, error))
+    return nullptr;
+  // Every blob's checksum; padding must be zero: with the checksums, every
+  // byte is then checked.
+  uint64_t pos = kHeaderSize;
+  for (size_t i = 0; i <= ranges.size(); ++i) {
+    uint64_t next =
+        i < ranges.size() ? ranges[i].offset : header.manifestOffset;
     for (uint64_t j = pos; j < next; ++j)
       if (p[j] != 0)
         return fail("corrupted bundle: non-zero padding at byte " + str(j));
-    if (i < ranges.size())
-      pos = ranges[i].offset + ranges[i].size;
+    if (i == ranges.size())
+      break;
+    const Range &r = ranges[i];
+    if (fnv1a64(p + r.offset, r.size) != r.hash)
+      return fail("corrupted bundle: blob \"" + r.name +
+                  "\" checksum mismatch");
+    pos = r.offset + r.size;
   }
 
   std::unique_ptr<Bundle> b(new Bundle());
@@ -371,56 +388,77 @@ std::unique_ptr<Bundle> Bundle::parse(std::vector<uint8_t> bytes,
     b->blobRanges[r.name] = {r.offset, r.size};
   b->manifestJson = std::move(manifest);
   b->bytes = std::move(bytes);
+  b->hasBlobs = true;
   error.clear();
   return b;
 }
 
 std::unique_ptr<Bundle> Bundle::readFile(const std::string &path,
                                          std::string &error) {
-  auto fail = [&](const std::string &msg) {
-    error = path + ": " + msg;
-    return nullptr;
-  };
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return fail(std::string("cannot open: ") + std::strerror(errno));
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return fail("not a regular file");
-  }
   std::vector<uint8_t> bytes;
-  try {
-    bytes.resize((size_t)st.st_size);
-  } catch (const std::bad_alloc &) {
-    ::close(fd);
-    return fail("cannot allocate " + str((uint64_t)st.st_size) + " bytes");
-  }
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0) {
-      ::close(fd);
-      return fail(std::string("read error: ") + std::strerror(errno));
-    }
-    if (n == 0) // The file shrank while we read it.
-      break;
-    done += (size_t)n;
-  }
-  ::close(fd);
-  bytes.resize(done);
+  if (!io::readRegularFile(path, bytes, error))
+    return nullptr;
   std::string why;
   auto b = parse(std::move(bytes), why);
   if (!b)
+    error = path + ": " + why;
+  return b;
+}
+
+std::unique_ptr<Bundle> Bundle::readManifest(const std::string &path,
+                                             std::string &error) {
+  auto b = readManifestOf(path, error);
+  if (!b)
+    error = oneLine(error);
+  return b;
+}
+
+std::unique_ptr<Bundle> Bundle::readManifestOf(const std::string &path,
+                                               std::string &error) {
+  uint64_t size;
+  int fd = io::openRegularFile(path, size, error);
+  if (fd < 0)
+    return nullptr;
+  auto fail = [&](const std::string &msg) {
+    ::close(fd);
+    error = path + ": " + msg;
+    return nullptr;
+  };
+  uint8_t h[kHeaderSize];
+  size_t have = (size_t)std::min<uint64_t>(size, kHeaderSize);
+  Header header;
+  std::string why;
+  if (!io::readAt(fd, 0, h, have, path, error)) {
+    ::close(fd);
+    return nullptr;
+  }
+  if (!checkHeader(h, have, size, header, why))
     return fail(why);
+  // The manifest is bounded by the file's size, which the header matched.
+  std::vector<uint8_t> text((size_t)header.manifestSize);
+  if (!io::readAt(fd, header.manifestOffset, text.data(), text.size(), path,
+                  error)) {
+    ::close(fd);
+    return nullptr;
+  }
+  ::close(fd);
+  json manifest;
+  std::vector<Range> ranges;
+  std::map<std::string, size_t> blobSizes;
+  if (!checkManifest(text.data(), header, manifest, ranges, blobSizes, why))
+    return fail(why);
+  std::unique_ptr<Bundle> b(new Bundle());
+  if (!parseModelDesc(manifest, blobSizes, b->desc, why))
+    return fail("invalid bundle: " + why);
+  b->manifestJson = std::move(manifest);
+  b->fileSize = size;
+  error.clear();
   return b;
 }
 
 std::pair<const uint8_t *, size_t> Bundle::blob(const std::string &name) const {
   auto it = blobRanges.find(name);
-  if (it == blobRanges.end())
+  if (!hasBlobs || it == blobRanges.end())
     return {nullptr, 0};
   return {bytes.data() + it->second.first, it->second.second};
 }

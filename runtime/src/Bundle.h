@@ -86,27 +86,40 @@ private:
 class Bundle {
 public:
   /// Validates the container, the checksums and the manifest schema. On
-  /// failure returns nullptr and sets `error` to one line.
+  /// failure returns nullptr and sets `error` to one line (control
+  /// characters of quoted names escaped).
   static std::unique_ptr<Bundle> parse(std::vector<uint8_t> bytes,
                                        std::string &error);
   /// Reads the whole file (a regular file; its size bounds the allocation)
   /// and parses it. Errors name the path.
   static std::unique_ptr<Bundle> readFile(const std::string &path,
                                           std::string &error);
+  /// Reads and validates only the header and the manifest (the blob table's
+  /// ranges included, not the blobs' checksums), so that inspecting a large
+  /// bundle does not read its weights. blob() finds nothing in the result.
+  static std::unique_ptr<Bundle> readManifest(const std::string &path,
+                                              std::string &error);
 
   /// The manifest as written, including the "blobs" table.
   const nlohmann::json &manifest() const { return manifestJson; }
   /// The typed, validated view of the manifest.
   const ModelDesc &model() const { return desc; }
-  /// The blob's bytes, or {nullptr, 0} when there is no such blob.
+  /// The blob's bytes, or {nullptr, 0} when there is no such blob (or the
+  /// bundle came from readManifest).
   std::pair<const uint8_t *, size_t> blob(const std::string &name) const;
   /// Size of the whole bundle file.
-  size_t size() const { return bytes.size(); }
+  uint64_t size() const { return hasBlobs ? bytes.size() : fileSize; }
 
 private:
   Bundle() = default;
+  static std::unique_ptr<Bundle> parseBytes(std::vector<uint8_t> bytes,
+                                            std::string &error);
+  static std::unique_ptr<Bundle> readManifestOf(const std::string &path,
+                                                std::string &error);
 
   std::vector<uint8_t> bytes;
+  bool hasBlobs = false; // false: from readManifest, `bytes` is empty
+  uint64_t fileSize = 0;
   nlohmann::json manifestJson;
   ModelDesc desc;
   std::map<std::string, std::pair<size_t, size_t>> blobRanges; // offset, size

@@ -55,6 +55,7 @@ namespace {
   X(streamSynchronize, cuStreamSynchronize)                                    \
   X(memAlloc, cuMemAlloc)                                                      \
   X(memFree, cuMemFree)                                                        \
+  X(memGetInfo, cuMemGetInfo)                                                  \
   X(memcpyHtoDAsync, cuMemcpyHtoDAsync)                                        \
   X(memcpyDtoHAsync, cuMemcpyDtoHAsync)                                        \
   X(memcpyDtoDAsync, cuMemcpyDtoDAsync)                                        \
@@ -380,6 +381,16 @@ public:
   void deallocate(void *ptr) override {
     ScopedContext scope(d, ctx);
     d.memFree(devicePtr(ptr));
+  }
+
+  bool availableMemory(uint64_t &bytes, std::string &what) override {
+    ScopedContext scope(d, ctx);
+    size_t free = 0, total = 0;
+    if (d.memGetInfo(&free, &total) != CUDA_SUCCESS)
+      return false;
+    bytes = free;
+    what = "free device memory";
+    return true;
   }
 
   bool copyToDevice(void *dst, const void *src, size_t bytes,

@@ -51,6 +51,7 @@ namespace {
   X(streamSynchronize, hipStreamSynchronize)                                   \
   X(memAlloc, hipMalloc)                                                       \
   X(memFree, hipFree)                                                          \
+  X(memGetInfo, hipMemGetInfo)                                                 \
   X(memcpyHtoDAsync, hipMemcpyHtoDAsync)                                       \
   X(memcpyDtoHAsync, hipMemcpyDtoHAsync)                                       \
   X(memcpyDtoDAsync, hipMemcpyDtoDAsync)                                       \
@@ -353,6 +354,16 @@ public:
   void deallocate(void *ptr) override {
     ScopedDevice scope(d, index);
     (void)d.memFree(ptr);
+  }
+
+  bool availableMemory(uint64_t &bytes, std::string &what) override {
+    ScopedDevice scope(d, index);
+    size_t free = 0, total = 0;
+    if (d.memGetInfo(&free, &total) != hipSuccess)
+      return false;
+    bytes = free;
+    what = "free device memory";
+    return true;
   }
 
   bool copyToDevice(void *dst, const void *src, size_t bytes,

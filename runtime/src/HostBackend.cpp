@@ -8,11 +8,14 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/src/Backend.h"
+#include "runtime/src/FileIO.h"
 #include "runtime/src/ThreadPool.h"
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -24,10 +27,22 @@ namespace {
 
 using HostKernel = void (*)(void **, int64_t, int64_t);
 
+/// What a KernelHandle of this backend points to: the entry point, and the
+/// code object's `tcc_scratch_failure` (null in code without scratch), where
+/// a kernel that could not allocate its scratch leaves the size it asked for
+/// (tcc-host-checked-alloc) before returning early.
+struct HostKernelEntry {
+  HostKernel fn;
+  std::atomic<int64_t> *scratchFailure;
+};
+
 class HostModule : public Module {
 public:
   HostModule(void *handle, int fd, std::string name)
-      : handle(handle), fd(fd), name(std::move(name)) {}
+      : handle(handle), fd(fd), name(std::move(name)) {
+    scratchFailure = static_cast<std::atomic<int64_t> *>(
+        dlsym(handle, "tcc_scratch_failure"));
+  }
   ~HostModule() override {
     dlclose(handle);
     ::close(fd);
@@ -36,12 +51,15 @@ public:
   bool getKernel(const std::string &symbol, KernelHandle &out,
                  std::string &error) override {
     dlerror();
-    out = dlsym(handle, symbol.c_str());
-    if (!out) {
+    void *fn = dlsym(handle, symbol.c_str());
+    if (!fn) {
       error = "kernel symbol '" + symbol + "' not found in code object '" +
               name + "'";
       return false;
     }
+    // A deque: handles given out stay valid as more are added.
+    entries.push_back({reinterpret_cast<HostKernel>(fn), scratchFailure});
+    out = &entries.back();
     return true;
   }
 
@@ -49,20 +67,9 @@ private:
   void *handle;
   int fd; // held open so that no other code object reuses its path
   std::string name;
+  std::atomic<int64_t> *scratchFailure = nullptr;
+  std::deque<HostKernelEntry> entries;
 };
-
-bool writeAll(int fd, const uint8_t *data, size_t size) {
-  while (size) {
-    ssize_t n = ::write(fd, data, size);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return false;
-    data += n;
-    size -= (size_t)n;
-  }
-  return true;
-}
 
 /// A file descriptor holding `code`: a memfd, or an unlinked temp file.
 int codeFile(const uint8_t *code, size_t size, std::string &error) {
@@ -79,7 +86,7 @@ int codeFile(const uint8_t *code, size_t size, std::string &error) {
     }
     ::unlink(path.c_str()); // loaded through /proc/self/fd like a memfd
   }
-  if (!writeAll(fd, code, size)) {
+  if (!io::writeAll(fd, code, size)) {
     error = std::string("cannot write host code: ") + std::strerror(errno);
     ::close(fd);
     return -1;
@@ -108,9 +115,11 @@ public:
 
   bool allocate(size_t bytes, void *&out, std::string &error) override {
     // aligned_alloc wants a multiple of the alignment; zero bytes still get
-    // a distinct pointer.
+    // a distinct pointer. Sizes whose rounding would wrap are refused.
     size_t rounded = (bytes + 63) / 64 * 64;
-    out = std::aligned_alloc(64, rounded ? rounded : 64);
+    out = bytes > SIZE_MAX - 63
+              ? nullptr
+              : std::aligned_alloc(64, rounded ? rounded : 64);
     if (!out) {
       error = "cannot allocate " + std::to_string(bytes) +
               " bytes of host "
@@ -120,6 +129,10 @@ public:
     return true;
   }
   void deallocate(void *ptr) override { std::free(ptr); }
+
+  bool availableMemory(uint64_t &bytes, std::string &what) override {
+    return hostAvailableMemory(bytes, what);
+  }
 
   bool copyToDevice(void *dst, const void *src, size_t bytes,
                     std::string &) override {
@@ -191,14 +204,21 @@ public:
   }
 
   bool launch(KernelHandle kernel, void **args, size_t, int64_t grid,
-              std::string &) override {
-    auto fn = reinterpret_cast<HostKernel>(kernel);
-    if (grid == 1) {
+              std::string &error) override {
+    const auto &entry = *static_cast<const HostKernelEntry *>(kernel);
+    HostKernel fn = entry.fn;
+    if (grid == 1)
       fn(args, 0, 1);
-      return true;
+    else
+      pool.parallelFor(
+          grid, [&](int64_t begin, int64_t end) { fn(args, begin, end); });
+    if (entry.scratchFailure) {
+      if (int64_t bytes = entry.scratchFailure->exchange(0)) {
+        error = "could not allocate " + std::to_string(bytes) +
+                " bytes of scratch memory on the host (out of memory)";
+        return false;
+      }
     }
-    pool.parallelFor(grid,
-                     [&](int64_t begin, int64_t end) { fn(args, begin, end); });
     return true;
   }
 

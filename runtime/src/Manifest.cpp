@@ -399,11 +399,33 @@ private:
                                            "\" is not supported for target " +
                                            c.target + " (expected \"" + only +
                                            "\")");
+      if (!cpuRequirement(e, ptr, c))
+        return false;
       if (!blobSizes.count(c.blob))
         return r.fail(ptr + "/blob", "no blob named \"" + c.blob + "\"");
       if (!codeIndex.emplace(c.blob, desc.code.size()).second)
         return r.fail(ptr + "/blob", "blob \"" + c.blob + "\" is listed twice");
       desc.code.push_back(std::move(c));
+    }
+    return true;
+  }
+
+  /// The optional "cpu" and "cpu_features" of host code.
+  bool cpuRequirement(const json &e, const std::string &ptr, CodeDesc &c) {
+    const json *features;
+    if (!r.string(e, ptr, "cpu", c.cpu, /*optional=*/true) ||
+        !r.array(e, ptr, "cpu_features", features, /*optional=*/true))
+      return false;
+    if ((features || !c.cpu.empty()) && c.kind != TargetKind::Host)
+      return r.fail(ptr, "cpu and cpu_features are for host code only");
+    if (!features)
+      return true;
+    for (size_t i = 0; i < features->size(); ++i) {
+      const json &f = (*features)[i];
+      if (!f.is_string() || f.get<std::string>().empty())
+        return r.fail(ptr + "/cpu_features/" + std::to_string(i),
+                      "expected a feature name");
+      c.cpuFeatures.push_back(f.get<std::string>());
     }
     return true;
   }

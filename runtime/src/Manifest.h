@@ -81,6 +81,11 @@ struct CodeDesc {
   std::string blob;
   /// "so" (host), "ptx" (CUDA) or "hsaco" (HIP): the only format of each.
   std::string format;
+  /// Host only, optional: the CPU the code was compiled for (informational)
+  /// and the x86 features it may use, which the runtime checks before
+  /// loading (runtime/src/CpuFeatures.h). Empty in older bundles.
+  std::string cpu;
+  std::vector<std::string> cpuFeatures;
 };
 
 /// GPU launch limits the manifest is checked against: CUDA's for every

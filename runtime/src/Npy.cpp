@@ -8,12 +8,9 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/src/Npy.h"
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <iterator>
+#include "runtime/src/FileIO.h"
 
-#include <sys/stat.h>
+#include <cstring>
 
 namespace tcc::npy {
 namespace {
@@ -37,6 +34,23 @@ const char *descrOf(DType t) {
     if (d.dtype == t)
       return d.text;
   return nullptr;
+}
+
+/// Header text quoted in a message: control and non-ASCII bytes as \xNN, so
+/// that an error stays one printable line.
+std::string printable(const std::string &text) {
+  static const char digits[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : text.substr(0, 64)) {
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out += (char)c;
+    } else {
+      out += "\\x";
+      out += digits[c >> 4];
+      out += digits[c & 15];
+    }
+  }
+  return text.size() > 64 ? out + "..." : out;
 }
 
 /// A cursor over the header's dict literal: only what np.save writes.
@@ -76,7 +90,7 @@ public:
           return false;
         haveShape = true;
       } else {
-        return fail("unexpected key '" + key + "' in the header");
+        return fail("unexpected key '" + printable(key) + "' in the header");
       }
       skipSpace();
       if (peek() == ',')
@@ -220,8 +234,9 @@ bool parse(const std::vector<uint8_t> &bytes, Array &out, std::string &error) {
       found = &d;
   if (!found) {
     if (!descr.empty() && descr[0] == '>')
-      return fail(error, "big-endian data ('" + descr + "') is not supported");
-    return fail(error, "dtype '" + descr +
+      return fail(error, "big-endian data ('" + printable(descr) +
+                           "') is not supported");
+    return fail(error, "dtype '" + printable(descr) +
                            "' is not supported (supported: <f8 "
                            "<f4 <f2 |i1 <i4 <i8 |b1)");
   }
@@ -246,18 +261,9 @@ bool parse(const std::vector<uint8_t> &bytes, Array &out, std::string &error) {
 }
 
 bool readFile(const std::string &path, Array &out, std::string &error) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0)
-    return fail(error, path + ": cannot open: " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode))
-    return fail(error, path + ": not a regular file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return fail(error, path + ": cannot open: " + std::strerror(errno));
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
-                             std::istreambuf_iterator<char>());
-  if (in.bad())
-    return fail(error, path + ": read error");
+  std::vector<uint8_t> bytes;
+  if (!io::readRegularFile(path, bytes, error))
+    return false;
   if (!parse(bytes, out, error))
     return fail(error, path + ": " + error);
   return true;
@@ -286,15 +292,7 @@ std::vector<uint8_t> serialize(const Array &a) {
 
 bool writeFile(const std::string &path, const Array &a, std::string &error) {
   std::vector<uint8_t> bytes = serialize(a);
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (f)
-    f.write(reinterpret_cast<const char *>(bytes.data()),
-            (std::streamsize)bytes.size());
-  if (f)
-    f.close();
-  if (!f)
-    return fail(error, "cannot write '" + path + "': " + std::strerror(errno));
-  return true;
+  return io::writeFileAtomically(path, bytes.data(), bytes.size(), error);
 }
 
 } // namespace tcc::npy

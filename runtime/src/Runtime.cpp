@@ -12,11 +12,16 @@
 
 #include "runtime/src/Backend.h"
 #include "runtime/src/Bundle.h"
+#include "runtime/src/CpuFeatures.h"
+#include "runtime/src/FileIO.h"
+#include "runtime/src/OneLine.h"
 #include "runtime/src/ThreadPool.h"
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <new>
 #include <unordered_set>
 
@@ -47,6 +52,10 @@ struct tccrt_context {
   std::string lastError;
   size_t liveModels = 0;
   std::unordered_set<void *> userAllocations; // from tccrt_malloc
+  /// Held by every call on the context or its models: the backend (its
+  /// thread pool, stream), lastError and the models' bindings are shared
+  /// state, so calls from several threads are serialized.
+  std::mutex mutex;
 };
 
 struct tccrt_model {
@@ -74,9 +83,9 @@ namespace {
 
 tccrt_status fail(tccrt_context *ctx, tccrt_status status,
                   const std::string &message) {
-  threadError = message;
+  threadError = oneLine(message);
   if (ctx)
-    ctx->lastError = message;
+    ctx->lastError = threadError;
   return status;
 }
 
@@ -98,6 +107,46 @@ tccrt_status nullArg(tccrt_context *ctx, const char *what) {
               std::string(what) + " must not be NULL");
 }
 
+/// "1.50 GiB (1610612736 bytes)".
+std::string formatBytes(uint64_t bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.2f GiB (%llu bytes)",
+                (double)bytes / (double)(1ull << 30),
+                (unsigned long long)bytes);
+  return buf;
+}
+
+/// Refuses a model whose memory plan (params, arena, and the inputs and
+/// outputs a run needs bound on this device) exceeds what the device can
+/// still give, before anything is allocated: Linux overcommits host memory,
+/// so such a model would otherwise be killed half-way through a run.
+tccrt_status checkMemoryPlan(tccrt_context *ctx, const ModelDesc &d) {
+  // Each term is below 2^48 (Manifest.h), but a manifest may list 2^16 of
+  // them: the sums saturate instead of wrapping.
+  auto add = [](uint64_t a, uint64_t b) {
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+  };
+  auto total = [&](const std::vector<TensorDesc> &list) {
+    uint64_t sum = 0;
+    for (const TensorDesc &t : list)
+      sum = add(sum, t.bytes);
+    return sum;
+  };
+  uint64_t params = total(d.params), inputs = total(d.inputs),
+           outputs = total(d.outputs);
+  uint64_t need = add(add(params, d.arenaBytes), add(inputs, outputs));
+  uint64_t available;
+  std::string what;
+  if (!ctx->backend->availableMemory(available, what) || need <= available)
+    return TCCRT_OK;
+  return fail(ctx, TCCRT_ERROR_OUT_OF_MEMORY,
+              "model needs " + formatBytes(need) + " (params " +
+                  formatBytes(params) + ", arena " + formatBytes(d.arenaBytes) +
+                  ", inputs " + formatBytes(inputs) + ", outputs " +
+                  formatBytes(outputs) + ") but " + ctx->backend->describe() +
+                  " has only " + formatBytes(available) + " of " + what);
+}
+
 tccrt_status loadModel(tccrt_context *ctx, std::unique_ptr<Bundle> bundle,
                        tccrt_model **out) {
   auto m = std::make_unique<tccrt_model>();
@@ -106,6 +155,9 @@ tccrt_status loadModel(tccrt_context *ctx, std::unique_ptr<Bundle> bundle,
   const ModelDesc &d = m->desc;
   Backend &be = *ctx->backend;
   std::string err;
+
+  if (tccrt_status s = checkMemoryPlan(ctx, d); s != TCCRT_OK)
+    return s;
 
   // Code: every kernel must come from a code object this device runs.
   m->modules.resize(d.code.size());
@@ -123,6 +175,20 @@ tccrt_status loadModel(tccrt_context *ctx, std::unique_ptr<Bundle> bundle,
                       "' has code for " + c.target + ")");
     }
     if (!m->modules[k.code]) {
+      // Host code for a newer CPU would die of SIGILL in the middle of a run.
+      if (c.kind == TargetKind::Host && !c.cpuFeatures.empty()) {
+        std::vector<std::string> missing =
+            tcc::cpu::missingFeatures(c.cpuFeatures);
+        if (!missing.empty()) {
+          std::string names;
+          for (const std::string &f : missing)
+            names += (names.empty() ? "" : ", ") + f;
+          return fail(ctx, TCCRT_ERROR_UNAVAILABLE,
+                      "bundle was compiled for CPU " +
+                          (c.cpu.empty() ? std::string("?") : c.cpu) +
+                          " and needs x86 features this CPU lacks: " + names);
+        }
+      }
       auto [bytes, size] = bundle->blob(c.blob);
       m->modules[k.code] = be.loadModule(bytes, size, c.blob, err);
       if (!m->modules[k.code])
@@ -553,12 +619,14 @@ tccrt_status tccrt_context_create(tccrt_device_kind kind, int device_index,
 tccrt_status tccrt_context_destroy(tccrt_context *ctx) {
   if (!ctx)
     return TCCRT_OK;
+  std::unique_lock<std::mutex> lock(ctx->mutex);
   if (ctx->liveModels)
     return fail(ctx, TCCRT_ERROR_INVALID_ARGUMENT,
                 "context still has " + std::to_string(ctx->liveModels) +
                     " model(s); destroy them first");
   for (void *p : ctx->userAllocations)
     ctx->backend->deallocate(p);
+  lock.unlock();
   delete ctx;
   return TCCRT_OK;
 }
@@ -570,6 +638,7 @@ const char *tccrt_context_last_error(const tccrt_context *ctx) {
 tccrt_status tccrt_malloc(tccrt_context *ctx, size_t bytes, void **out) {
   if (!ctx)
     return nullArg(nullptr, "context");
+  std::lock_guard<std::mutex> lock(ctx->mutex);
   return guarded(ctx, [&]() -> tccrt_status {
     if (!out)
       return nullArg(ctx, "out");
@@ -586,6 +655,7 @@ tccrt_status tccrt_malloc(tccrt_context *ctx, size_t bytes, void **out) {
 tccrt_status tccrt_free(tccrt_context *ctx, void *ptr) {
   if (!ctx)
     return nullArg(nullptr, "context");
+  std::lock_guard<std::mutex> lock(ctx->mutex);
   if (!ptr)
     return TCCRT_OK;
   if (!ctx->userAllocations.erase(ptr))
@@ -599,6 +669,7 @@ tccrt_status tccrt_copy_to_device(tccrt_context *ctx, void *dst,
                                   const void *src, size_t bytes) {
   if (!ctx)
     return nullArg(nullptr, "context");
+  std::lock_guard<std::mutex> lock(ctx->mutex);
   if (bytes && (!dst || !src))
     return nullArg(ctx, !dst ? "dst" : "src");
   std::string err;
@@ -611,6 +682,7 @@ tccrt_status tccrt_copy_to_host(tccrt_context *ctx, void *dst, const void *src,
                                 size_t bytes) {
   if (!ctx)
     return nullArg(nullptr, "context");
+  std::lock_guard<std::mutex> lock(ctx->mutex);
   if (bytes && (!dst || !src))
     return nullArg(ctx, !dst ? "dst" : "src");
   std::string err;
@@ -623,20 +695,20 @@ tccrt_status tccrt_model_load_file(tccrt_context *ctx, const char *path,
                                    tccrt_model **out) {
   if (!ctx)
     return nullArg(nullptr, "context");
+  std::lock_guard<std::mutex> lock(ctx->mutex);
   return guarded(ctx, [&]() -> tccrt_status {
     if (!path)
       return nullArg(ctx, "path");
     if (!out)
       return nullArg(ctx, "out");
     std::string err;
-    auto bundle = Bundle::readFile(path, err);
-    if (!bundle) {
-      // readFile reports I/O problems before it ever parses.
-      bool io = err.find(": cannot open") != std::string::npos ||
-                err.find(": not a regular file") != std::string::npos ||
-                err.find(": read error") != std::string::npos;
-      return fail(ctx, io ? TCCRT_ERROR_IO : TCCRT_ERROR_INVALID_BUNDLE, err);
-    }
+    std::vector<uint8_t> bytes;
+    if (!io::readRegularFile(path, bytes, err))
+      return fail(ctx, TCCRT_ERROR_IO, err);
+    auto bundle = Bundle::parse(std::move(bytes), err);
+    if (!bundle)
+      return fail(ctx, TCCRT_ERROR_INVALID_BUNDLE,
+                  std::string(path) + ": " + err);
     return loadModel(ctx, std::move(bundle), out);
   });
 }
@@ -645,6 +717,7 @@ tccrt_status tccrt_model_load_memory(tccrt_context *ctx, const void *data,
                                      size_t size, tccrt_model **out) {
   if (!ctx)
     return nullArg(nullptr, "context");
+  std::lock_guard<std::mutex> lock(ctx->mutex);
   return guarded(ctx, [&]() -> tccrt_status {
     if (!data && size)
       return nullArg(ctx, "data");
@@ -662,6 +735,7 @@ tccrt_status tccrt_model_load_memory(tccrt_context *ctx, const void *data,
 tccrt_status tccrt_model_destroy(tccrt_model *model) {
   if (!model)
     return TCCRT_OK;
+  std::lock_guard<std::mutex> lock(model->ctx->mutex);
   --model->ctx->liveModels;
   delete model;
   return TCCRT_OK;
@@ -670,6 +744,7 @@ tccrt_status tccrt_model_destroy(tccrt_model *model) {
 tccrt_status tccrt_model_name(const tccrt_model *model, const char **out) {
   if (!model)
     return nullArg(nullptr, "model");
+  std::lock_guard<std::mutex> lock(model->ctx->mutex);
   if (!out)
     return nullArg(model->ctx, "out");
   *out = model->desc.model.c_str();
@@ -679,6 +754,7 @@ tccrt_status tccrt_model_name(const tccrt_model *model, const char **out) {
 tccrt_status tccrt_model_num_inputs(const tccrt_model *model, size_t *out) {
   if (!model)
     return nullArg(nullptr, "model");
+  std::lock_guard<std::mutex> lock(model->ctx->mutex);
   if (!out)
     return nullArg(model->ctx, "out");
   *out = model->desc.inputs.size();
@@ -688,6 +764,7 @@ tccrt_status tccrt_model_num_inputs(const tccrt_model *model, size_t *out) {
 tccrt_status tccrt_model_num_outputs(const tccrt_model *model, size_t *out) {
   if (!model)
     return nullArg(nullptr, "model");
+  std::lock_guard<std::mutex> lock(model->ctx->mutex);
   if (!out)
     return nullArg(model->ctx, "out");
   *out = model->desc.outputs.size();
@@ -698,6 +775,7 @@ tccrt_status tccrt_model_input_info(const tccrt_model *model, size_t index,
                                     tccrt_tensor_info *out) {
   if (!model)
     return nullArg(nullptr, "model");
+  std::lock_guard<std::mutex> lock(model->ctx->mutex);
   return tensorInfo(model, model->desc.inputs, index, "input", out);
 }
 
@@ -705,6 +783,7 @@ tccrt_status tccrt_model_output_info(const tccrt_model *model, size_t index,
                                      tccrt_tensor_info *out) {
   if (!model)
     return nullArg(nullptr, "model");
+  std::lock_guard<std::mutex> lock(model->ctx->mutex);
   return tensorInfo(model, model->desc.outputs, index, "output", out);
 }
 
@@ -712,6 +791,7 @@ tccrt_status tccrt_model_find_input(const tccrt_model *model, const char *name,
                                     size_t *index) {
   if (!model)
     return nullArg(nullptr, "model");
+  std::lock_guard<std::mutex> lock(model->ctx->mutex);
   return findTensor(model, model->desc.inputs, name, "input", index);
 }
 
@@ -719,6 +799,7 @@ tccrt_status tccrt_model_find_output(const tccrt_model *model, const char *name,
                                      size_t *index) {
   if (!model)
     return nullArg(nullptr, "model");
+  std::lock_guard<std::mutex> lock(model->ctx->mutex);
   return findTensor(model, model->desc.outputs, name, "output", index);
 }
 
@@ -726,6 +807,7 @@ tccrt_status tccrt_model_bind_input(tccrt_model *model, size_t index,
                                     const void *data, size_t bytes) {
   if (!model)
     return nullArg(nullptr, "model");
+  std::lock_guard<std::mutex> lock(model->ctx->mutex);
   return bind(model, true, index, data, bytes);
 }
 
@@ -733,6 +815,7 @@ tccrt_status tccrt_model_bind_output(tccrt_model *model, size_t index,
                                      void *data, size_t bytes) {
   if (!model)
     return nullArg(nullptr, "model");
+  std::lock_guard<std::mutex> lock(model->ctx->mutex);
   return bind(model, false, index, data, bytes);
 }
 
@@ -741,6 +824,7 @@ tccrt_status tccrt_model_bind_input_by_name(tccrt_model *model,
                                             size_t bytes) {
   if (!model)
     return nullArg(nullptr, "model");
+  std::lock_guard<std::mutex> lock(model->ctx->mutex);
   size_t index;
   tccrt_status s = findTensor(model, model->desc.inputs, name, "input", &index);
   return s != TCCRT_OK ? s : bind(model, true, index, data, bytes);
@@ -751,6 +835,7 @@ tccrt_status tccrt_model_bind_output_by_name(tccrt_model *model,
                                              size_t bytes) {
   if (!model)
     return nullArg(nullptr, "model");
+  std::lock_guard<std::mutex> lock(model->ctx->mutex);
   size_t index;
   tccrt_status s =
       findTensor(model, model->desc.outputs, name, "output", &index);
@@ -760,6 +845,7 @@ tccrt_status tccrt_model_bind_output_by_name(tccrt_model *model,
 tccrt_status tccrt_model_run(tccrt_model *model) {
   if (!model)
     return nullArg(nullptr, "model");
+  std::lock_guard<std::mutex> lock(model->ctx->mutex);
   return guarded(model->ctx, [&] { return run(model); });
 }
 
@@ -767,6 +853,7 @@ tccrt_status tccrt_model_set_option(tccrt_model *model, const char *name,
                                     const char *value) {
   if (!model)
     return nullArg(nullptr, "model");
+  std::lock_guard<std::mutex> lock(model->ctx->mutex);
   if (!name || !value)
     return nullArg(model->ctx, !name ? "name" : "value");
   return guarded(model->ctx, [&] { return setOption(model, name, value); });
@@ -776,6 +863,7 @@ tccrt_status tccrt_model_time_runs(tccrt_model *model, size_t runs,
                                    double *ms) {
   if (!model)
     return nullArg(nullptr, "model");
+  std::lock_guard<std::mutex> lock(model->ctx->mutex);
   if (runs && !ms)
     return nullArg(model->ctx, "ms");
   return guarded(model->ctx, [&] { return timeRuns(model, runs, ms); });

@@ -9,30 +9,35 @@
 #include "runtime/include/tccrt.h"
 #include "runtime/src/Bundle.h"
 #include "runtime/src/DType.h"
+#include "runtime/src/FileIO.h"
 #include "runtime/src/Npy.h"
+#include "runtime/src/OneLine.h"
 #include "runtime/src/Random.h"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <set>
 #include <sstream>
 #include <thread>
 
+#include <unistd.h>
+
 namespace tcc::runner {
 namespace {
 
 /// Reports the error line and yields the exit status.
 int error(std::ostream &err, const std::string &message) {
-  err << "tcc: error: " << message << "\n";
+  err << "tcc: error: " << oneLine(message) << "\n";
   return 1;
 }
 
@@ -189,10 +194,11 @@ private:
 };
 
 /// Seeded values for an input nobody gave: floats uniform in [-1, 1) rounded
-/// to the dtype, integers uniform in [0, 10), bools fair coins. Each input
-/// has its own stream, SplitMix64(seed ^ FNV-1a-64(name)), so its values do
-/// not depend on the other inputs.
-std::vector<uint8_t> randomInput(const tccrt_tensor_info &t, uint64_t seed) {
+/// to the dtype, integers uniform in [0, intLimit), bools fair coins. Each
+/// input has its own stream, SplitMix64(seed ^ FNV-1a-64(name)), so its
+/// values do not depend on the other inputs.
+std::vector<uint8_t> randomInput(const tccrt_tensor_info &t, uint64_t seed,
+                                 uint64_t intLimit) {
   DType dtype = static_cast<DType>(t.dtype);
   std::string name = t.name;
   uint64_t stream =
@@ -211,7 +217,7 @@ std::vector<uint8_t> randomInput(const tccrt_tensor_info &t, uint64_t seed) {
       else if (dtype == DType::Bool)
         *at = (uint8_t)(rng.next() >> 63);
       else
-        encodeInteger(dtype, (int64_t)(rng.next() % 10), at);
+        encodeInteger(dtype, (int64_t)(rng.next() % intLimit), at);
     }
   };
   // Large inputs (decode's K and V reach 10^9 values) are filled by several
@@ -277,7 +283,18 @@ bool convertInput(const npy::Array &a, DType to, std::vector<uint8_t> &bytes,
 bool stageInputs(Session &s, const RunOptions &opt, std::ostream &err,
                  std::string &why) {
   std::map<std::string, std::string> files;
-  for (const auto &[name, file] : opt.inputs) {
+  std::vector<std::pair<std::string, std::string>> given = opt.inputs;
+  std::vector<std::string> names;
+  for (const tccrt_tensor_info &t : s.inputs)
+    names.push_back(t.name);
+  for (const std::string &spec : opt.inputSpecs) {
+    std::string name, file;
+    if (!splitInputSpec(spec, names, name, file, why))
+      return false;
+    given.emplace_back(name, file);
+  }
+  for (const auto &spec : given) {
+    const std::string &name = spec.first, &file = spec.second;
     auto it = std::find_if(
         s.inputs.begin(), s.inputs.end(),
         [&](const tccrt_tensor_info &t) { return name == t.name; });
@@ -302,7 +319,7 @@ bool stageInputs(Session &s, const RunOptions &opt, std::ostream &err,
     if (file == files.end()) {
       err << "note: input " << t.name << " (" << describe(t)
           << ") not given; using random values (seed " << opt.seed << ")\n";
-      bytes = randomInput(t, opt.seed);
+      bytes = randomInput(t, opt.seed, opt.randomIntLimit);
     } else {
       npy::Array a;
       if (!npy::readFile(file->second, a, why))
@@ -367,8 +384,12 @@ std::string summary(const tccrt_tensor_info &t,
   return line;
 }
 
-bool writeOutputs(Session &s, const RunOptions &opt, std::ostream &out,
-                  std::ostream &err, std::string &why) {
+/// Chooses every output's file and checks, before the model runs, that it
+/// can be written: the folder exists (or is created) and is writable, no
+/// path is too long, and none is taken by a directory. So a run does not end
+/// with some outputs written and the others failing.
+bool planOutputs(Session &s, const RunOptions &opt, std::ostream &err,
+                 std::vector<std::string> &paths, std::string &why) {
   namespace fs = std::filesystem;
   fs::path dir = opt.outputDir.empty() ? "." : opt.outputDir;
   std::error_code ec;
@@ -378,7 +399,42 @@ bool writeOutputs(Session &s, const RunOptions &opt, std::ostream &out,
           (ec ? ": " + ec.message() : "");
     return false;
   }
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+    why = "cannot write to output directory '" + dir.string() +
+          "': " + std::strerror(errno);
+    return false;
+  }
   std::set<std::string> used;
+  paths.clear();
+  for (const tccrt_tensor_info &t : s.outputs) {
+    std::string base = outputFileStem(t.name), stem = base;
+    for (int k = 2; used.count(stem); ++k) {
+      std::string suffix = "_" + std::to_string(k);
+      stem = base.substr(0, kMaxOutputStem - suffix.size()) + suffix;
+    }
+    used.insert(stem);
+    fs::path path = dir / (stem + ".npy");
+    if (path.string().size() >= PATH_MAX) {
+      why = "output '" + std::string(t.name) + "': the path " +
+            path.string().substr(0, 64) + "... is longer than " +
+            std::to_string(PATH_MAX - 1) + " bytes";
+      return false;
+    }
+    if (fs::is_directory(path, ec)) {
+      why = "output '" + std::string(t.name) + "': " + path.string() +
+            " is a directory";
+      return false;
+    }
+    if (stem != t.name)
+      err << "note: output '" << oneLine(t.name) << "' is written to "
+          << oneLine(path.string()) << "\n";
+    paths.push_back(path.string());
+  }
+  return true;
+}
+
+bool writeOutputs(Session &s, const std::vector<std::string> &paths,
+                  std::ostream &out, std::ostream &err, std::string &why) {
   for (size_t i = 0; i < s.outputs.size(); ++i) {
     const tccrt_tensor_info &t = s.outputs[i];
     std::vector<uint8_t> bytes;
@@ -403,16 +459,7 @@ bool writeOutputs(Session &s, const RunOptions &opt, std::ostream &out,
           << "; writing it as float32 (exact)\n";
       a.dtype = DType::F32;
     }
-
-    std::string stem = outputFileStem(t.name);
-    for (int k = 2; used.count(stem); ++k)
-      stem = outputFileStem(t.name) + "_" + std::to_string(k);
-    used.insert(stem);
-    fs::path path = dir / (stem + ".npy");
-    if (stem != t.name)
-      err << "note: output '" << t.name << "' is written to " << path.string()
-          << "\n";
-    if (!npy::writeFile(path.string(), a, why))
+    if (!npy::writeFile(paths[i], a, why))
       return false;
   }
   return true;
@@ -446,7 +493,44 @@ std::string outputFileStem(const std::string &name) {
       c = '_';
   if (stem[0] == '.')
     stem[0] = '_';
+  if (stem.size() > kMaxOutputStem) {
+    static const char digits[] = "0123456789abcdef";
+    uint64_t h = bundle::fnv1a64(reinterpret_cast<const uint8_t *>(name.data()),
+                                 name.size());
+    std::string hex(16, '0');
+    for (int i = 15; i >= 0; --i, h >>= 4)
+      hex[i] = digits[h & 15];
+    stem = stem.substr(0, kMaxOutputStem - 17) + "-" + hex;
+  }
   return stem;
+}
+
+bool splitInputSpec(const std::string &spec,
+                    const std::vector<std::string> &inputNames,
+                    std::string &name, std::string &file, std::string &why) {
+  const std::string *best = nullptr;
+  for (const std::string &n : inputNames)
+    if (spec.size() > n.size() && spec.compare(0, n.size(), n) == 0 &&
+        spec[n.size()] == '=' && (!best || n.size() > best->size()))
+      best = &n;
+  if (!best) {
+    size_t eq = spec.find('=');
+    std::string known;
+    for (const std::string &n : inputNames)
+      known += (known.empty() ? "" : ", ") + n;
+    why = eq == std::string::npos
+              ? "--input needs NAME=FILE.npy, got '" + spec + "'"
+              : "model has no input named '" + spec.substr(0, eq) +
+                    "' (inputs: " + (known.empty() ? "none" : known) + ")";
+    return false;
+  }
+  name = *best;
+  file = spec.substr(best->size() + 1);
+  if (file.empty()) {
+    why = "--input " + spec + " names no file";
+    return false;
+  }
+  return true;
 }
 
 int runBundle(std::vector<uint8_t> bundle, const std::string &displayName,
@@ -457,8 +541,10 @@ int runBundle(std::vector<uint8_t> bundle, const std::string &displayName,
     if (!s.open(bundle, displayName, target, options.cudaGraph, why))
       return error(err, why);
     bundle = {}; // the runtime has its own copy of what it needs
-    if (!stageInputs(s, options, err, why) || !s.bindOutputs(why) ||
-        !s.run(why) || !writeOutputs(s, options, out, err, why))
+    std::vector<std::string> paths;
+    if (!planOutputs(s, options, err, paths, why) ||
+        !stageInputs(s, options, err, why) || !s.bindOutputs(why) ||
+        !s.run(why) || !writeOutputs(s, paths, out, err, why))
       return error(err, why);
     return 0;
   });
@@ -477,7 +563,12 @@ int benchBundle(std::vector<uint8_t> bundle, const std::string &displayName,
     if (!s.open(bundle, displayName, target, options.cudaGraph, why))
       return error(err, why);
     bundle = {};
-    RunOptions random; // seed 0, no files: every input random
+    // Seed 0, no files: every input random. The manifest does not say
+    // which integer inputs are indices nor their range, and a model that
+    // gathers over an axis shorter than 10 would fail on run's [0, 10):
+    // integers are 0, the one index valid for every non-empty axis.
+    RunOptions random;
+    random.randomIntLimit = 1;
     std::ostringstream notes;
     if (!stageInputs(s, random, notes, why) || !s.bindOutputs(why))
       return error(err, why);
@@ -519,12 +610,25 @@ int benchBundle(std::vector<uint8_t> bundle, const std::string &displayName,
       out << line;
     }
     if (!options.jsonPath.empty()) {
-      std::ofstream f(options.jsonPath, std::ios::trunc);
-      f << figures.dump(2) << "\n";
-      f.close();
-      if (!f)
-        return error(err, "cannot write '" + options.jsonPath + "'");
+      std::string text = figures.dump(2) + "\n";
+      if (!io::writeFileAtomically(options.jsonPath, text.data(), text.size(),
+                                   why))
+        return error(err, why);
     }
+    return 0;
+  });
+}
+
+int inspectBundleFile(const std::string &path, std::ostream &out,
+                      std::ostream &err) {
+  return guarded(err, [&] {
+    std::string why;
+    auto b = bundle::Bundle::readManifest(path, why);
+    if (!b)
+      return error(err, why);
+    out << b->manifest().dump(2, ' ', false,
+                              nlohmann::json::error_handler_t::replace)
+        << "\n";
     return 0;
   });
 }

@@ -22,12 +22,17 @@ struct RunOptions {
   /// The device: "host", "sm_*" (CUDA) or "gfx*" (HIP); empty means the
   /// bundle's own target (its first code object's, "host" if it has none).
   std::string target;
-  /// NAME=FILE.npy pairs, already split.
+  /// NAME, FILE.npy pairs, already split.
   std::vector<std::pair<std::string, std::string>> inputs;
+  /// NAME=FILE.npy as given on the command line, split against the model's
+  /// input names (splitInputSpec) once the model is loaded.
+  std::vector<std::string> inputSpecs;
   /// Where DIR/<output>.npy go; empty means ".".
   std::string outputDir;
   /// Seed of the random values of inputs not given.
   uint64_t seed = 0;
+  /// Random integer inputs are drawn from [0, randomIntLimit) (>= 1).
+  uint64_t randomIntLimit = 10;
   /// Run through a CUDA or HIP graph (option "cuda_graph"); GPU devices
   /// only.
   bool cudaGraph = false;
@@ -59,10 +64,29 @@ int benchBundle(std::vector<uint8_t> bundle, const std::string &displayName,
 /// on `out`.
 int inspectBundle(std::vector<uint8_t> bundle, const std::string &displayName,
                   std::ostream &out, std::ostream &err);
+/// The same for a bundle file, reading only its header and manifest (not the
+/// weights, which are not checked; run and load check everything).
+int inspectBundleFile(const std::string &path, std::ostream &out,
+                      std::ostream &err);
+
+/// Splits "NAME=FILE" where NAME is one of `inputNames`: the spec must start
+/// with NAME followed by '=', and when several names qualify (inputs "a"
+/// and "a=b" for "a=b=c.npy") the longest wins. So input names and file
+/// names may both contain '='. False with `why` when no input qualifies.
+bool splitInputSpec(const std::string &spec,
+                    const std::vector<std::string> &inputNames,
+                    std::string &name, std::string &file, std::string &why);
+
+/// The longest file name stem an output gets, so that STEM.npy fits the
+/// 255-byte limit of Linux file systems.
+constexpr size_t kMaxOutputStem = 251;
 
 /// The file name an output is written under: its name with every character
 /// outside [A-Za-z0-9._-] replaced by '_', a leading '.' replaced by '_',
-/// and "_" for an empty name; so it never leaves the output directory.
+/// and "_" for an empty name; so it never leaves the output directory. A
+/// stem longer than kMaxOutputStem bytes keeps its first 234 bytes and gets
+/// '-' and 16 hex digits of the name's FNV-1a-64 hash, so that long names
+/// stay distinct.
 std::string outputFileStem(const std::string &name);
 
 } // namespace tcc::runner

@@ -6,18 +6,17 @@
 // LLVM.
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/src/FileIO.h"
 #include "runtime/tools/Runner.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
-#include <cstring>
-#include <fstream>
 #include <iostream>
-#include <iterator>
 
-#include <sys/stat.h>
+#include <unistd.h>
 
 using namespace tcc::runner;
 
@@ -40,6 +39,19 @@ int usageError(const std::string &message) {
   return 1;
 }
 
+const char kModelNotBundle[] =
+    " looks like a model description; this tcc is runtime-only "
+    "(built with -DTCC_BUILD_COMPILER=OFF) and runs compiled "
+    "bundles: compile the model with a full tcc first";
+
+/// Model files are JSON objects; bundles start with their magic.
+bool looksLikeModel(const std::vector<uint8_t> &bytes) {
+  size_t i = 0;
+  while (i < bytes.size() && std::isspace(bytes[i]))
+    ++i;
+  return i < bytes.size() && bytes[i] == '{';
+}
+
 bool parseUnsigned(const std::string &text, unsigned long long max,
                    unsigned long long &out) {
   if (text.empty() || text[0] < '0' || text[0] > '9')
@@ -53,29 +65,10 @@ bool parseUnsigned(const std::string &text, unsigned long long max,
 /// Reads the bundle file, recognising a model file given by mistake.
 bool readBundle(const std::string &path, std::vector<uint8_t> &bytes,
                 std::string &why) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) {
-    why = path + ": cannot open: " + std::strerror(errno);
+  if (!tcc::io::readRegularFile(path, bytes, why))
     return false;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    why = path + ": not a regular file";
-    return false;
-  }
-  std::ifstream in(path, std::ios::binary);
-  bytes.assign(std::istreambuf_iterator<char>(in),
-               std::istreambuf_iterator<char>());
-  if (!in && !in.eof()) {
-    why = path + ": read error";
-    return false;
-  }
-  size_t i = 0;
-  while (i < bytes.size() && std::isspace(bytes[i]))
-    ++i;
-  if (i < bytes.size() && bytes[i] == '{') {
-    why = path + " looks like a model description; this tcc is runtime-only "
-                 "(built with -DTCC_BUILD_COMPILER=OFF) and runs compiled "
-                 "bundles: compile the model with a full tcc first";
+  if (looksLikeModel(bytes)) {
+    why = path + kModelNotBundle;
     return false;
   }
   return true;
@@ -136,10 +129,11 @@ int main(int argc, char **argv) {
     } else if (flag == "input" && forRun) {
       if (!needValue())
         return usageError("--input needs NAME=FILE.npy");
-      size_t eq = value.find('=');
-      if (eq == std::string::npos || eq == 0 || eq + 1 == value.size())
+      // Split against the model's input names once it is loaded: names and
+      // files may both contain '='.
+      if (value.find('=') == std::string::npos)
         return usageError("--input needs NAME=FILE.npy, got '" + value + "'");
-      run.inputs.emplace_back(value.substr(0, eq), value.substr(eq + 1));
+      run.inputSpecs.push_back(value);
     } else if (flag == "output-dir" && forRun) {
       if (!needValue() || value.empty())
         return usageError("--output-dir needs a directory");
@@ -169,6 +163,25 @@ int main(int argc, char **argv) {
   if (bundlePath.empty())
     return usageError("no bundle given");
 
+  if (command == "inspect") {
+    // Only the header and the manifest are read; a model file fails the
+    // magic check, so recognise one by its first bytes.
+    std::vector<uint8_t> head;
+    uint64_t size;
+    std::string why;
+    int fd = tcc::io::openRegularFile(bundlePath, size, why);
+    if (fd >= 0) {
+      head.resize((size_t)std::min<uint64_t>(size, 4096));
+      bool ok =
+          tcc::io::readAt(fd, 0, head.data(), head.size(), bundlePath, why);
+      ::close(fd);
+      if (ok && looksLikeModel(head)) {
+        std::cerr << "tcc: error: " << bundlePath << kModelNotBundle << "\n";
+        return 1;
+      }
+    }
+    return inspectBundleFile(bundlePath, std::cout, std::cerr);
+  }
   std::vector<uint8_t> bytes;
   std::string why;
   if (!readBundle(bundlePath, bytes, why)) {
@@ -177,8 +190,5 @@ int main(int argc, char **argv) {
   }
   if (command == "run")
     return runBundle(std::move(bytes), bundlePath, run, std::cout, std::cerr);
-  if (command == "bench")
-    return benchBundle(std::move(bytes), bundlePath, bench, std::cout,
-                       std::cerr);
-  return inspectBundle(std::move(bytes), bundlePath, std::cout, std::cerr);
+  return benchBundle(std::move(bytes), bundlePath, bench, std::cout, std::cerr);
 }

@@ -244,8 +244,11 @@ def device_missing(tcc, target, work):
 
 
 def first_line(text):
+    """The message of a failed run: its first line that is not a note
+    (tcc notes input conversions before any error)."""
     lines = [l for l in text.strip().splitlines() if l.strip()]
-    return lines[0] if lines else '(no message)'
+    errors = [l for l in lines if not l.lstrip().startswith('note:')]
+    return (errors or lines or ['(no message)'])[0]
 
 
 # --- safetensors ------------------------------------------------------------

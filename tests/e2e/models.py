@@ -170,6 +170,30 @@ def ref_attention(e):
     return {'o': ('bf16', o, ftol('bf16', 4 * math.sqrt(n) + 16, pv, 3, pv))}
 
 
+def ref_gqa_decode_f32(e):
+    """f32 decode over 3001 keys, 4 query heads sharing one K/V head: its
+    softmax rows take a block of 6 warps, whose per-warp partials once sat
+    at a misaligned shared address on the GPU."""
+    q = e['q'].reshape(1, 1, 4, 1, 32)
+    k, v = e['k'][:, :, None], e['v'][:, :, None]
+    s = (q @ k.transpose(0, 1, 2, 4, 3)) * 0.125
+    p = L.softmax(s, -1)
+    o = (p @ v).reshape(1, 4, 1, 32)
+    pv = (np.abs(p) @ np.abs(v)).reshape(o.shape)
+    return {'o': ('f32', o, ftol('f32', 4 * math.sqrt(3001) + 16, pv))}
+
+
+def ref_cross_entropy_f32(e):
+    """log_softmax over 5003 classes (10 warps a row), then the targets'
+    log-probabilities: the loss PyTorch's cross_entropy gives."""
+    logp = L.log_softmax(e['logits'], -1)
+    nll = -np.take_along_axis(logp, e['target'], 1)
+    loss = np.array(nll.mean())
+    tol = ftol('f32', 16 + 4 * math.sqrt(5003), np.abs(logp) + 1)
+    return {'logp': ('f32', logp, tol),
+            'loss': ('f32', loss, ftol('f32', 16 + 4 * math.sqrt(5003), np.abs(loss) + 1))}
+
+
 def ref_softmax(e):
     y = L.softmax(e['x'], -1)
     return {'y': ('f32', y, ftol('f32', 16 + 4 * math.sqrt(1000), 0.25))}
@@ -209,6 +233,8 @@ MODELS = [
     ('tests/e2e/models/small_cnn.json', ref_small_cnn, None),
     ('tests/e2e/models/embedding_rms_norm.json', ref_embedding_rms_norm, embedding_files),
     ('tests/e2e/models/topk_logits.json', ref_topk_logits, None),
+    ('tests/e2e/models/gqa_decode_f32.json', ref_gqa_decode_f32, None),
+    ('tests/e2e/models/cross_entropy_f32.json', ref_cross_entropy_f32, None),
     ('examples/attention.json', ref_attention, None),
     ('examples/softmax.json', ref_softmax, None),
     ('examples/layer_norm.json', ref_layer_norm, None),

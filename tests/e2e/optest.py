@@ -264,19 +264,23 @@ class Runner:
 # --- random shapes and values -------------------------------------------------
 
 DIMS = (1, 1, 2, 3, 4, 5, 7, 8, 16, 33, 127)
+# --odd: innermost lengths that no vector width divides (and 1 and 3), so
+# that rows start at every alignment.
+ODD_ROWS = (1, 3, 1001, 3001, 5003)
 
 
 class Gen:
-    """Random choices for one op's cases; `budget` bounds tensor sizes."""
+    """Random choices for one op's cases; `budget` bounds tensor sizes.
+    With `odd`, every shape of rank >= 1 ends in one of ODD_ROWS."""
 
-    def __init__(self, rng, quick, force=None):
-        self.rng, self.quick = rng, quick
-        self.budget = 2048 if quick else 16384
+    def __init__(self, rng, quick, force=None, odd=False):
+        self.rng, self.quick, self.odd = rng, quick, odd
+        self.budget = 8192 if odd else 2048 if quick else 16384
         self.force = force or {}
 
     def forced(self, **force):
         """The same stream with some choices fixed (the edge cases)."""
-        return Gen(self.rng, self.quick, force)
+        return Gen(self.rng, self.quick, force, self.odd)
 
     def opt(self, key, choose):
         """force[key] if given, else choose()."""
@@ -295,11 +299,18 @@ class Gen:
         rank = self.int(min_rank, max_rank) if rank is None else rank
         left = budget or self.budget
         s = []
+        if self.odd and rank:
+            s.append(self.pick([d for d in ODD_ROWS if d <= left]))
+            left //= s[0]
+            rank -= 1
         for _ in range(rank):
             d = self.pick([d for d in DIMS if d <= left])
             s.append(d)
             left //= d
-        self.rng.shuffle(s)
+        if self.odd:
+            s = s[1:] + s[:1]   # the odd length innermost
+        else:
+            self.rng.shuffle(s)
         return s
 
     def bshapes(self, out, n=2):
@@ -639,9 +650,10 @@ def cast_ref(x, src, dst):
 
 def gen_casts(g, quick):
     cases = []
-    for src in EVERY:
-        for dst in EVERY:
-            n = g.int(16, 64) if quick else g.int(16, 2048)
+    kinds = ('f32', 'f16', 'bf16', 'f8e4m3', 'i32', 'bool') if g.odd else EVERY
+    for src in kinds:
+        for dst in kinds:
+            n = g.pick([d for d in ODD_ROWS if d >= 16]) if g.odd else g.int(16, 64) if quick else g.int(16, 2048)
             x = cast_values(g, src, dst, n)
             c = Case('cast', '%s->%s' % (src, dst))
             c.node('cast', [c.inp('x', src, x)], ['y'], {'to': dst})
@@ -814,7 +826,11 @@ def gen_arg(op):
 def gen_matmul(g, dt):
     c = Case('matmul', dt)
     m, k, n = (g.pick([1, 2, 3, 7, 16, 33, 64]) for _ in range(3))
-    if not g.quick and g.coin(0.3):
+    if g.odd:
+        # GEMM edges: tiles that do not divide, rows not a multiple of 16 bytes.
+        m, k, n = (g.pick(d) for d in ([65, 77], [1001, 2003], [3, 33]))
+        m, n = (m, n) if g.coin() else (n, m)
+    elif not g.quick and g.coin(0.3):
         k = g.pick([127, 256, 300])
     batch = g.shape(max_rank=2, budget=8)
     ba, bb = g.bshapes(batch)
@@ -1273,7 +1289,9 @@ def gen_norm(op):
 def gen_linear(g, dt):
     c = Case('linear', dt)
     fin, fout = g.pick([1, 3, 16, 33, 64]), g.pick([1, 5, 16, 33])
-    lead = g.shape(min_rank=1, max_rank=3, budget=64)
+    if g.odd:
+        fin, fout = g.pick([1001, 3001]), g.pick([5, 33, 65])
+    lead = g.shape(min_rank=1, max_rank=3, budget=16 if g.odd else 64)
     x = g.normal(dt, lead + [fin])
     w = g.normal(dt, [fout, fin], 1 / math.sqrt(fin))
     b = g.normal(dt, [fout]) if g.coin() else None
@@ -1405,8 +1423,49 @@ EDGES = {
 }
 
 
+ODD_DTYPES = ('f32', 'f16', 'bf16')
+
+
+def at_odd_offset(g, case):
+    """The case with each input of rank >= 1 read at an element offset that
+    is not a multiple of 16 bytes: the model takes a wider input and slices
+    the case's input from position `skip` of its last axis."""
+    nodes, inputs = [], []
+    for name, dt, v in case.inputs:
+        if v.ndim == 0 or v.shape[-1] == 0:
+            inputs.append((name, dt, v))
+            continue
+        skip = g.pick([1, 3])
+        lead = g.values(dt, v.shape[:-1] + (skip,)) if dt != 'bool' else g.bools(v.shape[:-1] + (skip,))
+        wide = np.concatenate([np.asarray(lead, dtype=v.dtype), v], axis=-1)
+        inputs.append((name + '_wide', dt, wide))
+        nodes.append({'op': 'slice', 'inputs': [name + '_wide'], 'outputs': [name],
+                      'attrs': {'starts': [skip], 'ends': [I64_MAX], 'axes': [v.ndim - 1]}})
+    case.inputs = inputs
+    case.nodes = nodes + case.nodes
+    case.desc += ' @offset'
+    return case
+
+
+def cases_for_odd(op, g):
+    """--odd: the op's float dtypes among f32/f16/bf16 (else its own), each
+    on rows of ODD_ROWS, once as given and once read at an odd offset."""
+    if op == 'cast':
+        return [at_odd_offset(g, c) if i % 2 else c
+                for i, c in enumerate(gen_casts(g, True))]
+    gen, dts = OPS[op]
+    dts = [d for d in dts if d in ODD_DTYPES] or list(dts)
+    cases = []
+    for dt in dts:
+        cases.append(gen(g, dt))
+        cases.append(at_odd_offset(g, gen(g, dt)))
+    return cases
+
+
 def cases_for(op, g, quick):
     """The cases of one op: every allowed dtype at least once."""
+    if g.odd:
+        return cases_for_odd(op, g)
     if op == 'cast':
         return gen_casts(g, quick)
     gen, dts = OPS[op]
@@ -1419,6 +1478,38 @@ def cases_for(op, g, quick):
         for dt in edts:
             cases += edge(g, dt)
     return cases
+
+
+def _f32_if_exact(v):
+    a = np.asarray(v)
+    if a.dtype == np.float64 and a.size > 16:
+        b = a.astype(np.float32)
+        if np.array_equal(b.astype(np.float64), a, equal_nan=True):
+            return b
+    return v
+
+
+def _f32_up(v):
+    """A tolerance in f32, never below the f64 one."""
+    a = np.asarray(v)
+    if a.dtype != np.float64 or a.size <= 16:
+        return v
+    b = a.astype(np.float32)
+    return np.where(b.astype(np.float64) < a, np.nextafter(b, np.float32(np.inf)), b)
+
+
+def compact(cases):
+    """Cases as --record stores them (the carry to a GPU machine is small):
+    no inputs (the .npy files hold them), references in f32 where that is
+    exact, tolerances rounded up to f32."""
+    out = []
+    for c in cases:
+        c = pickle.loads(pickle.dumps(c))
+        c.inputs = []
+        c.outputs = [(n, dt, _f32_if_exact(r), L.Tol(_f32_up(t.rtol), _f32_up(t.atol))
+                      if isinstance(t, L.Tol) else t) for n, dt, r, t in c.outputs]
+        out.append(c)
+    return out
 
 
 def replay(tcc, root, jobs):
@@ -1471,6 +1562,9 @@ def main():
     ap.add_argument('--tcc', default=os.environ.get('TCC', 'tcc'), help='the tcc binary')
     ap.add_argument('--only', action='append', help='test only this op (repeatable)')
     ap.add_argument('--quick', action='store_true', help='a bounded number of small cases per op')
+    ap.add_argument('--odd', action='store_true',
+                    help='rows of 1, 3, 1001, 3001, 5003 elements in f32/f16/bf16, '
+                         'and inputs read at offsets that are not 16-byte aligned')
     ap.add_argument('--seed', type=int, help='default: $E2E_SEED, else fresh')
     ap.add_argument('--jobs', type=int, default=2, help='models run at once')
     ap.add_argument('--batch', type=int, default=24, help='cases per model')
@@ -1516,7 +1610,8 @@ def main():
     if args.dry_run:
         n = 0
         for op in ops:
-            g = Gen(np.random.default_rng([seed, zlib.crc32(op.encode())]), args.quick)
+            g = Gen(np.random.default_rng([seed, zlib.crc32(op.encode())]), args.quick,
+                    odd=args.odd)
             for i, b in enumerate(chunks(cases_for(op, g, args.quick), args.batch)):
                 d = os.path.join(args.dry_run, '%s_%d' % (op, i))
                 os.makedirs(d, exist_ok=True)
@@ -1558,7 +1653,8 @@ def main():
     batches = []
     for op in ops:
         # Each op draws from its own stream, so --only reproduces its cases.
-        g = Gen(np.random.default_rng([seed, zlib.crc32(op.encode())]), args.quick)
+        g = Gen(np.random.default_rng([seed, zlib.crc32(op.encode())]), args.quick,
+                    odd=args.odd)
         for i, b in enumerate(chunks(cases_for(op, g, args.quick), args.batch)):
             batches.append((b, '%s_%d' % (op, i)))
     try:
@@ -1577,7 +1673,7 @@ def main():
             shutil.rmtree(work, ignore_errors=True)
     if args.record:
         with open(os.path.join(work, 'cases.pkl'), 'wb') as f:
-            pickle.dump(runner.recorded, f)
+            pickle.dump([(compact(cs), a, o) for cs, a, o in runner.recorded], f)
         print('%d batches recorded under %s; %d checked at compile time: %d passed, %d failed'
               % (len(runner.recorded), work, runner.passed + runner.failed, runner.passed,
                  runner.failed))

@@ -97,6 +97,14 @@ void checkChip(const std::string &chip) {
     die("--chip: expected sm_90, sm_90a or sm_80");
 }
 
+tcc::TargetDesc targetOf(const std::string &chip) {
+  std::string error;
+  std::optional<tcc::TargetDesc> t = tcc::parseTarget(chip, error);
+  if (!t)
+    die("--chip: " + error);
+  return *t;
+}
+
 KernelModule createKernelModule(OpBuilder &b) {
   Location loc = b.getUnknownLoc();
   KernelModule km;

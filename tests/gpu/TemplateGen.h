@@ -10,6 +10,7 @@
 #ifndef TCC_TESTS_GPU_TEMPLATEGEN_H
 #define TCC_TESTS_GPU_TEMPLATEGEN_H
 
+#include "compiler/Target.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -58,6 +59,9 @@ void parseFlags(int argc, char **argv, GenFlags &flags,
 
 /// Dies unless `chip` is one the templates target (sm_90, sm_90a or sm_80).
 void checkChip(const std::string &chip);
+
+/// The compiler's description of `chip` (dies when it has none).
+tcc::TargetDesc targetOf(const std::string &chip);
 
 /// A module (a GPU container) holding an empty `gpu.module @kernels`.
 struct KernelModule {

@@ -1,25 +1,37 @@
 #!/usr/bin/env python3
-"""Every example compiled for every GPU target, the code checked without a GPU.
+"""Every op, example and e2e model compiled for every GPU target, the code
+checked without a GPU.
 
-    codegen_test.py TCC [--ptxas PTXAS] [--readobj LLVM_READOBJ] MODEL.json...
+    codegen_test.py TCC [--ptxas PTXAS] [--readobj LLVM_READOBJ] [--jobs N] MODEL.json...
 
-For sm_90 and sm_80 the bundle's PTX must hold an `.entry` for each kernel of
-the manifest and be accepted by ptxas for that architecture (when the CUDA
-toolkit is installed; said otherwise). For gfx942 and gfx90a the bundle's
+The models: those given (the examples), the e2e models (tests/e2e/models.py's
+list), softcap attention, and every op of the model format in every dtype it
+allows (tests/e2e/optest.py's generators, --quick, a fixed seed) gathered into
+one model. Each is compiled for every supported GPU target (`tcc compile
+--target`). For NVIDIA targets the bundle's PTX must hold an `.entry` for each
+kernel of the manifest and be accepted by ptxas for that architecture (when
+the CUDA toolkit is installed; said otherwise). For AMD targets the bundle's
 HSA code object must be an AMDGPU ELF, for that processor, with a kernel
-descriptor (`SYMBOL.kd`) for each kernel of the manifest.
+descriptor (`SYMBOL.kd`) for each kernel of the manifest. Should the all-ops
+model fail for a target, each op is compiled alone to name the failing ones.
 """
 import argparse
+import concurrent.futures
 import itertools
 import json
 import os
+import shutil
 import struct
 import subprocess
 import sys
 import tempfile
+import time
+import zlib
 
-NVIDIA = ('sm_90', 'sm_80')
+# Every target `tcc compile --target` supports (compiler/Target.cpp).
+NVIDIA = ('sm_90', 'sm_80', 'sm_90a', 'sm_86', 'sm_89')
 AMD = ('gfx942', 'gfx90a')
+E2E = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'e2e')
 
 
 def blobs(bundle):
@@ -34,7 +46,7 @@ def blobs(bundle):
 
 
 def check(args, model, target, work):
-    name = os.path.basename(model)
+    work = tempfile.mkdtemp(dir=work)
     bundle = os.path.join(work, 'b.tccb')
     p = subprocess.run([args.tcc, 'compile', model, '-o', bundle, '--target', target],
                        capture_output=True, text=True)
@@ -117,6 +129,20 @@ def check_schedule(args, work):
     if p.returncode != 1 or len(p.stderr.strip().splitlines()) != 1 or \
             'power' not in p.stderr:
         return 'bad schedule: exit %d, %r' % (p.returncode, p.stderr)
+    # An entry naming no matmul kernel of the model is refused, not ignored.
+    with open(sched, 'w') as f:
+        json.dump({'kernels': {'k9_matmul': {'tile_m': 64}}}, f)
+    p = subprocess.run([args.tcc, 'compile', model, '-o', bundle, '--target', 'sm_90',
+                        '--schedule', sched], capture_output=True, text=True)
+    if p.returncode != 1 or len(p.stderr.strip().splitlines()) != 1 or \
+            "'k9_matmul' is not a matmul kernel" not in p.stderr or 'k0_matmul' not in p.stderr:
+        return 'schedule for no kernel: exit %d, %r' % (p.returncode, p.stderr)
+    with open(sched, 'w') as f:
+        json.dump({'kernels': {'k0_matmul': {'tile_m': 64, 'tile_n': 64}}}, f)
+    p = subprocess.run([args.tcc, 'compile', model, '-o', bundle, '--target', 'sm_90',
+                        '--schedule', sched], capture_output=True, text=True)
+    if p.returncode != 0:
+        return 'schedule naming k0_matmul: exit %d, %r' % (p.returncode, p.stderr)
     return None
 
 
@@ -415,23 +441,110 @@ def check_attention_in_layer(args, work):
     return None
 
 
+def op_models(work):
+    """{op: model path}: the cases optest.py --quick draws for each op (every
+    dtype the op allows), a fixed seed, without the run-time error cases;
+    and 'all ops': every one of them in one model."""
+    sys.path.insert(0, E2E)
+    import numpy as np
+    import optest
+    np.seterr(all='ignore')
+    per_op, every = {}, []
+    for op in optest.OPS:
+        g = optest.Gen(np.random.default_rng([2024, zlib.crc32(op.encode())]), True)
+        cases = [c for c in optest.cases_for(op, g, True) if c.error is None]
+        if op == 'gelu':
+            # Every approximation in every dtype (the generator draws one).
+            for dt in optest.STD_FLOATS:
+                for approx in ('none', 'tanh'):
+                    c = optest.Case('gelu', dt)
+                    c.node('gelu', [c.inp('x', dt, np.zeros((3, 5)))], ['y'],
+                           {'approximate': approx})
+                    c.out('y', dt, None)
+                    cases.append(c)
+        per_op[op] = cases
+        every += cases
+
+    def write(cases, name):
+        path = os.path.join(work, name + '.json')
+        with open(path, 'w') as f:
+            json.dump(optest.build_model(cases, name.replace('.', '_'))[0], f)
+        return path
+    return write(every, 'all_ops'), {op: (lambda c=c, op=op: write(c, 'op_' + op))
+                                     for op, c in per_op.items()}
+
+
+def e2e_models(work):
+    """The e2e models (tests/e2e/models.py), each beside the files it reads."""
+    sys.path.insert(0, E2E)
+    import numpy as np
+    import models
+    out = []
+    for rel, _, files_fn in models.MODELS:
+        src = os.path.join(models.ROOT, rel)
+        if not files_fn:
+            out.append(src)
+            continue
+        d = os.path.join(work, 'e2e_' + os.path.splitext(os.path.basename(rel))[0])
+        os.makedirs(d)
+        files_fn(d, np.random.default_rng(0))
+        shutil.copy(src, os.path.join(d, os.path.basename(rel)))
+        out.append(os.path.join(d, os.path.basename(rel)))
+    return out
+
+
+def softcap_model(work):
+    """Attention with a tanh softcap (tanh has no AMDGPU instruction)."""
+    c = {'op': 'constant', 'inputs': [], 'outputs': ['c'],
+         'attrs': {'dtype': 'f16', 'shape': [], 'value': 50.0}}
+    m = attention_model('f16', [8, 256, 64], [
+        c, {'op': 'div', 'inputs': ['s', 'c'], 'outputs': ['t']},
+        {'op': 'tanh', 'inputs': ['t'], 'outputs': ['th']},
+        {'op': 'mul', 'inputs': ['th', 'c'], 'outputs': ['s_mod']}])
+    path = os.path.join(work, 'softcap_attention.json')
+    with open(path, 'w') as f:
+        json.dump(m, f)
+    return path
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('tcc')
-    ap.add_argument('models', nargs='+')
+    ap.add_argument('models', nargs='*')
     ap.add_argument('--ptxas')
     ap.add_argument('--readobj', required=True)
-    args = ap.parse_args()
+    ap.add_argument('--jobs', type=int, default=1,
+                    help='compiles at once (ctest -j2 already fills 2 cores)')
+    args = ap.parse_intermixed_args()
     if not args.ptxas:
         print('note: no ptxas (CUDA toolkit): PTX is checked for its entries only')
     failed = 0
     with tempfile.TemporaryDirectory() as work:
-        for model in args.models:
-            for target in NVIDIA + AMD:
-                err = check(args, model, target, work)
-                print('%s %s %s%s' % ('FAIL' if err else 'PASS', os.path.basename(model),
-                                      target, ' -- ' + err if err else ''), flush=True)
-                failed += bool(err)
+        start = time.time()
+        all_ops, per_op = op_models(work)
+        models = [all_ops, softcap_model(work)]
+        seen = set()
+        for m in list(args.models) + e2e_models(work):
+            if os.path.realpath(m) not in seen:
+                seen.add(os.path.realpath(m))
+                models.append(m)
+        jobs = list(itertools.product(models, NVIDIA + AMD))
+        def timed(job):
+            t = time.time()
+            return check(args, job[0], job[1], work), time.time() - t
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as ex:
+            results = list(ex.map(timed, jobs))
+        for (model, target), (err, secs) in zip(jobs, results):
+            print('%s %s %s %.1fs%s' % ('FAIL' if err else 'PASS', os.path.basename(model),
+                                        target, secs, ' -- ' + err if err else ''), flush=True)
+            failed += bool(err)
+            if err and model == all_ops:
+                # Name the ops that fail alone.
+                for op, write in per_op.items():
+                    e = check(args, write(), target, work)
+                    if e:
+                        print('FAIL op %s %s -- %s' % (op, target, e), flush=True)
+        print('models x targets: %d compiles in %.1f s' % (len(jobs), time.time() - start))
         err = check_schedule(args, work)
         print('%s --schedule%s' % ('FAIL' if err else 'PASS', ' -- ' + err if err else ''))
         failed += bool(err)

@@ -47,6 +47,13 @@ if [ "${1:-}" = prepare ]; then
     # The quick set again with a launch per op (--gpu-row-fusion=false).
     /usr/bin/python3 "$root/tests/e2e/optest.py" --tcc "$tcc" --target sm_90 \
       --compile-arg=--gpu-row-fusion=false --record "$carry/optest-rowfusion" --quick
+    # Rows of 1, 3, 1001, 3001, 5003 elements and inputs at offsets that are
+    # not 16-byte aligned, on sm_90 and sm_90a (one seed for both).
+    odd_seed=${E2E_SEED:-$RANDOM}
+    for t in sm_90 sm_90a; do
+      /usr/bin/python3 "$root/tests/e2e/optest.py" --tcc "$tcc" --target $t \
+        --record "$carry/optest-odd-$t" --odd --seed "$odd_seed"
+    done
     # The hand-written models (params and manifests checked here).
     /usr/bin/python3 "$root/tests/e2e/models.py" --tcc "$tcc" --target sm_90 \
       --record "$carry/models"
@@ -166,6 +173,10 @@ replay() {
 replay optest optest.py "$carry/optest" "every op on the GPU (optest)"
 replay optest-rowfusion optest.py "$carry/optest-rowfusion" \
   "every op, compiled with --gpu-row-fusion=false"
+replay optest-odd-sm_90 optest.py "$carry/optest-odd-sm_90" \
+  "every op on odd rows and offsets (sm_90)"
+replay optest-odd-sm_90a optest.py "$carry/optest-odd-sm_90a" \
+  "every op on odd rows and offsets (sm_90a)"
 replay models models.py "$carry/models" "the hand-written models on the GPU"
 replay models-sm90a models.py "$carry/models-sm90a" \
   "the hand-written models on the GPU, compiled for sm_90a"

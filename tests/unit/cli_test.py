@@ -7,6 +7,8 @@ usage: cli_test.py TCC CC MODE     (MODE: runtime-only or full)
 """
 import json
 import os
+import re
+import resource
 import shutil
 import struct
 import subprocess
@@ -54,8 +56,17 @@ def write_bundle(path, manifest, blobs):
     return manifest
 
 
-def tcc(*args):
-    p = subprocess.run([TCC, *args], capture_output=True, text=True)
+def tcc(*args, limit_as=None, timeout=120):
+    """Runs tcc; limit_as caps its address space (ulimit -v, in bytes). A
+    command that hangs (e.g. on a FIFO) fails the test instead."""
+    def preexec():
+        if limit_as is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (limit_as, limit_as))
+    try:
+        p = subprocess.run([TCC, *args], capture_output=True, text=True,
+                           preexec_fn=preexec, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return -1, "", f"timed out after {timeout} s"
     return p.returncode, p.stdout, p.stderr
 
 
@@ -93,6 +104,104 @@ void gather(void **a, int64_t b, int64_t e) {
 
 def tensor(name, dtype, shape, buf):
     return {"name": name, "dtype": dtype, "shape": shape, "buffer": buf}
+
+
+def copy_model(n, name_in="x", name_out="y"):
+    """y = x for f32 tensors of n elements: no kernels."""
+    return {
+        "format_version": 1, "model": "copy", "targets": ["host"],
+        "inputs": [tensor(name_in, "f32", [n], 0)],
+        "outputs": [tensor(name_out, "f32", [n], 1)], "params": [],
+        "buffers": [{"id": 0, "kind": "input", "bytes": 4 * n},
+                    {"id": 1, "kind": "output", "bytes": 4 * n}],
+        "arena_bytes": 0, "kernels": [], "code": [],
+        "launches": [{"copy": {"src": 0, "dst": 1, "bytes": 4 * n}}],
+    }
+
+
+def special_files(p):
+    """Devices, FIFOs and folders are refused at once, never read or waited
+    for (the full tcc used to read /dev/zero until it held 6 GB)."""
+    os.mkfifo(p("fifo"))
+    for path in ("/dev/zero", p("fifo"), p()):
+        for cmd in ("run", "bench", "inspect"):
+            rc, _, err = tcc(cmd, path, timeout=60)
+            one_error_line(rc, err, f"{cmd} {path}", "not a regular file")
+    write_bundle(p("c.tccb"), copy_model(4), [])
+    for path in ("/dev/zero", p("fifo")):
+        rc, _, err = tcc("run", p("c.tccb"), "--input", "x=" + path,
+                         "--output-dir", p("c"), timeout=60)
+        one_error_line(rc, err, f"--input {path}", "not a regular file")
+        check(not os.path.exists(p("c", "y.npy")), "no output after a bad input")
+
+
+def names_with_equals(p):
+    """An input called "a=b" and a file called "c=d.npy"."""
+    write_bundle(p("eq.tccb"), copy_model(3, "a=b", "o=ut"), [])
+    np.save(p("c=d.npy"), np.array([1, 2, 3], np.float32))
+    rc, _, err = tcc("run", p("eq.tccb"), "--input", "a=b=" + p("c=d.npy"),
+                     "--output-dir", p("eq"))
+    check(rc == 0, f"input name with '=': {err}")
+    if rc == 0:
+        check(np.array_equal(np.load(p("eq", "o_ut.npy")),
+                             np.array([1, 2, 3], np.float32)), "a=b copied")
+
+
+def out_of_memory(p):
+    """Out of memory is one error line in both CLIs, never an abort (the full
+    tcc used to die with "LLVM ERROR: out of memory" and a stack dump).
+    Under a 2 GiB address space (ulimit -v): a model larger than what is
+    left is refused at load with the figures, which tell how much is left,
+    A; then a copy model of 2B = A / 1.75 passes that check, but staging and
+    writing its output (about 4B) runs out of memory part-way; a bundle file
+    larger than the limit cannot even be read."""
+    limit = 2 << 30
+    write_bundle(p("huge.tccb"), copy_model(1 << 40), [])  # 4 TiB each way
+    rc, _, err = tcc("run", p("huge.tccb"), "--output-dir", p("huge"),
+                     limit_as=limit)
+    one_error_line(rc, err, "huge model under ulimit -v", "model needs 8192.00 GiB")
+    m = re.search(r"has only [0-9.]+ GiB \(([0-9]+) bytes\) of address space "
+                  r"left under the process limit", err)
+    check(m is not None, f"the address space left is reported: {err!r}")
+    if m:
+        n = int(int(m.group(1)) / 3.5) // 4
+        write_bundle(p("big.tccb"), copy_model(n), [])
+        rc, _, err = tcc("run", p("big.tccb"), "--output-dir", p("big"),
+                         limit_as=limit)
+        one_error_line(rc, err, "out of memory while running")
+        check("LLVM ERROR" not in err and "Stack dump" not in err,
+              f"out of memory: no LLVM abort: {err!r}")
+        check(not os.path.exists(p("big", "y.npy")), "no output after OOM")
+        check(not os.path.exists(p("big")) or os.listdir(p("big")) == [],
+              "no temp files after OOM")
+    with open(p("sparse.tccb"), "wb") as f:
+        f.write(b"TCCBUNDL")
+        f.truncate(3 << 30)
+    rc, _, err = tcc("run", p("sparse.tccb"), limit_as=limit)
+    one_error_line(rc, err, "bundle larger than memory",
+                   "cannot allocate 3221225472 bytes to read it")
+    for cmd in ("run", "bench"):
+        rc, _, err = tcc(cmd, p("huge.tccb"))
+        one_error_line(rc, err, f"{cmd} huge model", "model needs 8192.00 GiB")
+
+
+def concurrent_compiles(p):
+    """Two compiles to one -o path leave one whole bundle, no temp files."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))
+    models = [os.path.join(root, "examples", m)
+              for m in ("softmax.json", "layer_norm.json")]
+    os.makedirs(p("cc"))
+    procs = [subprocess.Popen([TCC, "compile", m, "-o", p("cc", "out.tccb")],
+                              stderr=subprocess.PIPE, text=True)
+             for m in models for _ in range(2)]
+    for proc in procs:
+        _, err = proc.communicate(timeout=600)
+        check(proc.returncode == 0, f"concurrent compile: {err}")
+    rc, out, err = tcc("inspect", p("cc", "out.tccb"))
+    check(rc == 0, f"concurrent compiles left a valid bundle: {err}")
+    check(os.listdir(p("cc")) == ["out.tccb"],
+          f"no temp files: {os.listdir(p('cc'))}")
 
 
 def main():
@@ -237,8 +346,17 @@ def main():
     open(p("bad.tccb"), "wb").write(data)
     rc, _, err = tcc("run", p("bad.tccb"))
     one_error_line(rc, err, "corrupted bundle", "checksum mismatch")
-    rc, _, err = tcc("inspect", p("bad.tccb"))
-    one_error_line(rc, err, "inspect corrupted bundle", "checksum mismatch")
+    # inspect reads the header and the manifest only: a flipped weight byte
+    # is found by run, not by inspect; a flipped manifest byte by both.
+    rc, out, err = tcc("inspect", p("bad.tccb"))
+    check(rc == 0 and json.loads(out)["model"] == "cli",
+          f"inspect does not read the blobs: {rc} {err}")
+    data2 = bytearray(open(p("m.tccb"), "rb").read())
+    data2[-2] ^= 0x01
+    open(p("badm.tccb"), "wb").write(data2)
+    rc, _, err = tcc("inspect", p("badm.tccb"))
+    one_error_line(rc, err, "inspect corrupted manifest",
+                   "manifest checksum mismatch")
     open(p("short.tccb"), "wb").write(data[:50])
     rc, _, err = tcc("bench", p("short.tccb"))
     one_error_line(rc, err, "truncated bundle", "truncated")
@@ -248,6 +366,12 @@ def main():
     one_error_line(rc, err, "unknown flag", usage=True)
     rc, _, err = tcc("run")
     one_error_line(rc, err, "no bundle", usage=True)
+
+    special_files(p)
+    names_with_equals(p)
+    out_of_memory(p)
+    if MODE == "full":
+        concurrent_compiles(p)
 
     if MODE == "runtime-only":
         rc, out, _ = tcc("--help")

@@ -40,13 +40,14 @@ int main(int argc, char **argv) {
   std::string why;
   if (!tcc::gpu::attentionKernelSupports(p, why))
     die(why);
-  tcc::gpu::AttentionSchedule s = tcc::gpu::chooseAttentionSchedule(p, chip);
+  tcc::gpu::AttentionSchedule s =
+      tcc::gpu::chooseAttentionSchedule(p, tcc::gen::targetOf(chip));
   if (!c.flags.schedule.empty()) {
     std::vector<int64_t> v =
         tcc::gen::parseIntList("--schedule", c.flags.schedule, 4);
     s = {v[0], v[1], v[2], v[3]};
   }
-  if (!tcc::gpu::attentionScheduleValid(p, s, why))
+  if (!tcc::gpu::attentionScheduleValid(p, s, tcc::gen::targetOf(chip), why))
     die(why);
 
   OpBuilder b(context.get());

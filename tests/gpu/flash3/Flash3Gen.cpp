@@ -55,7 +55,7 @@ int main(int argc, char **argv) {
     }
   }
   std::string why;
-  if (!tcc::gpu::wgmmaAttentionSupports(p, s, why))
+  if (!tcc::gpu::wgmmaAttentionSupports(p, s, tcc::gen::targetOf(chip), why))
     die(why);
 
   OpBuilder b(context.get());

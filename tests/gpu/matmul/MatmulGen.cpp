@@ -83,7 +83,8 @@ int main(int argc, char **argv) {
   std::string why;
   if (!tcc::gpu::matmulKernelSupports(p, why))
     die(why);
-  tcc::gpu::MatmulSchedule s = tcc::gpu::chooseMatmulSchedule(p, chip);
+  tcc::gpu::MatmulSchedule s =
+      tcc::gpu::chooseMatmulSchedule(p, tcc::gen::targetOf(chip));
   if (!flags.schedule.empty()) {
     std::vector<int64_t> v =
         tcc::gen::parseIntList("--schedule", flags.schedule, 6);

@@ -89,7 +89,7 @@ int main(int argc, char **argv) {
     s = {v[0], v[1], v[2], v[3]};
   }
   std::string why;
-  if (!tcc::gpu::wgmmaKernelSupports(p, s, why))
+  if (!tcc::gpu::wgmmaKernelSupports(p, s, tcc::gen::targetOf(kChip), why))
     die(why);
 
   OpBuilder b(&ctx);

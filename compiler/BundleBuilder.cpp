@@ -283,7 +283,7 @@ private:
 LogicalResult tcc::buildBundle(ModuleOp module,
                                const std::vector<ParamData> &params,
                                const CodeArtifact &code,
-                               std::vector<uint8_t> &bundle) {
+                               bundle::BundleWriter &writer) {
   func::FuncOp entry;
   for (auto f : module.getOps<func::FuncOp>())
     if (f->hasAttr("tcc.entry"))
@@ -293,11 +293,12 @@ LogicalResult tcc::buildBundle(ModuleOp module,
   json manifest;
   if (failed(ManifestBuilder(entry).build(params, code, manifest)))
     return failure();
-  tcc::bundle::BundleWriter writer;
   writer.addBlob(blobNameOf(code), code.code);
+  // Weights can be gigabytes, often a mapped file: the writer streams them
+  // from where they are.
   for (auto [i, p] : llvm::enumerate(params))
-    writer.addBlob("param." + std::to_string(i), p.bytes);
+    writer.addBlobView("param." + std::to_string(i), p.bytes.data(),
+                       p.bytes.size());
   writer.setManifest(std::move(manifest));
-  bundle = writer.serialize();
   return success();
 }

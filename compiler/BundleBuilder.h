@@ -5,6 +5,7 @@
 
 #include "compiler/Artifact.h"
 #include "frontend/ModelImporter.h"
+#include "runtime/src/Bundle.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -15,11 +16,13 @@ namespace tcc {
 
 /// Builds the bundle of a module whose entry function (`tcc.entry`) is a
 /// launch sequence of kernel calls (after tcc-outline-groups): buffers and
-/// their memory plan, the launches, the params' bytes and the code.
+/// their memory plan, the launches, the params' bytes and the code. The
+/// params' blobs are views of `params`, not copies: `params` must outlive
+/// `writer`.
 mlir::LogicalResult buildBundle(mlir::ModuleOp module,
                                 const std::vector<ParamData> &params,
                                 const CodeArtifact &code,
-                                std::vector<uint8_t> &bundle);
+                                bundle::BundleWriter &writer);
 
 } // namespace tcc
 

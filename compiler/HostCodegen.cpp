@@ -122,7 +122,8 @@ LogicalResult tcc::compileHostKernels(ModuleOp module,
   std::string error;
   if (failed(compileAndLinkHostModule(
           *llvmModule, options.cpu, options.cpuFeatures, options.optLevel,
-          artifact.code, artifact.llvmIR, artifact.assembly,
+          artifact.code, options.emitText ? &artifact.llvmIR : nullptr,
+          options.emitText ? &artifact.assembly : nullptr,
           artifact.cpuFeatures, error)))
     return module.emitError(error);
   artifact.cpu = options.cpu;

@@ -23,6 +23,9 @@ struct HostOptions {
   /// LLVM feature string beside it ("+avx2,-avx512f,..."; --cpu native).
   std::string cpuFeatures;
   unsigned optLevel = 3;
+  /// Keep the optimised LLVM IR and the assembly text (--emit llvm/asm):
+  /// the assembly costs a second run of the code generator.
+  bool emitText = true;
   /// Where pass timings go (--mlir-timing); may be null.
   mlir::TimingScope *timing = nullptr;
 };

@@ -69,9 +69,16 @@ void toDestinationStyle(func::FuncOp func) {
       FunctionType::get(func.getContext(), argTypes, TypeRange{}));
 }
 
+/// Most scalar ops in one fused loop body: LLVM's code generation (the
+/// two-address pass) is super-linear in the size of a basic block, and a
+/// buffer between two thousand-op loops costs nothing measurable.
+constexpr int64_t kMaxFusedOps = 1000;
+
 /// From tcc on tensors to bufferized linalg.
-const char *kLowerPipeline =
-    "func.func(tcc-lower-to-linalg, canonicalize, cse)";
+const std::string kLowerPipeline =
+    "func.func(tcc-lower-to-linalg, canonicalize, cse, "
+    "tcc-fuse-elementwise{max-ops=" +
+    std::to_string(kMaxFusedOps) + "})";
 const char *kBufferizePipeline =
     "func.func(canonicalize, tcc-private-inits),"
     "eliminate-empty-tensors,"
@@ -134,11 +141,17 @@ LogicalResult tcc::bufferizeKernels(ModuleOp module, TimingScope *timing) {
   {
     // Elementwise fusion that never recomputes: the consumer must visit each
     // producer element once (a permutation map), not once per extra loop.
+    // tcc-fuse-elementwise has fused the clusters; this makes single-use
+    // producers reductions' prologues, within the same size bound.
     linalg::ControlFusionFn control = [](OpOperand *fused) {
-      Operation *producer = fused->get().getDefiningOp();
+      auto producer = fused->get().getDefiningOp<linalg::LinalgOp>();
       auto consumer = dyn_cast<linalg::LinalgOp>(fused->getOwner());
+      auto bodySize = [](linalg::LinalgOp op) {
+        return (int64_t)op.getBlock()->getOperations().size() - 1;
+      };
       return producer && producer->hasOneUse() && consumer &&
-             consumer.getMatchingIndexingMap(fused).isPermutation();
+             consumer.getMatchingIndexingMap(fused).isPermutation() &&
+             bodySize(producer) + bodySize(consumer) <= kMaxFusedOps;
     };
     RewritePatternSet patterns(module.getContext());
     linalg::populateElementwiseOpsFusionPatterns(patterns, control);

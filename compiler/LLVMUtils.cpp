@@ -397,8 +397,8 @@ mlir::LogicalResult tcc::resolveHostCpu(const std::string &cpu,
 
 mlir::LogicalResult tcc::compileAndLinkHostModule(
     Module &module, const std::string &cpu, const std::string &features,
-    unsigned optLevel, std::vector<uint8_t> &sharedObject, std::string &llvmIR,
-    std::string &assembly, std::vector<std::string> &requiredFeatures,
+    unsigned optLevel, std::vector<uint8_t> &sharedObject, std::string *llvmIR,
+    std::string *assembly, std::vector<std::string> &requiredFeatures,
     std::string &error) {
   std::unique_ptr<TargetMachine> tm =
       createHostMachine(cpu, features, optLevel, error);
@@ -419,16 +419,20 @@ mlir::LogicalResult tcc::compileAndLinkHostModule(
   if (!linkSoftFloat(module, error))
     return mlir::failure();
   optimize(module, tm.get(), optLevel);
-  raw_string_ostream irStream(llvmIR);
-  module.print(irStream, nullptr);
+  if (llvmIR) {
+    raw_string_ostream irStream(*llvmIR);
+    module.print(irStream, nullptr);
+  }
 
   SmallVector<char, 0> asmText, object;
-  if (!emit(module, *tm, CodeGenFileType::AssemblyFile, asmText) ||
+  if ((assembly &&
+       !emit(module, *tm, CodeGenFileType::AssemblyFile, asmText)) ||
       !emit(module, *tm, CodeGenFileType::ObjectFile, object)) {
     error = "the x86-64 backend cannot emit this module";
     return mlir::failure();
   }
-  assembly.assign(asmText.begin(), asmText.end());
+  if (assembly)
+    assembly->assign(asmText.begin(), asmText.end());
 
   if (!linkShared(object, {"--no-undefined-version", "-O2"}, sharedObject,
                   error))

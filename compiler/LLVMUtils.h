@@ -21,13 +21,15 @@ mlir::LogicalResult resolveHostCpu(const std::string &cpu, std::string &name,
                                    std::string &features, std::string &error);
 
 /// Optimises `module` for the x86-64 CPU `cpu` with `features`, then
-/// produces the optimised LLVM IR text, the assembly text and a shared object
-/// linked by ld.lld. `requiredFeatures` gets the x86 features the code may
-/// use that the runtime checks before loading it.
+/// produces a shared object linked by ld.lld and, where asked for
+/// (non-null), the optimised LLVM IR text and the assembly text (each
+/// another pass over the code: the assembly is a second run of the code
+/// generator). `requiredFeatures` gets the x86 features the code may use
+/// that the runtime checks before loading it.
 mlir::LogicalResult compileAndLinkHostModule(
     llvm::Module &module, const std::string &cpu, const std::string &features,
-    unsigned optLevel, std::vector<uint8_t> &sharedObject, std::string &llvmIR,
-    std::string &assembly, std::vector<std::string> &requiredFeatures,
+    unsigned optLevel, std::vector<uint8_t> &sharedObject, std::string *llvmIR,
+    std::string *assembly, std::vector<std::string> &requiredFeatures,
     std::string &error);
 
 /// Compiles `module` (no optimisation) to an x86-64 ELF relocatable object.

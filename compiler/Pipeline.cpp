@@ -105,5 +105,6 @@ LogicalResult tcc::compileModel(ImportedModel &model,
   }
   output.llvmIR = std::move(code.llvmIR);
   output.assembly = std::move(code.assembly);
-  return buildBundle(module, model.params, code, output.bundle);
+  output.params = std::move(model.params);
+  return buildBundle(module, output.params, code, output.bundle);
 }

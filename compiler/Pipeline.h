@@ -6,6 +6,7 @@
 #include "compiler/GpuCodegen.h"
 #include "compiler/HostCodegen.h"
 #include "frontend/ModelImporter.h"
+#include "runtime/src/Bundle.h"
 
 #include <string>
 #include <vector>
@@ -24,7 +25,10 @@ struct CompileOptions {
 };
 
 struct CompileOutput {
-  std::vector<uint8_t> bundle;
+  /// The bundle, to stream to a file or serialize: its params' blobs are
+  /// views of `params` (weights are not copied).
+  bundle::BundleWriter bundle;
+  std::vector<ParamData> params;
   std::string mlir;     // the module after kernel outlining
   std::string llvmIR;   // optimised LLVM IR of the kernels
   std::string assembly; // their assembly (PTX for NVIDIA targets)

@@ -228,6 +228,8 @@ static bool compilePath(const std::string &path,
   mlir::TimingScope timing = timingManager.getRootScope();
   tcc::CompileOptions options = targetOptions;
   options.host.timing = &timing;
+  options.host.emitText =
+      compileCmd && (emit == Emit::Llvm || emit == Emit::Asm);
   options.gpu.target = options.target;
   options.gpu.cudaPath = cudaPath;
   options.gpu.rocmDeviceLibs = rocmDeviceLibs;
@@ -260,8 +262,12 @@ static int doCompile() {
   if (!compilePath(inputPath, options, out))
     return 1;
   switch (emit) {
-  case Emit::Bundle:
-    return writeOutput(outputPath, out.bundle.data(), out.bundle.size());
+  case Emit::Bundle: {
+    std::string error;
+    if (!out.bundle.streamToFile(outputPath, error))
+      return fail(error);
+    return 0;
+  }
   case Emit::Mlir:
     return writeOutput(outputPath, out.mlir.data(), out.mlir.size());
   case Emit::Llvm:
@@ -270,7 +276,7 @@ static int doCompile() {
     return writeOutput(outputPath, out.assembly.data(), out.assembly.size());
   case Emit::Lib: {
     std::string error;
-    if (!tcc::emitLibrary(out.bundle, outputPath, error))
+    if (!tcc::emitLibrary(out.bundle.serialize(), outputPath, error))
       return fail(error);
     return 0;
   }
@@ -299,7 +305,7 @@ static bool loadOrCompile(std::vector<uint8_t> &bundle) {
   tcc::CompileOutput out;
   if (!compilePath(inputPath, options, out))
     return false;
-  bundle = std::move(out.bundle);
+  bundle = out.bundle.serialize();
   return true;
 }
 

@@ -61,42 +61,50 @@ std::string lineColumn(std::string_view text, size_t offset) {
   return "line " + std::to_string(line) + ", column " + std::to_string(col);
 }
 
-/// Follows nlohmann's parse events to know the pointer of the value being
-/// read at any moment: that is where a syntax error is reported.
-class PointerTracker {
+/// Builds the document from nlohmann's SAX events, following them to know
+/// the pointer of the value being read at any moment (where a syntax error
+/// is reported) and to report duplicate keys. nlohmann's DOM parser with a
+/// callback, used before, scans the parent container each time an object
+/// ends: quadratic in the number of nodes of a model.
+class SaxReader {
 public:
-  explicit PointerTracker(Diagnostics &diag) : diag(diag) {}
+  using string_t = Json::string_t;
+  using number_integer_t = Json::number_integer_t;
+  using number_unsigned_t = Json::number_unsigned_t;
+  using number_float_t = Json::number_float_t;
+  using binary_t = Json::binary_t;
 
-  bool onEvent(Json::parse_event_t ev, Json &parsed) {
-    using E = Json::parse_event_t;
-    switch (ev) {
-    case E::object_start:
-    case E::array_start: {
-      std::string p = nextChild();
-      frames.push_back({ev == E::array_start, 0, "", false, std::move(p), {}});
-      break;
+  SaxReader(Json &root, Diagnostics &diag) : root(root), diag(diag) {}
+
+  bool null() { return value(nullptr); }
+  bool boolean(bool v) { return value(v); }
+  bool number_integer(number_integer_t v) { return value(v); }
+  bool number_unsigned(number_unsigned_t v) { return value(v); }
+  bool number_float(number_float_t v, const string_t &) { return value(v); }
+  bool string(string_t &v) { return value(std::move(v)); }
+  bool binary(binary_t &v) { return value(std::move(v)); }
+  bool start_object(std::size_t) { return open(false); }
+  bool start_array(std::size_t) { return open(true); }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+  bool key(string_t &k) {
+    Frame &f = frames.back();
+    f.key = k;
+    f.awaitingValue = true;
+    if (!f.keys.insert(f.key).second) {
+      diag.error(pointerAppend(f.pointer, f.key),
+                 "duplicate key \"" + f.key + "\"");
+      duplicates = true;
     }
-    case E::key: {
-      Frame &f = frames.back();
-      f.key = parsed.is_string() ? parsed.get<std::string>() : "";
-      f.awaitingValue = true;
-      if (!f.keys.insert(f.key).second) {
-        diag.error(pointerAppend(f.pointer, f.key),
-                   "duplicate key \"" + f.key + "\"");
-        duplicates = true;
-      }
-      break;
-    }
-    case E::value:
-      nextChild();
-      break;
-    case E::object_end:
-    case E::array_end:
-      if (!frames.empty())
-        frames.pop_back();
-      break;
-    }
+    slot = &(*stack.back())[k];
     return true;
+  }
+  bool parse_error(std::size_t position, const std::string &,
+                   const nlohmann::detail::exception &ex) {
+    error = ex.what();
+    errorByte = position;
+    syntaxError = ex.id / 100 == 1;
+    return false;
   }
 
   /// Pointer of the value the parser was reading when it stopped.
@@ -110,6 +118,10 @@ public:
   }
 
   bool sawDuplicates() const { return duplicates; }
+  /// The parser's message, where it stopped (empty when it did not).
+  std::string error;
+  size_t errorByte = 0;
+  bool syntaxError = false;
 
 private:
   struct Frame {
@@ -131,8 +143,50 @@ private:
     return pointerAppend(f.pointer, f.key);
   }
 
+  /// Places a new value in the container being read; returns it.
+  template <typename V> Json *place(V &&v) {
+    if (stack.empty()) {
+      root = Json(std::forward<V>(v));
+      return &root;
+    }
+    Json &parent = *stack.back();
+    if (parent.is_array()) {
+      parent.emplace_back(std::forward<V>(v));
+      return &parent.back();
+    }
+    *slot = Json(std::forward<V>(v));
+    return slot;
+  }
+
+  template <typename V> bool value(V &&v) {
+    nextChild();
+    place(std::forward<V>(v));
+    return true;
+  }
+
+  bool open(bool isArray) {
+    std::string p = nextChild();
+    frames.push_back({isArray, 0, "", false, std::move(p), {}});
+    stack.push_back(
+        place(isArray ? Json::value_t::array : Json::value_t::object));
+    return true;
+  }
+
+  bool close() {
+    if (!frames.empty())
+      frames.pop_back();
+    if (!stack.empty())
+      stack.pop_back();
+    return true;
+  }
+
+  Json &root;
   Diagnostics &diag;
   std::vector<Frame> frames;
+  /// The containers being read, innermost last.
+  std::vector<Json *> stack;
+  /// Where the value of the last key read goes.
+  Json *slot = nullptr;
   bool duplicates = false;
 };
 
@@ -177,32 +231,30 @@ std::optional<Json> parseJson(std::string_view text, Diagnostics &diag) {
                        std::to_string(kMaxJsonDepth) + " levels");
     return std::nullopt;
   }
-  PointerTracker tracker(diag);
-  Json::parser_callback_t cb = [&](int, Json::parse_event_t ev, Json &parsed) {
-    return tracker.onEvent(ev, parsed);
-  };
+  Json root;
+  SaxReader reader(root, diag);
   try {
-    Json root = Json::parse(text.begin(), text.end(), cb,
-                            /*allow_exceptions=*/true,
-                            /*ignore_comments=*/false);
-    if (tracker.sawDuplicates())
-      return std::nullopt;
-    return root;
-  } catch (const Json::parse_error &e) {
-    std::string msg = "invalid JSON: ";
-    if (e.byte > 0 && looksLikeNonFinite(text, e.byte - 1))
-      msg += lineColumn(text, e.byte - 1) +
-             ": NaN and Infinity are not JSON numbers";
-    else
-      msg += stripExceptionTag(e.what());
-    diag.error(tracker.current(), msg);
-  } catch (const Json::exception &e) {
-    // Number overflow (1e400) and the like.
-    diag.error(tracker.current(),
-               "invalid JSON: " + stripExceptionTag(e.what()));
+    if (Json::sax_parse(text.begin(), text.end(), &reader,
+                        Json::input_format_t::json, /*strict=*/true,
+                        /*ignore_comments=*/false)) {
+      if (reader.sawDuplicates())
+        return std::nullopt;
+      return std::optional<Json>(std::move(root));
+    }
   } catch (const std::exception &e) {
-    diag.error(tracker.current(), std::string("cannot parse: ") + e.what());
+    diag.error(reader.current(), std::string("cannot parse: ") + e.what());
+    return std::nullopt;
   }
+  std::string msg = "invalid JSON: ";
+  if (reader.syntaxError && reader.errorByte > 0 &&
+      looksLikeNonFinite(text, reader.errorByte - 1))
+    msg += lineColumn(text, reader.errorByte - 1) +
+           ": NaN and Infinity are not JSON numbers";
+  else
+    msg +=
+        stripExceptionTag(reader.error.empty() ? "cannot parse" : reader.error);
+  // Number overflow (1e400) and the like are reported the same way.
+  diag.error(reader.current(), msg);
   return std::nullopt;
 }
 

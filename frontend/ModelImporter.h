@@ -16,6 +16,7 @@
 #ifndef TCC_FRONTEND_MODELIMPORTER_H
 #define TCC_FRONTEND_MODELIMPORTER_H
 
+#include "frontend/ParamBytes.h"
 #include "runtime/src/DType.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -36,8 +37,9 @@ struct ParamData {
   std::string name;
   DType dtype;
   std::vector<int64_t> shape;
-  /// Row-major, encoded in `dtype` (little-endian, as runtime/src/DType.h).
-  std::vector<uint8_t> bytes;
+  /// Row-major, encoded in `dtype` (little-endian, as runtime/src/DType.h);
+  /// weights from a safetensors file are a view of the mapped file.
+  ParamBytes bytes;
 };
 
 struct ImportedModel {

@@ -262,7 +262,7 @@ bool Importer::readFileInit(const Json &init, const std::string &pointer,
     return false;
   }
   std::string error;
-  if (!f.read(*e, out.bytes, error)) {
+  if (!f.map(*e, out.bytes, error)) {
     diag.error(pointer + "/file", *file + ": " + error);
     return false;
   }

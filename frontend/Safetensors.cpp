@@ -2,6 +2,8 @@
 #include "frontend/Safetensors.h"
 #include "frontend/Json.h"
 
+#include "llvm/Support/MemoryBuffer.h"
+
 #include <filesystem>
 #include <fstream>
 #include <system_error>
@@ -206,18 +208,26 @@ std::vector<std::string> SafetensorsFile::names() const {
   return out;
 }
 
-bool SafetensorsFile::read(const Entry &entry, std::vector<uint8_t> &out,
-                           std::string &error) const {
-  std::ifstream in(path, std::ios::binary);
+bool SafetensorsFile::map(const Entry &entry, ParamBytes &out,
+                          std::string &error) const {
+  if (!mapping) {
+    auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                           /*RequiresNullTerminator=*/false);
+    if (!buf) {
+      error = "cannot read: " + buf.getError().message();
+      return false;
+    }
+    mappedStart = (const uint8_t *)(*buf)->getBufferStart();
+    mappedSize = (*buf)->getBufferSize();
+    mapping = std::shared_ptr<const llvm::MemoryBuffer>(std::move(*buf));
+  }
   uint64_t size = entry.end - entry.begin;
-  out.assign(size, 0);
-  if (!in || !in.seekg((std::streamoff)(dataStart + entry.begin)) ||
-      (size && !in.read((char *)out.data(), (std::streamsize)size))) {
+  if (dataStart + entry.end > mappedSize) {
     // The file shrank since its header was checked.
     error = "cannot read " + std::to_string(size) + " bytes of tensor data";
-    out.clear();
     return false;
   }
+  out.setView(mapping, mappedStart + dataStart + entry.begin, size);
   return true;
 }
 

@@ -11,10 +11,12 @@
 #ifndef TCC_FRONTEND_SAFETENSORS_H
 #define TCC_FRONTEND_SAFETENSORS_H
 
+#include "frontend/ParamBytes.h"
 #include "runtime/src/DType.h"
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,12 +48,16 @@ public:
   /// Tensor names, sorted (for "did you mean" messages).
   std::vector<std::string> names() const;
 
-  /// Reads an entry's bytes (exactly end - begin of them).
-  bool read(const Entry &entry, std::vector<uint8_t> &out,
-            std::string &error) const;
+  /// An entry's bytes (exactly end - begin of them) as a view of the file,
+  /// mapped on first use: gigabytes of weights are not copied.
+  bool map(const Entry &entry, ParamBytes &out, std::string &error) const;
 
 private:
   std::string path;
+  /// The whole file (llvm::MemoryBuffer), once mapped.
+  mutable std::shared_ptr<const void> mapping;
+  mutable const uint8_t *mappedStart = nullptr;
+  mutable uint64_t mappedSize = 0;
   uint64_t dataStart = 0;
   std::map<std::string, Entry> entries;
 };

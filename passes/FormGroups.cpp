@@ -32,6 +32,8 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SetVector.h"
 
+#include <queue>
+
 namespace mlir::tcc {
 #define GEN_PASS_DEF_TCCFORMGROUPS
 #include "passes/Passes.h.inc"
@@ -57,6 +59,8 @@ struct Group {
   bool dead = false;
   /// A chain the attention template computes: nothing joins it.
   bool sealed = false;
+  /// The group this one was merged into, or -1.
+  int mergedInto = -1;
 };
 
 bool isSource(Operation *op) { return isa<ConstantOp, IotaOp>(op); }
@@ -132,8 +136,11 @@ private:
     for (Value v : inputsOf(op)) {
       Operation *def = v.getDefiningOp();
       auto it = def ? groupOf.find(def) : groupOf.end();
-      if (it != groupOf.end() && !llvm::is_contained(out, it->second))
-        out.push_back(it->second);
+      if (it == groupOf.end())
+        continue;
+      int g = find(it->second);
+      if (!llvm::is_contained(out, g))
+        out.push_back(g);
     }
     return out;
   }
@@ -147,6 +154,17 @@ private:
     return true;
   }
 
+  /// The group that group `g` was merged into, if it was (union-find).
+  int find(int g) {
+    while (groups[g].mergedInto >= 0) {
+      int next = groups[g].mergedInto;
+      if (groups[next].mergedInto >= 0)
+        groups[g].mergedInto = groups[next].mergedInto;
+      g = next;
+    }
+    return g;
+  }
+
   /// Whether group `h` reads, transitively, from group `g`. Computed on
   /// demand: a cached closure would go stale as groups gain members.
   bool dependsOn(int h, int g) {
@@ -155,6 +173,9 @@ private:
     while (!stack.empty()) {
       int cur = stack.pop_back_val();
       for (int p : groups[cur].preds) {
+        p = find(p);
+        if (p == cur)
+          continue;
         if (p == g)
           return true;
         if (seen.insert(p).second)
@@ -167,9 +188,11 @@ private:
   /// Whether group `from` reads group `to` through at least one other group:
   /// merging the two would then put a group both before and after them.
   bool readsThroughOthers(int from, int to) {
-    for (int p : groups[from].preds)
-      if (p != to && dependsOn(p, to))
+    for (int p : groups[from].preds) {
+      p = find(p);
+      if (p != to && p != from && dependsOn(p, to))
         return true;
+    }
     return false;
   }
 
@@ -179,23 +202,23 @@ private:
            !readsThroughOthers(a, b) && !readsThroughOthers(b, a);
   }
 
-  /// Moves every op of group `from` into group `into`.
+  /// Moves every op of group `from` into group `into`. Other groups keep
+  /// `from` among their preds and groupOf keeps it for its ops: find()
+  /// resolves it, so a merge costs the smaller group's size, not a pass
+  /// over every group.
   void merge(int into, int from) {
     Group &dst = groups[into], &src = groups[from];
-    for (Operation *op : src.ops) {
-      groupOf[op] = into;
-      dst.ops.push_back(op);
-    }
+    if (src.ops.size() > dst.ops.size())
+      std::swap(src.ops, dst.ops);
+    dst.ops.append(src.ops.begin(), src.ops.end());
+    if (src.preds.size() > dst.preds.size())
+      std::swap(src.preds, dst.preds);
     for (int p : src.preds)
-      if (p != into)
-        dst.preds.insert(p);
-    dst.preds.remove(from);
-    for (Group &g : groups)
-      if (&g != &dst && g.preds.remove(from))
-        g.preds.insert(into);
+      dst.preds.insert(p);
     src.ops.clear();
     src.preds.clear();
     src.dead = true;
+    src.mergedInto = into;
   }
 
   bool canJoin(Operation *op, int g) {
@@ -313,28 +336,42 @@ private:
         op.erase();
   }
 
+  /// Groups are numbered by first op, so taking the lowest ready group
+  /// each time keeps program order where the graph allows (Kahn's
+  /// algorithm with a min-heap).
   SmallVector<int> topologicalOrder() {
     int n = groups.size();
-    SmallVector<int> order;
-    SmallVector<bool> done(n, false);
-    int alive = 0;
+    SmallVector<SmallVector<int>> succs(n);
+    SmallVector<int> waiting(n, 0);
     for (int g = 0; g < n; ++g) {
-      done[g] = groups[g].dead;
-      alive += !groups[g].dead;
+      if (groups[g].dead)
+        continue;
+      llvm::SmallDenseSet<int, 8> preds;
+      for (int p : groups[g].preds) {
+        p = find(p);
+        if (p != g && preds.insert(p).second) {
+          succs[p].push_back(g);
+          ++waiting[g];
+        }
+      }
     }
-    // Groups are numbered by first op, so repeatedly taking the lowest ready
-    // group keeps program order where the graph allows.
-    while ((int)order.size() < alive) {
-      int ready = -1;
-      for (int g = 0; g < n && ready < 0; ++g)
-        if (!done[g] &&
-            llvm::all_of(groups[g].preds, [&](int h) { return done[h]; }))
-          ready = g;
-      // acyclicJoin keeps the graph a DAG, so a ready group always exists.
-      assert(ready >= 0 && "group graph has a cycle");
-      done[ready] = true;
-      order.push_back(ready);
+    std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
+    for (int g = 0; g < n; ++g)
+      if (!groups[g].dead && waiting[g] == 0)
+        ready.push(g);
+    SmallVector<int> order;
+    while (!ready.empty()) {
+      int g = ready.top();
+      ready.pop();
+      order.push_back(g);
+      for (int s : succs[g])
+        if (--waiting[s] == 0)
+          ready.push(s);
     }
+    // acyclicJoin keeps the graph a DAG, so every group is ordered.
+    assert(llvm::count_if(groups, [](const Group &g) { return !g.dead; }) ==
+               (int64_t)order.size() &&
+           "group graph has a cycle");
     return order;
   }
 

@@ -268,6 +268,30 @@ def TccGpuL2Policy : Pass<"tcc-gpu-l2-policy", "::mlir::gpu::GPUModuleOp"> {
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def TccFuseElementwise : Pass<"tcc-fuse-elementwise", "func::FuncOp"> {
+  let summary = "Fuse clusters of elementwise linalg.generic ops in one step";
+  let description = [{
+    After lowering to linalg: all-parallel generics on tensors that read
+    each other's values through permutations (the same element), or that
+    share an iteration domain, become one generic per cluster, built in one
+    step (each member's body cloned once), whose results are the values read
+    outside. A value read twice stays in registers instead of a temporary
+    buffer. A value read by an op outside the cluster closes the cluster
+    there, so the fused op comes before every use of its results. A generic
+    whose only use is a consumer that cannot join (a reduction) stays out:
+    pairwise elementwise fusion makes it that consumer's prologue. Linear in
+    the number of ops, where pairwise fusion of an N-op chain copies O(N^2)
+    ops.
+  }];
+  let options = [
+    Option<"maxOps", "max-ops", "int64_t", /*default=*/"1000",
+           "Largest number of scalar ops in a fused body: a cluster is "
+           "closed when it reaches this (LLVM's code generation is "
+           "super-linear in the size of one basic block)">
+  ];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
 def TccPrivateInits : Pass<"tcc-private-inits", "func::FuncOp"> {
   let summary = "Give every destination-passing op its own fill or empty init";
   let description = [{

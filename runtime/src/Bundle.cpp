@@ -79,62 +79,110 @@ std::string str(uint64_t v) { return std::to_string(v); }
 // BundleWriter
 //===----------------------------------------------------------------------===//
 
-std::string BundleWriter::addBlob(const std::string &name,
-                                  std::vector<uint8_t> bytes) {
+std::string BundleWriter::uniqueName(const std::string &name) {
   std::string unique = name;
   for (int n = 2; blobIndex.count(unique); ++n)
     unique = name + "#" + std::to_string(n);
   blobIndex[unique] = blobs.size();
-  blobs.emplace_back(unique, std::move(bytes));
   return unique;
+}
+
+std::string BundleWriter::addBlob(const std::string &name,
+                                  std::vector<uint8_t> bytes) {
+  Blob b;
+  b.name = uniqueName(name);
+  b.size = bytes.size();
+  b.owned = std::move(bytes);
+  blobs.push_back(std::move(b));
+  return blobs.back().name;
+}
+
+std::string BundleWriter::addBlobView(const std::string &name,
+                                      const uint8_t *data, size_t size) {
+  Blob b;
+  b.name = uniqueName(name);
+  b.view = data;
+  b.size = size;
+  blobs.push_back(std::move(b));
+  return blobs.back().name;
 }
 
 void BundleWriter::setManifest(json manifest) {
   manifestJson = std::move(manifest);
 }
 
-std::vector<uint8_t> BundleWriter::serialize() const {
+BundleWriter::Layout BundleWriter::layout() const {
   json manifest = manifestJson.is_object() ? manifestJson : json::object();
   if (!manifest.contains("format_version"))
     manifest["format_version"] = kFormatVersion;
 
   // Blobs first, each 64-byte aligned, then the manifest that lists them.
+  Layout l;
   json table = json::array();
   size_t end = kHeaderSize;
-  std::vector<size_t> offsets;
-  for (const auto &[name, bytes] : blobs) {
+  for (const Blob &b : blobs) {
     size_t offset = alignUp(end);
-    offsets.push_back(offset);
-    table.push_back({{"name", name},
+    l.offsets.push_back(offset);
+    table.push_back({{"name", b.name},
                      {"offset", offset},
-                     {"size", bytes.size()},
-                     {"fnv1a64", hex64(fnv1a64(bytes.data(), bytes.size()))}});
-    end = offset + bytes.size();
+                     {"size", b.size},
+                     {"fnv1a64", hex64(fnv1a64(b.data(), b.size))}});
+    end = offset + b.size;
   }
   manifest["blobs"] = std::move(table);
   // Names come from user models; never let a stray byte throw here.
-  std::string text =
-      manifest.dump(-1, ' ', false, json::error_handler_t::replace);
+  l.manifest = manifest.dump(-1, ' ', false, json::error_handler_t::replace);
+  l.manifestOffset = alignUp(end);
 
-  size_t manifestOffset = alignUp(end);
-  std::vector<uint8_t> out(manifestOffset + text.size(), 0);
-  for (size_t i = 0; i < blobs.size(); ++i)
-    std::copy(blobs[i].second.begin(), blobs[i].second.end(),
-              out.begin() + offsets[i]);
-  std::copy(text.begin(), text.end(), out.begin() + manifestOffset);
-
-  uint8_t *h = out.data();
+  uint8_t *h = l.header;
+  std::memset(h, 0, kHeaderSize);
   std::memcpy(h, kMagic, sizeof(kMagic));
   putLE(h + kVersionAt, kFormatVersion, 4);
   putLE(h + kFlagsAt, 0, 4);
-  putLE(h + kManifestOffsetAt, manifestOffset, 8);
-  putLE(h + kManifestSizeAt, text.size(), 8);
-  putLE(h + kManifestHashAt, fnv1a64(out.data() + manifestOffset, text.size()),
-        8);
-  putLE(h + kFileSizeAt, out.size(), 8);
+  putLE(h + kManifestOffsetAt, l.manifestOffset, 8);
+  putLE(h + kManifestSizeAt, l.manifest.size(), 8);
+  putLE(h + kManifestHashAt,
+        fnv1a64((const uint8_t *)l.manifest.data(), l.manifest.size()), 8);
+  putLE(h + kFileSizeAt, l.manifestOffset + l.manifest.size(), 8);
   putLE(h + kReservedAt, 0, 8);
   putLE(h + kHeaderHashAt, fnv1a64(h, kHeaderHashAt), 8);
+  return l;
+}
+
+std::vector<uint8_t> BundleWriter::serialize() const {
+  Layout l = layout();
+  std::vector<uint8_t> out(l.manifestOffset + l.manifest.size(), 0);
+  std::copy(l.header, l.header + kHeaderSize, out.begin());
+  for (size_t i = 0; i < blobs.size(); ++i)
+    std::copy(blobs[i].data(), blobs[i].data() + blobs[i].size,
+              out.begin() + l.offsets[i]);
+  std::copy(l.manifest.begin(), l.manifest.end(),
+            out.begin() + l.manifestOffset);
   return out;
+}
+
+bool BundleWriter::streamToFile(const std::string &path,
+                                std::string &error) const {
+  Layout l = layout();
+  return io::writeFileAtomicallyWith(path, error, [&](int fd) {
+    static const uint8_t zeros[kBlobAlignment] = {};
+    size_t at = 0;
+    auto padTo = [&](size_t offset) {
+      bool ok = io::writeAll(fd, zeros, offset - at);
+      at = offset;
+      return ok;
+    };
+    if (!io::writeAll(fd, l.header, kHeaderSize))
+      return false;
+    at = kHeaderSize;
+    for (size_t i = 0; i < blobs.size(); ++i) {
+      if (!padTo(l.offsets[i]) || !io::writeAll(fd, blobs[i].data(), blobs[i].size))
+        return false;
+      at += blobs[i].size;
+    }
+    return padTo(l.manifestOffset) &&
+           io::writeAll(fd, (const uint8_t *)l.manifest.data(), l.manifest.size());
+  });
 }
 
 bool BundleWriter::writeFile(const std::string &path,

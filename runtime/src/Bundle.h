@@ -36,12 +36,16 @@ constexpr int kMaxManifestDepth = 64;
 /// FNV-1a, 64-bit: the checksum of the header, the manifest and every blob.
 uint64_t fnv1a64(const uint8_t *data, size_t size);
 
-/// Builds a bundle in memory.
+/// Builds a bundle in memory, or streams it to a file.
 class BundleWriter {
 public:
   /// Adds a blob and returns the name it is stored under: `name`, or `name`
   /// with a "#N" suffix when that name is already taken.
   std::string addBlob(const std::string &name, std::vector<uint8_t> bytes);
+  /// The same without a copy: the `size` bytes at `data` must stay valid
+  /// while the writer is used (weights in a mapped file).
+  std::string addBlobView(const std::string &name, const uint8_t *data,
+                          size_t size);
   /// Sets the manifest. The writer adds the "blobs" table itself (replacing
   /// any) and "format_version" when it is absent.
   void setManifest(nlohmann::json manifest);
@@ -50,9 +54,30 @@ public:
   /// Serializes, checks the result with Bundle::parse (so the compiler cannot
   /// write a bundle the runtime would refuse) and writes it to `path`.
   bool writeFile(const std::string &path, std::string &error) const;
+  /// Writes the bundle serialize() would return to `path` piece by piece,
+  /// never holding it whole in memory (weights can be gigabytes). Does not
+  /// validate.
+  bool streamToFile(const std::string &path, std::string &error) const;
 
 private:
-  std::vector<std::pair<std::string, std::vector<uint8_t>>> blobs;
+  struct Blob {
+    std::string name;
+    std::vector<uint8_t> owned;
+    const uint8_t *view = nullptr; ///< when not owned
+    size_t size = 0;
+    const uint8_t *data() const { return view ? view : owned.data(); }
+  };
+  /// The header, the blobs' offsets and the manifest text of the bundle.
+  struct Layout {
+    uint8_t header[kHeaderSize];
+    std::vector<size_t> offsets;
+    size_t manifestOffset;
+    std::string manifest;
+  };
+  Layout layout() const;
+  std::string uniqueName(const std::string &name);
+
+  std::vector<Blob> blobs;
   std::map<std::string, size_t> blobIndex;
   nlohmann::json manifestJson = nlohmann::json::object();
 };

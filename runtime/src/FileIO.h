@@ -133,8 +133,11 @@ inline bool writeAll(int fd, const void *bytes, size_t size) {
 /// the two complete files). A symlink is followed (its target is replaced).
 /// An existing non-regular file (/dev/null, a FIFO) is written in place, as
 /// it cannot be replaced by a rename. New files get 0666 less the umask.
-inline bool writeFileAtomically(const std::string &path, const void *data,
-                                size_t size, std::string &error) {
+/// `write(fd)` writes the contents (BundleWriter::streamToFile streams
+/// gigabytes of weights without holding them in one buffer).
+template <typename WriteFn>
+bool writeFileAtomicallyWith(const std::string &path, std::string &error,
+                             WriteFn write) {
   auto failWith = [&](const std::string &why) {
     error = "cannot write '" + path + "': " + why;
     return false;
@@ -155,7 +158,7 @@ inline bool writeFileAtomically(const std::string &path, const void *data,
     int fd = ::open(target.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
     if (fd < 0)
       return failWith(std::strerror(errno));
-    bool ok = writeAll(fd, data, size);
+    bool ok = write(fd);
     int saved = errno;
     if (::close(fd) != 0 && ok)
       return failWith(std::strerror(errno));
@@ -174,8 +177,7 @@ inline bool writeFileAtomically(const std::string &path, const void *data,
   mode_t mask = ::umask(0);
   ::umask(mask);
   mode_t mode = exists ? (st.st_mode & 07777) : (0666 & ~mask);
-  bool ok = ::fchmod(fd, mode) == 0 &&
-            writeAll(fd, data, size);
+  bool ok = ::fchmod(fd, mode) == 0 && write(fd);
   int saved = errno;
   if (::close(fd) != 0 && ok) {
     ok = false;
@@ -190,6 +192,12 @@ inline bool writeFileAtomically(const std::string &path, const void *data,
     return failWith(std::strerror(saved));
   }
   return true;
+}
+
+inline bool writeFileAtomically(const std::string &path, const void *data,
+                                size_t size, std::string &error) {
+  return writeFileAtomicallyWith(
+      path, error, [&](int fd) { return writeAll(fd, data, size); });
 }
 
 } // namespace tcc::io

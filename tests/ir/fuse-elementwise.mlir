@@ -1,0 +1,159 @@
+// RUN: tcc-opt %s --split-input-file --tcc-fuse-elementwise | FileCheck %s
+// RUN: tcc-opt %s --split-input-file --tcc-fuse-elementwise="max-ops=2" | FileCheck %s --check-prefix=CAP
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d1)>
+
+// A diamond: the value read twice stays a scalar in one body, and only the
+// value returned is a result. Broadcast inputs keep their maps.
+// CHECK-LABEL: func.func @diamond
+// CHECK: linalg.generic {indexing_maps = [#[[ID:.*]], #[[ROW:.*]], #[[ID]]]
+// CHECK-SAME: ins(%arg0, %arg1 : tensor<4x8xf32>, tensor<8xf32>)
+// CHECK: ^bb0(%[[X:.*]]: f32, %[[P:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT: %[[A:.*]] = math.exp %[[X]]
+// CHECK-NEXT: %[[B:.*]] = arith.addf %[[A]], %[[P]]
+// CHECK-NEXT: %[[C:.*]] = arith.mulf %[[A]], %[[B]]
+// CHECK-NEXT: linalg.yield %[[C]]
+// CHECK-NOT: linalg.generic
+// CAP-LABEL: func.func @diamond
+// CAP-COUNT-2: linalg.generic
+// CAP-NOT: linalg.generic
+func.func @diamond(%x: tensor<4x8xf32>, %p: tensor<8xf32>) -> tensor<4x8xf32> {
+  %e = tensor.empty() : tensor<4x8xf32>
+  %a = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = math.exp %in : f32
+    linalg.yield %0 : f32
+  } -> tensor<4x8xf32>
+  %b = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a, %p : tensor<4x8xf32>, tensor<8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%in: f32, %q: f32, %out: f32):
+    %0 = arith.addf %in, %q : f32
+    linalg.yield %0 : f32
+  } -> tensor<4x8xf32>
+  %c = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a, %b : tensor<4x8xf32>, tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%in: f32, %in2: f32, %out: f32):
+    %0 = arith.mulf %in, %in2 : f32
+    linalg.yield %0 : f32
+  } -> tensor<4x8xf32>
+  return %c : tensor<4x8xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+
+// A value used outside the cluster is a result too. A member that reads
+// the cluster transposed joins in the cluster's iteration space: its inputs
+// and result are read and written through the transpose, its loop index is
+// renamed.
+// CHECK-LABEL: func.func @escaping_and_transposed
+// CHECK: %[[F:.*]]:2 = linalg.generic {indexing_maps = [#[[ID:.*]], #[[TR:.*]], #[[ID]], #[[TR]]]
+// CHECK-SAME: ins(%arg0, %arg1 : tensor<4x8xf32>, tensor<8x4xf32>)
+// CHECK: math.exp
+// CHECK: linalg.index 1
+// CHECK: linalg.yield
+// CHECK: return %[[F]]#0, %[[F]]#1
+// CAP-LABEL: func.func @escaping_and_transposed
+func.func @escaping_and_transposed(%x: tensor<4x8xf32>, %y: tensor<8x4xf32>) -> (tensor<4x8xf32>, tensor<8x4xf32>) {
+  %e = tensor.empty() : tensor<4x8xf32>
+  %et = tensor.empty() : tensor<8x4xf32>
+  %a = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = math.exp %in : f32
+    linalg.yield %0 : f32
+  } -> tensor<4x8xf32>
+  %b = linalg.generic {indexing_maps = [#tr, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a, %y : tensor<4x8xf32>, tensor<8x4xf32>) outs(%et : tensor<8x4xf32>) {
+  ^bb0(%in: f32, %in2: f32, %out: f32):
+    %i = linalg.index 0 : index
+    %ii = arith.index_cast %i : index to i32
+    %f = arith.sitofp %ii : i32 to f32
+    %0 = arith.addf %in, %in2 : f32
+    %1 = arith.addf %0, %f : f32
+    linalg.yield %1 : f32
+  } -> tensor<8x4xf32>
+  return %a, %b : tensor<4x8xf32>, tensor<8x4xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#red = affine_map<(d0, d1) -> (d0)>
+
+// A reduction reads the cluster: the cluster ends there. The generic whose
+// only use is the reduction stays out (pairwise fusion makes it the
+// reduction's prologue), and the epilogue after the reduction starts a new
+// cluster, placed after it.
+// CHECK-LABEL: func.func @reduction_closes
+// CHECK: %[[A:.*]] = linalg.generic
+// CHECK: math.exp
+// CHECK: %[[B:.*]] = linalg.generic {{.*}} ins(%[[A]] :
+// CHECK: arith.mulf
+// CHECK: %[[R:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]{{.*}} ins(%[[B]] :
+// CHECK: %[[D:.*]] = linalg.generic {{.*}} ins(%[[A]], %[[R]] :
+// CHECK: return %[[D]]
+func.func @reduction_closes(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %e = tensor.empty() : tensor<4x8xf32>
+  %z = arith.constant 0.0 : f32
+  %er = tensor.empty() : tensor<4xf32>
+  %f = linalg.fill ins(%z : f32) outs(%er : tensor<4xf32>) -> tensor<4xf32>
+  %a = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = math.exp %in : f32
+    linalg.yield %0 : f32
+  } -> tensor<4x8xf32>
+  %b = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.mulf %in, %in : f32
+    linalg.yield %0 : f32
+  } -> tensor<4x8xf32>
+  %r = linalg.generic {indexing_maps = [#id, #red], iterator_types = ["parallel", "reduction"]}
+      ins(%b : tensor<4x8xf32>) outs(%f : tensor<4xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %0 = arith.addf %in, %acc : f32
+    linalg.yield %0 : f32
+  } -> tensor<4xf32>
+  %d = linalg.generic {indexing_maps = [#id, #red, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a, %r : tensor<4x8xf32>, tensor<4xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%in: f32, %s: f32, %out: f32):
+    %0 = arith.divf %in, %s : f32
+    linalg.yield %0 : f32
+  } -> tensor<4x8xf32>
+  return %d : tensor<4x8xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// A value read by an op outside the cluster (here a reshape) ends the
+// cluster: what comes after cannot join it, since the fused op must come
+// before the reshape.
+// CHECK-LABEL: func.func @outside_reader
+// CHECK: %[[A:.*]] = linalg.generic
+// CHECK: tensor.collapse_shape %[[A]]
+// CHECK: linalg.generic {{.*}} ins(%[[A]] :
+func.func @outside_reader(%x: tensor<4x8xf32>) -> (tensor<32xf32>, tensor<4x8xf32>) {
+  %e = tensor.empty() : tensor<4x8xf32>
+  %a = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = math.exp %in : f32
+    linalg.yield %0 : f32
+  } -> tensor<4x8xf32>
+  %s = tensor.collapse_shape %a [[0, 1]] : tensor<4x8xf32> into tensor<32xf32>
+  %b = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = math.tanh %in : f32
+    linalg.yield %0 : f32
+  } -> tensor<4x8xf32>
+  return %s, %b : tensor<32xf32>, tensor<4x8xf32>
+}

@@ -10,7 +10,11 @@ batch 1 and 8, the variants of
 issue 4 (global, causal, ALiBi, GQA 64/8, softcap 50 with 32/16 heads,
 sliding window 4096 with 32/8 heads); decode (one query row at the last
 position, 'lq' in the manifest) of causal, ALiBi, GQA and softcap against
-8192 and 32768 keys.
+8192 and 32768 keys; in f16, score changes reading captured tensors (issue
+13, the model's extra inputs or a param: 'bias', 'padmask', 'alibi_param',
+'alibi_input'), which are checked against the best of SDPA with attn_mask
+(cuDNN, efficient, math), FlexAttention capturing the same tensors and plain
+PyTorch.
 
 1. correctness (batch 1): `tcc run` on seeded inputs against a float64
    reference computed head by head; tcc's largest error must be at most 1.5x
@@ -73,8 +77,10 @@ def change(case, s, h, rows, cols, env=None, bi=0):
     if v == 'alibi':
         s = s + float(slopes(case['hq'])[h]) * (cols - rows).to(s.dtype)
     if v in ALIBI_SLOPES:
-        # The slopes as the model holds them (f32).
-        s = s + float(env['slopes'][0, h, 0, 0]) * (cols - rows).to(s.dtype)
+        # As the model computes it: the f32 slope times the distance in
+        # f32, cast to the dtype (SDPA's float mask holds the same values).
+        slope = env['slopes'][0, h, 0, 0].double()
+        s = s + (slope * (cols - rows).double()).float().to(torch_dtype(case)).to(s.dtype)
     if v == 'bias':
         s = s + env['bias'][0, h].to(s.dtype)
     if v == 'padmask':
@@ -206,8 +212,11 @@ def flex_fn(case, env=None):
     elif v in ALIBI_SLOPES:
         sl2 = env['slopes'].reshape(-1)
 
+        dt = torch_dtype(case)
+
         def score_mod(s, b, h, q, kv):
-            return s + sl2[h] * (kv - q - off)
+            # Rounded to the dtype, as the model's cast does.
+            return s + (sl2[h] * (kv - q - off)).to(dt)
     elif v == 'bias':
         bias = env['bias']
 

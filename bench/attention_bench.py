@@ -10,7 +10,11 @@ batch 1 and 8, the variants of
 issue 4 (global, causal, ALiBi, GQA 64/8, softcap 50 with 32/16 heads,
 sliding window 4096 with 32/8 heads); decode (one query row at the last
 position, 'lq' in the manifest) of causal, ALiBi, GQA and softcap against
-8192 and 32768 keys.
+8192 and 32768 keys; in f16, score changes reading captured tensors (issue
+13, the model's extra inputs or a param: 'bias', 'padmask', 'alibi_param',
+'alibi_input'), which are checked against the best of SDPA with attn_mask
+(cuDNN, efficient, math), FlexAttention capturing the same tensors and plain
+PyTorch.
 
 1. correctness (batch 1): `tcc run` on seeded inputs against a float64
    reference computed head by head; tcc's largest error must be at most 1.5x
@@ -50,15 +54,40 @@ def slopes(hq):
                         dtype=torch.float64)
 
 
-def change(case, s, h, rows, cols):
-    """The variant's scores (float64 or f32 s of one head), masked ones -inf."""
+# Variants whose score change reads tensors from outside attention
+# (issue 13): the model's extra inputs (or param) are made here, `env`.
+CAPTURED = ('bias', 'padmask', 'alibi_param', 'alibi_input')
+ALIBI_SLOPES = ('alibi_param', 'alibi_input')
+FUSED_PEERS = ('SDPA cuDNN', 'SDPA efficient', 'FlexAttention')
+
+
+def valid_lengths(case):
+    """Keys each batch keeps in the padding-mask cases: the last (b + 1) / B
+    of a fifth of the keys are padding, so batch B - 1 keeps 0.8 L and no
+    row is fully masked."""
+    b, l = case['b'], case['l']
+    return [l - (l // 5) * (bi + 1) // b for bi in range(b)]
+
+
+def change(case, s, h, rows, cols, env=None, bi=0):
+    """The variant's scores (float64 or f32 s of one head of batch bi),
+    masked ones -inf; `env` holds the captured tensors."""
     v = case['variant']
     if v == 'softcap':
         s = CAP * torch.tanh(s / CAP)
     if v == 'alibi':
         s = s + float(slopes(case['hq'])[h]) * (cols - rows).to(s.dtype)
+    if v in ALIBI_SLOPES:
+        # As the model computes it: the f32 slope times the distance in
+        # f32, cast to the dtype (SDPA's float mask holds the same values).
+        slope = env['slopes'][0, h, 0, 0].double()
+        s = s + (slope * (cols - rows).double()).float().to(torch_dtype(case)).to(s.dtype)
+    if v == 'bias':
+        s = s + env['bias'][0, h].to(s.dtype)
+    if v == 'padmask':
+        s = s.masked_fill(~env['mask'][bi, 0, 0][None, :], float('-inf'))
     keep = None
-    if v in ('causal', 'alibi', 'softcap', 'window'):
+    if v in ('causal', 'alibi', 'softcap', 'window') + ALIBI_SLOPES:
         keep = rows >= cols
         if v == 'window':
             keep = keep & (rows - cols < WINDOW)
@@ -74,9 +103,9 @@ def torch_dtype(case):
     return torch.float16 if case.get('dtype') == 'f16' else torch.bfloat16
 
 
-def per_head(case, q, k, v, dtype):
-    """Attention head by head in `dtype` (float64: the reference; bfloat16:
-    plain PyTorch, softmax in f32)."""
+def per_head(case, q, k, v, dtype, env=None):
+    """Attention head by head in `dtype` (float64: the reference; bfloat16
+    or float16: plain PyTorch, softmax in f32)."""
     b, hq, lq, d = q.shape
     l = k.shape[2]
     g = hq // k.shape[1]
@@ -88,9 +117,10 @@ def per_head(case, q, k, v, dtype):
             qh, kh, vh = (t.to(dtype) for t in (q[bi, h], k[bi, h // g], v[bi, h // g]))
             s = (qh @ kh.T) * case['scale']
             if dtype == torch.float64:
-                p = torch.softmax(change(case, s, h, rows, cols), dim=-1)
+                p = torch.softmax(change(case, s, h, rows, cols, env, bi), dim=-1)
             else:
-                p = torch.softmax(change(case, s.float(), h, rows, cols), dim=-1).to(dtype)
+                p = torch.softmax(change(case, s.float(), h, rows, cols, env, bi),
+                                  dim=-1).to(dtype)
             out[bi, h] = p @ vh
     return out
 
@@ -110,18 +140,67 @@ def sdpa_runs(case):
         case['variant'] == 'causal' and lq_of(case) in (1, case['l']))
 
 
-def flex_fn(case):
+def fits(case):
+    """Whether [B, H, Lq, L] scores in 2 bytes fit beside the rest (plain
+    PyTorch, SDPA's math backend, an ALiBi mask for SDPA)."""
+    return case['b'] * case['hq'] * lq_of(case) * case['l'] * 2 <= 8e9
+
+
+def attn_mask(case, env):
+    """The mask an SDPA user passes for a captured variant: the bias, the
+    bool padding mask, or ALiBi's bias computed in f32, cast to the dtype
+    and -inf above the diagonal ([1, H, L, L]; None where it does not
+    fit)."""
+    v = case['variant']
+    if v == 'bias':
+        return env['bias']
+    if v == 'padmask':
+        return env['mask']
+    if not fits(case):
+        return None
+    l, hq = case['l'], case['hq']
+    rows = torch.arange(l, device='cuda')[:, None]
+    cols = torch.arange(l, device='cuda')[None, :]
+    dist = (cols - rows).float()
+    m = torch.empty((1, hq, l, l), dtype=torch_dtype(case), device='cuda')
+    for h in range(hq):  # a head at a time: f32 [L, L] is 256 MiB at 8192
+        m[0, h] = (env['slopes'][0, h, 0, 0] * dist).to(m.dtype).masked_fill(
+            rows < cols, float('-inf'))
+    return m
+
+
+def sdpa_masked(case, q, k, v, mask, backend):
+    from torch.nn.attention import sdpa_kernel
+    with sdpa_kernel(backend):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=case['scale'])
+
+
+def sdpa_masked_backends():
+    from torch.nn.attention import SDPBackend
+    return [('SDPA cuDNN', SDPBackend.CUDNN_ATTENTION),
+            ('SDPA efficient', SDPBackend.EFFICIENT_ATTENTION), ('SDPA math', SDPBackend.MATH)]
+
+
+def flex_fn(case, env=None):
     from torch.nn.attention.flex_attention import create_block_mask, flex_attention
     v, l, lq = case['variant'], case['l'], lq_of(case)
     off = l - lq
     mask = None
-    if v in ('causal', 'alibi', 'softcap'):
+    batches = None
+    if v in ('causal', 'alibi', 'softcap') + ALIBI_SLOPES:
         def mask(b, h, q, kv):
             return q + off >= kv
+    elif v == 'padmask':
+        # The block mask built from the tensor, the mask_mod reading it.
+        pad = env['mask']
+        batches = case['b']
+
+        def mask(b, h, q, kv):
+            return pad[b, 0, 0, kv]
     elif v == 'window':
         def mask(b, h, q, kv):
             return (q + off >= kv) & (q + off - kv < WINDOW)
-    block = create_block_mask(mask, None, None, lq, l, device='cuda') if mask else None
+    block = create_block_mask(mask, batches, None, lq, l, device='cuda') if mask else None
     score_mod = None
     if v == 'softcap':
         def score_mod(s, b, h, q, kv):
@@ -131,6 +210,19 @@ def flex_fn(case):
 
         def score_mod(s, b, h, q, kv):
             return s + sl[h] * (kv - q - off)
+    elif v in ALIBI_SLOPES:
+        sl2 = env['slopes'].reshape(-1)
+
+        dt = torch_dtype(case)
+
+        def score_mod(s, b, h, q, kv):
+            # Rounded to the dtype, as the model's cast does.
+            return s + (sl2[h] * (kv - q - off)).to(dt)
+    elif v == 'bias':
+        bias = env['bias']
+
+        def score_mod(s, b, h, q, kv):
+            return s + bias[0, h, q, kv]
     # Each case compiles afresh: dynamo counts recompilations of
     # flex_attention across cases, and past its limit (8) it silently ran
     # Flex unfused (85 ms for softcap in the first run).
@@ -143,15 +235,21 @@ def flex_fn(case):
 def pairs(case):
     l, v, lq = case['l'], case['variant'], lq_of(case)
     rows = range(l - lq, l)  # query positions
-    if v in ('global', 'gqa'):
+    if v in ('global', 'gqa', 'bias'):
         return lq * l
+    if v == 'padmask':
+        return lq * sum(valid_lengths(case)) / case['b']
     if v == 'window':
         return sum(min(q + 1, WINDOW) for q in rows)
     return sum(q + 1 for q in rows)
 
 
 def kv_bytes(case):
-    return 2 * case['b'] * case['hkv'] * case['l'] * case['d'] * 2
+    """K and V, and a captured bias (the mask and slopes are small)."""
+    n = 2 * case['b'] * case['hkv'] * case['l'] * case['d'] * 2
+    if case['variant'] == 'bias':
+        n += case['hq'] * lq_of(case) * case['l'] * 2
+    return n
 
 
 def copy_bandwidth():
@@ -166,19 +264,63 @@ def copy_bandwidth():
 
 
 def inputs(case):
+    """Q, K, V from the seed, and the captured tensors (`env`): the bias
+    standard normal in the dtype, the padding mask keeping
+    valid_lengths(case) keys, the slopes ALiBi's (the param's values, or
+    the same computed in f32 for the input)."""
     g = torch.Generator(device='cuda').manual_seed(SEED)
     b, hq, hkv, l, d = (case[k] for k in ('b', 'hq', 'hkv', 'l', 'd'))
-    return [torch.randn(shape, device='cuda', generator=g).to(torch_dtype(case))
-            for shape in ((b, hq, lq_of(case), d), (b, hkv, l, d), (b, hkv, l, d))]
+    qkv = [torch.randn(shape, device='cuda', generator=g).to(torch_dtype(case))
+           for shape in ((b, hq, lq_of(case), d), (b, hkv, l, d), (b, hkv, l, d))]
+    env = {}
+    v = case['variant']
+    if v == 'bias':
+        g2 = torch.Generator(device='cuda').manual_seed(SEED + 1)
+        env['bias'] = torch.randn((1, hq, lq_of(case), l), device='cuda',
+                                  generator=g2).to(torch_dtype(case))
+    if v == 'padmask':
+        n = torch.tensor(valid_lengths(case), device='cuda')
+        env['mask'] = (torch.arange(l, device='cuda')[None, :] < n[:, None]).view(b, 1, 1, l)
+    if v in ALIBI_SLOPES:
+        sl = case.get('slopes') or [2.0 ** (-8.0 * (h + 1) / hq) for h in range(hq)]
+        env['slopes'] = torch.tensor(sl, dtype=torch.float32, device='cuda').view(1, hq, 1, 1)
+    return qkv, env
 
 
-def correctness(args, case, q, k, v):
-    ref = per_head(case, q, k, v, torch.float64)
+def captured_peer_outputs(case, q, k, v, env, flex):
+    """[(peer, output)] for a captured variant: SDPA with attn_mask on each
+    backend that accepts it (math where its scores fit), FlexAttention
+    (`flex`, compiled by the caller) and plain PyTorch; a peer that fails
+    is reported and left out."""
+    out = []
+
+    def add(name, fn):
+        try:
+            out.append((name, fn()))
+        except Exception as e:  # noqa: BLE001
+            print('  %s failed: %s' % (name, str(e).splitlines()[0][:200]), flush=True)
+    mask = attn_mask(case, env)
+    if mask is not None:
+        for name, backend in sdpa_masked_backends():
+            if name != 'SDPA math' or fits(case):
+                add(name, lambda: sdpa_masked(case, q, k, v, mask, backend))
+    if flex is not None:
+        add('FlexAttention', lambda: flex(q, k, v))
+    if fits(case):
+        add('plain PyTorch', lambda: per_head(case, q, k, v, torch_dtype(case), env))
+    return out
+
+
+def correctness(args, case, q, k, v, env=None, flex=None):
+    ref = per_head(case, q, k, v, torch.float64, env)
     with tempfile.TemporaryDirectory() as work:
         files = []
-        for name, t in zip('qkv', (q, k, v)):
+        given = list(zip('qkv', (q, k, v))) + [(n, env[n]) for n in case.get('inputs', [])]
+        for name, t in given:
             path = os.path.join(work, name + '.npy')
-            np.save(path, t.float().cpu().numpy())
+            # bool stays bool (the mask); floats go as f32, tcc rounds them
+            # to the input's dtype (exactly: they came from it).
+            np.save(path, (t if t.dtype == torch.bool else t.float()).cpu().numpy())
             files += ['--input', '%s=%s' % (name, path)]
         out = os.path.join(work, 'out')
         rc, log = G.run_cmd([args.tcc, 'run', os.path.join(args.carry, case['bundle']),
@@ -186,18 +328,51 @@ def correctness(args, case, q, k, v):
         if rc != 0:
             return {'correct': False, 'detail': 'tcc run failed: ' + log.strip()[-300:]}
         got = torch.from_numpy(np.load(os.path.join(out, 'o.npy')).astype(np.float64)).cuda()
+    err = float((got - ref).abs().max()) if torch.isfinite(got).all() else math.inf
+    if case['variant'] in CAPTURED:
+        # Against the most accurate fused peer that ran (SDPA's math
+        # backend may compute in f32, which no fused kernel does; it and
+        # plain PyTorch count only where no fused peer ran). A peer giving
+        # NaN does not count. Every peer's error is recorded.
+        errs = {}
+        for name, o in captured_peer_outputs(case, q, k, v, env, flex):
+            e = float((o.double() - ref).abs().max())
+            errs[name] = e if math.isfinite(e) else math.inf
+            del o
+        finite = {n: e for n, e in errs.items() if math.isfinite(e)}
+        fused = {n: e for n, e in finite.items() if n in FUSED_PEERS}
+        finite = fused or finite
+        if not finite:
+            return {'correct': False, 'max_err': err, 'peer_errs': errs,
+                    'detail': 'no peer gave a finite result'}
+        best = min(finite, key=finite.get)
+        return {'correct': err <= 1.5 * finite[best], 'max_err': err,
+                'peer_max_err': finite[best], 'peer': best, 'peer_errs': errs}
     if sdpa_runs(case):
         from torch.nn.attention import SDPBackend
         peer, peer_name = sdpa(case, q, k, v, SDPBackend.FLASH_ATTENTION), 'SDPA flash'
     else:
         peer, peer_name = per_head(case, q, k, v, torch_dtype(case)), 'plain PyTorch'
-    err = float((got - ref).abs().max()) if torch.isfinite(got).all() else math.inf
     peer_err = float((peer.double() - ref).abs().max())
     return {'correct': err <= 1.5 * peer_err, 'max_err': err, 'peer_max_err': peer_err,
             'peer': peer_name}
 
 
-def peers(args, case, q, k, v):
+def make_flex(args, case, env, q, k, v):
+    """The compiled FlexAttention call for a captured variant (run once, so
+    that it is compiled before it is checked or timed), or None."""
+    if args.no_flex:
+        return None
+    try:
+        fn = flex_fn(case, env)
+        fn(q, k, v)
+        return fn
+    except Exception as e:  # noqa: BLE001
+        print('  FlexAttention failed: %s' % str(e).splitlines()[0][:200], flush=True)
+        return None
+
+
+def peers(args, case, q, k, v, env=None, flex=None):
     from torch.nn.attention import SDPBackend
     out = []
 
@@ -206,6 +381,17 @@ def peers(args, case, q, k, v):
             out.append((name, G.time_cuda(fn)))
         except Exception as e:  # noqa: BLE001
             print('  %s failed: %s' % (name, str(e).splitlines()[0][:200]), flush=True)
+    if case['variant'] in CAPTURED:
+        mask = attn_mask(case, env)
+        if mask is not None:
+            for name, backend in sdpa_masked_backends():
+                if name != 'SDPA math' or fits(case):
+                    add(name, lambda: sdpa_masked(case, q, k, v, mask, backend))
+        if flex is not None:
+            add('FlexAttention', lambda: flex(q, k, v))
+        if fits(case):
+            add('plain PyTorch', lambda: per_head(case, q, k, v, torch_dtype(case), env))
+        return out
     if sdpa_runs(case):
         add('SDPA flash', lambda: sdpa(case, q, k, v, SDPBackend.FLASH_ATTENTION))
         add('SDPA cuDNN', lambda: sdpa(case, q, k, v, SDPBackend.CUDNN_ATTENTION))
@@ -241,7 +427,7 @@ def main():
     copy = copy_bandwidth()
     print('d2d copy: %.0f GB/s (read + write)' % copy, flush=True)
     rows, lines = [], ['2 GiB device-to-device copy: %.0f GB/s (bytes read + written); '
-                       'GB/s below: K and V bytes / time' % copy, '',
+                       'GB/s below: K and V bytes (and a bias) / time' % copy, '',
                        '| case | tcc ms | tcc TFLOP/s | tcc GB/s | peer | peer ms | peer TFLOP/s '
                        '| peer GB/s | tcc speed / peer | correct (tcc err, peer err) |',
                        '|' + ' --- |' * 10]
@@ -250,14 +436,15 @@ def main():
             print('%s: skipped (deadline)' % case['name'])
             continue
         print('== %s' % case['name'], flush=True)
-        q, k, v = inputs(case)
+        (q, k, v), env = inputs(case)
+        flex = make_flex(args, case, env, q, k, v) if case['variant'] in CAPTURED else None
         row = {'case': case}
         if case['b'] == 1:
-            row['correctness'] = correctness(args, case, q, k, v)
+            row['correctness'] = correctness(args, case, q, k, v, env, flex)
             print('  correctness:', json.dumps(row['correctness']), flush=True)
         row['tcc'] = G.tcc_speed(args, case)
         print('  tcc:', json.dumps(row['tcc']), flush=True)
-        row['peers'] = peers(args, case, q, k, v)
+        row['peers'] = peers(args, case, q, k, v, env, flex)
         print('  peers:', row['peers'], flush=True)
         rows.append(row)
         flops = 4.0 * case['d'] * pairs(case) * case['b'] * case['hq']
@@ -275,7 +462,7 @@ def main():
                 G.fmt(flops / pms / 1e9, '%.0f') if pms else '-',
                 G.fmt(gb / pms, '%.0f') if pms else '-',
                 G.fmt(pms / t, '%.2f') if pms and t else '-', cstr if i == 0 else ''))
-        del q, k, v
+        del q, k, v, env, flex
         torch.cuda.empty_cache()
     text = '\n'.join(lines)
     print(text)

@@ -195,6 +195,58 @@ def attention_model(name, b, hq, hkv, l, d, variant, lq=None, dt='bf16'):
                         ('v', dt, [b, hkv, l, d])], nodes, ['o'])
 
 
+def alibi_slopes(h):
+    """ALiBi's slopes 2^(-8 (h + 1) / H), as f32 holds them."""
+    return [struct.unpack('<f', struct.pack('<f', 2.0 ** (-8.0 * (i + 1) / h)))[0]
+            for i in range(h)]
+
+
+def captured_attention_model(name, b, h, l, d, form, dt='f16'):
+    """Attention whose score change reads tensors from outside it, as a user
+    writes it (issue 13):
+      bias:        scores + bias, bias an input [1, H, L, L] in `dt`;
+      padmask:     select(mask, scores, -inf), mask a bool input [B, 1, 1, L]
+                   (PyTorch's masked_fill(~mask, -inf));
+      alibi_param: causal ALiBi, scores + slopes * (k - q) computed in f32
+                   and cast, the slopes a param [1, H, 1, 1] holding ALiBi's
+                   values (a registered buffer);
+      alibi_input: the same with the slopes an f32 input."""
+    scale = 1.0 / d ** 0.5
+    nodes = [node('matmul', ['q', 'k'], 's', transpose_b=True),
+             node('constant', [], 'scale', dtype=dt, shape=[], value=scale),
+             node('mul', ['s', 'scale'], 'ss')]
+    extra, params = [], []
+    if form == 'bias':
+        extra = [('bias', dt, [1, h, l, l])]
+        nodes += [node('add', ['ss', 'bias'], 'biased')]
+        cur = 'biased'
+    elif form == 'padmask':
+        extra = [('mask', 'bool', [b, 1, 1, l])]
+        nodes += [node('constant', [], 'ninf', dtype=dt, shape=[], value='-inf'),
+                  node('select', ['mask', 'ss', 'ninf'], 'masked')]
+        cur = 'masked'
+    elif form in ('alibi_param', 'alibi_input'):
+        if form == 'alibi_param':
+            params = [{'name': 'slopes', 'dtype': 'f32', 'shape': [1, h, 1, 1],
+                       'init': {'value': alibi_slopes(h)}}]
+        else:
+            extra = [('slopes', 'f32', [1, h, 1, 1])]
+        nodes += [node('iota', [], 'row', dtype='i32', shape=[l, l], axis=-2),
+                  node('iota', [], 'col', dtype='i32', shape=[l, l], axis=-1),
+                  node('sub', ['col', 'row'], 'dist'), node('cast', ['dist'], 'distf', to='f32'),
+                  node('mul', ['slopes', 'distf'], 'biasf'),
+                  node('cast', ['biasf'], 'bias', to=dt), node('add', ['ss', 'bias'], 'biased'),
+                  node('greater_equal', ['row', 'col'], 'keep'),
+                  node('constant', [], 'neg', dtype=dt, shape=[], value=-1e30),
+                  node('select', ['keep', 'biased', 'neg'], 'masked')]
+        cur = 'masked'
+    else:
+        raise ValueError(form)
+    nodes += [node('softmax', [cur], 'p', axis=-1), node('matmul', ['p', 'v'], 'o')]
+    return model(name, [('q', dt, [b, h, l, d]), ('k', dt, [b, h, l, d]),
+                        ('v', dt, [b, h, l, d])] + extra, nodes, ['o'], params)
+
+
 def rounded_scale(d, dt):
     """1/sqrt(d) as the model's `dt` constant holds it: the peers and the
     reference get this value, so that all compute the same problem (in f16
@@ -233,6 +285,23 @@ def attention_cases(small):
                                 {'kind': 'attention', 'variant': variant, 'dtype': dt, 'b': b,
                                  'hq': hq, 'hkv': hkv, 'l': l, 'lq': 1, 'd': d,
                                  'scale': rounded_scale(d, dt)}))
+    # Score changes reading captured tensors (issue 13), f16 as its figures.
+    # The manifest's `inputs` names the extra inputs attention_bench.py
+    # makes; bias and padding mask at batch 1 (and the mask at 8).
+    s4, s8 = (256, 256) if small else (4096, 8192)
+    for form, base, h, l, batches in (('bias', 'bias_s%d_h8' % s4, 8, s4, (1,)),
+                                      ('padmask', 'padmask_%d' % s8, 32, s8, (1, 8)),
+                                      ('alibi_param', 'alibi_param_%d' % s8, 32, s8, (1,)),
+                                      ('alibi_input', 'alibi_input_%d' % s8, 32, s8, (1,))):
+        for b in batches:
+            name = base + ('_b%d' % b if b != 1 else '') + '_f16'
+            m = captured_attention_model(name, b, h, l, d, form)
+            info = {'kind': 'attention', 'variant': form, 'dtype': 'f16', 'b': b, 'hq': h,
+                    'hkv': h, 'l': l, 'd': d, 'scale': rounded_scale(d, 'f16'),
+                    'inputs': [i['name'] for i in m['inputs'][3:]]}
+            if form == 'alibi_param':
+                info['slopes'] = m['params'][0]['init']['value']
+            out.append((name, m, ['--gpu-attention'], info))
     return out
 
 

@@ -36,7 +36,8 @@ public:
     view = p;
     viewSize = n;
   }
-  uint8_t *data() {
+  /// The owned bytes, to fill after resize(); a mapped view is read-only.
+  uint8_t *mutableData() {
     assert(!keep && "a mapped param's bytes are read-only");
     return owned.data();
   }

@@ -124,7 +124,7 @@ bool Importer::materialise(const Json &init, const std::string &pointer,
           readScalar(v[i], d.dtype, pointerAppend(vp, i), diag);
       if (!s)
         return false;
-      encode(*s, out.bytes.data() + i * esize);
+      encode(*s, out.bytes.mutableData() + i * esize);
     }
     paramBytes += bytes;
     return true;
@@ -139,7 +139,7 @@ bool Importer::materialise(const Json &init, const std::string &pointer,
     encode(*s, one);
     out.bytes.resize(bytes);
     for (uint64_t i = 0; i < numel; ++i)
-      std::memcpy(out.bytes.data() + i * esize, one, esize);
+      std::memcpy(out.bytes.mutableData() + i * esize, one, esize);
     paramBytes += bytes;
     return true;
   }
@@ -195,7 +195,7 @@ bool Importer::materialise(const Json &init, const std::string &pointer,
   SplitMix64 gen(seed);
   for (uint64_t i = 0; i < numel; ++i) {
     double x = normal ? gen.normal(*a, *b) : gen.uniform(*a, *b);
-    encodeScalar(d.dtype, x, out.bytes.data() + i * esize);
+    encodeScalar(d.dtype, x, out.bytes.mutableData() + i * esize);
   }
   paramBytes += bytes;
   return true;

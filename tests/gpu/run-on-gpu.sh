@@ -103,7 +103,7 @@ quick=${QUICK:-}
 if ! cmake -G Ninja -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ -DTCC_BUILD_COMPILER=OFF \
     -DCMAKE_PREFIX_PATH="$carry/deps/usr" -DTCC_PYTHON="$(command -v python3)" \
-    ${quick:+-DTCC_BUILD_TESTS=OFF} \
+    -DTCC_BUILD_TESTS=$([ -n "$quick" ] && echo OFF || echo ON) \
     -DTCC_GPU_TEST_PTX="$carry/kernels.ptx" > "$out/build.log" 2>&1 ||
    ! ninja -C "$build" ${quick:+tcc} >> "$out/build.log" 2>&1; then
   tail -40 "$out/build.log"
@@ -117,6 +117,8 @@ step ctest -L gpu
 (cd "$build" && ctest -L gpu --output-on-failure) > "$out/ctest-gpu.log" 2>&1
 rc=$?
 cat "$out/ctest-gpu.log"
+# A build left by a QUICK run (tests off) would find no tests at all.
+grep -q "No tests were found" "$out/ctest-gpu.log" && rc=1
 # A CUDA test skipped here means the runtime found no GPU on a GPU machine
 # (the HIP tests skip: this machine has no AMD GPU).
 if grep "(Skipped)" "$out/ctest-gpu.log" | grep -vq "gpu-hip"; then

@@ -287,27 +287,32 @@ def inputs(case):
     return qkv, env
 
 
-def captured_peer_outputs(case, q, k, v, env, flex):
-    """[(peer, output)] for a captured variant: SDPA with attn_mask on each
+def captured_peer_calls(case, q, k, v, env, flex):
+    """[(peer, call)] for a captured variant: SDPA with attn_mask on each
     backend that accepts it (math where its scores fit), FlexAttention
-    (`flex`, compiled by the caller) and plain PyTorch; a peer that fails
-    is reported and left out."""
-    out = []
-
-    def add(name, fn):
-        try:
-            out.append((name, fn()))
-        except Exception as e:  # noqa: BLE001
-            print('  %s failed: %s' % (name, str(e).splitlines()[0][:200]), flush=True)
+    (`flex`, compiled by the caller) and plain PyTorch."""
+    calls = []
     mask = attn_mask(case, env)
     if mask is not None:
         for name, backend in sdpa_masked_backends():
             if name != 'SDPA math' or fits(case):
-                add(name, lambda: sdpa_masked(case, q, k, v, mask, backend))
+                calls.append((name, lambda b=backend: sdpa_masked(case, q, k, v, mask, b)))
     if flex is not None:
-        add('FlexAttention', lambda: flex(q, k, v))
+        calls.append(('FlexAttention', lambda: flex(q, k, v)))
     if fits(case):
-        add('plain PyTorch', lambda: per_head(case, q, k, v, torch_dtype(case), env))
+        calls.append(('plain PyTorch', lambda: per_head(case, q, k, v, torch_dtype(case), env)))
+    return calls
+
+
+def captured_peer_outputs(case, q, k, v, env, flex):
+    """[(peer, output)] of captured_peer_calls; a peer that fails is
+    reported and left out."""
+    out = []
+    for name, fn in captured_peer_calls(case, q, k, v, env, flex):
+        try:
+            out.append((name, fn()))
+        except Exception as e:  # noqa: BLE001
+            print('  %s failed: %s' % (name, str(e).splitlines()[0][:200]), flush=True)
     return out
 
 
@@ -382,15 +387,8 @@ def peers(args, case, q, k, v, env=None, flex=None):
         except Exception as e:  # noqa: BLE001
             print('  %s failed: %s' % (name, str(e).splitlines()[0][:200]), flush=True)
     if case['variant'] in CAPTURED:
-        mask = attn_mask(case, env)
-        if mask is not None:
-            for name, backend in sdpa_masked_backends():
-                if name != 'SDPA math' or fits(case):
-                    add(name, lambda: sdpa_masked(case, q, k, v, mask, backend))
-        if flex is not None:
-            add('FlexAttention', lambda: flex(q, k, v))
-        if fits(case):
-            add('plain PyTorch', lambda: per_head(case, q, k, v, torch_dtype(case), env))
+        for name, fn in captured_peer_calls(case, q, k, v, env, flex):
+            add(name, fn)
         return out
     if sdpa_runs(case):
         add('SDPA flash', lambda: sdpa(case, q, k, v, SDPBackend.FLASH_ATTENTION))

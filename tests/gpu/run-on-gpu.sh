@@ -10,7 +10,10 @@
 #                                     (--quick; OPTEST_ARGS= for all, about
 #                                     35 MB), the models and the examples
 #                                     compiled for sm_90 (the bf16 decoder layer
-#                                     also for sm_90a)
+#                                     also for sm_90a); and .carry/gpu-odd with
+#                                     the odd-row op tests for sm_90 and sm_90a
+#                                     (together they pass the 64 MiB a device
+#                                     call carries: two calls)
 #   tests/gpu/run-on-gpu.sh           on the GPU machine (carry .carry/gpu):
 #                                     builds the runtime-only configuration
 #                                     with g++ and runs ctest -L gpu (which
@@ -19,12 +22,14 @@
 #                                     compute-sanitizer when it is there
 #
 # QUICK=1 builds only the runtime's tcc and runs only the replays and the
-# examples (a short check of a compiler change). Logs go to $OUT (default
+# examples (a short check of a compiler change). CARRY=.carry/gpu-odd runs
+# from that folder instead (with QUICK=1: the odd-row replays alone). Logs go to $OUT (default
 # ./out), also packed in $OUT/logs.tar.gz; the exit status is 0 only if all
 # passed.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-carry=$root/.carry/gpu
+carry=$root/${CARRY:-.carry/gpu}
+odd_carry=$root/.carry/gpu-odd
 
 if [ "${1:-}" = prepare ]; then
   set -e
@@ -49,10 +54,13 @@ if [ "${1:-}" = prepare ]; then
       --compile-arg=--gpu-row-fusion=false --record "$carry/optest-rowfusion" --quick
     # Rows of 1, 3, 1001, 3001, 5003 elements and inputs at offsets that are
     # not 16-byte aligned, on sm_90 and sm_90a (one seed for both).
+    # A folder of their own, with the deps and the test PTX the run needs.
     odd_seed=${E2E_SEED:-$RANDOM}
+    rm -rf "$odd_carry" && mkdir -p "$odd_carry"
+    cp -r "$carry/deps" "$carry/kernels.ptx" "$odd_carry/"
     for t in sm_90 sm_90a; do
       /usr/bin/python3 "$root/tests/e2e/optest.py" --tcc "$tcc" --target $t \
-        --record "$carry/optest-odd-$t" --odd --seed "$odd_seed"
+        --record "$odd_carry/optest-odd-$t" --odd --seed "$odd_seed"
     done
     # The hand-written models (params and manifests checked here).
     /usr/bin/python3 "$root/tests/e2e/models.py" --tcc "$tcc" --target sm_90 \
@@ -77,6 +85,8 @@ if [ "${1:-}" = prepare ]; then
   fi
   echo "prepared $carry ($(du -sh "$carry" | cut -f1)); now run, with carry .carry/gpu:"
   echo "  bash tests/gpu/run-on-gpu.sh"
+  [ -d "$odd_carry" ] && echo "and, with carry .carry/gpu-odd ($(du -sh "$odd_carry" | cut -f1)):" &&
+    echo "  QUICK=1 CARRY=.carry/gpu-odd bash tests/gpu/run-on-gpu.sh"
   exit 0
 fi
 

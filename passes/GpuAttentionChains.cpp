@@ -89,10 +89,10 @@ struct TccGpuAttentionChains
       std::string why;
       std::optional<mlir::tcc::AttentionMatch> m =
           mlir::tcc::matchAttention(chain, why);
-      // The head sizes both attention templates take (the mma.sync one has
-      // no valid schedule for 192 or 256 yet): any other would leave a
-      // chain with matmuls to the generic loops.
-      if (m && llvm::is_contained({64, 128}, m->headDim)) {
+      // The head sizes the mma.sync template takes (multiples of 16 up to
+      // 256; wgmma takes 64 and 128 of them): any other would leave a chain
+      // with matmuls to the generic loops.
+      if (m && m->headDim % 16 == 0 && m->headDim >= 16 && m->headDim <= 256) {
         takeRepeats(chain, m->kvOps);
         chain->setAttr(mlir::tcc::kAttentionAttrName,
                        UnitAttr::get(chain.getContext()));

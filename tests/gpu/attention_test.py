@@ -162,6 +162,67 @@ def cases():
                                           prescale=0.125), 1.0, lambda s, r, c: s))
     out += captured_cases()
     out += decode_cases()
+    out += head_size_cases()
+    return out
+
+
+def head_size_cases():
+    """Head sizes besides 64 and 128 (multiples of 16 from 32 to 256): the
+    mma.sync template pads its shared rows to 64, 128 or 256 elements and
+    reads only the head's columns; sm_90a's wgmma template takes 64 and 128
+    only, so these are the mma.sync kernel on both targets."""
+    out = []
+
+    def scaled(dt, d):
+        inv = 1 / np.sqrt(d)
+        return [const('c', dt, inv), node('mul', ['s', 'c'], 'ss')], np.float64(
+            L.narrow(dt, np.float64(inv)))
+
+    def causal(dt, d, lq, lk, off=0):
+        mods, sc = scaled(dt, d)
+        return mods + positions(lq, lk, off) + [
+            node('greater_equal', ['row', 'col'], 'keep'), const('neg', dt, -1e30),
+            node('select', ['keep', 'ss', 'neg'], 's_mod')], sc
+
+    mods, sc = causal('bf16', 32, 300, 300)
+    out.append(('hd32_causal_bf16_300', model('hd32', 'bf16', [1, 4, 300, 32], [1, 4, 300, 32],
+                                              mods), 1.0,
+                lambda s, r, c, sc=sc: np.where(r >= c, s * sc, -1e30)))
+    mods, sc = scaled('f16', 80)
+    mods[-1] = node('mul', ['s', 'c'], 's_mod')
+    out.append(('hd80_f16_333', model('hd80', 'f16', [2, 2, 333, 80], [2, 2, 333, 80], mods),
+                1.0, lambda s, r, c, sc=sc: s * sc))
+    mods, sc = causal('bf16', 96, 256, 256)
+    out.append(('hd96_gqa_causal_bf16', model('hd96', 'bf16', [1, 8, 256, 96], [1, 2, 256, 96],
+                                              mods, repeat=(2, 4)), 1.0,
+                lambda s, r, c, sc=sc: np.where(r >= c, s * sc, -1e30)))
+    mods, sc = causal('f16', 192, 200, 200)
+    out.append(('hd192_causal_f16_200', model('hd192', 'f16', [1, 2, 200, 192],
+                                              [1, 2, 200, 192], mods), 1.0,
+                lambda s, r, c, sc=sc: np.where(r >= c, s * sc, -1e30)))
+    mods, sc = scaled('bf16', 256)
+    mods[-1] = node('mul', ['s', 'c'], 's_mod')
+    out.append(('hd256_bf16_257', model('hd256', 'bf16', [1, 2, 257, 256], [1, 2, 257, 256],
+                                        mods), 1.0, lambda s, r, c, sc=sc: s * sc))
+    mods, sc = scaled('f16', 256)
+    mods.append(node('add', ['ss', 'bias'], 's_mod'))
+    out.append(('hd256_bias_f16_130', model('hd256b', 'f16', [1, 2, 130, 256],
+                                            [1, 2, 130, 256], mods,
+                                            captured=[('bias', 'f16', [1, 2, 130, 130])]),
+                1.0, lambda s, r, c, env, sc=sc: s * sc + env['bias']))
+    # Decode (split-K) at the same head sizes.
+    mods, sc = causal('bf16', 96, 1, 3001, 3000)
+    out.append(('decode_hd96_q1_3001', model('dhd96', 'bf16', [1, 4, 1, 96], [1, 4, 3001, 96],
+                                             mods), 1.0,
+                lambda s, r, c, sc=sc: np.where(r + 3000 >= c, s * sc, -1e30)))
+    mods, sc = scaled('f16', 80)
+    mods[-1] = node('mul', ['s', 'c'], 's_mod')
+    out.append(('decode_hd80_q4_1000', model('dhd80', 'f16', [2, 2, 4, 80], [2, 2, 1000, 80],
+                                             mods), 1.0, lambda s, r, c, sc=sc: s * sc))
+    mods, sc = causal('f16', 256, 1, 2000, 1999)
+    out.append(('decode_hd256_gqa_q1_2000', model('dhd256', 'f16', [1, 8, 1, 256],
+                                                  [1, 2, 2000, 256], mods, repeat=(2, 4)),
+                1.0, lambda s, r, c, sc=sc: np.where(r + 1999 >= c, s * sc, -1e30)))
     return out
 
 
@@ -351,7 +412,8 @@ def record(tcc, root, target):
                                          text=True).stdout)
         symbols = [k['symbol'] for k in info['kernels']]
         # sm_90a builds prefill on warpgroup MMA (head dims 64 and 128).
-        prefill = '_attn_wgmma' if target == 'sm_90a' else '_attn'
+        wgmma = target == 'sm_90a' and m['inputs'][0]['shape'][-1] in (64, 128)
+        prefill = '_attn_wgmma' if wgmma else '_attn'
         want = ['_decode', '_combine'] if name.startswith('decode_') else [prefill]
         if name in LAYOUT + PRESCALED:
             # Attention's kernel once; the rest elementwise (no matmul).

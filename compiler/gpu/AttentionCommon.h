@@ -115,17 +115,24 @@ public:
   /// `carried`. Where the loop bounds can leave tiles the mask keeps nothing
   /// of (constraints that interact), such a tile is skipped whole: the
   /// condition is uniform over the block, so barriers inside stay legal.
+  /// A key tile whose keys p.keyKeep drops throughout is skipped too: every
+  /// warp reads the tile's keep flags (a lane per key) and votes, so the
+  /// condition is uniform without a barrier.
   llvm::SmallVector<mlir::Value>
   stepUnlessMasked(mlir::Value k0, int64_t blockKV, mlir::ValueRange carried,
                    llvm::function_ref<llvm::SmallVector<mlir::Value>()> step) {
-    if (p.mask.empty() || maskBoundsExact(p.mask))
+    bool keys = p.keyKeep && keepBatch && keepHead;
+    if (!keys && (p.mask.empty() || maskBoundsExact(p.mask)))
       return step();
     mlir::Value kLast = add(k0, blockKV - 1);
     mlir::Value dead;
-    for (const MaskConstraint &mc : p.mask) {
-      mlir::Value vmax = constraintAt(mc, k0, kLast, /*largest=*/true);
-      dead = lor(dead, cmp(mlir::arith::CmpIPredicate::slt, vmax, cst(0)));
-    }
+    if (!maskBoundsExact(p.mask))
+      for (const MaskConstraint &mc : p.mask) {
+        mlir::Value vmax = constraintAt(mc, k0, kLast, /*largest=*/true);
+        dead = lor(dead, cmp(mlir::arith::CmpIPredicate::slt, vmax, cst(0)));
+      }
+    if (keys)
+      dead = lor(dead, noKeyKept(k0, blockKV));
     llvm::SmallVector<mlir::Type> types;
     for (mlir::Value c : carried)
       types.push_back(c.getType());
@@ -136,6 +143,34 @@ public:
     b.setInsertionPointToStart(&ifOp.getElseRegion().front());
     mlir::scf::YieldOp::create(b, loc, step());
     return llvm::SmallVector<mlir::Value>(ifOp.getResults());
+  }
+
+  /// Whether p.keyKeep drops every key of the tile at k0 (keys past lk
+  /// count as dropped), uniform over the warp.
+  mlir::Value noKeyKept(mlir::Value k0, int64_t blockKV) {
+    mlir::Value laneI32 = toI32(mlir::arith::RemUIOp::create(
+        b, loc, mlir::gpu::ThreadIdOp::create(b, loc, mlir::gpu::Dimension::x),
+        cst(32)));
+    mlir::Value k0I32 = toI32(k0), any;
+    for (int64_t j = 0; j * 32 < blockKV; ++j) {
+      mlir::Value off = add(laneI32, j * 32);
+      mlir::Value k = add(k0I32, off);
+      mlir::Value in = cmp(mlir::arith::CmpIPredicate::slt, k, cstI32(p.lk));
+      if ((j + 1) * 32 > blockKV)
+        in = land(in,
+                  cmp(mlir::arith::CmpIPredicate::slt, off, cstI32(blockKV)));
+      mlir::Value keep = p.keyKeep(b, loc, keepBatch, keepHead, k, captured);
+      any = lor(any, land(in, keep));
+    }
+    mlir::Value all = mlir::arith::ConstantIntOp::create(b, loc, i32, -1);
+    mlir::Value vote =
+        mlir::LLVM::CallIntrinsicOp::create(
+            b, loc, b.getI1Type(), b.getStringAttr("llvm.nvvm.vote.any.sync"),
+            mlir::ValueRange{all, any})
+            .getResult(0);
+    return mlir::arith::XOrIOp::create(
+        b, loc, vote,
+        mlir::arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1));
   }
 
   // f32 arithmetic.
@@ -189,6 +224,9 @@ protected:
   const AttentionProblem &p;
   mlir::Type f32, i32;
   mlir::Value q0, qLast;
+  /// The batch and head (i32) p.keyKeep reads for the block's rows; null
+  /// when the block's rows span heads it distinguishes (no key skipping).
+  mlir::Value keepBatch, keepHead;
   /// The kernel's arguments for p.captured (set by the builder).
   llvm::SmallVector<mlir::Value> captured;
 };

@@ -750,7 +750,12 @@ void AttentionBuilder::build(Value q, Value k, Value v, Value o, Value stats) {
   Value blockY = mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::y);
   batch = mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::z);
   batchI32 = toI32(batch);
+  keepBatch = batchI32;
   if (decode) {
+    // The block's rows span the group's query heads: keys are skipped only
+    // by a mask the same for every head.
+    if (!p.keyKeepPerHead)
+      keepHead = cstI32(0);
     // Every warp holds all rows (row r: query head kvHead * group + r / lq,
     // position r % lq) and takes its own slice of each key tile.
     warpRow = cst(0);
@@ -776,6 +781,7 @@ void AttentionBuilder::build(Value q, Value k, Value v, Value o, Value stats) {
     qLast =
         add(arith::MinSIOp::create(b, loc, add(q0, s.blockQ), cst(p.lq)), -1);
     headI32 = toI32(head);
+    keepHead = headI32;
     qThreadI32 = toI32(add(q0, add(warpRow, gq)));
   }
 

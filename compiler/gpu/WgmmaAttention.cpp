@@ -619,6 +619,8 @@ void FlashBuilder::build(Value q, Value k, Value v, Value o) {
   batch = mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::z);
   batchI32 = toI32(batch);
   headI32 = toI32(head);
+  keepBatch = batchI32;
+  keepHead = headI32;
   kvHead = div(head, group);
   q0 = mul(sub(cst(nQTiles - 1), blockX), blockQ);
   qLast = add(arith::MinSIOp::create(b, loc, add(q0, blockQ), cst(p.lq)), -1);

@@ -163,6 +163,47 @@ def cases():
     out += captured_cases()
     out += decode_cases()
     out += head_size_cases()
+    out += key_mask_cases()
+    return out
+
+
+def key_mask_cases():
+    """Masks given as tensors of size 1 on the query axis, applied with
+    -inf: the kernels skip the key tiles they drop throughout, at run time
+    (the inputs named runs* drop runs of up to 400 keys; the last batch or
+    head drops every key: NaN rows)."""
+    out = []
+    ninf = [const('neg', 'bf16', '-inf')]
+    scale = [const('c', 'bf16', 0.125), node('mul', ['s', 'c'], 'ss')]
+    out.append(('keymask_runs_bf16_1500', model(
+        'runs', 'bf16', [2, 2, 1500, 64], [2, 2, 1500, 64],
+        scale + ninf + [node('select', ['runs', 'ss', 'neg'], 's_mod')],
+        captured=[('runs', 'bool', [2, 1, 1, 1500])]), 1.0,
+        lambda s, r, c, env: np.where(env['runs'], s * 0.125, -np.inf)))
+    # Per head, written as the keys to drop; then a bias added after it.
+    inv = 1 / np.sqrt(128)
+    invh = np.float64(np.float16(inv))
+    out.append(('keymask_perhead_drop_f16_1000', model(
+        'runs_h', 'f16', [1, 4, 1000, 128], [1, 4, 1000, 128],
+        [const('c', 'f16', inv), node('mul', ['s', 'c'], 'ss'), const('neg', 'f16', '-inf'),
+         node('not', ['runs_drop'], 'keep'), node('select', ['keep', 'ss', 'neg'], 'sm'),
+         node('add', ['sm', 'bias'], 's_mod')],
+        captured=[('runs_drop', 'bool', [1, 4, 1, 1000]), ('bias', 'f16', [1, 1, 1, 1000])]),
+        1.0, lambda s, r, c, env: np.where(~env['runs_drop'], s * invh, -np.inf) + env['bias']))
+    out.append(('keymask_runs_causal_bf16_700', model(
+        'runs_c', 'bf16', [1, 2, 700, 64], [1, 2, 700, 64],
+        scale + ninf + [node('select', ['runs', 'ss', 'neg'], 'sm')] + positions(700, 700) + [
+            node('greater_equal', ['row', 'col'], 'keep'),
+            node('select', ['keep', 'sm', 'neg'], 's_mod')],
+        captured=[('runs', 'bool', [1, 1, 1, 700])]), 1.0,
+        lambda s, r, c, env: np.where(env['runs'] & (r >= c), s * 0.125, -np.inf)))
+    invb = np.float64(L.narrow('bf16', np.float64(inv)))
+    out.append(('decode_keymask_runs_q1_3001', model(
+        'druns', 'bf16', [2, 4, 1, 128], [2, 4, 3001, 128],
+        [const('c', 'bf16', inv), node('mul', ['s', 'c'], 'ss')] + ninf + [
+            node('select', ['runs', 'ss', 'neg'], 's_mod')],
+        captured=[('runs', 'bool', [2, 1, 1, 3001])]), 1.0,
+        lambda s, r, c, env: np.where(env['runs'], s * invb, -np.inf)))
     return out
 
 
@@ -380,7 +421,20 @@ def make_inputs(m, qscale, seed):
     env, digest = {}, hashlib.sha256()
     for i in m['inputs']:
         dt = i['dtype']
-        if dt == 'bool':
+        if dt == 'bool' and i['name'].startswith('runs'):
+            # Runs of 1 to 400 keys, each kept or dropped with probability
+            # 1/2: whole key tiles dropped (skipped by the kernel), inside
+            # the range as well as at its end.
+            x = np.zeros(i['shape'], bool)
+            flat = x.reshape(-1, x.shape[-1])
+            for row in flat:
+                k = 0
+                while k < len(row):
+                    n = int(rng.integers(1, 401))
+                    row[k:k + n] = rng.random() < 0.5
+                    k += n
+            x[-1] = False
+        elif dt == 'bool':
             x = rng.random(i['shape']) < 0.75
             x[-1] = False
         else:

@@ -145,6 +145,21 @@ public:
     return llvm::SmallVector<mlir::Value>(ifOp.getResults());
   }
 
+  /// `inRange` (whether a key tile is in the loop's range), and, where
+  /// p.keyKeep drops keys, whether it keeps a key of tile `tile`: a tile it
+  /// drops throughout is neither copied nor computed (skipping the MMAs
+  /// alone leaves the loop waiting for the copies).
+  mlir::Value copyWanted(mlir::Value inRange, mlir::Value tile,
+                         int64_t blockKV) {
+    if (!p.keyKeep || !keepBatch || !keepHead)
+      return inRange;
+    mlir::Value dead = noKeyKept(mul(tile, blockKV), blockKV);
+    return land(inRange,
+                mlir::arith::XOrIOp::create(b, loc, dead,
+                                            mlir::arith::ConstantIntOp::create(
+                                                b, loc, b.getI1Type(), 1)));
+  }
+
   /// Whether p.keyKeep drops every key of the tile at k0 (keys past lk
   /// count as dropped), uniform over the warp.
   mlir::Value noKeyKept(mlir::Value k0, int64_t blockKV) {

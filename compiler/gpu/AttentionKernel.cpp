@@ -258,7 +258,9 @@ void AttentionBuilder::copyRows(Value src, Value hd, Value row0, int64_t bound,
 
 void AttentionBuilder::copyKVTile(bool isK, Value tile, Value stage) {
   auto ifOp = scf::IfOp::create(
-      b, loc, cmp(arith::CmpIPredicate::slt, tile, tEnd), /*withElse=*/false);
+      b, loc,
+      copyWanted(cmp(arith::CmpIPredicate::slt, tile, tEnd), tile, s.blockKV),
+      /*withElse=*/false);
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(&ifOp.getThenRegion().front());

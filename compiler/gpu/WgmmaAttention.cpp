@@ -288,7 +288,9 @@ void FlashBuilder::copyRows(Value src, Value hd, Value row0, int64_t bound,
 
 void FlashBuilder::copyKVTile(Value tile, Value stage) {
   auto ifOp = scf::IfOp::create(
-      b, loc, cmp(arith::CmpIPredicate::slt, tile, tEnd), /*withElse=*/false);
+      b, loc,
+      copyWanted(cmp(arith::CmpIPredicate::slt, tile, tEnd), tile, s.blockKV),
+      /*withElse=*/false);
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(&ifOp.getThenRegion().front());

@@ -120,8 +120,9 @@ public:
   /// condition is uniform without a barrier.
   llvm::SmallVector<mlir::Value>
   stepUnlessMasked(mlir::Value k0, int64_t blockKV, mlir::ValueRange carried,
-                   llvm::function_ref<llvm::SmallVector<mlir::Value>()> step) {
-    bool keys = p.keyKeep && keepBatch && keepHead;
+                   llvm::function_ref<llvm::SmallVector<mlir::Value>()> step,
+                   mlir::Value keyLive = {}) {
+    bool keys = skipsKeys();
     if (!keys && (p.mask.empty() || maskBoundsExact(p.mask)))
       return step();
     mlir::Value kLast = add(k0, blockKV - 1);
@@ -132,7 +133,7 @@ public:
         dead = lor(dead, cmp(mlir::arith::CmpIPredicate::slt, vmax, cst(0)));
       }
     if (keys)
-      dead = lor(dead, noKeyKept(k0, blockKV));
+      dead = lor(dead, keyLive ? notI1(keyLive) : noKeyKept(k0, blockKV));
     llvm::SmallVector<mlir::Type> types;
     for (mlir::Value c : carried)
       types.push_back(c.getType());
@@ -151,22 +152,23 @@ public:
   /// alone leaves the loop waiting for the copies).
   mlir::Value copyWanted(mlir::Value inRange, mlir::Value tile,
                          int64_t blockKV) {
-    if (!p.keyKeep || !keepBatch || !keepHead)
+    if (!skipsKeys())
       return inRange;
-    mlir::Value dead = noKeyKept(mul(tile, blockKV), blockKV);
-    return land(inRange,
-                mlir::arith::XOrIOp::create(b, loc, dead,
-                                            mlir::arith::ConstantIntOp::create(
-                                                b, loc, b.getI1Type(), 1)));
+    return land(inRange, warpAny(laneKeeps(tile, blockKV)));
   }
 
-  /// Whether p.keyKeep drops every key of the tile at k0 (keys past lk
-  /// count as dropped), uniform over the warp.
-  mlir::Value noKeyKept(mlir::Value k0, int64_t blockKV) {
+  /// Whether run-time key skipping applies (p.keyKeep, one batch and head
+  /// for the block's rows).
+  bool skipsKeys() const { return p.keyKeep && keepBatch && keepHead; }
+
+  /// The lane's part of "tile `tile` keeps a key": p.keyKeep over keys
+  /// k0 + lane + 32j of the tile (keys past lk count as dropped). Loads
+  /// only: warpAny() combines the lanes.
+  mlir::Value laneKeeps(mlir::Value tile, int64_t blockKV) {
     mlir::Value laneI32 = toI32(mlir::arith::RemUIOp::create(
         b, loc, mlir::gpu::ThreadIdOp::create(b, loc, mlir::gpu::Dimension::x),
         cst(32)));
-    mlir::Value k0I32 = toI32(k0), any;
+    mlir::Value k0I32 = toI32(mul(tile, blockKV)), any;
     for (int64_t j = 0; j * 32 < blockKV; ++j) {
       mlir::Value off = add(laneI32, j * 32);
       mlir::Value k = add(k0I32, off);
@@ -177,15 +179,28 @@ public:
       mlir::Value keep = p.keyKeep(b, loc, keepBatch, keepHead, k, captured);
       any = lor(any, land(in, keep));
     }
+    return any;
+  }
+  /// Whether any lane of the warp holds `laneFlag` (uniform over the warp).
+  mlir::Value warpAny(mlir::Value laneFlag) {
     mlir::Value all = mlir::arith::ConstantIntOp::create(b, loc, i32, -1);
-    mlir::Value vote =
-        mlir::LLVM::CallIntrinsicOp::create(
-            b, loc, b.getI1Type(), b.getStringAttr("llvm.nvvm.vote.any.sync"),
-            mlir::ValueRange{all, any})
-            .getResult(0);
+    return mlir::LLVM::CallIntrinsicOp::create(
+               b, loc, b.getI1Type(),
+               b.getStringAttr("llvm.nvvm.vote.any.sync"),
+               mlir::ValueRange{all, laneFlag})
+        .getResult(0);
+  }
+  mlir::Value notI1(mlir::Value x) {
     return mlir::arith::XOrIOp::create(
-        b, loc, vote,
+        b, loc, x,
         mlir::arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1));
+  }
+  /// Whether p.keyKeep drops every key of the tile at k0 (uniform over the
+  /// warp; the loads' latency is on the critical path: a loop that reads
+  /// the flags a tile ahead passes stepUnlessMasked the tile's liveness).
+  mlir::Value noKeyKept(mlir::Value k0, int64_t blockKV) {
+    return notI1(warpAny(laneKeeps(
+        mlir::arith::DivUIOp::create(b, loc, k0, cst(blockKV)), blockKV)));
   }
 
   // f32 arithmetic.

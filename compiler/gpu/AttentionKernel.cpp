@@ -131,7 +131,8 @@ private:
   }
   /// Copies K or V of key tile `tile` into `stage` if tile < tEnd, then
   /// commits (always, so that group counts stay uniform).
-  void copyKVTile(bool isK, Value tile, Value stage);
+  /// `live`: whether the tile keeps a key (key skipping), when known.
+  void copyKVTile(bool isK, Value tile, Value stage, Value live = {});
 
   Value ldmatrix(Value mem, Value off, bool transpose) {
     return nvgpu::LdMatrixOp::create(b, loc, VectorType::get({4, 2}, elemT),
@@ -256,10 +257,11 @@ void AttentionBuilder::copyRows(Value src, Value hd, Value row0, int64_t bound,
   }
 }
 
-void AttentionBuilder::copyKVTile(bool isK, Value tile, Value stage) {
+void AttentionBuilder::copyKVTile(bool isK, Value tile, Value stage,
+                                  Value live) {
+  Value inRange = cmp(arith::CmpIPredicate::slt, tile, tEnd);
   auto ifOp = scf::IfOp::create(
-      b, loc,
-      copyWanted(cmp(arith::CmpIPredicate::slt, tile, tEnd), tile, s.blockKV),
+      b, loc, live ? land(inRange, live) : copyWanted(inRange, tile, s.blockKV),
       /*withElse=*/false);
   {
     OpBuilder::InsertionGuard g(b);
@@ -809,11 +811,20 @@ void AttentionBuilder::build(Value q, Value k, Value v, Value o, Value stats) {
     tEnd = arith::MinSIOp::create(b, loc, tEnd, add(c0, decode->chunkTiles));
   }
 
+  // With key skipping, the loop carries each tile's liveness from its copy
+  // to its step, and reads the flags of the tile it copies next an
+  // iteration ahead (their loads then never stall the loop).
+  SmallVector<Value> flags;
   for (int64_t st = 0; st + 1 < s.stages; ++st) {
     Value tile = add(tStart, st);
-    copyKVTile(true, tile, cst(st));
-    copyKVTile(false, tile, cst(st));
+    Value live = skipsKeys() ? warpAny(laneKeeps(tile, s.blockKV)) : Value();
+    copyKVTile(true, tile, cst(st), live);
+    copyKVTile(false, tile, cst(st), live);
+    if (live)
+      flags.push_back(live);
   }
+  if (skipsKeys())
+    flags.push_back(laneKeeps(add(tStart, s.stages - 1), s.blockKV));
   fragmentBases();
   qBase = mul(warpRow, ld);
   if (qInRegs) {
@@ -831,12 +842,17 @@ void AttentionBuilder::build(Value q, Value k, Value v, Value o, Value stats) {
   init.append(2 * mTiles, cstF(-std::numeric_limits<double>::infinity()));
   init.append(2 * mTiles, cstF(0.0));
 
-  auto loop = scf::ForOp::create(b, loc, tStart, tEnd, cst(1), init);
+  // Carried after the accumulators (key skipping): the liveness of tiles
+  // j..j+S-2 (i1, uniform) and this lane's flag of tile j+S-1.
+  SmallVector<Value> all(init);
+  llvm::append_range(all, flags);
+  auto loop = scf::ForOp::create(b, loc, tStart, tEnd, cst(1), all);
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(loop.getBody());
     Value j = loop.getInductionVar();
-    ValueRange carried = loop.getRegionIterArgs();
+    ValueRange carried = loop.getRegionIterArgs().take_front(init.size());
+    ValueRange live = loop.getRegionIterArgs().drop_front(init.size());
     Value stage = rem(sub(j, tStart), s.stages);
     // K_j has landed once at most 2S-3 newer groups are pending (V_j and
     // the K/V groups of tiles j+1..j+S-2).
@@ -845,18 +861,30 @@ void AttentionBuilder::build(Value q, Value k, Value v, Value o, Value stats) {
     // Every warp is past tile j-1, so its stage takes tile j+S-1.
     Value next = add(j, s.stages - 1);
     Value nextStage = rem(add(stage, s.stages - 1), s.stages);
-    copyKVTile(true, next, nextStage);
-    copyKVTile(false, next, nextStage);
+    Value liveNext, laneAhead;
+    if (!live.empty()) {
+      liveNext = warpAny(live.back());
+      laneAhead = laneKeeps(add(next, 1), s.blockKV);
+    }
+    copyKVTile(true, next, nextStage, liveNext);
+    copyKVTile(false, next, nextStage, liveNext);
     Value k0 = mul(j, s.blockKV);
 
-    scf::YieldOp::create(b, loc, stepUnlessMasked(k0, s.blockKV, carried, [&] {
-                           return tileStep(stage, k0, carried);
-                         }));
+    SmallVector<Value> out = stepUnlessMasked(
+        k0, s.blockKV, carried, [&] { return tileStep(stage, k0, carried); },
+        live.empty() ? Value() : live.front());
+    if (!live.empty()) {
+      llvm::append_range(out, live.drop_front().drop_back());
+      out.push_back(liveNext);
+      out.push_back(laneAhead);
+    }
+    scf::YieldOp::create(b, loc, out);
   }
+  ValueRange results = loop.getResults().take_front(init.size());
   if (decode)
-    decodeEpilogue(loop.getResults());
+    decodeEpilogue(results);
   else
-    epilogue(loop.getResults());
+    epilogue(results);
 }
 
 bool isElemType(Type t) { return t && (t.isBF16() || t.isF16()); }

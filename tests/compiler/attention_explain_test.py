@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""Attention written by hand, and `tcc compile --explain` (no GPU needed).
+
+    attention_explain_test.py TCC
+
+- Each of attention_test.py's handwritten_cases() (softmax and P·V as users
+  write them: normalised after P·V, reciprocals, no max, the max without
+  keepdims) compiles for sm_90 to one kernel, the fused attention template,
+  and --explain says nothing about it.
+- The same models compiled for and run on the host (no fused template
+  there) match attention_test.py's float64 reference.
+- Chains that are not attention the template takes (softmax along the
+  queries, a score change reading two scores) compile for sm_90 unfused,
+  and --explain prints one line for each: "MODEL: remark: NODE: attention
+  not fused: REASON"; without --explain nothing is printed.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, '..', 'gpu'))
+import attention_test as A  # noqa: E402
+
+L = A.L
+
+
+def kernels(tcc, bundle):
+    info = json.loads(subprocess.run([tcc, 'inspect', bundle], capture_output=True,
+                                     text=True, check=True).stdout)
+    return [k['symbol'] for k in info['kernels']]
+
+
+def refused_models():
+    """(name, model, the reason --explain must give)."""
+    scale = [A.const('c', 'bf16', 0.125), A.node('mul', ['s', 'c'], 's_mod')]
+    over_queries = A.model('over_queries', 'bf16', [1, 2, 128, 64], [1, 2, 128, 64], scale)
+    softmax = over_queries['nodes'][-2]
+    assert softmax['op'] == 'softmax'
+    softmax['attrs']['axis'] = -2
+    squared = A.model('squared', 'bf16', [1, 2, 128, 64], [1, 2, 128, 64],
+                      [A.node('mul', ['s', 's'], 's_mod')])
+    return [('over_queries', over_queries, 'the chain does not end in P·V'),
+            ('squared', squared, 'a change of the scores reads two score values')]
+
+
+def main():
+    tcc = sys.argv[1]
+    with tempfile.TemporaryDirectory(prefix='tcc-attention-explain-') as work:
+        failed = run(tcc, work)
+    print('%d failed' % failed)
+    return 1 if failed else 0
+
+
+def run(tcc, work):
+    failed = 0
+
+    def check(name, ok, detail=''):
+        nonlocal failed
+        print('%s %s%s' % ('PASS' if ok else 'FAIL', name, '' if ok else ' -- ' + detail),
+              flush=True)
+        failed += not ok
+
+    for name, m, qscale, change in A.handwritten_cases():
+        d = os.path.join(work, name)
+        os.makedirs(d)
+        path = os.path.join(d, 'model.json')
+        with open(path, 'w') as f:
+            json.dump(m, f)
+        bundle = os.path.join(d, 'gpu.tccb')
+        p = subprocess.run([tcc, 'compile', path, '-o', bundle, '--target', 'sm_90',
+                            '--explain'], capture_output=True, text=True)
+        if p.returncode != 0:
+            check(name + ' sm_90', False, p.stderr.strip())
+            continue
+        symbols = kernels(tcc, bundle)
+        check(name + ' sm_90: one attention kernel, nothing to explain',
+              len(symbols) == 1 and symbols[0].endswith('_attn') and not p.stderr,
+              '%s, stderr %r' % (symbols, p.stderr))
+
+        env, _ = A.make_inputs(m, qscale, seed=len(name))
+        args = [tcc, 'run', path, '--target', 'host', '--output-dir', d]
+        for i in m['inputs']:
+            npy = os.path.join(d, i['name'] + '.npy')
+            np.save(npy, L.to_npy(i['dtype'], env[i['name']]))
+            args += ['--input', '%s=%s' % (i['name'], npy)]
+        p = subprocess.run(args, capture_output=True, text=True)
+        if p.returncode != 0:
+            check(name + ' host', False, p.stderr.strip()[-300:])
+            continue
+        dt = m['inputs'][0]['dtype']
+        got = L.from_npy(dt, np.load(os.path.join(d, 'o.npy')))
+        ref = A.reference(*A.attention_inputs(name, env), change, env)
+        # attention_test.py's tolerance: a few units of the dtype's last
+        # place of max|O| (the host computes softmax in the model's dtype).
+        bound = (2.0 ** -6 if dt == 'bf16' else 2.0 ** -8) * np.abs(ref).max()
+        err = np.abs(got - ref).max()
+        check(name + ' host', err <= bound, 'max error %.3g, allowed %.3g' % (err, bound))
+
+    for name, m, reason in refused_models():
+        path = os.path.join(work, name + '.json')
+        with open(path, 'w') as f:
+            json.dump(m, f)
+        bundle = os.path.join(work, name + '.tccb')
+        p = subprocess.run([tcc, 'compile', path, '-o', bundle, '--target', 'sm_90',
+                            '--explain'], capture_output=True, text=True)
+        lines = p.stderr.splitlines()
+        want = re.compile(r'^%s: remark: /nodes/\d+: attention not fused: %s' %
+                          (re.escape(path), re.escape(reason)))
+        check(name + ' --explain: one line with the reason',
+              p.returncode == 0 and len(lines) == 1 and want.match(lines[0]) is not None,
+              'rc %d, stderr %r' % (p.returncode, p.stderr))
+        symbols = kernels(tcc, bundle) if p.returncode == 0 else []
+        check(name + ' compiled unfused (matmul kernels)',
+              not any(s.endswith('_attn') for s in symbols) and
+              sum('matmul' in s for s in symbols) >= 1, str(symbols))
+        p = subprocess.run([tcc, 'compile', path, '-o', bundle, '--target', 'sm_90'],
+                           capture_output=True, text=True)
+        check(name + ' without --explain: silent', p.returncode == 0 and not p.stderr,
+              repr(p.stderr))
+
+    return failed
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -282,8 +282,9 @@ Value uncast(Value v, SmallVectorImpl<Operation *> &ops) {
 }
 
 /// `x` as `numerator` / sum or `numerator` * reciprocal(sum) (either
-/// order; float casts between): the sum, with the ops from `x` to it
-/// appended to `ops`; null (and `ops` unchanged) when `x` is neither.
+/// order; float casts and a broadcast of the sum between): the sum, with
+/// the ops from `x` to it appended to `ops`; null (and `ops` unchanged)
+/// when `x` is neither.
 ReduceSumOp quotientBySum(Value x, Value &numerator,
                           SmallVectorImpl<Operation *> &ops) {
   SmallVector<Operation *> path;
@@ -305,8 +306,15 @@ ReduceSumOp quotientBySum(Value x, Value &numerator,
       path.clear();
     }
   }
-  auto sum = divisor ? uncast(divisor, path).getDefiningOp<ReduceSumOp>()
-                     : ReduceSumOp();
+  if (divisor) {
+    divisor = uncast(divisor, path);
+    // The sum broadcast to P's shape first, as the max may be.
+    if (auto b = divisor.getDefiningOp<BroadcastToOp>()) {
+      path.push_back(b);
+      divisor = uncast(b.getInput(), path);
+    }
+  }
+  auto sum = divisor ? divisor.getDefiningOp<ReduceSumOp>() : ReduceSumOp();
   if (!sum)
     return ReduceSumOp();
   ops.push_back(op);

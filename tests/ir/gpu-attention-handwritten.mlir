@@ -150,6 +150,24 @@ func.func @reshaped_back(%q: tensor<1x2x64x64xbf16>, %k: tensor<1x2x64x64xbf16>,
 
 // -----
 
+// P = e / broadcast_to(sum(e)): the sum broadcast to the scores' shape by
+// hand, as the max may be.
+// CHECK-LABEL: func.func @sum_broadcast
+// CHECK: tcc.chain attributes {axis = 3 : i64, tcc.attention}
+func.func @sum_broadcast(%q: tensor<1x2x64x64xbf16>, %k: tensor<1x2x64x64xbf16>, %v: tensor<1x2x64x64xbf16>) -> tensor<1x2x64x64xbf16> {
+  %s = tcc.matmul %q, %k {transpose_b = true} : tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16> -> tensor<1x2x64x64xbf16>
+  %m = tcc.reduce_max %s {axes = array<i64: 3>, keepdims = true} : tensor<1x2x64x64xbf16> -> tensor<1x2x64x1xbf16>
+  %d = tcc.sub %s, %m : tensor<1x2x64x64xbf16>, tensor<1x2x64x1xbf16> -> tensor<1x2x64x64xbf16>
+  %e = tcc.exp %d : tensor<1x2x64x64xbf16>
+  %sum = tcc.reduce_sum %e {axes = array<i64: 3>, keepdims = true} : tensor<1x2x64x64xbf16> -> tensor<1x2x64x1xbf16>
+  %sb = tcc.broadcast_to %sum : tensor<1x2x64x1xbf16> -> tensor<1x2x64x64xbf16>
+  %p = tcc.div %e, %sb : tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16> -> tensor<1x2x64x64xbf16>
+  %o = tcc.matmul %p, %v : tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16> -> tensor<1x2x64x64xbf16>
+  return %o : tensor<1x2x64x64xbf16>
+}
+
+// -----
+
 // Refused: softmax along the queries (axis 2 of the scores). Its chain
 // holds Q·Kᵀ but not P·V, which contracts the keys: dissolved, the
 // remark at the chain's result.

@@ -429,14 +429,25 @@ std::optional<AttentionUse> takeAttention(func::FuncOp f,
   if (!chain)
     return std::nullopt;
   std::string why;
+  // A chain marked for the template that it does not take after all runs
+  // as generic loops: a remark says why (tcc compile --explain).
+  auto refuse = [&](const std::string &reason) -> std::optional<AttentionUse> {
+    if (chain->hasAttr(mlir::tcc::kAttentionAttrName)) {
+      Value result = chain.getBody().front().getTerminator()->getOperand(0);
+      emitRemark(result.getDefiningOp() ? result.getDefiningOp()->getLoc()
+                                        : chain.getLoc())
+          << "attention not fused: " << reason;
+    }
+    return std::nullopt;
+  };
   std::optional<mlir::tcc::AttentionMatch> m =
       mlir::tcc::matchAttention(chain, why);
   if (!m)
-    return std::nullopt;
+    return refuse(why);
   auto q = dyn_cast<BlockArgument>(m->q), k = dyn_cast<BlockArgument>(m->k),
        v = dyn_cast<BlockArgument>(m->v);
   if (!q || !k || !v)
-    return std::nullopt;
+    return refuse("Q, K or V is computed in the attention kernel");
   ::tcc::gpu::AttentionProblem p;
   p.batch = m->batch;
   p.headsQ = m->heads;
@@ -450,7 +461,7 @@ std::optional<AttentionUse> takeAttention(func::FuncOp f,
   for (Value c : m->captured) {
     auto arg = dyn_cast<BlockArgument>(c);
     if (!arg)
-      return std::nullopt;
+      return refuse("a captured tensor is computed in the attention kernel");
     capturedArgs.push_back(arg.getArgNumber());
     auto t = cast<RankedTensorType>(c.getType());
     p.captured.push_back(MemRefType::get(t.getShape(), t.getElementType()));
@@ -477,7 +488,7 @@ std::optional<AttentionUse> takeAttention(func::FuncOp f,
   p.maskedRows = m->maskedToInfinity ? ::tcc::gpu::MaskedRowPolicy::NaN
                                      : ::tcc::gpu::MaskedRowPolicy::Zero;
   if (!::tcc::gpu::attentionKernelSupports(p, why))
-    return std::nullopt;
+    return refuse(why);
   OpBuilder b(gpuModule.getContext());
   b.setInsertionPointToEnd(gpuModule.getBody());
   AttentionUse use;
@@ -490,7 +501,7 @@ std::optional<AttentionUse> takeAttention(func::FuncOp f,
       FailureOr<::tcc::gpu::DecodeKernels> dk =
           ::tcc::gpu::buildDecodeKernels(b, gpuModule, partial, combine, p, ds);
       if (failed(dk))
-        return std::nullopt;
+        return refuse("the decode kernels could not be built");
       // Buffers: the operands, the result (out), scratch (out + 1, + 2).
       std::vector<int> args{int(q.getArgNumber()), int(k.getArgNumber()),
                             int(v.getArgNumber()), out + 1, out + 2};
@@ -517,12 +528,12 @@ std::optional<AttentionUse> takeAttention(func::FuncOp f,
     ::tcc::gpu::AttentionSchedule schedule =
         ::tcc::gpu::chooseAttentionSchedule(p, target);
     if (!::tcc::gpu::attentionScheduleValid(p, schedule, target, why))
-      return std::nullopt;
+      return refuse(why);
     launch =
         ::tcc::gpu::buildAttentionKernel(b, gpuModule, symbol, p, schedule);
   }
   if (failed(launch))
-    return std::nullopt;
+    return refuse("the attention kernel could not be built");
   std::vector<int> args{int(q.getArgNumber()), int(k.getArgNumber()),
                         int(v.getArgNumber()), out};
   llvm::append_range(args, capturedArgs);

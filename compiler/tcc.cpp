@@ -123,7 +123,8 @@ static cl::opt<Emit> emit(
                           "bundle (-o DIR/NAME gives NAME.h and libNAME.a)")),
     cl::sub(compileCmd));
 static cl::list<std::string>
-    inputs("input", cl::desc("NAME=FILE.npy (repeatable)"), cl::sub(runCmd));
+    inputs("input", cl::desc("NAME=FILE.npy (repeatable)"), cl::sub(runCmd),
+           cl::sub(benchCmd));
 static cl::opt<std::string> outputDir("output-dir",
                                       cl::desc("Where outputs are written"),
                                       cl::init("."), cl::sub(runCmd));
@@ -377,6 +378,11 @@ int main(int argc, char **argv) {
     options.iters = iters;
     options.jsonPath = jsonPath;
     options.cudaGraph = cudaGraph;
+    for (const std::string &spec : inputs) {
+      if (spec.find('=') == std::string::npos)
+        return fail("--input expects NAME=FILE.npy, got '" + spec + "'");
+      options.inputSpecs.push_back(spec);
+    }
     return tcc::runner::benchBundle(std::move(bundle), inputPath, options,
                                     std::cout, std::cerr);
   }

@@ -649,9 +649,10 @@ Value AttentionMatch::buildValue(OpBuilder &b, Location loc, Value target,
       // One element of a captured tensor: axes of size 1 read index 0 (the
       // broadcast), the others the score's index on the same axis.
       Value arg = capturedArgs[it - captured.begin()];
-      auto mt = cast<MemRefType>(arg.getType());
+      // A template may pass the element itself (a tile it staged).
+      auto mt = dyn_cast<MemRefType>(arg.getType());
       SmallVector<Value> idx;
-      for (int64_t d = 0, n = mt.getRank(); d < n; ++d) {
+      for (int64_t d = 0, n = mt ? mt.getRank() : 0; d < n; ++d) {
         int64_t axis = d + (rank - n), size = mt.getDimSize(d);
         if (size == 1) {
           idx.push_back(arith::ConstantIndexOp::create(b, loc, 0));
@@ -669,7 +670,7 @@ Value AttentionMatch::buildValue(OpBuilder &b, Location loc, Value target,
             arith::ConstantIntOp::create(b, loc, b.getI32Type(), size - 1));
         idx.push_back(arith::IndexCastOp::create(b, loc, b.getIndexType(), i));
       }
-      r = memref::LoadOp::create(b, loc, arg, idx);
+      r = mt ? memref::LoadOp::create(b, loc, arg, idx).getResult() : arg;
       if (auto ft = dyn_cast<FloatType>(r.getType()); ft && ft != st)
         r = ft.getWidth() < 32
                 ? arith::ExtFOp::create(b, loc, st, r).getResult()

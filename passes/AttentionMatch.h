@@ -75,7 +75,8 @@ struct AttentionMatch {
   /// `capturedArgs` are memrefs of `captured` (their shapes, identity
   /// layout) in the same order; the indices may run past the ends (tail
   /// tiles, decode's padding rows, whose scores the caller drops), so the
-  /// reads are clamped.
+  /// reads are clamped. An argument that is not a memref is the tensor's
+  /// element at this score itself (a template staged its tile).
   Value buildScoreMod(OpBuilder &b, Location loc, Value score, Value batchIdx,
                       Value head, Value qIdx, Value kIdx,
                       ValueRange capturedArgs = {}) const;

@@ -48,10 +48,11 @@ enum class MaskedRowPolicy {
 /// Modifies one f32 score. `batch`, `head` (the query head), `q` and `k` are
 /// i32 values (q and k may lie past lq and lk in a tail tile, and decode's
 /// padding rows past the last head: their scores are dropped); `captured` are
-/// the kernel's arguments for AttentionProblem::captured. The hook builds ops
-/// at the builder's insertion point (once per score element of a thread, inside
-/// the key loop: keep it cheap; ops on `batch`/`head` alone are hoisted by
-/// LLVM).
+/// the kernel's arguments for AttentionProblem::captured, or, for a tensor a
+/// template stages through shared memory, its element at this score. The hook
+/// builds ops at the builder's insertion point (once per score element of a
+/// thread, inside the key loop: keep it cheap; ops on `batch`/`head` alone are
+/// hoisted by LLVM).
 using ScoreModFn = std::function<mlir::Value(
     mlir::OpBuilder &b, mlir::Location loc, mlir::Value score,
     mlir::Value batch, mlir::Value head, mlir::Value q, mlir::Value k,

@@ -81,9 +81,39 @@ int64_t qBytesOf(const AttentionProblem &p, const WgmmaAttentionSchedule &s) {
 int64_t kvBytesOf(const AttentionProblem &p, const WgmmaAttentionSchedule &s) {
   return s.blockKV * p.headDim * 2;
 }
+/// The captured tensors staged through shared memory with K and V, tile by
+/// tile (copied in 16-byte chunks, read by each thread at its scores): those
+/// of the problem's element type holding a full [lq, lk] plane (a bias),
+/// whose rows start 16-byte aligned (lk a multiple of 8), as many as the
+/// shared memory holds. The others are read from global memory per score.
+SmallVector<int64_t> stagedCaptured(const AttentionProblem &p,
+                                    const WgmmaAttentionSchedule &s) {
+  // sm_90a's shared memory a block, less the alignment atom and barriers.
+  constexpr int64_t kShared = 227 * 1024 - 1024 - 64;
+  int64_t used = 64 * s.warpgroups * p.headDim * 2 +
+                 2 * s.stages * s.blockKV * p.headDim * 2;
+  int64_t per = s.stages * 64 * s.warpgroups * s.blockKV * 2;
+  SmallVector<int64_t> out;
+  for (auto [i, t] : llvm::enumerate(p.captured)) {
+    auto mt = cast<MemRefType>(t);
+    int64_t r = mt.getRank();
+    if (r < 2 || r > 4 || mt.getElementType() != p.elemType ||
+        mt.getDimSize(r - 2) != p.lq || mt.getDimSize(r - 1) != p.lk ||
+        p.lk % 8 || s.blockKV < 64 || used + per > kShared)
+      continue;
+    out.push_back(int64_t(i));
+    used += per;
+  }
+  return out;
+}
+int64_t stagedBytesOf(const AttentionProblem &p,
+                      const WgmmaAttentionSchedule &s) {
+  return int64_t(stagedCaptured(p, s).size()) * s.stages * 64 * s.warpgroups *
+         s.blockKV * 2;
+}
 int64_t tileBytesOf(const AttentionProblem &p,
                     const WgmmaAttentionSchedule &s) {
-  return qBytesOf(p, s) + 2 * s.stages * kvBytesOf(p, s);
+  return qBytesOf(p, s) + 2 * s.stages * kvBytesOf(p, s) + stagedBytesOf(p, s);
 }
 /// With a producer: the mbarriers "stage full" (S), "stage empty" (S) and
 /// "Q full", 8 bytes each, after the tiles.
@@ -106,6 +136,7 @@ public:
     constraints.assign(p.mask.begin(), p.mask.end());
     if (p.lk % s.blockKV)
       constraints.push_back({0, -1, p.lk - 1});
+    staged = stagedCaptured(p, s);
   }
 
   using AttentionArith::setCaptured;
@@ -178,6 +209,22 @@ private:
   /// commits (always, so that group counts stay uniform).
   /// `live`: whether the tile keeps a key (key skipping), when known.
   void copyKVTile(Value tile, Value stage, Value live = {});
+  /// The byte (from the aligned base) of staged tensor `i` (an index into
+  /// `staged`) in `stage`: blockQ x blockKV elements, the 16-byte chunk c of
+  /// row r at c ^ (r % 8), so that the 8 rows a warp reads at once fall in
+  /// distinct banks.
+  Value stagedByte(int64_t i, Value stage) {
+    int64_t plane = blockQ * s.blockKV * 2;
+    return add(cst(qBytesOf(p, s) + 2 * s.stages * kvBytesOf(p, s) +
+                   i * s.stages * plane),
+               mul(stage, plane));
+  }
+  /// Copies rows q0.. and keys of tile `tile` of staged tensor `i` (rows
+  /// past lq and keys past lk zero-filled) into `stage`.
+  void copyStaged(int64_t i, Value tile, Value stage);
+  /// The staged tensors' values at the thread's scores of the tile in
+  /// `stage`: [staged index][e] (e as in softmax's scores).
+  SmallVector<SmallVector<Value>> readStaged(Value stage);
   void waitGroups(int64_t pending) {
     nvgpu::DeviceAsyncWaitOp::create(b, loc, token,
                                      b.getI32IntegerAttr(pending));
@@ -207,7 +254,8 @@ private:
   /// for O) and returns P as A registers.
   SmallVector<Value> softmax(SmallVector<Value> sv, Value k0,
                              MutableArrayRef<Value> mRun,
-                             MutableArrayRef<Value> lRun, Value corr[2]);
+                             MutableArrayRef<Value> lRun, Value corr[2],
+                             Value stage);
   /// O *= corr per row half.
   void rescale(MutableArrayRef<Value> oAcc, Value corr[2]) {
     for (int64_t e = 0; e < nO; ++e)
@@ -235,6 +283,8 @@ private:
   Value barrierBase; // index: shared-window address of the mbarriers
   bool fast;
   SmallVector<MaskConstraint, 3> constraints;
+  /// Indices into p.captured of the tensors staged through shared memory.
+  SmallVector<int64_t> staged;
 
   Value qArg, kArg, vArg, oArg;
   Value smem; // the aligned shared memory, as elements
@@ -302,8 +352,87 @@ void FlashBuilder::copyKVTile(Value tile, Value stage, Value live) {
     Value kByte = add(mul(stage, kv), qb);
     copyRows(kArg, kvHead, row0, p.lk, s.blockKV, kByte);
     copyRows(vArg, kvHead, row0, p.lk, s.blockKV, add(kByte, s.stages * kv));
+    for (int64_t i = 0, e = staged.size(); i < e; ++i)
+      copyStaged(i, tile, stage);
   }
   token = commitGroup();
+}
+
+void FlashBuilder::copyStaged(int64_t i, Value tile, Value stage) {
+  auto mt = cast<MemRefType>(p.captured[staged[i]]);
+  Value src = captured[staged[i]];
+  int64_t rank = mt.getRank(), cpr = s.blockKV / 8, chunks = blockQ * cpr;
+  Value base = stagedByte(i, stage), k0 = mul(tile, s.blockKV);
+  bool needRow = p.lq % blockQ != 0, needKey = p.lk % s.blockKV != 0;
+  bool looped = s.producer && chunks % copyThreads == 0;
+  scf::ForOp loop;
+  if (looped)
+    loop =
+        scf::ForOp::create(b, loc, cst(0), cst(chunks / copyThreads), cst(1));
+  OpBuilder::InsertionGuard outer(b);
+  if (looped)
+    b.setInsertionPointToStart(loop.getBody());
+  for (int64_t it = 0; it < (looped ? 1 : ceilDiv(chunks, copyThreads)); ++it) {
+    OpBuilder::InsertionGuard g(b);
+    Value id = looped ? add(copyTid, mul(loop.getInductionVar(), copyThreads))
+                      : add(copyTid, it * copyThreads);
+    if (!looped && (it + 1) * copyThreads > chunks) {
+      auto ifOp = scf::IfOp::create(b, loc, ult(id, chunks), false);
+      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    }
+    Value r = div(id, cpr), c = rem(id, cpr);
+    Value byte =
+        add(base, add(mul(r, s.blockKV * 2), mul(bxor(c, band(r, 7)), 16)));
+    Value row = add(q0, r), key = add(k0, mul(c, 8)), ok;
+    // Rows past lq and keys past lk (whole chunks: lk is a multiple of 8)
+    // read 0 bytes of element 0: zero-filled.
+    if (needRow) {
+      ok = ult(row, p.lq);
+      row = select(ok, row, cst(0));
+    }
+    if (needKey) {
+      Value in = ult(key, p.lk);
+      key = select(in, key, cst(0));
+      ok = land(ok, in);
+    }
+    Value n = ok ? select(ok, cst(8), cst(0)) : Value();
+    SmallVector<Value> idx;
+    for (int64_t d = 0; d < rank; ++d) {
+      int64_t fromRight = rank - 1 - d;
+      idx.push_back(fromRight == 0          ? key
+                    : fromRight == 1        ? row
+                    : mt.getDimSize(d) == 1 ? cst(0)
+                    : fromRight == 2        ? head
+                                            : batch);
+    }
+    nvgpu::DeviceAsyncCopyOp::create(
+        b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), smem,
+        ValueRange{div(byte, 2)}, src, idx, b.getIndexAttr(8), n,
+        b.getUnitAttr());
+  }
+}
+
+SmallVector<SmallVector<Value>> FlashBuilder::readStaged(Value stage) {
+  SmallVector<SmallVector<Value>> out;
+  Value rowLocal = add(mul(wg, 64), add(mul(div(wgTid, 32), 16), gq));
+  VectorType v2 = VectorType::get({2}, p.elemType);
+  for (int64_t i = 0, e = staged.size(); i < e; ++i) {
+    Value base = div(stagedByte(i, stage), 2);
+    SmallVector<Value> vals(nS);
+    for (int64_t n = 0; n < nS / 4; ++n)
+      for (int64_t h = 0; h < 2; ++h) {
+        // Row rowLocal + 8h has (row % 8) = gq: chunk n sits at n ^ gq.
+        Value off = add(add(base, mul(add(rowLocal, 8 * h), s.blockKV)),
+                        add(mul(bxor(cst(n), gq), 8), mul(tq, 2)));
+        Value pair = vector::LoadOp::create(b, loc, v2, smem, ValueRange{off},
+                                            false, llvm::Align(4));
+        for (int64_t x = 0; x < 2; ++x)
+          vals[n * 4 + h * 2 + x] =
+              vector::ExtractOp::create(b, loc, pair, ArrayRef<int64_t>{x});
+      }
+    out.push_back(std::move(vals));
+  }
+  return out;
 }
 
 SmallVector<Value> FlashBuilder::fenceOperands(ArrayRef<Value> vals) {
@@ -445,18 +574,24 @@ SmallVector<Value> FlashBuilder::applyMask(ArrayRef<Value> sv, Value k0) {
 SmallVector<Value> FlashBuilder::softmax(SmallVector<Value> sv, Value k0,
                                          MutableArrayRef<Value> mRun,
                                          MutableArrayRef<Value> lRun,
-                                         Value corr[2]) {
+                                         Value corr[2], Value stage) {
   // Scale and modify (the fast path keeps raw scores), then mask.
   if (!fast) {
     Value scale = cstF(p.scale);
     Value kThread = keyThread(k0);
+    SmallVector<SmallVector<Value>> stagedVals = readStaged(stage);
+    SmallVector<Value> args(captured);
     for (int64_t e = 0; e < nS; ++e) {
       int64_t n = e / 4, h = (e / 2) % 2, x = e % 2;
       Value sc = sv[e];
       if (p.scale != 1.0)
         sc = fmul(sc, scale);
+      // A staged tensor is passed as its value at this score.
+      for (auto [i, c] : llvm::enumerate(staged))
+        args[c] = stagedVals[i][e];
       if (p.scoreMod)
-        sc = scoreMod(sc, batchI32, headI32, rowQ(h), add(kThread, n * 8 + x));
+        sc = p.scoreMod(b, loc, sc, batchI32, headI32, rowQ(h),
+                        add(kThread, n * 8 + x), args);
       sv[e] = sc;
     }
   }
@@ -561,7 +696,8 @@ SmallVector<Value> FlashBuilder::tileStep(Value stage, Value k0,
     ptx("bar.arrive $0, 256;", "r", toI32(sub(cst(2), wg)));
   waitWgmma(0);
   Value corr[2];
-  SmallVector<Value> pRegs = softmax(fenceOperands(sv), k0, mRun, lRun, corr);
+  SmallVector<Value> pRegs =
+      softmax(fenceOperands(sv), k0, mRun, lRun, corr, stage);
   rescale(oAcc, corr);
   SmallVector<Value> out = accumulate(units, pRegs, oAcc);
   waitWgmma(0);
@@ -872,8 +1008,8 @@ SmallVector<Value> FlashBuilder::overlappedLoop(Value tStart,
   Value corr[2];
   SmallVector<Value> sv = scores(stageUnitsOf(cst(0)));
   waitWgmma(0);
-  SmallVector<Value> pRegs =
-      softmax(fenceOperands(sv), mul(tStart, s.blockKV), mRun, lRun, corr);
+  SmallVector<Value> pRegs = softmax(fenceOperands(sv), mul(tStart, s.blockKV),
+                                     mRun, lRun, corr, cst(0));
 
   SmallVector<Value> carriedInit(init.begin(), init.begin() + nO);
   carriedInit.append(mRun);
@@ -900,8 +1036,9 @@ SmallVector<Value> FlashBuilder::overlappedLoop(Value tStart,
     SmallVector<Value> oNext = accumulate(stageUnitsOf(stage), pj, oAcc);
     waitWgmma(1);
     Value corrNext[2];
-    SmallVector<Value> pNext = softmax(
-        fenceOperands(svNext), mul(add(j, 1), s.blockKV), m, l, corrNext);
+    SmallVector<Value> pNext =
+        softmax(fenceOperands(svNext), mul(add(j, 1), s.blockKV), m, l,
+                corrNext, stageNext);
     waitWgmma(0);
     oNext = fenceOperands(oNext);
     rescale(oNext, corrNext);

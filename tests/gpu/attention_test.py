@@ -165,6 +165,37 @@ def cases():
     out += head_size_cases()
     out += key_mask_cases()
     out += handwritten_cases()
+    out += bias_cases()
+    return out
+
+
+def bias_cases():
+    """Additive biases holding a full [Lq, Lk] plane: the wgmma template
+    stages them through shared memory tile by tile (lk a multiple of 8: rows
+    16-byte aligned), the others read them per score."""
+    out = []
+
+    def biased(dt, extra=()):
+        return [const('c', dt, 0.125), node('mul', ['s', 'c'], 'ss'),
+                node('add', ['ss', 'bias'], 'sb' if extra else 's_mod')] + list(extra)
+    # Per batch and head, ragged tiles on both axes (lq 1000, lk 1000).
+    out.append(('bias_bh_bf16_1000', model('bias_bh', 'bf16', [2, 2, 1000, 64],
+                                           [2, 2, 1000, 64], biased('bf16'),
+                                           captured=[('bias', 'bf16', [2, 2, 1000, 1000])]),
+                1.0, lambda s, r, c, env: s * 0.125 + env['bias']))
+    # A plane shared by every batch and head ([L, L]), D 128, causal.
+    causal = biased('f16', positions(520, 520) + [
+        node('greater_equal', ['row', 'col'], 'keep'), const('neg', 'f16', '-inf'),
+        node('select', ['keep', 'sb', 'neg'], 's_mod')])
+    out.append(('bias_plane_causal_f16_520', model('bias_plane', 'f16', [2, 2, 520, 128],
+                                                   [2, 2, 520, 128], causal,
+                                                   captured=[('bias', 'f16', [520, 520])]),
+                1.0, lambda s, r, c, env: np.where(r >= c, s * 0.125 + env['bias'], -np.inf)))
+    # lk 777: rows not 16-byte aligned, read per score.
+    out.append(('bias_unaligned_f16_777', model('bias_odd', 'f16', [1, 2, 300, 64],
+                                                [1, 2, 777, 64], biased('f16'),
+                                                captured=[('bias', 'f16', [1, 2, 300, 777])]),
+                1.0, lambda s, r, c, env: s * 0.125 + env['bias']))
     return out
 
 

@@ -120,6 +120,15 @@ private:
   /// `v` (an index below 2^31), through an asm that LLVM cannot see through
   /// or hoist.
   Value opaque(Value v);
+  /// Keeps ptxas from unrolling the loop whose body starts here (it sees
+  /// through opaque() and would unroll a loop of known trip count).
+  void noUnroll() {
+    LLVM::InlineAsmOp::create(b, loc, TypeRange{}, ValueRange{},
+                              b.getStringAttr(".pragma \"nounroll\";"),
+                              b.getStringAttr(""), b.getUnitAttr(), UnitAttr(),
+                              LLVM::TailCallKindAttr(), LLVM::AsmDialectAttr(),
+                              ArrayAttr());
+  }
   /// Runs `body(u, acc)` for u in [0, n) on the values `acc` carried from
   /// one to the next, as an scf.for of one unit an iteration: unrolled
   /// (whole, or two units an iteration), ptxas hoists the shared loads of
@@ -179,9 +188,11 @@ void SimtBuilder::copyTile(Value src, Value hd, Value row0, int64_t bound,
   bool needRow = bound % rows != 0;
   // Loads in groups of kInFlight, then their stores: the loads of a group
   // are in flight together, in a bounded number of registers. Past two
-  // groups, the whole groups run in a loop: unrolled, ptxas would hoist
+  // groups, the whole groups run in a loop that neither LLVM (an opaque trip
+  // count) nor ptxas (a nounroll pragma) unrolls: unrolled, ptxas hoists
   // every load above the stores (global and shared memory do not alias)
-  // and hold them all in registers.
+  // and holds them all in registers (over 255 and spills, blocks of 64
+  // threads at headDim 128).
   constexpr int64_t kInFlight = 4;
   SmallVector<std::pair<Value, Value>> stores;
   auto flush = [&] {
@@ -215,9 +226,10 @@ void SimtBuilder::copyTile(Value src, Value hd, Value row0, int64_t bound,
   int64_t groups = items / threads / kInFlight;
   int64_t first = 0;
   if (groups >= 2) {
-    auto loop = scf::ForOp::create(b, loc, cst(0), cst(groups), cst(1));
+    auto loop = scf::ForOp::create(b, loc, cst(0), opaque(cst(groups)), cst(1));
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(loop.getBody());
+    noUnroll();
     Value e0 = add(tid, mul(loop.getInductionVar(), kInFlight * threads));
     for (int64_t it = 0; it < kInFlight; ++it)
       round(add(e0, it * threads), false);
@@ -584,6 +596,9 @@ chooseSimtAttentionSchedule(const AttentionProblem &p,
   while (s.blockQ > 16 && (s.blockQ >= 2 * p.lq ||
                            ceilDiv(p.lq, s.blockQ) * p.headsQ * p.batch < sms))
     s.blockQ /= 2;
+  // Small query tiles take wider key tiles: blocks stay 128 or 256 threads.
+  if (s.blockQ < 64)
+    s.blockKV = 128;
   // K and V in buffers of their own (one copy phase a tile) only where two
   // blocks still share a multiprocessor; then smaller tiles until one fits.
   if (2 * sharedBytesOf(p, s) > maxShared)
@@ -592,16 +607,15 @@ chooseSimtAttentionSchedule(const AttentionProblem &p,
     s.blockQ /= 2;
   while (sharedBytesOf(p, s) > maxShared && s.blockKV > 32)
     s.blockKV /= 2;
-  // Left alone, ptxas spends registers on loads hoisted far ahead (about
-  // 140 a thread at headDim 128, one block of 256 threads a
-  // multiprocessor; 200 in blocks of 64) or caps small blocks below what
-  // they need (spilling). 128 a thread hold a thread's O of up to 32
-  // floats without spills (ptxas, headDim 16 to 128); more O takes more.
+  // Left alone, ptxas takes the registers the block size allows (about
+  // 145 at headDim 128 in blocks of 256 threads: one block a
+  // multiprocessor). A thread's O of up to 32 floats fits 128 registers
+  // without spills (ptxas, headDim 16 to 256 with the tilings above), 64
+  // floats 168; minctasm bounds them (whether shared memory lets that many
+  // blocks in or not).
   int64_t nC = ceilDiv(p.headDim / 4, keyThreads(s));
-  int64_t regs = nC <= 2 ? 128 : 232;
-  s.minBlocks = std::max<int64_t>(
-      1, std::min(65536 / (threadsOf(s) * regs),
-                  maxShared / std::max<int64_t>(1, sharedBytesOf(p, s))));
+  int64_t regs = nC <= 2 ? 128 : 168;
+  s.minBlocks = std::max<int64_t>(1, 65536 / (threadsOf(s) * regs));
   return s;
 }
 

@@ -24,6 +24,16 @@ The tolerance is the dtype's: P is rounded to bf16 (f16) before P·V
 as FlashAttention does, and the output is stored in bf16 (f16), so errors of
 a few units of the last place of the largest output are expected: 2^-6 of
 max|O| for bf16 (8 bits of mantissa), 2^-8 for f16.
+
+f32 cases run on CUDA cores in true f32 (one kernel, *_attn_simt, decode
+shapes included), so their tolerance is f32's: (32 + 2 sqrt(Lk)) units of
+2^-24 of max|O|. The output is a sum of Lk f32 terms p·v accumulated in
+order (and l one of Lk terms p), whose rounding errors grow like sqrt(Lk)
+units of the partial sums; each p carries the rounding of Q·Kᵀ's D-term
+dot product and of ex2.approx's argument, and ex2.approx's 2 ulp. An f32
+emulation of the kernel's order of operations against float64 errs by 7 to
+20 units at Lk 256 to 3001 (and 100 at 8192): the bound leaves a margin of
+3 or more, and a wrong score, mask or row is off by far more.
 """
 import argparse
 import hashlib
@@ -162,6 +172,7 @@ def cases():
                                           prescale=0.125), 1.0, lambda s, r, c: s))
     out += captured_cases()
     out += decode_cases()
+    out += f32_cases()
     return out
 
 
@@ -278,6 +289,64 @@ def decode_cases():
     return out
 
 
+def f32_cases():
+    """f32 attention (the SIMT template, one kernel for every shape): scale
+    only, a causal mask of positions, a bias or boolean mask given as an
+    input, GQA, head sizes 80, 96 (a softcap: score code) and 256, and a
+    decode shape."""
+    out = []
+
+    def scale(c):
+        return [const('c', 'f32', c), node('mul', ['s', 'c'], 's_mod')]
+    inv = np.float64(np.float32(1 / np.sqrt(128)))
+    out.append(('f32_plain_64', model('f32_plain', 'f32', [2, 2, 256, 64], [2, 2, 256, 64],
+                                      scale(0.125)), 1.0, lambda s, r, c: s * 0.125))
+    causal = [const('c', 'f32', inv), node('mul', ['s', 'c'], 'ss')] + positions(1000, 1000) + [
+        node('greater_equal', ['row', 'col'], 'keep'), const('neg', 'f32', -1e30),
+        node('select', ['keep', 'ss', 'neg'], 's_mod')]
+    out.append(('f32_causal_128_1000', model('f32_causal', 'f32', [1, 2, 1000, 128],
+                                             [1, 2, 1000, 128], causal), 1.0,
+                lambda s, r, c: np.where(r >= c, s * inv, -1e30)))
+    mods = [const('c', 'f32', 0.125), node('mul', ['s', 'c'], 'ss'),
+            node('add', ['ss', 'bias'], 's_mod')]
+    out.append(('f32_bias_input_777', model('f32_bias', 'f32', [1, 2, 777, 64], [1, 2, 777, 64],
+                                            mods, captured=[('bias', 'f32', [1, 2, 777, 777])]),
+                1.0, lambda s, r, c, env: s * 0.125 + env['bias']))
+    # Batch 1 keeps no key: NaN rows, as the unfused softmax gives.
+    mods = [const('c', 'f32', 0.125), node('mul', ['s', 'c'], 'ss'), const('neg', 'f32', '-inf'),
+            node('select', ['mask', 'ss', 'neg'], 's_mod')]
+    out.append(('f32_padding_mask_333', model('f32_padding', 'f32', [2, 2, 333, 64],
+                                              [2, 2, 333, 64], mods,
+                                              captured=[('mask', 'bool', [2, 1, 1, 333])]),
+                1.0, lambda s, r, c, env: np.where(env['mask'], s * 0.125, -np.inf)))
+    out.append(('f32_gqa_8_2', model('f32_gqa', 'f32', [1, 8, 256, 64], [1, 2, 256, 64],
+                                     scale(0.125), repeat=(2, 4)), 1.0,
+                lambda s, r, c: s * 0.125))
+    inv80 = np.float64(np.float32(1 / np.sqrt(80)))
+    out.append(('f32_d80_301', model('f32_d80', 'f32', [1, 2, 301, 80], [1, 2, 301, 80],
+                                     scale(float(inv80))), 1.0, lambda s, r, c: s * inv80))
+    softcap = [const('c', 'f32', 50.0), node('div', ['s', 'c'], 't'), node('tanh', ['t'], 'th'),
+               node('mul', ['th', 'c'], 's_mod')]
+    out.append(('f32_softcap_d96_x30', model('f32_softcap', 'f32', [1, 2, 300, 96],
+                                             [1, 2, 300, 96], softcap), 30.0,
+                lambda s, r, c: 50 * np.tanh(s / 50)))
+    out.append(('f32_d256_200', model('f32_d256', 'f32', [1, 2, 200, 256], [1, 2, 200, 256],
+                                      scale(0.0625)), 1.0, lambda s, r, c: s * 0.0625))
+    # Decode: one query row a head against 3001 keys, GQA 8/2, one kernel.
+    out.append(('f32_decode_gqa_q1_3001', model('f32_decode', 'f32', [1, 8, 1, 128],
+                                                [1, 2, 3001, 128], scale(float(inv)),
+                                                repeat=(2, 4)), 1.0,
+                lambda s, r, c: s * inv))
+    return out
+
+
+def tolerance(dtype, lk):
+    """The largest error allowed, as a fraction of max|O| (module doc)."""
+    if dtype == 'f32':
+        return 2.0 ** -24 * (32 + 2 * np.sqrt(lk))
+    return 2.0 ** -6 if dtype == 'bf16' else 2.0 ** -8
+
+
 def attention_inputs(name, env):
     """Q, K and V as attention sees them, from the model's inputs."""
     if name in LAYOUT:
@@ -350,9 +419,12 @@ def record(tcc, root, target):
         info = json.loads(subprocess.run([tcc, 'inspect', bundle], capture_output=True,
                                          text=True).stdout)
         symbols = [k['symbol'] for k in info['kernels']]
-        # sm_90a builds prefill on warpgroup MMA (head dims 64 and 128).
+        dt = m['inputs'][0]['dtype']
+        # sm_90a builds prefill on warpgroup MMA (head dims 64 and 128); f32
+        # takes the SIMT template on every target, decode shapes included.
         prefill = '_attn_wgmma' if target == 'sm_90a' else '_attn'
-        want = ['_decode', '_combine'] if name.startswith('decode_') else [prefill]
+        want = ['_attn_simt'] if dt == 'f32' else \
+            ['_decode', '_combine'] if name.startswith('decode_') else [prefill]
         if name in LAYOUT + PRESCALED:
             # Attention's kernel once; the rest elementwise (no matmul).
             attn = [s for s in symbols if s.endswith(prefill)]
@@ -365,7 +437,6 @@ def record(tcc, root, target):
             print('FAIL %s: expected kernels *%s, got %s' % (name, ', *'.join(want), symbols))
             failed += 1
             continue
-        dt = m['inputs'][0]['dtype']
         seed = int(np.random.default_rng().integers(1 << 62))  # fresh inputs every record
         env, digest = make_inputs(m, qscale, seed)
         ref = reference(*attention_inputs(name, env), change, env)
@@ -373,7 +444,7 @@ def record(tcc, root, target):
             ref = np.swapaxes(ref, 1, 2)
         with open(os.path.join(d, 'case.pkl'), 'wb') as f:
             # Stored in f32 (half the size; its rounding, 2^-24 relative, is
-            # far below the bf16/f16 tolerance).
+            # far below the tolerance, f32's included).
             pickle.dump({'dtype': dt, 'ref': ref.astype(np.float32), 'seed': seed,
                          'qscale': qscale,
                          'digest': digest}, f)
@@ -412,7 +483,8 @@ def replay(tcc, root):
         got = L.from_npy(case['dtype'], np.load(os.path.join(out, 'o.npy'))).astype(np.float64)
         ref = case['ref'].astype(np.float64)
         nan = np.isnan(ref)
-        bound = (2.0 ** -6 if case['dtype'] == 'bf16' else 2.0 ** -8) * np.abs(ref[~nan]).max()
+        lk = m['inputs'][1]['shape'][1 if name in LAYOUT else -2]
+        bound = tolerance(case['dtype'], lk) * np.abs(ref[~nan]).max()
         same = (np.isnan(got) == nan).all() and np.isfinite(got[~nan]).all()
         err = np.abs(got[~nan] - ref[~nan]).max() if same else np.inf
         ok = err <= bound

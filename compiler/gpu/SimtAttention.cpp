@@ -75,14 +75,15 @@ int64_t keyThreads(const SimtAttentionSchedule &s) { return s.blockKV / kKeys; }
 int64_t threadsOf(const SimtAttentionSchedule &s) {
   return s.blockQ / kRows * keyThreads(s);
 }
-/// The floats of a shared P row.
-int64_t pStride(const SimtAttentionSchedule &s) { return s.blockKV + 4; }
+/// The floats of a shared row of P, stored transposed ([key][query row]):
+/// blockQ padded to an odd number of 16-byte chunks, as rowStride.
+int64_t pStride(const SimtAttentionSchedule &s) { return rowStride(s.blockQ); }
 
 int64_t sharedBytesOf(const AttentionProblem &p,
                       const SimtAttentionSchedule &s) {
   int64_t st = rowStride(p.headDim);
   return 4 * (s.blockQ * st + (s.splitKV ? 2 : 1) * s.blockKV * st +
-              s.blockQ * pStride(s));
+              s.blockKV * pStride(s));
 }
 
 /// Builds the kernel body; all helpers emit at the builder's insertion point.
@@ -94,7 +95,7 @@ public:
         kT(keyThreads(s)), stride(rowStride(p.headDim)), cpr(p.headDim / 4),
         nC(ceilDiv(p.headDim / 4, keyThreads(s))) {
     // Softmax's own algebra with no score modification: the row max is kept
-    // over raw Q K^T and scale * log2(e) folds into one FMA before ex2.
+    // over raw Q K^T and the scale folds into ex2's factor log2(e).
     fast = !p.scoreMod && !p.correction && !p.contribution && p.scale > 0;
     constraints.assign(p.mask.begin(), p.mask.end());
     if (p.lk % s.blockKV)
@@ -350,7 +351,10 @@ SmallVector<Value> SimtBuilder::tileStep(Value k0, ValueRange carried) {
   Value negInf = cstF(-std::numeric_limits<double>::infinity());
   Value zeroF = cstF(0.0);
   Value c = cstF(p.scale * kLog2E);
-  Value pOff = add(mul(rowGroup, kRows * pStride(s)), keyThread);
+  // P^T[key][row]: a thread's 4 rows of one key are one 16-byte store.
+  Value pOff = add(mul(keyThread, pStride(s)), mul(rowGroup, kRows));
+  SmallVector<SmallVector<Value, 4>> pByKey(kKeys);
+  SmallVector<Value> corrs;
   for (int64_t i = 0; i < kRows; ++i) {
     ArrayRef<Value> row(sv.data() + i * kKeys, kKeys);
     Value mx = fmax(fmax(row[0], row[1]), fmax(row[2], row[3]));
@@ -363,34 +367,33 @@ SmallVector<Value> SimtBuilder::tileStep(Value k0, ValueRange carried) {
     Value isNone =
         arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, mNew, negInf);
     Value mUse = select(isNone, zeroF, mNew);
-    Value corr;
+    // Both as differences from the running max, then scaled (by log2(e),
+    // and by the scale on the fast path): every contribution and correction
+    // then refers to the max itself. Folding the max into an fma
+    // (s * c - m * c) refers them to m * c rounded, a different rounding at
+    // each new max, and an f32 emulation errs 1.6-1.9x as much at 3001 and
+    // 8192 keys; a score change may also leave huge finite scores (a -1e30
+    // mask on a whole row), where s * c - m * c leaves the rounding error of
+    // m * c, not 0.
+    Value scaleExp = fast ? c : cstF(kLog2E);
+    Value corr = p.correction ? p.correction(b, loc, mOld, mUse)
+                              : exp2(fmul(fsub(mOld, mUse), scaleExp));
     SmallVector<Value> pr;
-    if (fast) {
-      Value negM = arith::NegFOp::create(b, loc, fmul(mUse, c));
-      corr = exp2(fma(mOld, c, negM));
-      for (Value sc : row)
-        pr.push_back(exp2(fma(sc, c, negM)));
-    } else {
-      corr = p.correction ? p.correction(b, loc, mOld, mUse)
-                          : exp2(fmul(fsub(mOld, mUse), cstF(kLog2E)));
-      // Subtract before scaling: a score change may leave huge finite
-      // scores (a -1e30 mask on a whole row), and fma(s, log2e, -m*log2e)
-      // then yields the rounding error of m*log2e, not 0.
-      for (Value sc : row)
-        pr.push_back(p.contribution ? p.contribution(b, loc, sc, mUse)
-                                    : exp2(fmul(fsub(sc, mUse), cstF(kLog2E))));
-    }
+    for (Value sc : row)
+      pr.push_back(p.contribution ? p.contribution(b, loc, sc, mUse)
+                                  : exp2(fmul(fsub(sc, mUse), scaleExp)));
     // l stays a per-thread partial sum; the row's threads reduce it once,
     // at the end.
     lRun[i] = fma(lRun[i], corr, fadd(fadd(pr[0], pr[1]), fadd(pr[2], pr[3])));
     mRun[i] = mNew;
-    Value corrVec = vector::BroadcastOp::create(b, loc, v4, corr);
-    for (int64_t cc = 0; cc < nC; ++cc)
-      oAcc[i * nC + cc] = fmul(oAcc[i * nC + cc], corrVec);
+    corrs.push_back(corr);
     for (int64_t j = 0; j < kKeys; ++j)
-      memref::StoreOp::create(b, loc, pr[j], smemP,
-                              ValueRange{add(pOff, i * pStride(s) + j * kT)});
+      pByKey[j].push_back(pr[j]);
   }
+  for (int64_t j = 0; j < kKeys; ++j)
+    vector::StoreOp::create(
+        b, loc, vector::FromElementsOp::create(b, loc, v4, pByKey[j]), smemP,
+        ValueRange{add(pOff, j * kT * pStride(s))}, false, llvm::Align(16));
 
   // P is complete and every thread is past its reads of K.
   mlir::gpu::BarrierOp::create(b, loc);
@@ -399,11 +402,11 @@ SmallVector<Value> SimtBuilder::tileStep(Value k0, ValueRange carried) {
     mlir::gpu::BarrierOp::create(b, loc);
   }
 
-  // O += P V: 4 keys at a time, P's 4 rows as 16-byte broadcasts, V's
-  // chunks of a key row shared by the 4 rows. A thread's chunks past
-  // headDim (headDim / 4 not a multiple of kT) read the last chunk and are
-  // not stored.
-  Value pRow = mul(rowGroup, kRows * pStride(s));
+  // O += P V: 4 keys an iteration; for each key, P of the thread's 4 rows
+  // as one 16-byte read (a broadcast among the row group), V's chunks of the
+  // key row shared by the 4 rows. A thread's chunks past headDim (headDim /
+  // 4 not a multiple of kT) read the last chunk and are not stored.
+  Value pRow = mul(rowGroup, kRows);
   SmallVector<Value> vCol;
   for (int64_t cc = 0; cc < nC; ++cc) {
     Value ch = add(keyThread, cc * kT);
@@ -411,22 +414,33 @@ SmallVector<Value> SimtBuilder::tileStep(Value k0, ValueRange carried) {
       ch = arith::MinUIOp::create(b, loc, ch, cst(cpr - 1));
     vCol.push_back(mul(ch, 4));
   }
-  forUnits(s.blockKV / 4, oAcc, [&](Value kc, SmallVector<Value> &acc) {
-    SmallVector<Value> pv;
-    for (int64_t i = 0; i < kRows; ++i)
-      pv.push_back(load4(smemP, add(add(pRow, mul(kc, 4)), i * pStride(s))));
+  // The tile's P V sums into accumulators of its own, added to the
+  // corrected O once: a sum in blocks of blockKV keys, not one chain of lk
+  // (an f32 emulation: a quarter of the error at 3001 and 8192 keys).
+  SmallVector<Value> tAcc(kRows * nC, zero4());
+  forUnits(s.blockKV / 4, tAcc, [&](Value kc, SmallVector<Value> &acc) {
     Value vRow = mul(kc, 4 * stride);
-    for (int64_t kk = 0; kk < 4; ++kk)
+    Value pKey = add(pRow, mul(kc, 4 * pStride(s)));
+    for (int64_t kk = 0; kk < 4; ++kk) {
+      Value pv = load4(smemP, add(pKey, kk * pStride(s)));
       for (int64_t cc = 0; cc < nC; ++cc) {
         Value vv = load4(smemV, add(add(vCol[cc], vRow), kk * stride));
         for (int64_t i = 0; i < kRows; ++i) {
           Value pSplat =
-              vector::BroadcastOp::create(b, loc, v4, extract(pv[i], kk));
+              vector::BroadcastOp::create(b, loc, v4, extract(pv, i));
           Value &a = acc[i * nC + cc];
           a = vector::FMAOp::create(b, loc, pSplat, vv, a);
         }
       }
+    }
   });
+
+  for (int64_t i = 0; i < kRows; ++i) {
+    Value corrVec = vector::BroadcastOp::create(b, loc, v4, corrs[i]);
+    for (int64_t cc = 0; cc < nC; ++cc)
+      oAcc[i * nC + cc] = vector::FMAOp::create(b, loc, oAcc[i * nC + cc],
+                                                corrVec, tAcc[i * nC + cc]);
+  }
 
   std::tie(tid, rowGroup, keyThread) = kernelThread;
   SmallVector<Value> out(oAcc);
@@ -487,7 +501,7 @@ void SimtBuilder::build(Value q, Value k, Value v, Value o) {
   smemV =
       s.splitKV ? sharedView(raw, kvElems, f32, (qElems + kvElems) * 4) : smemK;
   int64_t pByte = (qElems + (s.splitKV ? 2 : 1) * kvElems) * 4;
-  smemP = sharedView(raw, s.blockQ * pStride(s), f32, pByte);
+  smemP = sharedView(raw, s.blockKV * pStride(s), f32, pByte);
 
   // Visible to every thread after the first tile's copy barrier.
   copyTile(qArg, head, q0, p.lq, s.blockQ, smemQ);
@@ -614,7 +628,7 @@ chooseSimtAttentionSchedule(const AttentionProblem &p,
   // floats 168; minctasm bounds them (whether shared memory lets that many
   // blocks in or not).
   int64_t nC = ceilDiv(p.headDim / 4, keyThreads(s));
-  int64_t regs = nC <= 2 ? 128 : 168;
+  int64_t regs = nC <= 2 ? 128 : 232;
   s.minBlocks = std::max<int64_t>(1, 65536 / (threadsOf(s) * regs));
   return s;
 }

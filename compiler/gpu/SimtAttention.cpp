@@ -11,8 +11,10 @@
 //     S = Q K_j^T, a 4 x 4 tile a thread; scale, scoreMod; if the mask is
 //       partial on the tile: masked scores become -inf
 //     online softmax: new row max (shuffles among the row's threads),
-//       correction of O and l, P = contribution(S, max) into shared memory
-//     barrier; [copy V_j into K's buffer; barrier]; O += P V_j
+//       correction of l, P = contribution(S, max) into shared memory
+//       (transposed)
+//     barrier; [copy V_j into K's buffer; barrier]; T = P V_j;
+//       O = O * correction + T
 //   O / l (row sums reduced over the row's threads once, here), stored.
 //
 // Thread t is (row group t / kT, key thread t % kT) with kT = blockKV / 4:
@@ -25,8 +27,10 @@
 // 16-byte chunks: the 8 lanes of a 16-byte access phase read 8 different
 // K rows (keys kt + kT * j) at one column, which then fall on 8 distinct
 // bank groups; Q and P reads are broadcasts (one row a phase), V reads are
-// consecutive chunks of one row. Copies from global memory are 16-byte
-// vectors, consecutive threads on consecutive chunks of a row.
+// consecutive chunks of one row. P is stored [key][row] (rows padded
+// likewise), so a thread's 4 rows of a key are one 16-byte store and one
+// 16-byte read. Copies from global memory are 16-byte vectors, consecutive
+// threads on consecutive chunks of a row.
 //
 // The mask is handled as in AttentionKernel.cpp: constraints evaluated at
 // the tile's corners classify it as fully masked (outside the loop bounds,

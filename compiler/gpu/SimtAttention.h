@@ -12,8 +12,8 @@
 //     rows, 4 keys strided by blockKV / 4), applies the score change and the
 //     mask, runs the online softmax (row max and sum shuffled among the
 //     blockKV / 4 threads of a row, which share a warp), writes P to shared
-//     memory and adds P V to its 4 rows x headDim / (blockKV / 4) columns of
-//     O in registers.
+//     memory and adds the tile's P V (summed apart) to its 4 rows x
+//     headDim / (blockKV / 4) columns of O in registers.
 // Built from gpu/arith/vector/memref/scf ops but for ex2.approx (NVVM), so
 // NVIDIA only for now.
 //

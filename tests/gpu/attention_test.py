@@ -6,6 +6,7 @@
                                                  --target), write the
                                                  inputs' seed and digest and the
                                                  float64 reference
+    attention_test.py ... --record DIR --only f32_  only the cases named f32_*
     attention_test.py --tcc TCC --replay DIR    run there (regenerating the
                                                  inputs), compare
 
@@ -401,10 +402,12 @@ def make_inputs(m, qscale, seed):
     return env, digest.hexdigest()
 
 
-def record(tcc, root, target):
+def record(tcc, root, target, only=''):
     os.makedirs(root, exist_ok=True)
     failed = 0
     for name, m, qscale, change in cases():
+        if not name.startswith(only):
+            continue
         d = os.path.join(root, name)
         os.makedirs(d, exist_ok=True)
         path = os.path.join(d, 'model.json')
@@ -502,9 +505,12 @@ def main():
     ap.add_argument('--record')
     ap.add_argument('--replay')
     ap.add_argument('--target', default='sm_90', help='sm_90 or sm_90a (with --record)')
+    ap.add_argument('--only', default='', metavar='PREFIX',
+                    help='record only the cases whose name starts with PREFIX (f32_: the '
+                         'SIMT template); --replay runs what was recorded')
     args = ap.parse_args()
     if args.record:
-        return 1 if record(args.tcc, os.path.abspath(args.record), args.target) else 0
+        return 1 if record(args.tcc, os.path.abspath(args.record), args.target, args.only) else 0
     if args.replay:
         return replay(args.tcc, os.path.abspath(args.replay))
     ap.error('--record DIR or --replay DIR')

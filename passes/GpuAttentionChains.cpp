@@ -93,10 +93,10 @@ struct TccGpuAttentionChains
       // no valid schedule for 192 or 256 yet), and the SIMT template's for
       // f32 (multiples of 4 in [16, 256]): any other would leave a chain
       // with matmuls to the generic loops.
-      if (m && (m->elemType.isF32()
-                    ? m->headDim % 4 == 0 && m->headDim >= 16 &&
-                          m->headDim <= 256
-                    : llvm::is_contained({64, 128}, m->headDim))) {
+      if (m &&
+          (m->elemType.isF32()
+               ? m->headDim % 4 == 0 && m->headDim >= 16 && m->headDim <= 256
+               : llvm::is_contained({64, 128}, m->headDim))) {
         takeRepeats(chain, m->kvOps);
         chain->setAttr(mlir::tcc::kAttentionAttrName,
                        UnitAttr::get(chain.getContext()));

@@ -467,6 +467,14 @@ std::optional<AttentionUse> takeAttention(func::FuncOp f,
   }
   for (const mlir::tcc::LinearConstraint &c : m->mask)
     p.mask.push_back({c.a, c.b, c.c});
+  if (m->keyMask) {
+    mlir::tcc::AttentionMatch match = *m;
+    p.keyKeep = [match](OpBuilder &b, Location loc, Value batch, Value head,
+                        Value ki, ValueRange captured) {
+      return match.buildKeyKeep(b, loc, batch, head, ki, captured);
+    };
+    p.keyKeepPerHead = m->keyMaskPerHead;
+  }
   p.maskedRows = m->maskedToInfinity ? ::tcc::gpu::MaskedRowPolicy::NaN
                                      : ::tcc::gpu::MaskedRowPolicy::Zero;
   OpBuilder b(gpuModule.getContext());

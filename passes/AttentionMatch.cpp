@@ -472,6 +472,48 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
   for (Operation *op : m.mods)
     for (Value o : op->getOperands())
       capture(o);
+  // A key mask: a select of a condition read from captured tensors that
+  // has size 1 on the query axis (a padding mask [B, 1, 1, Lk]) against
+  // -inf. Where it is false, the score is -inf for every query row, and the
+  // later changes keep it -inf (adds of finite values, positive factors),
+  // so a key tile where it is false throughout contributes nothing: the
+  // templates skip such tiles at run time. A finite value (a row of them
+  // averages V in the model) does not qualify.
+  for (auto [idx, op] : llvm::enumerate(m.mods)) {
+    auto select = dyn_cast<SelectOp>(op);
+    if (!select)
+      continue;
+    std::optional<double> masked = constantValue(select.getB());
+    Value cond = select.getCond();
+    ArrayRef<int64_t> cs = typeOf(cond).getShape();
+    int64_t qAxis = int64_t(cs.size()) - 2;
+    if (!masked || !std::isinf(*masked) || *masked > 0 ||
+        positional(cond, &body) ||
+        !scoreFree(cond, &body, typeOf(m.scores).getShape()) ||
+        (qAxis >= 0 && cs[qAxis] != 1))
+      continue;
+    bool keepsInfinity = llvm::all_of(
+        ArrayRef<Operation *>(m.mods).drop_front(idx + 1), [&](Operation *o) {
+          if (isa<AddOp>(o))
+            return true;
+          if (isa<SubOp>(o))
+            return !scoreFree(o->getOperand(0), &body,
+                              typeOf(m.scores).getShape());
+          if (isa<MulOp, DivOp>(o)) {
+            std::optional<double> c = constantValue(o->getOperand(1));
+            if (!c && isa<MulOp>(o))
+              c = constantValue(o->getOperand(0));
+            return c && *c > 0 && std::isfinite(*c);
+          }
+          return false;
+        });
+    if (!keepsInfinity)
+      break;
+    m.keyMask = cond;
+    int64_t hAxis = int64_t(cs.size()) - 3;
+    m.keyMaskPerHead = hAxis >= 0 && cs[hAxis] != 1;
+    break;
+  }
   // A positive scale alone (the common case) needs no score code.
   if (m.mods.size() == 1 && isa<MulOp, DivOp>(m.mods[0])) {
     Operation *op = m.mods[0];
@@ -487,9 +529,28 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
 Value AttentionMatch::buildScoreMod(OpBuilder &b, Location loc, Value score,
                                     Value batchIdx, Value head, Value qIdx,
                                     Value kIdx, ValueRange capturedArgs) const {
+  return buildValue(b, loc, softmaxInput, score, batchIdx, head, qIdx, kIdx,
+                    capturedArgs);
+}
+
+Value AttentionMatch::buildKeyKeep(OpBuilder &b, Location loc, Value batchIdx,
+                                   Value head, Value kIdx,
+                                   ValueRange capturedArgs) const {
+  // The condition has size 1 on the query axis: any query index reads it.
+  Value q0 = arith::ConstantIntOp::create(b, loc, b.getI32Type(), 0);
+  return buildValue(b, loc, keyMask, Value(), batchIdx, head, q0, kIdx,
+                    capturedArgs);
+}
+
+Value AttentionMatch::buildValue(OpBuilder &b, Location loc, Value target,
+                                 Value score, Value batchIdx, Value head,
+                                 Value qIdx, Value kIdx,
+                                 ValueRange capturedArgs) const {
   int64_t rank = cast<RankedTensorType>(scores.getType()).getRank();
   Type f32 = b.getF32Type();
-  llvm::DenseMap<Value, Value> values{{scores, score}};
+  llvm::DenseMap<Value, Value> values;
+  if (score)
+    values[scores] = score;
   // Scalars of the compute types: f32 for floats, i32 or i64, i1.
   auto scalarType = [&](Type t) -> Type {
     return isa<FloatType>(t) ? f32 : t;
@@ -700,9 +761,9 @@ Value AttentionMatch::buildScoreMod(OpBuilder &b, Location loc, Value score,
     return r;
   };
   // The template applies the mask: the select passes the score through.
-  if (maskSelect)
+  if (maskSelect && score)
     values[maskSelect->getResult(0)] = get(maskSelect->getOperand(1));
-  return get(softmaxInput);
+  return get(target);
 }
 
 } // namespace mlir::tcc

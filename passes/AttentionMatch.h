@@ -60,6 +60,11 @@ struct AttentionMatch {
   Operation *maskSelect = nullptr;
   /// A positive factor when the changes are only S * scale (or S / 1/scale).
   std::optional<double> scale;
+  /// A boolean value of captured tensors, of size 1 on the query axis, where
+  /// false makes the changed score -inf for every query (a padding mask
+  /// applied with -inf); null: none. `keyMaskPerHead`: it varies by head.
+  Value keyMask;
+  bool keyMaskPerHead = false;
   /// Whether a score can become -inf (a row of them gives NaN).
   bool maskedToInfinity = false;
 
@@ -71,6 +76,17 @@ struct AttentionMatch {
   Value buildScoreMod(OpBuilder &b, Location loc, Value score, Value batchIdx,
                       Value head, Value qIdx, Value kIdx,
                       ValueRange capturedArgs = {}) const;
+  /// `keyMask` (i1) at (batch, head, k), as buildScoreMod reads captured
+  /// tensors.
+  Value buildKeyKeep(OpBuilder &b, Location loc, Value batchIdx, Value head,
+                     Value kIdx, ValueRange capturedArgs) const;
+
+private:
+  /// `target`, a value of the chain computed from the score `score` (null
+  /// when `target` does not depend on it), positions and captured tensors.
+  Value buildValue(OpBuilder &b, Location loc, Value target, Value score,
+                   Value batchIdx, Value head, Value qIdx, Value kIdx,
+                   ValueRange capturedArgs) const;
 };
 
 /// `chain` as attention, or nullopt with the reason in `why`.

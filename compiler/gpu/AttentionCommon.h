@@ -115,17 +115,25 @@ public:
   /// `carried`. Where the loop bounds can leave tiles the mask keeps nothing
   /// of (constraints that interact), such a tile is skipped whole: the
   /// condition is uniform over the block, so barriers inside stay legal.
+  /// A key tile whose keys p.keyKeep drops throughout is skipped too: every
+  /// warp reads the tile's keep flags (a lane per key) and votes, so the
+  /// condition is uniform without a barrier.
   llvm::SmallVector<mlir::Value>
   stepUnlessMasked(mlir::Value k0, int64_t blockKV, mlir::ValueRange carried,
-                   llvm::function_ref<llvm::SmallVector<mlir::Value>()> step) {
-    if (p.mask.empty() || maskBoundsExact(p.mask))
+                   llvm::function_ref<llvm::SmallVector<mlir::Value>()> step,
+                   mlir::Value keyLive = {}) {
+    bool keys = skipsKeys();
+    if (!keys && (p.mask.empty() || maskBoundsExact(p.mask)))
       return step();
     mlir::Value kLast = add(k0, blockKV - 1);
     mlir::Value dead;
-    for (const MaskConstraint &mc : p.mask) {
-      mlir::Value vmax = constraintAt(mc, k0, kLast, /*largest=*/true);
-      dead = lor(dead, cmp(mlir::arith::CmpIPredicate::slt, vmax, cst(0)));
-    }
+    if (!maskBoundsExact(p.mask))
+      for (const MaskConstraint &mc : p.mask) {
+        mlir::Value vmax = constraintAt(mc, k0, kLast, /*largest=*/true);
+        dead = lor(dead, cmp(mlir::arith::CmpIPredicate::slt, vmax, cst(0)));
+      }
+    if (keys)
+      dead = lor(dead, keyLive ? notI1(keyLive) : noKeyKept(k0, blockKV));
     llvm::SmallVector<mlir::Type> types;
     for (mlir::Value c : carried)
       types.push_back(c.getType());
@@ -136,6 +144,63 @@ public:
     b.setInsertionPointToStart(&ifOp.getElseRegion().front());
     mlir::scf::YieldOp::create(b, loc, step());
     return llvm::SmallVector<mlir::Value>(ifOp.getResults());
+  }
+
+  /// `inRange` (whether a key tile is in the loop's range), and, where
+  /// p.keyKeep drops keys, whether it keeps a key of tile `tile`: a tile it
+  /// drops throughout is neither copied nor computed (skipping the MMAs
+  /// alone leaves the loop waiting for the copies).
+  mlir::Value copyWanted(mlir::Value inRange, mlir::Value tile,
+                         int64_t blockKV) {
+    if (!skipsKeys())
+      return inRange;
+    return land(inRange, warpAny(laneKeeps(tile, blockKV)));
+  }
+
+  /// Whether run-time key skipping applies (p.keyKeep, one batch and head
+  /// for the block's rows).
+  bool skipsKeys() const { return p.keyKeep && keepBatch && keepHead; }
+
+  /// The lane's part of "tile `tile` keeps a key": p.keyKeep over keys
+  /// k0 + lane + 32j of the tile (keys past lk count as dropped). Loads
+  /// only: warpAny() combines the lanes.
+  mlir::Value laneKeeps(mlir::Value tile, int64_t blockKV) {
+    mlir::Value laneI32 = toI32(mlir::arith::RemUIOp::create(
+        b, loc, mlir::gpu::ThreadIdOp::create(b, loc, mlir::gpu::Dimension::x),
+        cst(32)));
+    mlir::Value k0I32 = toI32(mul(tile, blockKV)), any;
+    for (int64_t j = 0; j * 32 < blockKV; ++j) {
+      mlir::Value off = add(laneI32, j * 32);
+      mlir::Value k = add(k0I32, off);
+      mlir::Value in = cmp(mlir::arith::CmpIPredicate::slt, k, cstI32(p.lk));
+      if ((j + 1) * 32 > blockKV)
+        in = land(in,
+                  cmp(mlir::arith::CmpIPredicate::slt, off, cstI32(blockKV)));
+      mlir::Value keep = p.keyKeep(b, loc, keepBatch, keepHead, k, captured);
+      any = lor(any, land(in, keep));
+    }
+    return any;
+  }
+  /// Whether any lane of the warp holds `laneFlag` (uniform over the warp).
+  mlir::Value warpAny(mlir::Value laneFlag) {
+    mlir::Value all = mlir::arith::ConstantIntOp::create(b, loc, i32, -1);
+    return mlir::LLVM::CallIntrinsicOp::create(
+               b, loc, b.getI1Type(),
+               b.getStringAttr("llvm.nvvm.vote.any.sync"),
+               mlir::ValueRange{all, laneFlag})
+        .getResult(0);
+  }
+  mlir::Value notI1(mlir::Value x) {
+    return mlir::arith::XOrIOp::create(
+        b, loc, x,
+        mlir::arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1));
+  }
+  /// Whether p.keyKeep drops every key of the tile at k0 (uniform over the
+  /// warp; the loads' latency is on the critical path: a loop that reads
+  /// the flags a tile ahead passes stepUnlessMasked the tile's liveness).
+  mlir::Value noKeyKept(mlir::Value k0, int64_t blockKV) {
+    return notI1(warpAny(laneKeeps(
+        mlir::arith::DivUIOp::create(b, loc, k0, cst(blockKV)), blockKV)));
   }
 
   // f32 arithmetic.
@@ -189,6 +254,9 @@ protected:
   const AttentionProblem &p;
   mlir::Type f32, i32;
   mlir::Value q0, qLast;
+  /// The batch and head (i32) p.keyKeep reads for the block's rows; null
+  /// when the block's rows span heads it distinguishes (no key skipping).
+  mlir::Value keepBatch, keepHead;
   /// The kernel's arguments for p.captured (set by the builder).
   llvm::SmallVector<mlir::Value> captured;
 };

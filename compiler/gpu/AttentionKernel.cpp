@@ -57,8 +57,16 @@ using namespace mlir;
 namespace tcc::gpu {
 namespace {
 
+/// The row length of the shared tiles: the head size rounded up to a power
+/// of two of at least 64 elements (8 16-byte chunks, which the swizzle and
+/// the fragment addressing want). Columns past the head size are never read
+/// by an MMA (head sizes are multiples of 16); their chunks are zero-filled.
+int64_t tileRow(const AttentionProblem &p) {
+  return std::max<int64_t>(64, llvm::PowerOf2Ceil(p.headDim));
+}
+
 int64_t sharedBytesOf(const AttentionProblem &p, const AttentionSchedule &s) {
-  return (s.blockQ + 2 * s.stages * s.blockKV) * p.headDim * 2;
+  return (s.blockQ + 2 * s.stages * s.blockKV) * tileRow(p) * 2;
 }
 
 /// The decode partial kernel as the builder sees it: a 16-row query tile.
@@ -69,7 +77,7 @@ AttentionSchedule asAttention(const DecodeSchedule &s) {
 /// The partial kernel's shared memory: the tiles, then (over the K and V
 /// stages) the warps' results, 16 rows of O, m and l each.
 int64_t decodeSharedBytes(const AttentionProblem &p, const DecodeSchedule &s) {
-  int64_t merge = 16 * p.headDim * 2 + s.warps * 16 * (p.headDim + 2) * 4;
+  int64_t merge = 16 * tileRow(p) * 2 + s.warps * 16 * (p.headDim + 2) * 4;
   return std::max(sharedBytesOf(p, asAttention(s)), merge);
 }
 
@@ -86,8 +94,8 @@ public:
                    const AttentionSchedule &s,
                    const DecodeSchedule *decode = nullptr)
       : AttentionArith(b, loc, p), s(s), decode(decode), threads(32 * s.warps),
-        cpr(p.headDim / 8), rowsPerWarp(decode ? 16 : s.blockQ / s.warps),
-        mTiles(rowsPerWarp / 16),
+        ld(tileRow(p)), cpr(ld / 8),
+        rowsPerWarp(decode ? 16 : s.blockQ / s.warps), mTiles(rowsPerWarp / 16),
         keysPerWarp(decode ? s.blockKV / s.warps : s.blockKV),
         nS(keysPerWarp / 8), nO(p.headDim / 8) {
     elemT = p.elemType;
@@ -97,7 +105,9 @@ public:
     constraints.assign(p.mask.begin(), p.mask.end());
     if (p.lk % s.blockKV)
       constraints.push_back({0, -1, p.lk - 1});
-    qInRegs = mTiles == 1;
+    // Q's fragments take 4 registers a k-step: beside the accumulators of
+    // heads above 128 they would spill.
+    qInRegs = mTiles == 1 && p.headDim <= 128;
   }
 
   using AttentionArith::setCaptured;
@@ -121,7 +131,8 @@ private:
   }
   /// Copies K or V of key tile `tile` into `stage` if tile < tEnd, then
   /// commits (always, so that group counts stay uniform).
-  void copyKVTile(bool isK, Value tile, Value stage);
+  /// `live`: whether the tile keeps a key (key skipping), when known.
+  void copyKVTile(bool isK, Value tile, Value stage, Value live = {});
 
   Value ldmatrix(Value mem, Value off, bool transpose) {
     return nvgpu::LdMatrixOp::create(b, loc, VectorType::get({4, 2}, elemT),
@@ -183,7 +194,7 @@ private:
 
   const AttentionSchedule &s;
   const DecodeSchedule *decode;
-  int64_t threads, cpr, rowsPerWarp, mTiles, keysPerWarp, nS, nO;
+  int64_t threads, ld, cpr, rowsPerWarp, mTiles, keysPerWarp, nS, nO;
   Type elemT;
   bool fast, qInRegs;
   SmallVector<MaskConstraint, 3> constraints;
@@ -210,20 +221,35 @@ void AttentionBuilder::copyRows(Value src, Value hd, Value row0, int64_t bound,
   Value cChunk = rem(tid, cpr);
   Value rBase = div(tid, cpr);
   Value col = mul(cChunk, 8);
-  // rowStep is a multiple of 8 (attentionScheduleValid), so every row of
-  // this thread has the same swizzle and the rows differ by a constant.
+  // Chunks past the head size (a padded tile row) read 0 bytes of column 0:
+  // zero-filled.
+  Value inHead;
+  if (ld != p.headDim) {
+    inHead = ult(cChunk, p.headDim / 8);
+    col = select(inHead, col, cst(0));
+  }
+  // When rowStep is a multiple of 8, every row of this thread has the same
+  // swizzle and the rows differ by a constant.
+  bool sameSwizzle = rowStep % 8 == 0;
   Value dstThread = add(dstBase, mul(swizzle(rBase, cChunk, cpr), 8));
   for (int64_t it = 0; it < chunks / threads; ++it) {
     Value row = add(add(row0, rBase), it * rowStep);
-    Value dstOff = add(dstThread, it * rowStep * p.headDim);
+    Value dstOff =
+        sameSwizzle
+            ? add(dstThread, it * rowStep * ld)
+            : add(dstBase,
+                  mul(swizzle(add(rBase, it * rowStep), cChunk, cpr), 8));
     Value n;
+    Value ok = inHead;
     if (needRow) {
       // Out-of-range rows read 0 bytes of row 0 (always in the buffer):
       // the chunk is zero-filled.
-      Value ok = ult(row, bound);
-      row = select(ok, row, cst(0));
-      n = select(ok, cst(8), cst(0));
+      Value inRows = ult(row, bound);
+      row = select(inRows, row, cst(0));
+      ok = land(ok, inRows);
     }
+    if (ok)
+      n = select(ok, cst(8), cst(0));
     nvgpu::DeviceAsyncCopyOp::create(
         b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), dst,
         ValueRange{dstOff}, src, ValueRange{batch, hd, row, col},
@@ -231,14 +257,17 @@ void AttentionBuilder::copyRows(Value src, Value hd, Value row0, int64_t bound,
   }
 }
 
-void AttentionBuilder::copyKVTile(bool isK, Value tile, Value stage) {
+void AttentionBuilder::copyKVTile(bool isK, Value tile, Value stage,
+                                  Value live) {
+  Value inRange = cmp(arith::CmpIPredicate::slt, tile, tEnd);
   auto ifOp = scf::IfOp::create(
-      b, loc, cmp(arith::CmpIPredicate::slt, tile, tEnd), /*withElse=*/false);
+      b, loc, live ? land(inRange, live) : copyWanted(inRange, tile, s.blockKV),
+      /*withElse=*/false);
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(&ifOp.getThenRegion().front());
     copyRows(isK ? kArg : vArg, kvHead, mul(tile, s.blockKV), p.lk, s.blockKV,
-             isK ? smemK : smemV, mul(stage, s.blockKV * p.headDim));
+             isK ? smemK : smemV, mul(stage, s.blockKV * ld));
   }
   token = commitGroup();
 }
@@ -253,8 +282,7 @@ Value AttentionBuilder::mma(Value aFrag, Value bFrag, Value acc) {
 
 Value AttentionBuilder::qFragment(int64_t i, int64_t kk) {
   return ldmatrix(
-      smemQ, add(add(qBase, tA[kk % 4]), (kk / 4) * 64 + i * 16 * p.headDim),
-      false);
+      smemQ, add(add(qBase, tA[kk % 4]), (kk / 4) * 64 + i * 16 * ld), false);
 }
 
 void AttentionBuilder::fragmentBases() {
@@ -270,7 +298,7 @@ void AttentionBuilder::fragmentBases() {
   Value l16 = band(lane, 15), lHi = div(lane, 16), l8 = band(lane, 7);
   for (int64_t x = 0; x < 4; ++x) {
     Value chunk = arith::XOrIOp::create(b, loc, add(lHi, 2 * x), l8);
-    tA.push_back(add(mul(l16, p.headDim), mul(chunk, 8)));
+    tA.push_back(add(mul(l16, ld), mul(chunk, 8)));
   }
 }
 
@@ -333,11 +361,11 @@ SmallVector<Value> AttentionBuilder::tileStep(Value stage, Value k0,
   SmallVector<Value> mRun(carried.begin() + nOAll,
                           carried.begin() + nOAll + 2 * mTiles);
   SmallVector<Value> lRun(carried.begin() + nOAll + 2 * mTiles, carried.end());
-  Value kBase = mul(stage, s.blockKV * p.headDim);
+  Value kBase = mul(stage, s.blockKV * ld);
   if (warpKey)
-    kBase = add(kBase, mul(warpKey, p.headDim));
+    kBase = add(kBase, mul(warpKey, ld));
   if (!qInRegs)
-    qBase = opaque(mul(warpRow, p.headDim));
+    qBase = opaque(mul(warpRow, ld));
 
   // S = Q K^T: sv[i * nS + jn] is the m16n8 accumulator of m-tile i and
   // key n-tile jn. K is stored [key][d], i.e. the B operand's [n][k].
@@ -351,8 +379,7 @@ SmallVector<Value> AttentionBuilder::tileStep(Value stage, Value k0,
     for (int64_t jp = 0; jp < nS / 2; ++jp) {
       // K is stored [key][d], the B operand's [n][k]: the matrices are
       // (keys 0-7|8-15) x (d chunk 0|1), so key n-tile h takes 2 and h + 2.
-      Value off =
-          add(add(kBase, tA[kk % 4]), (kk / 4) * 64 + jp * 16 * p.headDim);
+      Value off = add(add(kBase, tA[kk % 4]), (kk / 4) * 64 + jp * 16 * ld);
       Value pair = ldmatrix(smemK, off, false);
       for (int64_t h = 0; h < 2; ++h) {
         Value bFrag = vector::ShuffleOp::create(b, loc, pair, pair,
@@ -503,8 +530,7 @@ SmallVector<Value> AttentionBuilder::tileStep(Value stage, Value k0,
     for (int64_t dp = 0; dp < nO / 2; ++dp) {
       // V is stored [key][d], the B operand's [k][n], read transposed: the
       // matrices are (keys 0-7|8-15) x (d chunk 0|1), d n-tile h takes two.
-      Value off =
-          add(add(kBase, tA[dp % 4]), (dp / 4) * 64 + kk * 16 * p.headDim);
+      Value off = add(add(kBase, tA[dp % 4]), (dp / 4) * 64 + kk * 16 * ld);
       Value pair = ldmatrix(smemV, off, true);
       for (int64_t i = 0; i < mTiles; ++i)
         for (int64_t h = 0; h < 2; ++h) {
@@ -567,7 +593,7 @@ void AttentionBuilder::decodeEpilogue(ValueRange carried) {
   // the K and V stages take the warps' results.
   mlir::gpu::BarrierOp::create(b, loc);
   Value raw = dynamicSharedMemory();
-  int64_t base = s.blockQ * p.headDim * 2;
+  int64_t base = s.blockQ * ld * 2;
   int64_t slots = s.warps * 16;
   Value sO = sharedView(raw, slots * p.headDim, f32, base);
   Value sML = sharedView(raw, slots * 2, f32, base + slots * p.headDim * 4);
@@ -640,10 +666,11 @@ void AttentionBuilder::decodeEpilogue(ValueRange carried) {
 }
 
 void AttentionBuilder::buildCombine(Value partO, Value stats, Value o) {
-  // A warp per row of [batch * headsKV * rows], a lane per headDim / 32
-  // columns; the chunks' (m, l) pairs are read twice (max, then sums).
+  // A warp per row of [batch * headsKV * rows], a lane per 4 columns (in
+  // headDim / 128 passes; lanes past the row's end idle); the chunks' (m, l)
+  // pairs are read once for the max, then once a pass for the sums.
   int64_t rows = decodeRows(p);
-  int64_t n = p.batch * p.headsKV * rows, per = p.headDim / 32;
+  int64_t n = p.batch * p.headsKV * rows, vecs = p.headDim / 4;
   int64_t chunks = decodeChunks(p, *decode);
   tid = mlir::gpu::ThreadIdOp::create(b, loc, mlir::gpu::Dimension::x);
   lane = rem(tid, 32);
@@ -656,9 +683,8 @@ void AttentionBuilder::buildCombine(Value partO, Value stats, Value o) {
     b.setInsertionPointToStart(&ifOp.getThenRegion().front());
   }
   Value bh = div(rowIdx, rows), r = rem(rowIdx, rows);
-  Value col = mul(lane, per);
   VectorType v2 = VectorType::get({2}, f32);
-  VectorType vp = VectorType::get({per}, f32);
+  VectorType v4 = VectorType::get({4}, f32);
   auto statsAt = [&](Value c) {
     return vector::LoadOp::create(
         b, loc, v2, stats, ValueRange{bh, c, r, cst(0)}, false, llvm::Align(8));
@@ -675,29 +701,39 @@ void AttentionBuilder::buildCombine(Value partO, Value stats, Value o) {
   }
   Value mUse = finiteRun(maxLoop.getResult(0));
   Value zeroV =
-      arith::ConstantOp::create(b, loc, DenseElementsAttr::get(vp, 0.0f));
-  auto sumLoop = scf::ForOp::create(b, loc, cst(0), cst(chunks), cst(1),
-                                    ValueRange{zeroV, cstF(0.0)});
-  {
+      arith::ConstantOp::create(b, loc, DenseElementsAttr::get(v4, 0.0f));
+  for (int64_t pass = 0; pass < ceilDiv(vecs, 32); ++pass) {
     OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(sumLoop.getBody());
-    Value c = sumLoop.getInductionVar();
-    Value ml = statsAt(c);
-    Value corr = correctionOf(extract(ml, {0}), mUse);
-    Value part = vector::LoadOp::create(
-        b, loc, vp, partO, ValueRange{bh, c, r, col}, false,
-        llvm::Align(std::min<int64_t>(16, per * 4)));
-    Value acc = fadd(sumLoop.getRegionIterArgs()[0],
-                     fmul(part, vector::BroadcastOp::create(b, loc, vp, corr)));
-    Value lSum = fma(extract(ml, {1}), corr, sumLoop.getRegionIterArgs()[1]);
-    scf::YieldOp::create(b, loc, ValueRange{acc, lSum});
+    Value item = add(lane, pass * 32);
+    if ((pass + 1) * 32 > vecs) {
+      auto ifOp =
+          scf::IfOp::create(b, loc, ult(item, vecs), /*withElse=*/false);
+      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    }
+    Value col = mul(item, 4);
+    auto sumLoop = scf::ForOp::create(b, loc, cst(0), cst(chunks), cst(1),
+                                      ValueRange{zeroV, cstF(0.0)});
+    {
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(sumLoop.getBody());
+      Value c = sumLoop.getInductionVar();
+      Value ml = statsAt(c);
+      Value corr = correctionOf(extract(ml, {0}), mUse);
+      Value part = vector::LoadOp::create(
+          b, loc, v4, partO, ValueRange{bh, c, r, col}, false, llvm::Align(16));
+      Value acc =
+          fadd(sumLoop.getRegionIterArgs()[0],
+               fmul(part, vector::BroadcastOp::create(b, loc, v4, corr)));
+      Value lSum = fma(extract(ml, {1}), corr, sumLoop.getRegionIterArgs()[1]);
+      scf::YieldOp::create(b, loc, ValueRange{acc, lSum});
+    }
+    Value inv = inverseSum(sumLoop.getResult(1));
+    Value out = fmul(sumLoop.getResult(0),
+                     vector::BroadcastOp::create(b, loc, v4, inv));
+    out = arith::TruncFOp::create(b, loc, VectorType::get({4}, elemT), out);
+    vector::StoreOp::create(b, loc, out, o, ValueRange{bh, r, col}, false,
+                            llvm::Align(8));
   }
-  Value inv = inverseSum(sumLoop.getResult(1));
-  Value out =
-      fmul(sumLoop.getResult(0), vector::BroadcastOp::create(b, loc, vp, inv));
-  out = arith::TruncFOp::create(b, loc, VectorType::get({per}, elemT), out);
-  vector::StoreOp::create(b, loc, out, o, ValueRange{bh, r, col}, false,
-                          llvm::Align(std::min<int64_t>(16, per * 2)));
 }
 
 void AttentionBuilder::build(Value q, Value k, Value v, Value o, Value stats) {
@@ -718,7 +754,12 @@ void AttentionBuilder::build(Value q, Value k, Value v, Value o, Value stats) {
   Value blockY = mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::y);
   batch = mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::z);
   batchI32 = toI32(batch);
+  keepBatch = batchI32;
   if (decode) {
+    // The block's rows span the group's query heads: keys are skipped only
+    // by a mask the same for every head.
+    if (!p.keyKeepPerHead)
+      keepHead = cstI32(0);
     // Every warp holds all rows (row r: query head kvHead * group + r / lq,
     // position r % lq) and takes its own slice of each key tile.
     warpRow = cst(0);
@@ -744,13 +785,14 @@ void AttentionBuilder::build(Value q, Value k, Value v, Value o, Value stats) {
     qLast =
         add(arith::MinSIOp::create(b, loc, add(q0, s.blockQ), cst(p.lq)), -1);
     headI32 = toI32(head);
+    keepHead = headI32;
     qThreadI32 = toI32(add(q0, add(warpRow, gq)));
   }
 
   // Shared memory: the Q tile, then S stages of K, then S stages of V.
   Value raw = dynamicSharedMemory();
-  int64_t qElems = s.blockQ * p.headDim;
-  int64_t kvElems = s.stages * s.blockKV * p.headDim;
+  int64_t qElems = s.blockQ * ld;
+  int64_t kvElems = s.stages * s.blockKV * ld;
   smemQ = sharedView(raw, qElems, elemT, 0);
   smemK = sharedView(raw, kvElems, elemT, qElems * 2);
   smemV = sharedView(raw, kvElems, elemT, (qElems + kvElems) * 2);
@@ -769,13 +811,22 @@ void AttentionBuilder::build(Value q, Value k, Value v, Value o, Value stats) {
     tEnd = arith::MinSIOp::create(b, loc, tEnd, add(c0, decode->chunkTiles));
   }
 
+  // With key skipping, the loop carries each tile's liveness from its copy
+  // to its step, and reads the flags of the tile it copies next an
+  // iteration ahead (their loads then never stall the loop).
+  SmallVector<Value> flags;
   for (int64_t st = 0; st + 1 < s.stages; ++st) {
     Value tile = add(tStart, st);
-    copyKVTile(true, tile, cst(st));
-    copyKVTile(false, tile, cst(st));
+    Value live = skipsKeys() ? warpAny(laneKeeps(tile, s.blockKV)) : Value();
+    copyKVTile(true, tile, cst(st), live);
+    copyKVTile(false, tile, cst(st), live);
+    if (live)
+      flags.push_back(live);
   }
+  if (skipsKeys())
+    flags.push_back(laneKeeps(add(tStart, s.stages - 1), s.blockKV));
   fragmentBases();
-  qBase = mul(warpRow, p.headDim);
+  qBase = mul(warpRow, ld);
   if (qInRegs) {
     // Q's fragments stay in registers for the whole loop.
     waitGroups(2 * (s.stages - 1));
@@ -791,12 +842,17 @@ void AttentionBuilder::build(Value q, Value k, Value v, Value o, Value stats) {
   init.append(2 * mTiles, cstF(-std::numeric_limits<double>::infinity()));
   init.append(2 * mTiles, cstF(0.0));
 
-  auto loop = scf::ForOp::create(b, loc, tStart, tEnd, cst(1), init);
+  // Carried after the accumulators (key skipping): the liveness of tiles
+  // j..j+S-2 (i1, uniform) and this lane's flag of tile j+S-1.
+  SmallVector<Value> all(init);
+  llvm::append_range(all, flags);
+  auto loop = scf::ForOp::create(b, loc, tStart, tEnd, cst(1), all);
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(loop.getBody());
     Value j = loop.getInductionVar();
-    ValueRange carried = loop.getRegionIterArgs();
+    ValueRange carried = loop.getRegionIterArgs().take_front(init.size());
+    ValueRange live = loop.getRegionIterArgs().drop_front(init.size());
     Value stage = rem(sub(j, tStart), s.stages);
     // K_j has landed once at most 2S-3 newer groups are pending (V_j and
     // the K/V groups of tiles j+1..j+S-2).
@@ -805,18 +861,30 @@ void AttentionBuilder::build(Value q, Value k, Value v, Value o, Value stats) {
     // Every warp is past tile j-1, so its stage takes tile j+S-1.
     Value next = add(j, s.stages - 1);
     Value nextStage = rem(add(stage, s.stages - 1), s.stages);
-    copyKVTile(true, next, nextStage);
-    copyKVTile(false, next, nextStage);
+    Value liveNext, laneAhead;
+    if (!live.empty()) {
+      liveNext = warpAny(live.back());
+      laneAhead = laneKeeps(add(next, 1), s.blockKV);
+    }
+    copyKVTile(true, next, nextStage, liveNext);
+    copyKVTile(false, next, nextStage, liveNext);
     Value k0 = mul(j, s.blockKV);
 
-    scf::YieldOp::create(b, loc, stepUnlessMasked(k0, s.blockKV, carried, [&] {
-                           return tileStep(stage, k0, carried);
-                         }));
+    SmallVector<Value> out = stepUnlessMasked(
+        k0, s.blockKV, carried, [&] { return tileStep(stage, k0, carried); },
+        live.empty() ? Value() : live.front());
+    if (!live.empty()) {
+      llvm::append_range(out, live.drop_front().drop_back());
+      out.push_back(liveNext);
+      out.push_back(laneAhead);
+    }
+    scf::YieldOp::create(b, loc, out);
   }
+  ValueRange results = loop.getResults().take_front(init.size());
   if (decode)
-    decodeEpilogue(loop.getResults());
+    decodeEpilogue(results);
   else
-    epilogue(loop.getResults());
+    epilogue(results);
 }
 
 bool isElemType(Type t) { return t && (t.isBF16() || t.isF16()); }
@@ -843,10 +911,10 @@ bool attentionKernelSupports(const AttentionProblem &p, std::string &why) {
     return fail("batch, heads, lq and lk must be >= 1");
   if (p.headsQ % p.headsKV)
     return fail("query heads must be a multiple of key/value heads");
-  // Multiples of 64: a shared row holds at least 8 16-byte chunks, which
-  // the swizzle and fragment addressing rely on.
-  if (p.headDim < 64 || p.headDim > 256 || p.headDim % 64)
-    return fail("head dim must be 64, 128, 192 or 256");
+  // Multiples of 16: one k-step of the Q K^T MMA, and an even number of
+  // n-tiles of P V (shared rows are padded, tileRow).
+  if (p.headDim < 16 || p.headDim > 256 || p.headDim % 16)
+    return fail("head dim must be a multiple of 16 from 16 to 256");
   if (p.batch > 65535 || p.headsQ > 65535)
     return fail("batch and query heads must be <= 65535 (grid limits)");
   if (p.lq > (int64_t(1) << 30) || p.lk > (int64_t(1) << 30))
@@ -885,11 +953,10 @@ static bool attentionShapeValid(const AttentionProblem &p,
     return fail("each warp needs a multiple of 16 query rows");
   if (s.blockKV < 16)
     return fail("blockKV must be >= 16");
-  int64_t threads = 32 * s.warps, cpr = p.headDim / 8;
-  if (threads % cpr || (threads / cpr) % 8 || (s.blockKV * cpr) % threads ||
+  int64_t threads = 32 * s.warps, cpr = tileRow(p) / 8;
+  if (threads % cpr || (s.blockKV * cpr) % threads ||
       (s.blockQ * cpr) % threads)
-    return fail("a tile's 16-byte chunks must spread evenly over threads, "
-                "each thread's rows 8 apart");
+    return fail("a tile's 16-byte chunks must spread evenly over threads");
   return true;
 }
 
@@ -917,6 +984,10 @@ AttentionSchedule chooseAttentionSchedule(const AttentionProblem &p,
   AttentionSchedule s{128, 32, 4, 2};
   if (p.headDim <= 64)
     s = {128, 64, 4, 3};
+  // Above 128, 16 rows a warp: the accumulators alone take headDim / 2
+  // registers an m-tile.
+  if (p.headDim > 128)
+    s = {128, 32, 8, 2};
   // Fewer rows a block while the grid leaves multiprocessors idle.
   while (ceilDiv(p.lq, s.blockQ) * p.headsQ * p.batch < sms && s.blockQ > 64) {
     s.blockQ /= 2;
@@ -996,11 +1067,9 @@ static bool decodeShapeValid(const AttentionProblem &p, const DecodeSchedule &s,
     return fail("each warp needs a multiple of 16 keys of a tile");
   if (s.chunkTiles < 1)
     return fail("a chunk holds at least one key tile");
-  int64_t threads = 32 * s.warps, cpr = p.headDim / 8;
-  if (threads % cpr || (threads / cpr) % 8 || (s.blockKV * cpr) % threads ||
-      (16 * cpr) % threads)
-    return fail("a tile's 16-byte chunks must spread evenly over threads, "
-                "each thread's rows 8 apart");
+  int64_t threads = 32 * s.warps, cpr = tileRow(p) / 8;
+  if (threads % cpr || (s.blockKV * cpr) % threads || (16 * cpr) % threads)
+    return fail("a tile's 16-byte chunks must spread evenly over threads");
   return true;
 }
 
@@ -1022,10 +1091,8 @@ DecodeSchedule chooseDecodeSchedule(const AttentionProblem &p,
           sms = target.multiprocessorsForHeuristics();
   // 64-key tiles, 16 keys a warp, three stages: 2 x 64 keys of K and V in
   // flight a block, about 100 KiB of shared memory at headDim 128, so two
-  // blocks share a multiprocessor. Wider heads need 8 warps to copy a row.
+  // blocks share a multiprocessor (wider heads drop to two stages).
   DecodeSchedule s{64, 4, 3, 4};
-  if (p.headDim > 128)
-    s = {128, 8, 2, 4};
   while (s.stages > 2 && decodeSharedBytes(p, s) > maxShared)
     --s.stages;
   // Chunks enough for 4 blocks a multiprocessor (two waves of two), each

@@ -56,6 +56,12 @@ using ScoreModFn = std::function<mlir::Value(
     mlir::OpBuilder &b, mlir::Location loc, mlir::Value score,
     mlir::Value batch, mlir::Value head, mlir::Value q, mlir::Value k,
     mlir::ValueRange captured)>;
+/// Whether key `k` (i32) is kept for every query row of (batch, head) (i32),
+/// as an i1: where false, the changed score is -inf whatever the row (a
+/// padding mask applied with -inf). `captured` as for ScoreModFn.
+using KeyKeepFn = std::function<mlir::Value(
+    mlir::OpBuilder &b, mlir::Location loc, mlir::Value batch, mlir::Value head,
+    mlir::Value k, mlir::ValueRange captured)>;
 /// The online softmax's correction factor for accumulators built against
 /// running value `oldRun` when the running value becomes `newRun`
 /// (softmax: exp(oldRun - newRun)). `oldRun` may be -inf (nothing seen yet);
@@ -85,6 +91,11 @@ struct AttentionProblem {
   llvm::SmallVector<mlir::Type, 2> captured;
   /// The mask: a conjunction of linear constraints (empty: keep all).
   llvm::SmallVector<MaskConstraint, 2> mask;
+  /// Keys dropped for every row, read from captured tensors (null: none):
+  /// a key tile that keeps none of its keys is skipped at run time.
+  /// `keyKeepPerHead`: keyKeep reads the head index.
+  KeyKeepFn keyKeep;
+  bool keyKeepPerHead = false;
   MaskedRowPolicy maskedRows = MaskedRowPolicy::Zero;
   /// The softmax algebra; null: softmax's (exp2 with log2(e) folded into the
   /// scale when scoreMod is null too). The running value is the row max.

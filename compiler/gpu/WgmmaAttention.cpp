@@ -176,7 +176,8 @@ private:
                 Value dstByte);
   /// Copies K and V of key tile `tile` into `stage` if tile < tEnd, then
   /// commits (always, so that group counts stay uniform).
-  void copyKVTile(Value tile, Value stage);
+  /// `live`: whether the tile keeps a key (key skipping), when known.
+  void copyKVTile(Value tile, Value stage, Value live = {});
   void waitGroups(int64_t pending) {
     nvgpu::DeviceAsyncWaitOp::create(b, loc, token,
                                      b.getI32IntegerAttr(pending));
@@ -242,6 +243,8 @@ private:
   Value batchI32, headI32, rowI32;
   Value descQ, descK, descV; // descriptors (the Q one of this warpgroup)
   Value token;
+  /// The simple loop's initial key-skipping flags (see build()).
+  SmallVector<Value> liveFlags;
 };
 
 void FlashBuilder::copyRows(Value src, Value hd, Value row0, int64_t bound,
@@ -286,9 +289,11 @@ void FlashBuilder::copyRows(Value src, Value hd, Value row0, int64_t bound,
   }
 }
 
-void FlashBuilder::copyKVTile(Value tile, Value stage) {
+void FlashBuilder::copyKVTile(Value tile, Value stage, Value live) {
+  Value inRange = cmp(arith::CmpIPredicate::slt, tile, tEnd);
   auto ifOp = scf::IfOp::create(
-      b, loc, cmp(arith::CmpIPredicate::slt, tile, tEnd), /*withElse=*/false);
+      b, loc, live ? land(inRange, live) : copyWanted(inRange, tile, s.blockKV),
+      /*withElse=*/false);
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(&ifOp.getThenRegion().front());
@@ -619,6 +624,8 @@ void FlashBuilder::build(Value q, Value k, Value v, Value o) {
   batch = mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::z);
   batchI32 = toI32(batch);
   headI32 = toI32(head);
+  keepBatch = batchI32;
+  keepHead = headI32;
   kvHead = div(head, group);
   q0 = mul(sub(cst(nQTiles - 1), blockX), blockQ);
   qLast = add(arith::MinSIOp::create(b, loc, add(q0, blockQ), cst(p.lq)), -1);
@@ -666,8 +673,20 @@ void FlashBuilder::build(Value q, Value k, Value v, Value o) {
 
   Value tStart;
   std::tie(tStart, tEnd) = keyTileRange(nKTiles, s.blockKV);
-  for (int64_t st = 0; st + 1 < s.stages; ++st)
-    copyKVTile(add(tStart, st), cst(st));
+  // With key skipping, the simple loop carries each tile's liveness from
+  // its copy to its step, and reads the flags of the tile it copies next
+  // an iteration ahead (their loads then never stall the loop).
+  liveFlags.clear();
+  bool carryFlags = skipsKeys() && !s.overlap;
+  for (int64_t st = 0; st + 1 < s.stages; ++st) {
+    Value tile = add(tStart, st);
+    Value live = carryFlags ? warpAny(laneKeeps(tile, s.blockKV)) : Value();
+    copyKVTile(tile, cst(st), live);
+    if (live)
+      liveFlags.push_back(live);
+  }
+  if (carryFlags)
+    liveFlags.push_back(laneKeeps(add(tStart, s.stages - 1), s.blockKV));
 
   SmallVector<Value> init(nO, cstF(0.0));
   init.append(2, cstF(-std::numeric_limits<double>::infinity()));
@@ -793,20 +812,37 @@ void FlashBuilder::publishTiles(int64_t pending) {
 
 SmallVector<Value> FlashBuilder::simpleLoop(Value tStart,
                                             ArrayRef<Value> init) {
-  auto loop = scf::ForOp::create(b, loc, tStart, tEnd, cst(1), init);
+  // Carried after the accumulators (key skipping): the liveness of tiles
+  // j..j+S-2 (i1, uniform) and this lane's flag of tile j+S-1.
+  SmallVector<Value> all(init);
+  llvm::append_range(all, liveFlags);
+  auto loop = scf::ForOp::create(b, loc, tStart, tEnd, cst(1), all);
   OpBuilder::InsertionGuard g(b);
   b.setInsertionPointToStart(loop.getBody());
   Value j = loop.getInductionVar();
-  ValueRange carried = loop.getRegionIterArgs();
+  ValueRange carried = loop.getRegionIterArgs().take_front(init.size());
+  ValueRange flags = loop.getRegionIterArgs().drop_front(init.size());
   Value stage = rem(sub(j, tStart), s.stages);
+  Value next = add(j, s.stages - 1);
   // Tile j has landed once at most S-2 newer groups are pending.
   publishTiles(s.stages - 2);
-  copyKVTile(add(j, s.stages - 1), rem(add(stage, s.stages - 1), s.stages));
+  Value liveNext, laneAhead;
+  if (!flags.empty()) {
+    liveNext = warpAny(flags.back());
+    laneAhead = laneKeeps(add(next, 1), s.blockKV);
+  }
+  copyKVTile(next, rem(add(stage, s.stages - 1), s.stages), liveNext);
   Value k0 = mul(j, s.blockKV);
-  scf::YieldOp::create(b, loc, stepUnlessMasked(k0, s.blockKV, carried, [&] {
-                         return tileStep(stage, k0, carried);
-                       }));
-  return SmallVector<Value>(loop.getResults());
+  SmallVector<Value> out = stepUnlessMasked(
+      k0, s.blockKV, carried, [&] { return tileStep(stage, k0, carried); },
+      flags.empty() ? Value() : flags.front());
+  if (!flags.empty()) {
+    llvm::append_range(out, flags.drop_front().drop_back());
+    out.push_back(liveNext);
+    out.push_back(laneAhead);
+  }
+  scf::YieldOp::create(b, loc, out);
+  return SmallVector<Value>(loop.getResults().take_front(init.size()));
 }
 
 SmallVector<Value> FlashBuilder::overlappedLoop(Value tStart,

@@ -174,7 +174,109 @@ def cases():
                                           prescale=0.125), 1.0, lambda s, r, c: s))
     out += captured_cases()
     out += decode_cases()
+    out += head_size_cases()
+    out += key_mask_cases()
     out += f32_cases()
+    return out
+
+
+def key_mask_cases():
+    """Masks given as tensors of size 1 on the query axis, applied with
+    -inf: the kernels skip the key tiles they drop throughout, at run time
+    (the inputs named runs* drop runs of up to 400 keys; the last batch or
+    head drops every key: NaN rows)."""
+    out = []
+    ninf = [const('neg', 'bf16', '-inf')]
+    scale = [const('c', 'bf16', 0.125), node('mul', ['s', 'c'], 'ss')]
+    out.append(('keymask_runs_bf16_1500', model(
+        'runs', 'bf16', [2, 2, 1500, 64], [2, 2, 1500, 64],
+        scale + ninf + [node('select', ['runs', 'ss', 'neg'], 's_mod')],
+        captured=[('runs', 'bool', [2, 1, 1, 1500])]), 1.0,
+        lambda s, r, c, env: np.where(env['runs'], s * 0.125, -np.inf)))
+    # Per head, written as the keys to drop; then a bias added after it.
+    inv = 1 / np.sqrt(128)
+    invh = np.float64(np.float16(inv))
+    out.append(('keymask_perhead_drop_f16_1000', model(
+        'runs_h', 'f16', [1, 4, 1000, 128], [1, 4, 1000, 128],
+        [const('c', 'f16', inv), node('mul', ['s', 'c'], 'ss'), const('neg', 'f16', '-inf'),
+         node('not', ['runs_drop'], 'keep'), node('select', ['keep', 'ss', 'neg'], 'sm'),
+         node('add', ['sm', 'bias'], 's_mod')],
+        captured=[('runs_drop', 'bool', [1, 4, 1, 1000]), ('bias', 'f16', [1, 1, 1, 1000])]),
+        1.0, lambda s, r, c, env: np.where(~env['runs_drop'], s * invh, -np.inf) + env['bias']))
+    out.append(('keymask_runs_causal_bf16_700', model(
+        'runs_c', 'bf16', [1, 2, 700, 64], [1, 2, 700, 64],
+        scale + ninf + [node('select', ['runs', 'ss', 'neg'], 'sm')] + positions(700, 700) + [
+            node('greater_equal', ['row', 'col'], 'keep'),
+            node('select', ['keep', 'sm', 'neg'], 's_mod')],
+        captured=[('runs', 'bool', [1, 1, 1, 700])]), 1.0,
+        lambda s, r, c, env: np.where(env['runs'] & (r >= c), s * 0.125, -np.inf)))
+    invb = np.float64(L.narrow('bf16', np.float64(inv)))
+    out.append(('decode_keymask_runs_q1_3001', model(
+        'druns', 'bf16', [2, 4, 1, 128], [2, 4, 3001, 128],
+        [const('c', 'bf16', inv), node('mul', ['s', 'c'], 'ss')] + ninf + [
+            node('select', ['runs', 'ss', 'neg'], 's_mod')],
+        captured=[('runs', 'bool', [2, 1, 1, 3001])]), 1.0,
+        lambda s, r, c, env: np.where(env['runs'], s * invb, -np.inf)))
+    return out
+
+
+def head_size_cases():
+    """Head sizes besides 64 and 128 (multiples of 16 from 32 to 256): the
+    mma.sync template pads its shared rows to 64, 128 or 256 elements and
+    reads only the head's columns; sm_90a's wgmma template takes 64 and 128
+    only, so these are the mma.sync kernel on both targets."""
+    out = []
+
+    def scaled(dt, d):
+        inv = 1 / np.sqrt(d)
+        return [const('c', dt, inv), node('mul', ['s', 'c'], 'ss')], np.float64(
+            L.narrow(dt, np.float64(inv)))
+
+    def causal(dt, d, lq, lk, off=0):
+        mods, sc = scaled(dt, d)
+        return mods + positions(lq, lk, off) + [
+            node('greater_equal', ['row', 'col'], 'keep'), const('neg', dt, -1e30),
+            node('select', ['keep', 'ss', 'neg'], 's_mod')], sc
+
+    mods, sc = causal('bf16', 32, 300, 300)
+    out.append(('hd32_causal_bf16_300', model('hd32', 'bf16', [1, 4, 300, 32], [1, 4, 300, 32],
+                                              mods), 1.0,
+                lambda s, r, c, sc=sc: np.where(r >= c, s * sc, -1e30)))
+    mods, sc = scaled('f16', 80)
+    mods[-1] = node('mul', ['s', 'c'], 's_mod')
+    out.append(('hd80_f16_333', model('hd80', 'f16', [2, 2, 333, 80], [2, 2, 333, 80], mods),
+                1.0, lambda s, r, c, sc=sc: s * sc))
+    mods, sc = causal('bf16', 96, 256, 256)
+    out.append(('hd96_gqa_causal_bf16', model('hd96', 'bf16', [1, 8, 256, 96], [1, 2, 256, 96],
+                                              mods, repeat=(2, 4)), 1.0,
+                lambda s, r, c, sc=sc: np.where(r >= c, s * sc, -1e30)))
+    mods, sc = causal('f16', 192, 200, 200)
+    out.append(('hd192_causal_f16_200', model('hd192', 'f16', [1, 2, 200, 192],
+                                              [1, 2, 200, 192], mods), 1.0,
+                lambda s, r, c, sc=sc: np.where(r >= c, s * sc, -1e30)))
+    mods, sc = scaled('bf16', 256)
+    mods[-1] = node('mul', ['s', 'c'], 's_mod')
+    out.append(('hd256_bf16_257', model('hd256', 'bf16', [1, 2, 257, 256], [1, 2, 257, 256],
+                                        mods), 1.0, lambda s, r, c, sc=sc: s * sc))
+    mods, sc = scaled('f16', 256)
+    mods.append(node('add', ['ss', 'bias'], 's_mod'))
+    out.append(('hd256_bias_f16_130', model('hd256b', 'f16', [1, 2, 130, 256],
+                                            [1, 2, 130, 256], mods,
+                                            captured=[('bias', 'f16', [1, 2, 130, 130])]),
+                1.0, lambda s, r, c, env, sc=sc: s * sc + env['bias']))
+    # Decode (split-K) at the same head sizes.
+    mods, sc = causal('bf16', 96, 1, 3001, 3000)
+    out.append(('decode_hd96_q1_3001', model('dhd96', 'bf16', [1, 4, 1, 96], [1, 4, 3001, 96],
+                                             mods), 1.0,
+                lambda s, r, c, sc=sc: np.where(r + 3000 >= c, s * sc, -1e30)))
+    mods, sc = scaled('f16', 80)
+    mods[-1] = node('mul', ['s', 'c'], 's_mod')
+    out.append(('decode_hd80_q4_1000', model('dhd80', 'f16', [2, 2, 4, 80], [2, 2, 1000, 80],
+                                             mods), 1.0, lambda s, r, c, sc=sc: s * sc))
+    mods, sc = causal('f16', 256, 1, 2000, 1999)
+    out.append(('decode_hd256_gqa_q1_2000', model('dhd256', 'f16', [1, 8, 1, 256],
+                                                  [1, 2, 2000, 256], mods, repeat=(2, 4)),
+                1.0, lambda s, r, c, sc=sc: np.where(r + 1999 >= c, s * sc, -1e30)))
     return out
 
 
@@ -390,7 +492,21 @@ def make_inputs(m, qscale, seed):
     env, digest = {}, hashlib.sha256()
     for i in m['inputs']:
         dt = i['dtype']
-        if dt == 'bool':
+        if dt == 'bool' and i['name'].startswith('runs'):
+            # Runs of 1 to 400 keys, each kept or dropped with probability
+            # 1/2: whole key tiles dropped (skipped by the kernel), inside
+            # the range as well as at its end.
+            x = np.zeros(i['shape'], bool)
+            flat = x.reshape(-1, x.shape[-1])
+            for row in flat:
+                k = 0
+                while k < len(row):
+                    n = int(rng.integers(1, 401))
+                    row[k:k + n] = rng.random() < 0.5
+                    k += n
+            if x.shape[0] > 1:
+                x[-1] = False
+        elif dt == 'bool':
             x = rng.random(i['shape']) < 0.75
             x[-1] = False
         else:
@@ -426,7 +542,8 @@ def record(tcc, root, target, only=''):
         dt = m['inputs'][0]['dtype']
         # sm_90a builds prefill on warpgroup MMA (head dims 64 and 128); f32
         # takes the SIMT template on every target, decode shapes included.
-        prefill = '_attn_wgmma' if target == 'sm_90a' else '_attn'
+        wgmma = target == 'sm_90a' and m['inputs'][0]['shape'][-1] in (64, 128)
+        prefill = '_attn_wgmma' if wgmma else '_attn'
         want = ['_attn_simt'] if dt == 'f32' else \
             ['_decode', '_combine'] if name.startswith('decode_') else [prefill]
         if name in LAYOUT + PRESCALED:
@@ -487,6 +604,10 @@ def replay(tcc, root):
         got = L.from_npy(case['dtype'], np.load(os.path.join(out, 'o.npy'))).astype(np.float64)
         ref = case['ref'].astype(np.float64)
         nan = np.isnan(ref)
+        if nan.all():
+            print('FAIL %s: the reference is NaN throughout (a broken case)' % name)
+            failed += 1
+            continue
         lk = m['inputs'][1]['shape'][1 if name in LAYOUT else -2]
         bound = tolerance(case['dtype'], lk) * np.abs(ref[~nan]).max()
         same = (np.isnan(got) == nan).all() and np.isfinite(got[~nan]).all()

@@ -80,10 +80,10 @@ func.func @f32_head_18(%q: tensor<2x16x18xf32>, %k: tensor<2x16x18xf32>, %v: ten
 
 // -----
 
-// Head size 80 has no template tiling: dissolved.
+// Head size 80 (a multiple of 16): the mma.sync template pads its shared
+// rows to 128 elements.
 // CHECK-LABEL: func.func @head_80
-// CHECK-NOT: tcc.chain
-// CHECK: return
+// CHECK: tcc.chain attributes {axis = 1 : i64, tcc.attention}
 func.func @head_80(%q: tensor<16x80xf16>, %k: tensor<16x80xf16>, %v: tensor<16x80xf16>) -> tensor<16x80xf16> {
   %0 = tcc.chain attributes {axis = 1 : i64} -> tensor<16x80xf16> {
     %5 = tcc.matmul %q, %k {transpose_b = true} : tensor<16x80xf16>, tensor<16x80xf16> -> tensor<16x16xf16>
@@ -264,9 +264,9 @@ func.func @mqa_shared_kv(%q: tensor<1x8x128x64xbf16>, %kv: tensor<1x1x128x64xbf1
 
 // -----
 
-// Head size 256: neither template has a schedule for it yet, dissolved.
+// Head size 256: the mma.sync template, 8 warps of 16 rows.
 // CHECK-LABEL: func.func @head_256
-// CHECK-NOT: tcc.chain
+// CHECK: tcc.chain attributes {axis = 2 : i64, tcc.attention}
 func.func @head_256(%q: tensor<1x64x256xbf16>, %k: tensor<1x64x256xbf16>, %v: tensor<1x64x256xbf16>) -> tensor<1x64x256xbf16> {
   %0 = tcc.chain attributes {axis = 2 : i64} -> tensor<1x64x256xbf16> {
     %5 = tcc.matmul %q, %k {transpose_b = true} : tensor<1x64x256xbf16>, tensor<1x64x256xbf16> -> tensor<1x64x64xbf16>
@@ -414,4 +414,24 @@ func.func @padding_bias_causal(%q: tensor<2x4x64x64xbf16>, %k: tensor<2x4x64x64x
     tcc.yield %14 : tensor<2x4x64x64xbf16>
   }
   return %0 : tensor<2x4x64x64xbf16>
+}
+
+// -----
+
+// Head size 72 (not a multiple of 16, the MMA's k-step): dissolved.
+// CHECK-LABEL: func.func @head_72
+// CHECK-NOT: tcc.chain
+// CHECK: return
+func.func @head_72(%q: tensor<16x72xf16>, %k: tensor<16x72xf16>, %v: tensor<16x72xf16>) -> tensor<16x72xf16> {
+  %0 = tcc.chain attributes {axis = 1 : i64} -> tensor<16x72xf16> {
+    %5 = tcc.matmul %q, %k {transpose_b = true} : tensor<16x72xf16>, tensor<16x72xf16> -> tensor<16x16xf16>
+    %9 = tcc.reduce_max %5 {axes = array<i64: 1>, keepdims = true} : tensor<16x16xf16> -> tensor<16x1xf16>
+    %10 = tcc.sub %5, %9 : tensor<16x16xf16>, tensor<16x1xf16> -> tensor<16x16xf16>
+    %11 = tcc.exp %10 : tensor<16x16xf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 1>, keepdims = true} : tensor<16x16xf16> -> tensor<16x1xf16>
+    %13 = tcc.div %11, %12 : tensor<16x16xf16>, tensor<16x1xf16> -> tensor<16x16xf16>
+    %14 = tcc.matmul %13, %v : tensor<16x16xf16>, tensor<16x72xf16> -> tensor<16x72xf16>
+    tcc.yield %14 : tensor<16x72xf16>
+  }
+  return %0 : tensor<16x72xf16>
 }

@@ -351,7 +351,8 @@ SmallVector<Value> SimtBuilder::tileStep(Value k0, ValueRange carried) {
   }
 
   // Online softmax, per row: the row max over the row's kT threads, the
-  // correction of the running O and l, and P into shared memory.
+  // correction of l (O's is applied with the tile's P V, below), and P into
+  // shared memory.
   Value negInf = cstF(-std::numeric_limits<double>::infinity());
   Value zeroF = cstF(0.0);
   Value c = cstF(p.scale * kLog2E);

@@ -496,6 +496,10 @@ void SimtBuilder::build(Value q, Value k, Value v, Value o) {
   qLast = add(arith::MinSIOp::create(b, loc, add(q0, s.blockQ), cst(p.lq)), -1);
   batchI32 = toI32(batch);
   headI32 = toI32(head);
+  // The block's rows are one head of one batch: a key mask (p.keyKeep) the
+  // same for all of them skips the key tiles it drops throughout.
+  keepBatch = batchI32;
+  keepHead = headI32;
   qThreadI32 = toI32(add(q0, mul(rowGroup, kRows)));
 
   // Shared memory: Q, K (and V with splitKV), P.
@@ -515,17 +519,35 @@ void SimtBuilder::build(Value q, Value k, Value v, Value o) {
   SmallVector<Value> init(kRows * nC, zero4());
   init.append(kRows, cstF(-std::numeric_limits<double>::infinity()));
   init.append(kRows, cstF(0.0));
+  // With a key mask, each lane's share of "tile j keeps a key" is read a
+  // tile ahead and carried, so that its loads are off the critical path;
+  // every warp votes on the same flags, so the skip is uniform.
+  bool keys = skipsKeys();
+  if (keys)
+    init.push_back(laneKeeps(tStart, s.blockKV));
   auto loop = scf::ForOp::create(b, loc, tStart, tEnd, cst(1), init);
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(loop.getBody());
-    Value k0 = mul(loop.getInductionVar(), s.blockKV);
+    Value j = loop.getInductionVar();
+    Value k0 = mul(j, s.blockKV);
     ValueRange carried = loop.getRegionIterArgs();
-    scf::YieldOp::create(b, loc, stepUnlessMasked(k0, s.blockKV, carried, [&] {
-                           return tileStep(k0, carried);
-                         }));
+    Value live, laneNext;
+    if (keys) {
+      live = warpAny(carried.back());
+      laneNext = laneKeeps(add(j, 1), s.blockKV);
+      carried = carried.drop_back();
+    }
+    SmallVector<Value> out = stepUnlessMasked(
+        k0, s.blockKV, carried, [&] { return tileStep(k0, carried); }, live);
+    if (keys)
+      out.push_back(laneNext);
+    scf::YieldOp::create(b, loc, out);
   }
-  epilogue(loop.getResults());
+  SmallVector<Value> results(loop.getResults());
+  if (keys)
+    results.pop_back();
+  epilogue(results);
 }
 
 /// simtAttentionScheduleValid without the target's limits: what the builder

@@ -3,7 +3,11 @@
 //   tcc-simt-gen --lq LQ --lk LK --d D [--batch B] [--hq HQ] [--hkv HKV]
 //       [--scale S] [--causal] [--window W] [--mask A,B,C] [--alibi]
 //       [--softcap C] [--algebra-callbacks] [--masked-rows zero|nan]
-//       [--schedule BQ,BKV,SPLITKV] [--chip CHIP] [--name NAME]
+//       [--key-runs R] [--schedule BQ,BKV,SPLITKV] [--chip CHIP] [--name NAME]
+//
+// --key-runs R: a key mask (AttentionProblem::keyKeep) dropping keys k with
+// (k / R) % 3 == 1 for every row, applied to the scores with -inf after the
+// other changes, as the compiler hands over a padding mask.
 //
 // Builds the kernel of compiler/gpu/SimtAttention.cpp (f32, the flags and
 // hooks of tcc-flash-gen; the schedule from chooseSimtAttentionSchedule for
@@ -15,12 +19,14 @@
 #include "compiler/gpu/SimtAttention.h"
 #include "tests/gpu/AttentionGen.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/OperationSupport.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <nlohmann/json.hpp>
 
 #include <iostream>
+#include <limits>
 #include <vector>
 
 using namespace mlir;
@@ -30,12 +36,44 @@ int main(int argc, char **argv) {
   std::unique_ptr<MLIRContext> context =
       tcc::gen::initGenerator("tcc-simt-gen");
   // f32 unless --type says otherwise (which the builder then refuses).
-  std::vector<char *> args(argv, argv + argc);
   std::string typeFlag = "--type", f32 = "f32";
-  args.insert(args.begin() + 1, {typeFlag.data(), f32.data()});
+  std::vector<char *> args{argv[0], typeFlag.data(), f32.data()};
+  int64_t keyRuns = 0;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--key-runs" && i + 1 < argc) {
+      keyRuns = tcc::gen::parseInt("--key-runs", argv[++i]);
+      if (keyRuns < 1)
+        die("--key-runs: expected a positive integer");
+      continue;
+    }
+    args.push_back(argv[i]);
+  }
   tcc::gen::AttentionCase c = tcc::gen::parseAttentionCase(
       int(args.size()), args.data(), *context, "sm_90");
-  const tcc::gpu::AttentionProblem &p = c.p;
+  tcc::gpu::AttentionProblem &p = c.p;
+  if (keyRuns) {
+    auto keeps = [keyRuns](OpBuilder &b, Location loc, Value k) -> Value {
+      auto i32 = [&](int64_t v) {
+        return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v));
+      };
+      Value run = arith::DivSIOp::create(b, loc, k, i32(keyRuns));
+      Value r3 = arith::RemSIOp::create(b, loc, run, i32(3));
+      return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, r3,
+                                   i32(1));
+    };
+    p.keyKeep = [keeps](OpBuilder &b, Location loc, Value, Value, Value k,
+                        ValueRange) { return keeps(b, loc, k); };
+    tcc::gpu::ScoreModFn inner = p.scoreMod;
+    p.scoreMod = [inner, keeps](OpBuilder &b, Location loc, Value s,
+                                Value batch, Value head, Value q, Value k,
+                                ValueRange captured) -> Value {
+      if (inner)
+        s = inner(b, loc, s, batch, head, q, k, captured);
+      Value negInf = arith::ConstantOp::create(
+          b, loc, b.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
+      return arith::SelectOp::create(b, loc, keeps(b, loc, k), s, negInf);
+    };
+  }
   tcc::gen::checkChip(c.flags.chip);
   std::string why;
   if (!tcc::gpu::simtAttentionSupports(p, why))

@@ -68,6 +68,9 @@ def parse(lines, i=0):
 
 
 def constant(op):
+    flag = re.search(r'value = (true|false)\}>', op.rest)
+    if flag:
+        return np.bool_(flag.group(1) == 'true')
     text, ty = re.search(r'value = (.*?) : ([\w<>x]+)\}>', op.rest).groups()
     if text.startswith('dense<'):
         n = int(re.search(r'vector<(\d+)x', ty).group(1))
@@ -76,8 +79,6 @@ def constant(op):
         return np.float32(struct.unpack('>f', bytes.fromhex(text[2:]))[0])
     if ty == 'f32':
         return np.float32(float(text))
-    if text in ('true', 'false'):
-        return np.bool_(text == 'true')
     return np.int64(int(text))
 
 
@@ -176,6 +177,11 @@ class Block:
             return a[0] % a[1]
         if n == 'arith.divsi':
             return np.fix(np.asarray(a[0]) / a[1]).astype(np.int64)
+        if n == 'arith.remsi':
+            x = np.asarray(a[0])
+            return x - np.fix(x / a[1]).astype(np.int64) * a[1]
+        if n == 'arith.xori':
+            return np.logical_xor(a[0], a[1]) if np.asarray(a[0]).dtype == bool else a[0] ^ a[1]
         if n in ('arith.minui', 'arith.minsi'):
             return np.minimum(a[0], a[1])
         if n == 'arith.maxsi':
@@ -207,6 +213,10 @@ class Block:
         if n in ('llvm.intr.fma', 'vector.fma'):  # one rounding
             return (np.asarray(a[0], np.float64) * a[1] + np.asarray(a[2], np.float64)).astype(
                 np.float32)
+        if n == 'llvm.call_intrinsic' and 'llvm.nvvm.vote.any.sync' in op.rest:
+            assert self.uniform(a[0]) == -1, 'a partial warp mask'
+            flag = np.broadcast_to(np.asarray(a[1]), (self.T,)).reshape(-1, 32)
+            return np.repeat(flag.any(axis=1), 32)
         if n == 'llvm.call_intrinsic':
             assert 'llvm.nvvm.ex2.approx' in op.rest, op.rest
             with np.errstate(over='ignore'):
@@ -336,6 +346,10 @@ ALL = lambda r, c: np.ones(np.broadcast(r, c).shape, bool)  # noqa: E731
 CAUSAL = lambda r, c: r >= c  # noqa: E731
 SAME = lambda s, h, r, c: s  # noqa: E731
 
+
+def RUNS(n):  # noqa: N802 (a mask, like CAUSAL)
+    return lambda r, c: ((c // n) % 3 != 1) & (r >= 0)
+
 # (flags, keep, change, NaN rows): small shapes (the interpreter is Python),
 # odd lengths, both K/V buffer layouts, GQA, decode, head dims whose 16-byte
 # chunks do not fill the key threads, every mask path (exact bounds, tiles
@@ -360,6 +374,15 @@ CASES = [
     ('--lq 50 --lk 90 --d 32 --softcap 5 --scale 1 --schedule 32,64,0', ALL, softcap(5.0), False),
     ('--lq 30 --lk 61 --d 16 --causal --algebra-callbacks --schedule 16,32,1', CAUSAL, SAME,
      False),
+    # A key mask: runs of 40 dropped keys, whole 32-key tiles skipped at run
+    # time (every warp votes on flags read a tile ahead); with causal and a
+    # softcap. Rows 40-79 keep nothing causally allowed but keys they drop:
+    # NaN under the NaN policy.
+    ('--lq 70 --lk 250 --d 16 --hq 2 --key-runs 40 --schedule 16,32,1', RUNS(40), SAME, False),
+    ('--lq 100 --lk 100 --d 16 --causal --key-runs 40 --masked-rows nan --schedule 16,32,0',
+     lambda r, c: (r >= c) & RUNS(40)(r, c), SAME, True),
+    ('--lq 40 --lk 130 --d 16 --softcap 5 --scale 1 --key-runs 30 --schedule 16,64,1', RUNS(30),
+     softcap(5.0), False),
 ]
 
 

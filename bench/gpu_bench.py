@@ -290,10 +290,10 @@ def tcc_correctness(args, ops, case, work):
             'detail': detail, 'tcc_run_s': round(run_s, 2)}
 
 
-def tcc_bench(args, bundle, warmup, iters, graph):
+def tcc_bench(args, bundle, warmup, iters, graph, extra=()):
     with tempfile.NamedTemporaryFile(suffix='.json') as f:
         cmd = [args.tcc, 'bench', bundle, '--warmup', str(warmup), '--iters', str(iters),
-               '--json', f.name] + (['--cuda-graph'] if graph else [])
+               '--json', f.name] + (['--cuda-graph'] if graph else []) + list(extra)
         rc, log = run_cmd(cmd, args.case_timeout)
         if rc != 0:
             return None, log.strip()[-300:]
@@ -306,11 +306,13 @@ SLOW_MS = 400.0     # a run this slow (a generic kernel) is timed once
 GRAPH_MS = 2.0      # below this, launch overheads matter: time a CUDA graph too
 
 
-def tcc_speed(args, case):
+def tcc_speed(args, case, extra=()):
     """One probe run picks the iteration count, so that a measurement takes
-    about BUDGET_MS of device time and a slow case costs one run."""
+    about BUDGET_MS of device time and a slow case costs one run. `extra`:
+    more `tcc bench` arguments (--input NAME=FILE.npy of the inputs the
+    timing depends on)."""
     bundle = os.path.join(args.carry, case['bundle'])
-    probe, why = tcc_bench(args, bundle, 0, 1, False)
+    probe, why = tcc_bench(args, bundle, 0, 1, False, extra)
     if probe is None:
         return {'error': why}
     t = probe['median_ms']
@@ -320,12 +322,12 @@ def tcc_speed(args, case):
         return res
     iters = int(min(200, max(5, BUDGET_MS / t)))
     warmup = max(2, iters // 10)
-    plain, why = tcc_bench(args, bundle, warmup, iters, False)
+    plain, why = tcc_bench(args, bundle, warmup, iters, False, extra)
     if plain is None:
         return dict(res, error=why)
     res.update(ms=plain['median_ms'], p10_ms=plain['p10_ms'], p90_ms=plain['p90_ms'], iters=iters)
     if plain['median_ms'] < GRAPH_MS:
-        graph, why = tcc_bench(args, bundle, warmup, iters, True)
+        graph, why = tcc_bench(args, bundle, warmup, iters, True, extra)
         if graph is None:
             res['graph_error'] = why
         else:

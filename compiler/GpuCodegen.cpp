@@ -430,14 +430,25 @@ std::optional<AttentionUse> takeAttention(func::FuncOp f,
   if (!chain)
     return std::nullopt;
   std::string why;
+  // A chain marked for the template that it does not take after all runs
+  // as generic loops: a remark says why (tcc compile --explain).
+  auto refuse = [&](const std::string &reason) -> std::optional<AttentionUse> {
+    if (chain->hasAttr(mlir::tcc::kAttentionAttrName)) {
+      Value result = chain.getBody().front().getTerminator()->getOperand(0);
+      emitRemark(result.getDefiningOp() ? result.getDefiningOp()->getLoc()
+                                        : chain.getLoc())
+          << "attention not fused: " << reason;
+    }
+    return std::nullopt;
+  };
   std::optional<mlir::tcc::AttentionMatch> m =
       mlir::tcc::matchAttention(chain, why);
   if (!m)
-    return std::nullopt;
+    return refuse(why);
   auto q = dyn_cast<BlockArgument>(m->q), k = dyn_cast<BlockArgument>(m->k),
        v = dyn_cast<BlockArgument>(m->v);
   if (!q || !k || !v)
-    return std::nullopt;
+    return refuse("Q, K or V is computed in the attention kernel");
   ::tcc::gpu::AttentionProblem p;
   p.batch = m->batch;
   p.headsQ = m->heads;
@@ -451,7 +462,7 @@ std::optional<AttentionUse> takeAttention(func::FuncOp f,
   for (Value c : m->captured) {
     auto arg = dyn_cast<BlockArgument>(c);
     if (!arg)
-      return std::nullopt;
+      return refuse("a captured tensor is computed in the attention kernel");
     capturedArgs.push_back(arg.getArgNumber());
     auto t = cast<RankedTensorType>(c.getType());
     p.captured.push_back(MemRefType::get(t.getShape(), t.getElementType()));
@@ -491,18 +502,18 @@ std::optional<AttentionUse> takeAttention(func::FuncOp f,
     ::tcc::gpu::SimtAttentionSchedule ss =
         ::tcc::gpu::chooseSimtAttentionSchedule(p, target);
     if (!::tcc::gpu::simtAttentionScheduleValid(p, ss, target, why))
-      return std::nullopt;
+      return refuse(why);
     std::string symbol = f.getSymName().str() + "_attn_simt";
     FailureOr<::tcc::gpu::KernelLaunch> launch =
         ::tcc::gpu::buildSimtAttentionKernel(b, gpuModule, symbol, p, ss);
     if (failed(launch))
-      return std::nullopt;
+      return refuse("the SIMT attention kernel could not be built");
     use.launches = {deviceLaunch(symbol, *launch, std::move(kernelArgs))};
     f->setAttr("tcc.template", UnitAttr::get(f.getContext()));
     return use;
   }
   if (!::tcc::gpu::attentionKernelSupports(p, why))
-    return std::nullopt;
+    return refuse(why);
   if (::tcc::gpu::preferDecode(p)) {
     ::tcc::gpu::DecodeSchedule ds = ::tcc::gpu::chooseDecodeSchedule(p, target);
     if (::tcc::gpu::decodeScheduleValid(p, ds, target, why)) {
@@ -511,7 +522,7 @@ std::optional<AttentionUse> takeAttention(func::FuncOp f,
       FailureOr<::tcc::gpu::DecodeKernels> dk =
           ::tcc::gpu::buildDecodeKernels(b, gpuModule, partial, combine, p, ds);
       if (failed(dk))
-        return std::nullopt;
+        return refuse("the decode kernels could not be built");
       // Buffers: the operands, the result (out), scratch (out + 1, + 2).
       std::vector<int> args{int(q.getArgNumber()), int(k.getArgNumber()),
                             int(v.getArgNumber()), out + 1, out + 2};
@@ -538,12 +549,12 @@ std::optional<AttentionUse> takeAttention(func::FuncOp f,
     ::tcc::gpu::AttentionSchedule schedule =
         ::tcc::gpu::chooseAttentionSchedule(p, target);
     if (!::tcc::gpu::attentionScheduleValid(p, schedule, target, why))
-      return std::nullopt;
+      return refuse(why);
     launch =
         ::tcc::gpu::buildAttentionKernel(b, gpuModule, symbol, p, schedule);
   }
   if (failed(launch))
-    return std::nullopt;
+    return refuse("the attention kernel could not be built");
   use.launches = {deviceLaunch(symbol, *launch, std::move(kernelArgs))};
   f->setAttr("tcc.template", UnitAttr::get(f.getContext()));
   return use;

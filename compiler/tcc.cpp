@@ -96,6 +96,11 @@ static cl::opt<bool> gpuAttention(
     cl::desc("Attention chains as one fused attention kernel (NVIDIA; "
              "default on; =false for the GEMM and row kernels)"),
     cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
+static cl::opt<bool> explain(
+    "explain",
+    cl::desc("Print why a chain that looks like attention is not fused into "
+             "the attention kernel (GPU targets), one line each"),
+    cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
 static cl::opt<std::string> fusionMode(
     "fusion",
     cl::desc("Reduction-chain fusion: auto (cost model; off on GPU targets "
@@ -118,7 +123,8 @@ static cl::opt<Emit> emit(
                           "bundle (-o DIR/NAME gives NAME.h and libNAME.a)")),
     cl::sub(compileCmd));
 static cl::list<std::string>
-    inputs("input", cl::desc("NAME=FILE.npy (repeatable)"), cl::sub(runCmd));
+    inputs("input", cl::desc("NAME=FILE.npy (repeatable)"), cl::sub(runCmd),
+           cl::sub(benchCmd));
 static cl::opt<std::string> outputDir("output-dir",
                                       cl::desc("Where outputs are written"),
                                       cl::init("."), cl::sub(runCmd));
@@ -204,13 +210,28 @@ static bool compilePath(const std::string &path,
   tcc::registerAllDialects(registry);
   mlir::MLIRContext context(registry);
   context.loadAllAvailableDialects();
-  // One line per diagnostic: "FILE: error: message".
+  // One line per diagnostic: "FILE: error: message"; with --explain, the
+  // passes' remarks (why attention was not fused) as "FILE: remark: NODE:
+  // message", NODE the model node's JSON pointer (and name).
   mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &d) {
-    if (d.getSeverity() != mlir::DiagnosticSeverity::Error)
+    bool remark = d.getSeverity() == mlir::DiagnosticSeverity::Remark;
+    if (d.getSeverity() != mlir::DiagnosticSeverity::Error &&
+        !(remark && explain))
       return mlir::success();
     std::string msg = d.str();
     std::replace(msg.begin(), msg.end(), '\n', ' ');
-    llvm::errs() << path << ": error: " << msg << "\n";
+    if (!remark) {
+      llvm::errs() << path << ": error: " << msg << "\n";
+      return mlir::success();
+    }
+    std::string where;
+    if (auto node = mlir::dyn_cast<mlir::NameLoc>(d.getLocation())) {
+      where = node.getName().str();
+      if (auto name = mlir::dyn_cast<mlir::NameLoc>(node.getChildLoc()))
+        where += " (" + name.getName().str() + ")";
+      where += ": ";
+    }
+    llvm::errs() << path << ": remark: " << where << msg << "\n";
     return mlir::success();
   });
   std::vector<std::string> errors;
@@ -357,6 +378,11 @@ int main(int argc, char **argv) {
     options.iters = iters;
     options.jsonPath = jsonPath;
     options.cudaGraph = cudaGraph;
+    for (const std::string &spec : inputs) {
+      if (spec.find('=') == std::string::npos)
+        return fail("--input expects NAME=FILE.npy, got '" + spec + "'");
+      options.inputSpecs.push_back(spec);
+    }
     return tcc::runner::benchBundle(std::move(bundle), inputPath, options,
                                     std::cout, std::cerr);
   }

@@ -268,6 +268,60 @@ Value unrepeated(Value v, int64_t &kvHeads, SmallVector<Operation *> &ops) {
   return split.getInput();
 }
 
+/// `v` less the casts between float types that produced it, which are
+/// appended to `ops` (a model in f16 casts P to V's dtype, or sums in f32).
+Value uncast(Value v, SmallVectorImpl<Operation *> &ops) {
+  while (auto c = v.getDefiningOp<CastOp>()) {
+    if (!isa<FloatType>(typeOf(c.getInput()).getElementType()) ||
+        !isa<FloatType>(typeOf(v).getElementType()))
+      break;
+    ops.push_back(c);
+    v = c.getInput();
+  }
+  return v;
+}
+
+/// `x` as `numerator` / sum or `numerator` * reciprocal(sum) (either
+/// order; float casts and a broadcast of the sum between): the sum, with
+/// the ops from `x` to it appended to `ops`; null (and `ops` unchanged)
+/// when `x` is neither.
+ReduceSumOp quotientBySum(Value x, Value &numerator,
+                          SmallVectorImpl<Operation *> &ops) {
+  SmallVector<Operation *> path;
+  Operation *op = x.getDefiningOp();
+  Value divisor;
+  if (auto div = dyn_cast_if_present<DivOp>(op)) {
+    numerator = div.getLhs();
+    divisor = div.getRhs();
+  } else if (auto mul = dyn_cast_if_present<MulOp>(op)) {
+    for (auto [a, b] : {std::pair(mul.getLhs(), mul.getRhs()),
+                        std::pair(mul.getRhs(), mul.getLhs())}) {
+      auto r = uncast(b, path).getDefiningOp<ReciprocalOp>();
+      if (r) {
+        path.push_back(r);
+        numerator = a;
+        divisor = r.getInput();
+        break;
+      }
+      path.clear();
+    }
+  }
+  if (divisor) {
+    divisor = uncast(divisor, path);
+    // The sum broadcast to P's shape first, as the max may be.
+    if (auto b = divisor.getDefiningOp<BroadcastToOp>()) {
+      path.push_back(b);
+      divisor = uncast(b.getInput(), path);
+    }
+  }
+  auto sum = divisor ? divisor.getDefiningOp<ReduceSumOp>() : ReduceSumOp();
+  if (!sum)
+    return ReduceSumOp();
+  ops.push_back(op);
+  ops.append(path);
+  return sum;
+}
+
 } // namespace
 
 bool isPositional(Value v, Block *block) { return positional(v, block); }
@@ -286,29 +340,58 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
   auto yield = cast<YieldOp>(body.getTerminator());
   if (yield.getNumOperands() != 1)
     return fail("the chain has more than one result");
-  auto pv = yield.getOperand(0).getDefiningOp<MatmulOp>();
+  // The ops of softmax and P·V, as the model writes them: P normalised
+  // before P·V (exp(.) / sum), or P·V normalised after it (the template
+  // divides O by the sum at the end, so both are what it computes).
+  SmallVector<Operation *> pattern;
+  Value out = uncast(yield.getOperand(0), pattern);
+  SmallVector<Operation *> post;
+  Value numerator;
+  ReduceSumOp sum = quotientBySum(out, numerator, post);
+  MatmulOp pv;
+  if (sum && (pv = uncast(numerator, post).getDefiningOp<MatmulOp>())) {
+    pattern.append(post);
+  } else {
+    sum = ReduceSumOp();
+    pv = out.getDefiningOp<MatmulOp>();
+  }
   if (!pv || pv.getTransposeA() || pv.getTransposeB())
-    return fail("the chain does not end in P·V");
-  Value p = pv.getA();
-  if (auto cast = p.getDefiningOp<CastOp>())
-    p = cast.getInput();
-  int64_t rank = typeOf(p).getRank();
-  auto div = p.getDefiningOp<DivOp>();
-  if (!div)
-    return fail("P is not a quotient");
-  auto sum = div.getRhs().getDefiningOp<ReduceSumOp>();
-  auto exp = div.getLhs().getDefiningOp<ExpOp>();
-  if (!sum || !exp || sum.getInput() != exp.getResult() ||
+    return fail("the chain does not end in P·V (or P·V over a sum)");
+  Value e = uncast(pv.getA(), pattern);
+  if (!sum) {
+    Value p = e;
+    if (!(sum = quotientBySum(p, e, pattern)))
+      return fail("P is not normalised by a sum, before or after P·V");
+    e = uncast(e, pattern);
+  }
+  int64_t rank = typeOf(e).getRank();
+  auto exp = e.getDefiningOp<ExpOp>();
+  if (!exp || uncast(sum.getInput(), pattern) != e ||
       !isLastAxisKeepdims(sum, rank))
     return fail("P is not exp(.) over its sum along the keys");
-  auto sub = exp.getInput().getDefiningOp<SubOp>();
-  auto max = sub ? sub.getRhs().getDefiningOp<ReduceMaxOp>() : ReduceMaxOp();
-  if (!max || max.getInput() != sub.getLhs() || !isLastAxisKeepdims(max, rank))
-    return fail("the exponent is not the scores less their max");
+  pattern.append({exp, sum, pv});
+  // exp(s - max(s)), the max maybe broadcast to the scores' shape; or
+  // exp(s): the same softmax, which the template computes less the max.
+  Value x = exp.getInput();
+  auto sub = x.getDefiningOp<SubOp>();
+  Value rowMax = sub ? sub.getRhs() : Value();
+  auto broadcast =
+      rowMax ? rowMax.getDefiningOp<BroadcastToOp>() : BroadcastToOp();
+  if (broadcast)
+    rowMax = broadcast.getInput();
+  auto max = rowMax ? rowMax.getDefiningOp<ReduceMaxOp>() : ReduceMaxOp();
+  if (max) {
+    if (max.getInput() != sub.getLhs() || !isLastAxisKeepdims(max, rank))
+      return fail("the exponent is not the scores less their max");
+    x = sub.getLhs();
+    pattern.append({sub, max});
+    if (broadcast)
+      pattern.push_back(broadcast);
+  }
 
   AttentionMatch m;
   m.chain = chain;
-  m.softmaxInput = sub.getLhs();
+  m.softmaxInput = x;
   // The score changes, back from softmax's input to Q·Kᵀ.
   Value s = m.softmaxInput;
   SmallVector<Operation *> mods;
@@ -352,10 +435,9 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
     return fail("Q, K or V is computed in the chain");
   // Every other op of the chain belongs to the pattern or to positions.
   llvm::SmallPtrSet<Operation *, 16> known(mods.begin(), mods.end());
-  known.insert({qk, max, sub, exp, sum, div, pv, yield});
+  known.insert(pattern.begin(), pattern.end());
+  known.insert({qk, yield});
   known.insert(m.kvOps.begin(), m.kvOps.end());
-  if (auto cast = pv.getA().getDefiningOp<CastOp>())
-    known.insert(cast);
   ArrayRef<int64_t> scoreShape = typeOf(qk.getResult()).getShape();
   for (Operation &op : body)
     if (!known.contains(&op) &&
@@ -368,7 +450,7 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
       return fail("a changed score is read twice");
 
   RankedTensorType qt = typeOf(m.q), kt = typeOf(m.k), vt = typeOf(m.v),
-                   ot = typeOf(pv.getResult());
+                   ot = typeOf(yield.getOperand(0));
   if (qt.getRank() != kt.getRank() || qt.getRank() != vt.getRank() ||
       qt.getRank() < 2 || qt.getRank() > 4)
     return fail("Q, K and V are not all of rank 2 to 4");

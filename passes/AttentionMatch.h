@@ -5,11 +5,14 @@
 // positions (scale, masks built from iota comparisons, ALiBi-like biases of
 // positions, softcap) and captured tensors (values from outside the chain
 // that broadcast to the scores' shape: a bias, a boolean mask, per-head
-// slopes), softmax along the keys, and P·V. Recognising it lets a GPU target
-// compute the whole chain with the fused attention template, which needs the
-// changes as scalar code (reading a captured tensor at the score's batch,
-// head, query and key) and the mask as linear constraints where it is one
-// of positions (so that whole tiles are skipped or left unmasked).
+// slopes), softmax along the keys, and P·V, with softmax as users write it:
+// exp(s - max s) (or exp(s)) normalised by its sum before P·V or after it
+// (a quotient or a product by the reciprocal, float casts between).
+// Recognising it lets a GPU target compute the whole chain with the fused
+// attention template, which needs the changes as scalar code (reading a
+// captured tensor at the score's batch, head, query and key) and the mask
+// as linear constraints where it is one of positions (so that whole tiles
+// are skipped or left unmasked).
 //
 //===----------------------------------------------------------------------===//
 #ifndef TCC_PASSES_ATTENTIONMATCH_H

@@ -20,6 +20,17 @@
 // join only when batched like the space (attention's per-head operands); a
 // weight shared by every row (layer norm, then a linear layer) stays a GEMM.
 //
+// A consumer matmul's rows may be scaled after it by the chain's row values
+// (attention normalised after P·V: (e·v) / sum(e), (e·v) · reciprocal(sum(e)),
+// with casts around): such ops, elementwise on the matmul's result and row
+// values alone, form its *epilogue* and join the chain, which then yields the
+// normalised result instead of both P·V and the sum.
+//
+// A reduction without keepdims whose every user reshapes it back to the kept
+// shape (a hand-written `reshape(reduce_max(x, axes=[-1]), [.., 1])`) is
+// first made the reduction with keepdims: the same values, and the form the
+// chain's reductions and their users are recognised in.
+//
 // A chain must not read, through ops left outside, a value it produces:
 // members that would are left out and the chain is formed again without them.
 //
@@ -109,6 +120,38 @@ struct Space {
     return true;
   }
 };
+
+/// Replaces each reduction without keepdims over one axis whose every user
+/// reshapes it to the shape with the axis kept (as 1) by that reduction
+/// with keepdims: a reshape that only reinserts the reduced axis leaves the
+/// values in place.
+void keepReshapedAxes(Block &block) {
+  SmallVector<Operation *> reductions;
+  for (Operation &op : block) {
+    auto keep = op.getAttrOfType<BoolAttr>("keepdims");
+    if (!chainAxisOf(&op) || !keep || keep.getValue() || op.use_empty())
+      continue;
+    SmallVector<int64_t> kept(shapeOf(op.getOperand(0)));
+    kept[*chainAxisOf(&op)] = 1;
+    if (llvm::all_of(op.getUsers(), [&](Operation *u) {
+          return isa<ReshapeOp>(u) &&
+                 shapeOf(u->getResult(0)) == ArrayRef(kept);
+        }))
+      reductions.push_back(&op);
+  }
+  for (Operation *op : reductions) {
+    OpBuilder b(op);
+    Operation *withKept = b.clone(*op);
+    withKept->setAttr("keepdims", b.getBoolAttr(true));
+    Operation *reshape = *op->getUsers().begin();
+    withKept->getResult(0).setType(reshape->getResult(0).getType());
+    for (Operation *user : llvm::make_early_inc_range(op->getUsers())) {
+      user->getResult(0).replaceAllUsesWith(withKept->getResult(0));
+      user->erase();
+    }
+    op->erase();
+  }
+}
 
 class ChainFormer {
 public:
@@ -203,6 +246,30 @@ private:
     return space.axis >= rank - 2 && k <= maxMatmulExtent;
   }
 
+  /// The consumer matmul whose result (through float casts) elementwise op
+  /// `op` scales, when the matmul contracts what reduction `seed` reduces
+  /// (through float casts: sum(e) and cast(e)·v): the start of the matmul's
+  /// epilogue, with `op` reading a row value of `seed`.
+  MatmulOp scaledMatmul(Operation *op, Operation *seed, const Space &space) {
+    auto uncast = [](Value v) {
+      while (auto c = v.getDefiningOp<CastOp>())
+        v = c.getInput();
+      return v;
+    };
+    if (!isChainElementwise(op) || op->getBlock() != &block)
+      return MatmulOp();
+    Value reduced = uncast(seed->getOperand(0));
+    for (Value o : op->getOperands()) {
+      auto mm = uncast(o).getDefiningOp<MatmulOp>();
+      if (!mm || shapeOf(mm.getResult()) != shapeOf(op->getResult(0)))
+        continue;
+      for (Value in : {mm.getA(), mm.getB()})
+        if (uncast(in) == reduced && isConsumerMatmul(mm, in, space))
+          return mm;
+    }
+    return MatmulOp();
+  }
+
   /// The descendants of reduction `seed` (elementwise ops reached through
   /// values of the space) and the anchors they reach.
   void descend(Operation *seed, const Space &space, const OpSet &banned,
@@ -219,9 +286,12 @@ private:
         if (isSameKeyReduction(user, space) ||
             isConsumerMatmul(user, v, space)) {
           anchors.insert(user);
+        } else if (MatmulOp mm = scaledMatmul(user, seed, space)) {
+          // (e·v) / sum(e): the matmul's rows scaled by this row value (its
+          // epilogue, added with the matmul).
+          anchors.insert(mm);
         } else if (isChainElementwise(user) &&
-                   space.contains(user->getResult(0)) &&
-                   desc.insert(user)) {
+                   space.contains(user->getResult(0)) && desc.insert(user)) {
           stack.push_back(user);
         }
       }
@@ -266,6 +336,9 @@ private:
         }
     if (anchors.size() < 2 && !broadcastBack)
       return false;
+    for (Operation *a : anchors)
+      if (isa<MatmulOp>(a))
+        addEpilogue(cast<MatmulOp>(a), space, banned, set);
     // The prologue, users before producers: ops whose every user is in.
     Operation *last = *llvm::max_element(set, [&](Operation *a, Operation *b) {
       return position[a] < position[b];
@@ -287,6 +360,48 @@ private:
       return position[a] < position[b];
     });
     return true;
+  }
+
+  /// Adds to `set` the epilogue of consumer matmul `mm`: elementwise ops of
+  /// its result's shape that read only its result (or earlier epilogue
+  /// ops), row values of the chain in `set` (the axis kept or dropped) and
+  /// constants; none unless one of them reads a row value (a cast of P·V
+  /// alone is no part of the chain).
+  void addEpilogue(MatmulOp mm, const Space &space, const OpSet &banned,
+                   OpSet &set) {
+    ArrayRef<int64_t> shape = shapeOf(mm.getResult());
+    llvm::SetVector<Operation *> epilogue;
+    bool readsRow = false;
+    auto isRow = [&](Value v) {
+      Operation *def = v.getDefiningOp();
+      return def && set.contains(def) && !space.isFull(v) && space.contains(v);
+    };
+    SmallVector<Value> work{mm.getResult()};
+    while (!work.empty()) {
+      Value v = work.pop_back_val();
+      for (Operation *user : v.getUsers()) {
+        if (user->getBlock() != &block || banned.contains(user) ||
+            set.contains(user) || epilogue.contains(user) ||
+            !isChainElementwise(user) || shapeOf(user->getResult(0)) != shape)
+          continue;
+        bool row = false, fits = true;
+        for (Value o : user->getOperands()) {
+          Operation *def = o.getDefiningOp();
+          if (isRow(o))
+            row = true;
+          else if (!def ||
+                   !(def == mm || epilogue.contains(def) || isSource(def)))
+            fits = false;
+        }
+        if (!fits)
+          continue;
+        readsRow |= row;
+        epilogue.insert(user);
+        work.push_back(user->getResult(0));
+      }
+    }
+    if (readsRow)
+      set.insert(epilogue.begin(), epilogue.end());
   }
 
   /// Members that read, through ops outside the chain, a value the chain
@@ -388,6 +503,7 @@ struct TccFormChains : mlir::tcc::impl::TccFormChainsBase<TccFormChains> {
     func::FuncOp func = getOperation();
     if (func.isExternal() || !func.getBody().hasOneBlock())
       return;
+    keepReshapedAxes(func.getBody().front());
     ChainFormer(func.getBody().front(), maxMatmulExtent).run();
   }
 };

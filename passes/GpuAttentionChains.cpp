@@ -8,15 +8,19 @@
 // template. A chain the template takes is marked `tcc.attention`, so that
 // tcc-form-groups gives it a kernel of its own: the template reads Q, K and
 // V from memory, wherever they come from (model inputs, or the projections
-// and transposes of a transformer layer), and computes nothing else.
+// and transposes of a transformer layer), and computes nothing else. A
+// dissolved chain gets a remark, "attention not fused: <why>", which
+// `tcc compile --explain` prints.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/AttentionMatch.h"
 #include "passes/Passes.h"
 
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/IRMapping.h"
 
 #include <functional>
+#include <string>
 
 namespace mlir::tcc {
 #define GEN_PASS_DEF_TCCGPUATTENTIONCHAINS
@@ -101,6 +105,13 @@ struct TccGpuAttentionChains
         continue;
       }
       auto yield = cast<mlir::tcc::YieldOp>(body.getTerminator());
+      if (m)
+        why = "head size " + std::to_string(m->headDim) +
+              " has no attention template";
+      // Why, for `tcc compile --explain`: at the node of the chain's result.
+      Operation *result = yield.getOperand(0).getDefiningOp();
+      mlir::emitRemark(result ? result->getLoc() : chain.getLoc())
+          << "attention not fused: " << why;
       chain.replaceAllUsesWith(yield.getOperands());
       for (Operation &op : llvm::make_early_inc_range(body.without_terminator()))
         op.moveBefore(chain);

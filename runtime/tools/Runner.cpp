@@ -569,6 +569,7 @@ int benchBundle(std::vector<uint8_t> bundle, const std::string &displayName,
     // integers are 0, the one index valid for every non-empty axis.
     RunOptions random;
     random.randomIntLimit = 1;
+    random.inputSpecs = options.inputSpecs;
     std::ostringstream notes;
     if (!stageInputs(s, random, notes, why) || !s.bindOutputs(why))
       return error(err, why);

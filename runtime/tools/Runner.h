@@ -47,6 +47,9 @@ struct BenchOptions {
   std::string jsonPath;
   /// Replay a CUDA or HIP graph (option "cuda_graph"); GPU devices only.
   bool cudaGraph = false;
+  /// NAME=FILE.npy, as RunOptions::inputSpecs: the inputs a timing depends
+  /// on (a padding mask, indices); the others are random.
+  std::vector<std::string> inputSpecs;
 };
 
 /// Runs the bundle once: inputs from .npy files or seeded random values,
@@ -54,7 +57,8 @@ struct BenchOptions {
 /// `err`.
 int runBundle(std::vector<uint8_t> bundle, const std::string &displayName,
               const RunOptions &options, std::ostream &out, std::ostream &err);
-/// Times `iters` runs after `warmup` ones on random inputs with
+/// Times `iters` runs after `warmup` ones on the inputs given and random
+/// values for the others, with
 /// tccrt_model_time_runs (device events on a GPU, the host clock on the
 /// host); prints median, min, max, p10 and p90 in milliseconds.
 int benchBundle(std::vector<uint8_t> bundle, const std::string &displayName,

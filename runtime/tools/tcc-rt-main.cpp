@@ -25,8 +25,8 @@ namespace {
 const char kUsage[] =
     "usage: tcc run BUNDLE [--target T] [--input NAME=FILE.npy]... "
     "[--output-dir DIR] [--seed N] [--cuda-graph]\n"
-    "       tcc bench BUNDLE [--target T] [--warmup N] [--iters N] "
-    "[--json FILE] [--cuda-graph]\n"
+    "       tcc bench BUNDLE [--target T] [--input NAME=FILE.npy]... "
+    "[--warmup N] [--iters N] [--json FILE] [--cuda-graph]\n"
     "       tcc inspect BUNDLE\n"
     "The device is the bundle's target unless --target names one (host,\n"
     "sm_NN for CUDA, gfxNNN for HIP); --cuda-graph replays the launches as a\n"
@@ -126,7 +126,7 @@ int main(int argc, char **argv) {
       if (!needValue())
         return usageError("--target needs a value");
       run.target = bench.target = value;
-    } else if (flag == "input" && forRun) {
+    } else if (flag == "input" && (forRun || forBench)) {
       if (!needValue())
         return usageError("--input needs NAME=FILE.npy");
       // Split against the model's input names once it is loaded: names and
@@ -134,6 +134,7 @@ int main(int argc, char **argv) {
       if (value.find('=') == std::string::npos)
         return usageError("--input needs NAME=FILE.npy, got '" + value + "'");
       run.inputSpecs.push_back(value);
+      bench.inputSpecs.push_back(value);
     } else if (flag == "output-dir" && forRun) {
       if (!needValue() || value.empty())
         return usageError("--output-dir needs a directory");

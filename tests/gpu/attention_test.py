@@ -176,6 +176,7 @@ def cases():
     out += decode_cases()
     out += head_size_cases()
     out += key_mask_cases()
+    out += handwritten_cases()
     out += f32_cases()
     return out
 
@@ -390,6 +391,97 @@ def decode_cases():
             node('select', ['keep', 'ss', 'neg'], 's_mod')]
         out.append((name, model('dempty', 'bf16', [1, 2, 4, 128], [1, 2, 1000, 128], mods),
                     1.0, lambda s, r, c, neg=neg: np.where(c < r * 300, s * invb, neg)))
+    return out
+
+
+def handwritten(name, dt, qshape, kshape, mods, softmax_pv):
+    """`model` with softmax and P·V written by hand: `softmax_pv` reads
+    's_mod' and 'v' and writes 'o'."""
+    m = model(name, dt, qshape, kshape, mods)
+    assert [n['op'] for n in m['nodes'][-2:]] == ['softmax', 'matmul']
+    m['nodes'] = m['nodes'][:-2] + softmax_pv
+    return m
+
+
+def handwritten_cases():
+    """Softmax and P·V as users write them by hand (each must still be one
+    kernel, the template normalising O at the end): the division after
+    P·V, with P cast to V's dtype and the sum in f32; reciprocals; no max
+    subtraction; the max without keepdims, reshaped (and broadcast) back;
+    axes written positive or negative. The model's maths is attention's,
+    so the reference is too."""
+    out = []
+    scale = lambda dt: [const('c', dt, 0.125), node('mul', ['s', 'c'], 's_mod')]
+    ref = lambda s, r, c: s * 0.125
+
+    def stable(x, axis=-1):  # e = exp(x - max(x))
+        return [node('reduce_max', [x], 'mx', axes=[axis], keepdims=True),
+                node('sub', [x, 'mx'], 'd'), node('exp', ['d'], 'e')]
+    # o = (e · v) / sum(e)
+    out.append(('hand_post_norm_bf16', handwritten(
+        'hand_post_norm', 'bf16', [2, 2, 256, 64], [2, 2, 256, 64], scale('bf16'),
+        stable('s_mod') + [node('matmul', ['e', 'v'], 'pv'),
+                           node('reduce_sum', ['e'], 'l', axes=[-1], keepdims=True),
+                           node('div', ['pv', 'l'], 'o')]), 1.0, ref))
+    # In f16 with the softmax in f32: cast(e, f16) · v, the sum in f32,
+    # O divided in f32 and cast back; causal; axes written as 3.
+    causal = positions(300, 300) + [node('greater_equal', ['row', 'col'], 'keep'),
+                                    const('neg', 'f32', -1e30)]
+    out.append(('hand_post_norm_f32_sum_f16', handwritten(
+        'hand_post_norm_f32', 'f16', [1, 2, 300, 128], [1, 2, 300, 128], scale('f16'),
+        [node('cast', ['s_mod'], 's32', to='f32')] + causal +
+        [node('select', ['keep', 's32', 'neg'], 'sm')] + [
+            node('reduce_max', ['sm'], 'mx', axes=[3], keepdims=True),
+            node('sub', ['sm', 'mx'], 'd'), node('exp', ['d'], 'e'),
+            node('cast', ['e'], 'p', to='f16'), node('matmul', ['p', 'v'], 'pv'),
+            node('reduce_sum', ['e'], 'l', axes=[3], keepdims=True),
+            node('cast', ['pv'], 'pv32', to='f32'), node('div', ['pv32', 'l'], 'o32'),
+            node('cast', ['o32'], 'o', to='f16')]), 1.0,
+        lambda s, r, c: np.where(r >= c, s * 0.125, -1e30)))
+    # o = (e · v) * reciprocal(sum(e))
+    out.append(('hand_post_reciprocal_bf16', handwritten(
+        'hand_post_recip', 'bf16', [1, 4, 200, 64], [1, 4, 200, 64], scale('bf16'),
+        stable('s_mod') + [node('matmul', ['e', 'v'], 'pv'),
+                           node('reduce_sum', ['e'], 'l', axes=[-1], keepdims=True),
+                           node('reciprocal', ['l'], 'rl'), node('mul', ['pv', 'rl'], 'o')]),
+        1.0, ref))
+    # p = e * reciprocal(sum(e)), then p · v
+    out.append(('hand_pre_reciprocal_f16', handwritten(
+        'hand_pre_recip', 'f16', [1, 2, 256, 128], [1, 2, 256, 128], scale('f16'),
+        stable('s_mod') + [node('reduce_sum', ['e'], 'l', axes=[-1], keepdims=True),
+                           node('reciprocal', ['l'], 'rl'), node('mul', ['rl', 'e'], 'p'),
+                           node('matmul', ['p', 'v'], 'o')]), 1.0, ref))
+    # exp(s) / sum(exp(s)): no max subtracted (the kernel's stable form is
+    # the same maths, docs/numerics.md); before and after P·V.
+    out.append(('hand_no_max_bf16', handwritten(
+        'hand_no_max', 'bf16', [1, 2, 256, 64], [1, 2, 256, 64], scale('bf16'),
+        [node('exp', ['s_mod'], 'e'),
+         node('reduce_sum', ['e'], 'l', axes=[-1], keepdims=True), node('div', ['e', 'l'], 'p'),
+         node('matmul', ['p', 'v'], 'o')]), 1.0, ref))
+    out.append(('hand_no_max_post_norm_f16', handwritten(
+        'hand_no_max_post', 'f16', [2, 2, 128, 64], [2, 2, 128, 64], scale('f16'),
+        [node('exp', ['s_mod'], 'e'), node('matmul', ['e', 'v'], 'pv'),
+         node('reduce_sum', ['e'], 'l', axes=[3], keepdims=True),
+         node('div', ['pv', 'l'], 'o')]), 1.0, ref))
+    # The max without keepdims, reshaped back ([B, H, Lq] -> [B, H, Lq, 1]);
+    # then also broadcast to the scores' shape, the sum reshaped too.
+    b, h, lq = 1, 2, 320
+    out.append(('hand_max_reshaped_bf16', handwritten(
+        'hand_max_reshaped', 'bf16', [b, h, lq, 64], [b, h, lq, 64], scale('bf16'),
+        [node('reduce_max', ['s_mod'], 'mx', axes=[-1]),
+         node('reshape', ['mx'], 'mxk', shape=[b, h, lq, 1]),
+         node('sub', ['s_mod', 'mxk'], 'd'), node('exp', ['d'], 'e'),
+         node('reduce_sum', ['e'], 'l', axes=[3], keepdims=True), node('div', ['e', 'l'], 'p'),
+         node('matmul', ['p', 'v'], 'o')]), 1.0, ref))
+    out.append(('hand_max_broadcast_f16', handwritten(
+        'hand_max_broadcast', 'f16', [b, h, lq, 128], [b, h, lq, 128], scale('f16'),
+        [node('reduce_max', ['s_mod'], 'mx', axes=[3], keepdims=False),
+         node('reshape', ['mx'], 'mxk', shape=[b, h, lq, 1]),
+         node('broadcast_to', ['mxk'], 'mxb', shape=[b, h, lq, lq]),
+         node('sub', ['s_mod', 'mxb'], 'd'), node('exp', ['d'], 'e'),
+         node('matmul', ['e', 'v'], 'pv'), node('reduce_sum', ['e'], 'l', axes=[-1]),
+         node('reshape', ['l'], 'lk', shape=[b, h, lq, 1]), node('div', ['pv', 'lk'], 'o')]),
+        1.0, ref))
     return out
 
 

@@ -326,3 +326,123 @@ func.func @cycle(%x: tensor<4x4xf32>) -> tensor<4x1xf32> {
   %s = tcc.reduce_sum %a {axes = array<i64: 1>, keepdims = true} : tensor<4x4xf32> -> tensor<4x1xf32>
   return %s : tensor<4x1xf32>
 }
+
+// -----
+
+// Attention normalised after P·V, as users write it: e = exp(s - max(s)),
+// O = (cast(e)·v) / sum(e) with the softmax in f32, O cast back. The
+// division and the casts around it scale P·V's rows by the sum, a row value
+// of the chain: they join it (its epilogue), which yields O alone.
+// CHECK-LABEL: func.func @attention_normalised_after
+// CHECK: %[[C:.*]] = tcc.chain attributes {axis = 3 : i64} -> tensor<1x2x16x8xf16> {
+// CHECK:   tcc.matmul {{.*}}transpose_b = true
+// CHECK:   tcc.reduce_max
+// CHECK:   tcc.reduce_sum
+// CHECK:   tcc.matmul
+// CHECK:   tcc.cast
+// CHECK:   tcc.div
+// CHECK:   %[[O:.*]] = tcc.cast
+// CHECK:   tcc.yield %[[O]]
+// CHECK-NOT: tcc.
+// CHECK: return %[[C]]
+func.func @attention_normalised_after(%q: tensor<1x2x16x8xf16>, %k: tensor<1x2x16x8xf16>, %v: tensor<1x2x16x8xf16>) -> tensor<1x2x16x8xf16> {
+  %s = tcc.matmul %q, %k {transpose_b = true} : tensor<1x2x16x8xf16>, tensor<1x2x16x8xf16> -> tensor<1x2x16x16xf16>
+  %s32 = tcc.cast %s : tensor<1x2x16x16xf16> -> tensor<1x2x16x16xf32>
+  %m = tcc.reduce_max %s32 {axes = array<i64: 3>, keepdims = true} : tensor<1x2x16x16xf32> -> tensor<1x2x16x1xf32>
+  %d = tcc.sub %s32, %m : tensor<1x2x16x16xf32>, tensor<1x2x16x1xf32> -> tensor<1x2x16x16xf32>
+  %e = tcc.exp %d : tensor<1x2x16x16xf32>
+  %sum = tcc.reduce_sum %e {axes = array<i64: 3>, keepdims = true} : tensor<1x2x16x16xf32> -> tensor<1x2x16x1xf32>
+  %p = tcc.cast %e : tensor<1x2x16x16xf32> -> tensor<1x2x16x16xf16>
+  %pv = tcc.matmul %p, %v : tensor<1x2x16x16xf16>, tensor<1x2x16x8xf16> -> tensor<1x2x16x8xf16>
+  %pv32 = tcc.cast %pv : tensor<1x2x16x8xf16> -> tensor<1x2x16x8xf32>
+  %o32 = tcc.div %pv32, %sum : tensor<1x2x16x8xf32>, tensor<1x2x16x1xf32> -> tensor<1x2x16x8xf32>
+  %o = tcc.cast %o32 : tensor<1x2x16x8xf32> -> tensor<1x2x16x8xf16>
+  return %o : tensor<1x2x16x8xf16>
+}
+
+// -----
+
+// Without the max, exp(s)·v times the sum's reciprocal: P·V and the sum
+// only share their input, and the epilogue's product links them.
+// CHECK-LABEL: func.func @attention_no_max_reciprocal
+// CHECK: %[[C:.*]] = tcc.chain attributes {axis = 2 : i64} -> tensor<2x16x8xf32> {
+// CHECK:   tcc.matmul {{.*}}transpose_b = true
+// CHECK:   tcc.exp
+// CHECK:   tcc.matmul
+// CHECK:   tcc.reduce_sum
+// CHECK:   tcc.reciprocal
+// CHECK:   %[[O:.*]] = tcc.mul
+// CHECK:   tcc.yield %[[O]]
+// CHECK-NOT: tcc.
+// CHECK: return %[[C]]
+func.func @attention_no_max_reciprocal(%q: tensor<2x16x8xf32>, %k: tensor<2x16x8xf32>, %v: tensor<2x16x8xf32>) -> tensor<2x16x8xf32> {
+  %s = tcc.matmul %q, %k {transpose_b = true} : tensor<2x16x8xf32>, tensor<2x16x8xf32> -> tensor<2x16x16xf32>
+  %e = tcc.exp %s : tensor<2x16x16xf32>
+  %pv = tcc.matmul %e, %v : tensor<2x16x16xf32>, tensor<2x16x8xf32> -> tensor<2x16x8xf32>
+  %sum = tcc.reduce_sum %e {axes = array<i64: 2>, keepdims = true} : tensor<2x16x16xf32> -> tensor<2x16x1xf32>
+  %r = tcc.reciprocal %sum : tensor<2x16x1xf32>
+  %o = tcc.mul %r, %pv : tensor<2x16x1xf32>, tensor<2x16x8xf32> -> tensor<2x16x8xf32>
+  return %o : tensor<2x16x8xf32>
+}
+
+// -----
+
+// A cast of P·V reads no row value: no epilogue, the chain ends at P·V.
+// CHECK-LABEL: func.func @attention_cast_after
+// CHECK: %[[C:.*]] = tcc.chain attributes {axis = 2 : i64} -> tensor<2x16x8xf16> {
+// CHECK:   tcc.div
+// CHECK:   %[[O:.*]] = tcc.matmul
+// CHECK:   tcc.yield %[[O]]
+// CHECK: %[[Y:.*]] = tcc.cast %[[C]]
+// CHECK: return %[[Y]]
+func.func @attention_cast_after(%q: tensor<2x16x8xf16>, %k: tensor<2x16x8xf16>, %v: tensor<2x16x8xf16>) -> tensor<2x16x8xf32> {
+  %s = tcc.matmul %q, %k {transpose_b = true} : tensor<2x16x8xf16>, tensor<2x16x8xf16> -> tensor<2x16x16xf16>
+  %m = tcc.reduce_max %s {axes = array<i64: 2>, keepdims = true} : tensor<2x16x16xf16> -> tensor<2x16x1xf16>
+  %d = tcc.sub %s, %m : tensor<2x16x16xf16>, tensor<2x16x1xf16> -> tensor<2x16x16xf16>
+  %e = tcc.exp %d : tensor<2x16x16xf16>
+  %sum = tcc.reduce_sum %e {axes = array<i64: 2>, keepdims = true} : tensor<2x16x16xf16> -> tensor<2x16x1xf16>
+  %p = tcc.div %e, %sum : tensor<2x16x16xf16>, tensor<2x16x1xf16> -> tensor<2x16x16xf16>
+  %o = tcc.matmul %p, %v : tensor<2x16x16xf16>, tensor<2x16x8xf16> -> tensor<2x16x8xf16>
+  %y = tcc.cast %o : tensor<2x16x8xf16> -> tensor<2x16x8xf32>
+  return %y : tensor<2x16x8xf32>
+}
+
+// -----
+
+// The max and the sum taken without keepdims and reshaped back to
+// [.., 1] (the max then broadcast): the reductions become the keepdims
+// form, the reshapes go, and the chain forms as for `softmax`.
+// CHECK-LABEL: func.func @softmax_reshaped_back
+// CHECK-NOT: tcc.reshape
+// CHECK: %[[C:.*]] = tcc.chain attributes {axis = 1 : i64} -> tensor<4x8xf32> {
+// CHECK:   %[[M:.*]] = tcc.reduce_max %{{.*}} {axes = array<i64: 1>, keepdims = true} : tensor<4x8xf32> -> tensor<4x1xf32>
+// CHECK:   tcc.broadcast_to %[[M]]
+// CHECK:   %[[S:.*]] = tcc.reduce_sum %{{.*}} {axes = array<i64: 1>, keepdims = true} : tensor<4x8xf32> -> tensor<4x1xf32>
+// CHECK:   %[[Y:.*]] = tcc.div %{{.*}}, %[[S]]
+// CHECK:   tcc.yield %[[Y]]
+// CHECK-NOT: tcc.reshape
+// CHECK: return %[[C]]
+func.func @softmax_reshaped_back(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %m = tcc.reduce_max %x {axes = array<i64: 1>, keepdims = false} : tensor<4x8xf32> -> tensor<4xf32>
+  %mk = tcc.reshape %m : tensor<4xf32> -> tensor<4x1xf32>
+  %mb = tcc.broadcast_to %mk : tensor<4x1xf32> -> tensor<4x8xf32>
+  %d = tcc.sub %x, %mb : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %e = tcc.exp %d : tensor<4x8xf32>
+  %s = tcc.reduce_sum %e {axes = array<i64: 1>, keepdims = false} : tensor<4x8xf32> -> tensor<4xf32>
+  %sk = tcc.reshape %s : tensor<4xf32> -> tensor<4x1xf32>
+  %y = tcc.div %e, %sk : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+// A reduction without keepdims also used as it is stays so.
+// CHECK-LABEL: func.func @max_used_unreshaped
+// CHECK: tcc.reduce_max %{{.*}} keepdims = false
+// CHECK: tcc.reshape
+func.func @max_used_unreshaped(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4xf32>) {
+  %m = tcc.reduce_max %x {axes = array<i64: 1>, keepdims = false} : tensor<4x8xf32> -> tensor<4xf32>
+  %mk = tcc.reshape %m : tensor<4xf32> -> tensor<4x1xf32>
+  %d = tcc.sub %x, %mk : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+  return %d, %m : tensor<4x8xf32>, tensor<4xf32>
+}

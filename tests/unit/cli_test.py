@@ -332,6 +332,17 @@ def main():
                        "--output-dir", p("g"))
     one_error_line(rc, err, "gather out of range",
                    "index out of range in /nodes/1 (gather)")
+    # bench times the inputs it is given (the others random): the same
+    # check fires on the bad indices, and not on the good ones.
+    rc, out, err = tcc("bench", p("g.tccb"), "--input", "i=" + p("ok.npy"),
+                       "--warmup", "1", "--iters", "3")
+    check(rc == 0, f"bench with --input in range: {err}")
+    rc, out, err = tcc("bench", p("g.tccb"), "--input", "i=" + p("bad.npy"),
+                       "--warmup", "1", "--iters", "3")
+    one_error_line(rc, err, "bench gather out of range",
+                   "index out of range in /nodes/1 (gather)")
+    rc, _, err = tcc("bench", p("g.tccb"), "--input", "nope=" + p("ok.npy"))
+    one_error_line(rc, err, "bench unknown input", "no input named 'nope'")
 
     # Bad input files and bundles: exit 1 with an error line.
     np.save(p("fortran.npy"), np.asfortranarray(np.ones((3, 5), np.float32)))

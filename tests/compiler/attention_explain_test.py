@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""Attention written by hand, and `tcc compile --explain` (no GPU needed).
+
+    attention_explain_test.py TCC
+
+- Each of attention_test.py's handwritten_cases() (softmax and P·V as users
+  write them: normalised after P·V, reciprocals, no max, the max without
+  keepdims) compiles for sm_90 to one kernel, the fused attention template,
+  and --explain says nothing about it.
+- The same models compiled for and run on the host (no fused template
+  there), unfused and with the chain fused (--fusion=rolling), match
+  attention_test.py's float64 reference.
+- Chains that are not attention the template takes (softmax along the
+  queries, a score change reading two scores, a mask the kernel cannot
+  represent, refused only when the kernel is built) compile for sm_90 unfused,
+  and --explain prints one line for each: "MODEL: remark: NODE: attention
+  not fused: REASON"; without --explain nothing is printed.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, '..', 'gpu'))
+import attention_test as A  # noqa: E402
+
+L = A.L
+
+
+def kernels(tcc, bundle):
+    info = json.loads(subprocess.run([tcc, 'inspect', bundle], capture_output=True,
+                                     text=True, check=True).stdout)
+    return [k['symbol'] for k in info['kernels']]
+
+
+def refused_models():
+    """(name, model, the reason --explain must give, whether the matmuls
+    become GEMM kernels: refused by tcc-gpu-attention-chains, the chain is
+    dissolved; refused by the kernel builder, it stays one kernel of generic
+    loops)."""
+    scale = [A.const('c', 'bf16', 0.125), A.node('mul', ['s', 'c'], 's_mod')]
+    over_queries = A.model('over_queries', 'bf16', [1, 2, 128, 64], [1, 2, 128, 64], scale)
+    softmax = over_queries['nodes'][-2]
+    assert softmax['op'] == 'softmax'
+    softmax['attrs']['axis'] = -2
+    squared = A.model('squared', 'bf16', [1, 2, 128, 64], [1, 2, 128, 64],
+                      [A.node('mul', ['s', 's'], 's_mod')])
+    # A causal-like mask whose constraint (1e8·q - k >= 0) overflows the
+    # template's 32-bit positions: matched, then refused by the kernel.
+    steep = scale[:1] + [A.node('mul', ['s', 'c'], 'ss')] + A.positions(64, 64) + [
+        A.const('big', 'i32', 100000000), A.node('mul', ['row', 'big'], 'far'),
+        A.node('greater_equal', ['far', 'col'], 'keep'), A.const('neg', 'bf16', -1e30),
+        A.node('select', ['keep', 'ss', 'neg'], 's_mod')]
+    steep = A.model('steep', 'bf16', [1, 2, 64, 64], [1, 2, 64, 64], steep)
+    return [('over_queries', over_queries, 'the chain does not end in P·V', True),
+            ('squared', squared, 'a change of the scores reads two score values', True),
+            ('steep_mask', steep,
+             "attention kernel: a mask constraint's values exceed the 32-bit range", False)]
+
+
+def main():
+    tcc = sys.argv[1]
+    with tempfile.TemporaryDirectory(prefix='tcc-attention-explain-') as work:
+        failed = run(tcc, work)
+    print('%d failed' % failed)
+    return 1 if failed else 0
+
+
+def run(tcc, work):
+    failed = 0
+
+    def check(name, ok, detail=''):
+        nonlocal failed
+        print('%s %s%s' % ('PASS' if ok else 'FAIL', name, '' if ok else ' -- ' + detail),
+              flush=True)
+        failed += not ok
+
+    for name, m, qscale, change in A.handwritten_cases():
+        d = os.path.join(work, name)
+        os.makedirs(d)
+        path = os.path.join(d, 'model.json')
+        with open(path, 'w') as f:
+            json.dump(m, f)
+        bundle = os.path.join(d, 'gpu.tccb')
+        p = subprocess.run([tcc, 'compile', path, '-o', bundle, '--target', 'sm_90',
+                            '--explain'], capture_output=True, text=True)
+        if p.returncode != 0:
+            check(name + ' sm_90', False, p.stderr.strip())
+            continue
+        symbols = kernels(tcc, bundle)
+        check(name + ' sm_90: one attention kernel, nothing to explain',
+              len(symbols) == 1 and symbols[0].endswith('_attn') and not p.stderr,
+              '%s, stderr %r' % (symbols, p.stderr))
+
+        env, _ = A.make_inputs(m, qscale, seed=len(name))
+        inputs = []
+        for i in m['inputs']:
+            npy = os.path.join(d, i['name'] + '.npy')
+            np.save(npy, L.to_npy(i['dtype'], env[i['name']]))
+            inputs += ['--input', '%s=%s' % (i['name'], npy)]
+        dt = m['inputs'][0]['dtype']
+        ref = A.reference(*A.attention_inputs(name, env), change, env)
+        # attention_test.py's tolerance: a few units of the dtype's last
+        # place of max|O| (the host computes softmax in the model's dtype).
+        bound = (2.0 ** -6 if dt == 'bf16' else 2.0 ** -8) * np.abs(ref).max()
+        # The host's default (these rows are too short to fuse) and the
+        # chain read in chunks, the division after P·V reading the final sum.
+        for fusion in ('auto', 'rolling'):
+            out = os.path.join(d, fusion)
+            p = subprocess.run([tcc, 'run', path, '--target', 'host', '--fusion', fusion,
+                                '--output-dir', out] + inputs, capture_output=True, text=True)
+            what = '%s host --fusion=%s' % (name, fusion)
+            if p.returncode != 0:
+                check(what, False, p.stderr.strip()[-300:])
+                continue
+            got = L.from_npy(dt, np.load(os.path.join(out, 'o.npy')))
+            err = np.abs(got - ref).max()
+            check(what, err <= bound and 'warning' not in p.stderr,
+                  'max error %.3g, allowed %.3g; %s' % (err, bound, p.stderr.strip()[-300:]))
+
+    for name, m, reason, gemm in refused_models():
+        path = os.path.join(work, name + '.json')
+        with open(path, 'w') as f:
+            json.dump(m, f)
+        bundle = os.path.join(work, name + '.tccb')
+        p = subprocess.run([tcc, 'compile', path, '-o', bundle, '--target', 'sm_90',
+                            '--explain'], capture_output=True, text=True)
+        lines = p.stderr.splitlines()
+        want = re.compile(r'^%s: remark: /nodes/\d+: attention not fused: %s' %
+                          (re.escape(path), re.escape(reason)))
+        check(name + ' --explain: one line with the reason',
+              p.returncode == 0 and len(lines) == 1 and want.match(lines[0]) is not None,
+              'rc %d, stderr %r' % (p.returncode, p.stderr))
+        symbols = kernels(tcc, bundle) if p.returncode == 0 else []
+        check(name + ' compiled unfused',
+              symbols and not any('_attn' in s or '_decode' in s for s in symbols) and
+              any('matmul' in s for s in symbols) == gemm, str(symbols))
+        p = subprocess.run([tcc, 'compile', path, '-o', bundle, '--target', 'sm_90'],
+                           capture_output=True, text=True)
+        check(name + ' without --explain: silent', p.returncode == 0 and not p.stderr,
+              repr(p.stderr))
+
+    return failed
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -13,6 +13,7 @@
 #include "compiler/LLVMUtils.h"
 #include "compiler/gpu/AttentionKernel.h"
 #include "compiler/gpu/MatmulKernel.h"
+#include "compiler/gpu/SimtAttention.h"
 #include "compiler/gpu/TransposeKernel.h"
 #include "compiler/gpu/WgmmaAttention.h"
 #include "compiler/gpu/WgmmaKernel.h"
@@ -487,12 +488,32 @@ std::optional<AttentionUse> takeAttention(func::FuncOp f,
   }
   p.maskedRows = m->maskedToInfinity ? ::tcc::gpu::MaskedRowPolicy::NaN
                                      : ::tcc::gpu::MaskedRowPolicy::Zero;
-  if (!::tcc::gpu::attentionKernelSupports(p, why))
-    return refuse(why);
   OpBuilder b(gpuModule.getContext());
   b.setInsertionPointToEnd(gpuModule.getBody());
   AttentionUse use;
   int out = f.getNumArguments();
+  // The prefill kernels' buffers: Q, K, V, O, the captured tensors.
+  std::vector<int> kernelArgs{int(q.getArgNumber()), int(k.getArgNumber()),
+                              int(v.getArgNumber()), out};
+  llvm::append_range(kernelArgs, capturedArgs);
+  // f32 runs on CUDA cores in true f32 (as PyTorch's SDPA computes f32; the
+  // tensor-core templates take bf16 and f16), one kernel for every shape.
+  if (p.elemType.isF32()) {
+    ::tcc::gpu::SimtAttentionSchedule ss =
+        ::tcc::gpu::chooseSimtAttentionSchedule(p, target);
+    if (!::tcc::gpu::simtAttentionScheduleValid(p, ss, target, why))
+      return refuse(why);
+    std::string symbol = f.getSymName().str() + "_attn_simt";
+    FailureOr<::tcc::gpu::KernelLaunch> launch =
+        ::tcc::gpu::buildSimtAttentionKernel(b, gpuModule, symbol, p, ss);
+    if (failed(launch))
+      return refuse("the SIMT attention kernel could not be built");
+    use.launches = {deviceLaunch(symbol, *launch, std::move(kernelArgs))};
+    f->setAttr("tcc.template", UnitAttr::get(f.getContext()));
+    return use;
+  }
+  if (!::tcc::gpu::attentionKernelSupports(p, why))
+    return refuse(why);
   if (::tcc::gpu::preferDecode(p)) {
     ::tcc::gpu::DecodeSchedule ds = ::tcc::gpu::chooseDecodeSchedule(p, target);
     if (::tcc::gpu::decodeScheduleValid(p, ds, target, why)) {
@@ -534,10 +555,7 @@ std::optional<AttentionUse> takeAttention(func::FuncOp f,
   }
   if (failed(launch))
     return refuse("the attention kernel could not be built");
-  std::vector<int> args{int(q.getArgNumber()), int(k.getArgNumber()),
-                        int(v.getArgNumber()), out};
-  llvm::append_range(args, capturedArgs);
-  use.launches = {deviceLaunch(symbol, *launch, std::move(args))};
+  use.launches = {deviceLaunch(symbol, *launch, std::move(kernelArgs))};
   f->setAttr("tcc.template", UnitAttr::get(f.getContext()));
   return use;
 }

@@ -460,10 +460,10 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
       qt.getShape().drop_back(2) != vmt.getShape().drop_back(2))
     return fail("Q, K and V differ in their leading dimensions");
   m.elemType = qt.getElementType();
-  if (!(m.elemType.isBF16() || m.elemType.isF16()) ||
+  if (!(m.elemType.isBF16() || m.elemType.isF16() || m.elemType.isF32()) ||
       kt.getElementType() != m.elemType || vt.getElementType() != m.elemType ||
       ot.getElementType() != m.elemType)
-    return fail("Q, K, V and the result are not all bf16 or all f16");
+    return fail("Q, K, V and the result are not all bf16, all f16 or all f32");
   m.lq = qt.getDimSize(qt.getRank() - 2);
   m.headDim = qt.getDimSize(qt.getRank() - 1);
   m.lk = kt.getDimSize(kt.getRank() - 2);

@@ -47,7 +47,7 @@ struct AttentionMatch {
   /// that do, from `k` and `v` to the matmuls' operands.
   int64_t batch = 1, heads = 1, kvHeads = 1, lq = 0, lk = 0, headDim = 0;
   SmallVector<Operation *> kvOps;
-  Type elemType; ///< bf16 or f16, of Q, K, V and the result
+  Type elemType; ///< bf16, f16 or f32, of Q, K, V and the result
   /// The changes of the scores, in order (the mask's select left out when
   /// `mask` holds it), from S (`scores`) to softmax's input.
   SmallVector<Operation *> mods;

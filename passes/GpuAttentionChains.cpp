@@ -94,9 +94,11 @@ struct TccGpuAttentionChains
       std::optional<mlir::tcc::AttentionMatch> m =
           mlir::tcc::matchAttention(chain, why);
       // The head sizes the mma.sync template takes (multiples of 16 up to
-      // 256; wgmma takes 64 and 128 of them): any other would leave a chain
-      // with matmuls to the generic loops.
-      if (m && m->headDim % 16 == 0 && m->headDim >= 16 && m->headDim <= 256) {
+      // 256; wgmma takes 64 and 128 of them), and the SIMT template's for f32
+      // (multiples of 4 in [16, 256]): any other would leave a chain with
+      // matmuls to the generic loops.
+      if (m && m->headDim >= 16 && m->headDim <= 256 &&
+          m->headDim % (m->elemType.isF32() ? 4 : 16) == 0) {
         takeRepeats(chain, m->kvOps);
         chain->setAttr(mlir::tcc::kAttentionAttrName,
                        UnitAttr::get(chain.getContext()));

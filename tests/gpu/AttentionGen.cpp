@@ -66,8 +66,10 @@ AttentionCase parseAttentionCase(int argc, char **argv, MLIRContext &ctx,
         p.elemType = BFloat16Type::get(&ctx);
       else if (t == "f16")
         p.elemType = Float16Type::get(&ctx);
+      else if (t == "f32") // the SIMT template's (tests/gpu/simt)
+        p.elemType = Float32Type::get(&ctx);
       else
-        die("--type: expected bf16 or f16, got '" + t + "'");
+        die("--type: expected bf16, f16 or f32, got '" + t + "'");
     } else if (f == "--scale")
       p.scale = parseDouble(f, value()), haveScale = true;
     else if (f == "--causal")
@@ -180,7 +182,9 @@ void printAttentionCase(const AttentionCase &c,
       {"lq", c.p.lq},
       {"lk", c.p.lk},
       {"d", c.p.headDim},
-      {"type", c.p.elemType.isBF16() ? "bf16" : "f16"},
+      {"type", c.p.elemType.isBF16()  ? "bf16"
+               : c.p.elemType.isF16() ? "f16"
+                                      : "f32"},
       {"scale", c.p.scale},
       {"causal", c.causal},
       {"window", c.window},

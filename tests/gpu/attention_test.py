@@ -6,6 +6,7 @@
                                                  --target), write the
                                                  inputs' seed and digest and the
                                                  float64 reference
+    attention_test.py ... --record DIR --only f32_  only the cases named f32_*
     attention_test.py --tcc TCC --replay DIR    run there (regenerating the
                                                  inputs), compare
 
@@ -24,6 +25,17 @@ The tolerance is the dtype's: P is rounded to bf16 (f16) before P·V
 as FlashAttention does, and the output is stored in bf16 (f16), so errors of
 a few units of the last place of the largest output are expected: 2^-6 of
 max|O| for bf16 (8 bits of mantissa), 2^-8 for f16.
+
+f32 cases run on CUDA cores in true f32 (one kernel, *_attn_simt, decode
+shapes included), so their tolerance is f32's: (32 + 2 sqrt(Lk)) units of
+2^-24 of max|O|. The output is a sum of Lk f32 terms p·v accumulated in
+order (and l one of Lk terms p), whose rounding errors grow like sqrt(Lk)
+units of the partial sums; each p carries the rounding of Q·Kᵀ's D-term
+dot product and of ex2.approx's argument, and ex2.approx's 2 ulp. An f32
+emulation of the kernel's order of operations (ex2.approx as a random 2^-22
+relative error) against float64 errs by 6 to 16 units at Lk 256 to 8192
+(NumPy's f32 attention: 7 to 35): the bound leaves a margin of 5 or more,
+and a wrong score, mask or row is off by far more.
 """
 import argparse
 import hashlib
@@ -166,6 +178,7 @@ def cases():
     out += key_mask_cases()
     out += handwritten_cases()
     out += bias_cases()
+    out += f32_cases()
     return out
 
 
@@ -503,6 +516,64 @@ def handwritten_cases():
     return out
 
 
+def f32_cases():
+    """f32 attention (the SIMT template, one kernel for every shape): scale
+    only, a causal mask of positions, a bias or boolean mask given as an
+    input, GQA, head sizes 80, 96 (a softcap: score code) and 256, and a
+    decode shape."""
+    out = []
+
+    def scale(c):
+        return [const('c', 'f32', c), node('mul', ['s', 'c'], 's_mod')]
+    inv = np.float64(np.float32(1 / np.sqrt(128)))
+    out.append(('f32_plain_64', model('f32_plain', 'f32', [2, 2, 256, 64], [2, 2, 256, 64],
+                                      scale(0.125)), 1.0, lambda s, r, c: s * 0.125))
+    causal = [const('c', 'f32', inv), node('mul', ['s', 'c'], 'ss')] + positions(1000, 1000) + [
+        node('greater_equal', ['row', 'col'], 'keep'), const('neg', 'f32', -1e30),
+        node('select', ['keep', 'ss', 'neg'], 's_mod')]
+    out.append(('f32_causal_128_1000', model('f32_causal', 'f32', [1, 2, 1000, 128],
+                                             [1, 2, 1000, 128], causal), 1.0,
+                lambda s, r, c: np.where(r >= c, s * inv, -1e30)))
+    mods = [const('c', 'f32', 0.125), node('mul', ['s', 'c'], 'ss'),
+            node('add', ['ss', 'bias'], 's_mod')]
+    out.append(('f32_bias_input_777', model('f32_bias', 'f32', [1, 2, 777, 64], [1, 2, 777, 64],
+                                            mods, captured=[('bias', 'f32', [1, 2, 777, 777])]),
+                1.0, lambda s, r, c, env: s * 0.125 + env['bias']))
+    # Batch 1 keeps no key: NaN rows, as the unfused softmax gives.
+    mods = [const('c', 'f32', 0.125), node('mul', ['s', 'c'], 'ss'), const('neg', 'f32', '-inf'),
+            node('select', ['mask', 'ss', 'neg'], 's_mod')]
+    out.append(('f32_padding_mask_333', model('f32_padding', 'f32', [2, 2, 333, 64],
+                                              [2, 2, 333, 64], mods,
+                                              captured=[('mask', 'bool', [2, 1, 1, 333])]),
+                1.0, lambda s, r, c, env: np.where(env['mask'], s * 0.125, -np.inf)))
+    out.append(('f32_gqa_8_2', model('f32_gqa', 'f32', [1, 8, 256, 64], [1, 2, 256, 64],
+                                     scale(0.125), repeat=(2, 4)), 1.0,
+                lambda s, r, c: s * 0.125))
+    inv80 = np.float64(np.float32(1 / np.sqrt(80)))
+    out.append(('f32_d80_301', model('f32_d80', 'f32', [1, 2, 301, 80], [1, 2, 301, 80],
+                                     scale(float(inv80))), 1.0, lambda s, r, c: s * inv80))
+    softcap = [const('c', 'f32', 50.0), node('div', ['s', 'c'], 't'), node('tanh', ['t'], 'th'),
+               node('mul', ['th', 'c'], 's_mod')]
+    out.append(('f32_softcap_d96_x30', model('f32_softcap', 'f32', [1, 2, 300, 96],
+                                             [1, 2, 300, 96], softcap), 30.0,
+                lambda s, r, c: 50 * np.tanh(s / 50)))
+    out.append(('f32_d256_200', model('f32_d256', 'f32', [1, 2, 200, 256], [1, 2, 200, 256],
+                                      scale(0.0625)), 1.0, lambda s, r, c: s * 0.0625))
+    # Decode: one query row a head against 3001 keys, GQA 8/2, one kernel.
+    out.append(('f32_decode_gqa_q1_3001', model('f32_decode', 'f32', [1, 8, 1, 128],
+                                                [1, 2, 3001, 128], scale(float(inv)),
+                                                repeat=(2, 4)), 1.0,
+                lambda s, r, c: s * inv))
+    return out
+
+
+def tolerance(dtype, lk):
+    """The largest error allowed, as a fraction of max|O| (module doc)."""
+    if dtype == 'f32':
+        return 2.0 ** -24 * (32 + 2 * np.sqrt(lk))
+    return 2.0 ** -6 if dtype == 'bf16' else 2.0 ** -8
+
+
 def attention_inputs(name, env):
     """Q, K and V as attention sees them, from the model's inputs."""
     if name in LAYOUT:
@@ -570,10 +641,12 @@ def make_inputs(m, qscale, seed):
     return env, digest.hexdigest()
 
 
-def record(tcc, root, target):
+def record(tcc, root, target, only=''):
     os.makedirs(root, exist_ok=True)
     failed = 0
     for name, m, qscale, change in cases():
+        if not name.startswith(only):
+            continue
         d = os.path.join(root, name)
         os.makedirs(d, exist_ok=True)
         path = os.path.join(d, 'model.json')
@@ -589,10 +662,13 @@ def record(tcc, root, target):
         info = json.loads(subprocess.run([tcc, 'inspect', bundle], capture_output=True,
                                          text=True).stdout)
         symbols = [k['symbol'] for k in info['kernels']]
-        # sm_90a builds prefill on warpgroup MMA (head dims 64 and 128).
+        dt = m['inputs'][0]['dtype']
+        # sm_90a builds prefill on warpgroup MMA (head dims 64 and 128); f32
+        # takes the SIMT template on every target, decode shapes included.
         wgmma = target == 'sm_90a' and m['inputs'][0]['shape'][-1] in (64, 128)
         prefill = '_attn_wgmma' if wgmma else '_attn'
-        want = ['_decode', '_combine'] if name.startswith('decode_') else [prefill]
+        want = ['_attn_simt'] if dt == 'f32' else \
+            ['_decode', '_combine'] if name.startswith('decode_') else [prefill]
         if name in LAYOUT + PRESCALED:
             # Attention's kernel once; the rest elementwise (no matmul).
             attn = [s for s in symbols if s.endswith(prefill)]
@@ -605,7 +681,6 @@ def record(tcc, root, target):
             print('FAIL %s: expected kernels *%s, got %s' % (name, ', *'.join(want), symbols))
             failed += 1
             continue
-        dt = m['inputs'][0]['dtype']
         seed = int(np.random.default_rng().integers(1 << 62))  # fresh inputs every record
         env, digest = make_inputs(m, qscale, seed)
         ref = reference(*attention_inputs(name, env), change, env)
@@ -613,7 +688,7 @@ def record(tcc, root, target):
             ref = np.swapaxes(ref, 1, 2)
         with open(os.path.join(d, 'case.pkl'), 'wb') as f:
             # Stored in f32 (half the size; its rounding, 2^-24 relative, is
-            # far below the bf16/f16 tolerance).
+            # far below the tolerance, f32's included).
             pickle.dump({'dtype': dt, 'ref': ref.astype(np.float32), 'seed': seed,
                          'qscale': qscale,
                          'digest': digest}, f)
@@ -656,7 +731,8 @@ def replay(tcc, root):
             print('FAIL %s: the reference is NaN throughout (a broken case)' % name)
             failed += 1
             continue
-        bound = (2.0 ** -6 if case['dtype'] == 'bf16' else 2.0 ** -8) * np.abs(ref[~nan]).max()
+        lk = m['inputs'][1]['shape'][1 if name in LAYOUT else -2]
+        bound = tolerance(case['dtype'], lk) * np.abs(ref[~nan]).max()
         same = (np.isnan(got) == nan).all() and np.isfinite(got[~nan]).all()
         err = np.abs(got[~nan] - ref[~nan]).max() if same else np.inf
         ok = err <= bound
@@ -673,9 +749,12 @@ def main():
     ap.add_argument('--record')
     ap.add_argument('--replay')
     ap.add_argument('--target', default='sm_90', help='sm_90 or sm_90a (with --record)')
+    ap.add_argument('--only', default='', metavar='PREFIX',
+                    help='record only the cases whose name starts with PREFIX (f32_: the '
+                         'SIMT template); --replay runs what was recorded')
     args = ap.parse_args()
     if args.record:
-        return 1 if record(args.tcc, os.path.abspath(args.record), args.target) else 0
+        return 1 if record(args.tcc, os.path.abspath(args.record), args.target, args.only) else 0
     if args.replay:
         return replay(args.tcc, os.path.abspath(args.replay))
     ap.error('--record DIR or --replay DIR')

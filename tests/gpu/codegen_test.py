@@ -5,7 +5,7 @@ checked without a GPU.
     codegen_test.py TCC [--ptxas PTXAS] [--readobj LLVM_READOBJ] [--jobs N] MODEL.json...
 
 The models: those given (the examples), the e2e models (tests/e2e/models.py's
-list), softcap attention, and every op of the model format in every dtype it
+list), softcap attention, f32 attention, and every op of the model format in every dtype it
 allows (tests/e2e/optest.py's generators, --quick, a fixed seed) gathered into
 one model. Each is compiled for every supported GPU target (`tcc compile
 --target`). For NVIDIA targets the bundle's PTX must hold an `.entry` for each
@@ -334,7 +334,7 @@ def check_attention(args, work):
     """--gpu-attention: attention chains become one template kernel (scale
     folded, a causal mask as constraints, a softcap as score code, a bias,
     mask or slopes given as inputs read per score), or two for decode
-    (split-K partial and combine); others keep the GEMM template."""
+    (split-K partial and combine); f32 one SIMT kernel (CUDA cores)."""
     def const(name, dtype, value):
         return {'op': 'constant', 'inputs': [], 'outputs': [name],
                 'attrs': {'dtype': dtype, 'shape': [], 'value': value}}
@@ -353,7 +353,7 @@ def check_attention(args, work):
                {'op': 'mul', 'inputs': ['th', 'c'], 'outputs': ['s_mod']}]
     plain32 = [{'op': 'neg', 'inputs': ['s'], 'outputs': ['ns']},
                {'op': 'neg', 'inputs': ['ns'], 'outputs': ['s_mod']}]
-    one, none, two = ['_attn'], [None] * 3, ['_decode', '_combine']
+    one, two, simt = ['_attn'], ['_decode', '_combine'], ['_attn_simt']
 
     def captured(m, name, dtype, shape):
         # Scores read a tensor from outside attention (a model input).
@@ -371,6 +371,11 @@ def check_attention(args, work):
     dpad = captured(attention_model('bf16', [2, 4, 1, 128], padding), 'mask', 'bool',
                     [2, 1, 1, 2048])
     dpad['inputs'][1]['shape'] = dpad['inputs'][2]['shape'] = [2, 4, 2048, 128]
+    # f32 runs on CUDA cores, one kernel for decode shapes too.
+    f32pad = captured(attention_model('f32', [2, 4, 1, 80], [
+        dict(n, attrs=dict(n['attrs'], dtype='f32')) if n['op'] == 'constant' else n
+        for n in padding]), 'mask', 'bool', [2, 1, 1, 2048])
+    f32pad['inputs'][1]['shape'] = f32pad['inputs'][2]['shape'] = [2, 4, 2048, 80]
     alibi = captured(attention_model('bf16', [1, 4, 256, 64], causal[:4] + [
         {'op': 'sub', 'inputs': ['col', 'row'], 'outputs': ['d']},
         {'op': 'cast', 'inputs': ['d'], 'outputs': ['df'], 'attrs': {'to': 'bf16'}},
@@ -384,7 +389,8 @@ def check_attention(args, work):
              ('ALiBi slopes input bf16 [1,4,1,1], causal', alibi, one),
              ('decode padding mask input [2,1,1,2048]', dpad, two),
              ('softcap f16 [8,256,64]', attention_model('f16', [8, 256, 64], softcap), one),
-             ('f32 (no template)', attention_model('f32', [4, 64, 64], plain32), none),
+             ('f32 [4,64,64] (SIMT)', attention_model('f32', [4, 64, 64], plain32), simt),
+             ('f32 padding mask input [2,1,1,2048], decode (SIMT)', f32pad, simt),
              ('GQA 8/2 bf16', gqa_model(), one),
              ('decode GQA 16/2 bf16 [1,16,1,128] x 4096 keys', decode_model(), two)]
     model = os.path.join(work, 'attn.json')
@@ -402,11 +408,9 @@ def check_attention(args, work):
             return '%s on %s: compile failed: %s' % (name, target, p.stderr.strip())
         manifest, data = blobs(bundle)
         symbols = [k['symbol'] for k in manifest['kernels']]
-        # The expected suffixes in order; None: any kernel but a template's.
-        templates = ('_attn', '_attn_wgmma', '_decode', '_combine')
+        # The expected suffixes in order.
         if len(manifest['launches']) != len(kernels) or len(symbols) != len(kernels) or any(
-                not s.endswith(w) if w else s.endswith(templates)
-                for s, w in zip(symbols, kernels)):
+                not s.endswith(w) for s, w in zip(symbols, kernels)):
             return '%s on %s: kernels %s' % (name, target, symbols)
         # A captured tensor (the fourth input) is the first launch's last
         # argument.
@@ -540,6 +544,26 @@ def softcap_model(work):
     return path
 
 
+def f32_attention_model(work):
+    """f32 attention, causal, head size 80, odd length: the SIMT template on
+    NVIDIA targets, the generic kernels on AMD ones."""
+    c = {'op': 'constant', 'inputs': [], 'outputs': ['c'],
+         'attrs': {'dtype': 'f32', 'shape': [], 'value': 0.125}}
+    neg = {'op': 'constant', 'inputs': [], 'outputs': ['neg'],
+           'attrs': {'dtype': 'f32', 'shape': [], 'value': -1e30}}
+    iota = [{'op': 'iota', 'inputs': [], 'outputs': [n],
+             'attrs': {'dtype': 'i32', 'shape': [203, 203], 'axis': a}}
+            for n, a in (('row', -2), ('col', -1))]
+    m = attention_model('f32', [2, 3, 203, 80], [
+        c, {'op': 'mul', 'inputs': ['s', 'c'], 'outputs': ['ss']}] + iota + [
+        {'op': 'greater_equal', 'inputs': ['row', 'col'], 'outputs': ['keep']}, neg,
+        {'op': 'select', 'inputs': ['keep', 'ss', 'neg'], 'outputs': ['s_mod']}])
+    path = os.path.join(work, 'f32_attention.json')
+    with open(path, 'w') as f:
+        json.dump(m, f)
+    return path
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('tcc')
@@ -555,7 +579,7 @@ def main():
     with tempfile.TemporaryDirectory() as work:
         start = time.time()
         all_ops, per_op = op_models(work)
-        models = [all_ops, softcap_model(work)]
+        models = [all_ops, softcap_model(work), f32_attention_model(work)]
         seen = set()
         for m in list(args.models) + e2e_models(work):
             if os.path.realpath(m) not in seen:

@@ -31,15 +31,14 @@ func.func @causal(%q: tensor<1x4x128x64xbf16>, %k: tensor<1x4x128x64xbf16>, %v: 
 
 // -----
 
-// The same in f32, which the template does not compute: the chain is
-// dissolved, its ops back in the function in order.
+// The same in f32: the SIMT template computes it (head sizes that are
+// multiples of 4 in [16, 256]), the chain is marked.
 // CHECK-LABEL: func.func @f32_attention
-// CHECK-NOT: tcc.chain
+// CHECK: tcc.chain attributes {axis = 2 : i64, tcc.attention}
 // CHECK: tcc.matmul
 // CHECK: tcc.reduce_max
-// CHECK: tcc.reduce_sum
-// CHECK: %[[O:.*]] = tcc.matmul
-// CHECK: return %[[O]]
+// CHECK: tcc.matmul
+// CHECK: tcc.yield
 func.func @f32_attention(%q: tensor<2x16x64xf32>, %k: tensor<2x16x64xf32>, %v: tensor<2x16x64xf32>) -> tensor<2x16x64xf32> {
   %0 = tcc.chain attributes {axis = 2 : i64} -> tensor<2x16x64xf32> {
     %5 = tcc.matmul %q, %k {transpose_b = true} : tensor<2x16x64xf32>, tensor<2x16x64xf32> -> tensor<2x16x16xf32>
@@ -52,6 +51,31 @@ func.func @f32_attention(%q: tensor<2x16x64xf32>, %k: tensor<2x16x64xf32>, %v: t
     tcc.yield %14 : tensor<2x16x64xf32>
   }
   return %0 : tensor<2x16x64xf32>
+}
+
+// -----
+
+// f32 with head size 18 (not a multiple of 4), which no template computes:
+// the chain is dissolved, its ops back in the function in order.
+// CHECK-LABEL: func.func @f32_head_18
+// CHECK-NOT: tcc.chain
+// CHECK: tcc.matmul
+// CHECK: tcc.reduce_max
+// CHECK: tcc.reduce_sum
+// CHECK: %[[O:.*]] = tcc.matmul
+// CHECK: return %[[O]]
+func.func @f32_head_18(%q: tensor<2x16x18xf32>, %k: tensor<2x16x18xf32>, %v: tensor<2x16x18xf32>) -> tensor<2x16x18xf32> {
+  %0 = tcc.chain attributes {axis = 2 : i64} -> tensor<2x16x18xf32> {
+    %5 = tcc.matmul %q, %k {transpose_b = true} : tensor<2x16x18xf32>, tensor<2x16x18xf32> -> tensor<2x16x16xf32>
+    %9 = tcc.reduce_max %5 {axes = array<i64: 2>, keepdims = true} : tensor<2x16x16xf32> -> tensor<2x16x1xf32>
+    %10 = tcc.sub %5, %9 : tensor<2x16x16xf32>, tensor<2x16x1xf32> -> tensor<2x16x16xf32>
+    %11 = tcc.exp %10 : tensor<2x16x16xf32>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 2>, keepdims = true} : tensor<2x16x16xf32> -> tensor<2x16x1xf32>
+    %13 = tcc.div %11, %12 : tensor<2x16x16xf32>, tensor<2x16x1xf32> -> tensor<2x16x16xf32>
+    %14 = tcc.matmul %13, %v : tensor<2x16x16xf32>, tensor<2x16x18xf32> -> tensor<2x16x18xf32>
+    tcc.yield %14 : tensor<2x16x18xf32>
+  }
+  return %0 : tensor<2x16x18xf32>
 }
 
 // -----

@@ -1,0 +1,698 @@
+//===- SimtAttention.cpp - f32 attention on CUDA cores --------------------===//
+//
+// The kernel, for a block owning query tile qt of head h in batch z:
+//
+//   copy the Q tile into shared memory
+//   [tStart, tEnd) = the key tiles the mask can keep for these rows
+//   for j in [tStart, tEnd):
+//     if the mask keeps nothing of the tile: skip it (checked only where the
+//       bounds can be loose)
+//     barrier; copy K_j (and V_j with splitKV) into shared memory; barrier
+//     S = Q K_j^T, a 4 x 4 tile a thread; scale, scoreMod; if the mask is
+//       partial on the tile: masked scores become -inf
+//     online softmax: new row max (shuffles among the row's threads),
+//       correction of l, P = contribution(S, max) into shared memory
+//       (transposed)
+//     barrier; [copy V_j into K's buffer; barrier]; T = P V_j;
+//       O = O * correction + T
+//   O / l (row sums reduced over the row's threads once, here), stored.
+//
+// Thread t is (row group t / kT, key thread t % kT) with kT = blockKV / 4:
+// it owns query rows 4 * group + {0..3} (of S and of O) and keys
+// kt + kT * {0..3} of each tile, and O's 16-byte column chunks
+// kt + kT * c. The kT threads of a row group are adjacent lanes of one warp,
+// so the softmax's row reductions are xor shuffles.
+//
+// Shared rows (Q, K, V) are headDim floats padded to an odd number of
+// 16-byte chunks: the 8 lanes of a 16-byte access phase read 8 different
+// K rows (keys kt + kT * j) at one column, which then fall on 8 distinct
+// bank groups; Q and P reads are broadcasts (one row a phase), V reads are
+// consecutive chunks of one row. P is stored [key][row] (rows padded
+// likewise), so a thread's 4 rows of a key are one 16-byte store and one
+// 16-byte read. Copies from global memory are 16-byte vectors, consecutive
+// threads on consecutive chunks of a row.
+//
+// The mask is handled as in AttentionKernel.cpp: constraints evaluated at
+// the tile's corners classify it as fully masked (outside the loop bounds,
+// or skipped), fully kept (no mask code) or partial (masked per element);
+// keys past lk are one more constraint. Rows past lq and keys past lk read
+// zeros (V's must be finite: their P is 0).
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/gpu/SimtAttention.h"
+#include "compiler/gpu/AttentionCommon.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+#include "llvm/Support/MathExtras.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <tuple>
+
+using namespace mlir;
+
+namespace tcc::gpu {
+namespace {
+
+/// Rows and keys of S a thread computes.
+constexpr int64_t kRows = 4, kKeys = 4;
+
+/// The floats of a shared Q, K or V row: headDim padded to an odd number
+/// of 16-byte chunks.
+int64_t rowStride(int64_t headDim) {
+  int64_t chunks = headDim / 4 + 1;
+  if (chunks % 2 == 0)
+    ++chunks;
+  return chunks * 4;
+}
+
+int64_t keyThreads(const SimtAttentionSchedule &s) { return s.blockKV / kKeys; }
+int64_t threadsOf(const SimtAttentionSchedule &s) {
+  return s.blockQ / kRows * keyThreads(s);
+}
+/// The floats of a shared row of P, stored transposed ([key][query row]):
+/// blockQ padded to an odd number of 16-byte chunks, as rowStride.
+int64_t pStride(const SimtAttentionSchedule &s) { return rowStride(s.blockQ); }
+
+int64_t sharedBytesOf(const AttentionProblem &p,
+                      const SimtAttentionSchedule &s) {
+  int64_t st = rowStride(p.headDim);
+  return 4 * (s.blockQ * st + (s.splitKV ? 2 : 1) * s.blockKV * st +
+              s.blockKV * pStride(s));
+}
+
+/// Builds the kernel body; all helpers emit at the builder's insertion point.
+class SimtBuilder : AttentionArith {
+public:
+  SimtBuilder(OpBuilder &b, Location loc, const AttentionProblem &p,
+              const SimtAttentionSchedule &s)
+      : AttentionArith(b, loc, p), s(s), threads(threadsOf(s)),
+        kT(keyThreads(s)), stride(rowStride(p.headDim)), cpr(p.headDim / 4),
+        nC(ceilDiv(p.headDim / 4, keyThreads(s))) {
+    // Softmax's own algebra with no score modification: the row max is kept
+    // over raw Q K^T and the scale folds into ex2's factor log2(e).
+    fast = !p.scoreMod && !p.correction && !p.contribution && p.scale > 0;
+    constraints.assign(p.mask.begin(), p.mask.end());
+    if (p.lk % s.blockKV)
+      constraints.push_back({0, -1, p.lk - 1});
+    v4 = VectorType::get({4}, f32);
+  }
+
+  using AttentionArith::setCaptured;
+
+  void build(Value q, Value k, Value v, Value o);
+
+private:
+  Value extract(Value v, int64_t i) {
+    return vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{i});
+  }
+  Value load4(Value mem, Value off) {
+    return vector::LoadOp::create(b, loc, v4, mem, ValueRange{off}, false,
+                                  llvm::Align(16));
+  }
+  Value zero4() {
+    return arith::ConstantOp::create(b, loc, DenseElementsAttr::get(v4, 0.0f));
+  }
+  /// `v` (an index below 2^31), through an asm that LLVM cannot see through
+  /// or hoist.
+  Value opaque(Value v);
+  /// Keeps ptxas from unrolling the loop whose body starts here (it sees
+  /// through opaque() and would unroll a loop of known trip count).
+  void noUnroll() {
+    LLVM::InlineAsmOp::create(b, loc, TypeRange{}, ValueRange{},
+                              b.getStringAttr(".pragma \"nounroll\";"),
+                              b.getStringAttr(""), b.getUnitAttr(), UnitAttr(),
+                              LLVM::TailCallKindAttr(), LLVM::AsmDialectAttr(),
+                              ArrayAttr());
+  }
+  /// Runs `body(u, acc)` for u in [0, n) on the values `acc` carried from
+  /// one to the next, as an scf.for of one unit an iteration: unrolled
+  /// (whole, or two units an iteration), ptxas hoists the shared loads of
+  /// later units ahead and spills at 128 registers.
+  void forUnits(int64_t n, SmallVector<Value> &acc,
+                llvm::function_ref<void(Value, SmallVector<Value> &)> body) {
+    auto loop = scf::ForOp::create(b, loc, cst(0), cst(n), cst(1), acc);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(loop.getBody());
+    SmallVector<Value> inner(loop.getRegionIterArgs());
+    body(loop.getInductionVar(), inner);
+    scf::YieldOp::create(b, loc, inner);
+    acc.assign(loop.getResults().begin(), loop.getResults().end());
+  }
+  /// Sets tid, rowGroup and keyThread from `t`.
+  void setThread(Value t) {
+    tid = t;
+    rowGroup = div(t, kT);
+    keyThread = rem(t, kT);
+  }
+
+  /// Copies rows row0..row0+rows-1 of src[batch, head] (rows past `bound`
+  /// zero-filled) into the padded tile `dst`.
+  void copyTile(Value src, Value hd, Value row0, int64_t bound, int64_t rows,
+                Value dst);
+  /// One key tile: returns the new loop-carried values (O..., m..., l...).
+  SmallVector<Value> tileStep(Value k0, ValueRange carried);
+  /// The mask per element, applied to the scores `sv` ([i * kKeys + j]).
+  SmallVector<Value> applyMask(ArrayRef<Value> sv, Value k0);
+  void epilogue(ValueRange carried);
+
+  const SimtAttentionSchedule &s;
+  int64_t threads, kT, stride, cpr, nC;
+  bool fast;
+  SmallVector<MaskConstraint, 3> constraints;
+  VectorType v4;
+
+  Value qArg, kArg, vArg, oArg;
+  Value smemQ, smemK, smemV, smemP; // 1-D f32 views of the shared tiles
+  Value tid, rowGroup, keyThread;
+  Value batch, head, kvHead;
+  Value batchI32, headI32, qThreadI32;
+};
+
+Value SimtBuilder::opaque(Value v) {
+  auto op = LLVM::InlineAsmOp::create(
+      b, loc, i32, ValueRange{toI32(v)}, b.getStringAttr("mov.b32 $0, $1;"),
+      b.getStringAttr("=r,r"), b.getUnitAttr(), UnitAttr(),
+      LLVM::TailCallKindAttr(), LLVM::AsmDialectAttr(), ArrayAttr());
+  return arith::IndexCastOp::create(b, loc, b.getIndexType(), op.getRes());
+}
+
+void SimtBuilder::copyTile(Value src, Value hd, Value row0, int64_t bound,
+                           int64_t rows, Value dst) {
+  int64_t items = rows * cpr;
+  // Tiles start at multiples of `rows`, so only a ragged bound needs checks.
+  bool needRow = bound % rows != 0;
+  // Loads in groups of kInFlight, then their stores: the loads of a group
+  // are in flight together, in a bounded number of registers. Past two
+  // groups, the whole groups run in a loop that neither LLVM (an opaque trip
+  // count) nor ptxas (a nounroll pragma) unrolls: unrolled, ptxas hoists
+  // every load above the stores (global and shared memory do not alias)
+  // and holds them all in registers (over 255 and spills, blocks of 64
+  // threads at headDim 128).
+  constexpr int64_t kInFlight = 4;
+  SmallVector<std::pair<Value, Value>> stores;
+  auto flush = [&] {
+    for (auto [off, val] : stores)
+      vector::StoreOp::create(b, loc, val, dst, ValueRange{off}, false,
+                              llvm::Align(16));
+    stores.clear();
+  };
+  // Round `it` of the copy, with `e` (tid + it * threads) its item.
+  auto round = [&](Value e, bool last) {
+    // A last round past the tile repeats its last chunk (the same value
+    // stored twice).
+    if (last && items % threads)
+      e = arith::MinUIOp::create(b, loc, e, cst(items - 1));
+    Value r = div(e, cpr), c = rem(e, cpr);
+    Value row = add(row0, r);
+    Value ok;
+    if (needRow) {
+      // Rows out of range read row 0 (always in the tensor) and store 0.
+      ok = ult(row, bound);
+      row = select(ok, row, cst(0));
+    }
+    Value val = vector::LoadOp::create(b, loc, v4, src,
+                                       ValueRange{batch, hd, row, mul(c, 4)},
+                                       false, llvm::Align(16));
+    if (ok)
+      val = select(ok, val, zero4());
+    stores.push_back({add(mul(r, stride), mul(c, 4)), val});
+  };
+  int64_t rounds = ceilDiv(items, threads);
+  int64_t groups = items / threads / kInFlight;
+  int64_t first = 0;
+  if (groups >= 2) {
+    auto loop = scf::ForOp::create(b, loc, cst(0), opaque(cst(groups)), cst(1));
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(loop.getBody());
+    noUnroll();
+    Value e0 = add(tid, mul(loop.getInductionVar(), kInFlight * threads));
+    for (int64_t it = 0; it < kInFlight; ++it)
+      round(add(e0, it * threads), false);
+    flush();
+    first = groups * kInFlight;
+  }
+  for (int64_t it = first; it < rounds; ++it) {
+    if ((it - first) % kInFlight == 0)
+      flush();
+    round(add(tid, it * threads), it + 1 == rounds);
+  }
+  flush();
+}
+
+SmallVector<Value> SimtBuilder::applyMask(ArrayRef<Value> sv, Value k0) {
+  Value kThread = toI32(add(k0, keyThread));
+  // bases[c]: constraint c at the thread's first row and first key.
+  SmallVector<Value> bases;
+  for (const MaskConstraint &mc : constraints) {
+    Value v = cstI32(mc.c);
+    if (mc.a)
+      v = add(v, mul(qThreadI32, mc.a));
+    if (mc.b)
+      v = add(v, mul(kThread, mc.b));
+    bases.push_back(v);
+  }
+  Value negInf = cstF(-std::numeric_limits<double>::infinity());
+  SmallVector<Value> out;
+  for (int64_t i = 0; i < kRows; ++i)
+    for (int64_t j = 0; j < kKeys; ++j) {
+      Value keep;
+      for (auto [c, mc] : llvm::enumerate(constraints)) {
+        int64_t off = mc.a * i + mc.b * kT * j;
+        keep =
+            land(keep, cmp(arith::CmpIPredicate::sge, bases[c], cstI32(-off)));
+      }
+      out.push_back(select(keep, sv[i * kKeys + j], negInf));
+    }
+  return out;
+}
+
+SmallVector<Value> SimtBuilder::tileStep(Value k0, ValueRange carried) {
+  SmallVector<Value> oAcc(carried.begin(), carried.begin() + kRows * nC);
+  SmallVector<Value> mRun(carried.begin() + kRows * nC,
+                          carried.begin() + kRows * nC + kRows);
+  SmallVector<Value> lRun(carried.begin() + kRows * nC + kRows, carried.end());
+
+  // Every shared address of the step derives from the thread id made opaque
+  // here: they are all the same from tile to tile, and LLVM would otherwise
+  // hoist each out of the key loop into a 64-bit register of its own (far
+  // more than the registers hold).
+  std::tuple<Value, Value, Value> kernelThread{tid, rowGroup, keyThread};
+  setThread(opaque(tid));
+
+  // Every thread is past the previous tile's P V: its buffers are free.
+  mlir::gpu::BarrierOp::create(b, loc);
+  copyTile(kArg, kvHead, k0, p.lk, s.blockKV, smemK);
+  if (s.splitKV)
+    copyTile(vArg, kvHead, k0, p.lk, s.blockKV, smemV);
+  mlir::gpu::BarrierOp::create(b, loc);
+
+  // S = Q K^T: sv[i * kKeys + j] is row 4 * group + i, key kt + kT * j,
+  // each a chain of f32 FMAs over d in order.
+  Value qOff = mul(rowGroup, kRows * stride);
+  Value kOff = mul(keyThread, stride);
+  SmallVector<Value> sv(kRows * kKeys, cstF(0.0));
+  forUnits(cpr, sv, [&](Value dc, SmallVector<Value> &acc) {
+    Value col = mul(dc, 4);
+    SmallVector<Value> qv, kv;
+    for (int64_t i = 0; i < kRows; ++i)
+      qv.push_back(load4(smemQ, add(add(qOff, col), i * stride)));
+    for (int64_t j = 0; j < kKeys; ++j)
+      kv.push_back(load4(smemK, add(add(kOff, col), j * kT * stride)));
+    for (int64_t i = 0; i < kRows; ++i)
+      for (int64_t j = 0; j < kKeys; ++j)
+        for (int64_t e = 0; e < 4; ++e) {
+          Value &a = acc[i * kKeys + j];
+          a = fma(extract(qv[i], e), extract(kv[j], e), a);
+        }
+  });
+
+  // Scale and modify (the fast path keeps raw scores), then mask.
+  Value kThreadI32 = toI32(add(k0, keyThread));
+  if (!fast) {
+    Value scale = cstF(p.scale);
+    for (int64_t i = 0; i < kRows; ++i)
+      for (int64_t j = 0; j < kKeys; ++j) {
+        Value &sc = sv[i * kKeys + j];
+        if (p.scale != 1.0)
+          sc = fmul(sc, scale);
+        if (p.scoreMod)
+          sc = scoreMod(sc, batchI32, headI32, add(qThreadI32, i),
+                        add(kThreadI32, j * kT));
+      }
+  }
+  if (!constraints.empty()) {
+    // The tile is partial iff some constraint fails at its worst corner.
+    Value kLast = add(k0, s.blockKV - 1);
+    Value partial;
+    for (const MaskConstraint &mc : constraints) {
+      Value v = constraintAt(mc, k0, kLast, /*largest=*/false);
+      partial = lor(partial, cmp(arith::CmpIPredicate::slt, v, cst(0)));
+    }
+    SmallVector<Type> types(sv.size(), f32);
+    auto ifOp = scf::IfOp::create(b, loc, types, partial, /*withElse=*/true);
+    {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+      scf::YieldOp::create(b, loc, applyMask(sv, k0));
+      b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+      scf::YieldOp::create(b, loc, sv);
+    }
+    sv.assign(ifOp.getResults().begin(), ifOp.getResults().end());
+  }
+
+  // Online softmax, per row: the row max over the row's kT threads, the
+  // correction of l (O's is applied with the tile's P V, below), and P into
+  // shared memory.
+  Value negInf = cstF(-std::numeric_limits<double>::infinity());
+  Value zeroF = cstF(0.0);
+  Value c = cstF(p.scale * kLog2E);
+  // P^T[key][row]: a thread's 4 rows of one key are one 16-byte store.
+  Value pOff = add(mul(keyThread, pStride(s)), mul(rowGroup, kRows));
+  SmallVector<SmallVector<Value, 4>> pByKey(kKeys);
+  SmallVector<Value> corrs;
+  for (int64_t i = 0; i < kRows; ++i) {
+    ArrayRef<Value> row(sv.data() + i * kKeys, kKeys);
+    Value mx = fmax(fmax(row[0], row[1]), fmax(row[2], row[3]));
+    for (int64_t off = 1; off < kT; off *= 2)
+      mx = fmax(mx, shuffleXor(mx, off));
+    Value mOld = mRun[i];
+    Value mNew = fmax(mOld, mx);
+    // A row with nothing kept so far has max -inf; 0 stands in for it so
+    // that -inf - (-inf) never happens (every contribution is then 0).
+    Value isNone =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, mNew, negInf);
+    Value mUse = select(isNone, zeroF, mNew);
+    // Both as differences from the running max, then scaled (by log2(e),
+    // and by the scale on the fast path): every contribution and correction
+    // then refers to the max itself. Folding the max into an fma
+    // (s * c - m * c) refers them to m * c rounded, a different rounding at
+    // each new max, and an f32 emulation errs 1.6-1.9x as much at 3001 and
+    // 8192 keys; a score change may also leave huge finite scores (a -1e30
+    // mask on a whole row), where s * c - m * c leaves the rounding error of
+    // m * c, not 0.
+    Value scaleExp = fast ? c : cstF(kLog2E);
+    Value corr = p.correction ? p.correction(b, loc, mOld, mUse)
+                              : exp2(fmul(fsub(mOld, mUse), scaleExp));
+    SmallVector<Value> pr;
+    for (Value sc : row)
+      pr.push_back(p.contribution ? p.contribution(b, loc, sc, mUse)
+                                  : exp2(fmul(fsub(sc, mUse), scaleExp)));
+    // l stays a per-thread partial sum; the row's threads reduce it once,
+    // at the end.
+    lRun[i] = fma(lRun[i], corr, fadd(fadd(pr[0], pr[1]), fadd(pr[2], pr[3])));
+    mRun[i] = mNew;
+    corrs.push_back(corr);
+    for (int64_t j = 0; j < kKeys; ++j)
+      pByKey[j].push_back(pr[j]);
+  }
+  for (int64_t j = 0; j < kKeys; ++j)
+    vector::StoreOp::create(
+        b, loc, vector::FromElementsOp::create(b, loc, v4, pByKey[j]), smemP,
+        ValueRange{add(pOff, j * kT * pStride(s))}, false, llvm::Align(16));
+
+  // P is complete and every thread is past its reads of K.
+  mlir::gpu::BarrierOp::create(b, loc);
+  if (!s.splitKV) {
+    copyTile(vArg, kvHead, k0, p.lk, s.blockKV, smemV);
+    mlir::gpu::BarrierOp::create(b, loc);
+  }
+
+  // O += P V: 4 keys an iteration; for each key, P of the thread's 4 rows
+  // as one 16-byte read (a broadcast among the row group), V's chunks of the
+  // key row shared by the 4 rows. A thread's chunks past headDim (headDim /
+  // 4 not a multiple of kT) read the last chunk and are not stored.
+  Value pRow = mul(rowGroup, kRows);
+  SmallVector<Value> vCol;
+  for (int64_t cc = 0; cc < nC; ++cc) {
+    Value ch = add(keyThread, cc * kT);
+    if ((cc + 1) * kT > cpr)
+      ch = arith::MinUIOp::create(b, loc, ch, cst(cpr - 1));
+    vCol.push_back(mul(ch, 4));
+  }
+  // The tile's P V sums into accumulators of its own, added to the
+  // corrected O once: a sum in blocks of blockKV keys, not one chain of lk
+  // (an f32 emulation: a quarter of the error at 3001 and 8192 keys).
+  SmallVector<Value> tAcc(kRows * nC, zero4());
+  forUnits(s.blockKV / 4, tAcc, [&](Value kc, SmallVector<Value> &acc) {
+    Value vRow = mul(kc, 4 * stride);
+    Value pKey = add(pRow, mul(kc, 4 * pStride(s)));
+    for (int64_t kk = 0; kk < 4; ++kk) {
+      Value pv = load4(smemP, add(pKey, kk * pStride(s)));
+      for (int64_t cc = 0; cc < nC; ++cc) {
+        Value vv = load4(smemV, add(add(vCol[cc], vRow), kk * stride));
+        for (int64_t i = 0; i < kRows; ++i) {
+          Value pSplat =
+              vector::BroadcastOp::create(b, loc, v4, extract(pv, i));
+          Value &a = acc[i * nC + cc];
+          a = vector::FMAOp::create(b, loc, pSplat, vv, a);
+        }
+      }
+    }
+  });
+
+  for (int64_t i = 0; i < kRows; ++i) {
+    Value corrVec = vector::BroadcastOp::create(b, loc, v4, corrs[i]);
+    for (int64_t cc = 0; cc < nC; ++cc)
+      oAcc[i * nC + cc] = vector::FMAOp::create(b, loc, oAcc[i * nC + cc],
+                                                corrVec, tAcc[i * nC + cc]);
+  }
+
+  std::tie(tid, rowGroup, keyThread) = kernelThread;
+  SmallVector<Value> out(oAcc);
+  out.append(mRun);
+  out.append(lRun);
+  return out;
+}
+
+void SimtBuilder::epilogue(ValueRange carried) {
+  bool needRow = p.lq % s.blockQ != 0;
+  for (int64_t i = 0; i < kRows; ++i) {
+    // The row's threads reduce l before any of them may branch.
+    Value l = carried[kRows * nC + kRows + i];
+    for (int64_t off = 1; off < kT; off *= 2)
+      l = fadd(l, shuffleXor(l, off));
+    Value invVec = vector::BroadcastOp::create(b, loc, v4, inverseSum(l));
+    Value row = add(q0, add(mul(rowGroup, kRows), i));
+    whenTrue(needRow ? ult(row, p.lq) : Value(), [&] {
+      for (int64_t cc = 0; cc < nC; ++cc) {
+        Value ch = add(keyThread, cc * kT);
+        whenTrue((cc + 1) * kT > cpr ? ult(ch, cpr) : Value(), [&] {
+          vector::StoreOp::create(
+              b, loc, fmul(carried[i * nC + cc], invVec), oArg,
+              ValueRange{batch, head, row, mul(ch, 4)}, false, llvm::Align(16));
+        });
+      }
+    });
+  }
+}
+
+void SimtBuilder::build(Value q, Value k, Value v, Value o) {
+  qArg = q;
+  kArg = k;
+  vArg = v;
+  oArg = o;
+  int64_t nQTiles = ceilDiv(p.lq, s.blockQ);
+  int64_t nKTiles = ceilDiv(p.lk, s.blockKV);
+  int64_t group = p.headsQ / p.headsKV;
+
+  setThread(mlir::gpu::ThreadIdOp::create(b, loc, mlir::gpu::Dimension::x));
+  Value blockX = mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::x);
+  head = mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::y);
+  batch = mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::z);
+  kvHead = div(head, group);
+  // Query tiles run last to first: under a causal mask the late tiles
+  // carry the most keys, and starting them first shortens the tail.
+  q0 = mul(sub(cst(nQTiles - 1), blockX), s.blockQ);
+  qLast = add(arith::MinSIOp::create(b, loc, add(q0, s.blockQ), cst(p.lq)), -1);
+  batchI32 = toI32(batch);
+  headI32 = toI32(head);
+  // The block's rows are one head of one batch: a key mask (p.keyKeep) the
+  // same for all of them skips the key tiles it drops throughout.
+  keepBatch = batchI32;
+  keepHead = headI32;
+  qThreadI32 = toI32(add(q0, mul(rowGroup, kRows)));
+
+  // Shared memory: Q, K (and V with splitKV), P.
+  Value raw = dynamicSharedMemory();
+  int64_t qElems = s.blockQ * stride, kvElems = s.blockKV * stride;
+  smemQ = sharedView(raw, qElems, f32, 0);
+  smemK = sharedView(raw, kvElems, f32, qElems * 4);
+  smemV =
+      s.splitKV ? sharedView(raw, kvElems, f32, (qElems + kvElems) * 4) : smemK;
+  int64_t pByte = (qElems + (s.splitKV ? 2 : 1) * kvElems) * 4;
+  smemP = sharedView(raw, s.blockKV * pStride(s), f32, pByte);
+
+  // Visible to every thread after the first tile's copy barrier.
+  copyTile(qArg, head, q0, p.lq, s.blockQ, smemQ);
+
+  auto [tStart, tEnd] = keyTileRange(nKTiles, s.blockKV);
+  SmallVector<Value> init(kRows * nC, zero4());
+  init.append(kRows, cstF(-std::numeric_limits<double>::infinity()));
+  init.append(kRows, cstF(0.0));
+  // With a key mask, each lane's share of "tile j keeps a key" is read a
+  // tile ahead and carried, so that its loads are off the critical path;
+  // every warp votes on the same flags, so the skip is uniform.
+  bool keys = skipsKeys();
+  if (keys)
+    init.push_back(laneKeeps(tStart, s.blockKV));
+  auto loop = scf::ForOp::create(b, loc, tStart, tEnd, cst(1), init);
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value j = loop.getInductionVar();
+    Value k0 = mul(j, s.blockKV);
+    ValueRange carried = loop.getRegionIterArgs();
+    Value live, laneNext;
+    if (keys) {
+      live = warpAny(carried.back());
+      laneNext = laneKeeps(add(j, 1), s.blockKV);
+      carried = carried.drop_back();
+    }
+    SmallVector<Value> out = stepUnlessMasked(
+        k0, s.blockKV, carried, [&] { return tileStep(k0, carried); }, live);
+    if (keys)
+      out.push_back(laneNext);
+    scf::YieldOp::create(b, loc, out);
+  }
+  SmallVector<Value> results(loop.getResults());
+  if (keys)
+    results.pop_back();
+  epilogue(results);
+}
+
+/// simtAttentionScheduleValid without the target's limits: what the builder
+/// needs.
+bool simtShapeValid(const AttentionProblem &p, const SimtAttentionSchedule &s,
+                    std::string &why) {
+  auto fail = [&](const std::string &msg) {
+    why = "SIMT attention schedule: " + msg;
+    return false;
+  };
+  if (!simtAttentionSupports(p, why))
+    return false;
+  for (int64_t v : {s.blockQ, s.blockKV})
+    if (v < 1 || !llvm::isPowerOf2_64(v))
+      return fail("blockQ and blockKV must be powers of two");
+  if (s.blockQ < kRows || s.blockQ > 256)
+    return fail("blockQ must be in [4, 256]");
+  // A row's key threads share a warp (its reductions are shuffles).
+  if (s.blockKV < 2 * kKeys || keyThreads(s) > 32)
+    return fail("blockKV must be in [8, 128]");
+  int64_t threads = threadsOf(s);
+  if (s.minBlocks < 0)
+    return fail("minBlocks must be >= 0");
+  if (threads % 32 || threads > 1024)
+    return fail("(blockQ / 4) x (blockKV / 4) threads must be whole warps, at "
+                "most 1024");
+  return true;
+}
+
+} // namespace
+
+bool simtAttentionSupports(const AttentionProblem &p, std::string &why) {
+  auto fail = [&](const std::string &msg) {
+    why = "SIMT attention kernel: " + msg;
+    return false;
+  };
+  if (!p.elemType || !p.elemType.isF32())
+    return fail("Q, K, V must be f32");
+  if (p.batch < 1 || p.headsQ < 1 || p.headsKV < 1 || p.lq < 1 || p.lk < 1)
+    return fail("batch, heads, lq and lk must be >= 1");
+  if (p.headsQ % p.headsKV)
+    return fail("query heads must be a multiple of key/value heads");
+  // 16-byte rows of Q, K, V and O.
+  if (p.headDim < 16 || p.headDim > 256 || p.headDim % 4)
+    return fail("head dim must be a multiple of 4 in [16, 256]");
+  if (p.batch > 65535 || p.headsQ > 65535)
+    return fail("batch and query heads must be <= 65535 (grid limits)");
+  if (p.lq > (int64_t(1) << 30) || p.lk > (int64_t(1) << 30))
+    return fail("sequence lengths above 2^30");
+  if (!std::isfinite(p.scale))
+    return fail("the scale must be finite");
+  // Per-element mask values are i32: a*q + b*k + c must fit.
+  for (const MaskConstraint &mc : p.mask) {
+    double range = std::fabs(double(mc.a)) * double(p.lq) +
+                   std::fabs(double(mc.b)) * double(p.lk) +
+                   std::fabs(double(mc.c));
+    if (range >= double(int64_t(1) << 30))
+      return fail("a mask constraint's values exceed the 32-bit range");
+  }
+  return true;
+}
+
+bool simtAttentionScheduleValid(const AttentionProblem &p,
+                                const SimtAttentionSchedule &s,
+                                const ::tcc::TargetDesc &target,
+                                std::string &why) {
+  if (!simtShapeValid(p, s, why))
+    return false;
+  std::string limit;
+  if (!sharedFits(sharedBytesOf(p, s), target, limit)) {
+    why = "SIMT attention schedule: " + limit;
+    return false;
+  }
+  return true;
+}
+
+SimtAttentionSchedule
+chooseSimtAttentionSchedule(const AttentionProblem &p,
+                            const ::tcc::TargetDesc &target) {
+  int64_t maxShared = target.maxSharedPerBlock,
+          sms = target.multiprocessorsForHeuristics();
+  // 64 x 64 tiles, 256 threads: 16 S FMAs per two 16-byte shared reads,
+  // and 16 O registers a thread for each 64 columns of the head.
+  SimtAttentionSchedule s{64, 64, true};
+  // Few query rows (decode): smaller tiles leave fewer threads idle; and
+  // fewer rows a block while the grid leaves multiprocessors idle.
+  while (s.blockQ > 16 && (s.blockQ >= 2 * p.lq ||
+                           ceilDiv(p.lq, s.blockQ) * p.headsQ * p.batch < sms))
+    s.blockQ /= 2;
+  // Small query tiles take wider key tiles: blocks stay 128 or 256 threads.
+  if (s.blockQ < 64)
+    s.blockKV = 128;
+  // K and V in buffers of their own (one copy phase a tile) only where two
+  // blocks still share a multiprocessor; then smaller tiles until one fits.
+  if (2 * sharedBytesOf(p, s) > maxShared)
+    s.splitKV = false;
+  while (sharedBytesOf(p, s) > maxShared && s.blockQ > 16)
+    s.blockQ /= 2;
+  while (sharedBytesOf(p, s) > maxShared && s.blockKV > 32)
+    s.blockKV /= 2;
+  // Left alone, ptxas takes the registers the block size allows (about
+  // 145 at headDim 128 in blocks of 256 threads: one block a
+  // multiprocessor). A thread's O of up to 32 floats fits 128 registers
+  // without spills (ptxas, headDim 16 to 256 with the tilings above), 64
+  // floats 168; minctasm bounds them (whether shared memory lets that many
+  // blocks in or not).
+  int64_t nC = ceilDiv(p.headDim / 4, keyThreads(s));
+  int64_t regs = nC <= 2 ? 128 : 232;
+  s.minBlocks = std::max<int64_t>(1, 65536 / (threadsOf(s) * regs));
+  return s;
+}
+
+FailureOr<KernelLaunch>
+buildSimtAttentionKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module,
+                         StringRef name, const AttentionProblem &p,
+                         const SimtAttentionSchedule &s) {
+  std::string why;
+  if (!simtShapeValid(p, s, why))
+    return module.emitError(why), failure();
+  loadTemplateDialects(b.getContext());
+
+  Type qT = MemRefType::get({p.batch, p.headsQ, p.lq, p.headDim}, p.elemType);
+  Type kvT = MemRefType::get({p.batch, p.headsKV, p.lk, p.headDim}, p.elemType);
+
+  OpBuilder::InsertionGuard g(b);
+  int64_t threads = threadsOf(s);
+  SmallVector<Type> args{qT, kvT, kvT, qT};
+  llvm::append_range(args, p.captured);
+  auto func = createKernelFunc(b, module, name, args, threads);
+  if (s.minBlocks > 0)
+    func->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
+                  b.getI32IntegerAttr(s.minBlocks));
+  Block &entry = func.getBody().front();
+  Location loc = module.getLoc();
+  SimtBuilder sb(b, loc, p, s);
+  sb.setCaptured(entry.getArguments().drop_front(4));
+  sb.build(entry.getArgument(0), entry.getArgument(1), entry.getArgument(2),
+           entry.getArgument(3));
+  mlir::gpu::ReturnOp::create(b, loc);
+
+  KernelLaunch launch;
+  launch.grid = {ceilDiv(p.lq, s.blockQ), p.headsQ, p.batch};
+  launch.block = {threads, 1, 1};
+  launch.sharedBytes = sharedBytesOf(p, s);
+  return launch;
+}
+
+} // namespace tcc::gpu

@@ -1,0 +1,70 @@
+//===- SimtAttention.h - f32 attention on CUDA cores ------------*- C++ -*-===//
+//
+// Builds one `gpu.func` computing O = softmax(mod(Q x K^T)) x V, the problem
+// of AttentionKernel.h (same hooks, masks, GQA and MaskedRowPolicy), for f32
+// Q, K, V and O with f32 FMAs (no tf32: true f32 throughout, as PyTorch's
+// SDPA computes f32), in the manner of FlashAttention-2:
+//   - a block per (query tile of blockQ rows, query head, batch), of
+//     (blockQ / 4) x (blockKV / 4) threads; the Q tile is copied to shared
+//     memory once;
+//   - a loop over key tiles of blockKV keys (K, then V, through shared
+//     memory); each thread computes a 4 x 4 register tile of S (4 adjacent
+//     rows, 4 keys strided by blockKV / 4), applies the score change and the
+//     mask, runs the online softmax (row max and sum shuffled among the
+//     blockKV / 4 threads of a row, which share a warp), writes P to shared
+//     memory and adds the tile's P V (summed apart) to its 4 rows x
+//     headDim / (blockKV / 4) columns of O in registers.
+// Built from gpu/arith/vector/memref/scf ops but for ex2.approx (NVVM), so
+// NVIDIA only for now.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TCC_COMPILER_GPU_SIMTATTENTION_H
+#define TCC_COMPILER_GPU_SIMTATTENTION_H
+
+#include "compiler/gpu/AttentionKernel.h"
+
+#include <string>
+
+namespace tcc::gpu {
+
+/// The tiling: blockQ query rows and blockKV keys a step, a thread per 4
+/// rows x 4 keys. `splitKV`: K and V have shared buffers of their own (one
+/// copy phase a key tile); otherwise V reuses K's buffer after S is done.
+/// `minBlocks`: blocks a multiprocessor must hold at once (NVVM's minctasm,
+/// which bounds ptxas's registers a thread; 0: no bound).
+struct SimtAttentionSchedule {
+  int64_t blockQ = 64, blockKV = 64;
+  bool splitKV = false;
+  int64_t minBlocks = 0;
+};
+
+/// Whether buildSimtAttentionKernel handles `p` (f32, head dims that are
+/// multiples of 4 from 16 to 256); when not, `why` says why in one line.
+bool simtAttentionSupports(const AttentionProblem &p, std::string &why);
+
+/// Picks a schedule for `p` on `target`.
+SimtAttentionSchedule
+chooseSimtAttentionSchedule(const AttentionProblem &p,
+                            const ::tcc::TargetDesc &target);
+
+/// Whether `s` is a valid schedule for `p` on `target`; when not, `why` says
+/// why.
+bool simtAttentionScheduleValid(const AttentionProblem &p,
+                                const SimtAttentionSchedule &s,
+                                const ::tcc::TargetDesc &target,
+                                std::string &why);
+
+/// Appends `gpu.func @name(%q, %k, %v, %o, captured...) kernel` to `module`,
+/// with the arguments and launch conventions of buildAttentionKernel (Q, K,
+/// V and O identity-layout f32 memrefs, each 16-byte aligned; grid: query
+/// tiles x query heads x batch; KernelLaunch::sharedBytes of dynamic shared
+/// memory). Fails (with a diagnostic at the module) when the problem or the
+/// schedule is not supported.
+mlir::FailureOr<KernelLaunch>
+buildSimtAttentionKernel(mlir::OpBuilder &b, mlir::gpu::GPUModuleOp module,
+                         llvm::StringRef name, const AttentionProblem &p,
+                         const SimtAttentionSchedule &s);
+
+} // namespace tcc::gpu
+
+#endif // TCC_COMPILER_GPU_SIMTATTENTION_H

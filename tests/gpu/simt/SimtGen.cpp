@@ -1,0 +1,109 @@
+//===- SimtGen.cpp - builds one f32 SIMT attention kernel -----------------===//
+//
+//   tcc-simt-gen --lq LQ --lk LK --d D [--batch B] [--hq HQ] [--hkv HKV]
+//       [--scale S] [--causal] [--window W] [--mask A,B,C] [--alibi]
+//       [--softcap C] [--algebra-callbacks] [--masked-rows zero|nan]
+//       [--key-runs R] [--schedule BQ,BKV,SPLITKV] [--chip CHIP] [--name NAME]
+//
+// --key-runs R: a key mask (AttentionProblem::keyKeep) dropping keys k with
+// (k / R) % 3 == 1 for every row, applied to the scores with -inf after the
+// other changes, as the compiler hands over a padding mask.
+//
+// Builds the kernel of compiler/gpu/SimtAttention.cpp (f32, the flags and
+// hooks of tcc-flash-gen; the schedule from chooseSimtAttentionSchedule for
+// --chip unless given) and prints one JSON line (grid, block, shared bytes)
+// and then the module in MLIR's generic form: simt_interp_test.py's input,
+// which runs the kernel without a GPU.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/gpu/SimtAttention.h"
+#include "tests/gpu/AttentionGen.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/OperationSupport.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <nlohmann/json.hpp>
+
+#include <iostream>
+#include <limits>
+#include <vector>
+
+using namespace mlir;
+using tcc::gen::die;
+
+int main(int argc, char **argv) {
+  std::unique_ptr<MLIRContext> context =
+      tcc::gen::initGenerator("tcc-simt-gen");
+  // f32 unless --type says otherwise (which the builder then refuses).
+  std::string typeFlag = "--type", f32 = "f32";
+  std::vector<char *> args{argv[0], typeFlag.data(), f32.data()};
+  int64_t keyRuns = 0;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--key-runs" && i + 1 < argc) {
+      keyRuns = tcc::gen::parseInt("--key-runs", argv[++i]);
+      if (keyRuns < 1)
+        die("--key-runs: expected a positive integer");
+      continue;
+    }
+    args.push_back(argv[i]);
+  }
+  tcc::gen::AttentionCase c = tcc::gen::parseAttentionCase(
+      int(args.size()), args.data(), *context, "sm_90");
+  tcc::gpu::AttentionProblem &p = c.p;
+  if (keyRuns) {
+    auto keeps = [keyRuns](OpBuilder &b, Location loc, Value k) -> Value {
+      auto i32 = [&](int64_t v) {
+        return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v));
+      };
+      Value run = arith::DivSIOp::create(b, loc, k, i32(keyRuns));
+      Value r3 = arith::RemSIOp::create(b, loc, run, i32(3));
+      return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, r3,
+                                   i32(1));
+    };
+    p.keyKeep = [keeps](OpBuilder &b, Location loc, Value, Value, Value k,
+                        ValueRange) { return keeps(b, loc, k); };
+    tcc::gpu::ScoreModFn inner = p.scoreMod;
+    p.scoreMod = [inner, keeps](OpBuilder &b, Location loc, Value s,
+                                Value batch, Value head, Value q, Value k,
+                                ValueRange captured) -> Value {
+      if (inner)
+        s = inner(b, loc, s, batch, head, q, k, captured);
+      Value negInf = arith::ConstantOp::create(
+          b, loc, b.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
+      return arith::SelectOp::create(b, loc, keeps(b, loc, k), s, negInf);
+    };
+  }
+  tcc::gen::checkChip(c.flags.chip);
+  std::string why;
+  if (!tcc::gpu::simtAttentionSupports(p, why))
+    die(why);
+  const ::tcc::TargetDesc &target = tcc::gen::targetOf(c.flags.chip);
+  tcc::gpu::SimtAttentionSchedule s =
+      tcc::gpu::chooseSimtAttentionSchedule(p, target);
+  if (!c.flags.schedule.empty()) {
+    std::vector<int64_t> v =
+        tcc::gen::parseIntList("--schedule", c.flags.schedule, 3);
+    s = {v[0], v[1], v[2] != 0, 0};
+  }
+  if (!tcc::gpu::simtAttentionScheduleValid(p, s, target, why))
+    die(why);
+
+  OpBuilder b(context.get());
+  tcc::gen::KernelModule km = tcc::gen::createKernelModule(b);
+  FailureOr<tcc::gpu::KernelLaunch> launch =
+      tcc::gpu::buildSimtAttentionKernel(b, km.kernels, c.flags.name, p, s);
+  if (failed(launch))
+    die("cannot build the kernel");
+  tcc::gen::verifyOrPrint(*km.module, /*emitMlir=*/false);
+  nlohmann::json info = {{"grid", launch->grid},
+                         {"block", launch->block},
+                         {"shared", launch->sharedBytes},
+                         {"schedule", {s.blockQ, s.blockKV, s.splitKV}}};
+  std::cout << info.dump() << "\n" << std::flush;
+  OpPrintingFlags flags;
+  flags.printGenericOpForm();
+  km.module->print(llvm::outs(), flags);
+  llvm::outs() << "\n";
+  return 0;
+}

@@ -1,0 +1,429 @@
+#!/usr/bin/env python3
+"""The f32 SIMT attention kernel run without a GPU.
+
+    simt_interp_test.py TCC_SIMT_GEN
+
+For each case, tcc-simt-gen builds the kernel of compiler/gpu/SimtAttention.cpp
+(generic MLIR); a lockstep interpreter runs it block by block, each SSA value
+an array over the block's threads (scf.if with a per-thread condition masks
+the stores of each side; gpu.shuffle permutes lanes), on random inputs, and
+the output must match a float64 NumPy reference within the f32 bound of
+tests/gpu/attention_test.py, (32 + 2 sqrt(Lk)) units of 2^-24 of max|O|,
+with NaN exactly where every score of a row is -inf under the NaN policy.
+Shared memory starts as NaN (a read of a value never written shows), and
+every access is checked against the barriers: a thread reading or
+overwriting another thread's shared value with no barrier between them is
+a race, which lockstep execution would otherwise hide.
+
+What the interpreter cannot see: timing, and ex2.approx's error (it computes
+2^x in f32). The GPU replay (attention_test.py) checks those.
+"""
+import json
+import re
+import struct
+import subprocess
+import sys
+
+import numpy as np
+
+OP_RE = re.compile(r'^\s*(?:(%\w+)(?::(\d+))? = )?"([\w.]+)"\((.*?)\)(.*)$')
+
+
+class Op:
+    def __init__(self, name, results, operands, rest):
+        self.name, self.results, self.operands, self.rest = name, results, operands, rest
+        self.regions = []  # (block argument names, ops)
+
+
+def parse(lines, i=0):
+    """The ops from lines[i] to the end of their region, and where it ends."""
+    ops = []
+    while i < len(lines):
+        s = lines[i].strip()
+        if s.startswith('})') or s.startswith('}, {'):
+            return ops, i
+        m = OP_RE.match(lines[i])
+        i += 1
+        if not m:
+            continue
+        res, nres, name, operands, rest = m.groups()
+        results = [] if not res else [res] if not nres else \
+            ['%s#%d' % (res, k) for k in range(int(nres))]
+        op = Op(name, results, [o.strip() for o in operands.split(',') if o.strip()], rest)
+        if rest.rstrip().endswith('({'):
+            while True:
+                args = []
+                if lines[i].strip().startswith('^bb'):
+                    args = re.findall(r'(%\w+):', lines[i])
+                    i += 1
+                body, i = parse(lines, i)
+                op.regions.append((args, body))
+                s = lines[i].strip()
+                op.rest += ' ' + s
+                i += 1
+                if not s.startswith('}, {'):
+                    break
+        ops.append(op)
+    return ops, i
+
+
+def constant(op):
+    flag = re.search(r'value = (true|false)\}>', op.rest)
+    if flag:
+        return np.bool_(flag.group(1) == 'true')
+    text, ty = re.search(r'value = (.*?) : ([\w<>x]+)\}>', op.rest).groups()
+    if text.startswith('dense<'):
+        n = int(re.search(r'vector<(\d+)x', ty).group(1))
+        return np.full(n, float(text[6:-1]), np.float32)
+    if text.startswith('0x'):
+        return np.float32(struct.unpack('>f', bytes.fromhex(text[2:]))[0])
+    if ty == 'f32':
+        return np.float32(float(text))
+    return np.int64(int(text))
+
+
+class Block:
+    """One thread block, run in lockstep."""
+
+    def __init__(self, threads, memory, shared_bytes):
+        self.T = threads
+        self.tid = np.arange(threads, dtype=np.int64)
+        self.memory = memory  # global memref argument -> (flat array, shape)
+        n = shared_bytes // 4
+        self.shared = np.full(n, np.nan, np.float32)
+        self.epoch = 0  # barriers passed
+        self.w_epoch, self.w_tid = np.full(n, -1), np.full(n, -1)
+        self.r_epoch, self.r_tid = np.full(n, -1), np.full(n, -1)  # -2: several readers
+        self.races = []
+
+    def run(self, ops, env, bid):
+        self.bid = bid
+        self.active = np.ones(self.T, bool)
+        self.shared[:] = np.nan
+        self.epoch += 1
+        self.ops(ops, env)
+
+    def uniform(self, v):
+        a = np.asarray(v)
+        if a.ndim == 0:
+            return a.item()
+        assert (a == a.flat[0]).all(), 'a per-thread value where a uniform one is needed'
+        return a.flat[0].item()
+
+    def region(self, region, env, args):
+        for n, a in zip(region[0], args):
+            env[n] = a
+        return self.ops(region[1], env)
+
+    def ops(self, ops, env):
+        for op in ops:
+            r = self.op(op, env)
+            if op.name in ('scf.yield', 'gpu.return'):
+                return r
+            if op.results:
+                for n, v in zip(op.results, r if len(op.results) > 1 else [r]):
+                    env[n] = v
+        return None
+
+    def address(self, ref, idx):
+        if ref[0] == 'shared':
+            return self.shared, ref[1] + idx[0]
+        flat, shape = self.memory[ref[1]]
+        at = 0
+        for d, i in zip(shape, idx):
+            at = at * d + np.asarray(i)
+        return flat, at
+
+    def race(self, what):
+        if len(self.races) < 3:
+            self.races.append('%s at barrier epoch %d of block %s' % (what, self.epoch, self.bid))
+
+    def check_read(self, at, tids):
+        bad = (self.w_epoch[at] == self.epoch) & (self.w_tid[at] != tids)
+        if bad.any():
+            self.race("a read of another thread's write")
+        fresh = self.r_epoch[at] != self.epoch
+        other = ~fresh & (self.r_tid[at] != tids)
+        self.r_tid[at] = np.where(fresh, tids, np.where(other, -2, self.r_tid[at]))
+        self.r_epoch[at] = self.epoch
+
+    def check_write(self, at, tids, values):
+        war = (self.r_epoch[at] == self.epoch) & (self.r_tid[at] != tids)
+        waw = (self.w_epoch[at] == self.epoch) & (self.w_tid[at] != tids) & \
+            (self.shared[at] != values)
+        if war.any() or waw.any():
+            self.race("a write over another thread's " + ('read' if war.any() else 'write'))
+        self.w_epoch[at] = self.epoch
+        self.w_tid[at] = tids
+
+    def op(self, op, env):  # noqa: C901 (one case per op)
+        n = op.name
+        a = [env[o] for o in op.operands]
+        if n == 'arith.constant':
+            return constant(op)
+        if n in ('arith.addi', 'arith.addf'):
+            return a[0] + a[1]
+        if n in ('arith.subi', 'arith.subf'):
+            return a[0] - a[1]
+        if n in ('arith.muli', 'arith.mulf'):
+            with np.errstate(invalid='ignore'):  # 0 * inf: the NaN policy's rows
+                return a[0] * a[1]
+        if n == 'arith.divf':
+            with np.errstate(divide='ignore', invalid='ignore'):
+                return np.float32(a[0]) / np.float32(a[1])
+        if n == 'arith.divui':
+            return a[0] // a[1]
+        if n == 'arith.remui':
+            return a[0] % a[1]
+        if n == 'arith.divsi':
+            return np.fix(np.asarray(a[0]) / a[1]).astype(np.int64)
+        if n == 'arith.remsi':
+            x = np.asarray(a[0])
+            return x - np.fix(x / a[1]).astype(np.int64) * a[1]
+        if n == 'arith.xori':
+            return np.logical_xor(a[0], a[1]) if np.asarray(a[0]).dtype == bool else a[0] ^ a[1]
+        if n in ('arith.minui', 'arith.minsi'):
+            return np.minimum(a[0], a[1])
+        if n == 'arith.maxsi':
+            return np.maximum(a[0], a[1])
+        if n == 'arith.andi':
+            return np.logical_and(a[0], a[1]) if np.asarray(a[0]).dtype == bool else a[0] & a[1]
+        if n == 'arith.ori':
+            return np.logical_or(a[0], a[1])
+        if n == 'arith.maxnumf':
+            return np.fmax(a[0], a[1])
+        if n == 'arith.negf':
+            return -a[0]
+        if n == 'arith.index_cast':
+            return a[0]
+        if n == 'arith.sitofp':
+            return np.asarray(a[0]).astype(np.float32)
+        if n == 'arith.cmpi':
+            x, y = np.asarray(a[0]), np.asarray(a[1])
+            p = int(re.search(r'predicate = (\d+)', op.rest).group(1))
+            return [x == y, x != y, x < y, x <= y, x > y, x >= y, x < y, x <= y, x > y, x >= y][p]
+        if n == 'arith.cmpf':
+            assert re.search(r'predicate = 1 ', op.rest), 'only oeq'
+            return np.asarray(a[0]) == np.asarray(a[1])
+        if n == 'arith.select':
+            c, x, y = np.asarray(a[0]), np.asarray(a[1]), np.asarray(a[2])
+            if c.ndim == 1 and max(x.ndim, y.ndim) == 2:
+                c = c[:, None]
+            return np.where(c, x, y)
+        if n in ('llvm.intr.fma', 'vector.fma'):  # one rounding
+            return (np.asarray(a[0], np.float64) * a[1] + np.asarray(a[2], np.float64)).astype(
+                np.float32)
+        if n == 'llvm.call_intrinsic' and 'llvm.nvvm.vote.any.sync' in op.rest:
+            assert self.uniform(a[0]) == -1, 'a partial warp mask'
+            flag = np.broadcast_to(np.asarray(a[1]), (self.T,)).reshape(-1, 32)
+            return np.repeat(flag.any(axis=1), 32)
+        if n == 'llvm.call_intrinsic':
+            assert 'llvm.nvvm.ex2.approx' in op.rest, op.rest
+            with np.errstate(over='ignore'):
+                return np.exp2(np.asarray(a[0], np.float32))
+        if n == 'llvm.inline_asm':  # the opaque mov and the nounroll pragma
+            return a[0] if op.results else None
+        if n == 'gpu.thread_id':
+            return self.tid
+        if n == 'gpu.block_id':
+            return np.int64(self.bid['xyz'.index(re.search(r'dim (\w)', op.rest).group(1))])
+        if n == 'gpu.barrier':
+            self.epoch += 1
+            return None
+        if n == 'gpu.shuffle':
+            assert 'xor' in op.rest
+            v = np.broadcast_to(np.asarray(a[0]), (self.T,))
+            return [v[self.tid ^ self.uniform(a[1])], np.ones(self.T, bool)]
+        if n == 'gpu.dynamic_shared_memory':
+            return ('raw',)
+        if n == 'memref.view':
+            return ('shared', self.uniform(a[1]) // 4)
+        if n in ('vector.load', 'memref.load'):
+            width = 4 if n == 'vector.load' else 1
+            arr, at = self.address(a[0], a[1:])
+            at = np.where(self.active, np.broadcast_to(at, (self.T,)), 0)
+            assert (at >= 0).all() and (at + width <= arr.size).all(), 'a load out of bounds'
+            at = at[:, None] + np.arange(width)
+            if arr is self.shared:
+                live = self.active
+                self.check_read(at[live], np.repeat(self.tid[live], width).reshape(-1, width))
+            return arr[at] if width == 4 else arr[at[:, 0]]
+        if n == 'vector.store':
+            arr, at = self.address(a[1], a[2:])
+            at = np.broadcast_to(at, (self.T,))[self.active][:, None] + np.arange(4)
+            val = np.broadcast_to(np.asarray(a[0]), (self.T, 4))[self.active]
+            assert (at >= 0).all() and (at < arr.size).all(), 'a store out of bounds'
+            if arr is self.shared:
+                self.check_write(at, np.repeat(self.tid[self.active], 4).reshape(-1, 4), val)
+            arr[at] = val
+            return None
+        if n == 'vector.extract':
+            pos = int(re.search(r'static_position = array<i64: (\d+)>', op.rest).group(1))
+            return np.asarray(a[0])[..., pos]
+        if n == 'vector.broadcast':
+            return np.repeat(np.broadcast_to(np.asarray(a[0]), (self.T,))[:, None], 4, axis=1)
+        if n == 'vector.from_elements':
+            return np.stack([np.broadcast_to(x, (self.T,)) for x in a], axis=-1)
+        if n in ('scf.yield', 'gpu.return'):
+            return a
+        if n == 'scf.for':
+            lo, hi, step = (self.uniform(x) for x in a[:3])
+            vals = list(a[3:])
+            for iv in range(lo, hi, step):
+                vals = self.region(op.regions[0], env, [np.int64(iv)] + vals)
+            return vals if len(op.results) > 1 else (vals[0] if vals else None)
+        if n == 'scf.if':
+            c = np.broadcast_to(np.asarray(a[0]), (self.T,))
+            saved = self.active
+            has_else = len(op.regions) > 1 and op.regions[1][1]
+            if not saved.any() or (c[saved] == c[saved][0]).all():
+                take = bool(c[saved][0]) if saved.any() else True
+                r = self.region(op.regions[0], env, []) if take else \
+                    self.region(op.regions[1], env, []) if has_else else []
+            else:
+                self.active = saved & c
+                r1 = self.region(op.regions[0], env, [])
+                self.active = saved & ~c
+                r2 = self.region(op.regions[1], env, []) if has_else else []
+                self.active = saved
+                r = []
+                for x, y in zip(r1 or [], r2 or []):
+                    x, y = np.asarray(x), np.asarray(y)
+                    r.append(np.where(c[:, None] if max(x.ndim, y.ndim) == 2 else c, x, y))
+            return r if len(op.results) > 1 else (r[0] if r else None)
+        raise NotImplementedError(n)
+
+
+def run_kernel(text, launch, inputs):
+    """Runs the kernel of generic-form module `text` on `inputs` (q, k, v and
+    the captured tensors); returns O and the races found."""
+    ops, _ = parse(text.split('\n'))
+    func = ops[0].regions[0][1][0].regions[0][1][0]
+    assert func.name == 'gpu.func', func.name
+    args, body = func.regions[0]
+    q = inputs[0]
+    o = np.full(q.shape, np.nan, np.float32)  # rows never written show
+    arrays = [inputs[0], inputs[1], inputs[2], o] + list(inputs[3:])
+    memory = {name: (x.reshape(-1), x.shape) for name, x in zip(args, arrays)}
+    block = Block(launch['block'][0], memory, launch['shared'])
+    gx, gy, gz = launch['grid']
+    for bz in range(gz):
+        for by in range(gy):
+            for bx in range(gx):
+                block.run(body, {n: ('global', n) for n in args}, (bx, by, bz))
+    return o, block.races
+
+
+def reference(q, k, v, scale, keep, change, nan_rows):
+    """float64 attention; `keep` (q, k) -> mask, `change` (s, h, q, k)."""
+    g = q.shape[1] // k.shape[1]
+    k = np.repeat(k, g, axis=1).astype(np.float64)
+    v = np.repeat(v, g, axis=1).astype(np.float64)
+    s = q.astype(np.float64) @ np.swapaxes(k, -1, -2) * scale
+    lq, lk = s.shape[-2:]
+    r, c = np.arange(lq)[:, None], np.arange(lk)[None, :]
+    h = np.arange(q.shape[1])[:, None, None]
+    s = change(s, h, r, c)
+    kept = keep(r, c) & np.ones_like(s, bool)
+    s = np.where(kept, s, -np.inf)
+    with np.errstate(invalid='ignore'):
+        p = np.exp(s - s.max(-1, keepdims=True))
+        o = p / p.sum(-1, keepdims=True) @ v
+    if not nan_rows:
+        o = np.where(kept.any(-1)[..., None], o, 0.0)
+    return o
+
+
+def alibi(hq):
+    return lambda s, h, r, c: s + np.exp2(-8.0 * (h + 1) / hq) * (c - r)
+
+
+def softcap(cap):
+    return lambda s, h, r, c: cap * np.tanh(s / cap)
+
+
+ALL = lambda r, c: np.ones(np.broadcast(r, c).shape, bool)  # noqa: E731
+CAUSAL = lambda r, c: r >= c  # noqa: E731
+SAME = lambda s, h, r, c: s  # noqa: E731
+
+
+def RUNS(n):  # noqa: N802 (a mask, like CAUSAL)
+    return lambda r, c: ((c // n) % 3 != 1) & (r >= 0)
+
+# (flags, keep, change, NaN rows): small shapes (the interpreter is Python),
+# odd lengths, both K/V buffer layouts, GQA, decode, head dims whose 16-byte
+# chunks do not fill the key threads, every mask path (exact bounds, tiles
+# skipped, rows with nothing kept), score code, the algebra callbacks.
+CASES = [
+    ('--lq 40 --lk 70 --d 16 --hq 2 --causal --schedule 16,32,1', CAUSAL, SAME, False),
+    ('--lq 40 --lk 70 --d 16 --hq 2 --causal --schedule 16,32,0', CAUSAL, SAME, False),
+    ('--lq 33 --lk 65 --d 20 --batch 2 --schedule 16,64,1', ALL, SAME, False),
+    ('--lq 17 --lk 100 --d 80 --hq 2 --hkv 2 --schedule 16,128,0', ALL, SAME, False),
+    ('--lq 70 --lk 70 --d 24 --causal --schedule 64,32,0', CAUSAL, SAME, False),
+    ('--lq 1 --lk 300 --d 32 --hq 4 --hkv 2', ALL, SAME, False),
+    ('--lq 100 --lk 130 --d 16 --hq 2 --hkv 1 --causal --window 16 --schedule 16,32,1',
+     lambda r, c: (r >= c) & (c - r + 15 >= 0), SAME, False),
+    # Two slopes: the loop bounds are loose, whole tiles are skipped inside.
+    ('--lq 100 --lk 230 --d 16 --mask 2,-1,0 --mask -1,1,20 --schedule 16,32,0',
+     lambda r, c: (2 * r - c >= 0) & (c - r + 20 >= 0), SAME, False),
+    ('--lq 20 --lk 50 --d 16 --mask 0,-1,-1 --schedule 16,32,1',
+     lambda r, c: (c <= -1), SAME, False),
+    ('--lq 20 --lk 50 --d 16 --mask 1,-1,-5 --masked-rows nan --schedule 16,32,1',
+     lambda r, c: (r - c - 5 >= 0), SAME, True),
+    ('--lq 50 --lk 90 --d 16 --hq 4 --alibi --causal --schedule 16,32,1', CAUSAL, alibi(4), False),
+    ('--lq 50 --lk 90 --d 32 --softcap 5 --scale 1 --schedule 32,64,0', ALL, softcap(5.0), False),
+    ('--lq 30 --lk 61 --d 16 --causal --algebra-callbacks --schedule 16,32,1', CAUSAL, SAME,
+     False),
+    # A key mask: runs of 40 dropped keys, whole 32-key tiles skipped at run
+    # time (every warp votes on flags read a tile ahead); with causal and a
+    # softcap. Rows 40-79 keep nothing causally allowed but keys they drop:
+    # NaN under the NaN policy.
+    ('--lq 70 --lk 250 --d 16 --hq 2 --key-runs 40 --schedule 16,32,1', RUNS(40), SAME, False),
+    ('--lq 100 --lk 100 --d 16 --causal --key-runs 40 --masked-rows nan --schedule 16,32,0',
+     lambda r, c: (r >= c) & RUNS(40)(r, c), SAME, True),
+    ('--lq 40 --lk 130 --d 16 --softcap 5 --scale 1 --key-runs 30 --schedule 16,64,1', RUNS(30),
+     softcap(5.0), False),
+]
+
+
+def main():
+    gen = sys.argv[1]
+    failed = 0
+    rng = np.random.default_rng(20261201)
+    for flags, keep, change, nan_rows in CASES:
+        argv = flags.split()
+        p = subprocess.run([gen] + argv, capture_output=True, text=True)
+        if p.returncode:
+            print('FAIL %s: tcc-simt-gen: %s' % (flags, p.stderr.strip()))
+            failed += 1
+            continue
+        launch, text = p.stdout.split('\n', 1)
+        launch = json.loads(launch)
+        val = {f: argv[i + 1] for i, f in enumerate(argv) if f.startswith('--') and
+               i + 1 < len(argv) and not argv[i + 1].startswith('--')}
+        b, hq = int(val.get('--batch', 1)), int(val.get('--hq', 1))
+        hkv, lq, lk, d = int(val.get('--hkv', 1)), int(val['--lq']), int(val['--lk']), int(val['--d'])
+        scale = float(np.float32(float(val['--scale']) if '--scale' in val else 1 / np.sqrt(d)))
+        q = rng.standard_normal((b, hq, lq, d)).astype(np.float32)
+        k = rng.standard_normal((b, hkv, lk, d)).astype(np.float32)
+        v = rng.standard_normal((b, hkv, lk, d)).astype(np.float32)
+        o, races = run_kernel(text, launch, [q, k, v])
+        ref = reference(q, k, v, scale, keep, change, nan_rows)
+        nan = np.isnan(ref)
+        bound = 2.0 ** -24 * (32 + 2 * np.sqrt(lk)) * (np.abs(ref[~nan]).max() if (~nan).any()
+                                                       else 1.0)
+        same = (np.isnan(o) == nan).all()
+        err = np.abs(o[~nan] - ref[~nan]).max() if same and (~nan).any() else 0.0 if same \
+            else np.inf
+        ok = same and err <= bound and not races
+        failed += not ok
+        print('%s %s (schedule %s): max error %.3g, allowed %.3g%s' % (
+            'PASS' if ok else 'FAIL', flags, launch['schedule'], err, bound,
+            '' if same else ', NaN where the reference has none or the reverse') +
+            ''.join('; race: ' + r for r in races))
+    print('%d failed' % failed)
+    return 1 if failed else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

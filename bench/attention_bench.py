@@ -100,7 +100,7 @@ def lq_of(case):
 
 
 def torch_dtype(case):
-    return torch.float16 if case.get('dtype') == 'f16' else torch.bfloat16
+    return {'f16': torch.float16, 'f32': torch.float32}.get(case.get('dtype'), torch.bfloat16)
 
 
 def per_head(case, q, k, v, dtype, env=None):
@@ -353,7 +353,11 @@ def correctness(args, case, q, k, v, env=None, flex=None):
         best = min(finite, key=finite.get)
         return {'correct': err <= 1.5 * finite[best], 'max_err': err,
                 'peer_max_err': finite[best], 'peer': best, 'peer_errs': errs}
-    if sdpa_runs(case):
+    if sdpa_runs(case) and case['dtype'] == 'f32':
+        # Flash and cuDNN take no f32: the efficient backend does, in f32.
+        from torch.nn.attention import SDPBackend
+        peer, peer_name = sdpa(case, q, k, v, SDPBackend.EFFICIENT_ATTENTION), 'SDPA efficient'
+    elif sdpa_runs(case):
         from torch.nn.attention import SDPBackend
         peer, peer_name = sdpa(case, q, k, v, SDPBackend.FLASH_ATTENTION), 'SDPA flash'
     else:
@@ -390,7 +394,10 @@ def peers(args, case, q, k, v, env=None, flex=None):
         for name, fn in captured_peer_calls(case, q, k, v, env, flex):
             add(name, fn)
         return out
-    if sdpa_runs(case):
+    if sdpa_runs(case) and case['dtype'] == 'f32':
+        add('SDPA efficient', lambda: sdpa(case, q, k, v, SDPBackend.EFFICIENT_ATTENTION))
+        add('SDPA math', lambda: sdpa(case, q, k, v, SDPBackend.MATH))
+    elif sdpa_runs(case):
         add('SDPA flash', lambda: sdpa(case, q, k, v, SDPBackend.FLASH_ATTENTION))
         add('SDPA cuDNN', lambda: sdpa(case, q, k, v, SDPBackend.CUDNN_ATTENTION))
     if not args.no_flex:

@@ -253,6 +253,8 @@ def rounded_scale(d, dt):
     at 32768 keys the exact value moved outputs by 4e-5, twice SDPA's
     error)."""
     x = 1.0 / d ** 0.5
+    if dt == 'f32':
+        return struct.unpack('<f', struct.pack('<f', x))[0]
     if dt == 'f16':
         return struct.unpack('<e', struct.pack('<e', x))[0]
     bits = struct.unpack('<I', struct.pack('<f', x))[0]
@@ -285,6 +287,15 @@ def attention_cases(small):
                                 {'kind': 'attention', 'variant': variant, 'dtype': dt, 'b': b,
                                  'hq': hq, 'hkv': hkv, 'l': l, 'lq': 1, 'd': d,
                                  'scale': rounded_scale(d, dt)}))
+    # f32 (issue 13: the CUDA-core template), at sequence 4096: SDPA's
+    # efficient backend is the fused peer that takes f32.
+    s4 = 256 if small else 4096
+    for variant in ('global', 'causal'):
+        name = 'attn_%s_b1_f32_s%d' % (variant, s4)
+        m = attention_model(name, 1, 32, 32, s4, d, variant, dt='f32')
+        out.append((name, m, ['--gpu-attention'],
+                    {'kind': 'attention', 'variant': variant, 'dtype': 'f32', 'b': 1,
+                     'hq': 32, 'hkv': 32, 'l': s4, 'd': d, 'scale': rounded_scale(d, 'f32')}))
     # Score changes reading captured tensors (issue 13), f16 as its figures.
     # The manifest's `inputs` names the extra inputs attention_bench.py
     # makes; bias and padding mask at batch 1 (and the mask at 8).

@@ -467,8 +467,13 @@ std::optional<AttentionUse> takeAttention(func::FuncOp f,
     auto t = cast<RankedTensorType>(c.getType());
     p.captured.push_back(MemRefType::get(t.getShape(), t.getElementType()));
   }
-  if (m->scale) {
+  // A scale beside a key mask: the tensor-core templates apply the mask per
+  // key (keyKeepApply) and keep their folded-scale softmax; the f32 one
+  // takes the changes as score code.
+  bool keyAsMask = m->keyMaskAlone && !m->elemType.isF32();
+  if (m->scale && (!m->keyMaskAlone || keyAsMask)) {
     p.scale = *m->scale;
+    p.keyKeepApply = keyAsMask;
   } else {
     mlir::tcc::AttentionMatch match = *m;
     p.scoreMod = [match](OpBuilder &b, Location loc, Value s, Value batch,

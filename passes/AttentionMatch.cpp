@@ -596,14 +596,27 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
     m.keyMaskPerHead = hAxis >= 0 && cs[hAxis] != 1;
     break;
   }
-  // A positive scale alone (the common case) needs no score code.
-  if (m.mods.size() == 1 && isa<MulOp, DivOp>(m.mods[0])) {
-    Operation *op = m.mods[0];
+  // A positive scale alone (the common case) needs no score code; nor does
+  // a scale beside a key mask, which the templates apply as a mask (a
+  // positive factor keeps -inf, so the order does not matter).
+  SmallVector<Operation *> others;
+  for (Operation *op : m.mods)
+    if (!m.keyMask || !isa<SelectOp>(op) ||
+        cast<SelectOp>(op).getCond() != m.keyMask)
+      others.push_back(op);
+  if (m.keyMask && others.empty()) {
+    m.scale = 1.0;
+    m.keyMaskAlone = true;
+  }
+  if (others.size() == 1 && isa<MulOp, DivOp>(others[0])) {
+    Operation *op = others[0];
     std::optional<double> c = constantValue(op->getOperand(1));
     if (!c && isa<MulOp>(op))
       c = constantValue(op->getOperand(0));
-    if (c && *c > 0 && std::isfinite(*c))
+    if (c && *c > 0 && std::isfinite(*c)) {
       m.scale = isa<MulOp>(op) ? *c : 1.0 / *c;
+      m.keyMaskAlone = m.mods.size() == 2;
+    }
   }
   return m;
 }

@@ -68,6 +68,9 @@ struct AttentionMatch {
   /// applied with -inf); null: none. `keyMaskPerHead`: it varies by head.
   Value keyMask;
   bool keyMaskPerHead = false;
+  /// The changes are `scale` and the key mask's select only: a template
+  /// may apply the mask per key on the scaled scores, with no score code.
+  bool keyMaskAlone = false;
   /// Whether a score can become -inf (a row of them gives NaN).
   bool maskedToInfinity = false;
 

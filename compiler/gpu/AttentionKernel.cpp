@@ -414,6 +414,31 @@ SmallVector<Value> AttentionBuilder::tileStep(Value stage, Value k0,
                                              VectorType::get({2, 2}, f32), e);
       }
   }
+  if (p.keyKeepApply) {
+    // The key mask, per key: its dropped keys' scores become -inf, raw or
+    // scaled alike. Decode's rows span heads: a per-head mask is read per
+    // row half.
+    Value kThread = keyThread(k0);
+    Value negInf = cstF(-std::numeric_limits<double>::infinity());
+    for (int64_t jn = 0; jn < nS; ++jn) {
+      Value keep[2][2];
+      for (int64_t x = 0; x < 2; ++x)
+        for (int64_t h = 0; h < 2; ++h)
+          keep[h][x] = h && !(decode && p.keyKeepPerHead)
+                           ? keep[0][x]
+                           : p.keyKeep(b, loc, batchI32, rowHead(h),
+                                       add(kThread, jn * 8 + x), captured);
+      for (int64_t i = 0; i < mTiles; ++i) {
+        Value &vec = sv[i * nS + jn];
+        SmallVector<Value> e;
+        for (int64_t h = 0; h < 2; ++h)
+          for (int64_t x = 0; x < 2; ++x)
+            e.push_back(select(keep[h][x], extract(vec, {h, x}), negInf));
+        vec = vector::FromElementsOp::create(b, loc,
+                                             VectorType::get({2, 2}, f32), e);
+      }
+    }
+  }
   if (!constraints.empty()) {
     // The tile is partial iff some constraint fails at its worst corner.
     Value kLast = add(k0, s.blockKV - 1);

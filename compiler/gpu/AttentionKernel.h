@@ -97,6 +97,9 @@ struct AttentionProblem {
   /// `keyKeepPerHead`: keyKeep reads the head index.
   KeyKeepFn keyKeep;
   bool keyKeepPerHead = false;
+  /// keyKeep is the whole mask (scoreMod leaves it out): scores of keys it
+  /// drops become -inf in the tiles it does not skip.
+  bool keyKeepApply = false;
   MaskedRowPolicy maskedRows = MaskedRowPolicy::Zero;
   /// The softmax algebra; null: softmax's (exp2 with log2(e) folded into the
   /// scale when scoreMod is null too). The running value is the row max.

@@ -595,6 +595,21 @@ SmallVector<Value> FlashBuilder::softmax(SmallVector<Value> sv, Value k0,
       sv[e] = sc;
     }
   }
+  if (p.keyKeepApply) {
+    // The key mask, per key (both row halves share it): its dropped keys'
+    // scores become -inf, raw or scaled alike.
+    Value kThread = keyThread(k0);
+    Value negInf = cstF(-std::numeric_limits<double>::infinity());
+    for (int64_t n = 0; n < nS / 4; ++n)
+      for (int64_t x = 0; x < 2; ++x) {
+        Value keep = p.keyKeep(b, loc, batchI32, headI32,
+                               add(kThread, n * 8 + x), captured);
+        for (int64_t h = 0; h < 2; ++h) {
+          int64_t e = n * 4 + h * 2 + x;
+          sv[e] = select(keep, sv[e], negInf);
+        }
+      }
+  }
   if (!constraints.empty()) {
     // The tile is partial iff some constraint fails at its worst corner.
     Value kLast = add(k0, s.blockKV - 1);

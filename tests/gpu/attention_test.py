@@ -243,6 +243,14 @@ def key_mask_cases():
         captured=[('runs', 'bool', [1, 1, 1, 700])]), 1.0,
         lambda s, r, c, env: np.where(env['runs'] & (r >= c), s * 0.125, -np.inf)))
     invb = np.float64(L.narrow('bf16', np.float64(inv)))
+    # Decode with GQA: a block's rows span 4 query heads, each with its own
+    # mask (read per row, no tile skipping).
+    out.append(('decode_keymask_perhead_gqa_q1_3001', model(
+        'druns_h', 'bf16', [1, 8, 1, 128], [1, 2, 3001, 128],
+        [const('c', 'bf16', inv), node('mul', ['s', 'c'], 'ss')] + ninf + [
+            node('select', ['runs_h', 'ss', 'neg'], 's_mod')], repeat=(2, 4),
+        captured=[('runs_h', 'bool', [1, 8, 1, 3001])]), 1.0,
+        lambda s, r, c, env: np.where(env['runs_h'], s * invb, -np.inf)))
     out.append(('decode_keymask_runs_q1_3001', model(
         'druns', 'bf16', [2, 4, 1, 128], [2, 4, 3001, 128],
         [const('c', 'bf16', inv), node('mul', ['s', 'c'], 'ss')] + ninf + [

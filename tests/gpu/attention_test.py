@@ -42,6 +42,7 @@ import hashlib
 import json
 import os
 import pickle
+import shutil
 import subprocess
 import sys
 
@@ -649,7 +650,7 @@ def make_inputs(m, qscale, seed):
     return env, digest.hexdigest()
 
 
-def record(tcc, root, target, only=''):
+def record(tcc, root, target, only='', count_only=False):
     os.makedirs(root, exist_ok=True)
     failed = 0
     for name, m, qscale, change in cases():
@@ -688,6 +689,10 @@ def record(tcc, root, target, only=''):
         if not ok:
             print('FAIL %s: expected kernels *%s, got %s' % (name, ', *'.join(want), symbols))
             failed += 1
+            continue
+        if count_only:
+            print('kernels of %s: %s' % (name, ', '.join(symbols)))
+            shutil.rmtree(d)
             continue
         seed = int(np.random.default_rng().integers(1 << 62))  # fresh inputs every record
         env, digest = make_inputs(m, qscale, seed)
@@ -755,6 +760,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--tcc', required=True)
     ap.add_argument('--record')
+    ap.add_argument('--count-only', action='store_true',
+                    help='with --record: compile and check the kernels only (no inputs, '
+                         'no reference; the ctest attention-kernels, without a GPU)')
     ap.add_argument('--replay')
     ap.add_argument('--target', default='sm_90', help='sm_90 or sm_90a (with --record)')
     ap.add_argument('--only', default='', metavar='PREFIX',
@@ -762,7 +770,8 @@ def main():
                          'SIMT template); --replay runs what was recorded')
     args = ap.parse_args()
     if args.record:
-        return 1 if record(args.tcc, os.path.abspath(args.record), args.target, args.only) else 0
+        return 1 if record(args.tcc, os.path.abspath(args.record), args.target, args.only,
+                           args.count_only) else 0
     if args.replay:
         return replay(args.tcc, os.path.abspath(args.replay))
     ap.error('--record DIR or --replay DIR')

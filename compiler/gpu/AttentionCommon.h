@@ -181,6 +181,103 @@ public:
     }
     return any;
   }
+  /// The lane's parts of "tile `tile` keeps a key" and "keeps every key"
+  /// (keys past lk count as dropped for the first, kept for the second: a
+  /// tile constraint drops them), from one set of loads.
+  std::pair<mlir::Value, mlir::Value> laneKeepFlags(mlir::Value tile,
+                                                    int64_t blockKV) {
+    mlir::Value laneI32 = toI32(mlir::arith::RemUIOp::create(
+        b, loc, mlir::gpu::ThreadIdOp::create(b, loc, mlir::gpu::Dimension::x),
+        cst(32)));
+    mlir::Value k0I32 = toI32(mul(tile, blockKV)), any, all;
+    for (int64_t j = 0; j * 32 < blockKV; ++j) {
+      mlir::Value off = add(laneI32, j * 32);
+      mlir::Value k = add(k0I32, off);
+      mlir::Value in = cmp(mlir::arith::CmpIPredicate::slt, k, cstI32(p.lk));
+      if ((j + 1) * 32 > blockKV)
+        in = land(in,
+                  cmp(mlir::arith::CmpIPredicate::slt, off, cstI32(blockKV)));
+      mlir::Value keep = p.keyKeep(b, loc, keepBatch, keepHead, k, captured);
+      any = lor(any, land(in, keep));
+      all = land(all, lor(notI1(in), keep));
+    }
+    return {any, all};
+  }
+  /// Whether every lane of the warp holds `laneFlag` (uniform).
+  mlir::Value warpAll(mlir::Value laneFlag) {
+    mlir::Value all = mlir::arith::ConstantIntOp::create(b, loc, i32, -1);
+    return mlir::LLVM::CallIntrinsicOp::create(
+               b, loc, b.getI1Type(),
+               b.getStringAttr("llvm.nvvm.vote.all.sync"),
+               mlir::ValueRange{all, laneFlag})
+        .getResult(0);
+  }
+
+  /// The key-skipping flags a pipelined key loop of `stages` stages carries
+  /// (empty without skipping): for tiles j..j+S-2 whether each keeps a key
+  /// (and, with p.keyKeepApply, whether it keeps every key: its per-key
+  /// mask is then left out), and the lane's flags of tile j+S-1, read an
+  /// iteration ahead. `live` gets the prologue tiles' liveness, for their
+  /// copies.
+  llvm::SmallVector<mlir::Value>
+  keyFlagsPrologue(mlir::Value tStart, int64_t blockKV, int64_t stages,
+                   llvm::SmallVectorImpl<mlir::Value> &live) {
+    llvm::SmallVector<mlir::Value> liveF, allF;
+    if (!skipsKeys())
+      return {};
+    for (int64_t st = 0; st + 1 < stages; ++st) {
+      auto [any, every] = laneKeepFlags(add(tStart, st), blockKV);
+      liveF.push_back(warpAny(any));
+      allF.push_back(warpAll(every));
+    }
+    live.assign(liveF.begin(), liveF.end());
+    auto [any, every] = laneKeepFlags(add(tStart, stages - 1), blockKV);
+    llvm::SmallVector<mlir::Value> out(liveF);
+    if (p.keyKeepApply)
+      out.append(allF.begin(), allF.end());
+    out.push_back(any);
+    if (p.keyKeepApply)
+      out.push_back(every);
+    return out;
+  }
+  /// One iteration's use of the carried `flags` (keyFlagsPrologue's
+  /// layout), `next` the tile copied this iteration: its liveness
+  /// (`liveNext`), the current tile's (`liveNow`) and whether it keeps every
+  /// key (`allNow`, null without keyKeepApply), and the flags to yield.
+  struct KeyFlagStep {
+    mlir::Value liveNow, allNow, liveNext;
+    llvm::SmallVector<mlir::Value> yield;
+  };
+  KeyFlagStep keyFlagsStep(mlir::ValueRange flags, mlir::Value next,
+                           int64_t blockKV, int64_t stages) {
+    KeyFlagStep r;
+    if (flags.empty())
+      return r;
+    int64_t n = stages - 1;
+    bool withAll = p.keyKeepApply;
+    mlir::ValueRange live = flags.take_front(n);
+    mlir::ValueRange all = withAll ? flags.slice(n, n) : mlir::ValueRange();
+    mlir::Value laneAny = flags[withAll ? 2 * n : n];
+    r.liveNow = live.front();
+    r.liveNext = warpAny(laneAny);
+    mlir::Value allNext;
+    if (withAll) {
+      r.allNow = all.front();
+      allNext = warpAll(flags[2 * n + 1]);
+    }
+    auto [any, every] = laneKeepFlags(add(next, 1), blockKV);
+    llvm::append_range(r.yield, live.drop_front());
+    r.yield.push_back(r.liveNext);
+    if (withAll) {
+      llvm::append_range(r.yield, all.drop_front());
+      r.yield.push_back(allNext);
+    }
+    r.yield.push_back(any);
+    if (withAll)
+      r.yield.push_back(every);
+    return r;
+  }
+
   /// Whether any lane of the warp holds `laneFlag` (uniform over the warp).
   mlir::Value warpAny(mlir::Value laneFlag) {
     mlir::Value all = mlir::arith::ConstantIntOp::create(b, loc, i32, -1);
@@ -257,6 +354,9 @@ protected:
   /// The batch and head (i32) p.keyKeep reads for the block's rows; null
   /// when the block's rows span heads it distinguishes (no key skipping).
   mlir::Value keepBatch, keepHead;
+  /// Whether the key tile being built keeps every key (uniform i1; null:
+  /// not known): its per-key mask (p.keyKeepApply) is then not built.
+  mlir::Value keyAllKept;
   /// The kernel's arguments for p.captured (set by the builder).
   llvm::SmallVector<mlir::Value> captured;
 };

@@ -416,8 +416,18 @@ SmallVector<Value> AttentionBuilder::tileStep(Value stage, Value k0,
   }
   if (p.keyKeepApply) {
     // The key mask, per key: its dropped keys' scores become -inf, raw or
-    // scaled alike. Decode's rows span heads: a per-head mask is read per
-    // row half.
+    // scaled alike; not built for a tile known to keep every key. Decode's
+    // rows span heads: a per-head mask is read per row half.
+    std::optional<OpBuilder::InsertionGuard> guard;
+    scf::IfOp ifOp;
+    if (keyAllKept) {
+      guard.emplace(b);
+      SmallVector<Type> types(sv.size(), sv[0].getType());
+      ifOp = scf::IfOp::create(b, loc, types, keyAllKept, /*withElse=*/true);
+      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+      scf::YieldOp::create(b, loc, sv);
+      b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+    }
     Value kThread = keyThread(k0);
     Value negInf = cstF(-std::numeric_limits<double>::infinity());
     for (int64_t jn = 0; jn < nS; ++jn) {
@@ -437,6 +447,11 @@ SmallVector<Value> AttentionBuilder::tileStep(Value stage, Value k0,
         vec = vector::FromElementsOp::create(b, loc,
                                              VectorType::get({2, 2}, f32), e);
       }
+    }
+    if (ifOp) {
+      scf::YieldOp::create(b, loc, sv);
+      guard.reset();
+      sv.assign(ifOp.getResults().begin(), ifOp.getResults().end());
     }
   }
   if (!constraints.empty()) {
@@ -839,17 +854,14 @@ void AttentionBuilder::build(Value q, Value k, Value v, Value o, Value stats) {
   // With key skipping, the loop carries each tile's liveness from its copy
   // to its step, and reads the flags of the tile it copies next an
   // iteration ahead (their loads then never stall the loop).
-  SmallVector<Value> flags;
+  SmallVector<Value> live;
+  SmallVector<Value> flags =
+      keyFlagsPrologue(tStart, s.blockKV, s.stages, live);
   for (int64_t st = 0; st + 1 < s.stages; ++st) {
     Value tile = add(tStart, st);
-    Value live = skipsKeys() ? warpAny(laneKeeps(tile, s.blockKV)) : Value();
-    copyKVTile(true, tile, cst(st), live);
-    copyKVTile(false, tile, cst(st), live);
-    if (live)
-      flags.push_back(live);
+    copyKVTile(true, tile, cst(st), live.empty() ? Value() : live[st]);
+    copyKVTile(false, tile, cst(st), live.empty() ? Value() : live[st]);
   }
-  if (skipsKeys())
-    flags.push_back(laneKeeps(add(tStart, s.stages - 1), s.blockKV));
   fragmentBases();
   qBase = mul(warpRow, ld);
   if (qInRegs) {
@@ -867,8 +879,7 @@ void AttentionBuilder::build(Value q, Value k, Value v, Value o, Value stats) {
   init.append(2 * mTiles, cstF(-std::numeric_limits<double>::infinity()));
   init.append(2 * mTiles, cstF(0.0));
 
-  // Carried after the accumulators (key skipping): the liveness of tiles
-  // j..j+S-2 (i1, uniform) and this lane's flag of tile j+S-1.
+  // Carried after the accumulators (key skipping): keyFlagsPrologue's.
   SmallVector<Value> all(init);
   llvm::append_range(all, flags);
   auto loop = scf::ForOp::create(b, loc, tStart, tEnd, cst(1), all);
@@ -877,7 +888,7 @@ void AttentionBuilder::build(Value q, Value k, Value v, Value o, Value stats) {
     b.setInsertionPointToStart(loop.getBody());
     Value j = loop.getInductionVar();
     ValueRange carried = loop.getRegionIterArgs().take_front(init.size());
-    ValueRange live = loop.getRegionIterArgs().drop_front(init.size());
+    ValueRange carriedFlags = loop.getRegionIterArgs().drop_front(init.size());
     Value stage = rem(sub(j, tStart), s.stages);
     // K_j has landed once at most 2S-3 newer groups are pending (V_j and
     // the K/V groups of tiles j+1..j+S-2).
@@ -886,23 +897,17 @@ void AttentionBuilder::build(Value q, Value k, Value v, Value o, Value stats) {
     // Every warp is past tile j-1, so its stage takes tile j+S-1.
     Value next = add(j, s.stages - 1);
     Value nextStage = rem(add(stage, s.stages - 1), s.stages);
-    Value liveNext, laneAhead;
-    if (!live.empty()) {
-      liveNext = warpAny(live.back());
-      laneAhead = laneKeeps(add(next, 1), s.blockKV);
-    }
-    copyKVTile(true, next, nextStage, liveNext);
-    copyKVTile(false, next, nextStage, liveNext);
+    KeyFlagStep kf = keyFlagsStep(carriedFlags, next, s.blockKV, s.stages);
+    copyKVTile(true, next, nextStage, kf.liveNext);
+    copyKVTile(false, next, nextStage, kf.liveNext);
     Value k0 = mul(j, s.blockKV);
 
+    keyAllKept = kf.allNow;
     SmallVector<Value> out = stepUnlessMasked(
         k0, s.blockKV, carried, [&] { return tileStep(stage, k0, carried); },
-        live.empty() ? Value() : live.front());
-    if (!live.empty()) {
-      llvm::append_range(out, live.drop_front().drop_back());
-      out.push_back(liveNext);
-      out.push_back(laneAhead);
-    }
+        kf.liveNow);
+    keyAllKept = Value();
+    llvm::append_range(out, kf.yield);
     scf::YieldOp::create(b, loc, out);
   }
   ValueRange results = loop.getResults().take_front(init.size());

@@ -597,18 +597,37 @@ SmallVector<Value> FlashBuilder::softmax(SmallVector<Value> sv, Value k0,
   }
   if (p.keyKeepApply) {
     // The key mask, per key (both row halves share it): its dropped keys'
-    // scores become -inf, raw or scaled alike.
+    // scores become -inf, raw or scaled alike; not built for a tile known
+    // to keep every key.
+    std::optional<OpBuilder::InsertionGuard> guard;
+    scf::IfOp ifOp;
+    if (keyAllKept) {
+      guard.emplace(b);
+      ifOp = scf::IfOp::create(b, loc, SmallVector<Type>(nS, f32), keyAllKept,
+                               /*withElse=*/true);
+      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+      scf::YieldOp::create(b, loc, sv);
+      b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+    }
     Value kThread = keyThread(k0);
     Value negInf = cstF(-std::numeric_limits<double>::infinity());
+    SmallVector<Value> masked(sv);
     for (int64_t n = 0; n < nS / 4; ++n)
       for (int64_t x = 0; x < 2; ++x) {
         Value keep = p.keyKeep(b, loc, batchI32, headI32,
                                add(kThread, n * 8 + x), captured);
         for (int64_t h = 0; h < 2; ++h) {
           int64_t e = n * 4 + h * 2 + x;
-          sv[e] = select(keep, sv[e], negInf);
+          masked[e] = select(keep, sv[e], negInf);
         }
       }
+    if (ifOp) {
+      scf::YieldOp::create(b, loc, masked);
+      guard.reset();
+      sv.assign(ifOp.getResults().begin(), ifOp.getResults().end());
+    } else {
+      sv = masked;
+    }
   }
   if (!constraints.empty()) {
     // The tile is partial iff some constraint fails at its worst corner.
@@ -828,16 +847,11 @@ void FlashBuilder::build(Value q, Value k, Value v, Value o) {
   // its copy to its step, and reads the flags of the tile it copies next
   // an iteration ahead (their loads then never stall the loop).
   liveFlags.clear();
-  bool carryFlags = skipsKeys() && !s.overlap;
-  for (int64_t st = 0; st + 1 < s.stages; ++st) {
-    Value tile = add(tStart, st);
-    Value live = carryFlags ? warpAny(laneKeeps(tile, s.blockKV)) : Value();
-    copyKVTile(tile, cst(st), live);
-    if (live)
-      liveFlags.push_back(live);
-  }
-  if (carryFlags)
-    liveFlags.push_back(laneKeeps(add(tStart, s.stages - 1), s.blockKV));
+  SmallVector<Value> live;
+  if (!s.overlap)
+    liveFlags = keyFlagsPrologue(tStart, s.blockKV, s.stages, live);
+  for (int64_t st = 0; st + 1 < s.stages; ++st)
+    copyKVTile(add(tStart, st), cst(st), live.empty() ? Value() : live[st]);
 
   SmallVector<Value> init(nO, cstF(0.0));
   init.append(2, cstF(-std::numeric_limits<double>::infinity()));
@@ -963,8 +977,7 @@ void FlashBuilder::publishTiles(int64_t pending) {
 
 SmallVector<Value> FlashBuilder::simpleLoop(Value tStart,
                                             ArrayRef<Value> init) {
-  // Carried after the accumulators (key skipping): the liveness of tiles
-  // j..j+S-2 (i1, uniform) and this lane's flag of tile j+S-1.
+  // Carried after the accumulators (key skipping): keyFlagsPrologue's.
   SmallVector<Value> all(init);
   llvm::append_range(all, liveFlags);
   auto loop = scf::ForOp::create(b, loc, tStart, tEnd, cst(1), all);
@@ -977,21 +990,15 @@ SmallVector<Value> FlashBuilder::simpleLoop(Value tStart,
   Value next = add(j, s.stages - 1);
   // Tile j has landed once at most S-2 newer groups are pending.
   publishTiles(s.stages - 2);
-  Value liveNext, laneAhead;
-  if (!flags.empty()) {
-    liveNext = warpAny(flags.back());
-    laneAhead = laneKeeps(add(next, 1), s.blockKV);
-  }
-  copyKVTile(next, rem(add(stage, s.stages - 1), s.stages), liveNext);
+  KeyFlagStep kf = keyFlagsStep(flags, next, s.blockKV, s.stages);
+  copyKVTile(next, rem(add(stage, s.stages - 1), s.stages), kf.liveNext);
   Value k0 = mul(j, s.blockKV);
+  keyAllKept = kf.allNow;
   SmallVector<Value> out = stepUnlessMasked(
       k0, s.blockKV, carried, [&] { return tileStep(stage, k0, carried); },
-      flags.empty() ? Value() : flags.front());
-  if (!flags.empty()) {
-    llvm::append_range(out, flags.drop_front().drop_back());
-    out.push_back(liveNext);
-    out.push_back(laneAhead);
-  }
+      kf.liveNow);
+  keyAllKept = Value();
+  llvm::append_range(out, kf.yield);
   scf::YieldOp::create(b, loc, out);
   return SmallVector<Value>(loop.getResults().take_front(init.size()));
 }

@@ -10,7 +10,8 @@
 //       at j-1
 //     if the mask keeps nothing of the tile: skip it (checked only where the
 //       bounds can be loose)
-//     S = Q K_j^T (mma.sync); scale, scoreMod; if the mask is partial on the
+//     S = Q K_j^T (mma.sync; K given transposed, [D][keys] tiles, by
+//       ldmatrix.trans as V); scale, scoreMod; if the mask is partial on the
 //       tile: masked scores become -inf
 //     online softmax: new row max (quad shuffles), correction of O and l,
 //       P = contribution(S, max), kept in registers as mma A fragments

@@ -40,7 +40,9 @@
 // aligned to 1024 bytes. Read K-major (Q as A, K as B): LBO 16, SBO 1024, a
 // k16 step 32 bytes inside a column block. V as N-major B: the column blocks
 // are the N blocks (LBO = Bc x 128), SBO 1024 between 8-key atoms, a k16
-// step 16 rows (2048 bytes).
+// step 16 rows (2048 bytes). K given transposed ([D][keys], kTransposed)
+// takes V's layout with keys and head dims exchanged (Bc/64 column blocks of
+// D rows) and is read as V is: N-major, LBO D x 128.
 //
 // Masks are conjunctions of linear constraints, classified per (query tile,
 // key tile) at its corners as in AttentionKernel.cpp: fully masked tiles

@@ -457,6 +457,7 @@ std::optional<AttentionUse> takeAttention(func::FuncOp f,
   p.lk = m->lk;
   p.headDim = m->headDim;
   p.elemType = m->elemType;
+  p.kTransposed = m->kTransposed;
   // The captured tensors (bias, mask, slopes) are kernel arguments too.
   std::vector<int> capturedArgs;
   for (Value c : m->captured) {
@@ -504,6 +505,8 @@ std::optional<AttentionUse> takeAttention(func::FuncOp f,
   // f32 runs on CUDA cores in true f32 (as PyTorch's SDPA computes f32; the
   // tensor-core templates take bf16 and f16), one kernel for every shape.
   if (p.elemType.isF32()) {
+    if (p.kTransposed)
+      return refuse("K given transposed has no f32 attention template");
     ::tcc::gpu::SimtAttentionSchedule ss =
         ::tcc::gpu::chooseSimtAttentionSchedule(p, target);
     if (!::tcc::gpu::simtAttentionScheduleValid(p, ss, target, why))

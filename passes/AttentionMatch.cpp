@@ -421,8 +421,10 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
     s = next;
   }
   std::reverse(mods.begin(), mods.end());
-  if (qk.getTransposeA() || !qk.getTransposeB())
+  // Q·Kᵀ with K [.., Lk, D], or Q·Kt with K given transposed, [.., D, Lk].
+  if (qk.getTransposeA())
     return fail("the scores are not Q·Kᵀ");
+  m.kTransposed = !qk.getTransposeB();
   m.scores = qk.getResult();
   m.q = qk.getA();
   int64_t kHeads, vHeads;
@@ -466,8 +468,10 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
     return fail("Q, K, V and the result are not all bf16, all f16 or all f32");
   m.lq = qt.getDimSize(qt.getRank() - 2);
   m.headDim = qt.getDimSize(qt.getRank() - 1);
-  m.lk = kt.getDimSize(kt.getRank() - 2);
-  if (kt.getDimSize(kt.getRank() - 1) != m.headDim ||
+  int64_t kKeyAxis = kt.getRank() - (m.kTransposed ? 1 : 2);
+  int64_t kDimAxis = kt.getRank() - (m.kTransposed ? 2 : 1);
+  m.lk = kt.getDimSize(kKeyAxis);
+  if (kt.getDimSize(kDimAxis) != m.headDim ||
       vt.getDimSize(vt.getRank() - 2) != m.lk ||
       vt.getDimSize(vt.getRank() - 1) != m.headDim)
     return fail("K and V do not match Q's head size and K's length");

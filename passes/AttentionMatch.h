@@ -41,6 +41,9 @@ struct AttentionMatch {
   /// Q [.., Lq, D], K [.., Lk, D], V [.., Lk, D]: values from outside the
   /// chain, with the same leading (batch, head) dimensions.
   Value q, k, v;
+  /// K is given transposed, [.., D, Lk]: the scores are matmul(Q, K)
+  /// without transpose_b.
+  bool kTransposed = false;
   /// Leading dimensions as (batch, heads): [B, H, ..] or [H, ..] or none.
   /// K and V may have fewer heads (`kvHeads`, dividing `heads`) when the
   /// model repeats them (GQA, MQA): `kvOps` are the reshapes and broadcasts

@@ -78,6 +78,27 @@ void pullPositions(mlir::tcc::ChainOp chain) {
   });
 }
 
+/// Scores Q·Kt where Kt transposes the last two axes of a K from outside
+/// the chain, not repeated over heads: they become matmul(Q, K, transpose_b)
+/// so that the template reads K as it is, with no transposed copy (and no
+/// transpose kernel). Returns whether it rewrote them.
+bool foldKTranspose(const mlir::tcc::AttentionMatch &m) {
+  auto t = m.k.getDefiningOp<mlir::tcc::TransposeOp>();
+  auto qk = m.scores.getDefiningOp<mlir::tcc::MatmulOp>();
+  if (!m.kTransposed || !t || qk.getB() != m.k)
+    return false;
+  ArrayRef<int64_t> perm = t.getPerm();
+  int64_t r = perm.size();
+  for (int64_t i = 0; i < r; ++i)
+    if (perm[i] != (i < r - 2 ? i : i == r - 2 ? r - 1 : r - 2))
+      return false;
+  qk.getBMutable().assign(t.getInput());
+  qk.setTransposeB(true);
+  if (t->use_empty())
+    t->erase();
+  return true;
+}
+
 struct TccGpuAttentionChains
     : mlir::tcc::impl::TccGpuAttentionChainsBase<TccGpuAttentionChains> {
   void runOnOperation() override {
@@ -93,6 +114,19 @@ struct TccGpuAttentionChains
       std::string why;
       std::optional<mlir::tcc::AttentionMatch> m =
           mlir::tcc::matchAttention(chain, why);
+      if (m && foldKTranspose(*m))
+        m = mlir::tcc::matchAttention(chain, why);
+      // K given transposed, [.., D, Lk]: the tensor-core templates copy its
+      // rows of keys in 16-byte chunks, which must start 16-byte aligned;
+      // the SIMT template (f32) reads K [.., Lk, D] only.
+      if (m && m->kTransposed && m->elemType.isF32()) {
+        m.reset();
+        why = "K given transposed ([.., D, Lk]) has no f32 attention template";
+      } else if (m && m->kTransposed && m->lk % 8) {
+        m.reset();
+        why = "K given transposed ([.., D, Lk]) needs a key count that is a "
+              "multiple of 8 (16-byte rows)";
+      }
       // The head sizes the mma.sync template takes (multiples of 16 up to
       // 256; wgmma takes 64 and 128 of them), and the SIMT template's for f32
       // (multiples of 4 in [16, 256]): any other would leave a chain with

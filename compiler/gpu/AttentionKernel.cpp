@@ -10,7 +10,8 @@
 //       at j-1
 //     if the mask keeps nothing of the tile: skip it (checked only where the
 //       bounds can be loose)
-//     S = Q K_j^T (mma.sync); scale, scoreMod; if the mask is partial on the
+//     S = Q K_j^T (mma.sync; K given transposed, [D][keys] tiles, by
+//       ldmatrix.trans as V); scale, scoreMod; if the mask is partial on the
 //       tile: masked scores become -inf
 //     online softmax: new row max (quad shuffles), correction of O and l,
 //       P = contribution(S, max), kept in registers as mma A fragments
@@ -65,8 +66,31 @@ int64_t tileRow(const AttentionProblem &p) {
   return std::max<int64_t>(64, llvm::PowerOf2Ceil(p.headDim));
 }
 
+/// The row length of a K tile given transposed ([headDim][keys]): the key
+/// tile rounded up to at least 64 elements (as tileRow, for the swizzle).
+int64_t kTransposedRow(int64_t blockKV) {
+  return std::max<int64_t>(64, llvm::PowerOf2Ceil(blockKV));
+}
+
+/// The elements of one stage of K.
+int64_t kStageElems(const AttentionProblem &p, int64_t blockKV) {
+  return p.kTransposed ? p.headDim * kTransposedRow(blockKV)
+                       : blockKV * tileRow(p);
+}
+
+/// K's argument: [batch, headsKV, lk, headDim], or [.., headDim, lk] when
+/// given transposed.
+MemRefType kMemRefType(const AttentionProblem &p) {
+  return p.kTransposed ? MemRefType::get({p.batch, p.headsKV, p.headDim, p.lk},
+                                         p.elemType)
+                       : MemRefType::get({p.batch, p.headsKV, p.lk, p.headDim},
+                                         p.elemType);
+}
+
 int64_t sharedBytesOf(const AttentionProblem &p, const AttentionSchedule &s) {
-  return (s.blockQ + 2 * s.stages * s.blockKV) * tileRow(p) * 2;
+  return (s.blockQ * tileRow(p) +
+          s.stages * (kStageElems(p, s.blockKV) + s.blockKV * tileRow(p))) *
+         2;
 }
 
 /// The decode partial kernel as the builder sees it: a 16-row query tile.
@@ -95,6 +119,7 @@ public:
                    const DecodeSchedule *decode = nullptr)
       : AttentionArith(b, loc, p), s(s), decode(decode), threads(32 * s.warps),
         ld(tileRow(p)), cpr(ld / 8),
+        ldK(p.kTransposed ? kTransposedRow(s.blockKV) : ld),
         rowsPerWarp(decode ? 16 : s.blockQ / s.warps), mTiles(rowsPerWarp / 16),
         keysPerWarp(decode ? s.blockKV / s.warps : s.blockKV),
         nS(keysPerWarp / 8), nO(p.headDim / 8) {
@@ -133,6 +158,10 @@ private:
   /// commits (always, so that group counts stay uniform).
   /// `live`: whether the tile keeps a key (key skipping), when known.
   void copyKVTile(bool isK, Value tile, Value stage, Value live = {});
+  /// Copies the key tile `tile` of K given transposed ([headDim][keys]) into
+  /// the swizzled [headDim][ldK] tile at element `dstBase` of smemK (keys
+  /// past lk zero-filled).
+  void copyKTransposed(Value tile, Value dstBase);
 
   Value ldmatrix(Value mem, Value off, bool transpose) {
     return nvgpu::LdMatrixOp::create(b, loc, VectorType::get({4, 2}, elemT),
@@ -194,7 +223,7 @@ private:
 
   const AttentionSchedule &s;
   const DecodeSchedule *decode;
-  int64_t threads, ld, cpr, rowsPerWarp, mTiles, keysPerWarp, nS, nO;
+  int64_t threads, ld, cpr, ldK, rowsPerWarp, mTiles, keysPerWarp, nS, nO;
   Type elemT;
   bool fast, qInRegs;
   SmallVector<MaskConstraint, 3> constraints;
@@ -209,6 +238,7 @@ private:
   Value rowQI32[2], rowHeadI32[2]; // decode
   SmallVector<Value> qFrags;       // when qInRegs: [kk]
   SmallVector<Value> tA;           // fragment bases (elements), by chunk pair
+  SmallVector<Value> tAK;          // K's, when given transposed (rows of ldK)
   Value qBase; // the warp's first Q row (opaque inside the loop)
   Value token;
 };
@@ -266,10 +296,48 @@ void AttentionBuilder::copyKVTile(bool isK, Value tile, Value stage,
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-    copyRows(isK ? kArg : vArg, kvHead, mul(tile, s.blockKV), p.lk, s.blockKV,
-             isK ? smemK : smemV, mul(stage, s.blockKV * ld));
+    if (isK && p.kTransposed)
+      copyKTransposed(tile, mul(stage, kStageElems(p, s.blockKV)));
+    else
+      copyRows(isK ? kArg : vArg, kvHead, mul(tile, s.blockKV), p.lk, s.blockKV,
+               isK ? smemK : smemV, mul(stage, s.blockKV * ld));
   }
   token = commitGroup();
+}
+
+void AttentionBuilder::copyKTransposed(Value tile, Value dstBase) {
+  // Rows are the head dims (all present), chunks are 8 keys: with lk a
+  // multiple of 8 (attentionKernelSupports), every row starts 16-byte
+  // aligned and a chunk is wholly inside or past lk.
+  int64_t kc = s.blockKV / 8, cprK = ldK / 8;
+  int64_t chunks = p.headDim * kc, rowStep = threads / kc;
+  bool needKey = p.lk % s.blockKV != 0;
+  Value cChunk = rem(tid, kc);
+  Value rBase = div(tid, kc);
+  Value key0 = add(mul(tile, s.blockKV), mul(cChunk, 8));
+  Value n;
+  if (needKey) {
+    // Chunks past lk read 0 bytes of key 0: zero-filled.
+    Value inKeys = ult(key0, p.lk);
+    key0 = select(inKeys, key0, cst(0));
+    n = select(inKeys, cst(8), cst(0));
+  }
+  for (int64_t it = 0; it < ceilDiv(chunks, threads); ++it) {
+    Value row = add(rBase, it * rowStep);
+    std::optional<OpBuilder::InsertionGuard> guard;
+    if ((it + 1) * threads > chunks) {
+      // Fewer chunks than threads in the last round (small head dims).
+      guard.emplace(b);
+      auto ifOp =
+          scf::IfOp::create(b, loc, ult(row, p.headDim), /*withElse=*/false);
+      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    }
+    Value dstOff = add(dstBase, mul(swizzle(row, cChunk, cprK), 8));
+    nvgpu::DeviceAsyncCopyOp::create(
+        b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), smemK,
+        ValueRange{dstOff}, kArg, ValueRange{batch, kvHead, row, key0},
+        b.getIndexAttr(8), n, b.getUnitAttr());
+  }
 }
 
 // f16 goes through nvgpu; bf16 through mmaBf16 (nvgpu cannot lower it).
@@ -299,6 +367,21 @@ void AttentionBuilder::fragmentBases() {
   for (int64_t x = 0; x < 4; ++x) {
     Value chunk = arith::XOrIOp::create(b, loc, add(lHi, 2 * x), l8);
     tA.push_back(add(mul(l16, ld), mul(chunk, 8)));
+  }
+  if (!p.kTransposed)
+    return;
+  // K given transposed is read as V is (ldmatrix.trans, rows the k-steps):
+  // rows of ldK elements, chunks of keys from the warp's first key (decode:
+  // warpKey, a multiple of 16, whose chunk may pass 8; the XOR only
+  // changes a chunk's low 3 bits, as the swizzle does).
+  if (ldK == ld && !warpKey) {
+    tAK = tA;
+    return;
+  }
+  Value kc0 = warpKey ? div(warpKey, 8) : cst(0);
+  for (int64_t x = 0; x < std::min<int64_t>(4, nS / 2); ++x) {
+    Value chunk = arith::XOrIOp::create(b, loc, add(add(lHi, kc0), 2 * x), l8);
+    tAK.push_back(add(mul(l16, ldK), mul(chunk, 8)));
   }
 }
 
@@ -364,6 +447,10 @@ SmallVector<Value> AttentionBuilder::tileStep(Value stage, Value k0,
   Value kBase = mul(stage, s.blockKV * ld);
   if (warpKey)
     kBase = add(kBase, mul(warpKey, ld));
+  // K given transposed: the stage's [headDim][ldK] tile (the warp's keys
+  // are in tAK).
+  Value kTBase =
+      p.kTransposed ? mul(stage, kStageElems(p, s.blockKV)) : Value();
   if (!qInRegs)
     qBase = opaque(mul(warpRow, ld));
 
@@ -379,11 +466,22 @@ SmallVector<Value> AttentionBuilder::tileStep(Value stage, Value k0,
     for (int64_t jp = 0; jp < nS / 2; ++jp) {
       // K is stored [key][d], the B operand's [n][k]: the matrices are
       // (keys 0-7|8-15) x (d chunk 0|1), so key n-tile h takes 2 and h + 2.
-      Value off = add(add(kBase, tA[kk % 4]), (kk / 4) * 64 + jp * 16 * ld);
-      Value pair = ldmatrix(smemK, off, false);
+      // Given transposed, [d][key] is the B operand's [k][n], read as V is:
+      // (d 0-7|8-15) x (key chunk 0|1), key n-tile h takes 2h and 2h + 1.
+      Value pair = p.kTransposed ? ldmatrix(smemK,
+                                            add(add(kTBase, tAK[jp % 4]),
+                                                (jp / 4) * 64 + kk * 16 * ldK),
+                                            true)
+                                 : ldmatrix(smemK,
+                                            add(add(kBase, tA[kk % 4]),
+                                                (kk / 4) * 64 + jp * 16 * ld),
+                                            false);
       for (int64_t h = 0; h < 2; ++h) {
-        Value bFrag = vector::ShuffleOp::create(b, loc, pair, pair,
-                                                ArrayRef<int64_t>{h, h + 2});
+        Value bFrag = p.kTransposed
+                          ? half(pair, h)
+                          : vector::ShuffleOp::create(
+                                b, loc, pair, pair, ArrayRef<int64_t>{h, h + 2})
+                                .getResult();
         for (int64_t i = 0; i < mTiles; ++i) {
           Value &acc = sv[i * nS + jp * 2 + h];
           acc = mma(aFrag[i], bFrag, acc);
@@ -833,9 +931,10 @@ void AttentionBuilder::build(Value q, Value k, Value v, Value o, Value stats) {
   Value raw = dynamicSharedMemory();
   int64_t qElems = s.blockQ * ld;
   int64_t kvElems = s.stages * s.blockKV * ld;
+  int64_t kElems = s.stages * kStageElems(p, s.blockKV);
   smemQ = sharedView(raw, qElems, elemT, 0);
-  smemK = sharedView(raw, kvElems, elemT, qElems * 2);
-  smemV = sharedView(raw, kvElems, elemT, (qElems + kvElems) * 2);
+  smemK = sharedView(raw, kElems, elemT, qElems * 2);
+  smemV = sharedView(raw, kvElems, elemT, (qElems + kElems) * 2);
 
   copyRows(qArg, head, q0, decode ? decodeRows(p) : p.lq, s.blockQ, smemQ,
            cst(0));
@@ -951,6 +1050,9 @@ bool attentionKernelSupports(const AttentionProblem &p, std::string &why) {
     return fail("sequence lengths above 2^30");
   if (!std::isfinite(p.scale))
     return fail("the scale must be finite");
+  // K given transposed is copied in 16-byte chunks of keys along its rows.
+  if (p.kTransposed && p.lk % 8)
+    return fail("K given transposed needs lk a multiple of 8 (16-byte rows)");
   // Per-element mask values are i32: a*q + b*k + c must fit.
   for (const MaskConstraint &mc : p.mask) {
     double range = std::fabs(double(mc.a)) * double(p.lq) +
@@ -984,6 +1086,8 @@ static bool attentionShapeValid(const AttentionProblem &p,
   if (s.blockKV < 16)
     return fail("blockKV must be >= 16");
   int64_t threads = 32 * s.warps, cpr = tileRow(p) / 8;
+  if (p.kTransposed && s.blockKV / 8 > threads)
+    return fail("a row of K given transposed has more chunks than threads");
   if (threads % cpr || (s.blockKV * cpr) % threads ||
       (s.blockQ * cpr) % threads)
     return fail("a tile's 16-byte chunks must spread evenly over threads");
@@ -1047,7 +1151,7 @@ FailureOr<KernelLaunch> buildAttentionKernel(OpBuilder &b,
 
   OpBuilder::InsertionGuard g(b);
   int64_t threads = 32 * s.warps;
-  SmallVector<Type> args{qT, kvT, kvT, qT};
+  SmallVector<Type> args{qT, kMemRefType(p), kvT, qT};
   llvm::append_range(args, p.captured);
   auto func = createKernelFunc(b, module, name, args, threads);
   Block &entry = func.getBody().front();
@@ -1098,6 +1202,8 @@ static bool decodeShapeValid(const AttentionProblem &p, const DecodeSchedule &s,
   if (s.chunkTiles < 1)
     return fail("a chunk holds at least one key tile");
   int64_t threads = 32 * s.warps, cpr = tileRow(p) / 8;
+  if (p.kTransposed && s.blockKV / 8 > threads)
+    return fail("a row of K given transposed has more chunks than threads");
   if (threads % cpr || (s.blockKV * cpr) % threads || (16 * cpr) % threads)
     return fail("a tile's 16-byte chunks must spread evenly over threads");
   return true;
@@ -1160,7 +1266,7 @@ buildDecodeKernels(OpBuilder &b, mlir::gpu::GPUModuleOp module,
   Location loc = module.getLoc();
   AttentionSchedule as = asAttention(s);
   int64_t threads = 32 * s.warps;
-  SmallVector<Type> args{qT, kvT, kvT, partT, statsT};
+  SmallVector<Type> args{qT, kMemRefType(p), kvT, partT, statsT};
   llvm::append_range(args, p.captured);
   auto partial = createKernelFunc(b, module, partialName, args, threads);
   Block &pe = partial.getBody().front();

@@ -82,6 +82,9 @@ struct AttentionProblem {
   int64_t batch = 1, headsQ = 1, headsKV = 1;
   int64_t lq = 0, lk = 0, headDim = 0;
   mlir::Type elemType; ///< bf16 or f16: Q, K, V and O.
+  /// K is given transposed: [batch, headsKV, headDim, lk] (lk a multiple of
+  /// 8, so that its rows are 16-byte aligned).
+  bool kTransposed = false;
   /// Multiplies Q K^T before scoreMod (usually 1/sqrt(headDim)).
   double scale = 1.0;
   /// Applied to each scaled score; null: none.

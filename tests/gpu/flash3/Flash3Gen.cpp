@@ -3,6 +3,7 @@
 //   tcc-flash3-gen --lq LQ --lk LK --d D [--batch B] [--hq HQ] [--hkv HKV]
 //       [--type bf16|f16] [--scale S] [--causal] [--window W] [--mask A,B,C]
 //       [--alibi] [--softcap C] [--algebra-callbacks] [--masked-rows zero|nan]
+//       [--k-transposed]
 //       [--schedule WARPGROUPS,BKV,STAGES,OVERLAP[,PRODUCER,PINGPONG]]
 //       [--name NAME]
 //       [--out-dir DIR] [--emit-mlir]
@@ -18,6 +19,7 @@
 //   --alibi         scoreMod s + slope_h * (k - q), slope_h = 2^(-8(h+1)/HQ)
 //   --softcap C     scoreMod C * tanh(s / C)
 //   --algebra-callbacks  softmax's correction/contribution as callbacks
+//   --k-transposed  K given as [B, HKV, D, LK] (LK a multiple of 8)
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/gpu/WgmmaAttention.h"

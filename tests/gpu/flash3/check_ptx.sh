@@ -31,10 +31,13 @@ while read -r name role flags; do
   while IFS= read -r pat; do
     grep -qF -- "$pat" "$ptx" || { echo "FAIL $name: no $pat"; ok=0; }
   done < <(tr '|' '\n' <<< "$want")
-  # Q K^T from two descriptors; P V from four A registers and a descriptor,
-  # V transposed (the last immediate).
+  # Q K^T from two descriptors (K transposed, the last immediate, when given
+  # [B, HKV, D, LK]); P V from four A registers and a descriptor, V
+  # transposed.
+  transK=0
+  case " $flags " in *" --k-transposed "*) transK=1 ;; esac
   grep -qE 'wgmma.mma_async.sync.aligned.m64n(64|128)k16.f32.(bf16|f16)' "$ptx" &&
-    grep -qE '\}, %rd[0-9]+, %rd[0-9]+, p, 1, +1, 0, +0;' "$ptx" ||
+    grep -qE "\\}, %rd[0-9]+, %rd[0-9]+, p, 1, +1, 0, +$transK;" "$ptx" ||
     { echo "FAIL $name: no shared-memory wgmma"; ok=0; }
   grep -qE '\}, \{%r[0-9]+, %r[0-9]+, %r[0-9]+, %r[0-9]+\}, %rd[0-9]+, p, 1, 1, 1;' "$ptx" ||
     { echo "FAIL $name: no register-A wgmma"; ok=0; }

@@ -17,6 +17,12 @@
 //       O = O * correction + T
 //   O / l (row sums reduced over the row's threads once, here), stored.
 //
+// The split-K (decode) form runs the same loop over one chunk of key tiles
+// a block and stores O unnormalised with the rows' m and l; the combine
+// kernel, a thread per 16-byte chunk of an output row, takes the largest m
+// M of the row's chunks and sums O_c and l_c corrected to M (the tiles'
+// correction, from each chunk's m to M) before dividing.
+//
 // Thread t is (row group t / kT, key thread t % kT) with kT = blockKV / 4:
 // it owns query rows 4 * group + {0..3} (of S and of O) and keys
 // kt + kT * {0..3} of each tile, and O's 16-byte column chunks
@@ -109,7 +115,13 @@ public:
 
   using AttentionArith::setCaptured;
 
-  void build(Value q, Value k, Value v, Value o);
+  /// The kernel; `o` is O, or with s.chunkTiles the split-K partial
+  /// kernel's O scratch, `stats` its (m, l) scratch.
+  void build(Value q, Value k, Value v, Value o, Value stats = Value());
+  /// The split-K combine kernel of `nChunks` chunks, in blocks of
+  /// `blockThreads`: `o` from the partial results.
+  void buildCombine(Value partO, Value stats, Value o, int64_t nChunks,
+                    int64_t blockThreads);
 
 private:
   Value extract(Value v, int64_t i) {
@@ -164,6 +176,13 @@ private:
   /// The mask per element, applied to the scores `sv` ([i * kKeys + j]).
   SmallVector<Value> applyMask(ArrayRef<Value> sv, Value k0);
   void epilogue(ValueRange carried);
+  /// The factor taking a sum from running value `mOld` to `mNew` (finite):
+  /// a difference, then scaled (as the contributions, see tileStep).
+  Value correctionOf(Value mOld, Value mNew) {
+    if (p.correction)
+      return p.correction(b, loc, mOld, mNew);
+    return exp2(fmul(fsub(mOld, mNew), cstF(fast ? p.scale * kLog2E : kLog2E)));
+  }
 
   const SimtAttentionSchedule &s;
   int64_t threads, kT, stride, cpr, nC;
@@ -171,7 +190,10 @@ private:
   SmallVector<MaskConstraint, 3> constraints;
   VectorType v4;
 
-  Value qArg, kArg, vArg, oArg;
+  Value qArg, kArg, vArg, oArg, statsArg;
+  /// Key chunks (split-K) and the block's chunk; 0 and null otherwise.
+  int64_t chunks = 0;
+  Value chunk;
   Value smemQ, smemK, smemV, smemP; // 1-D f32 views of the shared tiles
   Value tid, rowGroup, keyThread;
   Value batch, head, kvHead;
@@ -381,8 +403,7 @@ SmallVector<Value> SimtBuilder::tileStep(Value k0, ValueRange carried) {
     // mask on a whole row), where s * c - m * c leaves the rounding error of
     // m * c, not 0.
     Value scaleExp = fast ? c : cstF(kLog2E);
-    Value corr = p.correction ? p.correction(b, loc, mOld, mUse)
-                              : exp2(fmul(fsub(mOld, mUse), scaleExp));
+    Value corr = correctionOf(mOld, mUse);
     SmallVector<Value> pr;
     for (Value sc : row)
       pr.push_back(p.contribution ? p.contribution(b, loc, sc, mUse)
@@ -461,26 +482,102 @@ void SimtBuilder::epilogue(ValueRange carried) {
     Value l = carried[kRows * nC + kRows + i];
     for (int64_t off = 1; off < kT; off *= 2)
       l = fadd(l, shuffleXor(l, off));
-    Value invVec = vector::BroadcastOp::create(b, loc, v4, inverseSum(l));
+    // Split-K: O as summed, and the row's (m, l) from its first key thread.
+    Value invVec = chunks
+                       ? Value()
+                       : vector::BroadcastOp::create(b, loc, v4, inverseSum(l));
     Value row = add(q0, add(mul(rowGroup, kRows), i));
     whenTrue(needRow ? ult(row, p.lq) : Value(), [&] {
       for (int64_t cc = 0; cc < nC; ++cc) {
         Value ch = add(keyThread, cc * kT);
         whenTrue((cc + 1) * kT > cpr ? ult(ch, cpr) : Value(), [&] {
-          vector::StoreOp::create(
-              b, loc, fmul(carried[i * nC + cc], invVec), oArg,
-              ValueRange{batch, head, row, mul(ch, 4)}, false, llvm::Align(16));
+          Value val = carried[i * nC + cc];
+          if (chunks)
+            vector::StoreOp::create(
+                b, loc, val, oArg,
+                ValueRange{batch, head, chunk, row, mul(ch, 4)}, false,
+                llvm::Align(16));
+          else
+            vector::StoreOp::create(b, loc, fmul(val, invVec), oArg,
+                                    ValueRange{batch, head, row, mul(ch, 4)},
+                                    false, llvm::Align(16));
         });
       }
+      if (chunks)
+        whenTrue(cmp(arith::CmpIPredicate::eq, keyThread, cst(0)), [&] {
+          Value ml = vector::FromElementsOp::create(
+              b, loc, VectorType::get({2}, f32),
+              ValueRange{carried[kRows * nC + i], l});
+          vector::StoreOp::create(b, loc, ml, statsArg,
+                                  ValueRange{batch, head, chunk, row, cst(0)},
+                                  false, llvm::Align(8));
+        });
     });
   }
 }
 
-void SimtBuilder::build(Value q, Value k, Value v, Value o) {
+void SimtBuilder::buildCombine(Value partO, Value stats, Value o,
+                               int64_t nChunks, int64_t blockThreads) {
+  chunks = nChunks;
+  // A thread per 16-byte chunk of a row of [batch * headsQ, lq]; each reads
+  // the row's (m, l) pairs once for the max, then once for the sums.
+  int64_t n = p.batch * p.headsQ * p.lq * cpr;
+  Value t = mlir::gpu::ThreadIdOp::create(b, loc, mlir::gpu::Dimension::x);
+  Value blockX = mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::x);
+  Value e = add(mul(blockX, blockThreads), t);
+  whenTrue(n % blockThreads ? ult(e, n) : Value(), [&] {
+    Value rowIdx = div(e, cpr), col = mul(rem(e, cpr), 4);
+    Value bh = div(rowIdx, p.lq), r = rem(rowIdx, p.lq);
+    VectorType v2 = VectorType::get({2}, f32);
+    auto statsAt = [&](Value c) {
+      return vector::LoadOp::create(b, loc, v2, stats,
+                                    ValueRange{bh, c, r, cst(0)}, false,
+                                    llvm::Align(8));
+    };
+    Value negInf = cstF(-std::numeric_limits<double>::infinity());
+    auto maxLoop = scf::ForOp::create(b, loc, cst(0), cst(chunks), cst(1),
+                                      ValueRange{negInf});
+    {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(maxLoop.getBody());
+      Value m = extract(statsAt(maxLoop.getInductionVar()), 0);
+      scf::YieldOp::create(b, loc,
+                           ValueRange{fmax(maxLoop.getRegionIterArgs()[0], m)});
+    }
+    // As in tileStep: 0 stands in for the max of a row with nothing kept.
+    Value mMax = maxLoop.getResult(0);
+    Value mUse = select(
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, mMax, negInf),
+        cstF(0.0), mMax);
+    auto sumLoop = scf::ForOp::create(b, loc, cst(0), cst(chunks), cst(1),
+                                      ValueRange{zero4(), cstF(0.0)});
+    {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(sumLoop.getBody());
+      Value c = sumLoop.getInductionVar();
+      Value ml = statsAt(c);
+      Value corr = correctionOf(extract(ml, 0), mUse);
+      Value part = vector::LoadOp::create(
+          b, loc, v4, partO, ValueRange{bh, c, r, col}, false, llvm::Align(16));
+      ValueRange acc = sumLoop.getRegionIterArgs();
+      Value oSum = vector::FMAOp::create(
+          b, loc, part, vector::BroadcastOp::create(b, loc, v4, corr), acc[0]);
+      scf::YieldOp::create(b, loc,
+                           ValueRange{oSum, fma(extract(ml, 1), corr, acc[1])});
+    }
+    Value inv = vector::BroadcastOp::create(b, loc, v4,
+                                            inverseSum(sumLoop.getResult(1)));
+    vector::StoreOp::create(b, loc, fmul(sumLoop.getResult(0), inv), o,
+                            ValueRange{bh, r, col}, false, llvm::Align(16));
+  });
+}
+
+void SimtBuilder::build(Value q, Value k, Value v, Value o, Value stats) {
   qArg = q;
   kArg = k;
   vArg = v;
   oArg = o;
+  statsArg = stats;
   int64_t nQTiles = ceilDiv(p.lq, s.blockQ);
   int64_t nKTiles = ceilDiv(p.lk, s.blockKV);
   int64_t group = p.headsQ / p.headsKV;
@@ -490,6 +587,11 @@ void SimtBuilder::build(Value q, Value k, Value v, Value o) {
   head = mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::y);
   batch = mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::z);
   kvHead = div(head, group);
+  if (s.chunkTiles) {
+    chunks = ceilDiv(nKTiles, s.chunkTiles);
+    chunk = rem(blockX, chunks);
+    blockX = div(blockX, chunks);
+  }
   // Query tiles run last to first: under a causal mask the late tiles
   // carry the most keys, and starting them first shortens the tail.
   q0 = mul(sub(cst(nQTiles - 1), blockX), s.blockQ);
@@ -516,6 +618,13 @@ void SimtBuilder::build(Value q, Value k, Value v, Value o) {
   copyTile(qArg, head, q0, p.lq, s.blockQ, smemQ);
 
   auto [tStart, tEnd] = keyTileRange(nKTiles, s.blockKV);
+  if (chunks) {
+    // The block's chunk of key tiles; an empty range still writes its
+    // (empty: m = -inf, l = 0) partial result, which the combine reads.
+    Value c0 = mul(chunk, s.chunkTiles);
+    tStart = arith::MaxSIOp::create(b, loc, tStart, c0);
+    tEnd = arith::MinSIOp::create(b, loc, tEnd, add(c0, s.chunkTiles));
+  }
   SmallVector<Value> init(kRows * nC, zero4());
   init.append(kRows, cstF(-std::numeric_limits<double>::infinity()));
   init.append(kRows, cstF(0.0));
@@ -571,6 +680,8 @@ bool simtShapeValid(const AttentionProblem &p, const SimtAttentionSchedule &s,
   int64_t threads = threadsOf(s);
   if (s.minBlocks < 0)
     return fail("minBlocks must be >= 0");
+  if (s.chunkTiles < 0)
+    return fail("chunkTiles must be >= 0");
   if (threads % 32 || threads > 1024)
     return fail("(blockQ / 4) x (blockKV / 4) threads must be whole warps, at "
                 "most 1024");
@@ -657,6 +768,18 @@ chooseSimtAttentionSchedule(const AttentionProblem &p,
   int64_t nC = ceilDiv(p.headDim / 4, keyThreads(s));
   int64_t regs = nC <= 2 ? 128 : 232;
   s.minBlocks = std::max<int64_t>(1, 65536 / (threadsOf(s) * regs));
+  // Decode (the query rows one tile): where the grid leaves multiprocessors
+  // idle, the keys split into chunks of at least kMinChunk tiles (the
+  // partial result's write and the combine's read are then a small part of
+  // a chunk's work), enough for about 4 blocks a multiprocessor.
+  constexpr int64_t kMinChunk = 2;
+  int64_t base = p.headsQ * p.batch;
+  int64_t tiles = ceilDiv(p.lk, s.blockKV);
+  if (p.lq <= s.blockQ && base < sms && tiles >= 2 * kMinChunk) {
+    int64_t chunks = std::min(tiles / kMinChunk,
+                              std::max<int64_t>(2, ceilDiv(4 * sms, base)));
+    s.chunkTiles = ceilDiv(tiles, chunks);
+  }
   return s;
 }
 
@@ -667,6 +790,10 @@ buildSimtAttentionKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module,
   std::string why;
   if (!simtShapeValid(p, s, why))
     return module.emitError(why), failure();
+  if (s.chunkTiles)
+    return module.emitError("SIMT attention: a split-K schedule needs "
+                            "buildSimtDecodeKernels"),
+           failure();
   loadTemplateDialects(b.getContext());
 
   Type qT = MemRefType::get({p.batch, p.headsQ, p.lq, p.headDim}, p.elemType);
@@ -693,6 +820,78 @@ buildSimtAttentionKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module,
   launch.block = {threads, 1, 1};
   launch.sharedBytes = sharedBytesOf(p, s);
   return launch;
+}
+
+FailureOr<SimtDecodeKernels>
+buildSimtDecodeKernels(OpBuilder &b, mlir::gpu::GPUModuleOp module,
+                       StringRef partialName, StringRef combineName,
+                       const AttentionProblem &p,
+                       const SimtAttentionSchedule &s) {
+  std::string why;
+  if (!simtShapeValid(p, s, why))
+    return module.emitError(why), failure();
+  if (s.chunkTiles < 1)
+    return module.emitError("SIMT attention: the split-K form needs "
+                            "chunkTiles >= 1"),
+           failure();
+  loadTemplateDialects(b.getContext());
+  int64_t chunks = ceilDiv(ceilDiv(p.lk, s.blockKV), s.chunkTiles);
+  int64_t nQTiles = ceilDiv(p.lq, s.blockQ);
+  if (nQTiles * chunks > std::numeric_limits<int32_t>::max())
+    return module.emitError("SIMT attention: too many blocks"), failure();
+  Type f32 = b.getF32Type();
+  Type qT = MemRefType::get({p.batch, p.headsQ, p.lq, p.headDim}, p.elemType);
+  Type kvT = MemRefType::get({p.batch, p.headsKV, p.lk, p.headDim}, p.elemType);
+  Type partT =
+      MemRefType::get({p.batch, p.headsQ, chunks, p.lq, p.headDim}, f32);
+  Type statsT = MemRefType::get({p.batch, p.headsQ, chunks, p.lq, 2}, f32);
+  // The combine kernel reads the same buffers with batch and head merged.
+  int64_t bh = p.batch * p.headsQ;
+  Type partFlatT = MemRefType::get({bh, chunks, p.lq, p.headDim}, f32);
+  Type statsFlatT = MemRefType::get({bh, chunks, p.lq, 2}, f32);
+  Type oFlatT = MemRefType::get({bh, p.lq, p.headDim}, f32);
+
+  OpBuilder::InsertionGuard g(b);
+  Location loc = module.getLoc();
+  int64_t threads = threadsOf(s);
+  SmallVector<Type> args{qT, kvT, kvT, partT, statsT};
+  llvm::append_range(args, p.captured);
+  auto partial = createKernelFunc(b, module, partialName, args, threads);
+  if (s.minBlocks > 0)
+    partial->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
+                     b.getI32IntegerAttr(s.minBlocks));
+  Block &pe = partial.getBody().front();
+  {
+    SimtBuilder sb(b, loc, p, s);
+    sb.setCaptured(pe.getArguments().drop_front(5));
+    sb.build(pe.getArgument(0), pe.getArgument(1), pe.getArgument(2),
+             pe.getArgument(3), pe.getArgument(4));
+    mlir::gpu::ReturnOp::create(b, loc);
+  }
+
+  constexpr int64_t kCombineThreads = 128;
+  auto combine = createKernelFunc(
+      b, module, combineName, {partFlatT, statsFlatT, oFlatT}, kCombineThreads);
+  Block &ce = combine.getBody().front();
+  {
+    SimtBuilder sb(b, loc, p, s);
+    sb.buildCombine(ce.getArgument(0), ce.getArgument(1), ce.getArgument(2),
+                    chunks, kCombineThreads);
+    mlir::gpu::ReturnOp::create(b, loc);
+  }
+
+  SimtDecodeKernels k;
+  k.chunks = chunks;
+  k.partial.grid = {nQTiles * chunks, p.headsQ, p.batch};
+  k.partial.block = {threads, 1, 1};
+  k.partial.sharedBytes = sharedBytesOf(p, s);
+  k.combine.grid = {ceilDiv(bh * p.lq * (p.headDim / 4), kCombineThreads), 1,
+                    1};
+  k.combine.block = {kCombineThreads, 1, 1};
+  k.combine.sharedBytes = 0;
+  k.partialOBytes = uint64_t(bh * chunks * p.lq * p.headDim) * 4;
+  k.partialStatsBytes = uint64_t(bh * chunks * p.lq * 2) * 4;
+  return k;
 }
 
 } // namespace tcc::gpu

@@ -53,6 +53,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -168,9 +169,22 @@ private:
   }
 
   /// Copies rows row0..row0+rows-1 of src[batch, head] (rows past `bound`
-  /// zero-filled) into the padded tile `dst`.
+  /// zero-filled) into the padded tile `dst`; with `async`, as cp.async
+  /// copies of 16 bytes (to be committed and waited for by the caller).
   void copyTile(Value src, Value hd, Value row0, int64_t bound, int64_t rows,
-                Value dst);
+                Value dst, bool async = false);
+  /// Commits the copies issued since the last commit as a group; returns
+  /// its token.
+  Value commitGroup() {
+    return nvgpu::DeviceAsyncCreateGroupOp::create(
+        b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), ValueRange{});
+  }
+  /// Waits until at most `pending` committed groups of this thread's
+  /// copies are in flight (`token`: any group's; the count is what counts).
+  void waitGroups(Value token, int64_t pending) {
+    nvgpu::DeviceAsyncWaitOp::create(b, loc, token,
+                                     b.getI32IntegerAttr(pending));
+  }
   /// One key tile: returns the new loop-carried values (O..., m..., l...).
   SmallVector<Value> tileStep(Value k0, ValueRange carried);
   /// The mask per element, applied to the scores `sv` ([i * kKeys + j]).
@@ -196,6 +210,7 @@ private:
   Value chunk;
   Value smemQ, smemK, smemV, smemP; // 1-D f32 views of the shared tiles
   Value tid, rowGroup, keyThread;
+  Value vToken; // the step's V copies (splitKV)
   Value batch, head, kvHead;
   Value batchI32, headI32, qThreadI32;
 };
@@ -209,7 +224,7 @@ Value SimtBuilder::opaque(Value v) {
 }
 
 void SimtBuilder::copyTile(Value src, Value hd, Value row0, int64_t bound,
-                           int64_t rows, Value dst) {
+                           int64_t rows, Value dst, bool async) {
   int64_t items = rows * cpr;
   // Tiles start at multiples of `rows`, so only a ragged bound needs checks.
   bool needRow = bound % rows != 0;
@@ -219,7 +234,8 @@ void SimtBuilder::copyTile(Value src, Value hd, Value row0, int64_t bound,
   // count) nor ptxas (a nounroll pragma) unrolls: unrolled, ptxas hoists
   // every load above the stores (global and shared memory do not alias)
   // and holds them all in registers (over 255 and spills, blocks of 64
-  // threads at headDim 128).
+  // threads at headDim 128). cp.async copies hold no registers but their
+  // addresses: the same loop keeps ptxas from computing them all ahead.
   constexpr int64_t kInFlight = 4;
   SmallVector<std::pair<Value, Value>> stores;
   auto flush = [&] {
@@ -238,9 +254,18 @@ void SimtBuilder::copyTile(Value src, Value hd, Value row0, int64_t bound,
     Value row = add(row0, r);
     Value ok;
     if (needRow) {
-      // Rows out of range read row 0 (always in the tensor) and store 0.
+      // Rows out of range read row 0 (always in the tensor) and store 0
+      // (cp.async: read 0 bytes, zero-filled).
       ok = ult(row, bound);
       row = select(ok, row, cst(0));
+    }
+    if (async) {
+      nvgpu::DeviceAsyncCopyOp::create(
+          b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), dst,
+          ValueRange{add(mul(r, stride), mul(c, 4))}, src,
+          ValueRange{batch, hd, row, mul(c, 4)}, b.getIndexAttr(4),
+          ok ? select(ok, cst(4), cst(0)) : Value(), b.getUnitAttr());
+      return;
     }
     Value val = vector::LoadOp::create(b, loc, v4, src,
                                        ValueRange{batch, hd, row, mul(c, 4)},
@@ -312,10 +337,16 @@ SmallVector<Value> SimtBuilder::tileStep(Value k0, ValueRange carried) {
   setThread(opaque(tid));
 
   // Every thread is past the previous tile's P V: its buffers are free.
+  // With buffers of their own, K and V are cp.async copies, and V's lands
+  // while S and the softmax run.
   mlir::gpu::BarrierOp::create(b, loc);
-  copyTile(kArg, kvHead, k0, p.lk, s.blockKV, smemK);
-  if (s.splitKV)
-    copyTile(vArg, kvHead, k0, p.lk, s.blockKV, smemV);
+  copyTile(kArg, kvHead, k0, p.lk, s.blockKV, smemK, s.splitKV);
+  if (s.splitKV) {
+    commitGroup();
+    copyTile(vArg, kvHead, k0, p.lk, s.blockKV, smemV, true);
+    vToken = commitGroup();
+    waitGroups(vToken, 1);
+  }
   mlir::gpu::BarrierOp::create(b, loc);
 
   // S = Q K^T: sv[i * kKeys + j] is row 4 * group + i, key kt + kT * j,
@@ -421,7 +452,9 @@ SmallVector<Value> SimtBuilder::tileStep(Value k0, ValueRange carried) {
         b, loc, vector::FromElementsOp::create(b, loc, v4, pByKey[j]), smemP,
         ValueRange{add(pOff, j * kT * pStride(s))}, false, llvm::Align(16));
 
-  // P is complete and every thread is past its reads of K.
+  // P is complete, V has landed, and every thread is past its reads of K.
+  if (s.splitKV)
+    waitGroups(vToken, 0);
   mlir::gpu::BarrierOp::create(b, loc);
   if (!s.splitKV) {
     copyTile(vArg, kvHead, k0, p.lk, s.blockKV, smemV);
@@ -614,8 +647,10 @@ void SimtBuilder::build(Value q, Value k, Value v, Value o, Value stats) {
   int64_t pByte = (qElems + (s.splitKV ? 2 : 1) * kvElems) * 4;
   smemP = sharedView(raw, s.blockKV * pStride(s), f32, pByte);
 
-  // Visible to every thread after the first tile's copy barrier.
-  copyTile(qArg, head, q0, p.lq, s.blockQ, smemQ);
+  // Visible to every thread after the first tile's copy barrier (with
+  // splitKV, a cp.async group of its own, waited for with K's).
+  copyTile(qArg, head, q0, p.lq, s.blockQ, smemQ, s.splitKV);
+  Value qToken = s.splitKV ? commitGroup() : Value();
 
   auto [tStart, tEnd] = keyTileRange(nKTiles, s.blockKV);
   if (chunks) {
@@ -656,6 +691,9 @@ void SimtBuilder::build(Value q, Value k, Value v, Value o, Value stats) {
   SmallVector<Value> results(loop.getResults());
   if (keys)
     results.pop_back();
+  // Q's copy when no key tile ran.
+  if (s.splitKV)
+    waitGroups(qToken, 0);
   epilogue(results);
 }
 
@@ -751,10 +789,26 @@ chooseSimtAttentionSchedule(const AttentionProblem &p,
   // Small query tiles take wider key tiles: blocks stay 128 or 256 threads.
   if (s.blockQ < 64)
     s.blockKV = 128;
-  // K and V in buffers of their own (one copy phase a tile) only where two
-  // blocks still share a multiprocessor; then smaller tiles until one fits.
-  if (2 * sharedBytesOf(p, s) > maxShared)
-    s.splitKV = false;
+  // K and V in buffers of their own (one copy phase a tile, V's cp.async
+  // copy landing while S and the softmax run) where two blocks still share
+  // a multiprocessor, or where one block would hold it alone anyway.
+  // Otherwise (headDim 128 at 64 x 64) one block of 128 query rows and 512
+  // threads takes the multiprocessor (the same warps as two blocks of 64
+  // rows, each K and V tile read once for twice the rows) where its
+  // registers (O of 2 chunks a thread) and shared memory allow and the grid
+  // still fills the multiprocessors; else V reuses K's buffer.
+  SimtAttentionSchedule shared = s;
+  shared.splitKV = false;
+  if (2 * sharedBytesOf(p, s) > maxShared &&
+      2 * sharedBytesOf(p, shared) <= maxShared) {
+    SimtAttentionSchedule wide = s;
+    wide.blockQ = 128;
+    bool fits = s.blockQ == 64 &&
+                ceilDiv(p.headDim / 4, keyThreads(wide)) <= 2 &&
+                sharedBytesOf(p, wide) <= maxShared &&
+                ceilDiv(p.lq, wide.blockQ) * p.headsQ * p.batch >= sms;
+    s = fits ? wide : shared;
+  }
   while (sharedBytesOf(p, s) > maxShared && s.blockQ > 16)
     s.blockQ /= 2;
   while (sharedBytesOf(p, s) > maxShared && s.blockKV > 32)

@@ -13,7 +13,10 @@ with NaN exactly where every score of a row is -inf under the NaN policy.
 Shared memory starts as NaN (a read of a value never written shows), and
 every access is checked against the barriers: a thread reading or
 overwriting another thread's shared value with no barrier between them is
-a race, which lockstep execution would otherwise hide.
+a race, which lockstep execution would otherwise hide. A cp.async copy
+(nvgpu.device_async_copy) lands only when its thread waits for its group
+(device_async_wait), as a write of that thread then; any access to its
+bytes before that is a race too.
 
 What the interpreter cannot see: timing, and ex2.approx's error (it computes
 2^x in f32). The GPU replay (attention_test.py) checks those.
@@ -94,6 +97,8 @@ class Block:
         self.epoch = 0  # barriers passed
         self.w_epoch, self.w_tid = np.full(n, -1), np.full(n, -1)
         self.r_epoch, self.r_tid = np.full(n, -1), np.full(n, -1)  # -2: several readers
+        self.pending = np.zeros(n, bool)  # the target of a cp.async not waited for
+        self.groups, self.open = [], []  # committed and uncommitted cp.async copies
         self.races = []
 
     def run(self, ops, env, bid):
@@ -101,6 +106,8 @@ class Block:
         self.active = np.ones(self.T, bool)
         self.shared[:] = np.nan
         self.epoch += 1
+        assert not self.groups and not self.open and not self.pending.any(), \
+            'cp.async copies not waited for at the end of a block'
         self.ops(ops, env)
 
     def uniform(self, v):
@@ -139,6 +146,8 @@ class Block:
             self.races.append('%s at barrier epoch %d of block %s' % (what, self.epoch, self.bid))
 
     def check_read(self, at, tids):
+        if self.pending[at].any():
+            self.race('a read of a cp.async target before its wait')
         bad = (self.w_epoch[at] == self.epoch) & (self.w_tid[at] != tids)
         if bad.any():
             self.race("a read of another thread's write")
@@ -148,6 +157,8 @@ class Block:
         self.r_epoch[at] = self.epoch
 
     def check_write(self, at, tids, values):
+        if self.pending[at].any():
+            self.race('a write over a cp.async target before its wait')
         war = (self.r_epoch[at] == self.epoch) & (self.r_tid[at] != tids)
         waw = (self.w_epoch[at] == self.epoch) & (self.w_tid[at] != tids) & \
             (self.shared[at] != values)
@@ -234,6 +245,46 @@ class Block:
             assert 'xor' in op.rest
             v = np.broadcast_to(np.asarray(a[0]), (self.T,))
             return [v[self.tid ^ self.uniform(a[1])], np.ones(self.T, bool)]
+        if n == 'nvgpu.device_async_copy':
+            seg = [int(x) for x in re.search(r'operandSegmentSizes = array<i32: ([\d, ]+)>',
+                                             op.rest).group(1).split(',')]
+            width = int(re.search(r'dstElements = (\d+)', op.rest).group(1))
+            dst, di = a[0], a[1:1 + seg[1]]
+            src, si = a[1 + seg[1]], a[2 + seg[1]:2 + seg[1] + seg[3]]
+            count = a[-1] if seg[4] else width
+            sarr, sat = self.address(src, si)
+            darr, dat = self.address(dst, di)
+            live = self.active
+            sat = np.broadcast_to(sat, (self.T,))[live][:, None] + np.arange(width)
+            dat = np.broadcast_to(dat, (self.T,))[live][:, None] + np.arange(width)
+            assert darr is self.shared and (sat >= 0).all() and (sat < sarr.size).all() and \
+                (dat >= 0).all() and (dat < darr.size).all(), 'a cp.async out of bounds'
+            keep = np.arange(width)[None, :] < np.broadcast_to(count, (self.T,))[live][:, None]
+            val = np.where(keep, sarr[sat], np.float32(0))
+            tids = np.repeat(self.tid[live], width).reshape(-1, width)
+            # Against earlier accesses: reads by other threads since the last
+            # barrier, copies not waited for (writes: when it lands).
+            if ((self.r_epoch[dat] == self.epoch) & (self.r_tid[dat] != tids)).any():
+                self.race("a cp.async over another thread's read")
+            if self.pending[dat].any():
+                self.race('a cp.async over a cp.async target before its wait')
+            self.pending[dat] = True
+            self.open.append((dat, tids, val))
+            return None
+        if n == 'nvgpu.device_async_create_group':
+            self.groups.append(self.open)
+            self.open = []
+            return None
+        if n == 'nvgpu.device_async_wait':
+            keep = int(re.search(r'numGroups = (\d+)', op.rest).group(1))
+            done = self.groups[:max(0, len(self.groups) - keep)]
+            self.groups = self.groups[len(done):]
+            for group in done:
+                for dat, tids, val in group:
+                    self.pending[dat] = False
+                    self.check_write(dat, tids, val)
+                    self.shared[dat] = val
+            return None
         if n == 'gpu.dynamic_shared_memory':
             return ('raw',)
         if n == 'memref.view':
@@ -384,6 +435,8 @@ CASES = [
     ('--lq 33 --lk 65 --d 20 --batch 2 --schedule 16,64,1', ALL, SAME, False),
     ('--lq 17 --lk 100 --d 80 --hq 2 --hkv 2 --schedule 16,128,0', ALL, SAME, False),
     ('--lq 70 --lk 70 --d 24 --causal --schedule 64,32,0', CAUSAL, SAME, False),
+    # 128 query rows, 512 threads, K and V by cp.async (headDim 128's tiling).
+    ('--lq 130 --lk 100 --d 16 --causal --schedule 128,64,1', CAUSAL, SAME, False),
     ('--lq 1 --lk 300 --d 32 --hq 4 --hkv 2', ALL, SAME, False),
     ('--lq 100 --lk 130 --d 16 --hq 2 --hkv 1 --causal --window 16 --schedule 16,32,1',
      lambda r, c: (r >= c) & (c - r + 15 >= 0), SAME, False),

@@ -180,13 +180,16 @@ private:
         b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), ValueRange{});
   }
   /// Waits until at most `pending` committed groups of this thread's
-  /// copies are in flight (`token`: any group's; the count is what counts).
-  void waitGroups(Value token, int64_t pending) {
+  /// copies are in flight (the op takes a group's token, Q's: the count is
+  /// what counts).
+  void waitGroups(int64_t pending) {
     nvgpu::DeviceAsyncWaitOp::create(b, loc, token,
                                      b.getI32IntegerAttr(pending));
   }
-  /// One key tile: returns the new loop-carried values (O..., m..., l...).
-  SmallVector<Value> tileStep(Value k0, ValueRange carried);
+  /// One key tile (j, at key k0): returns the new loop-carried values (O...,
+  /// m..., l..., and with splitKV the key tile K's buffer holds or will
+  /// hold when its copies land, -1 for none).
+  SmallVector<Value> tileStep(Value j, Value k0, ValueRange carried);
   /// The mask per element, applied to the scores `sv` ([i * kKeys + j]).
   SmallVector<Value> applyMask(ArrayRef<Value> sv, Value k0);
   void epilogue(ValueRange carried);
@@ -210,7 +213,8 @@ private:
   Value chunk;
   Value smemQ, smemK, smemV, smemP; // 1-D f32 views of the shared tiles
   Value tid, rowGroup, keyThread;
-  Value vToken; // the step's V copies (splitKV)
+  Value token; // Q's cp.async group (splitKV)
+  Value tEnd;  // the end of the key tile loop
   Value batch, head, kvHead;
   Value batchI32, headI32, qThreadI32;
 };
@@ -323,11 +327,14 @@ SmallVector<Value> SimtBuilder::applyMask(ArrayRef<Value> sv, Value k0) {
   return out;
 }
 
-SmallVector<Value> SimtBuilder::tileStep(Value k0, ValueRange carried) {
+SmallVector<Value> SimtBuilder::tileStep(Value j, Value k0,
+                                         ValueRange carried) {
   SmallVector<Value> oAcc(carried.begin(), carried.begin() + kRows * nC);
   SmallVector<Value> mRun(carried.begin() + kRows * nC,
                           carried.begin() + kRows * nC + kRows);
-  SmallVector<Value> lRun(carried.begin() + kRows * nC + kRows, carried.end());
+  SmallVector<Value> lRun(carried.begin() + kRows * nC + kRows,
+                          carried.begin() + kRows * nC + 2 * kRows);
+  Value kHave = s.splitKV ? carried[kRows * nC + 2 * kRows] : Value();
 
   // Every shared address of the step derives from the thread id made opaque
   // here: they are all the same from tile to tile, and LLVM would otherwise
@@ -337,15 +344,24 @@ SmallVector<Value> SimtBuilder::tileStep(Value k0, ValueRange carried) {
   setThread(opaque(tid));
 
   // Every thread is past the previous tile's P V: its buffers are free.
-  // With buffers of their own, K and V are cp.async copies, and V's lands
-  // while S and the softmax run.
+  // With buffers of their own, K and V are cp.async copies: V's lands while
+  // S and the softmax run, and K's was issued by the previous step (after
+  // its S) unless that tile was not the next one run (skipped tiles).
   mlir::gpu::BarrierOp::create(b, loc);
-  copyTile(kArg, kvHead, k0, p.lk, s.blockKV, smemK, s.splitKV);
+  if (s.splitKV) {
+    whenTrue(cmp(arith::CmpIPredicate::ne, kHave, j), [&] {
+      // A copy of a skipped tile may still be in flight to the buffer.
+      waitGroups(0);
+      copyTile(kArg, kvHead, k0, p.lk, s.blockKV, smemK, true);
+    });
+  } else {
+    copyTile(kArg, kvHead, k0, p.lk, s.blockKV, smemK);
+  }
   if (s.splitKV) {
     commitGroup();
     copyTile(vArg, kvHead, k0, p.lk, s.blockKV, smemV, true);
-    vToken = commitGroup();
-    waitGroups(vToken, 1);
+    commitGroup();
+    waitGroups(1);
   }
   mlir::gpu::BarrierOp::create(b, loc);
 
@@ -452,10 +468,20 @@ SmallVector<Value> SimtBuilder::tileStep(Value k0, ValueRange carried) {
         b, loc, vector::FromElementsOp::create(b, loc, v4, pByKey[j]), smemP,
         ValueRange{add(pOff, j * kT * pStride(s))}, false, llvm::Align(16));
 
-  // P is complete, V has landed, and every thread is past its reads of K.
+  // P is complete, V has landed, and every thread is past its reads of K:
+  // the next tile's K copies (splitKV) land during this tile's P V.
   if (s.splitKV)
-    waitGroups(vToken, 0);
+    waitGroups(0);
   mlir::gpu::BarrierOp::create(b, loc);
+  if (s.splitKV) {
+    Value next = add(j, 1);
+    Value more = cmp(arith::CmpIPredicate::slt, next, tEnd);
+    whenTrue(more, [&] {
+      copyTile(kArg, kvHead, add(k0, s.blockKV), p.lk, s.blockKV, smemK, true);
+    });
+    commitGroup();
+    kHave = select(more, next, cst(-1));
+  }
   if (!s.splitKV) {
     copyTile(vArg, kvHead, k0, p.lk, s.blockKV, smemV);
     mlir::gpu::BarrierOp::create(b, loc);
@@ -505,6 +531,8 @@ SmallVector<Value> SimtBuilder::tileStep(Value k0, ValueRange carried) {
   SmallVector<Value> out(oAcc);
   out.append(mRun);
   out.append(lRun);
+  if (kHave)
+    out.push_back(kHave);
   return out;
 }
 
@@ -650,9 +678,11 @@ void SimtBuilder::build(Value q, Value k, Value v, Value o, Value stats) {
   // Visible to every thread after the first tile's copy barrier (with
   // splitKV, a cp.async group of its own, waited for with K's).
   copyTile(qArg, head, q0, p.lq, s.blockQ, smemQ, s.splitKV);
-  Value qToken = s.splitKV ? commitGroup() : Value();
+  if (s.splitKV)
+    token = commitGroup();
 
-  auto [tStart, tEnd] = keyTileRange(nKTiles, s.blockKV);
+  Value tStart;
+  std::tie(tStart, tEnd) = keyTileRange(nKTiles, s.blockKV);
   if (chunks) {
     // The block's chunk of key tiles; an empty range still writes its
     // (empty: m = -inf, l = 0) partial result, which the combine reads.
@@ -663,6 +693,8 @@ void SimtBuilder::build(Value q, Value k, Value v, Value o, Value stats) {
   SmallVector<Value> init(kRows * nC, zero4());
   init.append(kRows, cstF(-std::numeric_limits<double>::infinity()));
   init.append(kRows, cstF(0.0));
+  if (s.splitKV)
+    init.push_back(cst(-1));
   // With a key mask, each lane's share of "tile j keeps a key" is read a
   // tile ahead and carried, so that its loads are off the critical path;
   // every warp votes on the same flags, so the skip is uniform.
@@ -683,7 +715,7 @@ void SimtBuilder::build(Value q, Value k, Value v, Value o, Value stats) {
       carried = carried.drop_back();
     }
     SmallVector<Value> out = stepUnlessMasked(
-        k0, s.blockKV, carried, [&] { return tileStep(k0, carried); }, live);
+        k0, s.blockKV, carried, [&] { return tileStep(j, k0, carried); }, live);
     if (keys)
       out.push_back(laneNext);
     scf::YieldOp::create(b, loc, out);
@@ -693,7 +725,7 @@ void SimtBuilder::build(Value q, Value k, Value v, Value o, Value stats) {
     results.pop_back();
   // Q's copy when no key tile ran.
   if (s.splitKV)
-    waitGroups(qToken, 0);
+    waitGroups(0);
   epilogue(results);
 }
 

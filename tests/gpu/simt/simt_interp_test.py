@@ -443,6 +443,8 @@ CASES = [
     # Two slopes: the loop bounds are loose, whole tiles are skipped inside.
     ('--lq 100 --lk 230 --d 16 --mask 2,-1,0 --mask -1,1,20 --schedule 16,32,0',
      lambda r, c: (2 * r - c >= 0) & (c - r + 20 >= 0), SAME, False),
+    ('--lq 100 --lk 230 --d 16 --mask 2,-1,0 --mask -1,1,20 --schedule 16,32,1',
+     lambda r, c: (2 * r - c >= 0) & (c - r + 20 >= 0), SAME, False),
     ('--lq 20 --lk 50 --d 16 --mask 0,-1,-1 --schedule 16,32,1',
      lambda r, c: (c <= -1), SAME, False),
     ('--lq 20 --lk 50 --d 16 --mask 1,-1,-5 --masked-rows nan --schedule 16,32,1',

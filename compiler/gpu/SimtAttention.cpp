@@ -7,13 +7,16 @@
 //   for j in [tStart, tEnd):
 //     if the mask keeps nothing of the tile: skip it (checked only where the
 //       bounds can be loose)
-//     barrier; copy K_j (and V_j with splitKV) into shared memory; barrier
+//     barrier; copy K_j (splitKV: cp.async, unless the previous step's
+//       prefetch holds it) [and V_j, cp.async]; [wait for all but V_j];
+//       barrier
 //     S = Q K_j^T, a 4 x 4 tile a thread; scale, scoreMod; if the mask is
 //       partial on the tile: masked scores become -inf
 //     online softmax: new row max (shuffles among the row's threads),
 //       correction of l, P = contribution(S, max) into shared memory
 //       (transposed)
-//     barrier; [copy V_j into K's buffer; barrier]; T = P V_j;
+//     [wait for V_j]; barrier; [splitKV: cp.async K_{j+1} if j + 1 < tEnd]
+//     [copy V_j into K's buffer; barrier]; T = P V_j;
 //       O = O * correction + T
 //   O / l (row sums reduced over the row's threads once, here), stored.
 //

@@ -8,7 +8,8 @@
 //     (blockQ / 4) x (blockKV / 4) threads; the Q tile is copied to shared
 //     memory once;
 //   - a loop over key tiles of blockKV keys (K, then V, through shared
-//     memory); each thread computes a 4 x 4 register tile of S (4 adjacent
+//     memory; cp.async copies overlapping S and P V where K and V have
+//     buffers of their own); each thread computes a 4 x 4 register tile of S (4 adjacent
 //     rows, 4 keys strided by blockKV / 4), applies the score change and the
 //     mask, runs the online softmax (row max and sum shuffled among the
 //     blockKV / 4 threads of a row, which share a warp), writes P to shared

@@ -9,12 +9,12 @@
 //     memory once;
 //   - a loop over key tiles of blockKV keys (K, then V, through shared
 //     memory; cp.async copies overlapping S and P V where K and V have
-//     buffers of their own); each thread computes a 4 x 4 register tile of S (4 adjacent
-//     rows, 4 keys strided by blockKV / 4), applies the score change and the
-//     mask, runs the online softmax (row max and sum shuffled among the
-//     blockKV / 4 threads of a row, which share a warp), writes P to shared
-//     memory and adds the tile's P V (summed apart) to its 4 rows x
-//     headDim / (blockKV / 4) columns of O in registers.
+//     buffers of their own); each thread computes a 4 x 4 register tile of
+//     S (4 adjacent rows, 4 keys strided by blockKV / 4), applies the score
+//     change and the mask, runs the online softmax (row max and sum
+//     shuffled among the blockKV / 4 threads of a row, which share a warp),
+//     writes P to shared memory and adds the tile's P V (summed apart) to
+//     its 4 rows x headDim / (blockKV / 4) columns of O in registers.
 // Few query rows against many keys (decode) take a split-K form of the same
 // kernel: a block per (query tile, key chunk, head, batch) writes its
 // chunk's unnormalised O, running max m and sum l to scratch, and a second

@@ -38,7 +38,7 @@
 // bank groups; Q and P reads are broadcasts (one row a phase), V reads are
 // consecutive chunks of one row. P is stored [key][row] (rows padded
 // likewise), so a thread's 4 rows of a key are one 16-byte store and one
-// 16-byte read. Copies from global memory are 16-byte vectors, consecutive
+// 16-byte read. Copies from global memory are 16-byte cp.async, consecutive
 // threads on consecutive chunks of a row.
 //
 // The mask is handled as in AttentionKernel.cpp: constraints evaluated at
@@ -172,10 +172,10 @@ private:
   }
 
   /// Copies rows row0..row0+rows-1 of src[batch, head] (rows past `bound`
-  /// zero-filled) into the padded tile `dst`; with `async`, as cp.async
-  /// copies of 16 bytes (to be committed and waited for by the caller).
+  /// zero-filled) into the padded tile `dst`, as cp.async copies of 16
+  /// bytes (committed and waited for by the caller).
   void copyTile(Value src, Value hd, Value row0, int64_t bound, int64_t rows,
-                Value dst, bool async = false);
+                Value dst);
   /// Commits the copies issued since the last commit as a group; returns
   /// its token.
   Value commitGroup() {
@@ -216,7 +216,7 @@ private:
   Value chunk;
   Value smemQ, smemK, smemV, smemP; // 1-D f32 views of the shared tiles
   Value tid, rowGroup, keyThread;
-  Value token; // Q's cp.async group (splitKV)
+  Value token; // Q's cp.async group
   Value tEnd;  // the end of the key tile loop
   Value batch, head, kvHead;
   Value batchI32, headI32, qThreadI32;
@@ -231,76 +231,53 @@ Value SimtBuilder::opaque(Value v) {
 }
 
 void SimtBuilder::copyTile(Value src, Value hd, Value row0, int64_t bound,
-                           int64_t rows, Value dst, bool async) {
+                           int64_t rows, Value dst) {
   int64_t items = rows * cpr;
   // Tiles start at multiples of `rows`, so only a ragged bound needs checks.
   bool needRow = bound % rows != 0;
-  // Loads in groups of kInFlight, then their stores: the loads of a group
-  // are in flight together, in a bounded number of registers. Past two
-  // groups, the whole groups run in a loop that neither LLVM (an opaque trip
-  // count) nor ptxas (a nounroll pragma) unrolls: unrolled, ptxas hoists
-  // every load above the stores (global and shared memory do not alias)
-  // and holds them all in registers (over 255 and spills, blocks of 64
-  // threads at headDim 128). cp.async copies hold no registers but their
-  // addresses: the same loop keeps ptxas from computing them all ahead.
-  constexpr int64_t kInFlight = 4;
-  SmallVector<std::pair<Value, Value>> stores;
-  auto flush = [&] {
-    for (auto [off, val] : stores)
-      vector::StoreOp::create(b, loc, val, dst, ValueRange{off}, false,
-                              llvm::Align(16));
-    stores.clear();
-  };
+  // The copies hold no registers but their addresses: past two groups of
+  // kPerIteration rounds, the whole groups run in a loop that neither LLVM
+  // (an opaque trip count) nor ptxas (a nounroll pragma) unrolls, so that
+  // ptxas does not compute every address ahead (and spill, decode's tiles
+  // of 128 keys at head dim 192).
+  constexpr int64_t kPerIteration = 4;
   // Round `it` of the copy, with `e` (tid + it * threads) its item.
   auto round = [&](Value e, bool last) {
-    // A last round past the tile repeats its last chunk (the same value
-    // stored twice).
+    // A last round past the tile repeats its last chunk (the same bytes
+    // copied twice).
     if (last && items % threads)
       e = arith::MinUIOp::create(b, loc, e, cst(items - 1));
     Value r = div(e, cpr), c = rem(e, cpr);
     Value row = add(row0, r);
-    Value ok;
+    Value n;
     if (needRow) {
-      // Rows out of range read row 0 (always in the tensor) and store 0
-      // (cp.async: read 0 bytes, zero-filled).
-      ok = ult(row, bound);
+      // Rows out of range read 0 bytes of row 0 (always in the tensor):
+      // zero-filled.
+      Value ok = ult(row, bound);
       row = select(ok, row, cst(0));
+      n = select(ok, cst(4), cst(0));
     }
-    if (async) {
-      nvgpu::DeviceAsyncCopyOp::create(
-          b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), dst,
-          ValueRange{add(mul(r, stride), mul(c, 4))}, src,
-          ValueRange{batch, hd, row, mul(c, 4)}, b.getIndexAttr(4),
-          ok ? select(ok, cst(4), cst(0)) : Value(), b.getUnitAttr());
-      return;
-    }
-    Value val = vector::LoadOp::create(b, loc, v4, src,
-                                       ValueRange{batch, hd, row, mul(c, 4)},
-                                       false, llvm::Align(16));
-    if (ok)
-      val = select(ok, val, zero4());
-    stores.push_back({add(mul(r, stride), mul(c, 4)), val});
+    nvgpu::DeviceAsyncCopyOp::create(
+        b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), dst,
+        ValueRange{add(mul(r, stride), mul(c, 4))}, src,
+        ValueRange{batch, hd, row, mul(c, 4)}, b.getIndexAttr(4), n,
+        b.getUnitAttr());
   };
   int64_t rounds = ceilDiv(items, threads);
-  int64_t groups = items / threads / kInFlight;
+  int64_t groups = items / threads / kPerIteration;
   int64_t first = 0;
   if (groups >= 2) {
     auto loop = scf::ForOp::create(b, loc, cst(0), opaque(cst(groups)), cst(1));
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(loop.getBody());
     noUnroll();
-    Value e0 = add(tid, mul(loop.getInductionVar(), kInFlight * threads));
-    for (int64_t it = 0; it < kInFlight; ++it)
+    Value e0 = add(tid, mul(loop.getInductionVar(), kPerIteration * threads));
+    for (int64_t it = 0; it < kPerIteration; ++it)
       round(add(e0, it * threads), false);
-    flush();
-    first = groups * kInFlight;
+    first = groups * kPerIteration;
   }
-  for (int64_t it = first; it < rounds; ++it) {
-    if ((it - first) % kInFlight == 0)
-      flush();
+  for (int64_t it = first; it < rounds; ++it)
     round(add(tid, it * threads), it + 1 == rounds);
-  }
-  flush();
 }
 
 SmallVector<Value> SimtBuilder::applyMask(ArrayRef<Value> sv, Value k0) {
@@ -347,24 +324,25 @@ SmallVector<Value> SimtBuilder::tileStep(Value j, Value k0,
   setThread(opaque(tid));
 
   // Every thread is past the previous tile's P V: its buffers are free.
-  // With buffers of their own, K and V are cp.async copies: V's lands while
-  // S and the softmax run, and K's was issued by the previous step (after
-  // its S) unless that tile was not the next one run (skipped tiles).
+  // Copies are cp.async (a tile's all in flight at once, no registers).
+  // With buffers of their own, V's lands while S and the softmax run, and
+  // K's was issued by the previous step (after its S) unless that tile was
+  // not the next one run (skipped tiles).
   mlir::gpu::BarrierOp::create(b, loc);
   if (s.splitKV) {
     whenTrue(cmp(arith::CmpIPredicate::ne, kHave, j), [&] {
       // A copy of a skipped tile may still be in flight to the buffer.
       waitGroups(0);
-      copyTile(kArg, kvHead, k0, p.lk, s.blockKV, smemK, true);
+      copyTile(kArg, kvHead, k0, p.lk, s.blockKV, smemK);
     });
-  } else {
-    copyTile(kArg, kvHead, k0, p.lk, s.blockKV, smemK);
-  }
-  if (s.splitKV) {
     commitGroup();
-    copyTile(vArg, kvHead, k0, p.lk, s.blockKV, smemV, true);
+    copyTile(vArg, kvHead, k0, p.lk, s.blockKV, smemV);
     commitGroup();
     waitGroups(1);
+  } else {
+    copyTile(kArg, kvHead, k0, p.lk, s.blockKV, smemK);
+    commitGroup();
+    waitGroups(0);
   }
   mlir::gpu::BarrierOp::create(b, loc);
 
@@ -480,13 +458,15 @@ SmallVector<Value> SimtBuilder::tileStep(Value j, Value k0,
     Value next = add(j, 1);
     Value more = cmp(arith::CmpIPredicate::slt, next, tEnd);
     whenTrue(more, [&] {
-      copyTile(kArg, kvHead, add(k0, s.blockKV), p.lk, s.blockKV, smemK, true);
+      copyTile(kArg, kvHead, add(k0, s.blockKV), p.lk, s.blockKV, smemK);
     });
     commitGroup();
     kHave = select(more, next, cst(-1));
   }
   if (!s.splitKV) {
     copyTile(vArg, kvHead, k0, p.lk, s.blockKV, smemV);
+    commitGroup();
+    waitGroups(0);
     mlir::gpu::BarrierOp::create(b, loc);
   }
 
@@ -678,11 +658,10 @@ void SimtBuilder::build(Value q, Value k, Value v, Value o, Value stats) {
   int64_t pByte = (qElems + (s.splitKV ? 2 : 1) * kvElems) * 4;
   smemP = sharedView(raw, s.blockKV * pStride(s), f32, pByte);
 
-  // Visible to every thread after the first tile's copy barrier (with
-  // splitKV, a cp.async group of its own, waited for with K's).
-  copyTile(qArg, head, q0, p.lq, s.blockQ, smemQ, s.splitKV);
-  if (s.splitKV)
-    token = commitGroup();
+  // Visible to every thread after the first tile's copy barrier (a cp.async
+  // group of its own, waited for with K's).
+  copyTile(qArg, head, q0, p.lq, s.blockQ, smemQ);
+  token = commitGroup();
 
   Value tStart;
   std::tie(tStart, tEnd) = keyTileRange(nKTiles, s.blockKV);
@@ -727,8 +706,7 @@ void SimtBuilder::build(Value q, Value k, Value v, Value o, Value stats) {
   if (keys)
     results.pop_back();
   // Q's copy when no key tile ran.
-  if (s.splitKV)
-    waitGroups(0);
+  waitGroups(0);
   epilogue(results);
 }
 
@@ -843,6 +821,9 @@ chooseSimtAttentionSchedule(const AttentionProblem &p,
                 sharedBytesOf(p, wide) <= maxShared &&
                 ceilDiv(p.lq, wide.blockQ) * p.headsQ * p.batch >= sms;
     s = fits ? wide : shared;
+  } else if (sharedBytesOf(p, s) > maxShared) {
+    // Smaller tiles would be the price of buffers apart: shared ones.
+    s = shared;
   }
   while (sharedBytesOf(p, s) > maxShared && s.blockQ > 16)
     s.blockQ /= 2;

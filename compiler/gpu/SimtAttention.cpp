@@ -778,6 +778,10 @@ bool simtAttentionScheduleValid(const AttentionProblem &p,
                                 std::string &why) {
   if (!simtShapeValid(p, s, why))
     return false;
+  if (!target.cpAsync) {
+    why = "SIMT attention schedule: the target has no cp.async";
+    return false;
+  }
   std::string limit;
   if (!sharedFits(sharedBytesOf(p, s), target, limit)) {
     why = "SIMT attention schedule: " + limit;

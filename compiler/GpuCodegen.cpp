@@ -511,6 +511,26 @@ std::optional<AttentionUse> takeAttention(func::FuncOp f,
         ::tcc::gpu::chooseSimtAttentionSchedule(p, target);
     if (!::tcc::gpu::simtAttentionScheduleValid(p, ss, target, why))
       return refuse(why);
+    if (ss.chunkTiles) {
+      // Decode: the keys split over blocks, then a combine (as below).
+      std::string partial = f.getSymName().str() + "_decode";
+      std::string combine = f.getSymName().str() + "_combine";
+      FailureOr<::tcc::gpu::SimtDecodeKernels> dk =
+          ::tcc::gpu::buildSimtDecodeKernels(b, gpuModule, partial, combine, p,
+                                             ss);
+      if (failed(dk))
+        return refuse("the SIMT decode kernels could not be built");
+      // Buffers: the operands, the result (out), scratch (out + 1, + 2).
+      std::vector<int> args{int(q.getArgNumber()), int(k.getArgNumber()),
+                            int(v.getArgNumber()), out + 1, out + 2};
+      llvm::append_range(args, capturedArgs);
+      use.launches = {
+          deviceLaunch(partial, dk->partial, std::move(args)),
+          deviceLaunch(combine, dk->combine, {out + 1, out + 2, out})};
+      use.scratchBytes = {dk->partialOBytes, dk->partialStatsBytes};
+      f->setAttr("tcc.template", UnitAttr::get(f.getContext()));
+      return use;
+    }
     std::string symbol = f.getSymName().str() + "_attn_simt";
     FailureOr<::tcc::gpu::KernelLaunch> launch =
         ::tcc::gpu::buildSimtAttentionKernel(b, gpuModule, symbol, p, ss);

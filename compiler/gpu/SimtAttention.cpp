@@ -7,15 +7,24 @@
 //   for j in [tStart, tEnd):
 //     if the mask keeps nothing of the tile: skip it (checked only where the
 //       bounds can be loose)
-//     barrier; copy K_j (and V_j with splitKV) into shared memory; barrier
+//     barrier; copy K_j (splitKV: cp.async, unless the previous step's
+//       prefetch holds it) [and V_j, cp.async]; [wait for all but V_j];
+//       barrier
 //     S = Q K_j^T, a 4 x 4 tile a thread; scale, scoreMod; if the mask is
 //       partial on the tile: masked scores become -inf
 //     online softmax: new row max (shuffles among the row's threads),
 //       correction of l, P = contribution(S, max) into shared memory
 //       (transposed)
-//     barrier; [copy V_j into K's buffer; barrier]; T = P V_j;
+//     [wait for V_j]; barrier; [splitKV: cp.async K_{j+1} if j + 1 < tEnd]
+//     [copy V_j into K's buffer; barrier]; T = P V_j;
 //       O = O * correction + T
 //   O / l (row sums reduced over the row's threads once, here), stored.
+//
+// The split-K (decode) form runs the same loop over one chunk of key tiles
+// a block and stores O unnormalised with the rows' m and l; the combine
+// kernel, a thread per 16-byte chunk of an output row, takes the largest m
+// M of the row's chunks and sums O_c and l_c corrected to M (the tiles'
+// correction, from each chunk's m to M) before dividing.
 //
 // Thread t is (row group t / kT, key thread t % kT) with kT = blockKV / 4:
 // it owns query rows 4 * group + {0..3} (of S and of O) and keys
@@ -29,7 +38,7 @@
 // bank groups; Q and P reads are broadcasts (one row a phase), V reads are
 // consecutive chunks of one row. P is stored [key][row] (rows padded
 // likewise), so a thread's 4 rows of a key are one 16-byte store and one
-// 16-byte read. Copies from global memory are 16-byte vectors, consecutive
+// 16-byte read. Copies from global memory are 16-byte cp.async, consecutive
 // threads on consecutive chunks of a row.
 //
 // The mask is handled as in AttentionKernel.cpp: constraints evaluated at
@@ -47,6 +56,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -109,7 +119,13 @@ public:
 
   using AttentionArith::setCaptured;
 
-  void build(Value q, Value k, Value v, Value o);
+  /// The kernel; `o` is O, or with s.chunkTiles the split-K partial
+  /// kernel's O scratch, `stats` its (m, l) scratch.
+  void build(Value q, Value k, Value v, Value o, Value stats = Value());
+  /// The split-K combine kernel of `nChunks` chunks, in blocks of
+  /// `blockThreads`: `o` from the partial results.
+  void buildCombine(Value partO, Value stats, Value o, int64_t nChunks,
+                    int64_t blockThreads);
 
 private:
   Value extract(Value v, int64_t i) {
@@ -156,14 +172,37 @@ private:
   }
 
   /// Copies rows row0..row0+rows-1 of src[batch, head] (rows past `bound`
-  /// zero-filled) into the padded tile `dst`.
+  /// zero-filled) into the padded tile `dst`, as cp.async copies of 16
+  /// bytes (committed and waited for by the caller).
   void copyTile(Value src, Value hd, Value row0, int64_t bound, int64_t rows,
                 Value dst);
-  /// One key tile: returns the new loop-carried values (O..., m..., l...).
-  SmallVector<Value> tileStep(Value k0, ValueRange carried);
+  /// Commits the copies issued since the last commit as a group; returns
+  /// its token.
+  Value commitGroup() {
+    return nvgpu::DeviceAsyncCreateGroupOp::create(
+        b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), ValueRange{});
+  }
+  /// Waits until at most `pending` committed groups of this thread's
+  /// copies are in flight (the op takes a group's token, Q's: the count is
+  /// what counts).
+  void waitGroups(int64_t pending) {
+    nvgpu::DeviceAsyncWaitOp::create(b, loc, token,
+                                     b.getI32IntegerAttr(pending));
+  }
+  /// One key tile (j, at key k0): returns the new loop-carried values (O...,
+  /// m..., l..., and with splitKV the key tile K's buffer holds or will
+  /// hold when its copies land, -1 for none).
+  SmallVector<Value> tileStep(Value j, Value k0, ValueRange carried);
   /// The mask per element, applied to the scores `sv` ([i * kKeys + j]).
   SmallVector<Value> applyMask(ArrayRef<Value> sv, Value k0);
   void epilogue(ValueRange carried);
+  /// The factor taking a sum from running value `mOld` to `mNew` (finite):
+  /// a difference, then scaled (as the contributions, see tileStep).
+  Value correctionOf(Value mOld, Value mNew) {
+    if (p.correction)
+      return p.correction(b, loc, mOld, mNew);
+    return exp2(fmul(fsub(mOld, mNew), cstF(fast ? p.scale * kLog2E : kLog2E)));
+  }
 
   const SimtAttentionSchedule &s;
   int64_t threads, kT, stride, cpr, nC;
@@ -171,9 +210,14 @@ private:
   SmallVector<MaskConstraint, 3> constraints;
   VectorType v4;
 
-  Value qArg, kArg, vArg, oArg;
+  Value qArg, kArg, vArg, oArg, statsArg;
+  /// Key chunks (split-K) and the block's chunk; 0 and null otherwise.
+  int64_t chunks = 0;
+  Value chunk;
   Value smemQ, smemK, smemV, smemP; // 1-D f32 views of the shared tiles
   Value tid, rowGroup, keyThread;
+  Value token; // Q's cp.async group
+  Value tEnd;  // the end of the key tile loop
   Value batch, head, kvHead;
   Value batchI32, headI32, qThreadI32;
 };
@@ -191,62 +235,49 @@ void SimtBuilder::copyTile(Value src, Value hd, Value row0, int64_t bound,
   int64_t items = rows * cpr;
   // Tiles start at multiples of `rows`, so only a ragged bound needs checks.
   bool needRow = bound % rows != 0;
-  // Loads in groups of kInFlight, then their stores: the loads of a group
-  // are in flight together, in a bounded number of registers. Past two
-  // groups, the whole groups run in a loop that neither LLVM (an opaque trip
-  // count) nor ptxas (a nounroll pragma) unrolls: unrolled, ptxas hoists
-  // every load above the stores (global and shared memory do not alias)
-  // and holds them all in registers (over 255 and spills, blocks of 64
-  // threads at headDim 128).
-  constexpr int64_t kInFlight = 4;
-  SmallVector<std::pair<Value, Value>> stores;
-  auto flush = [&] {
-    for (auto [off, val] : stores)
-      vector::StoreOp::create(b, loc, val, dst, ValueRange{off}, false,
-                              llvm::Align(16));
-    stores.clear();
-  };
+  // The copies hold no registers but their addresses: past two groups of
+  // kPerIteration rounds, the whole groups run in a loop that neither LLVM
+  // (an opaque trip count) nor ptxas (a nounroll pragma) unrolls, so that
+  // ptxas does not compute every address ahead (and spill, decode's tiles
+  // of 128 keys at head dim 192).
+  constexpr int64_t kPerIteration = 4;
   // Round `it` of the copy, with `e` (tid + it * threads) its item.
   auto round = [&](Value e, bool last) {
-    // A last round past the tile repeats its last chunk (the same value
-    // stored twice).
+    // A last round past the tile repeats its last chunk (the same bytes
+    // copied twice).
     if (last && items % threads)
       e = arith::MinUIOp::create(b, loc, e, cst(items - 1));
     Value r = div(e, cpr), c = rem(e, cpr);
     Value row = add(row0, r);
-    Value ok;
+    Value n;
     if (needRow) {
-      // Rows out of range read row 0 (always in the tensor) and store 0.
-      ok = ult(row, bound);
+      // Rows out of range read 0 bytes of row 0 (always in the tensor):
+      // zero-filled.
+      Value ok = ult(row, bound);
       row = select(ok, row, cst(0));
+      n = select(ok, cst(4), cst(0));
     }
-    Value val = vector::LoadOp::create(b, loc, v4, src,
-                                       ValueRange{batch, hd, row, mul(c, 4)},
-                                       false, llvm::Align(16));
-    if (ok)
-      val = select(ok, val, zero4());
-    stores.push_back({add(mul(r, stride), mul(c, 4)), val});
+    nvgpu::DeviceAsyncCopyOp::create(
+        b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), dst,
+        ValueRange{add(mul(r, stride), mul(c, 4))}, src,
+        ValueRange{batch, hd, row, mul(c, 4)}, b.getIndexAttr(4), n,
+        b.getUnitAttr());
   };
   int64_t rounds = ceilDiv(items, threads);
-  int64_t groups = items / threads / kInFlight;
+  int64_t groups = items / threads / kPerIteration;
   int64_t first = 0;
   if (groups >= 2) {
     auto loop = scf::ForOp::create(b, loc, cst(0), opaque(cst(groups)), cst(1));
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(loop.getBody());
     noUnroll();
-    Value e0 = add(tid, mul(loop.getInductionVar(), kInFlight * threads));
-    for (int64_t it = 0; it < kInFlight; ++it)
+    Value e0 = add(tid, mul(loop.getInductionVar(), kPerIteration * threads));
+    for (int64_t it = 0; it < kPerIteration; ++it)
       round(add(e0, it * threads), false);
-    flush();
-    first = groups * kInFlight;
+    first = groups * kPerIteration;
   }
-  for (int64_t it = first; it < rounds; ++it) {
-    if ((it - first) % kInFlight == 0)
-      flush();
+  for (int64_t it = first; it < rounds; ++it)
     round(add(tid, it * threads), it + 1 == rounds);
-  }
-  flush();
 }
 
 SmallVector<Value> SimtBuilder::applyMask(ArrayRef<Value> sv, Value k0) {
@@ -276,11 +307,14 @@ SmallVector<Value> SimtBuilder::applyMask(ArrayRef<Value> sv, Value k0) {
   return out;
 }
 
-SmallVector<Value> SimtBuilder::tileStep(Value k0, ValueRange carried) {
+SmallVector<Value> SimtBuilder::tileStep(Value j, Value k0,
+                                         ValueRange carried) {
   SmallVector<Value> oAcc(carried.begin(), carried.begin() + kRows * nC);
   SmallVector<Value> mRun(carried.begin() + kRows * nC,
                           carried.begin() + kRows * nC + kRows);
-  SmallVector<Value> lRun(carried.begin() + kRows * nC + kRows, carried.end());
+  SmallVector<Value> lRun(carried.begin() + kRows * nC + kRows,
+                          carried.begin() + kRows * nC + 2 * kRows);
+  Value kHave = s.splitKV ? carried[kRows * nC + 2 * kRows] : Value();
 
   // Every shared address of the step derives from the thread id made opaque
   // here: they are all the same from tile to tile, and LLVM would otherwise
@@ -290,10 +324,26 @@ SmallVector<Value> SimtBuilder::tileStep(Value k0, ValueRange carried) {
   setThread(opaque(tid));
 
   // Every thread is past the previous tile's P V: its buffers are free.
+  // Copies are cp.async (a tile's all in flight at once, no registers).
+  // With buffers of their own, V's lands while S and the softmax run, and
+  // K's was issued by the previous step (after its S) unless that tile was
+  // not the next one run (skipped tiles).
   mlir::gpu::BarrierOp::create(b, loc);
-  copyTile(kArg, kvHead, k0, p.lk, s.blockKV, smemK);
-  if (s.splitKV)
+  if (s.splitKV) {
+    whenTrue(cmp(arith::CmpIPredicate::ne, kHave, j), [&] {
+      // A copy of a skipped tile may still be in flight to the buffer.
+      waitGroups(0);
+      copyTile(kArg, kvHead, k0, p.lk, s.blockKV, smemK);
+    });
+    commitGroup();
     copyTile(vArg, kvHead, k0, p.lk, s.blockKV, smemV);
+    commitGroup();
+    waitGroups(1);
+  } else {
+    copyTile(kArg, kvHead, k0, p.lk, s.blockKV, smemK);
+    commitGroup();
+    waitGroups(0);
+  }
   mlir::gpu::BarrierOp::create(b, loc);
 
   // S = Q K^T: sv[i * kKeys + j] is row 4 * group + i, key kt + kT * j,
@@ -381,8 +431,7 @@ SmallVector<Value> SimtBuilder::tileStep(Value k0, ValueRange carried) {
     // mask on a whole row), where s * c - m * c leaves the rounding error of
     // m * c, not 0.
     Value scaleExp = fast ? c : cstF(kLog2E);
-    Value corr = p.correction ? p.correction(b, loc, mOld, mUse)
-                              : exp2(fmul(fsub(mOld, mUse), scaleExp));
+    Value corr = correctionOf(mOld, mUse);
     SmallVector<Value> pr;
     for (Value sc : row)
       pr.push_back(p.contribution ? p.contribution(b, loc, sc, mUse)
@@ -400,10 +449,24 @@ SmallVector<Value> SimtBuilder::tileStep(Value k0, ValueRange carried) {
         b, loc, vector::FromElementsOp::create(b, loc, v4, pByKey[j]), smemP,
         ValueRange{add(pOff, j * kT * pStride(s))}, false, llvm::Align(16));
 
-  // P is complete and every thread is past its reads of K.
+  // P is complete, V has landed, and every thread is past its reads of K:
+  // the next tile's K copies (splitKV) land during this tile's P V.
+  if (s.splitKV)
+    waitGroups(0);
   mlir::gpu::BarrierOp::create(b, loc);
+  if (s.splitKV) {
+    Value next = add(j, 1);
+    Value more = cmp(arith::CmpIPredicate::slt, next, tEnd);
+    whenTrue(more, [&] {
+      copyTile(kArg, kvHead, add(k0, s.blockKV), p.lk, s.blockKV, smemK);
+    });
+    commitGroup();
+    kHave = select(more, next, cst(-1));
+  }
   if (!s.splitKV) {
     copyTile(vArg, kvHead, k0, p.lk, s.blockKV, smemV);
+    commitGroup();
+    waitGroups(0);
     mlir::gpu::BarrierOp::create(b, loc);
   }
 
@@ -451,6 +514,8 @@ SmallVector<Value> SimtBuilder::tileStep(Value k0, ValueRange carried) {
   SmallVector<Value> out(oAcc);
   out.append(mRun);
   out.append(lRun);
+  if (kHave)
+    out.push_back(kHave);
   return out;
 }
 
@@ -461,26 +526,102 @@ void SimtBuilder::epilogue(ValueRange carried) {
     Value l = carried[kRows * nC + kRows + i];
     for (int64_t off = 1; off < kT; off *= 2)
       l = fadd(l, shuffleXor(l, off));
-    Value invVec = vector::BroadcastOp::create(b, loc, v4, inverseSum(l));
+    // Split-K: O as summed, and the row's (m, l) from its first key thread.
+    Value invVec = chunks
+                       ? Value()
+                       : vector::BroadcastOp::create(b, loc, v4, inverseSum(l));
     Value row = add(q0, add(mul(rowGroup, kRows), i));
     whenTrue(needRow ? ult(row, p.lq) : Value(), [&] {
       for (int64_t cc = 0; cc < nC; ++cc) {
         Value ch = add(keyThread, cc * kT);
         whenTrue((cc + 1) * kT > cpr ? ult(ch, cpr) : Value(), [&] {
-          vector::StoreOp::create(
-              b, loc, fmul(carried[i * nC + cc], invVec), oArg,
-              ValueRange{batch, head, row, mul(ch, 4)}, false, llvm::Align(16));
+          Value val = carried[i * nC + cc];
+          if (chunks)
+            vector::StoreOp::create(
+                b, loc, val, oArg,
+                ValueRange{batch, head, chunk, row, mul(ch, 4)}, false,
+                llvm::Align(16));
+          else
+            vector::StoreOp::create(b, loc, fmul(val, invVec), oArg,
+                                    ValueRange{batch, head, row, mul(ch, 4)},
+                                    false, llvm::Align(16));
         });
       }
+      if (chunks)
+        whenTrue(cmp(arith::CmpIPredicate::eq, keyThread, cst(0)), [&] {
+          Value ml = vector::FromElementsOp::create(
+              b, loc, VectorType::get({2}, f32),
+              ValueRange{carried[kRows * nC + i], l});
+          vector::StoreOp::create(b, loc, ml, statsArg,
+                                  ValueRange{batch, head, chunk, row, cst(0)},
+                                  false, llvm::Align(8));
+        });
     });
   }
 }
 
-void SimtBuilder::build(Value q, Value k, Value v, Value o) {
+void SimtBuilder::buildCombine(Value partO, Value stats, Value o,
+                               int64_t nChunks, int64_t blockThreads) {
+  chunks = nChunks;
+  // A thread per 16-byte chunk of a row of [batch * headsQ, lq]; each reads
+  // the row's (m, l) pairs once for the max, then once for the sums.
+  int64_t n = p.batch * p.headsQ * p.lq * cpr;
+  Value t = mlir::gpu::ThreadIdOp::create(b, loc, mlir::gpu::Dimension::x);
+  Value blockX = mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::x);
+  Value e = add(mul(blockX, blockThreads), t);
+  whenTrue(n % blockThreads ? ult(e, n) : Value(), [&] {
+    Value rowIdx = div(e, cpr), col = mul(rem(e, cpr), 4);
+    Value bh = div(rowIdx, p.lq), r = rem(rowIdx, p.lq);
+    VectorType v2 = VectorType::get({2}, f32);
+    auto statsAt = [&](Value c) {
+      return vector::LoadOp::create(b, loc, v2, stats,
+                                    ValueRange{bh, c, r, cst(0)}, false,
+                                    llvm::Align(8));
+    };
+    Value negInf = cstF(-std::numeric_limits<double>::infinity());
+    auto maxLoop = scf::ForOp::create(b, loc, cst(0), cst(chunks), cst(1),
+                                      ValueRange{negInf});
+    {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(maxLoop.getBody());
+      Value m = extract(statsAt(maxLoop.getInductionVar()), 0);
+      scf::YieldOp::create(b, loc,
+                           ValueRange{fmax(maxLoop.getRegionIterArgs()[0], m)});
+    }
+    // As in tileStep: 0 stands in for the max of a row with nothing kept.
+    Value mMax = maxLoop.getResult(0);
+    Value mUse = select(
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, mMax, negInf),
+        cstF(0.0), mMax);
+    auto sumLoop = scf::ForOp::create(b, loc, cst(0), cst(chunks), cst(1),
+                                      ValueRange{zero4(), cstF(0.0)});
+    {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(sumLoop.getBody());
+      Value c = sumLoop.getInductionVar();
+      Value ml = statsAt(c);
+      Value corr = correctionOf(extract(ml, 0), mUse);
+      Value part = vector::LoadOp::create(
+          b, loc, v4, partO, ValueRange{bh, c, r, col}, false, llvm::Align(16));
+      ValueRange acc = sumLoop.getRegionIterArgs();
+      Value oSum = vector::FMAOp::create(
+          b, loc, part, vector::BroadcastOp::create(b, loc, v4, corr), acc[0]);
+      scf::YieldOp::create(b, loc,
+                           ValueRange{oSum, fma(extract(ml, 1), corr, acc[1])});
+    }
+    Value inv = vector::BroadcastOp::create(b, loc, v4,
+                                            inverseSum(sumLoop.getResult(1)));
+    vector::StoreOp::create(b, loc, fmul(sumLoop.getResult(0), inv), o,
+                            ValueRange{bh, r, col}, false, llvm::Align(16));
+  });
+}
+
+void SimtBuilder::build(Value q, Value k, Value v, Value o, Value stats) {
   qArg = q;
   kArg = k;
   vArg = v;
   oArg = o;
+  statsArg = stats;
   int64_t nQTiles = ceilDiv(p.lq, s.blockQ);
   int64_t nKTiles = ceilDiv(p.lk, s.blockKV);
   int64_t group = p.headsQ / p.headsKV;
@@ -490,6 +631,11 @@ void SimtBuilder::build(Value q, Value k, Value v, Value o) {
   head = mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::y);
   batch = mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::z);
   kvHead = div(head, group);
+  if (s.chunkTiles) {
+    chunks = ceilDiv(nKTiles, s.chunkTiles);
+    chunk = rem(blockX, chunks);
+    blockX = div(blockX, chunks);
+  }
   // Query tiles run last to first: under a causal mask the late tiles
   // carry the most keys, and starting them first shortens the tail.
   q0 = mul(sub(cst(nQTiles - 1), blockX), s.blockQ);
@@ -512,13 +658,25 @@ void SimtBuilder::build(Value q, Value k, Value v, Value o) {
   int64_t pByte = (qElems + (s.splitKV ? 2 : 1) * kvElems) * 4;
   smemP = sharedView(raw, s.blockKV * pStride(s), f32, pByte);
 
-  // Visible to every thread after the first tile's copy barrier.
+  // Visible to every thread after the first tile's copy barrier (a cp.async
+  // group of its own, waited for with K's).
   copyTile(qArg, head, q0, p.lq, s.blockQ, smemQ);
+  token = commitGroup();
 
-  auto [tStart, tEnd] = keyTileRange(nKTiles, s.blockKV);
+  Value tStart;
+  std::tie(tStart, tEnd) = keyTileRange(nKTiles, s.blockKV);
+  if (chunks) {
+    // The block's chunk of key tiles; an empty range still writes its
+    // (empty: m = -inf, l = 0) partial result, which the combine reads.
+    Value c0 = mul(chunk, s.chunkTiles);
+    tStart = arith::MaxSIOp::create(b, loc, tStart, c0);
+    tEnd = arith::MinSIOp::create(b, loc, tEnd, add(c0, s.chunkTiles));
+  }
   SmallVector<Value> init(kRows * nC, zero4());
   init.append(kRows, cstF(-std::numeric_limits<double>::infinity()));
   init.append(kRows, cstF(0.0));
+  if (s.splitKV)
+    init.push_back(cst(-1));
   // With a key mask, each lane's share of "tile j keeps a key" is read a
   // tile ahead and carried, so that its loads are off the critical path;
   // every warp votes on the same flags, so the skip is uniform.
@@ -539,7 +697,7 @@ void SimtBuilder::build(Value q, Value k, Value v, Value o) {
       carried = carried.drop_back();
     }
     SmallVector<Value> out = stepUnlessMasked(
-        k0, s.blockKV, carried, [&] { return tileStep(k0, carried); }, live);
+        k0, s.blockKV, carried, [&] { return tileStep(j, k0, carried); }, live);
     if (keys)
       out.push_back(laneNext);
     scf::YieldOp::create(b, loc, out);
@@ -547,6 +705,8 @@ void SimtBuilder::build(Value q, Value k, Value v, Value o) {
   SmallVector<Value> results(loop.getResults());
   if (keys)
     results.pop_back();
+  // Q's copy when no key tile ran.
+  waitGroups(0);
   epilogue(results);
 }
 
@@ -571,6 +731,8 @@ bool simtShapeValid(const AttentionProblem &p, const SimtAttentionSchedule &s,
   int64_t threads = threadsOf(s);
   if (s.minBlocks < 0)
     return fail("minBlocks must be >= 0");
+  if (s.chunkTiles < 0)
+    return fail("chunkTiles must be >= 0");
   if (threads % 32 || threads > 1024)
     return fail("(blockQ / 4) x (blockKV / 4) threads must be whole warps, at "
                 "most 1024");
@@ -616,6 +778,10 @@ bool simtAttentionScheduleValid(const AttentionProblem &p,
                                 std::string &why) {
   if (!simtShapeValid(p, s, why))
     return false;
+  if (!target.cpAsync) {
+    why = "SIMT attention schedule: the target has no cp.async";
+    return false;
+  }
   std::string limit;
   if (!sharedFits(sharedBytesOf(p, s), target, limit)) {
     why = "SIMT attention schedule: " + limit;
@@ -640,10 +806,29 @@ chooseSimtAttentionSchedule(const AttentionProblem &p,
   // Small query tiles take wider key tiles: blocks stay 128 or 256 threads.
   if (s.blockQ < 64)
     s.blockKV = 128;
-  // K and V in buffers of their own (one copy phase a tile) only where two
-  // blocks still share a multiprocessor; then smaller tiles until one fits.
-  if (2 * sharedBytesOf(p, s) > maxShared)
-    s.splitKV = false;
+  // K and V in buffers of their own (one copy phase a tile, V's cp.async
+  // copy landing while S and the softmax run) where two blocks still share
+  // a multiprocessor, or where one block would hold it alone anyway.
+  // Otherwise (headDim 128 at 64 x 64) one block of 128 query rows and 512
+  // threads takes the multiprocessor (the same warps as two blocks of 64
+  // rows, each K and V tile read once for twice the rows) where its
+  // registers (O of 2 chunks a thread) and shared memory allow and the grid
+  // still fills the multiprocessors; else V reuses K's buffer.
+  SimtAttentionSchedule shared = s;
+  shared.splitKV = false;
+  if (2 * sharedBytesOf(p, s) > maxShared &&
+      2 * sharedBytesOf(p, shared) <= maxShared) {
+    SimtAttentionSchedule wide = s;
+    wide.blockQ = 128;
+    bool fits = s.blockQ == 64 &&
+                ceilDiv(p.headDim / 4, keyThreads(wide)) <= 2 &&
+                sharedBytesOf(p, wide) <= maxShared &&
+                ceilDiv(p.lq, wide.blockQ) * p.headsQ * p.batch >= sms;
+    s = fits ? wide : shared;
+  } else if (sharedBytesOf(p, s) > maxShared) {
+    // Smaller tiles would be the price of buffers apart: shared ones.
+    s = shared;
+  }
   while (sharedBytesOf(p, s) > maxShared && s.blockQ > 16)
     s.blockQ /= 2;
   while (sharedBytesOf(p, s) > maxShared && s.blockKV > 32)
@@ -657,6 +842,18 @@ chooseSimtAttentionSchedule(const AttentionProblem &p,
   int64_t nC = ceilDiv(p.headDim / 4, keyThreads(s));
   int64_t regs = nC <= 2 ? 128 : 232;
   s.minBlocks = std::max<int64_t>(1, 65536 / (threadsOf(s) * regs));
+  // Decode (the query rows one tile): where the grid leaves multiprocessors
+  // idle, the keys split into chunks of at least kMinChunk tiles (the
+  // partial result's write and the combine's read are then a small part of
+  // a chunk's work), enough for about 4 blocks a multiprocessor.
+  constexpr int64_t kMinChunk = 2;
+  int64_t base = p.headsQ * p.batch;
+  int64_t tiles = ceilDiv(p.lk, s.blockKV);
+  if (p.lq <= s.blockQ && base < sms && tiles >= 2 * kMinChunk) {
+    int64_t chunks = std::min(tiles / kMinChunk,
+                              std::max<int64_t>(2, ceilDiv(4 * sms, base)));
+    s.chunkTiles = ceilDiv(tiles, chunks);
+  }
   return s;
 }
 
@@ -667,6 +864,10 @@ buildSimtAttentionKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module,
   std::string why;
   if (!simtShapeValid(p, s, why))
     return module.emitError(why), failure();
+  if (s.chunkTiles)
+    return module.emitError("SIMT attention: a split-K schedule needs "
+                            "buildSimtDecodeKernels"),
+           failure();
   loadTemplateDialects(b.getContext());
 
   Type qT = MemRefType::get({p.batch, p.headsQ, p.lq, p.headDim}, p.elemType);
@@ -693,6 +894,78 @@ buildSimtAttentionKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module,
   launch.block = {threads, 1, 1};
   launch.sharedBytes = sharedBytesOf(p, s);
   return launch;
+}
+
+FailureOr<SimtDecodeKernels>
+buildSimtDecodeKernels(OpBuilder &b, mlir::gpu::GPUModuleOp module,
+                       StringRef partialName, StringRef combineName,
+                       const AttentionProblem &p,
+                       const SimtAttentionSchedule &s) {
+  std::string why;
+  if (!simtShapeValid(p, s, why))
+    return module.emitError(why), failure();
+  if (s.chunkTiles < 1)
+    return module.emitError("SIMT attention: the split-K form needs "
+                            "chunkTiles >= 1"),
+           failure();
+  loadTemplateDialects(b.getContext());
+  int64_t chunks = ceilDiv(ceilDiv(p.lk, s.blockKV), s.chunkTiles);
+  int64_t nQTiles = ceilDiv(p.lq, s.blockQ);
+  if (nQTiles * chunks > std::numeric_limits<int32_t>::max())
+    return module.emitError("SIMT attention: too many blocks"), failure();
+  Type f32 = b.getF32Type();
+  Type qT = MemRefType::get({p.batch, p.headsQ, p.lq, p.headDim}, p.elemType);
+  Type kvT = MemRefType::get({p.batch, p.headsKV, p.lk, p.headDim}, p.elemType);
+  Type partT =
+      MemRefType::get({p.batch, p.headsQ, chunks, p.lq, p.headDim}, f32);
+  Type statsT = MemRefType::get({p.batch, p.headsQ, chunks, p.lq, 2}, f32);
+  // The combine kernel reads the same buffers with batch and head merged.
+  int64_t bh = p.batch * p.headsQ;
+  Type partFlatT = MemRefType::get({bh, chunks, p.lq, p.headDim}, f32);
+  Type statsFlatT = MemRefType::get({bh, chunks, p.lq, 2}, f32);
+  Type oFlatT = MemRefType::get({bh, p.lq, p.headDim}, f32);
+
+  OpBuilder::InsertionGuard g(b);
+  Location loc = module.getLoc();
+  int64_t threads = threadsOf(s);
+  SmallVector<Type> args{qT, kvT, kvT, partT, statsT};
+  llvm::append_range(args, p.captured);
+  auto partial = createKernelFunc(b, module, partialName, args, threads);
+  if (s.minBlocks > 0)
+    partial->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
+                     b.getI32IntegerAttr(s.minBlocks));
+  Block &pe = partial.getBody().front();
+  {
+    SimtBuilder sb(b, loc, p, s);
+    sb.setCaptured(pe.getArguments().drop_front(5));
+    sb.build(pe.getArgument(0), pe.getArgument(1), pe.getArgument(2),
+             pe.getArgument(3), pe.getArgument(4));
+    mlir::gpu::ReturnOp::create(b, loc);
+  }
+
+  constexpr int64_t kCombineThreads = 128;
+  auto combine = createKernelFunc(
+      b, module, combineName, {partFlatT, statsFlatT, oFlatT}, kCombineThreads);
+  Block &ce = combine.getBody().front();
+  {
+    SimtBuilder sb(b, loc, p, s);
+    sb.buildCombine(ce.getArgument(0), ce.getArgument(1), ce.getArgument(2),
+                    chunks, kCombineThreads);
+    mlir::gpu::ReturnOp::create(b, loc);
+  }
+
+  SimtDecodeKernels k;
+  k.chunks = chunks;
+  k.partial.grid = {nQTiles * chunks, p.headsQ, p.batch};
+  k.partial.block = {threads, 1, 1};
+  k.partial.sharedBytes = sharedBytesOf(p, s);
+  k.combine.grid = {ceilDiv(bh * p.lq * (p.headDim / 4), kCombineThreads), 1,
+                    1};
+  k.combine.block = {kCombineThreads, 1, 1};
+  k.combine.sharedBytes = 0;
+  k.partialOBytes = uint64_t(bh * chunks * p.lq * p.headDim) * 4;
+  k.partialStatsBytes = uint64_t(bh * chunks * p.lq * 2) * 4;
+  return k;
 }
 
 } // namespace tcc::gpu

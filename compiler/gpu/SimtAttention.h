@@ -8,12 +8,17 @@
 //     (blockQ / 4) x (blockKV / 4) threads; the Q tile is copied to shared
 //     memory once;
 //   - a loop over key tiles of blockKV keys (K, then V, through shared
-//     memory); each thread computes a 4 x 4 register tile of S (4 adjacent
-//     rows, 4 keys strided by blockKV / 4), applies the score change and the
-//     mask, runs the online softmax (row max and sum shuffled among the
-//     blockKV / 4 threads of a row, which share a warp), writes P to shared
-//     memory and adds the tile's P V (summed apart) to its 4 rows x
-//     headDim / (blockKV / 4) columns of O in registers.
+//     memory; cp.async copies overlapping S and P V where K and V have
+//     buffers of their own); each thread computes a 4 x 4 register tile of
+//     S (4 adjacent rows, 4 keys strided by blockKV / 4), applies the score
+//     change and the mask, runs the online softmax (row max and sum
+//     shuffled among the blockKV / 4 threads of a row, which share a warp),
+//     writes P to shared memory and adds the tile's P V (summed apart) to
+//     its 4 rows x headDim / (blockKV / 4) columns of O in registers.
+// Few query rows against many keys (decode) take a split-K form of the same
+// kernel: a block per (query tile, key chunk, head, batch) writes its
+// chunk's unnormalised O, running max m and sum l to scratch, and a second
+// kernel merges the chunks of each row.
 // Built from gpu/arith/vector/memref/scf ops but for ex2.approx (NVVM), so
 // NVIDIA only for now.
 //
@@ -31,11 +36,23 @@ namespace tcc::gpu {
 /// rows x 4 keys. `splitKV`: K and V have shared buffers of their own (one
 /// copy phase a key tile); otherwise V reuses K's buffer after S is done.
 /// `minBlocks`: blocks a multiprocessor must hold at once (NVVM's minctasm,
-/// which bounds ptxas's registers a thread; 0: no bound).
+/// which bounds ptxas's registers a thread; 0: no bound). `chunkTiles`:
+/// key tiles a block reads in the split-K (decode) form; 0: one kernel
+/// reading every key.
 struct SimtAttentionSchedule {
   int64_t blockQ = 64, blockKV = 64;
   bool splitKV = false;
   int64_t minBlocks = 0;
+  int64_t chunkTiles = 0;
+};
+
+/// The split-K form's two kernels and their scratch buffers.
+struct SimtDecodeKernels {
+  KernelLaunch partial, combine;
+  int64_t chunks = 0;
+  /// Scratch: partial O [batch, headsQ, chunks, lq, headDim] f32 and
+  /// (m, l) [batch, headsQ, chunks, lq, 2] f32.
+  uint64_t partialOBytes = 0, partialStatsBytes = 0;
 };
 
 /// Whether buildSimtAttentionKernel handles `p` (f32, head dims that are
@@ -59,11 +76,22 @@ bool simtAttentionScheduleValid(const AttentionProblem &p,
 /// V and O identity-layout f32 memrefs, each 16-byte aligned; grid: query
 /// tiles x query heads x batch; KernelLaunch::sharedBytes of dynamic shared
 /// memory). Fails (with a diagnostic at the module) when the problem or the
-/// schedule is not supported.
+/// schedule is not supported, or the schedule is split-K.
 mlir::FailureOr<KernelLaunch>
 buildSimtAttentionKernel(mlir::OpBuilder &b, mlir::gpu::GPUModuleOp module,
                          llvm::StringRef name, const AttentionProblem &p,
                          const SimtAttentionSchedule &s);
+
+/// The split-K form (s.chunkTiles > 0): appends `gpu.func
+/// @partialName(%q, %k, %v, %partO, %partStats, captured...) kernel` (grid:
+/// query tiles x chunks, query heads, batch) and `gpu.func
+/// @combineName(%partO, %partStats, %o) kernel` (the buffers viewed with
+/// batch and head merged) to `module`.
+mlir::FailureOr<SimtDecodeKernels>
+buildSimtDecodeKernels(mlir::OpBuilder &b, mlir::gpu::GPUModuleOp module,
+                       llvm::StringRef partialName, llvm::StringRef combineName,
+                       const AttentionProblem &p,
+                       const SimtAttentionSchedule &s);
 
 } // namespace tcc::gpu
 

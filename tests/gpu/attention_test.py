@@ -542,10 +542,11 @@ def handwritten_cases():
 
 
 def f32_cases():
-    """f32 attention (the SIMT template, one kernel for every shape): scale
-    only, a causal mask of positions, a bias or boolean mask given as an
-    input, GQA, head sizes 80, 96 (a softcap: score code) and 256, and a
-    decode shape."""
+    """f32 attention (the SIMT template): scale only, a causal mask of
+    positions, a bias or boolean mask given as an input, GQA, head sizes 80,
+    96 (a softcap: score code) and 256; decode shapes (named *decode*: the
+    split-K form, a partial kernel and a combine) with GQA, with a padding
+    mask."""
     out = []
 
     def scale(c):
@@ -584,11 +585,22 @@ def f32_cases():
                 lambda s, r, c: 50 * np.tanh(s / 50)))
     out.append(('f32_d256_200', model('f32_d256', 'f32', [1, 2, 200, 256], [1, 2, 200, 256],
                                       scale(0.0625)), 1.0, lambda s, r, c: s * 0.0625))
-    # Decode: one query row a head against 3001 keys, GQA 8/2, one kernel.
+    # Decode: one query row a head against 3001 keys, GQA 8/2, split-K.
     out.append(('f32_decode_gqa_q1_3001', model('f32_decode', 'f32', [1, 8, 1, 128],
                                                 [1, 2, 3001, 128], scale(float(inv)),
                                                 repeat=(2, 4)), 1.0,
                 lambda s, r, c: s * inv))
+    # Decode, 4 rows GQA 4/1, with a padding mask of runs (make_inputs):
+    # whole key tiles and chunks dropped (skipped; the combine takes empty
+    # chunks), the last batch keeping none (NaN rows, as the unfused softmax
+    # gives).
+    mods = [const('c', 'f32', 0.125), node('mul', ['s', 'c'], 'ss'), const('neg', 'f32', '-inf'),
+            node('select', ['runs', 'ss', 'neg'], 's_mod')]
+    out.append(('f32_decode_padding_q4_2500', model('f32_decode_pad', 'f32', [3, 4, 4, 64],
+                                                    [3, 1, 2500, 64], mods, repeat=(1, 4),
+                                                    captured=[('runs', 'bool',
+                                                               [3, 1, 1, 2500])]),
+                1.0, lambda s, r, c, env: np.where(env['runs'], s * 0.125, -np.inf)))
     return out
 
 
@@ -783,8 +795,10 @@ def record(tcc, root, target, only='', count_only=False):
         # takes the SIMT template on every target, decode shapes included.
         wgmma = target == 'sm_90a' and m['inputs'][0]['shape'][-1] in (64, 128)
         prefill = '_attn_wgmma' if wgmma else '_attn'
-        want = ['_attn_simt'] if dt == 'f32' else \
-            ['_decode', '_combine'] if name.startswith('decode_') else [prefill]
+        if dt == 'f32':
+            want = ['_decode', '_combine'] if '_decode' in name else ['_attn_simt']
+        else:
+            want = ['_decode', '_combine'] if name.startswith('decode_') else [prefill]
         if name in KTRANS_UNFUSED:
             # Not fused: no attention kernel, the matmuls on the GEMM template.
             ok = not any('_attn' in s or s.endswith(('_decode', '_combine')) for s in symbols)

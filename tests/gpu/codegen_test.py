@@ -334,7 +334,8 @@ def check_attention(args, work):
     """--gpu-attention: attention chains become one template kernel (scale
     folded, a causal mask as constraints, a softcap as score code, a bias,
     mask or slopes given as inputs read per score), or two for decode
-    (split-K partial and combine); f32 one SIMT kernel (CUDA cores)."""
+    (split-K partial and combine); f32 the SIMT kernel (CUDA cores), or its
+    split-K pair for decode."""
     def const(name, dtype, value):
         return {'op': 'constant', 'inputs': [], 'outputs': [name],
                 'attrs': {'dtype': dtype, 'shape': [], 'value': value}}
@@ -371,7 +372,7 @@ def check_attention(args, work):
     dpad = captured(attention_model('bf16', [2, 4, 1, 128], padding), 'mask', 'bool',
                     [2, 1, 1, 2048])
     dpad['inputs'][1]['shape'] = dpad['inputs'][2]['shape'] = [2, 4, 2048, 128]
-    # f32 runs on CUDA cores, one kernel for decode shapes too.
+    # f32 runs on CUDA cores; decode shapes split the keys there too.
     f32pad = captured(attention_model('f32', [2, 4, 1, 80], [
         dict(n, attrs=dict(n['attrs'], dtype='f32')) if n['op'] == 'constant' else n
         for n in padding]), 'mask', 'bool', [2, 1, 1, 2048])
@@ -404,7 +405,7 @@ def check_attention(args, work):
              ('decode padding mask input [2,1,1,2048]', dpad, two),
              ('softcap f16 [8,256,64]', attention_model('f16', [8, 256, 64], softcap), one),
              ('f32 [4,64,64] (SIMT)', attention_model('f32', [4, 64, 64], plain32), simt),
-             ('f32 padding mask input [2,1,1,2048], decode (SIMT)', f32pad, simt),
+             ('f32 padding mask input [2,1,1,2048], decode (SIMT)', f32pad, two),
              ('GQA 8/2 bf16', gqa_model(), one),
              ('decode GQA 16/2 bf16 [1,16,1,128] x 4096 keys', decode_model(), two)]
     model = os.path.join(work, 'attn.json')

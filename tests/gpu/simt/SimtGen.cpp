@@ -3,17 +3,23 @@
 //   tcc-simt-gen --lq LQ --lk LK --d D [--batch B] [--hq HQ] [--hkv HKV]
 //       [--scale S] [--causal] [--window W] [--mask A,B,C] [--alibi]
 //       [--softcap C] [--algebra-callbacks] [--masked-rows zero|nan]
-//       [--key-runs R] [--schedule BQ,BKV,SPLITKV] [--chip CHIP] [--name NAME]
+//       [--key-runs R] [--schedule BQ,BKV,SPLITKV] [--chunk-tiles N]
+//       [--chip CHIP] [--name NAME]
 //
 // --key-runs R: a key mask (AttentionProblem::keyKeep) dropping keys k with
 // (k / R) % 3 == 1 for every row, applied to the scores with -inf after the
 // other changes, as the compiler hands over a padding mask.
 //
+// --chunk-tiles N: with --schedule, the split-K (decode) form with chunks
+// of N key tiles (0: one kernel).
+//
 // Builds the kernel of compiler/gpu/SimtAttention.cpp (f32, the flags and
 // hooks of tcc-flash-gen; the schedule from chooseSimtAttentionSchedule for
-// --chip unless given) and prints one JSON line (grid, block, shared bytes)
-// and then the module in MLIR's generic form: simt_interp_test.py's input,
-// which runs the kernel without a GPU.
+// --chip unless given; the split-K form's two kernels where it has chunks)
+// and prints one JSON line (grid, block, shared bytes; the combine's grid
+// and block and the chunks for the split-K form) and then the module in MLIR's
+// generic form: simt_interp_test.py's input, which runs the kernel without a
+// GPU.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/gpu/SimtAttention.h"
@@ -38,8 +44,12 @@ int main(int argc, char **argv) {
   // f32 unless --type says otherwise (which the builder then refuses).
   std::string typeFlag = "--type", f32 = "f32";
   std::vector<char *> args{argv[0], typeFlag.data(), f32.data()};
-  int64_t keyRuns = 0;
+  int64_t keyRuns = 0, chunkTiles = -1;
   for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--chunk-tiles" && i + 1 < argc) {
+      chunkTiles = tcc::gen::parseInt("--chunk-tiles", argv[++i]);
+      continue;
+    }
     if (std::string(argv[i]) == "--key-runs" && i + 1 < argc) {
       keyRuns = tcc::gen::parseInt("--key-runs", argv[++i]);
       if (keyRuns < 1)
@@ -84,22 +94,39 @@ int main(int argc, char **argv) {
   if (!c.flags.schedule.empty()) {
     std::vector<int64_t> v =
         tcc::gen::parseIntList("--schedule", c.flags.schedule, 3);
-    s = {v[0], v[1], v[2] != 0, 0};
+    s = {v[0], v[1], v[2] != 0, 0, 0};
   }
+  if (chunkTiles >= 0)
+    s.chunkTiles = chunkTiles;
   if (!tcc::gpu::simtAttentionScheduleValid(p, s, target, why))
     die(why);
 
   OpBuilder b(context.get());
   tcc::gen::KernelModule km = tcc::gen::createKernelModule(b);
-  FailureOr<tcc::gpu::KernelLaunch> launch =
-      tcc::gpu::buildSimtAttentionKernel(b, km.kernels, c.flags.name, p, s);
-  if (failed(launch))
-    die("cannot build the kernel");
+  nlohmann::json info;
+  if (s.chunkTiles) {
+    FailureOr<tcc::gpu::SimtDecodeKernels> dk =
+        tcc::gpu::buildSimtDecodeKernels(b, km.kernels, c.flags.name,
+                                         c.flags.name + "_combine", p, s);
+    if (failed(dk))
+      die("cannot build the kernels");
+    info = {
+        {"grid", dk->partial.grid},
+        {"block", dk->partial.block},
+        {"shared", dk->partial.sharedBytes},
+        {"combine", {{"grid", dk->combine.grid}, {"block", dk->combine.block}}},
+        {"chunks", dk->chunks}};
+  } else {
+    FailureOr<tcc::gpu::KernelLaunch> launch =
+        tcc::gpu::buildSimtAttentionKernel(b, km.kernels, c.flags.name, p, s);
+    if (failed(launch))
+      die("cannot build the kernel");
+    info = {{"grid", launch->grid},
+            {"block", launch->block},
+            {"shared", launch->sharedBytes}};
+  }
   tcc::gen::verifyOrPrint(*km.module, /*emitMlir=*/false);
-  nlohmann::json info = {{"grid", launch->grid},
-                         {"block", launch->block},
-                         {"shared", launch->sharedBytes},
-                         {"schedule", {s.blockQ, s.blockKV, s.splitKV}}};
+  info["schedule"] = {s.blockQ, s.blockKV, s.splitKV, s.chunkTiles};
   std::cout << info.dump() << "\n" << std::flush;
   OpPrintingFlags flags;
   flags.printGenericOpForm();

@@ -13,7 +13,10 @@ with NaN exactly where every score of a row is -inf under the NaN policy.
 Shared memory starts as NaN (a read of a value never written shows), and
 every access is checked against the barriers: a thread reading or
 overwriting another thread's shared value with no barrier between them is
-a race, which lockstep execution would otherwise hide.
+a race, which lockstep execution would otherwise hide. A cp.async copy
+(nvgpu.device_async_copy) lands only when its thread waits for its group
+(device_async_wait), as a write of that thread then; any access to its
+bytes before that is a race too.
 
 What the interpreter cannot see: timing, and ex2.approx's error (it computes
 2^x in f32). The GPU replay (attention_test.py) checks those.
@@ -94,6 +97,8 @@ class Block:
         self.epoch = 0  # barriers passed
         self.w_epoch, self.w_tid = np.full(n, -1), np.full(n, -1)
         self.r_epoch, self.r_tid = np.full(n, -1), np.full(n, -1)  # -2: several readers
+        self.pending = np.zeros(n, bool)  # the target of a cp.async not waited for
+        self.groups, self.open = [], []  # committed and uncommitted cp.async copies
         self.races = []
 
     def run(self, ops, env, bid):
@@ -101,6 +106,8 @@ class Block:
         self.active = np.ones(self.T, bool)
         self.shared[:] = np.nan
         self.epoch += 1
+        assert not self.groups and not self.open and not self.pending.any(), \
+            'cp.async copies not waited for at the end of a block'
         self.ops(ops, env)
 
     def uniform(self, v):
@@ -139,6 +146,8 @@ class Block:
             self.races.append('%s at barrier epoch %d of block %s' % (what, self.epoch, self.bid))
 
     def check_read(self, at, tids):
+        if self.pending[at].any():
+            self.race('a read of a cp.async target before its wait')
         bad = (self.w_epoch[at] == self.epoch) & (self.w_tid[at] != tids)
         if bad.any():
             self.race("a read of another thread's write")
@@ -148,6 +157,8 @@ class Block:
         self.r_epoch[at] = self.epoch
 
     def check_write(self, at, tids, values):
+        if self.pending[at].any():
+            self.race('a write over a cp.async target before its wait')
         war = (self.r_epoch[at] == self.epoch) & (self.r_tid[at] != tids)
         waw = (self.w_epoch[at] == self.epoch) & (self.w_tid[at] != tids) & \
             (self.shared[at] != values)
@@ -234,12 +245,53 @@ class Block:
             assert 'xor' in op.rest
             v = np.broadcast_to(np.asarray(a[0]), (self.T,))
             return [v[self.tid ^ self.uniform(a[1])], np.ones(self.T, bool)]
+        if n == 'nvgpu.device_async_copy':
+            seg = [int(x) for x in re.search(r'operandSegmentSizes = array<i32: ([\d, ]+)>',
+                                             op.rest).group(1).split(',')]
+            width = int(re.search(r'dstElements = (\d+)', op.rest).group(1))
+            dst, di = a[0], a[1:1 + seg[1]]
+            src, si = a[1 + seg[1]], a[2 + seg[1]:2 + seg[1] + seg[3]]
+            count = a[-1] if seg[4] else width
+            sarr, sat = self.address(src, si)
+            darr, dat = self.address(dst, di)
+            live = self.active
+            sat = np.broadcast_to(sat, (self.T,))[live][:, None] + np.arange(width)
+            dat = np.broadcast_to(dat, (self.T,))[live][:, None] + np.arange(width)
+            assert darr is self.shared and (sat >= 0).all() and (sat < sarr.size).all() and \
+                (dat >= 0).all() and (dat < darr.size).all(), 'a cp.async out of bounds'
+            keep = np.arange(width)[None, :] < np.broadcast_to(count, (self.T,))[live][:, None]
+            val = np.where(keep, sarr[sat], np.float32(0))
+            tids = np.repeat(self.tid[live], width).reshape(-1, width)
+            # Against earlier accesses: reads by other threads since the last
+            # barrier, copies not waited for (writes: when it lands).
+            if ((self.r_epoch[dat] == self.epoch) & (self.r_tid[dat] != tids)).any():
+                self.race("a cp.async over another thread's read")
+            if self.pending[dat].any():
+                self.race('a cp.async over a cp.async target before its wait')
+            self.pending[dat] = True
+            self.open.append((dat, tids, val))
+            return None
+        if n == 'nvgpu.device_async_create_group':
+            self.groups.append(self.open)
+            self.open = []
+            return None
+        if n == 'nvgpu.device_async_wait':
+            keep = int(re.search(r'numGroups = (\d+)', op.rest).group(1))
+            done = self.groups[:max(0, len(self.groups) - keep)]
+            self.groups = self.groups[len(done):]
+            for group in done:
+                for dat, tids, val in group:
+                    self.pending[dat] = False
+                    self.check_write(dat, tids, val)
+                    self.shared[dat] = val
+            return None
         if n == 'gpu.dynamic_shared_memory':
             return ('raw',)
         if n == 'memref.view':
             return ('shared', self.uniform(a[1]) // 4)
         if n in ('vector.load', 'memref.load'):
-            width = 4 if n == 'vector.load' else 1
+            width = int(re.search(r'vector<(\d+)xf32>', op.rest).group(1)) \
+                if n == 'vector.load' else 1
             arr, at = self.address(a[0], a[1:])
             at = np.where(self.active, np.broadcast_to(at, (self.T,)), 0)
             assert (at >= 0).all() and (at + width <= arr.size).all(), 'a load out of bounds'
@@ -247,21 +299,24 @@ class Block:
             if arr is self.shared:
                 live = self.active
                 self.check_read(at[live], np.repeat(self.tid[live], width).reshape(-1, width))
-            return arr[at] if width == 4 else arr[at[:, 0]]
+            return arr[at] if n == 'vector.load' else arr[at[:, 0]]
         if n == 'vector.store':
+            width = int(re.search(r'vector<(\d+)xf32>', op.rest).group(1))
             arr, at = self.address(a[1], a[2:])
-            at = np.broadcast_to(at, (self.T,))[self.active][:, None] + np.arange(4)
-            val = np.broadcast_to(np.asarray(a[0]), (self.T, 4))[self.active]
+            at = np.broadcast_to(at, (self.T,))[self.active][:, None] + np.arange(width)
+            val = np.broadcast_to(np.asarray(a[0]), (self.T, width))[self.active]
             assert (at >= 0).all() and (at < arr.size).all(), 'a store out of bounds'
             if arr is self.shared:
-                self.check_write(at, np.repeat(self.tid[self.active], 4).reshape(-1, 4), val)
+                self.check_write(at, np.repeat(self.tid[self.active], width).reshape(-1, width),
+                                 val)
             arr[at] = val
             return None
         if n == 'vector.extract':
             pos = int(re.search(r'static_position = array<i64: (\d+)>', op.rest).group(1))
             return np.asarray(a[0])[..., pos]
         if n == 'vector.broadcast':
-            return np.repeat(np.broadcast_to(np.asarray(a[0]), (self.T,))[:, None], 4, axis=1)
+            width = int(re.search(r'-> vector<(\d+)xf32>', op.rest).group(1))
+            return np.repeat(np.broadcast_to(np.asarray(a[0]), (self.T,))[:, None], width, axis=1)
         if n == 'vector.from_elements':
             return np.stack([np.broadcast_to(x, (self.T,)) for x in a], axis=-1)
         if n in ('scf.yield', 'gpu.return'):
@@ -294,24 +349,44 @@ class Block:
         raise NotImplementedError(n)
 
 
-def run_kernel(text, launch, inputs):
-    """Runs the kernel of generic-form module `text` on `inputs` (q, k, v and
-    the captured tensors); returns O and the races found."""
-    ops, _ = parse(text.split('\n'))
-    func = ops[0].regions[0][1][0].regions[0][1][0]
+def run_func(func, launch, arrays, shared):
+    """Runs gpu.func `func` over the grid of `launch` on `arrays` (its
+    arguments, written in place); returns the races found."""
     assert func.name == 'gpu.func', func.name
     args, body = func.regions[0]
-    q = inputs[0]
-    o = np.full(q.shape, np.nan, np.float32)  # rows never written show
-    arrays = [inputs[0], inputs[1], inputs[2], o] + list(inputs[3:])
     memory = {name: (x.reshape(-1), x.shape) for name, x in zip(args, arrays)}
-    block = Block(launch['block'][0], memory, launch['shared'])
+    block = Block(launch['block'][0], memory, shared)
     gx, gy, gz = launch['grid']
     for bz in range(gz):
         for by in range(gy):
             for bx in range(gx):
                 block.run(body, {n: ('global', n) for n in args}, (bx, by, bz))
-    return o, block.races
+    return block.races
+
+
+def run_kernel(text, launch, inputs):
+    """Runs the kernel of generic-form module `text` on `inputs` (q, k, v and
+    the captured tensors), or the split-K form's partial kernel and then its
+    combine; returns O and the races found."""
+    ops, _ = parse(text.split('\n'))
+    funcs = ops[0].regions[0][1][0].regions[0][1]
+    q = inputs[0]
+    o = np.full(q.shape, np.nan, np.float32)  # rows never written show
+    if 'combine' not in launch:
+        return o, run_func(funcs[0], launch, [q, inputs[1], inputs[2], o] + list(inputs[3:]),
+                           launch['shared'])
+    # Scratch starts as NaN too: a partial result never written shows.
+    b, h, lq, d = q.shape
+    c = launch['chunks']
+    part = np.full((b, h, c, lq, d), np.nan, np.float32)
+    stats = np.full((b, h, c, lq, 2), np.nan, np.float32)
+    races = run_func(funcs[0], launch, [q, inputs[1], inputs[2], part, stats] +
+                     list(inputs[3:]), launch['shared'])
+    # The combine views the buffers with batch and head merged.
+    races += run_func(funcs[1], launch['combine'], [part.reshape(b * h, c, lq, d),
+                                                    stats.reshape(b * h, c, lq, 2),
+                                                    o.reshape(b * h, lq, d)], 0)
+    return o, races
 
 
 def reference(q, k, v, scale, keep, change, nan_rows):
@@ -360,11 +435,15 @@ CASES = [
     ('--lq 33 --lk 65 --d 20 --batch 2 --schedule 16,64,1', ALL, SAME, False),
     ('--lq 17 --lk 100 --d 80 --hq 2 --hkv 2 --schedule 16,128,0', ALL, SAME, False),
     ('--lq 70 --lk 70 --d 24 --causal --schedule 64,32,0', CAUSAL, SAME, False),
+    # 128 query rows, 512 threads, K and V by cp.async (headDim 128's tiling).
+    ('--lq 130 --lk 100 --d 16 --causal --schedule 128,64,1', CAUSAL, SAME, False),
     ('--lq 1 --lk 300 --d 32 --hq 4 --hkv 2', ALL, SAME, False),
     ('--lq 100 --lk 130 --d 16 --hq 2 --hkv 1 --causal --window 16 --schedule 16,32,1',
      lambda r, c: (r >= c) & (c - r + 15 >= 0), SAME, False),
     # Two slopes: the loop bounds are loose, whole tiles are skipped inside.
     ('--lq 100 --lk 230 --d 16 --mask 2,-1,0 --mask -1,1,20 --schedule 16,32,0',
+     lambda r, c: (2 * r - c >= 0) & (c - r + 20 >= 0), SAME, False),
+    ('--lq 100 --lk 230 --d 16 --mask 2,-1,0 --mask -1,1,20 --schedule 16,32,1',
      lambda r, c: (2 * r - c >= 0) & (c - r + 20 >= 0), SAME, False),
     ('--lq 20 --lk 50 --d 16 --mask 0,-1,-1 --schedule 16,32,1',
      lambda r, c: (c <= -1), SAME, False),
@@ -383,6 +462,24 @@ CASES = [
      lambda r, c: (r >= c) & RUNS(40)(r, c), SAME, True),
     ('--lq 40 --lk 130 --d 16 --softcap 5 --scale 1 --key-runs 30 --schedule 16,64,1', RUNS(30),
      softcap(5.0), False),
+    # The split-K (decode) form: partial kernels over chunks of key tiles,
+    # then the combine. GQA with a ragged last chunk; causal rows that leave
+    # most chunks empty (m = -inf, l = 0); a key mask dropping a whole chunk;
+    # rows keeping nothing (NaN through the combine); score code and the
+    # algebra callbacks (the combine's correction); the chosen schedule.
+    ('--lq 1 --lk 300 --d 32 --hq 4 --hkv 2 --schedule 16,32,1 --chunk-tiles 3', ALL, SAME,
+     False),
+    ('--lq 3 --lk 200 --d 16 --hq 2 --causal --schedule 16,32,0 --chunk-tiles 2', CAUSAL, SAME,
+     False),
+    ('--lq 5 --lk 250 --d 16 --hq 2 --key-runs 64 --schedule 16,32,1 --chunk-tiles 2', RUNS(64),
+     SAME, False),
+    ('--lq 20 --lk 100 --d 16 --mask 1,-1,-5 --masked-rows nan --schedule 16,32,1 '
+     '--chunk-tiles 1', lambda r, c: (r - c - 5 >= 0), SAME, True),
+    ('--lq 2 --lk 150 --d 16 --hq 2 --alibi --algebra-callbacks --schedule 16,32,1 '
+     '--chunk-tiles 1', ALL, alibi(2), False),
+    ('--lq 4 --lk 130 --d 24 --softcap 5 --scale 1 --schedule 16,32,0 --chunk-tiles 2', ALL,
+     softcap(5.0), False),
+    ('--lq 1 --lk 1100 --d 64 --hq 2', ALL, SAME, False),
 ]
 
 

@@ -165,21 +165,7 @@ public:
   /// k0 + lane + 32j of the tile (keys past lk count as dropped). Loads
   /// only: warpAny() combines the lanes.
   mlir::Value laneKeeps(mlir::Value tile, int64_t blockKV) {
-    mlir::Value laneI32 = toI32(mlir::arith::RemUIOp::create(
-        b, loc, mlir::gpu::ThreadIdOp::create(b, loc, mlir::gpu::Dimension::x),
-        cst(32)));
-    mlir::Value k0I32 = toI32(mul(tile, blockKV)), any;
-    for (int64_t j = 0; j * 32 < blockKV; ++j) {
-      mlir::Value off = add(laneI32, j * 32);
-      mlir::Value k = add(k0I32, off);
-      mlir::Value in = cmp(mlir::arith::CmpIPredicate::slt, k, cstI32(p.lk));
-      if ((j + 1) * 32 > blockKV)
-        in = land(in,
-                  cmp(mlir::arith::CmpIPredicate::slt, off, cstI32(blockKV)));
-      mlir::Value keep = p.keyKeep(b, loc, keepBatch, keepHead, k, captured);
-      any = lor(any, land(in, keep));
-    }
-    return any;
+    return laneKeepFlags(tile, blockKV).first;
   }
   /// The lane's parts of "tile `tile` keeps a key" and "keeps every key"
   /// (keys past lk count as dropped for the first, kept for the second: a

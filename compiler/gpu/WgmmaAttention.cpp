@@ -202,6 +202,10 @@ private:
   void producerLoop(Value tStart);
   SmallVector<Value> consumerLoop(Value tStart, ArrayRef<Value> init);
 
+  /// Runs `body(id)` for chunk ids 0..chunks-1 spread over the copying
+  /// threads (copyTid of copyThreads): unrolled, or (the producer) in a
+  /// loop.
+  void forEachChunk(int64_t chunks, function_ref<void(Value)> body);
   /// Copies rows row0..row0+rows-1 of src[batch, hd] (rows past `bound`
   /// zero-filled) into the swizzled tile at byte `dstByte` of the shared
   /// memory, split over the copying threads (copyTid of copyThreads).
@@ -304,10 +308,8 @@ private:
   SmallVector<Value> liveFlags;
 };
 
-void FlashBuilder::copyRows(Value src, Value hd, Value row0, int64_t bound,
-                            int64_t rows, Value dstByte) {
-  int64_t cpr = p.headDim / 8, chunks = rows * cpr;
-  bool needRow = bound % rows != 0;
+void FlashBuilder::forEachChunk(int64_t chunks,
+                                function_ref<void(Value)> body) {
   // The producer warpgroup copies in a loop: unrolled, its addresses would
   // be computed up front and outlive its 64 registers.
   bool looped = s.producer && chunks % copyThreads == 0;
@@ -326,6 +328,15 @@ void FlashBuilder::copyRows(Value src, Value hd, Value row0, int64_t bound,
       auto ifOp = scf::IfOp::create(b, loc, ult(id, chunks), false);
       b.setInsertionPointToStart(&ifOp.getThenRegion().front());
     }
+    body(id);
+  }
+}
+
+void FlashBuilder::copyRows(Value src, Value hd, Value row0, int64_t bound,
+                            int64_t rows, Value dstByte) {
+  int64_t cpr = p.headDim / 8, chunks = rows * cpr;
+  bool needRow = bound % rows != 0;
+  forEachChunk(chunks, [&](Value id) {
     Value r = div(id, cpr), cn = rem(id, cpr);
     // Column block cn / 8, swizzled chunk (cn % 8) ^ (r % 8).
     Value byte =
@@ -343,7 +354,7 @@ void FlashBuilder::copyRows(Value src, Value hd, Value row0, int64_t bound,
         b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), smem,
         ValueRange{div(byte, 2)}, src, ValueRange{batch, hd, row, mul(cn, 8)},
         b.getIndexAttr(8), n, b.getUnitAttr());
-  }
+  });
 }
 
 void FlashBuilder::copyKTransposed(Value tile, Value dstByte) {
@@ -351,22 +362,7 @@ void FlashBuilder::copyKTransposed(Value tile, Value dstByte) {
   // aligned and a chunk of 8 keys is wholly inside or past lk.
   int64_t cpr = s.blockKV / 8, rows = p.headDim, chunks = rows * cpr;
   bool needKey = p.lk % s.blockKV != 0;
-  bool looped = s.producer && chunks % copyThreads == 0;
-  scf::ForOp loop;
-  if (looped)
-    loop =
-        scf::ForOp::create(b, loc, cst(0), cst(chunks / copyThreads), cst(1));
-  OpBuilder::InsertionGuard outer(b);
-  if (looped)
-    b.setInsertionPointToStart(loop.getBody());
-  for (int64_t it = 0; it < (looped ? 1 : ceilDiv(chunks, copyThreads)); ++it) {
-    OpBuilder::InsertionGuard g(b);
-    Value id = looped ? add(copyTid, mul(loop.getInductionVar(), copyThreads))
-                      : add(copyTid, it * copyThreads);
-    if (!looped && (it + 1) * copyThreads > chunks) {
-      auto ifOp = scf::IfOp::create(b, loc, ult(id, chunks), false);
-      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-    }
+  forEachChunk(chunks, [&](Value id) {
     Value r = div(id, cpr), cn = rem(id, cpr);
     // Column block cn / 8 (64 keys), swizzled chunk (cn % 8) ^ (r % 8).
     Value byte =
@@ -384,7 +380,7 @@ void FlashBuilder::copyKTransposed(Value tile, Value dstByte) {
         b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), smem,
         ValueRange{div(byte, 2)}, kArg, ValueRange{batch, kvHead, r, key},
         b.getIndexAttr(8), n, b.getUnitAttr());
-  }
+  });
 }
 
 void FlashBuilder::copyKVTile(Value tile, Value stage, Value live) {
@@ -415,22 +411,7 @@ void FlashBuilder::copyStaged(int64_t i, Value tile, Value stage) {
   int64_t rank = mt.getRank(), cpr = s.blockKV / 8, chunks = blockQ * cpr;
   Value base = stagedByte(i, stage), k0 = mul(tile, s.blockKV);
   bool needRow = p.lq % blockQ != 0, needKey = p.lk % s.blockKV != 0;
-  bool looped = s.producer && chunks % copyThreads == 0;
-  scf::ForOp loop;
-  if (looped)
-    loop =
-        scf::ForOp::create(b, loc, cst(0), cst(chunks / copyThreads), cst(1));
-  OpBuilder::InsertionGuard outer(b);
-  if (looped)
-    b.setInsertionPointToStart(loop.getBody());
-  for (int64_t it = 0; it < (looped ? 1 : ceilDiv(chunks, copyThreads)); ++it) {
-    OpBuilder::InsertionGuard g(b);
-    Value id = looped ? add(copyTid, mul(loop.getInductionVar(), copyThreads))
-                      : add(copyTid, it * copyThreads);
-    if (!looped && (it + 1) * copyThreads > chunks) {
-      auto ifOp = scf::IfOp::create(b, loc, ult(id, chunks), false);
-      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-    }
+  forEachChunk(chunks, [&](Value id) {
     Value r = div(id, cpr), c = rem(id, cpr);
     Value byte =
         add(base, add(mul(r, s.blockKV * 2), mul(bxor(c, band(r, 7)), 16)));
@@ -460,7 +441,7 @@ void FlashBuilder::copyStaged(int64_t i, Value tile, Value stage) {
         b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), smem,
         ValueRange{div(byte, 2)}, src, idx, b.getIndexAttr(8), n,
         b.getUnitAttr());
-  }
+  });
 }
 
 SmallVector<SmallVector<Value>> FlashBuilder::readStaged(Value stage) {

@@ -502,6 +502,22 @@ std::optional<AttentionUse> takeAttention(func::FuncOp f,
   std::vector<int> kernelArgs{int(q.getArgNumber()), int(k.getArgNumber()),
                               int(v.getArgNumber()), out};
   llvm::append_range(kernelArgs, capturedArgs);
+  // The decode forms' pair: the partial kernel reads the operands and writes
+  // scratch (out + 1, + 2), the combine writes the result.
+  auto decodeUse = [&](const std::string &partial, const std::string &combine,
+                       const ::tcc::gpu::KernelLaunch &partialLaunch,
+                       const ::tcc::gpu::KernelLaunch &combineLaunch,
+                       uint64_t partialOBytes, uint64_t statsBytes) {
+    std::vector<int> args{int(q.getArgNumber()), int(k.getArgNumber()),
+                          int(v.getArgNumber()), out + 1, out + 2};
+    llvm::append_range(args, capturedArgs);
+    use.launches = {
+        deviceLaunch(partial, partialLaunch, std::move(args)),
+        deviceLaunch(combine, combineLaunch, {out + 1, out + 2, out})};
+    use.scratchBytes = {partialOBytes, statsBytes};
+    f->setAttr("tcc.template", UnitAttr::get(f.getContext()));
+    return std::optional<AttentionUse>(use);
+  };
   // f32 runs on CUDA cores in true f32 (as PyTorch's SDPA computes f32; the
   // tensor-core templates take bf16 and f16), one kernel for every shape.
   if (p.elemType.isF32()) {
@@ -520,16 +536,8 @@ std::optional<AttentionUse> takeAttention(func::FuncOp f,
                                              ss);
       if (failed(dk))
         return refuse("the SIMT decode kernels could not be built");
-      // Buffers: the operands, the result (out), scratch (out + 1, + 2).
-      std::vector<int> args{int(q.getArgNumber()), int(k.getArgNumber()),
-                            int(v.getArgNumber()), out + 1, out + 2};
-      llvm::append_range(args, capturedArgs);
-      use.launches = {
-          deviceLaunch(partial, dk->partial, std::move(args)),
-          deviceLaunch(combine, dk->combine, {out + 1, out + 2, out})};
-      use.scratchBytes = {dk->partialOBytes, dk->partialStatsBytes};
-      f->setAttr("tcc.template", UnitAttr::get(f.getContext()));
-      return use;
+      return decodeUse(partial, combine, dk->partial, dk->combine,
+                       dk->partialOBytes, dk->partialStatsBytes);
     }
     std::string symbol = f.getSymName().str() + "_attn_simt";
     FailureOr<::tcc::gpu::KernelLaunch> launch =
@@ -551,16 +559,8 @@ std::optional<AttentionUse> takeAttention(func::FuncOp f,
           ::tcc::gpu::buildDecodeKernels(b, gpuModule, partial, combine, p, ds);
       if (failed(dk))
         return refuse("the decode kernels could not be built");
-      // Buffers: the operands, the result (out), scratch (out + 1, + 2).
-      std::vector<int> args{int(q.getArgNumber()), int(k.getArgNumber()),
-                            int(v.getArgNumber()), out + 1, out + 2};
-      llvm::append_range(args, capturedArgs);
-      use.launches = {
-          deviceLaunch(partial, dk->partial, std::move(args)),
-          deviceLaunch(combine, dk->combine, {out + 1, out + 2, out})};
-      use.scratchBytes = {dk->partialOBytes, dk->partialStatsBytes};
-      f->setAttr("tcc.template", UnitAttr::get(f.getContext()));
-      return use;
+      return decodeUse(partial, combine, dk->partial, dk->combine,
+                       dk->partialOBytes, dk->partialStatsBytes);
     }
   }
   // With wgmma (sm_90a), Hopper's warpgroup MMA (1.3-1.6x the mma.sync

@@ -111,6 +111,33 @@ public:
     return {start, end};
   }
 
+  /// Whether the key tile at k0 (blockKV keys) is partial under
+  /// `constraints`: some constraint fails at its worst corner.
+  mlir::Value tilePartial(llvm::ArrayRef<MaskConstraint> constraints,
+                          mlir::Value k0, int64_t blockKV) {
+    mlir::Value kLast = add(k0, blockKV - 1), partial;
+    for (const MaskConstraint &mc : constraints)
+      partial = lor(partial, cmp(mlir::arith::CmpIPredicate::slt,
+                                 constraintAt(mc, k0, kLast, false), cst(0)));
+    return partial;
+  }
+  /// The values `thenB()` builds where `cond` holds, else `elseB()`'s: one
+  /// scf.if yielding `types` (a mask built only for the tiles that need it).
+  llvm::SmallVector<mlir::Value>
+  yieldIf(mlir::Value cond, mlir::TypeRange types,
+          llvm::function_ref<llvm::SmallVector<mlir::Value>()> thenB,
+          llvm::function_ref<llvm::SmallVector<mlir::Value>()> elseB) {
+    auto ifOp = mlir::scf::IfOp::create(b, loc, types, cond, /*withElse=*/true);
+    {
+      mlir::OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+      mlir::scf::YieldOp::create(b, loc, thenB());
+      b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+      mlir::scf::YieldOp::create(b, loc, elseB());
+    }
+    return llvm::SmallVector<mlir::Value>(ifOp.getResults());
+  }
+
   /// `step()` for the key tile at k0 (blockKV keys), whose results replace
   /// `carried`. Where the loop bounds can leave tiles the mask keeps nothing
   /// of (constraints that interact), such a tile is skipped whole: the
@@ -191,11 +218,14 @@ public:
   }
   /// Whether every lane of the warp holds `laneFlag` (uniform).
   mlir::Value warpAll(mlir::Value laneFlag) {
+    return vote("llvm.nvvm.vote.all.sync", laneFlag);
+  }
+  /// `laneFlag` voted over the full warp with `intrinsic` (uniform).
+  mlir::Value vote(llvm::StringRef intrinsic, mlir::Value laneFlag) {
     mlir::Value all = mlir::arith::ConstantIntOp::create(b, loc, i32, -1);
-    return mlir::LLVM::CallIntrinsicOp::create(
-               b, loc, b.getI1Type(),
-               b.getStringAttr("llvm.nvvm.vote.all.sync"),
-               mlir::ValueRange{all, laneFlag})
+    return mlir::LLVM::CallIntrinsicOp::create(b, loc, b.getI1Type(),
+                                               b.getStringAttr(intrinsic),
+                                               mlir::ValueRange{all, laneFlag})
         .getResult(0);
   }
 
@@ -266,12 +296,7 @@ public:
 
   /// Whether any lane of the warp holds `laneFlag` (uniform over the warp).
   mlir::Value warpAny(mlir::Value laneFlag) {
-    mlir::Value all = mlir::arith::ConstantIntOp::create(b, loc, i32, -1);
-    return mlir::LLVM::CallIntrinsicOp::create(
-               b, loc, b.getI1Type(),
-               b.getStringAttr("llvm.nvvm.vote.any.sync"),
-               mlir::ValueRange{all, laneFlag})
-        .getResult(0);
+    return vote("llvm.nvvm.vote.any.sync", laneFlag);
   }
   mlir::Value notI1(mlir::Value x) {
     return mlir::arith::XOrIOp::create(

@@ -516,61 +516,41 @@ SmallVector<Value> AttentionBuilder::tileStep(Value stage, Value k0,
     // The key mask, per key: its dropped keys' scores become -inf, raw or
     // scaled alike; not built for a tile known to keep every key. Decode's
     // rows span heads: a per-head mask is read per row half.
-    std::optional<OpBuilder::InsertionGuard> guard;
-    scf::IfOp ifOp;
-    if (keyAllKept) {
-      guard.emplace(b);
-      SmallVector<Type> types(sv.size(), sv[0].getType());
-      ifOp = scf::IfOp::create(b, loc, types, keyAllKept, /*withElse=*/true);
-      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-      scf::YieldOp::create(b, loc, sv);
-      b.setInsertionPointToStart(&ifOp.getElseRegion().front());
-    }
-    Value kThread = keyThread(k0);
-    Value negInf = cstF(-std::numeric_limits<double>::infinity());
-    for (int64_t jn = 0; jn < nS; ++jn) {
-      Value keep[2][2];
-      for (int64_t x = 0; x < 2; ++x)
-        for (int64_t h = 0; h < 2; ++h)
-          keep[h][x] = h && !(decode && p.keyKeepPerHead)
-                           ? keep[0][x]
-                           : p.keyKeep(b, loc, batchI32, rowHead(h),
-                                       add(kThread, jn * 8 + x), captured);
-      for (int64_t i = 0; i < mTiles; ++i) {
-        Value &vec = sv[i * nS + jn];
-        SmallVector<Value> e;
-        for (int64_t h = 0; h < 2; ++h)
-          for (int64_t x = 0; x < 2; ++x)
-            e.push_back(select(keep[h][x], extract(vec, {h, x}), negInf));
-        vec = vector::FromElementsOp::create(b, loc,
-                                             VectorType::get({2, 2}, f32), e);
+    auto maskKeys = [&] {
+      SmallVector<Value> masked(sv);
+      Value kThread = keyThread(k0);
+      Value negInf = cstF(-std::numeric_limits<double>::infinity());
+      for (int64_t jn = 0; jn < nS; ++jn) {
+        Value keep[2][2];
+        for (int64_t x = 0; x < 2; ++x)
+          for (int64_t h = 0; h < 2; ++h)
+            keep[h][x] = h && !(decode && p.keyKeepPerHead)
+                             ? keep[0][x]
+                             : p.keyKeep(b, loc, batchI32, rowHead(h),
+                                         add(kThread, jn * 8 + x), captured);
+        for (int64_t i = 0; i < mTiles; ++i) {
+          Value &vec = masked[i * nS + jn];
+          SmallVector<Value> e;
+          for (int64_t h = 0; h < 2; ++h)
+            for (int64_t x = 0; x < 2; ++x)
+              e.push_back(select(keep[h][x], extract(vec, {h, x}), negInf));
+          vec = vector::FromElementsOp::create(b, loc,
+                                               VectorType::get({2, 2}, f32), e);
+        }
       }
-    }
-    if (ifOp) {
-      scf::YieldOp::create(b, loc, sv);
-      guard.reset();
-      sv.assign(ifOp.getResults().begin(), ifOp.getResults().end());
-    }
+      return masked;
+    };
+    sv = keyAllKept
+             ? yieldIf(
+                   keyAllKept, SmallVector<Type>(sv.size(), sv[0].getType()),
+                   [&] { return sv; }, maskKeys)
+             : maskKeys();
   }
-  if (!constraints.empty()) {
-    // The tile is partial iff some constraint fails at its worst corner.
-    Value kLast = add(k0, s.blockKV - 1);
-    Value partial;
-    for (const MaskConstraint &mc : constraints) {
-      Value v = constraintAt(mc, k0, kLast, /*largest=*/false);
-      partial = lor(partial, cmp(arith::CmpIPredicate::slt, v, cst(0)));
-    }
-    SmallVector<Type> types(sv.size(), sv[0].getType());
-    auto ifOp = scf::IfOp::create(b, loc, types, partial, /*withElse=*/true);
-    {
-      OpBuilder::InsertionGuard g(b);
-      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-      scf::YieldOp::create(b, loc, applyMask(sv, k0));
-      b.setInsertionPointToStart(&ifOp.getElseRegion().front());
-      scf::YieldOp::create(b, loc, sv);
-    }
-    sv.assign(ifOp.getResults().begin(), ifOp.getResults().end());
-  }
+  if (!constraints.empty())
+    sv = yieldIf(
+        tilePartial(constraints, k0, s.blockKV),
+        SmallVector<Type>(sv.size(), sv[0].getType()),
+        [&] { return applyMask(sv, k0); }, [&] { return sv; });
 
   // Online softmax, per row (m-tile i, half h): the row max over the quad,
   // the correction of the running O and l, and P.

@@ -380,25 +380,11 @@ SmallVector<Value> SimtBuilder::tileStep(Value j, Value k0,
                         add(kThreadI32, j * kT));
       }
   }
-  if (!constraints.empty()) {
-    // The tile is partial iff some constraint fails at its worst corner.
-    Value kLast = add(k0, s.blockKV - 1);
-    Value partial;
-    for (const MaskConstraint &mc : constraints) {
-      Value v = constraintAt(mc, k0, kLast, /*largest=*/false);
-      partial = lor(partial, cmp(arith::CmpIPredicate::slt, v, cst(0)));
-    }
-    SmallVector<Type> types(sv.size(), f32);
-    auto ifOp = scf::IfOp::create(b, loc, types, partial, /*withElse=*/true);
-    {
-      OpBuilder::InsertionGuard g(b);
-      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-      scf::YieldOp::create(b, loc, applyMask(sv, k0));
-      b.setInsertionPointToStart(&ifOp.getElseRegion().front());
-      scf::YieldOp::create(b, loc, sv);
-    }
-    sv.assign(ifOp.getResults().begin(), ifOp.getResults().end());
-  }
+  if (!constraints.empty())
+    sv = yieldIf(
+        tilePartial(constraints, k0, s.blockKV),
+        SmallVector<Type>(sv.size(), f32), [&] { return applyMask(sv, k0); },
+        [&] { return sv; });
 
   // Online softmax, per row: the row max over the row's kT threads, the
   // correction of l (O's is applied with the tile's P V, below), and P into

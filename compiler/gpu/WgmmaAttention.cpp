@@ -635,54 +635,30 @@ SmallVector<Value> FlashBuilder::softmax(SmallVector<Value> sv, Value k0,
     // The key mask, per key (both row halves share it): its dropped keys'
     // scores become -inf, raw or scaled alike; not built for a tile known
     // to keep every key.
-    std::optional<OpBuilder::InsertionGuard> guard;
-    scf::IfOp ifOp;
-    if (keyAllKept) {
-      guard.emplace(b);
-      ifOp = scf::IfOp::create(b, loc, SmallVector<Type>(nS, f32), keyAllKept,
-                               /*withElse=*/true);
-      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-      scf::YieldOp::create(b, loc, sv);
-      b.setInsertionPointToStart(&ifOp.getElseRegion().front());
-    }
-    Value kThread = keyThread(k0);
-    Value negInf = cstF(-std::numeric_limits<double>::infinity());
-    SmallVector<Value> masked(sv);
-    for (int64_t n = 0; n < nS / 4; ++n)
-      for (int64_t x = 0; x < 2; ++x) {
-        Value keep = p.keyKeep(b, loc, batchI32, headI32,
-                               add(kThread, n * 8 + x), captured);
-        for (int64_t h = 0; h < 2; ++h) {
-          int64_t e = n * 4 + h * 2 + x;
-          masked[e] = select(keep, sv[e], negInf);
+    auto maskKeys = [&] {
+      Value kThread = keyThread(k0);
+      Value negInf = cstF(-std::numeric_limits<double>::infinity());
+      SmallVector<Value> masked(sv);
+      for (int64_t n = 0; n < nS / 4; ++n)
+        for (int64_t x = 0; x < 2; ++x) {
+          Value keep = p.keyKeep(b, loc, batchI32, headI32,
+                                 add(kThread, n * 8 + x), captured);
+          for (int64_t h = 0; h < 2; ++h) {
+            int64_t e = n * 4 + h * 2 + x;
+            masked[e] = select(keep, sv[e], negInf);
+          }
         }
-      }
-    if (ifOp) {
-      scf::YieldOp::create(b, loc, masked);
-      guard.reset();
-      sv.assign(ifOp.getResults().begin(), ifOp.getResults().end());
-    } else {
-      sv = masked;
-    }
+      return masked;
+    };
+    sv = keyAllKept ? yieldIf(
+                          keyAllKept, SmallVector<Type>(nS, f32),
+                          [&] { return sv; }, maskKeys)
+                    : maskKeys();
   }
-  if (!constraints.empty()) {
-    // The tile is partial iff some constraint fails at its worst corner.
-    Value kLast = add(k0, s.blockKV - 1);
-    Value partial;
-    for (const MaskConstraint &mc : constraints)
-      partial = lor(partial, cmp(arith::CmpIPredicate::slt,
-                                 constraintAt(mc, k0, kLast, false), cst(0)));
-    SmallVector<Type> types(nS, f32);
-    auto ifOp = scf::IfOp::create(b, loc, types, partial, /*withElse=*/true);
-    {
-      OpBuilder::InsertionGuard g(b);
-      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-      scf::YieldOp::create(b, loc, applyMask(sv, k0));
-      b.setInsertionPointToStart(&ifOp.getElseRegion().front());
-      scf::YieldOp::create(b, loc, sv);
-    }
-    sv.assign(ifOp.getResults().begin(), ifOp.getResults().end());
-  }
+  if (!constraints.empty())
+    sv = yieldIf(
+        tilePartial(constraints, k0, s.blockKV), SmallVector<Type>(nS, f32),
+        [&] { return applyMask(sv, k0); }, [&] { return sv; });
 
   // Online softmax per row half h: max over the quad, correction, P.
   Value zeroF = cstF(0.0);

@@ -272,6 +272,9 @@ def inputs(case):
     b, hq, hkv, l, d = (case[k] for k in ('b', 'hq', 'hkv', 'l', 'd'))
     qkv = [torch.randn(shape, device='cuda', generator=g).to(torch_dtype(case))
            for shape in ((b, hq, lq_of(case), d), (b, hkv, l, d), (b, hkv, l, d))]
+    if case.get('layout'):
+        # Stored [B, L, H, D]; everyone sees the [B, H, L, D] views.
+        qkv = [t.transpose(1, 2).contiguous().transpose(1, 2) for t in qkv]
     env = {}
     v = case['variant']
     if v == 'bias':
@@ -320,7 +323,10 @@ def correctness(args, case, q, k, v, env=None, flex=None):
     ref = per_head(case, q, k, v, torch.float64, env)
     with tempfile.TemporaryDirectory() as work:
         files = []
-        given = list(zip('qkv', (q, k, v))) + [(n, env[n]) for n in case.get('inputs', [])]
+        # The model's q, k, v: [B, L, H, D] under `layout` (the tensors
+        # behind the views).
+        qkv = [t.transpose(1, 2) if case.get('layout') else t for t in (q, k, v)]
+        given = list(zip('qkv', qkv)) + [(n, env[n]) for n in case.get('inputs', [])]
         for name, t in given:
             path = os.path.join(work, name + '.npy')
             # bool stays bool (the mask); floats go as f32, tcc rounds them
@@ -333,6 +339,8 @@ def correctness(args, case, q, k, v, env=None, flex=None):
         if rc != 0:
             return {'correct': False, 'detail': 'tcc run failed: ' + log.strip()[-300:]}
         got = torch.from_numpy(np.load(os.path.join(out, 'o.npy')).astype(np.float64)).cuda()
+        if case.get('layout'):
+            got = got.transpose(1, 2)
     err = float((got - ref).abs().max()) if torch.isfinite(got).all() else math.inf
     if case['variant'] in CAPTURED:
         # Against the most accurate fused peer that ran (SDPA's math

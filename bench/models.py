@@ -133,12 +133,14 @@ def cases(small):
     return out
 
 
-def attention_model(name, b, hq, hkv, l, d, variant, lq=None, dt='bf16'):
+def attention_model(name, b, hq, hkv, l, d, variant, lq=None, dt='bf16', layout=False):
     """Prefill attention written plainly (the ten Neptune operators' prefill
     half): scores, the variant's changes, softmax, P·V; K and V repeated
     over query heads by reshape and broadcast when hkv < hq (GQA). With
     `lq` (decode), lq query rows at the last lq of the l positions: row
-    positions are offset by l - lq."""
+    positions are offset by l - lq. `layout`: Q, K, V and the output are
+    [B, L, H, D] (a projection's layout), transposed to and from attention's
+    [B, H, L, D] in the model."""
     lq = lq or l
     nodes = []
     kk, vv = 'k', 'v'
@@ -191,8 +193,17 @@ def attention_model(name, b, hq, hkv, l, d, variant, lq=None, dt='bf16'):
                   node('select', [keep, cur, 'neg'], 'masked')]
         cur = 'masked'
     nodes += [node('softmax', [cur], 'p', axis=-1), node('matmul', ['p', vv], 'o')]
-    return model(name, [('q', dt, [b, hq, lq, d]), ('k', dt, [b, hkv, l, d]),
-                        ('v', dt, [b, hkv, l, d])], nodes, ['o'])
+    shapes = [[b, hq, lq, d], [b, hkv, l, d], [b, hkv, l, d]]
+    if layout:
+        # Attention reads qh, kh, vh and writes oh; q, k, v, o are [B, L, H, D].
+        names = {'q': 'qh', 'k': 'kh', 'v': 'vh', 'o': 'oh'}
+        for n in nodes:
+            n['inputs'] = [names.get(i, i) for i in n['inputs']]
+            n['outputs'] = [names.get(o, o) for o in n['outputs']]
+        nodes = [node('transpose', [t], t + 'h', perm=[0, 2, 1, 3]) for t in 'qkv'] + nodes + [
+            node('transpose', ['oh'], 'o', perm=[0, 2, 1, 3])]
+        shapes = [[x[0], x[2], x[1], x[3]] for x in shapes]
+    return model(name, [(t, dt, sh) for t, sh in zip('qkv', shapes)], nodes, ['o'])
 
 
 def alibi_slopes(h):
@@ -287,6 +298,16 @@ def attention_cases(small):
                                 {'kind': 'attention', 'variant': variant, 'dtype': dt, 'b': b,
                                  'hq': hq, 'hkv': hkv, 'l': l, 'lq': 1, 'd': d,
                                  'scale': rounded_scale(d, dt)}))
+    # Q, K, V and the output kept [B, L, H, D] by the model and transposed
+    # (issue 13): the peers get the transposed views.
+    for variant, hq, hkv in variants[:2]:
+        for b in (1, 8):
+            name = 'attn_%s_layout_b%d_f16' % (variant, b)
+            m = attention_model(name, b, hq, hkv, seq, d, variant, dt='f16', layout=True)
+            out.append((name, m, ['--gpu-attention'],
+                        {'kind': 'attention', 'variant': variant, 'dtype': 'f16', 'b': b,
+                         'hq': hq, 'hkv': hkv, 'l': seq, 'd': d, 'layout': True,
+                         'scale': rounded_scale(d, 'f16')}))
     # f32 (issue 13: the CUDA-core template), at sequence 4096: SDPA's
     # efficient backend is the fused peer that takes f32.
     s4 = 256 if small else 4096

@@ -458,6 +458,19 @@ std::optional<AttentionUse> takeAttention(func::FuncOp f,
   p.headDim = m->headDim;
   p.elemType = m->elemType;
   p.kTransposed = m->kTransposed;
+  // Operands in the model's layout: strides of the 4-D axes, the leading
+  // ones a shorter operand lacks of size 1 (any stride).
+  auto strides4 = [](ArrayRef<int64_t> s) {
+    SmallVector<int64_t, 4> out;
+    if (!s.empty())
+      out.append(4 - s.size(), 0);
+    out.append(s.begin(), s.end());
+    return out;
+  };
+  p.qStrides = strides4(m->qStrides);
+  p.kStrides = strides4(m->kStrides);
+  p.vStrides = strides4(m->vStrides);
+  p.oStrides = strides4(m->oStrides);
   // The captured tensors (bias, mask, slopes) are kernel arguments too.
   std::vector<int> capturedArgs;
   for (Value c : m->captured) {

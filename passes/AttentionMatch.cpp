@@ -322,7 +322,21 @@ ReduceSumOp quotientBySum(Value x, Value &numerator,
   return sum;
 }
 
+/// Row-major element strides of `shape`.
+SmallVector<int64_t> packedStrides(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> strides(shape.size(), 1);
+  for (int64_t i = int64_t(shape.size()) - 2; i >= 0; --i)
+    strides[i] = strides[i + 1] * shape[i + 1];
+  return strides;
+}
+
 } // namespace
+
+bool isLayoutTranspose(TransposeOp t) {
+  ArrayRef<int64_t> perm = t.getPerm();
+  return !perm.empty() && perm.back() == int64_t(perm.size()) - 1 &&
+         !llvm::equal(perm, llvm::seq<int64_t>(0, perm.size()));
+}
 
 bool isPositional(Value v, Block *block) { return positional(v, block); }
 
@@ -344,7 +358,21 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
   // before P·V (exp(.) / sum), or P·V normalised after it (the template
   // divides O by the sum at the end, so both are what it computes).
   SmallVector<Operation *> pattern;
-  Value out = uncast(yield.getOperand(0), pattern);
+  // The result transposed back to the model's layout in the chain: written
+  // with strides.
+  Value result = yield.getOperand(0);
+  SmallVector<int64_t> oStrides;
+  Operation *oLayout = nullptr;
+  if (auto t = result.getDefiningOp<TransposeOp>();
+      t && t->getBlock() == &body && isLayoutTranspose(t)) {
+    SmallVector<int64_t> packed = packedStrides(typeOf(result).getShape());
+    oStrides.resize(packed.size());
+    for (auto [j, axis] : llvm::enumerate(t.getPerm()))
+      oStrides[axis] = packed[j];
+    oLayout = t;
+    result = t.getInput();
+  }
+  Value out = uncast(result, pattern);
   SmallVector<Operation *> post;
   Value numerator;
   ReduceSumOp sum = quotientBySum(out, numerator, post);
@@ -433,6 +461,30 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
   if (kHeads != vHeads)
     return fail("K and V are repeated over different numbers of heads");
   m.kvHeads = kHeads;
+  // Q, K and V transposed from the model's layout in the chain: read with
+  // strides from the untransposed tensors.
+  auto throughLayout = [&](Value v, SmallVector<int64_t> &strides) -> Value {
+    auto t = v.getDefiningOp<TransposeOp>();
+    if (!t || t->getBlock() != &body || !isLayoutTranspose(t))
+      return v;
+    SmallVector<int64_t> packed =
+        packedStrides(typeOf(t.getInput()).getShape());
+    for (int64_t axis : t.getPerm())
+      strides.push_back(packed[axis]);
+    m.layoutOps.push_back(t);
+    return t.getInput();
+  };
+  Value qL = m.q, kL = m.k, vL = m.v;
+  m.q = throughLayout(qL, m.qStrides);
+  m.k = throughLayout(kL, m.kStrides);
+  // K and V may be one tensor (its transpose read twice).
+  m.v = vL == kL ? m.k : throughLayout(vL, m.vStrides);
+  if (vL == kL)
+    m.vStrides = m.kStrides;
+  if (oLayout) {
+    m.oStrides = oStrides;
+    m.layoutOps.push_back(oLayout);
+  }
   if (!outside(m.q) || !outside(m.k) || !outside(m.v))
     return fail("Q, K or V is computed in the chain");
   // Every other op of the chain belongs to the pattern or to positions.
@@ -440,6 +492,7 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
   known.insert(pattern.begin(), pattern.end());
   known.insert({qk, yield});
   known.insert(m.kvOps.begin(), m.kvOps.end());
+  known.insert(m.layoutOps.begin(), m.layoutOps.end());
   ArrayRef<int64_t> scoreShape = typeOf(qk.getResult()).getShape();
   for (Operation &op : body)
     if (!known.contains(&op) &&
@@ -451,8 +504,8 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
     if (!op->getResult(0).hasOneUse() && op->getResult(0) != m.softmaxInput)
       return fail("a changed score is read twice");
 
-  RankedTensorType qt = typeOf(m.q), kt = typeOf(m.k), vt = typeOf(m.v),
-                   ot = typeOf(yield.getOperand(0));
+  RankedTensorType qt = typeOf(qL), kt = typeOf(kL), vt = typeOf(vL),
+                   ot = typeOf(result);
   if (qt.getRank() != kt.getRank() || qt.getRank() != vt.getRank() ||
       qt.getRank() < 2 || qt.getRank() > 4)
     return fail("Q, K and V are not all of rank 2 to 4");

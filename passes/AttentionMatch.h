@@ -50,6 +50,15 @@ struct AttentionMatch {
   /// that do, from `k` and `v` to the matmuls' operands.
   int64_t batch = 1, heads = 1, kvHeads = 1, lq = 0, lk = 0, headDim = 0;
   SmallVector<Operation *> kvOps;
+  /// How `q`, `k`, `v` and the chain's result lie in memory: a model that
+  /// keeps them [B, L, H, D] transposes them to attention's [B, H, L, D]
+  /// (and the result back) in the chain (`layoutOps`: tcc-gpu-attention-
+  /// chains moves such transposes in), and `q`, `k`, `v` and the result are
+  /// the untransposed tensors, read and written with these element strides
+  /// of attention's axes (Q [.., Lq, D], K as the scores read it, V
+  /// [.., Lk, D], the result [.., Lq, D]). Empty: packed.
+  SmallVector<int64_t> qStrides, kStrides, vStrides, oStrides;
+  SmallVector<Operation *> layoutOps;
   Type elemType; ///< bf16, f16 or f32, of Q, K, V and the result
   /// The changes of the scores, in order (the mask's select left out when
   /// `mask` holds it), from S (`scores`) to softmax's input.
@@ -101,6 +110,10 @@ private:
 
 /// `chain` as attention, or nullopt with the reason in `why`.
 std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why);
+
+/// Whether `t` moves axes but keeps the last one last: a layout of Q, K, V
+/// or attention's result that the templates read and write with strides.
+bool isLayoutTranspose(TransposeOp t);
 
 /// Whether `v` is computed in `block` from iotas and constants alone, by
 /// scalar ops (a mask of positions).

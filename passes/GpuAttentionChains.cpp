@@ -8,7 +8,11 @@
 // template. A chain the template takes is marked `tcc.attention`, so that
 // tcc-form-groups gives it a kernel of its own: the template reads Q, K and
 // V from memory, wherever they come from (model inputs, or the projections
-// and transposes of a transformer layer), and computes nothing else. A
+// of a transformer layer), and computes nothing else. The transposes that
+// bring Q, K and V from a projection's [B, L, H, D] to [B, H, L, D] (and the
+// result back) move into the chain: the template reads and writes the
+// untransposed tensors with strides, as long as the head dim stays
+// innermost (16-byte rows). A
 // dissolved chain gets a remark, "attention not fused: <why>", which
 // `tcc compile --explain` prints.
 //
@@ -78,25 +82,75 @@ void pullPositions(mlir::tcc::ChainOp chain) {
   });
 }
 
-/// Scores Q·Kt where Kt transposes the last two axes of a K from outside
-/// the chain, not repeated over heads: they become matmul(Q, K, transpose_b)
-/// so that the template reads K as it is, with no transposed copy (and no
-/// transpose kernel). Returns whether it rewrote them.
+/// Scores Q·Kt where Kt is a transpose of a tensor from outside the chain
+/// whose last axis is the head dim (K [.., Lk, D] with the last two axes
+/// swapped, or a projection's [B, Lk, H, D] by perm [0, 2, 3, 1]), not
+/// repeated over heads: they become matmul(Q, K, transpose_b), K the same
+/// tensor less the swap (itself, or a transpose keeping the head dim last,
+/// which tcc-gpu-attention-chains then reads with strides), so that the
+/// template reads K as it is, with no transposed copy. Returns whether it
+/// rewrote them.
 bool foldKTranspose(const mlir::tcc::AttentionMatch &m) {
   auto t = m.k.getDefiningOp<mlir::tcc::TransposeOp>();
   auto qk = m.scores.getDefiningOp<mlir::tcc::MatmulOp>();
   if (!m.kTransposed || !t || qk.getB() != m.k)
     return false;
-  ArrayRef<int64_t> perm = t.getPerm();
+  SmallVector<int64_t> perm(t.getPerm());
   int64_t r = perm.size();
-  for (int64_t i = 0; i < r; ++i)
-    if (perm[i] != (i < r - 2 ? i : i == r - 2 ? r - 1 : r - 2))
-      return false;
-  qk.getBMutable().assign(t.getInput());
+  if (r < 2 || perm[r - 2] != r - 1)
+    return false;
+  std::swap(perm[r - 2], perm[r - 1]);
+  Value k = t.getInput();
+  if (!llvm::equal(perm, llvm::seq<int64_t>(0, r))) {
+    OpBuilder b(t);
+    auto shape = llvm::to_vector(t.getType().getShape());
+    std::swap(shape[r - 2], shape[r - 1]);
+    k = mlir::tcc::TransposeOp::create(
+        b, t.getLoc(), RankedTensorType::get(shape, t.getType().getElementType()),
+        k, perm);
+  }
+  qk.getBMutable().assign(k);
   qk.setTransposeB(true);
   if (t->use_empty())
     t->erase();
   return true;
+}
+
+/// Moves into the chain the transposes that give Q, K and V attention's
+/// layout from one that keeps the head dim innermost ([B, L, H, D] to
+/// [B, H, L, D]), and the one that gives its result back, so that the
+/// kernel reads and writes the untransposed tensors with strides: no
+/// transpose kernels and no copies between the projections and attention.
+void pullLayouts(mlir::tcc::ChainOp chain, const mlir::tcc::AttentionMatch &m) {
+  Block &body = chain.getBody().front();
+  OpBuilder b = OpBuilder::atBlockBegin(&body);
+  for (Value v : {m.q, m.k, m.v}) {
+    auto t = v.getDefiningOp<mlir::tcc::TransposeOp>();
+    if (!t || t->getBlock() == &body || !mlir::tcc::isLayoutTranspose(t))
+      continue;
+    Operation *copy = b.clone(*t);
+    v.replaceUsesWithIf(copy->getResult(0), [&](OpOperand &use) {
+      return chain->isProperAncestor(use.getOwner());
+    });
+    if (t->use_empty())
+      t->erase();
+  }
+  // The result, when a transpose is its only use.
+  Value result = chain->getResult(0);
+  if (!result.hasOneUse())
+    return;
+  auto t = dyn_cast<mlir::tcc::TransposeOp>(*result.getUsers().begin());
+  if (!t || !mlir::tcc::isLayoutTranspose(t))
+    return;
+  Operation *yield = body.getTerminator();
+  b.setInsertionPoint(yield);
+  IRMapping map;
+  map.map(result, yield->getOperand(0));
+  Operation *copy = b.clone(*t, map);
+  yield->setOperand(0, copy->getResult(0));
+  result.setType(t.getType());
+  t.replaceAllUsesWith(result);
+  t->erase();
 }
 
 struct TccGpuAttentionChains
@@ -134,6 +188,7 @@ struct TccGpuAttentionChains
       if (m && m->headDim >= 16 && m->headDim <= 256 &&
           m->headDim % (m->elemType.isF32() ? 4 : 16) == 0) {
         takeRepeats(chain, m->kvOps);
+        pullLayouts(chain, *m);
         chain->setAttr(mlir::tcc::kAttentionAttrName,
                        UnitAttr::get(chain.getContext()));
         continue;

@@ -85,6 +85,12 @@ struct AttentionProblem {
   /// K is given transposed: [batch, headsKV, headDim, lk] (lk a multiple of
   /// 8, so that its rows are 16-byte aligned).
   bool kTransposed = false;
+  /// Element strides of Q, K, V and O in memory, one per axis of the shapes
+  /// above ([batch, heads, rows, headDim]; K given transposed: [batch,
+  /// headsKV, headDim, lk]); empty: packed row-major. The last is 1. A model
+  /// that keeps Q as [B, L, H, D] and transposes it for attention hands the
+  /// template the untransposed tensor: strides [L*H*D, D, H*D, 1].
+  llvm::SmallVector<int64_t, 4> qStrides, kStrides, vStrides, oStrides;
   /// Multiplies Q K^T before scoreMod (usually 1/sqrt(headDim)).
   double scale = 1.0;
   /// Applied to each scaled score; null: none.

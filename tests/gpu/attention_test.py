@@ -71,20 +71,23 @@ def positions(lq, lk, offset=0):
     return nodes
 
 
-# Cases whose Q, K and V the model computes before attention (as a
-# transformer layer does): the kernels besides attention's must all be
-# elementwise (layout changes, a scaling), and the reference sees the
-# inputs as attention does.
-LAYOUT = ('layout_bf16', 'layout_gqa_f16')  # inputs [B, L, H, D], transposed
-PRESCALED = ('prescaled_q_bf16',)           # q * 0.125 before Q·Kᵀ
+# Which of Q, K, V and the result a case keeps [B, L, H, D] (a projection's
+# layout), transposed to and from [B, H, L, D] in the model: the kernels read
+# and write them so, with strides (one kernel, no transposes).
+LAYOUT = {}
+# Cases whose Q the model computes before attention (q * 0.125 before Q·Kᵀ):
+# the kernels besides attention's must all be elementwise, and the reference
+# sees the inputs as attention does.
+PRESCALED = ('prescaled_q_bf16',)
 
 
-def model(name, dt, qshape, kshape, mods, repeat=None, layout=False, prescale=None,
+def model(name, dt, qshape, kshape, mods, repeat=None, layout='', prescale=None,
           captured=(), kt=None):
     """q·kᵀ, `mods` (from 's' to 's_mod'), softmax, ·v; `repeat` (Hkv, G)
-    repeats k and v over query heads as users write GQA. `layout`: the
-    inputs are [B, L, H, D] (a projection's layout), transposed to
-    [B, H, L, D] for attention and the output transposed back. `prescale`:
+    repeats k and v over query heads as users write GQA. `layout`: those of
+    q, k, v and the output o it names are [B, L, H, D] (a projection's
+    layout), the inputs transposed to [B, H, L, D] for attention and the
+    output back (`qshape` and `kshape` stay [B, H, L, D]). `prescale`:
     q is multiplied by this constant before Q·Kᵀ. `captured`: more inputs
     (name, dtype, shape) that `mods` read. `kt`: the scores are
     matmul(q, kt) with K given transposed (`kshape` stays K's [B, H, L, D]):
@@ -92,9 +95,8 @@ def model(name, dt, qshape, kshape, mods, repeat=None, layout=False, prescale=No
     transposed by perm [0, 1, 3, 2]) or 'blhd' (the input [B, L, H, D]
     transposed by perm [0, 2, 3, 1])."""
     nodes, kk, vv = [], 'k', 'v'
-    if layout:
-        for t in 'qkv':
-            nodes.append(node('transpose', [t + 'in'], t, perm=[0, 2, 1, 3]))
+    for t in layout.replace('o', ''):
+        nodes.append(node('transpose', [t + 'in'], t, perm=[0, 2, 1, 3]))
     if prescale:
         nodes += [const('qc', dt, prescale), node('mul', ['q0', 'qc'], 'q')]
     kin = kshape
@@ -116,12 +118,16 @@ def model(name, dt, qshape, kshape, mods, repeat=None, layout=False, prescale=No
         kk, vv = 'kk', 'vv'
     nodes += [node('matmul', ['q', kk], 's', transpose_b=not kt)] + mods + [
         node('softmax', ['s_mod'], 'p', axis=-1),
-        node('matmul', ['p', vv], 'oh' if layout else 'o')]
-    names = {'q': 'q', 'k': 'k', 'v': 'v'}
-    if layout:
+        node('matmul', ['p', vv], 'oh' if 'o' in layout else 'o')]
+    names = {t: t + 'in' if t in layout else t for t in 'qkv'}
+    if 'o' in layout:
         nodes.append(node('transpose', ['oh'], 'o', perm=[0, 2, 1, 3]))
-        names = {t: t + 'in' for t in 'qkv'}
-        qshape, kshape = ([x[0], x[2], x[1], x[3]] for x in (qshape, kshape))
+    blhd = lambda x: [x[0], x[2], x[1], x[3]]
+    vshape = blhd(kshape) if 'v' in layout else kshape
+    if 'q' in layout:
+        qshape = blhd(qshape)
+    if 'k' in layout:
+        kshape = blhd(kshape)
     if prescale:
         names['q'] = 'q0'
     if kt in ('swap', 'blhd'):
@@ -129,7 +135,7 @@ def model(name, dt, qshape, kshape, mods, repeat=None, layout=False, prescale=No
     return {'format': 'tcc-model', 'version': 1, 'name': name,
             'inputs': [{'name': names['q'], 'dtype': dt, 'shape': qshape},
                        {'name': names['k'], 'dtype': dt, 'shape': kin if kt else kshape},
-                       {'name': names['v'], 'dtype': dt, 'shape': kshape}] +
+                       {'name': names['v'], 'dtype': dt, 'shape': vshape}] +
             [{'name': n, 'dtype': t, 'shape': sh} for n, t, sh in captured],
             'params': [], 'outputs': ['o'], 'nodes': nodes}
 
@@ -180,11 +186,13 @@ def cases():
     # Q, K and V made by the model: transposed from a projection's layout
     # (with GQA in f16), or Q scaled before Q·Kᵀ.
     out.append(('layout_bf16', model('layout', 'bf16', [2, 2, 300, 64], [2, 2, 300, 64], causal[:2]
-                                     + positions(300, 300) + causal[-3:], layout=True), 1.0,
+                                     + positions(300, 300) + causal[-3:], layout='qkvo'), 1.0,
                 lambda s, r, c: np.where(r >= c, s * 0.125, -1e30)))
+    LAYOUT['layout_bf16'] = 'qkvo'
     out.append(('layout_gqa_f16', model('layout_gqa', 'f16', [1, 8, 256, 128], [1, 2, 256, 128], [
-        const('c', 'f16', inv), node('mul', ['s', 'c'], 's_mod')], repeat=(2, 4), layout=True),
+        const('c', 'f16', inv), node('mul', ['s', 'c'], 's_mod')], repeat=(2, 4), layout='qkvo'),
         1.0, lambda s, r, c: s * np.float64(np.float16(inv))))
+    LAYOUT['layout_gqa_f16'] = 'qkvo'
     out.append(('prescaled_q_bf16', model('prescaled', 'bf16', [1, 4, 256, 64], [1, 4, 256, 64],
                                           [node('neg', ['s'], 'ns'), node('neg', ['ns'], 's_mod')],
                                           prescale=0.125), 1.0, lambda s, r, c: s))
@@ -196,6 +204,7 @@ def cases():
     out += bias_cases()
     out += f32_cases()
     out += ktrans_cases()
+    out += layout_cases()
     return out
 
 
@@ -605,12 +614,9 @@ def f32_cases():
 
 
 # K as attention sees it ([B, H, L, D]) from the input of the ktrans cases
-# whose K is not [B, H, L, D] (KTRANS_PERM: made by a transpose kernel
-# before attention, which must then be the only other kernel; KTRANS_UNFUSED:
-# not fused, the key count not a multiple of 8: checked with 4x the
-# tolerance, see replay).
+# whose K is not [B, H, L, D] (KTRANS_UNFUSED: not fused, the key count not
+# a multiple of 8: checked with 4x the tolerance, see replay).
 KTRANS_K = {}
-KTRANS_PERM = ('ktrans_blhd_perm0231_bf16_328',)
 KTRANS_UNFUSED = ('ktrans_unaligned_bf16_1001',)
 
 
@@ -649,7 +655,8 @@ def ktrans_cases():
         'kt_swap', 'f16', [2, 2, 300, 128], [2, 2, 300, 128],
         [const('c', 'f16', inv), node('mul', ['s', 'c'], 's_mod')], kt='swap'), 1.0,
         lambda s, r, c: s * invh))
-    # From a projection's [B, L, H, D]: a transpose kernel, then attention.
+    # From a projection's [B, L, H, D] by perm [0, 2, 3, 1]: the head dim
+    # stays innermost, so the kernel reads K with strides (transpose_b).
     out.append(('ktrans_blhd_perm0231_bf16_328', model(
         'kt_blhd', 'bf16', [2, 2, 328, 64], [2, 2, 328, 64], causal('bf16', 328, 328),
         kt='blhd'), 1.0, lambda s, r, c: np.where(r >= c, s * 0.125, -1e30)))
@@ -691,6 +698,68 @@ def ktrans_cases():
     return out
 
 
+def layout_cases():
+    """Q, K, V or the result kept [B, L, H, D] (LAYOUT says which) and
+    transposed in the model: read and written by the kernels with strides,
+    in every template (mma.sync, wgmma, SIMT, the decode pairs), with the
+    other forms (GQA, masks, a bias, odd lengths, head sizes)."""
+    out = []
+
+    def scaled(dt, c):
+        return [const('c', dt, c), node('mul', ['s', 'c'], 'ss')]
+
+    def causal(dt, c, lq, lk, off=0):
+        return scaled(dt, c) + positions(lq, lk, off) + [
+            node('greater_equal', ['row', 'col'], 'keep'), const('neg', dt, -1e30),
+            node('select', ['keep', 'ss', 'neg'], 's_mod')]
+
+    def add(name, layout, *args, **kw):
+        change = kw.pop('change')
+        out.append((name, model(name, *args, layout=layout, **kw), 1.0, change))
+        LAYOUT[name] = layout
+    inv = 1 / np.sqrt(128)
+    invb = np.float64(L.narrow('bf16', np.float64(inv)))
+    invh = np.float64(np.float16(inv))
+    inv32 = np.float64(np.float32(inv))
+    # Only Q and the result; ragged tiles on both axes.
+    add('layout_qo_bf16_1000x777', 'qo', 'bf16', [2, 3, 1000, 64], [2, 3, 777, 64],
+        scaled('bf16', 0.125)[:1] + [node('mul', ['s', 'c'], 's_mod')],
+        change=lambda s, r, c: s * 0.125)
+    # Only K and V, head size 96 (mma.sync on every target), causal.
+    add('layout_kv_causal_f16_d96', 'kv', 'f16', [1, 2, 520, 96], [1, 2, 520, 96],
+        causal('f16', 0.125, 520, 520), change=lambda s, r, c: np.where(r >= c, s * 0.125, -1e30))
+    # MQA (one K/V head broadcast) with a padding mask of runs, D 128.
+    ninf = [const('neg', 'f16', '-inf')]
+    add('layout_mqa_keymask_f16_700', 'qkvo', 'f16', [2, 4, 700, 128], [2, 1, 700, 128],
+        scaled('f16', inv) + ninf + [node('select', ['runs', 'ss', 'neg'], 's_mod')],
+        repeat=(1, 4), captured=[('runs', 'bool', [2, 1, 1, 700])],
+        change=lambda s, r, c, env: np.where(env['runs'], s * invh, -np.inf))
+    # A bias plane per head (staged through shared memory by wgmma).
+    add('layout_bias_bf16_512', 'qkvo', 'bf16', [1, 2, 512, 64], [1, 2, 512, 64],
+        scaled('bf16', 0.125) + [node('add', ['ss', 'bias'], 's_mod')],
+        captured=[('bias', 'bf16', [1, 2, 512, 512])],
+        change=lambda s, r, c, env: s * 0.125 + env['bias'])
+    # Head size 256 (8 warps of 16 rows).
+    add('layout_d256_bf16_300', 'qkvo', 'bf16', [1, 2, 300, 256], [1, 2, 300, 256],
+        scaled('bf16', 0.0625)[:1] + [node('mul', ['s', 'c'], 's_mod')],
+        change=lambda s, r, c: s * 0.0625)
+    # Decode pairs: one query row a head (GQA 8/2), and 4 (rows of a group
+    # from several heads: strided on two axes).
+    add('decode_layout_gqa_q1_4096', 'qkvo', 'bf16', [2, 8, 1, 128], [2, 2, 4096, 128],
+        causal('bf16', inv, 1, 4096, 4095), repeat=(2, 4),
+        change=lambda s, r, c: np.where(r + 4095 >= c, s * invb, -1e30))
+    add('decode_layout_gqa_q4_3001', 'qkvo', 'f16', [1, 8, 4, 128], [1, 2, 3001, 128],
+        scaled('f16', inv)[:1] + [node('mul', ['s', 'c'], 's_mod')], repeat=(2, 4),
+        change=lambda s, r, c: s * invh)
+    # f32 (the SIMT template and its decode pair).
+    add('f32_layout_causal_333', 'qkvo', 'f32', [1, 2, 333, 64], [1, 2, 333, 64],
+        causal('f32', 0.125, 333, 333), change=lambda s, r, c: np.where(r >= c, s * 0.125, -1e30))
+    add('f32_decode_layout_gqa_q4_2000', 'qkvo', 'f32', [1, 8, 4, 128], [1, 2, 2000, 128],
+        scaled('f32', float(inv32))[:1] + [node('mul', ['s', 'c'], 's_mod')], repeat=(2, 4),
+        change=lambda s, r, c: s * inv32)
+    return out
+
+
 def tolerance(dtype, lk):
     """The largest error allowed, as a fraction of max|O| (module doc)."""
     if dtype == 'f32':
@@ -701,7 +770,8 @@ def tolerance(dtype, lk):
 def attention_inputs(name, env):
     """Q, K and V as attention sees them, from the model's inputs."""
     if name in LAYOUT:
-        return [np.swapaxes(env[t + 'in'], 1, 2) for t in 'qkv']
+        return [np.swapaxes(env[t + 'in'], 1, 2) if t in LAYOUT[name] else env[t]
+                for t in 'qkv']
     if name in PRESCALED:
         return [env['q0'] * 0.125, env['k'], env['v']]  # 0.125: exact in bf16
     if name.startswith('ktrans_swap'):
@@ -802,7 +872,7 @@ def record(tcc, root, target, only='', count_only=False):
         if name in KTRANS_UNFUSED:
             # Not fused: no attention kernel, the matmuls on the GEMM template.
             ok = not any('_attn' in s or s.endswith(('_decode', '_combine')) for s in symbols)
-        elif name in LAYOUT + PRESCALED + KTRANS_PERM:
+        elif name in PRESCALED:
             # Attention's kernel once; the rest elementwise (no matmul).
             attn = [s for s in symbols if s.endswith(prefill)]
             others = [s for s in symbols if not s.endswith(prefill)]
@@ -821,7 +891,7 @@ def record(tcc, root, target, only='', count_only=False):
         seed = int(np.random.default_rng().integers(1 << 62))  # fresh inputs every record
         env, digest = make_inputs(m, qscale, seed)
         ref = reference(*attention_inputs(name, env), change, env)
-        if name in LAYOUT:
+        if 'o' in LAYOUT.get(name, ''):
             ref = np.swapaxes(ref, 1, 2)
         with open(os.path.join(d, 'case.pkl'), 'wb') as f:
             # Stored in f32 (half the size; its rounding, 2^-24 relative, is
@@ -868,7 +938,7 @@ def replay(tcc, root):
             print('FAIL %s: the reference is NaN throughout (a broken case)' % name)
             failed += 1
             continue
-        lk = m['inputs'][2]['shape'][1 if name in LAYOUT else -2]  # V's
+        lk = m['inputs'][2]['shape'][1 if 'v' in LAYOUT.get(name, '') else -2]  # V's
         bound = tolerance(case['dtype'], lk) * np.abs(ref[~nan]).max()
         if name in KTRANS_UNFUSED:
             # Unfused, the model's own bf16 numerics: S, the exponentials,

@@ -48,11 +48,12 @@ func.func @kt_swap_folded(%q: tensor<1x4x128x64xbf16>, %k: tensor<1x4x256x64xbf1
 // -----
 
 // K transposed from a projection's [B, L, H, D] by perm [0, 2, 3, 1]: the
-// transposed K stays a tensor of its own, the template reads it [B, H, D, L].
+// scores read K [B, H, L, D] with transpose_b, as a layout transpose of the
+// projection in the chain (the template reads it with strides, no copy).
 // CHECK-LABEL: func.func @kt_from_blhd
-// CHECK: tcc.transpose %arg1 {perm = array<i64: 0, 2, 3, 1>}
-// CHECK: tcc.chain attributes {axis = 3 : i64, tcc.attention}
-// CHECK-NEXT: tcc.matmul %arg0, %{{.*}} :
+// CHECK-NEXT: tcc.chain attributes {axis = 3 : i64, tcc.attention}
+// CHECK-NEXT: %[[K:.*]] = tcc.transpose %arg1 {perm = array<i64: 0, 2, 1, 3>}
+// CHECK-NEXT: tcc.matmul %arg0, %[[K]] {transpose_b = true}
 func.func @kt_from_blhd(%q: tensor<1x4x128x64xbf16>, %k: tensor<1x256x4x64xbf16>, %v: tensor<1x4x256x64xbf16>) -> tensor<1x4x128x64xbf16> {
   %kt = tcc.transpose %k {perm = array<i64: 0, 2, 3, 1>} : tensor<1x256x4x64xbf16> -> tensor<1x4x64x256xbf16>
   %0 = tcc.chain attributes {axis = 3 : i64} -> tensor<1x4x128x64xbf16> {

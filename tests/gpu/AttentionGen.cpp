@@ -213,7 +213,8 @@ AttentionCase parseAttentionCase(int argc, char **argv, MLIRContext &ctx,
 
 void printAttentionCase(const AttentionCase &c,
                         const std::vector<int64_t> &schedule,
-                        const tcc::gpu::KernelLaunch &launch) {
+                        const tcc::gpu::KernelLaunch &launch,
+                        const tcc::gpu::DecodeKernels *decode) {
   auto strides = [&](tcc::gpu::AttentionOperand which) {
     llvm::SmallVector<int64_t, 4> v =
         tcc::gpu::attentionOperandStrides(c.p, which);
@@ -253,6 +254,11 @@ void printAttentionCase(const AttentionCase &c,
       {"grid", launch.grid},
       {"block", launch.block},
       {"shared_bytes", launch.sharedBytes}};
+  if (decode)
+    info["decode"] = {{"combine_grid", decode->combine.grid},
+                      {"combine_block", decode->combine.block},
+                      {"partial_o_bytes", decode->partialOBytes},
+                      {"stats_bytes", decode->partialStatsBytes}};
   std::cout << info.dump() << "\n";
 }
 

@@ -17,11 +17,11 @@ rounding unit. Rows the mask empties must be 0 (or NaN, per the case's
 policy). Cases with strides (the JSON's q/k/v/o_strides, from --layout or
 --X-strides) get their tensors in buffers of those layouts, and nothing may
 be written between O's elements. Decode cases (--decode) run the partial
-kernel and then NAME_combine. "check" cases compare every row; "bench" cases compare sampled rows
-and are timed (CUDA events, median of 10) beside SDPA's flash, cuDNN and
-math backends on the same inputs (math where its scores fit), and some
-beside FlexAttention (FLEX_CASES). Writes OUT_DIR/results.json and
-prints a table; exits 1 if any check failed.
+kernel and then NAME_combine. "check" cases compare every row; "bench"
+cases compare sampled rows and are timed (CUDA events, median of 10)
+beside SDPA's flash, cuDNN and math backends on the same inputs (math where
+its scores fit), and some beside FlexAttention (FLEX_CASES). Writes
+OUT_DIR/results.json and prints a table; exits 1 if any check failed.
 """
 import ctypes
 import json
@@ -141,7 +141,7 @@ class Kernel:
 
 
 # What a strided O's buffer holds before the kernel runs: no output element
-# (an average of values in [-30, 30]) equals it.
+# (a weighted average of V's values, in [-1, 1]) equals it.
 SENTINEL = 1024.0
 
 

@@ -1069,10 +1069,14 @@ SmallVector<int64_t, 4> attentionOperandStrides(const AttentionProblem &p,
   ArrayRef<int64_t> given = givenStrides(p, which);
   SmallVector<int64_t, 4> out(shape.size());
   // Innermost first: an axis of size 1 (or all of them, when none are
-  // given) takes the stride that packs it around the next inner one.
+  // given, or not one per axis, which attentionStridesValid refuses) takes
+  // the stride that packs it around the axes inside it (packed: the next
+  // inner one's extent; [B, L, H, D] with one batch: L*H*D).
+  bool packedAll = given.size() != shape.size();
+  int64_t extent = 1;
   for (size_t i = shape.size(); i-- > 0;) {
-    int64_t packed = i + 1 < shape.size() ? out[i + 1] * shape[i + 1] : 1;
-    out[i] = given.empty() || shape[i] == 1 ? packed : given[i];
+    out[i] = packedAll || shape[i] == 1 ? extent : given[i];
+    extent = std::max(extent, out[i] * shape[i]);
   }
   return out;
 }

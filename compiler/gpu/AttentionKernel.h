@@ -137,7 +137,7 @@ enum class AttentionOperand { Q, K, V, O };
 llvm::SmallVector<int64_t, 4> attentionOperandShape(const AttentionProblem &p,
                                                     AttentionOperand which);
 /// The strides of `which` in `p`: packed row-major when p leaves them
-/// empty; an axis of size 1 takes the stride packing it would give (so that
+/// empty; an axis of size 1 takes the extent of the axes inside it (so that
 /// a packed tensor has the packed strides whatever it was given there).
 llvm::SmallVector<int64_t, 4> attentionOperandStrides(const AttentionProblem &p,
                                                       AttentionOperand which);

@@ -1107,12 +1107,21 @@ bool attentionStridesValid(const AttentionProblem &p, std::string &why) {
     };
     if (given.size() != shape.size())
       return fail("must be one per axis (4)");
+    // Bounded before any arithmetic on them (attentionOperandStrides').
+    double span = 0;
+    for (size_t i = 0; i < shape.size(); ++i) {
+      if (shape[i] == 1)
+        continue;
+      if (given[i] < 1 || given[i] > (int64_t(1) << 40))
+        return fail("must be positive (and below 2^40)");
+      span += double(shape[i] - 1) * double(given[i]);
+    }
+    if (span >= double(int64_t(1) << 48))
+      return fail("span more than 2^48 elements");
     SmallVector<int64_t, 4> strides = attentionOperandStrides(p, which);
     for (size_t i = 0; i < shape.size(); ++i) {
       if (shape[i] == 1)
         continue;
-      if (strides[i] < 1 || strides[i] > (int64_t(1) << 40))
-        return fail("must be positive (and below 2^40)");
       if (i + 1 == shape.size() && strides[i] != 1)
         return fail("must have the innermost 1");
       // Rows travel as 16-byte chunks (cp.async, vector loads and stores).

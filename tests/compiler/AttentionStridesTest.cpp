@@ -118,6 +118,8 @@ TEST_CASE("attention operands: unaligned, broken or overlapping strides are "
   p.kStrides = {};
   p.vStrides = {0, 300 * 64, 64, 1};
   CHECK(refusal(p) == "V's strides must be positive (and below 2^40)");
+  p.vStrides = {64, 64, int64_t(1) << 40, 1};
+  CHECK(refusal(p) == "V's strides span more than 2^48 elements");
   p.vStrides = {};
   // O's heads on top of each other; Q's may be (it is only read).
   p.oStrides = {100 * 64, 64, 64, 1};

@@ -906,7 +906,7 @@ void AttentionBuilder::build(Value q, Value k, Value v, Value o, Value stats) {
     warpKey = mul(div(tid, 32), keysPerWarp);
     chunk = blockX;
     kvHead = blockY;
-    head = kvHead; // Q is viewed as [batch, headsKV, rows, headDim]
+    head = kvHead; // Q: [batch, headsKV, rows, headDim], or 4-D (qSplit)
     q0 = cst(0);
     qLast = cst(p.lq - 1);
     for (int64_t h = 0; h < 2; ++h) {

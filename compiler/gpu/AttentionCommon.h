@@ -17,9 +17,12 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 
 #include <cstdlib>
+#include <optional>
 #include <utility>
 
 namespace tcc::gpu {
@@ -44,6 +47,37 @@ inline bool maskBoundsExact(llvm::ArrayRef<MaskConstraint> mask) {
     slot = &mc;
   }
   return !lower || !upper || lower->a * upper->b == upper->a * lower->b;
+}
+
+/// The memref type of `shape` with `strides` (elements): the identity
+/// layout when they are the packed row-major ones (the kernels' PTX is then
+/// what it was before strides existed), a static strided layout otherwise.
+inline mlir::MemRefType stridedType(llvm::ArrayRef<int64_t> shape,
+                                    llvm::ArrayRef<int64_t> strides,
+                                    mlir::Type elem) {
+  int64_t packed = 1;
+  bool identity = true;
+  for (size_t i = shape.size(); i-- > 0;) {
+    identity &= strides[i] == packed;
+    packed *= shape[i];
+  }
+  if (identity)
+    return mlir::MemRefType::get(shape, elem);
+  return mlir::MemRefType::get(
+      shape, elem,
+      mlir::StridedLayoutAttr::get(elem.getContext(), /*offset=*/0, strides));
+}
+
+/// The stride of one axis of size nOuter * nInner that indexes two axes
+/// (nOuter of stride sOuter around nInner of stride sInner) as outer *
+/// nInner + inner, if such a stride exists.
+inline std::optional<int64_t> mergedStride(int64_t nOuter, int64_t sOuter,
+                                           int64_t nInner, int64_t sInner) {
+  if (nInner == 1)
+    return sOuter;
+  if (nOuter == 1 || sOuter == nInner * sInner)
+    return sInner;
+  return std::nullopt;
 }
 
 /// TemplateBuilder plus the arithmetic both attention builders use. `q0`

@@ -78,15 +78,6 @@ int64_t kStageElems(const AttentionProblem &p, int64_t blockKV) {
                        : blockKV * tileRow(p);
 }
 
-/// K's argument: [batch, headsKV, lk, headDim], or [.., headDim, lk] when
-/// given transposed.
-MemRefType kMemRefType(const AttentionProblem &p) {
-  return p.kTransposed ? MemRefType::get({p.batch, p.headsKV, p.headDim, p.lk},
-                                         p.elemType)
-                       : MemRefType::get({p.batch, p.headsKV, p.lk, p.headDim},
-                                         p.elemType);
-}
-
 int64_t sharedBytesOf(const AttentionProblem &p, const AttentionSchedule &s) {
   return (s.blockQ * tileRow(p) +
           s.stages * (kStageElems(p, s.blockKV) + s.blockKV * tileRow(p))) *
@@ -133,6 +124,18 @@ public:
     // Q's fragments take 4 registers a k-step: beside the accumulators of
     // heads above 128 they would spill.
     qInRegs = mTiles == 1 && p.headDim <= 128;
+    if (decode) {
+      // Q and O are the 4-D tensors where no merged view exists
+      // (buildDecodeKernels).
+      int64_t group = p.headsQ / p.headsKV;
+      SmallVector<int64_t, 4> qs =
+          attentionOperandStrides(p, AttentionOperand::Q);
+      SmallVector<int64_t, 4> os =
+          attentionOperandStrides(p, AttentionOperand::O);
+      qSplit = !mergedStride(group, qs[1], p.lq, qs[2]);
+      oSplit = !mergedStride(group, os[1], p.lq, os[2]) ||
+               !mergedStride(p.batch, os[0], p.headsKV, group * os[1]);
+    }
   }
 
   using AttentionArith::setCaptured;
@@ -150,6 +153,16 @@ private:
   /// zero-filled) into the swizzled tile at element `dstBase` of `dst`.
   void copyRows(Value src, Value head, Value row0, int64_t bound, int64_t rows,
                 Value dst, Value dstBase);
+  /// The indices of element `col` of row `row` of src[batch, head]: decode's
+  /// row r of key/value head `head` is query head head * group + r / lq,
+  /// position r % lq, where Q is the 4-D tensor.
+  SmallVector<Value, 4> rowIndices(Value src, Value head, Value row,
+                                   Value col) {
+    if (src != qArg || !qSplit)
+      return {batch, head, row, col};
+    return {batch, add(mul(head, p.headsQ / p.headsKV), div(row, p.lq)),
+            rem(row, p.lq), col};
+  }
   void waitGroups(int64_t pending) {
     nvgpu::DeviceAsyncWaitOp::create(b, loc, token,
                                      b.getI32IntegerAttr(pending));
@@ -241,6 +254,9 @@ private:
   SmallVector<Value> tAK;          // K's, when given transposed (rows of ldK)
   Value qBase; // the warp's first Q row (opaque inside the loop)
   Value token;
+  // Decode: Q (partial kernel) and O (combine) given as the 4-D tensors,
+  // their rows not mergeable into one axis.
+  bool qSplit = false, oSplit = false;
 };
 
 void AttentionBuilder::copyRows(Value src, Value hd, Value row0, int64_t bound,
@@ -282,7 +298,7 @@ void AttentionBuilder::copyRows(Value src, Value hd, Value row0, int64_t bound,
       n = select(ok, cst(8), cst(0));
     nvgpu::DeviceAsyncCopyOp::create(
         b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), dst,
-        ValueRange{dstOff}, src, ValueRange{batch, hd, row, col},
+        ValueRange{dstOff}, src, rowIndices(src, hd, row, col),
         b.getIndexAttr(8), n, b.getUnitAttr());
   }
 }
@@ -849,8 +865,14 @@ void AttentionBuilder::buildCombine(Value partO, Value stats, Value o) {
     Value out = fmul(sumLoop.getResult(0),
                      vector::BroadcastOp::create(b, loc, v4, inv));
     out = arith::TruncFOp::create(b, loc, VectorType::get({4}, elemT), out);
-    vector::StoreOp::create(b, loc, out, o, ValueRange{bh, r, col}, false,
-                            llvm::Align(8));
+    SmallVector<Value, 4> at{bh, r, col};
+    if (oSplit) {
+      int64_t group = p.headsQ / p.headsKV;
+      at = {div(bh, p.headsKV),
+            add(mul(rem(bh, p.headsKV), group), div(r, p.lq)), rem(r, p.lq),
+            col};
+    }
+    vector::StoreOp::create(b, loc, out, o, at, false, llvm::Align(8));
   }
 }
 
@@ -884,7 +906,7 @@ void AttentionBuilder::build(Value q, Value k, Value v, Value o, Value stats) {
     warpKey = mul(div(tid, 32), keysPerWarp);
     chunk = blockX;
     kvHead = blockY;
-    head = kvHead; // Q is viewed as [batch, headsKV, rows, headDim]
+    head = kvHead; // Q: [batch, headsKV, rows, headDim], or 4-D (qSplit)
     q0 = cst(0);
     qLast = cst(p.lq - 1);
     for (int64_t h = 0; h < 2; ++h) {
@@ -1009,6 +1031,124 @@ Value buildExp2Approx(OpBuilder &b, Location loc, Value x) {
       .getResult(0);
 }
 
+SmallVector<int64_t, 4> attentionOperandShape(const AttentionProblem &p,
+                                              AttentionOperand which) {
+  switch (which) {
+  case AttentionOperand::Q:
+  case AttentionOperand::O:
+    return {p.batch, p.headsQ, p.lq, p.headDim};
+  case AttentionOperand::K:
+    if (p.kTransposed)
+      return {p.batch, p.headsKV, p.headDim, p.lk};
+    [[fallthrough]];
+  case AttentionOperand::V:
+    return {p.batch, p.headsKV, p.lk, p.headDim};
+  }
+  llvm_unreachable("an attention operand");
+}
+
+/// The strides `p` gives `which` (empty: packed).
+static ArrayRef<int64_t> givenStrides(const AttentionProblem &p,
+                                      AttentionOperand which) {
+  switch (which) {
+  case AttentionOperand::Q:
+    return p.qStrides;
+  case AttentionOperand::K:
+    return p.kStrides;
+  case AttentionOperand::V:
+    return p.vStrides;
+  case AttentionOperand::O:
+    return p.oStrides;
+  }
+  llvm_unreachable("an attention operand");
+}
+
+SmallVector<int64_t, 4> attentionOperandStrides(const AttentionProblem &p,
+                                                AttentionOperand which) {
+  SmallVector<int64_t, 4> shape = attentionOperandShape(p, which);
+  ArrayRef<int64_t> given = givenStrides(p, which);
+  SmallVector<int64_t, 4> out(shape.size());
+  // Innermost first: an axis of size 1 (or all of them, when none are
+  // given, or not one per axis, which attentionStridesValid refuses) takes
+  // the stride that packs it around the axes inside it (packed: the next
+  // inner one's extent; [B, L, H, D] with one batch: L*H*D).
+  bool packedAll = given.size() != shape.size();
+  int64_t extent = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    out[i] = packedAll || shape[i] == 1 ? extent : given[i];
+    extent = std::max(extent, out[i] * shape[i]);
+  }
+  return out;
+}
+
+MemRefType attentionOperandType(const AttentionProblem &p,
+                                AttentionOperand which) {
+  return stridedType(attentionOperandShape(p, which),
+                     attentionOperandStrides(p, which), p.elemType);
+}
+
+bool attentionStridesValid(const AttentionProblem &p, std::string &why) {
+  int64_t elemBytes = p.elemType && p.elemType.isIntOrFloat()
+                          ? p.elemType.getIntOrFloatBitWidth() / 8
+                          : 0;
+  for (const auto &operand : {std::pair{AttentionOperand::Q, "Q"},
+                              {AttentionOperand::K, "K"},
+                              {AttentionOperand::V, "V"},
+                              {AttentionOperand::O, "O"}}) {
+    AttentionOperand which = operand.first;
+    const char *name = operand.second;
+    ArrayRef<int64_t> given = givenStrides(p, which);
+    if (given.empty())
+      continue;
+    SmallVector<int64_t, 4> shape = attentionOperandShape(p, which);
+    auto fail = [&](const std::string &msg) {
+      why = std::string(name) + "'s strides " + msg;
+      return false;
+    };
+    if (given.size() != shape.size())
+      return fail("must be one per axis (4)");
+    // Bounded before any arithmetic on them (attentionOperandStrides').
+    double span = 0;
+    for (size_t i = 0; i < shape.size(); ++i) {
+      if (shape[i] == 1)
+        continue;
+      if (given[i] < 1 || given[i] > (int64_t(1) << 40))
+        return fail("must be positive (and below 2^40)");
+      span += double(shape[i] - 1) * double(given[i]);
+    }
+    if (span >= double(int64_t(1) << 48))
+      return fail("span more than 2^48 elements");
+    SmallVector<int64_t, 4> strides = attentionOperandStrides(p, which);
+    for (size_t i = 0; i < shape.size(); ++i) {
+      if (shape[i] == 1)
+        continue;
+      if (i + 1 == shape.size() && strides[i] != 1)
+        return fail("must have the innermost 1");
+      // Rows travel as 16-byte chunks (cp.async, vector loads and stores).
+      if (i + 1 < shape.size() && (strides[i] * elemBytes) % 16)
+        return fail("do not keep 16-byte aligned rows");
+    }
+    if (which != AttentionOperand::O)
+      continue;
+    // O is written: distinct elements must have distinct addresses. With
+    // the axes sorted by stride, each stride must pass the extent of the
+    // axes inside it.
+    SmallVector<size_t, 4> axes;
+    for (size_t i = 0; i < shape.size(); ++i)
+      if (shape[i] > 1)
+        axes.push_back(i);
+    llvm::sort(axes,
+               [&](size_t x, size_t y) { return strides[x] < strides[y]; });
+    int64_t extent = 0;
+    for (size_t i : axes) {
+      if (strides[i] <= extent)
+        return fail("overlap its elements");
+      extent += (shape[i] - 1) * strides[i];
+    }
+  }
+  return true;
+}
+
 bool attentionKernelSupports(const AttentionProblem &p, std::string &why) {
   auto fail = [&](const std::string &msg) {
     why = "attention kernel: " + msg;
@@ -1033,6 +1173,9 @@ bool attentionKernelSupports(const AttentionProblem &p, std::string &why) {
   // K given transposed is copied in 16-byte chunks of keys along its rows.
   if (p.kTransposed && p.lk % 8)
     return fail("K given transposed needs lk a multiple of 8 (16-byte rows)");
+  std::string strideWhy;
+  if (!attentionStridesValid(p, strideWhy))
+    return fail(strideWhy);
   // Per-element mask values are i32: a*q + b*k + c must fit.
   for (const MaskConstraint &mc : p.mask) {
     double range = std::fabs(double(mc.a)) * double(p.lq) +
@@ -1126,12 +1269,12 @@ FailureOr<KernelLaunch> buildAttentionKernel(OpBuilder &b,
     return module.emitError(why), failure();
   loadTemplateDialects(b.getContext());
 
-  Type qT = MemRefType::get({p.batch, p.headsQ, p.lq, p.headDim}, p.elemType);
-  Type kvT = MemRefType::get({p.batch, p.headsKV, p.lk, p.headDim}, p.elemType);
-
   OpBuilder::InsertionGuard g(b);
   int64_t threads = 32 * s.warps;
-  SmallVector<Type> args{qT, kMemRefType(p), kvT, qT};
+  SmallVector<Type> args{attentionOperandType(p, AttentionOperand::Q),
+                         attentionOperandType(p, AttentionOperand::K),
+                         attentionOperandType(p, AttentionOperand::V),
+                         attentionOperandType(p, AttentionOperand::O)};
   llvm::append_range(args, p.captured);
   auto func = createKernelFunc(b, module, name, args, threads);
   Block &entry = func.getBody().front();
@@ -1231,8 +1374,19 @@ buildDecodeKernels(OpBuilder &b, mlir::gpu::GPUModuleOp module,
   loadTemplateDialects(b.getContext());
   int64_t rows = decodeRows(p), chunks = decodeChunks(p, s);
   Type f32 = b.getF32Type();
-  Type qT = MemRefType::get({p.batch, p.headsKV, rows, p.headDim}, p.elemType);
-  Type kvT = MemRefType::get({p.batch, p.headsKV, p.lk, p.headDim}, p.elemType);
+  int64_t group = p.headsQ / p.headsKV;
+  // Q's and O's rows of a key/value head, merged where their strides allow
+  // (row r: query head r / lq of the group, position r % lq).
+  SmallVector<int64_t, 4> qs = attentionOperandStrides(p, AttentionOperand::Q);
+  SmallVector<int64_t, 4> os = attentionOperandStrides(p, AttentionOperand::O);
+  std::optional<int64_t> qRow = mergedStride(group, qs[1], p.lq, qs[2]);
+  std::optional<int64_t> oRow = mergedStride(group, os[1], p.lq, os[2]);
+  std::optional<int64_t> oBH =
+      mergedStride(p.batch, os[0], p.headsKV, group * os[1]);
+  Type qT =
+      qRow ? Type(stridedType({p.batch, p.headsKV, rows, p.headDim},
+                              {qs[0], group * qs[1], *qRow, 1}, p.elemType))
+           : Type(attentionOperandType(p, AttentionOperand::Q));
   Type partT =
       MemRefType::get({p.batch, p.headsKV, chunks, rows, p.headDim}, f32);
   Type statsT = MemRefType::get({p.batch, p.headsKV, chunks, rows, 2}, f32);
@@ -1240,13 +1394,18 @@ buildDecodeKernels(OpBuilder &b, mlir::gpu::GPUModuleOp module,
   int64_t bh = p.batch * p.headsKV;
   Type partFlatT = MemRefType::get({bh, chunks, rows, p.headDim}, f32);
   Type statsFlatT = MemRefType::get({bh, chunks, rows, 2}, f32);
-  Type oFlatT = MemRefType::get({bh, rows, p.headDim}, p.elemType);
+  Type oFlatT = oRow && oBH
+                    ? Type(stridedType({bh, rows, p.headDim}, {*oBH, *oRow, 1},
+                                       p.elemType))
+                    : Type(attentionOperandType(p, AttentionOperand::O));
 
   OpBuilder::InsertionGuard g(b);
   Location loc = module.getLoc();
   AttentionSchedule as = asAttention(s);
   int64_t threads = 32 * s.warps;
-  SmallVector<Type> args{qT, kMemRefType(p), kvT, partT, statsT};
+  SmallVector<Type> args{qT, attentionOperandType(p, AttentionOperand::K),
+                         attentionOperandType(p, AttentionOperand::V), partT,
+                         statsT};
   llvm::append_range(args, p.captured);
   auto partial = createKernelFunc(b, module, partialName, args, threads);
   Block &pe = partial.getBody().front();

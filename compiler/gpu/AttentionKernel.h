@@ -12,7 +12,8 @@
 //     A fragment of the P V mma without a shared-memory round trip;
 //   - the chain-specific parts (score modification, mask, the softmax
 //     algebra) come in as hooks.
-// Every size is static (baked into the kernel).
+// Every size is static (baked into the kernel), and so are the strides of Q,
+// K, V and O: a tensor laid out [B, L, H, D] is read where it lies.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TCC_COMPILER_GPU_ATTENTIONKERNEL_H
@@ -22,6 +23,7 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
@@ -76,7 +78,8 @@ using ContributionFn = std::function<mlir::Value(
     mlir::OpBuilder &b, mlir::Location loc, mlir::Value s, mlir::Value run)>;
 
 /// One attention problem: Q [batch, headsQ, lq, headDim], K and V
-/// [batch, headsKV, lk, headDim], O [batch, headsQ, lq, headDim].
+/// [batch, headsKV, lk, headDim], O [batch, headsQ, lq, headDim] (the
+/// logical shapes; each may lie in memory with any strides, below).
 /// Query head h reads key/value head h / (headsQ / headsKV) (GQA/MQA).
 struct AttentionProblem {
   int64_t batch = 1, headsQ = 1, headsKV = 1;
@@ -87,9 +90,12 @@ struct AttentionProblem {
   bool kTransposed = false;
   /// Element strides of Q, K, V and O in memory, one per axis of the shapes
   /// above ([batch, heads, rows, headDim]; K given transposed: [batch,
-  /// headsKV, headDim, lk]); empty: packed row-major. The last is 1. A model
+  /// headsKV, headDim, lk]); empty: packed row-major. The last is 1; the
+  /// others, times the element size, multiples of 16 bytes (the kernels copy
+  /// rows in 16-byte chunks); those of axes of size 1 are ignored. A model
   /// that keeps Q as [B, L, H, D] and transposes it for attention hands the
-  /// template the untransposed tensor: strides [L*H*D, D, H*D, 1].
+  /// template the untransposed tensor: strides [L*H*D, D, H*D, 1]. O's must
+  /// not overlap.
   llvm::SmallVector<int64_t, 4> qStrides, kStrides, vStrides, oStrides;
   /// Multiplies Q K^T before scoreMod (usually 1/sqrt(headDim)).
   double scale = 1.0;
@@ -123,6 +129,27 @@ struct AttentionSchedule {
   int64_t blockQ = 128, blockKV = 64, warps = 4, stages = 2;
 };
 
+/// The tensors of an attention problem.
+enum class AttentionOperand { Q, K, V, O };
+
+/// The logical shape of `which` in `p` (K given transposed: [batch, headsKV,
+/// headDim, lk]).
+llvm::SmallVector<int64_t, 4> attentionOperandShape(const AttentionProblem &p,
+                                                    AttentionOperand which);
+/// The strides of `which` in `p`: packed row-major when p leaves them
+/// empty; an axis of size 1 takes the extent of the axes inside it (so that
+/// a packed tensor has the packed strides whatever it was given there).
+llvm::SmallVector<int64_t, 4> attentionOperandStrides(const AttentionProblem &p,
+                                                      AttentionOperand which);
+/// The memref type of `which` as the kernels take it: its logical shape with
+/// its strides (the identity layout when packed).
+mlir::MemRefType attentionOperandType(const AttentionProblem &p,
+                                      AttentionOperand which);
+/// Whether p's strides are ones the templates can take: four per tensor
+/// (or none), positive, the innermost 1, the others multiples of 16 bytes,
+/// O's elements apart. When not, `why` says why.
+bool attentionStridesValid(const AttentionProblem &p, std::string &why);
+
 /// Builds 2^x for an f32 `x` with the GPU's approximate unit (ex2.approx.ftz:
 /// about 2 ulp; 2^-inf = 0, 2^+inf = +inf), for hooks that need exp: e^x is
 /// 2^(x * log2(e)).
@@ -142,8 +169,8 @@ bool attentionScheduleValid(const AttentionProblem &p,
                             const ::tcc::TargetDesc &target, std::string &why);
 
 /// Appends `gpu.func @name(%q, %k, %v, %o, captured...) kernel` to `module`.
-/// The arguments are identity-layout memrefs of the static shapes in
-/// AttentionProblem, Q, K, V and O each 16-byte aligned. The kernel reads
+/// Q, K, V and O are memrefs of attentionOperandType (the static shapes and
+/// strides in AttentionProblem), each 16-byte aligned. The kernel reads
 /// `gpu.dynamic_shared_memory` of KernelLaunch::sharedBytes bytes (above 48
 /// KiB: the launcher must raise the function's dynamic shared memory limit).
 /// Fails (with a diagnostic at the module) when the problem or the schedule is
@@ -197,9 +224,12 @@ bool decodeScheduleValid(const AttentionProblem &p, const DecodeSchedule &s,
 /// Appends `gpu.func @partialName(%q, %k, %v, %partO, %partStats,
 /// captured...) kernel` and `gpu.func @combineName(%partO, %partStats, %o)
 /// kernel` to `module`.
-/// Q and O are passed as for buildAttentionKernel (the kernels view them as
-/// [batch, headsKV, rows, headDim], the same memory). Fails (with a
-/// diagnostic at the module) when the problem or the schedule is not
+/// Q and O are passed as for buildAttentionKernel. Where their strides
+/// allow, the partial kernel views Q as [batch, headsKV, rows, headDim] and
+/// the combine O as [batch * headsKV, rows, headDim] (the same memory);
+/// otherwise they index the 4-D tensors (row r of a key/value head's group:
+/// query head kvHead * headsQ / headsKV + r / lq, query row r % lq). Fails
+/// (with a diagnostic at the module) when the problem or the schedule is not
 /// supported.
 mlir::FailureOr<DecodeKernels>
 buildDecodeKernels(mlir::OpBuilder &b, mlir::gpu::GPUModuleOp module,

@@ -597,8 +597,13 @@ void SimtBuilder::buildCombine(Value partO, Value stats, Value o,
     }
     Value inv = vector::BroadcastOp::create(b, loc, v4,
                                             inverseSum(sumLoop.getResult(1)));
-    vector::StoreOp::create(b, loc, fmul(sumLoop.getResult(0), inv), o,
-                            ValueRange{bh, r, col}, false, llvm::Align(16));
+    // O is [batch * headsQ, lq, headDim], or the 4-D tensor where its
+    // strides merge no batch and head (buildSimtDecodeKernels).
+    SmallVector<Value, 4> at{bh, r, col};
+    if (cast<MemRefType>(o.getType()).getRank() == 4)
+      at = {div(bh, p.headsQ), rem(bh, p.headsQ), r, col};
+    vector::StoreOp::create(b, loc, fmul(sumLoop.getResult(0), inv), o, at,
+                            false, llvm::Align(16));
   });
 }
 
@@ -741,6 +746,11 @@ bool simtAttentionSupports(const AttentionProblem &p, std::string &why) {
   // 16-byte rows of Q, K, V and O.
   if (p.headDim < 16 || p.headDim > 256 || p.headDim % 4)
     return fail("head dim must be a multiple of 4 in [16, 256]");
+  if (p.kTransposed)
+    return fail("K given transposed is not supported");
+  std::string strideWhy;
+  if (!attentionStridesValid(p, strideWhy))
+    return fail(strideWhy);
   if (p.batch > 65535 || p.headsQ > 65535)
     return fail("batch and query heads must be <= 65535 (grid limits)");
   if (p.lq > (int64_t(1) << 30) || p.lk > (int64_t(1) << 30))
@@ -856,12 +866,12 @@ buildSimtAttentionKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module,
            failure();
   loadTemplateDialects(b.getContext());
 
-  Type qT = MemRefType::get({p.batch, p.headsQ, p.lq, p.headDim}, p.elemType);
-  Type kvT = MemRefType::get({p.batch, p.headsKV, p.lk, p.headDim}, p.elemType);
-
   OpBuilder::InsertionGuard g(b);
   int64_t threads = threadsOf(s);
-  SmallVector<Type> args{qT, kvT, kvT, qT};
+  SmallVector<Type> args{attentionOperandType(p, AttentionOperand::Q),
+                         attentionOperandType(p, AttentionOperand::K),
+                         attentionOperandType(p, AttentionOperand::V),
+                         attentionOperandType(p, AttentionOperand::O)};
   llvm::append_range(args, p.captured);
   auto func = createKernelFunc(b, module, name, args, threads);
   if (s.minBlocks > 0)
@@ -900,21 +910,27 @@ buildSimtDecodeKernels(OpBuilder &b, mlir::gpu::GPUModuleOp module,
   if (nQTiles * chunks > std::numeric_limits<int32_t>::max())
     return module.emitError("SIMT attention: too many blocks"), failure();
   Type f32 = b.getF32Type();
-  Type qT = MemRefType::get({p.batch, p.headsQ, p.lq, p.headDim}, p.elemType);
-  Type kvT = MemRefType::get({p.batch, p.headsKV, p.lk, p.headDim}, p.elemType);
   Type partT =
       MemRefType::get({p.batch, p.headsQ, chunks, p.lq, p.headDim}, f32);
   Type statsT = MemRefType::get({p.batch, p.headsQ, chunks, p.lq, 2}, f32);
-  // The combine kernel reads the same buffers with batch and head merged.
+  // The combine kernel reads the same buffers with batch and head merged,
+  // and O so too where its strides allow (else the 4-D tensor).
   int64_t bh = p.batch * p.headsQ;
   Type partFlatT = MemRefType::get({bh, chunks, p.lq, p.headDim}, f32);
   Type statsFlatT = MemRefType::get({bh, chunks, p.lq, 2}, f32);
-  Type oFlatT = MemRefType::get({bh, p.lq, p.headDim}, f32);
+  SmallVector<int64_t, 4> os = attentionOperandStrides(p, AttentionOperand::O);
+  std::optional<int64_t> oBH = mergedStride(p.batch, os[0], p.headsQ, os[1]);
+  Type oFlatT =
+      oBH ? Type(stridedType({bh, p.lq, p.headDim}, {*oBH, os[2], 1}, f32))
+          : Type(attentionOperandType(p, AttentionOperand::O));
 
   OpBuilder::InsertionGuard g(b);
   Location loc = module.getLoc();
   int64_t threads = threadsOf(s);
-  SmallVector<Type> args{qT, kvT, kvT, partT, statsT};
+  SmallVector<Type> args{attentionOperandType(p, AttentionOperand::Q),
+                         attentionOperandType(p, AttentionOperand::K),
+                         attentionOperandType(p, AttentionOperand::V), partT,
+                         statsT};
   llvm::append_range(args, p.captured);
   auto partial = createKernelFunc(b, module, partialName, args, threads);
   if (s.minBlocks > 0)

@@ -1167,15 +1167,12 @@ buildWgmmaAttentionKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module,
   if (!wgmmaAttentionShapeValid(p, s, why))
     return module.emitError(why), failure();
   loadTemplateDialects(b.getContext());
-  Type qT = MemRefType::get({p.batch, p.headsQ, p.lq, p.headDim}, p.elemType);
-  Type kvT = MemRefType::get({p.batch, p.headsKV, p.lk, p.headDim}, p.elemType);
   OpBuilder::InsertionGuard g(b);
   int64_t threads = 128 * (s.warpgroups + (s.producer ? 1 : 0));
-  Type kT =
-      p.kTransposed
-          ? MemRefType::get({p.batch, p.headsKV, p.headDim, p.lk}, p.elemType)
-          : kvT;
-  SmallVector<Type> args{qT, kT, kvT, qT};
+  SmallVector<Type> args{attentionOperandType(p, AttentionOperand::Q),
+                         attentionOperandType(p, AttentionOperand::K),
+                         attentionOperandType(p, AttentionOperand::V),
+                         attentionOperandType(p, AttentionOperand::O)};
   llvm::append_range(args, p.captured);
   auto func = createKernelFunc(b, module, name, args, threads);
   // setmaxnreg needs the register count at entry known to ptxas: one block

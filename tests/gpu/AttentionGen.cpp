@@ -46,6 +46,7 @@ AttentionCase parseAttentionCase(int argc, char **argv, MLIRContext &ctx,
   int64_t &window = c.window;
   double &softcap = c.softcap;
   bool haveLq = false, haveLk = false, haveD = false;
+  std::string layout = "bhld", oLayout;
   // The flags of this generator; parseFlags takes the common ones.
   auto ownFlag = [&](const std::string &f, tcc::gen::FlagValue value) {
     if (f == "--batch")
@@ -91,7 +92,20 @@ AttentionCase parseAttentionCase(int argc, char **argv, MLIRContext &ctx,
       callbacks = true;
     else if (f == "--k-transposed")
       p.kTransposed = true;
-    else if (f == "--masked-rows") {
+    else if (f == "--layout" || f == "--o-layout") {
+      std::string v = value();
+      if (v != "bhld" && v != "blhd")
+        die(f + ": expected bhld or blhd, got '" + v + "'");
+      (f == "--layout" ? layout : oLayout) = v;
+    } else if (f == "--q-strides" || f == "--k-strides" || f == "--v-strides" ||
+               f == "--o-strides") {
+      std::vector<int64_t> v = tcc::gen::parseIntList(f, value(), 4);
+      (f[2] == 'q'   ? p.qStrides
+       : f[2] == 'k' ? p.kStrides
+       : f[2] == 'v' ? p.vStrides
+                     : p.oStrides)
+          .assign(v.begin(), v.end());
+    } else if (f == "--masked-rows") {
       std::string v = value();
       if (v == "zero")
         p.maskedRows = tcc::gpu::MaskedRowPolicy::Zero;
@@ -122,6 +136,31 @@ AttentionCase parseAttentionCase(int argc, char **argv, MLIRContext &ctx,
     die("--alibi and --softcap together are not a test case here");
   if (p.kTransposed && p.lk % 8)
     die("--k-transposed: --lk must be a multiple of 8 (16-byte rows)");
+  // --layout blhd: each tensor lies with its heads and rows swapped in
+  // memory ([B, L, H, D], as a model keeps Q, K and V before transposing
+  // them for attention; K given transposed [B, D, H, LK]); --o-layout, O's
+  // alone. Explicit --X-strides win.
+  if (oLayout.empty())
+    oLayout = layout;
+  auto swapped = [](llvm::SmallVector<int64_t, 4> &strides,
+                    llvm::ArrayRef<int64_t> shape) {
+    if (!strides.empty())
+      return;
+    int64_t n1 = shape[1], n2 = shape[2], n3 = shape[3];
+    strides = {n1 * n2 * n3, n3, n1 * n3, 1};
+  };
+  using tcc::gpu::AttentionOperand;
+  if (layout == "blhd") {
+    swapped(p.qStrides,
+            tcc::gpu::attentionOperandShape(p, AttentionOperand::Q));
+    swapped(p.kStrides,
+            tcc::gpu::attentionOperandShape(p, AttentionOperand::K));
+    swapped(p.vStrides,
+            tcc::gpu::attentionOperandShape(p, AttentionOperand::V));
+  }
+  if (oLayout == "blhd")
+    swapped(p.oStrides,
+            tcc::gpu::attentionOperandShape(p, AttentionOperand::O));
   int64_t headsQ = p.headsQ;
   if (alibi)
     p.scoreMod = [headsQ](OpBuilder &b, Location loc, Value s, Value,
@@ -174,7 +213,13 @@ AttentionCase parseAttentionCase(int argc, char **argv, MLIRContext &ctx,
 
 void printAttentionCase(const AttentionCase &c,
                         const std::vector<int64_t> &schedule,
-                        const tcc::gpu::KernelLaunch &launch) {
+                        const tcc::gpu::KernelLaunch &launch,
+                        const tcc::gpu::DecodeKernels *decode) {
+  auto strides = [&](tcc::gpu::AttentionOperand which) {
+    llvm::SmallVector<int64_t, 4> v =
+        tcc::gpu::attentionOperandStrides(c.p, which);
+    return std::vector<int64_t>(v.begin(), v.end());
+  };
   nlohmann::json mask = nlohmann::json::array();
   for (const tcc::gpu::MaskConstraint &mc : c.p.mask)
     mask.push_back({mc.a, mc.b, mc.c});
@@ -197,12 +242,23 @@ void printAttentionCase(const AttentionCase &c,
       {"softcap", c.softcap},
       {"callbacks", c.callbacks},
       {"k_transposed", c.p.kTransposed},
+      // Element strides of the logical [B, H, rows, D] tensors (K given
+      // transposed: [B, HKV, D, LK]) in their buffers.
+      {"q_strides", strides(tcc::gpu::AttentionOperand::Q)},
+      {"k_strides", strides(tcc::gpu::AttentionOperand::K)},
+      {"v_strides", strides(tcc::gpu::AttentionOperand::V)},
+      {"o_strides", strides(tcc::gpu::AttentionOperand::O)},
       {"masked_rows",
        c.p.maskedRows == tcc::gpu::MaskedRowPolicy::Zero ? "zero" : "nan"},
       {"schedule", schedule},
       {"grid", launch.grid},
       {"block", launch.block},
       {"shared_bytes", launch.sharedBytes}};
+  if (decode)
+    info["decode"] = {{"combine_grid", decode->combine.grid},
+                      {"combine_block", decode->combine.block},
+                      {"partial_o_bytes", decode->partialOBytes},
+                      {"stats_bytes", decode->partialStatsBytes}};
   std::cout << info.dump() << "\n";
 }
 

@@ -35,10 +35,13 @@ struct AttentionCase {
 AttentionCase parseAttentionCase(int argc, char **argv, mlir::MLIRContext &ctx,
                                  const std::string &defaultChip);
 
-/// Prints the case and its kernel as one JSON line (check_flash.py's input).
+/// Prints the case and its kernel as one JSON line (check_flash.py's input);
+/// with `decode`, `launch` is its partial kernel's and the line describes the
+/// combine and the scratch too.
 void printAttentionCase(const AttentionCase &c,
                         const std::vector<int64_t> &schedule,
-                        const tcc::gpu::KernelLaunch &launch);
+                        const tcc::gpu::KernelLaunch &launch,
+                        const tcc::gpu::DecodeKernels *decode = nullptr);
 
 } // namespace tcc::gen
 

@@ -14,11 +14,14 @@ where it takes the case, else the efficient one with an explicit mask/bias;
 softcap, which SDPA lacks, against an emulation of flash's rounding: f32
 scores, P rounded to the dtype, f32 accumulation), or under half the dtype's
 rounding unit. Rows the mask empties must be 0 (or NaN, per the case's
-policy). "check" cases compare every row; "bench" cases compare sampled rows
-and are timed (CUDA events, median of 10) beside SDPA's flash, cuDNN and
-math backends on the same inputs (math where its scores fit), and some
-beside FlexAttention (FLEX_CASES). Writes OUT_DIR/results.json and
-prints a table; exits 1 if any check failed.
+policy). Cases with strides (the JSON's q/k/v/o_strides, from --layout or
+--X-strides) get their tensors in buffers of those layouts, and nothing may
+be written between O's elements. Decode cases (--decode) run the partial
+kernel and then NAME_combine. "check" cases compare every row; "bench"
+cases compare sampled rows and are timed (CUDA events, median of 10)
+beside SDPA's flash, cuDNN and math backends on the same inputs (math where
+its scores fit), and some beside FlexAttention (FLEX_CASES). Writes
+OUT_DIR/results.json and prints a table; exits 1 if any check failed.
 """
 import ctypes
 import json
@@ -78,6 +81,28 @@ class Kernel:
         # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
         ck(cuda.cuFuncSetAttribute(self.fn, 8, info["shared_bytes"]),
            "cuFuncSetAttribute")
+        # The decode form (--decode): the partial kernel writes scratch,
+        # NAME_combine merges it into O.
+        self.decode = info.get("decode")
+        if self.decode:
+            self.combine = ctypes.c_void_p()
+            ck(cuda.cuModuleGetFunction(ctypes.byref(self.combine),
+                                        self.module,
+                                        (name + "_combine").encode()),
+               "cuModuleGetFunction")
+            self.scratch = [torch.empty(self.decode[n] // 4, device="cuda",
+                                        dtype=torch.float32)
+                            for n in ("partial_o_bytes", "stats_bytes")]
+
+    def launch(self, fn, grid, block, shared, tensors):
+        ptrs = [ctypes.c_void_p(t.data_ptr()) for t in tensors]
+        args = (ctypes.c_void_p * len(ptrs))(
+            *[ctypes.addressof(p) for p in ptrs])
+        stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+        ck(cuda.cuLaunchKernel(fn, *[ctypes.c_uint(x) for x in grid],
+                               *[ctypes.c_uint(x) for x in block],
+                               ctypes.c_uint(shared), stream, args, None),
+           "cuLaunchKernel")
 
     def __call__(self, q, k, v, o):
         if self.info.get("k_transposed"):
@@ -86,14 +111,63 @@ class Kernel:
             if getattr(self, "k_src", None) is not k:
                 self.k_src, self.kt = k, k.transpose(-1, -2).contiguous()
             k = self.kt
-        ptrs = [ctypes.c_void_p(t.data_ptr()) for t in (q, k, v, o)]
-        args = (ctypes.c_void_p * 4)(*[ctypes.addressof(p) for p in ptrs])
+        # Strided cases: each tensor in a buffer laid out by the case's
+        # strides (made per call: check cases only); O's buffer starts as the
+        # sentinel, so that writes between O's elements show (o_gaps_ok).
+        bufs = [strided_copy(x, self.info.get(n + "_strides"))
+                for n, x in (("q", q), ("k", k), ("v", v))]
+        o_strides = self.info.get("o_strides")
+        o_buf = o
+        if o_strides and list(o_strides) != packed_strides(o.shape):
+            o_buf, o_view = strided_empty(o, o_strides, SENTINEL)
         g, bl = self.info["grid"], self.info["block"]
-        stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
-        ck(cuda.cuLaunchKernel(self.fn, *[ctypes.c_uint(x) for x in g],
-                               *[ctypes.c_uint(x) for x in bl],
-                               ctypes.c_uint(self.info["shared_bytes"]),
-                               stream, args, None), "cuLaunchKernel")
+        if self.decode:
+            # Scratch starts as NaN: a partial result never written shows.
+            for t in self.scratch:
+                t.fill_(float("nan"))
+            self.launch(self.fn, g, bl, self.info["shared_bytes"],
+                        bufs + self.scratch)
+            self.launch(self.combine, self.decode["combine_grid"],
+                        self.decode["combine_block"], 0,
+                        self.scratch + [o_buf])
+        else:
+            self.launch(self.fn, g, bl, self.info["shared_bytes"],
+                        bufs + [o_buf])
+        if o_buf is not o:
+            o.copy_(o_view)
+            gaps = torch.ones_like(o_buf, dtype=torch.bool)
+            torch.as_strided(gaps, o.shape, o_strides).fill_(False)
+            self.o_gaps_ok = bool((o_buf[gaps] == SENTINEL).all())
+
+
+# What a strided O's buffer holds before the kernel runs: no output element
+# (a weighted average of V's values, in [-1, 1]) equals it.
+SENTINEL = 1024.0
+
+
+def packed_strides(shape):
+    out, n = [], 1
+    for d in reversed(shape):
+        out.insert(0, n)
+        n *= d
+    return out
+
+
+def strided_empty(x, strides, fill):
+    """A flat buffer for a tensor like `x` at element `strides`, every
+    element `fill`, and the tensor's view into it."""
+    size = 1 + sum((n - 1) * st for n, st in zip(x.shape, strides))
+    buf = torch.full((size,), fill, device=x.device, dtype=x.dtype)
+    return buf, torch.as_strided(buf, x.shape, strides)
+
+
+def strided_copy(x, strides):
+    """`x` laid out at element `strides` (packed or none: `x` itself)."""
+    if not strides or list(strides) == packed_strides(x.shape):
+        return x
+    buf, view = strided_empty(x, strides, 0.0)
+    view.copy_(x)
+    return buf
 
 
 def keep_mask(info, rows, lk, device):
@@ -238,6 +312,7 @@ def check_case(info, kern, gen, scale30, bench):
     if scale30:
         q = (q.float() * 30).to(dt)
     o = torch.full((B, hq, lq, d), float("nan"), device=dev, dtype=dt)
+    kern.o_gaps_ok = True
     kern(q, k, v, o)
     torch.cuda.synchronize()
 
@@ -257,7 +332,10 @@ def check_case(info, kern, gen, scale30, bench):
         else torch.zeros(len(rows), dtype=torch.bool, device=dev)
     valid = ~empty
     res = {"rows_checked": int(len(rows)) * len(pairs)}
-    ok = True
+    # A strided O: nothing written between its elements.
+    ok = kern.o_gaps_ok
+    if not ok:
+        res["o_gaps_written"] = True
     if empty.any():
         e = out[:, empty]
         if info["masked_rows"] == "zero":
@@ -410,6 +488,8 @@ def main():
             if "check_x30" in r:
                 c = r["check_x30"]
                 line += f" x30 {c['err']:.2e} (base {c['base']:.2e})"
+            if r["check"].get("o_gaps_written"):
+                line += " O's gaps written"
             if "empty_rows" in r["check"]:
                 line += f" empty rows {r['check']['empty_rows']} " \
                         f"{'ok' if r['check']['empty_rows_ok'] else 'BAD'}"

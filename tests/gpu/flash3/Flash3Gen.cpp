@@ -3,7 +3,9 @@
 //   tcc-flash3-gen --lq LQ --lk LK --d D [--batch B] [--hq HQ] [--hkv HKV]
 //       [--type bf16|f16] [--scale S] [--causal] [--window W] [--mask A,B,C]
 //       [--alibi] [--softcap C] [--algebra-callbacks] [--masked-rows zero|nan]
-//       [--k-transposed]
+//       [--k-transposed] [--layout bhld|blhd] [--o-layout bhld|blhd]
+//       [--q-strides S0,S1,S2,S3] [--k-strides ..] [--v-strides ..]
+//       [--o-strides ..]
 //       [--schedule WARPGROUPS,BKV,STAGES,OVERLAP[,PRODUCER,PINGPONG]]
 //       [--name NAME]
 //       [--out-dir DIR] [--emit-mlir]
@@ -20,6 +22,7 @@
 //   --softcap C     scoreMod C * tanh(s / C)
 //   --algebra-callbacks  softmax's correction/contribution as callbacks
 //   --k-transposed  K given as [B, HKV, D, LK] (LK a multiple of 8)
+//   --layout, --o-layout, --X-strides  strided tensors
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/gpu/WgmmaAttention.h"

@@ -85,6 +85,7 @@ done <<'BAD'
 --lq 0 --lk 128 --d 128
 --lq 128 --lk 128 --d 128 --chip sm_90
 --lq 128 --lk 128 --d 128 --type f32
+--lq 128 --lk 128 --d 128 --hq 2 --q-strides 1,16388,128,1
 BAD
 [ -n "$ptxas" ] || echo "note: no ptxas found, PTX not assembled"
 echo "$passed passed, $fail failed"

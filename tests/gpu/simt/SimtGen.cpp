@@ -4,7 +4,13 @@
 //       [--scale S] [--causal] [--window W] [--mask A,B,C] [--alibi]
 //       [--softcap C] [--algebra-callbacks] [--masked-rows zero|nan]
 //       [--key-runs R] [--schedule BQ,BKV,SPLITKV] [--chunk-tiles N]
+//       [--layout bhld|blhd] [--o-layout bhld|blhd] [--q-strides S0,S1,S2,S3]
+//       [--k-strides ..] [--v-strides ..] [--o-strides ..]
 //       [--chip CHIP] [--name NAME]
+//
+// --layout etc.: strided Q, K, V and O as for tcc-flash-gen
+// (tests/gpu/flash/FlashGen.cpp); the interpreter reads the strides from
+// the kernels' memref types.
 //
 // --key-runs R: a key mask (AttentionProblem::keyKeep) dropping keys k with
 // (k / R) % 3 == 1 for every row, applied to the scores with -inf after the

@@ -55,12 +55,13 @@ def parse(lines, i=0):
         op = Op(name, results, [o.strip() for o in operands.split(',') if o.strip()], rest)
         if rest.rstrip().endswith('({'):
             while True:
-                args = []
+                args, header = [], ''
                 if lines[i].strip().startswith('^bb'):
-                    args = re.findall(r'(%\w+):', lines[i])
+                    header = lines[i]
+                    args = re.findall(r'(%\w+):', header)
                     i += 1
                 body, i = parse(lines, i)
-                op.regions.append((args, body))
+                op.regions.append((args, body, header))
                 s = lines[i].strip()
                 op.rest += ' ' + s
                 i += 1
@@ -68,6 +69,22 @@ def parse(lines, i=0):
                     break
         ops.append(op)
     return ops, i
+
+
+MEMREF_RE = re.compile(r'(%\w+): memref<([\dx]+)x\w+(?:, strided<\[([-\d, ]+)\]>)?>')
+
+
+def memref_strides(header):
+    """The element strides of each memref argument of a region header
+    (`^bb0(%a: memref<2x3xf32, strided<[8, 1]>>, ...)`; identity: packed)."""
+    out = {}
+    for name, dims, strides in MEMREF_RE.findall(header):
+        shape = [int(x) for x in dims.split('x')]
+        if strides:
+            out[name] = [int(x) for x in strides.split(',')]
+        else:
+            out[name] = [int(np.prod(shape[i + 1:])) for i in range(len(shape))]
+    return out
 
 
 def constant(op):
@@ -91,7 +108,7 @@ class Block:
     def __init__(self, threads, memory, shared_bytes):
         self.T = threads
         self.tid = np.arange(threads, dtype=np.int64)
-        self.memory = memory  # global memref argument -> (flat array, shape)
+        self.memory = memory  # global memref argument -> (flat array, strides)
         n = shared_bytes // 4
         self.shared = np.full(n, np.nan, np.float32)
         self.epoch = 0  # barriers passed
@@ -135,10 +152,10 @@ class Block:
     def address(self, ref, idx):
         if ref[0] == 'shared':
             return self.shared, ref[1] + idx[0]
-        flat, shape = self.memory[ref[1]]
+        flat, strides = self.memory[ref[1]]
         at = 0
-        for d, i in zip(shape, idx):
-            at = at * d + np.asarray(i)
+        for st, i in zip(strides, idx):
+            at = at + st * np.asarray(i)
         return flat, at
 
     def race(self, what):
@@ -349,12 +366,16 @@ class Block:
         raise NotImplementedError(n)
 
 
-def run_func(func, launch, arrays, shared):
-    """Runs gpu.func `func` over the grid of `launch` on `arrays` (its
-    arguments, written in place); returns the races found."""
+def run_func(func, launch, buffers, shared):
+    """Runs gpu.func `func` over the grid of `launch` on `buffers` (its
+    arguments: flat arrays laid out as the memref types' strides say, written
+    in place); returns the races found."""
     assert func.name == 'gpu.func', func.name
-    args, body = func.regions[0]
-    memory = {name: (x.reshape(-1), x.shape) for name, x in zip(args, arrays)}
+    args, body, header = func.regions[0]
+    strides = memref_strides(header)
+    memory = {name: (x.reshape(-1), strides[name]) for name, x in zip(args, buffers)}
+    for x in buffers:
+        assert np.shares_memory(x.reshape(-1), x), 'a buffer that is not flat in memory'
     block = Block(launch['block'][0], memory, shared)
     gx, gy, gz = launch['grid']
     for bz in range(gz):
@@ -364,29 +385,47 @@ def run_func(func, launch, arrays, shared):
     return block.races
 
 
-def run_kernel(text, launch, inputs):
-    """Runs the kernel of generic-form module `text` on `inputs` (q, k, v and
-    the captured tensors), or the split-K form's partial kernel and then its
-    combine; returns O and the races found."""
+def run_kernel(text, launch, inputs, o, q_shape):
+    """Runs the kernel of generic-form module `text` on `inputs` (the buffers
+    of q, k, v and the captured tensors) into buffer `o`, or the split-K
+    form's partial kernel and then its combine; returns the races found."""
     ops, _ = parse(text.split('\n'))
     funcs = ops[0].regions[0][1][0].regions[0][1]
-    q = inputs[0]
-    o = np.full(q.shape, np.nan, np.float32)  # rows never written show
     if 'combine' not in launch:
-        return o, run_func(funcs[0], launch, [q, inputs[1], inputs[2], o] + list(inputs[3:]),
-                           launch['shared'])
+        return run_func(funcs[0], launch, list(inputs[:3]) + [o] + list(inputs[3:]),
+                        launch['shared'])
     # Scratch starts as NaN too: a partial result never written shows.
-    b, h, lq, d = q.shape
+    b, h, lq, d = q_shape
     c = launch['chunks']
     part = np.full((b, h, c, lq, d), np.nan, np.float32)
     stats = np.full((b, h, c, lq, 2), np.nan, np.float32)
-    races = run_func(funcs[0], launch, [q, inputs[1], inputs[2], part, stats] +
-                     list(inputs[3:]), launch['shared'])
-    # The combine views the buffers with batch and head merged.
-    races += run_func(funcs[1], launch['combine'], [part.reshape(b * h, c, lq, d),
-                                                    stats.reshape(b * h, c, lq, 2),
-                                                    o.reshape(b * h, lq, d)], 0)
-    return o, races
+    races = run_func(funcs[0], launch, list(inputs[:3]) + [part, stats] + list(inputs[3:]),
+                     launch['shared'])
+    # The combine reads the scratch with batch and head merged.
+    return races + run_func(funcs[1], launch['combine'], [part, stats, o], 0)
+
+
+def strided(shape, strides, fill):
+    """A flat buffer holding a tensor of `shape` at element `strides`, every
+    element `fill`, and the tensor's view into it."""
+    size = 1 + sum((n - 1) * st for n, st in zip(shape, strides))
+    buf = np.full(size, fill, np.float32)
+    view = np.lib.stride_tricks.as_strided(buf, shape, [4 * st for st in strides])
+    return buf, view
+
+
+def layout_strides(flags, which, shape):
+    """The strides the case's flags give tensor `which` (q, k, v, o) of
+    logical `shape` [B, H, rows, D]: --X-strides, else --layout (--o-layout
+    for O) blhd (the [B, rows, H, D] tensor), else packed."""
+    if '--%s-strides' % which in flags:
+        return [int(x) for x in flags['--%s-strides' % which].split(',')]
+    layout = flags.get('--o-layout' if which == 'o' and '--o-layout' in flags else '--layout',
+                       'bhld')
+    b, h, r, d = shape
+    if layout == 'blhd':
+        return [r * h * d, d, h * d, 1]
+    return [h * r * d, r * d, d, 1]
 
 
 def reference(q, k, v, scale, keep, change, nan_rows):
@@ -480,12 +519,37 @@ CASES = [
     ('--lq 4 --lk 130 --d 24 --softcap 5 --scale 1 --schedule 16,32,0 --chunk-tiles 2', ALL,
      softcap(5.0), False),
     ('--lq 1 --lk 1100 --d 64 --hq 2', ALL, SAME, False),
+    # Strided tensors: Q, K, V and O as [B, L, H, D] buffers (--layout
+    # blhd), O alone, O's rows padded (the gaps must stay unwritten); the
+    # split-K form with O's batch and head mergeable (lq 1) and not (the
+    # combine then indexes the 4-D tensor).
+    ('--lq 33 --lk 65 --d 20 --batch 2 --hq 4 --hkv 2 --causal --layout blhd '
+     '--schedule 16,64,1', CAUSAL, SAME, False),
+    ('--lq 17 --lk 40 --d 24 --hq 2 --o-layout blhd --o-strides 1,1000,28,1 '
+     '--schedule 16,32,0', ALL, SAME, False),
+    ('--lq 1 --lk 300 --d 32 --batch 2 --hq 4 --hkv 2 --layout blhd --schedule 16,32,1 '
+     '--chunk-tiles 3', ALL, SAME, False),
+    ('--lq 3 --lk 130 --d 20 --batch 2 --hq 2 --causal --layout blhd --schedule 16,32,0 '
+     '--chunk-tiles 2', CAUSAL, SAME, False),
+]
+
+# Strides the templates must refuse (flags, the reason's words).
+REFUSED = [
+    ('--lq 4 --lk 40 --d 16 --q-strides 1,64,18,1', "Q's strides do not keep 16-byte aligned rows"),
+    ('--lq 4 --lk 40 --d 16 --k-strides 1,640,16,2', "K's strides must have the innermost 1"),
+    ('--lq 4 --lk 40 --d 16 --hq 2 --o-strides 1,16,16,1', "O's strides overlap its elements"),
+    ('--lq 4 --lk 40 --d 16 --hq 2 --hkv 2 --v-strides 1,0,16,1', "V's strides must be positive"),
 ]
 
 
 def main():
     gen = sys.argv[1]
     failed = 0
+    for flags, words in REFUSED:
+        p = subprocess.run([gen] + flags.split(), capture_output=True, text=True)
+        ok = p.returncode == 1 and words in p.stderr and len(p.stderr.strip().split('\n')) == 1
+        failed += not ok
+        print('%s %s: refused (%s)' % ('PASS' if ok else 'FAIL', flags, p.stderr.strip()))
     rng = np.random.default_rng(20261201)
     for flags, keep, change, nan_rows in CASES:
         argv = flags.split()
@@ -504,7 +568,21 @@ def main():
         q = rng.standard_normal((b, hq, lq, d)).astype(np.float32)
         k = rng.standard_normal((b, hkv, lk, d)).astype(np.float32)
         v = rng.standard_normal((b, hkv, lk, d)).astype(np.float32)
-        o, races = run_kernel(text, launch, [q, k, v])
+        # Each tensor in a buffer of its layout; O's starts as NaN (elements
+        # never written show, and so do writes between O's elements).
+        bufs = []
+        for name, x in (('q', q), ('k', k), ('v', v)):
+            buf, view = strided(x.shape, layout_strides(val, name, x.shape), 0.0)
+            view[...] = x
+            bufs.append(buf)
+        o_strides = layout_strides(val, 'o', q.shape)
+        o_buf, o_view = strided(q.shape, o_strides, np.nan)
+        races = run_kernel(text, launch, bufs, o_buf, q.shape)
+        o = o_view.copy()
+        written, _ = strided(q.shape, o_strides, 0.0)
+        np.lib.stride_tricks.as_strided(written, q.shape, [4 * st for st in o_strides])[...] = 1
+        if not np.isnan(o_buf[written == 0]).all():
+            races.append('a write between the elements of O')
         ref = reference(q, k, v, scale, keep, change, nan_rows)
         nan = np.isnan(ref)
         bound = 2.0 ** -24 * (32 + 2 * np.sqrt(lk)) * (np.abs(ref[~nan]).max() if (~nan).any()

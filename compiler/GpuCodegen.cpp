@@ -12,6 +12,7 @@
 #include "compiler/KernelPrep.h"
 #include "compiler/LLVMUtils.h"
 #include "compiler/gpu/AttentionKernel.h"
+#include "compiler/gpu/AttentionPlan.h"
 #include "compiler/gpu/MatmulKernel.h"
 #include "compiler/gpu/SimtAttention.h"
 #include "compiler/gpu/TransposeKernel.h"
@@ -441,6 +442,11 @@ std::optional<AttentionUse> takeAttention(func::FuncOp f,
     }
     return std::nullopt;
   };
+  // tcc-gpu-attention-plan chose the template and schedule (and said why
+  // where none takes the chain); no plan: generic loops.
+  Attribute plan = chain->getAttr(::tcc::gpu::kAttentionPlanAttrName);
+  if (!plan)
+    return std::nullopt;
   std::optional<mlir::tcc::AttentionMatch> m =
       mlir::tcc::matchAttention(chain, why);
   if (!m)
@@ -449,28 +455,6 @@ std::optional<AttentionUse> takeAttention(func::FuncOp f,
        v = dyn_cast<BlockArgument>(m->v);
   if (!q || !k || !v)
     return refuse("Q, K or V is computed in the attention kernel");
-  ::tcc::gpu::AttentionProblem p;
-  p.batch = m->batch;
-  p.headsQ = m->heads;
-  p.headsKV = m->kvHeads;
-  p.lq = m->lq;
-  p.lk = m->lk;
-  p.headDim = m->headDim;
-  p.elemType = m->elemType;
-  p.kTransposed = m->kTransposed;
-  // Operands in the model's layout: strides of the 4-D axes, the leading
-  // ones a shorter operand lacks of size 1 (any stride).
-  auto strides4 = [](ArrayRef<int64_t> s) {
-    SmallVector<int64_t, 4> out;
-    if (!s.empty())
-      out.append(4 - s.size(), 0);
-    out.append(s.begin(), s.end());
-    return out;
-  };
-  p.qStrides = strides4(m->qStrides);
-  p.kStrides = strides4(m->kStrides);
-  p.vStrides = strides4(m->vStrides);
-  p.oStrides = strides4(m->oStrides);
   // The captured tensors (bias, mask, slopes) are kernel arguments too.
   std::vector<int> capturedArgs;
   for (Value c : m->captured) {
@@ -478,35 +462,10 @@ std::optional<AttentionUse> takeAttention(func::FuncOp f,
     if (!arg)
       return refuse("a captured tensor is computed in the attention kernel");
     capturedArgs.push_back(arg.getArgNumber());
-    auto t = cast<RankedTensorType>(c.getType());
-    p.captured.push_back(MemRefType::get(t.getShape(), t.getElementType()));
   }
-  // A scale beside a key mask: the tensor-core templates apply the mask per
-  // key (keyKeepApply) and keep their folded-scale softmax; the f32 one
-  // takes the changes as score code.
-  bool keyAsMask = m->keyMaskAlone && !m->elemType.isF32();
-  if (m->scale && (!m->keyMaskAlone || keyAsMask)) {
-    p.scale = *m->scale;
-    p.keyKeepApply = keyAsMask;
-  } else {
-    mlir::tcc::AttentionMatch match = *m;
-    p.scoreMod = [match](OpBuilder &b, Location loc, Value s, Value batch,
-                         Value head, Value qi, Value ki, ValueRange captured) {
-      return match.buildScoreMod(b, loc, s, batch, head, qi, ki, captured);
-    };
-  }
-  for (const mlir::tcc::LinearConstraint &c : m->mask)
-    p.mask.push_back({c.a, c.b, c.c});
-  if (m->keyMask) {
-    mlir::tcc::AttentionMatch match = *m;
-    p.keyKeep = [match](OpBuilder &b, Location loc, Value batch, Value head,
-                        Value ki, ValueRange captured) {
-      return match.buildKeyKeep(b, loc, batch, head, ki, captured);
-    };
-    p.keyKeepPerHead = m->keyMaskPerHead;
-  }
-  p.maskedRows = m->maskedToInfinity ? ::tcc::gpu::MaskedRowPolicy::NaN
-                                     : ::tcc::gpu::MaskedRowPolicy::Zero;
+  ::tcc::gpu::AttentionProblem p = ::tcc::gpu::attentionProblemOf(*m);
+  if (!::tcc::gpu::attentionPlanValid(p, plan, target, why))
+    return refuse(why);
   OpBuilder b(gpuModule.getContext());
   b.setInsertionPointToEnd(gpuModule.getBody());
   AttentionUse use;
@@ -531,19 +490,21 @@ std::optional<AttentionUse> takeAttention(func::FuncOp f,
     f->setAttr("tcc.template", UnitAttr::get(f.getContext()));
     return std::optional<AttentionUse>(use);
   };
-  // f32 runs on CUDA cores in true f32 (as PyTorch's SDPA computes f32; the
-  // tensor-core templates take bf16 and f16), one kernel for every shape.
-  if (p.elemType.isF32()) {
-    if (p.kTransposed)
-      return refuse("K given transposed has no f32 attention template");
-    ::tcc::gpu::SimtAttentionSchedule ss =
-        ::tcc::gpu::chooseSimtAttentionSchedule(p, target);
-    if (!::tcc::gpu::simtAttentionScheduleValid(p, ss, target, why))
-      return refuse(why);
+  auto prefillUse = [&](const std::string &symbol,
+                        FailureOr<::tcc::gpu::KernelLaunch> launch)
+      -> std::optional<AttentionUse> {
+    if (failed(launch))
+      return refuse("the attention kernel could not be built");
+    use.launches = {deviceLaunch(symbol, *launch, std::move(kernelArgs))};
+    f->setAttr("tcc.template", UnitAttr::get(f.getContext()));
+    return use;
+  };
+  std::string name = f.getSymName().str();
+  std::string partial = name + "_decode", combine = name + "_combine";
+  if (auto a = dyn_cast<mlir::tcc::SimtAttentionAttr>(plan)) {
+    ::tcc::gpu::SimtAttentionSchedule ss = ::tcc::gpu::scheduleOf(a);
     if (ss.chunkTiles) {
-      // Decode: the keys split over blocks, then a combine (as below).
-      std::string partial = f.getSymName().str() + "_decode";
-      std::string combine = f.getSymName().str() + "_combine";
+      // Decode: the keys split over blocks, then a combine.
       FailureOr<::tcc::gpu::SimtDecodeKernels> dk =
           ::tcc::gpu::buildSimtDecodeKernels(b, gpuModule, partial, combine, p,
                                              ss);
@@ -552,53 +513,28 @@ std::optional<AttentionUse> takeAttention(func::FuncOp f,
       return decodeUse(partial, combine, dk->partial, dk->combine,
                        dk->partialOBytes, dk->partialStatsBytes);
     }
-    std::string symbol = f.getSymName().str() + "_attn_simt";
-    FailureOr<::tcc::gpu::KernelLaunch> launch =
-        ::tcc::gpu::buildSimtAttentionKernel(b, gpuModule, symbol, p, ss);
-    if (failed(launch))
-      return refuse("the SIMT attention kernel could not be built");
-    use.launches = {deviceLaunch(symbol, *launch, std::move(kernelArgs))};
-    f->setAttr("tcc.template", UnitAttr::get(f.getContext()));
-    return use;
+    return prefillUse(name + "_attn_simt",
+                      ::tcc::gpu::buildSimtAttentionKernel(
+                          b, gpuModule, name + "_attn_simt", p, ss));
   }
-  if (!::tcc::gpu::attentionKernelSupports(p, why))
-    return refuse(why);
-  if (::tcc::gpu::preferDecode(p)) {
-    ::tcc::gpu::DecodeSchedule ds = ::tcc::gpu::chooseDecodeSchedule(p, target);
-    if (::tcc::gpu::decodeScheduleValid(p, ds, target, why)) {
-      std::string partial = f.getSymName().str() + "_decode";
-      std::string combine = f.getSymName().str() + "_combine";
-      FailureOr<::tcc::gpu::DecodeKernels> dk =
-          ::tcc::gpu::buildDecodeKernels(b, gpuModule, partial, combine, p, ds);
-      if (failed(dk))
-        return refuse("the decode kernels could not be built");
-      return decodeUse(partial, combine, dk->partial, dk->combine,
-                       dk->partialOBytes, dk->partialStatsBytes);
-    }
+  if (auto a = dyn_cast<mlir::tcc::MmaDecodeAttr>(plan)) {
+    FailureOr<::tcc::gpu::DecodeKernels> dk = ::tcc::gpu::buildDecodeKernels(
+        b, gpuModule, partial, combine, p, ::tcc::gpu::scheduleOf(a));
+    if (failed(dk))
+      return refuse("the decode kernels could not be built");
+    return decodeUse(partial, combine, dk->partial, dk->combine,
+                     dk->partialOBytes, dk->partialStatsBytes);
   }
-  // With wgmma (sm_90a), Hopper's warpgroup MMA (1.3-1.6x the mma.sync
-  // template at sequence 8192, docs/performance.md) takes head dims 64 and
-  // 128.
-  std::string symbol = f.getSymName().str() + "_attn";
-  FailureOr<::tcc::gpu::KernelLaunch> launch = failure();
-  ::tcc::gpu::WgmmaAttentionSchedule ws =
-      ::tcc::gpu::chooseWgmmaAttentionSchedule(p);
-  if (target.wgmma && ::tcc::gpu::wgmmaAttentionSupports(p, ws, target, why)) {
-    symbol += "_wgmma";
-    launch = ::tcc::gpu::buildWgmmaAttentionKernel(b, gpuModule, symbol, p, ws);
-  } else {
-    ::tcc::gpu::AttentionSchedule schedule =
-        ::tcc::gpu::chooseAttentionSchedule(p, target);
-    if (!::tcc::gpu::attentionScheduleValid(p, schedule, target, why))
-      return refuse(why);
-    launch =
-        ::tcc::gpu::buildAttentionKernel(b, gpuModule, symbol, p, schedule);
-  }
-  if (failed(launch))
-    return refuse("the attention kernel could not be built");
-  use.launches = {deviceLaunch(symbol, *launch, std::move(kernelArgs))};
-  f->setAttr("tcc.template", UnitAttr::get(f.getContext()));
-  return use;
+  if (auto a = dyn_cast<mlir::tcc::WgmmaAttentionAttr>(plan))
+    return prefillUse(
+        name + "_attn_wgmma",
+        ::tcc::gpu::buildWgmmaAttentionKernel(
+            b, gpuModule, name + "_attn_wgmma", p, ::tcc::gpu::scheduleOf(a)));
+  return prefillUse(
+      name + "_attn",
+      ::tcc::gpu::buildAttentionKernel(
+          b, gpuModule, name + "_attn", p,
+          ::tcc::gpu::scheduleOf(cast<mlir::tcc::MmaAttentionAttr>(plan))));
 }
 
 LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,

@@ -1,6 +1,7 @@
 //===- Pipeline.cpp - from an imported model to a bundle ------------------===//
 #include "compiler/Pipeline.h"
 #include "compiler/BundleBuilder.h"
+#include "compiler/gpu/Passes.h"
 #include "passes/Passes.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -55,6 +56,12 @@ LogicalResult tcc::compileModel(ImportedModel &model,
     withoutMatmuls.maxMatmulExtent = 0;
     pm.addNestedPass<mlir::func::FuncOp>(
         mlir::tcc::createTccFormChains(withoutMatmuls));
+    // The template and schedule of each attention chain, as an attribute
+    // GpuCodegen builds from.
+    mlir::tcc::TccGpuAttentionPlanOptions plan;
+    plan.target = target.name;
+    pm.addNestedPass<mlir::func::FuncOp>(
+        mlir::tcc::createTccGpuAttentionPlan(plan));
   }
   // GPU code generation does not take the fused forms yet: auto is off there.
   mlir::tcc::TccChainFusionOptions fusion;

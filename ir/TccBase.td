@@ -20,7 +20,7 @@ def Tcc_Dialect : Dialect {
     region ops that graph passes use to group ops into kernels and reduction
     chains.
   }];
-  let useDefaultAttributePrinterParser = 0;
+  let useDefaultAttributePrinterParser = 1;
 }
 
 // The element types of the model format.

@@ -1,0 +1,181 @@
+//===- AttentionPlan.cpp - which attention template, which schedule -------===//
+#include "compiler/gpu/AttentionPlan.h"
+
+using namespace mlir;
+
+namespace tcc::gpu {
+
+AttentionProblem attentionProblemOf(const mlir::tcc::AttentionMatch &m) {
+  AttentionProblem p;
+  p.batch = m.batch;
+  p.headsQ = m.heads;
+  p.headsKV = m.kvHeads;
+  p.lq = m.lq;
+  p.lk = m.lk;
+  p.headDim = m.headDim;
+  p.elemType = m.elemType;
+  p.kTransposed = m.kTransposed;
+  // Operands in the model's layout: strides of the 4-D axes, the leading
+  // ones a shorter operand lacks of size 1 (any stride).
+  auto strides4 = [](ArrayRef<int64_t> s) {
+    SmallVector<int64_t, 4> out;
+    if (!s.empty())
+      out.append(4 - s.size(), 0);
+    out.append(s.begin(), s.end());
+    return out;
+  };
+  p.qStrides = strides4(m.qStrides);
+  p.kStrides = strides4(m.kStrides);
+  p.vStrides = strides4(m.vStrides);
+  p.oStrides = strides4(m.oStrides);
+  for (Value c : m.captured) {
+    auto t = cast<RankedTensorType>(c.getType());
+    p.captured.push_back(MemRefType::get(t.getShape(), t.getElementType()));
+  }
+  // A scale beside a key mask: the tensor-core templates apply the mask per
+  // key (keyKeepApply) and keep their folded-scale softmax; the f32 one
+  // takes the changes as score code.
+  bool keyAsMask = m.keyMaskAlone && !m.elemType.isF32();
+  if (m.scale && (!m.keyMaskAlone || keyAsMask)) {
+    p.scale = *m.scale;
+    p.keyKeepApply = keyAsMask;
+  } else {
+    p.scoreMod = [m](OpBuilder &b, Location loc, Value s, Value batch,
+                     Value head, Value qi, Value ki, ValueRange captured) {
+      return m.buildScoreMod(b, loc, s, batch, head, qi, ki, captured);
+    };
+  }
+  for (const mlir::tcc::LinearConstraint &c : m.mask)
+    p.mask.push_back({c.a, c.b, c.c});
+  if (m.keyMask) {
+    p.keyKeep = [m](OpBuilder &b, Location loc, Value batch, Value head,
+                    Value ki, ValueRange captured) {
+      return m.buildKeyKeep(b, loc, batch, head, ki, captured);
+    };
+    p.keyKeepPerHead = m.keyMaskPerHead;
+  }
+  p.maskedRows =
+      m.maskedToInfinity ? MaskedRowPolicy::NaN : MaskedRowPolicy::Zero;
+  return p;
+}
+
+Attribute chooseAttentionPlan(MLIRContext *ctx, const AttentionProblem &p,
+                              const ::tcc::TargetDesc &target,
+                              std::string &why) {
+  // f32 runs on CUDA cores in true f32 (as PyTorch's SDPA computes f32; the
+  // tensor-core templates take bf16 and f16), one kernel for every shape,
+  // or its split-K pair for decode shapes.
+  if (p.elemType.isF32()) {
+    if (!simtAttentionSupports(p, why))
+      return {};
+    SimtAttentionSchedule s = chooseSimtAttentionSchedule(p, target);
+    return simtAttentionScheduleValid(p, s, target, why) ? planOf(ctx, s)
+                                                         : Attribute();
+  }
+  if (!attentionKernelSupports(p, why))
+    return {};
+  if (preferDecode(p)) {
+    DecodeSchedule s = chooseDecodeSchedule(p, target);
+    if (decodeScheduleValid(p, s, target, why))
+      return planOf(ctx, s);
+  }
+  // With wgmma (sm_90a), Hopper's warpgroup MMA (1.3-1.6x the mma.sync
+  // template at sequence 8192, docs/performance.md) where it takes the
+  // problem (head dims 64 and 128).
+  WgmmaAttentionSchedule ws = chooseWgmmaAttentionSchedule(p);
+  if (target.wgmma && wgmmaAttentionSupports(p, ws, target, why))
+    return planOf(ctx, ws);
+  AttentionSchedule s = chooseAttentionSchedule(p, target);
+  return attentionScheduleValid(p, s, target, why) ? planOf(ctx, s)
+                                                   : Attribute();
+}
+
+bool attentionPlanValid(const AttentionProblem &p, Attribute plan,
+                        const ::tcc::TargetDesc &target, std::string &why) {
+  bool f32 = p.elemType.isF32();
+  auto wrongType = [&](const char *what) {
+    why = std::string("the attention plan is for ") + what + ", the problem " +
+          (f32 ? "f32 (the SIMT template)" : "bf16 or f16");
+    return false;
+  };
+  if (auto a = dyn_cast<mlir::tcc::SimtAttentionAttr>(plan)) {
+    if (!f32)
+      return wrongType("f32");
+    return simtAttentionSupports(p, why) &&
+           simtAttentionScheduleValid(p, scheduleOf(a), target, why);
+  }
+  if (f32)
+    return wrongType("bf16 or f16");
+  if (!attentionKernelSupports(p, why))
+    return false;
+  if (auto a = dyn_cast<mlir::tcc::MmaDecodeAttr>(plan))
+    return decodeScheduleValid(p, scheduleOf(a), target, why);
+  if (auto a = dyn_cast<mlir::tcc::WgmmaAttentionAttr>(plan)) {
+    if (!target.wgmma) {
+      why = "the wgmma attention template needs a target with wgmma (sm_90a)";
+      return false;
+    }
+    return wgmmaAttentionSupports(p, scheduleOf(a), target, why);
+  }
+  if (auto a = dyn_cast<mlir::tcc::MmaAttentionAttr>(plan))
+    return attentionScheduleValid(p, scheduleOf(a), target, why);
+  why = "the attention plan is not one of the attention templates";
+  return false;
+}
+
+AttentionSchedule scheduleOf(mlir::tcc::MmaAttentionAttr a) {
+  return {a.getBlockQ(), a.getBlockKV(), a.getWarps(), a.getStages()};
+}
+
+DecodeSchedule scheduleOf(mlir::tcc::MmaDecodeAttr a) {
+  DecodeSchedule s;
+  s.blockKV = a.getBlockKV();
+  s.warps = a.getWarps();
+  s.stages = a.getStages();
+  s.chunkTiles = a.getChunkTiles();
+  return s;
+}
+
+WgmmaAttentionSchedule scheduleOf(mlir::tcc::WgmmaAttentionAttr a) {
+  WgmmaAttentionSchedule s;
+  s.warpgroups = a.getWarpgroups();
+  s.blockKV = a.getBlockKV();
+  s.stages = a.getStages();
+  s.overlap = a.getOverlap();
+  s.producer = a.getProducer();
+  s.pingpong = a.getPingpong();
+  return s;
+}
+
+SimtAttentionSchedule scheduleOf(mlir::tcc::SimtAttentionAttr a) {
+  SimtAttentionSchedule s;
+  s.blockQ = a.getBlockQ();
+  s.blockKV = a.getBlockKV();
+  s.splitKV = a.getSplitKV();
+  s.minBlocks = a.getMinBlocks();
+  s.chunkTiles = a.getChunkTiles();
+  return s;
+}
+
+Attribute planOf(MLIRContext *ctx, const AttentionSchedule &s) {
+  return mlir::tcc::MmaAttentionAttr::get(ctx, s.blockQ, s.blockKV, s.warps,
+                                          s.stages);
+}
+
+Attribute planOf(MLIRContext *ctx, const DecodeSchedule &s) {
+  return mlir::tcc::MmaDecodeAttr::get(ctx, s.blockKV, s.warps, s.stages,
+                                       s.chunkTiles);
+}
+
+Attribute planOf(MLIRContext *ctx, const WgmmaAttentionSchedule &s) {
+  return mlir::tcc::WgmmaAttentionAttr::get(ctx, s.warpgroups, s.blockKV,
+                                            s.stages, s.overlap, s.producer,
+                                            s.pingpong);
+}
+
+Attribute planOf(MLIRContext *ctx, const SimtAttentionSchedule &s) {
+  return mlir::tcc::SimtAttentionAttr::get(ctx, s.blockQ, s.blockKV, s.splitKV,
+                                           s.minBlocks, s.chunkTiles);
+}
+
+} // namespace tcc::gpu

@@ -1,0 +1,62 @@
+//===- AttentionPlan.h - which attention template, which schedule -*- C++
+//-*-===//
+//
+// A chain that tcc-gpu-attention-chains kept as attention (`tcc.attention`)
+// gets its kernel plan from tcc-gpu-attention-plan: one of the typed
+// attributes of ir/TccAttrs.td, naming the template (mma.sync prefill or
+// its split-K decode pair, wgmma, the f32 SIMT template) and carrying its
+// schedule. GpuCodegen builds what the plan says. Both build the problem
+// from the chain the same way (attentionProblemOf), so that a plan checked
+// here is the plan built there.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TCC_COMPILER_GPU_ATTENTIONPLAN_H
+#define TCC_COMPILER_GPU_ATTENTIONPLAN_H
+
+#include "compiler/Target.h"
+#include "compiler/gpu/AttentionKernel.h"
+#include "compiler/gpu/SimtAttention.h"
+#include "compiler/gpu/WgmmaAttention.h"
+#include "ir/TccAttrs.h"
+#include "passes/AttentionMatch.h"
+
+#include <string>
+
+namespace tcc::gpu {
+
+/// The chain attribute holding the plan.
+constexpr llvm::StringLiteral kAttentionPlanAttrName = "tcc.attention_plan";
+
+/// The attention problem of a chain matched as attention: sizes, layouts
+/// (strides), the mask, and the hooks built from the match (score change,
+/// key mask). `captured` holds memref types of the match's captured tensors,
+/// in its order.
+AttentionProblem attentionProblemOf(const mlir::tcc::AttentionMatch &m);
+
+/// The template and schedule for `p` on `target`, or null with the reason
+/// in `why`: f32 takes the SIMT template; bf16 and f16 the split-K decode
+/// pair for few query rows against many keys, else wgmma where the target
+/// has it and the template takes the problem, else mma.sync.
+mlir::Attribute chooseAttentionPlan(mlir::MLIRContext *ctx,
+                                    const AttentionProblem &p,
+                                    const ::tcc::TargetDesc &target,
+                                    std::string &why);
+
+/// Whether `plan` (an attribute chooseAttentionPlan may return) builds `p`
+/// on `target`; when not, `why` says why.
+bool attentionPlanValid(const AttentionProblem &p, mlir::Attribute plan,
+                        const ::tcc::TargetDesc &target, std::string &why);
+
+/// The schedules the plan attributes carry, and back.
+AttentionSchedule scheduleOf(mlir::tcc::MmaAttentionAttr a);
+DecodeSchedule scheduleOf(mlir::tcc::MmaDecodeAttr a);
+WgmmaAttentionSchedule scheduleOf(mlir::tcc::WgmmaAttentionAttr a);
+SimtAttentionSchedule scheduleOf(mlir::tcc::SimtAttentionAttr a);
+mlir::Attribute planOf(mlir::MLIRContext *ctx, const AttentionSchedule &s);
+mlir::Attribute planOf(mlir::MLIRContext *ctx, const DecodeSchedule &s);
+mlir::Attribute planOf(mlir::MLIRContext *ctx, const WgmmaAttentionSchedule &s);
+mlir::Attribute planOf(mlir::MLIRContext *ctx, const SimtAttentionSchedule &s);
+
+} // namespace tcc::gpu
+
+#endif // TCC_COMPILER_GPU_ATTENTIONPLAN_H

@@ -1,0 +1,72 @@
+//===- GpuAttentionPlan.cpp - the template and schedule of attention ------===//
+//
+// Sets `tcc.attention_plan` on each chain marked `tcc.attention`, or checks
+// the one it has (compiler/gpu/Passes.td).
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/gpu/AttentionPlan.h"
+#include "compiler/gpu/Passes.h"
+
+#include "mlir/IR/Diagnostics.h"
+
+namespace mlir::tcc {
+#define GEN_PASS_DEF_TCCGPUATTENTIONPLAN
+#include "compiler/gpu/Passes.h.inc"
+} // namespace mlir::tcc
+
+using namespace mlir;
+
+namespace {
+
+struct TccGpuAttentionPlan
+    : mlir::tcc::impl::TccGpuAttentionPlanBase<TccGpuAttentionPlan> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    std::string error;
+    std::optional<::tcc::TargetDesc> desc = ::tcc::parseTarget(target, error);
+    if (!desc) {
+      getOperation().emitError() << error;
+      return signalPassFailure();
+    }
+    WalkResult result = getOperation().walk([&](mlir::tcc::ChainOp chain) {
+      if (!chain->hasAttr(mlir::tcc::kAttentionAttrName))
+        return WalkResult::advance();
+      std::string why;
+      std::optional<mlir::tcc::AttentionMatch> m =
+          mlir::tcc::matchAttention(chain, why);
+      Attribute plan = chain->getAttr(::tcc::gpu::kAttentionPlanAttrName);
+      if (m) {
+        ::tcc::gpu::AttentionProblem p = ::tcc::gpu::attentionProblemOf(*m);
+        if (plan) {
+          // A plan given by hand is the user's: refusing it silently would
+          // time or run something else than asked.
+          if (!::tcc::gpu::attentionPlanValid(p, plan, *desc, why)) {
+            chain.emitError()
+                << "attention plan " << plan << " cannot be built: " << why;
+            return WalkResult::interrupt();
+          }
+          return WalkResult::advance();
+        }
+        plan =
+            ::tcc::gpu::chooseAttentionPlan(chain.getContext(), p, *desc, why);
+      }
+      if (plan) {
+        chain->setAttr(::tcc::gpu::kAttentionPlanAttrName, plan);
+        return WalkResult::advance();
+      }
+      // Generic loops, one kernel (the chain keeps its group); why, for
+      // `tcc compile --explain`, at the node of the chain's result.
+      chain->removeAttr(::tcc::gpu::kAttentionPlanAttrName);
+      Value res = chain.getBody().front().getTerminator()->getOperand(0);
+      emitRemark(res.getDefiningOp() ? res.getDefiningOp()->getLoc()
+                                     : chain.getLoc())
+          << "attention not fused: " << why;
+      return WalkResult::advance();
+    });
+    if (result.wasInterrupted())
+      signalPassFailure();
+  }
+};
+
+} // namespace

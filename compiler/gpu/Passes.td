@@ -1,0 +1,36 @@
+//===- Passes.td - passes that consult the GPU templates ---*- tablegen -*-===//
+//
+// Passes that ask the kernel templates of compiler/gpu (what they support,
+// which schedule they choose) live beside them: passes/ does not depend on
+// the templates.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TCC_COMPILER_GPU_PASSES_TD
+#define TCC_COMPILER_GPU_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def TccGpuAttentionPlan : Pass<"tcc-gpu-attention-plan", "func::FuncOp"> {
+  let summary = "Choose the template and schedule of each attention chain";
+  let description = [{
+    For every chain marked `tcc.attention` (tcc-gpu-attention-chains), the
+    attention problem (compiler/gpu/AttentionPlan.h) is given to the
+    templates: f32 takes the SIMT template; bf16 and f16 the split-K decode
+    pair for few query rows against many keys, else wgmma where the target
+    has it and the template takes the problem, else mma.sync. The choice is
+    set on the chain as `tcc.attention_plan`, one of the typed attributes
+    `#tcc.mma_attention`, `#tcc.mma_decode`, `#tcc.wgmma_attention`,
+    `#tcc.simt_attention` carrying the template's schedule; GpuCodegen builds
+    what it says. A chain that already has a plan (given by hand) is
+    checked instead: a plan the templates cannot build is an error. A chain
+    no template takes keeps no plan and runs as generic loops, with a remark
+    "attention not fused: REASON" (tcc compile --explain).
+  }];
+  let options = [
+    Option<"target", "target", "std::string", /*default=*/"\"sm_90\"",
+           "The code target (tcc compile --target)">,
+  ];
+}
+
+#endif // TCC_COMPILER_GPU_PASSES_TD

@@ -1,0 +1,71 @@
+//===- TccAttrs.td - tcc attributes ------------------------*- tablegen -*-===//
+//
+// Decisions the compiler makes, kept in the IR as typed attributes so that
+// passes set them, later passes and code generation read them, and lit tests
+// check them through tcc-opt.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TCC_ATTRS_TD
+#define TCC_ATTRS_TD
+
+include "ir/TccBase.td"
+
+class Tcc_Attr<string name, string attrMnemonic> : AttrDef<Tcc_Dialect, name> {
+  let mnemonic = attrMnemonic;
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
+// The attention templates and their schedules (compiler/gpu: one attribute
+// per template, its parameters the template's schedule), chosen by
+// tcc-gpu-attention-plan for a chain marked `tcc.attention`.
+
+def Tcc_MmaAttentionAttr : Tcc_Attr<"MmaAttention", "mma_attention"> {
+  let summary = "the mma.sync attention template (sm_80 and later), prefill";
+  let description = [{
+    A block of `warps` warps owns `blockQ` query rows and steps over the keys
+    by `blockKV`, with `stages` shared-memory buffers of K and V in flight
+    (compiler/gpu/AttentionKernel.h, AttentionSchedule).
+  }];
+  let parameters = (ins "int64_t":$blockQ, "int64_t":$blockKV,
+                        "int64_t":$warps, "int64_t":$stages);
+}
+
+def Tcc_MmaDecodeAttr : Tcc_Attr<"MmaDecode", "mma_decode"> {
+  let summary = "the mma.sync split-K decode pair (partial and combine)";
+  let description = [{
+    A block per (key chunk of `chunkTiles` tiles of `blockKV` keys,
+    key/value head, batch), `warps` warps splitting each tile, `stages`
+    buffers (compiler/gpu/AttentionKernel.h, DecodeSchedule).
+  }];
+  let parameters = (ins "int64_t":$blockKV, "int64_t":$warps,
+                        "int64_t":$stages, "int64_t":$chunkTiles);
+}
+
+def Tcc_WgmmaAttentionAttr : Tcc_Attr<"WgmmaAttention", "wgmma_attention"> {
+  let summary = "the wgmma attention template (sm_90a), prefill";
+  let description = [{
+    `warpgroups` consumer warpgroups of 64 query rows each, key tiles of
+    `blockKV`, `stages` buffers; `overlap`, `producer` and `pingpong` the
+    template's experimental schedules (compiler/gpu/WgmmaAttention.h,
+    WgmmaAttentionSchedule).
+  }];
+  let parameters = (ins "int64_t":$warpgroups, "int64_t":$blockKV,
+                        "int64_t":$stages, "bool":$overlap, "bool":$producer,
+                        "bool":$pingpong);
+}
+
+def Tcc_SimtAttentionAttr : Tcc_Attr<"SimtAttention", "simt_attention"> {
+  let summary = "the f32 attention template on CUDA cores";
+  let description = [{
+    `blockQ` query rows and `blockKV` keys a step; `splitKV`: K and V have
+    buffers of their own; `minBlocks`: blocks a multiprocessor must hold;
+    `chunkTiles` > 0: the split-K decode pair, a block reading that many key
+    tiles (compiler/gpu/SimtAttention.h, SimtAttentionSchedule).
+  }];
+  let parameters = (ins "int64_t":$blockQ, "int64_t":$blockKV,
+                        "bool":$splitKV, "int64_t":$minBlocks,
+                        "int64_t":$chunkTiles);
+}
+
+#endif // TCC_ATTRS_TD

@@ -1,0 +1,120 @@
+// RUN: tcc-opt %s --split-input-file --tcc-gpu-attention-plan=target=sm_90a | FileCheck %s --check-prefixes=CHECK,SM90A
+// RUN: tcc-opt %s --split-input-file --tcc-gpu-attention-plan=target=sm_90 | FileCheck %s --check-prefixes=CHECK,SM90
+
+// The template and schedule of each chain marked tcc.attention, as a typed
+// attribute: wgmma on sm_90a for head size 64 (8 warps' worth of rows in
+// two consumer warpgroups), mma.sync on sm_90.
+// CHECK-LABEL: func.func @prefill_d64
+// SM90A: tcc.attention_plan = #tcc.wgmma_attention<warpgroups = 2, blockKV = {{[0-9]+}}, stages = {{[0-9]+}}, overlap = false, producer = false, pingpong = false>
+// SM90: tcc.attention_plan = #tcc.mma_attention<blockQ = {{[0-9]+}}, blockKV = {{[0-9]+}}, warps = {{[0-9]+}}, stages = {{[0-9]+}}>
+func.func @prefill_d64(%q: tensor<1x4x512x64xbf16>, %k: tensor<1x4x512x64xbf16>, %v: tensor<1x4x512x64xbf16>) -> tensor<1x4x512x64xbf16> {
+  %0 = tcc.chain attributes {axis = 3 : i64, tcc.attention} -> tensor<1x4x512x64xbf16> {
+    %5 = tcc.matmul %q, %k {transpose_b = true} : tensor<1x4x512x64xbf16>, tensor<1x4x512x64xbf16> -> tensor<1x4x512x512xbf16>
+    %9 = tcc.reduce_max %5 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x512x512xbf16> -> tensor<1x4x512x1xbf16>
+    %10 = tcc.sub %5, %9 : tensor<1x4x512x512xbf16>, tensor<1x4x512x1xbf16> -> tensor<1x4x512x512xbf16>
+    %11 = tcc.exp %10 : tensor<1x4x512x512xbf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x512x512xbf16> -> tensor<1x4x512x1xbf16>
+    %13 = tcc.div %11, %12 : tensor<1x4x512x512xbf16>, tensor<1x4x512x1xbf16> -> tensor<1x4x512x512xbf16>
+    %14 = tcc.matmul %13, %v : tensor<1x4x512x512xbf16>, tensor<1x4x512x64xbf16> -> tensor<1x4x512x64xbf16>
+    tcc.yield %14 : tensor<1x4x512x64xbf16>
+  }
+  return %0 : tensor<1x4x512x64xbf16>
+}
+
+// -----
+
+// Head size 96: wgmma takes 64 and 128 only, mma.sync on both targets.
+// CHECK-LABEL: func.func @prefill_d96
+// CHECK: tcc.attention_plan = #tcc.mma_attention<
+func.func @prefill_d96(%q: tensor<1x4x512x96xf16>, %k: tensor<1x4x512x96xf16>, %v: tensor<1x4x512x96xf16>) -> tensor<1x4x512x96xf16> {
+  %0 = tcc.chain attributes {axis = 3 : i64, tcc.attention} -> tensor<1x4x512x96xf16> {
+    %5 = tcc.matmul %q, %k {transpose_b = true} : tensor<1x4x512x96xf16>, tensor<1x4x512x96xf16> -> tensor<1x4x512x512xf16>
+    %9 = tcc.reduce_max %5 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x512x512xf16> -> tensor<1x4x512x1xf16>
+    %10 = tcc.sub %5, %9 : tensor<1x4x512x512xf16>, tensor<1x4x512x1xf16> -> tensor<1x4x512x512xf16>
+    %11 = tcc.exp %10 : tensor<1x4x512x512xf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x512x512xf16> -> tensor<1x4x512x1xf16>
+    %13 = tcc.div %11, %12 : tensor<1x4x512x512xf16>, tensor<1x4x512x1xf16> -> tensor<1x4x512x512xf16>
+    %14 = tcc.matmul %13, %v : tensor<1x4x512x512xf16>, tensor<1x4x512x96xf16> -> tensor<1x4x512x96xf16>
+    tcc.yield %14 : tensor<1x4x512x96xf16>
+  }
+  return %0 : tensor<1x4x512x96xf16>
+}
+
+// -----
+
+// One query row against 2048 keys: the split-K decode pair.
+// CHECK-LABEL: func.func @decode
+// CHECK: tcc.attention_plan = #tcc.mma_decode<blockKV = {{[0-9]+}}, warps = {{[0-9]+}}, stages = {{[0-9]+}}, chunkTiles = {{[1-9][0-9]*}}>
+func.func @decode(%q: tensor<1x4x1x128xbf16>, %k: tensor<1x4x2048x128xbf16>, %v: tensor<1x4x2048x128xbf16>) -> tensor<1x4x1x128xbf16> {
+  %0 = tcc.chain attributes {axis = 3 : i64, tcc.attention} -> tensor<1x4x1x128xbf16> {
+    %5 = tcc.matmul %q, %k {transpose_b = true} : tensor<1x4x1x128xbf16>, tensor<1x4x2048x128xbf16> -> tensor<1x4x1x2048xbf16>
+    %9 = tcc.reduce_max %5 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x1x2048xbf16> -> tensor<1x4x1x1xbf16>
+    %10 = tcc.sub %5, %9 : tensor<1x4x1x2048xbf16>, tensor<1x4x1x1xbf16> -> tensor<1x4x1x2048xbf16>
+    %11 = tcc.exp %10 : tensor<1x4x1x2048xbf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x1x2048xbf16> -> tensor<1x4x1x1xbf16>
+    %13 = tcc.div %11, %12 : tensor<1x4x1x2048xbf16>, tensor<1x4x1x1xbf16> -> tensor<1x4x1x2048xbf16>
+    %14 = tcc.matmul %13, %v : tensor<1x4x1x2048xbf16>, tensor<1x4x2048x128xbf16> -> tensor<1x4x1x128xbf16>
+    tcc.yield %14 : tensor<1x4x1x128xbf16>
+  }
+  return %0 : tensor<1x4x1x128xbf16>
+}
+
+// -----
+
+// f32: the SIMT template on CUDA cores, prefill (no chunks).
+// CHECK-LABEL: func.func @f32
+// CHECK: tcc.attention_plan = #tcc.simt_attention<blockQ = {{[0-9]+}}, blockKV = {{[0-9]+}}, splitKV = {{true|false}}, minBlocks = {{[0-9]+}}, chunkTiles = 0
+func.func @f32(%q: tensor<1x4x256x64xf32>, %k: tensor<1x4x256x64xf32>, %v: tensor<1x4x256x64xf32>) -> tensor<1x4x256x64xf32> {
+  %0 = tcc.chain attributes {axis = 3 : i64, tcc.attention} -> tensor<1x4x256x64xf32> {
+    %5 = tcc.matmul %q, %k {transpose_b = true} : tensor<1x4x256x64xf32>, tensor<1x4x256x64xf32> -> tensor<1x4x256x256xf32>
+    %9 = tcc.reduce_max %5 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x256x256xf32> -> tensor<1x4x256x1xf32>
+    %10 = tcc.sub %5, %9 : tensor<1x4x256x256xf32>, tensor<1x4x256x1xf32> -> tensor<1x4x256x256xf32>
+    %11 = tcc.exp %10 : tensor<1x4x256x256xf32>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x256x256xf32> -> tensor<1x4x256x1xf32>
+    %13 = tcc.div %11, %12 : tensor<1x4x256x256xf32>, tensor<1x4x256x1xf32> -> tensor<1x4x256x256xf32>
+    %14 = tcc.matmul %13, %v : tensor<1x4x256x256xf32>, tensor<1x4x256x64xf32> -> tensor<1x4x256x64xf32>
+    tcc.yield %14 : tensor<1x4x256x64xf32>
+  }
+  return %0 : tensor<1x4x256x64xf32>
+}
+
+// -----
+
+// A chain not marked tcc.attention gets no plan.
+// CHECK-LABEL: func.func @unmarked
+// CHECK-NOT: tcc.attention_plan
+// CHECK: return
+func.func @unmarked(%q: tensor<1x4x128x64xbf16>, %k: tensor<1x4x128x64xbf16>, %v: tensor<1x4x128x64xbf16>) -> tensor<1x4x128x64xbf16> {
+  %0 = tcc.chain attributes {axis = 3 : i64, foo} -> tensor<1x4x128x64xbf16> {
+    %5 = tcc.matmul %q, %k {transpose_b = true} : tensor<1x4x128x64xbf16>, tensor<1x4x128x64xbf16> -> tensor<1x4x128x128xbf16>
+    %9 = tcc.reduce_max %5 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x128x128xbf16> -> tensor<1x4x128x1xbf16>
+    %10 = tcc.sub %5, %9 : tensor<1x4x128x128xbf16>, tensor<1x4x128x1xbf16> -> tensor<1x4x128x128xbf16>
+    %11 = tcc.exp %10 : tensor<1x4x128x128xbf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x128x128xbf16> -> tensor<1x4x128x1xbf16>
+    %13 = tcc.div %11, %12 : tensor<1x4x128x128xbf16>, tensor<1x4x128x1xbf16> -> tensor<1x4x128x128xbf16>
+    %14 = tcc.matmul %13, %v : tensor<1x4x128x128xbf16>, tensor<1x4x128x64xbf16> -> tensor<1x4x128x64xbf16>
+    tcc.yield %14 : tensor<1x4x128x64xbf16>
+  }
+  return %0 : tensor<1x4x128x64xbf16>
+}
+
+// -----
+
+// A plan given by hand is checked, not replaced: mma.sync with 64-row
+// blocks of 4 warps is kept on both targets.
+// CHECK-LABEL: func.func @given
+// CHECK: tcc.attention_plan = #tcc.mma_attention<blockQ = 64, blockKV = 64, warps = 4, stages = 2>
+func.func @given(%q: tensor<1x4x256x64xbf16>, %k: tensor<1x4x256x64xbf16>, %v: tensor<1x4x256x64xbf16>) -> tensor<1x4x256x64xbf16> {
+  %0 = tcc.chain attributes {axis = 3 : i64, tcc.attention, tcc.attention_plan = #tcc.mma_attention<blockQ = 64, blockKV = 64, warps = 4, stages = 2>} -> tensor<1x4x256x64xbf16> {
+    %5 = tcc.matmul %q, %k {transpose_b = true} : tensor<1x4x256x64xbf16>, tensor<1x4x256x64xbf16> -> tensor<1x4x256x256xbf16>
+    %9 = tcc.reduce_max %5 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x256x256xbf16> -> tensor<1x4x256x1xbf16>
+    %10 = tcc.sub %5, %9 : tensor<1x4x256x256xbf16>, tensor<1x4x256x1xbf16> -> tensor<1x4x256x256xbf16>
+    %11 = tcc.exp %10 : tensor<1x4x256x256xbf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x256x256xbf16> -> tensor<1x4x256x1xbf16>
+    %13 = tcc.div %11, %12 : tensor<1x4x256x256xbf16>, tensor<1x4x256x1xbf16> -> tensor<1x4x256x256xbf16>
+    %14 = tcc.matmul %13, %v : tensor<1x4x256x256xbf16>, tensor<1x4x256x64xbf16> -> tensor<1x4x256x64xbf16>
+    tcc.yield %14 : tensor<1x4x256x64xbf16>
+  }
+  return %0 : tensor<1x4x256x64xbf16>
+}
+

@@ -3,7 +3,7 @@
 //   tcc-simt-gen --lq LQ --lk LK --d D [--batch B] [--hq HQ] [--hkv HKV]
 //       [--scale S] [--causal] [--window W] [--mask A,B,C] [--alibi]
 //       [--softcap C] [--algebra-callbacks] [--masked-rows zero|nan]
-//       [--key-runs R] [--schedule BQ,BKV,SPLITKV[,ROWS,KEYS]]
+//       [--key-runs R] [--schedule BQ,BKV,SPLITKV[,ROWS,KEYS[,MINBLOCKS]]]
 //       [--chunk-tiles N] [--ptx [--out-dir DIR]]
 //       [--layout bhld|blhd] [--o-layout bhld|blhd] [--q-strides S0,S1,S2,S3]
 //       [--k-strides ..] [--v-strides ..] [--o-strides ..]
@@ -21,7 +21,8 @@
 // of N key tiles (0: one kernel).
 //
 // --schedule: ROWS x KEYS is the thread's register tile of S
-// (SimtAttentionSchedule::tileRows, tileKeys; 4 x 4 when not given).
+// (SimtAttentionSchedule::tileRows, tileKeys; 4 x 4 when not given),
+// MINBLOCKS its minBlocks (0, no register bound, when not given).
 //
 // --ptx: lowers the kernels to DIR/NAME.ptx (the compiler's NVVM pipeline)
 // and prints tcc-flash-gen's JSON line instead (check_flash.py's input:
@@ -45,6 +46,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <iostream>
 #include <limits>
 #include <vector>
@@ -112,13 +114,15 @@ int main(int argc, char **argv) {
       tcc::gpu::chooseSimtAttentionSchedule(p, target);
   if (!c.flags.schedule.empty()) {
     size_t n = 1 + llvm::count(c.flags.schedule, ',');
-    std::vector<int64_t> v =
-        tcc::gen::parseIntList("--schedule", c.flags.schedule, n == 5 ? 5 : 3);
+    std::vector<int64_t> v = tcc::gen::parseIntList(
+        "--schedule", c.flags.schedule, n >= 5 ? std::min<size_t>(n, 6) : 3);
     s = {v[0], v[1], v[2] != 0, 0, 0};
-    if (n == 5) {
+    if (v.size() >= 5) {
       s.tileRows = v[3];
       s.tileKeys = v[4];
     }
+    if (v.size() == 6)
+      s.minBlocks = v[5];
   }
   if (chunkTiles >= 0)
     s.chunkTiles = chunkTiles;

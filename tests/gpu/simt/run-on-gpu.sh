@@ -6,7 +6,7 @@
 #       cubin (ptxas -arch=sm_90) and a JSON description per line of
 #       cases.txt into .carry/simt (git-ignored), and checks every PTX with
 #       ptxas for sm_90 and sm_80 (ptxas.log: registers, spills; a spill
-#       fails the prepare)
+#       fails the prepare, but for sm_80 under a forced --schedule)
 #   tests/gpu/simt/run-on-gpu.sh [FILTER]  on the GPU machine (carry
 #       .carry): counts FFMA, shared loads and the like in the SASS of the
 #       bench kernels, then tests/gpu/flash/check_flash.py checks every case
@@ -45,8 +45,14 @@ if [ "${1:-}" = prepare ]; then
     # shellcheck disable=SC2086
     if "$gen" --ptx --name "$name" --out-dir "$sm80" --chip sm_80 $flags \
       > /dev/null 2>> "$carry/gen.log"; then
-      log_ptxas "$ptxas" "$name" "$carry/ptxas.log" "$carry" "$sm80" ||
-        bad=$((bad + 1))
+      # A forced schedule's sm_80 spills are noted (an experiment for
+      # sm_90, as check_ptx.sh has it); sm_90's always fail.
+      if ! log_ptxas "$ptxas" "$name" "$carry/ptxas.log" "$carry" "$sm80"; then
+        case "$flags $(grep -c "$name sm_80" "$carry/ptxas.log")" in
+          *--schedule*" 1") echo "note: $name: sm_80 spills (forced schedule)" ;;
+          *) bad=$((bad + 1)) ;;
+        esac
+      fi
     else
       line=$("$ptxas" -arch=sm_90 -v "$carry/$name.ptx" -o /dev/null 2>&1 |
         grep -E "registers|spill" | tr -s ' \n' ' ')

@@ -10,7 +10,7 @@
 //     barrier; copy K_j (splitKV: cp.async, unless the previous step's
 //       prefetch holds it) [and V_j, cp.async]; [wait for all but V_j];
 //       barrier
-//     S = Q K_j^T, a 4 x 4 tile a thread; scale, scoreMod; if the mask is
+//     S = Q K_j^T, an R x K tile a thread; scale, scoreMod; if the mask is
 //       partial on the tile: masked scores become -inf
 //     online softmax: new row max (shuffles among the row's threads),
 //       correction of l, P = contribution(S, max) into shared memory
@@ -26,9 +26,10 @@
 // M of the row's chunks and sums O_c and l_c corrected to M (the tiles'
 // correction, from each chunk's m to M) before dividing.
 //
-// Thread t is (row group t / kT, key thread t % kT) with kT = blockKV / 4:
-// it owns query rows 4 * group + {0..3} (of S and of O) and keys
-// kt + kT * {0..3} of each tile, and O's 16-byte column chunks
+// The register tile is R x K (s.tileRows x s.tileKeys, 4 or 8 each).
+// Thread t is (row group t / kT, key thread t % kT) with kT = blockKV / K:
+// it owns query rows R * group + {0..R-1} (of S and of O) and keys
+// kt + kT * {0..K-1} of each tile, and O's 16-byte column chunks
 // kt + kT * c. The kT threads of a row group are adjacent lanes of one warp,
 // so the softmax's row reductions are xor shuffles.
 //
@@ -37,9 +38,10 @@
 // K rows (keys kt + kT * j) at one column, which then fall on 8 distinct
 // bank groups; Q and P reads are broadcasts (one row a phase), V reads are
 // consecutive chunks of one row. P is stored [key][row] (rows padded
-// likewise), so a thread's 4 rows of a key are one 16-byte store and one
-// 16-byte read. Copies from global memory are 16-byte cp.async, consecutive
-// threads on consecutive chunks of a row.
+// likewise), so each 4 of a thread's rows of a key are one 16-byte store
+// and one 16-byte read. A larger tile feeds more FMAs from each shared
+// read (docs/architecture.md has the counts). Copies from global memory are
+// 16-byte cp.async, consecutive threads on consecutive chunks of a row.
 //
 // The mask is handled as in AttentionKernel.cpp: constraints evaluated at
 // the tile's corners classify it as fully masked (outside the loop bounds,
@@ -834,7 +836,7 @@ chooseSimtAttentionSchedule(const AttentionProblem &p,
   // and the grid still fills the multiprocessors; else V reuses K's
   // buffer. That block's threads own 8 rows x 4 keys of S each (256
   // threads, not 512 of 4 x 4): a shared Q, K, V or P read feeds twice the
-  // FMAs (docs/architecture.md, "f32 attention": about 0.56x the shared
+  // FMAs (docs/architecture.md, "f32 attention": about 0.54x the shared
   // bytes an FMA, 0.7x the shared load instructions), while the 8 warps
   // still hide the loads' latency with 32 independent sums each.
   SimtAttentionSchedule shared = s;
@@ -861,7 +863,7 @@ chooseSimtAttentionSchedule(const AttentionProblem &p,
   // 145 at headDim 128 in blocks of 256 threads: one block a
   // multiprocessor). A thread's O of up to 32 floats fits 128 registers
   // without spills (ptxas, headDim 16 to 256 with the tilings above), 64
-  // floats 168 (4 x 4) or about 200 (8 x 4); minctasm bounds them (whether
+  // floats 168 (4 x 4) or 210 (8 x 4); minctasm bounds them (whether
   // shared memory lets that many blocks in or not).
   int64_t oFloats = s.tileRows * 4 * ceilDiv(p.headDim / 4, keyThreads(s));
   int64_t regs = oFloats <= 32 ? 128 : 232;

@@ -10,7 +10,7 @@
 //     barrier; copy K_j (splitKV: cp.async, unless the previous step's
 //       prefetch holds it) [and V_j, cp.async]; [wait for all but V_j];
 //       barrier
-//     S = Q K_j^T, a 4 x 4 tile a thread; scale, scoreMod; if the mask is
+//     S = Q K_j^T, an R x K tile a thread; scale, scoreMod; if the mask is
 //       partial on the tile: masked scores become -inf
 //     online softmax: new row max (shuffles among the row's threads),
 //       correction of l, P = contribution(S, max) into shared memory
@@ -26,9 +26,10 @@
 // M of the row's chunks and sums O_c and l_c corrected to M (the tiles'
 // correction, from each chunk's m to M) before dividing.
 //
-// Thread t is (row group t / kT, key thread t % kT) with kT = blockKV / 4:
-// it owns query rows 4 * group + {0..3} (of S and of O) and keys
-// kt + kT * {0..3} of each tile, and O's 16-byte column chunks
+// The register tile is R x K (s.tileRows x s.tileKeys, 4 or 8 each).
+// Thread t is (row group t / kT, key thread t % kT) with kT = blockKV / K:
+// it owns query rows R * group + {0..R-1} (of S and of O) and keys
+// kt + kT * {0..K-1} of each tile, and O's 16-byte column chunks
 // kt + kT * c. The kT threads of a row group are adjacent lanes of one warp,
 // so the softmax's row reductions are xor shuffles.
 //
@@ -37,9 +38,10 @@
 // K rows (keys kt + kT * j) at one column, which then fall on 8 distinct
 // bank groups; Q and P reads are broadcasts (one row a phase), V reads are
 // consecutive chunks of one row. P is stored [key][row] (rows padded
-// likewise), so a thread's 4 rows of a key are one 16-byte store and one
-// 16-byte read. Copies from global memory are 16-byte cp.async, consecutive
-// threads on consecutive chunks of a row.
+// likewise), so each 4 of a thread's rows of a key are one 16-byte store
+// and one 16-byte read. A larger tile feeds more FMAs from each shared
+// read (docs/architecture.md has the counts). Copies from global memory are
+// 16-byte cp.async, consecutive threads on consecutive chunks of a row.
 //
 // The mask is handled as in AttentionKernel.cpp: constraints evaluated at
 // the tile's corners classify it as fully masked (outside the loop bounds,
@@ -73,9 +75,6 @@ using namespace mlir;
 namespace tcc::gpu {
 namespace {
 
-/// Rows and keys of S a thread computes.
-constexpr int64_t kRows = 4, kKeys = 4;
-
 /// The floats of a shared Q, K or V row: headDim padded to an odd number
 /// of 16-byte chunks.
 int64_t rowStride(int64_t headDim) {
@@ -85,9 +84,11 @@ int64_t rowStride(int64_t headDim) {
   return chunks * 4;
 }
 
-int64_t keyThreads(const SimtAttentionSchedule &s) { return s.blockKV / kKeys; }
+int64_t keyThreads(const SimtAttentionSchedule &s) {
+  return s.blockKV / s.tileKeys;
+}
 int64_t threadsOf(const SimtAttentionSchedule &s) {
-  return s.blockQ / kRows * keyThreads(s);
+  return s.blockQ / s.tileRows * keyThreads(s);
 }
 /// The floats of a shared row of P, stored transposed ([key][query row]):
 /// blockQ padded to an odd number of 16-byte chunks, as rowStride.
@@ -105,9 +106,9 @@ class SimtBuilder : AttentionArith {
 public:
   SimtBuilder(OpBuilder &b, Location loc, const AttentionProblem &p,
               const SimtAttentionSchedule &s)
-      : AttentionArith(b, loc, p), s(s), threads(threadsOf(s)),
-        kT(keyThreads(s)), stride(rowStride(p.headDim)), cpr(p.headDim / 4),
-        nC(ceilDiv(p.headDim / 4, keyThreads(s))) {
+      : AttentionArith(b, loc, p), s(s), kRows(s.tileRows), kKeys(s.tileKeys),
+        threads(threadsOf(s)), kT(keyThreads(s)), stride(rowStride(p.headDim)),
+        cpr(p.headDim / 4), nC(ceilDiv(p.headDim / 4, keyThreads(s))) {
     // Softmax's own algebra with no score modification: the row max is kept
     // over raw Q K^T and the scale folds into ex2's factor log2(e).
     fast = !p.scoreMod && !p.correction && !p.contribution && p.scale > 0;
@@ -205,6 +206,8 @@ private:
   }
 
   const SimtAttentionSchedule &s;
+  /// Rows and keys of S a thread computes (the register tile).
+  int64_t kRows, kKeys;
   int64_t threads, kT, stride, cpr, nC;
   bool fast;
   SmallVector<MaskConstraint, 3> constraints;
@@ -346,7 +349,7 @@ SmallVector<Value> SimtBuilder::tileStep(Value j, Value k0,
   }
   mlir::gpu::BarrierOp::create(b, loc);
 
-  // S = Q K^T: sv[i * kKeys + j] is row 4 * group + i, key kt + kT * j,
+  // S = Q K^T: sv[i * kKeys + j] is row kRows * group + i, key kt + kT * j,
   // each a chain of f32 FMAs over d in order.
   Value qOff = mul(rowGroup, kRows * stride);
   Value kOff = mul(keyThread, stride);
@@ -392,13 +395,22 @@ SmallVector<Value> SimtBuilder::tileStep(Value j, Value k0,
   Value negInf = cstF(-std::numeric_limits<double>::infinity());
   Value zeroF = cstF(0.0);
   Value c = cstF(p.scale * kLog2E);
-  // P^T[key][row]: a thread's 4 rows of one key are one 16-byte store.
+  // P^T[key][row]: each 4 of a thread's rows of one key are one 16-byte
+  // store.
   Value pOff = add(mul(keyThread, pStride(s)), mul(rowGroup, kRows));
-  SmallVector<SmallVector<Value, 4>> pByKey(kKeys);
+  SmallVector<SmallVector<Value, 8>> pByKey(kKeys);
   SmallVector<Value> corrs;
+  // A row's kKeys values (a power of two) reduced pairwise.
+  auto reduce = [](ArrayRef<Value> row, auto op) {
+    SmallVector<Value, 8> v(row);
+    for (size_t n = v.size() / 2; n >= 1; n /= 2)
+      for (size_t e = 0; e < n; ++e)
+        v[e] = op(v[2 * e], v[2 * e + 1]);
+    return v[0];
+  };
   for (int64_t i = 0; i < kRows; ++i) {
     ArrayRef<Value> row(sv.data() + i * kKeys, kKeys);
-    Value mx = fmax(fmax(row[0], row[1]), fmax(row[2], row[3]));
+    Value mx = reduce(row, [&](Value x, Value y) { return fmax(x, y); });
     for (int64_t off = 1; off < kT; off *= 2)
       mx = fmax(mx, shuffleXor(mx, off));
     Value mOld = mRun[i];
@@ -424,16 +436,21 @@ SmallVector<Value> SimtBuilder::tileStep(Value j, Value k0,
                                   : exp2(fmul(fsub(sc, mUse), scaleExp)));
     // l stays a per-thread partial sum; the row's threads reduce it once,
     // at the end.
-    lRun[i] = fma(lRun[i], corr, fadd(fadd(pr[0], pr[1]), fadd(pr[2], pr[3])));
+    lRun[i] = fma(lRun[i], corr,
+                  reduce(pr, [&](Value x, Value y) { return fadd(x, y); }));
     mRun[i] = mNew;
     corrs.push_back(corr);
     for (int64_t j = 0; j < kKeys; ++j)
       pByKey[j].push_back(pr[j]);
   }
   for (int64_t j = 0; j < kKeys; ++j)
-    vector::StoreOp::create(
-        b, loc, vector::FromElementsOp::create(b, loc, v4, pByKey[j]), smemP,
-        ValueRange{add(pOff, j * kT * pStride(s))}, false, llvm::Align(16));
+    for (int64_t r4 = 0; r4 < kRows; r4 += 4)
+      vector::StoreOp::create(
+          b, loc,
+          vector::FromElementsOp::create(
+              b, loc, v4, ArrayRef<Value>(pByKey[j]).slice(r4, 4)),
+          smemP, ValueRange{add(pOff, j * kT * pStride(s) + r4)}, false,
+          llvm::Align(16));
 
   // P is complete, V has landed, and every thread is past its reads of K:
   // the next tile's K copies (splitKV) land during this tile's P V.
@@ -456,10 +473,11 @@ SmallVector<Value> SimtBuilder::tileStep(Value j, Value k0,
     mlir::gpu::BarrierOp::create(b, loc);
   }
 
-  // O += P V: 4 keys an iteration; for each key, P of the thread's 4 rows
-  // as one 16-byte read (a broadcast among the row group), V's chunks of the
-  // key row shared by the 4 rows. A thread's chunks past headDim (headDim /
-  // 4 not a multiple of kT) read the last chunk and are not stored.
+  // O += P V: 4 keys an iteration; for each key, P of the thread's kRows
+  // rows as kRows / 4 16-byte reads (broadcasts among the row group), V's
+  // chunks of the key row shared by the rows. A thread's chunks past
+  // headDim (headDim / 4 not a multiple of kT) read the last chunk and are
+  // not stored.
   Value pRow = mul(rowGroup, kRows);
   SmallVector<Value> vCol;
   for (int64_t cc = 0; cc < nC; ++cc) {
@@ -476,12 +494,14 @@ SmallVector<Value> SimtBuilder::tileStep(Value j, Value k0,
     Value vRow = mul(kc, 4 * stride);
     Value pKey = add(pRow, mul(kc, 4 * pStride(s)));
     for (int64_t kk = 0; kk < 4; ++kk) {
-      Value pv = load4(smemP, add(pKey, kk * pStride(s)));
+      SmallVector<Value, 2> pLoads;
+      for (int64_t r4 = 0; r4 < kRows; r4 += 4)
+        pLoads.push_back(load4(smemP, add(pKey, kk * pStride(s) + r4)));
       for (int64_t cc = 0; cc < nC; ++cc) {
         Value vv = load4(smemV, add(add(vCol[cc], vRow), kk * stride));
         for (int64_t i = 0; i < kRows; ++i) {
-          Value pSplat =
-              vector::BroadcastOp::create(b, loc, v4, extract(pv, i));
+          Value pSplat = vector::BroadcastOp::create(
+              b, loc, v4, extract(pLoads[i / 4], i % 4));
           Value &a = acc[i * nC + cc];
           a = vector::FMAOp::create(b, loc, pSplat, vv, a);
         }
@@ -714,19 +734,24 @@ bool simtShapeValid(const AttentionProblem &p, const SimtAttentionSchedule &s,
   for (int64_t v : {s.blockQ, s.blockKV})
     if (v < 1 || !llvm::isPowerOf2_64(v))
       return fail("blockQ and blockKV must be powers of two");
-  if (s.blockQ < kRows || s.blockQ > 256)
-    return fail("blockQ must be in [4, 256]");
+  // P's 16-byte stores hold 4 of a thread's rows; S's rows and keys are
+  // reduced pairwise.
+  if ((s.tileRows != 4 && s.tileRows != 8) ||
+      (s.tileKeys != 4 && s.tileKeys != 8))
+    return fail("tileRows and tileKeys must be 4 or 8");
+  if (s.blockQ < s.tileRows || s.blockQ > 256)
+    return fail("blockQ must be in [tileRows, 256]");
   // A row's key threads share a warp (its reductions are shuffles).
-  if (s.blockKV < 2 * kKeys || keyThreads(s) > 32)
-    return fail("blockKV must be in [8, 128]");
+  if (s.blockKV < 2 * s.tileKeys || keyThreads(s) > 32)
+    return fail("blockKV must be in [2 * tileKeys, 32 * tileKeys]");
   int64_t threads = threadsOf(s);
   if (s.minBlocks < 0)
     return fail("minBlocks must be >= 0");
   if (s.chunkTiles < 0)
     return fail("chunkTiles must be >= 0");
   if (threads % 32 || threads > 1024)
-    return fail("(blockQ / 4) x (blockKV / 4) threads must be whole warps, at "
-                "most 1024");
+    return fail("(blockQ / tileRows) x (blockKV / tileKeys) threads must be "
+                "whole warps, at most 1024");
   return true;
 }
 
@@ -805,17 +830,22 @@ chooseSimtAttentionSchedule(const AttentionProblem &p,
   // K and V in buffers of their own (one copy phase a tile, V's cp.async
   // copy landing while S and the softmax run) where two blocks still share
   // a multiprocessor, or where one block would hold it alone anyway.
-  // Otherwise (headDim 128 at 64 x 64) one block of 128 query rows and 512
-  // threads takes the multiprocessor (the same warps as two blocks of 64
-  // rows, each K and V tile read once for twice the rows) where its
-  // registers (O of 2 chunks a thread) and shared memory allow and the grid
-  // still fills the multiprocessors; else V reuses K's buffer.
+  // Otherwise (headDim 128 at 64 x 64) one block of 128 query rows takes
+  // the multiprocessor (each K and V tile read once for twice the rows)
+  // where its registers (O of 2 chunks a thread) and shared memory allow
+  // and the grid still fills the multiprocessors; else V reuses K's
+  // buffer. That block's threads own 8 rows x 4 keys of S each (256
+  // threads, not 512 of 4 x 4): a shared Q, K, V or P read feeds twice the
+  // FMAs (docs/architecture.md, "f32 attention": about 0.54x the shared
+  // bytes an FMA, 0.7x the shared load instructions), while the 8 warps
+  // still hide the loads' latency with 32 independent sums each.
   SimtAttentionSchedule shared = s;
   shared.splitKV = false;
   if (2 * sharedBytesOf(p, s) > maxShared &&
       2 * sharedBytesOf(p, shared) <= maxShared) {
     SimtAttentionSchedule wide = s;
     wide.blockQ = 128;
+    wide.tileRows = 8;
     bool fits = s.blockQ == 64 &&
                 ceilDiv(p.headDim / 4, keyThreads(wide)) <= 2 &&
                 sharedBytesOf(p, wide) <= maxShared &&
@@ -833,10 +863,10 @@ chooseSimtAttentionSchedule(const AttentionProblem &p,
   // 145 at headDim 128 in blocks of 256 threads: one block a
   // multiprocessor). A thread's O of up to 32 floats fits 128 registers
   // without spills (ptxas, headDim 16 to 256 with the tilings above), 64
-  // floats 168; minctasm bounds them (whether shared memory lets that many
-  // blocks in or not).
-  int64_t nC = ceilDiv(p.headDim / 4, keyThreads(s));
-  int64_t regs = nC <= 2 ? 128 : 232;
+  // floats 168 (4 x 4) or 210 (8 x 4); minctasm bounds them (whether
+  // shared memory lets that many blocks in or not).
+  int64_t oFloats = s.tileRows * 4 * ceilDiv(p.headDim / 4, keyThreads(s));
+  int64_t regs = oFloats <= 32 ? 128 : 232;
   s.minBlocks = std::max<int64_t>(1, 65536 / (threadsOf(s) * regs));
   // Decode (the query rows one tile): where the grid leaves multiprocessors
   // idle, the keys split into chunks of at least kMinChunk tiles (the

@@ -5,16 +5,16 @@
 // Q, K, V and O with f32 FMAs (no tf32: true f32 throughout, as PyTorch's
 // SDPA computes f32), in the manner of FlashAttention-2:
 //   - a block per (query tile of blockQ rows, query head, batch), of
-//     (blockQ / 4) x (blockKV / 4) threads; the Q tile is copied to shared
-//     memory once;
+//     (blockQ / R) x (blockKV / K) threads for a register tile of R x K
+//     (4 or 8 each); the Q tile is copied to shared memory once;
 //   - a loop over key tiles of blockKV keys (K, then V, through shared
 //     memory; cp.async copies overlapping S and P V where K and V have
-//     buffers of their own); each thread computes a 4 x 4 register tile of
-//     S (4 adjacent rows, 4 keys strided by blockKV / 4), applies the score
-//     change and the mask, runs the online softmax (row max and sum
-//     shuffled among the blockKV / 4 threads of a row, which share a warp),
+//     buffers of their own); each thread computes an R x K register tile
+//     of S (R adjacent rows, K keys strided by blockKV / K), applies the
+//     score change and the mask, runs the online softmax (row max and sum
+//     shuffled among the blockKV / K threads of a row, which share a warp),
 //     writes P to shared memory and adds the tile's P V (summed apart) to
-//     its 4 rows x headDim / (blockKV / 4) columns of O in registers.
+//     its R rows x headDim / (blockKV / K) columns of O in registers.
 // Few query rows against many keys (decode) take a split-K form of the same
 // kernel: a block per (query tile, key chunk, head, batch) writes its
 // chunk's unnormalised O, running max m and sum l to scratch, and a second
@@ -32,18 +32,19 @@
 
 namespace tcc::gpu {
 
-/// The tiling: blockQ query rows and blockKV keys a step, a thread per 4
-/// rows x 4 keys. `splitKV`: K and V have shared buffers of their own (one
-/// copy phase a key tile); otherwise V reuses K's buffer after S is done.
-/// `minBlocks`: blocks a multiprocessor must hold at once (NVVM's minctasm,
-/// which bounds ptxas's registers a thread; 0: no bound). `chunkTiles`:
-/// key tiles a block reads in the split-K (decode) form; 0: one kernel
-/// reading every key.
+/// The tiling: blockQ query rows and blockKV keys a step, a thread per
+/// tileRows rows x tileKeys keys of S (its register tile: 4 or 8 each).
+/// `splitKV`: K and V have shared buffers of their own (one copy phase a key
+/// tile); otherwise V reuses K's buffer after S is done. `minBlocks`: blocks a
+/// multiprocessor must hold at once (NVVM's minctasm, which bounds ptxas's
+/// registers a thread; 0: no bound). `chunkTiles`: key tiles a block reads in
+/// the split-K (decode) form; 0: one kernel reading every key.
 struct SimtAttentionSchedule {
   int64_t blockQ = 64, blockKV = 64;
   bool splitKV = false;
   int64_t minBlocks = 0;
   int64_t chunkTiles = 0;
+  int64_t tileRows = 4, tileKeys = 4;
 };
 
 /// The split-K form's two kernels and their scratch buffers.

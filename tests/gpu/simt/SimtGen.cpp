@@ -3,7 +3,8 @@
 //   tcc-simt-gen --lq LQ --lk LK --d D [--batch B] [--hq HQ] [--hkv HKV]
 //       [--scale S] [--causal] [--window W] [--mask A,B,C] [--alibi]
 //       [--softcap C] [--algebra-callbacks] [--masked-rows zero|nan]
-//       [--key-runs R] [--schedule BQ,BKV,SPLITKV] [--chunk-tiles N]
+//       [--key-runs R] [--schedule BQ,BKV,SPLITKV[,ROWS,KEYS[,MINBLOCKS]]]
+//       [--chunk-tiles N] [--ptx [--out-dir DIR]]
 //       [--layout bhld|blhd] [--o-layout bhld|blhd] [--q-strides S0,S1,S2,S3]
 //       [--k-strides ..] [--v-strides ..] [--o-strides ..]
 //       [--chip CHIP] [--name NAME]
@@ -18,6 +19,14 @@
 //
 // --chunk-tiles N: with --schedule, the split-K (decode) form with chunks
 // of N key tiles (0: one kernel).
+//
+// --schedule: ROWS x KEYS is the thread's register tile of S
+// (SimtAttentionSchedule::tileRows, tileKeys; 4 x 4 when not given),
+// MINBLOCKS its minBlocks (0, no register bound, when not given).
+//
+// --ptx: lowers the kernels to DIR/NAME.ptx (the compiler's NVVM pipeline)
+// and prints tcc-flash-gen's JSON line instead (check_flash.py's input:
+// tests/gpu/simt/run-on-gpu.sh times them on a GPU); no MLIR.
 //
 // Builds the kernel of compiler/gpu/SimtAttention.cpp (f32, the flags and
 // hooks of tcc-flash-gen; the schedule from chooseSimtAttentionSchedule for
@@ -37,6 +46,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <iostream>
 #include <limits>
 #include <vector>
@@ -51,7 +61,12 @@ int main(int argc, char **argv) {
   std::string typeFlag = "--type", f32 = "f32";
   std::vector<char *> args{argv[0], typeFlag.data(), f32.data()};
   int64_t keyRuns = 0, chunkTiles = -1;
+  bool ptx = false;
   for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--ptx") {
+      ptx = true;
+      continue;
+    }
     if (std::string(argv[i]) == "--chunk-tiles" && i + 1 < argc) {
       chunkTiles = tcc::gen::parseInt("--chunk-tiles", argv[++i]);
       continue;
@@ -98,9 +113,16 @@ int main(int argc, char **argv) {
   tcc::gpu::SimtAttentionSchedule s =
       tcc::gpu::chooseSimtAttentionSchedule(p, target);
   if (!c.flags.schedule.empty()) {
-    std::vector<int64_t> v =
-        tcc::gen::parseIntList("--schedule", c.flags.schedule, 3);
+    size_t n = 1 + llvm::count(c.flags.schedule, ',');
+    std::vector<int64_t> v = tcc::gen::parseIntList(
+        "--schedule", c.flags.schedule, n >= 5 ? std::min<size_t>(n, 6) : 3);
     s = {v[0], v[1], v[2] != 0, 0, 0};
+    if (v.size() >= 5) {
+      s.tileRows = v[3];
+      s.tileKeys = v[4];
+    }
+    if (v.size() == 6)
+      s.minBlocks = v[5];
   }
   if (chunkTiles >= 0)
     s.chunkTiles = chunkTiles;
@@ -110,6 +132,11 @@ int main(int argc, char **argv) {
   OpBuilder b(context.get());
   tcc::gen::KernelModule km = tcc::gen::createKernelModule(b);
   nlohmann::json info;
+  std::vector<int64_t> schedule{s.blockQ,     s.blockKV,  s.splitKV,
+                                s.chunkTiles, s.tileRows, s.tileKeys};
+  // check_flash.py's form of the launch (flash's decode fields).
+  tcc::gpu::KernelLaunch launch;
+  tcc::gpu::DecodeKernels decode;
   if (s.chunkTiles) {
     FailureOr<tcc::gpu::SimtDecodeKernels> dk =
         tcc::gpu::buildSimtDecodeKernels(b, km.kernels, c.flags.name,
@@ -122,17 +149,30 @@ int main(int argc, char **argv) {
         {"shared", dk->partial.sharedBytes},
         {"combine", {{"grid", dk->combine.grid}, {"block", dk->combine.block}}},
         {"chunks", dk->chunks}};
+    launch = dk->partial;
+    decode.combine = dk->combine;
+    decode.chunks = dk->chunks;
+    decode.partialOBytes = dk->partialOBytes;
+    decode.partialStatsBytes = dk->partialStatsBytes;
   } else {
-    FailureOr<tcc::gpu::KernelLaunch> launch =
+    FailureOr<tcc::gpu::KernelLaunch> l =
         tcc::gpu::buildSimtAttentionKernel(b, km.kernels, c.flags.name, p, s);
-    if (failed(launch))
+    if (failed(l))
       die("cannot build the kernel");
-    info = {{"grid", launch->grid},
-            {"block", launch->block},
-            {"shared", launch->sharedBytes}};
+    launch = *l;
+    info = {{"grid", launch.grid},
+            {"block", launch.block},
+            {"shared", launch.sharedBytes}};
   }
   tcc::gen::verifyOrPrint(*km.module, /*emitMlir=*/false);
-  info["schedule"] = {s.blockQ, s.blockKV, s.splitKV, s.chunkTiles};
+  if (ptx) {
+    tcc::gen::writePtx(c.flags.outDir, c.flags.name,
+                       tcc::gen::lowerToPtx(*km.module, c.flags.chip));
+    tcc::gen::printAttentionCase(c, schedule, launch,
+                                 s.chunkTiles ? &decode : nullptr);
+    return 0;
+  }
+  info["schedule"] = schedule;
   std::cout << info.dump() << "\n" << std::flush;
   OpPrintingFlags flags;
   flags.printGenericOpForm();

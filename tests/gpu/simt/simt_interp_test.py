@@ -531,6 +531,27 @@ CASES = [
      '--chunk-tiles 3', ALL, SAME, False),
     ('--lq 3 --lk 130 --d 20 --batch 2 --hq 2 --causal --layout blhd --schedule 16,32,0 '
      '--chunk-tiles 2', CAUSAL, SAME, False),
+    # Register tiles other than 4 x 4 (--schedule's ROWS,KEYS): 8 x 4
+    # (chooseSimtAttentionSchedule's at head dim 128, here at its own tile
+    # sizes too) with odd lengths, masks (partial tiles, skipped tiles, rows
+    # keeping nothing), GQA on strided tensors, a key mask, split-K decode;
+    # 4 x 8 and 8 x 8 with score code.
+    ('--lq 130 --lk 70 --d 128 --causal --schedule 128,64,1,8,4', CAUSAL, SAME, False),
+    ('--lq 37 --lk 101 --d 20 --hq 2 --causal --schedule 32,32,1,8,4', CAUSAL, SAME, False),
+    ('--lq 50 --lk 230 --d 16 --mask 2,-1,0 --mask -1,1,20 --schedule 32,32,0,8,4',
+     lambda r, c: (2 * r - c >= 0) & (c - r + 20 >= 0), SAME, False),
+    ('--lq 20 --lk 50 --d 16 --mask 1,-1,-5 --masked-rows nan --schedule 16,64,1,8,4',
+     lambda r, c: (r - c - 5 >= 0), SAME, True),
+    ('--lq 40 --lk 130 --d 24 --batch 2 --hq 4 --hkv 2 --layout blhd --schedule 32,64,1,8,4',
+     ALL, SAME, False),
+    ('--lq 70 --lk 250 --d 16 --hq 2 --key-runs 40 --schedule 16,64,0,8,4', RUNS(40), SAME,
+     False),
+    ('--lq 3 --lk 300 --d 32 --hq 4 --hkv 2 --schedule 16,64,1,8,4 --chunk-tiles 2', ALL, SAME,
+     False),
+    ('--lq 33 --lk 90 --d 16 --hq 2 --alibi --causal --schedule 16,64,0,4,8', CAUSAL, alibi(2),
+     False),
+    ('--lq 30 --lk 170 --d 24 --softcap 5 --scale 1 --schedule 16,128,1,8,8', ALL,
+     softcap(5.0), False),
 ]
 
 # Strides the templates must refuse (flags, the reason's words).

@@ -58,12 +58,14 @@ def Tcc_WgmmaAttentionAttr : Tcc_Attr<"WgmmaAttention", "wgmma_attention"> {
 def Tcc_SimtAttentionAttr : Tcc_Attr<"SimtAttention", "simt_attention"> {
   let summary = "the f32 attention template on CUDA cores";
   let description = [{
-    `blockQ` query rows and `blockKV` keys a step; `splitKV`: K and V have
-    buffers of their own; `minBlocks`: blocks a multiprocessor must hold;
-    `chunkTiles` > 0: the split-K decode pair, a block reading that many key
-    tiles (compiler/gpu/SimtAttention.h, SimtAttentionSchedule).
+    `blockQ` query rows and `blockKV` keys a step, a thread's register tile
+    `tileRows` rows x `tileKeys` keys; `splitKV`: K and V have buffers of
+    their own; `minBlocks`: blocks a multiprocessor must hold; `chunkTiles`
+    > 0: the split-K decode pair, a block reading that many key tiles
+    (compiler/gpu/SimtAttention.h, SimtAttentionSchedule).
   }];
   let parameters = (ins "int64_t":$blockQ, "int64_t":$blockKV,
+                        "int64_t":$tileRows, "int64_t":$tileKeys,
                         "bool":$splitKV, "int64_t":$minBlocks,
                         "int64_t":$chunkTiles);
 }

@@ -151,6 +151,8 @@ SimtAttentionSchedule scheduleOf(mlir::tcc::SimtAttentionAttr a) {
   SimtAttentionSchedule s;
   s.blockQ = a.getBlockQ();
   s.blockKV = a.getBlockKV();
+  s.tileRows = a.getTileRows();
+  s.tileKeys = a.getTileKeys();
   s.splitKV = a.getSplitKV();
   s.minBlocks = a.getMinBlocks();
   s.chunkTiles = a.getChunkTiles();
@@ -174,7 +176,8 @@ Attribute planOf(MLIRContext *ctx, const WgmmaAttentionSchedule &s) {
 }
 
 Attribute planOf(MLIRContext *ctx, const SimtAttentionSchedule &s) {
-  return mlir::tcc::SimtAttentionAttr::get(ctx, s.blockQ, s.blockKV, s.splitKV,
+  return mlir::tcc::SimtAttentionAttr::get(ctx, s.blockQ, s.blockKV,
+                                           s.tileRows, s.tileKeys, s.splitKV,
                                            s.minBlocks, s.chunkTiles);
 }
 

@@ -130,6 +130,21 @@ def cases(small):
             # The same model without the residency request (32 row values
             # a thread instead of 16 measured no different: performance.md).
             out.append((kind + '_resfree', m, ['--schedule', NO_RESIDENCY], info))
+    # Row lengths that are not multiples of 4 (issue 13: every reduction chain
+    # at least torch.compile's speed on any row length).
+    for odd in (() if small else (1001, 5003)):
+        for kind, m in rowwise_models(rows, odd).items():
+            if kind not in ('softmax', 'log_softmax', 'layer_norm', 'rms_norm'):
+                continue
+            name = '%s_%d' % (kind, odd)
+            m = dict(m, name=name)
+            info = {'kind': kind, 'dtype': 'bf16', 'shape': [rows, odd],
+                    'params': {p['name']: p['init'] for p in m['params']}}
+            if kind == 'layer_norm':
+                info['eps'] = 1e-5
+            if kind == 'rms_norm':
+                info['eps'] = 1e-6
+            out.append((name, m, [], info))
     return out
 
 

@@ -834,18 +834,18 @@ chooseSimtAttentionSchedule(const AttentionProblem &p,
   // the multiprocessor (each K and V tile read once for twice the rows)
   // where its registers (O of 2 chunks a thread) and shared memory allow
   // and the grid still fills the multiprocessors; else V reuses K's
-  // buffer. That block's threads own 8 rows x 4 keys of S each (256
-  // threads, not 512 of 4 x 4): a shared Q, K, V or P read feeds twice the
-  // FMAs (docs/architecture.md, "f32 attention": about 0.54x the shared
-  // bytes an FMA, 0.7x the shared load instructions), while the 8 warps
-  // still hide the loads' latency with 32 independent sums each.
+  // buffer. That block's threads own 4 rows x 4 keys of S each (512
+  // threads), the tiling measured on the H200 (docs/performance.md). 8 x 4
+  // (256 threads) reads about 0.54x the shared bytes an FMA and issues 0.7x
+  // the shared loads (docs/architecture.md, "f32 attention"), predicted
+  // 1.15-1.3x faster; it is built and checked (simt-attention-interp,
+  // tests/gpu/simt) but not yet timed, so it is not the default.
   SimtAttentionSchedule shared = s;
   shared.splitKV = false;
   if (2 * sharedBytesOf(p, s) > maxShared &&
       2 * sharedBytesOf(p, shared) <= maxShared) {
     SimtAttentionSchedule wide = s;
     wide.blockQ = 128;
-    wide.tileRows = 8;
     bool fits = s.blockQ == 64 &&
                 ceilDiv(p.headDim / 4, keyThreads(wide)) <= 2 &&
                 sharedBytesOf(p, wide) <= maxShared &&

@@ -349,9 +349,15 @@ struct ScheduleOverrides {
             return failure();
           }
         }
+      } else if (key == "attention") {
+        // Applied by tcc-gpu-attention-plan (the pipeline hands it over).
+        if (!value.is_object()) {
+          error = path + ": \"attention\" holds an object";
+          return failure();
+        }
       } else {
         error = path + ": unknown key '" + key +
-                "' (known: matmul, kernels, rows)";
+                "' (known: matmul, kernels, rows, attention)";
         return failure();
       }
     }

@@ -3,6 +3,7 @@
 #include "compiler/BundleBuilder.h"
 #include "compiler/gpu/Passes.h"
 #include "passes/Passes.h"
+#include "runtime/src/FileIO.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
@@ -10,6 +11,28 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+/// The "attention" entry of a --schedule file as JSON text, for
+/// tcc-gpu-attention-plan; empty when there is none. A file that cannot be
+/// read or parsed gives none here: GpuCodegen reads it again and reports why.
+std::string attentionSchedule(const std::string &path) {
+  if (path.empty())
+    return "";
+  std::string text, error;
+  if (!tcc::io::readRegularFile(path, text, error))
+    return "";
+  nlohmann::json j =
+      nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("attention"))
+    return "";
+  return j["attention"].dump();
+}
+
+} // namespace
 
 using mlir::LogicalResult;
 using mlir::ModuleOp;
@@ -60,6 +83,7 @@ LogicalResult tcc::compileModel(ImportedModel &model,
     // GpuCodegen builds from.
     mlir::tcc::TccGpuAttentionPlanOptions plan;
     plan.target = target.name;
+    plan.schedule = attentionSchedule(options.gpu.scheduleFile);
     pm.addNestedPass<mlir::func::FuncOp>(
         mlir::tcc::createTccGpuAttentionPlan(plan));
   }

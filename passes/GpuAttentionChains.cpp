@@ -22,6 +22,7 @@
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SetVector.h"
 
 #include <functional>
 #include <string>
@@ -124,12 +125,15 @@ bool foldKTranspose(const mlir::tcc::AttentionMatch &m) {
 void pullLayouts(mlir::tcc::ChainOp chain, const mlir::tcc::AttentionMatch &m) {
   Block &body = chain.getBody().front();
   OpBuilder b = OpBuilder::atBlockBegin(&body);
-  for (Value v : {m.q, m.k, m.v}) {
-    auto t = v.getDefiningOp<mlir::tcc::TransposeOp>();
-    if (!t || t->getBlock() == &body || !mlir::tcc::isLayoutTranspose(t))
-      continue;
+  // Each transpose once: K and V (or Q and K) may be one tensor.
+  llvm::SetVector<Operation *> layouts;
+  for (Value v : {m.q, m.k, m.v})
+    if (auto t = v.getDefiningOp<mlir::tcc::TransposeOp>();
+        t && t->getBlock() != &body && mlir::tcc::isLayoutTranspose(t))
+      layouts.insert(t);
+  for (Operation *t : layouts) {
     Operation *copy = b.clone(*t);
-    v.replaceUsesWithIf(copy->getResult(0), [&](OpOperand &use) {
+    t->getResult(0).replaceUsesWithIf(copy->getResult(0), [&](OpOperand &use) {
       return chain->isProperAncestor(use.getOwner());
     });
     if (t->use_empty())

@@ -1,6 +1,10 @@
 //===- AttentionPlan.cpp - which attention template, which schedule -------===//
 #include "compiler/gpu/AttentionPlan.h"
 
+#include <nlohmann/json.hpp>
+
+#include <map>
+
 using namespace mlir;
 
 namespace tcc::gpu {
@@ -121,6 +125,114 @@ bool attentionPlanValid(const AttentionProblem &p, Attribute plan,
     return attentionScheduleValid(p, scheduleOf(a), target, why);
   why = "the attention plan is not one of the attention templates";
   return false;
+}
+
+Attribute applyAttentionSchedule(MLIRContext *ctx, const AttentionProblem &p,
+                                 const ::tcc::TargetDesc &target,
+                                 Attribute plan, llvm::StringRef schedule,
+                                 std::string &why) {
+  nlohmann::json j = nlohmann::json::parse(schedule.str(), nullptr,
+                                           /*allow_exceptions=*/false);
+  if (!j.is_object()) {
+    why = "attention schedule: not a JSON object";
+    return {};
+  }
+  std::string current =
+      isa_and_present<mlir::tcc::SimtAttentionAttr>(plan)    ? "simt"
+      : isa_and_present<mlir::tcc::MmaDecodeAttr>(plan)      ? "mma_decode"
+      : isa_and_present<mlir::tcc::WgmmaAttentionAttr>(plan) ? "wgmma"
+      : isa_and_present<mlir::tcc::MmaAttentionAttr>(plan)   ? "mma"
+                                                             : "";
+  std::string name = current;
+  if (j.contains("template")) {
+    if (!j["template"].is_string()) {
+      why = "attention schedule: \"template\" takes a string";
+      return {};
+    }
+    name = j["template"].get<std::string>();
+  }
+  if (name.empty()) {
+    why = "attention schedule: no template takes this attention (" + why +
+          "), and the schedule names none";
+    return {};
+  }
+  // The template's schedule: the plan's when it is that template's, else
+  // the template's own heuristic.
+  AttentionSchedule mma = chooseAttentionSchedule(p, target);
+  DecodeSchedule dec = chooseDecodeSchedule(p, target);
+  WgmmaAttentionSchedule wg = chooseWgmmaAttentionSchedule(p);
+  SimtAttentionSchedule simt = chooseSimtAttentionSchedule(p, target);
+  if (name == current) {
+    if (auto a = dyn_cast<mlir::tcc::MmaAttentionAttr>(plan))
+      mma = scheduleOf(a);
+    else if (auto a = dyn_cast<mlir::tcc::MmaDecodeAttr>(plan))
+      dec = scheduleOf(a);
+    else if (auto a = dyn_cast<mlir::tcc::WgmmaAttentionAttr>(plan))
+      wg = scheduleOf(a);
+    else if (auto a = dyn_cast<mlir::tcc::SimtAttentionAttr>(plan))
+      simt = scheduleOf(a);
+  }
+  std::map<std::string, int64_t *> ints;
+  std::map<std::string, bool *> flags;
+  if (name == "mma") {
+    ints = {{"block_q", &mma.blockQ},
+            {"block_kv", &mma.blockKV},
+            {"warps", &mma.warps},
+            {"stages", &mma.stages}};
+  } else if (name == "mma_decode") {
+    ints = {{"block_kv", &dec.blockKV},
+            {"warps", &dec.warps},
+            {"stages", &dec.stages},
+            {"chunk_tiles", &dec.chunkTiles}};
+  } else if (name == "wgmma") {
+    ints = {{"warpgroups", &wg.warpgroups},
+            {"block_kv", &wg.blockKV},
+            {"stages", &wg.stages}};
+    flags = {{"overlap", &wg.overlap},
+             {"producer", &wg.producer},
+             {"pingpong", &wg.pingpong}};
+  } else if (name == "simt") {
+    ints = {{"block_q", &simt.blockQ},       {"block_kv", &simt.blockKV},
+            {"tile_rows", &simt.tileRows},   {"tile_keys", &simt.tileKeys},
+            {"min_blocks", &simt.minBlocks}, {"chunk_tiles", &simt.chunkTiles}};
+    flags = {{"split_kv", &simt.splitKV}};
+  } else {
+    why = "attention schedule: template '" + name +
+          "' is not one of mma, mma_decode, wgmma, simt";
+    return {};
+  }
+  for (auto &[key, value] : j.items()) {
+    if (key == "template")
+      continue;
+    if (auto it = ints.find(key); it != ints.end() && value.is_number_integer())
+      *it->second = value.get<int64_t>();
+    else if (auto f = flags.find(key); f != flags.end() && value.is_boolean())
+      *f->second = value.get<bool>();
+    else {
+      if (ints.count(key)) {
+        why = "'" + key + "' takes an integer";
+      } else if (flags.count(key)) {
+        why = "'" + key + "' takes true or false";
+      } else {
+        why = "'" + key + "' is not a field of the " + name + " template (";
+        for (auto &f : ints)
+          why += f.first + " ";
+        for (auto &f : flags)
+          why += f.first + " ";
+        why.back() = ')';
+      }
+      why = "attention schedule: " + why;
+      return {};
+    }
+  }
+  Attribute result = name == "mma"          ? planOf(ctx, mma)
+                     : name == "mma_decode" ? planOf(ctx, dec)
+                     : name == "wgmma"      ? planOf(ctx, wg)
+                                            : planOf(ctx, simt);
+  if (attentionPlanValid(p, result, target, why))
+    return result;
+  why = "attention schedule: " + why;
+  return {};
 }
 
 AttentionSchedule scheduleOf(mlir::tcc::MmaAttentionAttr a) {

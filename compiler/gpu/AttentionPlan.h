@@ -47,6 +47,19 @@ mlir::Attribute chooseAttentionPlan(mlir::MLIRContext *ctx,
 bool attentionPlanValid(const AttentionProblem &p, mlir::Attribute plan,
                         const ::tcc::TargetDesc &target, std::string &why);
 
+/// `plan` (chosen for `p`, or null where no template took it) changed by a
+/// user schedule, the JSON object `schedule` of --schedule's "attention"
+/// entry: "template" ("mma", "mma_decode", "wgmma", "simt"; default: the
+/// plan's) and any of that template's fields (block_q, block_kv, warps,
+/// stages, chunk_tiles, warpgroups, overlap, producer, pingpong, tile_rows,
+/// tile_keys, split_kv, min_blocks), the others the heuristic's. Null with
+/// the reason in `why` when the schedule is malformed or the templates
+/// cannot build the result.
+mlir::Attribute
+applyAttentionSchedule(mlir::MLIRContext *ctx, const AttentionProblem &p,
+                       const ::tcc::TargetDesc &target, mlir::Attribute plan,
+                       llvm::StringRef schedule, std::string &why);
+
 /// The schedules the plan attributes carry, and back.
 AttentionSchedule scheduleOf(mlir::tcc::MmaAttentionAttr a);
 DecodeSchedule scheduleOf(mlir::tcc::MmaDecodeAttr a);

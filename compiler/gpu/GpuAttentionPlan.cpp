@@ -50,6 +50,16 @@ struct TccGpuAttentionPlan
         }
         plan =
             ::tcc::gpu::chooseAttentionPlan(chain.getContext(), p, *desc, why);
+        if (!schedule.empty()) {
+          // The user's schedule: what it asks for, or an error (never a
+          // silent fallback to the heuristic's choice).
+          plan = ::tcc::gpu::applyAttentionSchedule(chain.getContext(), p,
+                                                    *desc, plan, schedule, why);
+          if (!plan) {
+            chain.emitError() << why;
+            return WalkResult::interrupt();
+          }
+        }
       }
       if (plan) {
         chain->setAttr(::tcc::gpu::kAttentionPlanAttrName, plan);

@@ -23,13 +23,19 @@ def TccGpuAttentionPlan : Pass<"tcc-gpu-attention-plan", "func::FuncOp"> {
     `#tcc.mma_attention`, `#tcc.mma_decode`, `#tcc.wgmma_attention`,
     `#tcc.simt_attention` carrying the template's schedule; GpuCodegen builds
     what it says. A chain that already has a plan (given by hand) is
-    checked instead: a plan the templates cannot build is an error. A chain
+    checked instead: a plan the templates cannot build is an error. With
+    `schedule` (the user's --schedule), the plan is then changed as it says
+    (another template, some of its fields) and checked: one the templates
+    cannot build is an error naming why. A chain
     no template takes keeps no plan and runs as generic loops, with a remark
     "attention not fused: REASON" (tcc compile --explain).
   }];
   let options = [
     Option<"target", "target", "std::string", /*default=*/"\"sm_90\"",
            "The code target (tcc compile --target)">,
+    Option<"schedule", "schedule", "std::string", /*default=*/"",
+           "A user schedule for every attention chain: the JSON object of "
+           "--schedule's \"attention\" entry (docs/cli.md)">,
   ];
 }
 

@@ -15,6 +15,9 @@
   represent, refused only when the kernel is built) compile for sm_90 unfused,
   and --explain prints one line for each: "MODEL: remark: NODE: attention
   not fused: REASON"; without --explain nothing is printed.
+- --schedule's "attention" entry: another template or some of its fields
+  are built as asked (the launches' threads and grid show it); a schedule
+  the templates cannot build, or a malformed one, is one error line.
 """
 import json
 import os
@@ -145,7 +148,72 @@ def run(tcc, work):
         check(name + ' without --explain: silent', p.returncode == 0 and not p.stderr,
               repr(p.stderr))
 
+    failed += run_schedules(tcc, work, check)
     return failed
+
+
+def launches(tcc, bundle):
+    info = json.loads(subprocess.run([tcc, 'inspect', bundle], capture_output=True,
+                                     text=True, check=True).stdout)
+    names = [k['symbol'] for k in info['kernels']]
+    return [(names[l['kernel']], l['block'][0], l['grid'][0]) for l in info['launches']]
+
+
+def run_schedules(tcc, work, check):
+    """--schedule's "attention" entry (tcc-gpu-attention-plan applies it):
+    another template or some fields of one, built as asked; a schedule the
+    templates cannot build, or a malformed one, is one error line and exit
+    status 1."""
+    scale = [A.const('c', 'bf16', 0.125), A.node('mul', ['s', 'c'], 's_mod')]
+    bf16 = A.model('sched', 'bf16', [1, 2, 1000, 64], [1, 2, 1000, 64], scale)
+    f32 = A.model('sched32', 'f32', [1, 2, 1000, 64], [1, 2, 1000, 64],
+                  [A.const('c', 'f32', 0.125), A.node('mul', ['s', 'c'], 's_mod')])
+    paths = {}
+    for name, m in (('bf16', bf16), ('f32', f32)):
+        paths[name] = os.path.join(work, 'sched_%s.json' % name)
+        with open(paths[name], 'w') as f:
+            json.dump(m, f)
+
+    def compile_with(model, target, schedule):
+        sched = os.path.join(work, 'schedule.json')
+        with open(sched, 'w') as f:
+            json.dump({'attention': schedule}, f)
+        bundle = os.path.join(work, 'sched.tccb')
+        p = subprocess.run([tcc, 'compile', paths[model], '-o', bundle, '--target', target,
+                            '--schedule', sched], capture_output=True, text=True)
+        return p, (launches(tcc, bundle) if p.returncode == 0 else [])
+
+    # wgmma is sm_90a's default at head size 64; mma.sync with 64-row blocks
+    # of 4 warps asked for: 16 query tiles of 1000 rows, 128 threads.
+    p, got = compile_with('bf16', 'sm_90a', {'template': 'mma', 'block_q': 64, 'warps': 4})
+    check('schedule: mma.sync instead of wgmma',
+          p.returncode == 0 and len(got) == 1 and got[0][0].endswith('_attn') and
+          got[0][1:] == (128, 16), '%r %s' % (p.stderr, got))
+    # The f32 template's 8 x 4 register tile: (128 / 8) x (64 / 4) threads.
+    p, got = compile_with('f32', 'sm_90', {'tile_rows': 8, 'block_q': 128, 'block_kv': 64})
+    check('schedule: the SIMT template with 8 x 4 register tiles',
+          p.returncode == 0 and len(got) == 1 and got[0][0].endswith('_attn_simt') and
+          got[0][1:] == (256, 8), '%r %s' % (p.stderr, got))
+    for what, model, target, schedule, reason in (
+            ('wgmma on sm_90', 'bf16', 'sm_90', {'template': 'wgmma'},
+             'needs a target with wgmma'),
+            ('an unknown field', 'bf16', 'sm_90', {'template': 'mma', 'tile_rows': 8},
+             "'tile_rows' is not a field of the mma template"),
+            ('a field of the wrong type', 'f32', 'sm_90', {'split_kv': 1},
+             "'split_kv' takes true or false"),
+            ('a template for another dtype', 'f32', 'sm_90', {'template': 'mma'},
+             'the attention plan is for bf16 or f16'),
+            ('an unknown template', 'bf16', 'sm_90', {'template': 'tma'},
+             "template 'tma' is not one of"),
+            ('a schedule the template refuses', 'bf16', 'sm_90', {'block_q': 48},
+             'must be powers of two')):
+        p, _ = compile_with(model, target, schedule)
+        lines = p.stderr.splitlines()
+        check('schedule: %s is refused' % what,
+              p.returncode == 1 and len(lines) == 1 and
+              lines[0].startswith(paths[model] + ': error: attention schedule: ') and
+              reason in lines[0], 'rc %d, stderr %r' % (p.returncode, p.stderr))
+    return 0
 
 
 if __name__ == '__main__':

@@ -82,6 +82,31 @@ func.func @head_dim_moved(%qi: tensor<1x4x64x128xbf16>, %k: tensor<1x4x256x64xbf
 
 // -----
 
+// K and V one tensor in the model's layout (read twice through one
+// transpose): the transpose moves in once.
+// CHECK-LABEL: func.func @kv_shared
+// CHECK-NEXT: tcc.chain attributes {axis = 3 : i64, tcc.attention}
+// CHECK-NEXT: %[[KV:.*]] = tcc.transpose %arg1 {perm = array<i64: 0, 2, 1, 3>}
+// CHECK-NEXT: tcc.matmul %arg0, %[[KV]] {transpose_b = true}
+// CHECK-NOT: tcc.transpose
+// CHECK: tcc.matmul %{{.*}}, %[[KV]] :
+func.func @kv_shared(%q: tensor<1x4x128x64xbf16>, %kvi: tensor<1x256x4x64xbf16>) -> tensor<1x4x128x64xbf16> {
+  %k = tcc.transpose %kvi {perm = array<i64: 0, 2, 1, 3>} : tensor<1x256x4x64xbf16> -> tensor<1x4x256x64xbf16>
+  %0 = tcc.chain attributes {axis = 3 : i64} -> tensor<1x4x128x64xbf16> {
+    %5 = tcc.matmul %q, %k {transpose_b = true} : tensor<1x4x128x64xbf16>, tensor<1x4x256x64xbf16> -> tensor<1x4x128x256xbf16>
+    %9 = tcc.reduce_max %5 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x128x256xbf16> -> tensor<1x4x128x1xbf16>
+    %10 = tcc.sub %5, %9 : tensor<1x4x128x256xbf16>, tensor<1x4x128x1xbf16> -> tensor<1x4x128x256xbf16>
+    %11 = tcc.exp %10 : tensor<1x4x128x256xbf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x128x256xbf16> -> tensor<1x4x128x1xbf16>
+    %13 = tcc.div %11, %12 : tensor<1x4x128x256xbf16>, tensor<1x4x128x1xbf16> -> tensor<1x4x128x256xbf16>
+    %14 = tcc.matmul %13, %k : tensor<1x4x128x256xbf16>, tensor<1x4x256x64xbf16> -> tensor<1x4x128x64xbf16>
+    tcc.yield %14 : tensor<1x4x128x64xbf16>
+  }
+  return %0 : tensor<1x4x128x64xbf16>
+}
+
+// -----
+
 // GQA in the model's layout: K and V [B, L, Hkv, D] transposed, then
 // repeated over query heads; both the transposes and the repeats move in.
 // CHECK-LABEL: func.func @gqa_blhd

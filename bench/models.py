@@ -118,13 +118,15 @@ def cases(small):
     m = gemm_model(0, 'f32', mkn)
     out.append((m['name'] + '_tf32_sm90a', m, ['--allow-tf32', '--target', 'sm_90a'],
                 {'kind': 'gemm', 'dtype': 'f32', 'n': 0, 'mkn': list(mkn), 'tf32': True}))
-    for kind, m in rowwise_models(rows, cols).items():
-        info = {'kind': kind, 'dtype': 'bf16', 'shape': [rows, cols],
+    def rowwise_info(kind, m, shape):
+        info = {'kind': kind, 'dtype': 'bf16', 'shape': shape,
                 'params': {p['name']: p['init'] for p in m['params']}}
-        if kind == 'layer_norm':
-            info['eps'] = 1e-5
-        if kind == 'rms_norm':
-            info['eps'] = 1e-6
+        eps = {'layer_norm': 1e-5, 'rms_norm': 1e-6}
+        if kind in eps:
+            info['eps'] = eps[kind]
+        return info
+    for kind, m in rowwise_models(rows, cols).items():
+        info = rowwise_info(kind, m, [rows, cols])
         out.append((kind, m, [], info))
         if kind in ('softmax', 'layer_norm', 'rms_norm'):
             # The same model without the residency request (32 row values
@@ -137,14 +139,7 @@ def cases(small):
             if kind not in ('softmax', 'log_softmax', 'layer_norm', 'rms_norm'):
                 continue
             name = '%s_%d' % (kind, odd)
-            m = dict(m, name=name)
-            info = {'kind': kind, 'dtype': 'bf16', 'shape': [rows, odd],
-                    'params': {p['name']: p['init'] for p in m['params']}}
-            if kind == 'layer_norm':
-                info['eps'] = 1e-5
-            if kind == 'rms_norm':
-                info['eps'] = 1e-6
-            out.append((name, m, [], info))
+            out.append((name, dict(m, name=name), [], rowwise_info(kind, m, [rows, odd])))
     return out
 
 

@@ -86,6 +86,9 @@ def rowwise_models(rows, cols):
 
 
 NO_RESIDENCY = os.path.join(ROOT, 'bench', 'rows-no-residency.json')
+# The f32 attention template's 8 x 4 register tile (not the default until
+# timed: docs/architecture.md, "f32 attention").
+SIMT_8X4 = os.path.join(ROOT, 'bench', 'attention-simt-8x4.json')
 
 
 def cases(small):
@@ -324,9 +327,11 @@ def attention_cases(small):
     for variant in ('global', 'causal'):
         name = 'attn_%s_b1_f32_s%d' % (variant, s4)
         m = attention_model(name, 1, 32, 32, s4, d, variant, dt='f32')
-        out.append((name, m, ['--gpu-attention'],
-                    {'kind': 'attention', 'variant': variant, 'dtype': 'f32', 'b': 1,
-                     'hq': 32, 'hkv': 32, 'l': s4, 'd': d, 'scale': rounded_scale(d, 'f32')}))
+        info = {'kind': 'attention', 'variant': variant, 'dtype': 'f32', 'b': 1,
+                'hq': 32, 'hkv': 32, 'l': s4, 'd': d, 'scale': rounded_scale(d, 'f32')}
+        out.append((name, m, ['--gpu-attention'], info))
+        if not small:
+            out.append((name + '_8x4', m, ['--gpu-attention', '--schedule', SIMT_8X4], info))
     # Score changes reading captured tensors (issue 13), f16 as its figures.
     # The manifest's `inputs` names the extra inputs attention_bench.py
     # makes; bias and padding mask at batch 1 (and the mask at 8).

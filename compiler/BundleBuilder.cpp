@@ -134,6 +134,19 @@ public:
             {"code", blobName}};
         if (!host && l.sharedBytes > 0)
           k["shared_bytes"] = l.sharedBytes;
+        // The template and schedule a fused attention kernel was built with
+        // (tcc-gpu-attention-plan's attribute), for `tcc inspect`: template
+        // kernels are named after their function with a suffix (a chain
+        // the template refused after all runs as the function itself).
+        if (func && l.symbol != plan.name)
+          func.walk([&](Operation *op) {
+            if (Attribute a = op->getAttr("tcc.attention_plan")) {
+              std::string text;
+              llvm::raw_string_ostream os(text);
+              a.print(os);
+              k["plan"] = text;
+            }
+          });
         manifest["kernels"].push_back(k);
       }
     }

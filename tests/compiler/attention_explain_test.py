@@ -156,7 +156,11 @@ def launches(tcc, bundle):
     info = json.loads(subprocess.run([tcc, 'inspect', bundle], capture_output=True,
                                      text=True, check=True).stdout)
     names = [k['symbol'] for k in info['kernels']]
+    plans.extend(k.get('plan') for k in info['kernels'])
     return [(names[l['kernel']], l['block'][0], l['grid'][0]) for l in info['launches']]
+
+
+plans = []  # the kernels' "plan" entries (tcc inspect) of the last bundles read
 
 
 def run_schedules(tcc, work, check):
@@ -185,10 +189,16 @@ def run_schedules(tcc, work, check):
 
     # wgmma is sm_90a's default at head size 64; mma.sync with 64-row blocks
     # of 4 warps asked for: 16 query tiles of 1000 rows, 128 threads.
+    plans.clear()
     p, got = compile_with('bf16', 'sm_90a', {'template': 'mma', 'block_q': 64, 'warps': 4})
     check('schedule: mma.sync instead of wgmma',
           p.returncode == 0 and len(got) == 1 and got[0][0].endswith('_attn') and
           got[0][1:] == (128, 16), '%r %s' % (p.stderr, got))
+    # tcc inspect shows the plan the kernel was built with.
+    check('schedule: the plan in the manifest',
+          len(plans) == 1 and re.fullmatch(
+              r'#tcc\.mma_attention<blockQ = 64, blockKV = \d+, warps = 4, stages = \d+>',
+              plans[0] or '') is not None, plans)
     # The f32 template's 8 x 4 register tile: (128 / 8) x (64 / 4) threads.
     p, got = compile_with('f32', 'sm_90', {'tile_rows': 8, 'block_q': 128, 'block_kv': 64})
     check('schedule: the SIMT template with 8 x 4 register tiles',

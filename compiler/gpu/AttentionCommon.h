@@ -29,6 +29,13 @@ namespace tcc::gpu {
 
 constexpr double kLog2E = 1.4426950408889634;
 
+/// Bounds of a schedule's tile sizes and key tiles a chunk, checked before
+/// any size is computed from them (a user's schedule may hold any integer):
+/// far above what shared memory and registers allow, and key tile indices
+/// stay within 32 bits (--gpu-index-bits 32).
+constexpr int64_t kMaxTile = 1024;
+constexpr int64_t kMaxChunkTiles = int64_t(1) << 30;
+
 /// Whether the key loop's bounds leave no fully masked tile inside: true for
 /// at most one lower and one upper bound on k, both of slope |a / b| <= 1
 /// and, if both, of the same slope (causal, sliding windows, key limits).

@@ -1200,6 +1200,8 @@ static bool attentionShapeValid(const AttentionProblem &p,
   for (int64_t v : {s.blockQ, s.blockKV, s.warps})
     if (v < 1 || !llvm::isPowerOf2_64(v))
       return fail("blockQ, blockKV and warps must be powers of two");
+  if (s.blockQ > kMaxTile || s.blockKV > kMaxTile)
+    return fail("blockQ and blockKV must be <= " + std::to_string(kMaxTile));
   if (s.stages < 2 || s.stages > 4)
     return fail("stages must be in [2, 4]");
   if (s.warps > 16)
@@ -1316,14 +1318,16 @@ static bool decodeShapeValid(const AttentionProblem &p, const DecodeSchedule &s,
   for (int64_t v : {s.blockKV, s.warps})
     if (v < 1 || !llvm::isPowerOf2_64(v))
       return fail("blockKV and warps must be powers of two");
+  if (s.blockKV > kMaxTile)
+    return fail("blockKV must be <= " + std::to_string(kMaxTile));
   if (s.stages < 2 || s.stages > 4)
     return fail("stages must be in [2, 4]");
   if (s.warps > 16)
     return fail("at most 16 warps");
   if (s.blockKV < 16 * s.warps)
     return fail("each warp needs a multiple of 16 keys of a tile");
-  if (s.chunkTiles < 1)
-    return fail("a chunk holds at least one key tile");
+  if (s.chunkTiles < 1 || s.chunkTiles > kMaxChunkTiles)
+    return fail("a chunk holds 1 to 2^30 key tiles");
   int64_t threads = 32 * s.warps, cpr = tileRow(p) / 8;
   if (p.kTransposed && s.blockKV / 8 > threads)
     return fail("a row of K given transposed has more chunks than threads");

@@ -231,7 +231,9 @@ Attribute applyAttentionSchedule(MLIRContext *ctx, const AttentionProblem &p,
                                             : planOf(ctx, simt);
   if (attentionPlanValid(p, result, target, why))
     return result;
-  why = "attention schedule: " + why;
+  // The mma template's reasons already start so.
+  if (!llvm::StringRef(why).starts_with("attention schedule: "))
+    why = "attention schedule: " + why;
   return {};
 }
 

@@ -745,10 +745,13 @@ bool simtShapeValid(const AttentionProblem &p, const SimtAttentionSchedule &s,
   if (s.blockKV < 2 * s.tileKeys || keyThreads(s) > 32)
     return fail("blockKV must be in [2 * tileKeys, 32 * tileKeys]");
   int64_t threads = threadsOf(s);
-  if (s.minBlocks < 0)
-    return fail("minBlocks must be >= 0");
-  if (s.chunkTiles < 0)
-    return fail("chunkTiles must be >= 0");
+  // minBlocks is ptxas's .minnctapersm (a multiprocessor holds at most 32
+  // blocks); chunkTiles indexes key tiles in 32 bits where --gpu-index-bits
+  // says so.
+  if (s.minBlocks < 0 || s.minBlocks > 32)
+    return fail("minBlocks must be in [0, 32]");
+  if (s.chunkTiles < 0 || s.chunkTiles > kMaxChunkTiles)
+    return fail("chunkTiles must be in [0, 2^30]");
   if (threads % 32 || threads > 1024)
     return fail("(blockQ / tileRows) x (blockKV / tileKeys) threads must be "
                 "whole warps, at most 1024");

@@ -172,8 +172,10 @@ def run_schedules(tcc, work, check):
     bf16 = A.model('sched', 'bf16', [1, 2, 1000, 64], [1, 2, 1000, 64], scale)
     f32 = A.model('sched32', 'f32', [1, 2, 1000, 64], [1, 2, 1000, 64],
                   [A.const('c', 'f32', 0.125), A.node('mul', ['s', 'c'], 's_mod')])
+    # Decode: one query row a head against 1000 keys.
+    dec = A.model('sched_dec', 'bf16', [1, 2, 1, 64], [1, 2, 1000, 64], scale)
     paths = {}
-    for name, m in (('bf16', bf16), ('f32', f32)):
+    for name, m in (('bf16', bf16), ('f32', f32), ('dec', dec)):
         paths[name] = os.path.join(work, 'sched_%s.json' % name)
         with open(paths[name], 'w') as f:
             json.dump(m, f)
@@ -216,13 +218,28 @@ def run_schedules(tcc, work, check):
             ('an unknown template', 'bf16', 'sm_90', {'template': 'tma'},
              "template 'tma' is not one of"),
             ('a schedule the template refuses', 'bf16', 'sm_90', {'block_q': 48},
-             'must be powers of two')):
+             'must be powers of two'),
+            # Huge powers of two: bounded before sizes are computed from
+            # them (their shared-memory bytes overflowed, then the builder
+            # aborted); chunks and minBlocks too large for the kernel's
+            # 32-bit indices and ptxas.
+            ('a huge block_q', 'bf16', 'sm_90', {'template': 'mma', 'block_q': 1 << 62},
+             'blockQ and blockKV must be <= 1024'),
+            ('a huge decode block_kv', 'dec', 'sm_90',
+             {'template': 'mma_decode', 'block_kv': 1 << 62}, 'blockKV must be <= 1024'),
+            ('a huge decode chunk', 'dec', 'sm_90',
+             {'template': 'mma_decode', 'chunk_tiles': 1 << 62}, '1 to 2^30 key tiles'),
+            ('a huge SIMT chunk', 'f32', 'sm_90', {'chunk_tiles': 1 << 62},
+             'chunkTiles must be in [0, 2^30]'),
+            ('a huge min_blocks', 'f32', 'sm_90', {'min_blocks': 1 << 62},
+             'minBlocks must be in [0, 32]')):
         p, _ = compile_with(model, target, schedule)
         lines = p.stderr.splitlines()
         check('schedule: %s is refused' % what,
               p.returncode == 1 and len(lines) == 1 and
               lines[0].startswith(paths[model] + ': error: attention schedule: ') and
-              reason in lines[0], 'rc %d, stderr %r' % (p.returncode, p.stderr))
+              reason in lines[0] and 'schedule: attention schedule:' not in lines[0],
+              'rc %d, stderr %r' % (p.returncode, p.stderr))
     return 0
 
 

@@ -30,12 +30,24 @@ struct TccGpuAttentionPlan
       return signalPassFailure();
     }
     WalkResult result = getOperation().walk([&](mlir::tcc::ChainOp chain) {
-      if (!chain->hasAttr(mlir::tcc::kAttentionAttrName))
-        return WalkResult::advance();
+      // A plan here was given by hand (this pass alone sets them): one that
+      // cannot be built is an error, never dropped or kept silently.
+      Attribute plan = chain->getAttr(::tcc::gpu::kAttentionPlanAttrName);
+      if (!chain->hasAttr(mlir::tcc::kAttentionAttrName)) {
+        if (!plan)
+          return WalkResult::advance();
+        chain.emitError() << "attention plan " << plan
+                          << " on a chain not marked tcc.attention";
+        return WalkResult::interrupt();
+      }
       std::string why;
       std::optional<mlir::tcc::AttentionMatch> m =
           mlir::tcc::matchAttention(chain, why);
-      Attribute plan = chain->getAttr(::tcc::gpu::kAttentionPlanAttrName);
+      if (!m && plan) {
+        chain.emitError() << "attention plan " << plan
+                          << " cannot be built: " << why;
+        return WalkResult::interrupt();
+      }
       if (m) {
         ::tcc::gpu::AttentionProblem p = ::tcc::gpu::attentionProblemOf(*m);
         if (plan) {

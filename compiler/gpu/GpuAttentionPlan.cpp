@@ -29,6 +29,14 @@ struct TccGpuAttentionPlan
       getOperation().emitError() << error;
       return signalPassFailure();
     }
+    // The templates are NVIDIA's (mma.sync and up); any other target would
+    // take a plan only to fail later, or get a plan nothing builds.
+    if (!desc->isNvidia() || !desc->mmaSync) {
+      getOperation().emitError()
+          << "target '" << desc->name
+          << "' has no attention templates (NVIDIA, sm_80 and later)";
+      return signalPassFailure();
+    }
     WalkResult result = getOperation().walk([&](mlir::tcc::ChainOp chain) {
       // A plan here was given by hand (this pass alone sets them): one that
       // cannot be built is an error, never dropped or kept silently.

@@ -744,6 +744,14 @@ LogicalResult compileGpuKernels(ModuleOp module, const GpuOptions &options,
   // The LLVM conversions take the index width from the data layout.
   MLIRContext *ctx = module.getContext();
   unsigned indexBits = chooseIndexBits(gpuModule, options.indexBits);
+  // 32 bits asked for where they do not hold: a buffer of 2^31 elements or
+  // more, or a template kernel (its dynamic shared memory and addressing
+  // are 64-bit; LLVM's translation fails on them).
+  if (indexBits == 32 && chooseIndexBits(gpuModule, 0) == 64)
+    return module.emitError(
+        "--gpu-index-bits 32 does not fit this model: its kernels need 64-bit "
+        "indices (a buffer of 2^31 elements or more, or a template kernel: "
+        "matmul, attention); use 0 (automatic) or 64");
   gpuModule->setAttr(
       DLTIDialect::kDataLayoutAttrName,
       DataLayoutSpecAttr::get(

@@ -240,6 +240,15 @@ def run_schedules(tcc, work, check):
               lines[0].startswith(paths[model] + ': error: attention schedule: ') and
               reason in lines[0] and 'schedule: attention schedule:' not in lines[0],
               'rc %d, stderr %r' % (p.returncode, p.stderr))
+    # 32-bit indices asked for a model with a template kernel: one error line.
+    p = subprocess.run([tcc, 'compile', paths['bf16'], '-o', os.path.join(work, 'i32.tccb'),
+                        '--target', 'sm_90', '--gpu-index-bits', '32'],
+                       capture_output=True, text=True)
+    lines = p.stderr.splitlines()
+    check('--gpu-index-bits 32 with the attention template is refused',
+          p.returncode == 1 and len(lines) == 1 and
+          '--gpu-index-bits 32 does not fit this model' in lines[0],
+          'rc %d, stderr %r' % (p.returncode, p.stderr))
     return 0
 
 

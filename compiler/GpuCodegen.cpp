@@ -440,12 +440,9 @@ std::optional<AttentionUse> takeAttention(func::FuncOp f,
   // A chain marked for the template that it does not take after all runs
   // as generic loops: a remark says why (tcc compile --explain).
   auto refuse = [&](const std::string &reason) -> std::optional<AttentionUse> {
-    if (chain->hasAttr(mlir::tcc::kAttentionAttrName)) {
-      Value result = chain.getBody().front().getTerminator()->getOperand(0);
-      emitRemark(result.getDefiningOp() ? result.getDefiningOp()->getLoc()
-                                        : chain.getLoc())
+    if (chain->hasAttr(mlir::tcc::kAttentionAttrName))
+      emitRemark(mlir::tcc::attentionResultLoc(chain))
           << "attention not fused: " << reason;
-    }
     return std::nullopt;
   };
   // tcc-gpu-attention-plan chose the template and schedule (and said why

@@ -338,6 +338,16 @@ bool isLayoutTranspose(TransposeOp t) {
          !llvm::equal(perm, llvm::seq<int64_t>(0, perm.size()));
 }
 
+Location attentionResultLoc(ChainOp chain) {
+  Block &body = chain.getBody().front();
+  Value result = body.getTerminator()->getOperand(0);
+  if (auto t = result.getDefiningOp<TransposeOp>();
+      t && t->getBlock() == &body && isLayoutTranspose(t))
+    result = t.getInput();
+  Operation *op = result.getDefiningOp();
+  return op ? op->getLoc() : chain.getLoc();
+}
+
 bool isPositional(Value v, Block *block) { return positional(v, block); }
 
 std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {

@@ -115,6 +115,11 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why);
 /// or attention's result that the templates read and write with strides.
 bool isLayoutTranspose(TransposeOp t);
 
+/// Where remarks about attention chain `chain` go: the node of its result
+/// (P·V or the division after it; under a layout transpose moved into the
+/// chain, the node it transposes).
+Location attentionResultLoc(ChainOp chain);
+
 /// Whether `v` is computed in `block` from iotas and constants alone, by
 /// scalar ops (a mask of positions).
 bool isPositional(Value v, Block *block);

@@ -88,9 +88,7 @@ struct TccGpuAttentionPlan
       // Generic loops, one kernel (the chain keeps its group); why, for
       // `tcc compile --explain`, at the node of the chain's result.
       chain->removeAttr(::tcc::gpu::kAttentionPlanAttrName);
-      Value res = chain.getBody().front().getTerminator()->getOperand(0);
-      emitRemark(res.getDefiningOp() ? res.getDefiningOp()->getLoc()
-                                     : chain.getLoc())
+      emitRemark(mlir::tcc::attentionResultLoc(chain))
           << "attention not fused: " << why;
       return WalkResult::advance();
     });

@@ -191,6 +191,30 @@ LogicalResult ReshapeOp::verify() {
   return success();
 }
 
+OpFoldResult TransposeOp::fold(FoldAdaptor) {
+  auto identity = [](ArrayRef<int64_t> perm) {
+    for (auto [i, p] : llvm::enumerate(perm))
+      if (p != int64_t(i))
+        return false;
+    return true;
+  };
+  if (identity(getPerm()))
+    return getInput();
+  auto inner = getInput().getDefiningOp<TransposeOp>();
+  if (!inner)
+    return {};
+  // Result dim i is inner's dim perm[i], which is its input's dim
+  // innerPerm[perm[i]].
+  SmallVector<int64_t> composed;
+  for (int64_t p : getPerm())
+    composed.push_back(inner.getPerm()[p]);
+  if (identity(composed))
+    return inner.getInput();
+  getInputMutable().assign(inner.getInput());
+  setPerm(composed);
+  return getResult();
+}
+
 LogicalResult TransposeOp::verify() {
   if (elementType(getInput()) != elementType(getResult()))
     return emitOpError("transpose changes the element type");

@@ -221,10 +221,16 @@ def Tcc_ReshapeOp : Tcc_Op<"reshape", [Pure, Tcc_DataMovement]> {
 
 def Tcc_TransposeOp : Tcc_Op<"transpose", [Pure, Tcc_DataMovement]> {
   let summary = "result dim i is input dim perm[i]";
+  let description = [{
+    Folds: the identity permutation is its input; a transpose of a transpose
+    is one transpose by the composed permutation (its input when that is the
+    identity), so a layout changed and changed back costs no kernel.
+  }];
   let arguments = (ins Tcc_Tensor:$input, DenseI64ArrayAttr:$perm);
   let results = (outs Tcc_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 def Tcc_BroadcastToOp : Tcc_Op<"broadcast_to", [Pure, Tcc_DataMovement]> {

@@ -708,6 +708,9 @@ def layout_cases():
     def scaled(dt, c):
         return [const('c', dt, c), node('mul', ['s', 'c'], 'ss')]
 
+    def scale_only(dt, c):
+        return [const('c', dt, c), node('mul', ['s', 'c'], 's_mod')]
+
     def causal(dt, c, lq, lk, off=0):
         return scaled(dt, c) + positions(lq, lk, off) + [
             node('greater_equal', ['row', 'col'], 'keep'), const('neg', dt, -1e30),
@@ -723,7 +726,7 @@ def layout_cases():
     inv32 = np.float64(np.float32(inv))
     # Only Q and the result; ragged tiles on both axes.
     add('layout_qo_bf16_1000x777', 'qo', 'bf16', [2, 3, 1000, 64], [2, 3, 777, 64],
-        scaled('bf16', 0.125)[:1] + [node('mul', ['s', 'c'], 's_mod')],
+        scale_only('bf16', 0.125),
         change=lambda s, r, c: s * 0.125)
     # Only K and V, head size 96 (mma.sync on every target), causal.
     add('layout_kv_causal_f16_d96', 'kv', 'f16', [1, 2, 520, 96], [1, 2, 520, 96],
@@ -741,7 +744,7 @@ def layout_cases():
         change=lambda s, r, c, env: s * 0.125 + env['bias'])
     # Head size 256 (8 warps of 16 rows).
     add('layout_d256_bf16_300', 'qkvo', 'bf16', [1, 2, 300, 256], [1, 2, 300, 256],
-        scaled('bf16', 0.0625)[:1] + [node('mul', ['s', 'c'], 's_mod')],
+        scale_only('bf16', 0.0625),
         change=lambda s, r, c: s * 0.0625)
     # Decode pairs: one query row a head (GQA 8/2), and 4 (rows of a group
     # from several heads: strided on two axes).
@@ -749,13 +752,13 @@ def layout_cases():
         causal('bf16', inv, 1, 4096, 4095), repeat=(2, 4),
         change=lambda s, r, c: np.where(r + 4095 >= c, s * invb, -1e30))
     add('decode_layout_gqa_q4_3001', 'qkvo', 'f16', [1, 8, 4, 128], [1, 2, 3001, 128],
-        scaled('f16', inv)[:1] + [node('mul', ['s', 'c'], 's_mod')], repeat=(2, 4),
+        scale_only('f16', inv), repeat=(2, 4),
         change=lambda s, r, c: s * invh)
     # f32 (the SIMT template and its decode pair).
     add('f32_layout_causal_333', 'qkvo', 'f32', [1, 2, 333, 64], [1, 2, 333, 64],
         causal('f32', 0.125, 333, 333), change=lambda s, r, c: np.where(r >= c, s * 0.125, -1e30))
     add('f32_decode_layout_gqa_q4_2000', 'qkvo', 'f32', [1, 8, 4, 128], [1, 2, 2000, 128],
-        scaled('f32', float(inv32))[:1] + [node('mul', ['s', 'c'], 's_mod')], repeat=(2, 4),
+        scale_only('f32', float(inv32)), repeat=(2, 4),
         change=lambda s, r, c: s * inv32)
     return out
 

@@ -837,18 +837,17 @@ chooseSimtAttentionSchedule(const AttentionProblem &p,
   // the multiprocessor (each K and V tile read once for twice the rows)
   // where its registers (O of 2 chunks a thread) and shared memory allow
   // and the grid still fills the multiprocessors; else V reuses K's
-  // buffer. That block's threads own 4 rows x 4 keys of S each (512
-  // threads), the tiling measured on the H200 (docs/performance.md). 8 x 4
-  // (256 threads) reads about 0.54x the shared bytes an FMA and issues 0.7x
-  // the shared loads (docs/architecture.md, "f32 attention"), predicted
-  // 1.15-1.3x faster; it is built and checked (simt-attention-interp,
-  // tests/gpu/simt) but not yet timed, so it is not the default.
+  // buffer. That block's threads own 8 rows x 4 keys of S each (256
+  // threads): 0.54x the shared bytes an FMA of 4 x 4 (512 threads) and 0.7x
+  // the shared loads (docs/architecture.md, "f32 attention"); 1.14x faster
+  // on the H200 at head dim 128 (docs/performance.md, session 14).
   SimtAttentionSchedule shared = s;
   shared.splitKV = false;
   if (2 * sharedBytesOf(p, s) > maxShared &&
       2 * sharedBytesOf(p, shared) <= maxShared) {
     SimtAttentionSchedule wide = s;
     wide.blockQ = 128;
+    wide.tileRows = 8;
     bool fits = s.blockQ == 64 &&
                 ceilDiv(p.headDim / 4, keyThreads(wide)) <= 2 &&
                 sharedBytesOf(p, wide) <= maxShared &&

@@ -466,7 +466,7 @@ std::optional<AttentionUse> takeAttention(func::FuncOp f,
       return refuse("a captured tensor is computed in the attention kernel");
     capturedArgs.push_back(arg.getArgNumber());
   }
-  ::tcc::gpu::AttentionProblem p = ::tcc::gpu::attentionProblemOf(*m);
+  ::tcc::gpu::AttentionProblem p = ::tcc::gpu::attentionProblemOf(*m, target);
   if (!::tcc::gpu::attentionPlanValid(p, plan, target, why))
     return refuse(why);
   OpBuilder b(gpuModule.getContext());
@@ -510,7 +510,7 @@ std::optional<AttentionUse> takeAttention(func::FuncOp f,
       // Decode: the keys split over blocks, then a combine.
       FailureOr<::tcc::gpu::SimtDecodeKernels> dk =
           ::tcc::gpu::buildSimtDecodeKernels(b, gpuModule, partial, combine, p,
-                                             ss);
+                                             ss, target);
       if (failed(dk))
         return refuse("the SIMT decode kernels could not be built");
       return decodeUse(partial, combine, dk->partial, dk->combine,
@@ -518,7 +518,7 @@ std::optional<AttentionUse> takeAttention(func::FuncOp f,
     }
     return prefillUse(name + "_attn_simt",
                       ::tcc::gpu::buildSimtAttentionKernel(
-                          b, gpuModule, name + "_attn_simt", p, ss));
+                          b, gpuModule, name + "_attn_simt", p, ss, target));
   }
   if (auto a = dyn_cast<mlir::tcc::MmaDecodeAttr>(plan)) {
     FailureOr<::tcc::gpu::DecodeKernels> dk = ::tcc::gpu::buildDecodeKernels(
@@ -663,15 +663,16 @@ LogicalResult compileGpuKernels(ModuleOp module, const GpuOptions &options,
       mlir::gpu::GPUModuleOp::create(tb, module.getLoc(), "tcc_attention");
   OwningOpRef<ModuleOp> device =
       cloneKernelsAsBuffers(module, names, [&](func::FuncOp f) {
-        // The templates are written with cp.async and mma.sync.
-        if (!target.cpAsync || !target.mmaSync)
-          return;
-        if (options.attention)
+        // The attention templates: NVIDIA's from sm_80, AMD's SIMT one.
+        if (options.attention && target.hasAttentionTemplates())
           if (std::optional<AttentionUse> use =
                   takeAttention(f, target, attentionModule)) {
             attentions[f.getSymName()] = *use;
             return;
           }
+        // The matmul templates are written with cp.async and mma.sync.
+        if (!target.cpAsync || !target.mmaSync)
+          return;
         if (std::optional<MatmulUse> use = takeMatmul(f, options))
           matmuls[f.getSymName()] = *use;
       });

@@ -63,12 +63,12 @@ LogicalResult tcc::compileModel(ImportedModel &model,
   pm.addNestedPass<mlir::func::FuncOp>(mlir::createCSEPass());
   // On GPUs a matmul stays a kernel of its own, where the tensor-core
   // template computes it, unless it is part of attention that the fused
-  // attention template computes (--gpu-attention, NVIDIA): chains are
+  // attention template computes (--gpu-attention; NVIDIA, and AMD with the
+  // SIMT template alone): chains are
   // formed with matmuls, those the template does not take are dissolved
   // and formed again without them.
   mlir::tcc::TccFormChainsOptions chains;
-  bool gpuAttention =
-      target.isNvidia() && target.mmaSync && options.gpu.attention;
+  bool gpuAttention = target.hasAttentionTemplates() && options.gpu.attention;
   if (target.isGpu() && !gpuAttention)
     chains.maxMatmulExtent = 0;
   pm.addNestedPass<mlir::func::FuncOp>(mlir::tcc::createTccFormChains(chains));

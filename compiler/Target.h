@@ -58,6 +58,17 @@ struct TargetDesc {
   bool isNvidia() const { return arch == TargetArch::Nvidia; }
   bool isAmd() const { return arch == TargetArch::Amd; }
   bool isGpu() const { return arch != TargetArch::Host; }
+  /// Whether attention chains take the fused templates (--gpu-attention):
+  /// NVIDIA's from sm_80 (mma.sync, wgmma, and the f32 SIMT template);
+  /// AMD's CDNA chips take the SIMT template alone, for every dtype
+  /// (docs/architecture.md, "Attention on AMD targets").
+  bool hasAttentionTemplates() const {
+    return (isNvidia() && mmaSync) || isAmd();
+  }
+  /// Whether attention in `elemType` takes the SIMT template (f32 FMAs)
+  /// rather than a tensor-core one: f32 everywhere, every dtype where the
+  /// target has no tensor-core attention template (no mma.sync).
+  bool simtAttentionFor(bool elemIsF32) const { return elemIsF32 || !mmaSync; }
   /// The multiprocessors the schedule heuristics fill: the known count, or a
   /// typical one for the family.
   int64_t multiprocessorsForHeuristics() const;

@@ -230,8 +230,8 @@ public:
   bool skipsKeys() const { return p.keyKeep && keepBatch && keepHead; }
 
   /// The lane's part of "tile `tile` keeps a key": p.keyKeep over keys
-  /// k0 + lane + 32j of the tile (keys past lk count as dropped). Loads
-  /// only: warpAny() combines the lanes.
+  /// k0 + lane + Wj of the tile, W the warp's (wave's) lanes (keys past lk
+  /// count as dropped). Loads only: warpAny() combines the lanes.
   mlir::Value laneKeeps(mlir::Value tile, int64_t blockKV) {
     return laneKeepFlags(tile, blockKV).first;
   }
@@ -240,15 +240,16 @@ public:
   /// tile constraint drops them), from one set of loads.
   std::pair<mlir::Value, mlir::Value> laneKeepFlags(mlir::Value tile,
                                                     int64_t blockKV) {
+    int64_t lanes = waveSize;
     mlir::Value laneI32 = toI32(mlir::arith::RemUIOp::create(
         b, loc, mlir::gpu::ThreadIdOp::create(b, loc, mlir::gpu::Dimension::x),
-        cst(32)));
+        cst(lanes)));
     mlir::Value k0I32 = toI32(mul(tile, blockKV)), any, all;
-    for (int64_t j = 0; j * 32 < blockKV; ++j) {
-      mlir::Value off = add(laneI32, j * 32);
+    for (int64_t j = 0; j * lanes < blockKV; ++j) {
+      mlir::Value off = add(laneI32, j * lanes);
       mlir::Value k = add(k0I32, off);
       mlir::Value in = cmp(mlir::arith::CmpIPredicate::slt, k, cstI32(p.lk));
-      if ((j + 1) * 32 > blockKV)
+      if ((j + 1) * lanes > blockKV)
         in = land(in,
                   cmp(mlir::arith::CmpIPredicate::slt, off, cstI32(blockKV)));
       mlir::Value keep = p.keyKeep(b, loc, keepBatch, keepHead, k, captured);
@@ -259,7 +260,21 @@ public:
   }
   /// Whether every lane of the warp holds `laneFlag` (uniform).
   mlir::Value warpAll(mlir::Value laneFlag) {
+    if (amdgcn)
+      return ballotIsZero(notI1(laneFlag));
     return vote("llvm.nvvm.vote.all.sync", laneFlag);
+  }
+  /// Whether no lane of the wave holds `flag` (AMD: the wave's ballot,
+  /// uniform; the templates call it with every lane active).
+  mlir::Value ballotIsZero(mlir::Value flag) {
+    mlir::Type i64 = b.getI64Type();
+    mlir::Value mask =
+        mlir::LLVM::CallIntrinsicOp::create(
+            b, loc, i64, b.getStringAttr("llvm.amdgcn.ballot.i64"),
+            mlir::ValueRange{flag})
+            .getResult(0);
+    return cmp(mlir::arith::CmpIPredicate::eq, mask,
+               mlir::arith::ConstantIntOp::create(b, loc, i64, 0));
   }
   /// `laneFlag` voted over the full warp with `intrinsic` (uniform).
   mlir::Value vote(llvm::StringRef intrinsic, mlir::Value laneFlag) {
@@ -337,6 +352,8 @@ public:
 
   /// Whether any lane of the warp holds `laneFlag` (uniform over the warp).
   mlir::Value warpAny(mlir::Value laneFlag) {
+    if (amdgcn)
+      return notI1(ballotIsZero(laneFlag));
     return vote("llvm.nvvm.vote.any.sync", laneFlag);
   }
   mlir::Value notI1(mlir::Value x) {
@@ -368,9 +385,18 @@ public:
   mlir::Value fma(mlir::Value x, mlir::Value y, mlir::Value z) {
     return mlir::LLVM::FMAOp::create(b, loc, x, y, z);
   }
-  mlir::Value exp2(mlir::Value x) { return buildExp2Approx(b, loc, x); }
+  mlir::Value exp2(mlir::Value x) {
+    // AMD: v_exp_f32 (about 1 ulp; denormal results flush, as ex2.approx.ftz
+    // does), not llvm.exp2, whose expansion rescales for denormals.
+    if (amdgcn)
+      return mlir::LLVM::CallIntrinsicOp::create(
+                 b, loc, f32, b.getStringAttr("llvm.amdgcn.exp2.f32"),
+                 mlir::ValueRange{x})
+          .getResult(0);
+    return buildExp2Approx(b, loc, x);
+  }
   mlir::Value shuffleXor(mlir::Value x, int32_t offset) {
-    return mlir::gpu::ShuffleOp::create(b, loc, x, offset, 32,
+    return mlir::gpu::ShuffleOp::create(b, loc, x, offset, waveSize,
                                         mlir::gpu::ShuffleMode::XOR)
         .getShuffleResult();
   }
@@ -402,6 +428,11 @@ public:
 protected:
   const AttentionProblem &p;
   mlir::Type f32, i32;
+  /// The lanes of a warp (AMD: a wavefront) and whether votes and exp2 are
+  /// AMD's (ROCDL) rather than NVVM's; the tensor-core templates keep the
+  /// NVIDIA defaults, the SIMT template sets them from its target.
+  int32_t waveSize = 32;
+  bool amdgcn = false;
   mlir::Value q0, qLast;
   /// The batch and head (i32) p.keyKeep reads for the block's rows; null
   /// when the block's rows span heads it distinguishes (no key skipping).

@@ -9,7 +9,8 @@ using namespace mlir;
 
 namespace tcc::gpu {
 
-AttentionProblem attentionProblemOf(const mlir::tcc::AttentionMatch &m) {
+AttentionProblem attentionProblemOf(const mlir::tcc::AttentionMatch &m,
+                                    const ::tcc::TargetDesc &target) {
   AttentionProblem p;
   p.batch = m.batch;
   p.headsQ = m.heads;
@@ -37,9 +38,10 @@ AttentionProblem attentionProblemOf(const mlir::tcc::AttentionMatch &m) {
     p.captured.push_back(MemRefType::get(t.getShape(), t.getElementType()));
   }
   // A scale beside a key mask: the tensor-core templates apply the mask per
-  // key (keyKeepApply) and keep their folded-scale softmax; the f32 one
+  // key (keyKeepApply) and keep their folded-scale softmax; the SIMT one
   // takes the changes as score code.
-  bool keyAsMask = m.keyMaskAlone && !m.elemType.isF32();
+  bool keyAsMask =
+      m.keyMaskAlone && !target.simtAttentionFor(m.elemType.isF32());
   if (m.scale && (!m.keyMaskAlone || keyAsMask)) {
     p.scale = *m.scale;
     p.keyKeepApply = keyAsMask;
@@ -68,8 +70,9 @@ Attribute chooseAttentionPlan(MLIRContext *ctx, const AttentionProblem &p,
                               std::string &why) {
   // f32 runs on CUDA cores in true f32 (as PyTorch's SDPA computes f32; the
   // tensor-core templates take bf16 and f16), one kernel for every shape,
-  // or its split-K pair for decode shapes.
-  if (p.elemType.isF32()) {
+  // or its split-K pair for decode shapes. Targets without NVIDIA's
+  // tensor-core templates (AMD) run bf16 and f16 so too, in f32.
+  if (target.simtAttentionFor(p.elemType.isF32())) {
     if (!simtAttentionSupports(p, why))
       return {};
     SimtAttentionSchedule s = chooseSimtAttentionSchedule(p, target);
@@ -103,10 +106,15 @@ bool attentionPlanValid(const AttentionProblem &p, Attribute plan,
     return false;
   };
   if (auto a = dyn_cast<mlir::tcc::SimtAttentionAttr>(plan)) {
-    if (!f32)
+    if (!target.simtAttentionFor(f32))
       return wrongType("f32");
     return simtAttentionSupports(p, why) &&
            simtAttentionScheduleValid(p, scheduleOf(a), target, why);
+  }
+  if (!target.mmaSync) {
+    why = "the attention plan names a tensor-core template (mma.sync), which " +
+          target.name + " does not have: its attention takes the SIMT template";
+    return false;
   }
   if (f32)
     return wrongType("bf16 or f16");

@@ -30,11 +30,14 @@ constexpr llvm::StringLiteral kAttentionPlanAttrName = "tcc.attention_plan";
 /// The attention problem of a chain matched as attention: sizes, layouts
 /// (strides), the mask, and the hooks built from the match (score change,
 /// key mask). `captured` holds memref types of the match's captured tensors,
-/// in its order.
-AttentionProblem attentionProblemOf(const mlir::tcc::AttentionMatch &m);
+/// in its order. `target` decides how a key mask beside a scale is handed
+/// over: per key to the tensor-core templates, as score code to the SIMT one.
+AttentionProblem attentionProblemOf(const mlir::tcc::AttentionMatch &m,
+                                    const ::tcc::TargetDesc &target);
 
 /// The template and schedule for `p` on `target`, or null with the reason
-/// in `why`: f32 takes the SIMT template; bf16 and f16 the split-K decode
+/// in `why`: f32 takes the SIMT template (on AMD targets every dtype does,
+/// its split-K pair for decode shapes); bf16 and f16 the split-K decode
 /// pair for few query rows against many keys, else wgmma where the target
 /// has it and the template takes the problem, else mma.sync.
 mlir::Attribute chooseAttentionPlan(mlir::MLIRContext *ctx,

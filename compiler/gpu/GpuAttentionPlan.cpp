@@ -29,12 +29,14 @@ struct TccGpuAttentionPlan
       getOperation().emitError() << error;
       return signalPassFailure();
     }
-    // The templates are NVIDIA's (mma.sync and up); any other target would
-    // take a plan only to fail later, or get a plan nothing builds.
-    if (!desc->isNvidia() || !desc->mmaSync) {
+    // The templates are NVIDIA's (mma.sync and up) and the SIMT one on AMD;
+    // any other target would take a plan only to fail later, or get a plan
+    // nothing builds.
+    if (!desc->hasAttentionTemplates()) {
       getOperation().emitError()
           << "target '" << desc->name
-          << "' has no attention templates (NVIDIA, sm_80 and later)";
+          << "' has no attention templates (NVIDIA, sm_80 and later; AMD "
+             "gfx90a, gfx942)";
       return signalPassFailure();
     }
     WalkResult result = getOperation().walk([&](mlir::tcc::ChainOp chain) {
@@ -57,7 +59,8 @@ struct TccGpuAttentionPlan
         return WalkResult::interrupt();
       }
       if (m) {
-        ::tcc::gpu::AttentionProblem p = ::tcc::gpu::attentionProblemOf(*m);
+        ::tcc::gpu::AttentionProblem p =
+            ::tcc::gpu::attentionProblemOf(*m, *desc);
         if (plan) {
           // A plan given by hand is the user's: refusing it silently would
           // time or run something else than asked.

@@ -105,10 +105,13 @@ int64_t sharedBytesOf(const AttentionProblem &p,
 class SimtBuilder : AttentionArith {
 public:
   SimtBuilder(OpBuilder &b, Location loc, const AttentionProblem &p,
-              const SimtAttentionSchedule &s)
+              const SimtAttentionSchedule &s, const ::tcc::TargetDesc &target)
       : AttentionArith(b, loc, p), s(s), kRows(s.tileRows), kKeys(s.tileKeys),
         threads(threadsOf(s)), kT(keyThreads(s)), stride(rowStride(p.headDim)),
-        cpr(p.headDim / 4), nC(ceilDiv(p.headDim / 4, keyThreads(s))) {
+        cpr(p.headDim / 4), nC(ceilDiv(p.headDim / 4, keyThreads(s))),
+        asyncCopy(target.cpAsync) {
+    waveSize = target.warpSize;
+    amdgcn = target.isAmd();
     // Softmax's own algebra with no score modification: the row max is kept
     // over raw Q K^T and the scale folds into ex2's factor log2(e).
     fast = !p.scoreMod && !p.correction && !p.contribution && p.scale > 0;
@@ -116,6 +119,10 @@ public:
     if (p.lk % s.blockKV)
       constraints.push_back({0, -1, p.lk - 1});
     v4 = VectorType::get({4}, f32);
+    // Q, K, V and O in memory: 4 elements of the problem's dtype a chunk
+    // (shared memory holds f32 whatever the dtype).
+    g4 = VectorType::get({4}, p.elemType);
+    globalAlign = llvm::Align(4 * p.elemType.getIntOrFloatBitWidth() / 8);
   }
 
   using AttentionArith::setCaptured;
@@ -139,12 +146,21 @@ private:
   Value zero4() {
     return arith::ConstantOp::create(b, loc, DenseElementsAttr::get(v4, 0.0f));
   }
+  /// 4 floats of O in the problem's dtype (rounded to nearest even).
+  Value narrowed(Value v) {
+    return g4 == v4 ? v : arith::TruncFOp::create(b, loc, g4, v).getResult();
+  }
   /// `v` (an index below 2^31), through an asm that LLVM cannot see through
-  /// or hoist.
+  /// or hoist. AMD's back end takes no inline asm here (no asm parser is
+  /// linked): `v`, a per-thread value, goes through a ds_bpermute from the
+  /// lane itself, which LLVM cannot see through or (convergent) hoist.
   Value opaque(Value v);
   /// Keeps ptxas from unrolling the loop whose body starts here (it sees
-  /// through opaque() and would unroll a loop of known trip count).
+  /// through opaque() and would unroll a loop of known trip count). AMD's
+  /// back end sees no further than LLVM: nothing to do.
   void noUnroll() {
+    if (amdgcn)
+      return;
     LLVM::InlineAsmOp::create(b, loc, TypeRange{}, ValueRange{},
                               b.getStringAttr(".pragma \"nounroll\";"),
                               b.getStringAttr(""), b.getUnitAttr(), UnitAttr(),
@@ -174,12 +190,16 @@ private:
 
   /// Copies rows row0..row0+rows-1 of src[batch, head] (rows past `bound`
   /// zero-filled) into the padded tile `dst`, as cp.async copies of 16
-  /// bytes (committed and waited for by the caller).
+  /// bytes (committed and waited for by the caller), or without cp.async
+  /// (AMD) as loads into registers, widened to f32, and shared stores
+  /// (complete when the caller's barrier is passed).
   void copyTile(Value src, Value hd, Value row0, int64_t bound, int64_t rows,
                 Value dst);
   /// Commits the copies issued since the last commit as a group; returns
   /// its token.
   Value commitGroup() {
+    if (!asyncCopy)
+      return Value();
     return nvgpu::DeviceAsyncCreateGroupOp::create(
         b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), ValueRange{});
   }
@@ -187,6 +207,8 @@ private:
   /// copies are in flight (the op takes a group's token, Q's: the count is
   /// what counts).
   void waitGroups(int64_t pending) {
+    if (!asyncCopy)
+      return;
     nvgpu::DeviceAsyncWaitOp::create(b, loc, token,
                                      b.getI32IntegerAttr(pending));
   }
@@ -209,9 +231,12 @@ private:
   /// Rows and keys of S a thread computes (the register tile).
   int64_t kRows, kKeys;
   int64_t threads, kT, stride, cpr, nC;
+  /// Copies from global memory are cp.async (NVIDIA) or synchronous.
+  bool asyncCopy;
   bool fast;
   SmallVector<MaskConstraint, 3> constraints;
-  VectorType v4;
+  VectorType v4, g4;
+  llvm::Align globalAlign;
 
   Value qArg, kArg, vArg, oArg, statsArg;
   /// Key chunks (split-K) and the block's chunk; 0 and null otherwise.
@@ -226,6 +251,16 @@ private:
 };
 
 Value SimtBuilder::opaque(Value v) {
+  if (amdgcn) {
+    Value lane = toI32(
+        band(mlir::gpu::ThreadIdOp::create(b, loc, mlir::gpu::Dimension::x),
+             waveSize - 1));
+    Value same = LLVM::CallIntrinsicOp::create(
+                     b, loc, i32, b.getStringAttr("llvm.amdgcn.ds.bpermute"),
+                     ValueRange{mul(lane, 4), toI32(v)})
+                     .getResult(0);
+    return arith::IndexCastOp::create(b, loc, b.getIndexType(), same);
+  }
   auto op = LLVM::InlineAsmOp::create(
       b, loc, i32, ValueRange{toI32(v)}, b.getStringAttr("mov.b32 $0, $1;"),
       b.getStringAttr("=r,r"), b.getUnitAttr(), UnitAttr(),
@@ -252,13 +287,26 @@ void SimtBuilder::copyTile(Value src, Value hd, Value row0, int64_t bound,
       e = arith::MinUIOp::create(b, loc, e, cst(items - 1));
     Value r = div(e, cpr), c = rem(e, cpr);
     Value row = add(row0, r);
-    Value n;
+    Value n, ok;
     if (needRow) {
       // Rows out of range read 0 bytes of row 0 (always in the tensor):
       // zero-filled.
-      Value ok = ult(row, bound);
+      ok = ult(row, bound);
       row = select(ok, row, cst(0));
       n = select(ok, cst(4), cst(0));
+    }
+    if (!asyncCopy) {
+      Value val = vector::LoadOp::create(b, loc, g4, src,
+                                         ValueRange{batch, hd, row, mul(c, 4)},
+                                         false, globalAlign);
+      if (g4 != v4)
+        val = arith::ExtFOp::create(b, loc, v4, val);
+      if (ok)
+        val = select(ok, val, zero4());
+      vector::StoreOp::create(b, loc, val, dst,
+                              ValueRange{add(mul(r, stride), mul(c, 4))}, false,
+                              llvm::Align(16));
+      return;
     }
     nvgpu::DeviceAsyncCopyOp::create(
         b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), dst,
@@ -270,7 +318,10 @@ void SimtBuilder::copyTile(Value src, Value hd, Value row0, int64_t bound,
   int64_t groups = items / threads / kPerIteration;
   int64_t first = 0;
   if (groups >= 2) {
-    auto loop = scf::ForOp::create(b, loc, cst(0), opaque(cst(groups)), cst(1));
+    // (AMD: a constant; LLVM's unrolling there is checked by the spill
+    // counts of tests/gpu/amd_attention_test.py.)
+    Value n = amdgcn ? cst(groups) : opaque(cst(groups));
+    auto loop = scf::ForOp::create(b, loc, cst(0), n, cst(1));
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(loop.getBody());
     noUnroll();
@@ -548,9 +599,9 @@ void SimtBuilder::epilogue(ValueRange carried) {
                 ValueRange{batch, head, chunk, row, mul(ch, 4)}, false,
                 llvm::Align(16));
           else
-            vector::StoreOp::create(b, loc, fmul(val, invVec), oArg,
+            vector::StoreOp::create(b, loc, narrowed(fmul(val, invVec)), oArg,
                                     ValueRange{batch, head, row, mul(ch, 4)},
-                                    false, llvm::Align(16));
+                                    false, globalAlign);
         });
       }
       if (chunks)
@@ -622,8 +673,8 @@ void SimtBuilder::buildCombine(Value partO, Value stats, Value o,
     SmallVector<Value, 4> at{bh, r, col};
     if (cast<MemRefType>(o.getType()).getRank() == 4)
       at = {div(bh, p.headsQ), rem(bh, p.headsQ), r, col};
-    vector::StoreOp::create(b, loc, fmul(sumLoop.getResult(0), inv), o, at,
-                            false, llvm::Align(16));
+    vector::StoreOp::create(b, loc, narrowed(fmul(sumLoop.getResult(0), inv)),
+                            o, at, false, globalAlign);
   });
 }
 
@@ -724,7 +775,7 @@ void SimtBuilder::build(Value q, Value k, Value v, Value o, Value stats) {
 /// simtAttentionScheduleValid without the target's limits: what the builder
 /// needs.
 bool simtShapeValid(const AttentionProblem &p, const SimtAttentionSchedule &s,
-                    std::string &why) {
+                    int64_t warpSize, std::string &why) {
   auto fail = [&](const std::string &msg) {
     why = "SIMT attention schedule: " + msg;
     return false;
@@ -752,9 +803,15 @@ bool simtShapeValid(const AttentionProblem &p, const SimtAttentionSchedule &s,
     return fail("minBlocks must be in [0, 32]");
   if (s.chunkTiles < 0 || s.chunkTiles > kMaxChunkTiles)
     return fail("chunkTiles must be in [0, 2^30]");
-  if (threads % 32 || threads > 1024)
+  // Whole warps: every lane takes part in the key mask's votes (and AMD's
+  // key flags are read a lane per key of the wave).
+  if (threads % warpSize || threads > 1024)
     return fail("(blockQ / tileRows) x (blockKV / tileKeys) threads must be "
-                "whole warps, at most 1024");
+                "whole warps" +
+                (warpSize == 32
+                     ? std::string()
+                     : " (waves of " + std::to_string(warpSize) + " threads)") +
+                ", at most 1024");
   return true;
 }
 
@@ -765,8 +822,9 @@ bool simtAttentionSupports(const AttentionProblem &p, std::string &why) {
     why = "SIMT attention kernel: " + msg;
     return false;
   };
-  if (!p.elemType || !p.elemType.isF32())
-    return fail("Q, K, V must be f32");
+  if (!p.elemType ||
+      !(p.elemType.isF32() || p.elemType.isF16() || p.elemType.isBF16()))
+    return fail("Q, K, V must be f32, f16 or bf16");
   if (p.batch < 1 || p.headsQ < 1 || p.headsKV < 1 || p.lq < 1 || p.lk < 1)
     return fail("batch, heads, lq and lk must be >= 1");
   if (p.headsQ % p.headsKV)
@@ -800,10 +858,25 @@ bool simtAttentionScheduleValid(const AttentionProblem &p,
                                 const SimtAttentionSchedule &s,
                                 const ::tcc::TargetDesc &target,
                                 std::string &why) {
-  if (!simtShapeValid(p, s, why))
+  if (!simtShapeValid(p, s, target.warpSize, why))
     return false;
-  if (!target.cpAsync) {
-    why = "SIMT attention schedule: the target has no cp.async";
+  if (!target.isGpu()) {
+    why = "SIMT attention schedule: not a GPU target";
+    return false;
+  }
+  // cp.async copies bytes as they are: where the copies are cp.async,
+  // shared memory would hold 16-bit values the f32 code does not read (and
+  // NVIDIA's tensor-core templates take bf16 and f16).
+  if (!p.elemType.isF32() && target.cpAsync) {
+    why = "SIMT attention schedule: bf16 and f16 inputs take the SIMT "
+          "template only on targets without cp.async (AMD)";
+    return false;
+  }
+  // minctasm is NVVM's; AMD's occupancy follows from the registers alone.
+  if (s.minBlocks && !target.isNvidia()) {
+    why = "SIMT attention schedule: minBlocks (NVIDIA's minctasm) must be 0 "
+          "on " +
+          target.name;
     return false;
   }
   std::string limit;
@@ -861,6 +934,10 @@ chooseSimtAttentionSchedule(const AttentionProblem &p,
     s.blockQ /= 2;
   while (sharedBytesOf(p, s) > maxShared && s.blockKV > 32)
     s.blockKV /= 2;
+  // Whole waves (AMD: 64 threads; 16 x 32 tiles have 32): wider key tiles,
+  // even where shared memory then refuses them (the plan says so).
+  while (threadsOf(s) % target.warpSize && keyThreads(s) < 32)
+    s.blockKV *= 2;
   // Left alone, ptxas takes the registers the block size allows (about
   // 145 at headDim 128 in blocks of 256 threads: one block a
   // multiprocessor). A thread's O of up to 32 floats fits 128 registers
@@ -869,7 +946,9 @@ chooseSimtAttentionSchedule(const AttentionProblem &p,
   // shared memory lets that many blocks in or not).
   int64_t oFloats = s.tileRows * 4 * ceilDiv(p.headDim / 4, keyThreads(s));
   int64_t regs = oFloats <= 32 ? 128 : 232;
-  s.minBlocks = std::max<int64_t>(1, 65536 / (threadsOf(s) * regs));
+  s.minBlocks = target.isNvidia()
+                    ? std::max<int64_t>(1, 65536 / (threadsOf(s) * regs))
+                    : 0;
   // Decode (the query rows one tile): where the grid leaves multiprocessors
   // idle, the keys split into chunks of at least kMinChunk tiles (the
   // partial result's write and the combine's read are then a small part of
@@ -888,9 +967,10 @@ chooseSimtAttentionSchedule(const AttentionProblem &p,
 FailureOr<KernelLaunch>
 buildSimtAttentionKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module,
                          StringRef name, const AttentionProblem &p,
-                         const SimtAttentionSchedule &s) {
+                         const SimtAttentionSchedule &s,
+                         const ::tcc::TargetDesc &target) {
   std::string why;
-  if (!simtShapeValid(p, s, why))
+  if (!simtAttentionScheduleValid(p, s, target, why))
     return module.emitError(why), failure();
   if (s.chunkTiles)
     return module.emitError("SIMT attention: a split-K schedule needs "
@@ -906,12 +986,12 @@ buildSimtAttentionKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module,
                          attentionOperandType(p, AttentionOperand::O)};
   llvm::append_range(args, p.captured);
   auto func = createKernelFunc(b, module, name, args, threads);
-  if (s.minBlocks > 0)
+  if (s.minBlocks > 0 && target.isNvidia())
     func->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
                   b.getI32IntegerAttr(s.minBlocks));
   Block &entry = func.getBody().front();
   Location loc = module.getLoc();
-  SimtBuilder sb(b, loc, p, s);
+  SimtBuilder sb(b, loc, p, s, target);
   sb.setCaptured(entry.getArguments().drop_front(4));
   sb.build(entry.getArgument(0), entry.getArgument(1), entry.getArgument(2),
            entry.getArgument(3));
@@ -924,13 +1004,12 @@ buildSimtAttentionKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module,
   return launch;
 }
 
-FailureOr<SimtDecodeKernels>
-buildSimtDecodeKernels(OpBuilder &b, mlir::gpu::GPUModuleOp module,
-                       StringRef partialName, StringRef combineName,
-                       const AttentionProblem &p,
-                       const SimtAttentionSchedule &s) {
+FailureOr<SimtDecodeKernels> buildSimtDecodeKernels(
+    OpBuilder &b, mlir::gpu::GPUModuleOp module, StringRef partialName,
+    StringRef combineName, const AttentionProblem &p,
+    const SimtAttentionSchedule &s, const ::tcc::TargetDesc &target) {
   std::string why;
-  if (!simtShapeValid(p, s, why))
+  if (!simtAttentionScheduleValid(p, s, target, why))
     return module.emitError(why), failure();
   if (s.chunkTiles < 1)
     return module.emitError("SIMT attention: the split-K form needs "
@@ -952,9 +1031,9 @@ buildSimtDecodeKernels(OpBuilder &b, mlir::gpu::GPUModuleOp module,
   Type statsFlatT = MemRefType::get({bh, chunks, p.lq, 2}, f32);
   SmallVector<int64_t, 4> os = attentionOperandStrides(p, AttentionOperand::O);
   std::optional<int64_t> oBH = mergedStride(p.batch, os[0], p.headsQ, os[1]);
-  Type oFlatT =
-      oBH ? Type(stridedType({bh, p.lq, p.headDim}, {*oBH, os[2], 1}, f32))
-          : Type(attentionOperandType(p, AttentionOperand::O));
+  Type oFlatT = oBH ? Type(stridedType({bh, p.lq, p.headDim}, {*oBH, os[2], 1},
+                                       p.elemType))
+                    : Type(attentionOperandType(p, AttentionOperand::O));
 
   OpBuilder::InsertionGuard g(b);
   Location loc = module.getLoc();
@@ -965,12 +1044,12 @@ buildSimtDecodeKernels(OpBuilder &b, mlir::gpu::GPUModuleOp module,
                          statsT};
   llvm::append_range(args, p.captured);
   auto partial = createKernelFunc(b, module, partialName, args, threads);
-  if (s.minBlocks > 0)
+  if (s.minBlocks > 0 && target.isNvidia())
     partial->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
                      b.getI32IntegerAttr(s.minBlocks));
   Block &pe = partial.getBody().front();
   {
-    SimtBuilder sb(b, loc, p, s);
+    SimtBuilder sb(b, loc, p, s, target);
     sb.setCaptured(pe.getArguments().drop_front(5));
     sb.build(pe.getArgument(0), pe.getArgument(1), pe.getArgument(2),
              pe.getArgument(3), pe.getArgument(4));
@@ -982,7 +1061,7 @@ buildSimtDecodeKernels(OpBuilder &b, mlir::gpu::GPUModuleOp module,
       b, module, combineName, {partFlatT, statsFlatT, oFlatT}, kCombineThreads);
   Block &ce = combine.getBody().front();
   {
-    SimtBuilder sb(b, loc, p, s);
+    SimtBuilder sb(b, loc, p, s, target);
     sb.buildCombine(ce.getArgument(0), ce.getArgument(1), ce.getArgument(2),
                     chunks, kCombineThreads);
     mlir::gpu::ReturnOp::create(b, loc);

@@ -3,7 +3,9 @@
 // Builds one `gpu.func` computing O = softmax(mod(Q x K^T)) x V, the problem
 // of AttentionKernel.h (same hooks, masks, GQA and MaskedRowPolicy), for f32
 // Q, K, V and O with f32 FMAs (no tf32: true f32 throughout, as PyTorch's
-// SDPA computes f32), in the manner of FlashAttention-2:
+// SDPA computes f32) -- on AMD targets for bf16 and f16 Q, K, V and O too,
+// widened to f32 on their way into shared memory (LDS) and O rounded to the
+// dtype at the end -- in the manner of FlashAttention-2:
 //   - a block per (query tile of blockQ rows, query head, batch), of
 //     (blockQ / R) x (blockKV / K) threads for a register tile of R x K
 //     (4 or 8 each); the Q tile is copied to shared memory once;
@@ -19,8 +21,11 @@
 // kernel: a block per (query tile, key chunk, head, batch) writes its
 // chunk's unnormalised O, running max m and sum l to scratch, and a second
 // kernel merges the chunks of each row.
-// Built from gpu/arith/vector/memref/scf ops but for ex2.approx (NVVM), so
-// NVIDIA only for now.
+// Built from gpu/arith/vector/memref/scf ops but for a few that the target
+// decides (TargetDesc): cp.async copies where it has them (else loads into
+// registers and shared stores: AMD), 2^x (NVVM's ex2.approx, ROCDL's
+// v_exp_f32), warp votes (vote.sync, ballot), shuffles at the warp or wave
+// width (32, 64) and minctasm (NVIDIA only).
 //
 //===----------------------------------------------------------------------===//
 #ifndef TCC_COMPILER_GPU_SIMTATTENTION_H
@@ -56,8 +61,9 @@ struct SimtDecodeKernels {
   uint64_t partialOBytes = 0, partialStatsBytes = 0;
 };
 
-/// Whether buildSimtAttentionKernel handles `p` (f32, head dims that are
-/// multiples of 4 from 16 to 256); when not, `why` says why in one line.
+/// Whether buildSimtAttentionKernel handles `p` (f32, f16 or bf16, head dims
+/// that are multiples of 4 from 16 to 256; the dtype the target takes is
+/// simtAttentionScheduleValid's); when not, `why` says why in one line.
 bool simtAttentionSupports(const AttentionProblem &p, std::string &why);
 
 /// Picks a schedule for `p` on `target`.
@@ -65,8 +71,9 @@ SimtAttentionSchedule
 chooseSimtAttentionSchedule(const AttentionProblem &p,
                             const ::tcc::TargetDesc &target);
 
-/// Whether `s` is a valid schedule for `p` on `target`; when not, `why` says
-/// why.
+/// Whether `s` is a valid schedule for `p` on `target` (whole warps or
+/// waves, shared memory, bf16 and f16 only without cp.async, minBlocks only
+/// on NVIDIA); when not, `why` says why.
 bool simtAttentionScheduleValid(const AttentionProblem &p,
                                 const SimtAttentionSchedule &s,
                                 const ::tcc::TargetDesc &target,
@@ -74,14 +81,16 @@ bool simtAttentionScheduleValid(const AttentionProblem &p,
 
 /// Appends `gpu.func @name(%q, %k, %v, %o, captured...) kernel` to `module`,
 /// with the arguments and launch conventions of buildAttentionKernel (Q, K,
-/// V and O identity-layout f32 memrefs, each 16-byte aligned; grid: query
-/// tiles x query heads x batch; KernelLaunch::sharedBytes of dynamic shared
-/// memory). Fails (with a diagnostic at the module) when the problem or the
-/// schedule is not supported, or the schedule is split-K.
+/// V and O memrefs of the problem's dtype and layout, rows 16-byte aligned;
+/// grid: query tiles x query heads x batch; KernelLaunch::sharedBytes of
+/// dynamic shared memory). Fails (with a diagnostic at the module) when the
+/// problem or the schedule is not supported on `target`, or the schedule is
+/// split-K.
 mlir::FailureOr<KernelLaunch>
 buildSimtAttentionKernel(mlir::OpBuilder &b, mlir::gpu::GPUModuleOp module,
                          llvm::StringRef name, const AttentionProblem &p,
-                         const SimtAttentionSchedule &s);
+                         const SimtAttentionSchedule &s,
+                         const ::tcc::TargetDesc &target);
 
 /// The split-K form (s.chunkTiles > 0): appends `gpu.func
 /// @partialName(%q, %k, %v, %partO, %partStats, captured...) kernel` (grid:
@@ -92,7 +101,8 @@ mlir::FailureOr<SimtDecodeKernels>
 buildSimtDecodeKernels(mlir::OpBuilder &b, mlir::gpu::GPUModuleOp module,
                        llvm::StringRef partialName, llvm::StringRef combineName,
                        const AttentionProblem &p,
-                       const SimtAttentionSchedule &s);
+                       const SimtAttentionSchedule &s,
+                       const ::tcc::TargetDesc &target);
 
 } // namespace tcc::gpu
 

@@ -9,6 +9,10 @@
 //       [--k-strides ..] [--v-strides ..] [--o-strides ..]
 //       [--chip CHIP] [--name NAME]
 //
+// --chip gfx90a or gfx942: the AMD form of the kernel (copies through
+// registers, 64-lane waves, ROCDL's ballot and exp2; with --type f16 or
+// bf16 too), for the interpreter only.
+//
 // --layout etc.: strided Q, K, V and O as for tcc-flash-gen
 // (tests/gpu/flash/FlashGen.cpp); the interpreter reads the strides from
 // the kernels' memref types.
@@ -105,7 +109,13 @@ int main(int argc, char **argv) {
       return arith::SelectOp::create(b, loc, keeps(b, loc, k), s, negInf);
     };
   }
-  tcc::gen::checkChip(c.flags.chip);
+  // AMD chips (gfx90a, gfx942): the kernel with synchronous copies, 64-lane
+  // waves and ROCDL's ballot and exp2, for the interpreter (no --ptx).
+  bool amd = llvm::StringRef(c.flags.chip).starts_with("gfx");
+  if (amd && ptx)
+    die("--ptx: an NVIDIA --chip");
+  if (!amd)
+    tcc::gen::checkChip(c.flags.chip);
   std::string why;
   if (!tcc::gpu::simtAttentionSupports(p, why))
     die(why);
@@ -140,7 +150,8 @@ int main(int argc, char **argv) {
   if (s.chunkTiles) {
     FailureOr<tcc::gpu::SimtDecodeKernels> dk =
         tcc::gpu::buildSimtDecodeKernels(b, km.kernels, c.flags.name,
-                                         c.flags.name + "_combine", p, s);
+                                         c.flags.name + "_combine", p, s,
+                                         target);
     if (failed(dk))
       die("cannot build the kernels");
     info = {
@@ -155,8 +166,8 @@ int main(int argc, char **argv) {
     decode.partialOBytes = dk->partialOBytes;
     decode.partialStatsBytes = dk->partialStatsBytes;
   } else {
-    FailureOr<tcc::gpu::KernelLaunch> l =
-        tcc::gpu::buildSimtAttentionKernel(b, km.kernels, c.flags.name, p, s);
+    FailureOr<tcc::gpu::KernelLaunch> l = tcc::gpu::buildSimtAttentionKernel(
+        b, km.kernels, c.flags.name, p, s, target);
     if (failed(l))
       die("cannot build the kernel");
     launch = *l;

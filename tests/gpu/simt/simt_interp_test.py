@@ -224,6 +224,11 @@ class Block:
             return -a[0]
         if n == 'arith.index_cast':
             return a[0]
+        if n == 'arith.extf':  # 16-bit values are held as f32 already
+            return np.asarray(a[0], np.float32)
+        if n == 'arith.truncf':
+            return round_to(np.asarray(a[0], np.float32),
+                            re.search(r'-> vector<\d+x(\w+)>', op.rest).group(1))
         if n == 'arith.sitofp':
             return np.asarray(a[0]).astype(np.float32)
         if n == 'arith.cmpi':
@@ -245,8 +250,19 @@ class Block:
             assert self.uniform(a[0]) == -1, 'a partial warp mask'
             flag = np.broadcast_to(np.asarray(a[1]), (self.T,)).reshape(-1, 32)
             return np.repeat(flag.any(axis=1), 32)
+        if n == 'llvm.call_intrinsic' and 'llvm.amdgcn.ballot.i64' in op.rest:
+            # AMD's wave of 64: the count of its lanes holding the flag
+            # stands for the mask (compared with 0 only).
+            assert self.active.all(), 'a ballot in a divergent branch'
+            flag = np.broadcast_to(np.asarray(a[0]), (self.T,)).reshape(-1, 64)
+            return np.repeat(flag.sum(axis=1), 64).astype(np.int64)
+        if n == 'llvm.call_intrinsic' and 'llvm.amdgcn.ds.bpermute' in op.rest:
+            # Lane addr / 4 of the thread's wave of 64 (AMD's opaque()).
+            lane = np.broadcast_to(np.asarray(a[0]), (self.T,)) // 4
+            v = np.broadcast_to(np.asarray(a[1]), (self.T,))
+            return v[self.tid // 64 * 64 + lane % 64]
         if n == 'llvm.call_intrinsic':
-            assert 'llvm.nvvm.ex2.approx' in op.rest, op.rest
+            assert 'llvm.nvvm.ex2.approx' in op.rest or 'llvm.amdgcn.exp2' in op.rest, op.rest
             with np.errstate(over='ignore'):
                 return np.exp2(np.asarray(a[0], np.float32))
         if n == 'llvm.inline_asm':  # the opaque mov and the nounroll pragma
@@ -307,7 +323,7 @@ class Block:
         if n == 'memref.view':
             return ('shared', self.uniform(a[1]) // 4)
         if n in ('vector.load', 'memref.load'):
-            width = int(re.search(r'vector<(\d+)xf32>', op.rest).group(1)) \
+            width = int(re.search(r'vector<(\d+)x(?:f32|f16|bf16)>', op.rest).group(1)) \
                 if n == 'vector.load' else 1
             arr, at = self.address(a[0], a[1:])
             at = np.where(self.active, np.broadcast_to(at, (self.T,)), 0)
@@ -318,7 +334,7 @@ class Block:
                 self.check_read(at[live], np.repeat(self.tid[live], width).reshape(-1, width))
             return arr[at] if n == 'vector.load' else arr[at[:, 0]]
         if n == 'vector.store':
-            width = int(re.search(r'vector<(\d+)xf32>', op.rest).group(1))
+            width = int(re.search(r'vector<(\d+)x(?:f32|f16|bf16)>', op.rest).group(1))
             arr, at = self.address(a[1], a[2:])
             at = np.broadcast_to(at, (self.T,))[self.active][:, None] + np.arange(width)
             val = np.broadcast_to(np.asarray(a[0]), (self.T, width))[self.active]
@@ -364,6 +380,19 @@ class Block:
                     r.append(np.where(c[:, None] if max(x.ndim, y.ndim) == 2 else c, x, y))
             return r if len(op.results) > 1 else (r[0] if r else None)
         raise NotImplementedError(n)
+
+
+def round_to(x, dtype):
+    """f32 values `x` rounded to `dtype` (f16, bf16: to nearest even), held
+    as f32."""
+    if dtype == 'f16':
+        with np.errstate(over='ignore'):
+            return x.astype(np.float16).astype(np.float32)
+    assert dtype == 'bf16', dtype
+    bits = np.ascontiguousarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 << 16
+    out = bits.astype(np.uint32).view(np.float32)
+    return np.where(np.isnan(x), x, out)
 
 
 def run_func(func, launch, buffers, shared):
@@ -552,6 +581,30 @@ CASES = [
      False),
     ('--lq 30 --lk 170 --d 24 --softcap 5 --scale 1 --schedule 16,128,1,8,8', ALL,
      softcap(5.0), False),
+    # The AMD form (--chip gfx942, gfx90a: copies through registers, waves of
+    # 64 lanes voting by ballot, v_exp_f32): prefill with masks, tiles
+    # skipped by a key mask, GQA on strided tensors, the chosen schedules,
+    # the split-K pair; f16 and bf16 inputs widened to f32 in the copies, O
+    # rounded to the dtype.
+    ('--lq 40 --lk 70 --d 16 --hq 2 --causal --schedule 16,64,1 --chip gfx942', CAUSAL, SAME,
+     False),
+    ('--lq 100 --lk 230 --d 16 --mask 2,-1,0 --mask -1,1,20 --schedule 32,32,0 --chip gfx942',
+     lambda r, c: (2 * r - c >= 0) & (c - r + 20 >= 0), SAME, False),
+    ('--lq 70 --lk 250 --d 16 --hq 2 --key-runs 40 --schedule 16,64,1 --chip gfx90a', RUNS(40),
+     SAME, False),
+    ('--lq 33 --lk 65 --d 20 --batch 2 --hq 4 --hkv 2 --causal --layout blhd --chip gfx942',
+     CAUSAL, SAME, False),
+    ('--lq 50 --lk 90 --d 32 --hq 4 --alibi --causal --chip gfx90a', CAUSAL, alibi(4), False),
+    ('--lq 1 --lk 300 --d 32 --hq 4 --hkv 2 --chip gfx942', ALL, SAME, False),
+    ('--lq 3 --lk 200 --d 16 --hq 2 --causal --key-runs 64 --masked-rows nan '
+     '--schedule 16,64,1 --chunk-tiles 1 --chip gfx942',
+     lambda r, c: (r >= c) & RUNS(64)(r, c), SAME, True),
+    ('--lq 37 --lk 101 --d 24 --hq 2 --causal --type f16 --schedule 64,32,1,8,4 --chip gfx942',
+     CAUSAL, SAME, False),
+    ('--lq 30 --lk 70 --d 32 --hq 4 --hkv 2 --type bf16 --key-runs 30 --chip gfx90a', RUNS(30),
+     SAME, False),
+    ('--lq 2 --lk 300 --d 16 --hq 2 --type bf16 --schedule 16,64,0 --chunk-tiles 2 --chip gfx942',
+     ALL, SAME, False),
 ]
 
 # Strides the templates must refuse (flags, the reason's words).
@@ -589,6 +642,12 @@ def main():
         q = rng.standard_normal((b, hq, lq, d)).astype(np.float32)
         k = rng.standard_normal((b, hkv, lk, d)).astype(np.float32)
         v = rng.standard_normal((b, hkv, lk, d)).astype(np.float32)
+        # 16-bit inputs: values of the dtype (held as f32, as the kernel's
+        # widened copies hold them); O is rounded to it, half a unit of
+        # its last place of max|O| more.
+        dtype = val.get('--type', 'f32')
+        if dtype != 'f32':
+            q, k, v = (round_to(x, dtype) for x in (q, k, v))
         # Each tensor in a buffer of its layout; O's starts as NaN (elements
         # never written show, and so do writes between O's elements).
         bufs = []
@@ -606,8 +665,9 @@ def main():
             races.append('a write between the elements of O')
         ref = reference(q, k, v, scale, keep, change, nan_rows)
         nan = np.isnan(ref)
-        bound = 2.0 ** -24 * (32 + 2 * np.sqrt(lk)) * (np.abs(ref[~nan]).max() if (~nan).any()
-                                                       else 1.0)
+        ulp = {'f32': 0.0, 'f16': 2.0 ** -11, 'bf16': 2.0 ** -8}[dtype]
+        bound = (2.0 ** -24 * (32 + 2 * np.sqrt(lk)) + ulp) * (
+            np.abs(ref[~nan]).max() if (~nan).any() else 1.0)
         same = (np.isnan(o) == nan).all()
         err = np.abs(o[~nan] - ref[~nan]).max() if same and (~nan).any() else 0.0 if same \
             else np.inf

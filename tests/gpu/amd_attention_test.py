@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""Attention on AMD targets is one fused kernel (two for decode), read from
+the HSA code object; no AMD GPU runs here.
+
+    amd_attention_test.py TCC LLVM_READOBJ WORKDIR
+
+A handful of tests/gpu/attention_test.py's forms (f32, bf16, f16; causal, a
+padding mask given as an input, GQA, strided [B, L, H, D] tensors, decode
+with one query row and few, split-K) are compiled for gfx90a and gfx942
+(`tcc compile --target`, --gpu-attention being the default). Each bundle
+must hold exactly the SIMT template's kernel (`*_attn_simt`), or for decode
+its split-K pair (`*_decode`, `*_combine`), launched once each, and nothing
+else. The code object is then read with `llvm-readobj --file-headers
+--notes`: an AMDGPU ELF for that processor whose metadata lists each kernel
+with no scratch (`.private_segment_fixed_size` 0, no VGPR spills; the few
+SGPR spills gfx90a's 102 SGPRs take go to VGPR lanes, not memory), at most
+256 VGPRs and no AGPRs, waves of 64, a work-group size of the
+launch's block (a whole number of waves), and static plus dynamic LDS
+within the 64 KiB a work-group may use. A form the AMD template refuses
+(head dim 256: no tile of whole waves fits the LDS) must compile to generic
+kernels with one "attention not fused" line saying why.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import attention_test  # noqa: E402  (the forms)
+import codegen_test  # noqa: E402  (the bundle reader)
+
+TARGETS = ('gfx90a', 'gfx942')
+# name -> the kernels expected: prefill one, decode the pair; None: refused.
+FORMS = {
+    'f32_causal_128_1000': 'prefill',
+    'f32_padding_mask_333': 'prefill',
+    'f32_decode_gqa_q1_3001': 'decode',
+    'causal_bf16_1000': 'prefill',
+    'padding_mask_bf16_777': 'prefill',
+    'layout_gqa_f16': 'prefill',
+    'decode_causal_gqa_8_2_q4_3001': 'decode',
+    'decode_gqa_16_2_f16_q1_3001': 'decode',
+    'f32_d256_200': None,
+}
+REFUSAL = ('attention not fused: SIMT attention schedule: more than the 64 KiB '
+           'of shared memory a block of %s may use')
+LDS = 65536
+
+
+def kernel_notes(text):
+    """{kernel name: {key: value}} from llvm-readobj's AMDGPU metadata."""
+    out, cur = {}, None
+    for line in text.splitlines():
+        m = re.match(r'\s*(?:- )?\.(\w+):\s+(\S+)\s*$', line)
+        if not m:
+            continue
+        key, value = m.groups()
+        if line.lstrip().startswith('- .agpr_count'):
+            cur = {}
+        if cur is None:
+            continue
+        cur[key] = value
+        if key == 'name':
+            out[value] = cur
+    return out
+
+
+def check(tcc, readobj, work, name, model, target, want):
+    bundle = os.path.join(work, '%s.%s.tccb' % (name, target))
+    p = subprocess.run([tcc, 'compile', model, '-o', bundle, '--target', target, '--explain'],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        return 'compile failed: ' + p.stderr.strip()[:500]
+    remarks = [l for l in p.stderr.splitlines() if 'attention not fused' in l]
+    manifest, blobs = codegen_test.blobs(bundle)
+    kernels = manifest['kernels']
+    symbols = [k['symbol'] for k in kernels]
+    if want is None:
+        if any(s.endswith(('_attn_simt', '_decode', '_combine')) for s in symbols):
+            return 'refused, yet kernels %s' % symbols
+        if len(remarks) != 1 or not remarks[0].endswith(REFUSAL % target):
+            return 'expected one remark "%s", got %s' % (REFUSAL % target, remarks)
+        return None
+    if remarks:
+        return 'not fused: %s' % remarks
+    ends = ['_attn_simt'] if want == 'prefill' else ['_decode', '_combine']
+    launches = manifest['launches']
+    if len(symbols) != len(ends) or len(launches) != len(ends) or not all(
+            s.endswith(e) for s, e in zip(symbols, ends)):
+        return 'expected kernels *%s, got %s (%d launches)' % (
+            ', *'.join(ends), symbols, len(launches))
+    code = manifest['code'][0]
+    path = os.path.join(work, '%s.%s.hsaco' % (name, target))
+    with open(path, 'wb') as f:
+        f.write(blobs[code['blob']])
+    p = subprocess.run([readobj, '--file-headers', '--notes', path], capture_output=True,
+                       text=True)
+    if p.returncode != 0:
+        return 'llvm-readobj: ' + p.stderr.strip()
+    if 'EF_AMDGPU_MACH_AMDGCN_%s' % target.upper() not in p.stdout:
+        return 'the code object is not for %s' % target
+    notes = kernel_notes(p.stdout)
+    for launch in launches:
+        k = kernels[launch['kernel']]
+        n = notes.get(k['symbol'])
+        if n is None:
+            return 'no metadata for %s' % k['symbol']
+        threads = launch['block'][0] * launch['block'][1] * launch['block'][2]
+        static = int(n['group_segment_fixed_size'])
+        dynamic = k.get('shared_bytes', 0)
+        bad = []
+        for key in ('private_segment_fixed_size', 'vgpr_spill_count', 'agpr_count'):
+            if int(n[key]) != 0:
+                bad.append('%s %s' % (key, n[key]))
+        if int(n['vgpr_count']) > 256:
+            bad.append('%s VGPRs' % n['vgpr_count'])
+        if n['wavefront_size'] != '64' or threads % 64:
+            bad.append('waves of %s, %d threads' % (n['wavefront_size'], threads))
+        if int(n['max_flat_workgroup_size']) < threads:
+            bad.append('max work-group size %s < %d' % (n['max_flat_workgroup_size'], threads))
+        if static + dynamic > LDS:
+            bad.append('LDS %d + %d bytes' % (static, dynamic))
+        if bad:
+            return '%s: %s' % (k['symbol'], ', '.join(bad))
+    return None
+
+
+def main():
+    tcc, readobj, work = sys.argv[1:4]
+    os.makedirs(work, exist_ok=True)
+    models = {}
+    for name, m, _, _ in attention_test.cases():
+        if name in FORMS:
+            path = os.path.join(work, name + '.json')
+            with open(path, 'w') as f:
+                json.dump(m, f)
+            models[name] = path
+    failed = 0
+    missing = set(FORMS) - set(models)
+    if missing:
+        print('FAIL: forms not in attention_test.py: %s' % sorted(missing))
+        failed += 1
+    for name, path in sorted(models.items()):
+        for target in TARGETS:
+            why = check(tcc, readobj, work, name, path, target, FORMS[name])
+            failed += why is not None
+            print('%s %s %s%s' % ('FAIL' if why else 'PASS', name, target,
+                                  ': ' + why if why else ''))
+    print('%d failed' % failed)
+    return 1 if failed else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -110,7 +110,9 @@ public:
         threads(threadsOf(s)), kT(keyThreads(s)), stride(rowStride(p.headDim)),
         cpr(p.headDim / 4), nC(ceilDiv(p.headDim / 4, keyThreads(s))),
         asyncCopy(target.cpAsync) {
-    waveSize = target.warpSize;
+    // A block of 32 threads on a wave of 64 (AMD, head dim 256) is one wave
+    // with half its lanes: its key flags are read a lane per key of those.
+    waveSize = std::min<int64_t>(target.warpSize, threads);
     amdgcn = target.isAmd();
     // Softmax's own algebra with no score modification: the row max is kept
     // over raw Q K^T and the scale folds into ex2's factor log2(e).
@@ -804,13 +806,16 @@ bool simtShapeValid(const AttentionProblem &p, const SimtAttentionSchedule &s,
   if (s.chunkTiles < 0 || s.chunkTiles > kMaxChunkTiles)
     return fail("chunkTiles must be in [0, 2^30]");
   // Whole warps: every lane takes part in the key mask's votes (and AMD's
-  // key flags are read a lane per key of the wave).
-  if (threads % warpSize || threads > 1024)
+  // key flags are read a lane per key of the wave). On AMD a block of 32
+  // threads is one wave of 64 with half its lanes (the builder reads the
+  // flags over 32); larger blocks are whole waves.
+  if (threads % 32 || threads > 1024 ||
+      (threads > warpSize && threads % warpSize))
     return fail("(blockQ / tileRows) x (blockKV / tileKeys) threads must be "
                 "whole warps" +
-                (warpSize == 32
-                     ? std::string()
-                     : " (waves of " + std::to_string(warpSize) + " threads)") +
+                (warpSize == 32 ? std::string()
+                                : " (one of 32 threads, or waves of " +
+                                      std::to_string(warpSize) + ")") +
                 ", at most 1024");
   return true;
 }
@@ -934,10 +939,20 @@ chooseSimtAttentionSchedule(const AttentionProblem &p,
     s.blockQ /= 2;
   while (sharedBytesOf(p, s) > maxShared && s.blockKV > 32)
     s.blockKV /= 2;
-  // Whole waves (AMD: 64 threads; 16 x 32 tiles have 32): wider key tiles,
-  // even where shared memory then refuses them (the plan says so).
-  while (threadsOf(s) % target.warpSize && keyThreads(s) < 32)
-    s.blockKV *= 2;
+  // A whole wave (AMD: 64 threads; 16 x 32 tiles have 32) where shared
+  // memory allows: twice the query rows, else twice the keys (head dim
+  // 192: 32 x 32). Head dim 256 keeps 32 threads, half a wave.
+  while (threadsOf(s) < target.warpSize) {
+    SimtAttentionSchedule rows = s, keys = s;
+    rows.blockQ *= 2;
+    keys.blockKV *= 2;
+    if (sharedBytesOf(p, rows) <= maxShared)
+      s = rows;
+    else if (keyThreads(keys) <= 32 && sharedBytesOf(p, keys) <= maxShared)
+      s = keys;
+    else
+      break;
+  }
   // Left alone, ptxas takes the registers the block size allows (about
   // 145 at headDim 128 in blocks of 256 threads: one block a
   // multiprocessor). A thread's O of up to 32 floats fits 128 registers

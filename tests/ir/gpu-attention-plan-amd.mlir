@@ -80,3 +80,23 @@ func.func @given_simt(%q: tensor<1x2x300x64xbf16>, %k: tensor<1x2x300x64xbf16>, 
   }
   return %0 : tensor<1x2x300x64xbf16>
 }
+
+// -----
+
+// Head dim 256: rows of 1 KiB in f32 (LDS holds f32) fit 16 x 32 tiles
+// alone, 32 threads: one wave with half its lanes.
+// CHECK-LABEL: func.func @head_256
+// CHECK: tcc.attention_plan = #tcc.simt_attention<blockQ = 16, blockKV = 32, tileRows = 4, tileKeys = 4, splitKV = false, minBlocks = 0, chunkTiles = 0>
+func.func @head_256(%q: tensor<1x2x200x256xbf16>, %k: tensor<1x2x200x256xbf16>, %v: tensor<1x2x200x256xbf16>) -> tensor<1x2x200x256xbf16> {
+  %0 = tcc.chain attributes {axis = 3 : i64, tcc.attention} -> tensor<1x2x200x256xbf16> {
+    %5 = tcc.matmul %q, %k {transpose_b = true} : tensor<1x2x200x256xbf16>, tensor<1x2x200x256xbf16> -> tensor<1x2x200x200xbf16>
+    %9 = tcc.reduce_max %5 {axes = array<i64: 3>, keepdims = true} : tensor<1x2x200x200xbf16> -> tensor<1x2x200x1xbf16>
+    %10 = tcc.sub %5, %9 : tensor<1x2x200x200xbf16>, tensor<1x2x200x1xbf16> -> tensor<1x2x200x200xbf16>
+    %11 = tcc.exp %10 : tensor<1x2x200x200xbf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<1x2x200x200xbf16> -> tensor<1x2x200x1xbf16>
+    %13 = tcc.div %11, %12 : tensor<1x2x200x200xbf16>, tensor<1x2x200x1xbf16> -> tensor<1x2x200x200xbf16>
+    %14 = tcc.matmul %13, %v : tensor<1x2x200x200xbf16>, tensor<1x2x200x256xbf16> -> tensor<1x2x200x256xbf16>
+    tcc.yield %14 : tensor<1x2x200x256xbf16>
+  }
+  return %0 : tensor<1x2x200x256xbf16>
+}

@@ -251,11 +251,13 @@ class Block:
             flag = np.broadcast_to(np.asarray(a[1]), (self.T,)).reshape(-1, 32)
             return np.repeat(flag.any(axis=1), 32)
         if n == 'llvm.call_intrinsic' and 'llvm.amdgcn.ballot.i64' in op.rest:
-            # AMD's wave of 64: the count of its lanes holding the flag
-            # stands for the mask (compared with 0 only).
+            # AMD's wave of 64 (a block of 32: one wave, half its lanes):
+            # the count of its lanes holding the flag stands for the mask
+            # (compared with 0 only).
             assert self.active.all(), 'a ballot in a divergent branch'
-            flag = np.broadcast_to(np.asarray(a[0]), (self.T,)).reshape(-1, 64)
-            return np.repeat(flag.sum(axis=1), 64).astype(np.int64)
+            w = min(64, self.T)
+            flag = np.broadcast_to(np.asarray(a[0]), (self.T,)).reshape(-1, w)
+            return np.repeat(flag.sum(axis=1), w).astype(np.int64)
         if n == 'llvm.call_intrinsic' and 'llvm.amdgcn.ds.bpermute' in op.rest:
             # Lane addr / 4 of the thread's wave of 64 (AMD's opaque()).
             lane = np.broadcast_to(np.asarray(a[0]), (self.T,)) // 4
@@ -592,6 +594,9 @@ CASES = [
      lambda r, c: (2 * r - c >= 0) & (c - r + 20 >= 0), SAME, False),
     ('--lq 70 --lk 250 --d 16 --hq 2 --key-runs 40 --schedule 16,64,1 --chip gfx90a', RUNS(40),
      SAME, False),
+    # 32 threads: one wave with half its lanes (head dim 256's tiles).
+    ('--lq 40 --lk 200 --d 16 --causal --key-runs 30 --schedule 16,32,1 --chip gfx942',
+     lambda r, c: (r >= c) & RUNS(30)(r, c), SAME, False),
     ('--lq 33 --lk 65 --d 20 --batch 2 --hq 4 --hkv 2 --causal --layout blhd --chip gfx942',
      CAUSAL, SAME, False),
     ('--lq 50 --lk 90 --d 32 --hq 4 --alibi --causal --chip gfx90a', CAUSAL, alibi(4), False),

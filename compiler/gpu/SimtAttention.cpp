@@ -272,7 +272,11 @@ Value SimtBuilder::opaque(Value v) {
 
 void SimtBuilder::copyTile(Value src, Value hd, Value row0, int64_t bound,
                            int64_t rows, Value dst) {
-  int64_t items = rows * cpr;
+  // K given transposed ([.., D, Lk], copies through registers only): a
+  // chunk is 4 keys of one d, consecutive threads on consecutive keys.
+  bool keysByD = src == kArg && p.kTransposed;
+  int64_t keyChunks = rows / 4;
+  int64_t items = keysByD ? p.headDim * keyChunks : rows * cpr;
   // Tiles start at multiples of `rows`, so only a ragged bound needs checks.
   bool needRow = bound % rows != 0;
   // The copies hold no registers but their addresses: past two groups of
@@ -287,6 +291,26 @@ void SimtBuilder::copyTile(Value src, Value hd, Value row0, int64_t bound,
     // copied twice).
     if (last && items % threads)
       e = arith::MinUIOp::create(b, loc, e, cst(items - 1));
+    if (keysByD) {
+      // Keys past `bound` (a multiple of 4) read key 0: zero-filled.
+      Value d = div(e, keyChunks), kc = rem(e, keyChunks);
+      Value key = add(row0, mul(kc, 4)), ok;
+      if (needRow) {
+        ok = ult(key, bound);
+        key = select(ok, key, cst(0));
+      }
+      Value val = vector::LoadOp::create(
+          b, loc, g4, src, ValueRange{batch, hd, d, key}, false, globalAlign);
+      if (g4 != v4)
+        val = arith::ExtFOp::create(b, loc, v4, val);
+      if (ok)
+        val = select(ok, val, zero4());
+      for (int64_t i = 0; i < 4; ++i)
+        memref::StoreOp::create(
+            b, loc, extract(val, i), dst,
+            ValueRange{add(mul(add(mul(kc, 4), i), stride), d)});
+      return;
+    }
     Value r = div(e, cpr), c = rem(e, cpr);
     Value row = add(row0, r);
     Value n, ok;
@@ -837,8 +861,6 @@ bool simtAttentionSupports(const AttentionProblem &p, std::string &why) {
   // 16-byte rows of Q, K, V and O.
   if (p.headDim < 16 || p.headDim > 256 || p.headDim % 4)
     return fail("head dim must be a multiple of 4 in [16, 256]");
-  if (p.kTransposed)
-    return fail("K given transposed is not supported");
   std::string strideWhy;
   if (!attentionStridesValid(p, strideWhy))
     return fail(strideWhy);
@@ -875,6 +897,17 @@ bool simtAttentionScheduleValid(const AttentionProblem &p,
   if (!p.elemType.isF32() && target.cpAsync) {
     why = "SIMT attention schedule: bf16 and f16 inputs take the SIMT "
           "template only on targets without cp.async (AMD)";
+    return false;
+  }
+  // K given transposed is copied through registers (a 16-byte chunk is 4
+  // keys), not by cp.async.
+  if (p.kTransposed && target.cpAsync) {
+    why = "SIMT attention kernel: K given transposed is not supported";
+    return false;
+  }
+  if (p.kTransposed && p.lk % 4) {
+    why = "SIMT attention kernel: K given transposed needs a key count that "
+          "is a multiple of 4";
     return false;
   }
   // minctasm is NVVM's; AMD's occupancy follows from the registers alone.

@@ -5,8 +5,8 @@ the HSA code object; no AMD GPU runs here.
     amd_attention_test.py TCC LLVM_READOBJ WORKDIR
 
 A handful of tests/gpu/attention_test.py's forms (f32, bf16, f16; causal, a
-padding mask given as an input, GQA, strided [B, L, H, D] tensors, decode
-with one query row and few, split-K) are compiled for gfx90a and gfx942
+padding mask given as an input, GQA, strided [B, L, H, D] tensors, K given
+transposed, decode with one query row and few, split-K) are compiled for gfx90a and gfx942
 (`tcc compile --target`, --gpu-attention being the default), and head dims
 192 and 256 (LDS-bound tiles, 256's a block of 32 threads). Each bundle
 must hold exactly the SIMT template's kernel (`*_attn_simt`), or for decode
@@ -18,8 +18,8 @@ SGPR spills gfx90a's 102 SGPRs take go to VGPR lanes, not memory), at most
 256 VGPRs and no AGPRs (head dim 256: at most 512 with AGPRs), waves of 64, a work-group size of the launch's
 block (whole waves, or 32 threads: one wave, half its lanes), and static
 plus dynamic LDS within the 64 KiB a work-group may use. A form the AMD
-template refuses (K given transposed) must compile to generic kernels with
-one "attention not fused" line saying why.
+path refuses (K given transposed with 1001 keys) must compile to generic
+kernels with one "attention not fused" line saying why.
 """
 import json
 import os
@@ -44,13 +44,16 @@ FORMS = {
     'decode_gqa_16_2_f16_q1_3001': 'decode',
     'hd192_causal_f16_200': 'prefill',
     'f32_d256_200': 'prefill',
-    'ktrans_causal_bf16_1000': None,
+    'ktrans_causal_bf16_1000': 'prefill',
+    'decode_ktrans_gqa_8_2_q4_3000': 'decode',
+    'ktrans_unaligned_bf16_1001': None,
 }
 # Head dim 256: a thread's O and its tile's P·V are 256 floats; past the
 # 256 architectural VGPRs the back end keeps them in AGPRs (the unified 512
 # registers of gfx90a and gfx942), not in scratch.
 AGPRS_ALLOWED = {'f32_d256_200'}
-REFUSAL = 'attention not fused: SIMT attention kernel: K given transposed is not supported'
+REFUSAL = ('attention not fused: K given transposed ([.., D, Lk]) needs a key count that is a '
+           'multiple of 8 (16-byte rows)')
 LDS = 65536
 
 

@@ -100,3 +100,23 @@ func.func @head_256(%q: tensor<1x2x200x256xbf16>, %k: tensor<1x2x200x256xbf16>, 
   }
   return %0 : tensor<1x2x200x256xbf16>
 }
+
+// -----
+
+// K given transposed ([.., D, Lk]): its copies scatter 4 keys of one d at
+// a time into K's rows.
+// CHECK-LABEL: func.func @k_transposed
+// CHECK: tcc.attention_plan = #tcc.simt_attention<
+func.func @k_transposed(%q: tensor<1x2x200x64xbf16>, %kt: tensor<1x2x64x200xbf16>, %v: tensor<1x2x200x64xbf16>) -> tensor<1x2x200x64xbf16> {
+  %0 = tcc.chain attributes {axis = 3 : i64, tcc.attention} -> tensor<1x2x200x64xbf16> {
+    %5 = tcc.matmul %q, %kt : tensor<1x2x200x64xbf16>, tensor<1x2x64x200xbf16> -> tensor<1x2x200x200xbf16>
+    %9 = tcc.reduce_max %5 {axes = array<i64: 3>, keepdims = true} : tensor<1x2x200x200xbf16> -> tensor<1x2x200x1xbf16>
+    %10 = tcc.sub %5, %9 : tensor<1x2x200x200xbf16>, tensor<1x2x200x1xbf16> -> tensor<1x2x200x200xbf16>
+    %11 = tcc.exp %10 : tensor<1x2x200x200xbf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<1x2x200x200xbf16> -> tensor<1x2x200x1xbf16>
+    %13 = tcc.div %11, %12 : tensor<1x2x200x200xbf16>, tensor<1x2x200x1xbf16> -> tensor<1x2x200x200xbf16>
+    %14 = tcc.matmul %13, %v : tensor<1x2x200x200xbf16>, tensor<1x2x200x64xbf16> -> tensor<1x2x200x64xbf16>
+    tcc.yield %14 : tensor<1x2x200x64xbf16>
+  }
+  return %0 : tensor<1x2x200x64xbf16>
+}

@@ -335,6 +335,15 @@ class Block:
                 live = self.active
                 self.check_read(at[live], np.repeat(self.tid[live], width).reshape(-1, width))
             return arr[at] if n == 'vector.load' else arr[at[:, 0]]
+        if n == 'memref.store':  # K given transposed, into shared memory
+            arr, at = self.address(a[1], a[2:])
+            at = np.broadcast_to(at, (self.T,))[self.active][:, None]
+            val = np.broadcast_to(np.asarray(a[0]), (self.T,))[self.active][:, None]
+            assert arr is self.shared and (at >= 0).all() and (at < arr.size).all(), \
+                'a store out of bounds'
+            self.check_write(at, self.tid[self.active][:, None], val)
+            arr[at] = val
+            return None
         if n == 'vector.store':
             width = int(re.search(r'vector<(\d+)x(?:f32|f16|bf16)>', op.rest).group(1))
             arr, at = self.address(a[1], a[2:])
@@ -610,6 +619,12 @@ CASES = [
      SAME, False),
     ('--lq 2 --lk 300 --d 16 --hq 2 --type bf16 --schedule 16,64,0 --chunk-tiles 2 --chip gfx942',
      ALL, SAME, False),
+    # K given transposed ([B, H, D, Lk]): 4 keys of one d a chunk, scattered
+    # into K's rows; ragged key tiles, GQA, split-K.
+    ('--lq 37 --lk 104 --d 20 --hq 2 --causal --k-transposed --schedule 16,64,1 --chip gfx942',
+     CAUSAL, SAME, False),
+    ('--lq 3 --lk 296 --d 32 --hq 4 --hkv 2 --type f16 --k-transposed --schedule 16,64,0 '
+     '--chunk-tiles 2 --chip gfx90a', ALL, SAME, False),
 ]
 
 # Strides the templates must refuse (flags, the reason's words).
@@ -657,6 +672,8 @@ def main():
         # never written show, and so do writes between O's elements).
         bufs = []
         for name, x in (('q', q), ('k', k), ('v', v)):
+            if name == 'k' and '--k-transposed' in argv:  # [B, H, D, Lk]
+                x = np.swapaxes(k, -1, -2)
             buf, view = strided(x.shape, layout_strides(val, name, x.shape), 0.0)
             view[...] = x
             bufs.append(buf)

@@ -41,7 +41,11 @@
 // likewise), so each 4 of a thread's rows of a key are one 16-byte store
 // and one 16-byte read. A larger tile feeds more FMAs from each shared
 // read (docs/architecture.md has the counts). Copies from global memory are
-// 16-byte cp.async, consecutive threads on consecutive chunks of a row.
+// 16-byte cp.async, consecutive threads on consecutive chunks of a row;
+// without cp.async (AMD) they go through registers, where 16-bit elements
+// are widened to f32 (shared memory holds f32), and K given transposed
+// comes in chunks of 4 keys of one d, scattered into K's rows. The same
+// barriers order them either way.
 //
 // The mask is handled as in AttentionKernel.cpp: constraints evaluated at
 // the tile's corners classify it as fully masked (outside the loop bounds,

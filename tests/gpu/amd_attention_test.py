@@ -6,20 +6,22 @@ the HSA code object; no AMD GPU runs here.
 
 A handful of tests/gpu/attention_test.py's forms (f32, bf16, f16; causal, a
 padding mask given as an input, GQA, strided [B, L, H, D] tensors, K given
-transposed, decode with one query row and few, split-K) are compiled for gfx90a and gfx942
-(`tcc compile --target`, --gpu-attention being the default), and head dims
-192 and 256 (LDS-bound tiles, 256's a block of 32 threads). Each bundle
-must hold exactly the SIMT template's kernel (`*_attn_simt`), or for decode
-its split-K pair (`*_decode`, `*_combine`), launched once each, and nothing
-else. The code object is then read with `llvm-readobj --file-headers
---notes`: an AMDGPU ELF for that processor whose metadata lists each kernel
-with no scratch (`.private_segment_fixed_size` 0, no VGPR spills; the few
-SGPR spills gfx90a's 102 SGPRs take go to VGPR lanes, not memory), at most
-256 VGPRs and no AGPRs (head dim 256: at most 512 with AGPRs), waves of 64, a work-group size of the launch's
-block (whole waves, or 32 threads: one wave, half its lanes), and static
-plus dynamic LDS within the 64 KiB a work-group may use. A form the AMD
-path refuses (K given transposed with 1001 keys) must compile to generic
-kernels with one "attention not fused" line saying why.
+transposed, decode with one query row and few, split-K; head dims 192 and
+256, whose tiles the LDS bounds, 256's a block of 32 threads) are compiled
+for gfx90a and gfx942 (`tcc compile --target`, --gpu-attention being the
+default). Each bundle must hold exactly the SIMT template's kernel
+(`*_attn_simt`), or for decode its split-K pair (`*_decode`, `*_combine`),
+launched once each, and nothing else. The code object is then read with
+`llvm-readobj --file-headers --notes`: an AMDGPU ELF for that processor
+whose metadata lists each kernel with no scratch
+(`.private_segment_fixed_size` 0, no VGPR spills; the few SGPR spills
+gfx90a's 102 SGPRs take go to VGPR lanes, not memory), at most 256 VGPRs
+and no AGPRs (head dim 256: at most 512 with AGPRs), waves of 64, a
+work-group size of the launch's block (whole waves, or 32 threads: one
+wave, half its lanes), and static plus dynamic LDS within the 64 KiB a
+work-group may use. A form the AMD path refuses (K given transposed with
+1001 keys, refused on every target) must compile to generic kernels with
+one "attention not fused" line saying why.
 """
 import json
 import os

@@ -14,8 +14,8 @@ For every case of the carry folder's manifest.json (written by bench/models.py):
 2. speed: `tcc bench --json` (device events, median), with and without
    --cuda-graph, and the peers timed the same way in the same process run:
    cuBLAS through torch.matmul per precision, torch eager and torch.compile'd
-   softmax / log_softmax / layer_norm / rms_norm / the elementwise chain, and a
-   device-to-device copy for the bandwidth ceiling.
+   softmax / log_softmax / layer_norm / rms_norm / cross-entropy / the
+   elementwise chain, and a device-to-device copy for the bandwidth ceiling.
 
 Prints a table and writes DIR/bench.json and DIR/bench-table.md. Needs numpy;
 torch for the peers and for fast references on the GPU (without torch, e.g.
@@ -81,6 +81,10 @@ class NumpyOps:
     def matmul(self, a, b):
         return a @ b
 
+    def take_rows(self, x, idx):
+        """x[i, idx[i, 0]] as [rows, 1] (idx: int64 NumPy)."""
+        return np.take_along_axis(x, idx, axis=1)
+
     def isnan(self, x):
         return np.isnan(x)
 
@@ -132,6 +136,9 @@ class TorchOps(NumpyOps):
     def abs(self, x):
         return torch.abs(x)
 
+    def take_rows(self, x, idx):
+        return torch.gather(x, 1, torch.as_tensor(idx).cuda())
+
     def isnan(self, x):
         return torch.isnan(x)
 
@@ -156,7 +163,16 @@ def make_inputs(ops, case):
         m, k, n = mkn(case)
         return {'a': ops.round(dt, ops.randn((m, k), SEED)),
                 'b': ops.round(dt, ops.randn((k, n), SEED + 1))}
-    return {'x': ops.round(dt, ops.randn(tuple(case['shape']), SEED + 2))}
+    ins = {'x': ops.round(dt, ops.randn(tuple(case['shape']), SEED + 2))}
+    if case['kind'] == 'cross_entropy':
+        ins['t'] = targets(case)
+    return ins
+
+
+def targets(case):
+    """cross_entropy's class indices, int64 [rows, 1] (NumPy)."""
+    rows, cols = case['shape']
+    return np.random.default_rng(SEED + 3).integers(0, cols, (rows, 1), dtype=np.int64)
 
 
 def param_values(ops, case):
@@ -226,6 +242,15 @@ def reference(ops, case, ins, exact=False):
         return r(r32(r32(x * s) + 1.0)), EPS[dt] + 16 * EPS['f32'], tiny, 0.0
     if kind == 'neg':
         return -x, 0.0, 0.0, 0.0
+    if kind == 'cross_entropy':
+        # log_softmax as above, the target's entry (exact), neg (exact), and
+        # the mean over the rows in f32, rounded once: every loss is
+        # positive, so the entries' relative bounds hold for the mean, plus
+        # one rounding of the mean.
+        t = r(x - ops.amax(x))
+        lsm = r(t - r(ops.log(r(ops.sum(r(ops.exp(t)))))))
+        picked = ops.take_rows(lsm, ins['t'])
+        return r((-picked).mean().reshape(1, 1)), 6 * EPS[dt], tiny, 0.0
     raise ValueError('unknown kind ' + kind)
 
 
@@ -272,7 +297,7 @@ def tcc_correctness(args, ops, case, work):
     files = []
     for name, v in ins.items():
         path = os.path.join(work, name + '.npy')
-        np.save(path, npy_for(case['dtype'], ops.to_numpy(v)))
+        np.save(path, v if name == 't' else npy_for(case['dtype'], ops.to_numpy(v)))
         files += ['--input', '%s=%s' % (name, path)]
     outdir = os.path.join(work, 'out')
     t0 = time.time()
@@ -398,6 +423,9 @@ def peers(args, case):
         'silu_plus1': lambda t: (t.float() * torch.sigmoid(t.float()) + 1).to(torch.bfloat16),
         'neg': lambda t: torch.neg(t),
     }
+    if case['kind'] == 'cross_entropy':
+        tgt = torch.as_tensor(targets(case)[:, 0]).cuda()
+        fns['cross_entropy'] = lambda t: F.cross_entropy(t, tgt)
     fn = fns[case['kind']]
     if case['kind'] == 'neg':
         y = torch.empty_like(x)
@@ -431,7 +459,9 @@ def work_of(case):
         m, k, n = mkn(case)
         return 2.0 * m * k * n, 'TFLOP/s'
     rows, cols = case['shape']
-    out_bytes = 2  # every rowwise case writes bf16
+    if case['kind'] == 'cross_entropy':  # reads the logits, writes one value
+        return float(rows * cols * 2), 'GB/s'
+    out_bytes = 2  # every other rowwise case writes bf16
     return float(rows * cols * (2 + out_bytes)), 'GB/s'
 
 
@@ -509,7 +539,7 @@ def main():
 
     # Fast cases first, so that a slow generic kernel cannot crowd them out.
     order = {'neg': 0, 'silu_plus1': 1, 'softmax': 2, 'log_softmax': 3, 'rms_norm': 4,
-             'layer_norm': 5}
+             'layer_norm': 5, 'cross_entropy': 6}
     cases.sort(key=lambda c: (c['kind'] == 'gemm', c.get('n', 0),
                               c['dtype'] == 'f32', c.get('tf32', False), order.get(c['kind'], 9)))
     rows = []
@@ -535,7 +565,13 @@ def main():
         finally:
             shutil.rmtree(work, ignore_errors=True)
         print('  correctness:', json.dumps(row['correctness']), flush=True)
-        row['tcc'] = tcc_speed(args, case)
+        extra = []
+        if case['kind'] == 'cross_entropy':
+            # Indices in range (random ones would be a run-time error).
+            tfile = os.path.join(tempfile.mkdtemp(prefix='tccbench-'), 't.npy')
+            np.save(tfile, targets(case))
+            extra = ['--input', 't=' + tfile]
+        row['tcc'] = tcc_speed(args, case, extra)
         print('  tcc bench:', json.dumps(row['tcc']), flush=True)
         if use_peers:
             # Variants of one problem (a schedule, a flag) share its peers.

@@ -80,6 +80,14 @@ def rowwise_models(rows, cols):
             node('add', ['p', 'one'], 'q'),
             node('cast', ['q'], 'y', to='bf16'),
         ], ['y']),
+        # Cross-entropy as a user writes it (reduction 'mean' over the rows):
+        # log_softmax, the target's entry, negated and averaged.
+        'cross_entropy': model('cross_entropy', x + [('t', 'i64', [rows, 1])], [
+            node('log_softmax', ['x'], 'logp', axis=-1),
+            node('take_along_axis', ['logp', 't'], 'picked', axis=1),
+            node('neg', ['picked'], 'nll'),
+            node('reduce_mean', ['nll'], 'y', axes=[0], keepdims=True),
+        ], ['y']),
         # The simplest kernel that reads and writes every element: copy speed.
         'neg': model('neg', x, [node('neg', ['x'], 'y')], ['y']),
     }
@@ -139,7 +147,8 @@ def cases(small):
     # at least torch.compile's speed on any row length).
     for odd in (() if small else (1001, 5003)):
         for kind, m in rowwise_models(rows, odd).items():
-            if kind not in ('softmax', 'log_softmax', 'layer_norm', 'rms_norm'):
+            if kind not in ('softmax', 'log_softmax', 'layer_norm', 'rms_norm',
+                            'cross_entropy'):
                 continue
             name = '%s_%d' % (kind, odd)
             out.append((name, dict(m, name=name), [], rowwise_info(kind, m, [rows, odd])))

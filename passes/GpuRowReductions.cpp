@@ -28,7 +28,9 @@ constexpr int64_t kBlock = 256;
 struct Match {
   Operation *combiner;
   TypedAttr neutral;
-  unsigned numParallel;
+  /// The loops of extent > 1, parallel ones (outer) and reduction ones
+  /// (inner); loops of extent 1 are neither and run at index 0.
+  SmallVector<unsigned> parDims, redDims;
   SmallVector<int64_t> ranges;
 };
 
@@ -37,45 +39,58 @@ std::optional<Match> matchRowReduction(linalg::GenericOp op) {
   if (!op.hasPureBufferSemantics() || op.getNumDpsInits() != 1)
     return std::nullopt;
   SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
-  unsigned numParallel = 0;
-  while (numParallel < iters.size() &&
-         iters[numParallel] == utils::IteratorType::parallel)
-    ++numParallel;
-  if (numParallel == iters.size())
-    return std::nullopt;
-  for (unsigned i = numParallel; i < iters.size(); ++i)
-    if (iters[i] != utils::IteratorType::reduction)
-      return std::nullopt;
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   if (llvm::any_of(ranges, ShapedType::isDynamic))
+    return std::nullopt;
+  // Loops of extent 1 are left out: a sum over the rows of [N, 1] (a
+  // column, its loops reduction then parallel) is a row of N values.
+  SmallVector<unsigned> parDims, redDims;
+  for (unsigned d = 0; d < iters.size(); ++d) {
+    if (ranges[d] == 1)
+      continue;
+    if (iters[d] == utils::IteratorType::parallel) {
+      if (!redDims.empty())
+        return std::nullopt;
+      parDims.push_back(d);
+    } else if (iters[d] == utils::IteratorType::reduction) {
+      redDims.push_back(d);
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (redDims.empty())
     return std::nullopt;
 
   OpOperand *init = op.getDpsInitOperand(0);
   AffineMap outMap = op.getMatchingIndexingMap(init);
-  if (!outMap.isProjectedPermutation())
+  if (!outMap.isProjectedPermutation(/*allowZeroInResults=*/true))
     return std::nullopt;
-  for (unsigned d = numParallel; d < iters.size(); ++d)
-    if (outMap.isFunctionOfDim(d))
+  for (unsigned d = 0; d < iters.size(); ++d)
+    if (iters[d] == utils::IteratorType::reduction && outMap.isFunctionOfDim(d))
       return std::nullopt;
-  // Neighbouring threads read neighbouring elements: the innermost loop is
-  // the innermost, unit-stride dimension of every input that follows it.
-  unsigned last = iters.size() - 1;
+  // Neighbouring threads read neighbouring elements: the innermost loop
+  // (of extent > 1) indexes exactly one dimension of every input that
+  // follows it, alone, and that dimension has unit stride.
+  unsigned last = redDims.back();
   for (OpOperand *in : op.getDpsInputOperands()) {
     AffineMap m = op.getMatchingIndexingMap(in);
     if (!m.isFunctionOfDim(last))
       continue;
     auto ty = dyn_cast<MemRefType>(in->get().getType());
-    if (!ty || m.getNumResults() == 0)
+    if (!ty)
       return std::nullopt;
-    auto lastExpr = dyn_cast<AffineDimExpr>(m.getResults().back());
-    if (!lastExpr || lastExpr.getPosition() != last)
-      return std::nullopt;
-    for (unsigned r = 0; r + 1 < m.getNumResults(); ++r)
-      if (m.getResult(r).isFunctionOfDim(last))
+    std::optional<unsigned> at;
+    for (unsigned r = 0; r < m.getNumResults(); ++r) {
+      if (!m.getResult(r).isFunctionOfDim(last))
+        continue;
+      auto dim = dyn_cast<AffineDimExpr>(m.getResult(r));
+      if (at || !dim)
         return std::nullopt;
+      at = r;
+    }
     SmallVector<int64_t> strides;
     int64_t offset;
-    if (failed(ty.getStridesAndOffset(strides, offset)) || strides.back() != 1)
+    if (failed(ty.getStridesAndOffset(strides, offset)) || strides[*at] != 1)
       return std::nullopt;
   }
 
@@ -87,7 +102,7 @@ std::optional<Match> matchRowReduction(linalg::GenericOp op) {
   Type t = combiners[0]->getResult(0).getType();
   if (!neutral || !t.isIntOrFloat() || t.getIntOrFloatBitWidth() > 64)
     return std::nullopt;
-  return Match{combiners[0], *neutral, numParallel, ranges};
+  return Match{combiners[0], *neutral, parDims, redDims, ranges};
 }
 
 struct TccGpuRowReductions
@@ -96,8 +111,11 @@ struct TccGpuRowReductions
 
   void rewrite(linalg::GenericOp op, const Match &m) {
     Location loc = op.getLoc();
-    ArrayRef<int64_t> parSizes = ArrayRef(m.ranges).take_front(m.numParallel);
-    ArrayRef<int64_t> redSizes = ArrayRef(m.ranges).drop_front(m.numParallel);
+    SmallVector<int64_t> parSizes, redSizes;
+    for (unsigned d : m.parDims)
+      parSizes.push_back(m.ranges[d]);
+    for (unsigned d : m.redDims)
+      redSizes.push_back(m.ranges[d]);
     int64_t rows = 1, length = 1;
     for (int64_t s : parSizes)
       rows *= s;
@@ -149,7 +167,12 @@ struct TccGpuRowReductions
           /*withElse=*/false);
       b.setInsertionPoint(valid.thenBlock()->getTerminator());
     }
-    SmallVector<Value> parIvs = delinearize(b, loc, row, parSizes);
+    // The loops' indices in the generic's order: the row's, then (in the
+    // loop below) the reduction's; 0 for loops of extent 1.
+    SmallVector<Value> parIvs(m.ranges.size(), cIndex(b, loc, 0));
+    for (auto [d, iv] :
+         llvm::zip(m.parDims, delinearize(b, loc, row, parSizes)))
+      parIvs[d] = iv;
 
     // Each thread's strided share of the row.
     Value neutral = arith::ConstantOp::create(b, loc, m.neutral);
@@ -160,8 +183,10 @@ struct TccGpuRowReductions
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(loop.getBody());
       SmallVector<Value> ivs = parIvs;
-      llvm::append_range(ivs,
-                         delinearize(b, loc, loop.getInductionVar(), redSizes));
+      for (auto [d, iv] :
+           llvm::zip(m.redDims,
+                     delinearize(b, loc, loop.getInductionVar(), redSizes)))
+        ivs[d] = iv;
       IRMapping map;
       Block *genericBody = op.getBlock();
       for (OpOperand *in : op.getDpsInputOperands()) {

@@ -126,7 +126,8 @@ def TccGpuRowReductions : Pass<"tcc-gpu-row-reductions", "func::FuncOp"> {
     ops become loops. A `linalg.generic` with one output that it combines
     with one arith op (add, mul, max, min, and, or, xor), whose reduction
     dimensions are its innermost loops and which every input reads along the
-    innermost one contiguously, becomes a `gpu.launch` in which the threads
+    innermost one contiguously (loops of extent 1 left out of both: the
+    rows of [N, 1] summed are one row), becomes a `gpu.launch` in which the threads
     of a warp (short rows) or of a block (long rows) share one output
     element: each accumulates a strided part of the row, coalesced with its
     neighbours, from the combiner's neutral element; the partial values are

@@ -1358,12 +1358,17 @@ DecodeSchedule chooseDecodeSchedule(const AttentionProblem &p,
   DecodeSchedule s{64, 4, 3, 4};
   while (s.stages > 2 && decodeSharedBytes(p, s) > maxShared)
     --s.stages;
-  // Chunks enough for 4 blocks a multiprocessor (two waves of two), each
-  // at least 4 key tiles so that the pipeline's prologue and the partial
-  // result's write are amortised.
+  // Chunks for one wave: as many blocks as the multiprocessors hold at once
+  // (shared memory bounds them), at least two chunks, each at least 4 key
+  // tiles so that the pipeline's prologue and the partial result's write
+  // are amortised. A second, partial wave costs a chunk's whole time: at
+  // B 1, 32 heads, 32768 keys, 17 chunks (544 blocks for 264 places) ran
+  // 0.1356 ms, 8 chunks 0.1277 (H200, docs/performance.md, session 14).
   int64_t tiles = ceilDiv(p.lk, s.blockKV);
   int64_t perChunk = std::max<int64_t>(1, p.batch * p.headsKV);
-  int64_t chunks = std::max<int64_t>(1, ceilDiv(4 * sms, perChunk));
+  int64_t resident = std::max<int64_t>(
+      1, maxShared / std::max<int64_t>(1, decodeSharedBytes(p, s)));
+  int64_t chunks = std::max<int64_t>(2, sms * resident / perChunk);
   s.chunkTiles = std::min(tiles, std::max<int64_t>(4, ceilDiv(tiles, chunks)));
   return s;
 }

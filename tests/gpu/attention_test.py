@@ -610,6 +610,16 @@ def f32_cases():
                                                     captured=[('runs', 'bool',
                                                                [3, 1, 1, 2500])]),
                 1.0, lambda s, r, c, env: np.where(env['runs'], s * 0.125, -np.inf)))
+    # Head dim 128 with query tiles enough for one 128-row block a
+    # multiprocessor (9 x 8 x 2 >= 132): the 8 x 4 register tile, with odd
+    # lengths and a padding mask of runs (key tiles skipped, NaN rows).
+    inv128 = np.float64(np.float32(1 / np.sqrt(128)))
+    mods = [const('c', 'f32', float(inv128)), node('mul', ['s', 'c'], 'ss'),
+            const('neg', 'f32', '-inf'), node('select', ['runs', 'ss', 'neg'], 's_mod')]
+    out.append(('f32_wide_runs_1100', model('f32_wide_runs', 'f32', [2, 8, 1100, 128],
+                                            [2, 8, 1100, 128], mods,
+                                            captured=[('runs', 'bool', [2, 1, 1, 1100])]),
+                1.0, lambda s, r, c, env: np.where(env['runs'], s * inv128, -np.inf)))
     return out
 
 

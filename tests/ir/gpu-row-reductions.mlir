@@ -110,3 +110,64 @@ func.func @not_a_combiner(%a: memref<4x8xf32>, %o: memref<4xf32>) attributes {tc
   }
   return
 }
+
+// -----
+
+// A sum over the rows of a column [N, 1] (loops reduction, then parallel of
+// extent 1: a cross-entropy's mean over the batch) is one row of N values:
+// a block, its threads reading neighbouring elements, the unit loop at 0.
+// CHECK-LABEL: func.func @unit_column_sum
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c1{{[_0-9]*}}, {{.*}}) threads({{.*}}) in ({{.*}} = %c256{{.*}}) workgroup(
+// CHECK: scf.for %[[K:.*]] = %{{.*}} to %c16384{{.*}} step %c256
+// CHECK: memref.load %arg0[%[[K]], %c0{{.*}}]
+// CHECK: gpu.barrier
+// CHECK: memref.load %arg1[%c0{{.*}}, %c0{{.*}}]
+// CHECK-NOT: linalg.generic
+func.func @unit_column_sum(%a: memref<16384x1xf32>, %o: memref<1x1xf32>) attributes {tcc.kernel} {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (0, d1)>],
+                  iterator_types = ["reduction", "parallel"]}
+      ins(%a : memref<16384x1xf32>) outs(%o : memref<1x1xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %s = arith.addf %x, %acc : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// A unit loop between a row's loops and its reduction: [8, 1, 100] summed
+// over the last axis, a warp a row (the row index skips the unit loop).
+// CHECK-LABEL: func.func @unit_between
+// CHECK: gpu.launch
+// CHECK: scf.for %[[K:.*]] = %{{.*}} to %c100{{.*}} step %c32
+// CHECK: memref.load %arg0[%{{.*}}, %c0{{.*}}, %[[K]]]
+// CHECK-NOT: linalg.generic
+func.func @unit_between(%a: memref<8x1x100xf32>, %o: memref<8x1xf32>) attributes {tcc.kernel} {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>],
+                  iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a : memref<8x1x100xf32>) outs(%o : memref<8x1xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %s = arith.addf %x, %acc : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// A column of a wider matrix ([N, 2], a sum over the rows) still reads
+// memory a row apart: left to the generic mapping.
+// CHECK-LABEL: func.func @strided_column_sum
+// CHECK: linalg.generic
+// CHECK-NOT: gpu.launch
+func.func @strided_column_sum(%a: memref<1000x2xf32>, %o: memref<1x2xf32>) attributes {tcc.kernel} {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (0, d1)>],
+                  iterator_types = ["reduction", "parallel"]}
+      ins(%a : memref<1000x2xf32>) outs(%o : memref<1x2xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %s = arith.addf %x, %acc : f32
+    linalg.yield %s : f32
+  }
+  return
+}

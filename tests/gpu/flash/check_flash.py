@@ -159,6 +159,8 @@ def packed_strides(shape):
 def strided_empty(x, strides, fill):
     """A flat buffer for a tensor like `x` at element `strides`, every
     element `fill`, and the tensor's view into it."""
+    if len(strides) != x.dim():
+        raise ValueError(f"strides {list(strides)} for shape {list(x.shape)}")
     size = 1 + sum((n - 1) * st for n, st in zip(x.shape, strides))
     buf = torch.full((size,), fill, device=x.device, dtype=x.dtype)
     return buf, torch.as_strided(buf, x.shape, strides)
@@ -380,12 +382,13 @@ def check_case(info, kern, gen, scale30, bench):
         good |= err <= 1.5 * res["sdpa_err"]
     if info["type"] == "f32":
         # attention_test.py's f32 bound (ex2.approx's error is in it).
-        o, r = out[:, valid].double(), ref[:, valid]
-        if o.numel():
-            maxerr = float((o - r).abs().max())
+        # (Names of their own: q, k, v, o go back to the caller, o timed.)
+        got, want = out[:, valid].double(), ref[:, valid]
+        if got.numel():
+            maxerr = float((got - want).abs().max())
             res["max_err"] = maxerr
             res["max_bound"] = UNIT["f32"] * (32 + 2 * math.sqrt(lk)) * \
-                float(r.abs().max())
+                float(want.abs().max())
             good |= maxerr <= res["max_bound"]
     ok &= good
     res["ok"] = ok

@@ -239,8 +239,8 @@ Attribute applyAttentionSchedule(MLIRContext *ctx, const AttentionProblem &p,
                                             : planOf(ctx, simt);
   if (attentionPlanValid(p, result, target, why))
     return result;
-  // The mma template's reasons already start so.
-  if (!llvm::StringRef(why).starts_with("attention schedule: "))
+  // The mma and SIMT templates' reasons already say so.
+  if (!llvm::StringRef(why).contains("attention schedule: "))
     why = "attention schedule: " + why;
   return {};
 }

@@ -32,6 +32,7 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -450,23 +451,30 @@ std::optional<AttentionUse> takeAttention(func::FuncOp f,
   Attribute plan = chain->getAttr(::tcc::gpu::kAttentionPlanAttrName);
   if (!plan)
     return std::nullopt;
+  // The chain as tcc.attention (as tcc-form-attention forms it): the
+  // templates build from the op alone. The chain stays until they have
+  // built it, so that a refusal leaves generic loops to run.
   std::optional<mlir::tcc::AttentionMatch> m =
       mlir::tcc::matchAttention(chain, why);
   if (!m)
     return refuse(why);
-  auto q = dyn_cast<BlockArgument>(m->q), k = dyn_cast<BlockArgument>(m->k),
-       v = dyn_cast<BlockArgument>(m->v);
+  OpBuilder ob(chain);
+  mlir::tcc::AttentionOp op = m->buildOp(ob);
+  llvm::scope_exit erase([&] { op.erase(); });
+  auto q = dyn_cast<BlockArgument>(op.getQ()),
+       k = dyn_cast<BlockArgument>(op.getK()),
+       v = dyn_cast<BlockArgument>(op.getV());
   if (!q || !k || !v)
     return refuse("Q, K or V is computed in the attention kernel");
   // The captured tensors (bias, mask, slopes) are kernel arguments too.
   std::vector<int> capturedArgs;
-  for (Value c : m->captured) {
+  for (Value c : op.getCaptured()) {
     auto arg = dyn_cast<BlockArgument>(c);
     if (!arg)
       return refuse("a captured tensor is computed in the attention kernel");
     capturedArgs.push_back(arg.getArgNumber());
   }
-  ::tcc::gpu::AttentionProblem p = ::tcc::gpu::attentionProblemOf(*m, target);
+  ::tcc::gpu::AttentionProblem p = ::tcc::gpu::attentionProblemOf(op, target);
   if (!::tcc::gpu::attentionPlanValid(p, plan, target, why))
     return refuse(why);
   OpBuilder b(gpuModule.getContext());

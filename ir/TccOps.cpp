@@ -11,6 +11,8 @@
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::tcc;
 
@@ -379,6 +381,89 @@ LogicalResult GroupOp::verify() {
   auto yield = cast<YieldOp>(getBody().front().getTerminator());
   if (yield.getValues().getTypes() != getResultTypes())
     return emitOpError("yielded types differ from the result types");
+  return success();
+}
+
+/// Checks region `r` of attention op `op`: empty, or one block whose
+/// arguments are `lead` then the captured tensors' types, ending in a
+/// tcc.yield of one `yielded`.
+static LogicalResult verifyAttentionRegion(AttentionOp op, Region &r,
+                                           StringRef name, ArrayRef<Type> lead,
+                                           Type yielded) {
+  if (r.empty())
+    return success();
+  if (!r.hasOneBlock())
+    return op.emitOpError() << "'" << name << "' holds more than one block";
+  Block &block = r.front();
+  SmallVector<Type> want(lead);
+  llvm::append_range(want, op.getCaptured().getTypes());
+  if (TypeRange(block.getArgumentTypes()) != TypeRange(want)) {
+    std::string sig;
+    llvm::raw_string_ostream os(sig);
+    llvm::interleaveComma(want, os);
+    return op.emitOpError() << "'" << name << "' takes (" << sig
+                            << "): the indices, then the captured tensors";
+  }
+  auto yield = dyn_cast<YieldOp>(block.getTerminator());
+  if (!yield || yield.getValues().size() != 1 ||
+      yield.getValues()[0].getType() != yielded)
+    return op.emitOpError() << "'" << name << "' must yield one " << yielded;
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  auto rankOf = [](Value v) {
+    return cast<RankedTensorType>(v.getType()).getRank();
+  };
+  int64_t rank = rankOf(getQ());
+  if (rank < 2 || rank > 4 || rankOf(getK()) != rank ||
+      rankOf(getV()) != rank || getResult().getType().getRank() != rank)
+    return emitOpError("Q, K, V and the result must have one rank, 2 to 4");
+  Type elem = elementType(getQ());
+  if (!(elem.isBF16() || elem.isF16() || elem.isF32()) ||
+      elementType(getK()) != elem || elementType(getV()) != elem ||
+      elementType(getResult()) != elem)
+    return emitOpError(
+        "Q, K, V and the result must be all bf16, all f16 or all f32");
+  int64_t sizes[] = {getBatchAttr().getInt(),   getHeadsAttr().getInt(),
+                     getKvHeadsAttr().getInt(), getLqAttr().getInt(),
+                     getLkAttr().getInt(),      getHeadDimAttr().getInt()};
+  if (llvm::any_of(sizes, [](int64_t n) { return n < 1; }) ||
+      sizes[1] % sizes[2])
+    return emitOpError("sizes must be positive, kv_heads dividing heads");
+  auto stridesFit = [&](ArrayRef<int64_t> s, int64_t r,
+                        StringRef what) -> LogicalResult {
+    if (!s.empty() && int64_t(s.size()) != r)
+      return emitOpError() << what
+                           << " must be empty (packed) or one per axis (" << r
+                           << ")";
+    return success();
+  };
+  if (failed(stridesFit(getQStrides(), rank, "q_strides")) ||
+      failed(stridesFit(getKStrides(), rank, "k_strides")) ||
+      failed(stridesFit(getVStrides(), rank, "v_strides")) ||
+      failed(stridesFit(getOStrides(), rank, "o_strides")))
+    return failure();
+  if (getMask().size() % 3)
+    return emitOpError("mask must hold (a, b, c) triples");
+  if (FloatAttr s = getScaleAttr();
+      s && !(s.getValueAsDouble() > 0 && std::isfinite(s.getValueAsDouble())))
+    return emitOpError("scale must be positive and finite");
+  Builder b(getContext());
+  Type i32 = b.getI32Type();
+  if (failed(verifyAttentionRegion(*this, getScore(), "score",
+                                   {b.getF32Type(), i32, i32, i32, i32},
+                                   b.getF32Type())) ||
+      failed(verifyAttentionRegion(*this, getKeyKeep(), "key_keep",
+                                   {i32, i32, i32}, b.getI1Type())))
+    return failure();
+  if (getScore().empty() && !getScaleAttr())
+    return emitOpError("an empty 'score' needs a scale");
+  if ((getKeyMaskPerHead() || getKeyMaskAlone()) && getKeyKeep().empty())
+    return emitOpError("key_mask_per_head and key_mask_alone need 'key_keep'");
+  if (getKeyMaskAlone() && (!getScaleAttr() || getScore().empty()))
+    return emitOpError(
+        "key_mask_alone needs a scale and the change as 'score' too");
   return success();
 }
 

@@ -390,8 +390,9 @@ def Tcc_BatchNormOp : Tcc_Op<"batch_norm", [Pure]> {
 //===----------------------------------------------------------------------===//
 
 def Tcc_YieldOp : Tcc_Op<"yield", [Pure, Terminator, ReturnLike,
-                                   ParentOneOf<["GroupOp", "ChainOp"]>]> {
-  let summary = "the values a group or chain region returns";
+                                   ParentOneOf<["GroupOp", "ChainOp",
+                                               "AttentionOp"]>]> {
+  let summary = "the values a group, chain or attention region returns";
   let arguments = (ins Variadic<AnyType>:$values);
   let builders = [OpBuilder<(ins), [{ build($_builder, $_state, ValueRange()); }]>];
   let assemblyFormat = "($values^ `:` type($values))? attr-dict";
@@ -425,6 +426,68 @@ def Tcc_ChainOp : Tcc_Op<"chain", [SingleBlockImplicitTerminator<"YieldOp">,
   let results = (outs Variadic<Tcc_Tensor>:$results);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "attr-dict-with-keyword (`->` type($results)^)? $body";
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+def Tcc_AttentionOp : Tcc_Op<"attention", [IsolatedFromAbove,
+                                           RecursiveMemoryEffects]> {
+  let summary = "attention, the score change and mask as regions";
+  let description = [{
+    softmax(change(Q·Kᵀ)) · V over the last two axes, as the GPU attention
+    templates compute it (compiler/gpu/AttentionKernel.h, AttentionProblem):
+    formed from a chain matched as attention (passes/AttentionMatch.h) by
+    tcc-form-attention, or by GpuCodegen from each planned chain it builds.
+
+    Q [.., lq, head_dim], K [.., lk, head_dim] (`k_transposed`: [.., head_dim,
+    lk]) and V [.., lk, head_dim] are the tensors as the model gives them:
+    a layout the chain transposed them from is read with `q_strides`,
+    `k_strides`, `v_strides` (element strides of attention's axes, as the
+    scores read them; empty: packed), and the result is written with
+    `o_strides`. Leading axes are (batch, heads) as far as the rank has
+    them; K and V have `kv_heads` heads (GQA, MQA: a divisor of `heads`).
+
+    `score` changes the score: its block takes the score S (f32), then the
+    batch, head, query and key indices (i32), then one argument per
+    captured tensor (a bias, a mask, per-head slopes: any tensor
+    broadcastable to the scores), read by `tensor.extract` at clamped
+    indices; it yields the changed score (f32). Empty when the change is
+    the `scale` factor alone. `key_keep` (batch, head, key index, captured
+    tensors) yields whether a key is kept for every query (a padding mask
+    applied with -inf; `key_mask_per_head`: it reads the head index;
+    `key_mask_alone`: the change is `scale` and this mask only, so a
+    template may apply it per key, and `score` is then the same change as
+    score code). The templates instantiate the regions per score and key,
+    a captured tensor as a load from the kernel's buffer or as the element
+    a template staged.
+
+    `mask` holds linear constraints of positions (a, b, c): query q and key
+    k are kept where a * q + b * k + c >= 0 for each. `masked_to_infinity`:
+    a score may become -inf, and a row of them is NaN (else zero).
+  }];
+  let arguments = (ins Tcc_Tensor:$q, Tcc_Tensor:$k, Tcc_Tensor:$v,
+                       Variadic<Tcc_Tensor>:$captured,
+                       I64Attr:$batch, I64Attr:$heads, I64Attr:$kv_heads,
+                       I64Attr:$lq, I64Attr:$lk, I64Attr:$head_dim,
+                       UnitAttr:$k_transposed,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$q_strides,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$k_strides,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$v_strides,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$o_strides,
+                       OptionalAttr<F64Attr>:$scale,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$mask,
+                       UnitAttr:$key_mask_per_head, UnitAttr:$key_mask_alone,
+                       UnitAttr:$masked_to_infinity);
+  let results = (outs Tcc_Tensor:$result);
+  let regions = (region AnyRegion:$score, AnyRegion:$key_keep);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v (`captures` `(` $captured^ `:` type($captured) `)`)?
+    attr-dict-with-keyword `:` type($q) `,` type($k) `,` type($v) `->`
+    type($result) `score` $score `key_keep` $key_keep
+  }];
+  let hasVerifier = 1;
 }
 
 #endif // TCC_OPS_TD

@@ -4,6 +4,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/IRMapping.h"
 
@@ -688,6 +689,50 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
   return m;
 }
 
+AttentionOp AttentionMatch::buildOp(OpBuilder &b) const {
+  Location loc = chain->getLoc();
+  auto strides = [&](ArrayRef<int64_t> s) { return b.getDenseI64ArrayAttr(s); };
+  auto flag = [&](bool on) { return on ? b.getUnitAttr() : UnitAttr(); };
+  SmallVector<int64_t> flat;
+  for (const LinearConstraint &c : mask)
+    flat.append({c.a, c.b, c.c});
+  auto op = AttentionOp::create(
+      b, loc, chain->getResult(0).getType(), q, k, v, captured,
+      b.getI64IntegerAttr(batch), b.getI64IntegerAttr(heads),
+      b.getI64IntegerAttr(kvHeads), b.getI64IntegerAttr(lq),
+      b.getI64IntegerAttr(lk), b.getI64IntegerAttr(headDim), flag(kTransposed),
+      strides(qStrides), strides(kStrides), strides(vStrides),
+      strides(oStrides), scale ? b.getF64FloatAttr(*scale) : FloatAttr(),
+      b.getDenseI64ArrayAttr(flat), flag(keyMaskPerHead), flag(keyMaskAlone),
+      flag(maskedToInfinity));
+  OpBuilder::InsertionGuard guard(b);
+  Type i32 = b.getI32Type(), f32 = b.getF32Type();
+  // A block taking `lead`, then the captured tensors.
+  auto blockOf = [&](Region &r, ArrayRef<Type> lead) {
+    SmallVector<Type> types(lead);
+    for (Value c : captured)
+      types.push_back(c.getType());
+    SmallVector<Location> locs(types.size(), loc);
+    return b.createBlock(&r, {}, types, locs);
+  };
+  // The score code: the whole change, unless a scale alone is it. Beside a
+  // key mask applied alone, the SIMT template takes the change as code.
+  if (!scale || keyMaskAlone) {
+    Block *block = blockOf(op.getScore(), {f32, i32, i32, i32, i32});
+    ValueRange a = block->getArguments();
+    Value r =
+        buildScoreMod(b, loc, a[0], a[1], a[2], a[3], a[4], a.drop_front(5));
+    YieldOp::create(b, loc, ValueRange{r});
+  }
+  if (keyMask) {
+    Block *block = blockOf(op.getKeyKeep(), {i32, i32, i32});
+    ValueRange a = block->getArguments();
+    Value r = buildKeyKeep(b, loc, a[0], a[1], a[2], a.drop_front(3));
+    YieldOp::create(b, loc, ValueRange{r});
+  }
+  return op;
+}
+
 Value AttentionMatch::buildScoreMod(OpBuilder &b, Location loc, Value score,
                                     Value batchIdx, Value head, Value qIdx,
                                     Value kIdx, ValueRange capturedArgs) const {
@@ -729,8 +774,10 @@ Value AttentionMatch::buildValue(OpBuilder &b, Location loc, Value target,
       // One element of a captured tensor: axes of size 1 read index 0 (the
       // broadcast), the others the score's index on the same axis.
       Value arg = capturedArgs[it - captured.begin()];
-      // A template may pass the element itself (a tile it staged).
-      auto mt = dyn_cast<MemRefType>(arg.getType());
+      // A template may pass the element itself (a tile it staged); a
+      // region of tcc.attention reads the tensor (tensor.extract), which
+      // the templates turn into these loads.
+      auto mt = dyn_cast<ShapedType>(arg.getType());
       SmallVector<Value> idx;
       for (int64_t d = 0, n = mt ? mt.getRank() : 0; d < n; ++d) {
         int64_t axis = d + (rank - n), size = mt.getDimSize(d);
@@ -750,7 +797,10 @@ Value AttentionMatch::buildValue(OpBuilder &b, Location loc, Value target,
             arith::ConstantIntOp::create(b, loc, b.getI32Type(), size - 1));
         idx.push_back(arith::IndexCastOp::create(b, loc, b.getIndexType(), i));
       }
-      r = mt ? memref::LoadOp::create(b, loc, arg, idx).getResult() : arg;
+      r = !mt ? arg
+          : isa<MemRefType>(mt)
+              ? memref::LoadOp::create(b, loc, arg, idx).getResult()
+              : tensor::ExtractOp::create(b, loc, arg, idx).getResult();
       if (auto ft = dyn_cast<FloatType>(r.getType()); ft && ft != st)
         r = ft.getWidth() < 32
                 ? arith::ExtFOp::create(b, loc, st, r).getResult()

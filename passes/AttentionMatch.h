@@ -31,6 +31,10 @@ namespace mlir::tcc {
 /// (tcc-gpu-attention-chains): tcc-form-groups gives it a kernel alone.
 constexpr llvm::StringLiteral kAttentionAttrName = "tcc.attention";
 
+/// The template and schedule tcc-gpu-attention-plan chose for a marked
+/// chain (compiler/gpu/AttentionPlan.h), kept on the tcc.attention op.
+constexpr llvm::StringLiteral kAttentionPlanAttrName = "tcc.attention_plan";
+
 /// Positions (q, k) kept by a mask: a * q + b * k + c >= 0.
 struct LinearConstraint {
   int64_t a = 0, b = 0, c = 0;
@@ -90,8 +94,9 @@ struct AttentionMatch {
   /// `capturedArgs` are memrefs of `captured` (their shapes, identity
   /// layout) in the same order; the indices may run past the ends (tail
   /// tiles, decode's padding rows, whose scores the caller drops), so the
-  /// reads are clamped. An argument that is not a memref is the tensor's
-  /// element at this score itself (a template staged its tile).
+  /// reads are clamped. An argument that is a tensor is read so too, by
+  /// tensor.extract (tcc.attention's regions); one that is neither is the
+  /// tensor's element at this score itself (a template staged its tile).
   Value buildScoreMod(OpBuilder &b, Location loc, Value score, Value batchIdx,
                       Value head, Value qIdx, Value kIdx,
                       ValueRange capturedArgs = {}) const;
@@ -99,6 +104,13 @@ struct AttentionMatch {
   /// tensors.
   Value buildKeyKeep(OpBuilder &b, Location loc, Value batchIdx, Value head,
                      Value kIdx, ValueRange capturedArgs) const;
+
+  /// The chain as tcc.attention at `b`'s insertion point (the chain is left
+  /// as it is): its regions hold what buildScoreMod and buildKeyKeep build
+  /// for tensor arguments (a captured tensor read by tensor.extract), the
+  /// score region only where the templates take score code (no scale, or a
+  /// scale beside a key mask applied alone).
+  AttentionOp buildOp(OpBuilder &b) const;
 
 private:
   /// `target`, a value of the chain computed from the score `score` (null

@@ -163,6 +163,24 @@ def TccGpuAttentionChains : Pass<"tcc-gpu-attention-chains", "func::FuncOp"> {
   }];
 }
 
+def TccFormAttention : Pass<"tcc-form-attention", "func::FuncOp"> {
+  let summary = "Replace each planned attention chain by tcc.attention";
+  let description = [{
+    A chain marked `tcc.attention` that has a plan (`tcc.attention_plan`,
+    tcc-gpu-attention-plan) becomes one `tcc.attention` op carrying the
+    plan: Q, K, V and the captured tensors as operands (the layout
+    transposes and the GQA repeats folded into strides and `kv_heads` as
+    passes/AttentionMatch.h matches them), the mask's linear constraints
+    and the score change as regions of scalar code the templates
+    instantiate per score (ir/TccOps.td). GpuCodegen forms the op the same
+    way from each planned kernel and builds the templates from it only.
+  }];
+  let dependentDialects = ["::mlir::tcc::TccDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def TccGpuRowFusion : Pass<"tcc-gpu-row-fusion", "func::FuncOp"> {
   let summary = "Run a kernel of row-wise ops as one GPU launch, the row in registers";
   let description = [{

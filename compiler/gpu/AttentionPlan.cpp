@@ -1,6 +1,11 @@
 //===- AttentionPlan.cpp - which attention template, which schedule -------===//
 #include "compiler/gpu/AttentionPlan.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/IRMapping.h"
+
 #include <nlohmann/json.hpp>
 
 #include <map>
@@ -9,17 +14,80 @@ using namespace mlir;
 
 namespace tcc::gpu {
 
-AttentionProblem attentionProblemOf(const mlir::tcc::AttentionMatch &m,
+namespace {
+
+/// What region `r` of a tcc.attention yields, its ops built at `b` (with
+/// `loc`): its leading block arguments are `lead`, the others the captured
+/// tensors, given as `captured`. A captured tensor that is a memref is read
+/// where the region reads the tensor (memref.load for tensor.extract); one
+/// that is not is the element itself (a template staged it), and the index
+/// code of that read is left out, as AttentionMatch builds none for it.
+Value instantiate(OpBuilder &b, Location loc, Region &r, ValueRange lead,
+                  ValueRange captured) {
+  Block &block = r.front();
+  IRMapping map;
+  map.map(block.getArguments().take_front(lead.size()), lead);
+  auto capturedOf = [&](Value t) -> Value {
+    auto arg = dyn_cast<BlockArgument>(t);
+    if (!arg || arg.getOwner() != &block || arg.getArgNumber() < lead.size())
+      return {};
+    return captured[arg.getArgNumber() - lead.size()];
+  };
+  auto staged = [&](Operation *op) {
+    auto e = dyn_cast<tensor::ExtractOp>(op);
+    Value c = e ? capturedOf(e.getTensor()) : Value();
+    return c && !isa<MemRefType>(c.getType());
+  };
+  // Ops read only by staged reads (their indices) are not built.
+  llvm::SmallPtrSet<Operation *, 16> skip;
+  for (Operation &op : llvm::reverse(block.without_terminator()))
+    if (staged(&op) ||
+        (!op.use_empty() && llvm::all_of(op.getUsers(), [&](Operation *u) {
+          return skip.contains(u);
+        })))
+      skip.insert(&op);
+  for (Operation &op : block.without_terminator()) {
+    if (skip.contains(&op)) {
+      if (staged(&op))
+        map.map(op.getResult(0),
+                capturedOf(cast<tensor::ExtractOp>(op).getTensor()));
+      continue;
+    }
+    if (auto e = dyn_cast<tensor::ExtractOp>(op)) {
+      if (Value c = capturedOf(e.getTensor())) {
+        SmallVector<Value> idx;
+        for (Value i : e.getIndices())
+          idx.push_back(map.lookup(i));
+        map.map(e.getResult(),
+                memref::LoadOp::create(b, loc, c, idx).getResult());
+        continue;
+      }
+    }
+    // A staged element already of the compute type needs no conversion.
+    if (isa<arith::ExtFOp, arith::TruncFOp>(op) &&
+        map.lookupOrDefault(op.getOperand(0)).getType() ==
+            op.getResult(0).getType()) {
+      map.map(op.getResult(0), map.lookupOrDefault(op.getOperand(0)));
+      continue;
+    }
+    b.clone(op, map)->setLoc(loc);
+  }
+  return map.lookup(block.getTerminator()->getOperand(0));
+}
+
+} // namespace
+
+AttentionProblem attentionProblemOf(mlir::tcc::AttentionOp op,
                                     const ::tcc::TargetDesc &target) {
   AttentionProblem p;
-  p.batch = m.batch;
-  p.headsQ = m.heads;
-  p.headsKV = m.kvHeads;
-  p.lq = m.lq;
-  p.lk = m.lk;
-  p.headDim = m.headDim;
-  p.elemType = m.elemType;
-  p.kTransposed = m.kTransposed;
+  p.batch = op.getBatchAttr().getInt();
+  p.headsQ = op.getHeadsAttr().getInt();
+  p.headsKV = op.getKvHeadsAttr().getInt();
+  p.lq = op.getLqAttr().getInt();
+  p.lk = op.getLkAttr().getInt();
+  p.headDim = op.getHeadDimAttr().getInt();
+  p.elemType = op.getQ().getType().getElementType();
+  p.kTransposed = op.getKTransposed();
   // Operands in the model's layout: strides of the 4-D axes, the leading
   // ones a shorter operand lacks of size 1 (any stride).
   auto strides4 = [](ArrayRef<int64_t> s) {
@@ -29,39 +97,45 @@ AttentionProblem attentionProblemOf(const mlir::tcc::AttentionMatch &m,
     out.append(s.begin(), s.end());
     return out;
   };
-  p.qStrides = strides4(m.qStrides);
-  p.kStrides = strides4(m.kStrides);
-  p.vStrides = strides4(m.vStrides);
-  p.oStrides = strides4(m.oStrides);
-  for (Value c : m.captured) {
+  p.qStrides = strides4(op.getQStrides());
+  p.kStrides = strides4(op.getKStrides());
+  p.vStrides = strides4(op.getVStrides());
+  p.oStrides = strides4(op.getOStrides());
+  for (Value c : op.getCaptured()) {
     auto t = cast<RankedTensorType>(c.getType());
     p.captured.push_back(MemRefType::get(t.getShape(), t.getElementType()));
   }
   // A scale beside a key mask: the tensor-core templates apply the mask per
   // key (keyKeepApply) and keep their folded-scale softmax; the SIMT one
   // takes the changes as score code.
-  bool keyAsMask =
-      m.keyMaskAlone && !target.simtAttentionFor(m.elemType.isF32());
-  if (m.scale && (!m.keyMaskAlone || keyAsMask)) {
-    p.scale = *m.scale;
+  bool keyMaskAlone = op.getKeyMaskAlone();
+  bool keyAsMask = keyMaskAlone && !target.simtAttentionFor(p.elemType.isF32());
+  FloatAttr scale = op.getScaleAttr();
+  Operation *attention = op;
+  if (scale && (!keyMaskAlone || keyAsMask)) {
+    p.scale = scale.getValueAsDouble();
     p.keyKeepApply = keyAsMask;
   } else {
-    p.scoreMod = [m](OpBuilder &b, Location loc, Value s, Value batch,
-                     Value head, Value qi, Value ki, ValueRange captured) {
-      return m.buildScoreMod(b, loc, s, batch, head, qi, ki, captured);
+    p.scoreMod = [attention](OpBuilder &b, Location loc, Value s, Value batch,
+                             Value head, Value qi, Value ki,
+                             ValueRange captured) {
+      return instantiate(b, loc, attention->getRegion(0),
+                         {s, batch, head, qi, ki}, captured);
     };
   }
-  for (const mlir::tcc::LinearConstraint &c : m.mask)
-    p.mask.push_back({c.a, c.b, c.c});
-  if (m.keyMask) {
-    p.keyKeep = [m](OpBuilder &b, Location loc, Value batch, Value head,
-                    Value ki, ValueRange captured) {
-      return m.buildKeyKeep(b, loc, batch, head, ki, captured);
+  ArrayRef<int64_t> mask = op.getMask();
+  for (size_t i = 0; i + 2 < mask.size(); i += 3)
+    p.mask.push_back({mask[i], mask[i + 1], mask[i + 2]});
+  if (!op.getKeyKeep().empty()) {
+    p.keyKeep = [attention](OpBuilder &b, Location loc, Value batch, Value head,
+                            Value ki, ValueRange captured) {
+      return instantiate(b, loc, attention->getRegion(1), {batch, head, ki},
+                         captured);
     };
-    p.keyKeepPerHead = m.keyMaskPerHead;
+    p.keyKeepPerHead = op.getKeyMaskPerHead();
   }
   p.maskedRows =
-      m.maskedToInfinity ? MaskedRowPolicy::NaN : MaskedRowPolicy::Zero;
+      op.getMaskedToInfinity() ? MaskedRowPolicy::NaN : MaskedRowPolicy::Zero;
   return p;
 }
 

@@ -6,8 +6,8 @@
 // attributes of ir/TccAttrs.td, naming the template (mma.sync prefill or
 // its split-K decode pair, wgmma, the f32 SIMT template) and carrying its
 // schedule. GpuCodegen builds what the plan says. Both build the problem
-// from the chain the same way (attentionProblemOf), so that a plan checked
-// here is the plan built there.
+// from the tcc.attention op formed from the chain (AttentionMatch::buildOp,
+// attentionProblemOf), so that a plan checked here is the plan built there.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TCC_COMPILER_GPU_ATTENTIONPLAN_H
@@ -25,14 +25,16 @@
 namespace tcc::gpu {
 
 /// The chain attribute holding the plan.
-constexpr llvm::StringLiteral kAttentionPlanAttrName = "tcc.attention_plan";
+constexpr llvm::StringLiteral kAttentionPlanAttrName =
+    mlir::tcc::kAttentionPlanAttrName;
 
-/// The attention problem of a chain matched as attention: sizes, layouts
-/// (strides), the mask, and the hooks built from the match (score change,
-/// key mask). `captured` holds memref types of the match's captured tensors,
+/// The attention problem of a tcc.attention op: sizes, layouts (strides),
+/// the mask, and the hooks that build its regions per score (score change,
+/// key mask). `captured` holds memref types of the op's captured tensors,
 /// in its order. `target` decides how a key mask beside a scale is handed
-/// over: per key to the tensor-core templates, as score code to the SIMT one.
-AttentionProblem attentionProblemOf(const mlir::tcc::AttentionMatch &m,
+/// over: per key to the tensor-core templates, as score code to the SIMT
+/// one. The hooks refer to `op`, which must outlive the problem's use.
+AttentionProblem attentionProblemOf(mlir::tcc::AttentionOp op,
                                     const ::tcc::TargetDesc &target);
 
 /// The template and schedule for `p` on `target`, or null with the reason

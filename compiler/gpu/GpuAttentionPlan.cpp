@@ -8,6 +8,7 @@
 #include "compiler/gpu/Passes.h"
 
 #include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/ScopeExit.h"
 
 namespace mlir::tcc {
 #define GEN_PASS_DEF_TCCGPUATTENTIONPLAN
@@ -39,7 +40,11 @@ struct TccGpuAttentionPlan
              "gfx90a, gfx942)";
       return signalPassFailure();
     }
-    WalkResult result = getOperation().walk([&](mlir::tcc::ChainOp chain) {
+    // The problem is built from the tcc.attention op the chain becomes (as
+    // GpuCodegen builds it), formed beside the chain for the while.
+    SmallVector<mlir::tcc::ChainOp> chains;
+    getOperation().walk([&](mlir::tcc::ChainOp c) { chains.push_back(c); });
+    auto plan1 = [&](mlir::tcc::ChainOp chain) -> WalkResult {
       // A plan here was given by hand (this pass alone sets them): one that
       // cannot be built is an error, never dropped or kept silently.
       Attribute plan = chain->getAttr(::tcc::gpu::kAttentionPlanAttrName);
@@ -59,8 +64,11 @@ struct TccGpuAttentionPlan
         return WalkResult::interrupt();
       }
       if (m) {
+        OpBuilder b(chain);
+        mlir::tcc::AttentionOp op = m->buildOp(b);
+        llvm::scope_exit erase([&] { op.erase(); });
         ::tcc::gpu::AttentionProblem p =
-            ::tcc::gpu::attentionProblemOf(*m, *desc);
+            ::tcc::gpu::attentionProblemOf(op, *desc);
         if (plan) {
           // A plan given by hand is the user's: refusing it silently would
           // time or run something else than asked.
@@ -94,9 +102,10 @@ struct TccGpuAttentionPlan
       emitRemark(mlir::tcc::attentionResultLoc(chain))
           << "attention not fused: " << why;
       return WalkResult::advance();
-    });
-    if (result.wasInterrupted())
-      signalPassFailure();
+    };
+    for (mlir::tcc::ChainOp chain : chains)
+      if (plan1(chain).wasInterrupted())
+        return signalPassFailure();
   }
 };
 

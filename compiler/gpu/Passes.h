@@ -2,7 +2,10 @@
 #ifndef TCC_COMPILER_GPU_PASSES_H
 #define TCC_COMPILER_GPU_PASSES_H
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Pass/Pass.h"
 
 #include <string>

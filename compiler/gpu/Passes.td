@@ -37,6 +37,11 @@ def TccGpuAttentionPlan : Pass<"tcc-gpu-attention-plan", "func::FuncOp"> {
            "A user schedule for every attention chain: the JSON object of "
            "--schedule's \"attention\" entry (docs/cli.md)">,
   ];
+  // The problem is built from a tcc.attention op formed for the while,
+  // whose regions hold arith, math and tensor ops.
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::tensor::TensorDialect"];
 }
 
 #endif // TCC_COMPILER_GPU_PASSES_TD

@@ -1,0 +1,143 @@
+// RUN: tcc-opt %s --split-input-file --verify-diagnostics
+
+// The verifier of tcc.attention: operand ranks and types, sizes, attribute
+// shapes, and the regions' signatures.
+
+// K of another rank.
+func.func @rank(%q: tensor<1x4x128x64xbf16>, %k: tensor<4x128x64xbf16>, %v: tensor<1x4x128x64xbf16>) -> tensor<1x4x128x64xbf16> {
+  // expected-error @+1 {{Q, K, V and the result must have one rank, 2 to 4}}
+  %0 = tcc.attention %q, %k, %v attributes {batch = 1 : i64, head_dim = 64 : i64, heads = 4 : i64, kv_heads = 4 : i64, lk = 128 : i64, lq = 128 : i64, scale = 1.250000e-01 : f64} : tensor<1x4x128x64xbf16>, tensor<4x128x64xbf16>, tensor<1x4x128x64xbf16> -> tensor<1x4x128x64xbf16> score {
+  } key_keep {
+  }
+  return %0 : tensor<1x4x128x64xbf16>
+}
+
+// -----
+
+// K in f16 beside bf16.
+func.func @mixed_types(%q: tensor<1x4x128x64xbf16>, %k: tensor<1x4x128x64xf16>, %v: tensor<1x4x128x64xbf16>) -> tensor<1x4x128x64xbf16> {
+  // expected-error @+1 {{Q, K, V and the result must be all bf16, all f16 or all f32}}
+  %0 = tcc.attention %q, %k, %v attributes {batch = 1 : i64, head_dim = 64 : i64, heads = 4 : i64, kv_heads = 4 : i64, lk = 128 : i64, lq = 128 : i64, scale = 1.250000e-01 : f64} : tensor<1x4x128x64xbf16>, tensor<1x4x128x64xf16>, tensor<1x4x128x64xbf16> -> tensor<1x4x128x64xbf16> score {
+  } key_keep {
+  }
+  return %0 : tensor<1x4x128x64xbf16>
+}
+
+// -----
+
+// 3 key/value heads for 4 query heads.
+func.func @kv_heads(%q: tensor<1x4x128x64xbf16>, %k: tensor<1x4x128x64xbf16>, %v: tensor<1x4x128x64xbf16>) -> tensor<1x4x128x64xbf16> {
+  // expected-error @+1 {{sizes must be positive, kv_heads dividing heads}}
+  %0 = tcc.attention %q, %k, %v attributes {batch = 1 : i64, head_dim = 64 : i64, heads = 4 : i64, kv_heads = 3 : i64, lk = 128 : i64, lq = 128 : i64, scale = 1.250000e-01 : f64} : tensor<1x4x128x64xbf16>, tensor<1x4x128x64xbf16>, tensor<1x4x128x64xbf16> -> tensor<1x4x128x64xbf16> score {
+  } key_keep {
+  }
+  return %0 : tensor<1x4x128x64xbf16>
+}
+
+// -----
+
+// Strides for two axes of a rank-4 Q.
+func.func @strides(%q: tensor<1x4x128x64xbf16>, %k: tensor<1x4x128x64xbf16>, %v: tensor<1x4x128x64xbf16>) -> tensor<1x4x128x64xbf16> {
+  // expected-error @+1 {{q_strides must be empty (packed) or one per axis (4)}}
+  %0 = tcc.attention %q, %k, %v attributes {batch = 1 : i64, head_dim = 64 : i64, heads = 4 : i64, kv_heads = 4 : i64, lk = 128 : i64, lq = 128 : i64, q_strides = array<i64: 64, 1>, scale = 1.250000e-01 : f64} : tensor<1x4x128x64xbf16>, tensor<1x4x128x64xbf16>, tensor<1x4x128x64xbf16> -> tensor<1x4x128x64xbf16> score {
+  } key_keep {
+  }
+  return %0 : tensor<1x4x128x64xbf16>
+}
+
+// -----
+
+// A constraint of two numbers.
+func.func @mask(%q: tensor<1x4x128x64xbf16>, %k: tensor<1x4x128x64xbf16>, %v: tensor<1x4x128x64xbf16>) -> tensor<1x4x128x64xbf16> {
+  // expected-error @+1 {{mask must hold (a, b, c) triples}}
+  %0 = tcc.attention %q, %k, %v attributes {batch = 1 : i64, head_dim = 64 : i64, heads = 4 : i64, kv_heads = 4 : i64, lk = 128 : i64, lq = 128 : i64, mask = array<i64: 1, -1>, scale = 1.250000e-01 : f64} : tensor<1x4x128x64xbf16>, tensor<1x4x128x64xbf16>, tensor<1x4x128x64xbf16> -> tensor<1x4x128x64xbf16> score {
+  } key_keep {
+  }
+  return %0 : tensor<1x4x128x64xbf16>
+}
+
+// -----
+
+// A negative scale.
+func.func @scale(%q: tensor<1x4x128x64xbf16>, %k: tensor<1x4x128x64xbf16>, %v: tensor<1x4x128x64xbf16>) -> tensor<1x4x128x64xbf16> {
+  // expected-error @+1 {{scale must be positive and finite}}
+  %0 = tcc.attention %q, %k, %v attributes {batch = 1 : i64, head_dim = 64 : i64, heads = 4 : i64, kv_heads = 4 : i64, lk = 128 : i64, lq = 128 : i64, scale = -1.000000e+00 : f64} : tensor<1x4x128x64xbf16>, tensor<1x4x128x64xbf16>, tensor<1x4x128x64xbf16> -> tensor<1x4x128x64xbf16> score {
+  } key_keep {
+  }
+  return %0 : tensor<1x4x128x64xbf16>
+}
+
+// -----
+
+// No score code and no scale.
+func.func @no_scale(%q: tensor<1x4x128x64xbf16>, %k: tensor<1x4x128x64xbf16>, %v: tensor<1x4x128x64xbf16>) -> tensor<1x4x128x64xbf16> {
+  // expected-error @+1 {{an empty 'score' needs a scale}}
+  %0 = tcc.attention %q, %k, %v attributes {batch = 1 : i64, head_dim = 64 : i64, heads = 4 : i64, kv_heads = 4 : i64, lk = 128 : i64, lq = 128 : i64} : tensor<1x4x128x64xbf16>, tensor<1x4x128x64xbf16>, tensor<1x4x128x64xbf16> -> tensor<1x4x128x64xbf16> score {
+  } key_keep {
+  }
+  return %0 : tensor<1x4x128x64xbf16>
+}
+
+// -----
+
+// A captured tensor the score block does not take.
+func.func @score_args(%q: tensor<1x4x128x64xbf16>, %k: tensor<1x4x128x64xbf16>, %v: tensor<1x4x128x64xbf16>, %c: tensor<1x4x1x1xbf16>) -> tensor<1x4x128x64xbf16> {
+  // expected-error @+1 {{'score' takes (f32, i32, i32, i32, i32, tensor<1x4x1x1xbf16>): the indices, then the captured tensors}}
+  %0 = tcc.attention %q, %k, %v captures(%c : tensor<1x4x1x1xbf16>) attributes {batch = 1 : i64, head_dim = 64 : i64, heads = 4 : i64, kv_heads = 4 : i64, lk = 128 : i64, lq = 128 : i64} : tensor<1x4x128x64xbf16>, tensor<1x4x128x64xbf16>, tensor<1x4x128x64xbf16> -> tensor<1x4x128x64xbf16> score {
+  ^bb0(%s: f32, %b: i32, %h: i32, %i: i32, %j: i32):
+    tcc.yield %s : f32
+  } key_keep {
+  }
+  return %0 : tensor<1x4x128x64xbf16>
+}
+
+// -----
+
+// A score block yielding an index.
+func.func @score_yield(%q: tensor<1x4x128x64xbf16>, %k: tensor<1x4x128x64xbf16>, %v: tensor<1x4x128x64xbf16>) -> tensor<1x4x128x64xbf16> {
+  // expected-error @+1 {{'score' must yield one 'f32'}}
+  %0 = tcc.attention %q, %k, %v attributes {batch = 1 : i64, head_dim = 64 : i64, heads = 4 : i64, kv_heads = 4 : i64, lk = 128 : i64, lq = 128 : i64} : tensor<1x4x128x64xbf16>, tensor<1x4x128x64xbf16>, tensor<1x4x128x64xbf16> -> tensor<1x4x128x64xbf16> score {
+  ^bb0(%s: f32, %b: i32, %h: i32, %i: i32, %j: i32):
+    tcc.yield %b : i32
+  } key_keep {
+  }
+  return %0 : tensor<1x4x128x64xbf16>
+}
+
+// -----
+
+// A key mask yielding an index.
+func.func @keep_yield(%q: tensor<1x4x128x64xbf16>, %k: tensor<1x4x128x64xbf16>, %v: tensor<1x4x128x64xbf16>) -> tensor<1x4x128x64xbf16> {
+  // expected-error @+1 {{'key_keep' must yield one 'i1'}}
+  %0 = tcc.attention %q, %k, %v attributes {batch = 1 : i64, head_dim = 64 : i64, heads = 4 : i64, kv_heads = 4 : i64, lk = 128 : i64, lq = 128 : i64, scale = 1.250000e-01 : f64} : tensor<1x4x128x64xbf16>, tensor<1x4x128x64xbf16>, tensor<1x4x128x64xbf16> -> tensor<1x4x128x64xbf16> score {
+  } key_keep {
+  ^bb0(%b: i32, %h: i32, %j: i32):
+    tcc.yield %j : i32
+  }
+  return %0 : tensor<1x4x128x64xbf16>
+}
+
+// -----
+
+// A key mask flag without the key mask.
+func.func @key_mask_alone(%q: tensor<1x4x128x64xbf16>, %k: tensor<1x4x128x64xbf16>, %v: tensor<1x4x128x64xbf16>) -> tensor<1x4x128x64xbf16> {
+  // expected-error @+1 {{key_mask_per_head and key_mask_alone need 'key_keep'}}
+  %0 = tcc.attention %q, %k, %v attributes {batch = 1 : i64, head_dim = 64 : i64, heads = 4 : i64, kv_heads = 4 : i64, lk = 128 : i64, lq = 128 : i64, key_mask_alone, scale = 1.250000e-01 : f64} : tensor<1x4x128x64xbf16>, tensor<1x4x128x64xbf16>, tensor<1x4x128x64xbf16> -> tensor<1x4x128x64xbf16> score {
+  } key_keep {
+  }
+  return %0 : tensor<1x4x128x64xbf16>
+}
+
+// -----
+
+// A key mask applied alone, without its score code.
+func.func @alone_no_score(%q: tensor<1x4x128x64xbf16>, %k: tensor<1x4x128x64xbf16>, %v: tensor<1x4x128x64xbf16>) -> tensor<1x4x128x64xbf16> {
+  // expected-error @+1 {{key_mask_alone needs a scale and the change as 'score' too}}
+  %0 = tcc.attention %q, %k, %v attributes {batch = 1 : i64, head_dim = 64 : i64, heads = 4 : i64, kv_heads = 4 : i64, lk = 128 : i64, lq = 128 : i64, key_mask_alone, scale = 1.250000e-01 : f64} : tensor<1x4x128x64xbf16>, tensor<1x4x128x64xbf16>, tensor<1x4x128x64xbf16> -> tensor<1x4x128x64xbf16> score {
+  } key_keep {
+  ^bb0(%b: i32, %h: i32, %j: i32):
+    %t = arith.constant true
+    tcc.yield %t : i1
+  }
+  return %0 : tensor<1x4x128x64xbf16>
+}

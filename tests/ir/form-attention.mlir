@@ -1,0 +1,291 @@
+// RUN: tcc-opt %s --split-input-file --tcc-gpu-attention-chains --tcc-gpu-attention-plan=target=sm_90 --tcc-form-attention | FileCheck %s
+// RUN: tcc-opt %s --split-input-file --tcc-gpu-attention-chains --tcc-gpu-attention-plan=target=sm_90 --tcc-form-attention | tcc-opt --split-input-file | FileCheck %s
+
+// Each planned attention chain becomes one tcc.attention carrying its plan:
+// Q, K, V and captured tensors as operands, sizes, strides and mask as
+// attributes, the score change and key mask as regions of scalar code (the
+// second run parses and verifies the printed ops).
+
+// -----
+
+// A scale alone: no score code (an empty `score`), the scale an attribute.
+// CHECK-LABEL: func.func @plain
+// CHECK-NOT: tcc.chain
+// CHECK: %[[A:.*]] = tcc.attention %arg0, %arg1, %arg2 attributes {batch = 1 : i64, head_dim = 64 : i64, heads = 4 : i64, kv_heads = 4 : i64, lk = 128 : i64, lq = 128 : i64, scale = 1.250000e-01 : f64, tcc.attention_plan = #tcc.mma_attention<{{.*}}>} : tensor<1x4x128x64xbf16>, tensor<1x4x128x64xbf16>, tensor<1x4x128x64xbf16> -> tensor<1x4x128x64xbf16> score {
+// CHECK-NEXT: } key_keep {
+// CHECK-NEXT: }
+// CHECK-NEXT: return %[[A]]
+func.func @plain(%q: tensor<1x4x128x64xbf16>, %k: tensor<1x4x128x64xbf16>, %v: tensor<1x4x128x64xbf16>) -> tensor<1x4x128x64xbf16> {
+  %0 = tcc.chain attributes {axis = 3 : i64} -> tensor<1x4x128x64xbf16> {
+    %1 = tcc.constant {value = 1.250000e-01 : bf16} : tensor<bf16>
+    %5 = tcc.matmul %q, %k {transpose_b = true} : tensor<1x4x128x64xbf16>, tensor<1x4x128x64xbf16> -> tensor<1x4x128x128xbf16>
+    %6 = tcc.mul %5, %1 : tensor<1x4x128x128xbf16>, tensor<bf16> -> tensor<1x4x128x128xbf16>
+    %9 = tcc.reduce_max %6 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x128x128xbf16> -> tensor<1x4x128x1xbf16>
+    %10 = tcc.sub %6, %9 : tensor<1x4x128x128xbf16>, tensor<1x4x128x1xbf16> -> tensor<1x4x128x128xbf16>
+    %11 = tcc.exp %10 : tensor<1x4x128x128xbf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x128x128xbf16> -> tensor<1x4x128x1xbf16>
+    %13 = tcc.div %11, %12 : tensor<1x4x128x128xbf16>, tensor<1x4x128x1xbf16> -> tensor<1x4x128x128xbf16>
+    %14 = tcc.matmul %13, %v : tensor<1x4x128x128xbf16>, tensor<1x4x128x64xbf16> -> tensor<1x4x128x64xbf16>
+    tcc.yield %14 : tensor<1x4x128x64xbf16>
+  }
+  return %0 : tensor<1x4x128x64xbf16>
+}
+
+// -----
+
+// Softcap: the change as scalar code, s / 30 as a product and one fma
+// step (AttentionMatch's correctly rounded quotient), tanh, * 30.
+// CHECK-LABEL: func.func @softcap
+// CHECK: tcc.attention %arg0, %arg1, %arg2 attributes {
+// CHECK-NOT: scale =
+// CHECK-SAME: score {
+// CHECK-NEXT: ^bb0(%[[S:.*]]: f32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32):
+// CHECK: %[[X:.*]] = arith.mulf %[[S]], %{{.*}} : f32
+// CHECK: math.fma
+// CHECK: %[[D:.*]] = math.fma
+// CHECK: %[[T:.*]] = math.tanh %[[D]] : f32
+// CHECK: %[[R:.*]] = arith.mulf %[[T]], %{{.*}} : f32
+// CHECK-NEXT: tcc.yield %[[R]] : f32
+// CHECK-NEXT: } key_keep {
+// CHECK-NEXT: }
+func.func @softcap(%q: tensor<1x4x128x64xbf16>, %k: tensor<1x4x128x64xbf16>, %v: tensor<1x4x128x64xbf16>) -> tensor<1x4x128x64xbf16> {
+  %0 = tcc.chain attributes {axis = 3 : i64} -> tensor<1x4x128x64xbf16> {
+    %1 = tcc.constant {value = 1.250000e-01 : bf16} : tensor<bf16>
+    %cap = tcc.constant {value = 3.000000e+01 : bf16} : tensor<bf16>
+    %5 = tcc.matmul %q, %k {transpose_b = true} : tensor<1x4x128x64xbf16>, tensor<1x4x128x64xbf16> -> tensor<1x4x128x128xbf16>
+    %6 = tcc.mul %5, %1 : tensor<1x4x128x128xbf16>, tensor<bf16> -> tensor<1x4x128x128xbf16>
+    %7 = tcc.div %6, %cap : tensor<1x4x128x128xbf16>, tensor<bf16> -> tensor<1x4x128x128xbf16>
+    %8 = tcc.tanh %7 : tensor<1x4x128x128xbf16>
+    %s = tcc.mul %8, %cap : tensor<1x4x128x128xbf16>, tensor<bf16> -> tensor<1x4x128x128xbf16>
+    %9 = tcc.reduce_max %s {axes = array<i64: 3>, keepdims = true} : tensor<1x4x128x128xbf16> -> tensor<1x4x128x1xbf16>
+    %10 = tcc.sub %s, %9 : tensor<1x4x128x128xbf16>, tensor<1x4x128x1xbf16> -> tensor<1x4x128x128xbf16>
+    %11 = tcc.exp %10 : tensor<1x4x128x128xbf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x128x128xbf16> -> tensor<1x4x128x1xbf16>
+    %13 = tcc.div %11, %12 : tensor<1x4x128x128xbf16>, tensor<1x4x128x1xbf16> -> tensor<1x4x128x128xbf16>
+    %14 = tcc.matmul %13, %v : tensor<1x4x128x128xbf16>, tensor<1x4x128x64xbf16> -> tensor<1x4x128x64xbf16>
+    tcc.yield %14 : tensor<1x4x128x64xbf16>
+  }
+  return %0 : tensor<1x4x128x64xbf16>
+}
+
+// -----
+
+// ALiBi: per-head slopes [1, H, 1, 1] captured, read at the head (clamped)
+// and index 0 on the axes of size 1; the causal mask as constraints.
+// CHECK-LABEL: func.func @alibi_slopes
+// CHECK: tcc.attention %arg0, %arg1, %arg2 captures(%arg3 : tensor<1x4x1x1xbf16>) attributes {{{.*}}mask = array<i64: 1, -1, 0>, masked_to_infinity,
+// CHECK-SAME: score {
+// CHECK-NEXT: ^bb0(%[[S:.*]]: f32, %{{.*}}: i32, %[[H:.*]]: i32, %[[Q:.*]]: i32, %[[K:.*]]: i32, %[[SL:.*]]: tensor<1x4x1x1xbf16>):
+// CHECK: %[[X:.*]] = arith.mulf %[[S]], %{{.*}} : f32
+// CHECK: %[[P:.*]] = arith.subi %[[K]], %[[Q]] : i32
+// CHECK: %[[PF:.*]] = arith.sitofp %[[P]] : i32 to f32
+// CHECK: %[[HC:.*]] = arith.minsi %[[H]], %c3_i32 : i32
+// CHECK: %[[HI:.*]] = arith.index_cast %[[HC]] : i32 to index
+// CHECK: %[[E:.*]] = tensor.extract %[[SL]][%{{.*}}, %[[HI]], %{{.*}}, %{{.*}}] : tensor<1x4x1x1xbf16>
+// CHECK: %[[EF:.*]] = arith.extf %[[E]] : bf16 to f32
+// CHECK: %[[B:.*]] = arith.mulf %[[PF]], %[[EF]] : f32
+// CHECK: %[[R:.*]] = arith.addf %[[X]], %[[B]] : f32
+// CHECK-NEXT: tcc.yield %[[R]] : f32
+func.func @alibi_slopes(%q: tensor<1x4x64x64xbf16>, %k: tensor<1x4x64x64xbf16>, %v: tensor<1x4x64x64xbf16>, %slopes: tensor<1x4x1x1xbf16>) -> tensor<1x4x64x64xbf16> {
+  %0 = tcc.chain attributes {axis = 3 : i64} -> tensor<1x4x64x64xbf16> {
+    %s = tcc.matmul %q, %k {transpose_b = true} : tensor<1x4x64x64xbf16>, tensor<1x4x64x64xbf16> -> tensor<1x4x64x64xbf16>
+    %c = tcc.constant {value = 1.250000e-01 : bf16} : tensor<bf16>
+    %ss = tcc.mul %s, %c : tensor<1x4x64x64xbf16>, tensor<bf16> -> tensor<1x4x64x64xbf16>
+    %row = tcc.iota {axis = 0 : i64} : tensor<64x64xi32>
+    %col = tcc.iota {axis = 1 : i64} : tensor<64x64xi32>
+    %d = tcc.sub %col, %row : tensor<64x64xi32>, tensor<64x64xi32> -> tensor<64x64xi32>
+    %df = tcc.cast %d : tensor<64x64xi32> -> tensor<64x64xbf16>
+    %b = tcc.mul %df, %slopes : tensor<64x64xbf16>, tensor<1x4x1x1xbf16> -> tensor<1x4x64x64xbf16>
+    %sb = tcc.add %ss, %b : tensor<1x4x64x64xbf16>, tensor<1x4x64x64xbf16> -> tensor<1x4x64x64xbf16>
+    %keep = tcc.greater_equal %row, %col : tensor<64x64xi32>, tensor<64x64xi32> -> tensor<64x64xi1>
+    %neg = tcc.constant {value = -1.0e+30 : bf16} : tensor<bf16>
+    %sm = tcc.select %keep, %sb, %neg : tensor<64x64xi1>, tensor<1x4x64x64xbf16>, tensor<bf16> -> tensor<1x4x64x64xbf16>
+    %9 = tcc.reduce_max %sm {axes = array<i64: 3>, keepdims = true} : tensor<1x4x64x64xbf16> -> tensor<1x4x64x1xbf16>
+    %10 = tcc.sub %sm, %9 : tensor<1x4x64x64xbf16>, tensor<1x4x64x1xbf16> -> tensor<1x4x64x64xbf16>
+    %11 = tcc.exp %10 : tensor<1x4x64x64xbf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x64x64xbf16> -> tensor<1x4x64x1xbf16>
+    %13 = tcc.div %11, %12 : tensor<1x4x64x64xbf16>, tensor<1x4x64x1xbf16> -> tensor<1x4x64x64xbf16>
+    %14 = tcc.matmul %13, %v : tensor<1x4x64x64xbf16>, tensor<1x4x64x64xbf16> -> tensor<1x4x64x64xbf16>
+    tcc.yield %14 : tensor<1x4x64x64xbf16>
+  }
+  return %0 : tensor<1x4x64x64xbf16>
+}
+
+// -----
+
+// An additive bias [1, H, L, L]: read at (0, head, q, k), each clamped.
+// CHECK-LABEL: func.func @bias_input
+// CHECK: tcc.attention %arg0, %arg1, %arg2 captures(%arg3 : tensor<1x4x64x64xf16>)
+// CHECK-SAME: score {
+// CHECK-NEXT: ^bb0(%[[S:.*]]: f32, %{{.*}}: i32, %[[H:.*]]: i32, %[[Q:.*]]: i32, %[[K:.*]]: i32, %[[BIAS:.*]]: tensor<1x4x64x64xf16>):
+// CHECK: arith.minsi %[[H]], %c3_i32
+// CHECK: arith.minsi %[[Q]], %c63_i32
+// CHECK: arith.minsi %[[K]], %c63_i32
+// CHECK: %[[E:.*]] = tensor.extract %[[BIAS]][
+// CHECK: %[[EF:.*]] = arith.extf %[[E]] : f16 to f32
+// CHECK: %[[R:.*]] = arith.addf %{{.*}}, %[[EF]] : f32
+// CHECK-NEXT: tcc.yield %[[R]] : f32
+func.func @bias_input(%q: tensor<1x4x64x64xf16>, %k: tensor<1x4x64x64xf16>, %v: tensor<1x4x64x64xf16>, %bias: tensor<1x4x64x64xf16>) -> tensor<1x4x64x64xf16> {
+  %0 = tcc.chain attributes {axis = 3 : i64} -> tensor<1x4x64x64xf16> {
+    %s = tcc.matmul %q, %k {transpose_b = true} : tensor<1x4x64x64xf16>, tensor<1x4x64x64xf16> -> tensor<1x4x64x64xf16>
+    %c = tcc.constant {value = 1.250000e-01 : f16} : tensor<f16>
+    %ss = tcc.mul %s, %c : tensor<1x4x64x64xf16>, tensor<f16> -> tensor<1x4x64x64xf16>
+    %sb = tcc.add %ss, %bias : tensor<1x4x64x64xf16>, tensor<1x4x64x64xf16> -> tensor<1x4x64x64xf16>
+    %9 = tcc.reduce_max %sb {axes = array<i64: 3>, keepdims = true} : tensor<1x4x64x64xf16> -> tensor<1x4x64x1xf16>
+    %10 = tcc.sub %sb, %9 : tensor<1x4x64x64xf16>, tensor<1x4x64x1xf16> -> tensor<1x4x64x64xf16>
+    %11 = tcc.exp %10 : tensor<1x4x64x64xf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x64x64xf16> -> tensor<1x4x64x1xf16>
+    %13 = tcc.div %11, %12 : tensor<1x4x64x64xf16>, tensor<1x4x64x1xf16> -> tensor<1x4x64x64xf16>
+    %14 = tcc.matmul %13, %v : tensor<1x4x64x64xf16>, tensor<1x4x64x64xf16> -> tensor<1x4x64x64xf16>
+    tcc.yield %14 : tensor<1x4x64x64xf16>
+  }
+  return %0 : tensor<1x4x64x64xf16>
+}
+
+// -----
+
+// A padding mask [B, 1, 1, L] against -inf beside a scale: `key_keep`
+// reads it per (batch, key); `score` is the same change as code (for the
+// SIMT template).
+// CHECK-LABEL: func.func @padding_mask
+// CHECK: tcc.attention %arg0, %arg1, %arg2 captures(%arg3 : tensor<2x1x1x64xi1>) attributes {batch = 2 : i64, {{.*}}key_mask_alone, {{.*}}scale = 1.250000e-01 : f64
+// CHECK: arith.select
+// CHECK: } key_keep {
+// CHECK-NEXT: ^bb0(%[[B:.*]]: i32, %{{.*}}: i32, %[[K:.*]]: i32, %[[M:.*]]: tensor<2x1x1x64xi1>):
+// CHECK: arith.minsi %[[B]], %c1_i32
+// CHECK: arith.minsi %[[K]], %c63_i32
+// CHECK: %[[E:.*]] = tensor.extract %[[M]][
+// CHECK-NEXT: tcc.yield %[[E]] : i1
+func.func @padding_mask(%q: tensor<2x4x64x64xbf16>, %k: tensor<2x4x64x64xbf16>, %v: tensor<2x4x64x64xbf16>, %mask: tensor<2x1x1x64xi1>) -> tensor<2x4x64x64xbf16> {
+  %0 = tcc.chain attributes {axis = 3 : i64} -> tensor<2x4x64x64xbf16> {
+    %s = tcc.matmul %q, %k {transpose_b = true} : tensor<2x4x64x64xbf16>, tensor<2x4x64x64xbf16> -> tensor<2x4x64x64xbf16>
+    %c = tcc.constant {value = 1.250000e-01 : bf16} : tensor<bf16>
+    %ss = tcc.mul %s, %c : tensor<2x4x64x64xbf16>, tensor<bf16> -> tensor<2x4x64x64xbf16>
+    %neg = tcc.constant {value = 0xFF80 : bf16} : tensor<bf16>
+    %sm = tcc.select %mask, %ss, %neg : tensor<2x1x1x64xi1>, tensor<2x4x64x64xbf16>, tensor<bf16> -> tensor<2x4x64x64xbf16>
+    %9 = tcc.reduce_max %sm {axes = array<i64: 3>, keepdims = true} : tensor<2x4x64x64xbf16> -> tensor<2x4x64x1xbf16>
+    %10 = tcc.sub %sm, %9 : tensor<2x4x64x64xbf16>, tensor<2x4x64x1xbf16> -> tensor<2x4x64x64xbf16>
+    %11 = tcc.exp %10 : tensor<2x4x64x64xbf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<2x4x64x64xbf16> -> tensor<2x4x64x1xbf16>
+    %13 = tcc.div %11, %12 : tensor<2x4x64x64xbf16>, tensor<2x4x64x1xbf16> -> tensor<2x4x64x64xbf16>
+    %14 = tcc.matmul %13, %v : tensor<2x4x64x64xbf16>, tensor<2x4x64x64xbf16> -> tensor<2x4x64x64xbf16>
+    tcc.yield %14 : tensor<2x4x64x64xbf16>
+  }
+  return %0 : tensor<2x4x64x64xbf16>
+}
+
+// -----
+
+// Causal from iotas: q - k >= 0 as the constraint (1, -1, 0), no score code.
+// CHECK-LABEL: func.func @causal
+// CHECK: tcc.attention %arg0, %arg1, %arg2 attributes {{{.*}}mask = array<i64: 1, -1, 0>, scale = 1.250000e-01 : f64
+// CHECK-SAME: score {
+// CHECK-NEXT: } key_keep {
+func.func @causal(%q: tensor<1x4x128x64xbf16>, %k: tensor<1x4x128x64xbf16>, %v: tensor<1x4x128x64xbf16>) -> tensor<1x4x128x64xbf16> {
+  %0 = tcc.chain attributes {axis = 3 : i64} -> tensor<1x4x128x64xbf16> {
+    %1 = tcc.constant {value = 1.250000e-01 : bf16} : tensor<bf16>
+    %2 = tcc.iota {axis = 0 : i64} : tensor<128x128xi32>
+    %3 = tcc.iota {axis = 1 : i64} : tensor<128x128xi32>
+    %4 = tcc.constant {value = -1.0e+30 : bf16} : tensor<bf16>
+    %5 = tcc.matmul %q, %k {transpose_b = true} : tensor<1x4x128x64xbf16>, tensor<1x4x128x64xbf16> -> tensor<1x4x128x128xbf16>
+    %6 = tcc.mul %5, %1 : tensor<1x4x128x128xbf16>, tensor<bf16> -> tensor<1x4x128x128xbf16>
+    %7 = tcc.greater_equal %2, %3 : tensor<128x128xi32>, tensor<128x128xi32> -> tensor<128x128xi1>
+    %8 = tcc.select %7, %6, %4 : tensor<128x128xi1>, tensor<1x4x128x128xbf16>, tensor<bf16> -> tensor<1x4x128x128xbf16>
+    %9 = tcc.reduce_max %8 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x128x128xbf16> -> tensor<1x4x128x1xbf16>
+    %10 = tcc.sub %8, %9 : tensor<1x4x128x128xbf16>, tensor<1x4x128x1xbf16> -> tensor<1x4x128x128xbf16>
+    %11 = tcc.exp %10 : tensor<1x4x128x128xbf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x128x128xbf16> -> tensor<1x4x128x1xbf16>
+    %13 = tcc.div %11, %12 : tensor<1x4x128x128xbf16>, tensor<1x4x128x1xbf16> -> tensor<1x4x128x128xbf16>
+    %14 = tcc.matmul %13, %v : tensor<1x4x128x128xbf16>, tensor<1x4x128x64xbf16> -> tensor<1x4x128x64xbf16>
+    tcc.yield %14 : tensor<1x4x128x64xbf16>
+  }
+  return %0 : tensor<1x4x128x64xbf16>
+}
+
+// -----
+
+// Q, K, V and the result kept [B, L, H, D]: the untransposed tensors,
+// read and written with strides of attention's axes.
+// CHECK-LABEL: func.func @blhd
+// CHECK-NOT: tcc.transpose
+// CHECK: tcc.attention %arg0, %arg1, %arg2 attributes {{{.*}}k_strides = array<i64: 65536, 64, 256, 1>, {{.*}}o_strides = array<i64: 32768, 64, 256, 1>, q_strides = array<i64: 32768, 64, 256, 1>, {{.*}}v_strides = array<i64: 65536, 64, 256, 1>} : tensor<1x128x4x64xbf16>, tensor<1x256x4x64xbf16>, tensor<1x256x4x64xbf16> -> tensor<1x128x4x64xbf16>
+func.func @blhd(%qi: tensor<1x128x4x64xbf16>, %ki: tensor<1x256x4x64xbf16>, %vi: tensor<1x256x4x64xbf16>) -> tensor<1x128x4x64xbf16> {
+  %q = tcc.transpose %qi {perm = array<i64: 0, 2, 1, 3>} : tensor<1x128x4x64xbf16> -> tensor<1x4x128x64xbf16>
+  %k = tcc.transpose %ki {perm = array<i64: 0, 2, 1, 3>} : tensor<1x256x4x64xbf16> -> tensor<1x4x256x64xbf16>
+  %v = tcc.transpose %vi {perm = array<i64: 0, 2, 1, 3>} : tensor<1x256x4x64xbf16> -> tensor<1x4x256x64xbf16>
+  %0 = tcc.chain attributes {axis = 3 : i64} -> tensor<1x4x128x64xbf16> {
+    %5 = tcc.matmul %q, %k {transpose_b = true} : tensor<1x4x128x64xbf16>, tensor<1x4x256x64xbf16> -> tensor<1x4x128x256xbf16>
+    %9 = tcc.reduce_max %5 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x128x256xbf16> -> tensor<1x4x128x1xbf16>
+    %10 = tcc.sub %5, %9 : tensor<1x4x128x256xbf16>, tensor<1x4x128x1xbf16> -> tensor<1x4x128x256xbf16>
+    %11 = tcc.exp %10 : tensor<1x4x128x256xbf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x128x256xbf16> -> tensor<1x4x128x1xbf16>
+    %13 = tcc.div %11, %12 : tensor<1x4x128x256xbf16>, tensor<1x4x128x1xbf16> -> tensor<1x4x128x256xbf16>
+    %14 = tcc.matmul %13, %v : tensor<1x4x128x256xbf16>, tensor<1x4x256x64xbf16> -> tensor<1x4x128x64xbf16>
+    tcc.yield %14 : tensor<1x4x128x64xbf16>
+  }
+  %o = tcc.transpose %0 {perm = array<i64: 0, 2, 1, 3>} : tensor<1x4x128x64xbf16> -> tensor<1x128x4x64xbf16>
+  return %o : tensor<1x128x4x64xbf16>
+}
+
+// -----
+
+// GQA: K and V of 2 heads repeated over 8 query heads, read unrepeated.
+// CHECK-LABEL: func.func @gqa
+// CHECK-NOT: tcc.broadcast_to
+// CHECK: tcc.attention %arg0, %arg1, %arg2 attributes {{{.*}}heads = 8 : i64, kv_heads = 2 : i64{{.*}}} : tensor<1x8x64x64xbf16>, tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16> -> tensor<1x8x64x64xbf16>
+func.func @gqa(%q: tensor<1x8x64x64xbf16>, %k: tensor<1x2x64x64xbf16>, %v: tensor<1x2x64x64xbf16>) -> tensor<1x8x64x64xbf16> {
+  %k5 = tcc.reshape %k : tensor<1x2x64x64xbf16> -> tensor<1x2x1x64x64xbf16>
+  %kb = tcc.broadcast_to %k5 : tensor<1x2x1x64x64xbf16> -> tensor<1x2x4x64x64xbf16>
+  %kk = tcc.reshape %kb : tensor<1x2x4x64x64xbf16> -> tensor<1x8x64x64xbf16>
+  %v5 = tcc.reshape %v : tensor<1x2x64x64xbf16> -> tensor<1x2x1x64x64xbf16>
+  %vb = tcc.broadcast_to %v5 : tensor<1x2x1x64x64xbf16> -> tensor<1x2x4x64x64xbf16>
+  %vv = tcc.reshape %vb : tensor<1x2x4x64x64xbf16> -> tensor<1x8x64x64xbf16>
+  %0 = tcc.chain attributes {axis = 3 : i64} -> tensor<1x8x64x64xbf16> {
+    %5 = tcc.matmul %q, %kk {transpose_b = true} : tensor<1x8x64x64xbf16>, tensor<1x8x64x64xbf16> -> tensor<1x8x64x64xbf16>
+    %9 = tcc.reduce_max %5 {axes = array<i64: 3>, keepdims = true} : tensor<1x8x64x64xbf16> -> tensor<1x8x64x1xbf16>
+    %10 = tcc.sub %5, %9 : tensor<1x8x64x64xbf16>, tensor<1x8x64x1xbf16> -> tensor<1x8x64x64xbf16>
+    %11 = tcc.exp %10 : tensor<1x8x64x64xbf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<1x8x64x64xbf16> -> tensor<1x8x64x1xbf16>
+    %13 = tcc.div %11, %12 : tensor<1x8x64x64xbf16>, tensor<1x8x64x1xbf16> -> tensor<1x8x64x64xbf16>
+    %14 = tcc.matmul %13, %vv : tensor<1x8x64x64xbf16>, tensor<1x8x64x64xbf16> -> tensor<1x8x64x64xbf16>
+    tcc.yield %14 : tensor<1x8x64x64xbf16>
+  }
+  return %0 : tensor<1x8x64x64xbf16>
+}
+
+// -----
+
+// A chain that is not attention has no plan, and stays.
+// CHECK-LABEL: func.func @softmax
+// CHECK: tcc.chain
+// CHECK-NOT: tcc.attention
+func.func @softmax(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %0 = tcc.chain attributes {axis = 1 : i64} -> tensor<4x8xf32> {
+    %m = tcc.reduce_max %x {axes = array<i64: 1>, keepdims = true} : tensor<4x8xf32> -> tensor<4x1xf32>
+    %d = tcc.sub %x, %m : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+    %e = tcc.exp %d : tensor<4x8xf32>
+    %s = tcc.reduce_sum %e {axes = array<i64: 1>, keepdims = true} : tensor<4x8xf32> -> tensor<4x1xf32>
+    %y = tcc.div %e, %s : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+    tcc.yield %y : tensor<4x8xf32>
+  }
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+// K given transposed ([.., D, Lk], scores as matmul(Q, Kt)): `k_transposed`.
+// CHECK-LABEL: func.func @kt_input
+// CHECK: tcc.attention %arg0, %arg1, %arg2 attributes {{{.*}}k_transposed, kv_heads = 4 : i64, lk = 256 : i64, lq = 128 : i64{{.*}}} : tensor<1x4x128x64xbf16>, tensor<1x4x64x256xbf16>, tensor<1x4x256x64xbf16> -> tensor<1x4x128x64xbf16>
+func.func @kt_input(%q: tensor<1x4x128x64xbf16>, %kt: tensor<1x4x64x256xbf16>, %v: tensor<1x4x256x64xbf16>) -> tensor<1x4x128x64xbf16> {
+  %0 = tcc.chain attributes {axis = 3 : i64} -> tensor<1x4x128x64xbf16> {
+    %5 = tcc.matmul %q, %kt : tensor<1x4x128x64xbf16>, tensor<1x4x64x256xbf16> -> tensor<1x4x128x256xbf16>
+    %9 = tcc.reduce_max %5 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x128x256xbf16> -> tensor<1x4x128x1xbf16>
+    %10 = tcc.sub %5, %9 : tensor<1x4x128x256xbf16>, tensor<1x4x128x1xbf16> -> tensor<1x4x128x256xbf16>
+    %11 = tcc.exp %10 : tensor<1x4x128x256xbf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x128x256xbf16> -> tensor<1x4x128x1xbf16>
+    %13 = tcc.div %11, %12 : tensor<1x4x128x256xbf16>, tensor<1x4x128x1xbf16> -> tensor<1x4x128x256xbf16>
+    %14 = tcc.matmul %13, %v : tensor<1x4x128x256xbf16>, tensor<1x4x256x64xbf16> -> tensor<1x4x128x64xbf16>
+    tcc.yield %14 : tensor<1x4x128x64xbf16>
+  }
+  return %0 : tensor<1x4x128x64xbf16>
+}

@@ -236,15 +236,18 @@ private:
   }
 
   /// The matmuls of chain `members` over an unbatched space unless it holds
-  /// both of attention's: one producing the space from outside operands
-  /// (the scores) and one reading a member (P·V). Empty otherwise.
+  /// attention's: one producing the space from outside operands (the
+  /// scores), one reading a member (P·V), and softmax's exponentials between
+  /// them (a norm between two linear layers is no attention). Empty
+  /// otherwise.
   OpSet unpairedMatmuls(ArrayRef<Operation *> members, const Space &space) {
     OpSet matmuls;
     if (!isUnbatched(space))
       return matmuls;
     OpSet in(members.begin(), members.end());
-    bool producer = false, consumer = false;
+    bool producer = false, consumer = false, softmax = false;
     for (Operation *op : members) {
+      softmax |= isa<ExpOp>(op);
       if (!isa<MatmulOp>(op))
         continue;
       matmuls.insert(op);
@@ -255,7 +258,7 @@ private:
       consumer |= readsMember;
       producer |= !readsMember && isProducerMatmul(op, space);
     }
-    if (producer && consumer)
+    if (producer && consumer && softmax)
       matmuls.clear();
     return matmuls;
   }

@@ -32,7 +32,8 @@ def TccFormChains : Pass<"tcc-form-chains", "func::FuncOp"> {
            /*default=*/"false",
            "Let matmuls of 2-D operands join a chain over a 2-D space when "
            "both of attention's are there (scores produced by one, P.V "
-           "contracting the keys in another): single-head attention [L, D] "
+           "contracting the keys in another, softmax's exp between them): "
+           "single-head attention [L, D] "
            "for the GPU attention templates. A 2-D matmul alone (a linear "
            "layer before or after a softmax) stays out">
   ];

@@ -143,3 +143,24 @@ func.func @batched_softmax_then_linear(%x: tensor<2x16x32xf32>, %w: tensor<32x8x
   %y = tcc.matmul %p, %w : tensor<2x16x32xf32>, tensor<32x8xf32> -> tensor<2x16x8xf32>
   return %y : tensor<2x16x8xf32>
 }
+
+// -----
+
+// RMS norm between two linear layers (2-D activations, as a flattened
+// token batch): both matmuls fit, but with no softmax between them the
+// pair is no attention; they stay GEMMs, the norm a chain alone.
+// CHECK-LABEL: func.func @linear_norm_linear
+// CHECK: %[[H:.*]] = tcc.matmul
+// CHECK: %[[N:.*]] = tcc.chain attributes {axis = 1 : i64} -> tensor<16x32xf32> {
+// CHECK-NOT: tcc.matmul
+// CHECK:   tcc.yield
+// CHECK: tcc.matmul %[[N]]
+func.func @linear_norm_linear(%x: tensor<16x64xf32>, %w1: tensor<64x32xf32>, %w2: tensor<32x64xf32>) -> tensor<16x64xf32> {
+  %h = tcc.matmul %x, %w1 : tensor<16x64xf32>, tensor<64x32xf32> -> tensor<16x32xf32>
+  %sq = tcc.mul %h, %h : tensor<16x32xf32>, tensor<16x32xf32> -> tensor<16x32xf32>
+  %ms = tcc.reduce_mean %sq {axes = array<i64: 1>, keepdims = true} : tensor<16x32xf32> -> tensor<16x1xf32>
+  %r = tcc.rsqrt %ms : tensor<16x1xf32>
+  %n = tcc.mul %h, %r : tensor<16x32xf32>, tensor<16x1xf32> -> tensor<16x32xf32>
+  %y = tcc.matmul %n, %w2 : tensor<16x32xf32>, tensor<32x64xf32> -> tensor<16x64xf32>
+  return %y : tensor<16x64xf32>
+}

@@ -111,3 +111,26 @@ func.func @softmax_then_linear(%x: tensor<128x64xf16>, %w: tensor<64x64xf16>) ->
   %y = tcc.matmul %p, %w : tensor<128x64xf16>, tensor<64x64xf16> -> tensor<128x64xf16>
   return %y : tensor<128x64xf16>
 }
+
+// -----
+
+// Layer norm between two linear layers of 2-D activations: no attention
+// chain, so no remark either (--verify-diagnostics); the GEMMs stay.
+// CHECK-LABEL: func.func @linear_norm_linear
+// CHECK: %[[H:.*]] = tcc.matmul %arg0, %arg1
+// CHECK: %[[N:.*]] = tcc.chain attributes {axis = 1 : i64} -> tensor<64x128xf16> {
+// CHECK-NOT: tcc.matmul
+// CHECK:   tcc.yield
+// CHECK: tcc.matmul %[[N]], %arg2
+// CHECK-NOT: tcc.attention
+func.func @linear_norm_linear(%x: tensor<64x64xf16>, %w1: tensor<64x128xf16>, %w2: tensor<128x64xf16>) -> tensor<64x64xf16> {
+  %h = tcc.matmul %x, %w1 : tensor<64x64xf16>, tensor<64x128xf16> -> tensor<64x128xf16>
+  %mu = tcc.reduce_mean %h {axes = array<i64: 1>, keepdims = true} : tensor<64x128xf16> -> tensor<64x1xf16>
+  %c = tcc.sub %h, %mu : tensor<64x128xf16>, tensor<64x1xf16> -> tensor<64x128xf16>
+  %sq = tcc.mul %c, %c : tensor<64x128xf16>, tensor<64x128xf16> -> tensor<64x128xf16>
+  %var = tcc.reduce_mean %sq {axes = array<i64: 1>, keepdims = true} : tensor<64x128xf16> -> tensor<64x1xf16>
+  %r = tcc.rsqrt %var : tensor<64x1xf16>
+  %n = tcc.mul %c, %r : tensor<64x128xf16>, tensor<64x1xf16> -> tensor<64x128xf16>
+  %y = tcc.matmul %n, %w2 : tensor<64x128xf16>, tensor<128x64xf16> -> tensor<64x64xf16>
+  return %y : tensor<64x64xf16>
+}

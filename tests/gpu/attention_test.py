@@ -101,7 +101,8 @@ def model(name, dt, qshape, kshape, mods, repeat=None, layout='', prescale=None,
         nodes += [const('qc', dt, prescale), node('mul', ['q0', 'qc'], 'q')]
     kin = kshape
     if kt in ('swap', 'blhd'):
-        perm = [0, 1, 3, 2] if kt == 'swap' else [0, 2, 3, 1]
+        r = len(kshape)
+        perm = list(range(r - 2)) + [r - 1, r - 2] if kt == 'swap' else [0, 2, 3, 1]
         nodes.append(node('transpose', ['kin'], 'k', perm=perm))
         if kt == 'blhd':
             kin = [kshape[0], kshape[2], kshape[1], kshape[3]]
@@ -810,6 +811,12 @@ def rank2_cases():
         'r2_kt', 'bf16', [512, 64], [512, 64], causal('bf16', 0.125, 512, 512), kt='input'), 1.0,
         lambda s, r, c: np.where(r >= c, s * 0.125, -1e30)))
     KTRANS_K['rank2_ktrans_bf16_512'] = lambda k: np.swapaxes(k, -1, -2)
+    # K [Lk, D] transposed by the model: folded into the scores' transpose_b.
+    out.append(('rank2_ktrans_swap_f16_200x328', model(
+        'r2_ktswap', 'f16', [200, 64], [328, 64],
+        [const('c', 'f16', 0.125), node('mul', ['s', 'c'], 's_mod')], kt='swap'), 1.0,
+        lambda s, r, c: s * 0.125))
+    KTRANS_K['rank2_ktrans_swap_f16_200x328'] = lambda k: k
     # f32 (the SIMT template): plain, and causal.
     out.append(('f32_rank2_plain_300', model(
         'r2_f32', 'f32', [300, 64], [300, 64],

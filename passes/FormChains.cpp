@@ -21,10 +21,11 @@
 // weight shared by every row (layer norm, then a linear layer) stays a GEMM.
 // With `unbatched-attention` (GPU targets that fuse attention), matmuls of
 // 2-D operands join a 2-D space too, but only as a pair: a chain holding
-// one that produces the space (q·kᵀ) and one that contracts its axis (P·V)
-// is single-head attention, [L, D], which the attention templates may take
-// (tcc-gpu-attention-chains dissolves it where they do not); a chain with
-// only one of them (a linear layer before or after a softmax) is formed
+// one that produces the space (q·kᵀ), one that contracts its axis (P·V) and
+// softmax's exp is single-head attention, [L, D], which the attention
+// templates may take (tcc-gpu-attention-chains dissolves it where they do
+// not); a chain with only one of them (a linear layer before or after a
+// softmax), or with no exp (a norm between two linear layers), is formed
 // again without its matmuls, which stay GEMMs.
 //
 // A consumer matmul's rows may be scaled after it by the chain's row values

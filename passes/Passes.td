@@ -18,7 +18,8 @@ def TccFormChains : Pass<"tcc-form-chains", "func::FuncOp"> {
     when batched like the chain (per-head operands, as in attention): a
     weight shared by every row stays a GEMM kernel. With
     `unbatched-attention`, 2-D matmuls join a 2-D chain when it holds both
-    of attention's (single-head attention, [L, D]). Its results are the
+    of attention's with softmax's exp between them (single-head attention,
+    [L, D]). Its results are the
     values used outside. A member that would read a chain value through ops
     left outside (a cycle) is left out.
   }];
@@ -33,9 +34,9 @@ def TccFormChains : Pass<"tcc-form-chains", "func::FuncOp"> {
            "Let matmuls of 2-D operands join a chain over a 2-D space when "
            "both of attention's are there (scores produced by one, P.V "
            "contracting the keys in another, softmax's exp between them): "
-           "single-head attention [L, D] "
-           "for the GPU attention templates. A 2-D matmul alone (a linear "
-           "layer before or after a softmax) stays out">
+           "single-head attention [L, D] for the GPU attention templates. "
+           "A 2-D matmul alone (a linear layer before or after a softmax) "
+           "stays out">
   ];
   let dependentDialects = ["::mlir::tcc::TccDialect"];
 }

@@ -71,6 +71,10 @@ LogicalResult tcc::compileModel(ImportedModel &model,
   bool gpuAttention = target.hasAttentionTemplates() && options.gpu.attention;
   if (target.isGpu() && !gpuAttention)
     chains.maxMatmulExtent = 0;
+  // Single-head attention ([L, D], no batch axis) too: its 2-D matmuls join
+  // a chain only as attention's pair, and tcc-gpu-attention-chains dissolves
+  // the pairs the templates do not take.
+  chains.unbatchedAttention = gpuAttention;
   pm.addNestedPass<mlir::func::FuncOp>(mlir::tcc::createTccFormChains(chains));
   if (gpuAttention) {
     pm.addNestedPass<mlir::func::FuncOp>(

@@ -19,6 +19,14 @@
 // as attention's q·kᵀ). Matmuls
 // join only when batched like the space (attention's per-head operands); a
 // weight shared by every row (layer norm, then a linear layer) stays a GEMM.
+// With `unbatched-attention` (GPU targets that fuse attention), matmuls of
+// 2-D operands join a 2-D space too, but only as a pair: a chain holding
+// one that produces the space (q·kᵀ), one that contracts its axis (P·V) and
+// softmax's exp is single-head attention, [L, D], which the attention
+// templates may take (tcc-gpu-attention-chains dissolves it where they do
+// not); a chain with only one of them (a linear layer before or after a
+// softmax), or with no exp (a norm between two linear layers), is formed
+// again without its matmuls, which stay GEMMs.
 //
 // A consumer matmul's rows may be scaled after it by the chain's row values
 // (attention normalised after P·V: (e·v) / sum(e), (e·v) · reciprocal(sum(e)),
@@ -155,8 +163,9 @@ void keepReshapedAxes(Block &block) {
 
 class ChainFormer {
 public:
-  ChainFormer(Block &block, int64_t maxMatmulExtent)
-      : block(block), maxMatmulExtent(maxMatmulExtent) {}
+  ChainFormer(Block &block, int64_t maxMatmulExtent, bool unbatchedAttention)
+      : block(block), maxMatmulExtent(maxMatmulExtent),
+        unbatchedAttention(unbatchedAttention) {}
 
   void run() {
     SmallVector<Operation *> seeds;
@@ -175,6 +184,13 @@ public:
         SmallVector<Operation *> members;
         if (!collect(seed, space, banned, members))
           break;
+        // Unbatched matmuls without their attention partner leave; the
+        // chain may still link without them (a softmax).
+        OpSet unpaired = unpairedMatmuls(members, space);
+        if (!unpaired.empty()) {
+          banned.insert(unpaired.begin(), unpaired.end());
+          continue;
+        }
         OpSet offenders = cycleOffenders(members);
         if (offenders.empty()) {
           materialize(members, space);
@@ -205,11 +221,47 @@ private:
   /// Whether `v` holds one matrix per batch entry of the space (attention's
   /// per-head K and V), not one matrix broadcast to every row: a weight
   /// shared by all rows is a GEMM's job (tensor-core templates on GPUs),
-  /// not a row chain's.
+  /// not a row chain's. With `unbatchedAttention`, a 2-D operand of a 2-D
+  /// space too (single-head attention; unpairedMatmuls then keeps only
+  /// attention's pair).
   bool batchedLikeSpace(Value v, const Space &space) {
     ArrayRef<int64_t> s = shapeOf(v);
+    if (isUnbatched(space))
+      return s.size() == 2;
     return s.size() >= 3 && s.size() == space.shape.size() &&
            s.drop_back(2) == ArrayRef(space.shape).drop_back(2);
+  }
+
+  bool isUnbatched(const Space &space) const {
+    return unbatchedAttention && space.shape.size() == 2;
+  }
+
+  /// The matmuls of chain `members` over an unbatched space unless it holds
+  /// attention's: one producing the space from outside operands (the
+  /// scores), one reading a member (P·V), and softmax's exponentials between
+  /// them (a norm between two linear layers is no attention). Empty
+  /// otherwise.
+  OpSet unpairedMatmuls(ArrayRef<Operation *> members, const Space &space) {
+    OpSet matmuls;
+    if (!isUnbatched(space))
+      return matmuls;
+    OpSet in(members.begin(), members.end());
+    bool producer = false, consumer = false, softmax = false;
+    for (Operation *op : members) {
+      softmax |= isa<ExpOp>(op);
+      if (!isa<MatmulOp>(op))
+        continue;
+      matmuls.insert(op);
+      bool readsMember = llvm::any_of(op->getOperands(), [&](Value v) {
+        Operation *def = v.getDefiningOp();
+        return def && in.contains(def);
+      });
+      consumer |= readsMember;
+      producer |= !readsMember && isProducerMatmul(op, space);
+    }
+    if (producer && consumer && softmax)
+      matmuls.clear();
+    return matmuls;
   }
 
   /// A batched matmul reading `v` (of the full shape) that contracts the
@@ -288,8 +340,9 @@ private:
           anchors.insert(user);
         } else if (MatmulOp mm = scaledMatmul(user, seed, space)) {
           // (e·v) / sum(e): the matmul's rows scaled by this row value (its
-          // epilogue, added with the matmul).
-          anchors.insert(mm);
+          // epilogue, added with the matmul), unless the matmul was left out.
+          if (!banned.contains(mm))
+            anchors.insert(mm);
         } else if (isChainElementwise(user) &&
                    space.contains(user->getResult(0)) && desc.insert(user)) {
           stack.push_back(user);
@@ -493,6 +546,7 @@ private:
 
   Block &block;
   int64_t maxMatmulExtent;
+  bool unbatchedAttention;
   llvm::DenseMap<Operation *, unsigned> position;
 };
 
@@ -504,7 +558,8 @@ struct TccFormChains : mlir::tcc::impl::TccFormChainsBase<TccFormChains> {
     if (func.isExternal() || !func.getBody().hasOneBlock())
       return;
     keepReshapedAxes(func.getBody().front());
-    ChainFormer(func.getBody().front(), maxMatmulExtent).run();
+    ChainFormer(func.getBody().front(), maxMatmulExtent, unbatchedAttention)
+        .run();
   }
 };
 

@@ -16,7 +16,10 @@ def TccFormChains : Pass<"tcc-form-chains", "func::FuncOp"> {
     shape, and a prologue of ops read only by the chain (elementwise ops, or
     a matmul producing the reduced tensor such as q·kᵀ). Matmuls join only
     when batched like the chain (per-head operands, as in attention): a
-    weight shared by every row stays a GEMM kernel. Its results are the
+    weight shared by every row stays a GEMM kernel. With
+    `unbatched-attention`, 2-D matmuls join a 2-D chain when it holds both
+    of attention's with softmax's exp between them (single-head attention,
+    [L, D]). Its results are the
     values used outside. A member that would read a chain value through ops
     left outside (a cycle) is left out.
   }];
@@ -25,7 +28,15 @@ def TccFormChains : Pass<"tcc-form-chains", "func::FuncOp"> {
            /*default=*/"256",
            "Largest contraction of a producer matmul, and largest free "
            "extent of a consumer matmul, that a chain takes in (larger "
-           "ones stay GEMM kernels)">
+           "ones stay GEMM kernels)">,
+    Option<"unbatchedAttention", "unbatched-attention", "bool",
+           /*default=*/"false",
+           "Let matmuls of 2-D operands join a chain over a 2-D space when "
+           "both of attention's are there (scores produced by one, P.V "
+           "contracting the keys in another, softmax's exp between them): "
+           "single-head attention [L, D] for the GPU attention templates. "
+           "A 2-D matmul alone (a linear layer before or after a softmax) "
+           "stays out">
   ];
   let dependentDialects = ["::mlir::tcc::TccDialect"];
 }

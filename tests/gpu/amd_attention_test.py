@@ -6,8 +6,9 @@ the HSA code object; no AMD GPU runs here.
 
 A handful of tests/gpu/attention_test.py's forms (f32, bf16, f16; causal, a
 padding mask given as an input, GQA, strided [B, L, H, D] tensors, K given
-transposed, decode with one query row and few, split-K; head dims 192 and
-256, whose tiles the LDS bounds, 256's a block of 32 threads) are compiled
+transposed, decode with one query row and few, split-K; single-head [L, D]
+tensors; head dims 192 and 256, whose tiles the LDS bounds, 256's a block
+of 32 threads) are compiled
 for gfx90a and gfx942 (`tcc compile --target`, --gpu-attention being the
 default). Each bundle must hold exactly the SIMT template's kernel
 (`*_attn_simt`), or for decode its split-K pair (`*_decode`, `*_combine`),
@@ -49,6 +50,10 @@ FORMS = {
     'ktrans_causal_bf16_1000': 'prefill',
     'decode_ktrans_gqa_8_2_q4_3000': 'decode',
     'ktrans_unaligned_bf16_1001': None,
+    'rank2_causal_f16_1000': 'prefill',
+    'rank2_keymask_bf16_777': 'prefill',
+    'f32_rank2_plain_300': 'prefill',
+    'decode_rank2_causal_q4_3001': 'decode',
 }
 # Head dim 256: a thread's O and its tile's P·V are 256 floats; past the
 # 256 architectural VGPRs the back end keeps them in AGPRs (the unified 512

@@ -101,12 +101,13 @@ def model(name, dt, qshape, kshape, mods, repeat=None, layout='', prescale=None,
         nodes += [const('qc', dt, prescale), node('mul', ['q0', 'qc'], 'q')]
     kin = kshape
     if kt in ('swap', 'blhd'):
-        perm = [0, 1, 3, 2] if kt == 'swap' else [0, 2, 3, 1]
+        r = len(kshape)
+        perm = list(range(r - 2)) + [r - 1, r - 2] if kt == 'swap' else [0, 2, 3, 1]
         nodes.append(node('transpose', ['kin'], 'k', perm=perm))
         if kt == 'blhd':
             kin = [kshape[0], kshape[2], kshape[1], kshape[3]]
     elif kt == 'input':
-        kin = kshape[:2] + [kshape[3], kshape[2]]
+        kin = kshape[:-2] + [kshape[-1], kshape[-2]]
     if repeat:
         hkv, g = repeat
         b, _, lk, d = kshape
@@ -205,6 +206,7 @@ def cases():
     out += f32_cases()
     out += ktrans_cases()
     out += layout_cases()
+    out += rank2_cases()
     return out
 
 
@@ -770,6 +772,72 @@ def layout_cases():
     add('f32_decode_layout_gqa_q4_2000', 'qkvo', 'f32', [1, 8, 4, 128], [1, 2, 2000, 128],
         scale_only('f32', float(inv32)), repeat=(2, 4),
         change=lambda s, r, c: s * inv32)
+    return out
+
+
+def rank2_cases():
+    """Single-head attention written at rank 2 (Q [Lq, D], K [Lk, D], V
+    [Lk, D]: no batch or head axis, as a squeezed export or a toy model
+    writes it): one kernel too, or the decode pair."""
+    out = []
+    inv = 1 / np.sqrt(128)
+    invb = np.float64(L.narrow('bf16', np.float64(inv)))
+    invh = np.float64(np.float16(inv))
+    inv32 = np.float64(np.float32(inv))
+
+    def causal(dt, c, lq, lk, off=0):
+        return [const('c', dt, c), node('mul', ['s', 'c'], 'ss')] + positions(lq, lk, off) + [
+            node('greater_equal', ['row', 'col'], 'keep'), const('neg', dt, -1e30),
+            node('select', ['keep', 'ss', 'neg'], 's_mod')]
+
+    def keymask(dt, c):
+        return [const('c', dt, c), node('mul', ['s', 'c'], 'ss'), const('neg', dt, '-inf'),
+                node('select', ['runs', 'ss', 'neg'], 's_mod')]
+    # Causal prefill, an odd length (ragged tiles on both axes).
+    out.append(('rank2_causal_f16_1000', model(
+        'r2_causal', 'f16', [1000, 64], [1000, 64], causal('f16', 0.125, 1000, 1000)), 1.0,
+        lambda s, r, c: np.where(r >= c, s * 0.125, -1e30)))
+    # A padding mask given as an input, [1, Lk] and [Lk] (NumPy broadcasting).
+    out.append(('rank2_keymask_bf16_777', model(
+        'r2_keymask', 'bf16', [777, 128], [777, 128], keymask('bf16', inv),
+        captured=[('runs', 'bool', [1, 777])]), 1.0,
+        lambda s, r, c, env: np.where(env['runs'], s * invb, -np.inf)))
+    out.append(('rank2_keymask1d_f16_300x520', model(
+        'r2_keymask1d', 'f16', [300, 128], [520, 128], keymask('f16', inv),
+        captured=[('runs', 'bool', [520])]), 1.0,
+        lambda s, r, c, env: np.where(env['runs'], s * invh, -np.inf)))
+    # K given transposed, [D, Lk].
+    out.append(('rank2_ktrans_bf16_512', model(
+        'r2_kt', 'bf16', [512, 64], [512, 64], causal('bf16', 0.125, 512, 512), kt='input'), 1.0,
+        lambda s, r, c: np.where(r >= c, s * 0.125, -1e30)))
+    KTRANS_K['rank2_ktrans_bf16_512'] = lambda k: np.swapaxes(k, -1, -2)
+    # K [Lk, D] transposed by the model: folded into the scores' transpose_b.
+    out.append(('rank2_ktrans_swap_f16_200x328', model(
+        'r2_ktswap', 'f16', [200, 64], [328, 64],
+        [const('c', 'f16', 0.125), node('mul', ['s', 'c'], 's_mod')], kt='swap'), 1.0,
+        lambda s, r, c: s * 0.125))
+    KTRANS_K['rank2_ktrans_swap_f16_200x328'] = lambda k: k
+    # f32 (the SIMT template): plain, and causal.
+    out.append(('f32_rank2_plain_300', model(
+        'r2_f32', 'f32', [300, 64], [300, 64],
+        [const('c', 'f32', 0.125), node('mul', ['s', 'c'], 's_mod')]), 1.0,
+        lambda s, r, c: s * 0.125))
+    out.append(('f32_rank2_causal_d128_333', model(
+        'r2_f32c', 'f32', [333, 128], [333, 128], causal('f32', float(inv32), 333, 333)), 1.0,
+        lambda s, r, c: np.where(r >= c, s * inv32, -1e30)))
+    # Decode (split-K pair): 4 query rows, the last of 3001 positions, and
+    # one row against 4096 keys with a padding mask; f32 on CUDA cores.
+    out.append(('decode_rank2_causal_q4_3001', model(
+        'r2_dcausal', 'bf16', [4, 128], [3001, 128], causal('bf16', inv, 4, 3001, 2997)), 1.0,
+        lambda s, r, c: np.where(r + 2997 >= c, s * invb, -1e30)))
+    out.append(('decode_rank2_keymask_f16_q1_4096', model(
+        'r2_dkeymask', 'f16', [1, 128], [4096, 128], keymask('f16', inv),
+        captured=[('runs', 'bool', [1, 4096])]), 1.0,
+        lambda s, r, c, env: np.where(env['runs'], s * invh, -np.inf)))
+    out.append(('f32_decode_rank2_q4_3001', model(
+        'r2_f32d', 'f32', [4, 128], [3001, 128],
+        [const('c', 'f32', float(inv32)), node('mul', ['s', 'c'], 's_mod')]), 1.0,
+        lambda s, r, c: s * inv32))
     return out
 
 

@@ -493,6 +493,52 @@ def check_attention_in_layer(args, work):
     return None
 
 
+def check_linear_and_softmax(args, work):
+    """--gpu-attention puts 2-D matmuls into chains only as single-head
+    attention's pair: a softmax followed by a linear layer (a weight param
+    shared by every row), or a linear layer followed by a softmax, keeps
+    its GEMM kernel, with no attention kernel and no "attention not fused"
+    remark, while rank-2 attention itself is one kernel."""
+    def softmax_model(first_linear):
+        x = [256, 64] if first_linear else [256, 128]
+        nodes = ([{'op': 'matmul', 'inputs': ['x', 'w'], 'outputs': ['l']}]
+                 if first_linear else [])
+        nodes.append({'op': 'softmax', 'inputs': ['l' if first_linear else 'x'],
+                      'outputs': ['p'], 'attrs': {'axis': -1}})
+        if not first_linear:
+            nodes.append({'op': 'matmul', 'inputs': ['p', 'w'], 'outputs': ['y']})
+        return {'format': 'tcc-model', 'version': 1, 'name': 'sl',
+                'inputs': [{'name': 'x', 'dtype': 'f16', 'shape': x}],
+                'params': [{'name': 'w', 'dtype': 'f16',
+                            'shape': [64, 128] if first_linear else [128, 64],
+                            'init': {'fill': 0.01}}],
+                'outputs': ['p' if first_linear else 'y'], 'nodes': nodes}
+    cases = [('softmax then linear [256,128] @ [128,64]', softmax_model(False), False),
+             ('linear then softmax [256,64] @ [64,128]', softmax_model(True), False),
+             ('rank-2 attention f16 [256,64]', attention_model('f16', [256, 64], [
+                 {'op': 'neg', 'inputs': ['s'], 'outputs': ['ns']},
+                 {'op': 'neg', 'inputs': ['ns'], 'outputs': ['s_mod']}]), True)]
+    model = os.path.join(work, 'sl.json')
+    bundle = os.path.join(work, 'sl.tccb')
+    for (name, m, attention), target in itertools.product(cases, ('sm_90', 'sm_90a')):
+        with open(model, 'w') as f:
+            json.dump(m, f)
+        p = subprocess.run([args.tcc, 'compile', model, '-o', bundle, '--target', target,
+                            '--gpu-attention', '--explain'], capture_output=True, text=True)
+        if p.returncode != 0:
+            return '%s on %s: compile failed: %s' % (name, target, p.stderr.strip())
+        if 'attention not fused' in p.stderr:
+            return '%s on %s: %s' % (name, target, p.stderr.strip())
+        symbols = [k['symbol'] for k in blobs(bundle)[0]['kernels']]
+        attn = [s for s in symbols if '_attn' in s]
+        gemms = [s for s in symbols if s.endswith(('_matmul_mma', '_matmul_wgmma'))]
+        ok = (len(symbols) == 1 and len(attn) == 1) if attention else (
+            len(gemms) == 1 and not attn)
+        if not ok:
+            return '%s on %s: kernels %s' % (name, target, symbols)
+    return None
+
+
 def op_models(work):
     """{op: model path}: the cases optest.py --quick draws for each op (every
     dtype the op allows), a fixed seed, without the run-time error cases;
@@ -625,7 +671,8 @@ def main():
             print('%s %s%s' % ('FAIL' if err else 'PASS', what, ' -- ' + err if err else ''))
             failed += bool(err)
         for what, fn in (('--gpu-attention', check_attention),
-                         ('attention in a transformer layer', check_attention_in_layer)):
+                         ('attention in a transformer layer', check_attention_in_layer),
+                         ('linear layers beside a softmax', check_linear_and_softmax)):
             err = fn(args, work)
             print('%s %s%s' % ('FAIL' if err else 'PASS', what, ' -- ' + err if err else ''))
             failed += bool(err)

@@ -93,7 +93,7 @@ static cl::opt<bool> gpuRowFusion(
     cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
 static cl::opt<bool> gpuAttention(
     "gpu-attention", cl::init(true),
-    cl::desc("Attention chains as one fused attention kernel (NVIDIA; "
+    cl::desc("Attention chains as one fused attention kernel (NVIDIA, AMD; "
              "default on; =false for the GEMM and row kernels)"),
     cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
 static cl::opt<bool> explain(

@@ -10,6 +10,7 @@
 
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <cmath>
 
@@ -404,7 +405,9 @@ static LogicalResult verifyAttentionRegion(AttentionOp op, Region &r,
     return op.emitOpError() << "'" << name << "' takes (" << sig
                             << "): the indices, then the captured tensors";
   }
-  auto yield = dyn_cast<YieldOp>(block.getTerminator());
+  // A block without ops has no terminator to ask for (getTerminator would
+  // read past the end).
+  auto yield = block.empty() ? YieldOp() : dyn_cast<YieldOp>(block.back());
   if (!yield || yield.getValues().size() != 1 ||
       yield.getValues()[0].getType() != yielded)
     return op.emitOpError() << "'" << name << "' must yield one " << yielded;
@@ -431,12 +434,42 @@ LogicalResult AttentionOp::verify() {
   if (llvm::any_of(sizes, [](int64_t n) { return n < 1; }) ||
       sizes[1] % sizes[2])
     return emitOpError("sizes must be positive, kv_heads dividing heads");
+  // Each operand holds its (batch, heads, length, head_dim) elements, in
+  // attention's order when packed (strides name another layout's order).
+  int64_t lq = sizes[3], lk = sizes[4], hd = sizes[5];
+  auto holds = [&](Value v, int64_t heads, int64_t rows, int64_t cols,
+                   ArrayRef<int64_t> strides, StringRef what) -> LogicalResult {
+    ::tcc::Shape shape = shapeOf(v);
+    int64_t want = sizes[0], got = 1;
+    bool overflow = false;
+    for (int64_t n : {heads, rows, cols})
+      overflow |= llvm::MulOverflow(want, n, want);
+    for (int64_t n : shape)
+      overflow |= llvm::MulOverflow(got, n, got);
+    if (overflow || got != want ||
+        (strides.empty() &&
+         (shape[rank - 2] != rows || shape[rank - 1] != cols)))
+      return emitOpError() << what << " must hold " << sizes[0] << "x" << heads
+                           << "x" << rows << "x" << cols
+                           << " elements (batch, heads, rows, columns), the "
+                              "last two axes when packed";
+    return success();
+  };
+  int64_t kRows = getKTransposed() ? hd : lk,
+          kCols = getKTransposed() ? lk : hd;
+  if (failed(holds(getQ(), sizes[1], lq, hd, getQStrides(), "Q")) ||
+      failed(holds(getK(), sizes[2], kRows, kCols, getKStrides(), "K")) ||
+      failed(holds(getV(), sizes[2], lk, hd, getVStrides(), "V")) ||
+      failed(holds(getResult(), sizes[1], lq, hd, getOStrides(), "the result")))
+    return failure();
   auto stridesFit = [&](ArrayRef<int64_t> s, int64_t r,
                         StringRef what) -> LogicalResult {
     if (!s.empty() && int64_t(s.size()) != r)
       return emitOpError() << what
                            << " must be empty (packed) or one per axis (" << r
                            << ")";
+    if (llvm::any_of(s, [](int64_t n) { return n < 0; }))
+      return emitOpError() << what << " must not be negative";
     return success();
   };
   if (failed(stridesFit(getQStrides(), rank, "q_strides")) ||

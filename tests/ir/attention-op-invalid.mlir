@@ -141,3 +141,71 @@ func.func @alone_no_score(%q: tensor<1x4x128x64xbf16>, %k: tensor<1x4x128x64xbf1
   }
   return %0 : tensor<1x4x128x64xbf16>
 }
+
+// -----
+
+// A 'score' block with no ops (no yield): an error, not a read past the end.
+func.func @no_yield(%q: tensor<1x4x128x64xbf16>, %k: tensor<1x4x128x64xbf16>, %v: tensor<1x4x128x64xbf16>) -> tensor<1x4x128x64xbf16> {
+  // expected-error @+1 {{'score' must yield one 'f32'}}
+  %0 = tcc.attention %q, %k, %v attributes {batch = 1 : i64, head_dim = 64 : i64, heads = 4 : i64, kv_heads = 4 : i64, lk = 128 : i64, lq = 128 : i64, scale = 1.250000e-01 : f64} : tensor<1x4x128x64xbf16>, tensor<1x4x128x64xbf16>, tensor<1x4x128x64xbf16> -> tensor<1x4x128x64xbf16> score {
+  ^bb0(%s: f32, %b: i32, %h: i32, %i: i32, %j: i32):
+  } key_keep {
+  }
+  return %0 : tensor<1x4x128x64xbf16>
+}
+
+// -----
+
+// The same in 'key_keep'.
+func.func @no_yield_keep(%q: tensor<1x4x128x64xbf16>, %k: tensor<1x4x128x64xbf16>, %v: tensor<1x4x128x64xbf16>) -> tensor<1x4x128x64xbf16> {
+  // expected-error @+1 {{'key_keep' must yield one 'i1'}}
+  %0 = tcc.attention %q, %k, %v attributes {batch = 1 : i64, head_dim = 64 : i64, heads = 4 : i64, kv_heads = 4 : i64, lk = 128 : i64, lq = 128 : i64, scale = 1.250000e-01 : f64} : tensor<1x4x128x64xbf16>, tensor<1x4x128x64xbf16>, tensor<1x4x128x64xbf16> -> tensor<1x4x128x64xbf16> score {
+  } key_keep {
+  ^bb0(%b: i32, %h: i32, %j: i32):
+  }
+  return %0 : tensor<1x4x128x64xbf16>
+}
+
+// -----
+
+// lq disagreeing with Q's rows.
+func.func @lq_mismatch(%q: tensor<1x4x128x64xbf16>, %k: tensor<1x4x128x64xbf16>, %v: tensor<1x4x128x64xbf16>) -> tensor<1x4x128x64xbf16> {
+  // expected-error @+1 {{Q must hold 1x4x7x64 elements (batch, heads, rows, columns), the last two axes when packed}}
+  %0 = tcc.attention %q, %k, %v attributes {batch = 1 : i64, head_dim = 64 : i64, heads = 4 : i64, kv_heads = 4 : i64, lk = 128 : i64, lq = 7 : i64, scale = 1.250000e-01 : f64} : tensor<1x4x128x64xbf16>, tensor<1x4x128x64xbf16>, tensor<1x4x128x64xbf16> -> tensor<1x4x128x64xbf16> score {
+  } key_keep {
+  }
+  return %0 : tensor<1x4x128x64xbf16>
+}
+
+// -----
+
+// k_transposed with K given [.., Lk, D] (Lk != D): K must be [.., D, Lk].
+func.func @k_transposed_shape(%q: tensor<1x4x128x64xbf16>, %k: tensor<1x4x256x64xbf16>, %v: tensor<1x4x256x64xbf16>) -> tensor<1x4x128x64xbf16> {
+  // expected-error @+1 {{K must hold 1x4x64x256 elements}}
+  %0 = tcc.attention %q, %k, %v attributes {batch = 1 : i64, head_dim = 64 : i64, heads = 4 : i64, k_transposed, kv_heads = 4 : i64, lk = 256 : i64, lq = 128 : i64, scale = 1.250000e-01 : f64} : tensor<1x4x128x64xbf16>, tensor<1x4x256x64xbf16>, tensor<1x4x256x64xbf16> -> tensor<1x4x128x64xbf16> score {
+  } key_keep {
+  }
+  return %0 : tensor<1x4x128x64xbf16>
+}
+
+// -----
+
+// Sizes whose product overflows 64 bits.
+func.func @huge(%q: tensor<128x64xf32>, %k: tensor<128x64xf32>, %v: tensor<128x64xf32>) -> tensor<128x64xf32> {
+  // expected-error @+1 {{Q must hold}}
+  %0 = tcc.attention %q, %k, %v attributes {batch = 1 : i64, head_dim = 64 : i64, heads = 4611686018427387904 : i64, kv_heads = 1 : i64, lk = 128 : i64, lq = 9223372036854775807 : i64, scale = 1.250000e-01 : f64} : tensor<128x64xf32>, tensor<128x64xf32>, tensor<128x64xf32> -> tensor<128x64xf32> score {
+  } key_keep {
+  }
+  return %0 : tensor<128x64xf32>
+}
+
+// -----
+
+// A negative stride.
+func.func @negative_stride(%q: tensor<1x4x128x64xbf16>, %k: tensor<1x4x128x64xbf16>, %v: tensor<1x4x128x64xbf16>) -> tensor<1x4x128x64xbf16> {
+  // expected-error @+1 {{o_strides must not be negative}}
+  %0 = tcc.attention %q, %k, %v attributes {batch = 1 : i64, head_dim = 64 : i64, heads = 4 : i64, kv_heads = 4 : i64, lk = 128 : i64, lq = 128 : i64, o_strides = array<i64: 32768, 8192, -64, 1>, scale = 1.250000e-01 : f64} : tensor<1x4x128x64xbf16>, tensor<1x4x128x64xbf16>, tensor<1x4x128x64xbf16> -> tensor<1x4x128x64xbf16> score {
+  } key_keep {
+  }
+  return %0 : tensor<1x4x128x64xbf16>
+}

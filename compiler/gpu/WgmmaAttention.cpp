@@ -122,6 +122,15 @@ int64_t tileBytesOf(const AttentionProblem &p,
 int64_t barrierBytesOf(const WgmmaAttentionSchedule &s) {
   return s.producer ? 16 * s.stages + 16 : 0;
 }
+/// The registers a computing thread takes with a producer and 2 computing
+/// warpgroups (setmaxnreg); the producer keeps 504 - 2x of the 3 x 168 a
+/// thread of the block starts with. ptxas allocates each side within its
+/// count (measured with ptxas -v at D 128): both loops fit 200 with no
+/// spill; the producer's address arithmetic spills below 88 registers with
+/// 2 stages and below 104 with 3 or more.
+int64_t consumerRegisters(const WgmmaAttentionSchedule &s) {
+  return s.stages >= 3 ? 200 : 208;
+}
 int64_t sharedBytesOf(const AttentionProblem &p,
                       const WgmmaAttentionSchedule &s) {
   // One extra atom so that the base can be aligned to 1024 bytes at run time.
@@ -201,6 +210,18 @@ private:
   void buildSpecialized(int64_t nKTiles);
   void producerLoop(Value tStart);
   SmallVector<Value> consumerLoop(Value tStart, ArrayRef<Value> init);
+  /// consumerLoop with the softmax of tile i+1 overlapping P V of tile i.
+  SmallVector<Value> consumerOverlappedLoop(Value tStart, ArrayRef<Value> init);
+  /// Ping-pong: waits for this warpgroup's turn to issue wgmmas (named
+  /// barrier 1 + wg), and gives the turn to the other (2 - wg).
+  void takeTurn() {
+    if (s.pingpong)
+      ptx("bar.sync $0, 256;", "r", toI32(add(wg, 1)));
+  }
+  void giveTurn() {
+    if (s.pingpong)
+      ptx("bar.arrive $0, 256;", "r", toI32(sub(cst(2), wg)));
+  }
 
   /// Runs `body(id)` for chunk ids 0..chunks-1 spread over the copying
   /// threads (copyTid of copyThreads): unrolled, or (the producer) in a
@@ -733,13 +754,10 @@ SmallVector<Value> FlashBuilder::tileStep(Value stage, Value k0,
   SmallVector<Value> mRun(carried.begin() + nO, carried.begin() + nO + 2);
   SmallVector<Value> lRun(carried.begin() + nO + 2, carried.end());
   Value units = stageUnitsOf(stage);
-  // Ping-pong: this warpgroup issues Q K^T on its turn (named barrier 1 +
-  // wg) and then gives the turn to the other (2 - wg).
-  if (s.pingpong)
-    ptx("bar.sync $0, 256;", "r", toI32(add(wg, 1)));
+  // Ping-pong: this warpgroup issues Q K^T on its turn.
+  takeTurn();
   SmallVector<Value> sv = scores(units);
-  if (s.pingpong)
-    ptx("bar.arrive $0, 256;", "r", toI32(sub(cst(2), wg)));
+  giveTurn();
   waitWgmma(0);
   Value corr[2];
   SmallVector<Value> pRegs =
@@ -906,19 +924,21 @@ void FlashBuilder::buildSpecialized(int64_t nKTiles) {
   b.setInsertionPointToStart(&ifOp.getElseRegion().front());
   // Two computing warpgroups take the registers the producer gives up
   // (the block starts with 384 x 168 registers, and an increase waits until
-  // decreases freed enough: 2 x 128 x 216 + 128 x 64 <= 384 x 168; the
-  // producer needs about 60).
+  // decreases freed enough: 2 x consumer + producer <= 2 x 168 + 168).
   if (s.warpgroups == 2)
-    ptx("setmaxnreg.inc.sync.aligned.u32 216;");
+    ptx("setmaxnreg.inc.sync.aligned.u32 " +
+        std::to_string(consumerRegisters(s)) + ";");
   SmallVector<Value> init(nO, cstF(0.0));
   init.append(2, cstF(-std::numeric_limits<double>::infinity()));
   init.append(2, cstF(0.0));
-  epilogue(consumerLoop(tStart, init));
+  epilogue(s.overlap ? consumerOverlappedLoop(tStart, init)
+                     : consumerLoop(tStart, init));
 }
 
 void FlashBuilder::producerLoop(Value tStart) {
   if (s.warpgroups == 2)
-    ptx("setmaxnreg.dec.sync.aligned.u32 64;");
+    ptx("setmaxnreg.dec.sync.aligned.u32 " +
+        std::to_string(504 - 2 * consumerRegisters(s)) + ";");
   copyTid = sub(tid, cst(128 * s.warpgroups));
   copyThreads = 128;
   // Groups: Q, then tiles 0..S-1 of the range (empty past its end).
@@ -931,23 +951,33 @@ void FlashBuilder::producerLoop(Value tStart) {
   waitGroups(s.stages);
   fenceProxyAsync();
   arrive(qBarrier());
-  // Every phase of a "full" barrier is one tile: an arrival past the last
-  // tile would complete a second phase before a slow consumer waited for the
-  // first, and its parity wait would then never end.
+  // The computing warpgroups hold `held` stages at once (the overlapped
+  // loop reads tile i+1 while P V of tile i runs), so tile i+held is
+  // published before the producer waits to refill the stage of tile i: a
+  // later publication would wait for the consumers to release tile i, a
+  // round trip on their critical path. Every phase of a "full" barrier is
+  // one tile: an arrival past the last tile would complete a second phase
+  // before a slow consumer waited for the first, and its parity wait would
+  // then never end.
+  int64_t held = s.overlap ? 2 : 1;
   Value n = sub(tEnd, tStart);
-  waitGroups(s.stages - 1);
-  fenceProxyAsync();
-  whenTrue(cmp(arith::CmpIPredicate::sgt, n, cst(0)),
-           [&] { arrive(fullBarrier(cst(0))); });
+  for (int64_t t = 0; t < held; ++t) {
+    waitGroups(s.stages - 1 - t);
+    fenceProxyAsync();
+    whenTrue(cmp(arith::CmpIPredicate::sgt, n, cst(t)),
+             [&] { arrive(fullBarrier(cst(t))); });
+  }
   auto loop = scf::ForOp::create(b, loc, cst(0), n, cst(1));
   OpBuilder::InsertionGuard g(b);
   b.setInsertionPointToStart(loop.getBody());
   Value i = loop.getInductionVar();
-  // Tile i+1 landed (S-2 newer groups pending): publish it.
-  waitGroups(s.stages - 2);
+  // Committed: tiles up to i+S-1; tile i+held landed with S-1-held newer
+  // groups pending.
+  waitGroups(s.stages - 1 - held);
   fenceProxyAsync();
-  whenTrue(cmp(arith::CmpIPredicate::slt, add(i, 1), n),
-           [&] { arrive(fullBarrier(rem(add(i, 1), s.stages))); });
+  Value pub = add(i, held);
+  whenTrue(cmp(arith::CmpIPredicate::slt, pub, n),
+           [&] { arrive(fullBarrier(rem(pub, s.stages))); });
   // Refill the stage of tile i with tile i+S once every computing thread is
   // done with tile i.
   Value refill = add(i, s.stages);
@@ -984,6 +1014,104 @@ SmallVector<Value> FlashBuilder::consumerLoop(Value tStart,
     whenTrue(cmp(arith::CmpIPredicate::eq, wg, cst(0)),
              [&] { ptx("bar.sync 1, 256;"); });
   return SmallVector<Value>(loop.getResults());
+}
+
+SmallVector<Value> FlashBuilder::consumerOverlappedLoop(Value tStart,
+                                                        ArrayRef<Value> init) {
+  // As overlappedLoop, with the stages handed over by mbarriers: iteration
+  // i waits for tile i+1, issues S_{i+1} = Q K_{i+1}^T, rescales O by the
+  // correction of tile i (while S_{i+1} runs), issues O += P_i V_i, runs
+  // the softmax of tile i+1 once S_{i+1} is done, and releases the stage of
+  // tile i once P_i V_i is. Tiles inside the bounds that the mask empties
+  // are computed, not skipped (their P is 0; the bounds are exact for the
+  // masks this schedule is chosen for, and key masks are refused).
+  waitParity(qBarrier(), toI32(cst(0)));
+  if (s.pingpong)
+    whenTrue(cmp(arith::CmpIPredicate::eq, wg, cst(1)),
+             [&] { ptx("bar.arrive 1, 256;"); });
+  SmallVector<Type> types;
+  for (Value v : init)
+    types.push_back(v.getType());
+  Value n = sub(tEnd, tStart);
+  auto any = scf::IfOp::create(b, loc, types,
+                               cmp(arith::CmpIPredicate::sgt, n, cst(0)),
+                               /*withElse=*/true);
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(&any.getElseRegion().front());
+    scf::YieldOp::create(b, loc, init);
+    b.setInsertionPointToStart(&any.getThenRegion().front());
+
+    // Tile 0: S and P (O is still 0: its correction is not needed).
+    waitParity(fullBarrier(cst(0)), toI32(cst(0)));
+    SmallVector<Value> mRun(init.begin() + nO, init.begin() + nO + 2);
+    SmallVector<Value> lRun(init.begin() + nO + 2, init.end());
+    Value corr[2];
+    takeTurn();
+    SmallVector<Value> sv = scores(stageUnitsOf(cst(0)));
+    giveTurn();
+    waitWgmma(0);
+    SmallVector<Value> pRegs = softmax(
+        fenceOperands(sv), mul(tStart, s.blockKV), mRun, lRun, corr, cst(0));
+    SmallVector<Value> carriedInit(init.begin(), init.begin() + nO);
+    carriedInit.append(mRun);
+    carriedInit.append(lRun);
+    carriedInit.append(pRegs);
+    carriedInit.append({cstF(1.0), cstF(1.0)});
+    auto loop =
+        scf::ForOp::create(b, loc, cst(0), add(n, -1), cst(1), carriedInit);
+    {
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value i = loop.getInductionVar();
+      ValueRange c = loop.getRegionIterArgs();
+      SmallVector<Value> oAcc(c.begin(), c.begin() + nO);
+      SmallVector<Value> m(c.begin() + nO, c.begin() + nO + 2);
+      SmallVector<Value> l(c.begin() + nO + 2, c.begin() + nO + 4);
+      SmallVector<Value> pi(c.drop_front(nO + 4).drop_back(2));
+      Value corrI[2] = {c[c.size() - 2], c[c.size() - 1]};
+      Value stage = rem(i, s.stages);
+      Value iNext = add(i, 1);
+      Value stageNext = rem(iNext, s.stages);
+      waitParity(fullBarrier(stageNext), roundParity(iNext));
+      takeTurn();
+      SmallVector<Value> svNext = scores(stageUnitsOf(stageNext));
+      rescale(oAcc, corrI);
+      SmallVector<Value> oNext = accumulate(stageUnitsOf(stage), pi, oAcc);
+      giveTurn();
+      waitWgmma(1);
+      Value corrNext[2];
+      SmallVector<Value> pNext =
+          softmax(fenceOperands(svNext), mul(add(tStart, iNext), s.blockKV), m,
+                  l, corrNext, stageNext);
+      waitWgmma(0);
+      oNext = fenceOperands(oNext);
+      arrive(emptyBarrier(stage));
+      SmallVector<Value> out(oNext);
+      out.append(m);
+      out.append(l);
+      out.append(pNext);
+      out.append({corrNext[0], corrNext[1]});
+      scf::YieldOp::create(b, loc, out);
+    }
+    // Tail: P V of the last tile.
+    ValueRange r = loop.getResults();
+    SmallVector<Value> oAcc(r.begin(), r.begin() + nO);
+    SmallVector<Value> pLast(r.drop_front(nO + 4).drop_back(2));
+    Value corrLast[2] = {r[r.size() - 2], r[r.size() - 1]};
+    Value lastStage = rem(add(n, -1), s.stages);
+    rescale(oAcc, corrLast);
+    SmallVector<Value> out = accumulate(stageUnitsOf(lastStage), pLast, oAcc);
+    waitWgmma(0);
+    out = fenceOperands(out);
+    arrive(emptyBarrier(lastStage));
+    out.append(r.begin() + nO, r.begin() + nO + 4);
+    scf::YieldOp::create(b, loc, out);
+  }
+  if (s.pingpong)
+    whenTrue(cmp(arith::CmpIPredicate::eq, wg, cst(0)),
+             [&] { ptx("bar.sync 1, 256;"); });
+  return SmallVector<Value>(any.getResults());
 }
 
 void FlashBuilder::publishTiles(int64_t pending) {
@@ -1106,14 +1234,29 @@ SmallVector<Value> FlashBuilder::overlappedLoop(Value tStart,
 
 WgmmaAttentionSchedule chooseWgmmaAttentionSchedule(const AttentionProblem &p) {
   // Two warpgroups (128 query rows) and 128-key tiles: S (64) and O (64 at
-  // D 128) accumulators and P (32 registers) fit one thread's 255
-  // registers; double-buffered K and V (160 KiB at D 128); three stages at
-  // D 64. The overlapped loop (2, 128, 3, overlap) stays opt-in until it has
-  // been measured against this one on the GPU.
+  // D 128) accumulators and P (32 registers) fit one thread's registers.
+  // Measured on the H200 (docs/performance.md, session 15), bf16 D 128
+  // sequence 8192: the producer warpgroup with the overlapped loop and 3
+  // stages runs 1.08x the producer's simple loop on unmasked attention, and
+  // 0.83x on causal (its serial first and last steps weigh on the short
+  // rows of a causal mask), where the simple loop with a producer wins.
+  // Key masks keep the kernel without a producer (its skipped tiles are
+  // measured there), and a captured bias plane keeps 2 stages, the room to
+  // stage it through shared memory.
   WgmmaAttentionSchedule s{2, 128, 2, false};
   if (p.headDim <= 64)
     s.stages = 3;
-  return s;
+  if (p.keyKeep)
+    return s;
+  WgmmaAttentionSchedule pd = s;
+  pd.producer = true;
+  if (p.mask.empty() && stagedCaptured(p, pd).empty()) {
+    WgmmaAttentionSchedule op = pd;
+    op.overlap = true;
+    op.stages = 3;
+    return op;
+  }
+  return pd;
 }
 
 /// wgmmaAttentionSupports without the target: what the builder needs.
@@ -1132,12 +1275,12 @@ static bool wgmmaAttentionShapeValid(const AttentionProblem &p,
     return fail("1 to 3 warpgroups per block");
   if (s.blockKV != 64 && s.blockKV != 128)
     return fail("blockKV must be 64 or 128");
-  if (s.stages < 2 || s.stages > 4)
-    return fail("stages must be in [2, 4]");
+  if (s.stages < 2 || s.stages > 6)
+    return fail("stages must be in [2, 6]");
   if (s.overlap && s.stages < 3)
     return fail("overlap needs at least 3 stages");
-  if (s.producer && s.overlap)
-    return fail("the producer warpgroup runs the simple loop only");
+  if (s.overlap && p.keyKeep)
+    return fail("the overlapped loop does not skip key tiles (key mask)");
   if (s.producer && s.warpgroups > 2)
     return fail("a producer serves at most 2 warpgroups (registers)");
   if (s.pingpong && (!s.producer || s.warpgroups != 2))

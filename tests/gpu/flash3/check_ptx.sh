@@ -78,7 +78,7 @@ done <<'BAD'
 --lq 128 --lk 128 --d 128 --schedule 2,128,3,2
 --lq 128 --lk 128 --d 128 --schedule 2,128,3
 --lq 128 --lk 128 --d 128 --schedule 2,128,2,0,0,1
---lq 128 --lk 128 --d 128 --schedule 2,128,3,1,1,0
+--lq 128 --lk 128 --d 128 --schedule 1,128,2,1,1,1
 --lq 128 --lk 128 --d 128 --schedule 3,64,2,0,1,1
 --lq 128 --lk 128 --d 128 --schedule 3,64,2,0,1,0
 --lq 128 --lk 128 --d 128 --hq 3 --hkv 2

@@ -431,7 +431,13 @@ SmallVector<Value> SimtBuilder::tileStep(Value j, Value k0,
   mlir::gpu::BarrierOp::create(b, loc);
 
   // S = Q K^T: sv[i * kKeys + j] is row kRows * group + i, key kt + kT * j,
-  // each a chain of f32 FMAs over d in order.
+  // summed over d in blocks of 4 (a 16-byte chunk): each block's products
+  // as a chain of f32 FMAs from the first product, then added to the
+  // score. Rounding then errs about (4 + d / 4) units, not d as one chain
+  // over d does, which dominates the kernel's error when scores are large
+  // (docs/architecture.md, "f32 attention"). A block's sum lives only along
+  // its chain: no more registers. Blocks spanning chunks would keep a sum a
+  // score across them (32 more registers at 8 x 4: spills at 128).
   Value qOff = mul(rowGroup, kRows * stride);
   Value kOff = mul(keyThread, stride);
   SmallVector<Value> sv(kRows * kKeys, cstF(0.0));
@@ -443,11 +449,13 @@ SmallVector<Value> SimtBuilder::tileStep(Value j, Value k0,
     for (int64_t j = 0; j < kKeys; ++j)
       kv.push_back(load4(smemK, add(add(kOff, col), j * kT * stride)));
     for (int64_t i = 0; i < kRows; ++i)
-      for (int64_t j = 0; j < kKeys; ++j)
-        for (int64_t e = 0; e < 4; ++e) {
-          Value &a = acc[i * kKeys + j];
-          a = fma(extract(qv[i], e), extract(kv[j], e), a);
-        }
+      for (int64_t j = 0; j < kKeys; ++j) {
+        Value blockSum = fmul(extract(qv[i], 0), extract(kv[j], 0));
+        for (int64_t e = 1; e < 4; ++e)
+          blockSum = fma(extract(qv[i], e), extract(kv[j], e), blockSum);
+        Value &a = acc[i * kKeys + j];
+        a = fadd(a, blockSum);
+      }
   });
 
   // Scale and modify (the fast path keeps raw scores), then mask.

@@ -651,7 +651,7 @@ CASES = [
 # kernel's order (blocked_scores, in blocks of the JSON's score_block: 8
 # where registers allow, else 4). The scores being the kernel's own, what
 # is left is the f32 softmax and P V, which with scores this large (few
-# keys weigh) err by about 2-3 units of 2^-24 of max|O|: allowed 16. One
+# keys weigh) err by about 2-3.5 units of 2^-24 of max|O|: allowed 16. One
 # FMA chain over d (the kernel before: 1.5-2.8x the error of SDPA's
 # efficient backend on the GPU) errs by 30-260 units against this, blocks
 # of 4 where the kernel takes 8 (or the reverse) by 24-125 (on these

@@ -113,7 +113,7 @@ public:
       : AttentionArith(b, loc, p), s(s), kRows(s.tileRows), kKeys(s.tileKeys),
         threads(threadsOf(s)), kT(keyThreads(s)), stride(rowStride(p.headDim)),
         cpr(p.headDim / 4), nC(ceilDiv(p.headDim / 4, keyThreads(s))),
-        asyncCopy(target.cpAsync) {
+        asyncCopy(target.cpAsync), scoreChunks(simtScoreBlock(s, target) / 4) {
     // A block of 32 threads on a wave of 64 (AMD, head dim 256) is one wave
     // with half its lanes: its key flags are read a lane per key of those.
     waveSize = std::min<int64_t>(target.warpSize, threads);
@@ -239,6 +239,8 @@ private:
   int64_t threads, kT, stride, cpr, nC;
   /// Copies from global memory are cp.async (NVIDIA) or synchronous.
   bool asyncCopy;
+  /// 16-byte chunks of d a score sums before adding them to the score.
+  int64_t scoreChunks;
   bool fast;
   SmallVector<MaskConstraint, 3> constraints;
   VectorType v4, g4;
@@ -431,24 +433,43 @@ SmallVector<Value> SimtBuilder::tileStep(Value j, Value k0,
   mlir::gpu::BarrierOp::create(b, loc);
 
   // S = Q K^T: sv[i * kKeys + j] is row kRows * group + i, key kt + kT * j,
-  // each a chain of f32 FMAs over d in order.
+  // summed over d in blocks of scoreChunks 16-byte chunks: each block's
+  // products as a chain of f32 FMAs from the first product, then added to
+  // the score. Rounding then errs about b + d / b units (blocks of b), not
+  // d as one chain over d does, which dominates the kernel's error when
+  // scores are large (docs/architecture.md, "f32 attention").
   Value qOff = mul(rowGroup, kRows * stride);
   Value kOff = mul(keyThread, stride);
   SmallVector<Value> sv(kRows * kKeys, cstF(0.0));
-  forUnits(cpr, sv, [&](Value dc, SmallVector<Value> &acc) {
-    Value col = mul(dc, 4);
-    SmallVector<Value> qv, kv;
-    for (int64_t i = 0; i < kRows; ++i)
-      qv.push_back(load4(smemQ, add(add(qOff, col), i * stride)));
-    for (int64_t j = 0; j < kKeys; ++j)
-      kv.push_back(load4(smemK, add(add(kOff, col), j * kT * stride)));
-    for (int64_t i = 0; i < kRows; ++i)
+  // The block of n chunks from chunk c0 added to `acc`.
+  auto block = [&](Value c0, int64_t n, SmallVector<Value> &acc) {
+    SmallVector<Value> part(kRows * kKeys);
+    for (int64_t u = 0; u < n; ++u) {
+      Value col = mul(add(c0, u), 4);
+      SmallVector<Value> qv, kv;
+      for (int64_t i = 0; i < kRows; ++i)
+        qv.push_back(load4(smemQ, add(add(qOff, col), i * stride)));
       for (int64_t j = 0; j < kKeys; ++j)
-        for (int64_t e = 0; e < 4; ++e) {
-          Value &a = acc[i * kKeys + j];
-          a = fma(extract(qv[i], e), extract(kv[j], e), a);
+        kv.push_back(load4(smemK, add(add(kOff, col), j * kT * stride)));
+      for (int64_t i = 0; i < kRows; ++i)
+        for (int64_t j = 0; j < kKeys; ++j) {
+          Value &t = part[i * kKeys + j];
+          for (int64_t e = 0; e < 4; ++e) {
+            Value x = extract(qv[i], e), y = extract(kv[j], e);
+            t = t ? fma(x, y, t) : fmul(x, y);
+          }
+          // Each sum joins its score as soon as it is complete: a block of
+          // one chunk then holds no more registers.
+          if (u + 1 == n)
+            acc[i * kKeys + j] = fadd(acc[i * kKeys + j], t);
         }
+    }
+  };
+  forUnits(cpr / scoreChunks, sv, [&](Value bc, SmallVector<Value> &acc) {
+    block(mul(bc, scoreChunks), scoreChunks, acc);
   });
+  if (cpr % scoreChunks)
+    block(cst(cpr - cpr % scoreChunks), cpr % scoreChunks, sv);
 
   // Scale and modify (the fast path keeps raw scores), then mask.
   Value kThreadI32 = toI32(add(k0, keyThread));
@@ -927,6 +948,20 @@ bool simtAttentionScheduleValid(const AttentionProblem &p,
     return false;
   }
   return true;
+}
+
+int64_t simtScoreBlock(const SimtAttentionSchedule &s,
+                       const ::tcc::TargetDesc &target) {
+  // A block spanning chunks keeps a partial sum a score across them (R x K
+  // more registers): ptxas sm_90 fits them without spills where a thread
+  // may have 232 registers or more (the 8 x 4 tile: 210 -> 232-252; 4 x 4
+  // at head dims 160-256: 147-205 -> 160-205), not at 128 (spills at head
+  // dim 80, and 8 x 4 at 64). Blocks of 8 also halve the block sums' FADDs.
+  // AMD keeps 4 (its register budgets are unchecked here).
+  if (!target.isNvidia())
+    return 4;
+  int64_t regs = 65536 / (threadsOf(s) * std::max<int64_t>(1, s.minBlocks));
+  return std::min<int64_t>(regs, 255) >= 232 ? 8 : 4;
 }
 
 SimtAttentionSchedule

@@ -71,6 +71,12 @@ SimtAttentionSchedule
 chooseSimtAttentionSchedule(const AttentionProblem &p,
                             const ::tcc::TargetDesc &target);
 
+/// The d a score sums as one chain of FMAs before adding it to the score
+/// (blocked summation; docs/architecture.md, "f32 attention"): 8 where
+/// `s` lets ptxas give a thread 232 registers or more on NVIDIA, else 4.
+int64_t simtScoreBlock(const SimtAttentionSchedule &s,
+                       const ::tcc::TargetDesc &target);
+
 /// Whether `s` is a valid schedule for `p` on `target` (whole warps or
 /// waves, shared memory, bf16 and f16 only without cp.async, minBlocks only
 /// on NVIDIA); when not, `why` says why.

@@ -184,6 +184,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   info["schedule"] = schedule;
+  info["score_block"] = tcc::gpu::simtScoreBlock(s, target);
   std::cout << info.dump() << "\n" << std::flush;
   OpPrintingFlags flags;
   flags.printGenericOpForm();

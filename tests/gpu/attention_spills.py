@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """GPU-free check that attention kernels do not spill registers.
 
-Compiles forms of attention_test.py (the models it records) for sm_90 and
-sm_90a with --gpu-attention --emit asm, assembles the PTX with ptxas -v and
+Compiles forms of attention_test.py (the models it records) for sm_90,
+sm_90a and sm_80 with --gpu-attention --emit asm, assembles the PTX with ptxas -v and
 fails on any kernel that spills (a spill is local memory traffic inside the
 key loop: a slow kernel, not a wrong one, so nothing else catches it).
 
@@ -15,7 +15,8 @@ usage: attention_spills.py TCC [--ptxas PTXAS] [--all] [--only PREFIX]...
                (a survey, minutes), not the representative subset the
                ctest runs
     --only     forms whose name starts with PREFIX (repeatable)
-    --target   the targets (repeatable; default sm_90 and sm_90a)
+    --target   the targets (repeatable; default sm_90, sm_90a and sm_80:
+               the mma.sync template is sm_80's too)
 Prints one line per kernel: form, target, kernel, registers, spill stores
 and loads (bytes).
 """
@@ -82,7 +83,7 @@ def main():
     ap.add_argument('--all', action='store_true')
     ap.add_argument('--only', action='append', default=[])
     ap.add_argument('--target', action='append', default=[],
-                    help='sm_80 ... sm_90a (repeatable; default sm_90 and sm_90a)')
+                    help='sm_80 ... sm_90a (repeatable; default sm_90, sm_90a, sm_80)')
     ap.add_argument('--jobs', type=int, default=2)
     args = ap.parse_args()
     ptxas = args.ptxas or find_ptxas()
@@ -103,7 +104,7 @@ def main():
             print('FAIL the subset names forms attention_test.py lacks: %s' % missing)
             return 1
         forms = [(n, m) for n, m in forms if n in SUBSET]
-    targets = args.target or ['sm_90', 'sm_90a']
+    targets = args.target or ['sm_90', 'sm_90a', 'sm_80']
     failed = 0
     with tempfile.TemporaryDirectory() as tmp, \
             concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:

@@ -96,6 +96,27 @@ int64_t decodeSharedBytes(const AttentionProblem &p, const DecodeSchedule &s) {
   return std::max(sharedBytesOf(p, asAttention(s)), merge);
 }
 
+/// Tells ptxas (.minnctapersm) the residency to plan registers for: as many
+/// blocks as still leave a thread all 255 registers (2 at 128 threads, 1 at
+/// 256; 64K registers a multiprocessor from sm_80 on). Left to itself, ptxas
+/// (13.0) picks an occupancy target of its own, 128 or 168 registers at 128
+/// threads (four or three blocks), and spills in the key loop to meet it
+/// when a few more values are live (per-score reads of masks and biases,
+/// strided addressing, Q's fragments at head sizes 96 and 128). The launch
+/// never uses that residency: chooseAttentionSchedule takes 64-row blocks
+/// only where the grid then needs at most two blocks a multiprocessor, and
+/// ptxas already gives the 128-row kernels of larger grids 220 to 255
+/// registers; the decode partial kernel calls this only where its shared
+/// memory admits at most two blocks.
+void setResidency(mlir::gpu::GPUFuncOp func, int64_t threads) {
+  constexpr int64_t kRegistersPerSM = 65536, kMaxRegisters = 255;
+  int64_t blocks =
+      std::max<int64_t>(1, kRegistersPerSM / (threads * kMaxRegisters));
+  func->setAttr(
+      NVVM::NVVMDialect::getMinctasmAttrName(),
+      IntegerAttr::get(IntegerType::get(func.getContext(), 32), blocks));
+}
+
 int64_t decodeChunks(const AttentionProblem &p, const DecodeSchedule &s) {
   return ceilDiv(ceilDiv(p.lk, s.blockKV), s.chunkTiles);
 }
@@ -1279,6 +1300,7 @@ FailureOr<KernelLaunch> buildAttentionKernel(OpBuilder &b,
                          attentionOperandType(p, AttentionOperand::O)};
   llvm::append_range(args, p.captured);
   auto func = createKernelFunc(b, module, name, args, threads);
+  setResidency(func, threads);
   Block &entry = func.getBody().front();
   Location loc = module.getLoc();
   AttentionBuilder ab(b, loc, p, s);
@@ -1417,6 +1439,12 @@ buildDecodeKernels(OpBuilder &b, mlir::gpu::GPUModuleOp module,
                          statsT};
   llvm::append_range(args, p.captured);
   auto partial = createKernelFunc(b, module, partialName, args, threads);
+  // Chunks are planned for the blocks shared memory admits at once
+  // (chooseDecodeSchedule). Where three fit even sm_90's 228 KiB (head sizes
+  // up to 64, 50 KiB a block), ptxas's own target keeps that residency.
+  constexpr int64_t kLargestSharedPerSM = 228 * 1024;
+  if (3 * decodeSharedBytes(p, s) > kLargestSharedPerSM)
+    setResidency(partial, threads);
   Block &pe = partial.getBody().front();
   AttentionBuilder pb(b, loc, p, as, &s);
   pb.setCaptured(pe.getArguments().drop_front(5));

@@ -19,7 +19,6 @@
 #include "compiler/gpu/WgmmaAttention.h"
 #include "compiler/gpu/WgmmaKernel.h"
 #include "ir/TccOps.h"
-#include "passes/AttentionMatch.h"
 #include "runtime/src/FileIO.h"
 
 #include "mlir/Dialect/DLTI/DLTI.h"
@@ -32,7 +31,6 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Target/LLVMIR/Export.h"
-#include "llvm/ADT/ScopeExit.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -423,57 +421,53 @@ struct AttentionUse {
   std::vector<uint64_t> scratchBytes;
 };
 
-/// Whether kernel `f` (on tensors) is one attention chain of its arguments
-/// that the template computes; if so, builds the template's kernel into
-/// `gpuModule`.
-std::optional<AttentionUse> takeAttention(func::FuncOp f,
-                                          const ::tcc::TargetDesc &target,
-                                          gpu::GPUModuleOp gpuModule) {
-  auto kind = f->getAttrOfType<StringAttr>("tcc.kind");
+/// The tcc.attention op of kernel `f` (on tensors), or null when it has
+/// none; an error when the op is not the whole kernel, over its arguments
+/// (tcc-form-groups gives each one a kernel of its own).
+FailureOr<mlir::tcc::AttentionOp> attentionOf(func::FuncOp f) {
+  mlir::tcc::AttentionOp op;
+  f.walk([&](mlir::tcc::AttentionOp a) {
+    op = a;
+    return WalkResult::interrupt();
+  });
+  if (!op)
+    return op;
   Block &entry = f.getBody().front();
-  if (!kind || kind.getValue() != "chain" || f.getNumResults() != 1 ||
-      entry.getOperations().size() != 2)
-    return std::nullopt;
-  auto chain = dyn_cast<mlir::tcc::ChainOp>(entry.front());
-  if (!chain)
-    return std::nullopt;
-  std::string why;
-  // A chain marked for the template that it does not take after all runs
-  // as generic loops: a remark says why (tcc compile --explain).
-  auto refuse = [&](const std::string &reason) -> std::optional<AttentionUse> {
-    if (chain->hasAttr(mlir::tcc::kAttentionAttrName))
-      emitRemark(mlir::tcc::attentionResultLoc(chain))
-          << "attention not fused: " << reason;
-    return std::nullopt;
+  auto operandsAreArgs = llvm::all_of(op->getOperands(), [&](Value v) {
+    auto arg = dyn_cast<BlockArgument>(v);
+    return arg && arg.getOwner() == &entry;
+  });
+  auto ret = dyn_cast<func::ReturnOp>(entry.getTerminator());
+  if (op->getBlock() != &entry || entry.getOperations().size() != 2 ||
+      !operandsAreArgs || !ret || ret.getNumOperands() != 1 ||
+      ret.getOperand(0) != op.getResult())
+    return op.emitError("kernel ")
+           << f.getSymName()
+           << ": tcc.attention must be the whole kernel, reading its "
+              "arguments";
+  return op;
+}
+
+/// Builds the planned template kernels of `op`, the tcc.attention op of
+/// kernel `f` (attentionOf), into `gpuModule`. The plan was checked by
+/// tcc-gpu-attention-plan; a kernel that cannot be built is an error (a
+/// tcc.attention has no generic lowering to fall back to).
+FailureOr<AttentionUse> takeAttention(func::FuncOp f, mlir::tcc::AttentionOp op,
+                                      const ::tcc::TargetDesc &target,
+                                      gpu::GPUModuleOp gpuModule) {
+  auto refuse = [&](const std::string &reason) -> FailureOr<AttentionUse> {
+    return op.emitError("kernel ") << f.getSymName() << ": " << reason;
   };
-  // tcc-gpu-attention-plan chose the template and schedule (and said why
-  // where none takes the chain); no plan: generic loops.
-  Attribute plan = chain->getAttr(::tcc::gpu::kAttentionPlanAttrName);
+  Attribute plan = op->getAttr(::tcc::gpu::kAttentionPlanAttrName);
   if (!plan)
-    return std::nullopt;
-  // The chain as tcc.attention (as tcc-form-attention forms it): the
-  // templates build from the op alone. The chain stays until they have
-  // built it, so that a refusal leaves generic loops to run.
-  std::optional<mlir::tcc::AttentionMatch> m =
-      mlir::tcc::matchAttention(chain, why);
-  if (!m)
-    return refuse(why);
-  OpBuilder ob(chain);
-  mlir::tcc::AttentionOp op = m->buildOp(ob);
-  llvm::scope_exit erase([&] { op.erase(); });
-  auto q = dyn_cast<BlockArgument>(op.getQ()),
-       k = dyn_cast<BlockArgument>(op.getK()),
-       v = dyn_cast<BlockArgument>(op.getV());
-  if (!q || !k || !v)
-    return refuse("Q, K or V is computed in the attention kernel");
+    return refuse("tcc.attention has no plan (tcc-gpu-attention-plan)");
+  auto q = cast<BlockArgument>(op.getQ()), k = cast<BlockArgument>(op.getK()),
+       v = cast<BlockArgument>(op.getV());
   // The captured tensors (bias, mask, slopes) are kernel arguments too.
   std::vector<int> capturedArgs;
-  for (Value c : op.getCaptured()) {
-    auto arg = dyn_cast<BlockArgument>(c);
-    if (!arg)
-      return refuse("a captured tensor is computed in the attention kernel");
-    capturedArgs.push_back(arg.getArgNumber());
-  }
+  for (Value c : op.getCaptured())
+    capturedArgs.push_back(cast<BlockArgument>(c).getArgNumber());
+  std::string why;
   ::tcc::gpu::AttentionProblem p = ::tcc::gpu::attentionProblemOf(op, target);
   if (!::tcc::gpu::attentionPlanValid(p, plan, target, why))
     return refuse(why);
@@ -499,16 +493,16 @@ std::optional<AttentionUse> takeAttention(func::FuncOp f,
         deviceLaunch(combine, combineLaunch, {out + 1, out + 2, out})};
     use.scratchBytes = {partialOBytes, statsBytes};
     f->setAttr("tcc.template", UnitAttr::get(f.getContext()));
-    return std::optional<AttentionUse>(use);
+    return FailureOr<AttentionUse>(use);
   };
   auto prefillUse = [&](const std::string &symbol,
                         FailureOr<::tcc::gpu::KernelLaunch> launch)
-      -> std::optional<AttentionUse> {
+      -> FailureOr<AttentionUse> {
     if (failed(launch))
       return refuse("the attention kernel could not be built");
     use.launches = {deviceLaunch(symbol, *launch, std::move(kernelArgs))};
     f->setAttr("tcc.template", UnitAttr::get(f.getContext()));
-    return use;
+    return FailureOr<AttentionUse>(use);
   };
   std::string name = f.getSymName().str();
   std::string partial = name + "_decode", combine = name + "_combine";
@@ -663,27 +657,45 @@ LogicalResult compileGpuKernels(ModuleOp module, const GpuOptions &options,
   std::vector<std::string> names;
   llvm::StringMap<MatmulUse> matmuls;
   llvm::StringMap<AttentionUse> attentions;
-  // Template kernels of attention chains are built here, from the chain on
-  // tensors, and join the other device functions after outlining.
+  // Template kernels of tcc.attention ops (formed and planned in the pass
+  // pipeline) are built here, from the op on tensors, and join the other
+  // device functions after outlining.
   OwningOpRef<ModuleOp> templates = ModuleOp::create(module.getLoc());
   OpBuilder tb = OpBuilder::atBlockEnd(templates->getBody());
   auto attentionModule =
       mlir::gpu::GPUModuleOp::create(tb, module.getLoc(), "tcc_attention");
+  bool attentionFailed = false;
   OwningOpRef<ModuleOp> device =
       cloneKernelsAsBuffers(module, names, [&](func::FuncOp f) {
-        // The attention templates: NVIDIA's from sm_80, AMD's SIMT one.
-        if (options.attention && target.hasAttentionTemplates())
-          if (std::optional<AttentionUse> use =
-                  takeAttention(f, target, attentionModule)) {
+        if (attentionFailed)
+          return;
+        FailureOr<mlir::tcc::AttentionOp> op = attentionOf(f);
+        if (failed(op)) {
+          attentionFailed = true;
+          return;
+        }
+        if (*op) {
+          // The attention templates: NVIDIA's from sm_80, AMD's SIMT one.
+          FailureOr<AttentionUse> use =
+              target.hasAttentionTemplates()
+                  ? takeAttention(f, *op, target, attentionModule)
+                  : FailureOr<AttentionUse>(op->emitError(
+                        "tcc.attention on a target without attention "
+                        "templates"));
+          if (failed(use))
+            attentionFailed = true;
+          else
             attentions[f.getSymName()] = *use;
-            return;
-          }
+          return;
+        }
         // The matmul templates are written with cp.async and mma.sync.
         if (!target.cpAsync || !target.mmaSync)
           return;
         if (std::optional<MatmulUse> use = takeMatmul(f, options))
           matmuls[f.getSymName()] = *use;
       });
+  if (attentionFailed)
+    return failure();
   // Kernels a template computes whole need no generic code.
   for (auto f : llvm::make_early_inc_range(device->getOps<func::FuncOp>()))
     if (f->hasAttr("tcc.template"))

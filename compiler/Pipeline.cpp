@@ -75,21 +75,27 @@ LogicalResult tcc::compileModel(ImportedModel &model,
   // a chain only as attention's pair, and tcc-gpu-attention-chains dissolves
   // the pairs the templates do not take.
   chains.unbatchedAttention = gpuAttention;
+  // Attention whose head size is over the extent stays unfused: say so
+  // (--explain), as for the chains the templates refuse.
+  chains.remarkUnfusedAttention = gpuAttention;
   pm.addNestedPass<mlir::func::FuncOp>(mlir::tcc::createTccFormChains(chains));
   if (gpuAttention) {
+    // Attention is recognised once: the chains the templates take are
+    // marked, planned (template and schedule, or a remark and generic
+    // loops), and each planned one becomes a tcc.attention op, which the
+    // passes after it leave alone and GpuCodegen builds from.
     pm.addNestedPass<mlir::func::FuncOp>(
         mlir::tcc::createTccGpuAttentionChains());
-    mlir::tcc::TccFormChainsOptions withoutMatmuls;
-    withoutMatmuls.maxMatmulExtent = 0;
-    pm.addNestedPass<mlir::func::FuncOp>(
-        mlir::tcc::createTccFormChains(withoutMatmuls));
-    // The template and schedule of each attention chain, as an attribute
-    // GpuCodegen builds from.
     mlir::tcc::TccGpuAttentionPlanOptions plan;
     plan.target = target.name;
     plan.schedule = attentionSchedule(options.gpu.scheduleFile);
     pm.addNestedPass<mlir::func::FuncOp>(
         mlir::tcc::createTccGpuAttentionPlan(plan));
+    pm.addNestedPass<mlir::func::FuncOp>(mlir::tcc::createTccFormAttention());
+    mlir::tcc::TccFormChainsOptions withoutMatmuls;
+    withoutMatmuls.maxMatmulExtent = 0;
+    pm.addNestedPass<mlir::func::FuncOp>(
+        mlir::tcc::createTccFormChains(withoutMatmuls));
   }
   // GPU code generation does not take the fused forms yet: auto is off there.
   mlir::tcc::TccChainFusionOptions fusion;

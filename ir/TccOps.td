@@ -439,7 +439,8 @@ def Tcc_AttentionOp : Tcc_Op<"attention", [IsolatedFromAbove,
     softmax(change(Q·Kᵀ)) · V over the last two axes, as the GPU attention
     templates compute it (compiler/gpu/AttentionKernel.h, AttentionProblem):
     formed from a chain matched as attention (passes/AttentionMatch.h) by
-    tcc-form-attention, or by GpuCodegen from each planned chain it builds.
+    tcc-form-attention, in the compiler's pipeline right after planning;
+    GpuCodegen builds the planned templates from it.
 
     Q [.., lq, head_dim], K [.., lk, head_dim] (`k_transposed`: [.., head_dim,
     lk]) and V [.., lk, head_dim] are the tensors as the model gives them:

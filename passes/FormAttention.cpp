@@ -4,7 +4,12 @@
 // the templates build from: the match (passes/AttentionMatch.h) says what
 // the chain computes, and the op keeps only that (operands, sizes, strides,
 // the mask's constraints, the score change as regions), so a new score
-// change needs no template code.
+// change needs no template code. The compiler's pipeline forms the ops
+// right after planning (compiler/Pipeline.cpp), so that every later pass
+// and GpuCodegen see attention as the op and nothing matches it again. The
+// unfused fallback is decided before: tcc-gpu-attention-plan leaves a
+// chain no template takes without a plan (with a remark), and it stays a
+// chain here.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/AttentionMatch.h"

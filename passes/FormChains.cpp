@@ -45,10 +45,13 @@
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
 
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SetVector.h"
+
+#include <limits>
 
 namespace mlir::tcc {
 #define GEN_PASS_DEF_TCCFORMCHAINS
@@ -163,9 +166,11 @@ void keepReshapedAxes(Block &block) {
 
 class ChainFormer {
 public:
-  ChainFormer(Block &block, int64_t maxMatmulExtent, bool unbatchedAttention)
+  ChainFormer(Block &block, int64_t maxMatmulExtent, bool unbatchedAttention,
+              bool remarkUnfusedAttention)
       : block(block), maxMatmulExtent(maxMatmulExtent),
-        unbatchedAttention(unbatchedAttention) {}
+        unbatchedAttention(unbatchedAttention),
+        remarkUnfusedAttention(remarkUnfusedAttention) {}
 
   void run() {
     SmallVector<Operation *> seeds;
@@ -193,6 +198,7 @@ public:
         }
         OpSet offenders = cycleOffenders(members);
         if (offenders.empty()) {
+          remarkHeadSize(members, space);
           materialize(members, space);
           break;
         }
@@ -267,8 +273,10 @@ private:
   /// A batched matmul reading `v` (of the full shape) that contracts the
   /// chain's axis and whose other result dimension is small enough to keep
   /// a row's output in one chain row (attention's P·V over the head
-  /// dimension).
-  bool isConsumerMatmul(Operation *op, Value v, const Space &space) {
+  /// dimension): at most `limit`, by default maxMatmulExtent.
+  bool isConsumerMatmul(Operation *op, Value v, const Space &space,
+                        std::optional<int64_t> limit = std::nullopt) {
+    int64_t extent = limit.value_or(maxMatmulExtent);
     auto mm = dyn_cast<MatmulOp>(op);
     if (!mm || !space.isFull(v) || mm.getA() == mm.getB() ||
         !batchedLikeSpace(mm.getA() == v ? mm.getB() : mm.getA(), space))
@@ -277,16 +285,18 @@ private:
     ArrayRef<int64_t> out = shapeOf(mm.getResult());
     if (mm.getA() == v &&
         space.axis == (mm.getTransposeA() ? rank - 2 : rank - 1))
-      return out.back() <= maxMatmulExtent;
+      return out.back() <= extent;
     if (mm.getB() == v &&
         space.axis == (mm.getTransposeB() ? rank - 1 : rank - 2))
-      return out[out.size() - 2] <= maxMatmulExtent;
+      return out[out.size() - 2] <= extent;
     return false;
   }
 
   /// A batched matmul producing the full shape with the axis among its
-  /// result's matrix dimensions and a short contraction (attention's q·kᵀ).
-  bool isProducerMatmul(Operation *op, const Space &space) {
+  /// result's matrix dimensions and a short contraction (attention's q·kᵀ):
+  /// at most `limit`, by default maxMatmulExtent.
+  bool isProducerMatmul(Operation *op, const Space &space,
+                        std::optional<int64_t> limit = std::nullopt) {
     auto mm = dyn_cast<MatmulOp>(op);
     if (!mm || !space.isFull(mm.getResult()) ||
         !batchedLikeSpace(mm.getA(), space) ||
@@ -295,7 +305,50 @@ private:
     int64_t rank = space.shape.size();
     ArrayRef<int64_t> a = shapeOf(mm.getA());
     int64_t k = a[a.size() - (mm.getTransposeA() ? 2 : 1)];
-    return space.axis >= rank - 2 && k <= maxMatmulExtent;
+    return space.axis >= rank - 2 && k <= limit.value_or(maxMatmulExtent);
+  }
+
+  /// With `remarkUnfusedAttention`: when chain `members` is attention's
+  /// softmax (it holds an exp) and its Q·Kᵀ or P·V stays out only because
+  /// the head size is over maxMatmulExtent, a remark says so (`tcc compile
+  /// --explain`), at P·V's node as the other "attention not fused" remarks
+  /// are; the chain is formed without them and they stay GEMMs.
+  void remarkHeadSize(ArrayRef<Operation *> members, const Space &space) {
+    if (!remarkUnfusedAttention || maxMatmulExtent <= 0 ||
+        llvm::none_of(members, [](Operation *op) { return isa<ExpOp>(op); }))
+      return;
+    constexpr int64_t unlimited = std::numeric_limits<int64_t>::max();
+    OpSet in(members.begin(), members.end());
+    Operation *producer = nullptr, *consumer = nullptr;
+    int64_t headSize = 0;
+    for (Operation *op : members) {
+      for (Value o : op->getOperands()) {
+        Operation *def = o.getDefiningOp();
+        if (!producer && def && !in.contains(def) &&
+            isProducerMatmul(def, space, unlimited) &&
+            !isProducerMatmul(def, space)) {
+          producer = def;
+          auto mm = cast<MatmulOp>(def);
+          ArrayRef<int64_t> a = shapeOf(mm.getA());
+          headSize = a[a.size() - (mm.getTransposeA() ? 2 : 1)];
+        }
+      }
+      for (Value r : op->getResults())
+        for (Operation *user : r.getUsers())
+          if (!consumer && !in.contains(user) &&
+              isConsumerMatmul(user, r, space, unlimited) &&
+              !isConsumerMatmul(user, r, space)) {
+            consumer = user;
+            auto mm = cast<MatmulOp>(user);
+            ArrayRef<int64_t> out = shapeOf(mm.getResult());
+            headSize = mm.getA() == r ? out.back() : out[out.size() - 2];
+          }
+    }
+    if (!producer && !consumer)
+      return;
+    emitRemark((consumer ? consumer : producer)->getLoc())
+        << "attention not fused: head size " << headSize << " is over "
+        << maxMatmulExtent << ", the largest the attention templates take";
   }
 
   /// The consumer matmul whose result (through float casts) elementwise op
@@ -547,6 +600,7 @@ private:
   Block &block;
   int64_t maxMatmulExtent;
   bool unbatchedAttention;
+  bool remarkUnfusedAttention;
   llvm::DenseMap<Operation *, unsigned> position;
 };
 
@@ -558,7 +612,8 @@ struct TccFormChains : mlir::tcc::impl::TccFormChainsBase<TccFormChains> {
     if (func.isExternal() || !func.getBody().hasOneBlock())
       return;
     keepReshapedAxes(func.getBody().front());
-    ChainFormer(func.getBody().front(), maxMatmulExtent, unbatchedAttention)
+    ChainFormer(func.getBody().front(), maxMatmulExtent, unbatchedAttention,
+                remarkUnfusedAttention)
         .run();
   }
 };

@@ -18,6 +18,9 @@
 //    epilogues shaped like its reduced tensor or one of its results; a chain
 //    marked tcc.attention (the GPU attention template computes it whole)
 //    joins nothing and takes nothing: its kernel is the chain alone;
+//  - so is a tcc.attention op (a planned chain as tcc-form-attention forms
+//    it); its group keeps the kind "chain", so that kernel names stay those
+//    of the chain it was (k<N>_chain);
 //  - when an elementwise op reads two elementwise groups, they merge (a mask
 //    built from iotas meets the values it selects).
 // A join or merge is refused when it would make the group graph cyclic.
@@ -64,6 +67,12 @@ struct Group {
 };
 
 bool isSource(Operation *op) { return isa<ConstantOp, IotaOp>(op); }
+
+/// Attention the GPU templates compute whole: a chain marked so, or the
+/// tcc.attention op formed from one.
+bool isAttention(Operation *op) {
+  return isa<AttentionOp>(op) || op->hasAttr(kAttentionAttrName);
+}
 
 bool isLight(Operation *op) {
   return isElementwise(op) || isDataMovement(op) || isa<BatchNormOp>(op);
@@ -223,7 +232,7 @@ private:
 
   bool canJoin(Operation *op, int g) {
     Group &grp = groups[g];
-    if (grp.sealed || op->hasAttr(kAttentionAttrName) || !acyclicJoin(op, g))
+    if (grp.sealed || isAttention(op) || !acyclicJoin(op, g))
       return false;
     if (isLight(op)) {
       if (grp.kind == GroupKind::Elementwise)
@@ -254,11 +263,12 @@ private:
       }
     }
     Group &grp = groups[target];
-    if (op->hasAttr(kAttentionAttrName))
+    if (isAttention(op))
       grp.sealed = true;
     if (isReduction(op) || (!isLight(op) && !isSource(op))) {
       grp.kind = isReduction(op) ? GroupKind::Reduction : GroupKind::Heavy;
-      grp.name = op->getName().stripDialect().str();
+      grp.name =
+          isa<AttentionOp>(op) ? "chain" : op->getName().stripDialect().str();
       grp.anchorShapes = anchorShapesOf(op);
     }
     for (int h : operandGroups(op))

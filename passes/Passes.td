@@ -19,7 +19,10 @@ def TccFormChains : Pass<"tcc-form-chains", "func::FuncOp"> {
     weight shared by every row stays a GEMM kernel. With
     `unbatched-attention`, 2-D matmuls join a 2-D chain when it holds both
     of attention's with softmax's exp between them (single-head attention,
-    [L, D]). Its results are the
+    [L, D]). With `remark-unfused-attention`, attention whose head size is
+    over `max-matmul-extent` (its Q·Kᵀ and P·V stay GEMMs) gets a remark
+    "attention not fused: head size N is over MAX, the largest the
+    attention templates take". Its results are the
     values used outside. A member that would read a chain value through ops
     left outside (a cycle) is left out.
   }];
@@ -36,7 +39,14 @@ def TccFormChains : Pass<"tcc-form-chains", "func::FuncOp"> {
            "contracting the keys in another, softmax's exp between them): "
            "single-head attention [L, D] for the GPU attention templates. "
            "A 2-D matmul alone (a linear layer before or after a softmax) "
-           "stays out">
+           "stays out">,
+    Option<"remarkUnfusedAttention", "remark-unfused-attention", "bool",
+           /*default=*/"false",
+           "Emit a remark \"attention not fused: head size N is over "
+           "MAX, ...\" when a chain with softmax's exp leaves out attention's "
+           "Q.K^T or P.V only because the head size is over "
+           "max-matmul-extent (GPU targets that fuse attention: tcc compile "
+           "--explain prints it)">
   ];
   let dependentDialects = ["::mlir::tcc::TccDialect"];
 }
@@ -183,8 +193,14 @@ def TccFormAttention : Pass<"tcc-form-attention", "func::FuncOp"> {
     transposes and the GQA repeats folded into strides and `kv_heads` as
     passes/AttentionMatch.h matches them), the mask's linear constraints
     and the score change as regions of scalar code the templates
-    instantiate per score (ir/TccOps.td). GpuCodegen forms the op the same
-    way from each planned kernel and builds the templates from it only.
+    instantiate per score (ir/TccOps.td). The compiler runs it right after
+    tcc-gpu-attention-chains and tcc-gpu-attention-plan: the passes after it
+    see attention as this op (tcc-form-groups gives it a kernel alone),
+    and GpuCodegen builds the planned templates from it, matching nothing
+    again. A planned chain that does not match as attention (changed after
+    it was planned) is an error; a marked chain without a plan (no
+    template takes it: tcc-gpu-attention-plan said why in a remark) stays
+    a chain and runs as generic loops.
   }];
   let dependentDialects = ["::mlir::tcc::TccDialect",
                            "::mlir::arith::ArithDialect",

@@ -41,7 +41,8 @@ struct TccGpuAttentionPlan
       return signalPassFailure();
     }
     // The problem is built from the tcc.attention op the chain becomes (as
-    // GpuCodegen builds it), formed beside the chain for the while.
+    // tcc-form-attention forms it next), formed beside the chain for the
+    // while: a chain no template takes must stay a chain (generic loops).
     SmallVector<mlir::tcc::ChainOp> chains;
     getOperation().walk([&](mlir::tcc::ChainOp c) { chains.push_back(c); });
     auto plan1 = [&](mlir::tcc::ChainOp chain) -> WalkResult {

@@ -19,7 +19,8 @@ def TccGpuAttentionPlan : Pass<"tcc-gpu-attention-plan", "func::FuncOp"> {
     templates: f32 takes the SIMT template; bf16 and f16 the split-K decode
     pair for few query rows against many keys, else wgmma where the target
     has it and the template takes the problem, else mma.sync. The choice is
-    set on the chain as `tcc.attention_plan`, one of the typed attributes
+    set on the chain as `tcc.attention_plan` (tcc-form-attention then
+    forms the op that carries it), one of the typed attributes
     `#tcc.mma_attention`, `#tcc.mma_decode`, `#tcc.wgmma_attention`,
     `#tcc.simt_attention` carrying the template's schedule; GpuCodegen builds
     what it says. A chain that already has a plan (given by hand) is

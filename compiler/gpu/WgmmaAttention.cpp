@@ -222,6 +222,18 @@ private:
     if (s.pingpong)
       ptx("bar.arrive $0, 256;", "r", toI32(sub(cst(2), wg)));
   }
+  /// Ping-pong starts with warpgroup 0's turn; each warpgroup takes as many
+  /// turns as it gives, and warpgroup 0 takes the one left after the loop.
+  void startTurns() {
+    if (s.pingpong)
+      whenTrue(cmp(arith::CmpIPredicate::eq, wg, cst(1)),
+               [&] { ptx("bar.arrive 1, 256;"); });
+  }
+  void endTurns() {
+    if (s.pingpong)
+      whenTrue(cmp(arith::CmpIPredicate::eq, wg, cst(0)),
+               [&] { ptx("bar.sync 1, 256;"); });
+  }
 
   /// Runs `body(id)` for chunk ids 0..chunks-1 spread over the copying
   /// threads (copyTid of copyThreads): unrolled, or (the producer) in a
@@ -989,11 +1001,7 @@ void FlashBuilder::producerLoop(Value tStart) {
 SmallVector<Value> FlashBuilder::consumerLoop(Value tStart,
                                               ArrayRef<Value> init) {
   waitParity(qBarrier(), toI32(cst(0)));
-  // Ping-pong starts with warpgroup 0's turn; each warpgroup takes as many
-  // turns as it gives, and warpgroup 0 takes the one left after the loop.
-  if (s.pingpong)
-    whenTrue(cmp(arith::CmpIPredicate::eq, wg, cst(1)),
-             [&] { ptx("bar.arrive 1, 256;"); });
+  startTurns();
   auto loop =
       scf::ForOp::create(b, loc, cst(0), sub(tEnd, tStart), cst(1), init);
   {
@@ -1010,9 +1018,7 @@ SmallVector<Value> FlashBuilder::consumerLoop(Value tStart,
     arrive(emptyBarrier(stage));
     scf::YieldOp::create(b, loc, out);
   }
-  if (s.pingpong)
-    whenTrue(cmp(arith::CmpIPredicate::eq, wg, cst(0)),
-             [&] { ptx("bar.sync 1, 256;"); });
+  endTurns();
   return SmallVector<Value>(loop.getResults());
 }
 
@@ -1026,9 +1032,7 @@ SmallVector<Value> FlashBuilder::consumerOverlappedLoop(Value tStart,
   // are computed, not skipped (their P is 0; the bounds are exact for the
   // masks this schedule is chosen for, and key masks are refused).
   waitParity(qBarrier(), toI32(cst(0)));
-  if (s.pingpong)
-    whenTrue(cmp(arith::CmpIPredicate::eq, wg, cst(1)),
-             [&] { ptx("bar.arrive 1, 256;"); });
+  startTurns();
   SmallVector<Type> types;
   for (Value v : init)
     types.push_back(v.getType());
@@ -1108,9 +1112,7 @@ SmallVector<Value> FlashBuilder::consumerOverlappedLoop(Value tStart,
     out.append(r.begin() + nO, r.begin() + nO + 4);
     scf::YieldOp::create(b, loc, out);
   }
-  if (s.pingpong)
-    whenTrue(cmp(arith::CmpIPredicate::eq, wg, cst(0)),
-             [&] { ptx("bar.sync 1, 256;"); });
+  endTurns();
   return SmallVector<Value>(any.getResults());
 }
 

@@ -148,6 +148,8 @@ public:
     if (p.lk % s.blockKV)
       constraints.push_back({0, -1, p.lk - 1});
     staged = stagedCaptured(p, s);
+    opaqueCopyLoops =
+        p.lq % blockQ || p.lk % s.blockKV || p.kTransposed || !staged.empty();
   }
 
   using AttentionArith::setCaptured;
@@ -323,6 +325,10 @@ private:
   const WgmmaAttentionSchedule &s;
   int64_t blockQ, threads, nS, nO;
   int64_t copyThreads = 0; // the threads that copy tiles (set in build)
+  /// Whether the producer's copy loops take an opaque trip count (see
+  /// forEachChunk): where its copies carry edge checks, transposed K or
+  /// staged tensors.
+  bool opaqueCopyLoops = false;
   Value copyTid;
   Value barrierBase; // index: shared-window address of the mbarriers
   bool fast;
@@ -347,9 +353,24 @@ void FlashBuilder::forEachChunk(int64_t chunks,
   // be computed up front and outlive its 64 registers.
   bool looped = s.producer && chunks % copyThreads == 0;
   scf::ForOp loop;
-  if (looped)
+  if (looped && !opaqueCopyLoops) {
     loop =
         scf::ForOp::create(b, loc, cst(0), cst(chunks / copyThreads), cst(1));
+  } else if (looped) {
+    // The trip count through an asm: LLVM cannot see it, so it cannot
+    // unroll the loop whole and hoist the addresses of every iteration,
+    // which it did where the copies check rows or keys at the edges, read K
+    // transposed or stage captured tensors, and which spilled the producer.
+    auto count = LLVM::InlineAsmOp::create(
+        b, loc, i32, ValueRange{},
+        b.getStringAttr("mov.u32 $0, " + std::to_string(chunks / copyThreads) +
+                        ";"),
+        b.getStringAttr("=r"), UnitAttr(), UnitAttr(), LLVM::TailCallKindAttr(),
+        LLVM::AsmDialectAttr(), ArrayAttr());
+    Value upper = arith::IndexCastUIOp::create(b, loc, b.getIndexType(),
+                                               count.getResult(0));
+    loop = scf::ForOp::create(b, loc, cst(0), upper, cst(1));
+  }
   OpBuilder::InsertionGuard outer(b);
   if (looped)
     b.setInsertionPointToStart(loop.getBody());
@@ -1243,8 +1264,8 @@ WgmmaAttentionSchedule chooseWgmmaAttentionSchedule(const AttentionProblem &p) {
   // 0.83x on causal (its serial first and last steps weigh on the short
   // rows of a causal mask), where the simple loop with a producer wins.
   // Key masks keep the kernel without a producer (its skipped tiles are
-  // measured there), and a captured bias plane keeps 2 stages, the room to
-  // stage it through shared memory.
+  // measured there), and a captured bias plane keeps the simple loop with
+  // 2 stages (the room to stage it through shared memory).
   WgmmaAttentionSchedule s{2, 128, 2, false};
   if (p.headDim <= 64)
     s.stages = 3;
@@ -1252,7 +1273,16 @@ WgmmaAttentionSchedule chooseWgmmaAttentionSchedule(const AttentionProblem &p) {
     return s;
   WgmmaAttentionSchedule pd = s;
   pd.producer = true;
-  if (p.mask.empty() && stagedCaptured(p, pd).empty()) {
+  // A captured [lq, lk] plane (a bias) is read per score: staged through
+  // shared memory, or from global memory where its rows are not 16-byte
+  // aligned, whose addresses the overlapped loop has no registers for.
+  bool plane = llvm::any_of(p.captured, [&](Type t) {
+    auto mt = cast<MemRefType>(t);
+    int64_t r = mt.getRank();
+    return r >= 2 && mt.getDimSize(r - 2) == p.lq &&
+           mt.getDimSize(r - 1) == p.lk;
+  });
+  if (p.mask.empty() && !plane) {
     WgmmaAttentionSchedule op = pd;
     op.overlap = true;
     op.stages = 3;

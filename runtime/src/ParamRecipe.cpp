@@ -3,7 +3,8 @@
 // The generator is the documented one (docs/model-format.md, Random.h). The
 // compiler and the runtime must agree to the bit, so nothing here may depend
 // on how the file is compiled: no contraction of a * b + c into an FMA where
-// the target has one.
+// the target has one (the pragma for clang; CMake adds -ffp-contract=off,
+// which g++ needs).
 //
 //===----------------------------------------------------------------------===//
 #pragma STDC FP_CONTRACT OFF

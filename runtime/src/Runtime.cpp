@@ -52,6 +52,9 @@ thread_local std::string threadError;
 struct tccrt_context {
   tccrt_device_kind kind = TCCRT_DEVICE_HOST;
   std::unique_ptr<Backend> backend;
+  /// Host threads that compute recipe params at load: the host backend's
+  /// count (TCC_NUM_THREADS when the context was created).
+  unsigned recipeThreads = 1;
   std::string lastError;
   size_t liveModels = 0;
   std::unordered_set<void *> userAllocations; // from tccrt_malloc
@@ -155,13 +158,12 @@ tccrt_status checkMemoryPlan(tccrt_context *ctx, const ModelDesc &d) {
 /// do not depend on the split. An 89 M-param random model takes seconds on
 /// one thread.
 void generateRecipe(const ParamRecipe &r, DType dtype, uint64_t begin,
-                    uint64_t end, uint8_t *dst) {
+                    uint64_t end, uint8_t *dst, unsigned maxThreads) {
   uint64_t n = end - begin;
-  unsigned threads = 1;
-  std::string ignored; // a malformed TCC_NUM_THREADS fails the context
-  if (n >= (uint64_t(1) << 20) && !hostThreadCount(threads, ignored))
-    threads = 1;
-  threads = (unsigned)std::min<uint64_t>({threads, 16, n / (1 << 18) + 1});
+  unsigned threads =
+      n < (uint64_t(1) << 20)
+          ? 1
+          : (unsigned)std::min<uint64_t>({maxThreads, 16, n / (1 << 18) + 1});
   size_t esize = dtypeSize(dtype);
   auto part = [&](unsigned i) {
     auto [b, e] = ThreadPool::chunk((int64_t)n, threads, i);
@@ -189,14 +191,16 @@ bool materialiseParam(tccrt_context *ctx, const TensorDesc &p, void *mem,
   size_t esize = dtypeSize(p.dtype);
   uint64_t numel = esize ? p.bytes / esize : 0;
   if (ctx->kind == TCCRT_DEVICE_HOST) {
-    generateRecipe(*p.recipe, p.dtype, 0, numel, static_cast<uint8_t *>(mem));
+    generateRecipe(*p.recipe, p.dtype, 0, numel, static_cast<uint8_t *>(mem),
+                   ctx->recipeThreads);
     return true;
   }
   const uint64_t chunk = (uint64_t(32) << 20) / esize;
   std::vector<uint8_t> staging((size_t)(std::min(numel, chunk) * esize));
   for (uint64_t begin = 0; begin < numel; begin += chunk) {
     uint64_t end = std::min(numel, begin + chunk);
-    generateRecipe(*p.recipe, p.dtype, begin, end, staging.data());
+    generateRecipe(*p.recipe, p.dtype, begin, end, staging.data(),
+                   ctx->recipeThreads);
     if (!ctx->backend->copyToDevice(static_cast<uint8_t *>(mem) + begin * esize,
                                     staging.data(),
                                     (size_t)((end - begin) * esize), err))
@@ -631,6 +635,10 @@ using BackendFactory = std::unique_ptr<Backend> (*)(int, OpenFailure &,
   auto ctx = std::make_unique<tccrt_context>();
   ctx->kind = kind;
   ctx->backend = std::move(backend);
+  // GPU contexts compute recipes on the host too; a malformed
+  // TCC_NUM_THREADS only matters to host contexts.
+  if (std::string ignored; !hostThreadCount(ctx->recipeThreads, ignored))
+    ctx->recipeThreads = 1;
   *out = ctx.release();
   return TCCRT_OK;
 }
@@ -655,6 +663,7 @@ tccrt_status tccrt_context_create(tccrt_device_kind kind, int device_index,
       auto ctx = std::make_unique<tccrt_context>();
       ctx->kind = kind;
       ctx->backend = createHostBackend(threads);
+      ctx->recipeThreads = threads;
       *out = ctx.release();
       return TCCRT_OK;
     }

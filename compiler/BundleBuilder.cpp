@@ -66,7 +66,8 @@ public:
   ManifestBuilder(func::FuncOp entry) : entry(entry) {}
 
   LogicalResult build(const std::vector<tcc::ParamData> &params,
-                      const tcc::CodeArtifact &code, json &manifest) {
+                      const tcc::CodeArtifact &code, bool keepRecipes,
+                      json &manifest) {
     bool host = code.target == "host";
     std::string blobName = blobNameOf(code);
     ModuleOp module = entry->getParentOfType<ModuleOp>();
@@ -93,7 +94,15 @@ public:
       if (kind == "param") {
         if (paramIndex >= params.size())
           return entry.emitError("more param arguments than param data");
-        t["blob"] = "param." + std::to_string(paramIndex++);
+        const tcc::ParamData &p = params[paramIndex];
+        if (keepRecipes && p.recipe) {
+          t["init"] = tcc::bundle::recipeToJson(*p.recipe, p.dtype);
+          // Older runtimes refuse it by its version.
+          manifest["format_version"] = 2;
+        } else {
+          t["blob"] = "param." + std::to_string(paramIndex);
+        }
+        ++paramIndex;
         manifest["params"].push_back(t);
       } else {
         manifest["inputs"].push_back(t);
@@ -293,10 +302,9 @@ private:
 
 } // namespace
 
-LogicalResult tcc::buildBundle(ModuleOp module,
-                               const std::vector<ParamData> &params,
+LogicalResult tcc::buildBundle(ModuleOp module, std::vector<ParamData> &params,
                                const CodeArtifact &code,
-                               bundle::BundleWriter &writer) {
+                               bundle::BundleWriter &writer, bool keepRecipes) {
   func::FuncOp entry;
   for (auto f : module.getOps<func::FuncOp>())
     if (f->hasAttr("tcc.entry"))
@@ -304,14 +312,18 @@ LogicalResult tcc::buildBundle(ModuleOp module,
   if (!entry)
     return module.emitError("no entry function (tcc.entry)");
   json manifest;
-  if (failed(ManifestBuilder(entry).build(params, code, manifest)))
+  if (failed(ManifestBuilder(entry).build(params, code, keepRecipes, manifest)))
     return failure();
   writer.addBlob(blobNameOf(code), code.code);
   // Weights can be gigabytes, often a mapped file: the writer streams them
   // from where they are.
-  for (auto [i, p] : llvm::enumerate(params))
+  for (auto [i, p] : llvm::enumerate(params)) {
+    if (keepRecipes && p.recipe)
+      continue;
+    p.materialise();
     writer.addBlobView("param." + std::to_string(i), p.bytes.data(),
                        p.bytes.size());
+  }
   writer.setManifest(std::move(manifest));
   return success();
 }

@@ -18,11 +18,15 @@ namespace tcc {
 /// launch sequence of kernel calls (after tcc-outline-groups): buffers and
 /// their memory plan, the launches, the params' bytes and the code. The
 /// params' blobs are views of `params`, not copies: `params` must outlive
-/// `writer`.
+/// `writer`. With `keepRecipes`, params made by a recipe (fill, random) are
+/// stored as the recipe, which the runtime computes at load, and the
+/// manifest is version 2; otherwise their bytes are computed here if the
+/// import deferred them.
 mlir::LogicalResult buildBundle(mlir::ModuleOp module,
-                                const std::vector<ParamData> &params,
+                                std::vector<ParamData> &params,
                                 const CodeArtifact &code,
-                                bundle::BundleWriter &writer);
+                                bundle::BundleWriter &writer,
+                                bool keepRecipes = false);
 
 } // namespace tcc
 

@@ -147,5 +147,6 @@ LogicalResult tcc::compileModel(ImportedModel &model,
   output.llvmIR = std::move(code.llvmIR);
   output.assembly = std::move(code.assembly);
   output.params = std::move(model.params);
-  return buildBundle(module, output.params, code, output.bundle);
+  return buildBundle(module, output.params, code, output.bundle,
+                     options.keepParamRecipes);
 }

@@ -111,6 +111,16 @@ static cl::opt<unsigned> gpuIndexBits(
     cl::desc("Index arithmetic width in GPU kernels: 32, 64, or 0 for 32 "
              "when every buffer has fewer than 2^31 elements (default)"),
     cl::init(0), cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
+enum class ParamRecipes { Embed, Keep };
+static cl::opt<ParamRecipes> paramRecipes(
+    "param-recipes",
+    cl::desc("Params initialised by fill or random: their bytes in the "
+             "bundle, or the recipe, computed when the bundle loads"),
+    cl::init(ParamRecipes::Embed),
+    cl::values(clEnumValN(ParamRecipes::Embed, "embed", "the bytes (default)"),
+               clEnumValN(ParamRecipes::Keep, "keep",
+                          "the recipe: small bundles of large random models")),
+    cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
 enum class Emit { Bundle, Mlir, Llvm, Asm, Lib };
 static cl::opt<Emit> emit(
     "emit", cl::desc("What to write"), cl::init(Emit::Bundle),
@@ -235,8 +245,11 @@ static bool compilePath(const std::string &path,
     return mlir::success();
   });
   std::vector<std::string> errors;
+  // Kept recipes need no bytes at compile time.
+  tcc::ImportLimits limits;
+  limits.deferRecipes = paramRecipes == ParamRecipes::Keep;
   std::optional<tcc::ImportedModel> model =
-      tcc::importModelFile(path, context, errors);
+      tcc::importModelFile(path, context, errors, limits);
   if (!model) {
     for (const std::string &e : errors)
       llvm::errs() << e << "\n";
@@ -261,6 +274,7 @@ static bool compilePath(const std::string &path,
   options.gpu.attention = gpuAttention;
   options.gpu.timing = &timing;
   options.fusion = fusionMode;
+  options.keepParamRecipes = paramRecipes == ParamRecipes::Keep;
   return mlir::succeeded(tcc::compileModel(*model, options, out));
 }
 

@@ -18,6 +18,7 @@
 
 #include "frontend/ParamBytes.h"
 #include "runtime/src/DType.h"
+#include "runtime/src/ParamRecipe.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -38,8 +39,25 @@ struct ParamData {
   DType dtype;
   std::vector<int64_t> shape;
   /// Row-major, encoded in `dtype` (little-endian, as runtime/src/DType.h);
-  /// weights from a safetensors file are a view of the mapped file.
+  /// weights from a safetensors file are a view of the mapped file. Empty
+  /// for a recipe the import deferred (ImportLimits::deferRecipes).
   ParamBytes bytes;
+  /// How `fill` and `random` initialisers compute the bytes. A bundle may
+  /// store the recipe instead of the bytes (--param-recipes=keep). Code that
+  /// reads a param's values calls materialise() first; code that changes
+  /// them resets `recipe`, which then no longer describes them.
+  std::optional<ParamRecipe> recipe;
+
+  /// Computes deferred bytes from the recipe.
+  void materialise() {
+    uint64_t numel = 1;
+    for (int64_t d : shape)
+      numel *= (uint64_t)d;
+    if (!recipe || bytes.size() == numel * dtypeSize(dtype))
+      return;
+    bytes.resize(numel * dtypeSize(dtype));
+    materialiseRecipe(*recipe, dtype, 0, numel, bytes.mutableData());
+  }
 };
 
 struct ImportedModel {
@@ -54,6 +72,11 @@ struct ImportLimits {
   uint64_t maxParamBytes = uint64_t(4) << 30;
   /// Error lines reported before the import gives up.
   size_t maxErrors = 50;
+  /// Leave the bytes of `fill` and `random` params empty, keeping only
+  /// their recipe (for bundles that store recipes): a large random model
+  /// then costs neither the time nor the memory of its weights. They still
+  /// count towards maxParamBytes, which bounds what loading allocates.
+  bool deferRecipes = false;
 };
 
 /// Reads and imports the model file at `path`; safetensors files are found

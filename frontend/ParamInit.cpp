@@ -3,11 +3,13 @@
 // Turns a param's `init` into its bytes: a safetensors tensor, a literal, a
 // fill value, or the documented random recipe (docs/model-format.md): one
 // SplitMix64 generator per param seeded with `seed`, one draw per element in
-// row-major order, computed in f64 and rounded to the dtype.
+// row-major order, computed in f64 and rounded to the dtype. Fills and random
+// params also keep their recipe (runtime/src/ParamRecipe.h), which the bundle
+// may store instead of the bytes.
 //
 //===----------------------------------------------------------------------===//
 #include "frontend/Importer.h"
-#include "runtime/src/Random.h"
+#include "runtime/src/ParamRecipe.h"
 
 #include <cstring>
 #include <filesystem>
@@ -130,18 +132,29 @@ bool Importer::materialise(const Json &init, const std::string &pointer,
     return true;
   }
 
+  // Fills and random params keep their recipe (a bundle may store it
+  // instead of the bytes); the bytes come from the generator the runtime
+  // uses too, so that both give the same ones.
+  auto fromRecipe = [&](const ParamRecipe &r) {
+    out.recipe = r;
+    if (!limits.deferRecipes)
+      out.materialise();
+    paramBytes += bytes;
+    return true;
+  };
+
   if (k == "fill") {
     std::optional<Scalar> s =
         readScalar(init["fill"], d.dtype, pointer + "/fill", diag);
     if (!s)
       return false;
-    uint8_t one[8];
+    uint8_t one[8] = {};
     encode(*s, one);
-    out.bytes.resize(bytes);
-    for (uint64_t i = 0; i < numel; ++i)
-      std::memcpy(out.bytes.mutableData() + i * esize, one, esize);
-    paramBytes += bytes;
-    return true;
+    ParamRecipe r;
+    r.kind = ParamRecipe::Kind::Fill;
+    for (size_t i = 0; i < esize; ++i)
+      r.fillBits |= uint64_t(one[i]) << (8 * i);
+    return fromRecipe(r);
   }
 
   // Random.
@@ -191,14 +204,12 @@ bool Importer::materialise(const Json &init, const std::string &pointer,
     diag.error(pointer + "/high", "high must be >= low");
     return false;
   }
-  out.bytes.resize(bytes);
-  SplitMix64 gen(seed);
-  for (uint64_t i = 0; i < numel; ++i) {
-    double x = normal ? gen.normal(*a, *b) : gen.uniform(*a, *b);
-    encodeScalar(d.dtype, x, out.bytes.mutableData() + i * esize);
-  }
-  paramBytes += bytes;
-  return true;
+  ParamRecipe r;
+  r.kind = normal ? ParamRecipe::Kind::Normal : ParamRecipe::Kind::Uniform;
+  r.a = *a;
+  r.b = *b;
+  r.seed = seed;
+  return fromRecipe(r);
 }
 
 bool Importer::readFileInit(const Json &init, const std::string &pointer,

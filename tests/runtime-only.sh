@@ -20,4 +20,13 @@ done
 "$rt" run "$work/softmax.tccb" --output-dir "$work/out" > "$work/run.log" 2>&1
 test -f "$work/out/y.npy"
 "$rt" inspect "$work/softmax.tccb" > /dev/null
+# Random params kept as recipes: this runtime (g++) computes the bytes the
+# compiler (clang) would have embedded, so the outputs are the same bits.
+for mode in embed keep; do
+  "$tcc" compile "$src/examples/cnn.json" -o "$work/cnn.$mode.tccb" \
+    --param-recipes=$mode
+done
+"$tcc" run "$work/cnn.embed.tccb" --output-dir "$work/embed" > /dev/null 2>&1
+"$rt" run "$work/cnn.keep.tccb" --output-dir "$work/keep" > /dev/null 2>&1
+cmp "$work/embed/logits.npy" "$work/keep/logits.npy"
 echo "runtime-only build OK"

@@ -70,6 +70,16 @@ copy = base(
               {"copy": {"src": 4, "dst": 1, "bytes": 24}},
               {"copy": {"src": 3, "dst": 2, "bytes": 16}}])
 w = np.array([3, -1], np.int64).tobytes()
+# Params as recipes (manifest version 2), computed at load.
+recipes = dict(copy, format_version=2, params=[
+    dict(tensor("w", "i64", [2], 3), init={"fill": "0xfffffffffffffffe"})],
+    inputs=[], launches=[{"copy": {"src": 3, "dst": 2, "bytes": 16}},
+                         {"copy": {"src": 6, "dst": 1, "bytes": 24}}])
+recipes["params"].append(dict(tensor("r", "f32", [2, 3], 6),
+                              init={"random": "normal", "mean": 0.0,
+                                    "std": 0.5, "seed": 3}))
+recipes["buffers"] = [b for b in copy["buffers"] if b["id"] != 0] + [
+    {"id": 6, "kind": "param", "bytes": 24}]
 # A model with a host kernel and a GPU one: parsed and validated only.
 coded = base(
     targets=["host", "sm_90"],
@@ -93,6 +103,7 @@ def main():
     seeds = {
         "copy": bundle(copy, [("param.w", w)]),
         "empty": bundle(base(), []),
+        "recipes": bundle(recipes, []),
         "coded": bundle(coded, [("b", b"\x7fELF" + bytes(60)),
                                 ("p", b".version 8.0\n")]),
     }

@@ -327,8 +327,11 @@ bool checkManifest(const uint8_t *text, const Header &header,
       return bad(ptr + "/name", "duplicate blob name \"" + r.name + "\"");
     ranges.push_back(std::move(r));
   }
-  std::sort(ranges.begin(), ranges.end(),
-            [](const Range &a, const Range &b) { return a.offset < b.offset; });
+  // An empty blob (a param with no elements) shares its offset with the
+  // blob after it: empty ones first, so that only real overlaps count.
+  std::sort(ranges.begin(), ranges.end(), [](const Range &a, const Range &b) {
+    return a.offset != b.offset ? a.offset < b.offset : a.size < b.size;
+  });
   for (size_t i = 1; i < ranges.size(); ++i)
     if (ranges[i].offset < ranges[i - 1].offset + ranges[i - 1].size)
       return fail("invalid bundle: blobs \"" + ranges[i - 1].name +

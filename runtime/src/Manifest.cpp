@@ -59,6 +59,23 @@ const char *bufferKindName(BufferKind kind) {
   return "?";
 }
 
+json recipeToJson(const ParamRecipe &recipe, DType dtype) {
+  if (recipe.kind == ParamRecipe::Kind::Fill) {
+    static const char digits[] = "0123456789abcdef";
+    std::string bits = "0x";
+    for (size_t i = 2 * dtypeSize(dtype); i-- > 0;)
+      bits += digits[(recipe.fillBits >> (4 * i)) & 15];
+    return {{"fill", bits}};
+  }
+  bool normal = recipe.kind == ParamRecipe::Kind::Normal;
+  // JSON numbers: nlohmann writes the shortest text that reads back as the
+  // same double.
+  return {{"random", normal ? "normal" : "uniform"},
+          {normal ? "mean" : "low", recipe.a},
+          {normal ? "std" : "high", recipe.b},
+          {"seed", recipe.seed}};
+}
+
 namespace {
 
 /// Field access that records the first problem as "manifest: POINTER: what".
@@ -163,10 +180,12 @@ private:
     uint64_t version;
     if (!r.unsignedField(root, "", "format_version", UINT32_MAX, version))
       return false;
-    if (version != 1)
-      return r.fail("/format_version", "unsupported manifest version " +
-                                           std::to_string(version) +
-                                           " (this runtime reads version 1)");
+    if (version < 1 || version > kManifestVersion)
+      return r.fail("/format_version",
+                    "unsupported manifest version " + std::to_string(version) +
+                        " (this runtime reads versions 1 to " +
+                        std::to_string(kManifestVersion) + ")");
+    manifestVersion = version;
     const json *targets;
     if (!r.string(root, "", "model", desc.model) ||
         !r.array(root, "", "targets", targets))
@@ -316,7 +335,18 @@ private:
         return r.fail(ptr + "/buffer", "buffer " + std::to_string(b.id) +
                                            " is already used by another " +
                                            bufferKindName(kind));
-      if (kind == BufferKind::Param) {
+      // Version 1 has no recipes: an "init" there is an unknown key.
+      const json *init = manifestVersion >= 2
+                             ? r.member(e, ptr, "init", /*optional=*/true)
+                             : nullptr;
+      if (kind == BufferKind::Param && init) {
+        if (r.member(e, ptr, "blob", /*optional=*/true))
+          return r.fail(ptr, "a param has \"blob\" or \"init\", not both");
+        ParamRecipe recipe;
+        if (!readRecipe(*init, ptr + "/init", t.dtype, recipe))
+          return false;
+        t.recipe = recipe;
+      } else if (kind == BufferKind::Param) {
         if (!r.string(e, ptr, "blob", t.blob))
           return false;
         auto it = blobSizes.find(t.blob);
@@ -330,6 +360,65 @@ private:
       }
       out.push_back(std::move(t));
     }
+    return true;
+  }
+
+  /// A param's recipe (docs/bundle-format.md). Every field is required: the
+  /// model format's defaults are the compiler's business.
+  bool readRecipe(const json &v, const std::string &ptr, DType dtype,
+                  ParamRecipe &out) {
+    if (!r.object(v, ptr))
+      return false;
+    bool fill = v.contains("fill"), random = v.contains("random");
+    if (fill && random)
+      return r.fail(ptr, "a recipe has \"fill\" or \"random\", not both");
+    if (!fill && !random)
+      return r.fail(ptr, "unknown param recipe (this runtime knows "
+                         "{\"fill\": ...} and {\"random\": \"normal\" or "
+                         "\"uniform\", ...})");
+    if (fill) {
+      std::string bits;
+      if (!r.string(v, ptr, "fill", bits))
+        return false;
+      size_t digits = 2 * dtypeSize(dtype);
+      bool hex = bits.size() == 2 + digits && bits.compare(0, 2, "0x") == 0;
+      for (size_t i = 2; hex && i < bits.size(); ++i)
+        hex = std::isxdigit((unsigned char)bits[i]);
+      if (!hex)
+        return r.fail(ptr + "/fill", "expected the element's bits as \"0x\" "
+                                     "and " +
+                                         std::to_string(digits) +
+                                         " hex digits for " + dtypeName(dtype));
+      out.kind = ParamRecipe::Kind::Fill;
+      out.fillBits = std::stoull(bits.substr(2), nullptr, 16);
+    } else {
+      std::string dist;
+      if (!r.string(v, ptr, "random", dist))
+        return false;
+      if (dist != "normal" && dist != "uniform")
+        return r.fail(ptr + "/random",
+                      "unknown random distribution \"" + dist +
+                          "\" (this runtime knows normal and uniform)");
+      bool normal = dist == "normal";
+      out.kind =
+          normal ? ParamRecipe::Kind::Normal : ParamRecipe::Kind::Uniform;
+      const char *keys[2] = {normal ? "mean" : "low", normal ? "std" : "high"};
+      double *vals[2] = {&out.a, &out.b};
+      for (int i = 0; i < 2; ++i) {
+        const json *x = r.member(v, ptr, keys[i]);
+        if (!x)
+          return false;
+        if (!x->is_number())
+          return r.fail(ptr + "/" + keys[i], "expected a number");
+        *vals[i] = x->get<double>();
+      }
+      if (!r.unsignedField(v, ptr, "seed", UINT64_MAX, out.seed))
+        return false;
+    }
+    const char *problem = recipeProblem(out, dtype);
+    if (*problem)
+      return r.fail(ptr, std::string(problem) + " (the param is " +
+                             dtypeName(dtype) + ")");
     return true;
   }
 
@@ -606,6 +695,7 @@ private:
   }
 
   const json &root;
+  uint64_t manifestVersion = 1;
   const std::map<std::string, size_t> &blobSizes;
   ModelDesc &desc;
   Reader r;

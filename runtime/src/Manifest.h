@@ -10,6 +10,7 @@
 #define TCC_RUNTIME_MANIFEST_H
 
 #include "runtime/src/DType.h"
+#include "runtime/src/ParamRecipe.h"
 
 #include <nlohmann/json.hpp>
 
@@ -42,7 +43,10 @@ struct TensorDesc {
   std::vector<int64_t> shape;
   size_t buffer = 0;
   uint64_t bytes = 0;
-  std::string blob; ///< Params only: the blob holding the initial bytes.
+  /// Params only: the blob holding the initial bytes, or (manifest version
+  /// 2) the recipe the runtime computes them from at load.
+  std::string blob;
+  std::optional<ParamRecipe> recipe;
 };
 
 /// A 4-byte i32 buffer that counts run-time errors; non-zero fails the run.
@@ -130,8 +134,19 @@ struct ModelDesc {
 constexpr uint64_t kMaxBytes = uint64_t(1) << 48;
 constexpr size_t kMaxRank = 32;
 
-/// Validates `manifest` against the version-1 schema; `blobSizes` are the
-/// bundle's blobs (name -> size) that params and code refer to. On failure
+/// The manifest versions this runtime reads: 1, and 2, which adds params
+/// stored as a recipe ("init") instead of a blob. A compiler writes 2 only
+/// when a bundle has such params, so that older runtimes refuse it by its
+/// version rather than by a missing blob.
+constexpr uint64_t kManifestVersion = 2;
+
+/// A param's recipe in the manifest (docs/bundle-format.md):
+/// {"fill": "0x3c00"} (the element's bits) or {"random": "normal", "mean",
+/// "std", "seed"} or {"random": "uniform", "low", "high", "seed"}.
+nlohmann::json recipeToJson(const ParamRecipe &recipe, DType dtype);
+
+/// Validates `manifest` against the schema (version 1 or 2); `blobSizes` are
+/// the bundle's blobs (name -> size) that params and code refer to. On failure
 /// returns false with a one-line `error` naming the JSON pointer.
 bool parseModelDesc(const nlohmann::json &manifest,
                     const std::map<std::string, size_t> &blobSizes,

@@ -15,6 +15,7 @@
 #include "runtime/src/CpuFeatures.h"
 #include "runtime/src/FileIO.h"
 #include "runtime/src/OneLine.h"
+#include "runtime/src/ParamRecipe.h"
 #include "runtime/src/ThreadPool.h"
 
 #include <algorithm>
@@ -23,6 +24,8 @@
 #include <cstring>
 #include <mutex>
 #include <new>
+#include <system_error>
+#include <thread>
 #include <unordered_set>
 
 using namespace tcc;
@@ -49,6 +52,9 @@ thread_local std::string threadError;
 struct tccrt_context {
   tccrt_device_kind kind = TCCRT_DEVICE_HOST;
   std::unique_ptr<Backend> backend;
+  /// Host threads that compute recipe params at load: the host backend's
+  /// count (TCC_NUM_THREADS when the context was created).
+  unsigned recipeThreads = 1;
   std::string lastError;
   size_t liveModels = 0;
   std::unordered_set<void *> userAllocations; // from tccrt_malloc
@@ -147,6 +153,62 @@ tccrt_status checkMemoryPlan(tccrt_context *ctx, const ModelDesc &d) {
                   " has only " + formatBytes(available) + " of " + what);
 }
 
+/// Elements [begin, end) of a recipe param at `dst`, on several threads when
+/// there are many: the generator jumps to each thread's range, so the bytes
+/// do not depend on the split. An 89 M-param random model takes seconds on
+/// one thread.
+void generateRecipe(const ParamRecipe &r, DType dtype, uint64_t begin,
+                    uint64_t end, uint8_t *dst, unsigned maxThreads) {
+  uint64_t n = end - begin;
+  unsigned threads =
+      n < (uint64_t(1) << 20)
+          ? 1
+          : (unsigned)std::min<uint64_t>({maxThreads, 16, n / (1 << 18) + 1});
+  size_t esize = dtypeSize(dtype);
+  auto part = [&](unsigned i) {
+    auto [b, e] = ThreadPool::chunk((int64_t)n, threads, i);
+    materialiseRecipe(r, dtype, begin + b, begin + e, dst + b * esize);
+  };
+  std::vector<std::thread> workers;
+  unsigned i = 1;
+  try {
+    for (; i < threads; ++i)
+      workers.emplace_back(part, i);
+  } catch (const std::system_error &) {
+    // No more threads: this one does the rest.
+  }
+  for (unsigned j = i; j < threads; ++j)
+    part(j);
+  part(0);
+  for (std::thread &w : workers)
+    w.join();
+}
+
+/// Fills a param's device memory from its recipe: in place on the host,
+/// else through a bounded host buffer uploaded piece by piece.
+bool materialiseParam(tccrt_context *ctx, const TensorDesc &p, void *mem,
+                      std::string &err) {
+  size_t esize = dtypeSize(p.dtype);
+  uint64_t numel = esize ? p.bytes / esize : 0;
+  if (ctx->kind == TCCRT_DEVICE_HOST) {
+    generateRecipe(*p.recipe, p.dtype, 0, numel, static_cast<uint8_t *>(mem),
+                   ctx->recipeThreads);
+    return true;
+  }
+  const uint64_t chunk = (uint64_t(32) << 20) / esize;
+  std::vector<uint8_t> staging((size_t)(std::min(numel, chunk) * esize));
+  for (uint64_t begin = 0; begin < numel; begin += chunk) {
+    uint64_t end = std::min(numel, begin + chunk);
+    generateRecipe(*p.recipe, p.dtype, begin, end, staging.data(),
+                   ctx->recipeThreads);
+    if (!ctx->backend->copyToDevice(static_cast<uint8_t *>(mem) + begin * esize,
+                                    staging.data(),
+                                    (size_t)((end - begin) * esize), err))
+      return false;
+  }
+  return true;
+}
+
 tccrt_status loadModel(tccrt_context *ctx, std::unique_ptr<Bundle> bundle,
                        tccrt_model **out) {
   auto m = std::make_unique<tccrt_model>();
@@ -224,7 +286,8 @@ tccrt_status loadModel(tccrt_context *ctx, std::unique_ptr<Bundle> bundle,
       return fail(ctx, TCCRT_ERROR_INVALID_BUNDLE, err);
   }
 
-  // Memory: params uploaded from their blobs, temps placed in one arena.
+  // Memory: params uploaded from their blobs or computed from their
+  // recipes, temps placed in one arena.
   m->buffers.assign(d.buffers.size(), nullptr);
   for (const TensorDesc &p : d.params) {
     void *mem;
@@ -232,6 +295,12 @@ tccrt_status loadModel(tccrt_context *ctx, std::unique_ptr<Bundle> bundle,
       return fail(ctx, TCCRT_ERROR_OUT_OF_MEMORY,
                   "param '" + p.name + "': " + err);
     m->deviceMemory.push_back(mem);
+    if (p.recipe) {
+      if (!materialiseParam(ctx, p, mem, err))
+        return fail(ctx, TCCRT_ERROR_DEVICE, err);
+      m->buffers[p.buffer] = mem;
+      continue;
+    }
     auto [bytes, size] = bundle->blob(p.blob);
     if (!be.copyToDevice(mem, bytes, size, err))
       return fail(ctx, TCCRT_ERROR_DEVICE, err);
@@ -566,6 +635,10 @@ using BackendFactory = std::unique_ptr<Backend> (*)(int, OpenFailure &,
   auto ctx = std::make_unique<tccrt_context>();
   ctx->kind = kind;
   ctx->backend = std::move(backend);
+  // GPU contexts compute recipes on the host too; a malformed
+  // TCC_NUM_THREADS only matters to host contexts.
+  if (std::string ignored; !hostThreadCount(ctx->recipeThreads, ignored))
+    ctx->recipeThreads = 1;
   *out = ctx.release();
   return TCCRT_OK;
 }
@@ -590,6 +663,7 @@ tccrt_status tccrt_context_create(tccrt_device_kind kind, int device_index,
       auto ctx = std::make_unique<tccrt_context>();
       ctx->kind = kind;
       ctx->backend = createHostBackend(threads);
+      ctx->recipeThreads = threads;
       *out = ctx.release();
       return TCCRT_OK;
     }

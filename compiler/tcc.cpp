@@ -14,6 +14,7 @@
 #include "compiler/Pipeline.h"
 #include "compiler/Registration.h"
 #include "frontend/ModelImporter.h"
+#include "frontend/OnnxImporter.h"
 #include "runtime/src/FileIO.h"
 #include "runtime/tools/Runner.h"
 
@@ -125,6 +126,11 @@ static cl::opt<Emit> emit(
 static cl::list<std::string>
     inputs("input", cl::desc("NAME=FILE.npy (repeatable)"), cl::sub(runCmd),
            cl::sub(benchCmd));
+static cl::list<std::string> inputShapes(
+    "input-shape",
+    cl::desc("NAME=D0xD1x... : fixes the shape of an ONNX graph input "
+             "(repeatable; e.g. x=1x3x224x224)"),
+    cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
 static cl::opt<std::string> outputDir("output-dir",
                                       cl::desc("Where outputs are written"),
                                       cl::init("."), cl::sub(runCmd));
@@ -235,8 +241,21 @@ static bool compilePath(const std::string &path,
     return mlir::success();
   });
   std::vector<std::string> errors;
-  std::optional<tcc::ImportedModel> model =
-      tcc::importModelFile(path, context, errors);
+  std::optional<tcc::ImportedModel> model;
+  if (tcc::isOnnxPath(path)) {
+    tcc::InputShapes shapes;
+    for (const std::string &spec : inputShapes)
+      if (std::string e = tcc::parseInputShape(spec, shapes); !e.empty()) {
+        fail(e);
+        return false;
+      }
+    model = tcc::importOnnxFile(path, context, errors, shapes);
+  } else if (!inputShapes.empty()) {
+    fail("--input-shape applies to ONNX models (.onnx) only");
+    return false;
+  } else {
+    model = tcc::importModelFile(path, context, errors);
+  }
   if (!model) {
     for (const std::string &e : errors)
       llvm::errs() << e << "\n";
@@ -341,8 +360,8 @@ int main(int argc, char **argv) {
   shareTopLevelOptions();
   cl::ParseCommandLineOptions(argc, argv,
                               "tcc: a tensor compiler\n\n"
-                              "  tcc compile MODEL.json -o OUT\n"
-                              "  tcc run MODEL.json|BUNDLE\n"
+                              "  tcc compile MODEL.json|MODEL.onnx -o OUT\n"
+                              "  tcc run MODEL.json|MODEL.onnx|BUNDLE\n"
                               "  tcc bench MODEL.json|BUNDLE\n"
                               "  tcc inspect BUNDLE\n");
   if (compileCmd)

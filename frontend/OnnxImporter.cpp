@@ -262,6 +262,10 @@ struct NodeCtx {
   bool constInts(int i, Ints &out);
   bool constScalar(int i, double &out);
 
+  /// A tensor computed at compile time, as a param named after the node's
+  /// first output and `suffix`.
+  bool constValue(const std::string &suffix, ConstTensor t, Value &out);
+
   // Emission through the format's op builders.
   Value emit(const char *op, std::vector<Value> ins, Json attrs = Json());
   Value constant(DType t, double v) {
@@ -348,6 +352,14 @@ bool NodeCtx::in(int i, Value &out) {
     return fail("input " + std::to_string(i) + " is required");
   return o.valueOf(n.input(i),
                    o.describe(index, n) + ": input " + std::to_string(i), out);
+}
+
+bool NodeCtx::constValue(const std::string &suffix, ConstTensor t, Value &out) {
+  std::string name = n.output(0) + "." + suffix;
+  while (o.consts.count(name) || o.values.count(name))
+    name += "_";
+  o.consts[name] = std::move(t);
+  return o.valueOf(name, o.describe(index, n), out);
 }
 
 bool NodeCtx::constIn(int i, const ConstTensor *&out) {
@@ -571,39 +583,53 @@ bool OnnxImporter::decodeTensor(const onnx::TensorProto &t,
     data->assign(t.raw_data().begin(), t.raw_data().end());
   } else {
     // The typed fields: each element in the field its type uses.
-    int64_t count = 0;
-    data->resize(bytes);
-    uint8_t *p = data->data();
-    auto wrongCount = [&](const char *field) {
-      return fail(what + ": " + field + " holds " + std::to_string(count) +
-                  " values, expected " + std::to_string(numel));
-    };
+    // Counts are checked before allocating, so that a tensor claiming
+    // large dims without data costs nothing.
+    int64_t count;
+    const char *field;
     switch (*dt) {
     case DType::F32:
-      if ((count = t.float_data_size()) != numel)
-        return wrongCount("float_data");
+      count = t.float_data_size(), field = "float_data";
+      break;
+    case DType::F64:
+      count = t.double_data_size(), field = "double_data";
+      break;
+    case DType::I64:
+      count = t.int64_data_size(), field = "int64_data";
+      break;
+    default:
+      count = t.int32_data_size(), field = "int32_data";
+    }
+    if (count != numel)
+      return fail(what + ": " + (count == 0 ? "holds no data (" : "") + field +
+                  " holds " + std::to_string(count) + " values, expected " +
+                  std::to_string(numel) + (count == 0 ? ")" : ""));
+    data->resize(bytes);
+    uint8_t *p = data->data();
+    switch (*dt) {
+    case DType::F32:
       if (bytes)
         std::memcpy(p, t.float_data().data(), bytes);
       break;
     case DType::F64:
-      if ((count = t.double_data_size()) != numel)
-        return wrongCount("double_data");
       if (bytes)
         std::memcpy(p, t.double_data().data(), bytes);
       break;
     case DType::I64:
-      if ((count = t.int64_data_size()) != numel)
-        return wrongCount("int64_data");
       if (bytes)
         std::memcpy(p, t.int64_data().data(), bytes);
       break;
     default: {
       // int32_data carries i32, i8, bool, and the bit patterns of the
       // 16- and 8-bit floats.
-      if ((count = t.int32_data_size()) != numel)
-        return wrongCount("int32_data");
       for (int64_t i = 0; i < numel; ++i) {
         int32_t v = t.int32_data((int)i);
+        int64_t lo = *dt == DType::I8 ? -128 : 0, hi = *dt == DType::I8 ? 127
+                                                       : esize == 2     ? 0xffff
+                                                                        : 0xff;
+        if (*dt != DType::I32 && (v < lo || v > hi))
+          return fail(what + ": int32_data value " + std::to_string(v) +
+                      " does not fit " + dtypeName(*dt));
         if (*dt == DType::I32) {
           std::memcpy(p + 4 * i, &v, 4);
         } else if (esize == 2) {
@@ -1055,6 +1081,200 @@ bool buildReduceMean(NodeCtx &c) {
   return (bool)y;
 }
 
+bool buildConvTranspose(NodeCtx &c) {
+  Value x, w, b;
+  if (!c.in(0, x) || !c.in(1, w) || (c.hasInput(2) && !c.in(2, b)))
+    return false;
+  if (!rank4(c, x))
+    return false;
+  Shape ws = c.shape(w);
+  if (ws.size() != 4)
+    return c.fail("weights must have rank 4, got " + std::to_string(ws.size()));
+  Ints kernel, strides, dilations, pads, outPad;
+  int64_t group;
+  std::string autoPad;
+  if (!c.getInts("kernel_shape", kernel, Ints{ws[2], ws[3]}) ||
+      !c.getInts("strides", strides, Ints{1, 1}) ||
+      !c.getInts("dilations", dilations, Ints{1, 1}) ||
+      !c.getInts("pads", pads, Ints{0, 0, 0, 0}) ||
+      !c.getInts("output_padding", outPad, Ints{0, 0}) ||
+      !c.getInt("group", group, 1) ||
+      !c.getString("auto_pad", autoPad, "NOTSET"))
+    return false;
+  if (kernel != Ints{ws[2], ws[3]})
+    return c.fail("kernel_shape does not match the weights' shape");
+  if (c.attr("output_shape"))
+    return c.fail("output_shape is not supported; give pads and "
+                  "output_padding");
+  if (autoPad != "NOTSET" && autoPad != "VALID")
+    return c.fail("auto_pad " + autoPad + " is not supported");
+  std::vector<Value> ins = {x, w};
+  if (b)
+    ins.push_back(b);
+  Value y = c.emit("conv_transpose2d", ins,
+                   Json{{"strides", strides},
+                        {"pads", pads},
+                        {"dilations", dilations},
+                        {"output_padding", outPad},
+                        {"groups", group}});
+  c.outputs = {y};
+  return (bool)y;
+}
+
+/// Resize in nearest mode: the source index of every output row and column
+/// is computed here, as ONNX defines it, and read with two gathers.
+bool buildResize(NodeCtx &c) {
+  Value x;
+  std::string mode, ctm, nearest;
+  double extrapolation, cubicA;
+  int64_t exclude, antialias = 0;
+  if (!c.in(0, x) || !c.getString("mode", mode, "nearest") ||
+      !c.getString("coordinate_transformation_mode", ctm, "half_pixel") ||
+      !c.getString("nearest_mode", nearest, "round_prefer_floor") ||
+      !c.getFloat("extrapolation_value", extrapolation, 0) ||
+      !c.getFloat("cubic_coeff_a", cubicA, -0.75) ||
+      !c.getInt("exclude_outside", exclude, 0) ||
+      !c.getInt("antialias", antialias, 0))
+    return false;
+  if (mode != "nearest")
+    return c.fail("mode \"" + mode + "\" is not supported (only nearest)");
+  if (antialias)
+    return c.fail("antialias is not supported");
+  if (c.attr("axes") || c.attr("keep_aspect_ratio_policy"))
+    return c.fail("axes and keep_aspect_ratio_policy are not supported");
+  static const std::set<std::string> modes = {
+      "half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
+      "tf_half_pixel_for_nn"};
+  if (!modes.count(ctm))
+    return c.fail("coordinate_transformation_mode \"" + ctm +
+                  "\" is not supported");
+  static const std::set<std::string> nearestModes = {
+      "round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+  if (!nearestModes.count(nearest))
+    return c.fail("nearest_mode \"" + nearest + "\" is not supported");
+  Shape xs = c.shape(x);
+  int64_t r = (int64_t)xs.size();
+  std::vector<double> scales(r, 1.0);
+  Shape out = xs;
+  const ConstTensor *t;
+  bool haveSizes = c.hasInput(3);
+  if (haveSizes) {
+    Ints sizes;
+    if (!c.constInts(3, sizes))
+      return false;
+    if ((int64_t)sizes.size() != r)
+      return c.fail("sizes must have one entry per axis");
+    for (int64_t i = 0; i < r; ++i) {
+      if (sizes[i] < 0 || sizes[i] > kMaxElements)
+        return c.fail("sizes must be in [0, 2^40]");
+      out[i] = sizes[i];
+      scales[i] = xs[i] ? (double)sizes[i] / (double)xs[i] : 1.0;
+    }
+  } else {
+    if (!c.hasInput(2))
+      return c.fail("needs scales or sizes");
+    if (!c.constIn(2, t))
+      return false;
+    if (!isFloat(t->dtype) || t->numel() != r)
+      return c.fail("scales must be floats, one per axis");
+    for (int64_t i = 0; i < r; ++i) {
+      scales[i] = t->floatAt(i);
+      if (!(scales[i] > 0) || scales[i] * (double)xs[i] > (double)kMaxElements)
+        return c.fail("scales must be positive and keep sizes within 2^40");
+      out[i] = (int64_t)std::floor((double)xs[i] * scales[i]);
+    }
+  }
+  Value y = x;
+  for (int64_t axis = 0; axis < r; ++axis) {
+    int64_t n = xs[axis], m = out[axis];
+    if (m == n && scales[axis] == 1.0)
+      continue;
+    if (n == 0)
+      return c.fail("cannot resize an empty axis");
+    ConstTensor idx;
+    idx.dtype = DType::I64;
+    idx.shape = {m};
+    idx.bytes = std::make_shared<std::vector<uint8_t>>(m * 8);
+    double s = scales[axis];
+    for (int64_t o = 0; o < m; ++o) {
+      double src;
+      if (ctm == "asymmetric")
+        src = o / s;
+      else if (ctm == "align_corners")
+        src = m > 1 ? (double)o * (double)(n - 1) / (double)(m - 1) : 0;
+      else if (ctm == "tf_half_pixel_for_nn")
+        src = (o + 0.5) / s;
+      else if (ctm == "pytorch_half_pixel" && m <= 1)
+        src = 0;
+      else
+        src = (o + 0.5) / s - 0.5;
+      double fl = std::floor(src);
+      int64_t k;
+      if (nearest == "floor")
+        k = (int64_t)fl;
+      else if (nearest == "ceil")
+        k = (int64_t)std::ceil(src);
+      else if (src - fl == 0.5)
+        k = (int64_t)(nearest == "round_prefer_floor" ? fl : fl + 1);
+      else
+        k = (int64_t)std::round(src);
+      k = std::clamp<int64_t>(k, 0, n - 1);
+      std::memcpy(idx.bytes->data() + 8 * o, &k, 8);
+    }
+    Value iv;
+    if (!c.constValue("resize" + std::to_string(axis), std::move(idx), iv))
+      return false;
+    y = c.emit("gather", {y, iv}, Json{{"axis", axis}});
+    if (!y)
+      return false;
+  }
+  c.outputs = {y};
+  return true;
+}
+
+/// Squeeze and Unsqueeze: a reshape to the shape the axes give.
+bool buildSqueeze(NodeCtx &c, bool unsqueeze) {
+  Value x;
+  Ints axes;
+  if (!c.in(0, x))
+    return false;
+  if (c.hasInput(1) && !c.constInts(1, axes))
+    return false;
+  Shape xs = c.shape(x);
+  int64_t r = (int64_t)xs.size() + (unsqueeze ? (int64_t)axes.size() : 0);
+  std::vector<bool> marked(r, false);
+  if (unsqueeze && !c.hasInput(1))
+    return c.fail("input 1 (axes) is required");
+  for (int64_t a : axes) {
+    if (a < -r || a >= r)
+      return c.fail("axis " + std::to_string(a) + " out of range for rank " +
+                    std::to_string(r));
+    if (a < 0)
+      a += r;
+    if (marked[a])
+      return c.fail("axis " + std::to_string(a) + " is repeated");
+    marked[a] = true;
+  }
+  Ints shape;
+  if (unsqueeze) {
+    size_t k = 0;
+    for (int64_t i = 0; i < r; ++i)
+      shape.push_back(marked[i] ? 1 : xs[k++]);
+  } else {
+    for (int64_t i = 0; i < r; ++i) {
+      bool drop = axes.empty() ? xs[i] == 1 : (bool)marked[i];
+      if (drop && xs[i] != 1)
+        return c.fail("axis " + std::to_string(i) + " has size " +
+                      std::to_string(xs[i]) + ", not 1");
+      if (!drop)
+        shape.push_back(xs[i]);
+    }
+  }
+  Value y = c.emit("reshape", {x}, Json{{"shape", shape}});
+  c.outputs = {y};
+  return (bool)y;
+}
+
 bool buildCast(NodeCtx &c) {
   Value x;
   int64_t to;
@@ -1135,6 +1355,16 @@ const std::map<std::string, OpEntry> &opTable() {
     t["ReduceMean"] = {S{"axes", "keepdims", "noop_with_empty_axes"},
                        buildReduceMean};
     t["Cast"] = {S{"to"}, buildCast};
+    t["ConvTranspose"] = {S{"auto_pad", "dilations", "group", "kernel_shape",
+                            "output_padding", "output_shape", "pads",
+                            "strides"},
+                          buildConvTranspose};
+    t["Resize"] = {S{"antialias", "axes", "coordinate_transformation_mode",
+                     "cubic_coeff_a", "exclude_outside", "extrapolation_value",
+                     "keep_aspect_ratio_policy", "mode", "nearest_mode"},
+                   buildResize};
+    t["Squeeze"] = {S{}, [](NodeCtx &c) { return buildSqueeze(c, false); }};
+    t["Unsqueeze"] = {S{}, [](NodeCtx &c) { return buildSqueeze(c, true); }};
     return t;
   }();
   return table;
@@ -1230,6 +1460,40 @@ bool OnnxImporter::importNode(size_t index, const onnx::NodeProto &n,
     } else {
       return fail(where + ": attribute \"" + a.name() + "\" is not supported");
     }
+    consts[n.output(0)] = std::move(t);
+    return true;
+  }
+
+  if (n.op_type() == "Shape") {
+    // Shapes are static, so Shape is a compile-time tensor.
+    if (n.input_size() != 1 || n.output_size() != 1 || n.input(0).empty())
+      return fail(where + ": needs one input and one output");
+    int64_t start = 0, end = INT64_MAX;
+    for (const onnx::AttributeProto &a : n.attribute()) {
+      if ((a.name() != "start" && a.name() != "end"))
+        return fail(where + ": attribute \"" + a.name() +
+                    "\" is not supported");
+      if (a.type() != onnx::AttributeProto::INT)
+        return fail(where + ": attribute \"" + a.name() +
+                    "\" must be INT, got " + attrTypeName(a.type()));
+      (a.name() == "start" ? start : end) = a.i();
+    }
+    auto c = consts.find(n.input(0));
+    Shape s = c != consts.end()
+                  ? c->second.shape
+                  : Shape(cast<RankedTensorType>(values[n.input(0)].getType())
+                              .getShape());
+    int64_t r = (int64_t)s.size();
+    auto clampAxis = [&](int64_t a) {
+      return std::clamp<int64_t>(a < 0 ? a + r : a, 0, r);
+    };
+    start = clampAxis(start);
+    end = std::max(start, clampAxis(end));
+    ConstTensor t;
+    t.dtype = DType::I64;
+    t.shape = {end - start};
+    t.bytes = std::make_shared<std::vector<uint8_t>>(8 * (end - start));
+    std::memcpy(t.bytes->data(), s.data() + start, 8 * (end - start));
     consts[n.output(0)] = std::move(t);
     return true;
   }

@@ -406,6 +406,67 @@ with tempfile.TemporaryDirectory() as d:
         {'ax': np.array([1], np.int64)}, opset=18),
         {'x': x}, {'y': (xd.mean(axis=1, keepdims=True), rm_tol)}, d)
 
+    # --- ConvTranspose, Resize (nearest), Squeeze/Unsqueeze, Shape ---
+    x, bt = rand(1, 4, 5, 6), rand(6)
+    wt = rand(4, 3, 3, 3)
+    ref = L.conv_transpose2d(*f64(x, wt), None, strides=(2, 2), pads=(1, 0, 1, 1),
+                             output_padding=(1, 0), groups=2)
+    wt2 = rand(4, 3, 3, 3)
+    ref2 = L.conv_transpose2d(*f64(x, wt2), bt[:3].astype(np.float64))
+    absr = L.conv_transpose2d(*f64(np.abs(x), np.abs(wt)), strides=(2, 2), pads=(1, 0, 1, 1),
+                              output_padding=(1, 0), groups=2)
+    absr2 = L.conv_transpose2d(*f64(np.abs(x), np.abs(wt2)), np.abs(bt[:3]).astype(np.float64))
+    check('ConvTranspose groups=2 strides=2 pads output_padding; with bias', model(
+        [oh.make_node('ConvTranspose', ['x', 'w'], ['y'], group=2, strides=[2, 2],
+                      pads=[1, 0, 1, 1], output_padding=[1, 0]),
+         oh.make_node('ConvTranspose', ['x', 'w2', 'b'], ['z'])],
+        {'x': x}, ['y', 'z'], {'w': wt, 'w2': wt2, 'b': bt[:3]}),
+        {'x': x}, {'y': (ref, lin_tol(absr, 40)), 'z': (ref2, lin_tol(absr2, 40))}, d)
+
+    x = rand(1, 2, 3, 4)
+    xd = x.astype(np.float64)
+
+    def nearest_idx(n, m, scale, ctm, mode):
+        idx = []
+        for o in range(m):
+            src = {'asymmetric': o / scale, 'half_pixel': (o + 0.5) / scale - 0.5,
+                   'align_corners': o * (n - 1) / (m - 1) if m > 1 else 0.0}[ctm]
+            f = np.floor(src)
+            k = {'floor': f, 'round_prefer_floor': f if src - f == 0.5 else np.round(src),
+                 'round_prefer_ceil': f + 1 if src - f == 0.5 else np.round(src)}[mode]
+            idx.append(int(min(max(k, 0), n - 1)))
+        return idx
+    up = np.repeat(np.repeat(xd, 2, axis=2), 2, axis=3)
+    hi = nearest_idx(3, 5, 5 / 3, 'half_pixel', 'round_prefer_floor')
+    wi = nearest_idx(4, 7, 7 / 4, 'half_pixel', 'round_prefer_floor')
+    ai = nearest_idx(4, 6, 1.5, 'align_corners', 'round_prefer_ceil')
+    check('Resize nearest: scales 2 (asymmetric, floor), sizes (half_pixel), align_corners', model(
+        [oh.make_node('Resize', ['x', '', 'sc'], ['y'], mode='nearest',
+                      coordinate_transformation_mode='asymmetric', nearest_mode='floor'),
+         oh.make_node('Resize', ['x', '', '', 'sz'], ['z'], mode='nearest'),
+         oh.make_node('Resize', ['x', '', 'sc2'], ['u'], mode='nearest',
+                      coordinate_transformation_mode='align_corners',
+                      nearest_mode='round_prefer_ceil')],
+        {'x': x}, ['y', 'z', 'u'],
+        {'sc': np.array([1, 1, 2, 2], np.float32), 'sz': np.array([1, 2, 5, 7], np.int64),
+         'sc2': np.array([1, 1, 1, 1.5], np.float32)}),
+        {'x': x}, {'y': (up, Tol()), 'z': (xd[:, :, hi][:, :, :, wi], Tol()),
+                   'u': (xd[:, :, :, ai], Tol())}, d)
+
+    x, yv = rand(3, 1, 4, 1), rand(2, 2)
+    xd = x.astype(np.float64)
+    check('Squeeze (axes input and all size-1), Unsqueeze, Shape feeding Reshape', model(
+        [oh.make_node('Squeeze', ['x', 'ax'], ['s1']),
+         oh.make_node('Squeeze', ['x'], ['s2']),
+         oh.make_node('Unsqueeze', ['s2', 'ux'], ['u']),
+         oh.make_node('Shape', ['x'], ['shp'], start=1),
+         oh.make_node('Reshape', ['y', 'shp'], ['r'])],
+        {'x': x, 'y': yv}, ['s1', 's2', 'u', 'r'],
+        {'ax': np.array([-1], np.int64), 'ux': np.array([0, -1], np.int64)}, opset=15),
+        {'x': x, 'y': yv}, {'s1': (xd.reshape(3, 1, 4), Tol()), 's2': (xd.reshape(3, 4), Tol()),
+                             'u': (xd.reshape(1, 3, 4, 1), Tol()),
+                             'r': (yv.reshape(1, 4, 1), Tol())}, d)
+
     # --- initializers: typed fields, f16, external data ---
     x = rand(3, 4)
     wv = rand(3, 4)

@@ -73,13 +73,14 @@ std::string parseInputShape(const std::string &spec, InputShapes &out) {
 
 bool haveOnnxSupport() { return false; }
 
-std::optional<ImportedModel> importOnnxFile(const std::string &path,
-                                            MLIRContext &,
-                                            std::vector<std::string> &errors,
-                                            const InputShapes &,
-                                            const ImportLimits &) {
-  errors.push_back(path + ": this tcc was built without ONNX support "
-                          "(install libonnx-dev and libprotobuf-dev)");
+std::optional<ImportedModel> importOnnxBytes(std::string_view,
+                                             const std::string &displayName,
+                                             const std::string &, MLIRContext &,
+                                             std::vector<std::string> &errors,
+                                             const InputShapes &,
+                                             const ImportLimits &) {
+  errors.push_back(displayName + ": this tcc was built without ONNX support "
+                                 "(install libonnx-dev and libprotobuf-dev)");
   return std::nullopt;
 }
 
@@ -288,15 +289,12 @@ struct OpEntry {
 
 class OnnxImporter {
 public:
-  OnnxImporter(MLIRContext &ctx, std::string path,
+  OnnxImporter(MLIRContext &ctx, std::string path, std::string baseDir,
                std::vector<std::string> &errors, const InputShapes &shapes,
                const ImportLimits &limits)
-      : ctx(ctx), path(path), errors(errors), shapes(shapes), limits(limits),
-        diag(path, builderErrors, SIZE_MAX), im(ctx, diag, "", limits) {
-    baseDir = std::filesystem::path(path).parent_path().string();
-    if (baseDir.empty())
-      baseDir = ".";
-  }
+      : ctx(ctx), path(path), baseDir(baseDir), errors(errors), shapes(shapes),
+        limits(limits), diag(path, builderErrors, SIZE_MAX),
+        im(ctx, diag, "", limits) {}
 
   std::optional<ImportedModel> run(const onnx::ModelProto &model);
 
@@ -1370,12 +1368,6 @@ const std::map<std::string, OpEntry> &opTable() {
   return table;
 }
 
-/// How many outputs each op defines; later outputs must be left unnamed.
-int supportedOutputs(const std::string &op) {
-  (void)op;
-  return 1;
-}
-
 bool OnnxImporter::importNode(size_t index, const onnx::NodeProto &n,
                               int64_t opset) {
   std::string where = describe(index, n);
@@ -1504,7 +1496,8 @@ bool OnnxImporter::importNode(size_t index, const onnx::NodeProto &n,
   for (const onnx::AttributeProto &a : n.attribute())
     if (!it->second.attrs.count(a.name()))
       return fail(where + ": attribute \"" + a.name() + "\" is not supported");
-  for (int i = supportedOutputs(n.op_type()); i < n.output_size(); ++i)
+  // Every op here defines one output; further ones must be left unnamed.
+  for (int i = 1; i < n.output_size(); ++i)
     if (!n.output(i).empty())
       return fail(where + ": output " + std::to_string(i) + " (\"" +
                   n.output(i) + "\") is not supported");
@@ -1707,6 +1700,46 @@ std::optional<ImportedModel> OnnxImporter::run(const onnx::ModelProto &model) {
 
 } // namespace
 
+std::optional<ImportedModel>
+importOnnxBytes(std::string_view bytes, const std::string &displayName,
+                const std::string &baseDir, MLIRContext &ctx,
+                std::vector<std::string> &errors,
+                const InputShapes &inputShapes, const ImportLimits &limits) {
+  // Protobuf messages are limited to 2 GiB; weights beyond that belong in
+  // external data files.
+  if (bytes.size() >= (size_t(2) << 30)) {
+    errors.push_back(displayName + ": 2 GiB or larger; keep weights in "
+                                   "external data files");
+    return std::nullopt;
+  }
+  try {
+    ctx.getOrLoadDialect<mlir::tcc::TccDialect>();
+    ctx.getOrLoadDialect<func::FuncDialect>();
+    // Protobuf would log parse problems to stderr; the one line below says it.
+    google::protobuf::SetLogHandler(nullptr);
+    onnx::ModelProto model;
+    if (!model.ParseFromArray(bytes.data(), (int)bytes.size())) {
+      errors.push_back(displayName + ": not a valid ONNX model (the protobuf "
+                                     "is truncated or malformed)");
+      return std::nullopt;
+    }
+    OnnxImporter importer(ctx, displayName, baseDir, errors, inputShapes,
+                          limits);
+    std::optional<ImportedModel> out = importer.run(model);
+    if (out && errors.empty())
+      return out;
+    if (errors.empty())
+      errors.push_back(displayName + ": import failed");
+  } catch (const std::bad_alloc &) {
+    errors.assign(1, displayName + ": out of memory while importing");
+  } catch (const std::exception &e) {
+    errors.assign(1, displayName + ": internal error: " + e.what());
+  }
+  return std::nullopt;
+}
+
+#endif // TCC_HAVE_ONNX
+
 std::optional<ImportedModel> importOnnxFile(const std::string &path,
                                             MLIRContext &ctx,
                                             std::vector<std::string> &errors,
@@ -1721,8 +1754,6 @@ std::optional<ImportedModel> importOnnxFile(const std::string &path,
     return std::nullopt;
   }
   uint64_t size = fs::file_size(path, ec);
-  // Protobuf messages are limited to 2 GiB; weights beyond that belong in
-  // external data files.
   if (ec || size >= (uint64_t(2) << 30)) {
     errors.push_back(path + ": " +
                      (ec ? "cannot read: " + ec.message()
@@ -1736,32 +1767,11 @@ std::optional<ImportedModel> importOnnxFile(const std::string &path,
     errors.push_back(path + ": cannot read");
     return std::nullopt;
   }
-  try {
-    ctx.getOrLoadDialect<mlir::tcc::TccDialect>();
-    ctx.getOrLoadDialect<func::FuncDialect>();
-    // Protobuf would log parse problems to stderr; the one line below says it.
-    google::protobuf::SetLogHandler(nullptr);
-    onnx::ModelProto model;
-    if (!model.ParseFromArray(bytes.data(), (int)bytes.size())) {
-      errors.push_back(path + ": not a valid ONNX model (the protobuf is "
-                              "truncated or malformed)");
-      return std::nullopt;
-    }
-    bytes = {};
-    OnnxImporter importer(ctx, path, errors, inputShapes, limits);
-    std::optional<ImportedModel> out = importer.run(model);
-    if (out && errors.empty())
-      return out;
-    if (errors.empty())
-      errors.push_back(path + ": import failed");
-  } catch (const std::bad_alloc &) {
-    errors.assign(1, path + ": out of memory while importing");
-  } catch (const std::exception &e) {
-    errors.assign(1, path + ": internal error: " + e.what());
-  }
-  return std::nullopt;
+  std::string baseDir = fs::path(path).parent_path().string();
+  if (baseDir.empty())
+    baseDir = ".";
+  return importOnnxBytes(bytes, path, baseDir, ctx, errors, inputShapes,
+                         limits);
 }
-
-#endif // TCC_HAVE_ONNX
 
 } // namespace tcc

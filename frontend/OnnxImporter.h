@@ -15,6 +15,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tcc {
@@ -31,6 +32,16 @@ std::string parseInputShape(const std::string &spec, InputShapes &out);
 
 /// True when this tcc was built with ONNX support.
 bool haveOnnxSupport();
+
+/// Imports the serialized ModelProto `bytes`; `displayName` names it in
+/// errors and `baseDir` is where external data paths start.
+std::optional<ImportedModel> importOnnxBytes(std::string_view bytes,
+                                             const std::string &displayName,
+                                             const std::string &baseDir,
+                                             mlir::MLIRContext &ctx,
+                                             std::vector<std::string> &errors,
+                                             const InputShapes &inputShapes,
+                                             const ImportLimits &limits = {});
 
 /// Reads and imports the ONNX model at `path`; external data files are found
 /// relative to its folder. On failure `errors` holds one line.

@@ -1182,6 +1182,8 @@ bool buildResize(NodeCtx &c) {
       out[i] = (int64_t)std::floor((double)xs[i] * scales[i]);
     }
   }
+  if (std::string e = checkShapeLimits(out); !e.empty())
+    return c.fail("the result's " + e);
   Value y = x;
   for (int64_t axis = 0; axis < r; ++axis) {
     int64_t n = xs[axis], m = out[axis];
@@ -1189,6 +1191,9 @@ bool buildResize(NodeCtx &c) {
       continue;
     if (n == 0)
       return c.fail("cannot resize an empty axis");
+    if ((uint64_t)m * 8 > c.o.limits.maxParamBytes - c.o.paramBytes)
+      return c.fail("the indices of axis " + std::to_string(axis) +
+                    " exceed the params' limit");
     ConstTensor idx;
     idx.dtype = DType::I64;
     idx.shape = {m};
@@ -1646,7 +1651,11 @@ std::optional<ImportedModel> OnnxImporter::run(const onnx::ModelProto &model) {
   std::vector<Value> results;
   if (g.output_size() == 0)
     return fail("the graph has no outputs"), std::nullopt;
+  std::set<std::string> outputNames;
   for (const onnx::ValueInfoProto &v : g.output()) {
+    if (!outputNames.insert(v.name()).second)
+      return fail("graph output \"" + v.name() + "\" is listed twice"),
+             std::nullopt;
     Value r;
     if (!checkName(v.name(), "graph output") ||
         !valueOf(v.name(), "graph output", r))

@@ -55,8 +55,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   // Under libFuzzer's memory limit, whatever the input declares.
   limits.maxParamBytes = uint64_t(64) << 20;
   std::string_view bytes((const char *)data, size);
-  auto model = tcc::importOnnxBytes(bytes, "fuzz.onnx", scratchDir, ctx,
-                                    errors, {}, limits);
+  auto model = tcc::importOnnxBytes(bytes, "fuzz.onnx", scratchDir, ctx, errors,
+                                    {}, limits);
   // The contract: a model and no errors, or exactly one error line. An
   // "internal" error means the importer built IR that the format's checks
   // should have refused: a bug too.

@@ -339,6 +339,8 @@ public:
   bool valueOf(const std::string &name, const std::string &what, Value &out);
   bool checkName(const std::string &name, const std::string &what);
   bool importNode(size_t index, const onnx::NodeProto &n, int64_t opset);
+  bool foldIntegers(const onnx::NodeProto &n, const std::string &where,
+                    bool &folded);
 };
 
 bool NodeCtx::fail(const std::string &reason) {
@@ -1373,6 +1375,129 @@ const std::map<std::string, OpEntry> &opTable() {
   return table;
 }
 
+/// Shape arithmetic on small integer tensors known at compile time, as
+/// exporters write it around Reshape (Shape, Gather, Unsqueeze, Concat...):
+/// computed here, so that the Reshape still sees a constant shape. Only
+/// these forms are folded; anything else is left to the op table.
+bool OnnxImporter::foldIntegers(const onnx::NodeProto &n,
+                                const std::string &where, bool &folded) {
+  static const std::set<std::string> foldable = {
+      "Gather", "Concat", "Unsqueeze", "Squeeze", "Cast", "Add", "Sub", "Mul"};
+  constexpr int64_t kMaxFolded = 1024;
+  folded = false;
+  if (!foldable.count(n.op_type()) || n.output_size() != 1 ||
+      n.input_size() < 1)
+    return true;
+  std::vector<const ConstTensor *> ins;
+  for (const std::string &in : n.input()) {
+    auto it = consts.find(in);
+    if (in.empty() || it == consts.end())
+      return true;
+    const ConstTensor &t = it->second;
+    if ((t.dtype != DType::I64 && t.dtype != DType::I32) ||
+        t.shape.size() > 1 || t.numel() > kMaxFolded)
+      return true;
+    ins.push_back(&t);
+  }
+  auto ints = [](const ConstTensor &t) {
+    Ints v;
+    for (int64_t i = 0; i < t.numel(); ++i)
+      v.push_back(t.intAt(i));
+    return v;
+  };
+  auto findInt = [&](const char *name, int64_t dflt) -> std::optional<int64_t> {
+    for (const onnx::AttributeProto &a : n.attribute())
+      if (a.name() == name)
+        return a.type() == onnx::AttributeProto::INT
+                   ? std::optional<int64_t>(a.i())
+                   : std::nullopt;
+    return dflt;
+  };
+  for (const onnx::AttributeProto &a : n.attribute())
+    if (a.name() != "axis" && a.name() != "to")
+      return true;
+  Ints out;
+  Shape shape;
+  DType dt = ins[0]->dtype;
+  const std::string &op = n.op_type();
+  if (op == "Gather") {
+    std::optional<int64_t> axis = findInt("axis", 0);
+    if (ins.size() != 2 || !axis || *axis != 0 || ins[0]->shape.size() != 1)
+      return true;
+    Ints data = ints(*ins[0]);
+    for (int64_t i : ints(*ins[1])) {
+      int64_t d = (int64_t)data.size();
+      if (i < -d || i >= d)
+        return fail(where + ": index " + std::to_string(i) +
+                    " out of range for " + std::to_string(d) + " entries");
+      out.push_back(data[i < 0 ? i + d : i]);
+    }
+    shape = ins[1]->shape;
+  } else if (op == "Concat") {
+    std::optional<int64_t> axis = findInt("axis", 0);
+    if (!axis || (*axis != 0 && *axis != -1))
+      return true;
+    for (const ConstTensor *t : ins) {
+      if (t->shape.size() != 1 || t->dtype != dt)
+        return true;
+      Ints v = ints(*t);
+      out.insert(out.end(), v.begin(), v.end());
+    }
+    if ((int64_t)out.size() > kMaxFolded)
+      return true;
+    shape = {(int64_t)out.size()};
+  } else if (op == "Unsqueeze" || op == "Squeeze") {
+    // A scalar becoming [1] and back: the values stay.
+    if (ins.size() != 2 || ins[1]->numel() != 1 ||
+        (ins[1]->intAt(0) != 0 && ins[1]->intAt(0) != -1))
+      return true;
+    bool unsq = op == "Unsqueeze";
+    if (unsq ? !ins[0]->shape.empty() : ins[0]->shape != Shape{1})
+      return true;
+    out = ints(*ins[0]);
+    shape = unsq ? Shape{1} : Shape{};
+  } else if (op == "Cast") {
+    std::optional<int64_t> to = findInt("to", -1);
+    if (ins.size() != 1 || !to ||
+        (*to != onnx::TensorProto::INT64 && *to != onnx::TensorProto::INT32))
+      return true;
+    dt = *to == onnx::TensorProto::INT64 ? DType::I64 : DType::I32;
+    out = ints(*ins[0]);
+    for (int64_t &v : out)
+      if (dt == DType::I32)
+        v = (int32_t)v;
+    shape = ins[0]->shape;
+  } else {
+    // Add, Sub, Mul: equal shapes or a one-element operand.
+    if (ins.size() != 2 || ins[1]->dtype != dt)
+      return true;
+    Ints a = ints(*ins[0]), b = ints(*ins[1]);
+    if (a.empty() || b.empty() ||
+        (a.size() != b.size() && a.size() != 1 && b.size() != 1))
+      return true;
+    shape = a.size() >= b.size() ? ins[0]->shape : ins[1]->shape;
+    if (ins[0]->shape.size() != ins[1]->shape.size())
+      shape = ins[0]->shape.size() > ins[1]->shape.size() ? ins[0]->shape
+                                                          : ins[1]->shape;
+    for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
+      // Shape arithmetic stays far from overflow; wrap like int64 if not.
+      uint64_t x = (uint64_t)a[a.size() == 1 ? 0 : i],
+               y = (uint64_t)b[b.size() == 1 ? 0 : i];
+      uint64_t r = op == "Add" ? x + y : op == "Sub" ? x - y : x * y;
+      out.push_back(dt == DType::I32 ? (int64_t)(int32_t)r : (int64_t)r);
+    }
+  }
+  ConstTensor t;
+  t.dtype = dt;
+  t.shape = shape;
+  t.bytes = std::make_shared<std::vector<uint8_t>>(out.size() * dtypeSize(dt));
+  for (size_t i = 0; i < out.size(); ++i)
+    encodeInteger(dt, out[i], t.bytes->data() + i * dtypeSize(dt));
+  consts[n.output(0)] = std::move(t);
+  folded = true;
+  return true;
+}
+
 bool OnnxImporter::importNode(size_t index, const onnx::NodeProto &n,
                               int64_t opset) {
   std::string where = describe(index, n);
@@ -1460,6 +1585,12 @@ bool OnnxImporter::importNode(size_t index, const onnx::NodeProto &n,
     consts[n.output(0)] = std::move(t);
     return true;
   }
+
+  bool folded = false;
+  if (!foldIntegers(n, where, folded))
+    return false;
+  if (folded)
+    return true;
 
   if (n.op_type() == "Shape") {
     // Shapes are static, so Shape is a compile-time tensor.

@@ -467,6 +467,23 @@ with tempfile.TemporaryDirectory() as d:
                              'u': (xd.reshape(1, 3, 4, 1), Tol()),
                              'r': (yv.reshape(1, 4, 1), Tol())}, d)
 
+    # The flatten exporters write: x.view(x.size(0), -1) as shape arithmetic.
+    x = rand(2, 3, 4)
+    check('shape arithmetic folded (Shape, Gather, Unsqueeze, Mul, Concat) into Reshape', model(
+        [oh.make_node('Shape', ['x'], ['s']),
+         oh.make_node('Gather', ['s', 'zero'], ['n'], axis=0),
+         oh.make_node('Gather', ['s', 'one'], ['c']),
+         oh.make_node('Mul', ['c', 'two'], ['c2']),
+         oh.make_node('Unsqueeze', ['n', 'ax0'], ['n1']),
+         oh.make_node('Unsqueeze', ['c2', 'ax0'], ['c1']),
+         oh.make_node('Concat', ['n1', 'c1', 'minus1'], ['shape'], axis=0),
+         oh.make_node('Reshape', ['x', 'shape'], ['y'])],
+        {'x': x}, ['y'],
+        {'zero': np.array(0, np.int64), 'one': np.array(-2, np.int64),
+         'two': np.array(2, np.int64), 'ax0': np.array([0], np.int64),
+         'minus1': np.array([-1], np.int64)}),
+        {'x': x}, {'y': (x.astype(np.float64).reshape(2, 6, 2), Tol())}, d)
+
     # --- initializers: typed fields, f16, external data ---
     x = rand(3, 4)
     wv = rand(3, 4)

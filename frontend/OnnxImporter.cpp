@@ -818,10 +818,14 @@ bool buildClip(NodeCtx &c) {
     if (!c.constScalar(i, v))
       return false;
     const char *key = i == 1 ? "min" : "max";
-    if (isInt)
-      attrs[key] = (int64_t)v;
-    else
+    if (!isInt) {
       attrs[key] = v;
+      continue;
+    }
+    if (!(std::fabs(v) < 0x1p63) || v != std::trunc(v))
+      return c.fail(std::string(key) +
+                    " must be an integer for an integer tensor");
+    attrs[key] = (int64_t)v;
   }
   Value y = attrs.empty() ? x : c.emit("clamp", {x}, attrs);
   c.outputs = {y};
@@ -1027,6 +1031,8 @@ bool buildPad(NodeCtx &c) {
   Json attrs{{"pads", pads}};
   if (isFloat(c.dtype(x)))
     attrs["value"] = value;
+  else if (!(std::fabs(value) < 0x1p63) || value != std::trunc(value))
+    return c.fail("the pad value must be an integer for an integer tensor");
   else
     attrs["value"] = (int64_t)value;
   Value y = c.emit("pad", {x}, attrs);
@@ -1213,6 +1219,8 @@ bool buildResize(NodeCtx &c) {
         src = 0;
       else
         src = (o + 0.5) / s - 0.5;
+      // Within [-1, n] the rounding below is exact and the cast defined.
+      src = std::clamp(src, -1.0, (double)n);
       double fl = std::floor(src);
       int64_t k;
       if (nearest == "floor")

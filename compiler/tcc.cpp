@@ -1,9 +1,12 @@
 //===- tcc.cpp - the tcc command line -------------------------------------===//
 //
-//   tcc compile MODEL.json -o OUT [--target T] [--emit
-//   bundle|mlir|llvm|asm|lib] tcc run     MODEL.json|BUNDLE [--input
-//   NAME=FILE.npy]... [--output-dir DIR] tcc bench   MODEL.json|BUNDLE
-//   [--warmup N] [--iters N] [--json FILE] tcc inspect BUNDLE
+//   tcc compile MODEL.json|MODEL.onnx -o OUT [--target T] [--emit
+//   bundle|mlir|llvm|asm|lib] [--input-shape NAME=D0xD1x...]
+//   tcc run     MODEL.json|MODEL.onnx|BUNDLE [--input NAME=FILE.npy]...
+//   [--output-dir DIR]
+//   tcc bench   MODEL.json|MODEL.onnx|BUNDLE [--warmup N] [--iters N]
+//   [--json FILE]
+//   tcc inspect BUNDLE
 //
 // run, bench and inspect share their logic with the runtime-only build
 // (runtime/tools); this driver adds model compilation in front of them.
@@ -42,10 +45,11 @@ static cl::SubCommand runCmd("run", "Run a model or bundle once");
 static cl::SubCommand benchCmd("bench", "Time a model or bundle");
 static cl::SubCommand inspectCmd("inspect", "Print a bundle's manifest");
 
-static cl::opt<std::string> inputPath(cl::Positional, cl::Required,
-                                      cl::desc("<model.json | bundle>"),
-                                      cl::sub(compileCmd), cl::sub(runCmd),
-                                      cl::sub(benchCmd), cl::sub(inspectCmd));
+static cl::opt<std::string>
+    inputPath(cl::Positional, cl::Required,
+              cl::desc("<model.json | model.onnx | bundle>"),
+              cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd),
+              cl::sub(inspectCmd));
 static cl::opt<std::string> outputPath("o", cl::desc("Output path"),
                                        cl::value_desc("path"),
                                        cl::sub(compileCmd));
@@ -362,7 +366,7 @@ int main(int argc, char **argv) {
                               "tcc: a tensor compiler\n\n"
                               "  tcc compile MODEL.json|MODEL.onnx -o OUT\n"
                               "  tcc run MODEL.json|MODEL.onnx|BUNDLE\n"
-                              "  tcc bench MODEL.json|BUNDLE\n"
+                              "  tcc bench MODEL.json|MODEL.onnx|BUNDLE\n"
                               "  tcc inspect BUNDLE\n");
   if (compileCmd)
     return doCompile();

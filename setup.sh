@@ -12,7 +12,8 @@ SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 PACKAGES="cmake ninja-build g++ clang-22 libclang-rt-22-dev lld-22 llvm-22-dev
   llvm-22-tools libmlir-22-dev mlir-22-tools nlohmann-json3-dev catch2
-  python3-numpy rocm-device-libs libamdhip64-dev"
+  python3-numpy rocm-device-libs libamdhip64-dev
+  libonnx-dev libprotobuf-dev protobuf-compiler python3-onnx"
 if ! dpkg -s $PACKAGES >/dev/null 2>&1; then
   $SUDO apt-get update
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends $PACKAGES

@@ -1,9 +1,12 @@
 //===- tcc.cpp - the tcc command line -------------------------------------===//
 //
-//   tcc compile MODEL.json -o OUT [--target T] [--emit
-//   bundle|mlir|llvm|asm|lib] tcc run     MODEL.json|BUNDLE [--input
-//   NAME=FILE.npy]... [--output-dir DIR] tcc bench   MODEL.json|BUNDLE
-//   [--warmup N] [--iters N] [--json FILE] tcc inspect BUNDLE
+//   tcc compile MODEL.json|MODEL.onnx -o OUT [--target T] [--emit
+//   bundle|mlir|llvm|asm|lib] [--input-shape NAME=D0xD1x...]
+//   tcc run     MODEL.json|MODEL.onnx|BUNDLE [--input NAME=FILE.npy]...
+//   [--output-dir DIR]
+//   tcc bench   MODEL.json|MODEL.onnx|BUNDLE [--warmup N] [--iters N]
+//   [--json FILE]
+//   tcc inspect BUNDLE
 //
 // run, bench and inspect share their logic with the runtime-only build
 // (runtime/tools); this driver adds model compilation in front of them.
@@ -14,6 +17,7 @@
 #include "compiler/Pipeline.h"
 #include "compiler/Registration.h"
 #include "frontend/ModelImporter.h"
+#include "frontend/OnnxImporter.h"
 #include "runtime/src/FileIO.h"
 #include "runtime/tools/Runner.h"
 
@@ -41,10 +45,11 @@ static cl::SubCommand runCmd("run", "Run a model or bundle once");
 static cl::SubCommand benchCmd("bench", "Time a model or bundle");
 static cl::SubCommand inspectCmd("inspect", "Print a bundle's manifest");
 
-static cl::opt<std::string> inputPath(cl::Positional, cl::Required,
-                                      cl::desc("<model.json | bundle>"),
-                                      cl::sub(compileCmd), cl::sub(runCmd),
-                                      cl::sub(benchCmd), cl::sub(inspectCmd));
+static cl::opt<std::string>
+    inputPath(cl::Positional, cl::Required,
+              cl::desc("<model.json | model.onnx | bundle>"),
+              cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd),
+              cl::sub(inspectCmd));
 static cl::opt<std::string> outputPath("o", cl::desc("Output path"),
                                        cl::value_desc("path"),
                                        cl::sub(compileCmd));
@@ -135,6 +140,11 @@ static cl::opt<Emit> emit(
 static cl::list<std::string>
     inputs("input", cl::desc("NAME=FILE.npy (repeatable)"), cl::sub(runCmd),
            cl::sub(benchCmd));
+static cl::list<std::string> inputShapes(
+    "input-shape",
+    cl::desc("NAME=D0xD1x... : fixes the shape of an ONNX graph input "
+             "(repeatable; e.g. x=1x3x224x224)"),
+    cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
 static cl::opt<std::string> outputDir("output-dir",
                                       cl::desc("Where outputs are written"),
                                       cl::init("."), cl::sub(runCmd));
@@ -248,8 +258,21 @@ static bool compilePath(const std::string &path,
   // Kept recipes need no bytes at compile time.
   tcc::ImportLimits limits;
   limits.deferRecipes = paramRecipes == ParamRecipes::Keep;
-  std::optional<tcc::ImportedModel> model =
-      tcc::importModelFile(path, context, errors, limits);
+  std::optional<tcc::ImportedModel> model;
+  if (tcc::isOnnxPath(path)) {
+    tcc::InputShapes shapes;
+    for (const std::string &spec : inputShapes)
+      if (std::string e = tcc::parseInputShape(spec, shapes); !e.empty()) {
+        fail(e);
+        return false;
+      }
+    model = tcc::importOnnxFile(path, context, errors, shapes);
+  } else if (!inputShapes.empty()) {
+    fail("--input-shape applies to ONNX models (.onnx) only");
+    return false;
+  } else {
+    model = tcc::importModelFile(path, context, errors, limits);
+  }
   if (!model) {
     for (const std::string &e : errors)
       llvm::errs() << e << "\n";
@@ -355,9 +378,9 @@ int main(int argc, char **argv) {
   shareTopLevelOptions();
   cl::ParseCommandLineOptions(argc, argv,
                               "tcc: a tensor compiler\n\n"
-                              "  tcc compile MODEL.json -o OUT\n"
-                              "  tcc run MODEL.json|BUNDLE\n"
-                              "  tcc bench MODEL.json|BUNDLE\n"
+                              "  tcc compile MODEL.json|MODEL.onnx -o OUT\n"
+                              "  tcc run MODEL.json|MODEL.onnx|BUNDLE\n"
+                              "  tcc bench MODEL.json|MODEL.onnx|BUNDLE\n"
                               "  tcc inspect BUNDLE\n");
   if (compileCmd)
     return doCompile();

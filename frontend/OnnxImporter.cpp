@@ -1,0 +1,1925 @@
+//===- OnnxImporter.cpp - ONNX models to the tcc dialect ------------------===//
+//
+// The ONNX graph is walked once in node order. Each node's inputs resolve to
+// MLIR values (graph inputs, params made from initializers on first use, or
+// earlier results), and the node is expanded into model-format ops built by
+// the format's own op builders (Ops.cpp, Composites.cpp), so that shapes,
+// dtypes and limits are checked exactly as for a JSON model. Initializers and
+// Constant outputs stay compile-time tensors until a node reads them as data:
+// shapes, pads and clip bounds are read from them directly.
+//
+//===----------------------------------------------------------------------===//
+#include "frontend/OnnxImporter.h"
+#include "frontend/Importer.h"
+
+#include "mlir/IR/Verifier.h"
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <set>
+
+#ifdef TCC_HAVE_ONNX
+#include "onnx/onnx_pb.h"
+#include <google/protobuf/stubs/logging.h>
+#endif
+
+namespace tcc {
+
+using namespace mlir;
+
+bool isOnnxPath(const std::string &path) {
+  if (path.size() < 5)
+    return false;
+  std::string ext = path.substr(path.size() - 5);
+  for (char &c : ext)
+    c = (char)std::tolower((unsigned char)c);
+  return ext == ".onnx";
+}
+
+std::string parseInputShape(const std::string &spec, InputShapes &out) {
+  size_t eq = spec.rfind('=');
+  if (eq == std::string::npos || eq == 0)
+    return "--input-shape expects NAME=D0xD1x... (e.g. x=1x3x224x224), got '" +
+           spec + "'";
+  std::string name = spec.substr(0, eq), dims = spec.substr(eq + 1);
+  std::vector<int64_t> shape;
+  size_t pos = 0;
+  while (true) {
+    size_t x = dims.find('x', pos);
+    std::string d = dims.substr(pos, x == std::string::npos ? x : x - pos);
+    bool digits = !d.empty() && d.size() <= 13;
+    for (char c : d)
+      digits &= c >= '0' && c <= '9';
+    if (!digits || std::stoll(d) > kMaxElements)
+      return "--input-shape " + spec +
+             ": each size must be an integer in [0, 2^40], separated by 'x'";
+    shape.push_back(std::stoll(d));
+    if (x == std::string::npos)
+      break;
+    pos = x + 1;
+  }
+  if (std::string e = checkShapeLimits(shape); !e.empty())
+    return "--input-shape " + spec + ": " + e;
+  if (!out.emplace(name, shape).second)
+    return "--input-shape gives \"" + name + "\" twice";
+  return "";
+}
+
+#ifndef TCC_HAVE_ONNX
+
+bool haveOnnxSupport() { return false; }
+
+std::optional<ImportedModel> importOnnxBytes(std::string_view,
+                                             const std::string &displayName,
+                                             const std::string &, MLIRContext &,
+                                             std::vector<std::string> &errors,
+                                             const InputShapes &,
+                                             const ImportLimits &) {
+  errors.push_back(displayName + ": this tcc was built without ONNX support "
+                                 "(install libonnx-dev and libprotobuf-dev)");
+  return std::nullopt;
+}
+
+#else
+
+bool haveOnnxSupport() { return true; }
+
+namespace {
+
+using Ints = std::vector<int64_t>;
+constexpr int64_t kMinOpset = 13, kMaxOpset = 18;
+
+/// The format's dtype of an ONNX element type, if it has one.
+std::optional<DType> dtypeOfOnnx(int32_t t) {
+  switch (t) {
+  case onnx::TensorProto::FLOAT:
+    return DType::F32;
+  case onnx::TensorProto::DOUBLE:
+    return DType::F64;
+  case onnx::TensorProto::FLOAT16:
+    return DType::F16;
+  case onnx::TensorProto::BFLOAT16:
+    return DType::BF16;
+  case 17: // FLOAT8E4M3FN (ONNX 1.14; this protobuf predates the name)
+    return DType::F8E4M3;
+  case 19: // FLOAT8E5M2
+    return DType::F8E5M2;
+  case onnx::TensorProto::INT8:
+    return DType::I8;
+  case onnx::TensorProto::INT32:
+    return DType::I32;
+  case onnx::TensorProto::INT64:
+    return DType::I64;
+  case onnx::TensorProto::BOOL:
+    return DType::Bool;
+  default:
+    return std::nullopt;
+  }
+}
+
+std::string onnxTypeName(int32_t t) {
+  if (onnx::TensorProto::DataType_IsValid(t))
+    return onnx::TensorProto::DataType_Name((onnx::TensorProto::DataType)t);
+  if (t == 17)
+    return "FLOAT8E4M3FN";
+  if (t == 19)
+    return "FLOAT8E5M2";
+  return "type " + std::to_string(t);
+}
+
+std::string attrTypeName(onnx::AttributeProto::AttributeType t) {
+  if (onnx::AttributeProto::AttributeType_IsValid(t))
+    return onnx::AttributeProto::AttributeType_Name(t);
+  return "type " + std::to_string((int)t);
+}
+
+/// A tensor known at compile time: an initializer or a Constant's value.
+struct ConstTensor {
+  DType dtype;
+  Shape shape;
+  std::shared_ptr<std::vector<uint8_t>> bytes;
+
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    return n;
+  }
+  /// Element `i` as an integer (integer and bool dtypes) or double.
+  int64_t intAt(int64_t i) const {
+    const uint8_t *p = bytes->data() + i * dtypeSize(dtype);
+    switch (dtype) {
+    case DType::I64: {
+      int64_t v;
+      std::memcpy(&v, p, 8);
+      return v;
+    }
+    case DType::I32: {
+      int32_t v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case DType::I8:
+      return (int8_t)*p;
+    case DType::Bool:
+      return *p;
+    default:
+      return (int64_t)decodeScalar(dtype, p);
+    }
+  }
+  double floatAt(int64_t i) const {
+    return decodeScalar(dtype, bytes->data() + i * dtypeSize(dtype));
+  }
+};
+
+class OnnxImporter;
+
+/// One node being imported: its attributes, inputs, and the ops it emits.
+struct NodeCtx {
+  OnnxImporter &o;
+  size_t index;
+  const onnx::NodeProto &n;
+  int64_t opset;
+  Location loc;
+  std::vector<Value> outputs;
+
+  bool fail(const std::string &reason);
+
+  // Attributes. A missing one takes `dflt`; without a default it is an error.
+  const onnx::AttributeProto *attr(const char *name) const {
+    for (const onnx::AttributeProto &a : n.attribute())
+      if (a.name() == name)
+        return &a;
+    return nullptr;
+  }
+  bool typed(const onnx::AttributeProto &a,
+             onnx::AttributeProto::AttributeType want) {
+    if (a.type() == want)
+      return true;
+    return fail("attribute \"" + a.name() + "\" must be " + attrTypeName(want) +
+                ", got " + attrTypeName(a.type()));
+  }
+  bool getInt(const char *name, int64_t &out,
+              std::optional<int64_t> dflt = std::nullopt) {
+    const onnx::AttributeProto *a = attr(name);
+    if (!a) {
+      if (!dflt)
+        return fail(std::string("missing attribute \"") + name + "\"");
+      out = *dflt;
+      return true;
+    }
+    if (!typed(*a, onnx::AttributeProto::INT))
+      return false;
+    out = a->i();
+    return true;
+  }
+  bool getFloat(const char *name, double &out, double dflt) {
+    const onnx::AttributeProto *a = attr(name);
+    out = dflt;
+    if (!a)
+      return true;
+    if (!typed(*a, onnx::AttributeProto::FLOAT))
+      return false;
+    out = a->f();
+    return true;
+  }
+  bool getInts(const char *name, Ints &out,
+               std::optional<Ints> dflt = std::nullopt) {
+    const onnx::AttributeProto *a = attr(name);
+    if (!a) {
+      if (!dflt)
+        return fail(std::string("missing attribute \"") + name + "\"");
+      out = *dflt;
+      return true;
+    }
+    if (!typed(*a, onnx::AttributeProto::INTS))
+      return false;
+    out.assign(a->ints().begin(), a->ints().end());
+    return true;
+  }
+  bool getString(const char *name, std::string &out, const char *dflt) {
+    const onnx::AttributeProto *a = attr(name);
+    out = dflt;
+    if (!a)
+      return true;
+    if (!typed(*a, onnx::AttributeProto::STRING))
+      return false;
+    out = a->s();
+    return true;
+  }
+
+  // Inputs. An empty name is an omitted optional input.
+  bool hasInput(int i) const {
+    return i < n.input_size() && !n.input(i).empty();
+  }
+  /// Input `i` as a value (a compile-time tensor becomes a param).
+  bool in(int i, Value &out);
+  /// Input `i` as a compile-time tensor; an error when it is computed.
+  bool constIn(int i, const ConstTensor *&out);
+  bool constInts(int i, Ints &out);
+  bool constScalar(int i, double &out);
+
+  /// A tensor computed at compile time, as a param named after the node's
+  /// first output and `suffix`.
+  bool constValue(const std::string &suffix, ConstTensor t, Value &out);
+
+  // Emission through the format's op builders.
+  Value emit(const char *op, std::vector<Value> ins, Json attrs = Json());
+  Value constant(DType t, double v) {
+    return emit("constant", {}, Json{{"dtype", dtypeName(t)}, {"value", v}});
+  }
+  Shape shape(Value v) const {
+    return Shape(cast<RankedTensorType>(v.getType()).getShape());
+  }
+  DType dtype(Value v) const {
+    return *dtypeOfElement(
+        cast<RankedTensorType>(v.getType()).getElementType());
+  }
+};
+
+using Handler = std::function<bool(NodeCtx &)>;
+struct OpEntry {
+  std::set<std::string> attrs;
+  Handler build;
+};
+
+class OnnxImporter {
+public:
+  OnnxImporter(MLIRContext &ctx, std::string path, std::string baseDir,
+               std::vector<std::string> &errors, const InputShapes &shapes,
+               const ImportLimits &limits)
+      : ctx(ctx), path(path), baseDir(baseDir), errors(errors), shapes(shapes),
+        limits(limits), diag(path, builderErrors, SIZE_MAX),
+        im(ctx, diag, "", limits) {}
+
+  std::optional<ImportedModel> run(const onnx::ModelProto &model);
+
+  bool fail(const std::string &message) {
+    if (errors.empty()) {
+      std::string line = path + ": " + message;
+      for (char &c : line)
+        if ((unsigned char)c < 0x20 || c == 0x7f)
+          c = '?';
+      errors.push_back(line);
+    }
+    return false;
+  }
+  std::string describe(size_t index, const onnx::NodeProto &n) const {
+    std::string s = "node " + std::to_string(index);
+    if (!n.name().empty())
+      s += " \"" + n.name() + "\"";
+    return s + " (" + n.op_type() + ")";
+  }
+
+  MLIRContext &ctx;
+  std::string path, baseDir;
+  std::vector<std::string> &errors;
+  const InputShapes &shapes;
+  ImportLimits limits;
+  std::vector<std::string> builderErrors;
+  Diagnostics diag;
+  Importer im;
+
+  Block *entry = nullptr;
+  std::unordered_map<std::string, Value> values;
+  std::unordered_map<std::string, ConstTensor> consts;
+  /// Arguments in order with their names and kinds.
+  std::vector<std::pair<std::string, const char *>> args;
+  std::vector<ParamData> params;
+  uint64_t paramBytes = 0;
+
+  bool decodeTensor(const onnx::TensorProto &t, const std::string &what,
+                    ConstTensor &out);
+  bool readExternal(const onnx::TensorProto &t, const std::string &what,
+                    size_t bytes, std::vector<uint8_t> &out);
+  bool valueOf(const std::string &name, const std::string &what, Value &out);
+  bool checkName(const std::string &name, const std::string &what);
+  bool importNode(size_t index, const onnx::NodeProto &n, int64_t opset);
+  bool foldIntegers(const onnx::NodeProto &n, const std::string &where,
+                    bool &folded);
+};
+
+bool NodeCtx::fail(const std::string &reason) {
+  return o.fail(o.describe(index, n) + ": " + reason);
+}
+
+bool NodeCtx::in(int i, Value &out) {
+  if (!hasInput(i))
+    return fail("input " + std::to_string(i) + " is required");
+  return o.valueOf(n.input(i),
+                   o.describe(index, n) + ": input " + std::to_string(i), out);
+}
+
+bool NodeCtx::constValue(const std::string &suffix, ConstTensor t, Value &out) {
+  std::string name = n.output(0) + "." + suffix;
+  while (o.consts.count(name) || o.values.count(name))
+    name += "_";
+  o.consts[name] = std::move(t);
+  return o.valueOf(name, o.describe(index, n), out);
+}
+
+bool NodeCtx::constIn(int i, const ConstTensor *&out) {
+  if (!hasInput(i))
+    return fail("input " + std::to_string(i) + " is required");
+  auto it = o.consts.find(n.input(i));
+  if (it == o.consts.end()) {
+    if (!o.values.count(n.input(i)))
+      return fail("input " + std::to_string(i) + " \"" + n.input(i) +
+                  "\" is not defined by an initializer, a graph input or an "
+                  "earlier node");
+    return fail("input " + std::to_string(i) + " \"" + n.input(i) +
+                "\" must be a constant (an initializer or a Constant node); "
+                "computed values are not supported here");
+  }
+  out = &it->second;
+  return true;
+}
+
+bool NodeCtx::constInts(int i, Ints &out) {
+  const ConstTensor *t;
+  if (!constIn(i, t))
+    return false;
+  if (t->dtype != DType::I64 && t->dtype != DType::I32)
+    return fail("input " + std::to_string(i) + " must be int64 or int32, got " +
+                dtypeName(t->dtype));
+  if (t->shape.size() > 1)
+    return fail("input " + std::to_string(i) + " must be a 1-D list");
+  out.clear();
+  for (int64_t k = 0; k < t->numel(); ++k)
+    out.push_back(t->intAt(k));
+  return true;
+}
+
+bool NodeCtx::constScalar(int i, double &out) {
+  const ConstTensor *t;
+  if (!constIn(i, t))
+    return false;
+  if (t->numel() != 1)
+    return fail("input " + std::to_string(i) + " must hold one value, got " +
+                std::to_string(t->numel()));
+  out = isFloat(t->dtype) ? t->floatAt(0) : (double)t->intAt(0);
+  return true;
+}
+
+Value NodeCtx::emit(const char *op, std::vector<Value> ins, Json attrs) {
+  const OpInfo *info = findOp(op);
+  if (!info) {
+    fail(std::string("internal error: no op ") + op);
+    return {};
+  }
+  if (attrs.is_null())
+    attrs = Json::object();
+  size_t before = o.builderErrors.size();
+  NodeBuilder nb(o.im, index, op, &attrs, ins, loc);
+  std::vector<Value> results;
+  if (info->build(nb, results) && results.size() == 1 && results[0])
+    return results[0];
+  // The format's builders report at a JSON pointer of the node they were
+  // given; for ONNX the node and the reason are what matter.
+  std::string reason = "cannot build " + std::string(op);
+  if (o.builderErrors.size() > before) {
+    std::string line = o.builderErrors.back();
+    line = line.substr(std::min(line.size(), o.path.size() + 2));
+    if (!line.empty() && line[0] == '/') {
+      size_t colon = line.find(": ");
+      if (colon != std::string::npos)
+        line = line.substr(colon + 2);
+    }
+    reason = line;
+  }
+  o.builderErrors.clear();
+  fail(reason);
+  return {};
+}
+
+bool OnnxImporter::checkName(const std::string &name, const std::string &what) {
+  bool ok = !name.empty() && name.size() <= 256;
+  for (unsigned char c : name)
+    ok &= c >= 0x20 && c != 0x7f;
+  if (!ok)
+    return fail(what + ": a name must be 1 to 256 bytes without control "
+                       "characters");
+  return true;
+}
+
+bool OnnxImporter::valueOf(const std::string &name, const std::string &what,
+                           Value &out) {
+  auto it = values.find(name);
+  if (it != values.end()) {
+    out = it->second;
+    return true;
+  }
+  auto c = consts.find(name);
+  if (c == consts.end())
+    return fail(what + " \"" + name +
+                "\" is not defined by an initializer, a graph input or an "
+                "earlier node");
+  // A compile-time tensor read as data becomes a param holding its bytes.
+  if (!checkName(name, what))
+    return false;
+  const ConstTensor &t = c->second;
+  if (paramBytes + t.bytes->size() > limits.maxParamBytes)
+    return fail(what + " \"" + name + "\": the params exceed " +
+                std::to_string(limits.maxParamBytes) + " bytes");
+  paramBytes += t.bytes->size();
+  out = entry->addArgument(
+      RankedTensorType::get(t.shape, elementTypeOf(ctx, t.dtype)),
+      NameLoc::get(StringAttr::get(&ctx, name)));
+  args.push_back({name, "param"});
+  ParamData p;
+  p.name = name;
+  p.dtype = t.dtype;
+  p.shape = t.shape;
+  p.bytes.setView(t.bytes, t.bytes->data(), t.bytes->size());
+  params.push_back(std::move(p));
+  values[name] = out;
+  return true;
+}
+
+bool OnnxImporter::readExternal(const onnx::TensorProto &t,
+                                const std::string &what, size_t bytes,
+                                std::vector<uint8_t> &out) {
+  std::string location;
+  uint64_t offset = 0, length = 0;
+  bool hasLength = false;
+  for (const onnx::StringStringEntryProto &e : t.external_data()) {
+    auto number = [&](uint64_t &v) {
+      const std::string &s = e.value();
+      bool ok = !s.empty() && s.size() <= 19;
+      for (char ch : s)
+        ok &= ch >= '0' && ch <= '9';
+      if (ok)
+        v = std::stoull(s);
+      return ok || fail(what + ": external data " + e.key() + " \"" + s +
+                        "\" is not a non-negative integer");
+    };
+    if (e.key() == "location")
+      location = e.value();
+    else if (e.key() == "offset" && !number(offset))
+      return false;
+    else if (e.key() == "length") {
+      if (!number(length))
+        return false;
+      hasLength = true;
+    }
+  }
+  namespace fs = std::filesystem;
+  if (location.empty())
+    return fail(what + ": external data without a location");
+  fs::path rel(location);
+  bool escapes = rel.is_absolute();
+  for (const fs::path &part : rel)
+    escapes |= part == "..";
+  if (escapes)
+    return fail(what + ": external data location \"" + location +
+                "\" must be a relative path inside the model's folder");
+  std::string file = (fs::path(baseDir) / rel).string();
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec))
+    return fail(what + ": external data file \"" + location +
+                "\": no such file");
+  uint64_t size = fs::file_size(file, ec);
+  if (ec)
+    return fail(what + ": external data file \"" + location +
+                "\": cannot read");
+  if (hasLength && length != bytes)
+    return fail(what + ": external data length " + std::to_string(length) +
+                " does not match the " + std::to_string(bytes) +
+                " bytes of the tensor");
+  if (offset > size || size - offset < bytes)
+    return fail(what + ": external data file \"" + location + "\" holds " +
+                std::to_string(size) + " bytes, too few for " +
+                std::to_string(bytes) + " bytes at offset " +
+                std::to_string(offset));
+  std::ifstream f(file, std::ios::binary);
+  out.resize(bytes);
+  f.seekg((std::streamoff)offset);
+  if (!f || (bytes && !f.read((char *)out.data(), (std::streamsize)bytes)))
+    return fail(what + ": external data file \"" + location +
+                "\": cannot read");
+  return true;
+}
+
+bool OnnxImporter::decodeTensor(const onnx::TensorProto &t,
+                                const std::string &what, ConstTensor &out) {
+  std::optional<DType> dt = dtypeOfOnnx(t.data_type());
+  if (!dt)
+    return fail(what + ": unsupported dtype " + onnxTypeName(t.data_type()));
+  if (t.has_segment())
+    return fail(what + ": segmented tensors are not supported");
+  if (t.dims_size() > (int)kMaxRank)
+    return fail(what + ": rank " + std::to_string(t.dims_size()) +
+                " exceeds 16");
+  Shape shape;
+  for (int64_t d : t.dims()) {
+    if (d < 0)
+      return fail(what + ": negative dimension " + std::to_string(d));
+    shape.push_back(d);
+  }
+  if (std::string e = checkShapeLimits(shape); !e.empty())
+    return fail(what + ": " + e);
+  out.dtype = *dt;
+  out.shape = shape;
+  int64_t numel = out.numel();
+  size_t esize = dtypeSize(*dt), bytes = (size_t)numel * esize;
+  if (bytes > limits.maxParamBytes)
+    return fail(what + ": " + std::to_string(bytes) + " bytes exceed " +
+                std::to_string(limits.maxParamBytes));
+  auto data = std::make_shared<std::vector<uint8_t>>();
+  out.bytes = data;
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    if (!readExternal(t, what, bytes, *data))
+      return false;
+  } else if (t.has_raw_data()) {
+    if (t.raw_data().size() != bytes)
+      return fail(what + ": raw_data holds " +
+                  std::to_string(t.raw_data().size()) + " bytes, expected " +
+                  std::to_string(bytes) + " for " + std::to_string(numel) +
+                  " elements of " + dtypeName(*dt));
+    data->assign(t.raw_data().begin(), t.raw_data().end());
+  } else {
+    // The typed fields: each element in the field its type uses.
+    // Counts are checked before allocating, so that a tensor claiming
+    // large dims without data costs nothing.
+    int64_t count;
+    const char *field;
+    switch (*dt) {
+    case DType::F32:
+      count = t.float_data_size(), field = "float_data";
+      break;
+    case DType::F64:
+      count = t.double_data_size(), field = "double_data";
+      break;
+    case DType::I64:
+      count = t.int64_data_size(), field = "int64_data";
+      break;
+    default:
+      count = t.int32_data_size(), field = "int32_data";
+    }
+    if (count != numel)
+      return fail(what + ": " + (count == 0 ? "holds no data (" : "") + field +
+                  " holds " + std::to_string(count) + " values, expected " +
+                  std::to_string(numel) + (count == 0 ? ")" : ""));
+    data->resize(bytes);
+    uint8_t *p = data->data();
+    switch (*dt) {
+    case DType::F32:
+      if (bytes)
+        std::memcpy(p, t.float_data().data(), bytes);
+      break;
+    case DType::F64:
+      if (bytes)
+        std::memcpy(p, t.double_data().data(), bytes);
+      break;
+    case DType::I64:
+      if (bytes)
+        std::memcpy(p, t.int64_data().data(), bytes);
+      break;
+    default: {
+      // int32_data carries i32, i8, bool, and the bit patterns of the
+      // 16- and 8-bit floats.
+      for (int64_t i = 0; i < numel; ++i) {
+        int32_t v = t.int32_data((int)i);
+        int64_t lo = *dt == DType::I8 ? -128 : 0, hi = *dt == DType::I8 ? 127
+                                                       : esize == 2     ? 0xffff
+                                                                        : 0xff;
+        if (*dt != DType::I32 && (v < lo || v > hi))
+          return fail(what + ": int32_data value " + std::to_string(v) +
+                      " does not fit " + dtypeName(*dt));
+        if (*dt == DType::I32) {
+          std::memcpy(p + 4 * i, &v, 4);
+        } else if (esize == 2) {
+          uint16_t bits = (uint16_t)v;
+          std::memcpy(p + 2 * i, &bits, 2);
+        } else {
+          p[i] = (uint8_t)v;
+        }
+      }
+    }
+    }
+  }
+  if (*dt == DType::Bool)
+    for (uint8_t b : *data)
+      if (b > 1)
+        return fail(what + ": a bool tensor must hold only 0 and 1");
+  return true;
+}
+
+/// Pads of a window op: explicit, or from auto_pad as ONNX defines it.
+bool windowPads(NodeCtx &c, const Shape &x, const Ints &kernel,
+                const Ints &strides, const Ints &dilations, Ints &pads) {
+  std::string autoPad;
+  if (!c.getString("auto_pad", autoPad, "NOTSET"))
+    return false;
+  if (autoPad == "NOTSET")
+    return c.getInts("pads", pads, Ints{0, 0, 0, 0});
+  if (c.attr("pads"))
+    return c.fail("auto_pad " + autoPad + " and pads cannot both be given");
+  pads.assign(4, 0);
+  if (autoPad == "VALID")
+    return true;
+  if (autoPad != "SAME_UPPER" && autoPad != "SAME_LOWER")
+    return c.fail("auto_pad must be NOTSET, SAME_UPPER, SAME_LOWER or VALID, "
+                  "got \"" +
+                  autoPad + "\"");
+  if (kernel.size() != 2 || strides.size() != 2 || dilations.size() != 2)
+    return c.fail("kernel, strides and dilations must have 2 entries");
+  for (int i = 0; i < 2; ++i) {
+    int64_t in = x[2 + i], s = strides[i];
+    if (s < 1 || s > kMaxWindowAttr || kernel[i] < 1 ||
+        kernel[i] > kMaxWindowAttr || dilations[i] < 1 ||
+        dilations[i] > kMaxWindowAttr)
+      return c.fail("kernel, strides and dilations must be in [1, 2^20]");
+    int64_t out = (in + s - 1) / s;
+    int64_t total = std::max<int64_t>(
+        0, (out - 1) * s + (kernel[i] - 1) * dilations[i] + 1 - in);
+    int64_t small = total / 2;
+    pads[i] = autoPad == "SAME_UPPER" ? small : total - small;
+    pads[2 + i] = total - pads[i];
+  }
+  return true;
+}
+
+bool rank4(NodeCtx &c, Value x) {
+  if (c.shape(x).size() != 4)
+    return c.fail("only 2-D windows on [N, C, H, W] inputs are supported, "
+                  "got rank " +
+                  std::to_string(c.shape(x).size()));
+  return true;
+}
+
+bool unary(NodeCtx &c, const char *op) {
+  Value x;
+  if (!c.in(0, x))
+    return false;
+  Value y = c.emit(op, {x});
+  c.outputs = {y};
+  return (bool)y;
+}
+
+bool binary(NodeCtx &c, const char *op) {
+  Value a, b;
+  if (!c.in(0, a) || !c.in(1, b))
+    return false;
+  Value y = c.emit(op, {a, b});
+  c.outputs = {y};
+  return (bool)y;
+}
+
+/// Max and Min: variadic, folded pairwise.
+bool variadic(NodeCtx &c, const char *op) {
+  Value y;
+  if (c.n.input_size() < 1 || !c.in(0, y))
+    return c.n.input_size() < 1 ? c.fail("needs at least one input") : false;
+  for (int i = 1; i < c.n.input_size(); ++i) {
+    Value x;
+    if (!c.in(i, x) || !(y = c.emit(op, {y, x})))
+      return false;
+  }
+  c.outputs = {y};
+  return true;
+}
+
+bool buildConv(NodeCtx &c) {
+  Value x, w, b;
+  if (!c.in(0, x) || !c.in(1, w) || (c.hasInput(2) && !c.in(2, b)))
+    return false;
+  if (!rank4(c, x))
+    return false;
+  Shape ws = c.shape(w);
+  if (ws.size() != 4)
+    return c.fail("weights must have rank 4, got " + std::to_string(ws.size()));
+  Ints kernel, strides, dilations, pads;
+  int64_t group;
+  if (!c.getInts("kernel_shape", kernel, Ints{ws[2], ws[3]}) ||
+      !c.getInts("strides", strides, Ints{1, 1}) ||
+      !c.getInts("dilations", dilations, Ints{1, 1}) ||
+      !c.getInt("group", group, 1))
+    return false;
+  if (kernel != Ints{ws[2], ws[3]})
+    return c.fail("kernel_shape does not match the weights' shape");
+  if (!windowPads(c, c.shape(x), kernel, strides, dilations, pads))
+    return false;
+  std::vector<Value> ins = {x, w};
+  if (b)
+    ins.push_back(b);
+  Value y = c.emit("conv2d", ins,
+                   Json{{"strides", strides},
+                        {"pads", pads},
+                        {"dilations", dilations},
+                        {"groups", group}});
+  c.outputs = {y};
+  return (bool)y;
+}
+
+bool buildPool(NodeCtx &c, bool isMax) {
+  Value x;
+  if (!c.in(0, x) || !rank4(c, x))
+    return false;
+  Ints kernel, strides, dilations, pads;
+  int64_t ceil, countPad = 0, order = 0;
+  if (!c.getInts("kernel_shape", kernel) ||
+      !c.getInts("strides", strides, Ints(kernel.size(), 1)) ||
+      !c.getInts("dilations", dilations, Ints(kernel.size(), 1)) ||
+      !c.getInt("ceil_mode", ceil, 0) ||
+      (!isMax && !c.getInt("count_include_pad", countPad, 0)) ||
+      (isMax && !c.getInt("storage_order", order, 0)))
+    return false;
+  for (int64_t d : dilations)
+    if (d != 1)
+      return c.fail("dilated pooling is not supported");
+  if (order != 0)
+    return c.fail("storage_order 1 is not supported");
+  if (!windowPads(c, c.shape(x), kernel, strides, dilations, pads))
+    return false;
+  Json attrs{{"kernel", kernel},
+             {"strides", strides},
+             {"pads", pads},
+             {"ceil_mode", ceil != 0}};
+  if (!isMax)
+    attrs["count_include_pad"] = countPad != 0;
+  Value y = c.emit(isMax ? "max_pool2d" : "avg_pool2d", {x}, attrs);
+  c.outputs = {y};
+  return (bool)y;
+}
+
+bool buildBatchNorm(NodeCtx &c) {
+  std::vector<Value> ins(5);
+  for (int i = 0; i < 5; ++i)
+    if (!c.in(i, ins[i]))
+      return false;
+  double eps, momentum;
+  int64_t training;
+  if (!c.getFloat("epsilon", eps, 1e-5) ||
+      !c.getFloat("momentum", momentum, 0.9) ||
+      !c.getInt("training_mode", training, 0))
+    return false;
+  if (training != 0)
+    return c.fail("training_mode 1 is not supported (inference only)");
+  Value y = c.emit("batch_norm", ins, Json{{"eps", eps}});
+  c.outputs = {y};
+  return (bool)y;
+}
+
+bool buildClip(NodeCtx &c) {
+  Value x;
+  if (!c.in(0, x))
+    return false;
+  Json attrs = Json::object();
+  bool isInt = !isFloat(c.dtype(x));
+  for (int i = 1; i <= 2; ++i) {
+    if (!c.hasInput(i))
+      continue;
+    double v;
+    if (!c.constScalar(i, v))
+      return false;
+    const char *key = i == 1 ? "min" : "max";
+    if (!isInt) {
+      attrs[key] = v;
+      continue;
+    }
+    if (!(std::fabs(v) < 0x1p63) || v != std::trunc(v))
+      return c.fail(std::string(key) +
+                    " must be an integer for an integer tensor");
+    attrs[key] = (int64_t)v;
+  }
+  Value y = attrs.empty() ? x : c.emit("clamp", {x}, attrs);
+  c.outputs = {y};
+  return (bool)y;
+}
+
+bool buildHardSwish(NodeCtx &c) {
+  // x * relu6(x + 3) / 6, PyTorch's form of x * max(0, min(1, x/6 + 1/2)).
+  Value x;
+  if (!c.in(0, x))
+    return false;
+  if (!isFloat(c.dtype(x)))
+    return c.fail("input must be a float tensor");
+  DType t = c.dtype(x);
+  Value three = c.constant(t, 3), six = c.constant(t, 6);
+  Value y = three ? c.emit("add", {x, three}) : Value();
+  if (y)
+    y = c.emit("clamp", {y}, Json{{"min", 0.0}, {"max", 6.0}});
+  if (y && six)
+    y = c.emit("div", {y, six});
+  if (y)
+    y = c.emit("mul", {x, y});
+  c.outputs = {y};
+  return (bool)y;
+}
+
+bool buildGemm(NodeCtx &c) {
+  Value a, b, bias;
+  if (!c.in(0, a) || !c.in(1, b) || (c.hasInput(2) && !c.in(2, bias)))
+    return false;
+  double alpha, beta;
+  int64_t ta, tb;
+  if (!c.getFloat("alpha", alpha, 1.0) || !c.getFloat("beta", beta, 1.0) ||
+      !c.getInt("transA", ta, 0) || !c.getInt("transB", tb, 0))
+    return false;
+  if (c.shape(a).size() != 2 || c.shape(b).size() != 2)
+    return c.fail("A and B must be matrices");
+  Value y = c.emit("matmul", {a, b},
+                   Json{{"transpose_a", ta != 0}, {"transpose_b", tb != 0}});
+  if (y && alpha != 1.0) {
+    Value k = c.constant(c.dtype(y), alpha);
+    y = k ? c.emit("mul", {y, k}) : Value();
+  }
+  if (y && bias) {
+    if (beta != 1.0) {
+      Value k = c.constant(c.dtype(bias), beta);
+      bias = k ? c.emit("mul", {bias, k}) : Value();
+    }
+    y = bias ? c.emit("add", {y, bias}) : Value();
+  }
+  c.outputs = {y};
+  return (bool)y;
+}
+
+bool buildReshape(NodeCtx &c) {
+  Value x;
+  Ints shape;
+  int64_t allowZero;
+  if (!c.in(0, x) || !c.constInts(1, shape) ||
+      !c.getInt("allowzero", allowZero, 0))
+    return false;
+  Shape xs = c.shape(x);
+  // ONNX's 0 copies the input's size (unless allowzero); the format's 0 is
+  // a size of zero.
+  for (size_t i = 0; i < shape.size() && !allowZero; ++i) {
+    if (shape[i] != 0)
+      continue;
+    if (i >= xs.size())
+      return c.fail("shape entry " + std::to_string(i) +
+                    " is 0 (copy) but the input has rank " +
+                    std::to_string(xs.size()));
+    shape[i] = xs[i];
+  }
+  Value y = c.emit("reshape", {x}, Json{{"shape", shape}});
+  c.outputs = {y};
+  return (bool)y;
+}
+
+bool buildFlatten(NodeCtx &c) {
+  Value x;
+  int64_t axis;
+  if (!c.in(0, x) || !c.getInt("axis", axis, 1))
+    return false;
+  Shape xs = c.shape(x);
+  int64_t r = (int64_t)xs.size();
+  if (axis < -r || axis > r)
+    return c.fail("axis " + std::to_string(axis) + " out of range for rank " +
+                  std::to_string(r));
+  if (axis < 0)
+    axis += r;
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < r; ++i)
+    (i < axis ? outer : inner) *= xs[i];
+  Value y = c.emit("reshape", {x}, Json{{"shape", Ints{outer, inner}}});
+  c.outputs = {y};
+  return (bool)y;
+}
+
+bool buildTranspose(NodeCtx &c) {
+  Value x;
+  if (!c.in(0, x))
+    return false;
+  Json attrs = Json::object();
+  if (c.attr("perm")) {
+    Ints perm;
+    if (!c.getInts("perm", perm))
+      return false;
+    attrs["perm"] = perm;
+  }
+  Value y = c.emit("transpose", {x}, attrs);
+  c.outputs = {y};
+  return (bool)y;
+}
+
+bool buildAxisOp(NodeCtx &c, const char *op, int64_t dflt) {
+  Value x;
+  int64_t axis;
+  if (!c.in(0, x) || !c.getInt("axis", axis, dflt))
+    return false;
+  Value y = c.emit(op, {x}, Json{{"axis", axis}});
+  c.outputs = {y};
+  return (bool)y;
+}
+
+bool buildConcat(NodeCtx &c) {
+  std::vector<Value> ins(c.n.input_size());
+  for (int i = 0; i < c.n.input_size(); ++i)
+    if (!c.in(i, ins[i]))
+      return false;
+  int64_t axis;
+  if (!c.getInt("axis", axis))
+    return false;
+  if (ins.empty())
+    return c.fail("needs at least one input");
+  Value y = c.emit("concat", ins, Json{{"axis", axis}});
+  c.outputs = {y};
+  return (bool)y;
+}
+
+bool buildSlice(NodeCtx &c) {
+  Value x;
+  Ints starts, ends, axes, steps;
+  if (!c.in(0, x) || !c.constInts(1, starts) || !c.constInts(2, ends) ||
+      (c.hasInput(3) && !c.constInts(3, axes)) ||
+      (c.hasInput(4) && !c.constInts(4, steps)))
+    return false;
+  // ONNX writes "to the end" as INT64_MAX; the slice rule clamps anyway, and
+  // a smaller bound keeps the format's integer arithmetic safe.
+  constexpr int64_t big = int64_t(1) << 62;
+  for (Ints *l : {&starts, &ends})
+    for (int64_t &v : *l)
+      v = std::clamp(v, -big, big);
+  Json attrs{{"starts", starts}, {"ends", ends}};
+  if (c.hasInput(3))
+    attrs["axes"] = axes;
+  if (c.hasInput(4))
+    attrs["steps"] = steps;
+  Value y = c.emit("slice", {x}, attrs);
+  c.outputs = {y};
+  return (bool)y;
+}
+
+bool buildGather(NodeCtx &c) {
+  Value x, idx;
+  int64_t axis;
+  if (!c.in(0, x) || !c.in(1, idx) || !c.getInt("axis", axis, 0))
+    return false;
+  Value y = c.emit("gather", {x, idx}, Json{{"axis", axis}});
+  c.outputs = {y};
+  return (bool)y;
+}
+
+bool buildPad(NodeCtx &c) {
+  Value x;
+  Ints pads, axes;
+  std::string mode;
+  if (!c.in(0, x) || !c.constInts(1, pads) ||
+      !c.getString("mode", mode, "constant"))
+    return false;
+  if (mode != "constant")
+    return c.fail("mode \"" + mode + "\" is not supported (only constant)");
+  double value = 0;
+  if (c.hasInput(2) && !c.constScalar(2, value))
+    return false;
+  int64_t r = (int64_t)c.shape(x).size();
+  if (c.hasInput(3)) {
+    // Opset 18: pads for the listed axes only.
+    if (!c.constInts(3, axes))
+      return false;
+    if (pads.size() != 2 * axes.size())
+      return c.fail("pads must have twice as many entries as axes");
+    Ints full(2 * r, 0);
+    for (size_t i = 0; i < axes.size(); ++i) {
+      int64_t a = axes[i] < 0 ? axes[i] + r : axes[i];
+      if (a < 0 || a >= r)
+        return c.fail("axis " + std::to_string(axes[i]) +
+                      " out of range for rank " + std::to_string(r));
+      full[a] = pads[i];
+      full[r + a] = pads[axes.size() + i];
+    }
+    pads = full;
+  }
+  Json attrs{{"pads", pads}};
+  if (isFloat(c.dtype(x)))
+    attrs["value"] = value;
+  else if (!(std::fabs(value) < 0x1p63) || value != std::trunc(value))
+    return c.fail("the pad value must be an integer for an integer tensor");
+  else
+    attrs["value"] = (int64_t)value;
+  Value y = c.emit("pad", {x}, attrs);
+  c.outputs = {y};
+  return (bool)y;
+}
+
+bool buildLayerNorm(NodeCtx &c) {
+  std::vector<Value> ins(1);
+  if (!c.in(0, ins[0]))
+    return false;
+  for (int i = 1; i <= 2; ++i) {
+    if (!c.hasInput(i))
+      break;
+    Value v;
+    if (!c.in(i, v))
+      return false;
+    ins.push_back(v);
+  }
+  int64_t axis, stash;
+  double eps;
+  if (!c.getInt("axis", axis, -1) || !c.getFloat("epsilon", eps, 1e-5) ||
+      !c.getInt("stash_type", stash, 1))
+    return false;
+  Value y = c.emit("layer_norm", ins, Json{{"axis", axis}, {"eps", eps}});
+  c.outputs = {y};
+  return (bool)y;
+}
+
+bool buildReduceMean(NodeCtx &c) {
+  Value x;
+  Ints axes;
+  int64_t keep, noop;
+  if (!c.in(0, x) || !c.getInt("keepdims", keep, 1) ||
+      !c.getInt("noop_with_empty_axes", noop, 0))
+    return false;
+  if (c.opset >= 18) {
+    if (c.hasInput(1) && !c.constInts(1, axes))
+      return false;
+  } else if (!c.getInts("axes", axes, Ints{})) {
+    return false;
+  }
+  if (axes.empty() && noop) {
+    c.outputs = {x};
+    return true;
+  }
+  Json attrs{{"keepdims", keep != 0}};
+  if (!axes.empty())
+    attrs["axes"] = axes;
+  Value y = c.emit("reduce_mean", {x}, attrs);
+  c.outputs = {y};
+  return (bool)y;
+}
+
+bool buildConvTranspose(NodeCtx &c) {
+  Value x, w, b;
+  if (!c.in(0, x) || !c.in(1, w) || (c.hasInput(2) && !c.in(2, b)))
+    return false;
+  if (!rank4(c, x))
+    return false;
+  Shape ws = c.shape(w);
+  if (ws.size() != 4)
+    return c.fail("weights must have rank 4, got " + std::to_string(ws.size()));
+  Ints kernel, strides, dilations, pads, outPad;
+  int64_t group;
+  std::string autoPad;
+  if (!c.getInts("kernel_shape", kernel, Ints{ws[2], ws[3]}) ||
+      !c.getInts("strides", strides, Ints{1, 1}) ||
+      !c.getInts("dilations", dilations, Ints{1, 1}) ||
+      !c.getInts("pads", pads, Ints{0, 0, 0, 0}) ||
+      !c.getInts("output_padding", outPad, Ints{0, 0}) ||
+      !c.getInt("group", group, 1) ||
+      !c.getString("auto_pad", autoPad, "NOTSET"))
+    return false;
+  if (kernel != Ints{ws[2], ws[3]})
+    return c.fail("kernel_shape does not match the weights' shape");
+  if (c.attr("output_shape"))
+    return c.fail("output_shape is not supported; give pads and "
+                  "output_padding");
+  if (autoPad != "NOTSET" && autoPad != "VALID")
+    return c.fail("auto_pad " + autoPad + " is not supported");
+  std::vector<Value> ins = {x, w};
+  if (b)
+    ins.push_back(b);
+  Value y = c.emit("conv_transpose2d", ins,
+                   Json{{"strides", strides},
+                        {"pads", pads},
+                        {"dilations", dilations},
+                        {"output_padding", outPad},
+                        {"groups", group}});
+  c.outputs = {y};
+  return (bool)y;
+}
+
+/// Resize in nearest mode: the source index of every output row and column
+/// is computed here, as ONNX defines it, and read with two gathers.
+bool buildResize(NodeCtx &c) {
+  Value x;
+  std::string mode, ctm, nearest;
+  double extrapolation, cubicA;
+  int64_t exclude, antialias = 0;
+  if (!c.in(0, x) || !c.getString("mode", mode, "nearest") ||
+      !c.getString("coordinate_transformation_mode", ctm, "half_pixel") ||
+      !c.getString("nearest_mode", nearest, "round_prefer_floor") ||
+      !c.getFloat("extrapolation_value", extrapolation, 0) ||
+      !c.getFloat("cubic_coeff_a", cubicA, -0.75) ||
+      !c.getInt("exclude_outside", exclude, 0) ||
+      !c.getInt("antialias", antialias, 0))
+    return false;
+  if (mode != "nearest")
+    return c.fail("mode \"" + mode + "\" is not supported (only nearest)");
+  if (antialias)
+    return c.fail("antialias is not supported");
+  if (c.attr("axes") || c.attr("keep_aspect_ratio_policy"))
+    return c.fail("axes and keep_aspect_ratio_policy are not supported");
+  static const std::set<std::string> modes = {
+      "half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
+      "tf_half_pixel_for_nn"};
+  if (!modes.count(ctm))
+    return c.fail("coordinate_transformation_mode \"" + ctm +
+                  "\" is not supported");
+  static const std::set<std::string> nearestModes = {
+      "round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+  if (!nearestModes.count(nearest))
+    return c.fail("nearest_mode \"" + nearest + "\" is not supported");
+  Shape xs = c.shape(x);
+  int64_t r = (int64_t)xs.size();
+  std::vector<double> scales(r, 1.0);
+  Shape out = xs;
+  const ConstTensor *t;
+  bool haveSizes = c.hasInput(3);
+  if (haveSizes) {
+    Ints sizes;
+    if (!c.constInts(3, sizes))
+      return false;
+    if ((int64_t)sizes.size() != r)
+      return c.fail("sizes must have one entry per axis");
+    for (int64_t i = 0; i < r; ++i) {
+      if (sizes[i] < 0 || sizes[i] > kMaxElements)
+        return c.fail("sizes must be in [0, 2^40]");
+      out[i] = sizes[i];
+      scales[i] = xs[i] ? (double)sizes[i] / (double)xs[i] : 1.0;
+    }
+  } else {
+    if (!c.hasInput(2))
+      return c.fail("needs scales or sizes");
+    if (!c.constIn(2, t))
+      return false;
+    if (!isFloat(t->dtype) || t->numel() != r)
+      return c.fail("scales must be floats, one per axis");
+    for (int64_t i = 0; i < r; ++i) {
+      scales[i] = t->floatAt(i);
+      if (!(scales[i] > 0) || scales[i] * (double)xs[i] > (double)kMaxElements)
+        return c.fail("scales must be positive and keep sizes within 2^40");
+      out[i] = (int64_t)std::floor((double)xs[i] * scales[i]);
+    }
+  }
+  if (std::string e = checkShapeLimits(out); !e.empty())
+    return c.fail("the result's " + e);
+  Value y = x;
+  for (int64_t axis = 0; axis < r; ++axis) {
+    int64_t n = xs[axis], m = out[axis];
+    if (m == n && scales[axis] == 1.0)
+      continue;
+    if (n == 0)
+      return c.fail("cannot resize an empty axis");
+    if ((uint64_t)m * 8 > c.o.limits.maxParamBytes - c.o.paramBytes)
+      return c.fail("the indices of axis " + std::to_string(axis) +
+                    " exceed the params' limit");
+    ConstTensor idx;
+    idx.dtype = DType::I64;
+    idx.shape = {m};
+    idx.bytes = std::make_shared<std::vector<uint8_t>>(m * 8);
+    double s = scales[axis];
+    for (int64_t o = 0; o < m; ++o) {
+      double src;
+      if (ctm == "asymmetric")
+        src = o / s;
+      else if (ctm == "align_corners")
+        src = m > 1 ? (double)o * (double)(n - 1) / (double)(m - 1) : 0;
+      else if (ctm == "tf_half_pixel_for_nn")
+        src = (o + 0.5) / s;
+      else if (ctm == "pytorch_half_pixel" && m <= 1)
+        src = 0;
+      else
+        src = (o + 0.5) / s - 0.5;
+      // Within [-1, n] the rounding below is exact and the cast defined.
+      src = std::clamp(src, -1.0, (double)n);
+      double fl = std::floor(src);
+      int64_t k;
+      if (nearest == "floor")
+        k = (int64_t)fl;
+      else if (nearest == "ceil")
+        k = (int64_t)std::ceil(src);
+      else if (src - fl == 0.5)
+        k = (int64_t)(nearest == "round_prefer_floor" ? fl : fl + 1);
+      else
+        k = (int64_t)std::round(src);
+      k = std::clamp<int64_t>(k, 0, n - 1);
+      std::memcpy(idx.bytes->data() + 8 * o, &k, 8);
+    }
+    Value iv;
+    if (!c.constValue("resize" + std::to_string(axis), std::move(idx), iv))
+      return false;
+    y = c.emit("gather", {y, iv}, Json{{"axis", axis}});
+    if (!y)
+      return false;
+  }
+  c.outputs = {y};
+  return true;
+}
+
+/// Squeeze and Unsqueeze: a reshape to the shape the axes give.
+bool buildSqueeze(NodeCtx &c, bool unsqueeze) {
+  Value x;
+  Ints axes;
+  if (!c.in(0, x))
+    return false;
+  if (c.hasInput(1) && !c.constInts(1, axes))
+    return false;
+  Shape xs = c.shape(x);
+  int64_t r = (int64_t)xs.size() + (unsqueeze ? (int64_t)axes.size() : 0);
+  std::vector<bool> marked(r, false);
+  if (unsqueeze && !c.hasInput(1))
+    return c.fail("input 1 (axes) is required");
+  for (int64_t a : axes) {
+    if (a < -r || a >= r)
+      return c.fail("axis " + std::to_string(a) + " out of range for rank " +
+                    std::to_string(r));
+    if (a < 0)
+      a += r;
+    if (marked[a])
+      return c.fail("axis " + std::to_string(a) + " is repeated");
+    marked[a] = true;
+  }
+  Ints shape;
+  if (unsqueeze) {
+    size_t k = 0;
+    for (int64_t i = 0; i < r; ++i)
+      shape.push_back(marked[i] ? 1 : xs[k++]);
+  } else {
+    for (int64_t i = 0; i < r; ++i) {
+      bool drop = axes.empty() ? xs[i] == 1 : (bool)marked[i];
+      if (drop && xs[i] != 1)
+        return c.fail("axis " + std::to_string(i) + " has size " +
+                      std::to_string(xs[i]) + ", not 1");
+      if (!drop)
+        shape.push_back(xs[i]);
+    }
+  }
+  Value y = c.emit("reshape", {x}, Json{{"shape", shape}});
+  c.outputs = {y};
+  return (bool)y;
+}
+
+bool buildCast(NodeCtx &c) {
+  Value x;
+  int64_t to;
+  if (!c.in(0, x) || !c.getInt("to", to))
+    return false;
+  std::optional<DType> t = dtypeOfOnnx((int32_t)to);
+  if (!t)
+    return c.fail("unsupported dtype " + onnxTypeName((int32_t)to));
+  Value y = c.emit("cast", {x}, Json{{"to", dtypeName(*t)}});
+  c.outputs = {y};
+  return (bool)y;
+}
+
+const std::map<std::string, OpEntry> &opTable() {
+  using S = std::set<std::string>;
+  static const std::map<std::string, OpEntry> table = [] {
+    std::map<std::string, OpEntry> t;
+    for (auto [onnxName, op] :
+         std::vector<std::pair<const char *, const char *>>{
+             {"Relu", "relu"},
+             {"Sigmoid", "sigmoid"},
+             {"Tanh", "tanh"},
+             {"Erf", "erf"},
+             {"Exp", "exp"},
+             {"Log", "log"},
+             {"Sqrt", "sqrt"},
+             {"Reciprocal", "reciprocal"},
+             {"Neg", "neg"},
+             {"Abs", "abs"},
+             {"Floor", "floor"},
+             {"Ceil", "ceil"}})
+      t[onnxName] = {S{}, [op = op](NodeCtx &c) { return unary(c, op); }};
+    for (auto [onnxName, op] :
+         std::vector<std::pair<const char *, const char *>>{{"Add", "add"},
+                                                            {"Sub", "sub"},
+                                                            {"Mul", "mul"},
+                                                            {"Div", "div"},
+                                                            {"Pow", "pow"}})
+      t[onnxName] = {S{}, [op = op](NodeCtx &c) { return binary(c, op); }};
+    t["Max"] = {S{}, [](NodeCtx &c) { return variadic(c, "maximum"); }};
+    t["Min"] = {S{}, [](NodeCtx &c) { return variadic(c, "minimum"); }};
+    t["MatMul"] = {S{}, [](NodeCtx &c) { return binary(c, "matmul"); }};
+    t["Conv"] = {
+        S{"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"},
+        buildConv};
+    t["MaxPool"] = {S{"auto_pad", "ceil_mode", "dilations", "kernel_shape",
+                      "pads", "storage_order", "strides"},
+                    [](NodeCtx &c) { return buildPool(c, true); }};
+    t["AveragePool"] = {S{"auto_pad", "ceil_mode", "count_include_pad",
+                          "kernel_shape", "pads", "strides"},
+                        [](NodeCtx &c) { return buildPool(c, false); }};
+    t["GlobalAveragePool"] = {S{}, [](NodeCtx &c) {
+                                Value x;
+                                if (!c.in(0, x) || !rank4(c, x))
+                                  return false;
+                                c.outputs = {c.emit("global_avg_pool2d", {x})};
+                                return (bool)c.outputs[0];
+                              }};
+    t["BatchNormalization"] = {S{"epsilon", "momentum", "training_mode"},
+                               buildBatchNorm};
+    t["Clip"] = {S{}, buildClip};
+    t["HardSwish"] = {S{}, buildHardSwish};
+    t["Gemm"] = {S{"alpha", "beta", "transA", "transB"}, buildGemm};
+    t["Reshape"] = {S{"allowzero"}, buildReshape};
+    t["Flatten"] = {S{"axis"}, buildFlatten};
+    t["Transpose"] = {S{"perm"}, buildTranspose};
+    t["Softmax"] = {S{"axis"},
+                    [](NodeCtx &c) { return buildAxisOp(c, "softmax", -1); }};
+    t["LogSoftmax"] = {S{"axis"}, [](NodeCtx &c) {
+                         return buildAxisOp(c, "log_softmax", -1);
+                       }};
+    t["Concat"] = {S{"axis"}, buildConcat};
+    t["Slice"] = {S{}, buildSlice};
+    t["Gather"] = {S{"axis"}, buildGather};
+    t["Pad"] = {S{"mode"}, buildPad};
+    t["LayerNormalization"] = {S{"axis", "epsilon", "stash_type"},
+                               buildLayerNorm};
+    t["ReduceMean"] = {S{"axes", "keepdims", "noop_with_empty_axes"},
+                       buildReduceMean};
+    t["Cast"] = {S{"to"}, buildCast};
+    t["ConvTranspose"] = {S{"auto_pad", "dilations", "group", "kernel_shape",
+                            "output_padding", "output_shape", "pads",
+                            "strides"},
+                          buildConvTranspose};
+    t["Resize"] = {S{"antialias", "axes", "coordinate_transformation_mode",
+                     "cubic_coeff_a", "exclude_outside", "extrapolation_value",
+                     "keep_aspect_ratio_policy", "mode", "nearest_mode"},
+                   buildResize};
+    t["Squeeze"] = {S{}, [](NodeCtx &c) { return buildSqueeze(c, false); }};
+    t["Unsqueeze"] = {S{}, [](NodeCtx &c) { return buildSqueeze(c, true); }};
+    return t;
+  }();
+  return table;
+}
+
+/// Shape arithmetic on small integer tensors known at compile time, as
+/// exporters write it around Reshape (Shape, Gather, Unsqueeze, Concat...):
+/// computed here, so that the Reshape still sees a constant shape. Only
+/// these forms are folded; anything else is left to the op table.
+bool OnnxImporter::foldIntegers(const onnx::NodeProto &n,
+                                const std::string &where, bool &folded) {
+  static const std::set<std::string> foldable = {
+      "Gather", "Concat", "Unsqueeze", "Squeeze", "Cast", "Add", "Sub", "Mul"};
+  constexpr int64_t kMaxFolded = 1024;
+  folded = false;
+  if (!foldable.count(n.op_type()) || n.output_size() != 1 ||
+      n.input_size() < 1)
+    return true;
+  std::vector<const ConstTensor *> ins;
+  for (const std::string &in : n.input()) {
+    auto it = consts.find(in);
+    if (in.empty() || it == consts.end())
+      return true;
+    const ConstTensor &t = it->second;
+    if ((t.dtype != DType::I64 && t.dtype != DType::I32) ||
+        t.shape.size() > 1 || t.numel() > kMaxFolded)
+      return true;
+    ins.push_back(&t);
+  }
+  auto ints = [](const ConstTensor &t) {
+    Ints v;
+    for (int64_t i = 0; i < t.numel(); ++i)
+      v.push_back(t.intAt(i));
+    return v;
+  };
+  auto findInt = [&](const char *name, int64_t dflt) -> std::optional<int64_t> {
+    for (const onnx::AttributeProto &a : n.attribute())
+      if (a.name() == name)
+        return a.type() == onnx::AttributeProto::INT
+                   ? std::optional<int64_t>(a.i())
+                   : std::nullopt;
+    return dflt;
+  };
+  for (const onnx::AttributeProto &a : n.attribute())
+    if (a.name() != "axis" && a.name() != "to")
+      return true;
+  Ints out;
+  Shape shape;
+  DType dt = ins[0]->dtype;
+  const std::string &op = n.op_type();
+  if (op == "Gather") {
+    std::optional<int64_t> axis = findInt("axis", 0);
+    if (ins.size() != 2 || !axis || *axis != 0 || ins[0]->shape.size() != 1)
+      return true;
+    Ints data = ints(*ins[0]);
+    for (int64_t i : ints(*ins[1])) {
+      int64_t d = (int64_t)data.size();
+      if (i < -d || i >= d)
+        return fail(where + ": index " + std::to_string(i) +
+                    " out of range for " + std::to_string(d) + " entries");
+      out.push_back(data[i < 0 ? i + d : i]);
+    }
+    shape = ins[1]->shape;
+  } else if (op == "Concat") {
+    std::optional<int64_t> axis = findInt("axis", 0);
+    if (!axis || (*axis != 0 && *axis != -1))
+      return true;
+    for (const ConstTensor *t : ins) {
+      if (t->shape.size() != 1 || t->dtype != dt)
+        return true;
+      Ints v = ints(*t);
+      out.insert(out.end(), v.begin(), v.end());
+    }
+    if ((int64_t)out.size() > kMaxFolded)
+      return true;
+    shape = {(int64_t)out.size()};
+  } else if (op == "Unsqueeze" || op == "Squeeze") {
+    // A scalar becoming [1] and back: the values stay.
+    if (ins.size() != 2 || ins[1]->numel() != 1 ||
+        (ins[1]->intAt(0) != 0 && ins[1]->intAt(0) != -1))
+      return true;
+    bool unsq = op == "Unsqueeze";
+    if (unsq ? !ins[0]->shape.empty() : ins[0]->shape != Shape{1})
+      return true;
+    out = ints(*ins[0]);
+    shape = unsq ? Shape{1} : Shape{};
+  } else if (op == "Cast") {
+    std::optional<int64_t> to = findInt("to", -1);
+    if (ins.size() != 1 || !to ||
+        (*to != onnx::TensorProto::INT64 && *to != onnx::TensorProto::INT32))
+      return true;
+    dt = *to == onnx::TensorProto::INT64 ? DType::I64 : DType::I32;
+    out = ints(*ins[0]);
+    for (int64_t &v : out)
+      if (dt == DType::I32)
+        v = (int32_t)v;
+    shape = ins[0]->shape;
+  } else {
+    // Add, Sub, Mul: equal shapes or a one-element operand.
+    if (ins.size() != 2 || ins[1]->dtype != dt)
+      return true;
+    Ints a = ints(*ins[0]), b = ints(*ins[1]);
+    if (a.empty() || b.empty() ||
+        (a.size() != b.size() && a.size() != 1 && b.size() != 1))
+      return true;
+    shape = a.size() >= b.size() ? ins[0]->shape : ins[1]->shape;
+    if (ins[0]->shape.size() != ins[1]->shape.size())
+      shape = ins[0]->shape.size() > ins[1]->shape.size() ? ins[0]->shape
+                                                          : ins[1]->shape;
+    for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
+      // Shape arithmetic stays far from overflow; wrap like int64 if not.
+      uint64_t x = (uint64_t)a[a.size() == 1 ? 0 : i],
+               y = (uint64_t)b[b.size() == 1 ? 0 : i];
+      uint64_t r = op == "Add" ? x + y : op == "Sub" ? x - y : x * y;
+      out.push_back(dt == DType::I32 ? (int64_t)(int32_t)r : (int64_t)r);
+    }
+  }
+  ConstTensor t;
+  t.dtype = dt;
+  t.shape = shape;
+  t.bytes = std::make_shared<std::vector<uint8_t>>(out.size() * dtypeSize(dt));
+  for (size_t i = 0; i < out.size(); ++i)
+    encodeInteger(dt, out[i], t.bytes->data() + i * dtypeSize(dt));
+  consts[n.output(0)] = std::move(t);
+  folded = true;
+  return true;
+}
+
+bool OnnxImporter::importNode(size_t index, const onnx::NodeProto &n,
+                              int64_t opset) {
+  std::string where = describe(index, n);
+  if (!n.domain().empty() && n.domain() != "ai.onnx")
+    return fail(where + ": unsupported op (domain \"" + n.domain() + "\")");
+  for (int i = 0; i < n.output_size(); ++i)
+    if (!n.output(i).empty() &&
+        (values.count(n.output(i)) || consts.count(n.output(i))))
+      return fail(where + ": output \"" + n.output(i) +
+                  "\" is already defined");
+  for (int i = 0; i < n.input_size(); ++i)
+    if (!n.input(i).empty() && !values.count(n.input(i)) &&
+        !consts.count(n.input(i)))
+      return fail(where + ": input " + std::to_string(i) + " \"" + n.input(i) +
+                  "\" is not defined by an initializer, a graph input or an "
+                  "earlier node");
+
+  // Identity and Constant only name values.
+  if (n.op_type() == "Identity" || n.op_type() == "Dropout") {
+    if (n.input_size() < 1 || n.input(0).empty() || n.output_size() < 1)
+      return fail(where + ": needs one input and one output");
+    if (n.op_type() == "Dropout" && n.input_size() > 2 && !n.input(2).empty()) {
+      auto t = consts.find(n.input(2));
+      if (t == consts.end() || t->second.numel() != 1 ||
+          t->second.intAt(0) != 0)
+        return fail(where + ": training_mode must be a constant false");
+    }
+    if (n.output_size() > 1 && !n.output(1).empty())
+      return fail(where + ": output 1 (the mask) is not supported");
+    auto c = consts.find(n.input(0));
+    if (c != consts.end())
+      consts[n.output(0)] = c->second;
+    else
+      values[n.output(0)] = values[n.input(0)];
+    return true;
+  }
+  if (n.op_type() == "Constant") {
+    if (n.attribute_size() != 1 || n.output_size() != 1)
+      return fail(where + ": needs exactly one attribute and one output");
+    const onnx::AttributeProto &a = n.attribute(0);
+    ConstTensor t;
+    auto fromList = [&](DType dt, size_t count, auto get) {
+      t.dtype = dt;
+      t.bytes = std::make_shared<std::vector<uint8_t>>(count * dtypeSize(dt));
+      for (size_t i = 0; i < count; ++i)
+        get(i, t.bytes->data() + i * dtypeSize(dt));
+    };
+    if (a.name() == "value") {
+      if (a.type() != onnx::AttributeProto::TENSOR)
+        return fail(where + ": attribute \"value\" must be TENSOR, got " +
+                    attrTypeName(a.type()));
+      if (!decodeTensor(a.t(), where + ": value", t))
+        return false;
+    } else if (a.name() == "value_float" || a.name() == "value_floats") {
+      bool list = a.name() == "value_floats";
+      if (a.type() !=
+          (list ? onnx::AttributeProto::FLOATS : onnx::AttributeProto::FLOAT))
+        return fail(where + ": attribute \"" + a.name() + "\" must be " +
+                    (list ? "FLOATS" : "FLOAT") + ", got " +
+                    attrTypeName(a.type()));
+      size_t count = list ? (size_t)a.floats_size() : 1;
+      fromList(DType::F32, count, [&](size_t i, uint8_t *p) {
+        float v = list ? a.floats((int)i) : a.f();
+        std::memcpy(p, &v, 4);
+      });
+      if (list)
+        t.shape = {(int64_t)count};
+    } else if (a.name() == "value_int" || a.name() == "value_ints") {
+      bool list = a.name() == "value_ints";
+      if (a.type() !=
+          (list ? onnx::AttributeProto::INTS : onnx::AttributeProto::INT))
+        return fail(where + ": attribute \"" + a.name() + "\" must be " +
+                    (list ? "INTS" : "INT") + ", got " +
+                    attrTypeName(a.type()));
+      size_t count = list ? (size_t)a.ints_size() : 1;
+      fromList(DType::I64, count, [&](size_t i, uint8_t *p) {
+        int64_t v = list ? a.ints((int)i) : a.i();
+        std::memcpy(p, &v, 8);
+      });
+      if (list)
+        t.shape = {(int64_t)count};
+    } else {
+      return fail(where + ": attribute \"" + a.name() + "\" is not supported");
+    }
+    consts[n.output(0)] = std::move(t);
+    return true;
+  }
+
+  bool folded = false;
+  if (!foldIntegers(n, where, folded))
+    return false;
+  if (folded)
+    return true;
+
+  if (n.op_type() == "Shape") {
+    // Shapes are static, so Shape is a compile-time tensor.
+    if (n.input_size() != 1 || n.output_size() != 1 || n.input(0).empty())
+      return fail(where + ": needs one input and one output");
+    int64_t start = 0, end = INT64_MAX;
+    for (const onnx::AttributeProto &a : n.attribute()) {
+      if ((a.name() != "start" && a.name() != "end"))
+        return fail(where + ": attribute \"" + a.name() +
+                    "\" is not supported");
+      if (a.type() != onnx::AttributeProto::INT)
+        return fail(where + ": attribute \"" + a.name() +
+                    "\" must be INT, got " + attrTypeName(a.type()));
+      (a.name() == "start" ? start : end) = a.i();
+    }
+    auto c = consts.find(n.input(0));
+    Shape s = c != consts.end()
+                  ? c->second.shape
+                  : Shape(cast<RankedTensorType>(values[n.input(0)].getType())
+                              .getShape());
+    int64_t r = (int64_t)s.size();
+    auto clampAxis = [&](int64_t a) {
+      return std::clamp<int64_t>(a < 0 ? a + r : a, 0, r);
+    };
+    start = clampAxis(start);
+    end = std::max(start, clampAxis(end));
+    ConstTensor t;
+    t.dtype = DType::I64;
+    t.shape = {end - start};
+    t.bytes = std::make_shared<std::vector<uint8_t>>(8 * (end - start));
+    std::memcpy(t.bytes->data(), s.data() + start, 8 * (end - start));
+    consts[n.output(0)] = std::move(t);
+    return true;
+  }
+
+  auto it = opTable().find(n.op_type());
+  if (it == opTable().end())
+    return fail(where + ": unsupported op");
+  for (const onnx::AttributeProto &a : n.attribute())
+    if (!it->second.attrs.count(a.name()))
+      return fail(where + ": attribute \"" + a.name() + "\" is not supported");
+  // Every op here defines one output; further ones must be left unnamed.
+  for (int i = 1; i < n.output_size(); ++i)
+    if (!n.output(i).empty())
+      return fail(where + ": output " + std::to_string(i) + " (\"" +
+                  n.output(i) + "\") is not supported");
+  if (n.output_size() < 1 || n.output(0).empty())
+    return fail(where + ": the first output must be named");
+
+  Location loc = NameLoc::get(StringAttr::get(&ctx, where));
+  NodeCtx c{*this, index, n, opset, loc, {}};
+  size_t statusesBefore = im.statuses.size();
+  if (!it->second.build(c))
+    return false;
+  if (c.outputs.size() != 1 || !c.outputs[0])
+    return fail(where + ": internal error: no result");
+  for (size_t s = statusesBefore; s < im.statuses.size(); ++s)
+    im.statuses[s].message = "index out of range in " + where;
+  values[n.output(0)] = c.outputs[0];
+  return true;
+}
+
+std::optional<ImportedModel> OnnxImporter::run(const onnx::ModelProto &model) {
+  if (!model.has_graph())
+    return fail("not an ONNX model (no graph; truncated or not an ONNX "
+                "protobuf?)"),
+           std::nullopt;
+  int64_t opset = -1;
+  for (const onnx::OperatorSetIdProto &o : model.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx")
+      opset = o.version();
+  if (opset < kMinOpset || opset > kMaxOpset)
+    return fail(opset < 0
+                    ? "the model imports no default-domain opset"
+                    : "opset " + std::to_string(opset) +
+                          " is not supported (tcc reads opsets 13 to 18)"),
+           std::nullopt;
+  const onnx::GraphProto &g = model.graph();
+
+  for (int i = 0; i < g.sparse_initializer_size(); ++i)
+    return fail("sparse initializers are not supported"), std::nullopt;
+  for (int i = 0; i < g.initializer_size(); ++i) {
+    const onnx::TensorProto &t = g.initializer(i);
+    std::string what = "initializer \"" + t.name() + "\"";
+    if (t.name().empty())
+      return fail("initializer " + std::to_string(i) + " has no name"),
+             std::nullopt;
+    if (consts.count(t.name()))
+      return fail(what + " is defined twice"), std::nullopt;
+    ConstTensor c;
+    if (!decodeTensor(t, what, c))
+      return std::nullopt;
+    consts[t.name()] = std::move(c);
+  }
+
+  ImportedModel out;
+  std::string name;
+  for (char ch : g.name())
+    name += std::isalnum((unsigned char)ch) ? ch : '_';
+  if (name.empty() || std::isdigit((unsigned char)name[0]))
+    name = "model" + (name.empty() ? "" : "_" + name);
+  out.name = name.substr(0, 64);
+
+  Location fileLoc = FileLineColLoc::get(&ctx, path, 0, 0);
+  OpBuilder &b = im.builder;
+  out.module = ModuleOp::create(fileLoc);
+  out.module->getOperation()->setAttr("tcc.model", b.getStringAttr(out.name));
+  b.setInsertionPointToEnd(out.module->getBody());
+  auto func =
+      func::FuncOp::create(b, fileLoc, "main", b.getFunctionType({}, {}));
+  func->setAttr("tcc.entry", b.getUnitAttr());
+  entry = func.addEntryBlock();
+
+  // Graph inputs; those with an initializer are weights (params).
+  std::set<std::string> graphInputs;
+  for (const onnx::ValueInfoProto &v : g.input())
+    if (!consts.count(v.name()))
+      graphInputs.insert(v.name());
+  for (const auto &s : shapes)
+    if (!graphInputs.count(s.first))
+      return fail("--input-shape names \"" + s.first +
+                  "\", which is not a graph input" +
+                  (consts.count(s.first) ? " (it is an initializer)" : "")),
+             std::nullopt;
+  for (const onnx::ValueInfoProto &v : g.input()) {
+    if (consts.count(v.name()))
+      continue;
+    std::string what = "graph input \"" + v.name() + "\"";
+    if (!checkName(v.name(), "graph input"))
+      return std::nullopt;
+    if (values.count(v.name()))
+      return fail(what + " is declared twice"), std::nullopt;
+    if (!v.type().has_tensor_type())
+      return fail(what + ": only tensor inputs are supported"), std::nullopt;
+    const onnx::TypeProto::Tensor &tt = v.type().tensor_type();
+    std::optional<DType> dt = dtypeOfOnnx(tt.elem_type());
+    if (!dt)
+      return fail(what + ": unsupported dtype " + onnxTypeName(tt.elem_type())),
+             std::nullopt;
+    Shape shape;
+    auto fixed = shapes.find(v.name());
+    if (fixed != shapes.end()) {
+      shape = fixed->second;
+      if (tt.has_shape()) {
+        if (tt.shape().dim_size() != (int)shape.size())
+          return fail(what + " has rank " +
+                      std::to_string(tt.shape().dim_size()) +
+                      ", --input-shape gives rank " +
+                      std::to_string(shape.size())),
+                 std::nullopt;
+        for (int d = 0; d < tt.shape().dim_size(); ++d)
+          if (tt.shape().dim(d).has_dim_value() &&
+              tt.shape().dim(d).dim_value() != shape[d])
+            return fail(what + ": dimension " + std::to_string(d) + " is " +
+                        std::to_string(tt.shape().dim(d).dim_value()) +
+                        ", --input-shape gives " + std::to_string(shape[d])),
+                   std::nullopt;
+      }
+    } else {
+      if (!tt.has_shape())
+        return fail(what + " has no shape; fix it with --input-shape " +
+                    v.name() + "=D0xD1x..."),
+               std::nullopt;
+      for (int d = 0; d < tt.shape().dim_size(); ++d) {
+        const auto &dim = tt.shape().dim(d);
+        if (!dim.has_dim_value() || dim.dim_value() < 0)
+          return fail(what + ": dimension " + std::to_string(d) +
+                      (dim.has_dim_param()
+                           ? " is symbolic (\"" + dim.dim_param() + "\")"
+                           : std::string(" is unknown")) +
+                      "; fix it with --input-shape " + v.name() + "=D0xD1x..."),
+                 std::nullopt;
+        shape.push_back(dim.dim_value());
+      }
+      if (std::string e = checkShapeLimits(shape); !e.empty())
+        return fail(what + ": " + e), std::nullopt;
+    }
+    values[v.name()] = entry->addArgument(
+        RankedTensorType::get(shape, elementTypeOf(ctx, *dt)),
+        NameLoc::get(StringAttr::get(&ctx, v.name())));
+    args.push_back({v.name(), "input"});
+  }
+
+  b.setInsertionPointToEnd(entry);
+  for (int i = 0; i < g.node_size(); ++i)
+    if (!importNode((size_t)i, g.node(i), opset))
+      return std::nullopt;
+
+  std::vector<Value> results;
+  if (g.output_size() == 0)
+    return fail("the graph has no outputs"), std::nullopt;
+  std::set<std::string> outputNames;
+  for (const onnx::ValueInfoProto &v : g.output()) {
+    if (!outputNames.insert(v.name()).second)
+      return fail("graph output \"" + v.name() + "\" is listed twice"),
+             std::nullopt;
+    Value r;
+    if (!checkName(v.name(), "graph output") ||
+        !valueOf(v.name(), "graph output", r))
+      return std::nullopt;
+    results.push_back(r);
+  }
+  size_t numOutputs = results.size();
+  for (const Importer::Status &s : im.statuses)
+    results.push_back(s.count);
+  func::ReturnOp::create(b, fileLoc, results);
+  std::vector<Type> argTypes(entry->getArgumentTypes().begin(),
+                             entry->getArgumentTypes().end());
+  std::vector<Type> resultTypes;
+  for (Value v : results)
+    resultTypes.push_back(v.getType());
+  func.setType(b.getFunctionType(argTypes, resultTypes));
+  for (size_t i = 0; i < args.size(); ++i) {
+    func.setArgAttr(i, "tcc.name", b.getStringAttr(args[i].first));
+    func.setArgAttr(i, "tcc.kind", b.getStringAttr(args[i].second));
+  }
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (i < numOutputs) {
+      func.setResultAttr(i, "tcc.name", b.getStringAttr(g.output(i).name()));
+      continue;
+    }
+    const Importer::Status &s = im.statuses[i - numOutputs];
+    func.setResultAttr(i, "tcc.kind", b.getStringAttr("status"));
+    func.setResultAttr(i, "tcc.message", b.getStringAttr(s.message));
+  }
+
+  std::string verifyError;
+  {
+    ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &d) {
+      if (d.getSeverity() == DiagnosticSeverity::Error && verifyError.empty()) {
+        verifyError = d.str();
+        if (auto nl = dyn_cast<NameLoc>(d.getLocation()))
+          verifyError = nl.getName().str() + ": " + verifyError;
+      }
+      return success();
+    });
+    if (failed(mlir::verify(*out.module)))
+      return fail("internal check failed: " +
+                  (verifyError.empty() ? std::string("the module does not "
+                                                     "verify")
+                                       : verifyError)),
+             std::nullopt;
+  }
+  out.params = std::move(params);
+  return out;
+}
+
+} // namespace
+
+std::optional<ImportedModel>
+importOnnxBytes(std::string_view bytes, const std::string &displayName,
+                const std::string &baseDir, MLIRContext &ctx,
+                std::vector<std::string> &errors,
+                const InputShapes &inputShapes, const ImportLimits &limits) {
+  // Protobuf messages are limited to 2 GiB; weights beyond that belong in
+  // external data files.
+  if (bytes.size() >= (size_t(2) << 30)) {
+    errors.push_back(displayName + ": 2 GiB or larger; keep weights in "
+                                   "external data files");
+    return std::nullopt;
+  }
+  try {
+    ctx.getOrLoadDialect<mlir::tcc::TccDialect>();
+    ctx.getOrLoadDialect<func::FuncDialect>();
+    // Protobuf would log parse problems to stderr; the one line below says it.
+    google::protobuf::SetLogHandler(nullptr);
+    onnx::ModelProto model;
+    if (!model.ParseFromArray(bytes.data(), (int)bytes.size())) {
+      errors.push_back(displayName + ": not a valid ONNX model (the protobuf "
+                                     "is truncated or malformed)");
+      return std::nullopt;
+    }
+    OnnxImporter importer(ctx, displayName, baseDir, errors, inputShapes,
+                          limits);
+    std::optional<ImportedModel> out = importer.run(model);
+    if (out && errors.empty())
+      return out;
+    if (errors.empty())
+      errors.push_back(displayName + ": import failed");
+  } catch (const std::bad_alloc &) {
+    errors.assign(1, displayName + ": out of memory while importing");
+  } catch (const std::exception &e) {
+    errors.assign(1, displayName + ": internal error: " + e.what());
+  }
+  return std::nullopt;
+}
+
+#endif // TCC_HAVE_ONNX
+
+std::optional<ImportedModel> importOnnxFile(const std::string &path,
+                                            MLIRContext &ctx,
+                                            std::vector<std::string> &errors,
+                                            const InputShapes &inputShapes,
+                                            const ImportLimits &limits) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) {
+    errors.push_back(
+        path + ": " +
+        (fs::exists(path, ec) ? "not a regular file" : "no such file"));
+    return std::nullopt;
+  }
+  uint64_t size = fs::file_size(path, ec);
+  if (ec || size >= (uint64_t(2) << 30)) {
+    errors.push_back(path + ": " +
+                     (ec ? "cannot read: " + ec.message()
+                         : std::string("2 GiB or larger; keep weights in "
+                                       "external data files")));
+    return std::nullopt;
+  }
+  std::string bytes(size, '\0');
+  std::ifstream in(path, std::ios::binary);
+  if (!in || (size && !in.read(bytes.data(), (std::streamsize)size))) {
+    errors.push_back(path + ": cannot read");
+    return std::nullopt;
+  }
+  std::string baseDir = fs::path(path).parent_path().string();
+  if (baseDir.empty())
+    baseDir = ".";
+  return importOnnxBytes(bytes, path, baseDir, ctx, errors, inputShapes,
+                         limits);
+}
+
+} // namespace tcc

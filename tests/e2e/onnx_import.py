@@ -1,0 +1,603 @@
+#!/usr/bin/env python3
+"""ONNX import: small models built with onnx.helper, compiled and run with
+`tcc run model.onnx` on the host, compared with NumPy references written from
+the ONNX operator specs (fresh random inputs each run; E2E_SEED fixes them).
+Malformed models must fail with exit status 1 and one line naming the node,
+its op type and the reason.
+
+usage: onnx_import.py --tcc TCC
+Exits 77 (ctest's skip) when python3-onnx is missing or tcc was built
+without ONNX support.
+"""
+import argparse
+import os
+import re
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import e2elib as L  # noqa: E402
+from e2elib import Tol  # noqa: E402
+
+try:
+    import onnx
+    from onnx import TensorProto as TP
+    from onnx import helper as oh
+    from onnx import numpy_helper as nh
+except ImportError:
+    print('SKIP: python3-onnx is not installed (apt-get install python3-onnx)')
+    sys.exit(L.SKIP)
+
+ap = argparse.ArgumentParser()
+ap.add_argument('--tcc', required=True)
+args = ap.parse_args()
+TCC = args.tcc
+
+seed = int(os.environ.get('E2E_SEED', np.random.SeedSequence().entropy % 2**32))
+print('seed', seed, '(E2E_SEED=%d reproduces)' % seed, flush=True)
+rng = np.random.default_rng(seed)
+
+U32 = 2.0**-24  # unit roundoff of f32
+passed = failed = 0
+
+
+def report(ok, what, detail=''):
+    global passed, failed
+    print(('PASS ' if ok else 'FAIL ') + what + ('' if ok else ': ' + detail), flush=True)
+    passed += ok
+    failed += not ok
+
+
+def rand(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def vi(name, arr_or_shape, elem=TP.FLOAT):
+    shape = arr_or_shape.shape if hasattr(arr_or_shape, 'shape') else arr_or_shape
+    return oh.make_tensor_value_info(name, elem, None if shape is None else list(shape))
+
+
+def model(nodes, inputs, outputs, inits=(), opset=13, extra_inputs=()):
+    """inputs: {name: array}; outputs: names; inits: TensorProtos or
+    {name: array}."""
+    if isinstance(inits, dict):
+        inits = [nh.from_array(v, k) for k, v in inits.items()]
+    g = oh.make_graph(nodes, 'g', [vi(k, v) for k, v in inputs.items()] + list(extra_inputs),
+                      [vi(o, None) for o in outputs], list(inits))
+    return oh.make_model(g, opset_imports=[oh.make_opsetid('', opset)])
+
+
+def lin_tol(absref, terms):
+    """A sum of `terms` f32 products in any order: |err| <= terms * u * sum|products|
+    (plus one rounding of the result); absref is that sum of magnitudes."""
+    return Tol(2 * U32, (terms + 2) * U32 * absref + 2.0**-126)
+
+
+def elem_tol(ulps=4, scale=0.0):
+    """Elementwise f32 ops: a few ulps of the result (transcendentals are not
+    correctly rounded), plus the size of cancelled terms."""
+    return Tol(ulps * U32 * 2, ulps * U32 * 2 * np.asarray(scale) + 2.0**-126)
+
+
+def fname(name):
+    return re.sub(r'\W+', '_', name)
+
+
+def run_model(name, m, inputs, d, extra=()):
+    name = fname(name)
+    path = os.path.join(d, name + '.onnx')
+    onnx.save(m, path)
+    in_args = []
+    for k, v in inputs.items():
+        p = os.path.join(d, name + '.' + k + '.npy')
+        np.save(p, v)
+        in_args += ['--input', '%s=%s' % (k, p)]
+    out = os.path.join(d, name + '.out')
+    rc, _, err = L.run_tcc([TCC, 'run', path, '--output-dir', out] + in_args + list(extra))
+    return rc, err, out
+
+
+def check(name, m, inputs, refs, d, extra=()):
+    """refs: {output: (reference float64 array, Tol)}."""
+    rc, err, out = run_model(name, m, inputs, d, extra)
+    if rc != 0:
+        return report(False, name, 'exit %d: %s' % (rc, L.first_line(err)))
+    for o, (ref, tol) in refs.items():
+        got = np.load(os.path.join(out, o + '.npy')).astype(np.float64)
+        ok, maxerr, detail = L.compare(got, np.asarray(ref, dtype=np.float64), tol)
+        if not ok:
+            return report(False, name, '%s: %s' % (o, detail))
+    report(True, name)
+
+
+def expect_error(name, path_or_model, d, needles, extra=()):
+    """Exit 1 with exactly one line on stderr containing every needle."""
+    if isinstance(path_or_model, str):
+        path = path_or_model
+    else:
+        path = os.path.join(d, fname(name) + '.onnx')
+        onnx.save(path_or_model, path)
+    rc, out, err = L.run_tcc([TCC, 'compile', path, '-o', os.path.join(d, fname(name) + '.tccb')]
+                             + list(extra))
+    lines = [l for l in err.splitlines() if l.strip()]
+    ok = rc == 1 and len(lines) == 1 and all(n in lines[0] for n in needles)
+    report(ok, 'error: ' + name + (' -> ' + lines[0] if ok else ''),
+           'exit %d, stderr %r, wanted one line with %r' % (rc, err, needles))
+
+
+# --- references from the ONNX specs -----------------------------------------
+
+def same_pads(size, kernel, strides, dilations, upper):
+    """auto_pad SAME_*: output ceil(in / stride); the odd pad goes at the end
+    (SAME_UPPER) or the beginning (SAME_LOWER)."""
+    begin, end = [], []
+    for n, k, s, dl in zip(size, kernel, strides, dilations):
+        out = -(-n // s)
+        total = max(0, (out - 1) * s + (k - 1) * dl + 1 - n)
+        small, big = total // 2, total - total // 2
+        begin.append(small if upper else big)
+        end.append(big if upper else small)
+    return begin + end
+
+
+def conv_ref(x, w, b, **kw):
+    ref = L.conv2d(x.astype(np.float64), w.astype(np.float64), b, **kw)
+    absref = L.conv2d(np.abs(x.astype(np.float64)), np.abs(w.astype(np.float64)),
+                      None if b is None else np.abs(b), **kw)
+    terms = w.shape[1] * w.shape[2] * w.shape[3] + (b is not None)
+    return ref, lin_tol(absref, terms)
+
+
+def bn_ref(x, s, b, m, v, eps):
+    sh = (1, -1) + (1,) * (x.ndim - 2)
+    return (x - m.reshape(sh)) / np.sqrt(v.reshape(sh) + eps) * s.reshape(sh) + b.reshape(sh)
+
+
+def sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+def softmax(x, axis):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def f64(*a):
+    return [np.asarray(v, dtype=np.float64) for v in a]
+
+
+with tempfile.TemporaryDirectory() as d:
+    # Probe: a tcc without ONNX support says so; skip rather than fail.
+    probe = model([oh.make_node('Relu', ['x'], ['y'])], {'x': rand(2)}, ['y'])
+    rc, err, _ = run_model('probe', probe, {'x': rand(2)}, d)
+    if rc != 0 and 'without ONNX support' in err:
+        print('SKIP: ' + L.first_line(err))
+        sys.exit(L.SKIP)
+
+    # --- Conv ---
+    x, w, b = rand(2, 3, 9, 9), rand(4, 3, 3, 3), rand(4)
+    ref, tol = conv_ref(x, w, b, pads=(1, 1, 1, 1))
+    check('conv pads=1 bias', model(
+        [oh.make_node('Conv', ['x', 'w', 'b'], ['y'], pads=[1, 1, 1, 1], kernel_shape=[3, 3])],
+        {'x': x}, ['y'], {'w': w, 'b': b}), {'x': x}, {'y': (ref, tol)}, d)
+
+    x, w = rand(1, 6, 11, 10), rand(6, 2, 3, 3)
+    ref, tol = conv_ref(x, w, None, strides=(2, 1), pads=(1, 0, 2, 1), dilations=(2, 2), groups=3)
+    check('conv groups=3 strides=2x1 dilations=2 asymmetric pads', model(
+        [oh.make_node('Conv', ['x', 'w'], ['y'], group=3, strides=[2, 1], dilations=[2, 2],
+                      pads=[1, 0, 2, 1])], {'x': x}, ['y'], {'w': w}),
+        {'x': x}, {'y': (ref, tol)}, d)
+
+    for mode in ('SAME_UPPER', 'SAME_LOWER'):
+        # Odd total pads on both axes, so that UPPER and LOWER differ.
+        x, w, b = rand(1, 4, 8, 7), rand(4, 1, 3, 2), rand(4)
+        pads = same_pads((8, 7), (3, 2), (2, 2), (1, 1), mode == 'SAME_UPPER')
+        ref, tol = conv_ref(x, w, b, strides=(2, 2), pads=pads, groups=4)
+        check('conv depthwise auto_pad=%s stride 2' % mode, model(
+            [oh.make_node('Conv', ['x', 'w', 'b'], ['y'], group=4, strides=[2, 2], auto_pad=mode)],
+            {'x': x}, ['y'], {'w': w, 'b': b}), {'x': x}, {'y': (ref, tol)}, d)
+
+    x, w = rand(1, 3, 8, 8), rand(5, 3, 3, 3)
+    ref, tol = conv_ref(x, w, None, strides=(2, 2))
+    check('conv auto_pad=VALID', model(
+        [oh.make_node('Conv', ['x', 'w'], ['y'], strides=[2, 2], auto_pad='VALID')],
+        {'x': x}, ['y'], {'w': w}), {'x': x}, {'y': (ref, tol)}, d)
+
+    # --- pools ---
+    x = rand(2, 3, 9, 8)
+    xd = x.astype(np.float64)
+    exact = Tol()
+    check('MaxPool 3x3 stride 2 pads 1', model(
+        [oh.make_node('MaxPool', ['x'], ['y'], kernel_shape=[3, 3], strides=[2, 2],
+                      pads=[1, 1, 1, 1])], {'x': x}, ['y']),
+        {'x': x}, {'y': (L.pool2d(xd, 'max', (3, 3), (2, 2), (1, 1, 1, 1)), exact)}, d)
+    check('MaxPool default strides (1) ceil_mode', model(
+        [oh.make_node('MaxPool', ['x'], ['y'], kernel_shape=[2, 3], ceil_mode=1)],
+        {'x': x}, ['y']),
+        {'x': x}, {'y': (L.pool2d(xd, 'max', (2, 3), (1, 1), ceil_mode=True), exact)}, d)
+    pads = same_pads((9, 8), (3, 3), (2, 2), (1, 1), True)
+    check('MaxPool auto_pad=SAME_UPPER', model(
+        [oh.make_node('MaxPool', ['x'], ['y'], kernel_shape=[3, 3], strides=[2, 2],
+                      auto_pad='SAME_UPPER')], {'x': x}, ['y']),
+        {'x': x}, {'y': (L.pool2d(xd, 'max', (3, 3), (2, 2), pads), exact)}, d)
+    avg_tol = elem_tol(12, L.pool2d(np.abs(xd), 'avg', (3, 3), (2, 2), (1, 1, 1, 1)))
+    for cip in (0, 1):
+        check('AveragePool pads 1 count_include_pad=%d' % cip, model(
+            [oh.make_node('AveragePool', ['x'], ['y'], kernel_shape=[3, 3], strides=[2, 2],
+                          pads=[1, 1, 1, 1], count_include_pad=cip)], {'x': x}, ['y']),
+            {'x': x}, {'y': (L.pool2d(xd, 'avg', (3, 3), (2, 2), (1, 1, 1, 1),
+                                      count_include_pad=bool(cip)), avg_tol)}, d)
+    check('GlobalAveragePool', model(
+        [oh.make_node('GlobalAveragePool', ['x'], ['y'])], {'x': x}, ['y']),
+        {'x': x}, {'y': (xd.mean(axis=(2, 3), keepdims=True),
+                         elem_tol(80, np.abs(xd).mean(axis=(2, 3), keepdims=True)))}, d)
+
+    # --- BatchNormalization, activations ---
+    x = rand(2, 5, 4, 3)
+    s, bb, m, v = rand(5), rand(5), rand(5), (np.abs(rand(5)) + 0.5).astype(np.float32)
+    ref = bn_ref(*f64(x, s, bb, m, v), 1e-3)
+    check('BatchNormalization eps=1e-3', model(
+        [oh.make_node('BatchNormalization', ['x', 's', 'b', 'm', 'v'], ['y'], epsilon=1e-3)],
+        {'x': x}, ['y'], {'s': s, 'b': bb, 'm': m, 'v': v}),
+        {'x': x}, {'y': (ref, elem_tol(8, np.abs(ref) + 4 * np.abs(f64(x)[0]) + 4))}, d)
+
+    x = (rand(3, 7) * 4).astype(np.float32)
+    xd = x.astype(np.float64)
+    acts = [('Relu', np.maximum(xd, 0), 0), ('Sigmoid', sigmoid(xd), 8),
+            ('Tanh', np.tanh(xd), 8), ('Erf', L.erf(xd), 8),
+            ('HardSwish', xd * np.clip(xd / 6 + 0.5, 0, 1), 8)]
+    for op, ref, ulps in acts:
+        check(op, model([oh.make_node(op, ['x'], ['y'])], {'x': x}, ['y']),
+              {'x': x}, {'y': (ref, elem_tol(ulps, 1e-6) if ulps else Tol())}, d)
+    check('Clip min/max from initializers, and max only', model(
+        [oh.make_node('Clip', ['x', 'lo', 'hi'], ['y']),
+         oh.make_node('Clip', ['x', '', 'hi'], ['z'])], {'x': x}, ['y', 'z'],
+        {'lo': np.array(-1.5, np.float32), 'hi': np.array(2.25, np.float32)}),
+        {'x': x}, {'y': (np.clip(xd, -1.5, 2.25), Tol()), 'z': (np.minimum(xd, 2.25), Tol())}, d)
+
+    # --- broadcast arithmetic ---
+    a, c = rand(2, 3, 4), rand(3, 1)
+    c = np.where(np.abs(c) < 0.1, 0.5, c).astype(np.float32)
+    ad, cd = f64(a, c)
+    for op, fn in (('Add', np.add), ('Sub', np.subtract), ('Mul', np.multiply),
+                   ('Div', np.divide)):
+        check(op + ' broadcast [2,3,4] by [3,1]', model(
+            [oh.make_node(op, ['a', 'c'], ['y'])], {'a': a, 'c': c}, ['y']),
+            {'a': a, 'c': c}, {'y': (fn(ad, cd), elem_tol(1, np.abs(ad) + np.abs(cd)))}, d)
+
+    # --- Gemm / MatMul ---
+    for ta, tb, alpha, beta, cshape in ((0, 0, 1.0, 1.0, None), (1, 1, 0.5, 2.0, (5,)),
+                                       (0, 1, 1.0, 0.25, (3, 5)), (1, 0, 2.0, 1.0, (1, 5))):
+        A = rand(4, 3) if ta else rand(3, 4)
+        B = rand(5, 4) if tb else rand(4, 5)
+        Ad, Bd = f64(A.T if ta else A, B.T if tb else B)
+        ref = alpha * Ad @ Bd
+        absref = abs(alpha) * np.abs(Ad) @ np.abs(Bd)
+        ins = ['A', 'B']
+        inits = {'B': B}
+        if cshape:
+            C = rand(*cshape)
+            ref = ref + beta * C.astype(np.float64)
+            absref = absref + abs(beta) * np.abs(C.astype(np.float64))
+            ins.append('C')
+            inits['C'] = C
+        check('Gemm transA=%d transB=%d alpha=%g beta=%g C=%s' % (ta, tb, alpha, beta, cshape),
+              model([oh.make_node('Gemm', ins, ['y'], transA=ta, transB=tb, alpha=alpha,
+                                  beta=beta)], {'A': A}, ['y'], inits),
+              {'A': A}, {'y': (ref, lin_tol(absref, 6))}, d)
+    a, bm, vec = rand(2, 3, 4), rand(4, 5), rand(4)
+    ad, bd, vd = f64(a, bm, vec)
+    check('MatMul batched and rank-1', model(
+        [oh.make_node('MatMul', ['a', 'b'], ['y']), oh.make_node('MatMul', ['v', 'b'], ['z'])],
+        {'a': a, 'v': vec}, ['y', 'z'], {'b': bm}),
+        {'a': a, 'v': vec}, {'y': (ad @ bd, lin_tol(np.abs(ad) @ np.abs(bd), 4)),
+                             'z': (vd @ bd, lin_tol(np.abs(vd) @ np.abs(bd), 4))}, d)
+
+    # --- shapes ---
+    x = rand(2, 3, 4, 5)
+    xd = x.astype(np.float64)
+    check('Reshape 0 copies, -1 infers; Flatten; Transpose', model(
+        [oh.make_node('Reshape', ['x', 's1'], ['r1']),
+         oh.make_node('Reshape', ['x', 's2'], ['r2']),
+         oh.make_node('Flatten', ['x'], ['f1'], axis=2),
+         oh.make_node('Flatten', ['x'], ['f0'], axis=0),
+         oh.make_node('Flatten', ['x'], ['fm'], axis=-1),
+         oh.make_node('Flatten', ['x'], ['fd']),
+         oh.make_node('Transpose', ['x'], ['t1'], perm=[0, 2, 3, 1]),
+         oh.make_node('Transpose', ['x'], ['t2'])],
+        {'x': x}, ['r1', 'r2', 'f1', 'f0', 'fm', 'fd', 't1', 't2'],
+        {'s1': np.array([0, -1], np.int64), 's2': np.array([-1, 0, 2, 0], np.int64)}),
+        {'x': x}, {'r1': (xd.reshape(2, 60), Tol()), 'r2': (xd.reshape(4, 3, 2, 5), Tol()),
+                   'f1': (xd.reshape(6, 20), Tol()), 'f0': (xd.reshape(1, 120), Tol()),
+                   'fm': (xd.reshape(24, 5), Tol()), 'fd': (xd.reshape(2, 60), Tol()),
+                   't1': (xd.transpose(0, 2, 3, 1), Tol()), 't2': (xd.transpose(), Tol())}, d)
+    x = (rand(2, 5, 3) * 3).astype(np.float32)
+    xd = x.astype(np.float64)
+    check('Softmax axis=1 and default (-1)', model(
+        [oh.make_node('Softmax', ['x'], ['y'], axis=1), oh.make_node('Softmax', ['x'], ['z'])],
+        {'x': x}, ['y', 'z']),
+        {'x': x}, {'y': (softmax(xd, 1), elem_tol(32, 1e-7)),
+                   'z': (softmax(xd, -1), elem_tol(32, 1e-7))}, d)
+    a, bq, cq = rand(2, 1, 3), rand(2, 4, 3), rand(2, 2, 3)
+    check('Concat axis=1; Identity; Constant (tensor, value_float, value_ints)', model(
+        [oh.make_node('Identity', ['a'], ['ai']),
+         oh.make_node('Concat', ['ai', 'b', 'c'], ['y'], axis=-2),
+         oh.make_node('Constant', [], ['k'], value=nh.from_array(
+             np.arange(3, dtype=np.float32), 'k')),
+         oh.make_node('Constant', [], ['half'], value_float=0.5),
+         oh.make_node('Constant', [], ['shp'], value_ints=[3, 2]),
+         oh.make_node('Add', ['a', 'k'], ['ak']),
+         oh.make_node('Mul', ['ak', 'half'], ['akh']),
+         oh.make_node('Reshape', ['akh', 'shp'], ['z'])],
+        {'a': a, 'b': bq, 'c': cq}, ['y', 'z']),
+        {'a': a, 'b': bq, 'c': cq},
+        {'y': (np.concatenate(f64(a, bq, cq), axis=1), Tol()),
+         'z': (((a.astype(np.float64) + np.arange(3)) * 0.5).reshape(3, 2),
+               elem_tol(2, np.abs(a).reshape(3, 2) + 3))}, d)
+
+    # --- a residual CNN block ---
+    x = rand(1, 8, 10, 10)
+    w1, w2 = (rand(8, 8, 3, 3) * 0.2).astype(np.float32), (rand(8, 8, 3, 3) * 0.2).astype(np.float32)
+    bn = [(rand(8), rand(8), rand(8), (np.abs(rand(8)) + 0.5).astype(np.float32)) for _ in range(2)]
+    fcw, fcb = rand(10, 8), rand(10)
+    nodes = [oh.make_node('Conv', ['x', 'w1'], ['c1'], pads=[1, 1, 1, 1]),
+             oh.make_node('BatchNormalization', ['c1', 's1', 'b1', 'm1', 'v1'], ['n1']),
+             oh.make_node('Relu', ['n1'], ['r1']),
+             oh.make_node('Conv', ['r1', 'w2'], ['c2'], pads=[1, 1, 1, 1]),
+             oh.make_node('BatchNormalization', ['c2', 's2', 'b2', 'm2', 'v2'], ['n2']),
+             oh.make_node('Add', ['n2', 'x'], ['sum']),
+             oh.make_node('Relu', ['sum'], ['r2']),
+             oh.make_node('GlobalAveragePool', ['r2'], ['p']),
+             oh.make_node('Flatten', ['p'], ['f']),
+             oh.make_node('Gemm', ['f', 'fcw', 'fcb'], ['y'], transB=1)]
+    inits = {'w1': w1, 'w2': w2, 'fcw': fcw, 'fcb': fcb}
+    for i, (s_, b_, m_, v_) in enumerate(bn, 1):
+        inits.update({'s%d' % i: s_, 'b%d' % i: b_, 'm%d' % i: m_, 'v%d' % i: v_})
+    xd = x.astype(np.float64)
+    h = np.maximum(bn_ref(L.conv2d(xd, w1.astype(np.float64), pads=(1, 1, 1, 1)),
+                          *f64(*bn[0]), 1e-5), 0)
+    h = bn_ref(L.conv2d(h, w2.astype(np.float64), pads=(1, 1, 1, 1)), *f64(*bn[1]), 1e-5)
+    h = np.maximum(h + xd, 0).mean(axis=(2, 3))
+    ref = h @ fcw.T.astype(np.float64) + fcb
+    # Two 72-term convolutions feed a 100-term mean and an 8-term product;
+    # bound the error relative to the magnitudes, with the norm scales.
+    scale = (np.abs(h) @ np.abs(fcw.T.astype(np.float64)) + np.abs(fcb)) * 50
+    check('residual block: conv-bn-relu-conv-bn-add-relu-gap-flatten-gemm',
+          model(nodes, {'x': x}, ['y'], inits), {'x': x}, {'y': (ref, lin_tol(scale, 200))}, d)
+
+    # --- more ops: Slice, Gather, Pad, LayerNormalization, ReduceMean ---
+    x = rand(4, 6, 5)
+    xd = x.astype(np.float64)
+    big = np.iinfo(np.int64).max
+    check('Slice (negative, INT64_MAX end, steps) and Gather', model(
+        [oh.make_node('Slice', ['x', 'st', 'en', 'ax', 'sp'], ['y']),
+         oh.make_node('Gather', ['x', 'idx'], ['z'], axis=1)],
+        {'x': x}, ['y', 'z'],
+        {'st': np.array([-1, 1], np.int64), 'en': np.array([-big, big], np.int64),
+         'ax': np.array([1, 2], np.int64), 'sp': np.array([-2, 2], np.int64),
+         'idx': np.array([[0, 5], [-1, 2]], np.int64)}),
+        {'x': x}, {'y': (xd[:, ::-2][:, :, 1::2], Tol()),
+                   'z': (np.take(xd, [[0, 5], [5, 2]], axis=1), Tol())}, d)
+    check('Pad constant (opset 13)', model(
+        [oh.make_node('Pad', ['x', 'pads', 'cv'], ['y'])], {'x': x}, ['y'],
+        {'pads': np.array([0, 1, 2, 1, 0, 3], np.int64), 'cv': np.array(1.5, np.float32)}),
+        {'x': x}, {'y': (np.pad(xd, ((0, 1), (1, 0), (2, 3)), constant_values=1.5), Tol())}, d)
+    check('Pad with axes (opset 18)', model(
+        [oh.make_node('Pad', ['x', 'pads', '', 'axes'], ['y'])], {'x': x}, ['y'],
+        {'pads': np.array([2, 1], np.int64), 'axes': np.array([-1], np.int64)}, opset=18),
+        {'x': x}, {'y': (np.pad(xd, ((0, 0), (0, 0), (2, 1))), Tol())}, d)
+    g_, b_ = rand(6, 5), rand(5)
+    mu = xd.mean(axis=(1, 2), keepdims=True)
+    var = ((xd - mu) ** 2).mean(axis=(1, 2), keepdims=True)
+    ln = (xd - mu) / np.sqrt(var + 1e-5) * g_ + b_
+    check('LayerNormalization axis=1 (opset 17)', model(
+        [oh.make_node('LayerNormalization', ['x', 'g', 'b'], ['y'], axis=1)], {'x': x}, ['y'],
+        {'g': g_, 'b': b_}, opset=17),
+        {'x': x}, {'y': (ln, elem_tol(64, np.abs(ln) + np.abs(g_) * 4 + np.abs(b_)))}, d)
+    rm_tol = elem_tol(16, np.abs(xd).mean(axis=1, keepdims=True))
+    check('ReduceMean axes attribute (opset 13)', model(
+        [oh.make_node('ReduceMean', ['x'], ['y'], axes=[1])], {'x': x}, ['y']),
+        {'x': x}, {'y': (xd.mean(axis=1, keepdims=True), rm_tol)}, d)
+    check('ReduceMean axes input (opset 18)', model(
+        [oh.make_node('ReduceMean', ['x', 'ax'], ['y'], keepdims=1)], {'x': x}, ['y'],
+        {'ax': np.array([1], np.int64)}, opset=18),
+        {'x': x}, {'y': (xd.mean(axis=1, keepdims=True), rm_tol)}, d)
+
+    # --- ConvTranspose, Resize (nearest), Squeeze/Unsqueeze, Shape ---
+    x, bt = rand(1, 4, 5, 6), rand(6)
+    wt = rand(4, 3, 3, 3)
+    ref = L.conv_transpose2d(*f64(x, wt), None, strides=(2, 2), pads=(1, 0, 1, 1),
+                             output_padding=(1, 0), groups=2)
+    wt2 = rand(4, 3, 3, 3)
+    ref2 = L.conv_transpose2d(*f64(x, wt2), bt[:3].astype(np.float64))
+    absr = L.conv_transpose2d(*f64(np.abs(x), np.abs(wt)), strides=(2, 2), pads=(1, 0, 1, 1),
+                              output_padding=(1, 0), groups=2)
+    absr2 = L.conv_transpose2d(*f64(np.abs(x), np.abs(wt2)), np.abs(bt[:3]).astype(np.float64))
+    check('ConvTranspose groups=2 strides=2 pads output_padding; with bias', model(
+        [oh.make_node('ConvTranspose', ['x', 'w'], ['y'], group=2, strides=[2, 2],
+                      pads=[1, 0, 1, 1], output_padding=[1, 0]),
+         oh.make_node('ConvTranspose', ['x', 'w2', 'b'], ['z'])],
+        {'x': x}, ['y', 'z'], {'w': wt, 'w2': wt2, 'b': bt[:3]}),
+        {'x': x}, {'y': (ref, lin_tol(absr, 40)), 'z': (ref2, lin_tol(absr2, 40))}, d)
+
+    x = rand(1, 2, 3, 4)
+    xd = x.astype(np.float64)
+
+    def nearest_idx(n, m, scale, ctm, mode):
+        idx = []
+        for o in range(m):
+            src = {'asymmetric': o / scale, 'half_pixel': (o + 0.5) / scale - 0.5,
+                   'align_corners': o * (n - 1) / (m - 1) if m > 1 else 0.0}[ctm]
+            f = np.floor(src)
+            k = {'floor': f, 'round_prefer_floor': f if src - f == 0.5 else np.round(src),
+                 'round_prefer_ceil': f + 1 if src - f == 0.5 else np.round(src)}[mode]
+            idx.append(int(min(max(k, 0), n - 1)))
+        return idx
+    up = np.repeat(np.repeat(xd, 2, axis=2), 2, axis=3)
+    hi = nearest_idx(3, 5, 5 / 3, 'half_pixel', 'round_prefer_floor')
+    wi = nearest_idx(4, 7, 7 / 4, 'half_pixel', 'round_prefer_floor')
+    ai = nearest_idx(4, 6, 1.5, 'align_corners', 'round_prefer_ceil')
+    check('Resize nearest: scales 2 (asymmetric, floor), sizes (half_pixel), align_corners', model(
+        [oh.make_node('Resize', ['x', '', 'sc'], ['y'], mode='nearest',
+                      coordinate_transformation_mode='asymmetric', nearest_mode='floor'),
+         oh.make_node('Resize', ['x', '', '', 'sz'], ['z'], mode='nearest'),
+         oh.make_node('Resize', ['x', '', 'sc2'], ['u'], mode='nearest',
+                      coordinate_transformation_mode='align_corners',
+                      nearest_mode='round_prefer_ceil')],
+        {'x': x}, ['y', 'z', 'u'],
+        {'sc': np.array([1, 1, 2, 2], np.float32), 'sz': np.array([1, 2, 5, 7], np.int64),
+         'sc2': np.array([1, 1, 1, 1.5], np.float32)}),
+        {'x': x}, {'y': (up, Tol()), 'z': (xd[:, :, hi][:, :, :, wi], Tol()),
+                   'u': (xd[:, :, :, ai], Tol())}, d)
+
+    x, yv = rand(3, 1, 4, 1), rand(2, 2)
+    xd = x.astype(np.float64)
+    check('Squeeze (axes input and all size-1), Unsqueeze, Shape feeding Reshape', model(
+        [oh.make_node('Squeeze', ['x', 'ax'], ['s1']),
+         oh.make_node('Squeeze', ['x'], ['s2']),
+         oh.make_node('Unsqueeze', ['s2', 'ux'], ['u']),
+         oh.make_node('Shape', ['x'], ['shp'], start=1),
+         oh.make_node('Reshape', ['y', 'shp'], ['r'])],
+        {'x': x, 'y': yv}, ['s1', 's2', 'u', 'r'],
+        {'ax': np.array([-1], np.int64), 'ux': np.array([0, -1], np.int64)}, opset=15),
+        {'x': x, 'y': yv}, {'s1': (xd.reshape(3, 1, 4), Tol()), 's2': (xd.reshape(3, 4), Tol()),
+                             'u': (xd.reshape(1, 3, 4, 1), Tol()),
+                             'r': (yv.reshape(1, 4, 1), Tol())}, d)
+
+    # The flatten exporters write: x.view(x.size(0), -1) as shape arithmetic.
+    x = rand(2, 3, 4)
+    check('shape arithmetic folded (Shape, Gather, Unsqueeze, Mul, Concat) into Reshape', model(
+        [oh.make_node('Shape', ['x'], ['s']),
+         oh.make_node('Gather', ['s', 'zero'], ['n'], axis=0),
+         oh.make_node('Gather', ['s', 'one'], ['c']),
+         oh.make_node('Mul', ['c', 'two'], ['c2']),
+         oh.make_node('Unsqueeze', ['n', 'ax0'], ['n1']),
+         oh.make_node('Unsqueeze', ['c2', 'ax0'], ['c1']),
+         oh.make_node('Concat', ['n1', 'c1', 'minus1'], ['shape'], axis=0),
+         oh.make_node('Reshape', ['x', 'shape'], ['y'])],
+        {'x': x}, ['y'],
+        {'zero': np.array(0, np.int64), 'one': np.array(-2, np.int64),
+         'two': np.array(2, np.int64), 'ax0': np.array([0], np.int64),
+         'minus1': np.array([-1], np.int64)}),
+        {'x': x}, {'y': (x.astype(np.float64).reshape(2, 6, 2), Tol())}, d)
+
+    # --- initializers: typed fields, f16, external data ---
+    x = rand(3, 4)
+    wv = rand(3, 4)
+    typed = [oh.make_tensor('w', TP.FLOAT, [3, 4], wv.flatten().tolist()),
+             oh.make_tensor('shp', TP.INT64, [1], [12])]
+    check('typed-field initializers (float_data, int64_data)', model(
+        [oh.make_node('Add', ['x', 'w'], ['s']), oh.make_node('Reshape', ['s', 'shp'], ['y'])],
+        {'x': x}, ['y'], typed),
+        {'x': x}, {'y': ((x.astype(np.float64) + wv).reshape(12),
+                         elem_tol(1, np.abs(x) .reshape(12) + np.abs(wv).reshape(12)))}, d)
+    xh, wh = rand(2, 5).astype(np.float16), rand(2, 5).astype(np.float16)
+    mh = oh.make_model(oh.make_graph(
+        [oh.make_node('Mul', ['x', 'w'], ['y'])], 'g', [vi('x', xh, TP.FLOAT16)],
+        [vi('y', None, TP.FLOAT16)],
+        [oh.make_tensor('w', TP.FLOAT16, [2, 5], wh.flatten().tolist())]),
+        opset_imports=[oh.make_opsetid('', 13)])
+    check('f16 input and int32_data f16 initializer', mh, {'x': xh},
+          {'y': (L.rnd('f16', xh.astype(np.float64) * wh), Tol(2.0**-11, 2.0**-24))}, d)
+
+    x = rand(2, 3, 6, 6)
+    w = rand(4, 3, 3, 3)
+    ext = model([oh.make_node('Conv', ['x', 'w'], ['y'], pads=[1, 1, 1, 1])],
+                {'x': x}, ['y'], {'w': w})
+    ext_dir = os.path.join(d, 'ext')
+    os.makedirs(ext_dir)
+    onnx.save_model(ext, os.path.join(ext_dir, 'ext.onnx'), save_as_external_data=True,
+                    all_tensors_to_one_file=True, location='weights.bin', size_threshold=0)
+    ref, tol = conv_ref(x, w, None, pads=(1, 1, 1, 1))
+    np.save(os.path.join(d, 'ext_x.npy'), x)
+    rc, _, err = L.run_tcc([TCC, 'run', os.path.join(ext_dir, 'ext.onnx'), '--input',
+                            'x=' + os.path.join(d, 'ext_x.npy'), '--output-dir',
+                            os.path.join(d, 'ext.out')])
+    if rc != 0:
+        report(False, 'external data initializer', L.first_line(err))
+    else:
+        ok, _, detail = L.compare(np.load(os.path.join(d, 'ext.out', 'y.npy')).astype(
+            np.float64), ref, tol)
+        report(ok, 'external data initializer', detail)
+    os.rename(os.path.join(ext_dir, 'weights.bin'), os.path.join(ext_dir, 'moved.bin'))
+    expect_error('external data file missing', os.path.join(ext_dir, 'ext.onnx'), d,
+                 ['initializer "w"', 'weights.bin', 'no such file'])
+    with open(os.path.join(ext_dir, 'weights.bin'), 'wb') as f:
+        f.write(b'\0' * 20)
+    expect_error('external data file too short', os.path.join(ext_dir, 'ext.onnx'), d,
+                 ['initializer "w"', 'too few'])
+
+    # --- --input-shape ---
+    x = rand(3, 2, 5, 7)
+    w = rand(4, 2, 1, 1)
+    sym = oh.make_model(oh.make_graph(
+        [oh.make_node('Conv', ['x', 'w'], ['y'])], 'g',
+        [oh.make_tensor_value_info('x', TP.FLOAT, ['N', 2, 'H', 'W'])],
+        [vi('y', None)], [nh.from_array(w, 'w')]), opset_imports=[oh.make_opsetid('', 13)])
+    ref, tol = conv_ref(x, w, None)
+    check('--input-shape fixes symbolic dims', sym, {'x': x}, {'y': (ref, tol)}, d,
+          extra=['--input-shape', 'x=3x2x5x7'])
+    expect_error('symbolic dims without --input-shape', sym, d,
+                 ['graph input "x"', 'symbolic ("N")', '--input-shape'])
+    expect_error('--input-shape conflicting with a fixed dim', sym, d,
+                 ['graph input "x"', 'dimension 1 is 2', 'gives 3'],
+                 extra=['--input-shape', 'x=3x3x5x7'])
+    expect_error('--input-shape of the wrong rank', sym, d, ['rank 4', 'rank 2'],
+                 extra=['--input-shape', 'x=3x2'])
+    expect_error('--input-shape naming no input', sym, d, ['"w"', 'not a graph input'],
+                 extra=['--input-shape', 'w=4x2x1x1'])
+    expect_error('--input-shape garbage', sym, d, ['--input-shape', 'x=1xAx3'],
+                 extra=['--input-shape', 'x=1xAx3'])
+
+    # --- malformed models ---
+    good = model([oh.make_node('Relu', ['x'], ['y'], name='act')], {'x': rand(2, 3)}, ['y'])
+    data = good.SerializeToString()
+    with open(os.path.join(d, 'trunc.onnx'), 'wb') as f:
+        f.write(data[:len(data) * 2 // 3])
+    expect_error('truncated protobuf', os.path.join(d, 'trunc.onnx'), d,
+                 ['not a valid ONNX model'])
+    with open(os.path.join(d, 'garbage.onnx'), 'wb') as f:
+        f.write(bytes(rng.integers(0, 256, 300, dtype=np.uint8)) + b'\xff' * 9)
+    expect_error('garbage bytes', os.path.join(d, 'garbage.onnx'), d, ['not a valid ONNX model'])
+    expect_error('missing initializer', model(
+        [oh.make_node('Conv', ['x', 'w'], ['y'], name='conv1')], {'x': rand(1, 3, 4, 4)}, ['y']),
+        d, ['node 0 "conv1" (Conv)', 'input 1 "w"', 'not defined'])
+    expect_error('dangling input (used before its node)', model(
+        [oh.make_node('Relu', ['t'], ['y']), oh.make_node('Neg', ['x'], ['t'])],
+        {'x': rand(3)}, ['y']), d, ['node 0 (Relu)', '"t"', 'not defined'])
+    expect_error('bad attribute type', model(
+        [oh.make_node('Conv', ['x', 'w'], ['y'], name='c', group=1.0)], {'x': rand(1, 3, 4, 4)},
+        ['y'], {'w': rand(2, 3, 1, 1)}), d,
+        ['node 0 "c" (Conv)', 'attribute "group" must be INT, got FLOAT'])
+    expect_error('unsupported op', model(
+        [oh.make_node('Relu', ['x'], ['r']), oh.make_node('Celu', ['r'], ['y'], name='odd')],
+        {'x': rand(3)}, ['y']), d, ['node 1 "odd" (Celu)', 'unsupported op'])
+    expect_error('unsupported attribute', model(
+        [oh.make_node('Relu', ['x'], ['y'], name='r', alpha=0.1)], {'x': rand(3)}, ['y']), d,
+        ['node 0 "r" (Relu)', 'attribute "alpha" is not supported'])
+    bad_dtype = oh.make_model(oh.make_graph(
+        [oh.make_node('Relu', ['x'], ['y'])], 'g', [vi('x', (2,), TP.UINT8)],
+        [vi('y', None, TP.UINT8)]), opset_imports=[oh.make_opsetid('', 13)])
+    expect_error('unsupported dtype', bad_dtype, d, ['graph input "x"', 'unsupported dtype UINT8'])
+    expect_error('operands that do not broadcast', model(
+        [oh.make_node('Add', ['a', 'b'], ['y'], name='sum')], {'a': rand(2, 3), 'b': rand(4)},
+        ['y']), d, ['node 0 "sum" (Add)', 'broadcast'])
+    expect_error('MaxPool indices output', model(
+        [oh.make_node('MaxPool', ['x'], ['y', 'i'], kernel_shape=[2, 2])],
+        {'x': rand(1, 1, 4, 4)}, ['y']), d, ['(MaxPool)', 'output 1', 'not supported'])
+    expect_error('computed Reshape shape', model(
+        [oh.make_node('Reshape', ['x', 's'], ['y'])], {'x': rand(6), 's': rand(2)}, ['y']), d,
+        ['(Reshape)', 'must be a constant'])
+    expect_error('opset 11', model([oh.make_node('Relu', ['x'], ['y'])], {'x': rand(3)}, ['y'],
+                                   opset=11), d, ['opset 11', '13 to 18'])
+    bad_raw = nh.from_array(rand(2, 3), 'w')
+    bad_raw.raw_data = bad_raw.raw_data[:-4]
+    expect_error('initializer raw_data of the wrong size', model(
+        [oh.make_node('Add', ['x', 'w'], ['y'])], {'x': rand(2, 3)}, ['y'], [bad_raw]), d,
+        ['initializer "w"', 'raw_data holds 20 bytes, expected 24'])
+
+print('%d passed, %d failed' % (passed, failed))
+sys.exit(1 if failed else 0)

@@ -1559,32 +1559,30 @@ bool OnnxImporter::importNode(size_t index, const onnx::NodeProto &n,
                     attrTypeName(a.type()));
       if (!decodeTensor(a.t(), where + ": value", t))
         return false;
-    } else if (a.name() == "value_float" || a.name() == "value_floats") {
-      bool list = a.name() == "value_floats";
-      if (a.type() !=
-          (list ? onnx::AttributeProto::FLOATS : onnx::AttributeProto::FLOAT))
+    } else if (a.name() == "value_float" || a.name() == "value_floats" ||
+               a.name() == "value_int" || a.name() == "value_ints") {
+      bool isFloat = a.name().rfind("value_float", 0) == 0;
+      bool list = a.name().back() == 's';
+      onnx::AttributeProto::AttributeType want =
+          isFloat
+              ? (list ? onnx::AttributeProto::FLOATS
+                      : onnx::AttributeProto::FLOAT)
+              : (list ? onnx::AttributeProto::INTS : onnx::AttributeProto::INT);
+      if (a.type() != want)
         return fail(where + ": attribute \"" + a.name() + "\" must be " +
-                    (list ? "FLOATS" : "FLOAT") + ", got " +
-                    attrTypeName(a.type()));
-      size_t count = list ? (size_t)a.floats_size() : 1;
-      fromList(DType::F32, count, [&](size_t i, uint8_t *p) {
-        float v = list ? a.floats((int)i) : a.f();
-        std::memcpy(p, &v, 4);
-      });
-      if (list)
-        t.shape = {(int64_t)count};
-    } else if (a.name() == "value_int" || a.name() == "value_ints") {
-      bool list = a.name() == "value_ints";
-      if (a.type() !=
-          (list ? onnx::AttributeProto::INTS : onnx::AttributeProto::INT))
-        return fail(where + ": attribute \"" + a.name() + "\" must be " +
-                    (list ? "INTS" : "INT") + ", got " +
-                    attrTypeName(a.type()));
-      size_t count = list ? (size_t)a.ints_size() : 1;
-      fromList(DType::I64, count, [&](size_t i, uint8_t *p) {
-        int64_t v = list ? a.ints((int)i) : a.i();
-        std::memcpy(p, &v, 8);
-      });
+                    attrTypeName(want) + ", got " + attrTypeName(a.type()));
+      size_t count =
+          list ? (size_t)(isFloat ? a.floats_size() : a.ints_size()) : 1;
+      fromList(isFloat ? DType::F32 : DType::I64, count,
+               [&](size_t i, uint8_t *p) {
+                 if (isFloat) {
+                   float v = list ? a.floats((int)i) : a.f();
+                   std::memcpy(p, &v, 4);
+                 } else {
+                   int64_t v = list ? a.ints((int)i) : a.i();
+                   std::memcpy(p, &v, 8);
+                 }
+               });
       if (list)
         t.shape = {(int64_t)count};
     } else {

@@ -1627,7 +1627,8 @@ bool OnnxImporter::importNode(size_t index, const onnx::NodeProto &n,
     t.dtype = DType::I64;
     t.shape = {end - start};
     t.bytes = std::make_shared<std::vector<uint8_t>>(8 * (end - start));
-    std::memcpy(t.bytes->data(), s.data() + start, 8 * (end - start));
+    if (end > start) // an empty range: no bytes, and no pointer to copy
+      std::memcpy(t.bytes->data(), s.data() + start, 8 * (end - start));
     consts[n.output(0)] = std::move(t);
     return true;
   }

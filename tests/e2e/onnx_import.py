@@ -484,6 +484,16 @@ with tempfile.TemporaryDirectory() as d:
          'minus1': np.array([-1], np.int64)}),
         {'x': x}, {'y': (x.astype(np.float64).reshape(2, 6, 2), Tol())}, d)
 
+    # Shape over an empty range (start past end: no dims), found by fuzz-onnx:
+    # concatenated with -1 it flattens.
+    x = rand(2, 3, 4)
+    check('Shape with an empty range, Concat, Reshape', model(
+        [oh.make_node('Shape', ['x'], ['e'], start=2, end=1),
+         oh.make_node('Concat', ['e', 'minus1'], ['shape'], axis=0),
+         oh.make_node('Reshape', ['x', 'shape'], ['y'])],
+        {'x': x}, ['y'], {'minus1': np.array([-1], np.int64)}),
+        {'x': x}, {'y': (x.astype(np.float64).reshape(24), Tol())}, d)
+
     # --- initializers: typed fields, f16, external data ---
     x = rand(3, 4)
     wv = rand(3, 4)

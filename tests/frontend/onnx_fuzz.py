@@ -52,6 +52,13 @@ for k, v in (('location', 'weights.bin'), ('offset', '16'), ('length', '64')):
     e.key, e.value = k, v
 
 seeds = {
+    # Regression (UBSan: memcpy from an empty Shape range): Shape over an
+    # empty range, run first as a seed.
+    'shape_empty': model([
+        oh.make_node('Shape', ['x'], ['e'], start=2, end=1),
+        oh.make_node('Concat', ['e', 'm1'], ['s'], axis=0),
+        oh.make_node('Reshape', ['x', 's'], ['y'])],
+        {'x': (2, 3, 4)}, ['y'], [init('m1', np.array([-1], np.int64))]),
     'cnn': model([
         oh.make_node('Conv', ['x', 'w', 'b'], ['c'], pads=[1, 1, 1, 1], group=1, strides=[1, 1]),
         oh.make_node('BatchNormalization', ['c', 's', 'b', 'm', 'v'], ['n']),

@@ -203,8 +203,11 @@ struct NodeCtx {
     return fail("attribute \"" + a.name() + "\" must be " + attrTypeName(want) +
                 ", got " + attrTypeName(a.type()));
   }
-  bool getInt(const char *name, int64_t &out,
-              std::optional<int64_t> dflt = std::nullopt) {
+  /// Attribute `name`, which must have type `want`, read by `read` into
+  /// `out`; when absent, `dflt` (and without one, an error).
+  template <typename T, typename Read>
+  bool getAttr(const char *name, onnx::AttributeProto::AttributeType want,
+               T &out, std::optional<T> dflt, Read read) {
     const onnx::AttributeProto *a = attr(name);
     if (!a) {
       if (!dflt)
@@ -212,44 +215,32 @@ struct NodeCtx {
       out = *dflt;
       return true;
     }
-    if (!typed(*a, onnx::AttributeProto::INT))
+    if (!typed(*a, want))
       return false;
-    out = a->i();
+    out = read(*a);
     return true;
   }
+  bool getInt(const char *name, int64_t &out,
+              std::optional<int64_t> dflt = std::nullopt) {
+    return getAttr(name, onnx::AttributeProto::INT, out, dflt,
+                   [](const onnx::AttributeProto &a) { return a.i(); });
+  }
   bool getFloat(const char *name, double &out, double dflt) {
-    const onnx::AttributeProto *a = attr(name);
-    out = dflt;
-    if (!a)
-      return true;
-    if (!typed(*a, onnx::AttributeProto::FLOAT))
-      return false;
-    out = a->f();
-    return true;
+    return getAttr(name, onnx::AttributeProto::FLOAT, out,
+                   std::optional<double>(dflt),
+                   [](const onnx::AttributeProto &a) { return (double)a.f(); });
   }
   bool getInts(const char *name, Ints &out,
                std::optional<Ints> dflt = std::nullopt) {
-    const onnx::AttributeProto *a = attr(name);
-    if (!a) {
-      if (!dflt)
-        return fail(std::string("missing attribute \"") + name + "\"");
-      out = *dflt;
-      return true;
-    }
-    if (!typed(*a, onnx::AttributeProto::INTS))
-      return false;
-    out.assign(a->ints().begin(), a->ints().end());
-    return true;
+    return getAttr(name, onnx::AttributeProto::INTS, out, dflt,
+                   [](const onnx::AttributeProto &a) {
+                     return Ints(a.ints().begin(), a.ints().end());
+                   });
   }
   bool getString(const char *name, std::string &out, const char *dflt) {
-    const onnx::AttributeProto *a = attr(name);
-    out = dflt;
-    if (!a)
-      return true;
-    if (!typed(*a, onnx::AttributeProto::STRING))
-      return false;
-    out = a->s();
-    return true;
+    return getAttr(name, onnx::AttributeProto::STRING, out,
+                   std::optional<std::string>(dflt),
+                   [](const onnx::AttributeProto &a) { return a.s(); });
   }
 
   // Inputs. An empty name is an omitted optional input.

@@ -189,7 +189,7 @@ ShapeOrError conv2dShape(const Shape &x, const Shape &w,
                          const std::vector<int64_t> &strides,
                          const std::vector<int64_t> &pads,
                          const std::vector<int64_t> &dilations,
-                         int64_t groups) {
+                         int64_t groups, bool nhwc) {
   std::string err;
   if (x.size() != 4 || w.size() != 4)
     return ShapeOrError::fail("conv2d needs rank-4 input and weight, got " +
@@ -198,6 +198,15 @@ ShapeOrError conv2dShape(const Shape &x, const Shape &w,
       !checkPairs(pads, 4, 0, "pads", err) ||
       !checkPairs(dilations, 2, 1, "dilations", err))
     return ShapeOrError::fail(err);
+  if (nhwc) {
+    // The NCHW rule on the permuted shapes, its result permuted back.
+    ShapeOrError s = conv2dShape({x[0], x[3], x[1], x[2]},
+                                 {w[0], w[3], w[1], w[2]}, strides, pads,
+                                 dilations, groups, false);
+    if (!s.error.empty())
+      return s;
+    return {{s.shape[0], s.shape[2], s.shape[3], s.shape[1]}, ""};
+  }
   if (groups < 1 || x[1] % groups || w[0] % groups)
     return ShapeOrError::fail("groups " + std::to_string(groups) +
                               " must divide the input channels " +
@@ -255,11 +264,19 @@ ShapeOrError convTranspose2dShape(const Shape &x, const Shape &w,
 
 ShapeOrError pool2dShape(const Shape &x, const std::vector<int64_t> &kernel,
                          const std::vector<int64_t> &strides,
-                         const std::vector<int64_t> &pads, bool ceilMode) {
+                         const std::vector<int64_t> &pads, bool ceilMode,
+                         bool nhwc) {
   std::string err;
   if (x.size() != 4)
     return ShapeOrError::fail("pooling needs a rank-4 input, got " +
                               shapeToString(x));
+  if (nhwc) {
+    ShapeOrError s = pool2dShape({x[0], x[3], x[1], x[2]}, kernel, strides,
+                                 pads, ceilMode, false);
+    if (!s.error.empty())
+      return s;
+    return {{s.shape[0], s.shape[2], s.shape[3], s.shape[1]}, ""};
+  }
   if (!checkPairs(kernel, 2, 1, "kernel", err) ||
       !checkPairs(strides, 2, 1, "strides", err) ||
       !checkPairs(pads, 4, 0, "pads", err))

@@ -45,19 +45,25 @@ ShapeOrError gatherShape(const Shape &data, const Shape &indices, int64_t axis);
 int64_t windowOutSize(int64_t in, int64_t kernel, int64_t stride,
                       int64_t padBegin, int64_t padEnd, int64_t dilation,
                       bool ceilMode);
+/// NCHW: x [N, C, H, W], w [O, C/groups, KH, KW] -> [N, O, OH, OW];
+/// nhwc (channels last): x [N, H, W, C], w [O, KH, KW, C/groups] ->
+/// [N, OH, OW, O].
 ShapeOrError conv2dShape(const Shape &x, const Shape &w,
                          const std::vector<int64_t> &strides,
                          const std::vector<int64_t> &pads,
-                         const std::vector<int64_t> &dilations, int64_t groups);
+                         const std::vector<int64_t> &dilations, int64_t groups,
+                         bool nhwc = false);
 ShapeOrError convTranspose2dShape(const Shape &x, const Shape &w,
                                   const std::vector<int64_t> &strides,
                                   const std::vector<int64_t> &pads,
                                   const std::vector<int64_t> &dilations,
                                   const std::vector<int64_t> &outputPadding,
                                   int64_t groups);
+/// [N, C, H, W] -> [N, C, OH, OW]; nhwc: [N, H, W, C] -> [N, OH, OW, C].
 ShapeOrError pool2dShape(const Shape &x, const std::vector<int64_t> &kernel,
                          const std::vector<int64_t> &strides,
-                         const std::vector<int64_t> &pads, bool ceilMode);
+                         const std::vector<int64_t> &pads, bool ceilMode,
+                         bool nhwc = false);
 
 std::string shapeToString(const Shape &s);
 

@@ -325,10 +325,10 @@ LogicalResult Conv2dOp::verify() {
     return failure();
   auto s = ::tcc::conv2dShape(shapeOf(getInput()), shapeOf(getWeight()),
                               vec(getStrides()), vec(getPads()),
-                              vec(getDilations()), getGroups());
+                              vec(getDilations()), getGroups(), getNhwc());
   if (failed(checkResult(*this, getType(), s)))
     return failure();
-  return checkBias(*this, getBias(), s.shape[1]);
+  return checkBias(*this, getBias(), s.shape[getNhwc() ? 3 : 1]);
 }
 
 LogicalResult ConvTranspose2dOp::verify() {
@@ -347,20 +347,22 @@ LogicalResult MaxPool2dOp::verify() {
   return checkResult(*this, getType(),
                      ::tcc::pool2dShape(shapeOf(getInput()), vec(getKernel()),
                                         vec(getStrides()), vec(getPads()),
-                                        getCeilMode()));
+                                        getCeilMode(), getNhwc()));
 }
 
 LogicalResult AvgPool2dOp::verify() {
   return checkResult(*this, getType(),
                      ::tcc::pool2dShape(shapeOf(getInput()), vec(getKernel()),
                                         vec(getStrides()), vec(getPads()),
-                                        getCeilMode()));
+                                        getCeilMode(), getNhwc()));
 }
 
 LogicalResult GlobalAvgPool2dOp::verify() {
   ::tcc::Shape in = shapeOf(getInput());
   if (in.size() != 4)
     return emitOpError("needs a rank-4 input");
+  if (getNhwc())
+    return checkResult(*this, getType(), {{in[0], 1, 1, in[3]}, ""});
   return checkResult(*this, getType(), {{in[0], in[1], 1, 1}, ""});
 }
 

@@ -312,15 +312,24 @@ def Tcc_IndexCheckOp : Tcc_Op<"index_check", [Pure, Tcc_Reduction]> {
 }
 
 //===----------------------------------------------------------------------===//
-// Convolution and pooling (NCHW)
+// Convolution and pooling: NCHW, or channels last (NHWC) where the unit
+// attribute `nhwc` says so. The frontend builds NCHW (the model format's
+// layout); tcc-conv-layout moves tensor-core convolutions to NHWC.
 //===----------------------------------------------------------------------===//
 
 def Tcc_Conv2dOp : Tcc_Op<"conv2d", [Pure]> {
-  let summary = "2-D convolution, NCHW / OIHW, optional bias";
+  let summary = "2-D convolution, NCHW / OIHW or NHWC / OHWI, optional bias";
+  let description = [{
+    NCHW: input [N, C, H, W], weight [O, C/groups, KH, KW], result
+    [N, O, OH, OW]. With `nhwc`: input [N, H, W, C], weight
+    [O, KH, KW, C/groups], result [N, OH, OW, O]. Pads are [top, left,
+    bottom, right] in both.
+  }];
   let arguments = (ins Tcc_FloatTensor:$input, Tcc_FloatTensor:$weight,
                        Optional<Tcc_FloatTensor>:$bias,
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
-                       DenseI64ArrayAttr:$dilations, I64Attr:$groups);
+                       DenseI64ArrayAttr:$dilations, I64Attr:$groups,
+                       UnitAttr:$nhwc);
   let results = (outs Tcc_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $weight (`,` $bias^)? attr-dict `:` type($input) `,`
@@ -347,7 +356,7 @@ def Tcc_ConvTranspose2dOp : Tcc_Op<"conv_transpose2d", [Pure]> {
 class Tcc_Pool2dOp<string mnemonic> : Tcc_Op<mnemonic, [Pure]> {
   let arguments = (ins Tcc_FloatTensor:$input, DenseI64ArrayAttr:$kernel,
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
-                       BoolAttr:$ceil_mode);
+                       BoolAttr:$ceil_mode, UnitAttr:$nhwc);
   let results = (outs Tcc_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
@@ -361,12 +370,13 @@ def Tcc_AvgPool2dOp : Tcc_Pool2dOp<"avg_pool2d"> {
   let summary = "2-D average pooling";
   let arguments = (ins Tcc_FloatTensor:$input, DenseI64ArrayAttr:$kernel,
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
-                       BoolAttr:$ceil_mode, BoolAttr:$count_include_pad);
+                       BoolAttr:$ceil_mode, BoolAttr:$count_include_pad,
+                       UnitAttr:$nhwc);
 }
 
 def Tcc_GlobalAvgPool2dOp : Tcc_Op<"global_avg_pool2d", [Pure]> {
-  let summary = "[N, C, H, W] -> [N, C, 1, 1]";
-  let arguments = (ins Tcc_FloatTensor:$input);
+  let summary = "[N, C, H, W] -> [N, C, 1, 1]; nhwc: [N, H, W, C] -> [N, 1, 1, C]";
+  let arguments = (ins Tcc_FloatTensor:$input, UnitAttr:$nhwc);
   let results = (outs Tcc_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;

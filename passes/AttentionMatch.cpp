@@ -676,6 +676,10 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
     m.scale = 1.0;
     m.keyMaskAlone = true;
   }
+  // No change at all (attention written without a scale, perhaps with a
+  // linear mask): the scale 1, so the templates' fast softmax takes it.
+  if (m.mods.empty())
+    m.scale = 1.0;
   if (others.size() == 1 && isa<MulOp, DivOp>(others[0])) {
     Operation *op = others[0];
     std::optional<double> c = constantValue(op->getOperand(1));

@@ -162,10 +162,10 @@ func.func @given(%q: tensor<1x4x256x64xbf16>, %k: tensor<1x4x256x64xbf16>, %v: t
 
 // -----
 
-// A causal mask: the producer's simple loop (the overlapped loop's serial
-// first and last key tiles weigh on the short rows of a causal mask).
+// A causal mask, written without a scale (scale 1, no score code): the
+// overlapped loop with its whole key tiles peeled from the masked ones.
 // CHECK-LABEL: func.func @causal_d128
-// SM90A: tcc.attention_plan = #tcc.wgmma_attention<warpgroups = 2, blockKV = 128, stages = 2, overlap = false, producer = true, pingpong = false>
+// SM90A: tcc.attention_plan = #tcc.wgmma_attention<warpgroups = 2, blockKV = 128, stages = 3, overlap = true, producer = true, pingpong = false>
 // SM90: tcc.attention_plan = #tcc.mma_attention<
 func.func @causal_d128(%q: tensor<1x4x256x128xbf16>, %k: tensor<1x4x256x128xbf16>, %v: tensor<1x4x256x128xbf16>) -> tensor<1x4x256x128xbf16> {
   %0 = tcc.chain attributes {axis = 3 : i64, tcc.attention} -> tensor<1x4x256x128xbf16> {
@@ -174,6 +174,35 @@ func.func @causal_d128(%q: tensor<1x4x256x128xbf16>, %k: tensor<1x4x256x128xbf16
     %4 = tcc.constant {value = -1.0e+30 : bf16} : tensor<bf16>
     %5 = tcc.matmul %q, %k {transpose_b = true} : tensor<1x4x256x128xbf16>, tensor<1x4x256x128xbf16> -> tensor<1x4x256x256xbf16>
     %7 = tcc.greater_equal %2, %3 : tensor<256x256xi32>, tensor<256x256xi32> -> tensor<256x256xi1>
+    %8 = tcc.select %7, %5, %4 : tensor<256x256xi1>, tensor<1x4x256x256xbf16>, tensor<bf16> -> tensor<1x4x256x256xbf16>
+    %9 = tcc.reduce_max %8 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x256x256xbf16> -> tensor<1x4x256x1xbf16>
+    %10 = tcc.sub %8, %9 : tensor<1x4x256x256xbf16>, tensor<1x4x256x1xbf16> -> tensor<1x4x256x256xbf16>
+    %11 = tcc.exp %10 : tensor<1x4x256x256xbf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x256x256xbf16> -> tensor<1x4x256x1xbf16>
+    %13 = tcc.div %11, %12 : tensor<1x4x256x256xbf16>, tensor<1x4x256x1xbf16> -> tensor<1x4x256x256xbf16>
+    %14 = tcc.matmul %13, %v : tensor<1x4x256x256xbf16>, tensor<1x4x256x128xbf16> -> tensor<1x4x256x128xbf16>
+    tcc.yield %14 : tensor<1x4x256x128xbf16>
+  }
+  return %0 : tensor<1x4x256x128xbf16>
+}
+
+// -----
+
+// A sliding window (keys bounded from below too): the producer's simple
+// loop, which measured faster there than the overlapped one.
+// CHECK-LABEL: func.func @window_d128
+// SM90A: tcc.attention_plan = #tcc.wgmma_attention<warpgroups = 2, blockKV = 128, stages = 2, overlap = false, producer = true, pingpong = false>
+func.func @window_d128(%q: tensor<1x4x256x128xbf16>, %k: tensor<1x4x256x128xbf16>, %v: tensor<1x4x256x128xbf16>) -> tensor<1x4x256x128xbf16> {
+  %0 = tcc.chain attributes {axis = 3 : i64, tcc.attention} -> tensor<1x4x256x128xbf16> {
+    %2 = tcc.iota {axis = 0 : i64} : tensor<256x256xi32>
+    %3 = tcc.iota {axis = 1 : i64} : tensor<256x256xi32>
+    %4 = tcc.constant {value = -1.0e+30 : bf16} : tensor<bf16>
+    %5 = tcc.matmul %q, %k {transpose_b = true} : tensor<1x4x256x128xbf16>, tensor<1x4x256x128xbf16> -> tensor<1x4x256x256xbf16>
+    %c = tcc.constant {value = 64 : i32} : tensor<i32>
+    %w = tcc.sub %2, %c : tensor<256x256xi32>, tensor<i32> -> tensor<256x256xi32>
+    %l = tcc.greater %3, %w : tensor<256x256xi32>, tensor<256x256xi32> -> tensor<256x256xi1>
+    %u = tcc.greater_equal %2, %3 : tensor<256x256xi32>, tensor<256x256xi32> -> tensor<256x256xi1>
+    %7 = tcc.and %u, %l : tensor<256x256xi1>, tensor<256x256xi1> -> tensor<256x256xi1>
     %8 = tcc.select %7, %5, %4 : tensor<256x256xi1>, tensor<1x4x256x256xbf16>, tensor<bf16> -> tensor<1x4x256x256xbf16>
     %9 = tcc.reduce_max %8 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x256x256xbf16> -> tensor<1x4x256x1xbf16>
     %10 = tcc.sub %8, %9 : tensor<1x4x256x256xbf16>, tensor<1x4x256x1xbf16> -> tensor<1x4x256x256xbf16>

@@ -6,6 +6,10 @@
 #                                 (or $TCC) into .carry/bench (git-ignored, a
 #                                 few hundred KB), with the nlohmann-json
 #                                 package the GPU machine lacks
+#   bench/run-on-gpu.sh prepare-cnn [ARGS]   on the build machine: exports
+#                                 and compiles CNNs into .carry/cnn (bench/
+#                                 cnn_bench.py --prepare ARGS: --models,
+#                                 --batch, --dtype, --target, -- tcc flags)
 #   bench/run-on-gpu.sh [ARGS]    on the GPU machine (carry .carry/bench):
 #                                 builds the runtime-only tcc with g++ and runs
 #                                 bench/gpu_bench.py ARGS (e.g. --only NAME,...)
@@ -15,6 +19,15 @@
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 carry=$root/.carry/bench
+
+if [ "${1:-}" = prepare-cnn ]; then
+  shift
+  mkdir -p "$root/.carry/cnn/deps/usr/include" "$root/.carry/cnn/deps/usr/share/cmake"
+  cp -r /usr/include/nlohmann "$root/.carry/cnn/deps/usr/include/"
+  cp -r /usr/share/cmake/nlohmann_json "$root/.carry/cnn/deps/usr/share/cmake/"
+  exec /usr/bin/python3 "$root/bench/cnn_bench.py" --prepare \
+    --tcc "${TCC:-$root/build/compiler/tcc}" --carry "$root/.carry/cnn" "$@"
+fi
 
 if [ "${1:-}" = prepare ]; then
   set -e
@@ -30,10 +43,12 @@ if [ "${1:-}" = prepare ]; then
   exit 0
 fi
 
+# BENCH=cnn: the CNNs of .carry/cnn (bench/cnn_bench.py) instead.
+[ "${BENCH:-}" = cnn ] && carry=$root/.carry/cnn
 out=${OUT:-$root/out}
 mkdir -p "$out"
 build=${TCC_BENCH_BUILD:-/tmp/tcc-bench-build}
-[ -f "$carry/manifest.json" ] || { echo "no $carry/manifest.json: run 'bench/run-on-gpu.sh prepare' first"; exit 1; }
+[ -f "$carry/manifest.json" ] || { echo "no $carry/manifest.json: run 'bench/run-on-gpu.sh prepare' (or prepare-cnn) first"; exit 1; }
 
 echo "== environment"
 { nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv
@@ -58,6 +73,7 @@ echo "built in $((SECONDS - start)) s"
 # FlexAttention and plain PyTorch) instead of bench/gpu_bench.py.
 script=gpu_bench.py
 [ "${BENCH:-}" = attention ] && script=attention_bench.py
+[ "${BENCH:-}" = cnn ] && script=cnn_bench.py
 echo "== bench ($script)"
 PYTHONUNBUFFERED=1 python3 "$root/bench/$script" --tcc "$build/runtime/tcc" \
   --carry "$carry" --out "$out" "$@" 2>&1 | tee "$out/bench.log"

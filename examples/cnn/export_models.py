@@ -15,8 +15,15 @@ Everything comes from Debian's python3-torch, python3-torchvision and
 python3-onnx: nothing is downloaded. Sizes default to the evaluation's full
 ones (224x224; U-Net 256x256); --small gives reduced inputs for CI.
 
+With --dtype f16 the exported graph is converted to float16 (initializers,
+constants, input and output, casts): the GPU's tensor-core form. Its input
+is the f32 one rounded to f16 (NAME.input.npy holds the f16 values), and
+the reference is the model in float64 on that input (NAME.output64.npy is
+then always written; NAME.output.npy is PyTorch's f32 output).
+
 usage: export_models.py [--small] [--out DIR] [--seed N] [--opset N]
-                        [--size HxW] [--f64-reference] [MODEL ...]
+                        [--size HxW] [--batch N] [--dtype f32|f16]
+                        [--f64-reference] [MODEL ...]
 MODEL: googlenet resnet50 densenet121 mobilenet_v2 squeezenet1_1 unet
 (default: all of them). Exits 77 when torch or torchvision is missing.
 """
@@ -77,15 +84,49 @@ def build(name, seed):
     return model.eval()
 
 
-def export(name, out, seed, opset, shape, f64_reference):
+def to_float16(path):
+    """Rewrites the ONNX model at `path` to compute in float16: every float
+    initializer, Constant, graph input and output, and Cast to float."""
+    import onnx
+    from onnx import numpy_helper
+    TP = onnx.TensorProto
+    m = onnx.load(path)
+    g = m.graph
+
+    def half(t):
+        if t.data_type == TP.FLOAT:
+            a = numpy_helper.to_array(t).astype(np.float16)
+            t.CopyFrom(numpy_helper.from_array(a, t.name))
+    for t in g.initializer:
+        half(t)
+    for n in g.node:
+        for a in n.attribute:
+            if n.op_type == 'Constant' and a.type == onnx.AttributeProto.TENSOR:
+                half(a.t)
+            if n.op_type == 'Cast' and a.name == 'to' and a.i == TP.FLOAT:
+                a.i = TP.FLOAT16
+    for v in list(g.input) + list(g.output):
+        if v.type.tensor_type.elem_type == TP.FLOAT:
+            v.type.tensor_type.elem_type = TP.FLOAT16
+    del g.value_info[:]
+    onnx.save(m, path)
+
+
+def export(name, out, seed, opset, shape, f64_reference, batch=1, dtype='f32'):
     model = build(name, seed)
-    x = torch.randn((1,) + tuple(shape), generator=torch.Generator().manual_seed(seed + 2))
+    x = torch.randn((batch,) + tuple(shape), generator=torch.Generator().manual_seed(seed + 2))
+    if dtype == 'f16':
+        x = x.half().float()
+        f64_reference = True
     with torch.no_grad():
         y = model(x)
     path = os.path.join(out, name + '.onnx')
     torch.onnx.export(model, (x,), path, opset_version=opset, do_constant_folding=True,
                       input_names=['input'], output_names=['output'])
-    np.save(os.path.join(out, name + '.input.npy'), x.numpy())
+    if dtype == 'f16':
+        to_float16(path)
+    np.save(os.path.join(out, name + '.input.npy'),
+            x.half().numpy() if dtype == 'f16' else x.numpy())
     np.save(os.path.join(out, name + '.output.npy'), y.numpy())
     if f64_reference:
         with torch.no_grad():
@@ -103,6 +144,8 @@ def main():
     ap.add_argument('--seed', type=int, default=0)
     # torch 1.13 exports opsets 7-17; tcc reads 13-18.
     ap.add_argument('--opset', type=int, default=17)
+    ap.add_argument('--batch', type=int, default=1)
+    ap.add_argument('--dtype', choices=['f32', 'f16'], default='f32')
     ap.add_argument('--f64-reference', action='store_true',
                     help='also write NAME.output64.npy, the model run in float64')
     args = ap.parse_args()
@@ -123,8 +166,9 @@ def main():
             h, w = (int(v) for v in args.size.lower().split('x'))
             shape = (shape[0], h, w)
         t = time.time()
-        path = export(n, args.out, args.seed, args.opset, shape, args.f64_reference)
-        print('%s: %s, input 1x%s (%.1f s)' % (n, path, 'x'.join(map(str, shape)),
+        path = export(n, args.out, args.seed, args.opset, shape, args.f64_reference,
+                      args.batch, args.dtype)
+        print('%s: %s, input %dx%s (%.1f s)' % (n, path, args.batch, 'x'.join(map(str, shape)),
                                                 time.time() - t), flush=True)
     return 0
 

@@ -20,6 +20,9 @@ Convolutions have no bias (a BatchNorm follows each). Average pooling does
 not count padding. The padding is symmetric here (K // 2), which gives the
 same shapes as TensorFlow's 'SAME' at every resolution of this network.
 
+Inference only: the auxiliary classifier and drop-path of training are
+left out (neither changes the inference graph).
+
 usage: NASNetALarge()(x) with x of shape [N, 3, 331, 331] -> [N, 1000].
 """
 import torch

@@ -2,8 +2,9 @@
 """Exports the OptiFX evaluation CNNs to ONNX with seeded random weights.
 
 For each model: builds it in PyTorch (torchvision's definition with
-weights=None, or U-Net from unet.py here), draws its weights and BatchNorm
-statistics from a seeded generator, puts it in eval mode and writes
+weights=None, or U-Net from unet.py or NASNet-A Large from nasnet.py here),
+draws its weights and BatchNorm statistics from a seeded generator, puts it
+in eval mode and writes
 
   OUT/NAME.onnx          the model (constant folding on)
   OUT/NAME.input.npy     the input it was run on (f32)
@@ -13,7 +14,8 @@ statistics from a seeded generator, puts it in eval mode and writes
 
 Everything comes from Debian's python3-torch, python3-torchvision and
 python3-onnx: nothing is downloaded. Sizes default to the evaluation's full
-ones (224x224; U-Net 256x256); --small gives reduced inputs for CI.
+ones (224x224; U-Net 256x256; NASNet-A Large 331x331); --small gives
+reduced inputs for CI.
 
 With --dtype f16 the exported graph is converted to float16 (initializers,
 constants, input and output, casts): the GPU's tensor-core form. Its input
@@ -25,6 +27,7 @@ usage: export_models.py [--small] [--out DIR] [--seed N] [--opset N]
                         [--size HxW] [--batch N] [--dtype f32|f16]
                         [--f64-reference] [MODEL ...]
 MODEL: googlenet resnet50 densenet121 mobilenet_v2 squeezenet1_1 unet
+       nasnet_large
 (default: all of them). Exits 77 when torch or torchvision is missing.
 """
 import argparse
@@ -41,6 +44,7 @@ except ImportError as e:
     sys.exit(77)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import nasnet  # noqa: E402
 import unet  # noqa: E402
 
 # name: (constructor, full input [C, H, W], small input [C, H, W]).
@@ -59,6 +63,9 @@ MODELS = {
     'squeezenet1_1': (lambda: torchvision.models.squeezenet1_1(weights=None),
                       (3, 224, 224), (3, 64, 64)),
     'unet': (lambda: unet.UNet(in_channels=3, classes=2), (3, 256, 256), (3, 32, 32)),
+    # 35x35: the smallest input whose last stage is still 2x2 (17, 9, 5, 3,
+    # 2 after the stem convolution and each Reduction cell).
+    'nasnet_large': (lambda: nasnet.NASNetALarge(), (3, 331, 331), (3, 35, 35)),
 }
 
 

@@ -16,6 +16,9 @@ magnitude. A wiring or semantic mistake (a dropped BatchNorm, a wrong pad or
 pool) is off by O(1) of the output's scale.
 
 usage: cnn_models.py --tcc TCC [--keep DIR] [--full] [MODEL ...]
+MODEL: any of export_models.py's; the default leaves out nasnet_large
+(88.9 M parameters: about 90 s of CPU even at its small size), which ctest
+runs on its own as e2e-cnn-nasnet.
 Exits 77 (ctest's skip) when torch, torchvision or python3-onnx is missing,
 or tcc was built without ONNX support.
 """

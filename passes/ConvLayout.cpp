@@ -147,45 +147,69 @@ template <typename PoolOp> struct PoolToNhwc : OpRewritePattern<PoolOp> {
   }
 };
 
-/// The operand of an op that moves to the transpose's input layout: the
-/// input of a transpose by `perm`, or a value whose permuted form is a
-/// reshape (a broadcast param [1, C, 1, 1] -> [1, 1, 1, C]; lower ranks are
-/// aligned at the end, as broadcasting does). Null when it would take a
-/// real transpose.
-Value untransposed(PatternRewriter &rewriter, Location loc, Value v,
-                   ArrayRef<int64_t> perm) {
+/// How an operand of an op that a transpose passes through gets to the
+/// transpose's input layout.
+enum class Operand {
+  Transposed, ///< a transpose by the same permutation: its input
+  Reshaped,   ///< its permuted form moves nothing ([1, C, 1, 1]): a reshape
+  Moved,      ///< a real transpose by the inverse permutation
+};
+
+/// The shape of `v` aligned to `rank` at the end, as broadcasting does.
+SmallVector<int64_t> alignedShape(Value v, int64_t rank) {
+  auto type = cast<RankedTensorType>(v.getType());
+  SmallVector<int64_t> shape(rank - type.getRank(), 1);
+  llvm::append_range(shape, type.getShape());
+  return shape;
+}
+
+std::optional<Operand> classify(Value v, ArrayRef<int64_t> perm) {
   int64_t rank = perm.size();
   TransposeOp t = transposeDef(v);
   if (t && t.getPerm() == perm)
-    return t.getInput();
-  auto type = cast<RankedTensorType>(v.getType());
-  if (type.getRank() > rank)
-    return {};
-  SmallVector<int64_t> shape(rank - type.getRank(), 1);
-  llvm::append_range(shape, type.getShape());
-  // A scalar or all-ones operand broadcasts the same way in any layout.
-  if (type.getRank() < rank &&
-      llvm::all_of(type.getShape(), [](int64_t d) { return d == 1; }))
-    return v;
-  SmallVector<int64_t> inv = inversePerm(perm);
-  if (!isReshape(shape, inv))
-    return {};
-  return reshapeTo(rewriter, loc, v, permuted(shape, inv));
+    return Operand::Transposed;
+  if (cast<RankedTensorType>(v.getType()).getRank() > rank)
+    return std::nullopt;
+  if (isReshape(alignedShape(v, rank), inversePerm(perm)))
+    return Operand::Reshaped;
+  return Operand::Moved;
 }
 
-/// The first operand transposed to a result-rank tensor, the permutation
-/// the other operands must follow.
-std::optional<SmallVector<int64_t>>
-transposedOperand(Operation *op, ValueRange operands, int64_t rank) {
-  for (Value v : operands)
-    if (TransposeOp t = transposeDef(v))
-      if ((int64_t)t.getPerm().size() == rank)
-        return SmallVector<int64_t>(t.getPerm());
-  return std::nullopt;
+/// `v` in the transpose's input layout (see Operand). A scalar or all-ones
+/// operand of lower rank broadcasts the same way in any layout: unchanged.
+Value untransposed(PatternRewriter &rewriter, Location loc, Value v,
+                   ArrayRef<int64_t> perm) {
+  int64_t rank = perm.size();
+  SmallVector<int64_t> inv = inversePerm(perm);
+  SmallVector<int64_t> shape = alignedShape(v, rank);
+  switch (*classify(v, perm)) {
+  case Operand::Transposed:
+    return transposeDef(v).getInput();
+  case Operand::Reshaped:
+    if (cast<RankedTensorType>(v.getType()).getRank() < rank &&
+        llvm::all_of(shape, [](int64_t d) { return d == 1; }))
+      return v;
+    return reshapeTo(rewriter, loc, v, permuted(shape, inv));
+  case Operand::Moved:
+    return transposeOf(rewriter, loc, reshapeTo(rewriter, loc, v, shape), inv);
+  }
+  llvm_unreachable("all operand kinds handled");
+}
+
+/// Only transposes from NHWC back to NCHW move: the pass makes them after
+/// channels-last ops, and they move towards the outputs, so the rewriting
+/// ends. (The NCHW -> NHWC ones before convolutions stay where they are,
+/// meeting the others as they arrive.)
+bool movable(TransposeOp t) {
+  return t && t.getPerm() == ArrayRef<int64_t>(kToNchw);
 }
 
 /// f(transpose(a, p), b) -> transpose(f(a, b'), p) for elementwise ops,
-/// where b' is b in a's layout without moving elements (untransposed).
+/// where b' is b in a's layout: a's own input where b is transposed too, a
+/// reshape of a broadcast param, else b transposed, when operands without a
+/// transpose are no more than those with one (the transposes at worst move
+/// from the result to them: a concat of an NHWC skip connection and an
+/// NCHW upsampled tensor gets one transpose, on the latter).
 struct PushThroughElementwise : RewritePattern {
   PushThroughElementwise(MLIRContext *ctx)
       : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, ctx) {}
@@ -193,47 +217,44 @@ struct PushThroughElementwise : RewritePattern {
                                 PatternRewriter &rewriter) const override {
     if (!isElementwise(op) || op->getNumResults() != 1)
       return failure();
-    auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
-    if (!type)
-      return failure();
-    auto perm = transposedOperand(op, op->getOperands(), type.getRank());
-    if (!perm)
-      return failure();
-    return pushThrough(rewriter, op, op->getOperands(), *perm, {});
+    return pushThrough(rewriter, op, op->getOperands(), {});
   }
 
-  /// Rebuilds `op` on the untransposed `operands` (all of them must have
-  /// one) with the result permuted back, its attributes changed by `attrs`.
-  static LogicalResult pushThrough(PatternRewriter &rewriter, Operation *op,
-                                   ValueRange operands, ArrayRef<int64_t> perm,
-                                   ArrayRef<NamedAttribute> attrs) {
-    Location loc = op->getLoc();
-    // Check first, so that a refused op leaves no reshapes behind.
+  /// Rebuilds `op` on `operands` in the layout before a movable transpose
+  /// of one of them, with the result permuted back, its attributes changed
+  /// by `attrs` (a function of the permutation).
+  static LogicalResult pushThrough(
+      PatternRewriter &rewriter, Operation *op, ValueRange operands,
+      function_ref<SmallVector<NamedAttribute>(ArrayRef<int64_t>)> attrs) {
+    auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+    if (!type || !llvm::any_of(operands, [&](Value v) {
+          return movable(transposeDef(v)) && type.getRank() == 4;
+        }))
+      return failure();
+    ArrayRef<int64_t> perm = kToNchw;
+    // Check first, so that a refused op leaves nothing behind.
+    int64_t transposed = 0, moved = 0;
     for (Value v : operands) {
-      TransposeOp t = transposeDef(v);
-      if (t && t.getPerm() == perm)
-        continue;
-      auto vt = cast<RankedTensorType>(v.getType());
-      int64_t rank = perm.size();
-      if (vt.getRank() > rank)
+      std::optional<Operand> kind = classify(v, perm);
+      if (!kind)
         return failure();
-      SmallVector<int64_t> shape(rank - vt.getRank(), 1);
-      llvm::append_range(shape, vt.getShape());
-      if (!isReshape(shape, inversePerm(perm)) &&
-          !(vt.getRank() < rank &&
-            llvm::all_of(vt.getShape(), [](int64_t d) { return d == 1; })))
-        return failure();
+      transposed += *kind == Operand::Transposed;
+      moved += *kind == Operand::Moved;
     }
+    if (moved > transposed)
+      return failure();
+    Location loc = op->getLoc();
     SmallVector<Value> newOperands;
     for (Value v : operands)
       newOperands.push_back(untransposed(rewriter, loc, v, perm));
-    SmallVector<int64_t> inv = inversePerm(perm);
-    auto type = cast<RankedTensorType>(op->getResult(0).getType());
-    Operation *moved =
-        rebuild(rewriter, op, newOperands,
-                type.clone(permuted(type.getShape(), inv)), attrs);
+    SmallVector<NamedAttribute> changed;
+    if (attrs)
+      changed = attrs(perm);
+    Operation *moved_ = rebuild(
+        rewriter, op, newOperands,
+        type.clone(permuted(type.getShape(), inversePerm(perm))), changed);
     rewriter.replaceOp(op,
-                       transposeOf(rewriter, loc, moved->getResult(0), perm));
+                       transposeOf(rewriter, loc, moved_->getResult(0), perm));
     return success();
   }
 };
@@ -246,20 +267,13 @@ struct PushThroughConcat : OpRewritePattern<ConcatOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(ConcatOp op,
                                 PatternRewriter &rewriter) const override {
-    auto perm = transposedOperand(op, op.getInputs(), op.getType().getRank());
-    if (!perm)
-      return failure();
-    // Every input must have been transposed: concat does not broadcast.
-    for (Value v : op.getInputs()) {
-      TransposeOp t = transposeDef(v);
-      if (!t || t.getPerm() != ArrayRef<int64_t>(*perm))
-        return failure();
-    }
+    // concat does not broadcast: every input has the result's rank.
     return PushThroughElementwise::pushThrough(
-        rewriter, op, op.getInputs(), *perm,
-        {rewriter.getNamedAttr(
-            op.getAxisAttrName(),
-            rewriter.getI64IntegerAttr(sourceAxis(*perm, op.getAxis())))});
+        rewriter, op, op.getInputs(), [&](ArrayRef<int64_t> perm) {
+          return SmallVector<NamedAttribute>{rewriter.getNamedAttr(
+              op.getAxisAttrName(),
+              rewriter.getI64IntegerAttr(sourceAxis(perm, op.getAxis())))};
+        });
   }
 };
 
@@ -276,18 +290,17 @@ struct PushThroughPad : OpRewritePattern<PadOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(PadOp op,
                                 PatternRewriter &rewriter) const override {
-    TransposeOp t = transposeDef(op.getInput());
-    if (!t)
+    if (!movable(transposeDef(op.getInput())))
       return failure();
-    ArrayRef<int64_t> perm = t.getPerm();
-    size_t rank = perm.size();
-    ArrayRef<int64_t> pads = op.getPads();
-    SmallVector<int64_t> newPads = perAxis(pads.take_front(rank), perm);
-    llvm::append_range(newPads, perAxis(pads.drop_front(rank), perm));
     return PushThroughElementwise::pushThrough(
-        rewriter, op, op.getInput(), perm,
-        {rewriter.getNamedAttr(op.getPadsAttrName(),
-                               rewriter.getDenseI64ArrayAttr(newPads))});
+        rewriter, op, op.getInput(), [&](ArrayRef<int64_t> perm) {
+          size_t rank = perm.size();
+          ArrayRef<int64_t> pads = op.getPads();
+          SmallVector<int64_t> newPads = perAxis(pads.take_front(rank), perm);
+          llvm::append_range(newPads, perAxis(pads.drop_front(rank), perm));
+          return SmallVector<NamedAttribute>{rewriter.getNamedAttr(
+              op.getPadsAttrName(), rewriter.getDenseI64ArrayAttr(newPads))};
+        });
   }
 };
 
@@ -295,18 +308,18 @@ struct PushThroughSlice : OpRewritePattern<SliceOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(SliceOp op,
                                 PatternRewriter &rewriter) const override {
-    TransposeOp t = transposeDef(op.getInput());
-    if (!t)
+    if (!movable(transposeDef(op.getInput())))
       return failure();
-    ArrayRef<int64_t> perm = t.getPerm();
     return PushThroughElementwise::pushThrough(
-        rewriter, op, op.getInput(), perm,
-        {rewriter.getNamedAttr(
-             op.getStartsAttrName(),
-             rewriter.getDenseI64ArrayAttr(perAxis(op.getStarts(), perm))),
-         rewriter.getNamedAttr(
-             op.getStepsAttrName(),
-             rewriter.getDenseI64ArrayAttr(perAxis(op.getSteps(), perm)))});
+        rewriter, op, op.getInput(), [&](ArrayRef<int64_t> perm) {
+          return SmallVector<NamedAttribute>{
+              rewriter.getNamedAttr(
+                  op.getStartsAttrName(),
+                  rewriter.getDenseI64ArrayAttr(perAxis(op.getStarts(), perm))),
+              rewriter.getNamedAttr(
+                  op.getStepsAttrName(),
+                  rewriter.getDenseI64ArrayAttr(perAxis(op.getSteps(), perm)))};
+        });
   }
 };
 
@@ -318,7 +331,8 @@ struct PushThroughGather : OpRewritePattern<GatherOp> {
   LogicalResult matchAndRewrite(GatherOp op,
                                 PatternRewriter &rewriter) const override {
     TransposeOp t = transposeDef(op.getData());
-    if (!t || cast<RankedTensorType>(op.getIndices().getType()).getRank() != 1)
+    if (!movable(t) ||
+        cast<RankedTensorType>(op.getIndices().getType()).getRank() != 1)
       return failure();
     ArrayRef<int64_t> perm = t.getPerm();
     Location loc = op.getLoc();
@@ -342,18 +356,17 @@ struct PushThroughReduce : OpRewritePattern<ReduceOp> {
   using OpRewritePattern<ReduceOp>::OpRewritePattern;
   LogicalResult matchAndRewrite(ReduceOp op,
                                 PatternRewriter &rewriter) const override {
-    TransposeOp t = transposeDef(op.getInput());
-    if (!t || !op.getKeepdims())
+    if (!movable(transposeDef(op.getInput())) || !op.getKeepdims())
       return failure();
-    ArrayRef<int64_t> perm = t.getPerm();
-    SmallVector<int64_t> axes;
-    for (int64_t a : op.getAxes())
-      axes.push_back(sourceAxis(perm, a));
-    llvm::sort(axes);
     return PushThroughElementwise::pushThrough(
-        rewriter, op, op.getInput(), perm,
-        {rewriter.getNamedAttr(op.getAxesAttrName(),
-                               rewriter.getDenseI64ArrayAttr(axes))});
+        rewriter, op, op.getInput(), [&](ArrayRef<int64_t> perm) {
+          SmallVector<int64_t> axes;
+          for (int64_t a : op.getAxes())
+            axes.push_back(sourceAxis(perm, a));
+          llvm::sort(axes);
+          return SmallVector<NamedAttribute>{rewriter.getNamedAttr(
+              op.getAxesAttrName(), rewriter.getDenseI64ArrayAttr(axes))};
+        });
   }
 };
 
@@ -365,7 +378,7 @@ struct DecomposeTransposedBatchNorm : OpRewritePattern<BatchNormOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(BatchNormOp op,
                                 PatternRewriter &rewriter) const override {
-    if (!transposeDef(op.getInput()))
+    if (!movable(transposeDef(op.getInput())))
       return failure();
     Location loc = op.getLoc();
     RankedTensorType type = op.getType();

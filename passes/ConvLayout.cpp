@@ -250,11 +250,11 @@ struct PushThroughElementwise : RewritePattern {
     SmallVector<NamedAttribute> changed;
     if (attrs)
       changed = attrs(perm);
-    Operation *moved_ = rebuild(
+    Operation *rebuilt = rebuild(
         rewriter, op, newOperands,
         type.clone(permuted(type.getShape(), inversePerm(perm))), changed);
     rewriter.replaceOp(op,
-                       transposeOf(rewriter, loc, moved_->getResult(0), perm));
+                       transposeOf(rewriter, loc, rebuilt->getResult(0), perm));
     return success();
   }
 };

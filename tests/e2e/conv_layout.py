@@ -3,7 +3,7 @@
 host, against NumPy.
 
 A small CNN with every op the layout rules move transposes through (conv with
-bias, batch norm folded into it, relu, max pool with ceil_mode, a residual add,
+bias, batch norm folded into it, a grouped conv, relu, max pool with ceil_mode, a residual add,
 a depthwise conv, clamp, 1x1 and dilated convs, hardswish and sigmoid written
 with scalar constants, concat on channels, a batch norm with no conv before it,
 avg pool without the padding in the divisor, a squeeze-excite style multiply by
@@ -67,7 +67,7 @@ def make_params(dt):
                 'mean': L.rnd(dt, rng.normal(0, 0.1, c)),
                 'var': L.rnd(dt, rng.uniform(0.5, 1.5, c))}
     p = {'conv1.w': w(8, 3, 3, 3, std=0.3), 'conv1.b': w(8, std=0.1),
-         'conv2.w': w(8, 8, 3, 3, std=0.15), 'dw.w': w(8, 1, 3, 3, std=0.3),
+         'conv2.w': w(8, 4, 3, 3, std=0.2), 'dw.w': w(8, 1, 3, 3, std=0.3),
          'pw.w': w(6, 8, 1, 1, std=0.3), 'pw.b': w(6, std=0.1),
          'dil.w': w(4, 8, 3, 3, std=0.15), 'fc.w': w(5, 10, std=0.3), 'fc.b': w(5, std=0.1)}
     for name, c in (('bn1', 8), ('bn2', 8), ('bn3', 8), ('bn4', 10)):
@@ -88,7 +88,7 @@ def model_json(dt):
         {'op': 'relu', 'inputs': ['b1'], 'outputs': ['r1']},
         {'op': 'max_pool2d', 'inputs': ['r1'], 'outputs': ['p1'],
          'attrs': {'kernel': [3, 3], 'strides': [2, 2], 'pads': [1, 1, 1, 1], 'ceil_mode': True}},
-        conv(['p1', 'conv2.w'], 'c2', pads=[1, 1, 1, 1]), bn('bn2', 'c2', 'b2'),
+        conv(['p1', 'conv2.w'], 'c2', pads=[1, 1, 1, 1], groups=2), bn('bn2', 'c2', 'b2'),
         {'op': 'add', 'inputs': ['b2', 'p1'], 'outputs': ['s2']},
         {'op': 'relu', 'inputs': ['s2'], 'outputs': ['feat']},
         {'op': 'avg_pool2d', 'inputs': ['feat'], 'outputs': ['pooled'],
@@ -136,7 +136,7 @@ def reference(p, x, r):
     c1 = r(L.conv2d(x, p['conv1.w'], p['conv1.b'], pads=(1, 0, 2, 1)))
     r1 = np.maximum(bn('bn1', c1), 0)
     p1 = r(L.pool2d(r1, 'max', (3, 3), (2, 2), (1, 1, 1, 1), ceil_mode=True))
-    c2 = r(L.conv2d(p1, p['conv2.w'], None, pads=(1, 1, 1, 1)))
+    c2 = r(L.conv2d(p1, p['conv2.w'], None, pads=(1, 1, 1, 1), groups=2))
     feat = np.maximum(r(bn('bn2', c2) + p1), 0)
     c3 = r(L.conv2d(feat, p['dw.w'], None, (2, 2), (1, 1, 1, 1), groups=8))
     d = np.clip(bn('bn3', c3), 0, 6)

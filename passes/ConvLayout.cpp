@@ -462,13 +462,20 @@ struct TccConvLayout : mlir::tcc::impl::TccConvLayoutBase<TccConvLayout> {
              PushThroughReduce<ReduceMaxOp>, PushThroughReduce<ReduceMinOp>,
              PushThroughReduce<ReduceMeanOp>, DecomposeTransposedBatchNorm>(
         ctx);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(push))))
+    // Every rule moves an NHWC -> NCHW transpose down or removes one, so
+    // the rewriting ends; a deep net (DenseNet's 120 convolutions) may need
+    // more sweeps than the default ten.
+    GreedyRewriteConfig config;
+    config.setMaxIterations(GreedyRewriteConfig::kNoLimit)
+        .setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(push), config)))
       return signalPassFailure();
     // Only once nothing moves: a transpose that became a reshape would no
     // longer pass through the ops after it.
     RewritePatternSet reshapes(ctx);
     reshapes.add<TransposeToReshape, FoldReshapes>(ctx);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(reshapes))))
+    if (failed(
+            applyPatternsGreedily(getOperation(), std::move(reshapes), config)))
       signalPassFailure();
   }
 };

@@ -111,7 +111,13 @@ struct TccFoldBatchNorm
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<FoldIntoConv>(&getContext());
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+    // One rewrite per batch norm, none creating another: no iteration
+    // limit is needed.
+    GreedyRewriteConfig config;
+    config.setMaxIterations(GreedyRewriteConfig::kNoLimit)
+        .setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
+    if (failed(
+            applyPatternsGreedily(getOperation(), std::move(patterns), config)))
       signalPassFailure();
   }
 };

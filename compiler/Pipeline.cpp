@@ -46,6 +46,10 @@ LogicalResult tcc::compileModel(ImportedModel &model,
       options.fusion != "rolling" && options.fusion != "splitk")
     return module.emitError("unknown --fusion '")
            << options.fusion << "' (known: auto, off, rolling, splitk)";
+  if (options.convLayout != "auto" && options.convLayout != "nhwc" &&
+      options.convLayout != "nchw")
+    return module.emitError("unknown --conv-layout '")
+           << options.convLayout << "' (known: auto, nchw, nhwc)";
   // The rolling loop's per-thread buffers of an attention chain become
   // stack memory that LLVM's AMDGPU back end cannot select (it aborts).
   if (target.isAmd() && options.fusion == "rolling")
@@ -60,6 +64,16 @@ LogicalResult tcc::compileModel(ImportedModel &model,
     pm.enableTiming(scope);
   }
   pm.addNestedPass<mlir::func::FuncOp>(mlir::createCanonicalizerPass());
+  pm.addNestedPass<mlir::func::FuncOp>(mlir::createCSEPass());
+  // Inference batch norms become the weight and bias of the convolution
+  // before them (computations on params); then convolutions that run on
+  // tensor cores go channels last, transposes at the graph's edges.
+  pm.addNestedPass<mlir::func::FuncOp>(mlir::tcc::createTccFoldBatchNorm());
+  mlir::tcc::TccConvLayoutOptions layout;
+  layout.layout = options.convLayout;
+  layout.tensorCores = target.isNvidia() && target.mmaSync;
+  layout.allowTf32 = options.gpu.allowTf32;
+  pm.addNestedPass<mlir::func::FuncOp>(mlir::tcc::createTccConvLayout(layout));
   pm.addNestedPass<mlir::func::FuncOp>(mlir::createCSEPass());
   // On GPUs a matmul stays a kernel of its own, where the tensor-core
   // template computes it, unless it is part of attention that the fused

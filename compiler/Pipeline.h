@@ -22,6 +22,9 @@ struct CompileOptions {
   /// host, off on GPUs until their code generation takes the forms), off,
   /// rolling or splitk (forced, on any target).
   std::string fusion = "auto";
+  /// Convolution layout (tcc-conv-layout): auto (NHWC where a convolution
+  /// runs on tensor cores, convUsesTensorCores), nhwc or nchw (every one).
+  std::string convLayout = "auto";
   /// Store params made by a recipe (fill, random) as the recipe, computed
   /// by the runtime at load, instead of their bytes (--param-recipes=keep).
   bool keepParamRecipes = false;

@@ -111,6 +111,12 @@ static cl::opt<std::string> fusionMode(
     cl::desc("Reduction-chain fusion: auto (cost model; off on GPU targets "
              "for now), off, rolling or splitk (forced, for experiments)"),
     cl::init("auto"), cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
+static cl::opt<std::string> convLayout(
+    "conv-layout",
+    cl::desc("Layout of convolutions: auto (NHWC where they run on tensor "
+             "cores: NVIDIA f16/bf16, f32 with --allow-tf32; NCHW elsewhere), "
+             "nhwc or nchw (every convolution)"),
+    cl::init("auto"), cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
 static cl::opt<unsigned> gpuIndexBits(
     "gpu-index-bits",
     cl::desc("Index arithmetic width in GPU kernels: 32, 64, or 0 for 32 "
@@ -297,6 +303,7 @@ static bool compilePath(const std::string &path,
   options.gpu.attention = gpuAttention;
   options.gpu.timing = &timing;
   options.fusion = fusionMode;
+  options.convLayout = convLayout;
   options.keepParamRecipes = paramRecipes == ParamRecipes::Keep;
   return mlir::succeeded(tcc::compileModel(*model, options, out));
 }

@@ -390,4 +390,50 @@ def TccChainFusion : Pass<"tcc-chain-fusion", "func::FuncOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def TccFoldBatchNorm : Pass<"tcc-fold-batch-norm", "func::FuncOp"> {
+  let summary = "Fold inference batch norms into the convolution before them";
+  let description = [{
+    batch_norm(conv2d(x, w, b)) becomes conv2d(x, w * s[o], (b - mean) * s +
+    beta) with s = scale * rsqrt(var + eps), when the convolution's result
+    feeds only the batch norm (NCHW, or an `nhwc` convolution whose result
+    is transposed back to NCHW for the batch norm). The new weight and bias
+    are tcc ops on the params, computed in f32 for f16/bf16 and rounded once
+    to the weight's type (docs/numerics.md).
+  }];
+  let dependentDialects = ["::mlir::tcc::TccDialect"];
+}
+
+def TccConvLayout : Pass<"tcc-conv-layout", "func::FuncOp"> {
+  let summary = "Channels-last convolutions, their transposes moved to the "
+                "graph's edges";
+  let description = [{
+    Rewrites NCHW conv2d to the `nhwc` form: the input transposed NCHW ->
+    NHWC, the weight OIHW -> OHWI (a tcc.transpose of the weight value, a
+    computation on params), the result transposed back. Then general rules
+    move transposes towards the outputs, where pairs cancel: a transpose
+    passes through elementwise ops (another operand transposed the same way
+    loses its transpose, a broadcast param such as [1, C, 1, 1] becomes
+    [1, 1, 1, C] by a reshape), concat (the axis permuted), pad, slice,
+    keepdims reductions and gathers with a rank-1 index (nearest resize);
+    a max/avg/global-average pool of an NHWC tensor transposed to NCHW
+    becomes the `nhwc` pool; a batch norm of a transposed tensor becomes
+    elementwise ops with per-channel coefficients. Finally a transpose that
+    keeps the order of its non-unit axes ([N, 1, 1, C] -> [N, C, 1, 1]) is
+    a reshape. Transposes remain at the inputs, the outputs and before ops
+    that cannot take NHWC (a reshape mixing axes, a matmul).
+    `layout`: nhwc (every conv2d), nchw (nothing) or auto: the convolutions
+    that run on tensor cores (`tensor-cores`: NVIDIA from sm_80; f16, bf16,
+    and f32 with `allow-tf32`; convUsesTensorCores in passes/ConvLayout.h).
+  }];
+  let options = [
+    Option<"layout", "layout", "std::string", /*default=*/"\"auto\"",
+           "auto, nhwc or nchw">,
+    Option<"tensorCores", "tensor-cores", "bool", /*default=*/"false",
+           "auto: the target runs convolutions on tensor cores">,
+    Option<"allowTf32", "allow-tf32", "bool", /*default=*/"false",
+           "auto: f32 convolutions may use tf32 tensor cores">
+  ];
+  let dependentDialects = ["::mlir::tcc::TccDialect"];
+}
+
 #endif // TCC_PASSES_TD

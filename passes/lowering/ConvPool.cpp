@@ -1,10 +1,13 @@
 //===- ConvPool.cpp - lower convolution, pooling and batch_norm -----------===//
 //
-// NCHW throughout. Convolutions are linalg.generics over the grouped layout
-// of linalg.conv_2d_ngchw_gfchw (input [N, G, C/G, H, W], filter
-// [G, O/G, C/G, KH, KW]) reached with expand_shape views, reading an
-// explicitly padded input; they accumulate in the compute type and add the
-// bias in the epilogue that rounds to the result type. A transposed
+// NCHW, and channels last (`nhwc`) for conv2d and the pools. Convolutions
+// are linalg.generics over the grouped layout of linalg.conv_2d_ngchw_gfchw
+// (input [N, G, C/G, H, W], filter [G, O/G, C/G, KH, KW]; nhwc: input
+// [N, H, W, G, C/G], filter [G, O/G, KH, KW, C/G]) reached with expand_shape
+// views, reading an explicitly padded input; they accumulate in the compute
+// type and add the bias in the epilogue that rounds to the result type. Both
+// layouts compute every output element with the same products summed in the
+// same (c, kh, kw) set, so they agree up to summation order. A transposed
 // convolution is a convolution of the stride-dilated, padded input with the
 // spatially flipped kernel. Pooling windows read a padded input through
 // `oh * stride + kh` maps; an unused [KH, KW] operand gives the window loops
@@ -25,17 +28,29 @@ using namespace mlir::tcc::lowering;
 
 namespace {
 
-/// `input` [N, C, H, W] placed at (top, left) in a tensor of [N, C, h, w]
-/// filled with `value`; the strides space the input's rows and columns out
-/// (for transposed convolutions).
+/// The axes of H and W: 2, 3 in NCHW, 1, 2 in NHWC.
+std::pair<int64_t, int64_t> spatialAxes(bool nhwc) {
+  return nhwc ? std::make_pair(1, 2) : std::make_pair(2, 3);
+}
+
+/// `input` [N, C, H, W] ([N, H, W, C] when `nhwc`) placed at (top, left) in
+/// a tensor of height h and width w filled with `value`; the strides space
+/// the input's rows and columns out (for transposed convolutions).
 Value padSpatial(OpBuilder &b, Location loc, Value input, int64_t h, int64_t w,
                  int64_t top, int64_t left, Value value, int64_t strideH = 1,
-                 int64_t strideW = 1) {
+                 int64_t strideW = 1, bool nhwc = false) {
   ArrayRef<int64_t> s = tensorTypeOf(input).getShape();
-  if (h == s[2] && w == s[3] && strideH == 1 && strideW == 1)
+  auto [ah, aw] = spatialAxes(nhwc);
+  if (h == s[ah] && w == s[aw] && strideH == 1 && strideW == 1)
     return input;
-  return padTensor(b, loc, input, {s[0], s[1], h, w}, {0, 0, top, left},
-                   {1, 1, strideH, strideW}, value);
+  SmallVector<int64_t> shape(s), offsets(4, 0), strides(4, 1);
+  shape[ah] = h;
+  shape[aw] = w;
+  offsets[ah] = top;
+  offsets[aw] = left;
+  strides[ah] = strideH;
+  strides[aw] = strideW;
+  return padTensor(b, loc, input, shape, offsets, strides, value);
 }
 
 /// Splits dimension `dim` of `t` into [groups, size / groups].
@@ -57,14 +72,15 @@ Value splitGroups(OpBuilder &b, Location loc, Value t, int64_t dim,
   return tensor::ExpandShapeOp::create(b, loc, ty.clone(shape), t, reassoc);
 }
 
-/// The channel-vector map (d0, d1, ...) -> (d1).
-AffineMap channelMap(unsigned rank, MLIRContext *ctx) {
-  return AffineMap::get(rank, 0, getAffineDimExpr(1, ctx), ctx);
+/// The channel-vector map (d0, d1, ...) -> (d`channel`).
+AffineMap channelMap(unsigned rank, MLIRContext *ctx, unsigned channel = 1) {
+  return AffineMap::get(rank, 0, getAffineDimExpr(channel, ctx), ctx);
 }
 
-/// acc [N, O, H, W] (+ bias[O]) rounded to the result type.
+/// acc [N, O, H, W] ([N, H, W, O] when `nhwc`) (+ bias[O]) rounded to the
+/// result type.
 Value convEpilogue(OpBuilder &b, Location loc, Value acc, Value bias,
-                   RankedTensorType resultType) {
+                   RankedTensorType resultType, bool nhwc = false) {
   Type elt = resultType.getElementType();
   if (!bias)
     return convertTensor(b, loc, acc, elt);
@@ -73,7 +89,7 @@ Value convEpilogue(OpBuilder &b, Location loc, Value acc, Value bias,
   AffineMap id = AffineMap::getMultiDimIdentityMap(4, ctx);
   auto generic = linalg::GenericOp::create(
       b, loc, TypeRange{resultType}, ValueRange{acc, bias}, init,
-      SmallVector<AffineMap>{id, channelMap(4, ctx), id},
+      SmallVector<AffineMap>{id, channelMap(4, ctx, nhwc ? 3 : 1), id},
       parallelIterators(4), [&](OpBuilder &nb, Location nl, ValueRange a) {
         ImplicitLocOpBuilder ib(nl, nb);
         Value sum = arith::AddFOp::create(ib, a[0], toCompute(ib, a[1]));
@@ -85,12 +101,20 @@ Value convEpilogue(OpBuilder &b, Location loc, Value acc, Value bias,
 /// The grouped convolution shared by conv2d and conv_transpose2d:
 /// out[n, g, f, y, x] += in[n, g, c, inH(y, kh), inW(x, kw)] *
 /// filter[filterMap(g, f, c, kh, kw)], returning acc as [N, G*F, OH, OW].
+/// With `nhwc` the loops are (n, y, x, g, f, kh, kw, c), the accumulator
+/// [N, OH, OW, G, F] and the result [N, OH, OW, G*F]. The maps are over
+/// those loops.
 Value groupedConv(OpBuilder &b, Location loc, Value in, Value filter,
                   AffineMap inMap, AffineMap filterMap,
-                  ArrayRef<int64_t> outShape, int64_t groups, Type acc) {
+                  ArrayRef<int64_t> outShape, int64_t groups, Type acc,
+                  bool nhwc = false) {
   MLIRContext *ctx = b.getContext();
-  int64_t n = outShape[0], f = outShape[1] / groups;
-  SmallVector<int64_t> accShape = {n, groups, f, outShape[2], outShape[3]};
+  int64_t n = outShape[0];
+  SmallVector<int64_t> accShape =
+      nhwc ? SmallVector<int64_t>{n, outShape[1], outShape[2], groups,
+                                  outShape[3] / groups}
+           : SmallVector<int64_t>{n, groups, outShape[1] / groups, outShape[2],
+                                  outShape[3]};
   Value init = filledTensor(b, loc, accShape, scalarConstant(b, loc, acc, 0));
   SmallVector<AffineExpr> outExprs;
   for (unsigned d = 0; d < 5; ++d)
@@ -109,7 +133,9 @@ Value groupedConv(OpBuilder &b, Location loc, Value in, Value filter,
         Value sum = arith::AddFOp::create(ib, a[2], prod);
         linalg::YieldOp::create(ib, sum);
       });
-  SmallVector<ReassociationIndices> merge = {{0}, {1, 2}, {3}, {4}};
+  SmallVector<ReassociationIndices> merge =
+      nhwc ? SmallVector<ReassociationIndices>{{0}, {1}, {2}, {3, 4}}
+           : SmallVector<ReassociationIndices>{{0}, {1, 2}, {3}, {4}};
   auto flatType = RankedTensorType::get(outShape, acc);
   return tensor::CollapseShapeOp::create(b, loc, flatType, generic.getResult(0),
                                          merge);
@@ -126,27 +152,42 @@ struct Conv2dLowering : OpRewritePattern<Conv2dOp> {
     ArrayRef<int64_t> pads = op.getPads(), st = op.getStrides(),
                       dil = op.getDilations();
     int64_t groups = op.getGroups();
+    bool nhwc = op.getNhwc();
+    auto [ah, aw] = spatialAxes(nhwc);
     Type elt = tensorTypeOf(x).getElementType();
     Type acc = computeType(elt);
 
-    Value padded = padSpatial(rewriter, loc, x, xs[2] + pads[0] + pads[2],
-                              xs[3] + pads[1] + pads[3], pads[0], pads[1],
-                              scalarConstant(rewriter, loc, elt, 0));
-    Value in = splitGroups(rewriter, loc, padded, 1, groups);
-    Value filter = splitGroups(rewriter, loc, op.getWeight(), 0, groups);
-    // Loops: n, g, f, oh, ow, c, kh, kw.
+    Value padded =
+        padSpatial(rewriter, loc, x, xs[ah] + pads[0] + pads[2],
+                   xs[aw] + pads[1] + pads[3], pads[0], pads[1],
+                   scalarConstant(rewriter, loc, elt, 0), 1, 1, nhwc);
     auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
-    AffineMap inMap = AffineMap::get(
-        8, 0,
-        {d(0), d(1), d(5), d(3) * st[0] + d(6) * dil[0],
-         d(4) * st[1] + d(7) * dil[1]},
-        ctx);
-    AffineMap filterMap =
-        AffineMap::get(8, 0, {d(1), d(2), d(5), d(6), d(7)}, ctx);
+    AffineMap inMap, filterMap;
+    Value in, filter;
+    if (nhwc) {
+      // [N, H, W, G, C/G] x [G, O/G, KH, KW, C/G]; loops n, oh, ow, g, f,
+      // kh, kw, c: the channels are innermost in both operands.
+      in = splitGroups(rewriter, loc, padded, 3, groups);
+      filter = splitGroups(rewriter, loc, op.getWeight(), 0, groups);
+      inMap = AffineMap::get(8, 0,
+                             {d(0), d(1) * st[0] + d(5) * dil[0],
+                              d(2) * st[1] + d(6) * dil[1], d(3), d(7)},
+                             ctx);
+      filterMap = AffineMap::get(8, 0, {d(3), d(4), d(5), d(6), d(7)}, ctx);
+    } else {
+      in = splitGroups(rewriter, loc, padded, 1, groups);
+      filter = splitGroups(rewriter, loc, op.getWeight(), 0, groups);
+      // Loops: n, g, f, oh, ow, c, kh, kw.
+      inMap = AffineMap::get(8, 0,
+                             {d(0), d(1), d(5), d(3) * st[0] + d(6) * dil[0],
+                              d(4) * st[1] + d(7) * dil[1]},
+                             ctx);
+      filterMap = AffineMap::get(8, 0, {d(1), d(2), d(5), d(6), d(7)}, ctx);
+    }
     Value accT = groupedConv(rewriter, loc, in, filter, inMap, filterMap,
-                             op.getType().getShape(), groups, acc);
-    rewriter.replaceOp(
-        op, convEpilogue(rewriter, loc, accT, op.getBias(), op.getType()));
+                             op.getType().getShape(), groups, acc, nhwc);
+    rewriter.replaceOp(op, convEpilogue(rewriter, loc, accT, op.getBias(),
+                                        op.getType(), nhwc));
     return success();
   }
 };
@@ -195,15 +236,19 @@ struct ConvTranspose2dLowering : OpRewritePattern<ConvTranspose2dOp> {
 };
 
 /// Shared by the pooling ops: a generic over [N, C, OH, OW, KH, KW] reading
-/// `padded` at (oh * sh + kh, ow * sw + kw).
+/// `padded` at (oh * sh + kh, ow * sw + kw); with `nhwc` over
+/// [N, OH, OW, C, KH, KW].
 Value poolWindow(OpBuilder &b, Location loc, Value padded,
                  ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
-                 ArrayRef<int64_t> outShape, Value init, CombineFn combine) {
+                 ArrayRef<int64_t> outShape, Value init, CombineFn combine,
+                 bool nhwc = false) {
   MLIRContext *ctx = b.getContext();
   auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
-  AffineMap inMap = AffineMap::get(
-      6, 0,
-      {d(0), d(1), d(2) * strides[0] + d(4), d(3) * strides[1] + d(5)}, ctx);
+  unsigned lh = nhwc ? 1 : 2, lw = lh + 1;
+  SmallVector<AffineExpr> in = {d(0), d(1), d(2), d(3)};
+  in[lh] = d(lh) * strides[0] + d(4);
+  in[lw] = d(lw) * strides[1] + d(5);
+  AffineMap inMap = AffineMap::get(6, 0, in, ctx);
   AffineMap windowMap = AffineMap::get(6, 0, {d(4), d(5)}, ctx);
   AffineMap outMap = AffineMap::get(6, 0, {d(0), d(1), d(2), d(3)}, ctx);
   Value window = emptyTensor(b, loc, kernel, b.getI8Type());
@@ -229,10 +274,11 @@ Value padForPooling(OpBuilder &b, OpTy op, Value value) {
   ArrayRef<int64_t> out = op.getType().getShape();
   ArrayRef<int64_t> pads = op.getPads(), st = op.getStrides(),
                     k = op.getKernel();
-  int64_t h = std::max((out[2] - 1) * st[0] + k[0], pads[0] + xs[2]);
-  int64_t w = std::max((out[3] - 1) * st[1] + k[1], pads[1] + xs[3]);
+  auto [ah, aw] = spatialAxes(op.getNhwc());
+  int64_t h = std::max((out[ah] - 1) * st[0] + k[0], pads[0] + xs[ah]);
+  int64_t w = std::max((out[aw] - 1) * st[1] + k[1], pads[1] + xs[aw]);
   return padSpatial(b, op.getLoc(), op.getInput(), h, w, pads[0], pads[1],
-                    value);
+                    value, 1, 1, op.getNhwc());
 }
 
 /// Padding holds the type's lowest value, which never beats a real element
@@ -251,7 +297,8 @@ struct MaxPool2dLowering : OpRewritePattern<MaxPool2dOp> {
         op.getType().getShape(), extremeConstant(rewriter, loc, acc, false),
         [](ImplicitLocOpBuilder &b, Value x, Value a) -> Value {
           return arith::MaximumFOp::create(b, a, toCompute(b, x));
-        });
+        },
+        op.getNhwc());
     rewriter.replaceOp(op, convertTensor(rewriter, loc, r, elt));
     return success();
   }
@@ -278,7 +325,11 @@ struct AvgPool2dLowering : OpRewritePattern<AvgPool2dOp> {
         scalarConstant(rewriter, loc, acc, 0),
         [](ImplicitLocOpBuilder &b, Value x, Value a) -> Value {
           return arith::AddFOp::create(b, a, toCompute(b, x));
-        });
+        },
+        op.getNhwc());
+    // Plain variables: the divisor's lambda captures them.
+    int64_t ah = spatialAxes(op.getNhwc()).first,
+            aw = spatialAxes(op.getNhwc()).second;
     Value r = buildElementwise(
         rewriter, loc, sum, type, [&](ImplicitLocOpBuilder &b, ValueRange a) {
           Type i64 = b.getI64Type();
@@ -289,20 +340,21 @@ struct AvgPool2dLowering : OpRewritePattern<AvgPool2dOp> {
                 b, i64, linalg::IndexOp::create(b, dim));
             Value stride = c(st[axis]), padBegin = c(pads[axis]);
             Value size = c(k[axis]);
-            Value paddedEnd = c(xs[2 + axis] + pads[axis + 2]);
+            int64_t inSize = xs[axis ? aw : ah];
+            Value paddedEnd = c(inSize + pads[axis + 2]);
             Value scaled = arith::MulIOp::create(b, o, stride);
             Value start = arith::SubIOp::create(b, scaled, padBegin);
             Value windowEnd = arith::AddIOp::create(b, start, size);
             Value end = arith::MinSIOp::create(b, windowEnd, paddedEnd);
             if (!includePad) {
-              Value zero = c(0), inEnd = c(xs[2 + axis]);
+              Value zero = c(0), inEnd = c(inSize);
               start = arith::MaxSIOp::create(b, start, zero);
               end = arith::MinSIOp::create(b, end, inEnd);
             }
             return arith::SubIOp::create(b, end, start);
           };
-          Value rows = extent(2, 0);
-          Value cols = extent(3, 1);
+          Value rows = extent(ah, 0);
+          Value cols = extent(aw, 1);
           Value count = arith::MulIOp::create(b, rows, cols);
           Value divisor = arith::SIToFPOp::create(b, acc, count);
           return convertScalar(b, arith::DivFOp::create(b, a[0], divisor),
@@ -324,8 +376,9 @@ struct GlobalAvgPool2dLowering : OpRewritePattern<GlobalAvgPool2dOp> {
     // large images keep f32 accuracy (see Reductions.cpp).
     Type acc = rewriter.getF64Type();
     ArrayRef<int64_t> xs = tensorTypeOf(op.getInput()).getShape();
+    auto [ah, aw] = spatialAxes(op.getNhwc());
     Value sum = buildReduction(
-        rewriter, loc, op.getInput(), {2, 3}, /*keepdims=*/true,
+        rewriter, loc, op.getInput(), {ah, aw}, /*keepdims=*/true,
         scalarConstant(rewriter, loc, acc, 0),
         [acc](ImplicitLocOpBuilder &b, Value x, Value a) -> Value {
           Value wide = toCompute(b, x);
@@ -333,7 +386,7 @@ struct GlobalAvgPool2dLowering : OpRewritePattern<GlobalAvgPool2dOp> {
             wide = arith::ExtFOp::create(b, acc, wide);
           return arith::AddFOp::create(b, a, wide);
         });
-    double count = (double)(xs[2] * xs[3]);
+    double count = (double)(xs[ah] * xs[aw]);
     Value r = buildElementwise(
         rewriter, loc, sum, type, [&](ImplicitLocOpBuilder &b, ValueRange a) {
           Value n = scalarConstant(b, loc, acc, count);

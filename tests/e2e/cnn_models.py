@@ -15,7 +15,14 @@ compound much further), and never less than 1e-5 of the output's largest
 magnitude. A wiring or semantic mistake (a dropped BatchNorm, a wrong pad or
 pool) is off by O(1) of the output's scale.
 
-usage: cnn_models.py --tcc TCC [--keep DIR] [--full] [MODEL ...]
+With --conv-layout=nhwc the models compile channels last (tcc-conv-layout),
+and with nhwc each must keep its transposes at the graph's edges: the
+tcc.transpose ops on activations (those with the batch, 1, as first
+dimension; a weight's is its output channels) in `tcc compile --emit mlir`
+are counted, and may be one after the input, one before the output, and two
+around each op that has no NHWC form (conv_transpose2d).
+
+usage: cnn_models.py --tcc TCC [--keep DIR] [--full] [--conv-layout L] [MODEL ...]
 MODEL: any of export_models.py's; the default leaves out nasnet_large
 (88.9 M parameters: about 90 s of CPU even at its small size), which ctest
 runs on its own as e2e-cnn-nasnet.
@@ -51,6 +58,7 @@ ap = argparse.ArgumentParser()
 ap.add_argument('--tcc', required=True)
 ap.add_argument('--keep', help='write the models and outputs here instead of a temp folder')
 ap.add_argument('--full', action='store_true', help='full input sizes instead of --small')
+ap.add_argument('--conv-layout', default=None, help='passed to tcc compile')
 ap.add_argument('models', nargs='*', default=DEFAULT)
 args = ap.parse_args()
 
@@ -70,7 +78,9 @@ def main(work):
         onnx_path = os.path.join(work, name + '.onnx')
         bundle = os.path.join(work, name + '.tccb')
         t = time.time()
-        rc, _, err = L.run_tcc([args.tcc, 'compile', onnx_path, '-o', bundle, '--target', 'host'])
+        layout = ['--conv-layout=' + args.conv_layout] if args.conv_layout else []
+        rc, _, err = L.run_tcc([args.tcc, 'compile', onnx_path, '-o', bundle, '--target', 'host']
+                               + layout)
         if rc != 0 and 'without ONNX support' in err:
             print('SKIP: ' + L.first_line(err))
             return L.SKIP
@@ -79,6 +89,19 @@ def main(work):
             print('FAIL %s compile: %s' % (name, L.first_line(err)), flush=True)
             failed += 1
             continue
+        if args.conv_layout:
+            mlir = os.path.join(work, name + '.mlir')
+            rc, _, err = L.run_tcc([args.tcc, 'compile', onnx_path, '-o', mlir, '--emit', 'mlir']
+                                   + layout)
+            with open(mlir) as f:
+                text = f.read()
+            # The input's batch is 1 and no conv has one output channel.
+            ts = [l for l in text.splitlines() if 'tcc.transpose' in l and ': tensor<1x' in l]
+            edges = 2 + 2 * text.count('tcc.conv_transpose2d')
+            ok = rc == 0 and (args.conv_layout != 'nhwc' or len(ts) <= edges)
+            print('%s %s: %d activation transposes, at most %d at the edges (--conv-layout=%s)' % (
+                'PASS' if ok else 'FAIL', name, len(ts), edges, args.conv_layout), flush=True)
+            failed += not ok
         out = os.path.join(work, name + '.out')
         t = time.time()
         rc, _, err = L.run_tcc([args.tcc, 'run', bundle, '--input',

@@ -1,0 +1,483 @@
+//===- ConvLayout.cpp - channels-last convolutions ------------------------===//
+//
+// tcc-conv-layout: convolutions that want NHWC (tensor cores) are rewritten
+// to the `nhwc` form between two transposes; general rules then push every
+// transpose towards the outputs through the ops that can take the permuted
+// layout, where a transpose meets its inverse and both fold away
+// (TransposeOp::fold). A conv net ends up with a transpose after its input
+// and before its outputs, and wherever an op cannot take NHWC.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/ConvLayout.h"
+#include "passes/Passes.h"
+#include "passes/lowering/Utils.h"
+
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir::tcc {
+#define GEN_PASS_DEF_TCCCONVLAYOUT
+#include "passes/Passes.h.inc"
+} // namespace mlir::tcc
+
+using namespace mlir;
+using namespace mlir::tcc;
+
+bool mlir::tcc::convUsesTensorCores(Type elt, bool allowTf32) {
+  return elt.isF16() || elt.isBF16() || (elt.isF32() && allowTf32);
+}
+
+namespace {
+
+constexpr int64_t kToNhwc[] = {0, 2, 3, 1};
+constexpr int64_t kToNchw[] = {0, 3, 1, 2};
+
+SmallVector<int64_t> inversePerm(ArrayRef<int64_t> perm) {
+  SmallVector<int64_t> inv(perm.size());
+  for (auto [i, p] : llvm::enumerate(perm))
+    inv[p] = i;
+  return inv;
+}
+
+/// The shape of transpose(shape, perm): dim i is shape[perm[i]].
+SmallVector<int64_t> permuted(ArrayRef<int64_t> shape, ArrayRef<int64_t> perm) {
+  SmallVector<int64_t> out;
+  for (int64_t p : perm)
+    out.push_back(shape[p]);
+  return out;
+}
+
+/// Whether transpose(shape, perm) keeps the order of the axes longer than 1,
+/// so that it moves no element: a reshape.
+bool isReshape(ArrayRef<int64_t> shape, ArrayRef<int64_t> perm) {
+  int64_t last = -1;
+  for (int64_t p : perm) {
+    if (shape[p] == 1)
+      continue;
+    if (p < last)
+      return false;
+    last = p;
+  }
+  return true;
+}
+
+RankedTensorType withShape(Value v, ArrayRef<int64_t> shape) {
+  return cast<RankedTensorType>(v.getType()).clone(shape);
+}
+
+Value transposeOf(PatternRewriter &rewriter, Location loc, Value v,
+                  ArrayRef<int64_t> perm) {
+  auto type = cast<RankedTensorType>(v.getType());
+  return TransposeOp::create(rewriter, loc,
+                             type.clone(permuted(type.getShape(), perm)), v,
+                             rewriter.getDenseI64ArrayAttr(perm));
+}
+
+/// `op` again with other operands and result types, its attributes
+/// changed by `attrs` (a null value removes one).
+Operation *rebuild(PatternRewriter &rewriter, Operation *op,
+                   ValueRange operands, TypeRange types,
+                   ArrayRef<NamedAttribute> attrs = {}) {
+  OperationState state(op->getLoc(), op->getName());
+  state.addOperands(operands);
+  NamedAttrList list(op->getAttrs());
+  for (const NamedAttribute &a : attrs) {
+    if (a.getValue())
+      list.set(a.getName(), a.getValue());
+    else
+      list.erase(a.getName());
+  }
+  state.addAttributes(list);
+  state.addTypes(types);
+  return rewriter.create(state);
+}
+
+/// The transpose `v` comes from, if any.
+TransposeOp transposeDef(Value v) { return v.getDefiningOp<TransposeOp>(); }
+
+//===----------------------------------------------------------------------===//
+// Choosing NHWC
+//===----------------------------------------------------------------------===//
+
+/// conv2d(x, w) -> transpose(conv2d {nhwc}(transpose(x), transpose(w))).
+struct ConvToNhwc : OpRewritePattern<Conv2dOp> {
+  ConvToNhwc(MLIRContext *ctx, std::function<bool(Conv2dOp)> wanted)
+      : OpRewritePattern(ctx), wanted(std::move(wanted)) {}
+  LogicalResult matchAndRewrite(Conv2dOp op,
+                                PatternRewriter &rewriter) const override {
+    if (op.getNhwc() || !wanted(op))
+      return failure();
+    Location loc = op.getLoc();
+    SmallVector<Value> operands = {
+        transposeOf(rewriter, loc, op.getInput(), kToNhwc),
+        transposeOf(rewriter, loc, op.getWeight(), kToNhwc)};
+    if (op.getBias())
+      operands.push_back(op.getBias());
+    RankedTensorType type =
+        withShape(op, permuted(op.getType().getShape(), kToNhwc));
+    Operation *conv = rebuild(
+        rewriter, op, operands, type,
+        {rewriter.getNamedAttr(op.getNhwcAttrName(), rewriter.getUnitAttr())});
+    rewriter.replaceOp(op,
+                       transposeOf(rewriter, loc, conv->getResult(0), kToNchw));
+    return success();
+  }
+  std::function<bool(Conv2dOp)> wanted;
+};
+
+//===----------------------------------------------------------------------===//
+// Pushing transposes towards the outputs
+//===----------------------------------------------------------------------===//
+
+/// pool(transpose(x NHWC -> NCHW)) -> transpose(pool {nhwc}(x)).
+template <typename PoolOp> struct PoolToNhwc : OpRewritePattern<PoolOp> {
+  using OpRewritePattern<PoolOp>::OpRewritePattern;
+  LogicalResult matchAndRewrite(PoolOp op,
+                                PatternRewriter &rewriter) const override {
+    TransposeOp t = transposeDef(op.getInput());
+    if (op.getNhwc() || !t || t.getPerm() != ArrayRef<int64_t>(kToNchw))
+      return failure();
+    RankedTensorType type =
+        withShape(op, permuted(op.getType().getShape(), kToNhwc));
+    Operation *pool = rebuild(
+        rewriter, op, t.getInput(), type,
+        {rewriter.getNamedAttr(op.getNhwcAttrName(), rewriter.getUnitAttr())});
+    rewriter.replaceOp(
+        op, transposeOf(rewriter, op.getLoc(), pool->getResult(0), kToNchw));
+    return success();
+  }
+};
+
+/// How an operand of an op that a transpose passes through gets to the
+/// transpose's input layout.
+enum class Operand {
+  Transposed, ///< a transpose by the same permutation: its input
+  Reshaped,   ///< its permuted form moves nothing ([1, C, 1, 1]): a reshape
+  Moved,      ///< a real transpose by the inverse permutation
+};
+
+/// The shape of `v` aligned to `rank` at the end, as broadcasting does.
+SmallVector<int64_t> alignedShape(Value v, int64_t rank) {
+  auto type = cast<RankedTensorType>(v.getType());
+  SmallVector<int64_t> shape(rank - type.getRank(), 1);
+  llvm::append_range(shape, type.getShape());
+  return shape;
+}
+
+std::optional<Operand> classify(Value v, ArrayRef<int64_t> perm) {
+  int64_t rank = perm.size();
+  TransposeOp t = transposeDef(v);
+  if (t && t.getPerm() == perm)
+    return Operand::Transposed;
+  if (cast<RankedTensorType>(v.getType()).getRank() > rank)
+    return std::nullopt;
+  if (isReshape(alignedShape(v, rank), inversePerm(perm)))
+    return Operand::Reshaped;
+  return Operand::Moved;
+}
+
+/// `v` in the transpose's input layout (see Operand). A scalar or all-ones
+/// operand of lower rank broadcasts the same way in any layout: unchanged.
+Value untransposed(PatternRewriter &rewriter, Location loc, Value v,
+                   ArrayRef<int64_t> perm) {
+  int64_t rank = perm.size();
+  SmallVector<int64_t> inv = inversePerm(perm);
+  SmallVector<int64_t> shape = alignedShape(v, rank);
+  switch (*classify(v, perm)) {
+  case Operand::Transposed:
+    return transposeDef(v).getInput();
+  case Operand::Reshaped:
+    if (cast<RankedTensorType>(v.getType()).getRank() < rank &&
+        llvm::all_of(shape, [](int64_t d) { return d == 1; }))
+      return v;
+    return reshapeTo(rewriter, loc, v, permuted(shape, inv));
+  case Operand::Moved:
+    return transposeOf(rewriter, loc, reshapeTo(rewriter, loc, v, shape), inv);
+  }
+  llvm_unreachable("all operand kinds handled");
+}
+
+/// Only transposes from NHWC back to NCHW move: the pass makes them after
+/// channels-last ops, and they move towards the outputs, so the rewriting
+/// ends. (The NCHW -> NHWC ones before convolutions stay where they are,
+/// meeting the others as they arrive.)
+bool movable(TransposeOp t) {
+  return t && t.getPerm() == ArrayRef<int64_t>(kToNchw);
+}
+
+/// f(transpose(a, p), b) -> transpose(f(a, b'), p) for elementwise ops,
+/// where b' is b in a's layout: a's own input where b is transposed too, a
+/// reshape of a broadcast param, else b transposed, when operands without a
+/// transpose are no more than those with one (the transposes at worst move
+/// from the result to them: a concat of an NHWC skip connection and an
+/// NCHW upsampled tensor gets one transpose, on the latter).
+struct PushThroughElementwise : RewritePattern {
+  PushThroughElementwise(MLIRContext *ctx)
+      : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, ctx) {}
+  LogicalResult matchAndRewrite(Operation *op,
+                                PatternRewriter &rewriter) const override {
+    if (!isElementwise(op) || op->getNumResults() != 1)
+      return failure();
+    return pushThrough(rewriter, op, op->getOperands(), {});
+  }
+
+  /// Rebuilds `op` on `operands` in the layout before a movable transpose
+  /// of one of them, with the result permuted back, its attributes changed
+  /// by `attrs` (a function of the permutation).
+  static LogicalResult pushThrough(
+      PatternRewriter &rewriter, Operation *op, ValueRange operands,
+      function_ref<SmallVector<NamedAttribute>(ArrayRef<int64_t>)> attrs) {
+    auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+    if (!type || !llvm::any_of(operands, [&](Value v) {
+          return movable(transposeDef(v)) && type.getRank() == 4;
+        }))
+      return failure();
+    ArrayRef<int64_t> perm = kToNchw;
+    // Check first, so that a refused op leaves nothing behind.
+    int64_t transposed = 0, moved = 0;
+    for (Value v : operands) {
+      std::optional<Operand> kind = classify(v, perm);
+      if (!kind)
+        return failure();
+      transposed += *kind == Operand::Transposed;
+      moved += *kind == Operand::Moved;
+    }
+    if (moved > transposed)
+      return failure();
+    Location loc = op->getLoc();
+    SmallVector<Value> newOperands;
+    for (Value v : operands)
+      newOperands.push_back(untransposed(rewriter, loc, v, perm));
+    SmallVector<NamedAttribute> changed;
+    if (attrs)
+      changed = attrs(perm);
+    Operation *rebuilt = rebuild(
+        rewriter, op, newOperands,
+        type.clone(permuted(type.getShape(), inversePerm(perm))), changed);
+    rewriter.replaceOp(op,
+                       transposeOf(rewriter, loc, rebuilt->getResult(0), perm));
+    return success();
+  }
+};
+
+/// The axis of the transpose's input that axis `a` of its result is.
+int64_t sourceAxis(ArrayRef<int64_t> perm, int64_t a) { return perm[a]; }
+
+/// concat(transpose(x_i, p), axis) -> transpose(concat(x_i, p[axis]), p).
+struct PushThroughConcat : OpRewritePattern<ConcatOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ConcatOp op,
+                                PatternRewriter &rewriter) const override {
+    // concat does not broadcast: every input has the result's rank.
+    return PushThroughElementwise::pushThrough(
+        rewriter, op, op.getInputs(), [&](ArrayRef<int64_t> perm) {
+          return SmallVector<NamedAttribute>{rewriter.getNamedAttr(
+              op.getAxisAttrName(),
+              rewriter.getI64IntegerAttr(sourceAxis(perm, op.getAxis())))};
+        });
+  }
+};
+
+/// Per-axis lists follow their axes: out[perm[i]] = in[i].
+SmallVector<int64_t> perAxis(ArrayRef<int64_t> values, ArrayRef<int64_t> perm) {
+  SmallVector<int64_t> out(values.size());
+  for (auto [i, p] : llvm::enumerate(perm))
+    out[p] = values[i];
+  return out;
+}
+
+/// pad and slice: their per-axis attributes permuted.
+struct PushThroughPad : OpRewritePattern<PadOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(PadOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!movable(transposeDef(op.getInput())))
+      return failure();
+    return PushThroughElementwise::pushThrough(
+        rewriter, op, op.getInput(), [&](ArrayRef<int64_t> perm) {
+          size_t rank = perm.size();
+          ArrayRef<int64_t> pads = op.getPads();
+          SmallVector<int64_t> newPads = perAxis(pads.take_front(rank), perm);
+          llvm::append_range(newPads, perAxis(pads.drop_front(rank), perm));
+          return SmallVector<NamedAttribute>{rewriter.getNamedAttr(
+              op.getPadsAttrName(), rewriter.getDenseI64ArrayAttr(newPads))};
+        });
+  }
+};
+
+struct PushThroughSlice : OpRewritePattern<SliceOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(SliceOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!movable(transposeDef(op.getInput())))
+      return failure();
+    return PushThroughElementwise::pushThrough(
+        rewriter, op, op.getInput(), [&](ArrayRef<int64_t> perm) {
+          return SmallVector<NamedAttribute>{
+              rewriter.getNamedAttr(
+                  op.getStartsAttrName(),
+                  rewriter.getDenseI64ArrayAttr(perAxis(op.getStarts(), perm))),
+              rewriter.getNamedAttr(
+                  op.getStepsAttrName(),
+                  rewriter.getDenseI64ArrayAttr(perAxis(op.getSteps(), perm)))};
+        });
+  }
+};
+
+/// gather(transpose(x, p), idx, axis) with a rank-1 index (the result has
+/// the data's axes) -> transpose(gather(x, idx, p[axis]), p): nearest
+/// resize is two of these.
+struct PushThroughGather : OpRewritePattern<GatherOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(GatherOp op,
+                                PatternRewriter &rewriter) const override {
+    TransposeOp t = transposeDef(op.getData());
+    if (!movable(t) ||
+        cast<RankedTensorType>(op.getIndices().getType()).getRank() != 1)
+      return failure();
+    ArrayRef<int64_t> perm = t.getPerm();
+    Location loc = op.getLoc();
+    auto type = op.getType();
+    Operation *moved =
+        rebuild(rewriter, op, {t.getInput(), op.getIndices()},
+                type.clone(permuted(type.getShape(), inversePerm(perm))),
+                {rewriter.getNamedAttr(op.getAxisAttrName(),
+                                       rewriter.getI64IntegerAttr(
+                                           sourceAxis(perm, op.getAxis())))});
+    rewriter.replaceOp(op,
+                       transposeOf(rewriter, loc, moved->getResult(0), perm));
+    return success();
+  }
+};
+
+/// reduce(transpose(x, p), axes, keepdims) -> transpose(reduce(x, p[axes]),
+/// p): the reduced axes stay as size 1 where the permutation puts them.
+template <typename ReduceOp>
+struct PushThroughReduce : OpRewritePattern<ReduceOp> {
+  using OpRewritePattern<ReduceOp>::OpRewritePattern;
+  LogicalResult matchAndRewrite(ReduceOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!movable(transposeDef(op.getInput())) || !op.getKeepdims())
+      return failure();
+    return PushThroughElementwise::pushThrough(
+        rewriter, op, op.getInput(), [&](ArrayRef<int64_t> perm) {
+          SmallVector<int64_t> axes;
+          for (int64_t a : op.getAxes())
+            axes.push_back(sourceAxis(perm, a));
+          llvm::sort(axes);
+          return SmallVector<NamedAttribute>{rewriter.getNamedAttr(
+              op.getAxesAttrName(), rewriter.getDenseI64ArrayAttr(axes))};
+        });
+  }
+};
+
+/// batch_norm(transpose(x)) as elementwise ops x * mul + add with [1, C,
+/// 1, ...] coefficients (batchNormCoefficients, in f32 for narrow types and
+/// rounded once, as the batch_norm lowering computes it), which the
+/// transpose then passes through.
+struct DecomposeTransposedBatchNorm : OpRewritePattern<BatchNormOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(BatchNormOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!movable(transposeDef(op.getInput())))
+      return failure();
+    Location loc = op.getLoc();
+    RankedTensorType type = op.getType();
+    BatchNormCoefficients k = batchNormCoefficients(rewriter, op);
+    SmallVector<int64_t> shape(type.getRank(), 1);
+    shape[1] = type.getShape()[1];
+    Value mul = reshapeTo(rewriter, loc, k.mul, shape);
+    Value add = reshapeTo(rewriter, loc, k.add, shape);
+    Value x = castElements(rewriter, loc, op.getInput(), k.compute);
+    Value y = MulOp::create(rewriter, loc, x.getType(), x, mul);
+    y = AddOp::create(rewriter, loc, x.getType(), y, add);
+    rewriter.replaceOp(op,
+                       castElements(rewriter, loc, y, type.getElementType()));
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Transposes that move nothing
+//===----------------------------------------------------------------------===//
+
+/// [N, 1, 1, C] -> [N, C, 1, 1] and the like: a reshape.
+struct TransposeToReshape : OpRewritePattern<TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TransposeOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!isReshape(op.getInput().getType().getShape(), op.getPerm()))
+      return failure();
+    rewriter.replaceOpWithNewOp<ReshapeOp>(op, op.getType(), op.getInput());
+    return success();
+  }
+};
+
+/// reshape(reshape(x)) -> reshape(x), or x where the shapes match.
+struct FoldReshapes : OpRewritePattern<ReshapeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ReshapeOp op,
+                                PatternRewriter &rewriter) const override {
+    Value in = op.getInput();
+    if (auto inner = in.getDefiningOp<ReshapeOp>())
+      in = inner.getInput();
+    if (in.getType() == op.getType()) {
+      rewriter.replaceOp(op, in);
+      return success();
+    }
+    if (in == op.getInput())
+      return failure();
+    rewriter.replaceOpWithNewOp<ReshapeOp>(op, op.getType(), in);
+    return success();
+  }
+};
+
+struct TccConvLayout : mlir::tcc::impl::TccConvLayoutBase<TccConvLayout> {
+  using TccConvLayoutBase::TccConvLayoutBase;
+  void runOnOperation() override {
+    if (layout != "auto" && layout != "nhwc" && layout != "nchw") {
+      getOperation().emitError("unknown conv layout '")
+          << layout << "' (known: auto, nchw, nhwc)";
+      return signalPassFailure();
+    }
+    if (layout == "nchw")
+      return;
+    bool all = layout == "nhwc";
+    bool cores = tensorCores, tf32 = allowTf32;
+    auto wanted = [all, cores, tf32](Conv2dOp op) {
+      return all || (cores &&
+                     convUsesTensorCores(op.getType().getElementType(), tf32));
+    };
+    bool any = false;
+    getOperation().walk(
+        [&](Conv2dOp op) { any |= !op.getNhwc() && wanted(op); });
+    if (!any)
+      return;
+    MLIRContext *ctx = &getContext();
+    RewritePatternSet push(ctx);
+    push.add<ConvToNhwc>(ctx, wanted);
+    push.add<PoolToNhwc<MaxPool2dOp>, PoolToNhwc<AvgPool2dOp>,
+             PoolToNhwc<GlobalAvgPool2dOp>, PushThroughElementwise,
+             PushThroughConcat, PushThroughPad, PushThroughSlice,
+             PushThroughGather, PushThroughReduce<ReduceSumOp>,
+             PushThroughReduce<ReduceMaxOp>, PushThroughReduce<ReduceMinOp>,
+             PushThroughReduce<ReduceMeanOp>, DecomposeTransposedBatchNorm>(
+        ctx);
+    // Every rule moves an NHWC -> NCHW transpose down or removes one, so
+    // the rewriting ends; a deep net (DenseNet's 120 convolutions) may need
+    // more sweeps than the default ten.
+    GreedyRewriteConfig config;
+    config.setMaxIterations(GreedyRewriteConfig::kNoLimit)
+        .setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(push), config)))
+      return signalPassFailure();
+    // Only once nothing moves: a transpose that became a reshape would no
+    // longer pass through the ops after it.
+    RewritePatternSet reshapes(ctx);
+    reshapes.add<TransposeToReshape, FoldReshapes>(ctx);
+    if (failed(
+            applyPatternsGreedily(getOperation(), std::move(reshapes), config)))
+      signalPassFailure();
+  }
+};
+
+} // namespace

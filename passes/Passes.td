@@ -390,4 +390,26 @@ def TccChainFusion : Pass<"tcc-chain-fusion", "func::FuncOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def TccHoistParamComputations
+    : Pass<"tcc-hoist-param-computations", "ModuleOp"> {
+  let summary = "Move computations on params alone into a load-time init "
+                "function";
+  let description = [{
+    In the function marked `tcc.entry`, finds the ops whose operands are
+    params (arguments with `tcc.kind = "param"`), constants, or results of
+    such ops (weight transposes, casts, batch-norm folding on weights), and
+    moves them into a new function marked `tcc.init`, which the runtime runs
+    once when the model loads. The init function takes the params it reads
+    (each argument has `tcc.param`, the entry argument's index) and returns
+    the values the entry function still needs ("derived params"); those
+    become new entry arguments with `tcc.kind = "derived"` and `tcc.derived`,
+    the init result's index. Not moved: ops that make more elements than
+    their largest param operand (broadcasts: a derived param would cost more
+    memory than recomputing it), reshapes of a raw param (a view, no
+    kernel), sources alone (constants, iota) and run-time checks
+    (index_check). Constants and views an init op needs are cloned into it.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
 #endif // TCC_PASSES_TD

@@ -123,13 +123,48 @@ struct TccHoistParamComputations
         origin[r] = Origin::Hoisted;
       hoisted.push_back(&op);
     }
-    if (hoisted.empty())
+    llvm::SmallPtrSet<Operation *, 16> hoistedSet(hoisted.begin(),
+                                                  hoisted.end());
+    MLIRContext *ctx = entry.getContext();
+    auto i64 = [&](int64_t v) {
+      return IntegerAttr::get(IntegerType::get(ctx, 64), v);
+    };
+
+    // A reshape of a param that a run reads is the param's own bytes: an
+    // entry argument marked `tcc.view_of` the param, which the bundle binds
+    // to the param's buffer, so no kernel copies it.
+    for (Operation &op : body.without_terminator()) {
+      auto reshape = dyn_cast<ReshapeOp>(op);
+      if (!reshape || hoistedSet.count(&op) ||
+          originOf(reshape.getResult()) != Origin::Param ||
+          llvm::all_of(reshape->getUsers(), [&](Operation *user) {
+            // A reshape of the view is a view of the param itself.
+            return hoistedSet.count(user) || isa<ReshapeOp>(user);
+          }))
+        continue;
+      Value root = reshape.getInput();
+      while (!isa<BlockArgument>(root))
+        root = root.getDefiningOp<ReshapeOp>().getInput();
+      unsigned argNo = entry.getNumArguments();
+      if (failed(entry.insertArgument(argNo, reshape.getType(), {},
+                                      reshape.getLoc()))) {
+        entry.emitError("cannot add a param view argument");
+        return signalPassFailure();
+      }
+      entry.setArgAttr(argNo, "tcc.kind", StringAttr::get(ctx, "view"));
+      entry.setArgAttr(argNo, "tcc.view_of",
+                       i64(cast<BlockArgument>(root).getArgNumber()));
+      reshape.getResult().replaceUsesWithIf(
+          entry.getArgument(argNo),
+          [&](OpOperand &use) { return !hoistedSet.count(use.getOwner()); });
+    }
+    if (hoisted.empty()) {
+      eraseDead(body, originOf);
       return;
+    }
 
     // The derived params: hoisted values that per-run ops or the return
     // read. The values that init needs from outside: param arguments.
-    llvm::SmallPtrSet<Operation *, 16> hoistedSet(hoisted.begin(),
-                                                  hoisted.end());
     llvm::SetVector<Value> derived;
     for (Operation *op : hoisted)
       for (Value r : op->getResults())
@@ -140,12 +175,12 @@ struct TccHoistParamComputations
           }
     if (derived.empty()) {
       // Nothing per run reads them: dead code, left to the later passes.
+      eraseDead(body, originOf);
       return;
     }
 
     // The init function: clones of the hoisted ops and of the sources and
     // param views they read, in body order.
-    MLIRContext *ctx = entry.getContext();
     OpBuilder mb(entry);
     mb.setInsertionPointAfter(entry);
     auto init = func::FuncOp::create(mb, entry.getLoc(),
@@ -193,8 +228,7 @@ struct TccHoistParamComputations
     func::ReturnOp::create(b, entry.getLoc(), results);
     init.setType(FunctionType::get(ctx, argTypes, resultTypes));
     for (auto [i, argNo] : llvm::enumerate(argOf)) {
-      init.setArgAttr(i, "tcc.param",
-                      IntegerAttr::get(IntegerType::get(ctx, 64), argNo));
+      init.setArgAttr(i, "tcc.param", i64(argNo));
       if (auto name = entry.getArgAttr(argNo, "tcc.name"))
         init.setArgAttr(i, "tcc.name", name);
     }
@@ -208,20 +242,28 @@ struct TccHoistParamComputations
         return signalPassFailure();
       }
       entry.setArgAttr(argNo, "tcc.kind", StringAttr::get(ctx, "derived"));
-      entry.setArgAttr(argNo, "tcc.derived",
-                       IntegerAttr::get(IntegerType::get(ctx, 64), i));
+      entry.setArgAttr(argNo, "tcc.derived", i64(i));
       v.replaceUsesWithIf(entry.getArgument(argNo), [&](OpOperand &use) {
         return !hoistedSet.count(use.getOwner());
       });
     }
     for (Operation *op : llvm::reverse(hoisted))
       op->erase();
-    // Sources and views only the hoisted ops read are dead now.
-    for (Operation &op :
-         llvm::make_early_inc_range(llvm::reverse(body.without_terminator())))
-      if (op.use_empty() && mayHoist(op) &&
-          originOf(op.getResult(0)) != Origin::Run)
-        op.erase();
+    eraseDead(body, originOf);
+  }
+
+  /// Sources and views that nothing reads any more (the hoisted ops and the
+  /// view arguments took their uses).
+  template <typename OriginOf>
+  static void eraseDead(Block &body, OriginOf &originOf) {
+    // Last first, so that erasing a user frees its operands' producers.
+    SmallVector<Operation *> ops;
+    for (Operation &op : body.without_terminator())
+      ops.push_back(&op);
+    for (Operation *op : llvm::reverse(ops))
+      if (op->use_empty() && mayHoist(*op) &&
+          originOf(op->getResult(0)) != Origin::Run)
+        op->erase();
   }
 };
 

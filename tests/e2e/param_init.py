@@ -15,12 +15,15 @@ also an output. For params embedded and for recipes kept
 2. `tcc run` on fresh random inputs matches NumPy;
 3. through libtccrt (ctypes), two runs on one loaded model give identical
    bytes, and a third run on other inputs matches NumPy again (the init is
-   neither repeated nor lost).
+   neither repeated nor lost);
+4. with --cc and --include (host only), the model as a library (`--emit lib`)
+   linked into a C program runs twice with identical bytes and matches NumPy.
 
 The seed is printed; E2E_SEED fixes it. With --target (e.g. sm_90) the
 bundles are compiled for that GPU and run on its device.
 
 usage: param_init.py --tcc TCC --libtccrt LIBTCCRT [--target T]
+                     [--cc CC --include RUNTIME_INCLUDE_DIR]
 """
 import argparse
 import ctypes
@@ -205,11 +208,82 @@ def api_runs(args, bundle, xs, refs, label):
     rt.call('tccrt_context_destroy', rt.ctx)
 
 
+LIB_MAIN = r'''
+#include "pinit.h"
+#include <stdio.h>
+#include <string.h>
+
+static float x[5 * 24], out[2][4][24 * 16];
+static const char *names[4] = {"y", "z", "r", "v"};
+static const size_t sizes[4] = {5 * 16, 5 * 16, 24 * 16, 5 * 16};
+
+int main(void) {
+  tccrt_context *ctx;
+  tccrt_model *m;
+  if (fread(x, sizeof x, 1, stdin) != 1)
+    return 3;
+  if (tccrt_context_create(TCCRT_DEVICE_HOST, 0, &ctx) != TCCRT_OK ||
+      pinit_load(ctx, &m) != TCCRT_OK ||
+      tccrt_model_bind_input_by_name(m, "x", x, sizeof x) != TCCRT_OK) {
+    fprintf(stderr, "%s\n", tccrt_last_error());
+    return 1;
+  }
+  for (int run = 0; run < 2; ++run) {
+    for (int i = 0; i < 4; ++i)
+      if (tccrt_model_bind_output_by_name(m, names[i], out[run][i],
+                                          sizes[i] * 4) != TCCRT_OK)
+        return 1;
+    if (tccrt_model_run(m) != TCCRT_OK) {
+      fprintf(stderr, "%s\n", tccrt_last_error());
+      return 1;
+    }
+  }
+  if (memcmp(out[0], out[1], sizeof out[0]) != 0)
+    return 2;
+  for (int i = 0; i < 4; ++i)
+    fwrite(out[1][i], 4, sizes[i], stdout);
+  tccrt_model_destroy(m);
+  tccrt_context_destroy(ctx);
+  return 0;
+}
+'''
+
+
+def lib_check(args, work, m, x, ref):
+    """`--emit lib` of the model, linked into LIB_MAIN: two runs, NumPy."""
+    src = os.path.join(work, 'pinit.json')
+    with open(src, 'w') as f:
+        json.dump(m, f)
+    subprocess.run([args.tcc, 'compile', src, '--emit', 'lib', '-o',
+                    os.path.join(work, 'pinit')], check=True)
+    prog = os.path.join(work, 'main.c')
+    with open(prog, 'w') as f:
+        f.write(LIB_MAIN)
+    libdir = os.path.dirname(os.path.abspath(args.libtccrt))
+    exe = os.path.join(work, 'pinit_main')
+    subprocess.run([args.cc, '-std=c99', '-Wall', '-Werror', prog, '-I', work, '-I',
+                    args.include, os.path.join(work, 'libpinit.a'), '-L', libdir, '-ltccrt',
+                    '-Wl,-rpath,' + libdir, '-o', exe], check=True)
+    p = subprocess.run([exe], input=x.tobytes(), capture_output=True, timeout=120)
+    check(p.returncode == 0, '--emit lib: two runs of the linked library give identical '
+          'bytes (status %d, %s)' % (p.returncode, p.stderr.decode().strip()))
+    if p.returncode != 0:
+        return
+    got = np.frombuffer(p.stdout, np.float32)
+    at = 0
+    for n, size in (('y', 80), ('z', 80), ('r', 384), ('v', 80)):
+        ok, err = close(got[at:at + size].astype(np.float64), ref[n].ravel())
+        check(ok, '--emit lib: %s against NumPy (error %.3g)' % (n, err))
+        at += size
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--tcc', required=True)
     ap.add_argument('--libtccrt', required=True)
     ap.add_argument('--target', help='a GPU target (sm_90, gfx942): compile and run there')
+    ap.add_argument('--cc', help='a C compiler, for the --emit lib check (host only)')
+    ap.add_argument('--include', help='the directory of tccrt.h, for --emit lib')
     args = ap.parse_args()
     args.target_flags = ['--target', args.target] if args.target else []
     seed = int(os.environ.get('E2E_SEED', int.from_bytes(os.urandom(4), 'little')))
@@ -253,6 +327,8 @@ def main():
                                   refs[0][n])
                     check(ok, '%s: tcc run, %s against NumPy (error %.3g)' % (label, n, e))
             api_runs(args, path + '.tccb', xs, refs, label)
+        if args.cc and args.include and not args.target:
+            lib_check(args, work, model(w, b), xs[1], refs[1])
 
     print('%d failed' % len(FAILS))
     return 1 if FAILS else 0

@@ -405,9 +405,12 @@ def TccHoistParamComputations
     become new entry arguments with `tcc.kind = "derived"` and `tcc.derived`,
     the init result's index. Not moved: ops that make more elements than
     their largest param operand (broadcasts: a derived param would cost more
-    memory than recomputing it), reshapes of a raw param (a view, no
-    kernel), sources alone (constants, iota) and run-time checks
-    (index_check). Constants and views an init op needs are cloned into it.
+    memory than recomputing it), sources alone (constants, iota) and
+    run-time checks (index_check). A reshape of a raw param is a view: the
+    entry function reads it as an argument with `tcc.kind = "view"` and
+    `tcc.view_of`, the param's argument index, which the bundle binds to the
+    param's own buffer (no kernel, no copy). Constants and views an init op
+    needs are cloned into it.
   }];
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }

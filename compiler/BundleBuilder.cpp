@@ -5,6 +5,10 @@
 // rest (temps) share one arena placed by planMemory. An output that is an
 // input, a param or another output's value gets its own buffer and a copy.
 //
+// Params-only work (tcc-hoist-param-computations' init function) becomes the
+// init launches, run once at load; their results are "derived" buffers that
+// persist like params, and their temps share the arena with the run's.
+//
 //===----------------------------------------------------------------------===//
 #include "compiler/BundleBuilder.h"
 #include "compiler/MemoryPlan.h"
@@ -63,7 +67,8 @@ std::string stringAttr(func::FuncOp f, unsigned i, StringRef name,
 
 class ManifestBuilder {
 public:
-  ManifestBuilder(func::FuncOp entry) : entry(entry) {}
+  ManifestBuilder(func::FuncOp entry, func::FuncOp init)
+      : entry(entry), init(init) {}
 
   LogicalResult build(const std::vector<tcc::ParamData> &params,
                       const tcc::CodeArtifact &code, bool keepRecipes,
@@ -89,6 +94,8 @@ public:
           stringAttr(entry, arg.getArgNumber(), "tcc.kind", false);
       std::string name =
           stringAttr(entry, arg.getArgNumber(), "tcc.name", false);
+      if (kind == "derived" || kind == "view")
+        continue; // the buffer of an init result or a param, below
       int id = newBuffer(arg, kind == "param" ? "param" : "input");
       json t = tensorJson(name, arg.getType(), id);
       if (kind == "param") {
@@ -160,52 +167,69 @@ public:
       }
     }
 
-    int launch = 0;
-    for (Operation &op : entry.getBody().front().without_terminator()) {
-      auto call = dyn_cast<func::CallOp>(op);
-      if (!call || !planOf.count(call.getCallee()))
-        return op.emitError("the entry function must hold only kernel calls "
-                            "after outlining");
-      const tcc::KernelPlan &plan = *planOf[call.getCallee()];
-      std::vector<int> buffersOfCall;
-      for (Value v : call.getOperands()) {
-        buffersOfCall.push_back(bufferOf.lookup(v));
-        touch(v, launch);
-      }
-      for (Value r : call.getResults()) {
-        buffersOfCall.push_back(
-            newBuffer(r, outputOf.count(r) ? "output" : "temp"));
-        touch(r, launch);
-      }
-      size_t numBuffers = buffersOfCall.size();
-      for (uint64_t bytes : plan.scratchBytes) {
-        int id = addBuffer("temp", bytes);
-        first[id] = last[id] = launch;
-        defined.insert(id);
-        buffersOfCall.push_back(id);
-      }
-      for (const tcc::DeviceLaunch &l : plan.launches) {
-        json args = json::array();
-        for (int a : l.args) {
-          if (a < 0 || size_t(a) >= buffersOfCall.size())
-            return call.emitError("kernel ")
-                   << plan.name << ": launch argument " << a
-                   << " is not one of its " << numBuffers << " buffers and "
-                   << plan.scratchBytes.size() << " scratch buffers";
-          args.push_back(buffersOfCall[a]);
-        }
-        json j = {{"kernel", deviceIndex[l.symbol]}, {"args", args}};
-        if (host) {
-          j["grid"] = l.grid[0];
-        } else {
-          j["grid"] = json(std::vector<int64_t>(l.grid.begin(), l.grid.end()));
-          j["block"] =
-              json(std::vector<int64_t>(l.block.begin(), l.block.end()));
-        }
-        manifest["launches"].push_back(j);
-      }
-      ++launch;
+    // A view of a param (tcc-hoist-param-computations: a reshape) is the
+    // param's buffer.
+    for (BlockArgument arg : entry.getArguments()) {
+      if (stringAttr(entry, arg.getArgNumber(), "tcc.kind", false) != "view")
+        continue;
+      auto of = entry.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(),
+                                                    "tcc.view_of");
+      if (!of || of.getInt() < 0 ||
+          of.getInt() >= (int64_t)entry.getNumArguments() ||
+          !bufferOf.count(entry.getArgument(of.getInt())) ||
+          bytesOf(cast<RankedTensorType>(arg.getType())) !=
+              bytesOf(cast<RankedTensorType>(
+                  entry.getArgument(of.getInt()).getType())))
+        return entry.emitError("view argument ")
+               << arg.getArgNumber() << " is not a view of a param";
+      bufferOf[arg] = bufferOf.lookup(entry.getArgument(of.getInt()));
     }
+
+    // The init sequence first (its launches come first in the memory plan's
+    // time, so its temps share the arena with the run's), then the run's.
+    int launch = 0;
+    if (init) {
+      manifest["init_launches"] = json::array();
+      for (BlockArgument arg : init.getArguments()) {
+        auto param =
+            init.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(), "tcc.param");
+        if (!param || param.getInt() < 0 ||
+            param.getInt() >= (int64_t)entry.getNumArguments() ||
+            !bufferOf.count(entry.getArgument(param.getInt())))
+          return init.emitError("init argument ")
+                 << arg.getArgNumber() << " is not a param of the entry";
+        bufferOf[arg] = bufferOf.lookup(entry.getArgument(param.getInt()));
+      }
+      auto initRet =
+          cast<func::ReturnOp>(init.getBody().front().getTerminator());
+      llvm::DenseSet<Value> derived(initRet.getOperands().begin(),
+                                    initRet.getOperands().end());
+      llvm::DenseMap<Value, unsigned> noOutputs;
+      if (failed(emitCalls(init, derived, noOutputs, planOf, deviceIndex, host,
+                           manifest["init_launches"], launch)))
+        return failure();
+      for (Value v : initRet.getOperands())
+        if (isa<BlockArgument>(v))
+          return init.emitError("an init result must be a kernel result");
+      for (BlockArgument arg : entry.getArguments()) {
+        if (stringAttr(entry, arg.getArgNumber(), "tcc.kind", false) !=
+            "derived")
+          continue;
+        auto index = entry.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(),
+                                                         "tcc.derived");
+        if (!index || index.getInt() < 0 ||
+            index.getInt() >= (int64_t)initRet.getNumOperands())
+          return entry.emitError("derived argument ")
+                 << arg.getArgNumber() << " names no init result";
+        bufferOf[arg] = bufferOf.lookup(initRet.getOperand(index.getInt()));
+      }
+      // Older runtimes refuse it by its version.
+      manifest["format_version"] = 3;
+    }
+    llvm::DenseSet<Value> noDerived;
+    if (failed(emitCalls(entry, noDerived, outputOf, planOf, deviceIndex, host,
+                         manifest["launches"], launch)))
+      return failure();
 
     for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
       if (stringAttr(entry, i, "tcc.kind", true) == "status") {
@@ -261,6 +285,65 @@ public:
   }
 
 private:
+  /// The launches of `f`'s kernel calls, appended to `launches`; `launch`
+  /// counts calls for the memory plan. Call results in `derived` get derived
+  /// buffers, those in `outputOf` output buffers, the others temps.
+  LogicalResult
+  emitCalls(func::FuncOp f, const llvm::DenseSet<Value> &derived,
+            const llvm::DenseMap<Value, unsigned> &outputOf,
+            const llvm::StringMap<const tcc::KernelPlan *> &planOf,
+            const llvm::StringMap<int> &deviceIndex, bool host, json &launches,
+            int &launch) {
+    for (Operation &op : f.getBody().front().without_terminator()) {
+      auto call = dyn_cast<func::CallOp>(op);
+      if (!call || !planOf.count(call.getCallee()))
+        return op.emitError("the entry and init functions must hold only "
+                            "kernel calls after outlining");
+      const tcc::KernelPlan &plan = *planOf.lookup(call.getCallee());
+      std::vector<int> buffersOfCall;
+      for (Value v : call.getOperands()) {
+        buffersOfCall.push_back(bufferOf.lookup(v));
+        touch(v, launch);
+      }
+      for (Value r : call.getResults()) {
+        buffersOfCall.push_back(newBuffer(r, derived.count(r)    ? "derived"
+                                             : outputOf.count(r) ? "output"
+                                                                 : "temp"));
+        touch(r, launch);
+      }
+      size_t numBuffers = buffersOfCall.size();
+      for (uint64_t bytes : plan.scratchBytes) {
+        int id = addBuffer("temp", bytes);
+        first[id] = last[id] = launch;
+        defined.insert(id);
+        buffersOfCall.push_back(id);
+      }
+      for (const tcc::DeviceLaunch &l : plan.launches) {
+        json args = json::array();
+        for (int a : l.args) {
+          if (a < 0 || size_t(a) >= buffersOfCall.size())
+            return call.emitError("kernel ")
+                   << plan.name << ": launch argument " << a
+                   << " is not one of its " << numBuffers << " buffers and "
+                   << plan.scratchBytes.size() << " scratch buffers";
+          args.push_back(buffersOfCall[a]);
+        }
+        json j = {{"kernel", deviceIndex.lookup(l.symbol)}, {"args", args}};
+        if (host) {
+          j["grid"] = l.grid[0];
+        } else {
+          j["grid"] = json(std::vector<int64_t>(l.grid.begin(), l.grid.end()));
+          j["block"] =
+              json(std::vector<int64_t>(l.block.begin(), l.block.end()));
+        }
+        launches.push_back(j);
+      }
+      ++launch;
+    }
+
+    return success();
+  }
+
   json tensorJson(const std::string &name, Type type, int buffer) {
     auto t = cast<RankedTensorType>(type);
     return {{"name", name},
@@ -294,6 +377,7 @@ private:
   }
 
   func::FuncOp entry;
+  func::FuncOp init; ///< tcc-hoist-param-computations' init function, if any
   json buffers = json::array();
   std::vector<int> first, last;
   llvm::DenseSet<int> defined;
@@ -305,14 +389,18 @@ private:
 LogicalResult tcc::buildBundle(ModuleOp module, std::vector<ParamData> &params,
                                const CodeArtifact &code,
                                bundle::BundleWriter &writer, bool keepRecipes) {
-  func::FuncOp entry;
-  for (auto f : module.getOps<func::FuncOp>())
+  func::FuncOp entry, init;
+  for (auto f : module.getOps<func::FuncOp>()) {
     if (f->hasAttr("tcc.entry"))
       entry = f;
+    if (f->hasAttr("tcc.init"))
+      init = f;
+  }
   if (!entry)
     return module.emitError("no entry function (tcc.entry)");
   json manifest;
-  if (failed(ManifestBuilder(entry).build(params, code, keepRecipes, manifest)))
+  if (failed(ManifestBuilder(entry, init)
+                 .build(params, code, keepRecipes, manifest)))
     return failure();
   writer.addBlob(blobNameOf(code), code.code);
   // Weights can be gigabytes, often a mapped file: the writer streams them

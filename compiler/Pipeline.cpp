@@ -75,6 +75,9 @@ LogicalResult tcc::compileModel(ImportedModel &model,
   layout.allowTf32 = options.gpu.allowTf32;
   pm.addNestedPass<mlir::func::FuncOp>(mlir::tcc::createTccConvLayout(layout));
   pm.addNestedPass<mlir::func::FuncOp>(mlir::createCSEPass());
+  // Work on params alone runs once at load (an init launch sequence), not
+  // every run; the init function is grouped and compiled like the entry.
+  pm.addPass(mlir::tcc::createTccHoistParamComputations());
   // On GPUs a matmul stays a kernel of its own, where the tensor-core
   // template computes it, unless it is part of attention that the fused
   // attention template computes (--gpu-attention; NVIDIA, and AMD with the

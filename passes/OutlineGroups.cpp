@@ -70,7 +70,9 @@ struct TccOutlineGroups
     OpBuilder moduleBuilder = OpBuilder::atBlockEnd(module.getBody());
     int index = 0;
     for (auto entry : llvm::to_vector(module.getOps<func::FuncOp>())) {
-      if (!entry->hasAttr("tcc.entry"))
+      // The init function (tcc-hoist-param-computations) is a launch
+      // sequence too, run once at load.
+      if (!entry->hasAttr("tcc.entry") && !entry->hasAttr("tcc.init"))
         continue;
       for (auto group : llvm::to_vector(entry.getOps<GroupOp>())) {
         std::string name =

@@ -434,6 +434,29 @@ def TccConvLayout : Pass<"tcc-conv-layout", "func::FuncOp"> {
            "auto: f32 convolutions may use tf32 tensor cores">
   ];
   let dependentDialects = ["::mlir::tcc::TccDialect"];
+def TccHoistParamComputations
+    : Pass<"tcc-hoist-param-computations", "ModuleOp"> {
+  let summary = "Move computations on params alone into a load-time init "
+                "function";
+  let description = [{
+    In the function marked `tcc.entry`, finds the ops whose operands are
+    params (arguments with `tcc.kind = "param"`), constants, or results of
+    such ops (weight transposes, casts, batch-norm folding on weights), and
+    moves them into a new function marked `tcc.init`, which the runtime runs
+    once when the model loads. The init function takes the params it reads
+    (each argument has `tcc.param`, the entry argument's index) and returns
+    the values the entry function still needs ("derived params"); those
+    become new entry arguments with `tcc.kind = "derived"` and `tcc.derived`,
+    the init result's index. Not moved: ops that make more elements than
+    their largest param operand (broadcasts: a derived param would cost more
+    memory than recomputing it), sources alone (constants, iota) and
+    run-time checks (index_check). A reshape of a raw param is a view: the
+    entry function reads it as an argument with `tcc.kind = "view"` and
+    `tcc.view_of`, the param's argument index, which the bundle binds to the
+    param's own buffer (no kernel, no copy). Constants and views an init op
+    needs are cloned into it.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
 #endif // TCC_PASSES_TD

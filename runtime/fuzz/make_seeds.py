@@ -80,6 +80,13 @@ recipes["params"].append(dict(tensor("r", "f32", [2, 3], 6),
                                     "std": 0.5, "seed": 3}))
 recipes["buffers"] = [b for b in copy["buffers"] if b["id"] != 0] + [
     {"id": 6, "kind": "param", "bytes": 24}]
+# Init launches (manifest version 3): w copied once, through a temp, into a
+# derived buffer that the run copies out.
+init = dict(copy, format_version=3,
+            buffers=copy["buffers"] + [{"id": 7, "kind": "derived", "bytes": 16}],
+            init_launches=[{"copy": {"src": 3, "dst": 4, "bytes": 16}},
+                           {"copy": {"src": 4, "dst": 7, "bytes": 16}}],
+            launches=copy["launches"][:2] + [{"copy": {"src": 7, "dst": 2, "bytes": 16}}])
 # A model with a host kernel and a GPU one: parsed and validated only.
 coded = base(
     targets=["host", "sm_90"],
@@ -104,6 +111,7 @@ def main():
         "copy": bundle(copy, [("param.w", w)]),
         "empty": bundle(base(), []),
         "recipes": bundle(recipes, []),
+        "init": bundle(init, [("param.w", w)]),
         "coded": bundle(coded, [("b", b"\x7fELF" + bytes(60)),
                                 ("p", b".version 8.0\n")]),
     }

@@ -55,6 +55,8 @@ const char *bufferKindName(BufferKind kind) {
     return "param";
   case BufferKind::Temp:
     return "temp";
+  case BufferKind::Derived:
+    return "derived";
   }
   return "?";
 }
@@ -172,7 +174,7 @@ public:
            tensors("outputs", BufferKind::Output, desc.outputs) &&
            tensors("params", BufferKind::Param, desc.params) &&
            everyUserBufferUsed() && status() && code() && kernels() &&
-           launches();
+           launches() && initLaunches();
   }
 
 private:
@@ -223,10 +225,14 @@ private:
         d.kind = BufferKind::Param;
       else if (kind == "temp")
         d.kind = BufferKind::Temp;
+      else if (kind == "derived" && manifestVersion >= 3)
+        d.kind = BufferKind::Derived;
       else
-        return r.fail(ptr + "/kind", "unknown buffer kind \"" + kind +
-                                         "\" (expected input, output, param "
-                                         "or temp)");
+        return r.fail(
+            ptr + "/kind",
+            "unknown buffer kind \"" + kind +
+                "\" (expected input, output, param" +
+                (manifestVersion >= 3 ? ", temp or derived)" : " or temp)"));
       const json *offset = r.member(b, ptr, "offset", /*optional=*/true);
       if (d.kind == BufferKind::Temp) {
         if (!offset)
@@ -425,7 +431,8 @@ private:
   /// A user or param buffer nobody declares could never be bound or filled.
   bool everyUserBufferUsed() {
     for (size_t i = 0; i < desc.buffers.size(); ++i)
-      if (desc.buffers[i].kind != BufferKind::Temp && !users[i])
+      if (desc.buffers[i].kind != BufferKind::Temp &&
+          desc.buffers[i].kind != BufferKind::Derived && !users[i])
         return r.fail(
             "/buffers/" + std::to_string(i),
             std::string("no ") + bufferKindName(desc.buffers[i].kind) +
@@ -563,9 +570,53 @@ private:
     const json *list;
     if (!r.array(root, "", "launches", list))
       return false;
-    for (size_t i = 0; i < list->size(); ++i) {
-      std::string ptr = "/launches/" + std::to_string(i);
-      const json &e = (*list)[i];
+    return launchList(*list, "/launches", desc.launches);
+  }
+
+  /// Version 3's "init_launches" (optional): they run at load, when no
+  /// input or output is bound, so they may only use params, derived
+  /// buffers and temps; every derived buffer must be written by one.
+  bool initLaunches() {
+    const json *list;
+    if (!r.array(root, "", "init_launches", list, /*optional=*/true))
+      return false;
+    if (list && manifestVersion < 3)
+      return r.fail("/init_launches", "init launches need manifest version "
+                                      "3 (this one is " +
+                                          std::to_string(manifestVersion) +
+                                          ")");
+    if (list && !launchList(*list, "/init_launches", desc.initLaunches))
+      return false;
+    std::vector<bool> written(desc.buffers.size(), false);
+    for (size_t i = 0; i < desc.initLaunches.size(); ++i) {
+      const LaunchDesc &l = desc.initLaunches[i];
+      std::string ptr = "/init_launches/" + std::to_string(i);
+      std::vector<size_t> used = l.args;
+      if (l.kind == LaunchDesc::Kind::Copy)
+        used = {l.src, l.dst};
+      for (size_t b : used) {
+        BufferKind k = desc.buffers[b].kind;
+        if (k == BufferKind::Input || k == BufferKind::Output)
+          return r.fail(ptr, "an init launch cannot use " +
+                                 std::string(bufferKindName(k)) + " buffer " +
+                                 std::to_string(desc.buffers[b].id) +
+                                 " (it runs at load, before any binding)");
+        written[b] = true;
+      }
+    }
+    for (size_t i = 0; i < desc.buffers.size(); ++i)
+      if (desc.buffers[i].kind == BufferKind::Derived && !written[i])
+        return r.fail("/buffers/" + std::to_string(i),
+                      "no init launch writes derived buffer " +
+                          std::to_string(desc.buffers[i].id));
+    return true;
+  }
+
+  bool launchList(const json &list, const std::string &at,
+                  std::vector<LaunchDesc> &out) {
+    for (size_t i = 0; i < list.size(); ++i) {
+      std::string ptr = at + "/" + std::to_string(i);
+      const json &e = list[i];
       if (!r.object(e, ptr))
         return false;
       const json *kernel = r.member(e, ptr, "kernel", true);
@@ -575,9 +626,9 @@ private:
                            "\"copy\"");
       LaunchDesc l;
       if (kernel ? !kernelLaunch(e, *kernel, ptr, l)
-                 : !copyLaunch(*copy, ptr + "/copy", l))
+                 : !copyLaunch(*copy, ptr + "/copy", l, at != "/launches"))
         return false;
-      desc.launches.push_back(std::move(l));
+      out.push_back(std::move(l));
     }
     return true;
   }
@@ -672,7 +723,9 @@ private:
     return true;
   }
 
-  bool copyLaunch(const json &copy, const std::string &ptr, LaunchDesc &l) {
+  /// Only init launches (`init`) may copy into a derived buffer.
+  bool copyLaunch(const json &copy, const std::string &ptr, LaunchDesc &l,
+                  bool init) {
     l.kind = LaunchDesc::Kind::Copy;
     const json *src, *dst;
     if (!r.object(copy, ptr) || !(src = r.member(copy, ptr, "src")) ||
@@ -682,7 +735,8 @@ private:
         !r.unsignedField(copy, ptr, "bytes", kMaxBytes, l.bytes))
       return false;
     const BufferDesc &s = desc.buffers[l.src], &d = desc.buffers[l.dst];
-    if (d.kind == BufferKind::Input || d.kind == BufferKind::Param)
+    if (d.kind == BufferKind::Input || d.kind == BufferKind::Param ||
+        (d.kind == BufferKind::Derived && !init))
       return r.fail(ptr + "/dst", std::string("cannot copy into ") +
                                       bufferKindName(d.kind) + " buffer " +
                                       std::to_string(d.id));

@@ -24,7 +24,9 @@
 
 namespace tcc::bundle {
 
-enum class BufferKind { Input, Output, Param, Temp };
+/// Derived (manifest version 3): a runtime-owned buffer that the init
+/// launches write once at load and the run's launches read, like a param.
+enum class BufferKind { Input, Output, Param, Temp, Derived };
 const char *bufferKindName(BufferKind kind);
 
 /// One buffer of the memory plan.
@@ -127,6 +129,9 @@ struct ModelDesc {
   std::vector<KernelDesc> kernels;
   std::vector<CodeDesc> code;
   std::vector<LaunchDesc> launches;
+  /// Version 3: run once at load, after the params are filled, on params,
+  /// derived buffers and temps only; they write the derived buffers.
+  std::vector<LaunchDesc> initLaunches;
 };
 
 /// Largest tensor, buffer, arena or copy the manifest may declare (2^48
@@ -134,18 +139,19 @@ struct ModelDesc {
 constexpr uint64_t kMaxBytes = uint64_t(1) << 48;
 constexpr size_t kMaxRank = 32;
 
-/// The manifest versions this runtime reads: 1, and 2, which adds params
-/// stored as a recipe ("init") instead of a blob. A compiler writes 2 only
-/// when a bundle has such params, so that older runtimes refuse it by its
-/// version rather than by a missing blob.
-constexpr uint64_t kManifestVersion = 2;
+/// The manifest versions this runtime reads: 1; 2, which adds params stored
+/// as a recipe ("init") instead of a blob; 3, which adds the init launches
+/// and derived buffers. A compiler writes 2 or 3 only when a bundle uses
+/// what they add, so that older runtimes refuse it by its version rather
+/// than by a missing blob or by running without the init.
+constexpr uint64_t kManifestVersion = 3;
 
 /// A param's recipe in the manifest (docs/bundle-format.md):
 /// {"fill": "0x3c00"} (the element's bits) or {"random": "normal", "mean",
 /// "std", "seed"} or {"random": "uniform", "low", "high", "seed"}.
 nlohmann::json recipeToJson(const ParamRecipe &recipe, DType dtype);
 
-/// Validates `manifest` against the schema (version 1 or 2); `blobSizes` are
+/// Validates `manifest` against the schema (versions 1 to 3); `blobSizes` are
 /// the bundle's blobs (name -> size) that params and code refer to. On failure
 /// returns false with a one-line `error` naming the JSON pointer.
 bool parseModelDesc(const nlohmann::json &manifest,

@@ -140,6 +140,11 @@ tccrt_status checkMemoryPlan(tccrt_context *ctx, const ModelDesc &d) {
   };
   uint64_t params = total(d.params), inputs = total(d.inputs),
            outputs = total(d.outputs);
+  // Derived params (version 3) persist like params; the raw params that
+  // only the init reads are freed after it, but all live during it.
+  for (const BufferDesc &b : d.buffers)
+    if (b.kind == BufferKind::Derived)
+      params = add(params, b.bytes);
   uint64_t need = add(add(params, d.arenaBytes), add(inputs, outputs));
   uint64_t available;
   std::string what;
@@ -209,6 +214,8 @@ bool materialiseParam(tccrt_context *ctx, const TensorDesc &p, void *mem,
   return true;
 }
 
+tccrt_status runInit(tccrt_model *m);
+
 tccrt_status loadModel(tccrt_context *ctx, std::unique_ptr<Bundle> bundle,
                        tccrt_model **out) {
   auto m = std::make_unique<tccrt_model>();
@@ -264,7 +271,13 @@ tccrt_status loadModel(tccrt_context *ctx, std::unique_ptr<Bundle> bundle,
   // GPU kernels: checked against their launches (parameters, block size,
   // shared memory) once, so that a run cannot fail on what loading can see.
   std::vector<KernelUse> uses(d.kernels.size());
-  for (const LaunchDesc &l : d.launches) {
+  std::vector<const LaunchDesc *> allLaunches;
+  for (const LaunchDesc &l : d.initLaunches)
+    allLaunches.push_back(&l);
+  for (const LaunchDesc &l : d.launches)
+    allLaunches.push_back(&l);
+  for (const LaunchDesc *launch : allLaunches) {
+    const LaunchDesc &l = *launch;
     if (l.kind != LaunchDesc::Kind::Kernel || !l.gpu)
       continue;
     KernelUse &u = uses[l.kernel];
@@ -313,6 +326,8 @@ tccrt_status loadModel(tccrt_context *ctx, std::unique_ptr<Bundle> bundle,
   for (size_t i = 0; i < d.buffers.size(); ++i)
     if (d.buffers[i].kind == BufferKind::Temp)
       m->buffers[i] = static_cast<uint8_t *>(arena) + d.buffers[i].offset;
+  if (tccrt_status s = runInit(m.get()); s != TCCRT_OK)
+    return s;
 
   m->inputBound.assign(d.inputs.size(), false);
   m->outputBound.assign(d.outputs.size(), false);
@@ -414,16 +429,13 @@ tccrt_status checkBound(tccrt_model *m) {
   return TCCRT_OK;
 }
 
-/// Queues a run's work: the status counters zeroed, then every launch and
-/// copy in order.
-bool enqueueLaunches(tccrt_model *m, std::string &err) {
+/// Queues `launches` in order.
+bool enqueueList(tccrt_model *m, const std::vector<LaunchDesc> &launches,
+                 const char *what, std::string &err) {
   const ModelDesc &d = m->desc;
   Backend &be = *m->ctx->backend;
-  for (const StatusDesc &s : d.status)
-    if (!be.fillZero(m->buffers[s.buffer], 4, err))
-      return false;
-  for (size_t i = 0; i < d.launches.size(); ++i) {
-    const LaunchDesc &l = d.launches[i];
+  for (size_t i = 0; i < launches.size(); ++i) {
+    const LaunchDesc &l = launches[i];
     bool ok;
     if (l.kind == LaunchDesc::Kind::Copy) {
       ok = be.copyOnDevice(m->buffers[l.dst], m->buffers[l.src], l.bytes, err);
@@ -439,13 +451,72 @@ bool enqueueLaunches(tccrt_model *m, std::string &err) {
         ok = l.grid == 0 || be.launch(m->kernels[l.kernel], m->args.data(),
                                       m->args.size(), l.grid, err);
       if (!ok)
-        err = "launch " + std::to_string(i) + " (kernel '" +
+        err = std::string(what) + " " + std::to_string(i) + " (kernel '" +
               d.kernels[l.kernel].name + "'): " + err;
     }
     if (!ok)
       return false;
   }
   return true;
+}
+
+/// Queues a run's work: the status counters zeroed, then every launch and
+/// copy in order.
+bool enqueueLaunches(tccrt_model *m, std::string &err) {
+  Backend &be = *m->ctx->backend;
+  for (const StatusDesc &s : m->desc.status)
+    if (!be.fillZero(m->buffers[s.buffer], 4, err))
+      return false;
+  return enqueueList(m, m->desc.launches, "launch", err);
+}
+
+/// Version 3: allocates the derived params, runs the init launches once
+/// (params are filled, the arena is free) and waits for them; then frees
+/// the params that no run reads (the raw weight of a transpose).
+tccrt_status runInit(tccrt_model *m) {
+  const ModelDesc &d = m->desc;
+  if (d.initLaunches.empty())
+    return TCCRT_OK;
+  Backend &be = *m->ctx->backend;
+  std::string err;
+  for (size_t i = 0; i < d.buffers.size(); ++i) {
+    if (d.buffers[i].kind != BufferKind::Derived)
+      continue;
+    void *mem;
+    if (!be.allocate(d.buffers[i].bytes, mem, err))
+      return fail(m->ctx, TCCRT_ERROR_OUT_OF_MEMORY,
+                  "derived param buffer " + std::to_string(d.buffers[i].id) +
+                      ": " + err);
+    m->deviceMemory.push_back(mem);
+    m->buffers[i] = mem;
+  }
+  if (!enqueueList(m, d.initLaunches, "init launch", err) ||
+      !be.synchronize(err))
+    return fail(m->ctx, TCCRT_ERROR_DEVICE, "model init: " + err);
+  auto reads = [&](const std::vector<LaunchDesc> &launches) {
+    std::vector<bool> read(d.buffers.size(), false);
+    for (const LaunchDesc &l : launches) {
+      for (size_t b : l.args)
+        read[b] = true;
+      if (l.kind == LaunchDesc::Kind::Copy)
+        read[l.src] = true;
+    }
+    return read;
+  };
+  std::vector<bool> readByRun = reads(d.launches),
+                    readByInit = reads(d.initLaunches);
+  for (const TensorDesc &p : d.params) {
+    void *mem = m->buffers[p.buffer];
+    if (readByRun[p.buffer] || !readByInit[p.buffer] || !mem)
+      continue;
+    auto it = std::find(m->deviceMemory.begin(), m->deviceMemory.end(), mem);
+    if (it == m->deviceMemory.end())
+      continue;
+    m->deviceMemory.erase(it);
+    be.deallocate(mem);
+    m->buffers[p.buffer] = nullptr;
+  }
+  return TCCRT_OK;
 }
 
 /// Queues one run, through the recorded graph when the model uses one.
@@ -626,9 +697,10 @@ using BackendFactory = std::unique_ptr<Backend> (*)(int, OpenFailure &,
   std::unique_ptr<Backend> backend = create(index, why, err);
   if (!backend)
     return fail(nullptr,
-                why == OpenFailure::InvalidArgument ? TCCRT_ERROR_INVALID_ARGUMENT
-                : why == OpenFailure::Device        ? TCCRT_ERROR_DEVICE
-                                                    : TCCRT_ERROR_UNAVAILABLE,
+                why == OpenFailure::InvalidArgument
+                    ? TCCRT_ERROR_INVALID_ARGUMENT
+                : why == OpenFailure::Device ? TCCRT_ERROR_DEVICE
+                                             : TCCRT_ERROR_UNAVAILABLE,
                 why == OpenFailure::Unavailable
                     ? api + " devices are not available: " + err
                     : err);

@@ -85,6 +85,53 @@ TEST_CASE("a host .so kernel pipeline computes exp(x) * w + 1", "[host]") {
   CHECK(tccrt_model_destroy(m) == TCCRT_OK);
 }
 
+/// expModel as version 3: the weight the run reads is d = w + 2, made by
+/// two init launches through a temp that shares the arena with the run's
+/// temp; "dc" copies d out.
+static json initModel(int64_t n) {
+  json m = expModel(n);
+  uint64_t bytes = 4 * n;
+  m["format_version"] = 3;
+  m["outputs"].push_back(test::tensor("dc", "f32", {n}, 6));
+  m["buffers"].push_back(buffer(5, "derived", bytes));
+  m["buffers"].push_back(buffer(6, "output", bytes));
+  m["init_launches"] = {{{"kernel", 1}, {"args", {1, 2}}, {"grid", n}},
+                        {{"kernel", 1}, {"args", {2, 5}}, {"grid", n}}};
+  m["launches"][0]["args"] = {0, 5, 2};
+  m["launches"].push_back(
+      {{"copy", {{"src", 5}, {"dst", 6}, {"bytes", bytes}}}});
+  return m;
+}
+
+TEST_CASE("init launches run once at load (manifest version 3)", "[host]") {
+  const int64_t n = 777;
+  auto w = randomFloats(n, 5, -2, 2);
+  Context c;
+  tccrt_model *m = c.load(initModel(n), {{"param.w", floatBytes(w)}});
+  for (uint64_t seed : {3, 3, 4}) {
+    auto x = randomFloats(n, seed, -5, 5);
+    std::vector<float> y(n, -1), xc(n, -1), dc(n, -1);
+    REQUIRE(tccrt_model_bind_input_by_name(m, "x", x.data(), 4 * n) ==
+            TCCRT_OK);
+    REQUIRE(tccrt_model_bind_output_by_name(m, "y", y.data(), 4 * n) ==
+            TCCRT_OK);
+    REQUIRE(tccrt_model_bind_output_by_name(m, "xc", xc.data(), 4 * n) ==
+            TCCRT_OK);
+    REQUIRE(tccrt_model_bind_output_by_name(m, "dc", dc.data(), 4 * n) ==
+            TCCRT_OK);
+    INFO(c.error());
+    REQUIRE(tccrt_model_run(m) == TCCRT_OK);
+    for (int64_t i = 0; i < n; ++i) {
+      // Each add rounds once: the init ran exactly once, whatever the runs.
+      float d = (w[i] + 1.0f) + 1.0f;
+      REQUIRE(dc[i] == d);
+      double expect = std::exp((double)x[i]) * d + 1.0;
+      REQUIRE(std::fabs(y[i] - expect) <= 4e-7 * 4 * std::fabs(expect) + 1e-6);
+    }
+  }
+  CHECK(tccrt_model_destroy(m) == TCCRT_OK);
+}
+
 TEST_CASE("the thread pool splits the grid into contiguous chunks", "[host]") {
   Context c("4");
   for (int64_t grid : {10, 2, 1, 37}) {

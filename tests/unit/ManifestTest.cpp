@@ -115,9 +115,9 @@ TEST_CASE("every schema rule is enforced with its pointer", "[manifest]") {
   };
   const std::string P = "invalid bundle: manifest: ";
   std::vector<Case> cases = {
-      {[](json &m) { m["format_version"] = 3; },
-       P + "/format_version: unsupported manifest version 3 (this runtime "
-           "reads versions 1 to 2)"},
+      {[](json &m) { m["format_version"] = 4; },
+       P + "/format_version: unsupported manifest version 4 (this runtime "
+           "reads versions 1 to 3)"},
       {[](json &m) { m["format_version"] = "1"; },
        P + "/format_version: expected a non-negative integer"},
       {[](json &m) { m.erase("model"); }, P + "/: missing field \"model\""},
@@ -156,9 +156,7 @@ TEST_CASE("every schema rule is enforced with its pointer", "[manifest]") {
        P + "/inputs/0/shape/0: expected a non-negative integer, got -4"},
       {[](json &m) { m["inputs"][0]["shape"] = {1.5}; },
        P + "/inputs/0/shape/0: expected a non-negative integer"},
-      {[](json &m) {
-         m["inputs"][0]["shape"] = {1ull << 40, 1ull << 40};
-       },
+      {[](json &m) { m["inputs"][0]["shape"] = {1ull << 40, 1ull << 40}; },
        P + "/inputs/0/shape: tensor is larger than the limit of "
            "281474976710656 bytes"},
       {[](json &m) { m["inputs"][0]["shape"] = std::vector<int>(33, 1); },
@@ -229,6 +227,79 @@ TEST_CASE("every schema rule is enforced with its pointer", "[manifest]") {
     INFO("case " << i);
     CHECK(errorAfter(cases[i].mutate) == cases[i].expect);
   }
+}
+
+/// fullManifest() as version 3: an init launch of k0 on the param w writes
+/// derived buffer 6, which the run's kernel reads instead of w.
+json initManifest() {
+  json m = fullManifest();
+  m["format_version"] = 3;
+  m["buffers"].push_back({{"id", 6}, {"kind", "derived"}, {"bytes", 16}});
+  m["init_launches"] = {{{"kernel", 0}, {"args", {1, 6}}, {"grid", 4}}};
+  m["launches"][0]["args"] = {0, 6, 3, 4};
+  return m;
+}
+
+TEST_CASE("init launches and derived buffers (version 3)", "[manifest]") {
+  std::string err;
+  auto b = Bundle::parse(test::makeBundle(initManifest(), blobs()), err);
+  INFO(err);
+  REQUIRE(b);
+  const ModelDesc &d = b->model();
+  REQUIRE(d.initLaunches.size() == 1);
+  CHECK(d.launches.size() == 3);
+  CHECK(d.buffers[6].kind == BufferKind::Derived);
+  CHECK(d.initLaunches[0].args == std::vector<size_t>{1, 6});
+
+  const std::string P = "invalid bundle: manifest: ";
+  struct Case {
+    std::function<void(json &)> mutate;
+    std::string expect;
+  };
+  std::vector<Case> cases = {
+      {[](json &m) { m["format_version"] = 2; },
+       P + "/buffers/6/kind: unknown buffer kind \"derived\" (expected "
+           "input, output, param or temp)"},
+      {[](json &m) {
+         m["format_version"] = 2;
+         m["buffers"].erase(6);
+         m["launches"][0]["args"] = {0, 1, 3, 4};
+         m["init_launches"][0]["args"] = {1, 3};
+       },
+       P + "/init_launches: init launches need manifest version 3 (this one "
+           "is 2)"},
+      {[](json &m) { m["buffers"][6]["kind"] = "weird"; },
+       P + "/buffers/6/kind: unknown buffer kind \"weird\" (expected input, "
+           "output, param, temp or derived)"},
+      {[](json &m) { m["init_launches"][0]["args"] = {0, 6}; },
+       P + "/init_launches/0: an init launch cannot use input buffer 0 (it "
+           "runs at load, before any binding)"},
+      {[](json &m) {
+         m["init_launches"][0] = {
+             {"copy", {{"src", 1}, {"dst", 2}, {"bytes", 16}}}};
+       },
+       P + "/init_launches/0: an init launch cannot use output buffer 2 (it "
+           "runs at load, before any binding)"},
+      {[](json &m) { m["init_launches"] = json::array(); },
+       P + "/buffers/6: no init launch writes derived buffer 6"},
+      {[](json &m) { m["launches"][1]["copy"]["dst"] = 6; },
+       P + "/launches/1/copy/dst: cannot copy into derived buffer 6"},
+      {[](json &m) { m["init_launches"][0]["kernel"] = 3; },
+       P + "/init_launches/0/kernel: kernel 3 is out of range (there are 1)"},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    INFO("case " << i);
+    json m = initManifest();
+    cases[i].mutate(m);
+    std::string e;
+    auto bad = Bundle::parse(test::makeBundle(m, blobs()), e);
+    CHECK(!bad);
+    CHECK(e == cases[i].expect);
+  }
+  // An init copy into a derived buffer is how a derived param may be made.
+  json m = initManifest();
+  m["init_launches"] = {{{"copy", {{"src", 1}, {"dst", 6}, {"bytes", 16}}}}};
+  CHECK(Bundle::parse(test::makeBundle(m, blobs()), err));
 }
 
 TEST_CASE("random manifest mutations never crash", "[manifest]") {

@@ -434,6 +434,8 @@ def TccConvLayout : Pass<"tcc-conv-layout", "func::FuncOp"> {
            "auto: f32 convolutions may use tf32 tensor cores">
   ];
   let dependentDialects = ["::mlir::tcc::TccDialect"];
+}
+
 def TccHoistParamComputations
     : Pass<"tcc-hoist-param-computations", "ModuleOp"> {
   let summary = "Move computations on params alone into a load-time init "

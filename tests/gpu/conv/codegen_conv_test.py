@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""Channels-last convolutions take the implicit-GEMM template, others do not.
+
+    codegen_conv_test.py TCC [PTXAS]
+
+Compiles small conv models with `tcc compile --conv-layout nhwc --emit asm`
+for sm_90 and sm_80 and checks the PTX: a groups-1 f16 convolution (alone,
+and with a ReLU and a residual add after it, which then read the template's
+result from scratch) has a `<kernel>_conv_mma` entry with mma.sync and
+cp.async; a tf32 one (--allow-tf32) the m16n8k8 tf32 mma; a grouped one and
+an f32 one without tf32 no template. With PTXAS, the PTX must assemble
+without spills. Exits 77 (skipped) when this tcc has no --conv-layout (the
+layout pass, branch `layout`, is not merged yet).
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+
+def model(dtype, groups=1, epilogue=False):
+    c, o = 16, 32
+    nodes = [{"name": "conv", "op": "conv2d", "inputs": ["x", "w", "b"],
+              "outputs": ["y"],
+              "attrs": {"pads": [1, 0, 2, 1], "strides": [2, 1],
+                        "groups": groups}}]
+    outputs = ["y"]
+    if epilogue:
+        nodes += [{"op": "relu", "inputs": ["y"], "outputs": ["r"],
+                   "attrs": {}},
+                  {"op": "add", "inputs": ["r", "y"], "outputs": ["z"],
+                   "attrs": {}}]
+        outputs = ["z"]
+    return {
+        "format": "tcc-model", "version": 1, "name": "conv",
+        "inputs": [{"name": "x", "dtype": dtype, "shape": [2, c, 19, 23]}],
+        "params": [
+            {"name": "w", "dtype": dtype, "shape": [o, c // groups, 3, 3],
+             "init": {"random": "normal", "mean": 0.0, "std": 0.1,
+                      "seed": 1}},
+            {"name": "b", "dtype": dtype, "shape": [o],
+             "init": {"fill": 0.5}}],
+        "nodes": nodes, "outputs": outputs}
+
+
+def compile_ptx(tcc, tmp, m, chip, extra):
+    path = os.path.join(tmp, "m.json")
+    with open(path, "w") as f:
+        json.dump(m, f)
+    out = os.path.join(tmp, "m.ptx")
+    done = subprocess.run(
+        [tcc, "compile", path, "--target", chip, "--conv-layout", "nhwc",
+         "--emit", "asm", "-o", out] + extra, capture_output=True, text=True)
+    if done.returncode != 0:
+        return None, done.stderr.strip()
+    with open(out) as f:
+        return f.read(), ""
+
+
+def main():
+    tcc = sys.argv[1]
+    ptxas = sys.argv[2] if len(sys.argv) > 2 else ""
+    helps = subprocess.run([tcc, "compile", "--help"], capture_output=True,
+                           text=True).stdout
+    if "conv-layout" not in helps:
+        print("skipped: tcc compile has no --conv-layout")
+        return 77
+    cases = [
+        # name, model, flags, template expected, patterns
+        ("f16", model("f16"), [], True,
+         ["mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+          "cp.async.cg.shared.global"]),
+        ("f16_epilogue", model("f16", epilogue=True), [], True,
+         ["mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"]),
+        ("bf16", model("bf16"), [], True,
+         ["mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"]),
+        ("tf32", model("f32"), ["--allow-tf32"], True,
+         ["mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"]),
+        ("grouped", model("f16", groups=4), [], False, []),
+        ("f32", model("f32"), [], False, []),
+    ]
+    failed = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, m, flags, want, patterns in cases:
+            for chip in ("sm_90", "sm_80"):
+                ptx, err = compile_ptx(tcc, tmp, m, chip, flags)
+                problems = []
+                if ptx is None:
+                    problems.append("compile failed: " + err)
+                else:
+                    entries = re.findall(r"\.entry\s+(\w+)", ptx)
+                    has = any(e.endswith("_conv_mma") for e in entries)
+                    if has != want:
+                        problems.append(
+                            ("no" if want else "a") + " _conv_mma entry: " +
+                            " ".join(entries))
+                    problems += ["no " + p for p in patterns if p not in ptx]
+                    if ptxas and not problems:
+                        path = os.path.join(tmp, "m.ptx")
+                        rep = subprocess.run(
+                            [ptxas, "-arch=" + chip, "-v", path, "-o",
+                             os.devnull], capture_output=True, text=True)
+                        log = rep.stdout + rep.stderr
+                        spills = re.findall(r"(\d+) bytes spill stores", log)
+                        if rep.returncode != 0 or any(int(s) for s in spills):
+                            problems.append("ptxas: " + log[-500:])
+                status = "ok  " if not problems else "FAIL"
+                print(f"{status} {name} {chip} {'; '.join(problems)}")
+                failed += bool(problems)
+    print(f"{len(cases) * 2 - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

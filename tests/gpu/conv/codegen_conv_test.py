@@ -4,10 +4,10 @@
     codegen_conv_test.py TCC [PTXAS]
 
 Compiles small conv models with `tcc compile --conv-layout nhwc --emit asm`
-for sm_90 and sm_80 and checks the PTX: a groups-1 f16 convolution (alone,
-and with a ReLU and a residual add after it, which then read the template's
-result from scratch) has a `<kernel>_conv_mma` entry with mma.sync and
-cp.async; a tf32 one (--allow-tf32) the m16n8k8 tf32 mma; a grouped one and
+for sm_90 and sm_80 and checks the PTX: a groups-1 f16 convolution (alone;
+with a ReLU after it, which joins the template's epilogue; with a residual
+add too, which then reads the template's result from scratch) has a
+`<kernel>_conv_mma` entry with mma.sync and cp.async; a tf32 one (--allow-tf32) the m16n8k8 tf32 mma; a grouped one and
 an f32 one without tf32 no template. With PTXAS, the PTX must assemble
 without spills. Exits 77 (skipped) when this tcc has no --conv-layout (the
 layout pass, branch `layout`, is not merged yet).
@@ -20,7 +20,8 @@ import sys
 import tempfile
 
 
-def model(dtype, groups=1, epilogue=False):
+def model(dtype, groups=1, epilogue=None):
+    """x -> conv (asymmetric pads, stride 2x1, bias) [-> relu [-> + conv]]."""
     c, o = 16, 32
     nodes = [{"name": "conv", "op": "conv2d", "inputs": ["x", "w", "b"],
               "outputs": ["y"],
@@ -28,10 +29,12 @@ def model(dtype, groups=1, epilogue=False):
                         "groups": groups}}]
     outputs = ["y"]
     if epilogue:
-        nodes += [{"op": "relu", "inputs": ["y"], "outputs": ["r"],
-                   "attrs": {}},
-                  {"op": "add", "inputs": ["r", "y"], "outputs": ["z"],
-                   "attrs": {}}]
+        nodes.append({"op": "relu", "inputs": ["y"], "outputs": ["r"],
+                      "attrs": {}})
+        outputs = ["r"]
+    if epilogue == "residual":
+        nodes.append({"op": "add", "inputs": ["r", "y"], "outputs": ["z"],
+                      "attrs": {}})
         outputs = ["z"]
     return {
         "format": "tcc-model", "version": 1, "name": "conv",
@@ -72,7 +75,11 @@ def main():
         ("f16", model("f16"), [], True,
          ["mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
           "cp.async.cg.shared.global"]),
-        ("f16_epilogue", model("f16", epilogue=True), [], True,
+        # The ReLU joins the template's epilogue.
+        ("f16_relu", model("f16", epilogue="relu"), [], True,
+         ["mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+          "max.NaN.f32"]),
+        ("f16_residual", model("f16", epilogue="residual"), [], True,
          ["mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"]),
         ("bf16", model("bf16"), [], True,
          ["mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"]),

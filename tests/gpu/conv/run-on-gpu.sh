@@ -2,7 +2,9 @@
 # The implicit-GEMM convolution's experiment, in one device call.
 #
 #   tests/gpu/conv/run-on-gpu.sh prepare   here (LLVM/MLIR machine): builds
-#       tcc-conv-gen, writes a bundle and PTX per line of cases.txt into
+#       tcc-conv-gen (standalone in build-conv; CONV_GEN=PATH takes one
+#       built already, e.g. build/tests/gpu/conv/tcc-conv-gen), writes a
+#       bundle and PTX per line of cases.txt into
 #       .carry/conv (git-ignored), checks every PTX with ptxas for sm_90 and
 #       sm_80 (ptxas.log: registers, spills), and copies the nlohmann-json
 #       package the GPU machine lacks
@@ -24,10 +26,14 @@ carry=$root/.carry/conv
 
 if [ "${1:-}" = prepare ]; then
   set -e
-  build=${CONV_BUILD:-$root/build-conv}
   ptxas=$(find_ptxas)
-  cmake -G Ninja -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release > /dev/null
-  ninja -C "$build" -j2 tcc-conv-gen
+  gen=${CONV_GEN:-}
+  if [ -z "$gen" ]; then
+    build=${CONV_BUILD:-$root/build-conv}
+    cmake -G Ninja -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release > /dev/null
+    ninja -C "$build" -j2 tcc-conv-gen
+    gen=$build/tcc-conv-gen
+  fi
   rm -rf "$carry" && mkdir -p "$carry/deps/usr/include" "$carry/deps/usr/share/cmake"
   cp -r /usr/include/nlohmann "$carry/deps/usr/include/"
   cp -r /usr/share/cmake/nlohmann_json "$carry/deps/usr/share/cmake/"
@@ -36,10 +42,10 @@ if [ "${1:-}" = prepare ]; then
   grep -v '^#' "$here/cases.txt" | while read -r name role flags; do
     [ -n "$name" ] || continue
     # shellcheck disable=SC2086
-    "$build/tcc-conv-gen" --name "$name" --out-dir "$carry" $flags \
+    "$gen" --name "$name" --out-dir "$carry" $flags \
       > "$carry/$name.json"
     # shellcheck disable=SC2086
-    "$build/tcc-conv-gen" --name "$name" --out-dir "$sm80" --chip sm_80 \
+    "$gen" --name "$name" --out-dir "$sm80" --chip sm_80 \
       $flags > /dev/null
     log_ptxas "$ptxas" "$name" "$carry/ptxas.log" "$carry" "$sm80" || exit 1
   done

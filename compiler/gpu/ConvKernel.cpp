@@ -96,7 +96,9 @@ bool convScheduleValid(const ConvProblem &p, const ConvSchedule &s,
   if (!convKernelSupports(p, why))
     return false;
   if (!matmulScheduleValid(gemmOf(p), s, target, why)) {
-    why = "conv " + why;
+    // "matmul schedule: ..." of the GEMM view, said of the convolution.
+    if (llvm::StringRef(why).starts_with("matmul "))
+      why = "conv " + why.substr(7);
     return false;
   }
   return true;

@@ -116,7 +116,27 @@ def main():
                 status = "ok  " if not problems else "FAIL"
                 print(f"{status} {name} {chip} {'; '.join(problems)}")
                 failed += bool(problems)
-    print(f"{len(cases) * 2 - failed} passed, {failed} failed")
+        # "conv" in --schedule sets the template's tiles (64 threads here);
+        # an invalid one is a one-line error.
+        total = len(cases) * 2 + 2
+        for body, want_ok in (({"tile_m": 64, "tile_n": 32, "warps_m": 2,
+                                "warps_n": 1, "stages": 2}, True),
+                              ({"tile_m": 48}, False)):
+            sched = os.path.join(tmp, "sched.json")
+            with open(sched, "w") as f:
+                json.dump({"conv": body}, f)
+            ptx, err = compile_ptx(tcc, tmp, model("f16"), "sm_90",
+                                   ["--schedule", sched])
+            if want_ok:
+                ok = ptx is not None and re.search(
+                    r"_conv_mma\([^)]*\)\s*\.maxntid 64, 1, 1", ptx)
+            else:
+                ok = ptx is None and "conv schedule" in err and \
+                    len(err.splitlines()) == 1
+            print(f"{'ok  ' if ok else 'FAIL'} --schedule conv "
+                  f"{json.dumps(body)} {'' if ok else err}")
+            failed += not ok
+    print(f"{total - failed} passed, {failed} failed")
     return 1 if failed else 0
 
 

@@ -13,6 +13,7 @@
 #include "compiler/LLVMUtils.h"
 #include "compiler/gpu/AttentionKernel.h"
 #include "compiler/gpu/AttentionPlan.h"
+#include "compiler/gpu/ConvKernel.h"
 #include "compiler/gpu/MatmulKernel.h"
 #include "compiler/gpu/SimtAttention.h"
 #include "compiler/gpu/TransposeKernel.h"
@@ -207,12 +208,127 @@ gpu::GPUModuleOp mergeDeviceCode(ModuleOp module) {
 /// is the whole kernel and writes its result; otherwise the template writes
 /// scratch buffer 0, which the rest of the kernel reads as an extra input
 /// (argument `numOperands` of the clone).
+/// A convolution (`conv`) is the same with its GEMM view as `problem`: A the
+/// input, B the weight, and `biasArg` its bias (-1: none).
 struct MatmulUse {
   ::tcc::gpu::MatmulProblem problem;
   unsigned aArg, bArg;
   unsigned numOperands, numResults;
   bool direct;
+  std::optional<::tcc::gpu::ConvProblem> conv;
+  int biasArg = -1;
 };
+
+/// Marks `f` as computed whole by the template (`direct`), or cuts `op`
+/// out of it: the rest of the kernel reads its result from a new argument.
+void cutTemplateOp(func::FuncOp f, Operation *op, MatmulUse &use) {
+  auto ret = cast<func::ReturnOp>(f.getBody().front().getTerminator());
+  use.numOperands = f.getNumArguments();
+  use.numResults = f.getNumResults();
+  use.direct = f.getNumResults() == 1 &&
+               ret.getOperand(0) == op->getResult(0) &&
+               &f.getBody().front().front() == op;
+  if (use.direct) {
+    f->setAttr("tcc.template", UnitAttr::get(f.getContext()));
+    return;
+  }
+  Block &entry = f.getBody().front();
+  BlockArgument c = entry.addArgument(op->getResult(0).getType(), op->getLoc());
+  op->getResult(0).replaceAllUsesWith(c);
+  op->erase();
+  SmallVector<Type> inputs(entry.getArgumentTypes());
+  f.setFunctionType(
+      FunctionType::get(f.getContext(), inputs, f.getResultTypes()));
+}
+
+/// Whether the kernel function `f` (on tensors) is anchored by a
+/// channels-last convolution of its arguments that the implicit-GEMM
+/// template computes (groups 1, 16-bit or tf32 operands); if so, cuts it out
+/// of `f` as MatmulUse says. Everything else keeps the generic kernels.
+std::optional<MatmulUse> takeConv(func::FuncOp f,
+                                  const ::tcc::GpuOptions &options) {
+  auto kind = f->getAttrOfType<StringAttr>("tcc.kind");
+  if (!kind || kind.getValue() != "conv2d")
+    return std::nullopt;
+  mlir::tcc::Conv2dOp conv;
+  for (Operation &op : f.getBody().front())
+    if (auto c = dyn_cast<mlir::tcc::Conv2dOp>(op)) {
+      if (conv)
+        return std::nullopt;
+      conv = c;
+    }
+  if (!conv || !conv.getNhwc())
+    return std::nullopt;
+  auto inArg = dyn_cast<BlockArgument>(conv.getInput());
+  auto wArg = dyn_cast<BlockArgument>(conv.getWeight());
+  BlockArgument biasArg;
+  if (conv.getBias() && !(biasArg = dyn_cast<BlockArgument>(conv.getBias())))
+    return std::nullopt;
+  if (!inArg || !wArg)
+    return std::nullopt;
+  auto inTy = cast<RankedTensorType>(conv.getInput().getType());
+  auto wTy = cast<RankedTensorType>(conv.getWeight().getType());
+  auto outTy = cast<RankedTensorType>(conv.getType());
+  if (!inTy.hasStaticShape() || !wTy.hasStaticShape() ||
+      !outTy.hasStaticShape())
+    return std::nullopt;
+  ArrayRef<int64_t> strides = conv.getStrides(), pads = conv.getPads(),
+                    dilations = conv.getDilations();
+  if (strides.size() != 2 || pads.size() != 4 || dilations.size() != 2)
+    return std::nullopt;
+  ::tcc::gpu::ConvProblem p;
+  p.n = inTy.getDimSize(0);
+  p.h = inTy.getDimSize(1);
+  p.w = inTy.getDimSize(2);
+  p.c = inTy.getDimSize(3);
+  p.o = wTy.getDimSize(0);
+  p.kh = wTy.getDimSize(1);
+  p.kw = wTy.getDimSize(2);
+  p.strideH = strides[0];
+  p.strideW = strides[1];
+  p.padTop = pads[0];
+  p.padLeft = pads[1];
+  p.padBottom = pads[2];
+  p.padRight = pads[3];
+  p.dilationH = dilations[0];
+  p.dilationW = dilations[1];
+  p.groups = conv.getGroups();
+  p.inType = inTy.getElementType();
+  p.weightType = wTy.getElementType();
+  p.outType = outTy.getElementType();
+  if (conv.getBias())
+    p.biasType =
+        cast<RankedTensorType>(conv.getBias().getType()).getElementType();
+  p.allowTf32 = options.allowTf32;
+  std::string why;
+  if (!::tcc::gpu::convKernelSupports(p, why) ||
+      outTy.getShape() != ArrayRef<int64_t>{p.n, p.outH(), p.outW(), p.o} ||
+      wTy.getDimSize(3) != p.c)
+    return std::nullopt;
+  // A ReLU that is all the rest of the kernel joins the template's epilogue.
+  Block &body = f.getBody().front();
+  if (conv->hasOneUse() && &body.front() == conv.getOperation())
+    if (auto relu = dyn_cast<mlir::tcc::ReluOp>(*conv->getUsers().begin()))
+      if (relu->getNextNode() == body.getTerminator() &&
+          f.getNumResults() == 1 &&
+          body.getTerminator()->getOperand(0) == relu.getResult()) {
+        p.relu = true;
+        relu.getResult().replaceAllUsesWith(conv.getResult());
+        relu.erase();
+      }
+  MatmulUse use;
+  use.conv = p;
+  use.problem.m = p.n * p.outH() * p.outW();
+  use.problem.n = p.o;
+  use.problem.k = p.kh * p.kw * p.c;
+  use.problem.cType = p.outType;
+  use.aArg = inArg.getArgNumber();
+  use.bArg = wArg.getArgNumber();
+  if (biasArg)
+    use.biasArg = biasArg.getArgNumber();
+  cutTemplateOp(f, conv, use);
+  return use;
+}
 
 /// Whether the kernel function `f` (on tensors) begins with a matmul of two
 /// of its arguments that the tensor-core template computes; if so, cuts the
@@ -278,36 +394,22 @@ std::optional<MatmulUse> takeMatmul(func::FuncOp f,
   use.problem = p;
   use.aArg = aArg.getArgNumber();
   use.bArg = bArg.getArgNumber();
-  use.numOperands = f.getNumArguments();
-  use.numResults = f.getNumResults();
-  auto ret = cast<func::ReturnOp>(f.getBody().front().getTerminator());
-  use.direct = f.getNumResults() == 1 && ret.getOperand(0) == mm.getResult() &&
-               &f.getBody().front().front() == mm.getOperation();
-  if (use.direct) {
-    f->setAttr("tcc.template", UnitAttr::get(f.getContext()));
-    return use;
-  }
-  // The rest of the kernel reads the product from a new argument.
-  Block &entry = f.getBody().front();
-  BlockArgument c = entry.addArgument(cTy, mm.getLoc());
-  mm.getResult().replaceAllUsesWith(c);
-  mm.erase();
-  SmallVector<Type> inputs(entry.getArgumentTypes());
-  f.setFunctionType(
-      FunctionType::get(f.getContext(), inputs, f.getResultTypes()));
+  cutTemplateOp(f, mm, use);
   return use;
 }
 
 /// Builds the template kernel of `use` into `gpuModule`; its launch is
 /// prepended to `plan` (whose indices it shifts, see MatmulUse).
-/// Schedules from --schedule: {"matmul": {...}, "kernels": {"NAME": {...}}},
-/// each {...} holding some of tile_m, tile_n, tile_k, warps_m, warps_n,
-/// stages; a kernel's entry wins over "matmul", which wins over the
-/// heuristic. {"rows": {"values_per_thread": N}} sets how many row values a
-/// thread of a fused row kernel holds, {"rows": {"blocks_per_sm": N}} the
-/// residency the generic kernels ask for (0: full, -1: none).
+/// Schedules from --schedule: {"matmul": {...}, "conv": {...}, "kernels":
+/// {"NAME": {...}}}, each {...} holding some of tile_m, tile_n, tile_k,
+/// warps_m, warps_n, stages; a kernel's entry wins over "matmul" (for the
+/// matmul kernels) or "conv" (for the convolutions' implicit GEMM), which win
+/// over the heuristic. {"rows": {"values_per_thread": N}} sets how many row
+/// values a thread of a fused row kernel holds, {"rows": {"blocks_per_sm": N}}
+/// the residency the generic kernels ask for (0: full, -1: none).
 struct ScheduleOverrides {
   nlohmann::json all = nlohmann::json::object();
+  nlohmann::json conv = nlohmann::json::object();
   nlohmann::json perKernel = nlohmann::json::object();
   int64_t rowValuesPerThread = 0; ///< 0: the pass's default
   int64_t blocksPerSm = 0;        ///< tcc-gpu-occupancy's option
@@ -328,6 +430,8 @@ struct ScheduleOverrides {
     for (auto &[key, value] : j.items()) {
       if (key == "matmul")
         all = value;
+      else if (key == "conv")
+        conv = value;
       else if (key == "kernels")
         perKernel = value;
       else if (key == "rows") {
@@ -356,22 +460,24 @@ struct ScheduleOverrides {
         }
       } else {
         error = path + ": unknown key '" + key +
-                "' (known: matmul, kernels, rows, attention)";
+                "' (known: matmul, conv, kernels, rows, attention)";
         return failure();
       }
     }
-    if (!all.is_object() || !perKernel.is_object()) {
-      error = path + ": \"matmul\" and \"kernels\" hold objects";
+    if (!all.is_object() || !conv.is_object() || !perKernel.is_object()) {
+      error = path + ": \"matmul\", \"conv\" and \"kernels\" hold objects";
       return failure();
     }
     return success();
   }
 
-  /// Applies the overrides for kernel `name` to `s`.
+  /// Applies the overrides for kernel `name` (a convolution if `isConv`)
+  /// to `s`.
   LogicalResult apply(const std::string &name, ::tcc::gpu::MatmulSchedule &s,
-                      std::string &error) const {
+                      std::string &error, bool isConv = false) const {
     for (const nlohmann::json *o :
-         {&all, perKernel.contains(name) ? &perKernel[name] : nullptr}) {
+         {isConv ? &conv : &all,
+          perKernel.contains(name) ? &perKernel[name] : nullptr}) {
       if (!o)
         continue;
       if (!o->is_object()) {
@@ -552,6 +658,48 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
   const ::tcc::gpu::MatmulProblem &mp = use.problem;
   std::string error, symbol;
   FailureOr<::tcc::gpu::KernelLaunch> launch = failure();
+  int numBuffers = use.numOperands + use.numResults;
+  // The template's buffers: its operands, then C (the kernel's result or
+  // scratch buffer 0).
+  auto placeLaunch = [&](::tcc::DeviceLaunch l, std::vector<int> operands) {
+    if (!use.direct) {
+      // The epilogue function's buffers are [operands, C, results,
+      // scratch...]: renumber to [operands, results, C scratch, scratch...].
+      for (::tcc::DeviceLaunch &other : plan.launches)
+        for (int &a : other.args) {
+          if (a < int(use.numOperands))
+            continue;
+          if (a == int(use.numOperands))
+            a = numBuffers;
+          else if (a <= numBuffers)
+            a -= 1;
+        }
+      plan.scratchBytes.insert(plan.scratchBytes.begin(),
+                               uint64_t(mp.batch * mp.m * mp.n) *
+                                   (mp.cType.getIntOrFloatBitWidth() / 8));
+    }
+    operands.push_back(use.direct ? int(use.numOperands) : numBuffers);
+    l.args = std::move(operands);
+    plan.launches.insert(plan.launches.begin(), l);
+  };
+  if (use.conv) {
+    // The implicit GEMM (no wgmma form yet).
+    ::tcc::gpu::ConvSchedule schedule =
+        ::tcc::gpu::chooseConvSchedule(*use.conv, target);
+    if (failed(overrides.apply(name, schedule, error, /*isConv=*/true)) ||
+        !::tcc::gpu::convScheduleValid(*use.conv, schedule, target, error))
+      return gpuModule.emitError("kernel ") << name << ": " << error;
+    symbol = name + "_conv_mma";
+    launch =
+        ::tcc::gpu::buildConvKernel(b, gpuModule, symbol, *use.conv, schedule);
+    if (failed(launch))
+      return failure();
+    std::vector<int> operands = {int(use.aArg), int(use.bArg)};
+    if (use.biasArg >= 0)
+      operands.push_back(use.biasArg);
+    placeLaunch(deviceLaunch(symbol, *launch, {}), operands);
+    return success();
+  }
   // With wgmma (sm_90a), Hopper's warpgroup MMA takes what it supports
   // (bf16/f16/tf32, one matrix, A row-major, sizes multiples of its tiles):
   // 0.80-0.89x cuBLAS where mma.sync reaches about 0.6 (docs/performance.md). A
@@ -595,7 +743,6 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
   if (failed(launch))
     return failure();
   ::tcc::DeviceLaunch l = deviceLaunch(symbol, *launch, {});
-  int numBuffers = use.numOperands + use.numResults;
   // Puts B's transpose in front: its buffer is the first scratch one.
   auto addTranspose = [&] {
     if (!transposeB)
@@ -614,29 +761,7 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
     plan.launches.insert(plan.launches.begin(),
                          deviceLaunch(tsym, t, {int(use.bArg), numBuffers}));
   };
-  if (use.direct) {
-    l.args = {int(use.aArg), int(use.bArg), int(use.numOperands)};
-    plan.launches.insert(plan.launches.begin(), l);
-    addTranspose();
-    return success();
-  }
-  // The epilogue function's buffers are [operands, C, results, scratch...]:
-  // renumber to [operands, results, C scratch, scratch...].
-  for (::tcc::DeviceLaunch &other : plan.launches)
-    for (int &a : other.args) {
-      if (a < int(use.numOperands))
-        continue;
-      if (a == int(use.numOperands))
-        a = numBuffers;
-      else if (a <= numBuffers)
-        a -= 1;
-    }
-  const ::tcc::gpu::MatmulProblem &p = use.problem;
-  plan.scratchBytes.insert(plan.scratchBytes.begin(),
-                           uint64_t(p.batch * p.m * p.n) *
-                               (p.cType.getIntOrFloatBitWidth() / 8));
-  l.args = {int(use.aArg), int(use.bArg), numBuffers};
-  plan.launches.insert(plan.launches.begin(), l);
+  placeLaunch(l, {int(use.aArg), int(use.bArg)});
   addTranspose();
   return success();
 }
@@ -692,6 +817,8 @@ LogicalResult compileGpuKernels(ModuleOp module, const GpuOptions &options,
         if (!target.cpAsync || !target.mmaSync)
           return;
         if (std::optional<MatmulUse> use = takeMatmul(f, options))
+          matmuls[f.getSymName()] = *use;
+        else if (std::optional<MatmulUse> use = takeConv(f, options))
           matmuls[f.getSymName()] = *use;
       });
   if (attentionFailed)
@@ -750,7 +877,8 @@ LogicalResult compileGpuKernels(ModuleOp module, const GpuOptions &options,
         known += (known.empty() ? "" : ", ") + n;
     return module.emitError("--schedule: '")
            << name << "' is not a matmul kernel of this model ("
-           << (known.empty() ? "it has none" : "its matmul kernels: " + known)
+           << (known.empty() ? "it has none"
+                             : "its matmul and conv kernels: " + known)
            << "; `tcc inspect` lists kernels)";
   }
   WalkResult allocs = gpuModule.walk([](memref::AllocOp alloc) {

@@ -33,6 +33,7 @@
 #include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
+#include <limits>
 
 using namespace mlir;
 
@@ -73,17 +74,31 @@ int64_t sharedBytesOf(const MatmulProblem &p, const MatmulSchedule &s) {
 class KernelBuilder : TemplateBuilder {
 public:
   KernelBuilder(OpBuilder &b, Location loc, const MatmulProblem &p,
-                const MatmulSchedule &s)
-      : TemplateBuilder(b, loc), p(p), s(s), path(pathOf(p)),
-        eb(bytesOf(p.aType)), epc(16 / eb), threads(32 * s.warpsM * s.warpsN) {
+                const MatmulSchedule &s, const GemmGather *gather,
+                const GemmEpilogue &epi)
+      : TemplateBuilder(b, loc), p(p), s(s), gather(gather), epi(epi),
+        path(pathOf(p)), eb(bytesOf(p.aType)), epc(16 / eb),
+        threads(32 * s.warpsM * s.warpsN) {
     std::tie(tileA, tileB) = tileShapes(p, s);
   }
 
-  void build(Value a, Value bMat, Value c);
+  void build(Value a, Value bMat, Value bias, Value c);
 
 private:
   /// Copies k-tile `kt` of one operand into shared stage `stage`.
   void copyTile(bool isA, Value kt, Value stage);
+  /// The source of one element of a copy: its indices in the operand and
+  /// whether it is inside the operand (null: always).
+  using Source = std::pair<SmallVector<Value, 3>, Value>;
+  /// Copies one 16-byte chunk into shared chunk `dstChunk`: one zero-filling
+  /// cp.async from srcAt(0) when `aligned` (the chunk is all in or all out),
+  /// else element loads from srcAt(e), zero outside the operand.
+  void copyChunk(bool isA, Value dstChunk, bool aligned,
+                 llvm::function_ref<Source(int64_t)> srcAt);
+  /// The gathered A's per-row values (GemmGather): computed once per block.
+  void gatherRows();
+  /// copyTile of a gathered A.
+  void copyGatheredA(Value kt, Value stage);
   /// The pipeline's k-tile copy of both operands, then a commit.
   Value copyStage(Value kt, Value stage);
 
@@ -108,15 +123,26 @@ private:
 
   /// Stores `vals` (f32 elements of C row `row`, columns col..col+L-1).
   void storeRow(Value row, Value col, Value vals);
+  /// The epilogue's bias and ReLU on `vals` (columns col..).
+  Value applyEpilogue(Value vals, Value col);
   void epilogue(ValueRange acc);
 
   const MatmulProblem &p;
   const MatmulSchedule &s;
+  const GemmGather *gather;
+  GemmEpilogue epi;
   Path path;
   int64_t eb, epc, threads;
   TileShape tileA, tileB;
 
   Value a, bm, c;     // the kernel's memrefs
+  Value bias;         // the epilogue's bias (or null)
+  // Per A row a thread copies (gatherRows): the input offset of the
+  // window's origin (ky = kx = 0, channel 0), its input row and column
+  // (i32), and whether the row is an output pixel (null: no check, or folded
+  // into an out-of-range input row or column).
+  SmallVector<Value> rowBase, rowIh, rowIw, rowOk;
+  std::pair<bool, bool> gatherChecks; // whether rows / columns need checks
   Value smemA, smemB; // 1-D views of the shared stages
   // The same stages as 16-byte vectors: shared-memory vector accesses go
   // through memref.load/store of vector elements, which the GPU lowering
@@ -129,10 +155,9 @@ private:
 };
 
 void KernelBuilder::copyTile(bool isA, Value kt, Value stage) {
+  if (isA && gather)
+    return copyGatheredA(kt, stage);
   const TileShape &t = isA ? tileA : tileB;
-  Value src = isA ? a : bm;
-  Value dst = isA ? smemA : smemB;
-  Value dstVec = isA ? smemAVec : smemBVec;
   bool trans = isA ? p.transA : p.transB;
   // The tile's rows and columns in the operand's global [rows][cols] matrix.
   bool rowsAreK = isA ? trans : !trans;
@@ -155,43 +180,128 @@ void KernelBuilder::copyTile(bool isA, Value kt, Value stage) {
   Value rBase = div(tid, cpr);
   Value col = add(col0, mul(cChunk, epc));
   Value stageChunk = mul(stage, chunks);
-  Type elemT = p.aType;
 
   for (int64_t i = 0; i < chunks / threads; ++i) {
     Value r = add(rBase, i * rowStep);
     Value row = add(row0, r);
     Value dstChunk = add(stageChunk, swizzle(r, cChunk, cpr));
-    Value dstOff = mul(dstChunk, epc);
     Value rowOk = needRow ? ult(row, rowBound) : Value();
     // Out-of-range reads are clamped to element 0 of the operand so that no
     // address ever leaves the buffer; their data is replaced by zeros.
     Value zero = cst(0);
     Value srcRow = rowOk ? select(rowOk, row, zero) : row;
-    if (aligned) {
-      Value colOk = needCol ? ult(col, colBound) : Value();
-      Value ok = land(rowOk, colOk);
-      Value srcCol = colOk ? select(colOk, col, zero) : col;
-      Value n = ok ? select(ok, cst(epc), zero) : Value();
-      nvgpu::DeviceAsyncCopyOp::create(
-          b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), dst,
-          ValueRange{dstOff}, src, ValueRange{batch, srcRow, srcCol},
-          b.getIndexAttr(epc), n, b.getUnitAttr());
-      continue;
-    }
-    // Rows not 16-byte aligned: element loads, zero outside the matrix.
-    SmallVector<Value> elems;
-    Value zeroF = arith::ConstantOp::create(b, loc, b.getZeroAttr(elemT));
-    for (int64_t e = 0; e < epc; ++e) {
+    copyChunk(isA, dstChunk, aligned, [&](int64_t e) -> Source {
       Value ce = add(col, e);
-      Value ok = land(rowOk, ult(ce, colBound));
-      Value srcCol = select(ult(ce, colBound), ce, zero);
-      Value v = memref::LoadOp::create(b, loc, src,
-                                       ValueRange{batch, srcRow, srcCol});
-      elems.push_back(select(ok, v, zeroF));
-    }
-    Value vec = vector::FromElementsOp::create(
-        b, loc, VectorType::get({epc}, elemT), elems);
-    memref::StoreOp::create(b, loc, vec, dstVec, ValueRange{dstChunk});
+      Value colOk = needCol || !aligned ? ult(ce, colBound) : Value();
+      Value ok = land(rowOk, colOk);
+      return {{batch, srcRow, colOk ? select(colOk, ce, zero) : ce}, ok};
+    });
+  }
+}
+
+void KernelBuilder::copyChunk(bool isA, Value dstChunk, bool aligned,
+                              llvm::function_ref<Source(int64_t)> srcAt) {
+  Value src = isA ? a : bm;
+  if (aligned) {
+    auto [idx, ok] = srcAt(0);
+    Value n = ok ? select(ok, cst(epc), cst(0)) : Value();
+    nvgpu::DeviceAsyncCopyOp::create(
+        b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()),
+        isA ? smemA : smemB, ValueRange{mul(dstChunk, epc)}, src, idx,
+        b.getIndexAttr(epc), n, b.getUnitAttr());
+    return;
+  }
+  // Not 16-byte aligned: element loads, zero outside the operand.
+  SmallVector<Value> elems;
+  Type elemT = p.aType;
+  Value zeroF = arith::ConstantOp::create(b, loc, b.getZeroAttr(elemT));
+  for (int64_t e = 0; e < epc; ++e) {
+    auto [idx, ok] = srcAt(e);
+    Value v = memref::LoadOp::create(b, loc, src, idx);
+    elems.push_back(ok ? select(ok, v, zeroF) : v);
+  }
+  Value vec = vector::FromElementsOp::create(
+      b, loc, VectorType::get({epc}, elemT), elems);
+  memref::StoreOp::create(b, loc, vec, isA ? smemAVec : smemBVec,
+                          ValueRange{dstChunk});
+}
+
+// The gathered A, with 32-bit index math (every offset of the input fits:
+// convKernelSupports checks). Thread t copies chunk column t % cpr of rows
+// t / cpr + i * rowStep, so the rows' pixel decompositions are made once,
+// and each k-tile decomposes only the thread's one k (tap and channel).
+void KernelBuilder::gatherRows() {
+  const GemmGather &g = *gather;
+  int64_t cpr = tileA.cols / epc, rowStep = threads / cpr;
+  int64_t pixels = g.oh * g.ow;
+  // Whether a window of a valid pixel can leave the input (the padding).
+  bool needH =
+      g.padTop > 0 || (g.oh - 1) * g.strideH + (g.kh - 1) * g.dilationH >= g.h;
+  bool needW =
+      g.padLeft > 0 || (g.ow - 1) * g.strideW + (g.kw - 1) * g.dilationW >= g.w;
+  bool needRow = p.m % s.tileM != 0;
+  // An input row or column no window reaches: rows past M get it, so that
+  // the bounds check that padding needs rejects them too.
+  Value far = cstI32(std::numeric_limits<int32_t>::min() / 2);
+  Value r0 = add(asI32(blockM0), asI32(div(tid, cpr)));
+  for (int64_t i = 0; i < tileA.rows * cpr / threads; ++i) {
+    Value m = add(r0, i * rowStep);
+    Value ok = needRow ? ult(m, p.m) : Value();
+    Value mc = ok ? select(ok, m, cstI32(0)) : m;
+    Value img = div(mc, pixels), q = rem(mc, pixels);
+    Value ih = add(mul(div(q, g.ow), g.strideH), -g.padTop);
+    Value iw = add(mul(rem(q, g.ow), g.strideW), -g.padLeft);
+    rowBase.push_back(mul(add(mul(add(mul(img, g.h), ih), g.w), iw), g.c));
+    if (ok && needH)
+      ih = select(ok, ih, far);
+    else if (ok && needW)
+      iw = select(ok, iw, far);
+    rowIh.push_back(ih);
+    rowIw.push_back(iw);
+    rowOk.push_back(needH || needW ? Value() : ok);
+  }
+  gatherChecks = {needH, needW};
+}
+
+void KernelBuilder::copyGatheredA(Value kt, Value stage) {
+  const GemmGather &g = *gather;
+  int64_t cpr = tileA.cols / epc;
+  int64_t chunks = tileA.rows * cpr;
+  Value cChunk = rem(tid, cpr);
+  Value stageChunk = mul(stage, chunks);
+  Value rBase = div(tid, cpr);
+  int64_t rowStep = threads / cpr;
+  Value k0 = add(mul(asI32(kt), s.tileK), mul(asI32(cChunk), epc));
+  // A chunk of 16 bytes stays in one tap when C is a multiple of it; else
+  // each element decomposes its own k.
+  bool aligned = g.c % epc == 0;
+  struct Tap {
+    Value dy, dx, off, ok;
+  };
+  auto tapOf = [&](Value k) {
+    Value ok = p.k % s.tileK != 0 || !aligned ? ult(k, p.k) : Value();
+    Value tap = div(k, g.c), ch = rem(k, g.c);
+    Value dy = mul(div(tap, g.kw), g.dilationH);
+    Value dx = mul(rem(tap, g.kw), g.dilationW);
+    return Tap{dy, dx, add(mul(add(mul(dy, g.w), dx), g.c), ch), ok};
+  };
+  SmallVector<Tap> taps;
+  for (int64_t e = 0; e < (aligned ? 1 : epc); ++e)
+    taps.push_back(tapOf(add(k0, e)));
+  bool needH = gatherChecks.first, needW = gatherChecks.second;
+  for (int64_t i = 0; i < chunks / threads; ++i) {
+    Value r = add(rBase, i * rowStep);
+    Value dstChunk = add(stageChunk, swizzle(r, cChunk, cpr));
+    copyChunk(/*isA=*/true, dstChunk, aligned, [&](int64_t e) -> Source {
+      const Tap &t = taps[e];
+      Value ok = land(rowOk[i], t.ok);
+      if (needH)
+        ok = land(ok, ult(add(rowIh[i], t.dy), g.h));
+      if (needW)
+        ok = land(ok, ult(add(rowIw[i], t.dx), g.w));
+      Value off = add(rowBase[i], t.off);
+      return {{asIndex(ok ? select(ok, off, cstI32(0)) : off)}, ok};
+    });
   }
 }
 
@@ -410,21 +520,63 @@ SmallVector<Value> KernelBuilder::simtStep(Value stage, ValueRange acc) {
   return out;
 }
 
+Value KernelBuilder::applyEpilogue(Value vals, Value col) {
+  auto vt = cast<VectorType>(vals.getType());
+  int64_t len = vt.getNumElements();
+  if (epi.biasType) {
+    Value bv;
+    if (p.n % len == 0) {
+      // Called inside the store's bounds check: the columns exist, and
+      // start at a multiple of len.
+      bv = vector::LoadOp::create(b, loc, VectorType::get({len}, epi.biasType),
+                                  bias, ValueRange{col}, false,
+                                  llvm::Align(len * bytesOf(epi.biasType)));
+    } else {
+      // Before element-wise checked stores: clamped reads.
+      SmallVector<Value> e;
+      for (int64_t i = 0; i < len; ++i) {
+        Value ce = add(col, i);
+        e.push_back(memref::LoadOp::create(
+            b, loc, bias, ValueRange{select(ult(ce, p.n), ce, cst(0))}));
+      }
+      bv = vector::FromElementsOp::create(
+          b, loc, VectorType::get({len}, epi.biasType), e);
+    }
+    if (!epi.biasType.isF32())
+      bv = arith::ExtFOp::create(b, loc, vt, bv);
+    vals = arith::AddFOp::create(b, loc, vals, bv);
+  }
+  if (epi.relu)
+    vals = arith::MaximumFOp::create(
+        b, loc, vals,
+        arith::ConstantOp::create(b, loc, DenseElementsAttr::get(vt, 0.0f)));
+  return vals;
+}
+
 void KernelBuilder::storeRow(Value row, Value col, Value vals) {
   auto vt = cast<VectorType>(vals.getType());
   int64_t len = vt.getNumElements();
   Type cT = p.cType;
-  if (!cT.isF32())
-    vals = arith::TruncFOp::create(b, loc, VectorType::get({len}, cT), vals);
   bool needRow = p.m % s.tileM != 0, needCol = p.n % s.tileN != 0;
+  // A bias is read inside the bounds check of a whole-vector store.
+  bool late = epi.biasType && p.n % len == 0;
+  auto finish = [&](Value v) {
+    v = epi.biasType || epi.relu ? applyEpilogue(v, col) : v;
+    if (!cT.isF32())
+      v = arith::TruncFOp::create(b, loc, VectorType::get({len}, cT), v);
+    return v;
+  };
+  if (!late)
+    vals = finish(vals);
   Value batch = batchC;
   if (p.n % len == 0) {
     // The segment is all in or all out, and aligned to its size.
     Value ok = land(needRow ? ult(row, p.m) : Value(),
                     needCol ? ult(col, p.n) : Value());
     whenTrue(ok, [&] {
-      vector::StoreOp::create(b, loc, vals, c, ValueRange{batch, row, col},
-                              false, llvm::Align(len * bytesOf(cT)));
+      vector::StoreOp::create(b, loc, late ? finish(vals) : vals, c,
+                              ValueRange{batch, row, col}, false,
+                              llvm::Align(len * bytesOf(cT)));
     });
     return;
   }
@@ -486,9 +638,10 @@ void KernelBuilder::epilogue(ValueRange acc) {
       }
 }
 
-void KernelBuilder::build(Value aArg, Value bArg, Value cArg) {
+void KernelBuilder::build(Value aArg, Value bArg, Value biasArg, Value cArg) {
   a = aArg;
   bm = bArg;
+  bias = biasArg;
   c = cArg;
   int64_t tilesM = ceilDiv(p.m, s.tileM), tilesN = ceilDiv(p.n, s.tileN);
 
@@ -506,6 +659,8 @@ void KernelBuilder::build(Value aArg, Value bArg, Value cArg) {
   batchC = mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::z);
   batchA = p.aBatched ? batchC : cst(0);
   batchB = p.bBatched ? batchC : cst(0);
+  if (gather)
+    gatherRows();
 
   // The stages: [S][A tile] then [S][B tile], in dynamic shared memory.
   Value raw = dynamicSharedMemory();
@@ -714,9 +869,19 @@ MatmulSchedule chooseMatmulSchedule(const MatmulProblem &p,
 FailureOr<KernelLaunch>
 buildMatmulKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module, StringRef name,
                   const MatmulProblem &p, const MatmulSchedule &s) {
+  return buildGemmKernel(b, module, name, p, s, nullptr, GemmEpilogue());
+}
+
+FailureOr<KernelLaunch>
+buildGemmKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module, StringRef name,
+                const MatmulProblem &p, const MatmulSchedule &s,
+                const GemmGather *gather, const GemmEpilogue &epilogue) {
   std::string why;
   if (!matmulShapeValid(p, s, why))
     return module.emitError(why), failure();
+  if (gather && (p.transA || p.batch != 1))
+    return module.emitError("gathered GEMM: A row-major and one batch"),
+           failure();
   loadTemplateDialects(b.getContext());
 
   auto memrefOf = [](ArrayRef<int64_t> shape, Type t) {
@@ -725,17 +890,24 @@ buildMatmulKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module, StringRef name,
   int64_t ba = p.aBatched ? p.batch : 1, bb = p.bBatched ? p.batch : 1;
   Type aT = p.transA ? memrefOf({ba, p.k, p.m}, p.aType)
                      : memrefOf({ba, p.m, p.k}, p.aType);
+  if (gather)
+    aT = memrefOf({gather->batch * gather->h * gather->w * gather->c}, p.aType);
   Type bT = p.transB ? memrefOf({bb, p.n, p.k}, p.bType)
                      : memrefOf({bb, p.k, p.n}, p.bType);
   Type cT = memrefOf({p.batch, p.m, p.n}, p.cType);
+  SmallVector<Type> args = {aT, bT, cT};
+  if (epilogue.biasType)
+    args.insert(args.begin() + 2, memrefOf({p.n}, epilogue.biasType));
 
   OpBuilder::InsertionGuard g(b);
   int64_t threads = 32 * s.warpsM * s.warpsN;
-  auto func = createKernelFunc(b, module, name, {aT, bT, cT}, threads);
+  auto func = createKernelFunc(b, module, name, args, threads);
   Block &entry = func.getBody().front();
   Location loc = module.getLoc();
-  KernelBuilder kb(b, loc, p, s);
-  kb.build(entry.getArgument(0), entry.getArgument(1), entry.getArgument(2));
+  KernelBuilder kb(b, loc, p, s, gather, epilogue);
+  kb.build(entry.getArgument(0), entry.getArgument(1),
+           epilogue.biasType ? entry.getArgument(2) : Value(),
+           entry.getArguments().back());
   mlir::gpu::ReturnOp::create(b, loc);
 
   KernelLaunch launch;

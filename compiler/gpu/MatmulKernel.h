@@ -57,6 +57,23 @@ struct KernelLaunch {
   int64_t sharedBytes;
 };
 
+/// The A operand of an implicit GEMM (a convolution, ConvKernel.h): A[m][k]
+/// is gathered from an NHWC input [batch, h, w, c], row m being output pixel
+/// (image, oy, ox) of an oh x ow output and column k the tap (ky, kx) and
+/// channel of a kh x kw window; zero where the window lies in the padding.
+struct GemmGather {
+  int64_t batch = 1, h = 1, w = 1, c = 1, oh = 1, ow = 1, kh = 1, kw = 1;
+  int64_t strideH = 1, strideW = 1, padTop = 0, padLeft = 0, dilationH = 1,
+          dilationW = 1;
+};
+
+/// What the epilogue applies to each f32 result before the store: a bias
+/// per column of C (of type biasType; none when null), then ReLU.
+struct GemmEpilogue {
+  mlir::Type biasType;
+  bool relu = false;
+};
+
 /// Picks a schedule for `p` on `target` (a simple heuristic: its shared
 /// memory and multiprocessors).
 MatmulSchedule chooseMatmulSchedule(const MatmulProblem &p,
@@ -82,6 +99,16 @@ mlir::FailureOr<KernelLaunch> buildMatmulKernel(mlir::OpBuilder &b,
                                                 llvm::StringRef name,
                                                 const MatmulProblem &p,
                                                 const MatmulSchedule &s);
+
+/// buildMatmulKernel with an optional gathered A (then A is the 1-D input
+/// buffer, p.m = batch * oh * ow, p.k = kh * kw * c, with p.batch 1 and
+/// p.transA false) and an epilogue. With a bias the kernel takes it as the
+/// argument before C: `gpu.func @name(%a, %b, %bias, %c)`.
+mlir::FailureOr<KernelLaunch>
+buildGemmKernel(mlir::OpBuilder &b, mlir::gpu::GPUModuleOp module,
+                llvm::StringRef name, const MatmulProblem &p,
+                const MatmulSchedule &s, const GemmGather *gather,
+                const GemmEpilogue &epilogue);
 
 } // namespace tcc::gpu
 

@@ -60,10 +60,14 @@ protected:
   mlir::Value add(mlir::Value x, mlir::Value y) {
     return mlir::arith::AddIOp::create(b, loc, x, y);
   }
+  /// The constant `v` of `x`'s type (index or i32).
+  mlir::Value cstLike(mlir::Value x, int64_t v) {
+    return x.getType().isIndex() ? cst(v) : cstI32(v);
+  }
   mlir::Value add(mlir::Value x, int64_t y) {
     if (!y)
       return x;
-    return add(x, x.getType().isIndex() ? cst(y) : cstI32(y));
+    return add(x, cstLike(x, y));
   }
   mlir::Value sub(mlir::Value x, mlir::Value y) {
     return mlir::arith::SubIOp::create(b, loc, x, y);
@@ -71,27 +75,36 @@ protected:
   mlir::Value mul(mlir::Value x, int64_t y) {
     if (y == 1)
       return x;
-    return mlir::arith::MulIOp::create(
-        b, loc, x, x.getType().isIndex() ? cst(y) : cstI32(y));
+    return mlir::arith::MulIOp::create(b, loc, x, cstLike(x, y));
+  }
+  mlir::Value mul(mlir::Value x, mlir::Value y) {
+    return mlir::arith::MulIOp::create(b, loc, x, y);
   }
   mlir::Value div(mlir::Value x, int64_t y) {
-    return y == 1 ? x : mlir::arith::DivUIOp::create(b, loc, x, cst(y));
+    return y == 1 ? x : mlir::arith::DivUIOp::create(b, loc, x, cstLike(x, y));
   }
   mlir::Value rem(mlir::Value x, int64_t y) {
-    return mlir::arith::RemUIOp::create(b, loc, x, cst(y));
+    return mlir::arith::RemUIOp::create(b, loc, x, cstLike(x, y));
   }
   mlir::Value bxor(mlir::Value x, mlir::Value y) {
     return mlir::arith::XOrIOp::create(b, loc, x, y);
   }
   mlir::Value band(mlir::Value x, int64_t y) {
-    return mlir::arith::AndIOp::create(b, loc, x, cst(y));
+    return mlir::arith::AndIOp::create(b, loc, x, cstLike(x, y));
   }
   mlir::Value cmp(mlir::arith::CmpIPredicate pred, mlir::Value x,
                   mlir::Value y) {
     return mlir::arith::CmpIOp::create(b, loc, pred, x, y);
   }
   mlir::Value ult(mlir::Value x, int64_t y) {
-    return cmp(mlir::arith::CmpIPredicate::ult, x, cst(y));
+    return cmp(mlir::arith::CmpIPredicate::ult, x, cstLike(x, y));
+  }
+  /// `x` (index) as i32, for the 32-bit index math of the gathers.
+  mlir::Value asI32(mlir::Value x) {
+    return mlir::arith::IndexCastUIOp::create(b, loc, b.getI32Type(), x);
+  }
+  mlir::Value asIndex(mlir::Value x) {
+    return mlir::arith::IndexCastUIOp::create(b, loc, b.getIndexType(), x);
   }
   /// x && y, where a null operand means "true" (no check needed).
   mlir::Value land(mlir::Value x, mlir::Value y) {

@@ -13,58 +13,74 @@ std::string typeName(mlir::Type t) {
   return t.isBF16() ? "bf16" : t.isF16() ? "f16" : "f32";
 }
 
-void writeMatmulBundle(const std::string &outDir, const MatmulBundle &mb,
-                       const std::string &ptx,
+void writeKernelBundle(const std::string &outDir, const std::string &name,
+                       const std::string &chip, const std::string &kind,
+                       const std::string &op,
+                       const std::vector<BundleTensor> &inputs,
+                       const BundleTensor &output, const std::string &ptx,
                        const tcc::gpu::KernelLaunch &launch) {
-  auto bytes = [](const std::vector<int64_t> &shape, mlir::Type t) {
-    int64_t n = t.getIntOrFloatBitWidth() / 8;
-    for (int64_t d : shape)
+  auto bytes = [](const BundleTensor &t) {
+    int64_t n = t.type.getIntOrFloatBitWidth() / 8;
+    for (int64_t d : t.shape)
       n *= d;
     return n;
   };
-  auto tensor = [](const char *name, mlir::Type t,
-                   const std::vector<int64_t> &shape, int buffer) {
-    return nlohmann::json{{"name", name},
-                          {"dtype", typeName(t)},
-                          {"shape", shape},
+  auto tensor = [](const BundleTensor &t, int buffer) {
+    return nlohmann::json{{"name", t.name},
+                          {"dtype", typeName(t.type)},
+                          {"shape", t.shape},
                           {"buffer", buffer}};
   };
   auto buffer = [](int id, const char *kind, int64_t size) {
     return nlohmann::json{{"id", id}, {"kind", kind}, {"bytes", size}};
   };
+  nlohmann::json ins = nlohmann::json::array(),
+                 buffers = nlohmann::json::array(),
+                 args = nlohmann::json::array();
+  int id = 0;
+  for (const BundleTensor &t : inputs) {
+    ins.push_back(tensor(t, id));
+    buffers.push_back(buffer(id, "input", bytes(t)));
+    args.push_back(id++);
+  }
+  buffers.push_back(buffer(id, "output", bytes(output)));
+  args.push_back(id);
   nlohmann::json manifest = {
-      {"model", mb.name},
-      {"targets", {mb.chip}},
-      {"inputs",
-       {tensor("a", mb.aType, mb.aShape, 0),
-        tensor("b", mb.bType, mb.bShape, 1)}},
-      {"outputs", {tensor("c", mb.cType, mb.cShape, 2)}},
+      {"model", name},
+      {"targets", {chip}},
+      {"inputs", ins},
+      {"outputs", {tensor(output, id)}},
       {"params", nlohmann::json::array()},
-      {"buffers",
-       {buffer(0, "input", bytes(mb.aShape, mb.aType)),
-        buffer(1, "input", bytes(mb.bShape, mb.bType)),
-        buffer(2, "output", bytes(mb.cShape, mb.cType))}},
+      {"buffers", buffers},
       {"arena_bytes", 0},
       {"kernels",
-       {{{"name", mb.name},
-         {"symbol", mb.name},
-         {"kind", "matmul"},
-         {"ops", {"tcc.matmul"}},
+       {{{"name", name},
+         {"symbol", name},
+         {"kind", kind},
+         {"ops", {op}},
          {"code", "kernels.ptx"},
          {"shared_bytes", launch.sharedBytes}}}},
       {"code",
-       {{{"target", mb.chip}, {"blob", "kernels.ptx"}, {"format", "ptx"}}}},
+       {{{"target", chip}, {"blob", "kernels.ptx"}, {"format", "ptx"}}}},
       {"launches",
        {{{"kernel", 0},
-         {"args", {0, 1, 2}},
+         {"args", args},
          {"grid", launch.grid},
          {"block", launch.block}}}}};
   tcc::bundle::BundleWriter w;
   w.addBlob("kernels.ptx", std::vector<uint8_t>(ptx.begin(), ptx.end()));
   w.setManifest(manifest);
   std::string error;
-  if (!w.writeFile(outDir + "/" + mb.name + ".tccb", error))
+  if (!w.writeFile(outDir + "/" + name + ".tccb", error))
     die(error);
+}
+
+void writeMatmulBundle(const std::string &outDir, const MatmulBundle &mb,
+                       const std::string &ptx,
+                       const tcc::gpu::KernelLaunch &launch) {
+  writeKernelBundle(outDir, mb.name, mb.chip, "matmul", "tcc.matmul",
+                    {{"a", mb.aType, mb.aShape}, {"b", mb.bType, mb.bShape}},
+                    {"c", mb.cType, mb.cShape}, ptx, launch);
 
   nlohmann::json info = {{"name", mb.name},
                          {"m", mb.m},

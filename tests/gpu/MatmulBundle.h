@@ -33,6 +33,23 @@ struct MatmulBundle {
 /// "bf16", "f16" or "f32".
 std::string typeName(mlir::Type t);
 
+/// A tensor of a one-kernel bundle.
+struct BundleTensor {
+  std::string name;
+  mlir::Type type;
+  std::vector<int64_t> shape;
+};
+
+/// Writes OUTDIR/NAME.tccb: the PTX `ptx` as kernel `name` (of `kind`, made
+/// of `op`), launched once as `launch` says over buffers inputs...,
+/// output in that order; dies when the bundle cannot be written.
+void writeKernelBundle(const std::string &outDir, const std::string &name,
+                       const std::string &chip, const std::string &kind,
+                       const std::string &op,
+                       const std::vector<BundleTensor> &inputs,
+                       const BundleTensor &output, const std::string &ptx,
+                       const tcc::gpu::KernelLaunch &launch);
+
 /// Writes OUTDIR/NAME.tccb (the PTX `ptx` as the kernel `name`, launched as
 /// `launch` says) and prints the case's description as one JSON line on
 /// stdout; dies when the bundle cannot be written.

@@ -158,4 +158,15 @@ void writePtx(const std::string &outDir, const std::string &name,
     die("cannot write " + path);
 }
 
+mlir::Type parseFloatType(mlir::MLIRContext &ctx, const std::string &flag,
+                          const std::string &v) {
+  if (v == "bf16")
+    return mlir::BFloat16Type::get(&ctx);
+  if (v == "f16")
+    return mlir::Float16Type::get(&ctx);
+  if (v == "f32")
+    return mlir::Float32Type::get(&ctx);
+  die(flag + ": expected bf16, f16 or f32, got '" + v + "'");
+}
+
 } // namespace tcc::gen

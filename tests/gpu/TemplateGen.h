@@ -42,6 +42,11 @@ int64_t parseInt(const std::string &flag, const std::string &v,
 std::vector<int64_t> parseIntList(const std::string &flag, const std::string &v,
                                   size_t n, bool allowNegative = false);
 
+/// The element type named by `v` of `flag`: bf16, f16 or f32; dies
+/// otherwise.
+mlir::Type parseFloatType(mlir::MLIRContext &ctx, const std::string &flag,
+                          const std::string &v);
+
 /// The flags every generator takes.
 struct GenFlags {
   std::string chip = "sm_90", name, outDir = ".", schedule;

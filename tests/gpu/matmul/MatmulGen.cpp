@@ -20,21 +20,6 @@ using namespace mlir;
 using tcc::gen::die;
 using tcc::gen::parseInt;
 
-namespace {
-
-Type parseType(MLIRContext &ctx, const std::string &flag,
-               const std::string &v) {
-  if (v == "bf16")
-    return BFloat16Type::get(&ctx);
-  if (v == "f16")
-    return Float16Type::get(&ctx);
-  if (v == "f32")
-    return Float32Type::get(&ctx);
-  die(flag + ": expected bf16, f16 or f32, got '" + v + "'");
-}
-
-} // namespace
-
 int main(int argc, char **argv) {
   std::unique_ptr<MLIRContext> context =
       tcc::gen::initGenerator("tcc-matmul-gen");
@@ -65,9 +50,9 @@ int main(int argc, char **argv) {
     else if (f == "--trans-b")
       p.transB = true;
     else if (f == "--type")
-      p.aType = p.bType = parseType(ctx, f, value());
+      p.aType = p.bType = tcc::gen::parseFloatType(ctx, f, value());
     else if (f == "--out-type")
-      p.cType = parseType(ctx, f, value());
+      p.cType = tcc::gen::parseFloatType(ctx, f, value());
     else if (f == "--tf32")
       p.allowTf32 = true;
     else

@@ -1,0 +1,140 @@
+//===- ConvGen.cpp - builds one convolution kernel into a PTX bundle ------===//
+//
+//   tcc-conv-gen --n N --h H --w W --c C --o O --kernel KH,KW
+//       [--stride SH,SW] [--pad TOP,LEFT,BOTTOM,RIGHT] [--dilation DH,DW]
+//       [--bias] [--relu] [--type bf16|f16|f32] [--out-type f32|bf16|f16]
+//       [--tf32] [--schedule TM,TN,TK,WM,WN,STAGES] [--chip sm_90|sm_80]
+//       [--name NAME] [--out-dir DIR] [--emit-mlir]
+//
+// Builds the channels-last convolution with tcc::gpu::buildConvKernel (the
+// schedule from chooseConvSchedule unless given), lowers it with the NVVM
+// pipeline of the compiler, and writes DIR/NAME.ptx and DIR/NAME.tccb: a
+// bundle with inputs x [N, H, W, C], w [O, KH, KW, C] (and bias [O]), output
+// y [N, OH, OW, O] and one launch. Prints one JSON line describing it.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/gpu/ConvKernel.h"
+#include "tests/gpu/MatmulBundle.h"
+#include "tests/gpu/TemplateGen.h"
+
+#include <nlohmann/json.hpp>
+
+#include <iostream>
+
+using namespace mlir;
+using tcc::gen::die;
+using tcc::gen::parseInt;
+using tcc::gen::parseIntList;
+
+int main(int argc, char **argv) {
+  std::unique_ptr<MLIRContext> context =
+      tcc::gen::initGenerator("tcc-conv-gen");
+  MLIRContext &ctx = *context;
+
+  tcc::gpu::ConvProblem p;
+  p.inType = p.weightType = BFloat16Type::get(&ctx);
+  p.outType = Float32Type::get(&ctx);
+  bool bias = false;
+  tcc::gen::GenFlags flags;
+  flags.name = "conv";
+  int have = 0;
+  auto ownFlag = [&](const std::string &f, tcc::gen::FlagValue value) {
+    if (f == "--n")
+      p.n = parseInt(f, value()), have |= 1;
+    else if (f == "--h")
+      p.h = parseInt(f, value()), have |= 2;
+    else if (f == "--w")
+      p.w = parseInt(f, value()), have |= 4;
+    else if (f == "--c")
+      p.c = parseInt(f, value()), have |= 8;
+    else if (f == "--o")
+      p.o = parseInt(f, value()), have |= 16;
+    else if (f == "--kernel") {
+      std::vector<int64_t> v = parseIntList(f, value(), 2);
+      p.kh = v[0], p.kw = v[1], have |= 32;
+    } else if (f == "--stride") {
+      std::vector<int64_t> v = parseIntList(f, value(), 2);
+      p.strideH = v[0], p.strideW = v[1];
+    } else if (f == "--dilation") {
+      std::vector<int64_t> v = parseIntList(f, value(), 2);
+      p.dilationH = v[0], p.dilationW = v[1];
+    } else if (f == "--pad") {
+      std::vector<int64_t> v = parseIntList(f, value(), 4);
+      p.padTop = v[0], p.padLeft = v[1], p.padBottom = v[2], p.padRight = v[3];
+    } else if (f == "--bias")
+      bias = true;
+    else if (f == "--relu")
+      p.relu = true;
+    else if (f == "--type")
+      p.inType = p.weightType = tcc::gen::parseFloatType(ctx, f, value());
+    else if (f == "--out-type")
+      p.outType = tcc::gen::parseFloatType(ctx, f, value());
+    else if (f == "--tf32")
+      p.allowTf32 = true;
+    else
+      return false;
+    return true;
+  };
+  tcc::gen::parseFlags(argc, argv, flags, ownFlag);
+  if (have != 63)
+    die("--n, --h, --w, --c, --o and --kernel are required");
+  // The bias has the input's type, as the frontend builds it.
+  if (bias)
+    p.biasType = p.inType;
+  tcc::gen::checkChip(flags.chip);
+  std::string why;
+  if (!tcc::gpu::convKernelSupports(p, why))
+    die(why);
+  tcc::TargetDesc target = tcc::gen::targetOf(flags.chip);
+  tcc::gpu::ConvSchedule s = tcc::gpu::chooseConvSchedule(p, target);
+  if (!flags.schedule.empty()) {
+    std::vector<int64_t> v = parseIntList("--schedule", flags.schedule, 6);
+    s = {v[0], v[1], v[2], v[3], v[4], v[5]};
+  }
+  if (!tcc::gpu::convScheduleValid(p, s, target, why))
+    die(why);
+
+  OpBuilder b(&ctx);
+  tcc::gen::KernelModule km = tcc::gen::createKernelModule(b);
+  FailureOr<tcc::gpu::KernelLaunch> launch =
+      tcc::gpu::buildConvKernel(b, km.kernels, flags.name, p, s);
+  if (failed(launch))
+    die("cannot build the kernel");
+  if (tcc::gen::verifyOrPrint(*km.module, flags.emitMlir))
+    return 0;
+  std::string ptx = tcc::gen::lowerToPtx(*km.module, flags.chip);
+  tcc::gen::writePtx(flags.outDir, flags.name, ptx);
+
+  int64_t oh = p.outH(), ow = p.outW();
+  std::vector<tcc::gen::BundleTensor> inputs = {
+      {"x", p.inType, {p.n, p.h, p.w, p.c}},
+      {"w", p.weightType, {p.o, p.kh, p.kw, p.c}}};
+  if (bias)
+    inputs.push_back({"bias", p.biasType, {p.o}});
+  tcc::gen::writeKernelBundle(
+      flags.outDir, flags.name, flags.chip, "conv2d", "tcc.conv2d", inputs,
+      {"y", p.outType, {p.n, oh, ow, p.o}}, ptx, *launch);
+  nlohmann::json info = {
+      {"name", flags.name},
+      {"n", p.n},
+      {"h", p.h},
+      {"w", p.w},
+      {"c", p.c},
+      {"o", p.o},
+      {"kernel", {p.kh, p.kw}},
+      {"stride", {p.strideH, p.strideW}},
+      {"pad", {p.padTop, p.padLeft, p.padBottom, p.padRight}},
+      {"dilation", {p.dilationH, p.dilationW}},
+      {"out", {p.n, oh, ow, p.o}},
+      {"bias", bias},
+      {"relu", p.relu},
+      {"type", tcc::gen::typeName(p.inType)},
+      {"out_type", tcc::gen::typeName(p.outType)},
+      {"tf32", p.allowTf32},
+      {"schedule", {s.tileM, s.tileN, s.tileK, s.warpsM, s.warpsN, s.stages}},
+      {"grid", launch->grid},
+      {"block", launch->block},
+      {"shared_bytes", launch->sharedBytes}};
+  std::cout << info.dump() << "\n";
+  return 0;
+}

@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""Checks and times the convolution bundles of .carry/conv on a CUDA GPU.
+
+    check_conv.py TCC CARRY_DIR OUT_DIR
+
+For every case of CARRY_DIR/cases.txt: fresh random inputs (uniform in
+[-1, 1), rounded to the operand dtype so that the reference sees exactly what
+the kernel sees), `tcc run`, and ||out - ref|| / ||ref|| against a float64
+torch.nn.functional.conv2d on the GPU (asymmetric pads through F.pad), with a
+tolerance set by the dtypes. Bench cases are also timed with `tcc bench`
+(device events, median) next to torch conv2d on channels_last tensors
+(cuDNN, benchmark mode) of the same shapes and dtypes, in this same process.
+Writes OUT_DIR/results.json and prints one line a case; exits 1 if any case
+failed.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "matmul"))
+from check_gemm import median_ms  # noqa: E402  (the same timing as GEMMs)
+
+TORCH_DTYPE = {"bf16": torch.bfloat16, "f16": torch.float16,
+               "f32": torch.float32}
+
+
+def tolerance(info):
+    """Relative error bound for ||out - ref|| / ||ref||."""
+    if info["out_type"] == "bf16":
+        return 8e-3   # output rounding alone: ~2^-9 / sqrt(3)
+    if info["out_type"] == "f16":
+        return 2e-3   # ~2^-12 / sqrt(3), plus accumulation
+    if info["type"] == "f32":
+        return 4e-3   # operands truncated to tf32's 10 mantissa bits
+    return 1e-4       # exact 16-bit products, f32 accumulation
+
+
+def operands(info, gen):
+    """Random x [N,H,W,C], w [O,KH,KW,C], bias [O] in the operand dtype."""
+    dt = TORCH_DTYPE[info["type"]]
+    kh, kw = info["kernel"]
+
+    def rand(shape):
+        return (torch.rand(shape, device="cuda", generator=gen) * 2 - 1).to(dt)
+    x = rand([info["n"], info["h"], info["w"], info["c"]])
+    w = rand([info["o"], kh, kw, info["c"]])
+    b = rand([info["o"]]) if info["bias"] else None
+    return x, w, b
+
+
+def conv_nchw(info, x, w, b):
+    """torch's conv2d of NCHW-viewed x, w (any dtype), with the case's pads."""
+    top, left, bottom, right = info["pad"]
+    if top == bottom and left == right:
+        y = F.conv2d(x, w, b, stride=info["stride"], padding=(top, left),
+                     dilation=info["dilation"])
+    else:
+        y = F.conv2d(F.pad(x, (left, right, top, bottom)), w, b,
+                     stride=info["stride"], dilation=info["dilation"])
+    return F.relu(y) if info["relu"] else y
+
+
+def check(tcc, carry, name, info, gen, tmp):
+    x, w, b = operands(info, gen)
+    files = {}
+    for key, t in (("x", x), ("w", w), ("bias", b)):
+        if t is None:
+            continue
+        # f32 files; bf16/f16 values convert exactly on load.
+        files[key] = os.path.join(tmp, key + ".npy")
+        np.save(files[key], t.float().cpu().numpy())
+    outdir = os.path.join(tmp, "out")
+    os.makedirs(outdir, exist_ok=True)
+    cmd = [tcc, "run", os.path.join(carry, name + ".tccb")]
+    for key, path in files.items():
+        cmd += ["--input", key + "=" + path]
+    done = subprocess.run(cmd + ["--output-dir", outdir],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        return {"ok": False, "error": (done.stderr or done.stdout).strip()}
+    out = torch.from_numpy(np.load(os.path.join(outdir, "y.npy"))).cuda()
+    ref = conv_nchw(info, x.double().permute(0, 3, 1, 2),
+                    w.double().permute(0, 3, 1, 2),
+                    None if b is None else b.double()).permute(0, 2, 3, 1)
+    if list(out.shape) != list(ref.shape):
+        return {"ok": False, "error": f"shape {list(out.shape)}, "
+                                      f"expected {list(ref.shape)}"}
+    diff = out.double() - ref
+    ref_norm = ref.norm().item()
+    rel = diff.norm().item() / ref_norm if ref_norm else diff.norm().item()
+    scale = ref.abs().max().item() or 1.0
+    max_rel = diff.abs().max().item() / scale
+    nans = int(torch.isnan(out).sum().item())
+    tol = tolerance(info)
+    ok = nans == 0 and rel <= tol and max_rel <= 10 * tol
+    return {"ok": ok, "rel": rel, "max_rel": max_rel, "nans": nans,
+            "tol": tol}
+
+
+def bench(tcc, carry, name, info, gen, tmp):
+    path = os.path.join(tmp, "bench.json")
+    done = subprocess.run(
+        [tcc, "bench", os.path.join(carry, name + ".tccb"), "--warmup", "10",
+         "--iters", "50", "--json", path], capture_output=True, text=True)
+    if done.returncode != 0:
+        return {"ok": False, "error": (done.stderr or done.stdout).strip()}
+    with open(path) as f:
+        ours = json.load(f)["median_ms"]
+    # The peer: cuDNN on channels_last tensors (NHWC memory, as ours), same
+    # dtypes; f32 is tf32 exactly when the kernel is.
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.allow_tf32 = bool(info["tf32"])
+    x, w, b = operands(info, gen)
+    xc = x.permute(0, 3, 1, 2)  # a channels_last view: no copy
+    wc = w.permute(0, 3, 1, 2)
+    peer = median_ms(lambda: conv_nchw(info, xc, wc, b))
+    kh, kw = info["kernel"]
+    n, oh, ow, o = info["out"]
+    flop = 2.0 * n * oh * ow * o * kh * kw * info["c"]
+    return {"ok": True, "ms": ours, "tflops": flop / ours / 1e9,
+            "torch_ms": peer, "torch_tflops": flop / peer / 1e9,
+            "ratio": peer / ours}
+
+
+def main():
+    tcc, carry, outdir = sys.argv[1:4]
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(int.from_bytes(os.urandom(4), "little"))
+    print("torch", torch.__version__, torch.cuda.get_device_name(0))
+    results, failed = {}, []
+    with open(os.path.join(carry, "cases.txt")) as f:
+        cases = [line.split()[:2] for line in f
+                 if line.strip() and not line.startswith("#")]
+    for name, role in cases:
+        with open(os.path.join(carry, name + ".json")) as f:
+            info = json.load(f)
+        res = {"info": info}
+        with tempfile.TemporaryDirectory() as tmp:
+            try:
+                res["check"] = check(tcc, carry, name, info, gen, tmp)
+                if role in ("bench", "both"):
+                    res["bench"] = bench(tcc, carry, name, info, gen, tmp)
+            except Exception as e:  # one broken case must not hide the rest
+                res["check"] = {"ok": False, "error": repr(e)}
+        ok = res["check"]["ok"] and res.get("bench", {"ok": True})["ok"]
+        if not ok:
+            failed.append(name)
+        c = res["check"]
+        line = f"{name:16s} {'ok  ' if ok else 'FAIL'} sched={info['schedule']}"
+        if "rel" in c:
+            line += (f" rel={c['rel']:.2e} max_rel={c['max_rel']:.2e}"
+                     f" tol={c['tol']:.0e}")
+        if "error" in c:
+            line += " error: " + c["error"][:300]
+        if "bench" in res and "ms" in res["bench"]:
+            r = res["bench"]
+            line += (f" | {r['ms']:.4f} ms {r['tflops']:.1f} TFLOP/s;"
+                     f" cudnn {r['torch_ms']:.4f} ms {r['torch_tflops']:.1f}"
+                     f" TFLOP/s; ratio {r['ratio']:.2f}")
+        elif "bench" in res:
+            line += " bench error: " + res["bench"].get("error", "")[:300]
+        print(line, flush=True)
+        results[name] = res
+    with open(os.path.join(outdir, "results.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    print(f"{len(cases) - len(failed)} passed, {len(failed)} failed")
+    if failed:
+        print("failed:", " ".join(failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""Channels-last convolutions take the implicit-GEMM template, others do not.
+
+    codegen_conv_test.py TCC [PTXAS]
+
+Compiles small conv models with `tcc compile --conv-layout nhwc --emit asm`
+for sm_90 and sm_80 and checks the PTX: a groups-1 f16 convolution (alone;
+with a ReLU after it, which joins the template's epilogue; with a residual
+add too, which then reads the template's result from scratch) has a
+`<kernel>_conv_mma` entry with mma.sync and cp.async; a tf32 one (--allow-tf32) the m16n8k8 tf32 mma; a grouped one and
+an f32 one without tf32 no template. With PTXAS, the PTX must assemble
+without spills. Exits 77 (skipped) when this tcc has no --conv-layout (the
+layout pass, branch `layout`, is not merged yet).
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+
+def model(dtype, groups=1, epilogue=None):
+    """x -> conv (asymmetric pads, stride 2x1, bias) [-> relu [-> + conv]]."""
+    c, o = 16, 32
+    nodes = [{"name": "conv", "op": "conv2d", "inputs": ["x", "w", "b"],
+              "outputs": ["y"],
+              "attrs": {"pads": [1, 0, 2, 1], "strides": [2, 1],
+                        "groups": groups}}]
+    outputs = ["y"]
+    if epilogue:
+        nodes.append({"op": "relu", "inputs": ["y"], "outputs": ["r"],
+                      "attrs": {}})
+        outputs = ["r"]
+    if epilogue == "residual":
+        nodes.append({"op": "add", "inputs": ["r", "y"], "outputs": ["z"],
+                      "attrs": {}})
+        outputs = ["z"]
+    return {
+        "format": "tcc-model", "version": 1, "name": "conv",
+        "inputs": [{"name": "x", "dtype": dtype, "shape": [2, c, 19, 23]}],
+        "params": [
+            {"name": "w", "dtype": dtype, "shape": [o, c // groups, 3, 3],
+             "init": {"random": "normal", "mean": 0.0, "std": 0.1,
+                      "seed": 1}},
+            {"name": "b", "dtype": dtype, "shape": [o],
+             "init": {"fill": 0.5}}],
+        "nodes": nodes, "outputs": outputs}
+
+
+def compile_ptx(tcc, tmp, m, chip, extra):
+    path = os.path.join(tmp, "m.json")
+    with open(path, "w") as f:
+        json.dump(m, f)
+    out = os.path.join(tmp, "m.ptx")
+    done = subprocess.run(
+        [tcc, "compile", path, "--target", chip, "--conv-layout", "nhwc",
+         "--emit", "asm", "-o", out] + extra, capture_output=True, text=True)
+    if done.returncode != 0:
+        return None, done.stderr.strip()
+    with open(out) as f:
+        return f.read(), ""
+
+
+def main():
+    tcc = sys.argv[1]
+    ptxas = sys.argv[2] if len(sys.argv) > 2 else ""
+    helps = subprocess.run([tcc, "compile", "--help"], capture_output=True,
+                           text=True).stdout
+    if "conv-layout" not in helps:
+        print("skipped: tcc compile has no --conv-layout")
+        return 77
+    cases = [
+        # name, model, flags, template expected, patterns
+        ("f16", model("f16"), [], True,
+         ["mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+          "cp.async.cg.shared.global"]),
+        # The ReLU joins the template's epilogue.
+        ("f16_relu", model("f16", epilogue="relu"), [], True,
+         ["mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+          "max.NaN.f32"]),
+        ("f16_residual", model("f16", epilogue="residual"), [], True,
+         ["mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"]),
+        ("bf16", model("bf16"), [], True,
+         ["mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"]),
+        ("tf32", model("f32"), ["--allow-tf32"], True,
+         ["mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"]),
+        ("grouped", model("f16", groups=4), [], False, []),
+        ("f32", model("f32"), [], False, []),
+    ]
+    failed = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, m, flags, want, patterns in cases:
+            for chip in ("sm_90", "sm_80"):
+                ptx, err = compile_ptx(tcc, tmp, m, chip, flags)
+                problems = []
+                if ptx is None:
+                    problems.append("compile failed: " + err)
+                else:
+                    entries = re.findall(r"\.entry\s+(\w+)", ptx)
+                    has = any(e.endswith("_conv_mma") for e in entries)
+                    if has != want:
+                        problems.append(
+                            ("no" if want else "a") + " _conv_mma entry: " +
+                            " ".join(entries))
+                    problems += ["no " + p for p in patterns if p not in ptx]
+                    if ptxas and not problems:
+                        path = os.path.join(tmp, "m.ptx")
+                        rep = subprocess.run(
+                            [ptxas, "-arch=" + chip, "-v", path, "-o",
+                             os.devnull], capture_output=True, text=True)
+                        log = rep.stdout + rep.stderr
+                        spills = re.findall(r"(\d+) bytes spill stores", log)
+                        if rep.returncode != 0 or any(int(s) for s in spills):
+                            problems.append("ptxas: " + log[-500:])
+                status = "ok  " if not problems else "FAIL"
+                print(f"{status} {name} {chip} {'; '.join(problems)}")
+                failed += bool(problems)
+        # "conv" in --schedule sets the template's tiles (64 threads here);
+        # an invalid one is a one-line error.
+        total = len(cases) * 2 + 2
+        for body, want_ok in (({"tile_m": 64, "tile_n": 32, "warps_m": 2,
+                                "warps_n": 1, "stages": 2}, True),
+                              ({"tile_m": 48}, False)):
+            sched = os.path.join(tmp, "sched.json")
+            with open(sched, "w") as f:
+                json.dump({"conv": body}, f)
+            ptx, err = compile_ptx(tcc, tmp, model("f16"), "sm_90",
+                                   ["--schedule", sched])
+            if want_ok:
+                ok = ptx is not None and re.search(
+                    r"_conv_mma\([^)]*\)\s*\.maxntid 64, 1, 1", ptx)
+            else:
+                ok = ptx is None and "conv schedule" in err and \
+                    len(err.splitlines()) == 1
+            print(f"{'ok  ' if ok else 'FAIL'} --schedule conv "
+                  f"{json.dumps(body)} {'' if ok else err}")
+            failed += not ok
+    print(f"{total - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

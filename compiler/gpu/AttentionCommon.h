@@ -152,35 +152,6 @@ public:
     return {start, end};
   }
 
-  /// The key tiles [begin, end) of `blockKV` keys that `constraints` keep
-  /// whole for every row of [q0, qLast] (begin >= end: none). Each
-  /// constraint with b != 0 bounds k on one side, tightest at the row where
-  /// a*q + c is smallest; one with b == 0 keeps a tile whole only if it
-  /// keeps every row.
-  std::pair<mlir::Value, mlir::Value>
-  fullTileRange(llvm::ArrayRef<MaskConstraint> constraints, int64_t blockKV) {
-    mlir::Value begin = cst(0), end = cst(int64_t(1) << 30);
-    for (const MaskConstraint &mc : constraints) {
-      mlir::Value lo =
-          add(mc.a ? mul(mc.a > 0 ? q0 : qLast, mc.a) : cst(0), mc.c);
-      if (mc.b > 0) {
-        // k >= ceil(-lo / b) for every key of the tile.
-        mlir::Value kLo = ceilDivS(sub(cst(0), lo), mc.b);
-        begin =
-            mlir::arith::MaxSIOp::create(b, loc, begin, ceilDivS(kLo, blockKV));
-      } else if (mc.b < 0) {
-        // k <= floor(lo / -b) for the tile's last key.
-        mlir::Value kHi = floorDiv(lo, -mc.b);
-        end = mlir::arith::MinSIOp::create(b, loc, end,
-                                           floorDiv(add(kHi, 1), blockKV));
-      } else {
-        end = select(cmp(mlir::arith::CmpIPredicate::slt, lo, cst(0)), cst(0),
-                     end);
-      }
-    }
-    return {begin, end};
-  }
-
   /// Whether the key tile at k0 (blockKV keys) is partial under
   /// `constraints`: some constraint fails at its worst corner.
   mlir::Value tilePartial(llvm::ArrayRef<MaskConstraint> constraints,

@@ -297,14 +297,11 @@ private:
   SmallVector<Value> applyMask(ArrayRef<Value> sv, Value k0);
   /// Scale, scoreMod and mask on the scores `sv` of the key tile at k0,
   /// then the online softmax: updates mRun and lRun, sets corr (the factor
-  /// for O) and returns P as A registers. `maskTile` says whether the tile
-  /// needs the linear mask (a loop segment known to need it or not);
-  /// without it, the loop's default below decides.
+  /// for O) and returns P as A registers.
   SmallVector<Value> softmax(SmallVector<Value> sv, Value k0,
                              MutableArrayRef<Value> mRun,
                              MutableArrayRef<Value> lRun, Value corr[2],
-                             Value stage,
-                             std::optional<bool> maskTile = std::nullopt);
+                             Value stage);
   /// O *= corr per row half.
   void rescale(MutableArrayRef<Value> oAcc, Value corr[2]) {
     for (int64_t e = 0; e < nO; ++e)
@@ -667,8 +664,7 @@ SmallVector<Value> FlashBuilder::applyMask(ArrayRef<Value> sv, Value k0) {
 SmallVector<Value> FlashBuilder::softmax(SmallVector<Value> sv, Value k0,
                                          MutableArrayRef<Value> mRun,
                                          MutableArrayRef<Value> lRun,
-                                         Value corr[2], Value stage,
-                                         std::optional<bool> maskTile) {
+                                         Value corr[2], Value stage) {
   // Scale and modify (the fast path keeps raw scores), then mask.
   if (!fast) {
     Value scale = cstF(p.scale);
@@ -718,10 +714,7 @@ SmallVector<Value> FlashBuilder::softmax(SmallVector<Value> sv, Value k0,
   // (Measured hypothesis for the next GPU session: causal lost 17% to the
   // overlapped loop; the tail bound of an odd lk keeps its branch until
   // then, so that the kernels measured so far stay as they were.)
-  if (maskTile) {
-    if (*maskTile)
-      sv = applyMask(sv, k0);
-  } else if (s.overlap && !p.mask.empty())
+  if (s.overlap && !p.mask.empty())
     sv = applyMask(sv, k0);
   else if (!constraints.empty())
     sv = yieldIf(
@@ -1097,14 +1090,9 @@ SmallVector<Value> FlashBuilder::consumerOverlappedLoop(Value tStart,
     carriedInit.append(lRun);
     carriedInit.append(pRegs);
     carriedInit.append({cstF(1.0), cstF(1.0)});
-    // Iteration i computes the scores of tile i+1. The tiles the mask keeps
-    // whole run without it: the iterations split into a masked head, an
-    // unmasked middle and a masked tail (a segment a mask cannot need is
-    // not emitted), so no branch sits inside the window where P V is in
-    // flight and the whole tiles pay for no selects.
-    auto segment = [&](Value lb, Value ub, ValueRange carried,
-                       std::optional<bool> masked) {
-      auto loop = scf::ForOp::create(b, loc, lb, ub, cst(1), carried);
+    auto loop =
+        scf::ForOp::create(b, loc, cst(0), add(n, -1), cst(1), carriedInit);
+    {
       OpBuilder::InsertionGuard g2(b);
       b.setInsertionPointToStart(loop.getBody());
       Value i = loop.getInductionVar();
@@ -1127,7 +1115,7 @@ SmallVector<Value> FlashBuilder::consumerOverlappedLoop(Value tStart,
       Value corrNext[2];
       SmallVector<Value> pNext =
           softmax(fenceOperands(svNext), mul(add(tStart, iNext), s.blockKV), m,
-                  l, corrNext, stageNext, masked);
+                  l, corrNext, stageNext);
       waitWgmma(0);
       oNext = fenceOperands(oNext);
       arrive(emptyBarrier(stage));
@@ -1137,40 +1125,13 @@ SmallVector<Value> FlashBuilder::consumerOverlappedLoop(Value tStart,
       out.append(pNext);
       out.append({corrNext[0], corrNext[1]});
       scf::YieldOp::create(b, loc, out);
-      return SmallVector<Value>(loop.getResults());
-    };
-    Value last = add(n, -1);
-    SmallVector<Value> r;
-    if (constraints.empty()) {
-      r = segment(cst(0), last, carriedInit, std::nullopt);
-    } else {
-      bool head = false, tail = false;
-      for (const MaskConstraint &mc : constraints) {
-        head |= mc.b >= 0;
-        tail |= mc.b <= 0;
-      }
-      auto [fullBegin, fullEnd] = fullTileRange(constraints, s.blockKV);
-      // Tile j is whole for fullBegin <= j < fullEnd; iteration i scores
-      // tile tStart + i + 1.
-      auto clampTo = [&](Value v, Value lo, Value hi) {
-        return arith::MinSIOp::create(
-            b, loc, arith::MaxSIOp::create(b, loc, v, lo), hi);
-      };
-      Value mid0 = clampTo(sub(fullBegin, add(tStart, 1)), cst(0), last);
-      Value mid1 = clampTo(sub(fullEnd, add(tStart, 1)), mid0, last);
-      r = carriedInit;
-      if (head)
-        r = segment(cst(0), mid0, r, true);
-      r = segment(head ? mid0 : cst(0), tail ? mid1 : last, r, false);
-      if (tail)
-        r = segment(mid1, last, r, true);
     }
     // Tail: P V of the last tile.
+    ValueRange r = loop.getResults();
     SmallVector<Value> oAcc(r.begin(), r.begin() + nO);
-    SmallVector<Value> pLast(
-        ArrayRef<Value>(r).drop_front(nO + 4).drop_back(2));
+    SmallVector<Value> pLast(r.drop_front(nO + 4).drop_back(2));
     Value corrLast[2] = {r[r.size() - 2], r[r.size() - 1]};
-    Value lastStage = rem(last, s.stages);
+    Value lastStage = rem(add(n, -1), s.stages);
     rescale(oAcc, corrLast);
     SmallVector<Value> out = accumulate(stageUnitsOf(lastStage), pLast, oAcc);
     waitWgmma(0);
@@ -1307,12 +1268,13 @@ WgmmaAttentionSchedule chooseWgmmaAttentionSchedule(const AttentionProblem &p) {
   // Measured on the H200 (docs/performance.md, sessions 15 and 16), bf16
   // D 128 sequence 8192: the producer warpgroup with the overlapped loop
   // and 3 stages runs 1.08x the producer's simple loop on unmasked
-  // attention; on causal, with the whole tiles' iterations peeled from the
-  // masked ones, 1.02-1.03x (0.83x before the peeling). With a mask
-  // bounding keys from below too (a sliding window) or a score change on a
-  // masked form (ALiBi), it ran 0.79-0.81x the simple loop (with or
-  // without the peeling), not yet explained, so those keep the simple loop;
-  // so does ping-pong, which lost 24% on the peeled causal loop.
+  // attention. On causal, where the overlapped loop applies the mask to
+  // every tile with selects, with ping-pong, 1.02x (b8) and 1.04x (b1); with
+  // a mask bounding keys from below too (a sliding window) or a score change
+  // on a masked form (ALiBi), 0.79-0.81x, not yet explained, so those keep
+  // the simple loop. (Peeling the whole tiles' iterations into a loop of
+  // their own made ptxas serialise the wgmmas, C7513, even with identical
+  // loop bodies: session 16.)
   // Key masks keep the kernel without a producer (its skipped tiles are
   // measured there), and a captured bias plane keeps the simple loop with
   // 2 stages (the room to stage it through shared memory).
@@ -1335,10 +1297,17 @@ WgmmaAttentionSchedule chooseWgmmaAttentionSchedule(const AttentionProblem &p) {
   bool fastScores = !p.scoreMod && !p.correction && !p.contribution;
   bool upperBoundsOnly =
       llvm::all_of(p.mask, [](const MaskConstraint &mc) { return mc.b < 0; });
-  if (!plane && (p.mask.empty() || (fastScores && upperBoundsOnly))) {
+  if (!plane && p.mask.empty()) {
     WgmmaAttentionSchedule op = pd;
     op.overlap = true;
     op.stages = 3;
+    return op;
+  }
+  if (!plane && fastScores && upperBoundsOnly) {
+    WgmmaAttentionSchedule op = pd;
+    op.overlap = true;
+    op.stages = 3;
+    op.pingpong = true;
     return op;
   }
   return pd;

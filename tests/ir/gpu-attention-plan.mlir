@@ -163,9 +163,9 @@ func.func @given(%q: tensor<1x4x256x64xbf16>, %k: tensor<1x4x256x64xbf16>, %v: t
 // -----
 
 // A causal mask, written without a scale (scale 1, no score code): the
-// overlapped loop with its whole key tiles peeled from the masked ones.
+// overlapped loop, masking every tile with selects, in ping-pong.
 // CHECK-LABEL: func.func @causal_d128
-// SM90A: tcc.attention_plan = #tcc.wgmma_attention<warpgroups = 2, blockKV = 128, stages = 3, overlap = true, producer = true, pingpong = false>
+// SM90A: tcc.attention_plan = #tcc.wgmma_attention<warpgroups = 2, blockKV = 128, stages = 3, overlap = true, producer = true, pingpong = true>
 // SM90: tcc.attention_plan = #tcc.mma_attention<
 func.func @causal_d128(%q: tensor<1x4x256x128xbf16>, %k: tensor<1x4x256x128xbf16>, %v: tensor<1x4x256x128xbf16>) -> tensor<1x4x256x128xbf16> {
   %0 = tcc.chain attributes {axis = 3 : i64, tcc.attention} -> tensor<1x4x256x128xbf16> {

@@ -11,6 +11,7 @@
 #include "passes/Passes.h"
 
 #include "mlir/Analysis/SliceAnalysis.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/IR/IRMapping.h"
 
 namespace mlir::tcc {
@@ -274,6 +275,37 @@ struct TccGpuRowReductions
         todo.push_back({op, *m});
     for (auto &[op, m] : todo)
       rewrite(op, m);
+    // The reductions left (reduced axes not innermost, e.g. a mean over
+    // H and W of [N, H, W, C], or over the rows of a matrix) get their
+    // parallel loops outermost: the generic mapping then gives each output
+    // element a thread that walks its reduced elements, neighbouring
+    // threads reading neighbouring addresses. Left as they were, the
+    // parallel loops inside the reduction ones ran on one thread.
+    IRRewriter rewriter(func.getContext());
+    SmallVector<linalg::GenericOp> generics(
+        func.getBody().front().getOps<linalg::GenericOp>());
+    for (linalg::GenericOp op : generics) {
+      SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
+      SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+      SmallVector<unsigned> order;
+      bool reductionSeen = false, interleaved = false;
+      for (unsigned d = 0; d < iters.size(); ++d) {
+        bool par = iters[d] == utils::IteratorType::parallel;
+        if (par) {
+          order.push_back(d);
+          interleaved |= reductionSeen && ranges[d] != 1;
+        } else if (ranges[d] != 1) {
+          reductionSeen = true;
+        }
+      }
+      if (!interleaved)
+        continue;
+      for (unsigned d = 0; d < iters.size(); ++d)
+        if (iters[d] != utils::IteratorType::parallel)
+          order.push_back(d);
+      rewriter.setInsertionPoint(op);
+      (void)linalg::interchangeGenericOp(rewriter, op, order);
+    }
   }
 };
 

@@ -155,6 +155,9 @@ def TccGpuRowReductions : Pass<"tcc-gpu-row-reductions", "func::FuncOp"> {
     combined by warp shuffles (and shared memory across the warps of a
     block), then with the output's initial value. The combination order
     differs from a sequential loop's, as on any parallel machine.
+    A reduction whose reduced loops are not innermost (a mean over H and W
+    of [N, H, W, C]) gets its parallel loops moved outermost instead, so
+    that the generic mapping gives each output element a thread.
   }];
   let options = [
     Option<"blockRowLength", "block-row-length", "int64_t",

@@ -1,4 +1,4 @@
-// RUN: tcc-opt %s --split-input-file --tcc-gpu-row-reductions | FileCheck %s
+// RUN: tcc-opt %s --split-input-file --tcc-gpu-row-reductions --mlir-print-local-scope | FileCheck %s
 
 // A row sum over 100 elements: a warp per row, 8 rows a block of 256; each
 // lane adds every 32nd element from 0.0, the lanes combine by xor shuffles,
@@ -165,6 +165,25 @@ func.func @strided_column_sum(%a: memref<1000x2xf32>, %o: memref<1x2xf32>) attri
   linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (0, d1)>],
                   iterator_types = ["reduction", "parallel"]}
       ins(%a : memref<1000x2xf32>) outs(%o : memref<1x2xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %s = arith.addf %x, %acc : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// A mean's sum over H and W of [N, H, W, C] (channels last): its reduced
+// loops are not innermost, so it stays a generic, with its parallel loops
+// moved outermost (N, C, then H, W) for a thread per output element.
+// CHECK-LABEL: func.func @nhwc_pool_sum
+// CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d2, d3, d1)>, affine_map<(d0, d1, d2, d3) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction", "reduction"]}
+// CHECK-NOT: gpu.launch
+func.func @nhwc_pool_sum(%a: memref<2x7x7x64xf32>, %o: memref<2x64xf32>) attributes {tcc.kernel} {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d3)>],
+                  iterator_types = ["parallel", "reduction", "reduction", "parallel"]}
+      ins(%a : memref<2x7x7x64xf32>) outs(%o : memref<2x64xf32>) {
   ^bb0(%x: f32, %acc: f32):
     %s = arith.addf %x, %acc : f32
     linalg.yield %s : f32

@@ -9,7 +9,8 @@ the kernel sees), `tcc run`, and ||out - ref|| / ||ref|| against a float64
 torch.nn.functional.conv2d on the GPU (asymmetric pads through F.pad), with a
 tolerance set by the dtypes. Bench cases are also timed with `tcc bench`
 (device events, median) next to torch conv2d on channels_last tensors
-(cuDNN, benchmark mode) of the same shapes and dtypes, in this same process.
+(cuDNN, benchmark mode) of the same shapes and dtypes, in this same process,
+both as CUDA graph replays (`tcc bench --cuda-graph`, torch.cuda.CUDAGraph).
 Writes OUT_DIR/results.json and prints one line a case; exits 1 if any case
 failed.
 """
@@ -108,7 +109,8 @@ def bench(tcc, carry, name, info, gen, tmp):
     path = os.path.join(tmp, "bench.json")
     done = subprocess.run(
         [tcc, "bench", os.path.join(carry, name + ".tccb"), "--warmup", "10",
-         "--iters", "50", "--json", path], capture_output=True, text=True)
+         "--iters", "50", "--cuda-graph", "--json", path],
+        capture_output=True, text=True)
     if done.returncode != 0:
         return {"ok": False, "error": (done.stderr or done.stdout).strip()}
     with open(path) as f:
@@ -120,7 +122,19 @@ def bench(tcc, carry, name, info, gen, tmp):
     x, w, b = operands(info, gen)
     xc = x.permute(0, 3, 1, 2)  # a channels_last view: no copy
     wc = w.permute(0, 3, 1, 2)
-    peer = median_ms(lambda: conv_nchw(info, xc, wc, b))
+    # Both sides replay a CUDA graph: a batch-1 layer runs in a few
+    # microseconds, less than Python's launch of F.conv2d, which timing
+    # eager calls would measure instead of cuDNN's kernel.
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            conv_nchw(info, xc, wc, b)
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        conv_nchw(info, xc, wc, b)
+    peer = median_ms(graph.replay)
     kh, kw = info["kernel"]
     n, oh, ow, o = info["out"]
     flop = 2.0 * n * oh * ow * o * kh * kw * info["c"]

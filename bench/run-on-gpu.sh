@@ -22,11 +22,12 @@ carry=$root/.carry/bench
 
 if [ "${1:-}" = prepare-cnn ]; then
   shift
-  mkdir -p "$root/.carry/cnn/deps/usr/include" "$root/.carry/cnn/deps/usr/share/cmake"
-  cp -r /usr/include/nlohmann "$root/.carry/cnn/deps/usr/include/"
-  cp -r /usr/share/cmake/nlohmann_json "$root/.carry/cnn/deps/usr/share/cmake/"
+  cnn=${CNN_CARRY:-$root/.carry/cnn}
+  mkdir -p "$cnn/deps/usr/include" "$cnn/deps/usr/share/cmake"
+  cp -r /usr/include/nlohmann "$cnn/deps/usr/include/"
+  cp -r /usr/share/cmake/nlohmann_json "$cnn/deps/usr/share/cmake/"
   exec /usr/bin/python3 "$root/bench/cnn_bench.py" --prepare \
-    --tcc "${TCC:-$root/build/compiler/tcc}" --carry "$root/.carry/cnn" "$@"
+    --tcc "${TCC:-$root/build/compiler/tcc}" --carry "$cnn" "$@"
 fi
 
 if [ "${1:-}" = prepare ]; then
@@ -43,8 +44,9 @@ if [ "${1:-}" = prepare ]; then
   exit 0
 fi
 
-# BENCH=cnn: the CNNs of .carry/cnn (bench/cnn_bench.py) instead.
-[ "${BENCH:-}" = cnn ] && carry=$root/.carry/cnn
+# BENCH=cnn: the CNNs of .carry/cnn or $CNN_CARRY (bench/cnn_bench.py)
+# instead: a bundle embeds its weights, so big models go one call each.
+[ "${BENCH:-}" = cnn ] && carry=${CNN_CARRY:-$root/.carry/cnn}
 out=${OUT:-$root/out}
 mkdir -p "$out"
 build=${TCC_BENCH_BUILD:-/tmp/tcc-bench-build}

@@ -217,6 +217,7 @@ struct MatmulUse {
   bool direct;
   std::optional<::tcc::gpu::ConvProblem> conv;
   int biasArg = -1;
+  int residualArg = -1; ///< the conv epilogue's residual (-1: none)
 };
 
 /// Marks `f` as computed whole by the template (`direct`), or cuts `op`
@@ -305,17 +306,45 @@ std::optional<MatmulUse> takeConv(func::FuncOp f,
       outTy.getShape() != ArrayRef<int64_t>{p.n, p.outH(), p.outW(), p.o} ||
       wTy.getDimSize(3) != p.c)
     return std::nullopt;
-  // A ReLU that is all the rest of the kernel joins the template's epilogue.
+  // What follows the convolution joins the template's epilogue when it is
+  // all the rest of the kernel: an add of a kernel argument of the result's
+  // type (a residual connection), then a ReLU, either or both.
   Block &body = f.getBody().front();
-  if (conv->hasOneUse() && &body.front() == conv.getOperation())
-    if (auto relu = dyn_cast<mlir::tcc::ReluOp>(*conv->getUsers().begin()))
-      if (relu->getNextNode() == body.getTerminator() &&
-          f.getNumResults() == 1 &&
-          body.getTerminator()->getOperand(0) == relu.getResult()) {
+  BlockArgument residualArg;
+  if (&body.front() == conv.getOperation() && f.getNumResults() == 1) {
+    Operation *ret = body.getTerminator();
+    Value last = conv.getResult();
+    auto single = [&](Value v) -> Operation * {
+      return v.hasOneUse() ? *v.getUsers().begin() : nullptr;
+    };
+    mlir::tcc::AddOp add;
+    if (auto a = dyn_cast_or_null<mlir::tcc::AddOp>(single(last))) {
+      Value other = a.getLhs() == last ? a.getRhs() : a.getLhs();
+      auto arg = dyn_cast<BlockArgument>(other);
+      if (arg && other != last && other.getType() == last.getType()) {
+        add = a;
+        residualArg = arg;
+        last = a.getResult();
+      }
+    }
+    mlir::tcc::ReluOp relu = dyn_cast_or_null<mlir::tcc::ReluOp>(single(last));
+    if (relu)
+      last = relu.getResult();
+    if (last.hasOneUse() && *last.getUsers().begin() == ret && (relu || add)) {
+      if (relu) {
         p.relu = true;
-        relu.getResult().replaceAllUsesWith(conv.getResult());
+        relu.getResult().replaceAllUsesWith(relu.getOperand());
         relu.erase();
       }
+      if (add) {
+        p.residualType = outTy.getElementType();
+        add.getResult().replaceAllUsesWith(conv.getResult());
+        add.erase();
+      }
+    } else {
+      residualArg = BlockArgument();
+    }
+  }
   MatmulUse use;
   use.conv = p;
   use.problem.m = p.n * p.outH() * p.outW();
@@ -326,6 +355,8 @@ std::optional<MatmulUse> takeConv(func::FuncOp f,
   use.bArg = wArg.getArgNumber();
   if (biasArg)
     use.biasArg = biasArg.getArgNumber();
+  if (residualArg)
+    use.residualArg = residualArg.getArgNumber();
   cutTemplateOp(f, conv, use);
   return use;
 }
@@ -697,6 +728,8 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
     std::vector<int> operands = {int(use.aArg), int(use.bArg)};
     if (use.biasArg >= 0)
       operands.push_back(use.biasArg);
+    if (use.residualArg >= 0)
+      operands.push_back(use.residualArg);
     placeLaunch(deviceLaunch(symbol, *launch, {}), operands);
     return success();
   }

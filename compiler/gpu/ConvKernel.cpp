@@ -69,8 +69,9 @@ bool convKernelSupports(const ConvProblem &p, std::string &why) {
     return fail("input and weight must both be bf16, f16 or f32");
   if (p.inType.isF32() && !p.allowTf32)
     return fail("f32 runs on tensor cores only as tf32 (--allow-tf32)");
-  if (!isFloat(p.outType) || (p.biasType && !isFloat(p.biasType)))
-    return fail("output and bias must be f32, bf16 or f16");
+  if (!isFloat(p.outType) || (p.biasType && !isFloat(p.biasType)) ||
+      (p.residualType && !isFloat(p.residualType)))
+    return fail("output, bias and residual must be f32, bf16 or f16");
   for (int64_t v : {p.n, p.h, p.w, p.c, p.o, p.kh, p.kw, p.strideH, p.strideW,
                     p.dilationH, p.dilationW})
     if (v < 1)
@@ -137,6 +138,7 @@ FailureOr<KernelLaunch> buildConvKernel(OpBuilder &b,
   GemmGather gather = gatherOf(p);
   GemmEpilogue epilogue;
   epilogue.biasType = p.biasType;
+  epilogue.residualType = p.residualType;
   epilogue.relu = p.relu;
   return buildGemmKernel(b, module, name, gemmOf(p), s, &gather, epilogue);
 }

@@ -28,6 +28,9 @@ struct ConvProblem {
   mlir::Type inType, weightType;
   mlir::Type biasType; ///< null: no bias
   mlir::Type outType;  ///< f32, bf16 or f16
+  /// A tensor of the output's shape added before the ReLU (a residual
+  /// connection); null: none.
+  mlir::Type residualType;
   bool relu = false;
   bool allowTf32 = false;
 

@@ -82,7 +82,7 @@ public:
     std::tie(tileA, tileB) = tileShapes(p, s);
   }
 
-  void build(Value a, Value bMat, Value bias, Value c);
+  void build(Value a, Value bMat, Value bias, Value residual, Value c);
 
 private:
   /// Copies k-tile `kt` of one operand into shared stage `stage`.
@@ -124,7 +124,7 @@ private:
   /// Stores `vals` (f32 elements of C row `row`, columns col..col+L-1).
   void storeRow(Value row, Value col, Value vals);
   /// The epilogue's bias and ReLU on `vals` (columns col..).
-  Value applyEpilogue(Value vals, Value col);
+  Value applyEpilogue(Value vals, Value row, Value col);
   void epilogue(ValueRange acc);
 
   const MatmulProblem &p;
@@ -137,6 +137,7 @@ private:
 
   Value a, bm, c;     // the kernel's memrefs
   Value bias;         // the epilogue's bias (or null)
+  Value residual;     // the epilogue's residual (or null)
   // Per A row a thread copies (gatherRows): the input offset of the
   // window's origin (ky = kx = 0, channel 0), its input row and column
   // (i32), and whether the row is an output pixel (null: no check, or folded
@@ -520,7 +521,7 @@ SmallVector<Value> KernelBuilder::simtStep(Value stage, ValueRange acc) {
   return out;
 }
 
-Value KernelBuilder::applyEpilogue(Value vals, Value col) {
+Value KernelBuilder::applyEpilogue(Value vals, Value row, Value col) {
   auto vt = cast<VectorType>(vals.getType());
   int64_t len = vt.getNumElements();
   if (epi.biasType) {
@@ -546,6 +547,30 @@ Value KernelBuilder::applyEpilogue(Value vals, Value col) {
       bv = arith::ExtFOp::create(b, loc, vt, bv);
     vals = arith::AddFOp::create(b, loc, vals, bv);
   }
+  if (epi.residualType) {
+    Value rv;
+    if (p.n % len == 0) {
+      // Inside the store's bounds check, as the bias.
+      rv = vector::LoadOp::create(b, loc,
+                                  VectorType::get({len}, epi.residualType),
+                                  residual, ValueRange{batchC, row, col}, false,
+                                  llvm::Align(len * bytesOf(epi.residualType)));
+    } else {
+      SmallVector<Value> e;
+      Value r = select(ult(row, p.m), row, cst(0));
+      for (int64_t i = 0; i < len; ++i) {
+        Value ce = add(col, i);
+        e.push_back(memref::LoadOp::create(
+            b, loc, residual,
+            ValueRange{batchC, r, select(ult(ce, p.n), ce, cst(0))}));
+      }
+      rv = vector::FromElementsOp::create(
+          b, loc, VectorType::get({len}, epi.residualType), e);
+    }
+    if (!epi.residualType.isF32())
+      rv = arith::ExtFOp::create(b, loc, vt, rv);
+    vals = arith::AddFOp::create(b, loc, vals, rv);
+  }
   if (epi.relu)
     vals = arith::MaximumFOp::create(
         b, loc, vals,
@@ -558,10 +583,13 @@ void KernelBuilder::storeRow(Value row, Value col, Value vals) {
   int64_t len = vt.getNumElements();
   Type cT = p.cType;
   bool needRow = p.m % s.tileM != 0, needCol = p.n % s.tileN != 0;
-  // A bias is read inside the bounds check of a whole-vector store.
-  bool late = epi.biasType && p.n % len == 0;
+  // A bias or residual is read inside the bounds check of a whole-vector
+  // store.
+  bool late = (epi.biasType || epi.residualType) && p.n % len == 0;
   auto finish = [&](Value v) {
-    v = epi.biasType || epi.relu ? applyEpilogue(v, col) : v;
+    v = epi.biasType || epi.residualType || epi.relu
+            ? applyEpilogue(v, row, col)
+            : v;
     if (!cT.isF32())
       v = arith::TruncFOp::create(b, loc, VectorType::get({len}, cT), v);
     return v;
@@ -638,10 +666,12 @@ void KernelBuilder::epilogue(ValueRange acc) {
       }
 }
 
-void KernelBuilder::build(Value aArg, Value bArg, Value biasArg, Value cArg) {
+void KernelBuilder::build(Value aArg, Value bArg, Value biasArg,
+                          Value residualArg, Value cArg) {
   a = aArg;
   bm = bArg;
   bias = biasArg;
+  residual = residualArg;
   c = cArg;
   int64_t tilesM = ceilDiv(p.m, s.tileM), tilesN = ceilDiv(p.n, s.tileN);
 
@@ -898,6 +928,9 @@ buildGemmKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module, StringRef name,
   SmallVector<Type> args = {aT, bT, cT};
   if (epilogue.biasType)
     args.insert(args.begin() + 2, memrefOf({p.n}, epilogue.biasType));
+  if (epilogue.residualType)
+    args.insert(args.end() - 1,
+                memrefOf({p.batch, p.m, p.n}, epilogue.residualType));
 
   OpBuilder::InsertionGuard g(b);
   int64_t threads = 32 * s.warpsM * s.warpsN;
@@ -905,8 +938,10 @@ buildGemmKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module, StringRef name,
   Block &entry = func.getBody().front();
   Location loc = module.getLoc();
   KernelBuilder kb(b, loc, p, s, gather, epilogue);
+  unsigned nArgs = entry.getNumArguments();
   kb.build(entry.getArgument(0), entry.getArgument(1),
            epilogue.biasType ? entry.getArgument(2) : Value(),
+           epilogue.residualType ? entry.getArgument(nArgs - 2) : Value(),
            entry.getArguments().back());
   mlir::gpu::ReturnOp::create(b, loc);
 

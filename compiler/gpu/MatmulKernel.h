@@ -68,9 +68,12 @@ struct GemmGather {
 };
 
 /// What the epilogue applies to each f32 result before the store: a bias
-/// per column of C (of type biasType; none when null), then ReLU.
+/// per column of C (of type biasType; none when null), a residual of C's
+/// shape added element by element (of type residualType; none when null: a
+/// ResNet block's skip connection), then ReLU.
 struct GemmEpilogue {
   mlir::Type biasType;
+  mlir::Type residualType;
   bool relu = false;
 };
 

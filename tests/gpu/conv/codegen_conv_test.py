@@ -5,9 +5,10 @@
 
 Compiles small conv models with `tcc compile --conv-layout nhwc --emit asm`
 for sm_90 and sm_80 and checks the PTX: a groups-1 f16 convolution (alone;
-with a ReLU after it, which joins the template's epilogue; with a residual
-add too, which then reads the template's result from scratch) has a
-`<kernel>_conv_mma` entry with mma.sync and cp.async; a tf32 one (--allow-tf32) the m16n8k8 tf32 mma; a grouped one and
+with a ReLU after it, which joins the template's epilogue; with a ReLU and
+an add of its own result, which then reads the template's result from
+scratch; with a skip connection's add and a ReLU, which join the epilogue:
+no kernel of the rest) has a `<kernel>_conv_mma` entry with mma.sync and cp.async; a tf32 one (--allow-tf32) the m16n8k8 tf32 mma; a grouped one and
 an f32 one without tf32 no template. With PTXAS, the PTX must assemble
 without spills. Exits 77 (skipped) when this tcc has no --conv-layout (the
 layout pass, branch `layout`, is not merged yet).
@@ -48,6 +49,27 @@ def model(dtype, groups=1, epilogue=None):
         "nodes": nodes, "outputs": outputs}
 
 
+def model_skip(dtype):
+    """x -> conv -> y; z = relu(conv(y) + y): a ResNet block's skip
+    connection, y an argument of the second convolution's kernel."""
+    c = 16
+    conv = {"op": "conv2d", "attrs": {"pads": [1, 1, 1, 1]}}
+    return {
+        "format": "tcc-model", "version": 1, "name": "skip",
+        "inputs": [{"name": "x", "dtype": dtype, "shape": [2, c, 9, 11]}],
+        "params": [
+            {"name": n, "dtype": dtype, "shape": [c, c, 3, 3],
+             "init": {"random": "normal", "mean": 0.0, "std": 0.1,
+                      "seed": i}} for i, n in enumerate(["w1", "w2"])],
+        "nodes": [dict(conv, inputs=["x", "w1"], outputs=["y"]),
+                  dict(conv, inputs=["y", "w2"], outputs=["u"]),
+                  {"op": "add", "inputs": ["u", "y"], "outputs": ["s"],
+                   "attrs": {}},
+                  {"op": "relu", "inputs": ["s"], "outputs": ["z"],
+                   "attrs": {}}],
+        "outputs": ["z"]}
+
+
 def compile_ptx(tcc, tmp, m, chip, extra):
     path = os.path.join(tmp, "m.json")
     with open(path, "w") as f:
@@ -85,6 +107,10 @@ def main():
          ["mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"]),
         ("tf32", model("f32"), ["--allow-tf32"], True,
          ["mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"]),
+        # The skip connection's add and the ReLU join the second
+        # convolution's epilogue: no kernel of the rest (checked below).
+        ("f16_skip", model_skip("f16"), [], True,
+         ["max.NaN.f32"]),
         ("grouped", model("f16", groups=4), [], False, []),
         ("f32", model("f32"), [], False, []),
     ]
@@ -104,6 +130,10 @@ def main():
                             ("no" if want else "a") + " _conv_mma entry: " +
                             " ".join(entries))
                     problems += ["no " + p for p in patterns if p not in ptx]
+                    rest = [e for e in entries
+                            if "conv2d" in e and not e.endswith("_conv_mma")]
+                    if name == "f16_skip" and rest:
+                        problems.append("unfused: " + " ".join(rest))
                     if ptxas and not problems:
                         path = os.path.join(tmp, "m.ptx")
                         rep = subprocess.run(

@@ -18,7 +18,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 
 import numpy as np
 import torch
@@ -26,7 +25,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "matmul"))
-from check_gemm import median_ms  # noqa: E402  (the same timing as GEMMs)
+from check_gemm import median_ms, run_cases  # noqa: E402  (as the GEMMs')
 
 TORCH_DTYPE = {"bf16": torch.bfloat16, "f16": torch.float16,
                "f32": torch.float32}
@@ -144,51 +143,7 @@ def bench(tcc, carry, name, info, gen, tmp):
 
 
 def main():
-    tcc, carry, outdir = sys.argv[1:4]
-    gen = torch.Generator(device="cuda")
-    gen.manual_seed(int.from_bytes(os.urandom(4), "little"))
-    print("torch", torch.__version__, torch.cuda.get_device_name(0))
-    results, failed = {}, []
-    with open(os.path.join(carry, "cases.txt")) as f:
-        cases = [line.split()[:2] for line in f
-                 if line.strip() and not line.startswith("#")]
-    for name, role in cases:
-        with open(os.path.join(carry, name + ".json")) as f:
-            info = json.load(f)
-        res = {"info": info}
-        with tempfile.TemporaryDirectory() as tmp:
-            try:
-                res["check"] = check(tcc, carry, name, info, gen, tmp)
-                if role in ("bench", "both"):
-                    res["bench"] = bench(tcc, carry, name, info, gen, tmp)
-            except Exception as e:  # one broken case must not hide the rest
-                res["check"] = {"ok": False, "error": repr(e)}
-        ok = res["check"]["ok"] and res.get("bench", {"ok": True})["ok"]
-        if not ok:
-            failed.append(name)
-        c = res["check"]
-        line = f"{name:16s} {'ok  ' if ok else 'FAIL'} sched={info['schedule']}"
-        if "rel" in c:
-            line += (f" rel={c['rel']:.2e} max_rel={c['max_rel']:.2e}"
-                     f" tol={c['tol']:.0e}")
-        if "error" in c:
-            line += " error: " + c["error"][:300]
-        if "bench" in res and "ms" in res["bench"]:
-            r = res["bench"]
-            line += (f" | {r['ms']:.4f} ms {r['tflops']:.1f} TFLOP/s;"
-                     f" cudnn {r['torch_ms']:.4f} ms {r['torch_tflops']:.1f}"
-                     f" TFLOP/s; ratio {r['ratio']:.2f}")
-        elif "bench" in res:
-            line += " bench error: " + res["bench"].get("error", "")[:300]
-        print(line, flush=True)
-        results[name] = res
-    with open(os.path.join(outdir, "results.json"), "w") as f:
-        json.dump(results, f, indent=1)
-    print(f"{len(cases) - len(failed)} passed, {len(failed)} failed")
-    if failed:
-        print("failed:", " ".join(failed))
-    return 1 if failed else 0
-
+    return run_cases(check, bench, peer="cudnn", width=16, digits=4)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -129,7 +129,10 @@ def bench(tcc, carry, name, info, gen, tmp):
             "ratio": peer / ours}
 
 
-def main():
+def run_cases(check, bench, peer="torch", width=18, digits=3):
+    """Checks (and benches) every case of the carry given on the command
+    line (TCC CARRY OUT_DIR) with `check` and `bench`; one line a case and
+    OUT_DIR/results.json. Shared by the GPU template checkers."""
     tcc, carry, outdir = sys.argv[1:4]
     gen = torch.Generator(device="cuda")
     gen.manual_seed(int.from_bytes(os.urandom(4), "little"))
@@ -153,16 +156,16 @@ def main():
         if not ok:
             failed.append(name)
         c = res["check"]
-        line = f"{name:18s} {'ok  ' if ok else 'FAIL'} sched={info['schedule']}"
+        line = f"{name:{width}s} {'ok  ' if ok else 'FAIL'} sched={info['schedule']}"
         if "rel" in c:
             line += f" rel={c['rel']:.2e} max_rel={c['max_rel']:.2e} tol={c['tol']:.0e}"
         if "error" in c:
             line += " error: " + c["error"][:300]
         if "bench" in res and "ms" in res["bench"]:
             r = res["bench"]
-            line += (f" | {r['ms']:.3f} ms {r['tflops']:.1f} TFLOP/s;"
-                     f" torch {r['torch_ms']:.3f} ms {r['torch_tflops']:.1f}"
-                     f" TFLOP/s; ratio {r['ratio']:.2f}")
+            line += (f" | {r['ms']:.{digits}f} ms {r['tflops']:.1f} TFLOP/s;"
+                     f" {peer} {r['torch_ms']:.{digits}f} ms"
+                     f" {r['torch_tflops']:.1f} TFLOP/s; ratio {r['ratio']:.2f}")
         elif "bench" in res:
             line += " bench error: " + res["bench"].get("error", "")[:300]
         print(line, flush=True)
@@ -174,6 +177,10 @@ def main():
         print("failed:", " ".join(failed))
     return 1 if failed else 0
 
+
+
+def main():
+    return run_cases(check, bench)
 
 if __name__ == "__main__":
     sys.exit(main())

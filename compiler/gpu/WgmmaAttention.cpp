@@ -1297,20 +1297,14 @@ WgmmaAttentionSchedule chooseWgmmaAttentionSchedule(const AttentionProblem &p) {
   bool fastScores = !p.scoreMod && !p.correction && !p.contribution;
   bool upperBoundsOnly =
       llvm::all_of(p.mask, [](const MaskConstraint &mc) { return mc.b < 0; });
-  if (!plane && p.mask.empty()) {
-    WgmmaAttentionSchedule op = pd;
-    op.overlap = true;
-    op.stages = 3;
-    return op;
-  }
-  if (!plane && fastScores && upperBoundsOnly) {
-    WgmmaAttentionSchedule op = pd;
-    op.overlap = true;
-    op.stages = 3;
-    op.pingpong = true;
-    return op;
-  }
-  return pd;
+  bool unmasked = p.mask.empty();
+  if (plane || !(unmasked || (fastScores && upperBoundsOnly)))
+    return pd;
+  WgmmaAttentionSchedule op = pd;
+  op.overlap = true;
+  op.stages = 3;
+  op.pingpong = !unmasked;
+  return op;
 }
 
 /// wgmmaAttentionSupports without the target: what the builder needs.

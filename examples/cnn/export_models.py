@@ -23,9 +23,16 @@ is the f32 one rounded to f16 (NAME.input.npy holds the f16 values), and
 the reference is the model in float64 on that input (NAME.output64.npy is
 then always written; NAME.output.npy is PyTorch's f32 output).
 
+With --recipe-weights every weight and BatchNorm statistic is drawn from
+tcc's random recipe (docs/model-format.md) instead, BatchNorm is exported
+as nodes (not folded into the convolutions' weights), and each initializer
+whose bytes are a recipe's says so in its doc_string, `tcc.recipe: {...}`
+(docs/onnx.md): tcc compile --param-recipes=keep then stores the recipes,
+not the bytes. The line per model says how many bytes carry a hint.
+
 usage: export_models.py [--small] [--out DIR] [--seed N] [--opset N]
                         [--size HxW] [--batch N] [--dtype f32|f16]
-                        [--f64-reference] [MODEL ...]
+                        [--f64-reference] [--recipe-weights] [MODEL ...]
 MODEL: googlenet resnet50 densenet121 mobilenet_v2 squeezenet1_1 unet
        nasnet_large
 (default: all of them). Exits 77 when torch or torchvision is missing.
@@ -153,7 +160,8 @@ def recipe_values(recipe, n, dtype):
         # itself either way rounds differently there (rounding is
         # monotonic). Those few (about one in 10^6 for f32) are redone with
         # the C library's functions.
-        near = (mean + t * (1 - 2.0 ** -45)).astype(dtype) != (mean + t * (1 + 2.0 ** -45)).astype(dtype)
+        eps = 2.0 ** -45
+        near = (mean + t * (1 - eps)).astype(dtype) != (mean + t * (1 + eps)).astype(dtype)
         for i in np.flatnonzero(near):
             r[i] = np.float64(_normal_scalar(float(u1[i]), float(u2[i]), mean, std)).astype(dtype)
         out[lo:lo + m] = r

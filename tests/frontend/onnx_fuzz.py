@@ -2,8 +2,9 @@
 """Runs the ONNX importer's libFuzzer target (frontend/fuzz/OnnxFuzzer.cpp)
 for a bounded time from seeds built here with onnx.helper: small models using
 most supported ops, typed-field and external-data initializers, Constant
-nodes, opset-18 inputs and initializers with tcc.recipe hints. Any crash, sanitizer report, leak or timeout
-fails the test; the input is kept in ARTIFACTS.
+nodes, opset-18 inputs and initializers with tcc.recipe hints. Any crash,
+sanitizer report, leak or timeout fails the test; the input is kept in
+ARTIFACTS.
 
 usage: onnx_fuzz.py FUZZER SECONDS ARTIFACTS
 Exits 77 (ctest's skip) without python3-onnx.

@@ -8,7 +8,8 @@
    --recipe-weights: every weight carries a hint; compiled for the host with
    --param-recipes=keep and =embed, both bundles give bit-identical outputs,
    within f16's bound of PyTorch's float64 output, and the kept bundle
-   stores recipes, not weights (a few percent of the embedded one's size).
+   stores recipes, not weights (a few percent of the embedded one's size),
+   with batch-norm folding done at load (init launches).
 3. Hints checked with keep: bytes that differ from the recipe (another seed;
    only the last element; a fill) and malformed hints (bad JSON, an unknown
    key, a `file` initialiser, random on an integer tensor) are refused with
@@ -128,7 +129,13 @@ def mobilenet(work):
     err = float(np.linalg.norm(got - ref) / np.linalg.norm(ref))
     check(err <= 1e-2, 'f16 output against PyTorch in float64: normwise error %.2e <= 1e-2' % err)
     weights = sum(t.size for t in map(nh.to_array, model.graph.initializer)) * 2
-    kept = [p for p in manifest(os.path.join(work, 'keep.tccb'))['params'] if 'init' in p]
+    man = manifest(os.path.join(work, 'keep.tccb'))
+    kept = [p for p in man['params'] if 'init' in p]
+    # BatchNorm folded into the convolutions' weights at load, after the
+    # recipes: tcc-hoist-param-computations on recipe params.
+    check(len(man.get('init_launches', [])) > 0,
+          'kept bundle: %d init launches (batch-norm folding at load)' % len(
+              man.get('init_launches', [])))
     check(sizes['embed'] > weights and sizes['keep'] < sizes['embed'] - weights * 0.99,
           'bundle with recipes kept: %d bytes, embedded: %d (%d bytes of weights); '
           '%d params kept as recipes' % (sizes['keep'], sizes['embed'], weights, len(kept)))

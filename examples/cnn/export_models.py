@@ -350,8 +350,8 @@ def main():
                              args.batch, args.dtype, args.recipe_weights)
         extra = ''
         if sizes:
-            extra = ', recipe hints on %.1f MB of weights, %.2f MB embedded' % (
-                sizes[0] / 1e6, sizes[1] / 1e6)
+            extra = ', recipe hints on %.1f MB of weights, %d bytes without' % (
+                sizes[0] / 1e6, sizes[1])
         print('%s: %s, input %dx%s%s (%.1f s)' % (n, path, args.batch, 'x'.join(map(str, shape)),
                                                   extra, time.time() - t), flush=True)
     return 0

@@ -6,11 +6,11 @@
    re-implementation of the documented recipe, in f32 and f16.
 2. A small CNN (convolutions with and without bias, depthwise and
    transposed ones, BatchNorm, a linear layer) exported in f16 by
-   export_models.py's --recipe-weights path: every weight carries a hint; compiled for the host with
-   --param-recipes=keep and =embed, both bundles give bit-identical outputs,
-   within f16's bound of PyTorch's float64 output, and the kept bundle
-   stores recipes, not weights (a few percent of the embedded one's size),
-   with batch-norm folding done at load (init launches).
+   export_models.py's --recipe-weights path: every weight carries a hint.
+   Compiled for the host with --param-recipes=keep and =embed, both bundles
+   give bit-identical outputs, within f16's bound of PyTorch's float64
+   output; the kept bundle stores recipes, not weights, and folds
+   BatchNorm at load (init launches).
 3. Hints checked with keep: bytes that differ from the recipe (another seed;
    only the last element; a fill) and malformed hints (bad JSON, an unknown
    key, a `file` initialiser, random on an integer tensor) are refused with

@@ -14,9 +14,9 @@ their weights (ResNet-50 in f16: 51 MB, most of a device call's carry), or,
 with --recipe-weights, draw them from tcc's random recipe, say so in the
 ONNX initializers' doc_string and compile with --param-recipes=keep: the
 bundle then holds the recipes and the runtime computes the weights at load
-(NASNet-A Large in f16: a few MB instead of 178). The carry holds, per model
-and batch, the
-bundle tcc compiled from the ONNX export (examples/cnn/export_models.py), the
+(sm_90a: NASNet-A Large in f16 18 MB instead of 196; ResNet-50 in f32 0.8
+MB instead of 103). The carry holds, per model and batch, the bundle tcc
+compiled from the ONNX export (examples/cnn/export_models.py), the
 input and the float64 reference computed on the build machine from the same
 weights. Here, for each:
 

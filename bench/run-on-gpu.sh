@@ -9,7 +9,9 @@
 #   bench/run-on-gpu.sh prepare-cnn [ARGS]   on the build machine: exports
 #                                 and compiles CNNs into .carry/cnn (bench/
 #                                 cnn_bench.py --prepare ARGS: --models,
-#                                 --batch, --dtype, --target, -- tcc flags)
+#                                 --batch, --dtype, --target, --recipe-weights
+#                                 for bundles that keep weight recipes,
+#                                 -- tcc flags)
 #   bench/run-on-gpu.sh [ARGS]    on the GPU machine (carry .carry/bench):
 #                                 builds the runtime-only tcc with g++ and runs
 #                                 bench/gpu_bench.py ARGS (e.g. --only NAME,...)

@@ -14,6 +14,7 @@
 #include "compiler/gpu/AttentionKernel.h"
 #include "compiler/gpu/AttentionPlan.h"
 #include "compiler/gpu/ConvKernel.h"
+#include "compiler/gpu/DepthwiseKernel.h"
 #include "compiler/gpu/MatmulKernel.h"
 #include "compiler/gpu/SimtAttention.h"
 #include "compiler/gpu/TransposeKernel.h"
@@ -216,6 +217,8 @@ struct MatmulUse {
   unsigned numOperands, numResults;
   bool direct;
   std::optional<::tcc::gpu::ConvProblem> conv;
+  /// A depthwise convolution (its own template; `problem` unused).
+  std::optional<::tcc::gpu::DepthwiseProblem> depthwise;
   int biasArg = -1;
   int residualArg = -1; ///< the conv epilogue's residual (-1: none)
 };
@@ -357,6 +360,102 @@ std::optional<MatmulUse> takeConv(func::FuncOp f,
     use.biasArg = biasArg.getArgNumber();
   if (residualArg)
     use.residualArg = residualArg.getArgNumber();
+  cutTemplateOp(f, conv, use);
+  return use;
+}
+
+/// Whether `f` is anchored by a channels-last depthwise convolution (groups =
+/// C = O) of its arguments; if so, cuts it out of `f` with a clamp or ReLU
+/// that directly follows it as the rest of the kernel, if any.
+std::optional<MatmulUse> takeDepthwise(func::FuncOp f) {
+  auto kind = f->getAttrOfType<StringAttr>("tcc.kind");
+  if (!kind || kind.getValue() != "conv2d")
+    return std::nullopt;
+  mlir::tcc::Conv2dOp conv;
+  for (Operation &op : f.getBody().front())
+    if (auto c = dyn_cast<mlir::tcc::Conv2dOp>(op)) {
+      if (conv)
+        return std::nullopt;
+      conv = c;
+    }
+  if (!conv || !conv.getNhwc())
+    return std::nullopt;
+  auto inArg = dyn_cast<BlockArgument>(conv.getInput());
+  auto wArg = dyn_cast<BlockArgument>(conv.getWeight());
+  BlockArgument biasArg;
+  if (conv.getBias() && !(biasArg = dyn_cast<BlockArgument>(conv.getBias())))
+    return std::nullopt;
+  if (!inArg || !wArg)
+    return std::nullopt;
+  auto inTy = cast<RankedTensorType>(conv.getInput().getType());
+  auto wTy = cast<RankedTensorType>(conv.getWeight().getType());
+  auto outTy = cast<RankedTensorType>(conv.getType());
+  if (!inTy.hasStaticShape() || !wTy.hasStaticShape() ||
+      !outTy.hasStaticShape())
+    return std::nullopt;
+  ArrayRef<int64_t> strides = conv.getStrides(), pads = conv.getPads(),
+                    dilations = conv.getDilations();
+  if (strides.size() != 2 || pads.size() != 4 || dilations.size() != 2)
+    return std::nullopt;
+  ::tcc::gpu::DepthwiseProblem p;
+  p.n = inTy.getDimSize(0);
+  p.h = inTy.getDimSize(1);
+  p.w = inTy.getDimSize(2);
+  p.c = inTy.getDimSize(3);
+  p.kh = wTy.getDimSize(1);
+  p.kw = wTy.getDimSize(2);
+  if (conv.getGroups() != p.c || wTy.getDimSize(0) != p.c ||
+      wTy.getDimSize(3) != 1)
+    return std::nullopt;
+  p.strideH = strides[0];
+  p.strideW = strides[1];
+  p.padTop = pads[0];
+  p.padLeft = pads[1];
+  p.padBottom = pads[2];
+  p.padRight = pads[3];
+  p.dilationH = dilations[0];
+  p.dilationW = dilations[1];
+  p.inType = inTy.getElementType();
+  p.weightType = wTy.getElementType();
+  p.outType = outTy.getElementType();
+  if (conv.getBias())
+    p.biasType =
+        cast<RankedTensorType>(conv.getBias().getType()).getElementType();
+  std::string why;
+  if (!::tcc::gpu::depthwiseKernelSupports(p, why) ||
+      outTy.getShape() != ArrayRef<int64_t>{p.n, p.outH(), p.outW(), p.c})
+    return std::nullopt;
+  // A clamp (ReLU6) or ReLU that is all the rest of the kernel joins the
+  // template.
+  Block &body = f.getBody().front();
+  if (&body.front() == conv.getOperation() && f.getNumResults() == 1 &&
+      conv->hasOneUse()) {
+    Operation *next = *conv->getUsers().begin();
+    Value last = next->getNumResults() == 1 ? next->getResult(0) : Value();
+    bool ends = last && last.hasOneUse() &&
+                *last.getUsers().begin() == body.getTerminator();
+    if (auto clamp = dyn_cast<mlir::tcc::ClampOp>(next); clamp && ends) {
+      if (clamp.getMin())
+        p.clampMin = clamp.getMin()->convertToDouble();
+      if (clamp.getMax())
+        p.clampMax = clamp.getMax()->convertToDouble();
+      clamp.getResult().replaceAllUsesWith(conv.getResult());
+      clamp.erase();
+    } else if (auto relu = dyn_cast<mlir::tcc::ReluOp>(next); relu && ends) {
+      p.clampMin = 0.0;
+      relu.getResult().replaceAllUsesWith(conv.getResult());
+      relu.erase();
+    }
+  }
+  MatmulUse use;
+  use.depthwise = p;
+  use.aArg = inArg.getArgNumber();
+  use.bArg = wArg.getArgNumber();
+  if (biasArg)
+    use.biasArg = biasArg.getArgNumber();
+  use.problem.m = p.n * p.outH() * p.outW();
+  use.problem.n = p.c;
+  use.problem.cType = p.outType;
   cutTemplateOp(f, conv, use);
   return use;
 }
@@ -741,6 +840,16 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
     plan.launches.insert(plan.launches.begin() + 1,
                          deviceLaunch(rsym, r, std::move(args)));
   };
+  if (use.depthwise) {
+    symbol = name + "_depthwise";
+    ::tcc::gpu::KernelLaunch k = ::tcc::gpu::buildDepthwiseKernel(
+        b, gpuModule, symbol, *use.depthwise);
+    std::vector<int> operands = {int(use.aArg), int(use.bArg)};
+    if (use.biasArg >= 0)
+      operands.push_back(use.biasArg);
+    placeLaunch(deviceLaunch(symbol, k, {}), operands);
+    return success();
+  }
   if (use.conv) {
     // The implicit GEMM (no wgmma form yet).
     ::tcc::gpu::ConvSchedule schedule =
@@ -890,6 +999,8 @@ LogicalResult compileGpuKernels(ModuleOp module, const GpuOptions &options,
         if (std::optional<MatmulUse> use = takeMatmul(f, options))
           matmuls[f.getSymName()] = *use;
         else if (std::optional<MatmulUse> use = takeConv(f, options))
+          matmuls[f.getSymName()] = *use;
+        else if (std::optional<MatmulUse> use = takeDepthwise(f))
           matmuls[f.getSymName()] = *use;
       });
   if (attentionFailed)

@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/gpu/ConvKernel.h"
+#include "compiler/gpu/DepthwiseKernel.h"
 #include "tests/gpu/MatmulBundle.h"
 #include "tests/gpu/TemplateGen.h"
 
@@ -73,6 +74,8 @@ int main(int argc, char **argv) {
       p.outType = tcc::gen::parseFloatType(ctx, f, value());
     else if (f == "--tf32")
       p.allowTf32 = true;
+    else if (f == "--groups")
+      p.groups = parseInt(f, value());
     else
       return false;
     return true;
@@ -85,6 +88,52 @@ int main(int argc, char **argv) {
     p.biasType = p.inType;
   tcc::gen::checkChip(flags.chip);
   std::string why;
+  if (p.groups != 1) {
+    // Depthwise (groups = C = O): the depthwise template, one launch.
+    if (p.groups != p.c || p.o != p.c)
+      die("--groups must equal --c and --o (depthwise)");
+    tcc::gpu::DepthwiseProblem d;
+    d.n = p.n, d.h = p.h, d.w = p.w, d.c = p.c, d.kh = p.kh, d.kw = p.kw;
+    d.strideH = p.strideH, d.strideW = p.strideW;
+    d.dilationH = p.dilationH, d.dilationW = p.dilationW;
+    d.padTop = p.padTop, d.padLeft = p.padLeft, d.padBottom = p.padBottom,
+    d.padRight = p.padRight;
+    d.inType = p.inType, d.weightType = p.weightType, d.outType = p.outType;
+    d.biasType = p.biasType;
+    if (p.relu)
+      d.clampMin = 0.0;
+    if (!tcc::gpu::depthwiseKernelSupports(d, why))
+      die(why);
+    OpBuilder b(&ctx);
+    tcc::gen::KernelModule km = tcc::gen::createKernelModule(b);
+    tcc::gpu::KernelLaunch launch =
+        tcc::gpu::buildDepthwiseKernel(b, km.kernels, flags.name, d);
+    if (tcc::gen::verifyOrPrint(*km.module, flags.emitMlir))
+      return 0;
+    std::string ptx = tcc::gen::lowerToPtx(*km.module, flags.chip);
+    tcc::gen::writePtx(flags.outDir, flags.name, ptx);
+    std::vector<tcc::gen::BundleTensor> inputs = {
+        {"x", p.inType, {p.n, p.h, p.w, p.c}},
+        {"w", p.weightType, {p.o, p.kh, p.kw, 1}}};
+    if (bias)
+      inputs.push_back({"bias", p.biasType, {p.o}});
+    tcc::gen::writeKernelBundle(
+        flags.outDir, flags.name, flags.chip, "conv2d", "tcc.conv2d", inputs,
+        {"y", p.outType, {p.n, d.outH(), d.outW(), p.o}}, ptx, launch);
+    nlohmann::json info = {
+        {"name", flags.name}, {"n", p.n}, {"h", p.h}, {"w", p.w},
+        {"c", p.c}, {"o", p.o}, {"groups", p.groups},
+        {"kernel", {p.kh, p.kw}}, {"stride", {p.strideH, p.strideW}},
+        {"pad", {p.padTop, p.padLeft, p.padBottom, p.padRight}},
+        {"dilation", {p.dilationH, p.dilationW}},
+        {"out", {p.n, d.outH(), d.outW(), p.o}}, {"bias", bias},
+        {"relu", p.relu}, {"type", tcc::gen::typeName(p.inType)},
+        {"out_type", tcc::gen::typeName(p.outType)}, {"tf32", p.allowTf32},
+        {"schedule", "depthwise"}, {"grid", launch.grid},
+        {"block", launch.block}, {"shared_bytes", launch.sharedBytes}};
+    std::cout << info.dump() << "\n";
+    return 0;
+  }
   if (!tcc::gpu::convKernelSupports(p, why))
     die(why);
   tcc::TargetDesc target = tcc::gen::targetOf(flags.chip);

@@ -50,7 +50,7 @@ def operands(info, gen):
     def rand(shape):
         return (torch.rand(shape, device="cuda", generator=gen) * 2 - 1).to(dt)
     x = rand([info["n"], info["h"], info["w"], info["c"]])
-    w = rand([info["o"], kh, kw, info["c"]])
+    w = rand([info["o"], kh, kw, info["c"] // info.get("groups", 1)])
     b = rand([info["o"]]) if info["bias"] else None
     return x, w, b
 
@@ -60,10 +60,11 @@ def conv_nchw(info, x, w, b):
     top, left, bottom, right = info["pad"]
     if top == bottom and left == right:
         y = F.conv2d(x, w, b, stride=info["stride"], padding=(top, left),
-                     dilation=info["dilation"])
+                     dilation=info["dilation"], groups=info.get("groups", 1))
     else:
         y = F.conv2d(F.pad(x, (left, right, top, bottom)), w, b,
-                     stride=info["stride"], dilation=info["dilation"])
+                     stride=info["stride"], dilation=info["dilation"],
+                     groups=info.get("groups", 1))
     return F.relu(y) if info["relu"] else y
 
 
@@ -136,7 +137,7 @@ def bench(tcc, carry, name, info, gen, tmp):
     peer = median_ms(graph.replay)
     kh, kw = info["kernel"]
     n, oh, ow, o = info["out"]
-    flop = 2.0 * n * oh * ow * o * kh * kw * info["c"]
+    flop = 2.0 * n * oh * ow * o * kh * kw * info["c"] // info.get("groups", 1)
     return {"ok": True, "ms": ours, "tflops": flop / ours / 1e9,
             "torch_ms": peer, "torch_tflops": flop / peer / 1e9,
             "ratio": peer / ours}

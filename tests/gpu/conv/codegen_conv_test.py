@@ -9,7 +9,10 @@ with a ReLU after it, which joins the template's epilogue; with a ReLU and
 an add of its own result, which then reads the template's result from
 scratch; with a skip connection's add and a ReLU, which join the epilogue:
 no kernel of the rest) has a `<kernel>_conv_mma` entry with mma.sync and cp.async; a tf32 one (--allow-tf32) the m16n8k8 tf32 mma; a grouped one and
-an f32 one without tf32 no template. With PTXAS, the PTX must assemble
+an f32 one without tf32 no template. A depthwise one (groups = C = O)
+takes the depthwise template, `<kernel>_depthwise`, its ReLU fused (no
+other conv2d kernel); with a channel multiplier (O = 2C) it keeps the
+generic kernels. With PTXAS, the PTX must assemble
 without spills. Exits 77 (skipped) when this tcc has no --conv-layout (the
 layout pass, branch `layout`, is not merged yet).
 """
@@ -21,9 +24,9 @@ import sys
 import tempfile
 
 
-def model(dtype, groups=1, epilogue=None):
+def model(dtype, groups=1, epilogue=None, o=32):
     """x -> conv (asymmetric pads, stride 2x1, bias) [-> relu [-> + conv]]."""
-    c, o = 16, 32
+    c = 16
     nodes = [{"name": "conv", "op": "conv2d", "inputs": ["x", "w", "b"],
               "outputs": ["y"],
               "attrs": {"pads": [1, 0, 2, 1], "strides": [2, 1],
@@ -112,6 +115,11 @@ def main():
         ("f16_skip", model_skip("f16"), [], True,
          ["max.NaN.f32"]),
         ("grouped", model("f16", groups=4), [], False, []),
+        ("depthwise", model("f16", groups=16, epilogue="relu", o=16), [],
+         "depthwise", ["fma.rn.f32", "max.NaN.f32"]),
+        ("depthwise_tf32", model("f32", groups=16, o=16), ["--allow-tf32"],
+         "depthwise", ["fma.rn.f32"]),
+        ("depthwise_x2", model("f16", groups=16, o=32), [], False, []),
         ("f32", model("f32"), [], False, []),
     ]
     failed = 0
@@ -124,15 +132,19 @@ def main():
                     problems.append("compile failed: " + err)
                 else:
                     entries = re.findall(r"\.entry\s+(\w+)", ptx)
-                    has = any(e.endswith("_conv_mma") for e in entries)
-                    if has != want:
+                    suffix = "_depthwise" if want == "depthwise" else "_conv_mma"
+                    has = any(e.endswith(suffix) for e in entries)
+                    if has != bool(want):
                         problems.append(
-                            ("no" if want else "a") + " _conv_mma entry: " +
+                            ("no " if want else "a ") + suffix + " entry: " +
                             " ".join(entries))
+                    if want != "depthwise" and any(
+                            e.endswith("_depthwise") for e in entries):
+                        problems.append("a _depthwise entry")
                     problems += ["no " + p for p in patterns if p not in ptx]
                     rest = [e for e in entries
-                            if "conv2d" in e and not e.endswith("_conv_mma")]
-                    if name == "f16_skip" and rest:
+                            if "conv2d" in e and not e.endswith(suffix)]
+                    if name in ("f16_skip", "depthwise") and rest:
                         problems.append("unfused: " + " ".join(rest))
                     if ptxas and not problems:
                         path = os.path.join(tmp, "m.ptx")

@@ -1,0 +1,53 @@
+//===- DepthwiseKernel.h - channels-last depthwise convolution -*- C++ -*-===//
+//
+// A depthwise convolution (tcc.conv2d {nhwc} with groups = C = O: each
+// channel convolved with its own KH x KW filter) has no reduction over
+// channels, so no GEMM: it is memory-bound, and the generic mapping spends
+// four launches on it (a padded copy, an f32 accumulator's fill, the taps,
+// the rounding). This template is one launch: a thread per output pixel and
+// group of channels (8 16-bit or 4 f32: one 16-byte vector), the window's
+// taps read with bounds checks in place of padding, the sums in f32
+// registers, then bias, clamp and the rounding before one vector store.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TCC_COMPILER_GPU_DEPTHWISEKERNEL_H
+#define TCC_COMPILER_GPU_DEPTHWISEKERNEL_H
+
+#include "compiler/gpu/MatmulKernel.h"
+
+#include <optional>
+
+namespace tcc::gpu {
+
+/// Input [n, h, w, c], weight [c, kh, kw, 1], optional bias [c], output
+/// [n, outH(), outW(), c]. Pads: top, left, bottom, right.
+struct DepthwiseProblem {
+  int64_t n = 1, h = 1, w = 1, c = 1, kh = 1, kw = 1;
+  int64_t strideH = 1, strideW = 1, dilationH = 1, dilationW = 1;
+  int64_t padTop = 0, padLeft = 0, padBottom = 0, padRight = 0;
+  mlir::Type inType, weightType, outType; ///< bf16, f16 or f32 each
+  mlir::Type biasType;                    ///< null: no bias
+  /// Applied after the bias: max(x, clampMin), min(x, clampMax).
+  std::optional<double> clampMin, clampMax;
+
+  int64_t outH() const {
+    return (h + padTop + padBottom - dilationH * (kh - 1) - 1) / strideH + 1;
+  }
+  int64_t outW() const {
+    return (w + padLeft + padRight - dilationW * (kw - 1) - 1) / strideW + 1;
+  }
+};
+
+/// Whether buildDepthwiseKernel handles `p`; when not, `why` says why.
+bool depthwiseKernelSupports(const DepthwiseProblem &p, std::string &why);
+
+/// Appends `gpu.func @name(%input, %weight, [%bias,] %out) kernel` (1-D
+/// input, weight [c, kh*kw], bias [c], 1-D output; 16-byte aligned).
+KernelLaunch buildDepthwiseKernel(mlir::OpBuilder &b,
+                                  mlir::gpu::GPUModuleOp module,
+                                  llvm::StringRef name,
+                                  const DepthwiseProblem &p);
+
+} // namespace tcc::gpu
+
+#endif // TCC_COMPILER_GPU_DEPTHWISEKERNEL_H

@@ -39,11 +39,11 @@ DictionaryAttr attributesWithoutName(func::FuncOp f) {
 llvm::hash_code kernelHash(func::FuncOp f) {
   llvm::hash_code hash = hash_value(attributesWithoutName(f));
   f.getBody().walk([&](Operation *op) {
-    hash = llvm::hash_combine(
-        hash, OperationEquivalence::computeHash(
-                  op, OperationEquivalence::ignoreHashValue,
-                  OperationEquivalence::ignoreHashValue,
-                  OperationEquivalence::IgnoreLocations));
+    hash =
+        llvm::hash_combine(hash, OperationEquivalence::computeHash(
+                                     op, OperationEquivalence::ignoreHashValue,
+                                     OperationEquivalence::ignoreHashValue,
+                                     OperationEquivalence::IgnoreLocations));
   });
   return hash;
 }
@@ -55,12 +55,10 @@ llvm::hash_code kernelHash(func::FuncOp f) {
 bool kernelsEqual(func::FuncOp a, func::FuncOp b) {
   return attributesWithoutName(a) == attributesWithoutName(b) &&
          OperationEquivalence::isRegionEquivalentTo(
-             &a.getBody(), &b.getBody(),
-             OperationEquivalence::IgnoreLocations);
+             &a.getBody(), &b.getBody(), OperationEquivalence::IgnoreLocations);
 }
 
-struct TccDedupKernels
-    : mlir::tcc::impl::TccDedupKernelsBase<TccDedupKernels> {
+struct TccDedupKernels : mlir::tcc::impl::TccDedupKernelsBase<TccDedupKernels> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     // Kernels by hash, in module order: the first of each class stays, so

@@ -33,17 +33,28 @@ DictionaryAttr attributesWithoutName(func::FuncOp f) {
   return attrs.getDictionary(f.getContext());
 }
 
-/// A hash of what kernelsEqual compares: equal kernels hash equal. Values
-/// are left out (the equality check maps them); each op's name, attributes,
-/// properties and result types are in.
+/// A hash of what kernelsEqual compares: equal kernels hash equal. Each op's
+/// name, attributes, properties and result types are in, and its operands as
+/// the order in which their values first appear (arguments, then results and
+/// block arguments in walk order): kernels of the same ops wired differently
+/// (a repeated pattern of a generated graph) land in different buckets, so
+/// the pairwise check stays rare.
 llvm::hash_code kernelHash(func::FuncOp f) {
   llvm::hash_code hash = hash_value(attributesWithoutName(f));
-  f.getBody().walk([&](Operation *op) {
-    hash =
-        llvm::hash_combine(hash, OperationEquivalence::computeHash(
-                                     op, OperationEquivalence::ignoreHashValue,
-                                     OperationEquivalence::ignoreHashValue,
-                                     OperationEquivalence::IgnoreLocations));
+  llvm::DenseMap<Value, unsigned> order;
+  auto number = [&](Value v) {
+    return llvm::hash_value(order.try_emplace(v, order.size()).first->second);
+  };
+  for (BlockArgument arg : f.getArguments())
+    number(arg);
+  f.getBody().walk<WalkOrder::PreOrder>([&](Operation *op) {
+    hash = llvm::hash_combine(
+        hash, OperationEquivalence::computeHash(
+                  op, number, number, OperationEquivalence::IgnoreLocations));
+    for (Region &region : op->getRegions())
+      for (Block &block : region)
+        for (BlockArgument arg : block.getArguments())
+          hash = llvm::hash_combine(hash, number(arg), arg.getType());
   });
   return hash;
 }

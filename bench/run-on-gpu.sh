@@ -9,7 +9,9 @@
 #   bench/run-on-gpu.sh prepare-cnn [ARGS]   on the build machine: exports
 #                                 and compiles CNNs into .carry/cnn (bench/
 #                                 cnn_bench.py --prepare ARGS: --models,
-#                                 --batch, --dtype, --target, -- tcc flags)
+#                                 --batch, --dtype, --target, --recipe-weights
+#                                 for bundles that keep weight recipes,
+#                                 -- tcc flags)
 #   bench/run-on-gpu.sh [ARGS]    on the GPU machine (carry .carry/bench):
 #                                 builds the runtime-only tcc with g++ and runs
 #                                 bench/gpu_bench.py ARGS (e.g. --only NAME,...)
@@ -46,7 +48,7 @@ fi
 
 # BENCH=cnn: the CNNs of .carry/cnn or $CNN_CARRY (bench/cnn_bench.py)
 # instead: a bundle embeds its weights, so big models go one call each.
-[ "${BENCH:-}" = cnn ] && carry=${CNN_CARRY:-$root/.carry/cnn}
+[ "${BENCH:-}" = cnn ] || [ "${BENCH:-}" = profile ] && carry=${CNN_CARRY:-$root/.carry/cnn}
 out=${OUT:-$root/out}
 mkdir -p "$out"
 build=${TCC_BENCH_BUILD:-/tmp/tcc-bench-build}
@@ -76,6 +78,8 @@ echo "built in $((SECONDS - start)) s"
 script=gpu_bench.py
 [ "${BENCH:-}" = attention ] && script=attention_bench.py
 [ "${BENCH:-}" = cnn ] && script=cnn_bench.py
+# BENCH=profile: each CNN's kernels timed by Nsight Compute (profile_kernels.py).
+[ "${BENCH:-}" = profile ] && script=profile_kernels.py
 echo "== bench ($script)"
 PYTHONUNBUFFERED=1 python3 "$root/bench/$script" --tcc "$build/runtime/tcc" \
   --carry "$carry" --out "$out" "$@" 2>&1 | tee "$out/bench.log"

@@ -57,7 +57,7 @@ std::string launchPipeline(bool rowFusion, int64_t rowValuesPerThread,
              : "";
   return std::string("func.func(") + (rowFusion ? fusion : "") +
          "tcc-gpu-row-reductions, convert-linalg-to-parallel-loops,"
-         " canonicalize, tcc-map-to-gpu),"
+         " canonicalize, tcc-promote-accumulators, tcc-map-to-gpu),"
          "gpu-kernel-outlining, canonicalize, cse" +
          occupancy;
 }
@@ -522,11 +522,12 @@ struct ScheduleOverrides {
                          : key == "warps_m" ? &s.warpsM
                          : key == "warps_n" ? &s.warpsN
                          : key == "stages"  ? &s.stages
+                         : key == "split_k" ? &s.splitK
                                             : nullptr;
         if (!field || !value.is_number_integer()) {
           error = "schedule for " + name + ": '" + key +
                   "' is not one of tile_m, tile_n, tile_k, warps_m, "
-                  "warps_n, stages with an integer value";
+                  "warps_n, stages, split_k with an integer value";
           return failure();
         }
         *field = value.get<int64_t>();
@@ -713,6 +714,33 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
     l.args = std::move(operands);
     plan.launches.insert(plan.launches.begin(), l);
   };
+  // Split-K: the GEMM (the first launch) writes f32 partials to a new
+  // scratch buffer, and a reduction launched right after it sums them,
+  // applies the epilogue (its buffers `epiArgs`) and writes C.
+  auto addSplitK = [&](const ::tcc::gpu::MatmulSchedule &sch,
+                       const ::tcc::gpu::GemmEpilogue &epi,
+                       std::vector<int> epiArgs) {
+    if (sch.splitK <= 1)
+      return;
+    for (::tcc::DeviceLaunch &other : plan.launches)
+      for (int &a : other.args)
+        if (a >= numBuffers)
+          ++a;
+    plan.scratchBytes.insert(
+        plan.scratchBytes.begin(),
+        uint64_t(::tcc::gpu::splitKWorkspaceBytes(mp, sch)));
+    ::tcc::DeviceLaunch &gemm = plan.launches.front();
+    int cIndex = gemm.args.back();
+    gemm.args.back() = numBuffers;
+    std::string rsym = symbol + "_splitk";
+    ::tcc::gpu::KernelLaunch r = ::tcc::gpu::buildSplitKReduceKernel(
+        b, gpuModule, rsym, mp, sch.splitK, epi);
+    std::vector<int> args = {numBuffers};
+    args.insert(args.end(), epiArgs.begin(), epiArgs.end());
+    args.push_back(cIndex);
+    plan.launches.insert(plan.launches.begin() + 1,
+                         deviceLaunch(rsym, r, std::move(args)));
+  };
   if (use.conv) {
     // The implicit GEMM (no wgmma form yet).
     ::tcc::gpu::ConvSchedule schedule =
@@ -726,11 +754,20 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
     if (failed(launch))
       return failure();
     std::vector<int> operands = {int(use.aArg), int(use.bArg)};
+    std::vector<int> epiArgs;
     if (use.biasArg >= 0)
-      operands.push_back(use.biasArg);
+      epiArgs.push_back(use.biasArg);
     if (use.residualArg >= 0)
-      operands.push_back(use.residualArg);
+      epiArgs.push_back(use.residualArg);
+    // With split-K the epilogue's buffers go to the reduction.
+    if (schedule.splitK <= 1)
+      operands.insert(operands.end(), epiArgs.begin(), epiArgs.end());
     placeLaunch(deviceLaunch(symbol, *launch, {}), operands);
+    ::tcc::gpu::GemmEpilogue epi;
+    epi.biasType = use.conv->biasType;
+    epi.residualType = use.conv->residualType;
+    epi.relu = use.conv->relu;
+    addSplitK(schedule, epi, epiArgs);
     return success();
   }
   // With wgmma (sm_90a), Hopper's warpgroup MMA takes what it supports
@@ -754,6 +791,7 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
   wp.abType = mp.aType;
   wp.cType = mp.cType;
   ::tcc::gpu::WgmmaSchedule ws = ::tcc::gpu::chooseWgmmaSchedule(wp);
+  ::tcc::gpu::MatmulSchedule schedule; // the mma.sync path's (split-K)
   // Fewer than 64 rows would leave most of every 64-row wgmma idle; the
   // mma.sync template's smaller tiles serve them.
   if (target.wgmma && mp.m >= 64 && !mp.transA &&
@@ -765,8 +803,7 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
   } else {
     ::tcc::gpu::MatmulProblem tp = mp;
     tp.transB = mp.transB || transposeB;
-    ::tcc::gpu::MatmulSchedule schedule =
-        ::tcc::gpu::chooseMatmulSchedule(tp, target);
+    schedule = ::tcc::gpu::chooseMatmulSchedule(tp, target);
     if (failed(overrides.apply(name, schedule, error)) ||
         !::tcc::gpu::matmulScheduleValid(tp, schedule, target, error))
       return gpuModule.emitError("kernel ") << name << ": " << error;
@@ -795,6 +832,7 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
                          deviceLaunch(tsym, t, {int(use.bArg), numBuffers}));
   };
   placeLaunch(l, {int(use.aArg), int(use.bArg)});
+  addSplitK(schedule, ::tcc::gpu::GemmEpilogue(), {});
   addTranspose();
   return success();
 }

@@ -34,7 +34,7 @@ const char *kHostPartitionPipeline = "func.func(tcc-partition-grid)";
 
 const char *kHostLoweringPipeline =
     "buffer-deallocation-pipeline,"
-    "func.func(convert-linalg-to-loops),"
+    "func.func(convert-linalg-to-loops, tcc-promote-accumulators),"
     "lower-affine, convert-scf-to-cf,"
     "func.func(arith-expand{include-bf16=1}),"
     "expand-strided-metadata, lower-affine,"

@@ -272,7 +272,7 @@ static bool compilePath(const std::string &path,
         fail(e);
         return false;
       }
-    model = tcc::importOnnxFile(path, context, errors, shapes);
+    model = tcc::importOnnxFile(path, context, errors, shapes, limits);
   } else if (!inputShapes.empty()) {
     fail("--input-shape applies to ONNX models (.onnx) only");
     return false;

@@ -63,6 +63,13 @@ std::optional<Scalar> readScalar(const Json &v, DType dtype,
                                  const std::string &pointer, Diagnostics &diag,
                                  bool exactInDouble = false);
 
+/// Reads a `fill` or `random` initialiser (docs/model-format.md) for a param
+/// of `dtype` into its recipe; the ONNX importer reads initializers' recipe
+/// hints (docs/onnx.md) with it too. Problems are reported at `pointer`.
+std::optional<ParamRecipe> readRecipe(const Json &init,
+                                      const std::string &pointer, DType dtype,
+                                      Diagnostics &diag);
+
 class Importer;
 
 /// Builds the ops of one node. Op builders read attributes and inputs through

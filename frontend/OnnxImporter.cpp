@@ -21,6 +21,7 @@
 #include <functional>
 #include <memory>
 #include <set>
+#include <sstream>
 
 #ifdef TCC_HAVE_ONNX
 #include "onnx/onnx_pb.h"
@@ -142,6 +143,9 @@ struct ConstTensor {
   DType dtype;
   Shape shape;
   std::shared_ptr<std::vector<uint8_t>> bytes;
+  /// The recipe an initializer's hint describes its bytes with, checked
+  /// (--param-recipes=keep only): its param keeps the recipe, not the bytes.
+  std::optional<ParamRecipe> recipe;
 
   int64_t numel() const {
     int64_t n = 1;
@@ -327,6 +331,8 @@ public:
                     ConstTensor &out);
   bool readExternal(const onnx::TensorProto &t, const std::string &what,
                     size_t bytes, std::vector<uint8_t> &out);
+  bool readRecipeHint(const onnx::TensorProto &t, const std::string &what,
+                      ConstTensor &c);
   bool valueOf(const std::string &name, const std::string &what, Value &out);
   bool checkName(const std::string &name, const std::string &what);
   bool importNode(size_t index, const onnx::NodeProto &n, int64_t opset);
@@ -465,7 +471,12 @@ bool OnnxImporter::valueOf(const std::string &name, const std::string &what,
   p.name = name;
   p.dtype = t.dtype;
   p.shape = t.shape;
-  p.bytes.setView(t.bytes, t.bytes->data(), t.bytes->size());
+  // A checked recipe stands for the bytes, as a JSON model's random param
+  // does: they are computed from it where needed (ParamData::materialise).
+  if (t.recipe)
+    p.recipe = t.recipe;
+  else
+    p.bytes.setView(t.bytes, t.bytes->data(), t.bytes->size());
   params.push_back(std::move(p));
   values[name] = out;
   return true;
@@ -532,6 +543,66 @@ bool OnnxImporter::readExternal(const onnx::TensorProto &t,
   if (!f || (bytes && !f.read((char *)out.data(), (std::streamsize)bytes)))
     return fail(what + ": external data file \"" + location +
                 "\": cannot read");
+  return true;
+}
+
+/// Elements of a random recipe compared with the initializer's bytes.
+constexpr uint64_t kRecipeSamples = 4096;
+
+bool OnnxImporter::readRecipeHint(const onnx::TensorProto &t,
+                                  const std::string &what, ConstTensor &c) {
+  static constexpr std::string_view kPrefix = "tcc.recipe:";
+  std::string_view doc = t.doc_string();
+  size_t start = doc.find_first_not_of(" \t\r\n");
+  if (start == std::string_view::npos ||
+      doc.substr(start, kPrefix.size()) != kPrefix)
+    return true; // Documentation, not a hint.
+  std::vector<std::string> lines;
+  Diagnostics diag(what + ": tcc.recipe hint", lines, 1);
+  std::optional<Json> json =
+      parseJson(doc.substr(start + kPrefix.size()), diag);
+  std::optional<ParamRecipe> r;
+  if (json)
+    r = readRecipe(*json, "", c.dtype, diag);
+  if (!r)
+    return fail(lines.empty() ? what + ": malformed tcc.recipe hint"
+                              : lines.front());
+
+  // The bytes must be the recipe's. A fill is compared everywhere; a random
+  // recipe at kRecipeSamples elements spread over the tensor, the first and
+  // the last among them, each computed by jumping the generator to it (the
+  // generator of the runtime, runtime/src/ParamRecipe.cpp): drawing all 89 M
+  // normals of a large CNN would cost seconds per compile.
+  size_t esize = dtypeSize(c.dtype);
+  uint64_t n = (uint64_t)c.numel();
+  const uint8_t *bytes = c.bytes->data();
+  uint8_t want[8];
+  bool fill = r->kind == ParamRecipe::Kind::Fill;
+  if (fill)
+    materialiseRecipe(*r, c.dtype, 0, 1, want);
+  auto differs = [&](uint64_t i) {
+    if (!fill)
+      materialiseRecipe(*r, c.dtype, i, i + 1, want);
+    if (std::memcmp(want, bytes + i * esize, esize) == 0)
+      return false;
+    std::ostringstream msg;
+    msg.precision(9);
+    msg << what << ": element " << i << " is " << c.floatAt((int64_t)i)
+        << ", its tcc.recipe hint gives " << decodeScalar(c.dtype, want)
+        << " (the bytes must be the recipe's)";
+    return !fail(msg.str());
+  };
+  if (fill || n <= kRecipeSamples) {
+    for (uint64_t i = 0; i < n; ++i)
+      if (differs(i))
+        return false;
+  } else {
+    // n <= 2^40 and k < 2^12: the products stay far below 2^64.
+    for (uint64_t k = 0; k < kRecipeSamples; ++k)
+      if (differs(k * (n - 1) / (kRecipeSamples - 1)))
+        return false;
+  }
+  c.recipe = r;
   return true;
 }
 
@@ -1680,6 +1751,9 @@ std::optional<ImportedModel> OnnxImporter::run(const onnx::ModelProto &model) {
       return fail(what + " is defined twice"), std::nullopt;
     ConstTensor c;
     if (!decodeTensor(t, what, c))
+      return std::nullopt;
+    // Hints matter only where the bundle may keep recipes.
+    if (limits.deferRecipes && !readRecipeHint(t, what, c))
       return std::nullopt;
     consts[t.name()] = std::move(c);
   }

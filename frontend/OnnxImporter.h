@@ -34,7 +34,10 @@ std::string parseInputShape(const std::string &spec, InputShapes &out);
 bool haveOnnxSupport();
 
 /// Imports the serialized ModelProto `bytes`; `displayName` names it in
-/// errors and `baseDir` is where external data paths start.
+/// errors and `baseDir` is where external data paths start. With
+/// `limits.deferRecipes` (--param-recipes=keep), initializers whose
+/// doc_string holds a `tcc.recipe:` hint are checked against it and become
+/// params kept as that recipe (docs/onnx.md, "Recipe hints").
 std::optional<ImportedModel> importOnnxBytes(std::string_view bytes,
                                              const std::string &displayName,
                                              const std::string &baseDir,

@@ -135,44 +135,78 @@ bool Importer::materialise(const Json &init, const std::string &pointer,
   // Fills and random params keep their recipe (a bundle may store it
   // instead of the bytes); the bytes come from the generator the runtime
   // uses too, so that both give the same ones.
-  auto fromRecipe = [&](const ParamRecipe &r) {
-    out.recipe = r;
-    if (!limits.deferRecipes)
-      out.materialise();
-    paramBytes += bytes;
-    return true;
-  };
+  std::optional<ParamRecipe> r = readRecipe(init, pointer, d.dtype, diag);
+  if (!r)
+    return false;
+  out.recipe = *r;
+  if (!limits.deferRecipes)
+    out.materialise();
+  paramBytes += bytes;
+  return true;
+}
 
-  if (k == "fill") {
+std::optional<ParamRecipe> readRecipe(const Json &init,
+                                      const std::string &pointer, DType dtype,
+                                      Diagnostics &diag) {
+  if (!init.is_object()) {
+    diag.error(pointer, "expected a recipe object ({\"fill\": ...} or "
+                        "{\"random\": ...}), got " +
+                            jsonTypeName(init));
+    return std::nullopt;
+  }
+  bool fill = init.contains("fill");
+  if (fill == init.contains("random")) {
+    diag.error(pointer, fill ? "a recipe has one of \"fill\" and \"random\", "
+                               "this one has both"
+                             : "a recipe needs \"fill\" or \"random\"");
+    return std::nullopt;
+  }
+  std::vector<std::string> keys;
+  if (fill)
+    keys = {"fill"};
+  else if (init["random"] == "normal")
+    keys = {"random", "mean", "std", "seed"};
+  else if (init["random"] == "uniform")
+    keys = {"random", "low", "high", "seed"};
+  else
+    keys = {"random", "mean", "std", "low", "high", "seed"};
+  if (!checkKeys(init, pointer, keys,
+                 fill ? "a \"fill\" initialiser" : "a \"random\" initialiser",
+                 diag))
+    return std::nullopt;
+
+  if (fill) {
     std::optional<Scalar> s =
-        readScalar(init["fill"], d.dtype, pointer + "/fill", diag);
+        readScalar(init["fill"], dtype, pointer + "/fill", diag);
     if (!s)
-      return false;
+      return std::nullopt;
     uint8_t one[8] = {};
-    encode(*s, one);
+    if (isFloat(dtype))
+      encodeScalar(dtype, s->f, one);
+    else
+      encodeInteger(dtype, s->i, one);
     ParamRecipe r;
     r.kind = ParamRecipe::Kind::Fill;
-    for (size_t i = 0; i < esize; ++i)
+    for (size_t i = 0; i < dtypeSize(dtype); ++i)
       r.fillBits |= uint64_t(one[i]) << (8 * i);
-    return fromRecipe(r);
+    return r;
   }
 
-  // Random.
   std::optional<std::string> dist =
       readString(init["random"], pointer + "/random", diag);
   if (!dist)
-    return false;
+    return std::nullopt;
   if (*dist != "normal" && *dist != "uniform") {
     diag.error(pointer + "/random",
                "random must be \"normal\" or \"uniform\", got \"" + *dist +
                    "\"");
-    return false;
+    return std::nullopt;
   }
-  if (!isFloat(d.dtype)) {
+  if (!isFloat(dtype)) {
     diag.error(pointer + "/random", std::string("random initialisers need a "
                                                 "float dtype; the param is ") +
-                                        dtypeName(d.dtype));
-    return false;
+                                        dtypeName(dtype));
+    return std::nullopt;
   }
   auto number = [&](const char *key, double dflt) -> std::optional<double> {
     if (!init.contains(key))
@@ -188,28 +222,28 @@ bool Importer::materialise(const Json &init, const std::string &pointer,
       diag.error(pointer + "/seed",
                  "seed must be an integer in [0, 2^64), got " +
                      (s.is_number() ? s.dump() : jsonTypeName(s)));
-      return false;
+      return std::nullopt;
     }
   }
   bool normal = *dist == "normal";
   std::optional<double> a = number(normal ? "mean" : "low", 0.0);
   std::optional<double> b = number(normal ? "std" : "high", 1.0);
   if (!a || !b)
-    return false;
+    return std::nullopt;
   if (normal && *b < 0) {
     diag.error(pointer + "/std", "std must be >= 0");
-    return false;
+    return std::nullopt;
   }
   if (!normal && *b < *a) {
     diag.error(pointer + "/high", "high must be >= low");
-    return false;
+    return std::nullopt;
   }
   ParamRecipe r;
   r.kind = normal ? ParamRecipe::Kind::Normal : ParamRecipe::Kind::Uniform;
   r.a = *a;
   r.b = *b;
   r.seed = seed;
-  return fromRecipe(r);
+  return r;
 }
 
 bool Importer::readFileInit(const Json &init, const std::string &pointer,

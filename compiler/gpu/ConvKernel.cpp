@@ -123,6 +123,7 @@ ConvSchedule chooseConvSchedule(const ConvProblem &p,
     }
   }
   std::string why;
+  chooseSplitK(gemmOf(p), narrow, target);
   if (convScheduleValid(p, narrow, target, why))
     s = narrow;
   return s;

@@ -153,6 +153,10 @@ private:
   Value tid, lane, warpM, warpN;
   Value blockM0, blockN0, batchA, batchB, batchC;
   Value token; // any async token: the waits only count groups
+  // Split-K (s.splitK > 1): this block's split (grid.y); c is then the f32
+  // workspace [splitK, M, N] and the epilogue stores raw partial sums.
+  bool partial = false;
+  Value split;
 };
 
 void KernelBuilder::copyTile(bool isA, Value kt, Value stage) {
@@ -581,10 +585,10 @@ Value KernelBuilder::applyEpilogue(Value vals, Value row, Value col) {
 void KernelBuilder::storeRow(Value row, Value col, Value vals) {
   auto vt = cast<VectorType>(vals.getType());
   int64_t len = vt.getNumElements();
-  Type cT = p.cType;
+  Type cT = partial ? b.getF32Type() : p.cType;
   bool needRow = p.m % s.tileM != 0, needCol = p.n % s.tileN != 0;
   // A bias or residual is read inside the bounds check of a whole-vector
-  // store.
+  // store. (The split-K workspace gets raw sums: epi is empty then.)
   bool late = (epi.biasType || epi.residualType) && p.n % len == 0;
   auto finish = [&](Value v) {
     v = epi.biasType || epi.residualType || epi.relu
@@ -596,7 +600,7 @@ void KernelBuilder::storeRow(Value row, Value col, Value vals) {
   };
   if (!late)
     vals = finish(vals);
-  Value batch = batchC;
+  Value batch = partial ? split : batchC;
   if (p.n % len == 0) {
     // The segment is all in or all out, and aligned to its size.
     Value ok = land(needRow ? ult(row, p.m) : Value(),
@@ -691,6 +695,15 @@ void KernelBuilder::build(Value aArg, Value bArg, Value biasArg,
   batchB = p.bBatched ? batchC : cst(0);
   if (gather)
     gatherRows();
+  // Split-K: this block's k-tiles are [kBase, kBase + kTiles / splitK).
+  int64_t kTiles = ceilDiv(p.k, s.tileK);
+  partial = s.splitK > 1;
+  Value kBase = cst(0);
+  if (partial) {
+    split = mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::y);
+    kTiles /= s.splitK;
+    kBase = mul(split, kTiles);
+  }
 
   // The stages: [S][A tile] then [S][B tile], in dynamic shared memory.
   Value raw = dynamicSharedMemory();
@@ -702,10 +715,9 @@ void KernelBuilder::build(Value aArg, Value bArg, Value biasArg,
   smemAVec = sharedView(raw, aElems / epc, chunkT, 0);
   smemBVec = sharedView(raw, bElems / epc, chunkT, aElems * eb);
 
-  int64_t kTiles = ceilDiv(p.k, s.tileK);
   for (int64_t st = 0; st + 1 < s.stages; ++st) {
     if (st < kTiles)
-      token = copyStage(cst(st), cst(st));
+      token = copyStage(add(kBase, st), cst(st));
     else
       token = commitGroup();
   }
@@ -742,8 +754,10 @@ void KernelBuilder::build(Value aArg, Value bArg, Value biasArg,
       {
         OpBuilder::InsertionGuard g2(b);
         b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-        copyTile(true, next, rem(next, s.stages));
-        copyTile(false, next, rem(next, s.stages));
+        Value stage = rem(next, s.stages);
+        next = partial ? add(kBase, next) : next;
+        copyTile(true, next, stage);
+        copyTile(false, next, stage);
       }
       // Commit unconditionally so that group counting stays uniform.
       commitGroup();
@@ -807,6 +821,16 @@ static bool matmulShapeValid(const MatmulProblem &p, const MatmulSchedule &s,
       return fail("tile sizes and warp counts must be powers of two");
   if (s.stages < 2 || s.stages > 8)
     return fail("stages must be in [2, 8]");
+  if (s.splitK < 1 || s.splitK > 65535)
+    return fail("split_k must be in [1, 65535]");
+  if (s.splitK > 1) {
+    int64_t kTiles = (p.k + s.tileK - 1) / s.tileK;
+    if (kTiles % s.splitK)
+      return fail("split_k must divide the k-tiles (" + std::to_string(kTiles) +
+                  " of tile_k " + std::to_string(s.tileK) + ")");
+    if (p.batch != 1)
+      return fail("split_k needs one matrix (batch 1)");
+  }
   int64_t threads = 32 * s.warpsM * s.warpsN;
   if (threads > 1024)
     return fail("more than 1024 threads");
@@ -850,6 +874,25 @@ bool matmulScheduleValid(const MatmulProblem &p, const MatmulSchedule &s,
   return true;
 }
 
+void chooseSplitK(const MatmulProblem &p, MatmulSchedule &s,
+                  const ::tcc::TargetDesc &target) {
+  s.splitK = 1;
+  int64_t sms = target.multiprocessorsForHeuristics();
+  int64_t blocks = ceilDiv(p.m, s.tileM) * ceilDiv(p.n, s.tileN) * p.batch;
+  int64_t kTiles = ceilDiv(p.k, s.tileK);
+  // Only when the tiles alone leave half the multiprocessors idle: the
+  // partial sums cost a second launch and 8 bytes an output a split.
+  if (p.batch != 1 || blocks * 2 > sms)
+    return;
+  // The most splits that keep the grid within two waves, each split at
+  // least 4 k-tiles deep (a shallower one is all pipeline fill).
+  for (int64_t d = 2; d <= 32; ++d)
+    if (kTiles % d == 0 && kTiles / d >= 4 && blocks * d <= 2 * sms)
+      s.splitK = d;
+  if (s.splitK > 1)
+    s.stages = std::max<int64_t>(2, std::min(s.stages, kTiles / s.splitK + 1));
+}
+
 MatmulSchedule chooseMatmulSchedule(const MatmulProblem &p,
                                     const ::tcc::TargetDesc &target) {
   int64_t maxShared = target.maxSharedPerBlock,
@@ -887,6 +930,7 @@ MatmulSchedule chooseMatmulSchedule(const MatmulProblem &p,
   s.stages = std::max<int64_t>(2, std::min(s.stages, kTiles + 1));
   while (s.stages > 2 && sharedBytesOf(p, s) > maxShared)
     --s.stages;
+  chooseSplitK(p, s, target);
   std::string why;
   if (!matmulScheduleValid(p, s, target, why)) {
     // The conservative fallback that every supported problem accepts.
@@ -925,30 +969,138 @@ buildGemmKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module, StringRef name,
   Type bT = p.transB ? memrefOf({bb, p.n, p.k}, p.bType)
                      : memrefOf({bb, p.k, p.n}, p.bType);
   Type cT = memrefOf({p.batch, p.m, p.n}, p.cType);
+  // Split-K: the workspace in C's place; the epilogue runs in the reduction.
+  bool split = s.splitK > 1;
+  GemmEpilogue epi = split ? GemmEpilogue() : epilogue;
+  if (split)
+    cT = memrefOf({s.splitK, p.m, p.n}, b.getF32Type());
   SmallVector<Type> args = {aT, bT, cT};
-  if (epilogue.biasType)
-    args.insert(args.begin() + 2, memrefOf({p.n}, epilogue.biasType));
-  if (epilogue.residualType)
+  if (epi.biasType)
+    args.insert(args.begin() + 2, memrefOf({p.n}, epi.biasType));
+  if (epi.residualType)
     args.insert(args.end() - 1,
-                memrefOf({p.batch, p.m, p.n}, epilogue.residualType));
+                memrefOf({p.batch, p.m, p.n}, epi.residualType));
 
   OpBuilder::InsertionGuard g(b);
   int64_t threads = 32 * s.warpsM * s.warpsN;
   auto func = createKernelFunc(b, module, name, args, threads);
   Block &entry = func.getBody().front();
   Location loc = module.getLoc();
-  KernelBuilder kb(b, loc, p, s, gather, epilogue);
+  KernelBuilder kb(b, loc, p, s, gather, epi);
   unsigned nArgs = entry.getNumArguments();
   kb.build(entry.getArgument(0), entry.getArgument(1),
-           epilogue.biasType ? entry.getArgument(2) : Value(),
-           epilogue.residualType ? entry.getArgument(nArgs - 2) : Value(),
+           epi.biasType ? entry.getArgument(2) : Value(),
+           epi.residualType ? entry.getArgument(nArgs - 2) : Value(),
            entry.getArguments().back());
   mlir::gpu::ReturnOp::create(b, loc);
 
   KernelLaunch launch;
-  launch.grid = {ceilDiv(p.m, s.tileM) * ceilDiv(p.n, s.tileN), 1, p.batch};
+  launch.grid = {ceilDiv(p.m, s.tileM) * ceilDiv(p.n, s.tileN), s.splitK,
+                 p.batch};
   launch.block = {threads, 1, 1};
   launch.sharedBytes = sharedBytesOf(p, s);
+  return launch;
+}
+
+int64_t splitKWorkspaceBytes(const MatmulProblem &p, const MatmulSchedule &s) {
+  return s.splitK > 1 ? s.splitK * p.m * p.n * 4 : 0;
+}
+
+namespace {
+
+/// The split-K reduction: a thread per `len` consecutive columns of a row.
+class SplitKReduceBuilder : TemplateBuilder {
+public:
+  SplitKReduceBuilder(OpBuilder &b, Location loc, const MatmulProblem &p,
+                      int64_t splits, const GemmEpilogue &epi, int64_t len)
+      : TemplateBuilder(b, loc), p(p), splits(splits), epi(epi), len(len) {}
+
+  void build(Value ws, Value bias, Value residual, Value c, int64_t block) {
+    Value tid = mlir::gpu::ThreadIdOp::create(b, loc, mlir::gpu::Dimension::x);
+    Value blk = mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::x);
+    Value linear = add(mul(blk, block), tid);
+    int64_t perRow = p.n / len, total = p.m * perRow;
+    auto ifOp = scf::IfOp::create(b, loc, ult(linear, total), false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    Value row = div(linear, perRow), col = mul(rem(linear, perRow), len);
+    Type f32 = b.getF32Type();
+    auto vecT = [&](Type t) { return VectorType::get({len}, t); };
+    auto load = [&](Value mem, Type t, ValueRange idx) -> Value {
+      // Buffers are 16-byte aligned (the runtime's rule), no more.
+      Value v = vector::LoadOp::create(
+          b, loc, vecT(t), mem, idx, false,
+          llvm::Align(std::min<int64_t>(16, len * bytesOf(t))));
+      return t.isF32() ? v : arith::ExtFOp::create(b, loc, vecT(f32), v);
+    };
+    Value zero = cst(0);
+    // In split order, so the sum does not depend on the launch.
+    Value sum = load(ws, f32, ValueRange{zero, row, col});
+    for (int64_t sp = 1; sp < splits; ++sp)
+      sum = arith::AddFOp::create(b, loc, sum,
+                                  load(ws, f32, ValueRange{cst(sp), row, col}));
+    if (epi.biasType)
+      sum = arith::AddFOp::create(b, loc, sum,
+                                  load(bias, epi.biasType, ValueRange{col}));
+    if (epi.residualType)
+      sum = arith::AddFOp::create(
+          b, loc, sum,
+          load(residual, epi.residualType, ValueRange{zero, row, col}));
+    if (epi.relu)
+      sum = arith::MaximumFOp::create(
+          b, loc, sum,
+          arith::ConstantOp::create(b, loc,
+                                    DenseElementsAttr::get(vecT(f32), 0.0f)));
+    if (!p.cType.isF32())
+      sum = arith::TruncFOp::create(b, loc, vecT(p.cType), sum);
+    vector::StoreOp::create(b, loc, sum, c, ValueRange{zero, row, col}, false,
+                            llvm::Align(len * bytesOf(p.cType)));
+  }
+
+private:
+  const MatmulProblem &p;
+  int64_t splits;
+  GemmEpilogue epi;
+  int64_t len;
+};
+
+} // namespace
+
+KernelLaunch buildSplitKReduceKernel(OpBuilder &b,
+                                     mlir::gpu::GPUModuleOp module,
+                                     StringRef name, const MatmulProblem &p,
+                                     int64_t splits,
+                                     const GemmEpilogue &epilogue) {
+  loadTemplateDialects(b.getContext());
+  OpBuilder::InsertionGuard g(b);
+  // Vectors of up to 16 bytes of C, as long as rows split into them evenly
+  // (each vector access then stays aligned to its size).
+  int64_t len = 1;
+  while (len < 8 && p.n % (len * 2) == 0 && len * 2 * bytesOf(p.cType) <= 16)
+    len *= 2;
+  SmallVector<Type> args = {
+      MemRefType::get({splits, p.m, p.n}, b.getF32Type())};
+  if (epilogue.biasType)
+    args.push_back(MemRefType::get({p.n}, epilogue.biasType));
+  if (epilogue.residualType)
+    args.push_back(MemRefType::get({1, p.m, p.n}, epilogue.residualType));
+  args.push_back(MemRefType::get({1, p.m, p.n}, p.cType));
+  int64_t total = p.m * (p.n / len);
+  int64_t block = std::min<int64_t>(256, (total + 31) / 32 * 32);
+  auto func = createKernelFunc(b, module, name, args, block);
+  Block &entry = func.getBody().front();
+  Location loc = module.getLoc();
+  unsigned n = entry.getNumArguments();
+  SplitKReduceBuilder(b, loc, p, splits, epilogue, len)
+      .build(entry.getArgument(0),
+             epilogue.biasType ? entry.getArgument(1) : Value(),
+             epilogue.residualType ? entry.getArgument(n - 2) : Value(),
+             entry.getArgument(n - 1), block);
+  mlir::gpu::ReturnOp::create(b, loc);
+  KernelLaunch launch;
+  launch.grid = {ceilDiv(total, block), 1, 1};
+  launch.block = {block, 1, 1};
+  launch.sharedBytes = 0;
   return launch;
 }
 

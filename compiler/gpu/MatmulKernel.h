@@ -44,10 +44,14 @@ struct MatmulProblem {
 
 /// The tiling of one kernel: a block computes tileM x tileN of C with
 /// warpsM x warpsN warps, stepping over K by tileK with `stages` shared-memory
-/// buffers in flight.
+/// buffers in flight. With splitK > 1 the k-tiles are cut into splitK equal
+/// ranges, one per block of grid.y: each block writes its f32 partial tile
+/// to a workspace and a second kernel (buildSplitKReduceKernel) sums them
+/// and applies the epilogue. It fills the GPU when the output has few tiles
+/// and K is long (a ResNet's last 3x3 convolutions: 49 output pixels, K 4608).
 struct MatmulSchedule {
   int64_t tileM = 128, tileN = 128, tileK = 32, warpsM = 2, warpsN = 2,
-          stages = 3;
+          stages = 3, splitK = 1;
 };
 
 /// How to launch what buildMatmulKernel built: blocks, threads per block and
@@ -82,6 +86,12 @@ struct GemmEpilogue {
 MatmulSchedule chooseMatmulSchedule(const MatmulProblem &p,
                                     const ::tcc::TargetDesc &target);
 
+/// Sets s.splitK (and fewer stages if the splits are shallow) for `p` with
+/// s's tiles: more than 1 only when the output tiles leave most of the
+/// multiprocessors idle and K is deep enough to cut.
+void chooseSplitK(const MatmulProblem &p, MatmulSchedule &s,
+                  const ::tcc::TargetDesc &target);
+
 /// Whether buildMatmulKernel handles `p` (with any valid schedule); when not,
 /// `why` says why in one line.
 bool matmulKernelSupports(const MatmulProblem &p, std::string &why);
@@ -112,6 +122,19 @@ buildGemmKernel(mlir::OpBuilder &b, mlir::gpu::GPUModuleOp module,
                 llvm::StringRef name, const MatmulProblem &p,
                 const MatmulSchedule &s, const GemmGather *gather,
                 const GemmEpilogue &epilogue);
+
+/// The second kernel of a split-K GEMM (schedule splitK = `splits`):
+/// `gpu.func @name(%partials, [%bias,] [%residual,] %c) kernel` sums the f32
+/// partials [splits, M, N] in split order, applies `epilogue` (bias per
+/// column, residual [1, M, N], ReLU) and stores C [1, M, N] in p.cType.
+::tcc::gpu::KernelLaunch
+buildSplitKReduceKernel(mlir::OpBuilder &b, mlir::gpu::GPUModuleOp module,
+                        llvm::StringRef name, const MatmulProblem &p,
+                        int64_t splits, const GemmEpilogue &epilogue);
+
+/// Bytes of the f32 workspace a split-K schedule `s` needs for `p` (0 when
+/// s.splitK is 1).
+int64_t splitKWorkspaceBytes(const MatmulProblem &p, const MatmulSchedule &s);
 
 } // namespace tcc::gpu
 

@@ -23,9 +23,16 @@ is the f32 one rounded to f16 (NAME.input.npy holds the f16 values), and
 the reference is the model in float64 on that input (NAME.output64.npy is
 then always written; NAME.output.npy is PyTorch's f32 output).
 
+With --recipe-weights every weight and BatchNorm statistic is drawn from
+tcc's random recipe (docs/model-format.md) instead, BatchNorm is exported
+as nodes (not folded into the convolutions' weights), and each initializer
+whose bytes are a recipe's says so in its doc_string, `tcc.recipe: {...}`
+(docs/onnx.md): tcc compile --param-recipes=keep then stores the recipes,
+not the bytes. The line per model says how many bytes carry a hint.
+
 usage: export_models.py [--small] [--out DIR] [--seed N] [--opset N]
                         [--size HxW] [--batch N] [--dtype f32|f16]
-                        [--f64-reference] [MODEL ...]
+                        [--f64-reference] [--recipe-weights] [MODEL ...]
 MODEL: googlenet resnet50 densenet121 mobilenet_v2 squeezenet1_1 unet
        nasnet_large
 (default: all of them). Exits 77 when torch or torchvision is missing.
@@ -84,6 +91,153 @@ def randomize_batch_norm(model, gen):
                     m.bias.copy_(torch.randn(n, generator=gen) * 0.1)
 
 
+# --- Weights drawn from tcc's random recipe (--recipe-weights) ---
+#
+# docs/model-format.md, "The random recipe": one SplitMix64 generator per
+# param, seeded with `seed`; draw k (from 1) has state seed + k * GOLDEN, so
+# that any draw is computed directly, which vectorises. uniform: top 53 bits
+# times 2^-53; normal: two draws per element, Box-Muller's cosine branch; the
+# value is computed in f64 and rounded to the param's dtype (to nearest,
+# ties to even, as NumPy's astype does).
+
+GOLDEN = 0x9E3779B97F4A7C15
+CHUNK = 1 << 21  # elements per step: bounds the temporaries (~100 MB)
+
+
+def _uniforms(seed, first, count):
+    """Draws first+1 .. first+count of the generator seeded with `seed`, as
+    uniforms in [0, 1)."""
+    z = np.arange(first + 1, first + count + 1, dtype=np.uint64)
+    # In place: arithmetic mod 2^64, as SplitMix64's.
+    z *= np.uint64(GOLDEN)
+    z += np.uint64(seed)
+    z ^= z >> np.uint64(30)
+    z *= np.uint64(0xBF58476D1CE4E5B9)
+    z ^= z >> np.uint64(27)
+    z *= np.uint64(0x94D049BB133111EB)
+    z ^= z >> np.uint64(31)
+    z >>= np.uint64(11)
+    u = z.astype(np.float64)
+    u *= 2.0 ** -53
+    return u
+
+
+def _normal_scalar(u1, u2, mean, std):
+    """One normal exactly as runtime/src/Random.h computes it, with the C
+    library's log and cos (Python's math module calls the same ones)."""
+    import math
+    return mean + std * math.sqrt(-2.0 * math.log(u1)) * math.cos(6.283185307179586 * u2)
+
+
+def recipe_values(recipe, n, dtype):
+    """The first `n` elements of `recipe` (a model-format `random` or `fill`
+    initialiser) rounded to `dtype` (np.float32 or np.float16), as tcc
+    computes them (runtime/src/ParamRecipe.cpp)."""
+    dtype = np.dtype(dtype)
+    if 'fill' in recipe:
+        return np.full(n, recipe['fill'], dtype=np.float64).astype(dtype)
+    seed = recipe.get('seed', 0)
+    out = np.empty(n, dtype=dtype)
+    for lo in range(0, n, CHUNK):
+        m = min(CHUNK, n - lo)
+        if recipe['random'] == 'uniform':
+            a, b = recipe.get('low', 0.0), recipe.get('high', 1.0)
+            out[lo:lo + m] = (a + (b - a) * _uniforms(seed, lo, m)).astype(dtype)
+            continue
+        mean, std = recipe.get('mean', 0.0), recipe.get('std', 1.0)
+        u = _uniforms(seed, 2 * lo, 2 * m)
+        u1, u2 = 1.0 - u[0::2], u[1::2]
+        t = np.log(u1)
+        t *= -2.0
+        np.sqrt(t, out=t)
+        t *= std
+        t *= np.cos(6.283185307179586 * u2)
+        v = mean + t
+        r = v.astype(dtype)
+        # NumPy's vectorised log and cos may differ from the C library's by
+        # a few ulps, which changes the rounded value only where v lies that
+        # close to a rounding boundary of the dtype: t moved by 2^-45 of
+        # itself either way rounds differently there (rounding is
+        # monotonic). Those few (about one in 10^6 for f32) are redone with
+        # the C library's functions.
+        eps = 2.0 ** -45
+        near = (mean + t * (1 - eps)).astype(dtype) != (mean + t * (1 + eps)).astype(dtype)
+        for i in np.flatnonzero(near):
+            r[i] = np.float64(_normal_scalar(float(u1[i]), float(u2[i]), mean, std)).astype(dtype)
+        out[lo:lo + m] = r
+    return out
+
+
+def weight_recipes(model, seed):
+    """(state_dict name, recipe) for every float weight and BatchNorm
+    statistic. Weights keep the scale of the architecture's own
+    initialisation (a normal with the standard deviation of the freshly
+    built tensor: He, fan-in or fan-out, as the model chose), which keeps
+    activations in range through hundreds of layers; constant ones (zero
+    biases) stay fills. BatchNorm draws as randomize_batch_norm does: scale
+    and running variance uniform in [0.5, 1.5], shift and running mean
+    normal with std 0.1. Seeds differ per tensor."""
+    modules = dict(model.named_modules())
+    out = []
+    for i, (name, t) in enumerate(model.state_dict().items()):
+        if not t.is_floating_point():
+            continue  # num_batches_tracked: not exported
+        owner, _, attr = name.rpartition('.')
+        s = (seed + 1) * 1000003 + i
+        if isinstance(modules.get(owner), torch.nn.modules.batchnorm._BatchNorm):
+            r = ({'random': 'uniform', 'low': 0.5, 'high': 1.5, 'seed': s}
+                 if attr in ('weight', 'running_var') else
+                 {'random': 'normal', 'mean': 0.0, 'std': 0.1, 'seed': s})
+        else:
+            t64 = t.double().flatten()
+            std = float(t64.std()) if t64.numel() > 1 else 0.0
+            r = ({'random': 'normal', 'mean': 0.0, 'std': std, 'seed': s} if std > 0
+                 else {'fill': float(t64[0]) if t64.numel() else 0.0})
+        out.append((name, r))
+    return out
+
+
+def load_recipe_weights(model, seed, dtype):
+    """Replaces every weight of `model` by its recipe's values in `dtype`
+    (f16 values are exact in the f32 model, so that the export's f16
+    conversion keeps them); returns {(dtype, bytes digest): recipe} to find
+    the initializers the export left untouched."""
+    import hashlib
+    npdt = np.float16 if dtype == 'f16' else np.float32
+    state = model.state_dict()
+    found = {}
+    for name, r in weight_recipes(model, seed):
+        t = state[name]
+        v = recipe_values(r, t.numel(), npdt)
+        found[(v.dtype.str, hashlib.sha1(v.tobytes()).hexdigest())] = r
+        with torch.no_grad():
+            t.copy_(torch.from_numpy(v.astype(np.float32).reshape(tuple(t.shape))))
+    return found
+
+
+def add_recipe_hints(path, found):
+    """Writes `tcc.recipe: {...}` into the doc_string of every initializer
+    whose bytes are a recipe's (docs/onnx.md); the others (tensors the
+    export computed: folded constants, shapes) stay plain. Returns
+    (hinted bytes, embedded bytes)."""
+    import hashlib
+    import json
+    import onnx
+    from onnx import numpy_helper
+    m = onnx.load(path)
+    hinted = plain = 0
+    for t in m.graph.initializer:
+        a = numpy_helper.to_array(t)
+        r = found.get((a.dtype.str, hashlib.sha1(a.tobytes()).hexdigest()))
+        if r is not None and a.size:
+            t.doc_string = 'tcc.recipe: ' + json.dumps(r)
+            hinted += a.nbytes
+        else:
+            plain += a.nbytes
+    onnx.save(m, path)
+    return hinted, plain
+
+
 def build(name, seed):
     torch.manual_seed(seed)
     model = MODELS[name][0]()
@@ -119,8 +273,12 @@ def to_float16(path):
     onnx.save(m, path)
 
 
-def export(name, out, seed, opset, shape, f64_reference, batch=1, dtype='f32'):
+def export(name, out, seed, opset, shape, f64_reference, batch=1, dtype='f32',
+           recipe_weights=False):
+    """Writes the files above; returns the model's path and, with
+    `recipe_weights`, the (hinted, embedded) initializer bytes."""
     model = build(name, seed)
+    found = load_recipe_weights(model, seed, dtype) if recipe_weights else None
     x = torch.randn((batch,) + tuple(shape), generator=torch.Generator().manual_seed(seed + 2))
     if dtype == 'f16':
         x = x.half().float()
@@ -128,10 +286,21 @@ def export(name, out, seed, opset, shape, f64_reference, batch=1, dtype='f32'):
     with torch.no_grad():
         y = model(x)
     path = os.path.join(out, name + '.onnx')
-    torch.onnx.export(model, (x,), path, opset_version=opset, do_constant_folding=True,
-                      input_names=['input'], output_names=['output'])
+    # TrainingMode.EVAL folds each BatchNorm into the convolution before it,
+    # which changes the convolution's weights: recipe weights export with
+    # PRESERVE (the model is in eval mode, so BatchNormalization nodes in
+    # inference form), and tcc folds them itself.
+    training = torch.onnx.TrainingMode.PRESERVE if recipe_weights else torch.onnx.TrainingMode.EVAL
+    import warnings
+    with warnings.catch_warnings():
+        # The advice against constant folding in PRESERVE mode is for models
+        # in training mode.
+        warnings.filterwarnings('ignore', message='It is recommended that constant folding')
+        torch.onnx.export(model, (x,), path, opset_version=opset, do_constant_folding=True,
+                          training=training, input_names=['input'], output_names=['output'])
     if dtype == 'f16':
         to_float16(path)
+    sizes = add_recipe_hints(path, found) if recipe_weights else None
     np.save(os.path.join(out, name + '.input.npy'),
             x.half().numpy() if dtype == 'f16' else x.numpy())
     np.save(os.path.join(out, name + '.output.npy'), y.numpy())
@@ -139,7 +308,7 @@ def export(name, out, seed, opset, shape, f64_reference, batch=1, dtype='f32'):
         with torch.no_grad():
             y64 = model.double()(x.double())
         np.save(os.path.join(out, name + '.output64.npy'), y64.numpy())
-    return path
+    return path, sizes
 
 
 def main():
@@ -155,6 +324,10 @@ def main():
     ap.add_argument('--dtype', choices=['f32', 'f16'], default='f32')
     ap.add_argument('--f64-reference', action='store_true',
                     help='also write NAME.output64.npy, the model run in float64')
+    ap.add_argument('--recipe-weights', action='store_true',
+                    help="draw the weights from tcc's random recipe and say so in "
+                         "each initializer's doc_string (tcc compile "
+                         "--param-recipes=keep then keeps the recipe, not the bytes)")
     args = ap.parse_args()
     names = args.models or list(MODELS)
     for n in names:
@@ -173,10 +346,14 @@ def main():
             h, w = (int(v) for v in args.size.lower().split('x'))
             shape = (shape[0], h, w)
         t = time.time()
-        path = export(n, args.out, args.seed, args.opset, shape, args.f64_reference,
-                      args.batch, args.dtype)
-        print('%s: %s, input %dx%s (%.1f s)' % (n, path, args.batch, 'x'.join(map(str, shape)),
-                                                time.time() - t), flush=True)
+        path, sizes = export(n, args.out, args.seed, args.opset, shape, args.f64_reference,
+                             args.batch, args.dtype, args.recipe_weights)
+        extra = ''
+        if sizes:
+            extra = ', recipe hints on %.1f MB of weights, %d bytes without' % (
+                sizes[0] / 1e6, sizes[1])
+        print('%s: %s, input %dx%s%s (%.1f s)' % (n, path, args.batch, 'x'.join(map(str, shape)),
+                                                  extra, time.time() - t), flush=True)
     return 0
 
 

@@ -46,7 +46,10 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
   return 0;
 }
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+/// Imports `bytes` and checks the contract: a model and no errors, or
+/// exactly one error line. An "internal" error means the importer built IR
+/// that the format's checks should have refused: a bug too.
+static void importOnce(std::string_view bytes, bool keepRecipes) {
   mlir::MLIRContext ctx(mlir::MLIRContext::Threading::DISABLED);
   ctx.getOrLoadDialect<mlir::tcc::TccDialect>();
   ctx.getOrLoadDialect<mlir::func::FuncDialect>();
@@ -54,17 +57,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   tcc::ImportLimits limits;
   // Under libFuzzer's memory limit, whatever the input declares.
   limits.maxParamBytes = uint64_t(64) << 20;
-  std::string_view bytes((const char *)data, size);
+  limits.deferRecipes = keepRecipes;
   auto model = tcc::importOnnxBytes(bytes, "fuzz.onnx", scratchDir, ctx, errors,
                                     {}, limits);
-  // The contract: a model and no errors, or exactly one error line. An
-  // "internal" error means the importer built IR that the format's checks
-  // should have refused: a bug too.
   if (model.has_value() == !errors.empty() || errors.size() > 1)
     std::abort();
   for (const std::string &e : errors)
     if (e.empty() || e.find('\n') != std::string::npos ||
         e.find(": internal ") != std::string::npos)
       std::abort();
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  std::string_view bytes((const char *)data, size);
+  importOnce(bytes, false);
+  // Initializers' recipe hints are read only as for --param-recipes=keep:
+  // inputs that may hold one are imported that way too.
+  if (bytes.find("tcc.recipe") != std::string_view::npos)
+    importOnce(bytes, true);
   return 0;
 }

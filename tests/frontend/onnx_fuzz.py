@@ -2,12 +2,14 @@
 """Runs the ONNX importer's libFuzzer target (frontend/fuzz/OnnxFuzzer.cpp)
 for a bounded time from seeds built here with onnx.helper: small models using
 most supported ops, typed-field and external-data initializers, Constant
-nodes and opset-18 inputs. Any crash, sanitizer report, leak or timeout
-fails the test; the input is kept in ARTIFACTS.
+nodes, opset-18 inputs and initializers with tcc.recipe hints. Any crash,
+sanitizer report, leak or timeout fails the test; the input is kept in
+ARTIFACTS.
 
 usage: onnx_fuzz.py FUZZER SECONDS ARTIFACTS
 Exits 77 (ctest's skip) without python3-onnx.
 """
+import json
 import os
 import subprocess
 import sys
@@ -23,6 +25,9 @@ try:
 except ImportError:
     print('SKIP: python3-onnx is not installed (apt-get install python3-onnx)')
     sys.exit(77)
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from check_params import random_values  # noqa: E402
 
 fuzzer, seconds, artifacts = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 rng = np.random.default_rng(0)
@@ -106,6 +111,29 @@ seeds = {
          oh.make_tensor('idx', TP.INT64, [2], [2, -1]),
          oh.make_tensor('gm', TP.FLOAT, [2], [1.0, 1.5])], opset=17),
 }
+
+
+def hinted(name, recipe, shape, values=None):
+    """An initializer holding `recipe`'s values (or `values`), with the
+    recipe as its tcc.recipe hint (docs/onnx.md)."""
+    n = int(np.prod(shape))
+    if values is None:
+        values = ([recipe['fill']] * n if 'fill' in recipe else
+                  random_values('normal', recipe['mean'], recipe['std'], recipe['seed'], n))
+    t = init(name, np.array(values, np.float32).reshape(shape))
+    t.doc_string = 'tcc.recipe: ' + json.dumps(recipe)
+    return t
+
+
+# Recipe hints (checked when the fuzzer imports as for --param-recipes=keep):
+# a random and a fill hint that hold, and one whose bytes differ.
+normal = {'random': 'normal', 'mean': 0.0, 'std': 0.5, 'seed': 9}
+seeds['recipes'] = model([
+    oh.make_node('Conv', ['x', 'w', 'b'], ['c'], pads=[1, 1, 1, 1]),
+    oh.make_node('Add', ['c', 'k'], ['y'])],
+    {'x': (1, 3, 4, 4)}, ['y'],
+    [hinted('w', normal, (2, 3, 3, 3)), hinted('b', {'fill': 0.25}, (2,)),
+     hinted('k', normal, (1,), values=[1.0])])
 
 with tempfile.TemporaryDirectory() as d:
     corpus = os.path.join(d, 'corpus')

@@ -18,7 +18,9 @@ void writeKernelBundle(const std::string &outDir, const std::string &name,
                        const std::string &op,
                        const std::vector<BundleTensor> &inputs,
                        const BundleTensor &output, const std::string &ptx,
-                       const tcc::gpu::KernelLaunch &launch) {
+                       const tcc::gpu::KernelLaunch &launch,
+                       const tcc::gpu::KernelLaunch *reduce,
+                       int64_t workspaceBytes, int epilogueFrom) {
   auto bytes = [](const BundleTensor &t) {
     int64_t n = t.type.getIntOrFloatBitWidth() / 8;
     for (int64_t d : t.shape)
@@ -43,8 +45,53 @@ void writeKernelBundle(const std::string &outDir, const std::string &name,
     buffers.push_back(buffer(id, "input", bytes(t)));
     args.push_back(id++);
   }
-  buffers.push_back(buffer(id, "output", bytes(output)));
-  args.push_back(id);
+  int outId = id;
+  buffers.push_back(buffer(outId, "output", bytes(output)));
+  nlohmann::json kernels = {{{"name", name},
+                             {"symbol", name},
+                             {"kind", kind},
+                             {"ops", {op}},
+                             {"code", "kernels.ptx"},
+                             {"shared_bytes", launch.sharedBytes}}};
+  nlohmann::json launches = nlohmann::json::array();
+  int64_t arena = 0;
+  if (reduce) {
+    int temp = outId + 1;
+    nlohmann::json t = buffer(temp, "temp", workspaceBytes);
+    t["offset"] = 0;
+    buffers.push_back(t);
+    arena = (workspaceBytes + 63) / 64 * 64;
+    // The GEMM writes the temp; the reduction reads it and the epilogue's
+    // inputs, and writes the output.
+    nlohmann::json gemmArgs = nlohmann::json::array();
+    for (int i = 0; i < epilogueFrom; ++i)
+      gemmArgs.push_back(i);
+    gemmArgs.push_back(temp);
+    nlohmann::json reduceArgs = {temp};
+    for (int i = epilogueFrom; i < outId; ++i)
+      reduceArgs.push_back(i);
+    reduceArgs.push_back(outId);
+    kernels.push_back({{"name", name + "_splitk"},
+                       {"symbol", name + "_splitk"},
+                       {"kind", kind},
+                       {"ops", {op}},
+                       {"code", "kernels.ptx"},
+                       {"shared_bytes", 0}});
+    launches.push_back({{"kernel", 0},
+                        {"args", gemmArgs},
+                        {"grid", launch.grid},
+                        {"block", launch.block}});
+    launches.push_back({{"kernel", 1},
+                        {"args", reduceArgs},
+                        {"grid", reduce->grid},
+                        {"block", reduce->block}});
+  } else {
+    args.push_back(outId);
+    launches.push_back({{"kernel", 0},
+                        {"args", args},
+                        {"grid", launch.grid},
+                        {"block", launch.block}});
+  }
   nlohmann::json manifest = {
       {"model", name},
       {"targets", {chip}},
@@ -52,21 +99,11 @@ void writeKernelBundle(const std::string &outDir, const std::string &name,
       {"outputs", {tensor(output, id)}},
       {"params", nlohmann::json::array()},
       {"buffers", buffers},
-      {"arena_bytes", 0},
-      {"kernels",
-       {{{"name", name},
-         {"symbol", name},
-         {"kind", kind},
-         {"ops", {op}},
-         {"code", "kernels.ptx"},
-         {"shared_bytes", launch.sharedBytes}}}},
+      {"arena_bytes", arena},
+      {"kernels", kernels},
       {"code",
        {{{"target", chip}, {"blob", "kernels.ptx"}, {"format", "ptx"}}}},
-      {"launches",
-       {{{"kernel", 0},
-         {"args", args},
-         {"grid", launch.grid},
-         {"block", launch.block}}}}};
+      {"launches", launches}};
   tcc::bundle::BundleWriter w;
   w.addBlob("kernels.ptx", std::vector<uint8_t>(ptx.begin(), ptx.end()));
   w.setManifest(manifest);

@@ -43,12 +43,19 @@ struct BundleTensor {
 /// Writes OUTDIR/NAME.tccb: the PTX `ptx` as kernel `name` (of `kind`, made
 /// of `op`), launched once as `launch` says over buffers inputs...,
 /// output in that order; dies when the bundle cannot be written.
+///
+/// With `reduce` (a split-K GEMM): the kernel writes a temp of
+/// `workspaceBytes` instead, and kernel NAME_splitk, launched as `reduce`
+/// says over (temp, the inputs from index `epilogueFrom` on, output), makes
+/// the output.
 void writeKernelBundle(const std::string &outDir, const std::string &name,
                        const std::string &chip, const std::string &kind,
                        const std::string &op,
                        const std::vector<BundleTensor> &inputs,
                        const BundleTensor &output, const std::string &ptx,
-                       const tcc::gpu::KernelLaunch &launch);
+                       const tcc::gpu::KernelLaunch &launch,
+                       const tcc::gpu::KernelLaunch *reduce = nullptr,
+                       int64_t workspaceBytes = 0, int epilogueFrom = 0);
 
 /// Writes OUTDIR/NAME.tccb (the PTX `ptx` as the kernel `name`, launched as
 /// `launch` says) and prints the case's description as one JSON line on

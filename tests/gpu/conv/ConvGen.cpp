@@ -19,7 +19,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <iostream>
+#include <optional>
 
 using namespace mlir;
 using tcc::gen::die;
@@ -88,8 +90,12 @@ int main(int argc, char **argv) {
   tcc::TargetDesc target = tcc::gen::targetOf(flags.chip);
   tcc::gpu::ConvSchedule s = tcc::gpu::chooseConvSchedule(p, target);
   if (!flags.schedule.empty()) {
-    std::vector<int64_t> v = parseIntList("--schedule", flags.schedule, 6);
-    s = {v[0], v[1], v[2], v[3], v[4], v[5]};
+    // TM,TN,TK,WM,WN,STAGES[,SPLIT_K]
+    std::vector<int64_t> v = parseIntList(
+        "--schedule", flags.schedule,
+        std::count(flags.schedule.begin(), flags.schedule.end(), ',') == 6 ? 7
+                                                                           : 6);
+    s = {v[0], v[1], v[2], v[3], v[4], v[5], v.size() == 7 ? v[6] : 1};
   }
   if (!tcc::gpu::convScheduleValid(p, s, target, why))
     die(why);
@@ -100,6 +106,20 @@ int main(int argc, char **argv) {
       tcc::gpu::buildConvKernel(b, km.kernels, flags.name, p, s);
   if (failed(launch))
     die("cannot build the kernel");
+  // Split-K: the reduction that sums the partials and applies the epilogue.
+  std::optional<tcc::gpu::KernelLaunch> reduce;
+  tcc::gpu::MatmulProblem g;
+  g.m = p.n * p.outH() * p.outW();
+  g.n = p.o;
+  g.k = p.kh * p.kw * p.c;
+  g.cType = p.outType;
+  if (s.splitK > 1) {
+    tcc::gpu::GemmEpilogue epi;
+    epi.biasType = p.biasType;
+    epi.relu = p.relu;
+    reduce = tcc::gpu::buildSplitKReduceKernel(
+        b, km.kernels, flags.name + "_splitk", g, s.splitK, epi);
+  }
   if (tcc::gen::verifyOrPrint(*km.module, flags.emitMlir))
     return 0;
   std::string ptx = tcc::gen::lowerToPtx(*km.module, flags.chip);
@@ -113,7 +133,8 @@ int main(int argc, char **argv) {
     inputs.push_back({"bias", p.biasType, {p.o}});
   tcc::gen::writeKernelBundle(
       flags.outDir, flags.name, flags.chip, "conv2d", "tcc.conv2d", inputs,
-      {"y", p.outType, {p.n, oh, ow, p.o}}, ptx, *launch);
+      {"y", p.outType, {p.n, oh, ow, p.o}}, ptx, *launch,
+      reduce ? &*reduce : nullptr, tcc::gpu::splitKWorkspaceBytes(g, s), 2);
   nlohmann::json info = {
       {"name", flags.name},
       {"n", p.n},
@@ -131,7 +152,8 @@ int main(int argc, char **argv) {
       {"type", tcc::gen::typeName(p.inType)},
       {"out_type", tcc::gen::typeName(p.outType)},
       {"tf32", p.allowTf32},
-      {"schedule", {s.tileM, s.tileN, s.tileK, s.warpsM, s.warpsN, s.stages}},
+      {"schedule",
+       {s.tileM, s.tileN, s.tileK, s.warpsM, s.warpsN, s.stages, s.splitK}},
       {"grid", launch->grid},
       {"block", launch->block},
       {"shared_bytes", launch->sharedBytes}};

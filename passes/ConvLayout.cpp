@@ -124,6 +124,96 @@ struct ConvToNhwc : OpRewritePattern<Conv2dOp> {
   std::function<bool(Conv2dOp)> wanted;
 };
 
+/// conv_transpose2d(x, w) (groups 1) as the channels-last convolution it
+/// equals, so that it runs on tensor cores: x with s - 1 zeros inserted
+/// between neighbours (reshape to [N, H, 1, W, 1, C], pad, reshape), padded
+/// by d(k - 1) - pad (cropped where that is negative; output_padding adds at
+/// the end), convolved at stride 1 with the weight flipped in space and
+/// taken as [O, KH, KW, C]. The zeros cost s_h * s_w times the products of
+/// the direct form, which on tensor cores is still far ahead of it (U-Net's
+/// 2x2 up-convolutions: 2 ms each as loops). The weight's flip and transpose
+/// work on params alone, so they run once at load.
+struct ConvTransposeToNhwc : OpRewritePattern<ConvTranspose2dOp> {
+  ConvTransposeToNhwc(MLIRContext *ctx, std::function<bool(Type)> wanted)
+      : OpRewritePattern(ctx), wanted(std::move(wanted)) {}
+  LogicalResult matchAndRewrite(ConvTranspose2dOp op,
+                                PatternRewriter &rewriter) const override {
+    auto inTy = cast<RankedTensorType>(op.getInput().getType());
+    auto wTy = cast<RankedTensorType>(op.getWeight().getType());
+    if (op.getGroups() != 1 || !wanted(op.getType().getElementType()) ||
+        !inTy.hasStaticShape() || !wTy.hasStaticShape() ||
+        !op.getType().hasStaticShape() || op.getStrides().size() != 2 ||
+        op.getPads().size() != 4 || op.getDilations().size() != 2 ||
+        op.getOutputPadding().size() != 2)
+      return failure();
+    Location loc = op.getLoc();
+    ArrayRef<int64_t> in = inTy.getShape(), wShape = wTy.getShape();
+    int64_t n = in[0], c = in[1], h = in[2], w = in[3];
+    int64_t o = wShape[1], kh = wShape[2], kw = wShape[3];
+    int64_t sh = op.getStrides()[0], sw = op.getStrides()[1];
+    int64_t dh = op.getDilations()[0], dw = op.getDilations()[1];
+    ArrayRef<int64_t> pads = op.getPads(), outPad = op.getOutputPadding();
+    Value x = transposeOf(rewriter, loc, op.getInput(), kToNhwc);
+    if (sh > 1 || sw > 1) {
+      x = reshapeTo(rewriter, loc, x, {n, h, 1, w, 1, c});
+      x = PadOp::create(rewriter, loc, withShape(x, {n, h, sh, w, sw, c}), x,
+                        rewriter.getDenseI64ArrayAttr(
+                            {0, 0, 0, 0, 0, 0, 0, 0, sh - 1, 0, sw - 1, 0}),
+                        rewriter.getF64FloatAttr(0.0));
+      x = reshapeTo(rewriter, loc, x, {n, h * sh, w * sw, c});
+    }
+    // Around the H*s rows (the last s - 1 of them zeros already): top and
+    // bottom amounts, negative ones cropped.
+    int64_t top = dh * (kh - 1) - pads[0], left = dw * (kw - 1) - pads[1];
+    int64_t bottom = dh * (kh - 1) - pads[2] + outPad[0] - (sh - 1);
+    int64_t right = dw * (kw - 1) - pads[3] + outPad[1] - (sw - 1);
+    int64_t hs = h * sh, ws = w * sw;
+    if (top > 0 || left > 0 || bottom > 0 || right > 0) {
+      auto pos = [](int64_t v) { return std::max<int64_t>(v, 0); };
+      hs += pos(top) + pos(bottom);
+      ws += pos(left) + pos(right);
+      x = PadOp::create(
+          rewriter, loc, withShape(x, {n, hs, ws, c}), x,
+          rewriter.getDenseI64ArrayAttr(
+              {0, pos(top), pos(left), 0, 0, pos(bottom), pos(right), 0}),
+          rewriter.getF64FloatAttr(0.0));
+    }
+    if (top < 0 || left < 0 || bottom < 0 || right < 0) {
+      auto neg = [](int64_t v) { return std::max<int64_t>(-v, 0); };
+      hs -= neg(top) + neg(bottom);
+      ws -= neg(left) + neg(right);
+      if (hs < 1 || ws < 1)
+        return failure();
+      x = SliceOp::create(
+          rewriter, loc, withShape(x, {n, hs, ws, c}), x,
+          rewriter.getDenseI64ArrayAttr({0, neg(top), neg(left), 0}),
+          rewriter.getDenseI64ArrayAttr({1, 1, 1, 1}));
+    }
+    // [C, O, KH, KW] flipped in space, then [O, KH, KW, C].
+    Value wt =
+        SliceOp::create(rewriter, loc, wTy, op.getWeight(),
+                        rewriter.getDenseI64ArrayAttr({0, 0, kh - 1, kw - 1}),
+                        rewriter.getDenseI64ArrayAttr({1, 1, -1, -1}));
+    const int64_t toOhwi[] = {1, 2, 3, 0};
+    wt = transposeOf(rewriter, loc, wt, toOhwi);
+    RankedTensorType outTy = op.getType();
+    RankedTensorType nhwcTy =
+        withShape(op, permuted(outTy.getShape(), kToNhwc));
+    if (nhwcTy.getDimSize(1) != hs - dh * (kh - 1) ||
+        nhwcTy.getDimSize(2) != ws - dw * (kw - 1) || nhwcTy.getDimSize(3) != o)
+      return failure();
+    auto conv =
+        Conv2dOp::create(rewriter, loc, nhwcTy, x, wt, op.getBias(),
+                         rewriter.getDenseI64ArrayAttr({1, 1}),
+                         rewriter.getDenseI64ArrayAttr({0, 0, 0, 0}),
+                         rewriter.getDenseI64ArrayAttr({dh, dw}),
+                         rewriter.getI64IntegerAttr(1), rewriter.getUnitAttr());
+    rewriter.replaceOp(op, transposeOf(rewriter, loc, conv, kToNchw));
+    return success();
+  }
+  std::function<bool(Type)> wanted;
+};
+
 //===----------------------------------------------------------------------===//
 // Pushing transposes towards the outputs
 //===----------------------------------------------------------------------===//
@@ -447,14 +537,21 @@ struct TccConvLayout : mlir::tcc::impl::TccConvLayoutBase<TccConvLayout> {
       return all || (cores &&
                      convUsesTensorCores(op.getType().getElementType(), tf32));
     };
+    auto wantedType = [all, cores, tf32](Type elt) {
+      return all || (cores && convUsesTensorCores(elt, tf32));
+    };
     bool any = false;
     getOperation().walk(
         [&](Conv2dOp op) { any |= !op.getNhwc() && wanted(op); });
+    getOperation().walk([&](ConvTranspose2dOp op) {
+      any |= op.getGroups() == 1 && wantedType(op.getType().getElementType());
+    });
     if (!any)
       return;
     MLIRContext *ctx = &getContext();
     RewritePatternSet push(ctx);
     push.add<ConvToNhwc>(ctx, wanted);
+    push.add<ConvTransposeToNhwc>(ctx, wantedType);
     push.add<PoolToNhwc<MaxPool2dOp>, PoolToNhwc<AvgPool2dOp>,
              PoolToNhwc<GlobalAvgPool2dOp>, PushThroughElementwise,
              PushThroughConcat, PushThroughPad, PushThroughSlice,

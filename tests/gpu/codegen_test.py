@@ -171,7 +171,8 @@ def ptx_of(args, model, target, work, *flags):
 def check_wgmma(args, work):
     """sm_90a computes a bf16 matmul with warpgroup MMA (ptxas accepts it for
     sm_90a), edge tiles and batches included; sm_90, fewer than 64 rows, and
-    rows not 16-byte aligned keep the mma.sync template. A tf32 matmul (f32
+    rows not 16-byte aligned keep the mma.sync template (48 rows: 16 tiles,
+    so split-K, its partial sums added by a second kernel). A tf32 matmul (f32
     with --allow-tf32) first transposes B, then runs wgmma (k8 tf32) on
     sm_90a or mma.sync on sm_90. A K = 0 matmul compiles (no template)."""
     tf32 = ['--allow-tf32']
@@ -179,7 +180,7 @@ def check_wgmma(args, work):
             (mm_model(work, 512, 256, 512), 'sm_90a', 'wgmma', []),
             (mm_model(work, 512, 256, 512), 'sm_90', 'mma', []),
             (mm_model(work, 500, 256, 520), 'sm_90a', 'wgmma', []),
-            (mm_model(work, 48, 256, 512), 'sm_90a', 'mma', []),
+            (mm_model(work, 48, 256, 512), 'sm_90a', 'mma_splitk', []),
             (mm_model(work, 512, 260, 512), 'sm_90a', 'mma', []),
             (mm_model(work, 512, 256, 512, 'f32'), 'sm_90a', 'wgmma', tf32),
             (mm_model(work, 512, 256, 512, 'f32'), 'sm_90', 'mma', tf32)):
@@ -189,7 +190,8 @@ def check_wgmma(args, work):
         manifest, ptx = got
         symbols = [k['symbol'] for k in manifest['kernels']]
         has = 'wgmma.mma_async' in ptx
-        expect = (['_transpose_b'] if flags else []) + ['_' + want]
+        expect = (['_transpose_b'] if flags else []) + (
+            ['_mma', '_mma_splitk'] if want == 'mma_splitk' else ['_' + want])
         if len(symbols) != len(expect) or not all(
                 s.endswith(e) for s, e in zip(symbols, expect)):
             return '%s on %s %s: kernels %s, expected %s' % (
@@ -197,6 +199,7 @@ def check_wgmma(args, work):
         if flags and want == 'wgmma' and '.tf32.tf32' not in ptx:
             return 'tf32 on %s: no tf32 wgmma in the PTX' % target
         if has != (want == 'wgmma') or '.target %s' % target not in ptx:
+            # (mma_splitk is mma.sync too)
             return '%s on %s: wgmma in PTX %s' % (os.path.basename(model), target, has)
         if args.ptxas:
             path = os.path.join(work, 'w.ptx')

@@ -131,6 +131,8 @@ LogicalResult tcc::compileModel(ImportedModel &model,
   pm.addNestedPass<mlir::func::FuncOp>(mlir::tcc::createTccChainFusion(fusion));
   pm.addNestedPass<mlir::func::FuncOp>(mlir::tcc::createTccFormGroups());
   pm.addPass(mlir::tcc::createTccOutlineGroups());
+  // Repeated blocks outline to identical kernels: each is compiled once.
+  pm.addPass(mlir::tcc::createTccDedupKernels());
   // The driver prints errors only; a chain fusion refused is a warning the
   // user should see (the chain still compiles, unfused). One line each.
   mlir::ScopedDiagnosticHandler warnings(

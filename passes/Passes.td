@@ -74,6 +74,21 @@ def TccOutlineGroups : Pass<"tcc-outline-groups", "ModuleOp"> {
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
+def TccDedupKernels : Pass<"tcc-dedup-kernels", "ModuleOp"> {
+  let summary = "Merge kernel functions that are equal but for their name";
+  let description = [{
+    After tcc-outline-groups, repeated blocks of a model are kernel
+    functions with identical bodies. Of each class of `tcc.kernel` functions
+    equal but for their symbol name (function type, argument, result and
+    function attributes such as `tcc.kind`, and the body op for op with its
+    attributes and types; locations are not compared), the first in the
+    module stays and every reference to the others (the launch sequences'
+    calls) is pointed at it; the others are erased. Code generation then
+    compiles each distinct kernel once.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
 def TccLowerToLinalg : Pass<"tcc-lower-to-linalg", "func::FuncOp"> {
   let summary = "Lower tcc ops to linalg, tensor, arith and math on tensors";
   let description = [{

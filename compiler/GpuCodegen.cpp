@@ -245,12 +245,15 @@ void cutTemplateOp(func::FuncOp f, Operation *op, MatmulUse &use) {
       FunctionType::get(f.getContext(), inputs, f.getResultTypes()));
 }
 
-/// Whether the kernel function `f` (on tensors) is anchored by a
-/// channels-last convolution of its arguments that the implicit-GEMM
-/// template computes (groups 1, 16-bit or tf32 operands); if so, cuts it out
-/// of `f` as MatmulUse says. Everything else keeps the generic kernels.
-std::optional<MatmulUse> takeConv(func::FuncOp f,
-                                  const ::tcc::GpuOptions &options) {
+/// A channels-last convolution that is the anchor of kernel function `f`
+/// (on tensors): its operands are `f`'s arguments and its shapes static.
+struct AnchoredConv {
+  mlir::tcc::Conv2dOp conv;
+  BlockArgument inArg, wArg, biasArg;
+  ::tcc::gpu::ConvProblem p; ///< sizes, window, groups and types
+};
+
+std::optional<AnchoredConv> anchoredConv(func::FuncOp f) {
   auto kind = f->getAttrOfType<StringAttr>("tcc.kind");
   if (!kind || kind.getValue() != "conv2d")
     return std::nullopt;
@@ -303,6 +306,21 @@ std::optional<MatmulUse> takeConv(func::FuncOp f,
   if (conv.getBias())
     p.biasType =
         cast<RankedTensorType>(conv.getBias().getType()).getElementType();
+  return AnchoredConv{conv, inArg, wArg, biasArg, p};
+}
+
+/// Whether the kernel function `f` (on tensors) is anchored by a
+/// channels-last convolution of its arguments that the implicit-GEMM
+/// template computes (groups 1, 16-bit or tf32 operands); if so, cuts it out
+/// of `f` as MatmulUse says. Everything else keeps the generic kernels.
+std::optional<MatmulUse> takeConv(func::FuncOp f,
+                                  const ::tcc::GpuOptions &options) {
+  std::optional<AnchoredConv> anchored = anchoredConv(f);
+  if (!anchored)
+    return std::nullopt;
+  auto [conv, inArg, wArg, biasArg, p] = *anchored;
+  auto outTy = cast<RankedTensorType>(conv.getType());
+  auto wTy = cast<RankedTensorType>(conv.getWeight().getType());
   p.allowTf32 = options.allowTf32;
   std::string why;
   if (!::tcc::gpu::convKernelSupports(p, why) ||
@@ -368,59 +386,33 @@ std::optional<MatmulUse> takeConv(func::FuncOp f,
 /// C = O) of its arguments; if so, cuts it out of `f` with a clamp or ReLU
 /// that directly follows it as the rest of the kernel, if any.
 std::optional<MatmulUse> takeDepthwise(func::FuncOp f) {
-  auto kind = f->getAttrOfType<StringAttr>("tcc.kind");
-  if (!kind || kind.getValue() != "conv2d")
+  std::optional<AnchoredConv> anchored = anchoredConv(f);
+  if (!anchored)
     return std::nullopt;
-  mlir::tcc::Conv2dOp conv;
-  for (Operation &op : f.getBody().front())
-    if (auto c = dyn_cast<mlir::tcc::Conv2dOp>(op)) {
-      if (conv)
-        return std::nullopt;
-      conv = c;
-    }
-  if (!conv || !conv.getNhwc())
-    return std::nullopt;
-  auto inArg = dyn_cast<BlockArgument>(conv.getInput());
-  auto wArg = dyn_cast<BlockArgument>(conv.getWeight());
-  BlockArgument biasArg;
-  if (conv.getBias() && !(biasArg = dyn_cast<BlockArgument>(conv.getBias())))
-    return std::nullopt;
-  if (!inArg || !wArg)
-    return std::nullopt;
-  auto inTy = cast<RankedTensorType>(conv.getInput().getType());
-  auto wTy = cast<RankedTensorType>(conv.getWeight().getType());
+  auto [conv, inArg, wArg, biasArg, cp] = *anchored;
   auto outTy = cast<RankedTensorType>(conv.getType());
-  if (!inTy.hasStaticShape() || !wTy.hasStaticShape() ||
-      !outTy.hasStaticShape())
-    return std::nullopt;
-  ArrayRef<int64_t> strides = conv.getStrides(), pads = conv.getPads(),
-                    dilations = conv.getDilations();
-  if (strides.size() != 2 || pads.size() != 4 || dilations.size() != 2)
+  auto wTy = cast<RankedTensorType>(conv.getWeight().getType());
+  if (cp.groups != cp.c || cp.o != cp.c || wTy.getDimSize(3) != 1)
     return std::nullopt;
   ::tcc::gpu::DepthwiseProblem p;
-  p.n = inTy.getDimSize(0);
-  p.h = inTy.getDimSize(1);
-  p.w = inTy.getDimSize(2);
-  p.c = inTy.getDimSize(3);
-  p.kh = wTy.getDimSize(1);
-  p.kw = wTy.getDimSize(2);
-  if (conv.getGroups() != p.c || wTy.getDimSize(0) != p.c ||
-      wTy.getDimSize(3) != 1)
-    return std::nullopt;
-  p.strideH = strides[0];
-  p.strideW = strides[1];
-  p.padTop = pads[0];
-  p.padLeft = pads[1];
-  p.padBottom = pads[2];
-  p.padRight = pads[3];
-  p.dilationH = dilations[0];
-  p.dilationW = dilations[1];
-  p.inType = inTy.getElementType();
-  p.weightType = wTy.getElementType();
-  p.outType = outTy.getElementType();
-  if (conv.getBias())
-    p.biasType =
-        cast<RankedTensorType>(conv.getBias().getType()).getElementType();
+  p.n = cp.n;
+  p.h = cp.h;
+  p.w = cp.w;
+  p.c = cp.c;
+  p.kh = cp.kh;
+  p.kw = cp.kw;
+  p.strideH = cp.strideH;
+  p.strideW = cp.strideW;
+  p.dilationH = cp.dilationH;
+  p.dilationW = cp.dilationW;
+  p.padTop = cp.padTop;
+  p.padLeft = cp.padLeft;
+  p.padBottom = cp.padBottom;
+  p.padRight = cp.padRight;
+  p.inType = cp.inType;
+  p.weightType = cp.weightType;
+  p.outType = cp.outType;
+  p.biasType = cp.biasType;
   std::string why;
   if (!::tcc::gpu::depthwiseKernelSupports(p, why) ||
       outTy.getShape() != ArrayRef<int64_t>{p.n, p.outH(), p.outW(), p.c})

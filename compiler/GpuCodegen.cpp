@@ -395,24 +395,7 @@ std::optional<MatmulUse> takeDepthwise(func::FuncOp f) {
   if (cp.groups != cp.c || cp.o != cp.c || wTy.getDimSize(3) != 1)
     return std::nullopt;
   ::tcc::gpu::DepthwiseProblem p;
-  p.n = cp.n;
-  p.h = cp.h;
-  p.w = cp.w;
-  p.c = cp.c;
-  p.kh = cp.kh;
-  p.kw = cp.kw;
-  p.strideH = cp.strideH;
-  p.strideW = cp.strideW;
-  p.dilationH = cp.dilationH;
-  p.dilationW = cp.dilationW;
-  p.padTop = cp.padTop;
-  p.padLeft = cp.padLeft;
-  p.padBottom = cp.padBottom;
-  p.padRight = cp.padRight;
-  p.inType = cp.inType;
-  p.weightType = cp.weightType;
-  p.outType = cp.outType;
-  p.biasType = cp.biasType;
+  static_cast<::tcc::gpu::ConvProblem &>(p) = cp;
   std::string why;
   if (!::tcc::gpu::depthwiseKernelSupports(p, why) ||
       outTy.getShape() != ArrayRef<int64_t>{p.n, p.outH(), p.outW(), p.c})
@@ -434,7 +417,7 @@ std::optional<MatmulUse> takeDepthwise(func::FuncOp f) {
       clamp.getResult().replaceAllUsesWith(conv.getResult());
       clamp.erase();
     } else if (auto relu = dyn_cast<mlir::tcc::ReluOp>(next); relu && ends) {
-      p.clampMin = 0.0;
+      p.relu = true;
       relu.getResult().replaceAllUsesWith(conv.getResult());
       relu.erase();
     }

@@ -57,6 +57,19 @@ bool isFloat(Type t) { return t && (t.isBF16() || t.isF16() || t.isF32()); }
 
 } // namespace
 
+bool convWindowValid(const ConvProblem &p, std::string &why) {
+  for (int64_t v : {p.n, p.h, p.w, p.c, p.o, p.kh, p.kw, p.strideH, p.strideW,
+                    p.dilationH, p.dilationW})
+    if (v < 1)
+      return why = "sizes, strides and dilations must be >= 1", false;
+  for (int64_t v : {p.padTop, p.padLeft, p.padBottom, p.padRight})
+    if (v < 0 || v > (1 << 20))
+      return why = "pads must be in [0, 2^20]", false;
+  if (p.outH() < 1 || p.outW() < 1)
+    return why = "empty output", false;
+  return true;
+}
+
 bool convKernelSupports(const ConvProblem &p, std::string &why) {
   auto fail = [&](const std::string &msg) {
     why = "conv kernel: " + msg;
@@ -72,15 +85,9 @@ bool convKernelSupports(const ConvProblem &p, std::string &why) {
   if (!isFloat(p.outType) || (p.biasType && !isFloat(p.biasType)) ||
       (p.residualType && !isFloat(p.residualType)))
     return fail("output, bias and residual must be f32, bf16 or f16");
-  for (int64_t v : {p.n, p.h, p.w, p.c, p.o, p.kh, p.kw, p.strideH, p.strideW,
-                    p.dilationH, p.dilationW})
-    if (v < 1)
-      return fail("sizes, strides and dilations must be >= 1");
-  for (int64_t v : {p.padTop, p.padLeft, p.padBottom, p.padRight})
-    if (v < 0 || v > (1 << 20))
-      return fail("pads must be in [0, 2^20]");
-  if (p.outH() < 1 || p.outW() < 1)
-    return fail("empty output");
+  std::string msg;
+  if (!convWindowValid(p, msg))
+    return fail(msg);
   // The gather's offsets are 32-bit: the padded input and every window
   // offset must fit (with room for the padding's negative offsets).
   int64_t limit = int64_t(1) << 30;

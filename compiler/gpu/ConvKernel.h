@@ -46,6 +46,10 @@ struct ConvProblem {
 /// stepping over the window by tileK).
 using ConvSchedule = MatmulSchedule;
 
+/// Whether `p`'s sizes, strides, dilations and pads are sane and its output
+/// not empty (shared by the convolution templates); `why` says what is not.
+bool convWindowValid(const ConvProblem &p, std::string &why);
+
 /// Whether buildConvKernel handles `p`; when not, `why` says why in a line.
 bool convKernelSupports(const ConvProblem &p, std::string &why);
 

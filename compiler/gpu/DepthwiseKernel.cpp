@@ -99,8 +99,11 @@ public:
       return arith::ConstantOp::create(
           b, loc, DenseElementsAttr::get(accT, float(v)));
     };
-    if (p.clampMin)
-      acc = arith::MaximumFOp::create(b, loc, acc, splat(*p.clampMin));
+    std::optional<double> lo = p.clampMin;
+    if (p.relu)
+      lo = std::max(lo.value_or(0.0), 0.0);
+    if (lo)
+      acc = arith::MaximumFOp::create(b, loc, acc, splat(*lo));
     if (p.clampMax)
       acc = arith::MinimumFOp::create(b, loc, acc, splat(*p.clampMax));
     if (!p.outType.isF32())
@@ -128,15 +131,13 @@ bool depthwiseKernelSupports(const DepthwiseProblem &p, std::string &why) {
   if (!isFloat(p.inType) || !isFloat(p.weightType) || !isFloat(p.outType) ||
       (p.biasType && !isFloat(p.biasType)))
     return fail("operands must be bf16, f16 or f32");
-  for (int64_t v : {p.n, p.h, p.w, p.c, p.kh, p.kw, p.strideH, p.strideW,
-                    p.dilationH, p.dilationW})
-    if (v < 1)
-      return fail("sizes, strides and dilations must be >= 1");
-  for (int64_t v : {p.padTop, p.padLeft, p.padBottom, p.padRight})
-    if (v < 0 || v > (1 << 20))
-      return fail("pads must be in [0, 2^20]");
-  if (p.outH() < 1 || p.outW() < 1)
-    return fail("empty output");
+  if (p.groups != p.c || p.o != p.c)
+    return fail("groups, input and output channels must be equal");
+  if (p.residualType)
+    return fail("no residual");
+  std::string msg;
+  if (!convWindowValid(p, msg))
+    return fail(msg);
   // Fully unrolled taps.
   if (p.kh * p.kw > 64)
     return fail("more than 64 taps");

@@ -13,29 +13,19 @@
 #ifndef TCC_COMPILER_GPU_DEPTHWISEKERNEL_H
 #define TCC_COMPILER_GPU_DEPTHWISEKERNEL_H
 
-#include "compiler/gpu/MatmulKernel.h"
+#include "compiler/gpu/ConvKernel.h"
 
 #include <optional>
 
 namespace tcc::gpu {
 
-/// Input [n, h, w, c], weight [c, kh, kw, 1], optional bias [c], output
-/// [n, outH(), outW(), c]. Pads: top, left, bottom, right.
-struct DepthwiseProblem {
-  int64_t n = 1, h = 1, w = 1, c = 1, kh = 1, kw = 1;
-  int64_t strideH = 1, strideW = 1, dilationH = 1, dilationW = 1;
-  int64_t padTop = 0, padLeft = 0, padBottom = 0, padRight = 0;
-  mlir::Type inType, weightType, outType; ///< bf16, f16 or f32 each
-  mlir::Type biasType;                    ///< null: no bias
-  /// Applied after the bias: max(x, clampMin), min(x, clampMax).
+/// A ConvProblem with groups = c = o: input [n, h, w, c], weight
+/// [c, kh, kw, 1], optional bias [c], output [n, outH(), outW(), c] (the
+/// residual and allowTf32 fields are not used: no residual; f32 is f32).
+/// `relu` or the clamp bounds apply after the bias: max(x, clampMin),
+/// min(x, clampMax).
+struct DepthwiseProblem : ConvProblem {
   std::optional<double> clampMin, clampMax;
-
-  int64_t outH() const {
-    return (h + padTop + padBottom - dilationH * (kh - 1) - 1) / strideH + 1;
-  }
-  int64_t outW() const {
-    return (w + padLeft + padRight - dilationW * (kw - 1) - 1) / strideW + 1;
-  }
 };
 
 /// Whether buildDepthwiseKernel handles `p`; when not, `why` says why.

@@ -93,15 +93,7 @@ int main(int argc, char **argv) {
     if (p.groups != p.c || p.o != p.c)
       die("--groups must equal --c and --o (depthwise)");
     tcc::gpu::DepthwiseProblem d;
-    d.n = p.n, d.h = p.h, d.w = p.w, d.c = p.c, d.kh = p.kh, d.kw = p.kw;
-    d.strideH = p.strideH, d.strideW = p.strideW;
-    d.dilationH = p.dilationH, d.dilationW = p.dilationW;
-    d.padTop = p.padTop, d.padLeft = p.padLeft, d.padBottom = p.padBottom,
-    d.padRight = p.padRight;
-    d.inType = p.inType, d.weightType = p.weightType, d.outType = p.outType;
-    d.biasType = p.biasType;
-    if (p.relu)
-      d.clampMin = 0.0;
+    static_cast<tcc::gpu::ConvProblem &>(d) = p;
     if (!tcc::gpu::depthwiseKernelSupports(d, why))
       die(why);
     OpBuilder b(&ctx);

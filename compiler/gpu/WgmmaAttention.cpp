@@ -47,6 +47,11 @@
 // Masks are conjunctions of linear constraints, classified per (query tile,
 // key tile) at its corners as in AttentionKernel.cpp: fully masked tiles
 // are outside the loop bounds or skipped, fully kept tiles run no mask code.
+// The producer's overlapped loop cannot branch per tile (the branch would
+// sit where P V is in flight): where the compiler proves that only the last
+// tile of every block's range is partial (causal, bottom-right causal, an
+// odd lk), it takes the tiles last to first and masks the prologue's tile
+// alone; otherwise it masks every tile with selects.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/gpu/WgmmaAttention.h"
@@ -135,6 +140,48 @@ int64_t sharedBytesOf(const AttentionProblem &p,
                       const WgmmaAttentionSchedule &s) {
   // One extra atom so that the base can be aligned to 1024 bytes at run time.
   return tileBytesOf(p, s) + barrierBytesOf(s) + kAtomBytes;
+}
+
+/// Whether the producer's overlapped loop may take its key tiles last to
+/// first with the mask on the first tile alone: some constraint (the mask's
+/// or the bound of an lk that tiles do not divide) cuts a tile, and for
+/// every query tile the key tiles of its range other than its last are kept
+/// whole. Evaluated at compile time (the shapes are static), mirroring
+/// keyTileRange and tilePartial; one check per (query tile, key tile) pair,
+/// as many as the kernel's own iterations.
+bool reversedKeysSuffice(const AttentionProblem &p,
+                         const WgmmaAttentionSchedule &s) {
+  SmallVector<MaskConstraint, 3> constraints(p.mask.begin(), p.mask.end());
+  if (p.lk % s.blockKV)
+    constraints.push_back({0, -1, p.lk - 1});
+  if (constraints.empty())
+    return false;
+  auto floorDivC = [](int64_t x, int64_t d) {
+    return x >= 0 ? x / d : -((-x + d - 1) / d);
+  };
+  int64_t blockQ = 64 * s.warpgroups, nKTiles = ceilDiv(p.lk, s.blockKV);
+  for (int64_t qa = 0; qa < p.lq; qa += blockQ) {
+    int64_t qb = std::min(qa + blockQ, p.lq) - 1;
+    int64_t start = 0, end = nKTiles;
+    for (const MaskConstraint &mc : p.mask) {
+      if (!mc.b)
+        continue;
+      int64_t hi = (mc.a ? (mc.a > 0 ? qb : qa) * mc.a : 0) + mc.c;
+      if (mc.b > 0)
+        start = std::max(start,
+                         floorDivC(floorDivC(-hi + mc.b - 1, mc.b), s.blockKV));
+      else
+        end = std::min(end, floorDivC(floorDivC(hi, -mc.b), s.blockKV) + 1);
+    }
+    for (int64_t t = start; t + 1 < end; ++t) {
+      int64_t ka = t * s.blockKV, kb = ka + s.blockKV - 1;
+      for (const MaskConstraint &mc : constraints)
+        if (mc.c + (mc.a > 0 ? qa : qb) * mc.a + (mc.b > 0 ? ka : kb) * mc.b <
+            0)
+          return false;
+    }
+  }
+  return true;
 }
 
 class FlashBuilder : AttentionArith {
@@ -339,7 +386,18 @@ private:
   Value qArg, kArg, vArg, oArg;
   Value smem; // the aligned shared memory, as elements
   Value tid, wg, wgTid, gq, tq;
-  Value batch, head, kvHead, tEnd;
+  Value batch, head, kvHead, tStart, tEnd;
+  /// The producer's overlapped loop takes its key tiles last to first when
+  /// that leaves every tile but the first unmasked (reversedKeysSuffice):
+  /// the mask is then built for the prologue's tile only.
+  bool reverseKeys = false;
+  /// Whether softmax skips the mask (set around the reversed loop's body).
+  bool maskProvenKept = false;
+  /// Key tile index of the idx-th tile the loop takes.
+  Value tileAt(Value idx) {
+    return reverseKeys ? sub(add(tEnd, -1), idx) : add(tStart, idx);
+  }
+
   Value batchI32, headI32, rowI32;
   Value descQ, descK, descV; // descriptors (the Q one of this warpgroup)
   Value token;
@@ -438,7 +496,8 @@ void FlashBuilder::copyKTransposed(Value tile, Value dstByte) {
 }
 
 void FlashBuilder::copyKVTile(Value tile, Value stage, Value live) {
-  Value inRange = cmp(arith::CmpIPredicate::slt, tile, tEnd);
+  Value inRange = reverseKeys ? cmp(arith::CmpIPredicate::sge, tile, tStart)
+                              : cmp(arith::CmpIPredicate::slt, tile, tEnd);
   auto ifOp = scf::IfOp::create(
       b, loc, live ? land(inRange, live) : copyWanted(inRange, tile, s.blockKV),
       /*withElse=*/false);
@@ -711,15 +770,16 @@ SmallVector<Value> FlashBuilder::softmax(SmallVector<Value> sv, Value k0,
   }
   // The overlapped loops apply a linear mask to every tile, with selects:
   // a branch there would sit inside the window where P V is in flight.
-  // (Measured hypothesis for the next GPU session: causal lost 17% to the
-  // overlapped loop; the tail bound of an odd lk keeps its branch until
-  // then, so that the kernels measured so far stay as they were.)
-  if (s.overlap && !p.mask.empty())
+  // Keys taken last to first need it on the prologue's tile only.
+  if (maskProvenKept) {
+    // every tile of the loop is kept whole (reversedKeysSuffice)
+  } else if (s.overlap && !p.mask.empty()) {
     sv = applyMask(sv, k0);
-  else if (!constraints.empty())
+  } else if (!constraints.empty()) {
     sv = yieldIf(
         tilePartial(constraints, k0, s.blockKV), SmallVector<Type>(nS, f32),
         [&] { return applyMask(sv, k0); }, [&] { return sv; });
+  }
 
   // Online softmax per row half h: max over the quad, correction, P.
   Value zeroF = cstF(0.0);
@@ -918,7 +978,6 @@ void FlashBuilder::build(Value q, Value k, Value v, Value o) {
   copyRows(qArg, head, q0, p.lq, blockQ, cst(0));
   token = commitGroup();
 
-  Value tStart;
   std::tie(tStart, tEnd) = keyTileRange(nKTiles, s.blockKV);
   // With key skipping, the simple loop carries each tile's liveness from
   // its copy to its step, and reads the flags of the tile it copies next
@@ -953,8 +1012,8 @@ void FlashBuilder::buildSpecialized(int64_t nKTiles) {
   });
   mlir::gpu::BarrierOp::create(b, loc);
 
-  Value tStart;
   std::tie(tStart, tEnd) = keyTileRange(nKTiles, s.blockKV);
+  reverseKeys = s.overlap && reversedKeysSuffice(p, s);
   auto ifOp = scf::IfOp::create(
       b, loc, cmp(arith::CmpIPredicate::eq, wg, cst(s.warpgroups)),
       /*withElse=*/true);
@@ -985,7 +1044,7 @@ void FlashBuilder::producerLoop(Value tStart) {
   copyRows(qArg, head, q0, p.lq, blockQ, cst(0));
   token = commitGroup();
   for (int64_t st = 0; st < s.stages; ++st)
-    copyKVTile(add(tStart, st), cst(st));
+    copyKVTile(tileAt(cst(st)), cst(st));
   // A stage is published once this thread's copies landed and were fenced
   // for the async proxy (wgmma reads through it); the arrive releases them.
   waitGroups(s.stages);
@@ -1023,7 +1082,7 @@ void FlashBuilder::producerLoop(Value tStart) {
   Value refill = add(i, s.stages);
   whenTrue(cmp(arith::CmpIPredicate::slt, refill, n),
            [&] { waitParity(emptyBarrier(rem(i, s.stages)), roundParity(i)); });
-  copyKVTile(add(tStart, refill), rem(i, s.stages));
+  copyKVTile(tileAt(refill), rem(i, s.stages));
 }
 
 SmallVector<Value> FlashBuilder::consumerLoop(Value tStart,
@@ -1039,7 +1098,7 @@ SmallVector<Value> FlashBuilder::consumerLoop(Value tStart,
     ValueRange carried = loop.getRegionIterArgs();
     Value stage = rem(i, s.stages);
     waitParity(fullBarrier(stage), roundParity(i));
-    Value k0 = mul(add(tStart, i), s.blockKV);
+    Value k0 = mul(tileAt(i), s.blockKV);
     SmallVector<Value> out = stepUnlessMasked(
         k0, s.blockKV, carried, [&] { return tileStep(stage, k0, carried); });
     // tileStep waited for its wgmmas: the stage may be refilled.
@@ -1084,7 +1143,8 @@ SmallVector<Value> FlashBuilder::consumerOverlappedLoop(Value tStart,
     giveTurn();
     waitWgmma(0);
     SmallVector<Value> pRegs = softmax(
-        fenceOperands(sv), mul(tStart, s.blockKV), mRun, lRun, corr, cst(0));
+        fenceOperands(sv), mul(tileAt(cst(0)), s.blockKV), mRun, lRun, corr,
+        cst(0));
     SmallVector<Value> carriedInit(init.begin(), init.begin() + nO);
     carriedInit.append(mRun);
     carriedInit.append(lRun);
@@ -1113,9 +1173,11 @@ SmallVector<Value> FlashBuilder::consumerOverlappedLoop(Value tStart,
       giveTurn();
       waitWgmma(1);
       Value corrNext[2];
+      maskProvenKept = reverseKeys;
       SmallVector<Value> pNext =
-          softmax(fenceOperands(svNext), mul(add(tStart, iNext), s.blockKV), m,
-                  l, corrNext, stageNext);
+          softmax(fenceOperands(svNext), mul(tileAt(iNext), s.blockKV), m, l,
+                  corrNext, stageNext);
+      maskProvenKept = false;
       waitWgmma(0);
       oNext = fenceOperands(oNext);
       arrive(emptyBarrier(stage));
@@ -1268,11 +1330,13 @@ WgmmaAttentionSchedule chooseWgmmaAttentionSchedule(const AttentionProblem &p) {
   // Measured on the H200 (docs/performance.md, sessions 15 and 16), bf16
   // D 128 sequence 8192: the producer warpgroup with the overlapped loop
   // and 3 stages runs 1.08x the producer's simple loop on unmasked
-  // attention. On causal, where the overlapped loop applies the mask to
-  // every tile with selects, with ping-pong, 1.02x (b8) and 1.04x (b1); with
-  // a mask bounding keys from below too (a sliding window) or a score change
-  // on a masked form (ALiBi), 0.79-0.81x, not yet explained, so those keep
-  // the simple loop. (Peeling the whole tiles' iterations into a loop of
+  // attention. On causal, with ping-pong and the keys last to first (the
+  // mask on the first tile only), 1.10x at b1 and 1.09x at b8 (session
+  // 18; masking every tile with selects, 1.02-1.04x); ALiBi causal the
+  // same way 1.03x. With a mask bounding keys from below too (a sliding
+  // window), where every tile is masked, 0.79-0.81x, not yet explained, so
+  // it keeps the simple loop, as do score changes on masks the reversal
+  // does not cover. (Peeling the whole tiles' iterations into a loop of
   // their own made ptxas serialise the wgmmas, C7513, even with identical
   // loop bodies: session 16.)
   // Key masks keep the kernel without a producer (its skipped tiles are
@@ -1298,12 +1362,13 @@ WgmmaAttentionSchedule chooseWgmmaAttentionSchedule(const AttentionProblem &p) {
   bool upperBoundsOnly =
       llvm::all_of(p.mask, [](const MaskConstraint &mc) { return mc.b < 0; });
   bool unmasked = p.mask.empty();
-  if (plane || !(unmasked || (fastScores && upperBoundsOnly)))
-    return pd;
   WgmmaAttentionSchedule op = pd;
   op.overlap = true;
   op.stages = 3;
   op.pingpong = !unmasked;
+  if (plane || !(unmasked || (upperBoundsOnly &&
+                              (fastScores || reversedKeysSuffice(p, op)))))
+    return pd;
   return op;
 }
 

@@ -163,7 +163,8 @@ func.func @given(%q: tensor<1x4x256x64xbf16>, %k: tensor<1x4x256x64xbf16>, %v: t
 // -----
 
 // A causal mask, written without a scale (scale 1, no score code): the
-// overlapped loop, masking every tile with selects, in ping-pong.
+// overlapped loop in ping-pong (keys last to first: the mask on the first
+// tile only).
 // CHECK-LABEL: func.func @causal_d128
 // SM90A: tcc.attention_plan = #tcc.wgmma_attention<warpgroups = 2, blockKV = 128, stages = 3, overlap = true, producer = true, pingpong = true>
 // SM90: tcc.attention_plan = #tcc.mma_attention<
@@ -213,4 +214,61 @@ func.func @window_d128(%q: tensor<1x4x256x128xbf16>, %k: tensor<1x4x256x128xbf16
     tcc.yield %14 : tensor<1x4x256x128xbf16>
   }
   return %0 : tensor<1x4x256x128xbf16>
+}
+
+// -----
+
+// A score change (a softcap) under a causal mask: the keys are taken last to
+// first, which leaves every tile but the first kept whole, so the
+// overlapped loop needs no mask there and runs in ping-pong.
+// CHECK-LABEL: func.func @softcap_causal_d128
+// SM90A: tcc.attention_plan = #tcc.wgmma_attention<warpgroups = 2, blockKV = 128, stages = 3, overlap = true, producer = true, pingpong = true>
+func.func @softcap_causal_d128(%q: tensor<1x4x256x128xbf16>, %k: tensor<1x4x256x128xbf16>, %v: tensor<1x4x256x128xbf16>) -> tensor<1x4x256x128xbf16> {
+  %0 = tcc.chain attributes {axis = 3 : i64, tcc.attention} -> tensor<1x4x256x128xbf16> {
+    %2 = tcc.iota {axis = 0 : i64} : tensor<256x256xi32>
+    %3 = tcc.iota {axis = 1 : i64} : tensor<256x256xi32>
+    %4 = tcc.constant {value = -1.0e+30 : bf16} : tensor<bf16>
+    %5 = tcc.matmul %q, %k {transpose_b = true} : tensor<1x4x256x128xbf16>, tensor<1x4x256x128xbf16> -> tensor<1x4x256x256xbf16>
+    %t = tcc.tanh %5 : tensor<1x4x256x256xbf16>
+    %7 = tcc.greater_equal %2, %3 : tensor<256x256xi32>, tensor<256x256xi32> -> tensor<256x256xi1>
+    %8 = tcc.select %7, %t, %4 : tensor<256x256xi1>, tensor<1x4x256x256xbf16>, tensor<bf16> -> tensor<1x4x256x256xbf16>
+    %9 = tcc.reduce_max %8 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x256x256xbf16> -> tensor<1x4x256x1xbf16>
+    %10 = tcc.sub %8, %9 : tensor<1x4x256x256xbf16>, tensor<1x4x256x1xbf16> -> tensor<1x4x256x256xbf16>
+    %11 = tcc.exp %10 : tensor<1x4x256x256xbf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x256x256xbf16> -> tensor<1x4x256x1xbf16>
+    %13 = tcc.div %11, %12 : tensor<1x4x256x256xbf16>, tensor<1x4x256x1xbf16> -> tensor<1x4x256x256xbf16>
+    %14 = tcc.matmul %13, %v : tensor<1x4x256x256xbf16>, tensor<1x4x256x128xbf16> -> tensor<1x4x256x128xbf16>
+    tcc.yield %14 : tensor<1x4x256x128xbf16>
+  }
+  return %0 : tensor<1x4x256x128xbf16>
+}
+
+// -----
+
+// The same softcap under a bottom-right causal mask (keys up to q + 700)
+// whose partial keys span two key tiles of a block: reversal cannot confine
+// the mask to one tile, so the producer's simple loop (masking only the
+// partial tiles, with a branch).
+// CHECK-LABEL: func.func @softcap_offset_causal
+// SM90A: tcc.attention_plan = #tcc.wgmma_attention<warpgroups = 2, blockKV = 128, stages = 2, overlap = false, producer = true, pingpong = false>
+func.func @softcap_offset_causal(%q: tensor<1x4x300x128xbf16>, %k: tensor<1x4x1000x128xbf16>, %v: tensor<1x4x1000x128xbf16>) -> tensor<1x4x300x128xbf16> {
+  %0 = tcc.chain attributes {axis = 3 : i64, tcc.attention} -> tensor<1x4x300x128xbf16> {
+    %2 = tcc.iota {axis = 0 : i64} : tensor<300x1000xi32>
+    %3 = tcc.iota {axis = 1 : i64} : tensor<300x1000xi32>
+    %c = tcc.constant {value = 700 : i32} : tensor<i32>
+    %qo = tcc.add %2, %c : tensor<300x1000xi32>, tensor<i32> -> tensor<300x1000xi32>
+    %4 = tcc.constant {value = -1.0e+30 : bf16} : tensor<bf16>
+    %5 = tcc.matmul %q, %k {transpose_b = true} : tensor<1x4x300x128xbf16>, tensor<1x4x1000x128xbf16> -> tensor<1x4x300x1000xbf16>
+    %t = tcc.tanh %5 : tensor<1x4x300x1000xbf16>
+    %7 = tcc.greater_equal %qo, %3 : tensor<300x1000xi32>, tensor<300x1000xi32> -> tensor<300x1000xi1>
+    %8 = tcc.select %7, %t, %4 : tensor<300x1000xi1>, tensor<1x4x300x1000xbf16>, tensor<bf16> -> tensor<1x4x300x1000xbf16>
+    %9 = tcc.reduce_max %8 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x300x1000xbf16> -> tensor<1x4x300x1xbf16>
+    %10 = tcc.sub %8, %9 : tensor<1x4x300x1000xbf16>, tensor<1x4x300x1xbf16> -> tensor<1x4x300x1000xbf16>
+    %11 = tcc.exp %10 : tensor<1x4x300x1000xbf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x300x1000xbf16> -> tensor<1x4x300x1xbf16>
+    %13 = tcc.div %11, %12 : tensor<1x4x300x1000xbf16>, tensor<1x4x300x1xbf16> -> tensor<1x4x300x1000xbf16>
+    %14 = tcc.matmul %13, %v : tensor<1x4x300x1000xbf16>, tensor<1x4x1000x128xbf16> -> tensor<1x4x300x128xbf16>
+    tcc.yield %14 : tensor<1x4x300x128xbf16>
+  }
+  return %0 : tensor<1x4x300x128xbf16>
 }

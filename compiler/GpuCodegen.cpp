@@ -76,7 +76,7 @@ std::string nvvmPipeline(const ::tcc::TargetDesc &target) {
                      " convert-nvvm-to-llvm, convert-vector-to-llvm, "
                      "convert-arith-to-llvm, convert-ub-to-llvm,"
                      " convert-math-to-llvm, reconcile-unrealized-casts,"
-                     " tcc-gpu-align-globals") +
+                     " tcc-gpu-tensor-map-args, tcc-gpu-align-globals") +
          (hinted ? ", tcc-gpu-l2-policy)" : ")");
 }
 /// The chipset tells the ROCDL conversions which instructions exist.

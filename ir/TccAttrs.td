@@ -47,12 +47,13 @@ def Tcc_WgmmaAttentionAttr : Tcc_Attr<"WgmmaAttention", "wgmma_attention"> {
   let description = [{
     `warpgroups` consumer warpgroups of 64 query rows each, key tiles of
     `blockKV`, `stages` buffers; `overlap`, `producer` and `pingpong` the
-    template's experimental schedules (compiler/gpu/WgmmaAttention.h,
+    template's loop schedules; `tma`: the producer copies K and V with the
+    tensor memory accelerator (compiler/gpu/WgmmaAttention.h,
     WgmmaAttentionSchedule).
   }];
   let parameters = (ins "int64_t":$warpgroups, "int64_t":$blockKV,
                         "int64_t":$stages, "bool":$overlap, "bool":$producer,
-                        "bool":$pingpong);
+                        "bool":$pingpong, "bool":$tma);
 }
 
 def Tcc_SimtAttentionAttr : Tcc_Attr<"SimtAttention", "simt_attention"> {

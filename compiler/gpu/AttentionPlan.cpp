@@ -272,7 +272,8 @@ Attribute applyAttentionSchedule(MLIRContext *ctx, const AttentionProblem &p,
             {"stages", &wg.stages}};
     flags = {{"overlap", &wg.overlap},
              {"producer", &wg.producer},
-             {"pingpong", &wg.pingpong}};
+             {"pingpong", &wg.pingpong},
+             {"tma", &wg.tma}};
   } else if (name == "simt") {
     ints = {{"block_q", &simt.blockQ},       {"block_kv", &simt.blockKV},
             {"tile_rows", &simt.tileRows},   {"tile_keys", &simt.tileKeys},
@@ -340,6 +341,7 @@ WgmmaAttentionSchedule scheduleOf(mlir::tcc::WgmmaAttentionAttr a) {
   s.overlap = a.getOverlap();
   s.producer = a.getProducer();
   s.pingpong = a.getPingpong();
+  s.tma = a.getTma();
   return s;
 }
 
@@ -368,7 +370,7 @@ Attribute planOf(MLIRContext *ctx, const DecodeSchedule &s) {
 Attribute planOf(MLIRContext *ctx, const WgmmaAttentionSchedule &s) {
   return mlir::tcc::WgmmaAttentionAttr::get(ctx, s.warpgroups, s.blockKV,
                                             s.stages, s.overlap, s.producer,
-                                            s.pingpong);
+                                            s.pingpong, s.tma);
 }
 
 Attribute planOf(MLIRContext *ctx, const SimtAttentionSchedule &s) {

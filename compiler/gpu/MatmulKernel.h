@@ -24,6 +24,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace tcc::gpu {
 
@@ -54,11 +55,25 @@ struct MatmulSchedule {
           stages = 3, splitK = 1;
 };
 
+/// A TMA descriptor (CUtensorMap) a kernel takes by value after its buffer
+/// arguments, which the runtime encodes at launch (manifest `tensor_maps`,
+/// docs/bundle-format.md): a tiled view of the buffer of the kernel's
+/// argument `operand`. `dims` and `box` in elements and `strides` in bytes
+/// (of dims 1..rank-1), innermost first, as cuTensorMapEncodeTiled takes
+/// them; elements outside `dims` load as zeros.
+struct TensorMapSpec {
+  int64_t operand = 0;
+  std::string dtype; ///< The manifest's dtype name ("bf16", "f16").
+  std::vector<int64_t> dims, strides, box;
+  std::string swizzle; ///< "none", "32B", "64B" or "128B".
+};
+
 /// How to launch what buildMatmulKernel built: blocks, threads per block and
-/// dynamic shared memory bytes per block.
+/// dynamic shared memory bytes per block; and the tensor maps it takes.
 struct KernelLaunch {
   std::array<int64_t, 3> grid, block;
   int64_t sharedBytes;
+  std::vector<TensorMapSpec> tensorMaps;
 };
 
 /// The A operand of an implicit GEMM (a convolution, ConvKernel.h): A[m][k]

@@ -45,4 +45,27 @@ def TccGpuAttentionPlan : Pass<"tcc-gpu-attention-plan", "func::FuncOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def TccGpuTensorMapArgs
+    : Pass<"tcc-gpu-tensor-map-args", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Pass a kernel's TMA descriptors by value, as grid constants";
+  let description = [{
+    After lowering to the LLVM dialect, the arguments of a kernel
+    `llvm.func` listed in its `tcc.tensor_maps` attribute (argument
+    indices, set by a template that copies tiles with the tensor memory
+    accelerator) become 128-byte aggregates passed by value and kept in
+    parameter space: `llvm.byval = !llvm.array<128 x i8>`, `llvm.align =
+    64` and `nvvm.grid_constant`. The NVPTX back end then declares them
+    `.param .align 64 .b8 [128]` and hands `cp.async.bulk.tensor` their
+    generic address (`cvta.param`), as a `__grid_constant__ CUtensorMap`;
+    the runtime encodes the maps and passes them at launch (manifest
+    `tensor_maps`, docs/bundle-format.md). The conversion to the LLVM
+    dialect drops `llvm.byval` from `gpu.func` arguments and refuses
+    `nvvm.grid_constant` there, hence a pass after it. The attribute is
+    removed; a listed argument that is not an `!llvm.ptr`, or an index out
+    of range, is an error.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect",
+                           "::mlir::NVVM::NVVMDialect"];
+}
+
 #endif // TCC_COMPILER_GPU_PASSES_TD

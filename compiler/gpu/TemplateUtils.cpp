@@ -15,6 +15,37 @@ using namespace mlir;
 
 namespace tcc::gpu {
 
+LogicalResult passTensorMapsByValue(Operation *root) {
+  MLIRContext *ctx = root->getContext();
+  Builder b(ctx);
+  // The map is read through its parameter's generic address (cvta.param),
+  // which CUDA allows for a __grid_constant__ parameter: the driver copies
+  // it at launch, so the runtime needs no device memory for maps.
+  Type mapType = LLVM::LLVMArrayType::get(IntegerType::get(ctx, 8), 128);
+  WalkResult r = root->walk([&](LLVM::LLVMFuncOp func) {
+    auto maps = func->getAttrOfType<DenseI64ArrayAttr>(kTensorMapsAttr);
+    if (!maps)
+      return WalkResult::advance();
+    for (int64_t i : maps.asArrayRef()) {
+      if (i < 0 || i >= int64_t(func.getNumArguments()) ||
+          !isa<LLVM::LLVMPointerType>(func.getArgument(i).getType())) {
+        func.emitError() << kTensorMapsAttr << ": argument " << i
+                         << " is not a pointer argument of the kernel";
+        return WalkResult::interrupt();
+      }
+      func.setArgAttr(i, LLVM::LLVMDialect::getByValAttrName(),
+                      TypeAttr::get(mapType));
+      func.setArgAttr(i, LLVM::LLVMDialect::getAlignAttrName(),
+                      b.getI64IntegerAttr(64));
+      func.setArgAttr(i, NVVM::NVVMDialect::getGridConstantAttrName(),
+                      b.getUnitAttr());
+    }
+    func->removeAttr(kTensorMapsAttr);
+    return WalkResult::advance();
+  });
+  return failure(r.wasInterrupted());
+}
+
 void loadTemplateDialects(MLIRContext *ctx) {
   ctx->getOrLoadDialect<arith::ArithDialect>();
   ctx->getOrLoadDialect<memref::MemRefDialect>();

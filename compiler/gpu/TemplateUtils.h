@@ -32,6 +32,17 @@ inline bool sharedFits(int64_t bytes, const ::tcc::TargetDesc &target,
 
 inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+/// A template kernel's attribute listing the indices of its arguments that
+/// are TMA descriptors (CUtensorMap, 128 bytes), to be passed by value.
+constexpr llvm::StringLiteral kTensorMapsAttr = "tcc.tensor_maps";
+
+/// After the lowering to the LLVM dialect: gives the arguments that each
+/// kernel `llvm.func` under `root` lists in kTensorMapsAttr the attributes of
+/// a 128-byte grid-constant parameter (llvm.byval, llvm.align 64,
+/// nvvm.grid_constant) and removes the list. Fails, with an error at the
+/// function, on an index that is not a pointer argument.
+mlir::LogicalResult passTensorMapsByValue(mlir::Operation *root);
+
 /// Loads the dialects the templates build with into `ctx`.
 void loadTemplateDialects(mlir::MLIRContext *ctx);
 

@@ -200,6 +200,10 @@ public:
   }
 
   using AttentionArith::setCaptured;
+  void setTensorMaps(Value k, Value v) {
+    tmapK = k;
+    tmapV = v;
+  }
   void build(Value q, Value k, Value v, Value o);
 
 private:
@@ -302,6 +306,11 @@ private:
   /// commits (always, so that group counts stay uniform).
   /// `live`: whether the tile keeps a key (key skipping), when known.
   void copyKVTile(Value tile, Value stage, Value live = {});
+  /// schedule.tma: the calling (one) thread announces the bytes of key tile
+  /// `tile` on the "full" barrier of `stage` and issues its K and V copies
+  /// by TMA (D/64 boxes of 64 columns x blockKV keys each, landing in the
+  /// 128-byte swizzle the descriptors read; keys past lk load as zeros).
+  void tmaKVTile(Value tile, Value stage);
   /// The byte (from the aligned base) of staged tensor `i` (an index into
   /// `staged`) in `stage`: blockQ x blockKV elements, the 16-byte chunk c of
   /// row r at c ^ (r % 8), so that the 8 rows a warp reads at once fall in
@@ -384,6 +393,7 @@ private:
   SmallVector<int64_t> staged;
 
   Value qArg, kArg, vArg, oArg;
+  Value tmapK, tmapV; // schedule.tma: the tensor maps (generic pointers)
   Value smem; // the aligned shared memory, as elements
   Value tid, wg, wgTid, gq, tq;
   Value batch, head, kvHead, tStart, tEnd;
@@ -516,6 +526,27 @@ void FlashBuilder::copyKVTile(Value tile, Value stage, Value live) {
       copyStaged(i, tile, stage);
   }
   token = commitGroup();
+}
+
+void FlashBuilder::tmaKVTile(Value tile, Value stage) {
+  int64_t kv = kvBytesOf(p, s);
+  Value bar = fullBarrier(stage);
+  ptx("mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], " +
+          std::to_string(2 * kv) + ";",
+      "r", bar);
+  // Shared-window addresses: the aligned base (rawAddr + pad, as the
+  // barriers') plus the K or V stage's byte offset.
+  Value base = sub(barrierBase, cst(tileBytesOf(p, s)));
+  Value k0 = toI32(mul(tile, s.blockKV)), kvH = toI32(kvHead), z = toI32(batch);
+  Value kByte = add(base, add(cst(qBytesOf(p, s)), mul(stage, kv)));
+  for (auto [map, first] :
+       {std::pair(tmapK, kByte), std::pair(tmapV, add(kByte, s.stages * kv))})
+    for (int64_t c = 0; c < p.headDim / 64; ++c)
+      ptx("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::"
+          "complete_tx::bytes [$0], [$1, {$2, $3, $4, $5}], [$6];",
+          "r,l,r,r,r,r,r",
+          ValueRange{toI32(add(first, c * s.blockKV * kRowBytes)), map,
+                     cstI32(c * 64), k0, kvH, z, bar});
 }
 
 void FlashBuilder::copyStaged(int64_t i, Value tile, Value stage) {
@@ -997,13 +1028,15 @@ void FlashBuilder::build(Value q, Value k, Value v, Value o) {
 
 void FlashBuilder::buildSpecialized(int64_t nKTiles) {
   // Thread 0 sets up the mbarriers: "full" completes when the producer's
-  // 128 threads have landed and fenced their copies of a stage, "empty" when
-  // every computing thread is done reading it.
+  // 128 threads have landed and fenced their copies of a stage (with TMA:
+  // when its one arrival and the copies' bytes are in), "empty" when every
+  // computing thread is done reading it.
   int64_t consumers = 128 * s.warpgroups;
   whenTrue(cmp(arith::CmpIPredicate::eq, tid, cst(0)), [&] {
     for (int64_t st = 0; st < s.stages; ++st) {
-      ptx("mbarrier.init.shared::cta.b64 [$0], 128;", "r",
-          fullBarrier(cst(st)));
+      ptx(std::string("mbarrier.init.shared::cta.b64 [$0], ") +
+              (s.tma ? "1;" : "128;"),
+          "r", fullBarrier(cst(st)));
       ptx("mbarrier.init.shared::cta.b64 [$0], " + std::to_string(consumers) +
               ";",
           "r", emptyBarrier(cst(st)));
@@ -1040,6 +1073,32 @@ void FlashBuilder::producerLoop(Value tStart) {
         std::to_string(504 - 2 * consumerRegisters(s)) + ";");
   copyTid = sub(tid, cst(128 * s.warpgroups));
   copyThreads = 128;
+  if (s.tma) {
+    // Q by the warpgroup's cp.async (once a block); then one thread keeps
+    // every stage filled by TMA, which signals "full" itself: no proxy
+    // fence, no publication step, and the other 127 threads are done.
+    copyRows(qArg, head, q0, p.lq, blockQ, cst(0));
+    token = commitGroup();
+    waitGroups(0);
+    fenceProxyAsync();
+    arrive(qBarrier());
+    Value n = sub(tEnd, tStart);
+    whenTrue(cmp(arith::CmpIPredicate::eq, copyTid, cst(0)), [&] {
+      for (int64_t st = 0; st < s.stages; ++st)
+        whenTrue(cmp(arith::CmpIPredicate::sgt, n, cst(st)),
+                 [&] { tmaKVTile(tileAt(cst(st)), cst(st)); });
+      auto loop = scf::ForOp::create(b, loc, cst(0), n, cst(1));
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value i = loop.getInductionVar();
+      Value refill = add(i, s.stages);
+      whenTrue(cmp(arith::CmpIPredicate::slt, refill, n), [&] {
+        waitParity(emptyBarrier(rem(i, s.stages)), roundParity(i));
+        tmaKVTile(tileAt(refill), rem(i, s.stages));
+      });
+    });
+    return;
+  }
   // Groups: Q, then tiles 0..S-1 of the range (empty past its end).
   copyRows(qArg, head, q0, p.lq, blockQ, cst(0));
   token = commitGroup();
@@ -1398,6 +1457,12 @@ static bool wgmmaAttentionShapeValid(const AttentionProblem &p,
     return fail("a producer serves at most 2 warpgroups (registers)");
   if (s.pingpong && (!s.producer || s.warpgroups != 2))
     return fail("ping-pong needs a producer and 2 warpgroups");
+  if (s.tma && !s.producer)
+    return fail("tma copies through the producer warpgroup");
+  if (s.tma && p.kTransposed)
+    return fail("tma copies K untransposed only");
+  if (s.tma && !stagedCaptured(p, s).empty())
+    return fail("tma: a staged bias plane is copied by cp.async");
   return true;
 }
 
@@ -1407,12 +1472,39 @@ bool wgmmaAttentionSupports(const AttentionProblem &p,
   std::string limit;
   if (!target.wgmma)
     limit = "needs wgmma (sm_90a), not on " + target.name;
+  else if (s.tma && !target.tma)
+    limit = "tma needs the tensor memory accelerator, not on " + target.name;
   else if (!wgmmaAttentionShapeValid(p, s, why))
     return false;
   if (limit.empty() && sharedFits(sharedBytesOf(p, s), target, limit))
     return true;
   why = "wgmma attention: " + limit;
   return false;
+}
+
+/// The tensor map of K or V ([batch, headsKV, lk, headDim] with the
+/// problem's strides) as the producer's TMA copies read it: dims (headDim,
+/// lk, headsKV, batch), boxes of 64 columns (one 128-byte swizzle row) by
+/// blockKV keys. An axis of size 1 takes the tensor's packed extent as its
+/// stride (its own is ignored, and may not be one TMA accepts).
+static TensorMapSpec kvTensorMap(const AttentionProblem &p,
+                                 const WgmmaAttentionSchedule &s,
+                                 AttentionOperand which) {
+  SmallVector<int64_t, 4> st = attentionOperandStrides(p, which);
+  int64_t dims[4] = {p.headDim, p.lk, p.headsKV, p.batch};
+  int64_t packed = p.batch * p.headsKV * p.lk * p.headDim * 2;
+  TensorMapSpec m;
+  m.operand = which == AttentionOperand::K ? 1 : 2;
+  m.dtype = p.elemType.isBF16() ? "bf16" : "f16";
+  m.dims.assign(dims, dims + 4);
+  // st is [batch, heads, rows, 1]: rows, heads, batch for dims 1..3.
+  for (int64_t axis : {2, 1, 0}) {
+    int64_t dim = dims[3 - axis];
+    m.strides.push_back(dim == 1 ? llvm::alignTo(packed, 16) : st[axis] * 2);
+  }
+  m.box = {64, s.blockKV, 1, 1};
+  m.swizzle = "128B";
+  return m;
 }
 
 FailureOr<KernelLaunch>
@@ -1430,7 +1522,15 @@ buildWgmmaAttentionKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module,
                          attentionOperandType(p, AttentionOperand::V),
                          attentionOperandType(p, AttentionOperand::O)};
   llvm::append_range(args, p.captured);
+  // With TMA, the two tensor maps after the buffers (passed by value:
+  // passTensorMapsByValue, after the lowering to the LLVM dialect).
+  if (s.tma)
+    args.append(2, LLVM::LLVMPointerType::get(b.getContext()));
   auto func = createKernelFunc(b, module, name, args, threads);
+  int64_t nArgs = int64_t(args.size());
+  if (s.tma)
+    func->setAttr(kTensorMapsAttr,
+                  b.getDenseI64ArrayAttr({nArgs - 2, nArgs - 1}));
   // setmaxnreg needs the register count at entry known to ptxas: one block
   // per multiprocessor (65536 / 384 = 168 each, then 216 and 64).
   if (s.producer)
@@ -1439,7 +1539,11 @@ buildWgmmaAttentionKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module,
   Block &entry = func.getBody().front();
   Location loc = module.getLoc();
   FlashBuilder fb(b, loc, p, s);
-  fb.setCaptured(entry.getArguments().drop_front(4));
+  fb.setCaptured(
+      entry.getArguments().drop_front(4).take_front(p.captured.size()));
+  if (s.tma)
+    fb.setTensorMaps(entry.getArgument(nArgs - 2),
+                     entry.getArgument(nArgs - 1));
   fb.build(entry.getArgument(0), entry.getArgument(1), entry.getArgument(2),
            entry.getArgument(3));
   mlir::gpu::ReturnOp::create(b, loc);
@@ -1447,6 +1551,9 @@ buildWgmmaAttentionKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module,
   launch.grid = {ceilDiv(p.lq, 64 * s.warpgroups), p.headsQ, p.batch};
   launch.block = {threads, 1, 1};
   launch.sharedBytes = sharedBytesOf(p, s);
+  if (s.tma)
+    for (AttentionOperand which : {AttentionOperand::K, AttentionOperand::V})
+      launch.tensorMaps.push_back(kvTensorMap(p, s, which));
   return launch;
 }
 

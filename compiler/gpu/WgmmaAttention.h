@@ -34,10 +34,16 @@ namespace tcc::gpu {
 /// warpgroups never wait at a block-wide barrier and drift apart;
 /// `pingpong` (2 warpgroups, with a producer) then orders them with named
 /// barriers so that one's Q K^T wgmmas run while the other's softmax does.
+/// `tma` (with a producer): one producer thread copies K and V with the
+/// tensor memory accelerator (cp.async.bulk.tensor, the stage's "full"
+/// mbarrier counting its bytes) instead of the warpgroup's cp.async; the
+/// kernel then takes two tensor maps after its buffers (KernelLaunch::
+/// tensorMaps).
 struct WgmmaAttentionSchedule {
   int64_t warpgroups = 2, blockKV = 128, stages = 2;
   bool overlap = false;
   bool producer = false, pingpong = false;
+  bool tma = false;
 };
 
 /// Picks a schedule for `p` (a simple heuristic; sm_90a).

@@ -254,6 +254,19 @@ void printAttentionCase(const AttentionCase &c,
       {"grid", launch.grid},
       {"block", launch.block},
       {"shared_bytes", launch.sharedBytes}};
+  // TMA descriptors the kernel takes after its buffers: over the buffer of
+  // kernel argument `operand` (0 q, 1 k, 2 v, 3 o).
+  if (!launch.tensorMaps.empty()) {
+    nlohmann::json maps = nlohmann::json::array();
+    for (const tcc::gpu::TensorMapSpec &m : launch.tensorMaps)
+      maps.push_back({{"operand", m.operand},
+                      {"dtype", m.dtype},
+                      {"dims", m.dims},
+                      {"strides", m.strides},
+                      {"box", m.box},
+                      {"swizzle", m.swizzle}});
+    info["tensor_maps"] = maps;
+  }
   if (decode)
     info["decode"] = {{"combine_grid", decode->combine.grid},
                       {"combine_block", decode->combine.block},

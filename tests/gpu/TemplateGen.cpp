@@ -1,5 +1,6 @@
 //===- TemplateGen.cpp - what the kernel template generators share --------===//
 #include "tests/gpu/TemplateGen.h"
+#include "compiler/gpu/TemplateUtils.h"
 
 #include "mlir/IR/Verifier.h"
 #include "mlir/InitAllDialects.h"
@@ -110,9 +111,10 @@ KernelModule createKernelModule(OpBuilder &b) {
   KernelModule km;
   km.module = ModuleOp::create(loc);
   (*km.module)
-      ->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), b.getUnitAttr());
+      ->setAttr(mlir::gpu::GPUDialect::getContainerModuleAttrName(),
+                b.getUnitAttr());
   b.setInsertionPointToEnd(km.module->getBody());
-  km.kernels = gpu::GPUModuleOp::create(b, loc, "kernels");
+  km.kernels = mlir::gpu::GPUModuleOp::create(b, loc, "kernels");
   return km;
 }
 
@@ -125,22 +127,28 @@ bool verifyOrPrint(ModuleOp module, bool emitMlir) {
 }
 
 std::string lowerToPtx(ModuleOp module, const std::string &chip) {
-  PassManager pm(module.getContext());
+  // Two runs: TMA descriptor arguments get their by-value attributes
+  // between the lowering to the LLVM dialect and the binary (as the
+  // compiler's tcc-gpu-tensor-map-args does).
+  PassManager pm(module.getContext()), toBinary(module.getContext());
   std::string pipeline =
       "nvvm-attach-target{chip=" + chip +
       " O=3},gpu.module(convert-nvgpu-to-nvvm,convert-vector-to-llvm,"
       "convert-scf-to-cf,convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},"
-      "convert-nvvm-to-llvm,expand-strided-metadata,reconcile-unrealized-casts)"
-      ","
-      "gpu-module-to-binary{format=isa}";
-  if (failed(parsePassPipeline(pipeline, pm, llvm::errs())))
+      "convert-nvvm-to-llvm,expand-strided-metadata,reconcile-unrealized-"
+      "casts)";
+  if (failed(parsePassPipeline(pipeline, pm, llvm::errs())) ||
+      failed(parsePassPipeline("gpu-module-to-binary{format=isa}", toBinary,
+                               llvm::errs())))
     die("bad pass pipeline");
-  if (failed(pm.run(module)))
+  if (failed(pm.run(module)) ||
+      failed(tcc::gpu::passTensorMapsByValue(module)) ||
+      failed(toBinary.run(module)))
     die("lowering failed");
   std::string ptx;
-  module.walk([&](gpu::BinaryOp bin) {
+  module.walk([&](mlir::gpu::BinaryOp bin) {
     for (Attribute o : bin.getObjects())
-      ptx = cast<gpu::ObjectAttr>(o).getObject().str();
+      ptx = cast<mlir::gpu::ObjectAttr>(o).getObject().str();
   });
   if (ptx.find(".entry") == std::string::npos) {
     module.print(llvm::errs());

@@ -4,7 +4,7 @@
 // replaced: wgmma on sm_90.
 func.func @given_wgmma(%q: tensor<1x4x256x64xbf16>, %k: tensor<1x4x256x64xbf16>, %v: tensor<1x4x256x64xbf16>) -> tensor<1x4x256x64xbf16> {
   // expected-error @+1 {{cannot be built: the wgmma attention template needs a target with wgmma (sm_90a)}}
-  %0 = tcc.chain attributes {axis = 3 : i64, tcc.attention, tcc.attention_plan = #tcc.wgmma_attention<warpgroups = 2, blockKV = 128, stages = 2, overlap = false, producer = false, pingpong = false>} -> tensor<1x4x256x64xbf16> {
+  %0 = tcc.chain attributes {axis = 3 : i64, tcc.attention, tcc.attention_plan = #tcc.wgmma_attention<warpgroups = 2, blockKV = 128, stages = 2, overlap = false, producer = false, pingpong = false, tma = false>} -> tensor<1x4x256x64xbf16> {
     %5 = tcc.matmul %q, %k {transpose_b = true} : tensor<1x4x256x64xbf16>, tensor<1x4x256x64xbf16> -> tensor<1x4x256x256xbf16>
     %9 = tcc.reduce_max %5 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x256x256xbf16> -> tensor<1x4x256x1xbf16>
     %10 = tcc.sub %5, %9 : tensor<1x4x256x256xbf16>, tensor<1x4x256x1xbf16> -> tensor<1x4x256x256xbf16>

@@ -61,6 +61,11 @@ def ck(res, what):
                            f"({msg.value.decode() if msg.value else '?'})")
 
 
+# cuda.h's CUtensorMapDataType and CUtensorMapSwizzle values.
+TMA_DTYPE = {"f16": 6, "f32": 7, "bf16": 9}
+TMA_SWIZZLE = {"none": 0, "32B": 1, "64B": 2, "128B": 3}
+
+
 class Kernel:
     """One kernel of a cubin (or PTX), launched on torch's current stream."""
 
@@ -97,10 +102,33 @@ class Kernel:
                                         dtype=torch.float32)
                             for n in ("partial_o_bytes", "stats_bytes")]
 
-    def launch(self, fn, grid, block, shared, tensors):
+    def tensor_maps(self, tensors):
+        """The kernel's TMA descriptors ("tensor_maps": after its buffers),
+        encoded over the buffers of this launch, as 128-byte values."""
+        maps = []
+        for m in self.info.get("tensor_maps", []):
+            rank = len(m["dims"])
+            buf = (ctypes.c_uint64 * 17)()  # 128 bytes, 64-aligned below
+            addr = (ctypes.addressof(buf) + 63) // 64 * 64
+            u64 = ctypes.c_uint64 * rank
+            u32 = ctypes.c_uint32 * rank
+            ck(cuda.cuTensorMapEncodeTiled(
+                ctypes.c_void_p(addr), ctypes.c_int(TMA_DTYPE[m["dtype"]]),
+                ctypes.c_uint32(rank),
+                ctypes.c_void_p(tensors[m["operand"]].data_ptr()),
+                u64(*m["dims"]), (ctypes.c_uint64 * (rank - 1))(*m["strides"]),
+                u32(*m["box"]), u32(*([1] * rank)), ctypes.c_int(0),
+                ctypes.c_int(TMA_SWIZZLE[m["swizzle"]]), ctypes.c_int(3),
+                ctypes.c_int(0)), "cuTensorMapEncodeTiled")
+            maps.append((buf, addr))
+        return maps
+
+    def launch(self, fn, grid, block, shared, tensors, maps=()):
         ptrs = [ctypes.c_void_p(t.data_ptr()) for t in tensors]
-        args = (ctypes.c_void_p * len(ptrs))(
-            *[ctypes.addressof(p) for p in ptrs])
+        # A pointer parameter's value is the pointer; a tensor map's is its
+        # 128 bytes (cuLaunchKernel copies them).
+        args = (ctypes.c_void_p * (len(ptrs) + len(maps)))(
+            *[ctypes.addressof(p) for p in ptrs], *[a for _, a in maps])
         stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
         ck(cuda.cuLaunchKernel(fn, *[ctypes.c_uint(x) for x in grid],
                                *[ctypes.c_uint(x) for x in block],
@@ -134,8 +162,12 @@ class Kernel:
                         self.decode["combine_block"], 0,
                         self.scratch + [o_buf])
         else:
+            key = tuple(t.data_ptr() for t in bufs)
+            if getattr(self, "maps_key", None) != key:
+                self.maps_key = key
+                self.maps = self.tensor_maps(bufs + [o_buf])
             self.launch(self.fn, g, bl, self.info["shared_bytes"],
-                        bufs + [o_buf])
+                        bufs + [o_buf], self.maps)
         if o_buf is not o:
             o.copy_(o_view)
             gaps = torch.ones_like(o_buf, dtype=torch.bool)

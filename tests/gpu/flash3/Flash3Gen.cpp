@@ -6,7 +6,7 @@
 //       [--k-transposed] [--layout bhld|blhd] [--o-layout bhld|blhd]
 //       [--q-strides S0,S1,S2,S3] [--k-strides ..] [--v-strides ..]
 //       [--o-strides ..]
-//       [--schedule WARPGROUPS,BKV,STAGES,OVERLAP[,PRODUCER,PINGPONG]]
+//       [--schedule WARPGROUPS,BKV,STAGES,OVERLAP[,PRODUCER,PINGPONG[,TMA]]]
 //       [--name NAME]
 //       [--out-dir DIR] [--emit-mlir]
 //
@@ -45,19 +45,23 @@ int main(int argc, char **argv) {
   tcc::gpu::WgmmaAttentionSchedule s =
       tcc::gpu::chooseWgmmaAttentionSchedule(p);
   if (!c.flags.schedule.empty()) {
-    // Four fields, or six with PRODUCER and PINGPONG.
+    // Four fields, six with PRODUCER and PINGPONG, or seven with TMA.
     size_t fields =
         1 + std::count(c.flags.schedule.begin(), c.flags.schedule.end(), ',');
-    std::vector<int64_t> v = tcc::gen::parseIntList(
-        "--schedule", c.flags.schedule, fields == 6 ? 6 : 4);
+    std::vector<int64_t> v =
+        tcc::gen::parseIntList("--schedule", c.flags.schedule,
+                               fields == 7   ? 7
+                               : fields == 6 ? 6
+                                             : 4);
     for (size_t f = 3; f < v.size(); ++f)
       if (v[f] != 0 && v[f] != 1)
-        die("--schedule: OVERLAP, PRODUCER and PINGPONG must be 0 or 1");
+        die("--schedule: OVERLAP, PRODUCER, PINGPONG and TMA must be 0 or 1");
     s = {v[0], v[1], v[2], v[3] == 1};
-    if (v.size() == 6) {
+    if (v.size() >= 6) {
       s.producer = v[4] == 1;
       s.pingpong = v[5] == 1;
     }
+    s.tma = v.size() == 7 && v[6] == 1;
   }
   std::string why;
   if (!tcc::gpu::wgmmaAttentionSupports(p, s, tcc::gen::targetOf(chip), why))
@@ -76,7 +80,7 @@ int main(int argc, char **argv) {
   tcc::gen::printAttentionCase(c,
                                {s.warpgroups, s.blockKV, s.stages,
                                 int64_t(s.overlap), int64_t(s.producer),
-                                int64_t(s.pingpong)},
+                                int64_t(s.pingpong), int64_t(s.tma)},
                                *launch);
   return 0;
 }

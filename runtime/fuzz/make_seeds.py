@@ -101,6 +101,19 @@ coded = base(
     launches=[{"kernel": 0, "args": [0, 1], "grid": 4},
               {"kernel": 1, "args": [0, 1], "grid": [1, 1, 1],
                "block": [128, 1, 1]}])
+# Tensor maps (manifest version 4) on a CUDA launch: parsed and validated
+# only (a host context refuses sm_90 code).
+tma = dict(coded, format_version=4, targets=["sm_90"],
+           inputs=[tensor("a", "bf16", [5, 24], 0)],
+           outputs=[tensor("b", "f16", [8, 8], 1)],
+           buffers=[{"id": 0, "kind": "input", "bytes": 240},
+                    {"id": 1, "kind": "output", "bytes": 128}],
+           kernels=[coded["kernels"][1]], code=[coded["code"][1]],
+           launches=[{"kernel": 0, "args": [1], "grid": [2, 1, 1],
+                      "block": [128, 1, 1],
+                      "tensor_maps": [{"buffer": 0, "dtype": "bf16",
+                                       "dims": [24, 5], "strides": [48],
+                                       "box": [8, 4], "swizzle": "none"}]}])
 
 
 def main():
@@ -114,15 +127,20 @@ def main():
         "init": bundle(init, [("param.w", w)]),
         "coded": bundle(coded, [("b", b"\x7fELF" + bytes(60)),
                                 ("p", b".version 8.0\n")]),
+        "tma": bundle(tma, [("p", b".version 8.0\n")]),
     }
     for name, data in seeds.items():
         for mode in (0, 1):
             with open(os.path.join(bundles, f"{name}-{mode}"), "wb") as f:
                 f.write(bytes([mode]) + data)
-    for name, (m, blob) in {"copy": (copy, w), "coded": (coded, b"x")}.items():
+    for name, (m, blob) in {"copy": (copy, w), "coded": (coded, b"x"),
+                            "tma": (tma, b".version 8.0\n")}.items():
         m = dict(m)
         if name == "copy":
             m["params"] = [dict(m["params"][0], blob="b")]
+        elif name == "tma":
+            m["code"] = [dict(m["code"][0], blob="b")]
+            m["kernels"] = [dict(m["kernels"][0], code="b")]
         else:
             m["code"] = [{"target": "host", "blob": "b"}]
             m["kernels"] = m["kernels"][:1]

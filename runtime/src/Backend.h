@@ -14,6 +14,8 @@
 #ifndef TCC_RUNTIME_BACKEND_H
 #define TCC_RUNTIME_BACKEND_H
 
+#include "runtime/src/Manifest.h"
+
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -44,11 +46,30 @@ public:
   virtual bool launch(std::string &error) = 0;
 };
 
+/// A tensor map as a kernel parameter: the 128 bytes of a CUtensorMap,
+/// encoded by the backend for the buffer address `base`. The runtime keeps
+/// one per launch and map for the model's lifetime, so that the backend
+/// re-encodes only when a binding moved the buffer. Aligned as CUDA 13's
+/// CUtensorMap (128; 64 before, and as a kernel parameter).
+struct alignas(128) EncodedTensorMap {
+  uint8_t bytes[bundle::kTensorMapBytes] = {};
+  const void *base = nullptr; ///< What `bytes` was encoded for (null: none).
+};
+
+/// One tensor map of a launch: what to encode, over which address, and the
+/// launch's cache for it.
+struct TensorMapArg {
+  const bundle::TensorMapDesc *desc = nullptr;
+  const void *base = nullptr; ///< The buffer's current device address.
+  EncodedTensorMap *encoded = nullptr;
+};
+
 /// What the launches of one GPU kernel need; checked once, at load.
 struct KernelUse {
   std::string name;             ///< The kernel's name, for messages.
   uint32_t sharedBytes = 0;     ///< Dynamic shared memory a block.
   size_t numArgs = 0;           ///< Buffers every launch passes.
+  size_t numTensorMaps = 0;     ///< Tensor maps every launch passes after.
   bool launched = false;        ///< False: numArgs and maxBlockThreads unknown.
   uint64_t maxBlockThreads = 0; ///< The largest block of any launch.
   /// The most threads any launch runs in x, y and z (grid times block).
@@ -104,9 +125,12 @@ public:
     return true;
   }
   /// Queues `kernel` on a grid of blocks; `args` are the buffers' base
-  /// pointers, passed as the kernel's parameters in order.
+  /// pointers, passed as the kernel's parameters in order, and then `maps`
+  /// (CUDA only), each encoded into its cache when its base is not the one
+  /// the cache holds, passed by value.
   virtual bool launchBlocks(KernelHandle /*kernel*/, void ** /*args*/,
-                            size_t /*numArgs*/,
+                            size_t /*numArgs*/, const TensorMapArg * /*maps*/,
+                            size_t /*numMaps*/,
                             const std::array<uint32_t, 3> & /*grid*/,
                             const std::array<uint32_t, 3> & /*block*/,
                             uint32_t /*sharedBytes*/, std::string &error) {

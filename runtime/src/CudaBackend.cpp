@@ -95,6 +95,9 @@ struct Driver {
   /// CUDA 12.4+: lets loading check a kernel's parameter list; optional.
   CUresult (*funcGetParamInfo)(CUfunction, size_t, size_t *,
                                size_t *) = nullptr;
+  /// Encodes the tensor maps of TMA kernels; optional, so that a driver
+  /// without it still runs every other launch.
+  decltype(&cuTensorMapEncodeTiled) tensorMapEncodeTiled = nullptr;
 
   /// "CALL: CUDA_ERROR_NAME (description)".
   std::string describe(const char *call, CUresult result) const {
@@ -158,6 +161,9 @@ Driver loadDriver() {
   if (!resolve("cuFuncGetParamInfo",
                reinterpret_cast<void **>(&d.funcGetParamInfo)))
     d.funcGetParamInfo = nullptr;
+  if (!resolve("cuTensorMapEncodeTiled",
+               reinterpret_cast<void **>(&d.tensorMapEncodeTiled)))
+    d.tensorMapEncodeTiled = nullptr;
 
   CUresult r = d.init(0);
   if (r == CUDA_ERROR_NO_DEVICE) {
@@ -199,6 +205,49 @@ private:
   const Driver &d;
   bool pushed = false;
 };
+
+static_assert(sizeof(CUtensorMap) == bundle::kTensorMapBytes &&
+                  alignof(CUtensorMap) <= alignof(EncodedTensorMap),
+              "EncodedTensorMap must hold a CUtensorMap");
+
+/// The element type TMA moves for `t`: the 1-byte types as bytes (the zeros
+/// of out-of-bounds elements read as 0 in each).
+CUtensorMapDataType tensorMapType(DType t) {
+  switch (t) {
+  case DType::F64:
+    return CU_TENSOR_MAP_DATA_TYPE_FLOAT64;
+  case DType::F32:
+    return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+  case DType::F16:
+    return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  case DType::BF16:
+    return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  case DType::I32:
+    return CU_TENSOR_MAP_DATA_TYPE_INT32;
+  case DType::I64:
+    return CU_TENSOR_MAP_DATA_TYPE_INT64;
+  case DType::I8:
+  case DType::F8E4M3:
+  case DType::F8E5M2:
+  case DType::Bool:
+    return CU_TENSOR_MAP_DATA_TYPE_UINT8;
+  }
+  return CU_TENSOR_MAP_DATA_TYPE_UINT8;
+}
+
+CUtensorMapSwizzle tensorMapSwizzle(bundle::TensorMapSwizzle s) {
+  switch (s) {
+  case bundle::TensorMapSwizzle::None:
+    return CU_TENSOR_MAP_SWIZZLE_NONE;
+  case bundle::TensorMapSwizzle::B32:
+    return CU_TENSOR_MAP_SWIZZLE_32B;
+  case bundle::TensorMapSwizzle::B64:
+    return CU_TENSOR_MAP_SWIZZLE_64B;
+  case bundle::TensorMapSwizzle::B128:
+    return CU_TENSOR_MAP_SWIZZLE_128B;
+  }
+  return CU_TENSOR_MAP_SWIZZLE_NONE;
+}
 
 CUdeviceptr devicePtr(const void *p) {
   return (CUdeviceptr) reinterpret_cast<uintptr_t>(p);
@@ -495,24 +544,41 @@ public:
     ScopedContext scope(d, ctx);
     auto f = static_cast<CUfunction>(kernel);
     std::string what = "kernel '" + use.name + "'";
+    if (use.launched && use.numTensorMaps && !d.tensorMapEncodeTiled) {
+      error = what + " takes tensor maps but the CUDA driver lacks "
+                     "cuTensorMapEncodeTiled";
+      return false;
+    }
     if (use.launched && d.funcGetParamInfo) {
       // A launch passing fewer pointers than the kernel reads would hand it
-      // garbage: compare with the parameter list the PTX declares.
+      // garbage: compare with the parameter list the PTX declares, pointers
+      // first, then the 128-byte tensor maps.
       size_t count = 0, offset = 0, bytes = 0;
       while (count <= kMaxParams &&
              d.funcGetParamInfo(f, count, &offset, &bytes) == CUDA_SUCCESS) {
-        if (bytes != sizeof(void *)) {
+        bool isMap = count >= use.numArgs;
+        size_t want = isMap ? bundle::kTensorMapBytes : sizeof(void *);
+        if (count < use.numArgs + use.numTensorMaps && bytes != want) {
           error = what + ": parameter " + std::to_string(count) + " has " +
-                  std::to_string(bytes) +
-                  " bytes; GPU kernels take one pointer per buffer";
+                  std::to_string(bytes) + " bytes but its launches pass " +
+                  (isMap ? "a 128-byte tensor map"
+                         : "an 8-byte buffer "
+                           "pointer") +
+                  " there (" + std::to_string(use.numArgs) +
+                  " pointers, then " + std::to_string(use.numTensorMaps) +
+                  " tensor maps)";
           return false;
         }
         ++count;
       }
-      if (count != use.numArgs) {
-        error = what + " takes " + std::to_string(count) +
-                " parameters but its launches pass " +
-                std::to_string(use.numArgs) + " buffers";
+      if (count != use.numArgs + use.numTensorMaps) {
+        error =
+            what + " takes " + std::to_string(count) +
+            " parameters but its launches pass " + std::to_string(use.numArgs) +
+            " buffers" +
+            (use.numTensorMaps
+                 ? " and " + std::to_string(use.numTensorMaps) + " tensor maps"
+                 : std::string());
         return false;
       }
     }
@@ -554,14 +620,22 @@ public:
   }
 
   bool launchBlocks(KernelHandle kernel, void **args, size_t numArgs,
+                    const TensorMapArg *maps, size_t numMaps,
                     const std::array<uint32_t, 3> &grid,
                     const std::array<uint32_t, 3> &block, uint32_t sharedBytes,
                     std::string &error) override {
-    // cuLaunchKernel wants the address of each parameter's value.
-    params.resize(numArgs);
+    ScopedContext scope(d, ctx);
+    // cuLaunchKernel wants the address of each parameter's value; it copies
+    // the values (a graph capture records them), so the maps' caches may be
+    // re-encoded for a later launch.
+    params.resize(numArgs + numMaps);
     for (size_t i = 0; i < numArgs; ++i)
       params[i] = &args[i];
-    ScopedContext scope(d, ctx);
+    for (size_t i = 0; i < numMaps; ++i) {
+      if (!encode(maps[i], i, error))
+        return false;
+      params[numArgs + i] = maps[i].encoded->bytes;
+    }
     return d.check(d.launchKernel(static_cast<CUfunction>(kernel), grid[0],
                                   grid[1], grid[2], block[0], block[1],
                                   block[2], sharedBytes, stream, params.data(),
@@ -640,6 +714,51 @@ public:
   }
 
 private:
+  /// Encodes `map` into its cache unless the cache holds it for its base.
+  bool encode(const TensorMapArg &map, size_t which, std::string &error) {
+    const bundle::TensorMapDesc &t = *map.desc;
+    if (map.encoded->base == map.base && map.base)
+      return true;
+    std::string what = "tensor map " + std::to_string(which);
+    if (!d.tensorMapEncodeTiled) {
+      error = what + ": the CUDA driver lacks cuTensorMapEncodeTiled";
+      return false;
+    }
+    // TMA reads its global address in 16-byte units; the runtime's own
+    // buffers are 64-byte aligned and bound ones checked, but never launch
+    // a map that would be refused or, worse, misread.
+    if (reinterpret_cast<uintptr_t>(map.base) % 16 != 0) {
+      error = what + ": its buffer's address is not 16-byte aligned";
+      return false;
+    }
+    size_t rank = t.dims.size();
+    cuuint64_t dims[bundle::kMaxTensorMapRank] = {};
+    cuuint64_t strides[bundle::kMaxTensorMapRank] = {};
+    cuuint32_t box[bundle::kMaxTensorMapRank] = {};
+    cuuint32_t ones[bundle::kMaxTensorMapRank] = {};
+    for (size_t i = 0; i < rank; ++i) {
+      dims[i] = t.dims[i];
+      box[i] = t.box[i];
+      ones[i] = 1;
+      if (i + 1 < rank)
+        strides[i] = t.strides[i];
+    }
+    CUtensorMap encoded;
+    CUresult r = d.tensorMapEncodeTiled(
+        &encoded, tensorMapType(t.dtype), (cuuint32_t)rank,
+        const_cast<void *>(map.base), dims, strides, box, ones,
+        CU_TENSOR_MAP_INTERLEAVE_NONE, tensorMapSwizzle(t.swizzle),
+        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (!d.check(r, "cuTensorMapEncodeTiled", error)) {
+      map.encoded->base = nullptr;
+      error = what + ": " + error;
+      return false;
+    }
+    std::memcpy(map.encoded->bytes, &encoded, sizeof(encoded));
+    map.encoded->base = map.base;
+    return true;
+  }
+
   /// More parameters than any valid launch passes: stops the count early.
   static constexpr size_t kMaxParams = 4096;
 

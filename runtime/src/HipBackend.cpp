@@ -456,6 +456,10 @@ public:
     std::string what = "kernel '" + use.name + "'";
     // HIP cannot list a kernel's parameters, so their count is not checked
     // here (the CUDA backend does).
+    if (use.numTensorMaps) {
+      error = what + " takes tensor maps, which are CUDA's (TMA)";
+      return false;
+    }
     int staticShared = 0, maxThreads = 0, registers = 0;
     if (!functionAttribute(f, HIP_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
                            staticShared, what, error) ||
@@ -499,9 +503,15 @@ public:
   }
 
   bool launchBlocks(KernelHandle kernel, void **args, size_t numArgs,
+                    const TensorMapArg *, size_t numMaps,
                     const std::array<uint32_t, 3> &grid,
                     const std::array<uint32_t, 3> &block, uint32_t sharedBytes,
                     std::string &error) override {
+    // The manifest allows tensor maps on CUDA launches only.
+    if (numMaps) {
+      error = "tensor maps are CUDA's (TMA); " + describe() + " has none";
+      return false;
+    }
     // hipModuleLaunchKernel wants the address of each parameter's value.
     params.resize(numArgs);
     for (size_t i = 0; i < numArgs; ++i)

@@ -61,6 +61,20 @@ const char *bufferKindName(BufferKind kind) {
   return "?";
 }
 
+const char *swizzleName(TensorMapSwizzle swizzle) {
+  switch (swizzle) {
+  case TensorMapSwizzle::None:
+    return "none";
+  case TensorMapSwizzle::B32:
+    return "32B";
+  case TensorMapSwizzle::B64:
+    return "64B";
+  case TensorMapSwizzle::B128:
+    return "128B";
+  }
+  return "?";
+}
+
 json recipeToJson(const ParamRecipe &recipe, DType dtype) {
   if (recipe.kind == ParamRecipe::Kind::Fill) {
     static const char digits[] = "0123456789abcdef";
@@ -592,6 +606,8 @@ private:
       const LaunchDesc &l = desc.initLaunches[i];
       std::string ptr = "/init_launches/" + std::to_string(i);
       std::vector<size_t> used = l.args;
+      for (const TensorMapDesc &t : l.tensorMaps)
+        used.push_back(t.buffer);
       if (l.kind == LaunchDesc::Kind::Copy)
         used = {l.src, l.dst};
       for (size_t b : used) {
@@ -666,20 +682,174 @@ private:
         return false;
       l.args.push_back(index);
     }
+    if (const json *maps = r.member(e, ptr, "tensor_maps", true)) {
+      if (!tensorMaps(*maps, ptr, code, l))
+        return false;
+    }
     if (l.gpu) {
-      // GPU kernels have a fixed parameter list, one pointer per buffer.
-      if (l.args.size() > kMaxGpuKernelArgs)
+      // GPU kernels have a fixed parameter list, one pointer per buffer,
+      // then one 128-byte tensor map each.
+      size_t slots = l.args.size() +
+                     l.tensorMaps.size() * (kTensorMapBytes / sizeof(void *));
+      if (slots > kMaxGpuKernelArgs && l.tensorMaps.empty())
         return r.fail(ptr + "/args", std::to_string(l.args.size()) +
                                          " buffers exceed the limit of " +
                                          std::to_string(kMaxGpuKernelArgs) +
                                          " kernel parameters");
-      auto [it, first] = gpuArgCount.emplace(k, l.args.size());
-      if (!first && it->second != l.args.size())
+      if (slots > kMaxGpuKernelArgs)
+        return r.fail(ptr + "/args",
+                      std::to_string(l.args.size()) + " buffers and " +
+                          std::to_string(l.tensorMaps.size()) +
+                          " tensor maps exceed the 4 KiB of kernel "
+                          "parameters (" +
+                          std::to_string(kMaxGpuKernelArgs) +
+                          " pointers, a map counting as 16)");
+      auto [it, first] = gpuArgCount.emplace(
+          k, std::make_pair(l.args.size(), l.tensorMaps.size()));
+      if (!first && it->second.first != l.args.size())
         return r.fail(ptr + "/args",
                       "kernel " + std::to_string(k) + " is launched with " +
-                          std::to_string(it->second) + " buffers before and " +
+                          std::to_string(it->second.first) +
+                          " buffers before and " +
                           std::to_string(l.args.size()) + " here");
+      if (!first && it->second.second != l.tensorMaps.size())
+        return r.fail(ptr + "/tensor_maps",
+                      "kernel " + std::to_string(k) + " is launched with " +
+                          std::to_string(it->second.second) +
+                          " tensor maps before and " +
+                          std::to_string(l.tensorMaps.size()) + " here");
     }
+    return true;
+  }
+
+  /// Version 4's "tensor_maps" of a CUDA launch (docs/bundle-format.md):
+  /// every limit cuTensorMapEncodeTiled checks is checked here, so that
+  /// encoding at launch fails only for what loading cannot see (the
+  /// address).
+  bool tensorMaps(const json &maps, const std::string &launchPtr,
+                  const CodeDesc &code, LaunchDesc &l) {
+    std::string ptr = launchPtr + "/tensor_maps";
+    if (manifestVersion < 4)
+      return r.fail(ptr, "tensor maps need manifest version 4 (this one is " +
+                             std::to_string(manifestVersion) + ")");
+    if (code.kind != TargetKind::Cuda)
+      return r.fail(ptr, "only CUDA kernels take tensor maps (this launch's "
+                         "kernel has code for " +
+                             code.target + ")");
+    if (!maps.is_array())
+      return r.fail(ptr, "expected an array");
+    if (maps.size() > kMaxTensorMaps)
+      return r.fail(ptr, std::to_string(maps.size()) +
+                             " tensor maps exceed the limit of " +
+                             std::to_string(kMaxTensorMaps) + " a launch");
+    for (size_t i = 0; i < maps.size(); ++i) {
+      TensorMapDesc t;
+      if (!tensorMap(maps[i], ptr + "/" + std::to_string(i), t))
+        return false;
+      l.tensorMaps.push_back(std::move(t));
+    }
+    return true;
+  }
+
+  bool tensorMap(const json &e, const std::string &ptr, TensorMapDesc &t) {
+    const json *buffer, *dims, *strides, *box;
+    std::string dtype, swizzle;
+    if (!r.object(e, ptr) || !(buffer = r.member(e, ptr, "buffer")) ||
+        !bufferRef(*buffer, ptr + "/buffer", t.buffer) ||
+        !r.string(e, ptr, "dtype", dtype) || !r.array(e, ptr, "dims", dims) ||
+        !r.array(e, ptr, "strides", strides) || !r.array(e, ptr, "box", box) ||
+        !r.string(e, ptr, "swizzle", swizzle))
+      return false;
+    // Every dtype of the format has 1, 2, 4 or 8 bytes, which TMA moves (the
+    // 1-byte ones as bytes); the zeros it fills in read as 0 in each.
+    auto dt = parseDType(dtype);
+    if (!dt)
+      return r.fail(ptr + "/dtype", "unknown dtype \"" + dtype + "\"");
+    t.dtype = *dt;
+    uint64_t elem = dtypeSize(t.dtype);
+    size_t rank = dims->size();
+    if (rank < 1 || rank > kMaxTensorMapRank)
+      return r.fail(ptr + "/dims", "rank " + std::to_string(rank) +
+                                       " is outside [1, " +
+                                       std::to_string(kMaxTensorMapRank) + "]");
+    for (size_t d = 0; d < rank; ++d) {
+      uint64_t v;
+      std::string at = ptr + "/dims/" + std::to_string(d);
+      if (!r.unsignedInt((*dims)[d], at, uint64_t(1) << 32, v))
+        return false;
+      if (v == 0)
+        return r.fail(at, "a tensor map's dims are at least 1");
+      t.dims.push_back(v);
+    }
+    if (strides->size() != rank - 1)
+      return r.fail(ptr + "/strides",
+                    "expected " + std::to_string(rank - 1) +
+                        " strides (bytes, for dims 1 to rank - 1), got " +
+                        std::to_string(strides->size()));
+    for (size_t d = 0; d + 1 < rank; ++d) {
+      uint64_t v;
+      std::string at = ptr + "/strides/" + std::to_string(d);
+      if (!r.unsignedInt((*strides)[d], at, (uint64_t(1) << 40) - 1, v))
+        return false;
+      if (v % 16 != 0)
+        return r.fail(at, "stride " + std::to_string(v) +
+                              " is not a multiple of 16 bytes");
+      t.strides.push_back(v);
+    }
+    if (box->size() != rank)
+      return r.fail(ptr + "/box", "expected " + std::to_string(rank) +
+                                      " box dims (one per dim), got " +
+                                      std::to_string(box->size()));
+    for (size_t d = 0; d < rank; ++d) {
+      uint64_t v;
+      std::string at = ptr + "/box/" + std::to_string(d);
+      if (!r.unsignedInt((*box)[d], at, 256, v))
+        return false;
+      if (v == 0)
+        return r.fail(at, "a box dim is at least 1");
+      t.box.push_back((uint32_t)v);
+    }
+    uint64_t rowBytes = t.box[0] * elem;
+    if (rowBytes % 16 != 0)
+      return r.fail(ptr + "/box/0", "the box's inner dim has " +
+                                        std::to_string(rowBytes) +
+                                        " bytes, not a multiple of 16");
+    uint64_t swizzleBytes = 0;
+    if (swizzle == "none")
+      t.swizzle = TensorMapSwizzle::None;
+    else if (swizzle == "32B")
+      t.swizzle = TensorMapSwizzle::B32, swizzleBytes = 32;
+    else if (swizzle == "64B")
+      t.swizzle = TensorMapSwizzle::B64, swizzleBytes = 64;
+    else if (swizzle == "128B")
+      t.swizzle = TensorMapSwizzle::B128, swizzleBytes = 128;
+    else
+      return r.fail(ptr + "/swizzle", "unknown swizzle \"" + swizzle +
+                                          "\" (expected none, 32B, 64B or "
+                                          "128B)");
+    if (swizzleBytes && rowBytes > swizzleBytes)
+      return r.fail(ptr + "/box/0",
+                    "the box's inner dim has " + std::to_string(rowBytes) +
+                        " bytes, more than the " + swizzle + " swizzle's " +
+                        std::to_string(swizzleBytes));
+    // The last byte the map can reach, bounded by kMaxBytes at every step
+    // (dims < 2^33 and strides < 2^40 would overflow a plain product).
+    const BufferDesc &b = desc.buffers[t.buffer];
+    uint64_t reach = t.dims[0] * elem; // < 2^36
+    for (size_t d = 1; d < rank && reach <= kMaxBytes; ++d) {
+      uint64_t n = t.dims[d] - 1, s = t.strides[d - 1];
+      if (s && n > (kMaxBytes - reach) / s)
+        reach = kMaxBytes + 1;
+      else
+        reach += n * s;
+    }
+    if (reach > b.bytes)
+      return r.fail(ptr, "the map reaches " +
+                             (reach > kMaxBytes
+                                  ? "beyond " + std::to_string(kMaxBytes)
+                                  : std::to_string(reach)) +
+                             " bytes into buffer " + std::to_string(b.id) +
+                             ", which has " + std::to_string(b.bytes));
     return true;
   }
 
@@ -756,7 +926,8 @@ private:
   std::unordered_map<uint32_t, size_t> idToIndex;
   std::unordered_map<std::string, size_t> codeIndex;
   std::vector<unsigned> users; // declarations per buffer index
-  std::unordered_map<uint64_t, size_t> gpuArgCount; // kernel -> buffers
+  /// Kernel -> the buffers and tensor maps of its launches.
+  std::unordered_map<uint64_t, std::pair<size_t, size_t>> gpuArgCount;
 };
 
 } // namespace

@@ -1,9 +1,9 @@
 //===- Manifest.h - the typed view of a bundle manifest -------*- C++ -*-===//
 //
-// The manifest schema (version 1) is the contract between the compiler and the
-// runtime; docs/bundle-format.md specifies it. parseModelDesc checks every
-// field, reference and size, so the backends work from these structs and never
-// from raw JSON.
+// The manifest schema (versions 1 to 4) is the contract between the compiler
+// and the runtime; docs/bundle-format.md specifies it. parseModelDesc checks
+// every field, reference and size, so the backends work from these structs and
+// never from raw JSON.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TCC_RUNTIME_MANIFEST_H
@@ -101,8 +101,31 @@ constexpr uint32_t kMaxBlockThreads = 1024;
 constexpr uint32_t kMaxBlockDim[3] = {1024, 1024, 64};
 constexpr uint32_t kMaxGridDim[3] = {0x7fffffff, 65535, 65535};
 /// Kernel parameters are limited to 4 KiB on every CUDA driver and on HIP:
-/// 512 pointers.
+/// 512 pointers. A tensor map takes 128 bytes of it, 16 pointers' worth.
 constexpr size_t kMaxGpuKernelArgs = 512;
+
+/// Manifest version 4: a CUDA tensor map (a TMA descriptor, CUtensorMap) that
+/// a launch passes by value, after its buffer pointers. The runtime encodes
+/// it at launch from the buffer's current address: element strides 1, no
+/// interleave, L2 promotion 256B, out-of-bounds elements read as zeros.
+constexpr size_t kMaxTensorMaps = 8;    ///< A launch's maps.
+constexpr size_t kMaxTensorMapRank = 5; ///< CUDA's limit.
+constexpr size_t kTensorMapBytes = 128; ///< sizeof(CUtensorMap).
+constexpr size_t kTensorMapAlign = 64;  ///< Its alignment as a parameter.
+enum class TensorMapSwizzle { None, B32, B64, B128 };
+const char *swizzleName(TensorMapSwizzle swizzle);
+
+struct TensorMapDesc {
+  size_t buffer = 0; ///< Index into ModelDesc::buffers.
+  DType dtype = DType::F32;
+  /// Elements, innermost first (CUDA's globalDim), each in [1, 2^32].
+  std::vector<uint64_t> dims;
+  /// Bytes between consecutive indices of dims 1..rank-1 (CUDA's
+  /// globalStrides): rank - 1 entries, multiples of 16.
+  std::vector<uint64_t> strides;
+  std::vector<uint32_t> box; ///< The tile a copy moves, rank entries.
+  TensorMapSwizzle swizzle = TensorMapSwizzle::None;
+};
 
 struct LaunchDesc {
   enum class Kind { Kernel, Copy };
@@ -114,6 +137,8 @@ struct LaunchDesc {
   bool gpu = false;         ///< The kernel's code is for a GPU target.
   /// GPU: blocks in x, y, z and threads a block in x, y, z (each >= 1).
   std::array<uint32_t, 3> gridDims{1, 1, 1}, blockDims{1, 1, 1};
+  /// CUDA only (version 4): parameters after the buffer pointers.
+  std::vector<TensorMapDesc> tensorMaps;
   // Copies (indices into ModelDesc::buffers).
   size_t src = 0, dst = 0;
   uint64_t bytes = 0;
@@ -141,17 +166,18 @@ constexpr size_t kMaxRank = 32;
 
 /// The manifest versions this runtime reads: 1; 2, which adds params stored
 /// as a recipe ("init") instead of a blob; 3, which adds the init launches
-/// and derived buffers. A compiler writes 2 or 3 only when a bundle uses
-/// what they add, so that older runtimes refuse it by its version rather
-/// than by a missing blob or by running without the init.
-constexpr uint64_t kManifestVersion = 3;
+/// and derived buffers; 4, which adds tensor maps to CUDA launches. A
+/// compiler writes 2, 3 or 4 only when a bundle uses what they add, so that
+/// older runtimes refuse it by its version rather than by a missing blob, by
+/// running without the init or by launching without the maps.
+constexpr uint64_t kManifestVersion = 4;
 
 /// A param's recipe in the manifest (docs/bundle-format.md):
 /// {"fill": "0x3c00"} (the element's bits) or {"random": "normal", "mean",
 /// "std", "seed"} or {"random": "uniform", "low", "high", "seed"}.
 nlohmann::json recipeToJson(const ParamRecipe &recipe, DType dtype);
 
-/// Validates `manifest` against the schema (versions 1 to 3); `blobSizes` are
+/// Validates `manifest` against the schema (versions 1 to 4); `blobSizes` are
 /// the bundle's blobs (name -> size) that params and code refer to. On failure
 /// returns false with a one-line `error` naming the JSON pointer.
 bool parseModelDesc(const nlohmann::json &manifest,

@@ -73,6 +73,9 @@ struct tccrt_model {
   std::vector<std::unique_ptr<Module>> modules; // per code index (or null)
   std::vector<KernelHandle> kernels;            // per kernel index
   std::vector<void *> args;                     // scratch for one launch
+  std::vector<TensorMapArg> maps;               // scratch for one launch
+  /// Per init launch and per launch: its tensor maps as last encoded.
+  std::vector<std::vector<EncodedTensorMap>> initMapCache, mapCache;
   bool useGraph = false;                        // option "cuda_graph"
   std::unique_ptr<Graph> graph; // recorded at the first run after a change
 
@@ -224,6 +227,11 @@ tccrt_status loadModel(tccrt_context *ctx, std::unique_ptr<Bundle> bundle,
   const ModelDesc &d = m->desc;
   Backend &be = *ctx->backend;
   std::string err;
+  // Encoded at the first launch, re-encoded when a binding moves a buffer.
+  for (const LaunchDesc &l : d.initLaunches)
+    m->initMapCache.emplace_back(l.tensorMaps.size());
+  for (const LaunchDesc &l : d.launches)
+    m->mapCache.emplace_back(l.tensorMaps.size());
 
   if (tccrt_status s = checkMemoryPlan(ctx, d); s != TCCRT_OK)
     return s;
@@ -283,6 +291,7 @@ tccrt_status loadModel(tccrt_context *ctx, std::unique_ptr<Bundle> bundle,
     KernelUse &u = uses[l.kernel];
     u.launched = true;
     u.numArgs = l.args.size();
+    u.numTensorMaps = l.tensorMaps.size();
     u.maxBlockThreads = std::max<uint64_t>(u.maxBlockThreads,
                                            (uint64_t)l.blockDims[0] *
                                                l.blockDims[1] * l.blockDims[2]);
@@ -429,8 +438,9 @@ tccrt_status checkBound(tccrt_model *m) {
   return TCCRT_OK;
 }
 
-/// Queues `launches` in order.
+/// Queues `launches` in order; `mapCache` holds their encoded tensor maps.
 bool enqueueList(tccrt_model *m, const std::vector<LaunchDesc> &launches,
+                 std::vector<std::vector<EncodedTensorMap>> &mapCache,
                  const char *what, std::string &err) {
   const ModelDesc &d = m->desc;
   Backend &be = *m->ctx->backend;
@@ -443,10 +453,17 @@ bool enqueueList(tccrt_model *m, const std::vector<LaunchDesc> &launches,
       m->args.clear();
       for (size_t b : l.args)
         m->args.push_back(m->buffers[b]);
+      m->maps.clear();
+      for (size_t t = 0; t < l.tensorMaps.size(); ++t)
+        m->maps.push_back({&l.tensorMaps[t], m->buffers[l.tensorMaps[t].buffer],
+                           &mapCache[i][t]});
       if (l.gpu)
         ok = be.launchBlocks(m->kernels[l.kernel], m->args.data(),
-                             m->args.size(), l.gridDims, l.blockDims,
+                             m->args.size(), m->maps.data(), m->maps.size(),
+                             l.gridDims, l.blockDims,
                              d.kernels[l.kernel].sharedBytes, err);
+      else if (!m->maps.empty())
+        ok = false, err = "host kernels take no tensor maps";
       else
         ok = l.grid == 0 || be.launch(m->kernels[l.kernel], m->args.data(),
                                       m->args.size(), l.grid, err);
@@ -467,7 +484,7 @@ bool enqueueLaunches(tccrt_model *m, std::string &err) {
   for (const StatusDesc &s : m->desc.status)
     if (!be.fillZero(m->buffers[s.buffer], 4, err))
       return false;
-  return enqueueList(m, m->desc.launches, "launch", err);
+  return enqueueList(m, m->desc.launches, m->mapCache, "launch", err);
 }
 
 /// Version 3: allocates the derived params, runs the init launches once
@@ -490,7 +507,7 @@ tccrt_status runInit(tccrt_model *m) {
     m->deviceMemory.push_back(mem);
     m->buffers[i] = mem;
   }
-  if (!enqueueList(m, d.initLaunches, "init launch", err) ||
+  if (!enqueueList(m, d.initLaunches, m->initMapCache, "init launch", err) ||
       !be.synchronize(err))
     return fail(m->ctx, TCCRT_ERROR_DEVICE, "model init: " + err);
   auto reads = [&](const std::vector<LaunchDesc> &launches) {
@@ -498,6 +515,8 @@ tccrt_status runInit(tccrt_model *m) {
     for (const LaunchDesc &l : launches) {
       for (size_t b : l.args)
         read[b] = true;
+      for (const TensorMapDesc &t : l.tensorMaps)
+        read[t.buffer] = true;
       if (l.kind == LaunchDesc::Kind::Copy)
         read[l.src] = true;
     }

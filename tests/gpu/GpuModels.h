@@ -31,6 +31,12 @@ constexpr int64_t kN = 4099;                           // add_f32, mul_f32
 constexpr int64_t kBatch = 3, kRows = 67, kCols = 131; // transpose_f32
 constexpr int64_t kSumBlocks = 32, kSumBlock = 256;    // block_sum_f32
 constexpr int64_t kData = 1000, kIndices = 777;        // gather_f32
+/// tma_tile_f32 copies 16x8 boxes; the tensor (kMapRows x kMapCols f32) is
+/// covered by kMapGrid[1] x kMapGrid[0] of them, which hang over its right
+/// and bottom edges.
+constexpr int64_t kMapRows = 37, kMapCols = 40;
+constexpr uint32_t kMapBox[2] = {16, 8};
+constexpr uint32_t kMapGrid[2] = {3, 5};
 constexpr const char *kGatherMessage =
     "index out of range in /nodes/1 (gather)";
 /// The seed of the param w of the chain model (its values: w = paramW()).
@@ -118,6 +124,32 @@ inline json gatherModel() {
   m["code"] = {{{"target", "sm_90"}, {"blob", "kernels.ptx"}}};
   m["launches"] = {
       launch(0, {0, 1, 2, 3}, {(kIndices + 255) / 256, 1, 1}, {256, 1, 1})};
+  return m;
+}
+
+/// Manifest version 4: y = the boxes of x's tensor map laid side by side
+/// (kMapGrid[1] * 8 rows of kMapGrid[0] * 16 floats), zeros past x's edges.
+inline json tmaModel() {
+  const uint64_t outRows = kMapGrid[1] * kMapBox[1],
+                 outCols = kMapGrid[0] * kMapBox[0];
+  json m = {
+      {"format_version", 4}, {"model", "gpu_tma"}, {"targets", {"sm_90"}}};
+  m["inputs"] = {tensor("x", "f32", {kMapRows, kMapCols}, 0)};
+  m["params"] = json::array();
+  m["outputs"] = {tensor("y", "f32", {(int64_t)outRows, (int64_t)outCols}, 1)};
+  m["buffers"] = {buffer(0, "input", kMapRows * kMapCols * 4),
+                  buffer(1, "output", outRows * outCols * 4)};
+  m["arena_bytes"] = 0;
+  m["kernels"] = {kernel("tma_tile_f32")};
+  m["code"] = {{{"target", "sm_90"}, {"blob", "kernels.ptx"}}};
+  json l = launch(0, {1}, {kMapGrid[0], kMapGrid[1], 1}, {1, 1, 1});
+  l["tensor_maps"] = {{{"buffer", 0},
+                       {"dtype", "f32"},
+                       {"dims", {kMapCols, kMapRows}},
+                       {"strides", {kMapCols * 4}},
+                       {"box", {kMapBox[0], kMapBox[1]}},
+                       {"swizzle", "none"}}};
+  m["launches"] = {l};
   return m;
 }
 

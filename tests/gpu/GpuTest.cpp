@@ -321,6 +321,54 @@ TEST_CASE("CUDA graphs replay the launches and follow rebinding", "[cuda]") {
   CHECK(cuda.error() == "option cuda_graph takes \"0\" or \"1\", not \"yes\"");
 }
 
+/// tmaModel()'s y for input x: each box at its place, zeros where it hangs
+/// over x's edges.
+std::vector<float> tmaReference(const std::vector<float> &x) {
+  const int64_t rows = kMapGrid[1] * kMapBox[1],
+                cols = kMapGrid[0] * kMapBox[0];
+  std::vector<float> y(rows * cols);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      y[r * cols + c] =
+          r < kMapRows && c < kMapCols ? x[r * kMapCols + c] : 0.0f;
+  return y;
+}
+
+TEST_CASE("tensor maps: TMA boxes with zero fill, following rebinding",
+          "[cuda]") {
+  Cuda cuda;
+  tccrt_model *model = cuda.load(makeBundle(tmaModel(), gPtx));
+  const size_t inN = kMapRows * kMapCols,
+               outN = kMapGrid[0] * kMapBox[0] * kMapGrid[1] * kMapBox[1];
+  SplitMix64 rng(gSeed + 5);
+  std::vector<float> ha = randomFloats(rng, inN), hb = randomFloats(rng, inN);
+  void *xa = cuda.upload(ha), *xb = cuda.upload(hb), *y = cuda.alloc(outN * 4);
+  REQUIRE(tccrt_model_bind_output_by_name(model, "y", y, outN * 4) == TCCRT_OK);
+  int round = 0;
+  auto runOn = [&](void *x, const std::vector<float> &hx) {
+    INFO("round " << round++);
+    REQUIRE(tccrt_model_bind_input_by_name(model, "x", x, inN * 4) == TCCRT_OK);
+    // NaN everywhere first: the zeros past the edges must come from TMA.
+    cuda.put(y, std::vector<float>(outN, std::nanf("")));
+    INFO(cuda.error());
+    REQUIRE(tccrt_model_run(model) == TCCRT_OK);
+    std::vector<float> got = cuda.fetch<float>(y, outN),
+                       want = tmaReference(hx);
+    size_t bad = 0;
+    for (size_t i = 0; i < outN; ++i)
+      bad += !(got[i] == want[i]);
+    CHECK(bad == 0);
+  };
+  runOn(xa, ha);
+  runOn(xb, hb); // the map is encoded again for the new address
+  runOn(xa, ha);
+  // A graph records the map's bytes; rebinding records a new one.
+  REQUIRE(tccrt_model_set_option(model, "cuda_graph", "1") == TCCRT_OK);
+  runOn(xb, hb);
+  runOn(xb, hb);
+  runOn(xa, ha);
+}
+
 TEST_CASE("timing runs with device events", "[cuda][timing]") {
   Cuda cuda;
   tccrt_model *model = cuda.load(makeBundle(chainModel(), gPtx));
@@ -465,6 +513,29 @@ TEST_CASE("load errors name the code object, the kernel and the reason",
   CHECK(loadError(cuda, few, gPtx, TCCRT_ERROR_INVALID_BUNDLE) ==
         "kernel 'gather_f32' takes 4 parameters but its launches pass 3 "
         "buffers");
+
+  // Tensor maps where the kernel has pointers, and the reverse.
+  json noMap = tmaModel();
+  noMap["launches"][0].erase("tensor_maps");
+  CHECK(loadError(cuda, noMap, gPtx, TCCRT_ERROR_INVALID_BUNDLE) ==
+        "kernel 'tma_tile_f32' takes 2 parameters but its launches pass 1 "
+        "buffers");
+  noMap["launches"][0]["args"] = {1, 0};
+  CHECK(loadError(cuda, noMap, gPtx, TCCRT_ERROR_INVALID_BUNDLE) ==
+        "kernel 'tma_tile_f32': parameter 1 has 128 bytes but its launches "
+        "pass an 8-byte buffer pointer there (2 pointers, then 0 tensor "
+        "maps)");
+  json mapped = gatherModel();
+  mapped["format_version"] = 4;
+  mapped["launches"][0]["args"] = {0, 1, 2};
+  mapped["launches"][0]["tensor_maps"] =
+      tmaModel()["launches"][0]["tensor_maps"];
+  mapped["launches"][0]["tensor_maps"][0]["dims"] = {kData};
+  mapped["launches"][0]["tensor_maps"][0]["strides"] = json::array();
+  mapped["launches"][0]["tensor_maps"][0]["box"] = {16};
+  CHECK(loadError(cuda, mapped, gPtx, TCCRT_ERROR_INVALID_BUNDLE) ==
+        "kernel 'gather_f32': parameter 3 has 8 bytes but its launches pass "
+        "a 128-byte tensor map there (3 pointers, then 1 tensor maps)");
 
   // Code for a newer device, or for another exact architecture.
   json newer = gatherModel();
@@ -700,6 +771,204 @@ TEST_CASE("GPU manifest rules, each with its message", "[gpu-schema]") {
                              "(their grid is a count of work items)");
   h["launches"][0].erase("block");
   CHECK(parseError(h) == "");
+}
+
+TEST_CASE("tensor maps (manifest version 4)", "[gpu-schema]") {
+  std::string err;
+  auto b = bundle::Bundle::parse(makeBundle(tmaModel(), "x"), err);
+  INFO(err);
+  REQUIRE(b);
+  const bundle::LaunchDesc &l = b->model().launches[0];
+  REQUIRE(l.tensorMaps.size() == 1);
+  const bundle::TensorMapDesc &t = l.tensorMaps[0];
+  CHECK(t.buffer == 0);
+  CHECK(t.dtype == DType::F32);
+  CHECK(t.dims == std::vector<uint64_t>{40, 37});
+  CHECK(t.strides == std::vector<uint64_t>{160});
+  CHECK(t.box == std::vector<uint32_t>{16, 8});
+  CHECK(t.swizzle == bundle::TensorMapSwizzle::None);
+
+  const std::string P = "invalid bundle: manifest: ";
+  const std::string M = P + "/launches/0/tensor_maps/0";
+  struct Case {
+    std::function<void(json &)> mutate;
+    std::string expect;
+  };
+  auto map = [](json &m) -> json & {
+    return m["launches"][0]["tensor_maps"][0];
+  };
+  std::vector<Case> cases = {
+      // Edges that are allowed: the whole buffer, rank 5, the largest box,
+      // bf16 under a 128B swizzle, 8 maps.
+      {[&](json &m) { map(m)["dims"] = {40, 37}; }, ""},
+      {[&](json &m) {
+         map(m)["dims"] = {4, 5, 37, 2, 1};
+         map(m)["strides"] = {16, 80, 2960, 5920};
+         map(m)["box"] = {4, 1, 1, 1, 1};
+       },
+       ""},
+      {[&](json &m) {
+         map(m)["dims"] = {1480};
+         map(m)["strides"] = json::array();
+         map(m)["box"] = {256};
+       },
+       ""},
+      {[&](json &m) {
+         map(m)["dtype"] = "bf16";
+         map(m)["dims"] = {80, 37};
+         map(m)["box"] = {64, 8};
+         map(m)["swizzle"] = "128B";
+       },
+       ""},
+      {[&](json &m) {
+         json one = map(m);
+         m["launches"][0]["tensor_maps"] = std::vector<json>(8, one);
+       },
+       ""},
+      {[&](json &m) {
+         json one = map(m);
+         m["launches"][0]["tensor_maps"] = std::vector<json>(9, one);
+       },
+       P + "/launches/0/tensor_maps: 9 tensor maps exceed the limit of 8 a "
+           "launch"},
+      {[](json &m) { m["format_version"] = 3; },
+       P + "/launches/0/tensor_maps: tensor maps need manifest version 4 "
+           "(this one is 3)"},
+      {[](json &m) { m["format_version"] = 5; },
+       P + "/format_version: unsupported manifest version 5 (this runtime "
+           "reads versions 1 to 4)"},
+      {[](json &m) { m["code"][0]["target"] = "gfx942"; },
+       P + "/launches/0/tensor_maps: only CUDA kernels take tensor maps "
+           "(this launch's kernel has code for gfx942)"},
+      {[](json &m) {
+         m["code"][0]["target"] = "host";
+         m["code"][0].erase("format");
+         m["launches"][0] = {{"kernel", 0},
+                             {"args", {1}},
+                             {"grid", 1},
+                             {"tensor_maps", m["launches"][0]["tensor_maps"]}};
+       },
+       P + "/launches/0/tensor_maps: only CUDA kernels take tensor maps "
+           "(this launch's kernel has code for host)"},
+      {[](json &m) { m["launches"][0]["tensor_maps"] = 1; },
+       P + "/launches/0/tensor_maps: expected an array"},
+      {[&](json &m) { map(m) = 1; }, M + ": expected an object"},
+      {[&](json &m) { map(m).erase("box"); }, M + ": missing field \"box\""},
+      {[&](json &m) { map(m)["buffer"] = 9; },
+       M + "/buffer: buffer id 9 is not in the buffer table"},
+      {[&](json &m) { map(m)["dtype"] = "u16"; },
+       M + "/dtype: unknown dtype \"u16\""},
+      {[&](json &m) {
+         map(m)["dims"] = json::array();
+         map(m)["box"] = json::array();
+       },
+       M + "/dims: rank 0 is outside [1, 5]"},
+      {[&](json &m) {
+         map(m)["dims"] = {1, 1, 1, 1, 1, 1};
+         map(m)["strides"] = {16, 16, 16, 16, 16};
+         map(m)["box"] = {4, 1, 1, 1, 1, 1};
+       },
+       M + "/dims: rank 6 is outside [1, 5]"},
+      {[&](json &m) { map(m)["dims"] = {40, 0}; },
+       M + "/dims/1: a tensor map's dims are at least 1"},
+      {[&](json &m) { map(m)["dims"] = {(1ull << 32) + 1, 1}; },
+       M + "/dims/0: 4294967297 is too large (limit 4294967296)"},
+      {[&](json &m) { map(m)["strides"] = {160, 16}; },
+       M + "/strides: expected 1 strides (bytes, for dims 1 to rank - 1), "
+           "got 2"},
+      {[&](json &m) { map(m)["strides"] = {164}; },
+       M + "/strides/0: stride 164 is not a multiple of 16 bytes"},
+      {[&](json &m) { map(m)["strides"] = {1ull << 40}; },
+       M + "/strides/0: 1099511627776 is too large (limit 1099511627775)"},
+      {[&](json &m) { map(m)["box"] = {16}; },
+       M + "/box: expected 2 box dims (one per dim), got 1"},
+      {[&](json &m) { map(m)["box"] = {16, 0}; },
+       M + "/box/1: a box dim is at least 1"},
+      {[&](json &m) { map(m)["box"] = {16, 257}; },
+       M + "/box/1: 257 is too large (limit 256)"},
+      {[&](json &m) { map(m)["box"] = {6, 8}; },
+       M + "/box/0: the box's inner dim has 24 bytes, not a multiple of 16"},
+      {[&](json &m) { map(m)["swizzle"] = "16B"; },
+       M + "/swizzle: unknown swizzle \"16B\" (expected none, 32B, 64B or "
+           "128B)"},
+      {[&](json &m) { map(m)["swizzle"] = "32B"; },
+       M + "/box/0: the box's inner dim has 64 bytes, more than the 32B "
+           "swizzle's 32"},
+      {[&](json &m) {
+         map(m)["box"] = {32, 8};
+         map(m)["swizzle"] = "64B";
+       },
+       M + "/box/0: the box's inner dim has 128 bytes, more than the 64B "
+           "swizzle's 64"},
+      {[&](json &m) {
+         map(m)["box"] = {64, 8};
+         map(m)["swizzle"] = "128B";
+       },
+       M + "/box/0: the box's inner dim has 256 bytes, more than the 128B "
+           "swizzle's 128"},
+      {[&](json &m) { map(m)["dims"] = {40, 38}; },
+       M + ": the map reaches 6080 bytes into buffer 0, which has 5920"},
+      {[&](json &m) { map(m)["dims"] = {41, 37}; },
+       M + ": the map reaches 5924 bytes into buffer 0, which has 5920"},
+      {[&](json &m) {
+         map(m)["dims"] = {1ull << 32, 1ull << 32};
+         map(m)["strides"] = {(1ull << 40) - 16};
+       },
+       M + ": the map reaches beyond 281474976710656 bytes into buffer 0, "
+           "which has 5920"},
+      // A second launch of the kernel must pass as many maps.
+      {[](json &m) {
+         m["launches"].push_back(m["launches"][0]);
+         m["launches"][1]["tensor_maps"] = json::array();
+       },
+       P + "/launches/1/tensor_maps: kernel 0 is launched with 1 tensor maps "
+           "before and 0 here"},
+      // A map counts as 16 of the 512 pointers of the parameter space.
+      {[&](json &m) {
+         json one = map(m);
+         m["launches"][0]["tensor_maps"] = std::vector<json>(8, one);
+         m["launches"][0]["args"] = std::vector<int>(385, 1);
+       },
+       P + "/launches/0/args: 385 buffers and 8 tensor maps exceed the 4 KiB "
+           "of kernel parameters (512 pointers, a map counting as 16)"},
+      {[&](json &m) {
+         json one = map(m);
+         m["launches"][0]["tensor_maps"] = std::vector<json>(8, one);
+         m["launches"][0]["args"] = std::vector<int>(384, 1);
+       },
+       ""},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    INFO("case " << i);
+    json m = tmaModel();
+    cases[i].mutate(m);
+    CHECK(parseError(m) == cases[i].expect);
+  }
+  // Every value of the map replaced by values of other types and extremes:
+  // a clean accept or a one-line error (parseError checks both).
+  std::vector<json> junk = {nullptr, -1, 0,   1ull << 63,    3.5,           "",
+                            "128B",  16, 257, json::array(), json::object()};
+  json base = tmaModel();
+  std::vector<json::json_pointer> pointers;
+  std::function<void(const json &, json::json_pointer)> walk =
+      [&](const json &v, json::json_pointer p) {
+        pointers.push_back(p);
+        if (v.is_object())
+          for (auto it = v.begin(); it != v.end(); ++it)
+            walk(it.value(), p / it.key());
+        else if (v.is_array())
+          for (size_t i = 0; i < v.size(); ++i)
+            walk(v[i], p / i);
+      };
+  walk(base["launches"][0]["tensor_maps"],
+       json::json_pointer("/launches/0/tensor_maps"));
+  for (const auto &p : pointers)
+    for (const json &j : junk) {
+      json m = base;
+      m[p] = j;
+      INFO(p.to_string() << " = " << j.dump());
+      parseError(m);
+    }
 }
 
 TEST_CASE("target names", "[gpu-schema]") {

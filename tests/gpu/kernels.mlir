@@ -142,5 +142,67 @@ module attributes {gpu.container_module} {
       }
       gpu.return
     }
+
+    // CUDA only: begin (make_hsaco.py leaves this part out)
+    // A TMA copy through a tensor map passed by value (the runtime appends
+    // it after the pointers): block (bx, by), one thread, loads the 16x8 f32
+    // box at (bx*16, by*8) of the map into shared memory and writes it to
+    // out[by*8 + r][bx*16 + c], rows of nctaid.x*16 floats. Elements of the
+    // box outside the map's dims arrive as zeros.
+    llvm.mlir.global internal @tma_tile() {addr_space = 3 : i32, alignment = 128 : i64} : !llvm.array<128 x f32>
+    llvm.mlir.global internal @tma_bar() {addr_space = 3 : i32, alignment = 8 : i64} : i64
+    llvm.func @tma_tile_f32(%out: !llvm.ptr,
+        %tmap: !llvm.ptr {llvm.byval = !llvm.array<128 x i8>, nvvm.grid_constant, llvm.align = 64 : i64})
+        attributes {nvvm.kernel} {
+      %tile = llvm.mlir.addressof @tma_tile : !llvm.ptr<3>
+      %bar = llvm.mlir.addressof @tma_bar : !llvm.ptr<3>
+      %bx = nvvm.read.ptx.sreg.ctaid.x : i32
+      %by = nvvm.read.ptx.sreg.ctaid.y : i32
+      %nbx = nvvm.read.ptx.sreg.nctaid.x : i32
+      %c8 = llvm.mlir.constant(8 : i32) : i32
+      %c16 = llvm.mlir.constant(16 : i32) : i32
+      %bytes = llvm.mlir.constant(512 : i32) : i32
+      %x = llvm.mul %bx, %c16 : i32
+      %y = llvm.mul %by, %c8 : i32
+      llvm.inline_asm has_side_effects asm_dialect = att
+          "mbarrier.init.shared::cta.b64 [$0], 1;\0A\09fence.proxy.async.shared::cta;",
+          "l" %bar : (!llvm.ptr<3>) -> ()
+      llvm.inline_asm has_side_effects asm_dialect = att
+          "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;",
+          "l,r" %bar, %bytes : (!llvm.ptr<3>, i32) -> ()
+      llvm.inline_asm has_side_effects asm_dialect = att
+          "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3}], [$4];",
+          "l,l,r,r,l" %tile, %tmap, %x, %y, %bar
+          : (!llvm.ptr<3>, !llvm.ptr, i32, i32, !llvm.ptr<3>) -> ()
+      llvm.inline_asm has_side_effects asm_dialect = att
+          "{\0A\09.reg .pred done;\0A\09wait:\0A\09mbarrier.try_wait.parity.shared::cta.b64 done, [$0], 0;\0A\09@!done bra wait;\0A\09}",
+          "l" %bar : (!llvm.ptr<3>) -> ()
+      // Row pitch of out: nctaid.x * 16 floats.
+      %pitch = llvm.mul %nbx, %c16 : i32
+      %c0 = llvm.mlir.constant(0 : i32) : i32
+      %c1 = llvm.mlir.constant(1 : i32) : i32
+      %c128 = llvm.mlir.constant(128 : i32) : i32
+      llvm.br ^loop(%c0 : i32)
+    ^loop(%i: i32):
+      %more = llvm.icmp "ult" %i, %c128 : i32
+      llvm.cond_br %more, ^body, ^done
+    ^body:
+      %r = llvm.udiv %i, %c16 : i32
+      %c = llvm.urem %i, %c16 : i32
+      %src = llvm.getelementptr %tile[%i] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, f32
+      %v = llvm.load %src : !llvm.ptr<3> -> f32
+      %row = llvm.add %y, %r : i32
+      %col = llvm.add %x, %c : i32
+      %rp = llvm.mul %row, %pitch : i32
+      %idx = llvm.add %rp, %col : i32
+      %idx64 = llvm.zext %idx : i32 to i64
+      %dst = llvm.getelementptr %out[%idx64] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+      llvm.store %v, %dst : f32, !llvm.ptr
+      %next = llvm.add %i, %c1 : i32
+      llvm.br ^loop(%next : i32)
+    ^done:
+      llvm.return
+    }
+    // CUDA only: end
   }
 }

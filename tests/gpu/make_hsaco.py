@@ -20,6 +20,9 @@ gives OUT_DIR/kernels-CHIP.hsaco. The steps, for the compiler to copy:
  3. linked with ld.lld -shared into the HSACO. (format=bin would do 2 and 3
     itself but runs ld.lld only from ROOT/llvm/bin, a ROCm install's layout.)
 
+The part of the source between the lines "// CUDA only: begin" and "// CUDA
+only: end" (kernels in NVPTX inline assembly) is left out.
+
 Each HSACO is checked with llvm-readobj: its target must be CHIP and every
 gpu.func ... kernel of the source must have a kernel descriptor (NAME.kd).
 """
@@ -85,6 +88,18 @@ def check(tools, source, chip, path):
                  f"{missing or 'every kernel'}")
 
 
+def without_cuda_only(source, tmp):
+    """A copy of `source` in `tmp` without its CUDA-only part."""
+    with open(source) as f:
+        text = f.read()
+    text = re.sub(r"[ \t]*// CUDA only: begin.*?// CUDA only: end[^\n]*\n",
+                  "", text, flags=re.S)
+    path = os.path.join(tmp, "kernels.mlir")
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("bin_dir")
@@ -96,10 +111,12 @@ def main():
     tools = {t: os.path.join(a.bin_dir, t)
              for t in ("mlir-opt", "llvm-mc", "ld.lld", "llvm-readobj")}
     os.makedirs(a.out_dir, exist_ok=True)
-    for chip in a.chips.split(","):
-        out = os.path.join(a.out_dir, f"kernels-{chip}.hsaco")
-        hsaco(tools, a.source, chip, a.device_libs, out)
-        check(tools, a.source, chip, out)
+    with tempfile.TemporaryDirectory() as tmp:
+        source = without_cuda_only(a.source, tmp)
+        for chip in a.chips.split(","):
+            out = os.path.join(a.out_dir, f"kernels-{chip}.hsaco")
+            hsaco(tools, source, chip, a.device_libs, out)
+            check(tools, source, chip, out)
 
 
 if __name__ == "__main__":

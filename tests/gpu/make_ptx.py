@@ -3,6 +3,10 @@
 
     make_ptx.py MLIR_OPT KERNELS.mlir OUT.ptx [--chip sm_90] [--ptxas PTXAS]
 
+The PTX is ISA version 8.0 (+ptx80), the first with the TMA instructions
+(cp.async.bulk.tensor, mbarrier expect_tx) of kernels.mlir's tma_tile_f32;
+every CUDA 12 driver, the runtime's minimum, reads it.
+
 gpu-module-to-binary{format=isa} keeps the PTX as the `assembly` string of a
 gpu.object; MLIR prints it with \\XX hex escapes, which are undone here. With
 --ptxas the result is also assembled (and thrown away), so that PTX the driver
@@ -18,7 +22,7 @@ import tempfile
 def lower(mlir_opt, source, chip):
     pipeline = (
         "builtin.module("
-        f"nvvm-attach-target{{chip={chip} O=3}},"
+        f"nvvm-attach-target{{chip={chip} features=+ptx80 O=3}},"
         "gpu.module(convert-scf-to-cf,"
         "convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},"
         "reconcile-unrealized-casts),"

@@ -21,6 +21,15 @@ struct DeviceLaunch {
   /// buffer i (operands, then results); i >= numBuffers is scratch buffer
   /// i - numBuffers of the kernel.
   std::vector<int> args;
+  /// TMA descriptors passed after the buffers (manifest `tensor_maps`),
+  /// each over the buffer `arg` (numbered as `args`).
+  struct TensorMap {
+    int arg = 0;
+    std::string dtype;
+    std::vector<int64_t> dims, strides, box;
+    std::string swizzle;
+  };
+  std::vector<TensorMap> tensorMaps;
 };
 
 /// How one kernel function of the model runs: launches in order, with

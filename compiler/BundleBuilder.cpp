@@ -230,6 +230,9 @@ public:
     if (failed(emitCalls(entry, noDerived, outputOf, planOf, deviceIndex, host,
                          manifest["launches"], launch)))
       return failure();
+    // Older runtimes refuse it by its version.
+    if (usesTensorMaps)
+      manifest["format_version"] = 4;
 
     for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
       if (stringAttr(entry, i, "tcc.kind", true) == "status") {
@@ -329,6 +332,23 @@ private:
           args.push_back(buffersOfCall[a]);
         }
         json j = {{"kernel", deviceIndex.lookup(l.symbol)}, {"args", args}};
+        if (!l.tensorMaps.empty()) {
+          json maps = json::array();
+          for (const tcc::DeviceLaunch::TensorMap &m : l.tensorMaps) {
+            if (m.arg < 0 || size_t(m.arg) >= buffersOfCall.size())
+              return call.emitError("kernel ")
+                     << plan.name << ": tensor map over argument " << m.arg
+                     << ", not one of its buffers";
+            maps.push_back({{"buffer", buffersOfCall[m.arg]},
+                            {"dtype", m.dtype},
+                            {"dims", m.dims},
+                            {"strides", m.strides},
+                            {"box", m.box},
+                            {"swizzle", m.swizzle}});
+          }
+          j["tensor_maps"] = maps;
+          usesTensorMaps = true;
+        }
         if (host) {
           j["grid"] = l.grid[0];
         } else {
@@ -379,6 +399,8 @@ private:
   func::FuncOp entry;
   func::FuncOp init; ///< tcc-hoist-param-computations' init function, if any
   json buffers = json::array();
+  /// Some launch passes tensor maps (manifest version 4).
+  bool usesTensorMaps = false;
   std::vector<int> first, last;
   llvm::DenseSet<int> defined;
   llvm::DenseMap<Value, int> bufferOf;

@@ -7,7 +7,7 @@
 // softmax of a key tile overlaps P V of the one before, over 3 stages),
 // mma.sync on sm_90.
 // CHECK-LABEL: func.func @prefill_d64
-// SM90A: tcc.attention_plan = #tcc.wgmma_attention<warpgroups = 2, blockKV = 128, stages = 3, overlap = true, producer = true, pingpong = false, tma = false>
+// SM90A: tcc.attention_plan = #tcc.wgmma_attention<warpgroups = 2, blockKV = 128, stages = 3, overlap = true, producer = true, pingpong = false, tma = true>
 // SM90: tcc.attention_plan = #tcc.mma_attention<blockQ = {{[0-9]+}}, blockKV = {{[0-9]+}}, warps = {{[0-9]+}}, stages = {{[0-9]+}}>
 func.func @prefill_d64(%q: tensor<1x4x512x64xbf16>, %k: tensor<1x4x512x64xbf16>, %v: tensor<1x4x512x64xbf16>) -> tensor<1x4x512x64xbf16> {
   %0 = tcc.chain attributes {axis = 3 : i64, tcc.attention} -> tensor<1x4x512x64xbf16> {
@@ -166,7 +166,7 @@ func.func @given(%q: tensor<1x4x256x64xbf16>, %k: tensor<1x4x256x64xbf16>, %v: t
 // overlapped loop in ping-pong (keys last to first: the mask on the first
 // tile only).
 // CHECK-LABEL: func.func @causal_d128
-// SM90A: tcc.attention_plan = #tcc.wgmma_attention<warpgroups = 2, blockKV = 128, stages = 3, overlap = true, producer = true, pingpong = true, tma = false>
+// SM90A: tcc.attention_plan = #tcc.wgmma_attention<warpgroups = 2, blockKV = 128, stages = 3, overlap = true, producer = true, pingpong = true, tma = true>
 // SM90: tcc.attention_plan = #tcc.mma_attention<
 func.func @causal_d128(%q: tensor<1x4x256x128xbf16>, %k: tensor<1x4x256x128xbf16>, %v: tensor<1x4x256x128xbf16>) -> tensor<1x4x256x128xbf16> {
   %0 = tcc.chain attributes {axis = 3 : i64, tcc.attention} -> tensor<1x4x256x128xbf16> {
@@ -192,7 +192,7 @@ func.func @causal_d128(%q: tensor<1x4x256x128xbf16>, %k: tensor<1x4x256x128xbf16
 // A sliding window (keys bounded from below too): the producer's simple
 // loop, which measured faster there than the overlapped one.
 // CHECK-LABEL: func.func @window_d128
-// SM90A: tcc.attention_plan = #tcc.wgmma_attention<warpgroups = 2, blockKV = 128, stages = 2, overlap = false, producer = true, pingpong = false, tma = false>
+// SM90A: tcc.attention_plan = #tcc.wgmma_attention<warpgroups = 2, blockKV = 128, stages = 2, overlap = false, producer = true, pingpong = false, tma = true>
 func.func @window_d128(%q: tensor<1x4x256x128xbf16>, %k: tensor<1x4x256x128xbf16>, %v: tensor<1x4x256x128xbf16>) -> tensor<1x4x256x128xbf16> {
   %0 = tcc.chain attributes {axis = 3 : i64, tcc.attention} -> tensor<1x4x256x128xbf16> {
     %2 = tcc.iota {axis = 0 : i64} : tensor<256x256xi32>
@@ -222,7 +222,7 @@ func.func @window_d128(%q: tensor<1x4x256x128xbf16>, %k: tensor<1x4x256x128xbf16
 // first, which leaves every tile but the first kept whole, so the
 // overlapped loop needs no mask there and runs in ping-pong.
 // CHECK-LABEL: func.func @softcap_causal_d128
-// SM90A: tcc.attention_plan = #tcc.wgmma_attention<warpgroups = 2, blockKV = 128, stages = 3, overlap = true, producer = true, pingpong = true, tma = false>
+// SM90A: tcc.attention_plan = #tcc.wgmma_attention<warpgroups = 2, blockKV = 128, stages = 3, overlap = true, producer = true, pingpong = true, tma = true>
 func.func @softcap_causal_d128(%q: tensor<1x4x256x128xbf16>, %k: tensor<1x4x256x128xbf16>, %v: tensor<1x4x256x128xbf16>) -> tensor<1x4x256x128xbf16> {
   %0 = tcc.chain attributes {axis = 3 : i64, tcc.attention} -> tensor<1x4x256x128xbf16> {
     %2 = tcc.iota {axis = 0 : i64} : tensor<256x256xi32>
@@ -250,7 +250,7 @@ func.func @softcap_causal_d128(%q: tensor<1x4x256x128xbf16>, %k: tensor<1x4x256x
 // the mask to one tile, so the producer's simple loop (masking only the
 // partial tiles, with a branch).
 // CHECK-LABEL: func.func @softcap_offset_causal
-// SM90A: tcc.attention_plan = #tcc.wgmma_attention<warpgroups = 2, blockKV = 128, stages = 2, overlap = false, producer = true, pingpong = false, tma = false>
+// SM90A: tcc.attention_plan = #tcc.wgmma_attention<warpgroups = 2, blockKV = 128, stages = 2, overlap = false, producer = true, pingpong = false, tma = true>
 func.func @softcap_offset_causal(%q: tensor<1x4x300x128xbf16>, %k: tensor<1x4x1000x128xbf16>, %v: tensor<1x4x1000x128xbf16>) -> tensor<1x4x300x128xbf16> {
   %0 = tcc.chain attributes {axis = 3 : i64, tcc.attention} -> tensor<1x4x300x128xbf16> {
     %2 = tcc.iota {axis = 0 : i64} : tensor<300x1000xi32>
@@ -271,4 +271,24 @@ func.func @softcap_offset_causal(%q: tensor<1x4x300x128xbf16>, %k: tensor<1x4x10
     tcc.yield %14 : tensor<1x4x300x128xbf16>
   }
   return %0 : tensor<1x4x300x128xbf16>
+}
+
+// -----
+
+// K given transposed ([B, H, D, Lk]): the producer copies it with cp.async
+// (its tiles take V's layout, which the TMA boxes do not write), so no tma.
+// CHECK-LABEL: func.func @kt_producer
+// SM90A: tcc.attention_plan = #tcc.wgmma_attention<warpgroups = 2, blockKV = 128, stages = 3, overlap = true, producer = true, pingpong = false, tma = false>
+func.func @kt_producer(%q: tensor<1x4x128x64xbf16>, %kt: tensor<1x4x64x256xbf16>, %v: tensor<1x4x256x64xbf16>) -> tensor<1x4x128x64xbf16> {
+  %0 = tcc.chain attributes {axis = 3 : i64, tcc.attention} -> tensor<1x4x128x64xbf16> {
+    %5 = tcc.matmul %q, %kt : tensor<1x4x128x64xbf16>, tensor<1x4x64x256xbf16> -> tensor<1x4x128x256xbf16>
+    %9 = tcc.reduce_max %5 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x128x256xbf16> -> tensor<1x4x128x1xbf16>
+    %10 = tcc.sub %5, %9 : tensor<1x4x128x256xbf16>, tensor<1x4x128x1xbf16> -> tensor<1x4x128x256xbf16>
+    %11 = tcc.exp %10 : tensor<1x4x128x256xbf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x128x256xbf16> -> tensor<1x4x128x1xbf16>
+    %13 = tcc.div %11, %12 : tensor<1x4x128x256xbf16>, tensor<1x4x128x1xbf16> -> tensor<1x4x128x256xbf16>
+    %14 = tcc.matmul %13, %v : tensor<1x4x128x256xbf16>, tensor<1x4x256x64xbf16> -> tensor<1x4x128x64xbf16>
+    tcc.yield %14 : tensor<1x4x128x64xbf16>
+  }
+  return %0 : tensor<1x4x128x64xbf16>
 }

@@ -172,3 +172,17 @@ func.func @two_groups(%x: tensor<1x4x16x16xf32>, %w: tensor<4x4x3x3xf32>) -> ten
   %2 = tcc.max_pool2d %1 {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, ceil_mode = false, tcc.region_group = 1 : i64} : tensor<1x4x16x16xf32> -> tensor<1x4x8x8xf32>
   return %2 : tensor<1x4x8x8xf32>
 }
+
+// -----
+
+// A grouped conv (groups 2, 3x5 kernel) with per-axis strides [1, 2] and
+// pads [1, 2, 1, 2]: 1x4x32x32 -> 1x8x32x16, tiles 4 * 2 = 8. H: out 8, in
+// 7 + 2 + 1 = 10, halo 2; W: out 8, in 7 * 2 + 4 + 1 = 19, halo 19 - 16 =
+// 3. Per element 2 * (4 / 2) * 15 = 60, flops 8 * 32 * 16 * 60 = 245760,
+// executed 8 * 64 * 8 * 60 = 245760.
+// CHECK-LABEL: func.func @grouped
+// CHECK: tcc.conv2d {{.*}}tcc.region = #tcc.region_tile<out = [8, 8], in = [10, 19], halo = [2, 3], flops = 245760, executed = 245760>
+func.func @grouped(%x: tensor<1x4x32x32xf32>, %w: tensor<8x2x3x5xf32>) -> tensor<1x8x32x16xf32> {
+  %0 = tcc.conv2d %x, %w {strides = array<i64: 1, 2>, pads = array<i64: 1, 2, 1, 2>, dilations = array<i64: 1, 1>, groups = 2 : i64, tcc.region_group = 0 : i64} : tensor<1x4x32x32xf32>, tensor<8x2x3x5xf32> -> tensor<1x8x32x16xf32>
+  return %0 : tensor<1x8x32x16xf32>
+}

@@ -148,8 +148,9 @@ FailureOr<GroupFootprint> region::groupFootprint(ArrayRef<Operation *> members,
         components.unionSets(op, def);
   for (Operation *op : ops)
     if (!components.isEquivalent(op, ops.front()))
-      return fail(op, describe(op) + " is not connected to " +
-                          describe(ops.front()) + " in its region group");
+      return fail(op, describe(op) +
+                          " is not connected to the group's first member " +
+                          describe(ops.front()));
 
   // Element-wise members take the layout of their neighbours.
   DenseMap<Operation *, Layout> layouts;

@@ -13,7 +13,7 @@ func.func @matmul(%x: tensor<1x4x8x8xf32>, %w: tensor<4x4x3x3xf32>, %m: tensor<1
 // Two convs that share no value are not one group.
 func.func @disconnected(%x: tensor<1x4x8x8xf32>, %y: tensor<1x4x8x8xf32>, %w: tensor<4x4x3x3xf32>) -> (tensor<1x4x8x8xf32>, tensor<1x4x8x8xf32>) {
   %0 = tcc.conv2d %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, tcc.region_group = 2 : i64} : tensor<1x4x8x8xf32>, tensor<4x4x3x3xf32> -> tensor<1x4x8x8xf32>
-  // expected-error @+1 {{region group 2: 'tcc.conv2d' is not connected to 'tcc.conv2d' in its region group}}
+  // expected-error @+1 {{region group 2: 'tcc.conv2d' is not connected to the group's first member 'tcc.conv2d'}}
   %1 = tcc.conv2d %y, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, tcc.region_group = 2 : i64} : tensor<1x4x8x8xf32>, tensor<4x4x3x3xf32> -> tensor<1x4x8x8xf32>
   return %0, %1 : tensor<1x4x8x8xf32>, tensor<1x4x8x8xf32>
 }

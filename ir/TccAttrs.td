@@ -71,4 +71,28 @@ def Tcc_SimtAttentionAttr : Tcc_Attr<"SimtAttention", "simt_attention"> {
                         "int64_t":$chunkTiles);
 }
 
+// Region fusion (AFusion): what tcc-annotate-regions derives for each member
+// of a region group (passes/RegionAnalysis.h).
+
+def Tcc_RegionTileAttr : Tcc_Attr<"RegionTile", "region_tile"> {
+  let summary = "a region group member's tile, halo and FLOPs";
+  let description = [{
+    For one tile of the group's outputs: the member's output tile
+    `out = [h, w]`, the input tile it reads `in = [h, w]` ((out - 1) *
+    stride + (k - 1) * dilation + 1, clamped to the input), `halo = [h, w]`
+    (max(0, in - out * stride): the rows and columns that neighbouring
+    tiles read twice); `flops` over the member's whole output computed
+    once, `executed` when every tile of the group computes its own tile
+    (executed - flops is the halo's recomputation).
+  }];
+  let parameters = (ins "int64_t":$outH, "int64_t":$outW, "int64_t":$inH,
+                        "int64_t":$inW, "int64_t":$haloH, "int64_t":$haloW,
+                        "int64_t":$flops, "int64_t":$executed);
+  let assemblyFormat = [{
+    `<` `out` `=` `[` $outH `,` $outW `]` `,` `in` `=` `[` $inH `,` $inW `]`
+    `,` `halo` `=` `[` $haloH `,` $haloW `]` `,` `flops` `=` $flops `,`
+    `executed` `=` $executed `>`
+  }];
+}
+
 #endif // TCC_ATTRS_TD

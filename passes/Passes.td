@@ -479,6 +479,29 @@ def TccHoistParamComputations
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
+def TccAnnotateRegions : Pass<"tcc-annotate-regions", "func::FuncOp"> {
+  let summary = "Record each region group member's tile, halo and FLOPs";
+  let description = [{
+    Region fusion (AFusion): ops carrying `tcc.region_group = N` form group
+    N (a connected subgraph of convolutions, pools, element-wise ops and
+    channel concats in one block). For output tiles of `tile` (HxW) of the
+    group's outputs, each member gets `tcc.region =
+    #tcc.region_tile<out = [h, w], in = [h, w], halo = [h, w], flops = F,
+    executed = E>`: walking backwards, a member's output tile is the most
+    its in-group readers need, its input tile (out - 1) * stride + (k - 1)
+    * dilation + 1 clamped to the input, its halo max(0, in - out *
+    stride); `flops` over its whole result, `executed` when every tile
+    computes its own (passes/RegionAnalysis.h). A group that is not one
+    (a member that is no region op, members not connected) is an error at
+    the member.
+  }];
+  let options = [
+    Option<"tile", "tile", "std::string", /*default=*/"\"8x8\"",
+           "The output tile of each group, HxW, both positive">
+  ];
+  let dependentDialects = ["::mlir::tcc::TccDialect"];
+}
+
 #endif // TCC_PASSES_TD
 
 def TccPromoteAccumulators : Pass<"tcc-promote-accumulators", "func::FuncOp"> {

@@ -15,6 +15,7 @@
 #include "runtime/include/tccrt.h"
 #include "runtime/tools/Runner.h"
 #include "tests/gpu/GpuModels.h"
+#include "tests/unit/JsonPointers.h"
 
 #include <catch2/catch.hpp>
 
@@ -949,20 +950,9 @@ TEST_CASE("tensor maps (manifest version 4)", "[gpu-schema]") {
   std::vector<json> junk = {nullptr, -1, 0,   1ull << 63,    3.5,           "",
                             "128B",  16, 257, json::array(), json::object()};
   json base = tmaModel();
-  std::vector<json::json_pointer> pointers;
-  std::function<void(const json &, json::json_pointer)> walk =
-      [&](const json &v, json::json_pointer p) {
-        pointers.push_back(p);
-        if (v.is_object())
-          for (auto it = v.begin(); it != v.end(); ++it)
-            walk(it.value(), p / it.key());
-        else if (v.is_array())
-          for (size_t i = 0; i < v.size(); ++i)
-            walk(v[i], p / i);
-      };
-  walk(base["launches"][0]["tensor_maps"],
-       json::json_pointer("/launches/0/tensor_maps"));
-  for (const auto &p : pointers)
+  for (const auto &p :
+       test::jsonPointers(base["launches"][0]["tensor_maps"],
+                          json::json_pointer("/launches/0/tensor_maps")))
     for (const json &j : junk) {
       json m = base;
       m[p] = j;

@@ -309,19 +309,7 @@ TEST_CASE("random manifest mutations never crash", "[manifest]") {
   std::vector<json> junk = {
       nullptr,        -1,  0, 1ull << 63, 3.5, "", "x", json::array(),
       json::object(), true};
-  std::vector<json::json_pointer> pointers;
-  std::function<void(const json &, json::json_pointer)> walk =
-      [&](const json &v, json::json_pointer p) {
-        pointers.push_back(p);
-        if (v.is_object())
-          for (auto it = v.begin(); it != v.end(); ++it)
-            walk(it.value(), p / it.key());
-        else if (v.is_array())
-          for (size_t i = 0; i < v.size(); ++i)
-            walk(v[i], p / i);
-      };
-  walk(base, json::json_pointer());
-  for (const auto &p : pointers)
+  for (const auto &p : test::jsonPointers(base))
     for (const json &j : junk) {
       json m = base;
       m[p] = j;

@@ -3,6 +3,7 @@
 #define TCC_TESTS_UNIT_TESTUTIL_H
 
 #include "runtime/src/Bundle.h"
+#include "tests/unit/JsonPointers.h"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

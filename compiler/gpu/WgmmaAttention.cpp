@@ -353,11 +353,12 @@ private:
   SmallVector<Value> applyMask(ArrayRef<Value> sv, Value k0);
   /// Scale, scoreMod and mask on the scores `sv` of the key tile at k0,
   /// then the online softmax: updates mRun and lRun, sets corr (the factor
-  /// for O) and returns P as A registers.
+  /// for O) and returns P as A registers. `keptWhole`: the tile is known
+  /// to be kept whole (the reversed loop's, reversedKeysSuffice): no mask.
   SmallVector<Value> softmax(SmallVector<Value> sv, Value k0,
                              MutableArrayRef<Value> mRun,
                              MutableArrayRef<Value> lRun, Value corr[2],
-                             Value stage);
+                             Value stage, bool keptWhole = false);
   /// O *= corr per row half.
   void rescale(MutableArrayRef<Value> oAcc, Value corr[2]) {
     for (int64_t e = 0; e < nO; ++e)
@@ -401,8 +402,6 @@ private:
   /// that leaves every tile but the first unmasked (reversedKeysSuffice):
   /// the mask is then built for the prologue's tile only.
   bool reverseKeys = false;
-  /// Whether softmax skips the mask (set around the reversed loop's body).
-  bool maskProvenKept = false;
   /// Key tile index of the idx-th tile the loop takes.
   Value tileAt(Value idx) {
     return reverseKeys ? sub(add(tEnd, -1), idx) : add(tStart, idx);
@@ -754,7 +753,8 @@ SmallVector<Value> FlashBuilder::applyMask(ArrayRef<Value> sv, Value k0) {
 SmallVector<Value> FlashBuilder::softmax(SmallVector<Value> sv, Value k0,
                                          MutableArrayRef<Value> mRun,
                                          MutableArrayRef<Value> lRun,
-                                         Value corr[2], Value stage) {
+                                         Value corr[2], Value stage,
+                                         bool keptWhole) {
   // Scale and modify (the fast path keeps raw scores), then mask.
   if (!fast) {
     Value scale = cstF(p.scale);
@@ -802,15 +802,12 @@ SmallVector<Value> FlashBuilder::softmax(SmallVector<Value> sv, Value k0,
   // The overlapped loops apply a linear mask to every tile, with selects:
   // a branch there would sit inside the window where P V is in flight.
   // Keys taken last to first need it on the prologue's tile only.
-  if (maskProvenKept) {
-    // every tile of the loop is kept whole (reversedKeysSuffice)
-  } else if (s.overlap && !p.mask.empty()) {
+  if (!keptWhole && s.overlap && !p.mask.empty())
     sv = applyMask(sv, k0);
-  } else if (!constraints.empty()) {
+  else if (!keptWhole && !constraints.empty())
     sv = yieldIf(
         tilePartial(constraints, k0, s.blockKV), SmallVector<Type>(nS, f32),
         [&] { return applyMask(sv, k0); }, [&] { return sv; });
-  }
 
   // Online softmax per row half h: max over the quad, correction, P.
   Value zeroF = cstF(0.0);
@@ -1232,11 +1229,9 @@ SmallVector<Value> FlashBuilder::consumerOverlappedLoop(Value tStart,
       giveTurn();
       waitWgmma(1);
       Value corrNext[2];
-      maskProvenKept = reverseKeys;
       SmallVector<Value> pNext =
           softmax(fenceOperands(svNext), mul(tileAt(iNext), s.blockKV), m, l,
-                  corrNext, stageNext);
-      maskProvenKept = false;
+                  corrNext, stageNext, /*keptWhole=*/reverseKeys);
       waitWgmma(0);
       oNext = fenceOperands(oNext);
       arrive(emptyBarrier(stage));

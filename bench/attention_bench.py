@@ -9,7 +9,8 @@ prefill at sequence 8192, head size 128, bf16 (and f16: the '_f16' cases),
 batch 1 and 8, the variants of
 issue 4 (global, causal, ALiBi, GQA 64/8, softcap 50 with 32/16 heads,
 sliding window 4096 with 32/8 heads); decode (one query row at the last
-position, 'lq' in the manifest) of causal, ALiBi, GQA and softcap against
+position, 'lq' in the manifest) of causal, ALiBi, GQA, softcap, window, the
+[B, L, H, D] layout, bias, padding mask and ALiBi slopes as a param against
 8192 and 32768 keys; in f16, score changes reading captured tensors (issue
 13, the model's extra inputs or a param: 'bias', 'padmask', 'alibi_param',
 'alibi_input'), which are checked against the best of SDPA with attn_mask
@@ -149,7 +150,7 @@ def fits(case):
 def attn_mask(case, env):
     """The mask an SDPA user passes for a captured variant: the bias, the
     bool padding mask, or ALiBi's bias computed in f32, cast to the dtype
-    and -inf above the diagonal ([1, H, L, L]; None where it does not
+    and -inf above the diagonal ([1, H, Lq, L]; None where it does not
     fit)."""
     v = case['variant']
     if v == 'bias':
@@ -158,11 +159,11 @@ def attn_mask(case, env):
         return env['mask']
     if not fits(case):
         return None
-    l, hq = case['l'], case['hq']
-    rows = torch.arange(l, device='cuda')[:, None]
+    l, hq, lq = case['l'], case['hq'], lq_of(case)
+    rows = torch.arange(lq, device='cuda')[:, None] + (l - lq)
     cols = torch.arange(l, device='cuda')[None, :]
     dist = (cols - rows).float()
-    m = torch.empty((1, hq, l, l), dtype=torch_dtype(case), device='cuda')
+    m = torch.empty((1, hq, lq, l), dtype=torch_dtype(case), device='cuda')
     for h in range(hq):  # a head at a time: f32 [L, L] is 256 MiB at 8192
         m[0, h] = (env['slopes'][0, h, 0, 0] * dist).to(m.dtype).masked_fill(
             rows < cols, float('-inf'))

@@ -234,7 +234,7 @@ def alibi_slopes(h):
             for i in range(h)]
 
 
-def captured_attention_model(name, b, h, l, d, form, dt='f16'):
+def captured_attention_model(name, b, h, l, d, form, dt='f16', lq=None):
     """Attention whose score change reads tensors from outside it, as a user
     writes it (issue 13):
       bias:        scores + bias, bias an input [1, H, L, L] in `dt`;
@@ -243,14 +243,17 @@ def captured_attention_model(name, b, h, l, d, form, dt='f16'):
       alibi_param: causal ALiBi, scores + slopes * (k - q) computed in f32
                    and cast, the slopes a param [1, H, 1, 1] holding ALiBi's
                    values (a registered buffer);
-      alibi_input: the same with the slopes an f32 input."""
+      alibi_input: the same with the slopes an f32 input.
+    With `lq` (decode): lq query rows at the last lq of the l positions
+    (the bias [1, H, lq, L])."""
+    lq = lq or l
     scale = 1.0 / d ** 0.5
     nodes = [node('matmul', ['q', 'k'], 's', transpose_b=True),
              node('constant', [], 'scale', dtype=dt, shape=[], value=scale),
              node('mul', ['s', 'scale'], 'ss')]
     extra, params = [], []
     if form == 'bias':
-        extra = [('bias', dt, [1, h, l, l])]
+        extra = [('bias', dt, [1, h, lq, l])]
         nodes += [node('add', ['ss', 'bias'], 'biased')]
         cur = 'biased'
     elif form == 'padmask':
@@ -264,8 +267,10 @@ def captured_attention_model(name, b, h, l, d, form, dt='f16'):
                        'init': {'value': alibi_slopes(h)}}]
         else:
             extra = [('slopes', 'f32', [1, h, 1, 1])]
-        nodes += [node('iota', [], 'row', dtype='i32', shape=[l, l], axis=-2),
-                  node('iota', [], 'col', dtype='i32', shape=[l, l], axis=-1),
+        nodes += [node('iota', [], 'row0', dtype='i32', shape=[lq, l], axis=-2),
+                  node('constant', [], 'off', dtype='i32', shape=[], value=l - lq),
+                  node('add', ['row0', 'off'], 'row'),
+                  node('iota', [], 'col', dtype='i32', shape=[lq, l], axis=-1),
                   node('sub', ['col', 'row'], 'dist'), node('cast', ['dist'], 'distf', to='f32'),
                   node('mul', ['slopes', 'distf'], 'biasf'),
                   node('cast', ['biasf'], 'bias', to=dt), node('add', ['ss', 'bias'], 'biased'),
@@ -276,7 +281,7 @@ def captured_attention_model(name, b, h, l, d, form, dt='f16'):
     else:
         raise ValueError(form)
     nodes += [node('softmax', [cur], 'p', axis=-1), node('matmul', ['p', 'v'], 'o')]
-    return model(name, [('q', dt, [b, h, l, d]), ('k', dt, [b, h, l, d]),
+    return model(name, [('q', dt, [b, h, lq, d]), ('k', dt, [b, h, l, d]),
                         ('v', dt, [b, h, l, d])] + extra, nodes, ['o'], params)
 
 
@@ -311,7 +316,7 @@ def attention_cases(small):
                              'hq': hq, 'hkv': hkv, 'l': seq, 'd': d,
                              'scale': rounded_scale(d, dt)}))
         # Decode (issue 4): one query row against 8192 or 32768 keys.
-        for variant, hq, hkv in variants[1:5]:
+        for variant, hq, hkv in variants[1:]:
             for l in ((1024,) if small else (8192, 32768)):
                 for b in (1, 8):
                     name = 'decode_%s_%d_b%d%s' % (variant, l, b, suffix)
@@ -330,6 +335,14 @@ def attention_cases(small):
                         {'kind': 'attention', 'variant': variant, 'dtype': 'f16', 'b': b,
                          'hq': hq, 'hkv': hkv, 'l': seq, 'd': d, 'layout': True,
                          'scale': rounded_scale(d, 'f16')}))
+    for l in ((1024,) if small else (8192, 32768)):
+        for b in (1, 8):
+            name = 'decode_causal_layout_%d_b%d_f16' % (l, b)
+            m = attention_model(name, b, 32, 32, l, d, 'causal', lq=1, dt='f16', layout=True)
+            out.append((name, m, ['--gpu-attention'],
+                        {'kind': 'attention', 'variant': 'causal', 'dtype': 'f16', 'b': b,
+                         'hq': 32, 'hkv': 32, 'l': l, 'lq': 1, 'd': d, 'layout': True,
+                         'scale': rounded_scale(d, 'f16')}))
     # f32 (issue 13: the CUDA-core template), at sequence 4096: SDPA's
     # efficient backend is the fused peer that takes f32.
     s4 = 256 if small else 4096
@@ -343,18 +356,25 @@ def attention_cases(small):
             out.append((name + '_8x4', m, ['--gpu-attention', '--schedule', SIMT_8X4], info))
     # Score changes reading captured tensors (issue 13), f16 as its figures.
     # The manifest's `inputs` names the extra inputs attention_bench.py
-    # makes; bias and padding mask at batch 1 (and the mask at 8).
+    # makes; batch 1 and 8 (the bias [1, H, L, L] broadcast over the
+    # batch), and decode (one query row; the bias [1, H, 1, L]).
     s4, s8 = (256, 256) if small else (4096, 8192)
-    for form, base, h, l, batches in (('bias', 'bias_s%d_h8' % s4, 8, s4, (1,)),
-                                      ('padmask', 'padmask_%d' % s8, 32, s8, (1, 8)),
-                                      ('alibi_param', 'alibi_param_%d' % s8, 32, s8, (1,)),
-                                      ('alibi_input', 'alibi_input_%d' % s8, 32, s8, (1,))):
+    forms = [('bias', 'bias_s%d_h8' % s4, 8, s4, (1, 8), None),
+             ('padmask', 'padmask_%d' % s8, 32, s8, (1, 8), None),
+             ('alibi_param', 'alibi_param_%d' % s8, 32, s8, (1, 8), None),
+             ('alibi_input', 'alibi_input_%d' % s8, 32, s8, (1,), None)]
+    for form in ('bias', 'padmask', 'alibi_param'):
+        for l in ((1024,) if small else (8192, 32768)):
+            forms.append((form, 'decode_%s_%d' % (form, l), 32, l, (1, 8), 1))
+    for form, base, h, l, batches, lq in forms:
         for b in batches:
-            name = base + ('_b%d' % b if b != 1 else '') + '_f16'
-            m = captured_attention_model(name, b, h, l, d, form)
+            name = base + ('_b%d' % b if b != 1 or lq else '') + '_f16'
+            m = captured_attention_model(name, b, h, l, d, form, lq=lq)
             info = {'kind': 'attention', 'variant': form, 'dtype': 'f16', 'b': b, 'hq': h,
                     'hkv': h, 'l': l, 'd': d, 'scale': rounded_scale(d, 'f16'),
                     'inputs': [i['name'] for i in m['inputs'][3:]]}
+            if lq:
+                info['lq'] = lq
             if form == 'alibi_param':
                 info['slopes'] = m['params'][0]['init']['value']
             out.append((name, m, ['--gpu-attention'], info))

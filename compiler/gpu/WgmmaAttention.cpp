@@ -89,7 +89,8 @@ int64_t kvBytesOf(const AttentionProblem &p, const WgmmaAttentionSchedule &s) {
   return s.blockKV * p.headDim * 2;
 }
 /// The captured tensors staged through shared memory with K and V, tile by
-/// tile (copied in 16-byte chunks, read by each thread at its scores): those
+/// tile (copied by TMA or in 16-byte chunks, read by each thread at its
+/// scores): those
 /// of the problem's element type holding a full [lq, lk] plane (a bias),
 /// whose rows start 16-byte aligned (lk a multiple of 8), as many as the
 /// shared memory holds. The others are read from global memory per score.
@@ -200,9 +201,12 @@ public:
   }
 
   using AttentionArith::setCaptured;
-  void setTensorMaps(Value k, Value v) {
+  /// schedule.tma: the maps of K, V and the staged tensors (in `staged`'s
+  /// order).
+  void setTensorMaps(Value k, Value v, ValueRange planes) {
     tmapK = k;
     tmapV = v;
+    tmapPlanes.assign(planes.begin(), planes.end());
   }
   void build(Value q, Value k, Value v, Value o);
 
@@ -309,12 +313,16 @@ private:
   /// schedule.tma: the calling (one) thread announces the bytes of key tile
   /// `tile` on the "full" barrier of `stage` and issues its K and V copies
   /// by TMA (D/64 boxes of 64 columns x blockKV keys each, landing in the
-  /// 128-byte swizzle the descriptors read; keys past lk load as zeros).
+  /// 128-byte swizzle the descriptors read; keys past lk load as zeros),
+  /// and those of the staged tensors (blockKV/64 boxes of 64 keys x blockQ
+  /// rows; rows past lq and keys past lk load as zeros).
   void tmaKVTile(Value tile, Value stage);
   /// The byte (from the aligned base) of staged tensor `i` (an index into
-  /// `staged`) in `stage`: blockQ x blockKV elements, the 16-byte chunk c of
-  /// row r at c ^ (r % 8), so that the 8 rows a warp reads at once fall in
-  /// distinct banks.
+  /// `staged`) in `stage`: blockQ x blockKV elements as blockKV / 64 boxes
+  /// of blockQ rows x 128 bytes (64 keys), the 16-byte chunk c of row r at
+  /// c ^ (r % 8): TMA's 128-byte swizzle, so that the cp.async and TMA
+  /// copies lay the plane out alike, and the 8 rows a warp reads at once
+  /// fall in distinct banks.
   Value stagedByte(int64_t i, Value stage) {
     int64_t plane = blockQ * s.blockKV * 2;
     return add(cst(qBytesOf(p, s) + 2 * s.stages * kvBytesOf(p, s) +
@@ -395,6 +403,8 @@ private:
 
   Value qArg, kArg, vArg, oArg;
   Value tmapK, tmapV; // schedule.tma: the tensor maps (generic pointers)
+  SmallVector<Value> tmapPlanes; // and the staged tensors'
+
   Value smem; // the aligned shared memory, as elements
   Value tid, wg, wgTid, gq, tq;
   Value batch, head, kvHead, tStart, tEnd;
@@ -529,9 +539,12 @@ void FlashBuilder::copyKVTile(Value tile, Value stage, Value live) {
 
 void FlashBuilder::tmaKVTile(Value tile, Value stage) {
   int64_t kv = kvBytesOf(p, s);
+  int64_t plane = blockQ * s.blockKV * 2;
   Value bar = fullBarrier(stage);
+  // A box's bytes count in full, the zeros loaded past the tensor's edges
+  // too.
   ptx("mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], " +
-          std::to_string(2 * kv) + ";",
+          std::to_string(2 * kv + int64_t(staged.size()) * plane) + ";",
       "r", bar);
   // Shared-window addresses: the aligned base (rawAddr + pad, as the
   // barriers') plus the K or V stage's byte offset.
@@ -546,6 +559,34 @@ void FlashBuilder::tmaKVTile(Value tile, Value stage) {
           "r,l,r,r,r,r,r",
           ValueRange{toI32(add(first, c * s.blockKV * kRowBytes)), map,
                      cstI32(c * 64), k0, kvH, z, bar});
+  // The staged tensors: coordinates (key, row, then head and batch where
+  // the tensor has those axes; 0 on a broadcast one).
+  for (auto [i, map] : llvm::enumerate(tmapPlanes)) {
+    auto mt = cast<MemRefType>(p.captured[staged[i]]);
+    int64_t rank = mt.getRank();
+    Value first = add(base, stagedByte(i, stage));
+    std::string coords, cons = "r,l";
+    for (int64_t d = 0; d < rank; ++d) {
+      coords += (d ? ", $" : "$") + std::to_string(d + 2);
+      cons += ",r";
+    }
+    cons += ",r";
+    for (int64_t c = 0; c < s.blockKV / 64; ++c) {
+      SmallVector<Value> args{toI32(add(first, c * blockQ * kRowBytes)), map,
+                              toI32(add(mul(tile, s.blockKV), c * 64)),
+                              toI32(q0)};
+      for (int64_t d = rank - 3; d >= 0; --d)
+        args.push_back(mt.getDimSize(d) == 1 ? cstI32(0)
+                       : rank - 1 - d == 2   ? toI32(head)
+                                             : z);
+      args.push_back(bar);
+      ptx("cp.async.bulk.tensor." + std::to_string(rank) +
+              "d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
+              "[$0], [$1, {" +
+              coords + "}], [$" + std::to_string(rank + 2) + "];",
+          cons, args);
+    }
+  }
 }
 
 void FlashBuilder::copyStaged(int64_t i, Value tile, Value stage) {
@@ -556,8 +597,10 @@ void FlashBuilder::copyStaged(int64_t i, Value tile, Value stage) {
   bool needRow = p.lq % blockQ != 0, needKey = p.lk % s.blockKV != 0;
   forEachChunk(chunks, [&](Value id) {
     Value r = div(id, cpr), c = rem(id, cpr);
+    // Box c / 8, row r, swizzled chunk (c % 8) ^ (r % 8).
     Value byte =
-        add(base, add(mul(r, s.blockKV * 2), mul(bxor(c, band(r, 7)), 16)));
+        add(add(base, mul(div(c, 8), blockQ * kRowBytes)),
+            add(mul(r, kRowBytes), mul(bxor(band(c, 7), band(r, 7)), 16)));
     Value row = add(q0, r), key = add(k0, mul(c, 8)), ok;
     // Rows past lq and keys past lk (whole chunks: lk is a multiple of 8)
     // read 0 bytes of element 0: zero-filled.
@@ -596,9 +639,11 @@ SmallVector<SmallVector<Value>> FlashBuilder::readStaged(Value stage) {
     SmallVector<Value> vals(nS);
     for (int64_t n = 0; n < nS / 4; ++n)
       for (int64_t h = 0; h < 2; ++h) {
-        // Row rowLocal + 8h has (row % 8) = gq: chunk n sits at n ^ gq.
-        Value off = add(add(base, mul(add(rowLocal, 8 * h), s.blockKV)),
-                        add(mul(bxor(cst(n), gq), 8), mul(tq, 2)));
+        // Row rowLocal + 8h has (row % 8) = gq: chunk n sits in box n / 8
+        // at (n % 8) ^ gq.
+        Value off = add(add(base, cst((n / 8) * blockQ * 64)),
+                        add(mul(add(rowLocal, 8 * h), 64),
+                            add(mul(bxor(cst(n % 8), gq), 8), mul(tq, 2))));
         Value pair = vector::LoadOp::create(b, loc, v2, smem, ValueRange{off},
                                             false, llvm::Align(4));
         for (int64_t x = 0; x < 2; ++x)
@@ -1403,12 +1448,12 @@ WgmmaAttentionSchedule chooseWgmmaAttentionSchedule(const AttentionProblem &p) {
     return s;
   WgmmaAttentionSchedule pd = s;
   pd.producer = true;
-  // The producer copies K and V by TMA where it can (K untransposed, no
-  // bias plane staged beside them): 1.04-1.17x its cp.async warpgroup
-  // (session 18), whose 128 threads' copies took 16% of the instructions
-  // the multiprocessors issued.
+  // The producer copies K and V (and a staged bias plane) by TMA where it
+  // can (K untransposed): 1.04-1.17x its cp.async warpgroup (session 18),
+  // whose 128 threads' copies took 16% of the instructions the
+  // multiprocessors issued.
   auto withTma = [&](WgmmaAttentionSchedule r) {
-    r.tma = !p.kTransposed && stagedCaptured(p, r).empty();
+    r.tma = !p.kTransposed;
     return r;
   };
   // A captured [lq, lk] plane (a bias) is read per score: staged through
@@ -1464,8 +1509,6 @@ static bool wgmmaAttentionShapeValid(const AttentionProblem &p,
     return fail("tma copies through the producer warpgroup");
   if (s.tma && p.kTransposed)
     return fail("tma copies K untransposed only");
-  if (s.tma && !stagedCaptured(p, s).empty())
-    return fail("tma: a staged bias plane is copied by cp.async");
   return true;
 }
 
@@ -1483,6 +1526,31 @@ bool wgmmaAttentionSupports(const AttentionProblem &p,
     return true;
   why = "wgmma attention: " + limit;
   return false;
+}
+
+/// The tensor map of staged tensor `captured` (rank 2 to 4, identity
+/// layout, [.., lq, lk]) as the producer's TMA copies read it: its dims
+/// innermost first, boxes of 64 keys (one 128-byte swizzle row) by the
+/// block's query rows.
+static TensorMapSpec planeTensorMap(const AttentionProblem &p,
+                                    const WgmmaAttentionSchedule &s,
+                                    int64_t captured) {
+  auto mt = cast<MemRefType>(p.captured[captured]);
+  TensorMapSpec m;
+  m.operand = 4 + captured;
+  m.dtype = p.elemType.isBF16() ? "bf16" : "f16";
+  int64_t stride = 2;
+  for (int64_t d = mt.getRank() - 1; d >= 0; --d) {
+    if (d != mt.getRank() - 1)
+      m.strides.push_back(stride);
+    m.dims.push_back(mt.getDimSize(d));
+    m.box.push_back(d == mt.getRank() - 1   ? 64
+                    : d == mt.getRank() - 2 ? 64 * s.warpgroups
+                                            : 1);
+    stride *= mt.getDimSize(d);
+  }
+  m.swizzle = "128B";
+  return m;
 }
 
 /// The tensor map of K or V ([batch, headsKV, lk, headDim] with the
@@ -1525,15 +1593,18 @@ buildWgmmaAttentionKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module,
                          attentionOperandType(p, AttentionOperand::V),
                          attentionOperandType(p, AttentionOperand::O)};
   llvm::append_range(args, p.captured);
-  // With TMA, the two tensor maps after the buffers (passed by value:
-  // passTensorMapsByValue, after the lowering to the LLVM dialect).
-  if (s.tma)
-    args.append(2, LLVM::LLVMPointerType::get(b.getContext()));
+  // With TMA, the tensor maps after the buffers (passed by value:
+  // passTensorMapsByValue, after the lowering to the LLVM dialect): K's,
+  // V's, then the staged tensors'.
+  SmallVector<int64_t> staged = stagedCaptured(p, s);
+  int64_t nMaps = s.tma ? 2 + int64_t(staged.size()) : 0;
+  args.append(nMaps, LLVM::LLVMPointerType::get(b.getContext()));
   auto func = createKernelFunc(b, module, name, args, threads);
   int64_t nArgs = int64_t(args.size());
   if (s.tma)
     func->setAttr(kTensorMapsAttr,
-                  b.getDenseI64ArrayAttr({nArgs - 2, nArgs - 1}));
+                  b.getDenseI64ArrayAttr(llvm::to_vector(
+                      llvm::seq<int64_t>(nArgs - nMaps, nArgs))));
   // setmaxnreg needs the register count at entry known to ptxas: one block
   // per multiprocessor (65536 / 384 = 168 each, then 216 and 64).
   if (s.producer)
@@ -1545,8 +1616,9 @@ buildWgmmaAttentionKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module,
   fb.setCaptured(
       entry.getArguments().drop_front(4).take_front(p.captured.size()));
   if (s.tma)
-    fb.setTensorMaps(entry.getArgument(nArgs - 2),
-                     entry.getArgument(nArgs - 1));
+    fb.setTensorMaps(entry.getArgument(nArgs - nMaps),
+                     entry.getArgument(nArgs - nMaps + 1),
+                     entry.getArguments().take_back(nMaps - 2));
   fb.build(entry.getArgument(0), entry.getArgument(1), entry.getArgument(2),
            entry.getArgument(3));
   mlir::gpu::ReturnOp::create(b, loc);
@@ -1554,9 +1626,12 @@ buildWgmmaAttentionKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module,
   launch.grid = {ceilDiv(p.lq, 64 * s.warpgroups), p.headsQ, p.batch};
   launch.block = {threads, 1, 1};
   launch.sharedBytes = sharedBytesOf(p, s);
-  if (s.tma)
+  if (s.tma) {
     for (AttentionOperand which : {AttentionOperand::K, AttentionOperand::V})
       launch.tensorMaps.push_back(kvTensorMap(p, s, which));
+    for (int64_t c : staged)
+      launch.tensorMaps.push_back(planeTensorMap(p, s, c));
+  }
   return launch;
 }
 

@@ -232,6 +232,13 @@ def bias_cases():
                                                    [2, 2, 520, 128], causal,
                                                    captured=[('bias', 'f16', [520, 520])]),
                 1.0, lambda s, r, c, env: np.where(r >= c, s * 0.125 + env['bias'], -np.inf)))
+    # One plane per head broadcast over the batch ([1, H, Lq, Lk], a batch
+    # of 3), lq 333 (a partial query block), lk 1096 (8 keys past 1088 in a
+    # partial tile): the TMA boxes' zero fill on both axes.
+    out.append(('bias_heads_f16_333', model('bias_heads', 'f16', [3, 2, 333, 128],
+                                            [3, 2, 1096, 128], biased('f16'),
+                                            captured=[('bias', 'f16', [1, 2, 333, 1096])]),
+                1.0, lambda s, r, c, env: s * 0.125 + env['bias']))
     # lk 777: rows not 16-byte aligned, read per score.
     out.append(('bias_unaligned_f16_777', model('bias_odd', 'f16', [1, 2, 300, 64],
                                                 [1, 2, 777, 64], biased('f16'),

@@ -435,17 +435,20 @@ def check_attention(args, work):
         if len(m['inputs']) == 4 and manifest['launches'][0]['args'][-1] != 3:
             return '%s on %s: launch arguments %s' % (name, target,
                                                      manifest['launches'][0]['args'])
-        # sm_90a prefill: the producer copies K and V by TMA (K untransposed,
-        # no staged bias plane; a padding mask keeps the kernel without a
-        # producer), so its launch carries their tensor maps over the K and V
-        # buffers (manifest version 4) and the PTX takes them as 128-byte
-        # parameters after the pointers.
+        # sm_90a prefill: the producer copies K and V by TMA (K untransposed;
+        # a padding mask keeps the kernel without a producer), and the bias
+        # plane it stages beside them (f16 like Q, rows of 200 keys: 16-byte
+        # aligned), so its launch carries their tensor maps over the K, V and
+        # bias buffers (manifest version 4) and the PTX takes them as
+        # 128-byte parameters after the pointers.
         maps = manifest['launches'][0].get('tensor_maps', [])
         ptx_text = data[manifest['code'][0]['blob']].decode()
         if target == 'sm_90a' and kernels == ['_attn_wgmma']:
-            want_tma = not any(w in name for w in ('transposed', 'bias', 'padding'))
+            want_tma = not any(w in name for w in ('transposed', 'padding'))
+            largs = manifest['launches'][0]['args']
+            want_buffers = largs[1:3] + (largs[-1:] if 'bias' in name else [])
             if want_tma != bool(maps) or (maps and (
-                    [t['buffer'] for t in maps] != manifest['launches'][0]['args'][1:3] or
+                    [t['buffer'] for t in maps] != want_buffers or
                     manifest['format_version'] != 4 or
                     ptx_text.count('.b8 %s_param_' % symbols[0]) != len(maps) or
                     'cp.async.bulk.tensor' not in ptx_text)):

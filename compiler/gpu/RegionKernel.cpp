@@ -772,37 +772,48 @@ RegionSchedule chooseRegionSchedule(const RegionProblem &p,
   double bestCost = std::numeric_limits<double>::max();
   for (int64_t th : {1, 2, 4, 7, 8, 14, 16, 28, 32})
     for (int64_t tw : {1, 2, 4, 7, 8, 14, 16, 28, 32})
-      for (int64_t warps : {4, 8}) {
-        if (th > last[0] * 2 || tw > last[1] * 2)
+      // 4 warps: ptxas (CUDA 13.0) spills a word in some 8-warp chains at
+      // 80 registers (mbv2_56_s2 with 1x7 tiles), which a schedule given
+      // explicitly may still pick.
+      for (int64_t warps : {4}) {
+        if (th > last[0] || tw > last[1])
           continue;
         RegionSchedule s{th, tw, warps};
         std::string why;
         if (!regionKernelSupports(p, s, target, why))
           continue;
-        // The block's work: every member's whole tile (halos included,
-        // GEMM rows rounded to the mma's 16; the CUDA-core members at a
-        // sixteenth of the tensor cores' rate), in waves of resident blocks.
-        std::vector<RegionTile> tiles = regionTiles(p, s);
-        double work = 0;
+        // A block's work in multiply-adds: every member's whole tile (halos
+        // included, GEMM rows rounded to the mma's 16, the CUDA-core
+        // members at a sixteenth of the tensor cores' rate), plus a fixed
+        // cost a block (the input tile's latency) and a GEMM round (the
+        // weight pipeline's fill and barriers).
+        Plan plan = planOf(p, s);
+        double work = 5e4;
         for (size_t i = 0; i < p.members.size(); ++i) {
           const RegionMember &m = p.members[i];
-          int64_t pix = tiles[i + 1].size[0] * tiles[i + 1].size[1];
-          int64_t c = p.inShape(i)[2];
-          if (m.kind == Kind::Conv)
-            work +=
-                double(ceilDiv(pix, 16) * 16) * m.outChannels * c * m.kh * m.kw;
-          else
-            work += 16.0 * pix * c * m.kh * m.kw;
+          const RegionTile &out = plan.tiles[i + 1];
+          int64_t pix = out.size[0] * out.size[1];
+          int64_t c = plan.shapes[i][2];
+          if (m.kind == Kind::Conv) {
+            const GemmPlan &g = plan.gemm[i];
+            int64_t rounds = ceilDiv(ceilDiv(pix, 16), g.warpsM * g.jm) *
+                             ceilDiv(m.outChannels / 8, g.warpsN * g.jn);
+            work += double(ceilDiv(pix, 16) * 16) * m.outChannels * c * m.kh *
+                        m.kw +
+                    2e4 * rounds;
+          } else {
+            work += 16.0 * pix * c * m.kh * m.kw + 2e4;
+          }
         }
-        int64_t resident = std::clamp<int64_t>(
-            target.maxSharedPerBlock /
-                std::max<int64_t>(1, regionSharedBytes(p, s)),
-            1, 16 / warps);
+        // Blocks a multiprocessor runs, how many at once (shared memory,
+        // 16 warps), and how well they hide latency (8 warps and up).
         int64_t blocks = p.n * ceilDiv(last[0], th) * ceilDiv(last[1], tw);
-        // A block of w warps takes ~1/w of a multiprocessor's issue slots.
-        double perSm = double(resident * warps) / 4.0;
-        double waves = std::ceil(double(blocks) / (sms * resident));
-        double cost = waves * work * warps / (4.0 * std::min(perSm, 4.0));
+        int64_t perSm = ceilDiv(blocks, sms);
+        int64_t resident = std::min<int64_t>(
+            {perSm, 16 / warps,
+             std::max<int64_t>(1, target.maxSharedPerBlock / plan.total)});
+        double eff = std::min(1.0, double(resident * warps) / 8.0);
+        double cost = double(perSm) * work / eff;
         if (cost < bestCost) {
           bestCost = cost;
           best = s;

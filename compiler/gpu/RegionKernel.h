@@ -113,8 +113,10 @@ struct RegionArg {
 std::vector<RegionArg> regionKernelArgs(const RegionProblem &p);
 
 /// Appends `gpu.func @name(args...) kernel` (regionKernelArgs) to `module`.
-/// Launch: grid (tiles of the output, 1, n). Fails with a diagnostic at the
-/// module when regionKernelSupports refuses `p` and `s` on sm_90.
+/// Launch: grid (tiles of the output, 1, n), 32 * warps threads,
+/// regionSharedBytes of dynamic shared memory. Fails with a diagnostic at
+/// the module when `p` or `s` is not valid; whether the shared memory fits
+/// a target is regionKernelSupports' to say.
 mlir::FailureOr<KernelLaunch> buildRegionKernel(mlir::OpBuilder &b,
                                                 mlir::gpu::GPUModuleOp module,
                                                 llvm::StringRef name,

@@ -1,0 +1,872 @@
+//===- RegionKernel.cpp - a chain of convolutions as one kernel -----------===//
+//
+// The block of output tile (ty, tx) of image z:
+//
+//   copy the chain input's tile (with every member's halo) into buffer A:
+//     cp.async of 16-byte chunks, zero-filled outside the image
+//   for each member i (reads tile i, writes tile i + 1):
+//     barrier
+//     conv: for each round (a roundM x roundN block of the member's GEMM):
+//             k-slabs of the weight through a cp.async pipeline; each warp
+//             ldmatrix-gathers its A rows from tile i (a row address per
+//             lane: the output pixel's window origin plus the tap's offset)
+//             and mma.syncs into f32 registers; then the epilogue
+//     depthwise / pool: a thread per (pixel, 8 channels), taps unrolled
+//     epilogue: bias, residual, activation; zero where the position is
+//       outside member i's output image; store to tile i + 1 in shared
+//       memory (the last member: to the output, inside the image only)
+//
+// Shared tiles are pixel-major (channels-last) with a row of the channels
+// padded to the mma k (16) plus one 16-byte chunk: an odd number of chunks a
+// row, so the 8 pixel rows an ldmatrix phase reads hit 8 bank groups. The
+// padding channels hold zeros (the weight slab's too), so a k-step past the
+// channels adds nothing.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/gpu/RegionKernel.h"
+#include "compiler/gpu/TemplateUtils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+#include "llvm/Support/MathExtras.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+using namespace mlir;
+
+namespace tcc::gpu {
+
+using Kind = RegionMember::Kind;
+using Activation = RegionMember::Activation;
+
+std::array<int64_t, 3> RegionProblem::inShape(size_t i) const {
+  return i == 0 ? std::array<int64_t, 3>{h, w, c} : outShape(i - 1);
+}
+
+std::array<int64_t, 3> RegionProblem::outShape(size_t i) const {
+  std::array<int64_t, 3> in = inShape(i);
+  const RegionMember &m = members[i];
+  int64_t oh = (in[0] + m.padTop + m.padBottom - m.dilationH * (m.kh - 1) - 1) /
+                   m.strideH +
+               1;
+  int64_t ow = (in[1] + m.padLeft + m.padRight - m.dilationW * (m.kw - 1) - 1) /
+                   m.strideW +
+               1;
+  return {oh, ow, m.kind == Kind::Conv ? m.outChannels : in[2]};
+}
+
+namespace {
+
+int64_t pad16(int64_t c) { return ceilDiv(c, 16) * 16; }
+
+/// The row stride (elements) of a shared tile of `c` channels: the channels
+/// padded to the mma k, plus one chunk so that the row has an odd number of
+/// 16-byte chunks.
+int64_t rowStride(int64_t c) { return pad16(c) + 8; }
+
+/// How a convolution member's GEMM (M = output tile pixels, N = output
+/// channels, K = taps x channels padded to 16) spreads over the warps: in
+/// rounds of roundM x roundN, a warp owning jm x jn mma tiles (16 x 8) of
+/// one; the weight slab of a round (roundN x kStage) streams through
+/// `stages` shared buffers.
+struct GemmPlan {
+  int64_t warpsM = 1, warpsN = 1, jm = 1, jn = 2, kStage = 16, stages = 2;
+  int64_t roundM() const { return warpsM * jm * 16; }
+  int64_t roundN() const { return warpsN * jn * 8; }
+  int64_t slabBytes(int64_t eb) const {
+    return stages * roundN() * kStage * eb;
+  }
+};
+
+GemmPlan chooseGemmPlan(int64_t m, int64_t n, int64_t kPadded, int64_t warps) {
+  int64_t mTiles = ceilDiv(m, 16), nTiles = ceilDiv(n, 8);
+  GemmPlan best;
+  double bestCost = std::numeric_limits<double>::max();
+  for (int64_t wn = 1; wn <= warps; wn *= 2)
+    for (int64_t jm : {1, 2, 4})
+      for (int64_t jn : {2, 4, 8}) {
+        // At most 64 f32 accumulators a thread, and a 256-row weight slab.
+        if (jm * jn > 16 || wn * jn * 8 > 256)
+          continue;
+        int64_t wm = warps / wn;
+        int64_t rounds = ceilDiv(mTiles, wm * jm) * ceilDiv(nTiles, wn * jn);
+        // A warp's serial work a k-step: its mmas, its fragment loads and a
+        // barrier's worth, every round.
+        double cost = double(rounds) * (jm * jn + jm + jn / 2.0 + 4.0);
+        if (cost < bestCost) {
+          bestCost = cost;
+          best.warpsM = wm;
+          best.warpsN = wn;
+          best.jm = jm;
+          best.jn = jn;
+        }
+      }
+  best.kStage = kPadded % 32 == 0 ? 32 : 16;
+  best.stages = kPadded / best.kStage >= 2 ? 3 : 2;
+  return best;
+}
+
+/// Everything the builder and the checks derive from the problem: the
+/// tiles, where each lives in shared memory and the convolutions' plans.
+struct Plan {
+  std::vector<RegionTile> tiles;
+  /// Image shape [h, w, c] of tile t.
+  std::vector<std::array<int64_t, 3>> shapes;
+  /// Byte offset in shared memory of tile t (t < members: the last
+  /// member's output goes to global memory).
+  std::vector<int64_t> tileOffset;
+  std::vector<GemmPlan> gemm; ///< per member (convolutions only)
+  int64_t paramOffset = 0, paramBytes = 0, total = 0;
+};
+
+int64_t bytesOf(Type t) { return t.getIntOrFloatBitWidth() / 8; }
+
+Plan planOf(const RegionProblem &p, const RegionSchedule &s) {
+  Plan plan;
+  plan.tiles = regionTiles(p, s);
+  size_t nm = p.members.size();
+  for (size_t t = 0; t <= nm; ++t)
+    plan.shapes.push_back(p.inShape(t));
+  int64_t eb = bytesOf(p.type);
+  auto tileBytes = [&](size_t t) {
+    return plan.tiles[t].size[0] * plan.tiles[t].size[1] *
+           rowStride(plan.shapes[t][2]) * eb;
+  };
+  // Tiles a later member adds as its residual keep a buffer of their own;
+  // the others alternate between buffers 0 and 1.
+  std::vector<bool> kept(nm + 1, false);
+  for (const RegionMember &m : p.members)
+    if (m.residualFrom >= 1)
+      kept[m.residualFrom] = true;
+  std::vector<int64_t> bufferOf(nm, 0), bufferBytes = {0, 0};
+  for (size_t t = 0; t < nm; ++t) {
+    if (t > 0 && kept[t]) {
+      bufferOf[t] = bufferBytes.size();
+      bufferBytes.push_back(0);
+    } else if (t > 0) {
+      bufferOf[t] = bufferOf[t - 1] == 0 ? 1 : 0;
+    }
+    bufferBytes[bufferOf[t]] = std::max(bufferBytes[bufferOf[t]], tileBytes(t));
+  }
+  std::vector<int64_t> bufferOffset;
+  int64_t off = 0;
+  for (int64_t bytes : bufferBytes) {
+    bufferOffset.push_back(off);
+    off += bytes;
+  }
+  for (size_t t = 0; t < nm; ++t)
+    plan.tileOffset.push_back(bufferOffset[bufferOf[t]]);
+  plan.paramOffset = off;
+  plan.gemm.resize(nm);
+  for (size_t i = 0; i < nm; ++i) {
+    const RegionMember &m = p.members[i];
+    if (m.kind == Kind::Conv) {
+      const RegionTile &out = plan.tiles[i + 1];
+      GemmPlan g =
+          chooseGemmPlan(out.size[0] * out.size[1], m.outChannels,
+                         m.kh * m.kw * pad16(plan.shapes[i][2]), s.warps);
+      plan.gemm[i] = g;
+      plan.paramBytes = std::max(plan.paramBytes, g.slabBytes(eb));
+    } else if (m.kind == Kind::Depthwise) {
+      plan.paramBytes =
+          std::max(plan.paramBytes, m.kh * m.kw * plan.shapes[i][2] * eb);
+    }
+  }
+  plan.total = plan.paramOffset + plan.paramBytes;
+  return plan;
+}
+
+bool isHalf(Type t) { return t && (t.isF16() || t.isBF16()); }
+
+/// regionKernelSupports without the target's shared memory limit.
+bool regionShapeValid(const RegionProblem &p, const RegionSchedule &s,
+                      std::string &why) {
+  auto fail = [&](const std::string &msg) {
+    why = "region kernel: " + msg;
+    return false;
+  };
+  if (!isHalf(p.type))
+    return fail("tensors must be f16 or bf16");
+  if (p.members.empty())
+    return fail("no members");
+  for (int64_t v : {p.n, p.h, p.w, p.c})
+    if (v < 1 || v > (int64_t(1) << 24))
+      return fail("input sizes must be in [1, 2^24]");
+  if (p.n > 65535)
+    return fail("batch above 65535 (the grid's z limit)");
+  if (p.c % 8)
+    return fail("channels must be multiples of 8 (16-byte rows), input has " +
+                std::to_string(p.c));
+  for (int64_t v : {s.tileH, s.tileW})
+    if (v < 1 || v > 256)
+      return fail("tile sizes must be in [1, 256]");
+  if (s.warps < 1 || s.warps > 16 || !llvm::isPowerOf2_64(s.warps))
+    return fail("warps must be a power of two in [1, 16]");
+  for (size_t i = 0; i < p.members.size(); ++i) {
+    const RegionMember &m = p.members[i];
+    std::string at = "member " + std::to_string(i) + ": ";
+    for (int64_t v :
+         {m.kh, m.kw, m.strideH, m.strideW, m.dilationH, m.dilationW})
+      if (v < 1 || v > 64)
+        return fail(at + "kernel sizes, strides and dilations must be in "
+                         "[1, 64]");
+    for (int64_t v : {m.padTop, m.padLeft, m.padBottom, m.padRight})
+      if (v < 0 || v > 64)
+        return fail(at + "pads must be in [0, 64]");
+    if (m.kind != Kind::Conv && m.kh * m.kw > 64)
+      return fail(at + "more than 64 taps (unrolled on CUDA cores)");
+    if (m.kind == Kind::Conv && (m.outChannels < 8 || m.outChannels % 8 ||
+                                 m.outChannels > (int64_t(1) << 16)))
+      return fail(at + "output channels must be a multiple of 8 in "
+                       "[8, 2^16]");
+    if (m.kind == Kind::AvgPool && (m.dilationH != 1 || m.dilationW != 1))
+      return fail(at + "average pools have no dilation");
+    // Every window of a max pool (an average pool without the padding in
+    // its divisor) must hold an image position.
+    if ((m.kind == Kind::MaxPool ||
+         (m.kind == Kind::AvgPool && !m.countIncludePad)) &&
+        (std::max(m.padTop, m.padBottom) > (m.kh - 1) * m.dilationH ||
+         std::max(m.padLeft, m.padRight) > (m.kw - 1) * m.dilationW))
+      return fail(at + "a pool's pads must be smaller than its window");
+    std::array<int64_t, 3> out = p.outShape(i);
+    if (out[0] < 1 || out[1] < 1)
+      return fail(at + "empty output");
+    if (m.residualFrom < -1 || m.residualFrom > int64_t(i))
+      return fail(at + "the residual must be the chain input or an earlier "
+                       "member's output");
+    if (m.residualFrom >= 0 && p.inShape(m.residualFrom) != out)
+      return fail(at + "the residual's shape differs from the output's");
+  }
+  std::vector<RegionTile> tiles = regionTiles(p, s);
+  for (size_t i = 0; i < p.members.size(); ++i) {
+    int64_t r = p.members[i].residualFrom;
+    if (r < 1)
+      continue;
+    // A member's residual is read from its shared tile: the consumer's
+    // tile must lie inside it at a fixed offset.
+    const RegionTile &src = tiles[r], &dst = tiles[i + 1];
+    for (int a = 0; a < 2; ++a) {
+      int64_t d = dst.offset[a] - src.offset[a];
+      if (src.scale[a] != dst.scale[a] || d < 0 ||
+          d + dst.size[a] > src.size[a])
+        return fail("member " + std::to_string(i) +
+                    ": the residual's tile does not cover the output's (a "
+                    "stride between them)");
+    }
+  }
+  std::array<int64_t, 3> last = p.outShape(p.members.size() - 1);
+  if (ceilDiv(last[0], s.tileH) * ceilDiv(last[1], s.tileW) >
+      (int64_t(1) << 31) - 1)
+    return fail("too many tiles for one grid");
+  for (const RegionTile &t : tiles)
+    if (t.size[0] * t.size[1] > (int64_t(1) << 20))
+      return fail("a member's tile exceeds 2^20 pixels");
+  return true;
+}
+
+class RegionBuilder : TemplateBuilder {
+public:
+  RegionBuilder(OpBuilder &b, Location loc, const RegionProblem &p,
+                const RegionSchedule &s, const Plan &plan)
+      : TemplateBuilder(b, loc), p(p), s(s), plan(plan), threads(32 * s.warps),
+        eb(bytesOf(p.type)) {}
+
+  void build(Block &entry);
+
+private:
+  void loadInput();
+  void convMember(size_t i);
+  void simtMember(size_t i);
+  /// Stores zeros in the padding channels [C, pad16(C)) of tile t.
+  void zeroPadChannels(size_t t);
+  /// Bias, residual and activation of member i on `vals` (f32, `len`
+  /// channels from `n` at pixel (py, px) of its output tile, inside the
+  /// output image when `inside`), zeroed outside the image, then stored to
+  /// the member's output tile or, for the last member, the output (inside
+  /// the image only).
+  void finish(size_t i, Value vals, Value py, Value px, Value n, Value inside);
+
+  /// Tile t's first row and column in its image (signed, as index).
+  Value origin(size_t t, int axis) {
+    const RegionTile &tile = plan.tiles[t];
+    return add(mul(axis == 0 ? ty0 : tx0, tile.scale[axis]),
+               cst(tile.offset[axis]));
+  }
+  /// Whether (y, x) lies in tile t's image.
+  Value inImage(size_t t, Value y, Value x) {
+    return land(ult(y, plan.shapes[t][0]), ult(x, plan.shapes[t][1]));
+  }
+  Value tileView(size_t t, int64_t lanes) {
+    int64_t elems = plan.tiles[t].size[0] * plan.tiles[t].size[1] *
+                    rowStride(plan.shapes[t][2]);
+    Type elemT = lanes == 1 ? p.type : VectorType::get({lanes}, p.type);
+    return sharedView(raw, elems / lanes, elemT, plan.tileOffset[t]);
+  }
+  Value zeros(int64_t len, Type t) {
+    return arith::ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(VectorType::get({len}, t), b.getZeroAttr(t)));
+  }
+  Value splatF32(int64_t len, double v) {
+    return arith::ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(VectorType::get({len}, b.getF32Type()),
+                               float(v)));
+  }
+  Value extF32(Value v) {
+    auto vt = cast<VectorType>(v.getType());
+    return arith::ExtFOp::create(
+        b, loc, VectorType::get(vt.getShape(), b.getF32Type()), v);
+  }
+  /// A loop `for (x = tid; x < count; x += threads)` around body(x).
+  void threadLoop(int64_t count, llvm::function_ref<void(Value)> body) {
+    auto loop = scf::ForOp::create(b, loc, tid, cst(count), cst(threads));
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(loop.getBody());
+    body(loop.getInductionVar());
+  }
+  Value mma(Value a, Value bFrag, Value acc) {
+    if (p.type.isBF16())
+      return mmaBf16(a, bFrag, acc);
+    return nvgpu::MmaSyncOp::create(b, loc, a, bFrag, acc,
+                                    ArrayRef<int64_t>{16, 8, 16}, false);
+  }
+
+  const RegionProblem &p;
+  const RegionSchedule &s;
+  const Plan &plan;
+  int64_t threads, eb;
+  Value input, output;
+  SmallVector<Value> weights, biases; // per member (null: none)
+  Value raw, param;
+  Value tid, lane, warp, img, ty0, tx0;
+  Value token;
+};
+
+void RegionBuilder::loadInput() {
+  const RegionTile &tile = plan.tiles[0];
+  int64_t iw = tile.size[1], c = p.c, stride = rowStride(c);
+  int64_t cpr = pad16(c) / 8;
+  Value view = tileView(0, 1);
+  Value oy = origin(0, 0), ox = origin(0, 1);
+  threadLoop(tile.size[0] * iw * cpr, [&](Value idx) {
+    Value pix = div(idx, cpr), ch = rem(idx, cpr);
+    Value y = add(oy, div(pix, iw)), x = add(ox, rem(pix, iw));
+    Value ok = inImage(0, y, x);
+    if (c % 16)
+      ok = land(ok, ult(ch, c / 8));
+    Value src =
+        add(mul(add(mul(add(mul(img, p.h), y), p.w), x), c), mul(ch, 8));
+    src = select(ok, src, cst(0));
+    Value dst = add(mul(pix, stride), mul(ch, 8));
+    nvgpu::DeviceAsyncCopyOp::create(
+        b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), view,
+        ValueRange{dst}, input, ValueRange{src}, b.getIndexAttr(8),
+        select(ok, cst(8), cst(0)), b.getUnitAttr());
+  });
+  token = commitGroup();
+}
+
+void RegionBuilder::zeroPadChannels(size_t t) {
+  int64_t c = plan.shapes[t][2];
+  if (c % 16 == 0)
+    return;
+  int64_t stride = rowStride(c) / 8;
+  Value vec = tileView(t, 8);
+  Value z = zeros(8, p.type);
+  threadLoop(plan.tiles[t].size[0] * plan.tiles[t].size[1], [&](Value pix) {
+    memref::StoreOp::create(b, loc, z, vec,
+                            ValueRange{add(mul(pix, stride), c / 8)});
+  });
+}
+
+void RegionBuilder::finish(size_t i, Value vals, Value py, Value px, Value n,
+                           Value inside) {
+  const RegionMember &m = p.members[i];
+  int64_t len = cast<VectorType>(vals.getType()).getNumElements();
+  VectorType halfT = VectorType::get({len}, p.type);
+  llvm::Align align(len * eb);
+  bool last = i + 1 == p.members.size();
+  size_t t = i + 1;
+  Value y = add(origin(t, 0), py), x = add(origin(t, 1), px);
+  if (m.bias)
+    vals = arith::AddFOp::create(
+        b, loc, vals,
+        extF32(vector::LoadOp::create(b, loc, halfT, biases[i], ValueRange{n},
+                                      false, align)));
+  if (m.residualFrom == 0) {
+    // The chain input, from global memory (its shared tile is gone).
+    Value off = add(mul(add(mul(add(mul(img, p.h), y), p.w), x), p.c), n);
+    off = select(inside, off, cst(0));
+    vals = arith::AddFOp::create(
+        b, loc, vals,
+        extF32(vector::LoadOp::create(b, loc, halfT, input, ValueRange{off},
+                                      false, align)));
+  } else if (m.residualFrom > 0) {
+    size_t r = m.residualFrom;
+    const RegionTile &src = plan.tiles[r], &dst = plan.tiles[t];
+    Value sy = add(py, dst.offset[0] - src.offset[0]);
+    Value sx = add(px, dst.offset[1] - src.offset[1]);
+    Value off = add(
+        mul(add(mul(sy, src.size[1]), sx), rowStride(plan.shapes[r][2])), n);
+    vals = arith::AddFOp::create(
+        b, loc, vals,
+        extF32(memref::LoadOp::create(b, loc, tileView(r, len),
+                                      ValueRange{div(off, len)})));
+  }
+  if (m.activation != Activation::None)
+    vals = arith::MaximumFOp::create(b, loc, vals, splatF32(len, 0.0));
+  if (m.activation == Activation::Relu6)
+    vals = arith::MinimumFOp::create(b, loc, vals, splatF32(len, 6.0));
+  if (last) {
+    std::array<int64_t, 3> out = plan.shapes[t];
+    whenTrue(inside, [&] {
+      Value off =
+          add(mul(add(mul(add(mul(img, out[0]), y), out[1]), x), out[2]), n);
+      vector::StoreOp::create(b, loc,
+                              arith::TruncFOp::create(b, loc, halfT, vals),
+                              output, ValueRange{off}, false, align);
+    });
+    return;
+  }
+  // The next member's padding: zero outside this member's image.
+  vals = select(inside, vals, splatF32(len, 0.0));
+  Value off = add(mul(add(mul(py, plan.tiles[t].size[1]), px),
+                      rowStride(plan.shapes[t][2])),
+                  n);
+  memref::StoreOp::create(b, loc, arith::TruncFOp::create(b, loc, halfT, vals),
+                          tileView(t, len), ValueRange{div(off, len)});
+}
+
+void RegionBuilder::convMember(size_t i) {
+  const RegionMember &m = p.members[i];
+  const GemmPlan &g = plan.gemm[i];
+  const RegionTile &in = plan.tiles[i], &out = plan.tiles[i + 1];
+  int64_t iw = in.size[1], ow = out.size[1];
+  int64_t cin = plan.shapes[i][2], o = m.outChannels;
+  int64_t inStride = rowStride(cin), cp = pad16(cin), taps = m.kh * m.kw;
+  int64_t kTotal = taps * cp, kTiles = kTotal / g.kStage;
+  int64_t bigM = out.size[0] * ow;
+  int64_t mTiles = ceilDiv(bigM, 16), nTiles = o / 8;
+  int64_t roundsM = ceilDiv(mTiles, g.warpsM * g.jm);
+  int64_t roundsN = ceilDiv(nTiles, g.warpsN * g.jn);
+  int64_t roundN = g.roundN(), kStage = g.kStage, cpr = kStage / 8;
+  int64_t slabElems = roundN * kStage;
+  Value tileIn = tileView(i, 1);
+  Value warpM = div(warp, g.warpsN), warpN = rem(warp, g.warpsN);
+  Value l16 = band(lane, 15), lHi = div(lane, 16), l8 = band(lane, 7);
+  Value lMid = band(div(lane, 8), 1);
+  Type f32 = b.getF32Type();
+
+  auto round =
+      scf::ForOp::create(b, loc, cst(0), cst(roundsM * roundsN), cst(1));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(round.getBody());
+  Value r = round.getInductionVar();
+  // The previous round's (member's) reads of the weight slabs are done.
+  mlir::gpu::BarrierOp::create(b, loc);
+  Value mr = rem(r, roundsM), nr = div(r, roundsM);
+  Value m0 = add(mul(mr, g.roundM()), mul(warpM, g.jm * 16));
+  Value n0 = mul(nr, roundN);      // the slab's first output channel
+  Value nw = mul(warpN, g.jn * 8); // the warp's first column in the slab
+
+  // The window origin of each A row this lane addresses (rows past M read
+  // pixel 0 and are dropped).
+  SmallVector<Value> aBase;
+  for (int64_t a = 0; a < g.jm; ++a) {
+    Value row = add(m0, add(l16, a * 16));
+    Value mc = select(ult(row, bigM), row, cst(0));
+    Value py = div(mc, ow), px = rem(mc, ow);
+    aBase.push_back(
+        add(mul(add(mul(mul(py, m.strideH), iw), mul(px, m.strideW)), inStride),
+            mul(lHi, 8)));
+  }
+
+  // k-slab kt of the weight rows [n0, n0 + roundN) into stage `stage`.
+  auto copySlab = [&](Value kt, Value stage) {
+    int64_t chunks = roundN * cpr;
+    bool needN = o % roundN != 0, needC = cin % 16 != 0;
+    for (int64_t q = 0; q < ceilDiv(chunks, threads); ++q) {
+      Value idx = add(tid, q * threads);
+      whenTrue(chunks % threads ? ult(idx, chunks) : Value(), [&] {
+        Value row = div(idx, cpr), c = rem(idx, cpr);
+        Value n = add(n0, row);
+        Value kc = add(mul(kt, kStage), mul(c, 8));
+        Value tap = div(kc, cp), ch = rem(kc, cp);
+        Value ok =
+            land(needN ? ult(n, o) : Value(), needC ? ult(ch, cin) : Value());
+        Value src = add(mul(n, taps * cin), add(mul(tap, cin), ch));
+        if (ok)
+          src = select(ok, src, cst(0));
+        Value dst = add(mul(stage, slabElems), mul(swizzle(row, c, cpr), 8));
+        nvgpu::DeviceAsyncCopyOp::create(
+            b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), param,
+            ValueRange{dst}, weights[i], ValueRange{src}, b.getIndexAttr(8),
+            ok ? select(ok, cst(8), cst(0)) : Value(), b.getUnitAttr());
+      });
+    }
+  };
+
+  for (int64_t st = 0; st + 1 < g.stages; ++st) {
+    if (st < kTiles)
+      copySlab(cst(st), cst(st));
+    token = commitGroup();
+  }
+  Value zeroAcc = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(VectorType::get({2, 2}, f32), 0.0f));
+  SmallVector<Value> init(g.jm * g.jn, zeroAcc);
+  auto kLoop = scf::ForOp::create(b, loc, cst(0), cst(kTiles), cst(1), init);
+  {
+    OpBuilder::InsertionGuard g2(b);
+    b.setInsertionPointToStart(kLoop.getBody());
+    Value kt = kLoop.getInductionVar();
+    // Slab kt has landed (and, for the first member, the input tile, an
+    // older group); the barrier also retires the reads of slab kt - 1.
+    nvgpu::DeviceAsyncWaitOp::create(b, loc, token,
+                                     b.getI32IntegerAttr(g.stages - 2));
+    mlir::gpu::BarrierOp::create(b, loc);
+    Value stage = rem(kt, g.stages);
+    Value slabBase = mul(stage, slabElems);
+    SmallVector<Value> acc(kLoop.getRegionIterArgs());
+    for (int64_t kk = 0; kk < kStage / 16; ++kk) {
+      Value k = add(mul(kt, kStage), kk * 16);
+      Value tap = div(k, cp), ch = rem(k, cp);
+      Value ky = div(tap, m.kw), kx = rem(tap, m.kw);
+      Value tapOff =
+          add(mul(add(mul(mul(ky, m.dilationH), iw), mul(kx, m.dilationW)),
+                  inStride),
+              ch);
+      SmallVector<Value> aFrag, bFrag;
+      VectorType fragT = VectorType::get({4, 2}, p.type);
+      for (int64_t a = 0; a < g.jm; ++a)
+        aFrag.push_back(nvgpu::LdMatrixOp::create(
+            b, loc, fragT, tileIn, ValueRange{add(aBase[a], tapOff)}, false,
+            4));
+      for (int64_t j = 0; j < g.jn / 2; ++j) {
+        Value row = add(nw, add(add(mul(lHi, 8), l8), j * 16));
+        Value off = add(slabBase, mul(swizzle(row, add(lMid, kk * 2), cpr), 8));
+        Value pair = nvgpu::LdMatrixOp::create(b, loc, fragT, param,
+                                               ValueRange{off}, false, 4);
+        for (int64_t h = 0; h < 2; ++h)
+          bFrag.push_back(vector::ExtractStridedSliceOp::create(
+              b, loc, pair, ArrayRef<int64_t>{2 * h, 0},
+              ArrayRef<int64_t>{2, 2}, ArrayRef<int64_t>{1, 1}));
+      }
+      if (kk == 0) {
+        // Slab kt + S - 1 into the stage read at kt - 1.
+        Value next = add(kt, g.stages - 1);
+        whenTrue(ult(next, kTiles),
+                 [&] { copySlab(next, rem(next, g.stages)); });
+        commitGroup();
+      }
+      for (int64_t a = 0; a < g.jm; ++a)
+        for (int64_t j = 0; j < g.jn; ++j) {
+          int64_t jj = a % 2 ? g.jn - 1 - j : j;
+          Value &c = acc[a * g.jn + jj];
+          c = mma(aFrag[a], bFrag[jj], c);
+        }
+    }
+    scf::YieldOp::create(b, loc, acc);
+  }
+
+  // Epilogue: lane holds rows lane/4 (+ 8) and columns 2 * (lane % 4) (+ 1)
+  // of each 16 x 8 accumulator tile.
+  Value rowBase = add(m0, div(lane, 4));
+  Value colBase = add(add(n0, nw), mul(band(lane, 3), 2));
+  bool needN = roundsN * roundN > o;
+  size_t t = i + 1;
+  Value oy = origin(t, 0), ox = origin(t, 1);
+  for (int64_t a = 0; a < g.jm; ++a)
+    for (int64_t j = 0; j < g.jn; ++j)
+      for (int64_t h = 0; h < 2; ++h) {
+        Value row = add(rowBase, a * 16 + h * 8);
+        Value n = add(colBase, j * 8);
+        Value valid = land(ult(row, bigM), needN ? ult(n, o) : Value());
+        Value v = vector::ExtractOp::create(
+            b, loc, kLoop.getResult(a * g.jn + j), ArrayRef<int64_t>{h});
+        whenTrue(valid, [&] {
+          Value py = div(row, ow), px = rem(row, ow);
+          finish(i, v, py, px, n, inImage(t, add(oy, py), add(ox, px)));
+        });
+      }
+}
+
+void RegionBuilder::simtMember(size_t i) {
+  const RegionMember &m = p.members[i];
+  const RegionTile &in = plan.tiles[i], &out = plan.tiles[i + 1];
+  int64_t iw = in.size[1], ow = out.size[1], c = plan.shapes[i][2];
+  int64_t inStride = rowStride(c) / 8, groups = c / 8, taps = m.kh * m.kw;
+  Type f32 = b.getF32Type();
+  VectorType accT = VectorType::get({8}, f32);
+  if (m.kind == Kind::Depthwise) {
+    // The weight [C][taps] as [taps][C] in shared memory: a tap's 8
+    // channels are one 16-byte load.
+    Value sharedParam = sharedView(raw, taps * c, p.type, plan.paramOffset);
+    threadLoop(c * taps, [&](Value idx) {
+      Value ch = div(idx, taps), tap = rem(idx, taps);
+      Value v = memref::LoadOp::create(b, loc, weights[i], ValueRange{idx});
+      memref::StoreOp::create(b, loc, v, sharedParam,
+                              ValueRange{add(mul(tap, c), ch)});
+    });
+    mlir::gpu::BarrierOp::create(b, loc);
+  }
+  Value tileIn = tileView(i, 8);
+  Value wVec = m.kind == Kind::Depthwise
+                   ? sharedView(raw, taps * groups,
+                                VectorType::get({8}, p.type), plan.paramOffset)
+                   : Value();
+  size_t t = i + 1;
+  Value iy0 = origin(i, 0), ix0 = origin(i, 1);
+  Value oy = origin(t, 0), ox = origin(t, 1);
+  threadLoop(out.size[0] * ow * groups, [&](Value idx) {
+    Value grp = rem(idx, groups), pix = div(idx, groups);
+    Value py = div(pix, ow), px = rem(pix, ow);
+    Value acc = m.kind == Kind::MaxPool
+                    ? splatF32(8, -std::numeric_limits<double>::infinity())
+                    : splatF32(8, 0.0);
+    Value count; // taps inside the image (an average pool's divisor)
+    Value ry = mul(py, m.strideH), rx = mul(px, m.strideW);
+    for (int64_t ky = 0; ky < m.kh; ++ky)
+      for (int64_t kx = 0; kx < m.kw; ++kx) {
+        Value ty = add(ry, ky * m.dilationH), tx = add(rx, kx * m.dilationW);
+        Value v = extF32(memref::LoadOp::create(
+            b, loc, tileIn,
+            ValueRange{add(mul(add(mul(ty, iw), tx), inStride), grp)}));
+        if (m.kind == Kind::Depthwise) {
+          Value wv = extF32(memref::LoadOp::create(
+              b, loc, wVec, ValueRange{add(grp, (ky * m.kw + kx) * groups)}));
+          acc = math::FmaOp::create(b, loc, v, wv, acc);
+          continue;
+        }
+        if (m.kind == Kind::AvgPool && m.countIncludePad) {
+          acc = arith::AddFOp::create(b, loc, acc, v);
+          continue;
+        }
+        // Padding is not an element of the window: the tile holds zeros
+        // there, which a max (or an average over the image) must skip.
+        Value ok = inImage(i, add(iy0, ty), add(ix0, tx));
+        if (m.kind == Kind::MaxPool) {
+          acc = select(ok, arith::MaximumFOp::create(b, loc, acc, v), acc);
+        } else {
+          acc = arith::AddFOp::create(b, loc, acc, v);
+          Value one = select(ok, cstI32(1), cstI32(0));
+          count = count ? arith::AddIOp::create(b, loc, count, one) : one;
+        }
+      }
+    if (m.kind == Kind::AvgPool) {
+      Value divisor =
+          m.countIncludePad
+              ? splatF32(8, double(taps))
+              : vector::BroadcastOp::create(
+                    b, loc, accT,
+                    arith::UIToFPOp::create(
+                        b, loc, f32,
+                        arith::MaxUIOp::create(b, loc, count, cstI32(1))));
+      acc = arith::DivFOp::create(b, loc, acc, divisor);
+    }
+    finish(i, acc, py, px, mul(grp, 8), inImage(t, add(oy, py), add(ox, px)));
+  });
+}
+
+void RegionBuilder::build(Block &entry) {
+  size_t nm = p.members.size();
+  unsigned arg = 0;
+  input = entry.getArgument(arg++);
+  for (const RegionMember &m : p.members) {
+    weights.push_back(m.kind == Kind::Conv || m.kind == Kind::Depthwise
+                          ? entry.getArgument(arg++)
+                          : Value());
+    biases.push_back(m.bias ? entry.getArgument(arg++) : Value());
+  }
+  output = entry.getArgument(arg);
+
+  std::array<int64_t, 3> last = plan.shapes[nm];
+  int64_t tilesW = ceilDiv(last[1], s.tileW);
+  tid = mlir::gpu::ThreadIdOp::create(b, loc, mlir::gpu::Dimension::x);
+  lane = rem(tid, 32);
+  warp = div(tid, 32);
+  Value bid = mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::x);
+  img = mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::z);
+  ty0 = mul(div(bid, tilesW), s.tileH);
+  tx0 = mul(rem(bid, tilesW), s.tileW);
+  raw = dynamicSharedMemory();
+  param = plan.paramBytes
+              ? sharedView(raw, plan.paramBytes / eb, p.type, plan.paramOffset)
+              : Value();
+
+  loadInput();
+  for (size_t i = 0; i < nm; ++i) {
+    const RegionMember &m = p.members[i];
+    // A convolution first waits in its k-loop (the input's copies are an
+    // older group than its first slab).
+    if (i == 0 && m.kind != Kind::Conv)
+      nvgpu::DeviceAsyncWaitOp::create(b, loc, token, b.getI32IntegerAttr(0));
+    if (m.kind != Kind::Conv)
+      mlir::gpu::BarrierOp::create(b, loc);
+    if (m.kind == Kind::Conv)
+      convMember(i);
+    else
+      simtMember(i);
+    if (i + 1 < nm)
+      zeroPadChannels(i + 1);
+  }
+}
+
+} // namespace
+
+std::vector<RegionTile> regionTiles(const RegionProblem &p,
+                                    const RegionSchedule &s) {
+  size_t nm = p.members.size();
+  std::vector<RegionTile> tiles(nm + 1);
+  tiles[nm] = {{s.tileH, s.tileW}, {1, 1}, {0, 0}};
+  for (size_t i = nm; i-- > 0;) {
+    const RegionMember &m = p.members[i];
+    const RegionTile &o = tiles[i + 1];
+    std::array<int64_t, 2> k = {m.kh, m.kw}, st = {m.strideH, m.strideW},
+                           d = {m.dilationH, m.dilationW},
+                           pad = {m.padTop, m.padLeft};
+    for (int a = 0; a < 2; ++a) {
+      tiles[i].size[a] = (o.size[a] - 1) * st[a] + (k[a] - 1) * d[a] + 1;
+      tiles[i].scale[a] = o.scale[a] * st[a];
+      tiles[i].offset[a] = o.offset[a] * st[a] - pad[a];
+    }
+  }
+  return tiles;
+}
+
+int64_t regionSharedBytes(const RegionProblem &p, const RegionSchedule &s) {
+  return planOf(p, s).total;
+}
+
+bool regionKernelSupports(const RegionProblem &p, const RegionSchedule &s,
+                          const ::tcc::TargetDesc &target, std::string &why) {
+  if (!regionShapeValid(p, s, why))
+    return false;
+  if (!target.isNvidia() || !target.mmaSync || !target.cpAsync) {
+    why = "region kernel: needs mma.sync and cp.async (sm_80 or later)";
+    return false;
+  }
+  std::string limit;
+  if (!sharedFits(regionSharedBytes(p, s), target, limit)) {
+    why = "region kernel: the tiles need " +
+          std::to_string(regionSharedBytes(p, s)) + " bytes, " + limit;
+    return false;
+  }
+  return true;
+}
+
+RegionSchedule chooseRegionSchedule(const RegionProblem &p,
+                                    const ::tcc::TargetDesc &target) {
+  std::array<int64_t, 3> last = p.outShape(p.members.size() - 1);
+  int64_t sms = target.multiprocessorsForHeuristics();
+  RegionSchedule best{std::min<int64_t>(8, last[0]),
+                      std::min<int64_t>(8, last[1]), 4};
+  double bestCost = std::numeric_limits<double>::max();
+  for (int64_t th : {1, 2, 4, 7, 8, 14, 16, 28, 32})
+    for (int64_t tw : {1, 2, 4, 7, 8, 14, 16, 28, 32})
+      // 4 warps: ptxas (CUDA 13.0) spills a word in some 8-warp chains at
+      // 80 registers (mbv2_56_s2 with 1x7 tiles), which a schedule given
+      // explicitly may still pick.
+      for (int64_t warps : {4}) {
+        if (th > last[0] || tw > last[1])
+          continue;
+        RegionSchedule s{th, tw, warps};
+        std::string why;
+        if (!regionKernelSupports(p, s, target, why))
+          continue;
+        // A block's work in multiply-adds: every member's whole tile (halos
+        // included, GEMM rows rounded to the mma's 16, the CUDA-core
+        // members at a sixteenth of the tensor cores' rate), plus a fixed
+        // cost a block (the input tile's latency) and a GEMM round (the
+        // weight pipeline's fill and barriers).
+        Plan plan = planOf(p, s);
+        double work = 5e4;
+        for (size_t i = 0; i < p.members.size(); ++i) {
+          const RegionMember &m = p.members[i];
+          const RegionTile &out = plan.tiles[i + 1];
+          int64_t pix = out.size[0] * out.size[1];
+          int64_t c = plan.shapes[i][2];
+          if (m.kind == Kind::Conv) {
+            const GemmPlan &g = plan.gemm[i];
+            int64_t rounds = ceilDiv(ceilDiv(pix, 16), g.warpsM * g.jm) *
+                             ceilDiv(m.outChannels / 8, g.warpsN * g.jn);
+            work += double(ceilDiv(pix, 16) * 16) * m.outChannels * c * m.kh *
+                        m.kw +
+                    2e4 * rounds;
+          } else {
+            work += 16.0 * pix * c * m.kh * m.kw + 2e4;
+          }
+        }
+        // Blocks a multiprocessor runs, how many at once (shared memory,
+        // 16 warps), and how well they hide latency (8 warps and up).
+        int64_t blocks = p.n * ceilDiv(last[0], th) * ceilDiv(last[1], tw);
+        int64_t perSm = ceilDiv(blocks, sms);
+        int64_t resident = std::min<int64_t>(
+            {perSm, 16 / warps,
+             std::max<int64_t>(1, target.maxSharedPerBlock / plan.total)});
+        double eff = std::min(1.0, double(resident * warps) / 8.0);
+        double cost = double(perSm) * work / eff;
+        if (cost < bestCost) {
+          bestCost = cost;
+          best = s;
+        }
+      }
+  return best;
+}
+
+std::vector<RegionArg> regionKernelArgs(const RegionProblem &p) {
+  std::vector<RegionArg> args;
+  args.push_back({RegionArg::Role::Input, -1, {p.n, p.h, p.w, p.c}});
+  for (size_t i = 0; i < p.members.size(); ++i) {
+    const RegionMember &m = p.members[i];
+    int64_t c = p.inShape(i)[2], o = p.outShape(i)[2];
+    if (m.kind == Kind::Conv)
+      args.push_back({RegionArg::Role::Weight, int64_t(i), {o, m.kh, m.kw, c}});
+    else if (m.kind == Kind::Depthwise)
+      args.push_back({RegionArg::Role::Weight, int64_t(i), {c, m.kh, m.kw, 1}});
+    if (m.bias)
+      args.push_back({RegionArg::Role::Bias, int64_t(i), {o}});
+  }
+  std::array<int64_t, 3> out = p.outShape(p.members.size() - 1);
+  args.push_back({RegionArg::Role::Output, -1, {p.n, out[0], out[1], out[2]}});
+  return args;
+}
+
+FailureOr<KernelLaunch>
+buildRegionKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module, StringRef name,
+                  const RegionProblem &p, const RegionSchedule &s) {
+  std::string why;
+  if (!regionShapeValid(p, s, why))
+    return module.emitError(why), failure();
+  loadTemplateDialects(b.getContext());
+  b.getContext()->getOrLoadDialect<math::MathDialect>();
+  OpBuilder::InsertionGuard g(b);
+  SmallVector<Type> types;
+  for (const RegionArg &a : regionKernelArgs(p)) {
+    int64_t elems = 1;
+    for (int64_t d : a.shape)
+      elems *= d;
+    types.push_back(MemRefType::get({elems}, p.type));
+  }
+  int64_t threads = 32 * s.warps;
+  auto func = createKernelFunc(b, module, name, types, threads);
+  Plan plan = planOf(p, s);
+  RegionBuilder(b, module.getLoc(), p, s, plan).build(func.getBody().front());
+  mlir::gpu::ReturnOp::create(b, module.getLoc());
+  std::array<int64_t, 3> last = plan.shapes.back();
+  KernelLaunch launch;
+  launch.grid = {ceilDiv(last[0], s.tileH) * ceilDiv(last[1], s.tileW), 1, p.n};
+  launch.block = {threads, 1, 1};
+  launch.sharedBytes = plan.total;
+  return launch;
+}
+
+} // namespace tcc::gpu

@@ -16,6 +16,7 @@
 #include "compiler/gpu/ConvKernel.h"
 #include "compiler/gpu/DepthwiseKernel.h"
 #include "compiler/gpu/MatmulKernel.h"
+#include "compiler/gpu/RegionKernel.h"
 #include "compiler/gpu/SimtAttention.h"
 #include "compiler/gpu/TemplateUtils.h"
 #include "compiler/gpu/TransposeKernel.h"
@@ -220,6 +221,10 @@ struct MatmulUse {
   std::optional<::tcc::gpu::ConvProblem> conv;
   /// A depthwise convolution (its own template; `problem` unused).
   std::optional<::tcc::gpu::DepthwiseProblem> depthwise;
+  /// A region group (region fusion): the chain, and the kernel arguments
+  /// of regionKernelArgs but the output (`problem` unused).
+  std::optional<::tcc::gpu::RegionProblem> region;
+  std::vector<int> regionArgs;
   int biasArg = -1;
   int residualArg = -1; ///< the conv epilogue's residual (-1: none)
 };
@@ -433,6 +438,186 @@ std::optional<MatmulUse> takeDepthwise(func::FuncOp f) {
   use.problem.n = p.c;
   use.problem.cType = p.outType;
   cutTemplateOp(f, conv, use);
+  return use;
+}
+
+/// Whether the kernel function `f` (on tensors) is a region group (kind
+/// "region": tcc-region-fusion's, formed by tcc-form-groups) that the region
+/// template computes whole: a chain of channels-last convolutions (groups 1
+/// or depthwise), max and average pools of the previous member's result,
+/// each followed by a residual add (of the chain's input or an earlier
+/// member's result) and a ReLU or ReLU6, all of one 16-bit type, the last
+/// member's result the kernel's only one. Otherwise (`why` says why) the
+/// group runs as generic kernels.
+std::optional<MatmulUse> takeRegion(func::FuncOp f,
+                                    const ::tcc::TargetDesc &target,
+                                    std::string &why) {
+  auto kind = f->getAttrOfType<StringAttr>("tcc.kind");
+  if (!kind || kind.getValue() != "region")
+    return std::nullopt;
+  auto fail = [&](const std::string &msg) -> std::optional<MatmulUse> {
+    why = msg;
+    return std::nullopt;
+  };
+  Block &body = f.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  if (ret.getNumOperands() != 1)
+    return fail("a member's result is read outside the group");
+  ::tcc::gpu::RegionProblem p;
+  MatmulUse use;
+  std::vector<int> args;
+  BlockArgument input;
+  Value cur;            // the chain's value so far
+  SmallVector<Value> outputs; // member i's result after its epilogue
+  // Whether the last member's epilogue already has its residual, activation.
+  bool hasResidual = false, hasActivation = false;
+  for (Operation &op : body.without_terminator()) {
+    auto t = dyn_cast<RankedTensorType>(op.getResult(0).getType());
+    if (op.getNumResults() != 1 || !t || t.getRank() != 4)
+      return fail("a member is not a 4-D tensor op");
+    if (!p.type)
+      p.type = t.getElementType();
+    if (t.getElementType() != p.type)
+      return fail("members of different element types");
+    auto startMember = [&](Value in) -> bool {
+      if (p.members.empty()) {
+        input = dyn_cast<BlockArgument>(in);
+        if (!input)
+          return false;
+        auto inTy = cast<RankedTensorType>(in.getType());
+        if (inTy.getElementType() != p.type)
+          return false;
+        p.n = inTy.getDimSize(0);
+        p.h = inTy.getDimSize(1);
+        p.w = inTy.getDimSize(2);
+        p.c = inTy.getDimSize(3);
+        args.push_back(input.getArgNumber());
+      } else if (in != cur) {
+        return false;
+      }
+      hasResidual = hasActivation = false;
+      return true;
+    };
+    ::tcc::gpu::RegionMember m;
+    if (auto conv = dyn_cast<mlir::tcc::Conv2dOp>(op)) {
+      if (!conv.getNhwc() || !startMember(conv.getInput()))
+        return fail("a convolution that is not channels last or does not "
+                    "read the chain");
+      auto w = dyn_cast<BlockArgument>(conv.getWeight());
+      auto wTy = cast<RankedTensorType>(conv.getWeight().getType());
+      int64_t cin = cast<RankedTensorType>(conv.getInput().getType())
+                        .getDimSize(3);
+      if (!w || wTy.getElementType() != p.type)
+        return fail("a convolution weight that is not a kernel argument");
+      if (conv.getGroups() == 1) {
+        m.kind = ::tcc::gpu::RegionMember::Kind::Conv;
+      } else if (conv.getGroups() == cin && wTy.getDimSize(0) == cin &&
+                 wTy.getDimSize(3) == 1) {
+        m.kind = ::tcc::gpu::RegionMember::Kind::Depthwise;
+      } else {
+        return fail("a grouped convolution");
+      }
+      m.outChannels = wTy.getDimSize(0);
+      m.kh = wTy.getDimSize(1);
+      m.kw = wTy.getDimSize(2);
+      ArrayRef<int64_t> st = conv.getStrides(), dl = conv.getDilations(),
+                        pd = conv.getPads();
+      m.strideH = st[0], m.strideW = st[1];
+      m.dilationH = dl[0], m.dilationW = dl[1];
+      m.padTop = pd[0], m.padLeft = pd[1], m.padBottom = pd[2],
+      m.padRight = pd[3];
+      args.push_back(w.getArgNumber());
+      if (Value bias = conv.getBias()) {
+        auto b = dyn_cast<BlockArgument>(bias);
+        if (!b || cast<RankedTensorType>(bias.getType()).getElementType() !=
+                      p.type)
+          return fail("a convolution bias that is not a kernel argument");
+        m.bias = true;
+        args.push_back(b.getArgNumber());
+      }
+    } else if (isa<mlir::tcc::MaxPool2dOp, mlir::tcc::AvgPool2dOp>(op)) {
+      auto pool = [&](auto q) -> std::optional<MatmulUse> {
+        if (!q.getNhwc() || q.getCeilMode() || !startMember(q.getInput()))
+          return fail("a pool that is not channels last, rounds up or does "
+                      "not read the chain");
+        m.kind = isa<mlir::tcc::MaxPool2dOp>(op)
+                     ? ::tcc::gpu::RegionMember::Kind::MaxPool
+                     : ::tcc::gpu::RegionMember::Kind::AvgPool;
+        ArrayRef<int64_t> k = q.getKernel(), st = q.getStrides(),
+                          pd = q.getPads();
+        m.kh = k[0], m.kw = k[1], m.strideH = st[0], m.strideW = st[1];
+        m.padTop = pd[0], m.padLeft = pd[1], m.padBottom = pd[2],
+        m.padRight = pd[3];
+        if constexpr (std::is_same_v<decltype(q), mlir::tcc::AvgPool2dOp>)
+          m.countIncludePad = q.getCountIncludePad();
+        return MatmulUse();
+      };
+      std::optional<MatmulUse> ok =
+          isa<mlir::tcc::MaxPool2dOp>(op)
+              ? pool(cast<mlir::tcc::MaxPool2dOp>(op))
+              : pool(cast<mlir::tcc::AvgPool2dOp>(op));
+      if (!ok)
+        return std::nullopt;
+    } else if (p.members.empty() || op.getOperand(0) != cur &&
+                                        !(isa<mlir::tcc::AddOp>(op) &&
+                                          op.getOperand(1) == cur)) {
+      return fail("'" + op.getName().getStringRef().str() +
+                  "' does not follow a member");
+    } else if (isa<mlir::tcc::ReluOp>(op) && !hasActivation) {
+      p.members.back().activation =
+          ::tcc::gpu::RegionMember::Activation::Relu;
+      hasActivation = true;
+      cur = outputs.back() = op.getResult(0);
+      continue;
+    } else if (auto clamp = dyn_cast<mlir::tcc::ClampOp>(op);
+               clamp && !hasActivation && clamp.getMin() &&
+               clamp.getMax() && clamp.getMin()->isZero() &&
+               clamp.getMax()->convertToDouble() == 6.0) {
+      p.members.back().activation =
+          ::tcc::gpu::RegionMember::Activation::Relu6;
+      hasActivation = true;
+      cur = outputs.back() = op.getResult(0);
+      continue;
+    } else if (isa<mlir::tcc::AddOp>(op) && !hasResidual && !hasActivation &&
+               op.getOperand(0).getType() == op.getOperand(1).getType()) {
+      Value other = op.getOperand(0) == cur ? op.getOperand(1)
+                                            : op.getOperand(0);
+      int64_t from = -1;
+      if (other == input)
+        from = 0;
+      for (auto [i, v] : llvm::enumerate(outputs))
+        if (other == v && i + 1 < outputs.size())
+          from = int64_t(i) + 1;
+      if (from < 0)
+        return fail("a residual that is neither the chain's input nor an "
+                    "earlier member's result");
+      p.members.back().residualFrom = from;
+      hasResidual = true;
+      cur = outputs.back() = op.getResult(0);
+      continue;
+    } else {
+      return fail("'" + op.getName().getStringRef().str() +
+                  "' is no epilogue the region template applies");
+    }
+    p.members.push_back(m);
+    cur = op.getResult(0);
+    outputs.push_back(cur);
+  }
+  if (p.members.empty() || ret.getOperand(0) != cur)
+    return fail("the group's result is not its last member's");
+  ::tcc::gpu::RegionSchedule s = ::tcc::gpu::chooseRegionSchedule(p, target);
+  if (!::tcc::gpu::regionKernelSupports(p, s, target, why))
+    return std::nullopt;
+  auto outTy = cast<RankedTensorType>(cur.getType());
+  std::array<int64_t, 3> o = p.outShape(p.members.size() - 1);
+  if (outTy.getShape() != ArrayRef<int64_t>{p.n, o[0], o[1], o[2]})
+    return fail("the chain's shapes do not match its ops'");
+  use.region = p;
+  use.regionArgs = std::move(args);
+  use.numOperands = f.getNumArguments();
+  use.numResults = 1;
+  use.direct = true;
+  f->setAttr("tcc.template", UnitAttr::get(f.getContext()));
   return use;
 }
 
@@ -819,6 +1004,17 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
     plan.launches.insert(plan.launches.begin() + 1,
                          deviceLaunch(rsym, r, std::move(args)));
   };
+  if (use.region) {
+    symbol = name + "_region";
+    ::tcc::gpu::RegionSchedule schedule =
+        ::tcc::gpu::chooseRegionSchedule(*use.region, target);
+    launch = ::tcc::gpu::buildRegionKernel(b, gpuModule, symbol, *use.region,
+                                           schedule);
+    if (failed(launch))
+      return failure();
+    placeLaunch(deviceLaunch(symbol, *launch, {}), use.regionArgs);
+    return success();
+  }
   if (use.depthwise) {
     symbol = name + "_depthwise";
     ::tcc::gpu::KernelLaunch k = ::tcc::gpu::buildDepthwiseKernel(
@@ -975,7 +1171,12 @@ LogicalResult compileGpuKernels(ModuleOp module, const GpuOptions &options,
         // The matmul templates are written with cp.async and mma.sync.
         if (!target.cpAsync || !target.mmaSync)
           return;
-        if (std::optional<MatmulUse> use = takeMatmul(f, options))
+        std::string why;
+        if (std::optional<MatmulUse> use = takeRegion(f, target, why))
+          matmuls[f.getSymName()] = *use;
+        else if (!why.empty())
+          f.emitWarning("region group runs unfused: ") << why;
+        else if (std::optional<MatmulUse> use = takeMatmul(f, options))
           matmuls[f.getSymName()] = *use;
         else if (std::optional<MatmulUse> use = takeConv(f, options))
           matmuls[f.getSymName()] = *use;

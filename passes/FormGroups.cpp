@@ -22,7 +22,11 @@
 //    it); its group keeps the kind "chain", so that kernel names stay those
 //    of the chain it was (k<N>_chain);
 //  - when an elementwise op reads two elementwise groups, they merge (a mask
-//    built from iotas meets the values it selects).
+//    built from iotas meets the values it selects);
+//  - ops marked `tcc.region_group = N` (region fusion's search,
+//    RegionFusion.cpp) form one group of kind "region" per N, whatever
+//    their kinds, and nothing else joins it: the group is what the search
+//    costed, and what the region template computes.
 // A join or merge is refused when it would make the group graph cyclic.
 //
 //===----------------------------------------------------------------------===//
@@ -64,7 +68,17 @@ struct Group {
   bool sealed = false;
   /// The group this one was merged into, or -1.
   int mergedInto = -1;
+  /// The region group (tcc.region_group) this group runs, or -1.
+  int64_t region = -1;
 };
+
+constexpr StringLiteral kRegionGroupAttr = "tcc.region_group";
+
+/// The region group `op` is marked with, or -1.
+int64_t regionGroupOf(Operation *op) {
+  auto attr = op->getAttrOfType<IntegerAttr>(kRegionGroupAttr);
+  return attr ? attr.getInt() : -1;
+}
 
 bool isSource(Operation *op) { return isa<ConstantOp, IotaOp>(op); }
 
@@ -234,6 +248,9 @@ private:
     Group &grp = groups[g];
     if (grp.sealed || isAttention(op) || !acyclicJoin(op, g))
       return false;
+    // Region groups take their members alone, and members join only theirs.
+    if (grp.region >= 0 || regionGroupOf(op) >= 0)
+      return grp.region == regionGroupOf(op);
     if (isLight(op)) {
       if (grp.kind == GroupKind::Elementwise)
         return true;
@@ -246,8 +263,16 @@ private:
 
   void place(Operation *op) {
     int target = -1;
+    int64_t region = regionGroupOf(op);
+    // A member joins its region's group even where it reads none of it (a
+    // branch of an Inception block that a later concat joins).
+    if (auto it = regionGroups.find(region); it != regionGroups.end()) {
+      int g = find(it->second);
+      if (canJoin(op, g))
+        target = g;
+    }
     for (int g : operandGroups(op))
-      if (canJoin(op, g)) {
+      if (target < 0 && canJoin(op, g)) {
         target = g;
         break;
       }
@@ -265,7 +290,16 @@ private:
     Group &grp = groups[target];
     if (isAttention(op))
       grp.sealed = true;
-    if (isReduction(op) || (!isLight(op) && !isSource(op))) {
+    if (region >= 0) {
+      // A member the search placed where joining would make the group
+      // graph cyclic starts a region group of its own instead.
+      if (grp.region < 0)
+        regionGroups[region] = target;
+      grp.region = region;
+      grp.kind = GroupKind::Heavy;
+      grp.name = "region";
+      grp.anchorShapes = anchorShapesOf(op);
+    } else if (isReduction(op) || (!isLight(op) && !isSource(op))) {
       grp.kind = isReduction(op) ? GroupKind::Reduction : GroupKind::Heavy;
       grp.name =
           isa<AttentionOp>(op) ? "chain" : op->getName().stripDialect().str();
@@ -388,6 +422,8 @@ private:
   Block &block;
   std::vector<Group> groups;
   llvm::DenseMap<Operation *, int> groupOf;
+  /// tcc.region_group -> the group its members form.
+  llvm::DenseMap<int64_t, int> regionGroups;
 };
 
 struct TccFormGroups : mlir::tcc::impl::TccFormGroupsBase<TccFormGroups> {

@@ -1,0 +1,628 @@
+//===- RegionFusion.cpp - choose region groups by search ------------------===//
+//
+// Region fusion (AFusion) picks which region ops run as one kernel. The
+// choice is a partition of the function's region ops into connected groups;
+// its cost is the sum of the groups' predicted times and of the unfused ops'
+// (passes/RegionCostModel.h). The search assigns ops in block order (a
+// topological order): each op starts a group or joins an open group whose
+// result it reads. A group whose members no later region op reads is closed
+// and costed at once, so a partial assignment has an exact cost so far; with
+// an admissible lower bound on the rest it is pruned against the best
+// complete grouping found. The rest of the search from a state depends only
+// on the open groups (their members, and what each reaches in the graph
+// contracted by groups, which decides whether later joins make a cycle), so
+// it is memoised per such state: on chains of convolutions the search is a
+// dynamic program over few states per op, not an enumeration.
+//
+//===----------------------------------------------------------------------===//
+#include "ir/TccAttrs.h"
+#include "passes/Passes.h"
+#include "passes/RegionCostModel.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
+
+namespace mlir::tcc {
+#define GEN_PASS_DEF_TCCREGIONFUSION
+#include "passes/Passes.h.inc"
+} // namespace mlir::tcc
+
+using namespace mlir;
+using namespace mlir::tcc;
+using namespace mlir::tcc::region;
+
+namespace {
+
+constexpr StringLiteral kGroupAttr = "tcc.region_group";
+constexpr StringLiteral kPlanAttr = "tcc.region_plan";
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+/// The best cost of a group's members (region indices, ascending).
+struct GroupChoice {
+  double us = kInf; ///< kInf: illegal
+  KernelCost cost;
+  std::string why;
+};
+
+/// What the search found for one function.
+struct SearchResult {
+  /// Groups of two or more members, as region indices, in order of their
+  /// first member.
+  SmallVector<SmallVector<int>> groups;
+  double us = 0, unfusedUs = 0;
+  int64_t states = 0;
+  bool complete = false; ///< the search ran to its end: the best grouping
+  bool timedOut = false; ///< stopped by budget-ms (else by max-states)
+};
+
+class Search {
+public:
+  Search(Block &block, const CostModel &model,
+         ArrayRef<std::array<int64_t, 2>> tiles, int64_t maxStates,
+         int64_t budgetMs)
+      : model(model), tiles(tiles), maxStates(maxStates), budgetMs(budgetMs) {
+    for (Operation &op : block) {
+      position[&op] = ops.size();
+      ops.push_back(&op);
+    }
+    users.resize(ops.size());
+    producers.resize(ops.size());
+    lastUser.assign(ops.size(), -1);
+    regionOf.assign(ops.size(), -1);
+    for (unsigned i = 0; i < ops.size(); ++i) {
+      Operation *op = ops[i];
+      for (Value v : op->getOperands()) {
+        Operation *def = v.getDefiningOp();
+        if (!def || def->getBlock() != &block)
+          continue;
+        int p = position.lookup(def);
+        if (!llvm::is_contained(producers[i], p))
+          producers[i].push_back(p);
+      }
+      // Values read inside nested regions count for the op that holds them.
+      op->walk([&](Operation *inner) {
+        if (inner == op)
+          return;
+        for (Value v : inner->getOperands())
+          if (Operation *def = v.getDefiningOp();
+              def && def->getBlock() == &block && def != op) {
+            int p = position.lookup(def);
+            if (!llvm::is_contained(producers[i], p))
+              producers[i].push_back(p);
+          }
+      });
+      if (regionInfo(op) && op->getNumResults() == 1) {
+        regionOf[i] = region.size();
+        region.push_back(i);
+      }
+    }
+    for (unsigned i = 0; i < ops.size(); ++i)
+      for (int p : producers[i]) {
+        users[p].push_back(i);
+        lastUser[p] = std::max<int>(lastUser[p], i);
+      }
+    unsigned n = region.size();
+    lastRegionUser.assign(n, -1);
+    regionProducers.resize(n);
+    for (unsigned r = 0; r < n; ++r)
+      for (int p : producers[region[r]])
+        if (regionOf[p] >= 0) {
+          regionProducers[r].push_back(regionOf[p]);
+          lastRegionUser[regionOf[p]] =
+              std::max<int>(lastRegionUser[regionOf[p]], r);
+        }
+
+    // Unfused costs and the lower bounds' per-op parts.
+    unfusedUs.resize(n);
+    launches.resize(n);
+    memLb.assign(n + 1, 0);
+    compLb.assign(n + 1, 0);
+    llvm::DenseSet<Value> counted;
+    for (unsigned r = 0; r < n; ++r) {
+      Operation *op = ops[region[r]];
+      unfusedUs[r] = model.unfused(op).us;
+      launches[r] = model.launchesUnfused(op);
+      memLb[r] = double(model.memoryLowerBoundBytes(
+                     op, [&](Value v) { return counted.insert(v).second; })) /
+                 model.getTarget().dramBytesPerUs;
+      compLb[r] = model.computeLowerBoundUs(op);
+    }
+    // Suffix sums: the bound on ops not yet placed.
+    memSuffix.assign(n + 1, 0);
+    compSuffix.assign(n + 1, 0);
+    for (int r = int(n) - 1; r >= 0; --r) {
+      memSuffix[r] = memSuffix[r + 1] + memLb[r];
+      compSuffix[r] = compSuffix[r + 1] + compLb[r];
+    }
+    groupOf.assign(n, -1);
+    members.resize(n);
+    groupLast.assign(n, -1);
+    stamp.assign(ops.size(), 0);
+  }
+
+  unsigned regionOps() const { return region.size(); }
+  Operation *regionOp(int r) const { return ops[region[r]]; }
+
+  SearchResult run() {
+    SearchResult result;
+    unsigned n = region.size();
+    for (unsigned r = 0; r < n; ++r)
+      result.unfusedUs += unfusedUs[r];
+    // The grouping to beat: every op unfused.
+    bestUs = result.unfusedUs;
+    best.clear();
+    for (unsigned r = 0; r < n; ++r)
+      best.push_back({int(r)});
+    start = std::chrono::steady_clock::now();
+    // A hair above, so that all-unfused is found when it is the best.
+    double bound = bestUs + 1e-9 * std::max(1.0, bestUs);
+    Result root = dfs(0, 0, bound);
+    result.complete = !aborted && root.exact;
+    result.timedOut = timedOut;
+    result.states = states;
+    result.us = bestUs;
+    for (const SmallVector<int> &g : best)
+      if (g.size() >= 2)
+        result.groups.push_back(g);
+    llvm::sort(result.groups,
+               [](const SmallVector<int> &a, const SmallVector<int> &b) {
+                 return a.front() < b.front();
+               });
+    return result;
+  }
+
+  /// The best tile and cost of a group (cached by its members).
+  const GroupChoice &groupChoice(ArrayRef<int> group) {
+    std::vector<int> key(group.begin(), group.end());
+    auto it = groupCache.find(key);
+    if (it != groupCache.end())
+      return it->second;
+    GroupChoice choice;
+    SmallVector<Operation *> memberOps;
+    for (int r : group)
+      memberOps.push_back(ops[region[r]]);
+    FailureOr<KernelCost> cost = model.bestGroup(memberOps, tiles, choice.why);
+    if (succeeded(cost)) {
+      choice.cost = *cost;
+      choice.us = cost->us;
+    }
+    return groupCache.emplace(std::move(key), std::move(choice)).first->second;
+  }
+
+  double unfused(int r) const { return unfusedUs[r]; }
+
+private:
+  struct Result {
+    double value;
+    bool exact;
+  };
+  struct Memo {
+    double value;
+    bool exact;
+    /// Exact and finite: the groups op r joined (none: a group of its own).
+    SmallVector<int> choice;
+  };
+  /// What apply() changed, for undo().
+  struct Step {
+    int r;
+    SmallVector<int> merged; ///< the groups r joined (merged into the first)
+    SmallVector<SmallVector<int>> oldMembers;
+    SmallVector<int> oldLast;
+    SmallVector<int> oldOpen;
+    double delta = 0; ///< cost of the groups it closed; kInf: one is illegal
+  };
+
+  /// Puts region op r into the groups `merged` (merged into one, named by
+  /// the first; none: a group of its own) and closes the groups that no
+  /// later region op reads.
+  Step apply(int r, ArrayRef<int> merged) {
+    Step step;
+    step.r = r;
+    step.merged.assign(merged.begin(), merged.end());
+    step.oldOpen = open;
+    int rep = merged.empty() ? r : merged.front();
+    for (int g : merged) {
+      step.oldMembers.push_back(members[g]);
+      step.oldLast.push_back(groupLast[g]);
+    }
+    if (merged.empty()) {
+      step.oldLast.push_back(groupLast[r]);
+      open.push_back(r);
+    }
+    for (int g : merged.drop_front(merged.empty() ? 0 : 1)) {
+      for (int m : members[g]) {
+        groupOf[m] = rep;
+        members[rep].push_back(m);
+      }
+      members[g].clear();
+      groupLast[rep] = std::max(groupLast[rep], groupLast[g]);
+      llvm::erase(open, g);
+    }
+    groupOf[r] = rep;
+    members[rep].push_back(r);
+    llvm::sort(members[rep]);
+    groupLast[rep] = std::max(groupLast[rep], lastRegionUser[r]);
+    SmallVector<int> still;
+    for (int g : open) {
+      if (groupLast[g] > r) {
+        still.push_back(g);
+        continue;
+      }
+      double us = members[g].size() == 1 ? unfusedUs[members[g].front()]
+                                         : groupChoice(members[g]).us;
+      step.delta += us;
+    }
+    open = std::move(still);
+    return step;
+  }
+
+  void undo(const Step &step) {
+    open = step.oldOpen;
+    groupOf[step.r] = -1;
+    if (step.merged.empty()) {
+      members[step.r].clear();
+      groupLast[step.r] = step.oldLast.front();
+      return;
+    }
+    for (auto [i, g] : llvm::enumerate(step.merged)) {
+      members[g] = step.oldMembers[i];
+      groupLast[g] = step.oldLast[i];
+      for (int m : members[g])
+        groupOf[m] = g;
+    }
+  }
+
+  /// Marks (stamp == generation) every op that the groups `reps`, taken as
+  /// one node, reach through ops before block position `limit`, other
+  /// groups counting as one node each. Whether a path left the groups and
+  /// came back (a cycle once they are one) is the result.
+  bool reach(ArrayRef<int> reps, int limit) {
+    ++generation;
+    SmallVector<int> queue;
+    bool back = false;
+    auto inSet = [&](int op) {
+      int r = regionOf[op];
+      return r >= 0 && groupOf[r] >= 0 && llvm::is_contained(reps, groupOf[r]);
+    };
+    auto visit = [&](int op) {
+      if (op >= limit || stamp[op] == generation)
+        return;
+      stamp[op] = generation;
+      queue.push_back(op);
+    };
+    for (int g : reps)
+      for (int m : members[g])
+        for (int u : users[region[m]])
+          if (!inSet(u))
+            visit(u);
+    while (!queue.empty()) {
+      int op = queue.pop_back_val();
+      if (inSet(op)) {
+        back = true;
+        continue;
+      }
+      int r = regionOf[op];
+      if (r >= 0 && groupOf[r] >= 0)
+        for (int m : members[groupOf[r]])
+          visit(region[m]);
+      for (int u : users[op])
+        if (!inSet(u))
+          visit(u);
+        else
+          back = true;
+    }
+    return back;
+  }
+
+  /// Whether region op r joining the groups `reps` (merged into one) makes
+  /// the contracted graph cyclic: a path from them leaves and comes back, or
+  /// reaches another producer of r.
+  bool makesCycle(int r, ArrayRef<int> reps) {
+    int at = region[r];
+    auto inSet = [&](int p) {
+      int q = regionOf[p];
+      return q >= 0 && groupOf[q] >= 0 && llvm::is_contained(reps, groupOf[q]);
+    };
+    // One group has no cycle through itself (the search keeps the
+    // contracted graph acyclic); only r's other producers can close one.
+    if (reps.size() == 1 && llvm::all_of(producers[at], inSet))
+      return false;
+    if (reach(reps, at))
+      return true;
+    return llvm::any_of(producers[at], [&](int p) {
+      return !inSet(p) && stamp[p] == generation;
+    });
+  }
+
+  /// The state before placing region op r: r, each open group's members
+  /// and what it reaches that later ops may read (open groups, and other
+  /// ops with readers at or after r).
+  std::vector<int> key(int r) {
+    std::vector<int> k{r};
+    int limit = region[r];
+    for (int g : open) {
+      k.insert(k.end(), members[g].begin(), members[g].end());
+      k.push_back(-1);
+      reach({g}, limit);
+      SmallVector<int> reached;
+      for (int h : open)
+        if (h != g && llvm::any_of(members[h], [&](int m) {
+              return stamp[region[m]] == generation;
+            }))
+          reached.push_back(h);
+      for (int op = 0; op < limit; ++op) {
+        if (stamp[op] != generation || lastUser[op] < limit)
+          continue;
+        int q = regionOf[op];
+        if (q >= 0 && groupOf[q] >= 0 && llvm::is_contained(open, groupOf[q]))
+          continue; // an open group: above
+        reached.push_back(-2 - op);
+      }
+      k.insert(k.end(), reached.begin(), reached.end());
+      k.push_back(-1);
+    }
+    return k;
+  }
+
+  double lowerBound(int r) const {
+    double launchesUs = 0, mem = memSuffix[r], comp = compSuffix[r];
+    for (int g : open) {
+      if (members[g].size() > 1 || launches[members[g].front()])
+        launchesUs += model.getTarget().launchUs;
+      for (int m : members[g]) {
+        mem += memLb[m];
+        comp += compLb[m];
+      }
+    }
+    return launchesUs + std::max(mem, comp);
+  }
+
+  bool outOfBudget() {
+    if (aborted)
+      return true;
+    if (++states > maxStates) {
+      aborted = true;
+      return true;
+    }
+    if ((states & 255) == 0) {
+      auto elapsed = std::chrono::steady_clock::now() - start;
+      if (std::chrono::duration_cast<std::chrono::milliseconds>(elapsed)
+              .count() > budgetMs) {
+        aborted = timedOut = true;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /// Records the grouping of the current assignment (ops before r placed)
+  /// completed by the memoised best choices from r on.
+  void recordBest(int r, double us) {
+    SmallVector<Step, 0> steps;
+    unsigned n = region.size();
+    for (int at = r; at < int(n); ++at) {
+      auto it = memo.find(key(at));
+      if (it == memo.end() || !it->second.exact)
+        break;
+      steps.push_back(apply(at, it->second.choice));
+    }
+    if (r + steps.size() == n) {
+      bestUs = us;
+      best.clear();
+      for (unsigned g = 0; g < n; ++g)
+        if (!members[g].empty())
+          best.push_back(members[g]);
+    }
+    for (const Step &s : llvm::reverse(steps))
+      undo(s);
+  }
+
+  /// The least cost of placing region ops r... given the current state:
+  /// exact when below `bound`, else a lower bound of at least `bound`.
+  /// `prefix` is the cost of the groups closed so far.
+  Result dfs(int r, double prefix, double bound) {
+    if (r == int(region.size()))
+      return {0, true};
+    double lb = lowerBound(r);
+    if (outOfBudget() || lb >= bound)
+      return {lb, false};
+    std::vector<int> k = key(r);
+    if (auto it = memo.find(k); it != memo.end()) {
+      if (it->second.exact || it->second.value >= bound)
+        return {it->second.value, it->second.exact};
+    }
+    // The open groups whose results r reads; r may join any set of them
+    // (merging them: a concat joining its branches), larger sets first,
+    // then a group of its own. More than four: one at a time, or all.
+    SmallVector<int> readable;
+    for (int g : open)
+      if (llvm::any_of(regionProducers[r],
+                       [&](int p) { return groupOf[p] == g; }))
+        readable.push_back(g);
+    SmallVector<SmallVector<int>> choices;
+    unsigned count = readable.size();
+    SmallVector<unsigned> masks;
+    if (count <= 4) {
+      for (unsigned mask = 1; mask < (1u << count); ++mask)
+        masks.push_back(mask);
+      llvm::sort(masks, [](unsigned a, unsigned b) {
+        int na = llvm::popcount(a), nb = llvm::popcount(b);
+        return na != nb ? na > nb : a < b;
+      });
+    } else {
+      masks.push_back(~0u);
+      for (unsigned i = 0; i < count; ++i)
+        masks.push_back(1u << i);
+    }
+    for (unsigned mask : masks) {
+      SmallVector<int> set;
+      int64_t size = 1;
+      for (unsigned i = 0; i < count; ++i)
+        if (mask & (1u << i)) {
+          set.push_back(readable[i]);
+          size += members[readable[i]].size();
+        }
+      if (size <= model.getMaxMembers() && !makesCycle(r, set))
+        choices.push_back(std::move(set));
+    }
+    choices.push_back({});
+
+    double bestHere = kInf, lowest = kInf;
+    int bestChoice = -1;
+    for (auto [index, c] : llvm::enumerate(choices)) {
+      Step step = apply(r, c);
+      if (step.delta < kInf) {
+        double childBound = std::min(bound, bestHere) - step.delta;
+        Result child = dfs(r + 1, prefix + step.delta, childBound);
+        double v = step.delta + child.value;
+        if (child.exact) {
+          if (v < bestHere) {
+            bestHere = v;
+            bestChoice = index;
+          }
+          if (!aborted && prefix + v < bestUs)
+            recordBest(r + 1, prefix + v);
+        } else {
+          lowest = std::min(lowest, v);
+        }
+      }
+      undo(step);
+      if (aborted)
+        break;
+    }
+    if (aborted)
+      return {std::min(bestHere, lowest), false};
+    Result result = bestHere < bound || (bestHere == kInf && lowest == kInf)
+                        ? Result{bestHere, true}
+                        : Result{std::min(bestHere, lowest), false};
+    Memo &entry = memo[std::move(k)];
+    entry = {result.value, result.exact, {}};
+    if (bestChoice >= 0)
+      entry.choice = choices[bestChoice];
+    return result;
+  }
+
+  const CostModel &model;
+  ArrayRef<std::array<int64_t, 2>> tiles;
+  int64_t maxStates, budgetMs;
+
+  // The block's ops and def-use edges (positions in the block).
+  SmallVector<Operation *> ops;
+  DenseMap<Operation *, int> position;
+  SmallVector<SmallVector<int>> users, producers;
+  SmallVector<int> lastUser;
+  // Region ops: region index -> position, and back (-1: not one).
+  SmallVector<int> region, regionOf;
+  SmallVector<int> lastRegionUser;
+  SmallVector<SmallVector<int>> regionProducers;
+  SmallVector<double> unfusedUs, memLb, compLb, memSuffix, compSuffix;
+  SmallVector<bool> launches;
+
+  // The assignment: groups named by their first member.
+  SmallVector<int> groupOf, groupLast;
+  SmallVector<SmallVector<int>> members;
+  SmallVector<int> open;
+
+  SmallVector<unsigned> stamp;
+  unsigned generation = 0;
+
+  std::map<std::vector<int>, Memo> memo;
+  std::map<std::vector<int>, GroupChoice> groupCache;
+  double bestUs = kInf;
+  SmallVector<SmallVector<int>> best;
+  int64_t states = 0;
+  bool aborted = false, timedOut = false;
+  std::chrono::steady_clock::time_point start;
+};
+
+/// Microseconds with two decimals, for remarks.
+std::string usText(double us) { return llvm::formatv("{0:F2}", us).str(); }
+
+struct TccRegionFusion : mlir::tcc::impl::TccRegionFusionBase<TccRegionFusion> {
+  using TccRegionFusionBase::TccRegionFusionBase;
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (mode != "auto" && mode != "off") {
+      func.emitError() << "tcc-region-fusion: unknown mode '" << mode
+                       << "' (known: auto, off)";
+      return signalPassFailure();
+    }
+    std::optional<CostTarget> costTarget = costTargetNamed(target);
+    if (!costTarget) {
+      func.emitError() << "tcc-region-fusion: no cost model for target '"
+                       << target << "' (known: " << knownCostTargets() << ")";
+      return signalPassFailure();
+    }
+    if (maxMembers < 2 || budgetMs < 0 || maxStates < 1) {
+      func.emitError() << "tcc-region-fusion: max-members must be at least "
+                          "2, budget-ms at least 0 and max-states at least 1";
+      return signalPassFailure();
+    }
+    SmallVector<std::array<int64_t, 2>> tileSet;
+    if (tiles.empty())
+      tileSet = {{4, 4}, {8, 8}, {16, 16}, {32, 32}};
+    for (int64_t t : tiles) {
+      if (t <= 0) {
+        func.emitError() << "tcc-region-fusion: tile " << t
+                         << " is not positive";
+        return signalPassFailure();
+      }
+      tileSet.push_back({t, t});
+    }
+    func.walk([](Operation *op) {
+      op->removeAttr(kGroupAttr);
+      op->removeAttr(kPlanAttr);
+    });
+    if (mode == "off" || func.getBody().empty())
+      return;
+
+    CostModel model(*costTarget, maxMembers, allowTf32);
+    Search search(func.getBody().front(), model, tileSet, maxStates, budgetMs);
+    SearchResult result = search.run();
+    MLIRContext *context = &getContext();
+    Builder b(context);
+    int64_t fused = 0;
+    for (auto [id, group] : llvm::enumerate(result.groups)) {
+      const GroupChoice &choice = search.groupChoice(group);
+      double unfusedUs = 0;
+      for (int r : group) {
+        search.regionOp(r)->setAttr(kGroupAttr, b.getI64IntegerAttr(id));
+        unfusedUs += search.unfused(r);
+      }
+      fused += group.size();
+      Operation *last = search.regionOp(group.back());
+      last->setAttr(kPlanAttr,
+                    RegionPlanAttr::get(context, choice.cost.tile[0],
+                                        choice.cost.tile[1], group.size(),
+                                        std::llround(choice.us * 1000),
+                                        std::llround(unfusedUs * 1000),
+                                        choice.cost.sharedBytes));
+      if (remarks)
+        last->emitRemark() << "region group " << id << ": " << group.size()
+                           << " members, tile " << choice.cost.tile[0] << "x"
+                           << choice.cost.tile[1] << ", predicted "
+                           << usText(choice.us) << " us against "
+                           << usText(unfusedUs) << " us unfused";
+    }
+    if (remarks && search.regionOps() > 0)
+      func.emitRemark() << "region fusion on " << costTarget->name << ": "
+                        << result.groups.size() << " region groups (" << fused
+                        << " of " << search.regionOps()
+                        << " region ops); predicted " << usText(result.us)
+                        << " us against " << usText(result.unfusedUs)
+                        << " us unfused; " << result.states << " states, "
+                        << (result.complete ? "search complete"
+                            : result.timedOut
+                                ? "stopped at budget-ms, best found kept"
+                                : "stopped at max-states, best found kept");
+  }
+};
+
+} // namespace

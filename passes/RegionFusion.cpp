@@ -160,7 +160,9 @@ public:
     for (unsigned r = 0; r < n; ++r)
       best.push_back({int(r)});
     start = std::chrono::steady_clock::now();
-    // A hair above, so that all-unfused is found when it is the best.
+    greedy();
+    // A hair above, so that the greedy grouping is found when it is the
+    // best.
     double bound = bestUs + 1e-9 * std::max(1.0, bestUs);
     Result root = dfs(0, 0, bound);
     result.complete = !aborted && root.exact;
@@ -175,6 +177,111 @@ public:
                  return a.front() < b.front();
                });
     return result;
+  }
+
+  /// The first grouping to beat, agglomerative: clusters start as the
+  /// unfused kernels (each op, element-wise epilogues with their anchor);
+  /// the merge of two clusters joined by an edge that lowers the total most
+  /// (the first on a tie) is made while one lowers it and keeps the
+  /// contracted graph acyclic. A cluster of two or more convolutions and
+  /// pools costs as a group, others as their ops unfused.
+  void greedy() {
+    unsigned n = region.size();
+    SmallVector<int> cluster(n);
+    for (unsigned r = 0; r < n; ++r) {
+      cluster[r] = r;
+      if (launches[r])
+        continue;
+      Operation *op = ops[region[r]];
+      for (Value v : op->getOperands()) {
+        Operation *def = v.getDefiningOp();
+        auto it = def ? position.find(def) : position.end();
+        if (it == position.end() || regionOf[it->second] < 0 ||
+            isa<ConcatOp>(def))
+          continue;
+        cluster[r] = cluster[regionOf[it->second]];
+        break;
+      }
+    }
+    // The DFS's structures hold the clusters (all ops placed), so that
+    // reach() sees them contracted.
+    for (unsigned r = 0; r < n; ++r) {
+      groupOf[r] = cluster[r];
+      members[cluster[r]].push_back(r);
+    }
+    auto heavy = [&](ArrayRef<int> group) {
+      return llvm::count_if(group, [&](int r) {
+        return isa<Conv2dOp, MaxPool2dOp, AvgPool2dOp>(ops[region[r]]);
+      });
+    };
+    auto costOf = [&](ArrayRef<int> group) {
+      if (heavy(group) >= 2)
+        return groupChoice(group).us;
+      double us = 0;
+      for (int r : group)
+        us += unfusedUs[r];
+      return us;
+    };
+    int limit = ops.size();
+    while (true) {
+      struct Merge {
+        double gain;
+        int a, b;
+      };
+      SmallVector<Merge> merges;
+      for (unsigned r = 0; r < n; ++r)
+        for (int p : regionProducers[r]) {
+          int a = std::min(groupOf[p], groupOf[r]);
+          int b = std::max(groupOf[p], groupOf[r]);
+          if (a == b || (int64_t)(members[a].size() + members[b].size()) >
+                            model.getMaxMembers())
+            continue;
+          SmallVector<int> both(members[a]);
+          both.append(members[b]);
+          llvm::sort(both);
+          double gain = costOf(members[a]) + costOf(members[b]) - costOf(both);
+          if (gain > 1e-9)
+            merges.push_back({gain, a, b});
+        }
+      llvm::sort(merges, [](const Merge &x, const Merge &y) {
+        if (x.gain != y.gain)
+          return x.gain > y.gain;
+        return std::make_pair(x.a, x.b) < std::make_pair(y.a, y.b);
+      });
+      auto legal = llvm::find_if(
+          merges, [&](const Merge &m) { return !reach({m.a, m.b}, limit); });
+      if (legal == merges.end())
+        break;
+      for (int r : members[legal->b]) {
+        groupOf[r] = legal->a;
+        members[legal->a].push_back(r);
+      }
+      members[legal->b].clear();
+      llvm::sort(members[legal->a]);
+    }
+    double total = 0;
+    SmallVector<SmallVector<int>> grouping;
+    for (unsigned g = 0; g < n; ++g) {
+      if (members[g].empty())
+        continue;
+      if (heavy(members[g]) >= 2) {
+        total += groupChoice(members[g]).us;
+        grouping.push_back(members[g]);
+      } else {
+        for (int r : members[g]) {
+          total += unfusedUs[r];
+          grouping.push_back({r});
+        }
+      }
+    }
+    if (total < bestUs) {
+      bestUs = total;
+      best = std::move(grouping);
+    }
+    for (unsigned r = 0; r < n; ++r) {
+      groupOf[r] = -1;
+      members[r].clear();
+    }
   }
 
   /// The best tile and cost of a group (cached by its members).
@@ -290,11 +397,13 @@ private:
       int r = regionOf[op];
       return r >= 0 && groupOf[r] >= 0 && llvm::is_contained(reps, groupOf[r]);
     };
+    visited.clear();
     auto visit = [&](int op) {
       if (op >= limit || stamp[op] == generation)
         return;
       stamp[op] = generation;
       queue.push_back(op);
+      visited.push_back(op);
     };
     for (int g : reps)
       for (int m : members[g])
@@ -356,14 +465,15 @@ private:
               return stamp[region[m]] == generation;
             }))
           reached.push_back(h);
-      for (int op = 0; op < limit; ++op) {
-        if (stamp[op] != generation || lastUser[op] < limit)
+      for (int op : visited) {
+        if (lastUser[op] < limit)
           continue;
         int q = regionOf[op];
         if (q >= 0 && groupOf[q] >= 0 && llvm::is_contained(open, groupOf[q]))
           continue; // an open group: above
         reached.push_back(-2 - op);
       }
+      llvm::sort(reached);
       k.insert(k.end(), reached.begin(), reached.end());
       k.push_back(-1);
     }
@@ -427,8 +537,11 @@ private:
   /// exact when below `bound`, else a lower bound of at least `bound`.
   /// `prefix` is the cost of the groups closed so far.
   Result dfs(int r, double prefix, double bound) {
-    if (r == int(region.size()))
+    if (r == int(region.size())) {
+      if (prefix < bestUs)
+        recordBest(r, prefix);
       return {0, true};
+    }
     double lb = lowerBound(r);
     if (outOfBudget() || lb >= bound)
       return {lb, false};
@@ -531,6 +644,7 @@ private:
 
   SmallVector<unsigned> stamp;
   unsigned generation = 0;
+  SmallVector<int> visited; ///< the ops the last reach() stamped
 
   std::map<std::vector<int>, Memo> memo;
   std::map<std::vector<int>, GroupChoice> groupCache;

@@ -146,6 +146,15 @@ func.func @residual(%x: tensor<1x56x56x64xf16>, %w1: tensor<64x1x1x64xf16>, %w2:
 // CHECK: tcc.conv2d {{.*}}tcc.region_group = 0 : i64
 // CHECK: tcc.concat {{.*}}tcc.region_group = 0 : i64
 // CHECK: tcc.conv2d {{.*}}tcc.region_group = 0 : i64, tcc.region_plan = #tcc.region_plan<tile = [4, 4], members = 4, predicted_ns = 2541, unfused_ns = 9836, shared = 39168>
+// tcc-annotate-regions takes the plan's tile, 4x4 (64 tiles): the last
+// conv reads 6x6 of the concat, each branch computes 6x6; the 1x1 executes
+// 64 * 36 * 16 * 64 = 2359296 FLOPs (1048576 once), the 3x3 64 * 36 * 16 *
+// 576 = 21233664 (9437184 once) from an 8x8 input.
+// TILE-LABEL: func.func @inception
+// TILE: tcc.conv2d {{.*}}tcc.region = #tcc.region_tile<out = [6, 6], in = [6, 6], halo = [0, 0], flops = 1048576, executed = 2359296>
+// TILE: tcc.conv2d {{.*}}tcc.region = #tcc.region_tile<out = [6, 6], in = [8, 8], halo = [2, 2], flops = 9437184, executed = 21233664>
+// TILE: tcc.concat {{.*}}tcc.region = #tcc.region_tile<out = [6, 6], in = [6, 6], halo = [0, 0], flops = 0, executed = 0>
+// TILE: tcc.conv2d {{.*}}tcc.region = #tcc.region_tile<out = [4, 4], in = [6, 6], halo = [2, 2], flops = 18874368, executed = 18874368>
 func.func @inception(%x: tensor<1x32x32x32xf16>, %w1: tensor<16x1x1x32xf16>, %w3: tensor<16x3x3x32xf16>, %w: tensor<32x3x3x32xf16>) -> tensor<1x32x32x32xf16> {
   %0 = tcc.conv2d %x, %w1 {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64, nhwc} : tensor<1x32x32x32xf16>, tensor<16x1x1x32xf16> -> tensor<1x32x32x16xf16>
   %1 = tcc.conv2d %x, %w3 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, nhwc} : tensor<1x32x32x32xf16>, tensor<16x3x3x32xf16> -> tensor<1x32x32x16xf16>

@@ -480,17 +480,26 @@ private:
     return k;
   }
 
+  /// A lower bound on the cost of the groups still open and the ops not
+  /// placed: the larger of their FLOPs at full rate and the bytes every
+  /// grouping reads, plus a launch for every `max-members` members (at
+  /// least one) of open groups that will launch. Open groups may still
+  /// merge (a concat joining branches), so a launch per open group would
+  /// overcount.
   double lowerBound(int r) const {
-    double launchesUs = 0, mem = memSuffix[r], comp = compSuffix[r];
+    double mem = memSuffix[r], comp = compSuffix[r];
+    int64_t launching = 0;
     for (int g : open) {
       if (members[g].size() > 1 || launches[members[g].front()])
-        launchesUs += model.getTarget().launchUs;
+        launching += members[g].size();
       for (int m : members[g]) {
         mem += memLb[m];
         comp += compLb[m];
       }
     }
-    return launchesUs + std::max(mem, comp);
+    int64_t kernels =
+        (launching + model.getMaxMembers() - 1) / model.getMaxMembers();
+    return double(kernels) * model.getTarget().launchUs + std::max(mem, comp);
   }
 
   bool outOfBudget() {

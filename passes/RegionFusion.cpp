@@ -3,9 +3,11 @@
 // Region fusion (AFusion) picks which region ops run as one kernel. The
 // choice is a partition of the function's region ops into connected groups;
 // its cost is the sum of the groups' predicted times and of the unfused ops'
-// (passes/RegionCostModel.h). The search assigns ops in block order (a
-// topological order): each op starts a group or joins an open group whose
-// result it reads. A group whose members no later region op reads is closed
+// (passes/RegionCostModel.h). A greedy agglomeration gives the first
+// grouping to beat. The search then assigns ops in block order (a
+// topological order): each op starts a group or joins one or more open
+// groups whose results it reads (merging them: a concat joining its
+// branches). A group whose members no later region op reads is closed
 // and costed at once, so a partial assignment has an exact cost so far; with
 // an admissible lower bound on the rest it is pruned against the best
 // complete grouping found. The rest of the search from a state depends only
@@ -61,6 +63,8 @@ struct SearchResult {
   bool timedOut = false; ///< stopped by budget-ms (else by max-states)
 };
 
+/// The greedy grouping and the backtracking search over one block's region
+/// ops.
 class Search {
 public:
   Search(Block &block, const CostModel &model,
@@ -164,8 +168,9 @@ public:
     // A hair above, so that the greedy grouping is found when it is the
     // best.
     double bound = bestUs + 1e-9 * std::max(1.0, bestUs);
-    Result root = dfs(0, 0, bound);
-    result.complete = !aborted && root.exact;
+    // Not stopped: nothing cheaper than the best recorded exists.
+    dfs(0, 0, bound);
+    result.complete = !aborted;
     result.timedOut = timedOut;
     result.states = states;
     result.us = bestUs;

@@ -93,9 +93,9 @@ LogicalResult tcc::compileModel(ImportedModel &model,
     region.target = target.name;
     region.allowTf32 = options.gpu.allowTf32;
     region.remarks = true; // printed with --explain
-    // A deterministic stop that comes before the pass's 20 s budget on the
-    // seven CNNs on a loaded 2-core machine (DenseNet-121's wide states take
-    // ~0.1 ms each): docs/architecture.md.
+    // A deterministic stop that comes well before the pass's 20 s budget
+    // on the seven CNNs on a loaded 2-core machine (DenseNet-121's wide
+    // states take ~40 us each): docs/architecture.md.
     region.maxStates = 150000;
     pm.addNestedPass<mlir::func::FuncOp>(
         mlir::tcc::createTccRegionFusion(region));

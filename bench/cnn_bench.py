@@ -25,8 +25,10 @@ weights. Here, for each:
 2. speed: `tcc bench --json --cuda-graph` (device events, median), beside
    the same torchvision architecture (its own random weights: speed does not
    depend on them) in the same dtype on the GPU, run eagerly, eagerly
-   replayed as a CUDA graph, and in channels-last memory format as a graph,
-   each timed the way `tcc bench` times a bundle.
+   replayed as a CUDA graph, in channels-last memory format as a graph, and
+   compiled by torch.compile(mode="reduce-overhead") (channels last), each
+   timed the way `tcc bench` times a bundle. A peer that fails is reported
+   (KEY_error in cnn.json) and the others still run.
 
 Prints one line per case and a table; writes DIR/cnn.json and DIR/cnn-table.md.
 """
@@ -97,29 +99,61 @@ def time_cuda(fn, iters=100):
     return float(np.median([a.elapsed_time(b) for a, b in ev]))
 
 
+def graph_time(model, x, fmt):
+    """The model in memory format `fmt` captured once as a CUDA graph, replayed."""
+    import torch
+    m = model.to(memory_format=fmt)
+    xi = x.contiguous(memory_format=fmt)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            m(xi)
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        m(xi)
+    return time_cuda(g.replay)
+
+
+def compiled_time(model, x, res):
+    """torch.compile(mode="reduce-overhead") (Inductor's kernels replayed as
+    CUDA graphs), channels last as ../perf/ANCHORS.md measured it; the
+    compile's seconds go to res['compile_ro_s']."""
+    import time
+    import torch
+    torch._dynamo.reset()
+    m = model.to(memory_format=torch.channels_last)
+    xi = x.contiguous(memory_format=torch.channels_last)
+    cm = torch.compile(m, mode='reduce-overhead')
+    t = time.time()
+    # Compiles on the first call; CUDA graphs are recorded after warm-up.
+    for _ in range(3):
+        cm(xi)
+    torch.cuda.synchronize()
+    res['compile_ro_s'] = time.time() - t
+    return time_cuda(lambda: cm(xi))
+
+
 def torch_peers(case):
+    """Each peer on its own: one that fails leaves KEY_error and the others run."""
     import torch
     import export_models as em
     dt = {'f16': torch.float16, 'f32': torch.float32}[case['dtype']]
     res = {}
+
+    def guarded(key, fn):
+        try:
+            res[key] = fn()
+        except Exception as e:  # noqa: BLE001 (report, go on)
+            res[key + '_error'] = ('%s: %s' % (type(e).__name__, e))[:200]
     model = em.MODELS[case['model']][0]().eval().to('cuda', dt)
     x = torch.randn(case['shape'], device='cuda', dtype=dt)
     with torch.no_grad():
-        res['eager_ms'] = time_cuda(lambda: model(x))
-        for fmt, key in ((torch.contiguous_format, 'graph_ms'),
-                         (torch.channels_last, 'graph_cl_ms')):
-            m = model.to(memory_format=fmt)
-            xi = x.contiguous(memory_format=fmt)
-            s = torch.cuda.Stream()
-            s.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(s):
-                for _ in range(3):
-                    m(xi)
-            torch.cuda.current_stream().wait_stream(s)
-            g = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(g):
-                m(xi)
-            res[key] = time_cuda(g.replay)
+        guarded('eager_ms', lambda: time_cuda(lambda: model(x)))
+        guarded('graph_ms', lambda: graph_time(model, x, torch.contiguous_format))
+        guarded('graph_cl_ms', lambda: graph_time(model, x, torch.channels_last))
+        guarded('compile_ro_ms', lambda: compiled_time(model, x, res))
     return res
 
 
@@ -215,28 +249,38 @@ def main():
                 line += ' ' + r['error'].replace('\n', ' | ')
             else:
                 line += ' err %.2e' % r['err']
-            for key in ('tcc_ms', 'tcc_graph_ms', 'eager_ms', 'graph_ms', 'graph_cl_ms'):
+            for key in ('tcc_ms', 'tcc_graph_ms', 'eager_ms', 'graph_ms', 'graph_cl_ms',
+                        'compile_ro_ms'):
                 if r.get(key) is not None:
                     line += ' %s %.3f' % (key, r[key])
             if r.get('tcc_graph_ms') and r.get('graph_ms'):
                 line += ' | graph/tcc %.2f' % (r['graph_ms'] / r['tcc_graph_ms'])
+            if r.get('tcc_graph_ms') and r.get('compile_ro_ms'):
+                line += ' | compile/tcc %.2f' % (r['compile_ro_ms'] / r['tcc_graph_ms'])
+            for key in sorted(k for k in r if k.endswith('_error')):
+                line += ' | %s: %s' % (key, r[key].replace('\n', ' '))
             print(line, flush=True)
             rows.append(r)
     json.dump(rows, open(os.path.join(args.out, 'cnn.json'), 'w'), indent=1)
     with open(os.path.join(args.out, 'cnn-table.md'), 'w') as f:
         f.write('| model | err | tcc ms | tcc graph ms | torch eager | torch graph | '
-                'torch graph channels-last | torch graph / tcc graph |\n')
-        f.write('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n')
+                'torch graph channels-last | torch.compile reduce-overhead | '
+                'torch graph / tcc graph | torch.compile / tcc graph |\n')
+        f.write('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n')
 
         def fm(v):
             return '-' if v is None else '%.3f' % v
+
+        def ratio(r, peer):
+            if r.get('tcc_graph_ms') and r.get(peer):
+                return '%.2f' % (r[peer] / r['tcc_graph_ms'])
+            return '-'
         for r in rows:
-            ratio = (r['graph_ms'] / r['tcc_graph_ms']
-                     if r.get('tcc_graph_ms') and r.get('graph_ms') else None)
-            f.write('| %s | %s | %s | %s | %s | %s | %s | %s |\n' % (
+            f.write('| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' % (
                 r['name'], '%.1e' % r['err'] if 'err' in r else 'error', fm(r.get('tcc_ms')),
                 fm(r.get('tcc_graph_ms')), fm(r.get('eager_ms')), fm(r.get('graph_ms')),
-                fm(r.get('graph_cl_ms')), '-' if ratio is None else '%.2f' % ratio))
+                fm(r.get('graph_cl_ms')), fm(r.get('compile_ro_ms')), ratio(r, 'graph_ms'),
+                ratio(r, 'compile_ro_ms')))
     print(open(os.path.join(args.out, 'cnn-table.md')).read())
     return 1 if failed else 0
 

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/BundleBuilder.h"
 #include "compiler/MemoryPlan.h"
+#include "compiler/RegionGroups.h"
 #include "runtime/src/Bundle.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -284,6 +285,9 @@ public:
       entry["cpu_features"] = code.cpuFeatures;
     }
     manifest["code"] = json::array({entry});
+    // The region groups tcc-region-fusion chose, for `tcc inspect`.
+    if (json groups = tcc::regionGroupsJson(module); !groups.empty())
+      manifest["region_groups"] = std::move(groups);
     return success();
   }
 

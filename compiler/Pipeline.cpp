@@ -3,6 +3,7 @@
 #include "compiler/BundleBuilder.h"
 #include "compiler/gpu/Passes.h"
 #include "passes/Passes.h"
+#include "passes/RegionCostModel.h"
 #include "runtime/src/FileIO.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -50,6 +51,15 @@ LogicalResult tcc::compileModel(ImportedModel &model,
       options.convLayout != "nchw")
     return module.emitError("unknown --conv-layout '")
            << options.convLayout << "' (known: auto, nchw, nhwc)";
+  if (options.regionFusion != "auto" && options.regionFusion != "off")
+    return module.emitError("unknown --region-fusion '")
+           << options.regionFusion << "' (known: auto, off)";
+  if (options.regionFusion == "auto" &&
+      !mlir::tcc::region::costTargetNamed(target.name))
+    return module.emitError("--region-fusion=auto has no cost model for "
+                            "target '")
+           << target.name
+           << "' (known: " << mlir::tcc::region::knownCostTargets() << ")";
   // The rolling loop's per-thread buffers of an attention chain become
   // stack memory that LLVM's AMDGPU back end cannot select (it aborts).
   if (target.isAmd() && options.fusion == "rolling")
@@ -75,6 +85,21 @@ LogicalResult tcc::compileModel(ImportedModel &model,
   layout.allowTf32 = options.gpu.allowTf32;
   pm.addNestedPass<mlir::func::FuncOp>(mlir::tcc::createTccConvLayout(layout));
   pm.addNestedPass<mlir::func::FuncOp>(mlir::createCSEPass());
+  // Region groups are chosen on the final layouts, before params are
+  // hoisted (weights are still the convolutions' operands to count).
+  if (options.regionFusion == "auto") {
+    mlir::tcc::TccRegionFusionOptions region;
+    region.mode = "auto";
+    region.target = target.name;
+    region.allowTf32 = options.gpu.allowTf32;
+    region.remarks = true; // printed with --explain
+    // A deterministic stop that comes well before the pass's 20 s budget
+    // on the seven CNNs on a loaded 2-core machine (DenseNet-121's wide
+    // states take ~40 us each): docs/architecture.md.
+    region.maxStates = 150000;
+    pm.addNestedPass<mlir::func::FuncOp>(
+        mlir::tcc::createTccRegionFusion(region));
+  }
   // Work on params alone runs once at load (an init launch sequence), not
   // every run; the init function is grouped and compiled like the entry.
   pm.addPass(mlir::tcc::createTccHoistParamComputations());

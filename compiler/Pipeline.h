@@ -25,6 +25,10 @@ struct CompileOptions {
   /// Convolution layout (tcc-conv-layout): auto (NHWC where a convolution
   /// runs on tensor cores, convUsesTensorCores), nhwc or nchw (every one).
   std::string convLayout = "auto";
+  /// Region fusion (tcc-region-fusion, AFusion): off, or auto (the cost
+  /// model and search mark region groups; NVIDIA sm_80 and sm_90 only). No
+  /// kernel is built from the groups yet: they show in `tcc inspect`.
+  std::string regionFusion = "off";
   /// Store params made by a recipe (fill, random) as the recipe, computed
   /// by the runtime at load, instead of their bytes (--param-recipes=keep).
   bool keepParamRecipes = false;

@@ -104,13 +104,20 @@ static cl::opt<bool> gpuAttention(
 static cl::opt<bool> explain(
     "explain",
     cl::desc("Print why a chain that looks like attention is not fused into "
-             "the attention kernel (GPU targets), one line each"),
+             "the attention kernel (GPU targets), and the region groups "
+             "--region-fusion=auto chose, one line each"),
     cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
 static cl::opt<std::string> fusionMode(
     "fusion",
     cl::desc("Reduction-chain fusion: auto (cost model; off on GPU targets "
              "for now), off, rolling or splitk (forced, for experiments)"),
     cl::init("auto"), cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
+static cl::opt<std::string> regionFusion(
+    "region-fusion",
+    cl::desc("Region fusion (AFusion) of convolution chains: off (default) "
+             "or auto (a cost model and search choose region groups, shown "
+             "by tcc inspect; no fused kernel is built from them yet)"),
+    cl::init("off"), cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
 static cl::opt<std::string> convLayout(
     "conv-layout",
     cl::desc("Layout of convolutions: auto (NHWC where they run on tensor "
@@ -304,6 +311,7 @@ static bool compilePath(const std::string &path,
   options.gpu.timing = &timing;
   options.fusion = fusionMode;
   options.convLayout = convLayout;
+  options.regionFusion = regionFusion;
   options.keepParamRecipes = paramRecipes == ParamRecipes::Keep;
   return mlir::succeeded(tcc::compileModel(*model, options, out));
 }

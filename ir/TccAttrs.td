@@ -95,4 +95,25 @@ def Tcc_RegionTileAttr : Tcc_Attr<"RegionTile", "region_tile"> {
   }];
 }
 
+def Tcc_RegionPlanAttr : Tcc_Attr<"RegionPlan", "region_plan"> {
+  let summary = "a region group's chosen tile and predicted time";
+  let description = [{
+    Set by tcc-region-fusion on the last member (in block order) of each
+    region group it chooses, an output of the group: every block of the
+    group's kernel computes an output tile of `tile = [h, w]`;
+    `predicted_ns` is the cost model's time of that kernel,
+    `unfused_ns` the summed time of its members run unfused, `shared` the
+    shared memory a block needs (bytes; passes/RegionCostModel.h). The
+    members carry `tcc.region_group = N`.
+  }];
+  let parameters = (ins "int64_t":$tileH, "int64_t":$tileW,
+                        "int64_t":$members, "int64_t":$predictedNs,
+                        "int64_t":$unfusedNs, "int64_t":$shared);
+  let assemblyFormat = [{
+    `<` `tile` `=` `[` $tileH `,` $tileW `]` `,` `members` `=` $members `,`
+    `predicted_ns` `=` $predictedNs `,` `unfused_ns` `=` $unfusedNs `,`
+    `shared` `=` $shared `>`
+  }];
+}
+
 #endif // TCC_ATTRS_TD

@@ -3,7 +3,8 @@
 // Records what passes/RegionAnalysis.h derives for each member of a region
 // group as a typed attribute, so that lit tests pin the analysis and the
 // region fusion's cost model and search can read it. Groups are marked by
-// hand (`tcc.region_group = N`) until the search marks them.
+// hand (`tcc.region_group = N`) or by tcc-region-fusion, whose plan gives the
+// group's tile.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/TccAttrs.h"
@@ -23,6 +24,7 @@ namespace {
 
 constexpr StringLiteral kGroupAttr = "tcc.region_group";
 constexpr StringLiteral kRegionAttr = "tcc.region";
+constexpr StringLiteral kPlanAttr = "tcc.region_plan";
 
 /// "HxW" with both parts positive decimal integers.
 std::optional<std::array<int64_t, 2>> parseTile(StringRef text) {
@@ -63,9 +65,14 @@ struct TccAnnotateRegions
       groups[id.getInt()].push_back(op);
     });
     for (auto &[id, members] : groups) {
+      // A group tcc-region-fusion chose has its own tile.
+      std::array<int64_t, 2> groupTile = *size;
+      for (Operation *op : members)
+        if (auto plan = op->getAttrOfType<tcc::RegionPlanAttr>(kPlanAttr))
+          groupTile = {plan.getTileH(), plan.getTileW()};
       tcc::region::RegionError error;
       FailureOr<tcc::region::GroupFootprint> footprint =
-          tcc::region::groupFootprint(members, *size, error);
+          tcc::region::groupFootprint(members, groupTile, error);
       if (failed(footprint)) {
         Operation *at = error.op ? error.op : func.getOperation();
         at->emitError() << "region group " << id << ": " << error.message;

@@ -497,7 +497,56 @@ def TccAnnotateRegions : Pass<"tcc-annotate-regions", "func::FuncOp"> {
   }];
   let options = [
     Option<"tile", "tile", "std::string", /*default=*/"\"8x8\"",
-           "The output tile of each group, HxW, both positive">
+           "The output tile of each group without a tcc.region_plan (whose "
+           "tile is used), HxW, both positive">
+  ];
+  let dependentDialects = ["::mlir::tcc::TccDialect"];
+}
+
+def TccRegionFusion : Pass<"tcc-region-fusion", "func::FuncOp"> {
+  let summary = "Choose region groups (AFusion) by a cost model and a "
+                "backtracking search";
+  let description = [{
+    Region fusion (AFusion): partitions the function's region ops
+    (convolutions, pools, element-wise ops and channel concats on rank-4
+    tensors, passes/RegionAnalysis.h) into groups, each to run as one kernel
+    computing an output tile per block through the chain. The search visits
+    the ops in block order; each starts a group or joins a group whose
+    result it reads. A group is legal when it stays acyclic once contracted,
+    the region analysis takes it, it has two or more convolutions and pools
+    and fits the target's shared memory and `max-members`. Groupings are
+    scored by passes/RegionCostModel.h (summed predicted time of the groups
+    and of the ops left unfused, at each group's cheapest tile among
+    `tiles`); the search prunes by the best complete grouping so far with an
+    admissible lower bound and memoises the rest of the search per frontier
+    state, stopping at `max-states` states or `budget-ms` (then the best
+    grouping found is kept). Results: each group of two or more members gets
+    `tcc.region_group = N` (numbered in block order of first members) on
+    its members and `tcc.region_plan = #tcc.region_plan<...>` (tile,
+    predicted and unfused time, shared memory) on its last member, which is
+    one of the group's outputs. Ops left unfused are unmarked. Any marks
+    from before are replaced. `mode=off` removes the marks and does nothing
+    else. With `remarks`, a remark per group and one per function.
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", /*default=*/"\"auto\"",
+           "auto (search) or off">,
+    Option<"target", "target", "std::string", /*default=*/"\"sm_90a\"",
+           "The cost model's constants: h200 (sm_90, sm_90a) or a100 "
+           "(sm_80)">,
+    Option<"budgetMs", "budget-ms", "int64_t", /*default=*/"20000",
+           "Wall-clock limit of the search per function, milliseconds">,
+    Option<"maxStates", "max-states", "int64_t", /*default=*/"2000000",
+           "Limit on the states the search visits per function (a "
+           "deterministic stop)">,
+    Option<"maxMembers", "max-members", "int64_t", /*default=*/"8",
+           "The most members a group may have">,
+    ListOption<"tiles", "tiles", "int64_t",
+               "Square output tiles tried per group (default 4,8,16,32)">,
+    Option<"allowTf32", "allow-tf32", "bool", /*default=*/"false",
+           "f32 convolutions run on tf32 tensor cores">,
+    Option<"remarks", "remarks", "bool", /*default=*/"false",
+           "A remark per group chosen and one per function">
   ];
   let dependentDialects = ["::mlir::tcc::TccDialect"];
 }

@@ -1,0 +1,378 @@
+//===- RegionCostModel.cpp - predicted time of region groups --------------===//
+#include "passes/RegionCostModel.h"
+#include "passes/ConvLayout.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+
+using namespace mlir;
+using namespace mlir::tcc;
+using namespace mlir::tcc::region;
+
+namespace {
+
+/// H200 SXM (GH100, sm_90). Sources: the data sheet (132 multiprocessors,
+/// 4.8 TB/s HBM3e peak, 989 TFLOP/s dense f16 tensor, 67 TFLOP/s f32),
+/// the CUDA programming guide's sm_90 limits (227 KiB of shared memory per
+/// block with the opt-in, 228 KiB per multiprocessor) and what
+/// ../perf/ANCHORS.md measured on this H200: a 2 GiB device copy at
+/// 4.25 TB/s, cuBLAS f16 GEMM at 634-696 TFLOP/s and f32 at 51. A
+/// convolution at batch 1 reaches well under the GEMM rate: 400 TFLOP/s is
+/// assumed until kernels are measured. L2 at about 7 TB/s to the
+/// multiprocessors (published microbenchmarks of the H100). The launch gap
+/// inside a CUDA graph, about 2 us, is ResNet-50's reduce-overhead time
+/// (0.42 ms) over its kernel count at full rate, rounded.
+constexpr CostTarget kH200 = {
+    /*name=*/"h200",
+    /*multiprocessors=*/132,
+    /*dramBytesPerUs=*/4.25e6,
+    /*l2BytesPerUs=*/7.0e6,
+    /*tensorFlopsPerUs=*/400e6,
+    /*cudaFlopsPerUs=*/25e6,
+    /*launchUs=*/2.0,
+    /*sharedPerBlock=*/227 * 1024,
+    /*sharedPerSM=*/228 * 1024,
+    /*weightStagingBytes=*/2 * 64 * 128 * 2,
+    /*gemmTileM=*/128,
+    /*gemmTileN=*/64,
+    /*elementsPerBlock=*/2048};
+
+/// A100 SXM 80 GB (GA100, sm_80): 108 multiprocessors, 2.04 TB/s peak
+/// (about 1.8 reached by copies), 312 TFLOP/s dense f16 tensor, 19.5
+/// TFLOP/s f32; 163 KiB of shared memory per block, 164 KiB per
+/// multiprocessor (CUDA programming guide). Unmeasured here: the rates are
+/// the same fractions of the peaks as the H200's.
+constexpr CostTarget kA100 = {
+    /*name=*/"a100",
+    /*multiprocessors=*/108,
+    /*dramBytesPerUs=*/1.8e6,
+    /*l2BytesPerUs=*/4.0e6,
+    /*tensorFlopsPerUs=*/125e6,
+    /*cudaFlopsPerUs=*/7.5e6,
+    /*launchUs=*/2.0,
+    /*sharedPerBlock=*/163 * 1024,
+    /*sharedPerSM=*/164 * 1024,
+    /*weightStagingBytes=*/2 * 64 * 128 * 2,
+    /*gemmTileM=*/128,
+    /*gemmTileN=*/64,
+    /*elementsPerBlock=*/2048};
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getShape();
+}
+
+int64_t elementBytes(Value v) {
+  auto type = cast<RankedTensorType>(v.getType());
+  return std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+}
+
+int64_t elementsOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getNumElements();
+}
+
+bool isHeavy(const RegionOpInfo &info) {
+  return info.kind == RegionOpInfo::Kind::Conv ||
+         info.kind == RegionOpInfo::Kind::MaxPool ||
+         info.kind == RegionOpInfo::Kind::AvgPool;
+}
+
+/// An element-wise op that tcc-form-groups makes the epilogue of a
+/// convolution's, pool's or element-wise op's kernel: the first operand
+/// such an op produces (the kernel's anchor), or null.
+Value epilogueAnchor(Operation *op, const RegionOpInfo &info) {
+  if (info.kind != RegionOpInfo::Kind::Pointwise)
+    return nullptr;
+  for (Value v : op->getOperands()) {
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      continue;
+    std::optional<RegionOpInfo> d = regionInfo(def);
+    if (d && d->kind != RegionOpInfo::Kind::Concat)
+      return v;
+  }
+  return nullptr;
+}
+
+/// Whether `v`, read by a member of `layout`, is the same for every tile
+/// (weights, a bias, a per-channel scale): not rank 4, or extent 1 on both
+/// spatial axes.
+bool broadcastOverTiles(Value v, Layout layout) {
+  ArrayRef<int64_t> shape = shapeOf(v);
+  if (shape.size() != 4)
+    return true;
+  std::array<unsigned, 2> axes = spatialAxes(layout);
+  return shape[axes[0]] == 1 && shape[axes[1]] == 1;
+}
+
+} // namespace
+
+int64_t region::bytesOf(Value v) { return elementsOf(v) * elementBytes(v); }
+
+std::optional<CostTarget> region::costTargetNamed(StringRef name) {
+  if (name == "h200" || name == "sm_90" || name == "sm_90a")
+    return kH200;
+  if (name == "a100" || name == "sm_80")
+    return kA100;
+  return std::nullopt;
+}
+
+std::string region::knownCostTargets() {
+  return "h200 (sm_90, sm_90a), a100 (sm_80)";
+}
+
+Unit region::computeUnit(Operation *op, bool allowTf32) {
+  auto conv = dyn_cast<Conv2dOp>(op);
+  if (!conv)
+    return Unit::CudaCore;
+  ArrayRef<int64_t> w = shapeOf(conv.getWeight());
+  int64_t cinPerGroup = conv.getNhwc() ? w[3] : w[1];
+  Type elt = cast<RankedTensorType>(conv.getType()).getElementType();
+  return convUsesTensorCores(elt, allowTf32) && cinPerGroup >= 16
+             ? Unit::TensorCore
+             : Unit::CudaCore;
+}
+
+double CostModel::utilization(int64_t blocks, int64_t perSM) const {
+  if (blocks <= 0)
+    return 1;
+  int64_t slots = target.multiprocessors * std::max<int64_t>(1, perSM);
+  int64_t waves = ceilDiv(blocks, slots);
+  return std::min(1.0, double(blocks) / double(waves * target.multiprocessors));
+}
+
+void CostModel::finish(KernelCost &cost, int64_t perSM) const {
+  cost.launchUs = target.launchUs;
+  cost.memoryUs = std::max(double(cost.dramBytes) / target.dramBytesPerUs,
+                           double(cost.l2Bytes) / target.l2BytesPerUs);
+  cost.computeUs = double(cost.tensorFlops) / target.tensorFlopsPerUs +
+                   double(cost.cudaFlops) / target.cudaFlopsPerUs;
+  cost.utilization = utilization(cost.blocks, perSM);
+  cost.us = cost.launchUs +
+            std::max(cost.memoryUs, cost.computeUs) / cost.utilization;
+}
+
+bool CostModel::launchesUnfused(Operation *op) const {
+  std::optional<RegionOpInfo> info = regionInfo(op);
+  return !info || !epilogueAnchor(op, *info);
+}
+
+KernelCost CostModel::unfused(Operation *op) const {
+  KernelCost cost;
+  std::optional<RegionOpInfo> info = regionInfo(op);
+  if (!info)
+    return cost;
+  Value result = op->getResult(0);
+  int64_t flops = elementsOf(result) * info->flopsPerElement;
+  (computeUnit(op, allowTf32) == Unit::TensorCore ? cost.tensorFlops
+                                                  : cost.cudaFlops) = flops;
+  llvm::SmallPtrSet<Value, 4> seen;
+  if (Value anchor = epilogueAnchor(op, *info)) {
+    // Rides its anchor's kernel: reads its other operands, writes nothing
+    // the anchor would not have written.
+    for (Value v : op->getOperands())
+      if (v != anchor && seen.insert(v).second)
+        cost.dramBytes += bytesOf(v);
+    cost.memoryUs = double(cost.dramBytes) / target.dramBytesPerUs;
+    cost.computeUs = double(cost.cudaFlops) / target.cudaFlopsPerUs;
+    cost.us = cost.memoryUs + cost.computeUs;
+    return cost;
+  }
+  for (Value v : op->getOperands())
+    if (seen.insert(v).second)
+      cost.dramBytes += bytesOf(v);
+  cost.dramBytes += bytesOf(result);
+  if (info->kind == RegionOpInfo::Kind::Conv) {
+    ArrayRef<int64_t> shape = shapeOf(result);
+    std::array<unsigned, 2> axes = spatialAxes(*info->layout);
+    int64_t rows = shape[0] * shape[axes[0]] * shape[axes[1]];
+    int64_t channels = shape[channelAxis(*info->layout)];
+    cost.blocks =
+        ceilDiv(rows, target.gemmTileM) * ceilDiv(channels, target.gemmTileN);
+  } else {
+    cost.blocks = ceilDiv(elementsOf(result), target.elementsPerBlock);
+  }
+  finish(cost, /*perSM=*/2);
+  return cost;
+}
+
+FailureOr<KernelCost> CostModel::group(ArrayRef<Operation *> members,
+                                       std::array<int64_t, 2> tile,
+                                       std::string &why) const {
+  auto fail = [&](const Twine &message) {
+    why = message.str();
+    return failure();
+  };
+  if ((int64_t)members.size() > maxMembers)
+    return fail("region group of " + Twine(members.size()) +
+                " members is over the limit of " + Twine(maxMembers));
+  RegionError error;
+  FailureOr<GroupFootprint> footprint = groupFootprint(members, tile, error);
+  if (failed(footprint))
+    return fail(error.message);
+  int heavy = 0;
+  for (const MemberTile &m : footprint->members)
+    heavy += isHeavy(*regionInfo(m.op));
+  if (heavy < 2)
+    return fail("region group has " + Twine(heavy) +
+                " convolutions and pools; it needs two or more (element-wise "
+                "ops are the unfused kernels' epilogues already)");
+
+  KernelCost cost;
+  cost.tile = tile;
+  int64_t tiles = footprint->tiles;
+  cost.blocks = tiles;
+  llvm::DenseMap<Operation *, unsigned> index;
+  for (auto [i, m] : llvm::enumerate(footprint->members))
+    index[m.op] = i;
+
+  // Inputs from outside: the largest window any member reads of each.
+  llvm::MapVector<Value, int64_t> perTile; // bytes one tile reads
+  llvm::SmallPtrSet<Value, 8> whole;
+  // Shared memory: a member's own tile, and an input it stages with halo.
+  SmallVector<int64_t> tileBytes, stagedBytes;
+  bool tensorConv = false;
+  for (const MemberTile &m : footprint->members) {
+    std::optional<RegionOpInfo> info = regionInfo(m.op);
+    int64_t executed = std::max(m.flops, m.executed);
+    bool tensor = computeUnit(m.op, allowTf32) == Unit::TensorCore;
+    tensorConv |= tensor;
+    (tensor ? cost.tensorFlops : cost.cudaFlops) += executed;
+
+    Value result = m.op->getResult(0);
+    ArrayRef<int64_t> outShape = shapeOf(result);
+    tileBytes.push_back(m.out[0] * m.out[1] * outShape[channelAxis(m.layout)] *
+                        elementBytes(result));
+    int64_t staged = 0;
+    std::array<unsigned, 2> axes = spatialAxes(m.layout);
+    for (Value v : m.op->getOperands()) {
+      Operation *def = v.getDefiningOp();
+      if (def && index.count(def))
+        continue;
+      bool windowed = v == info->windowed;
+      if ((info->windowed && !windowed) || broadcastOverTiles(v, m.layout)) {
+        whole.insert(v);
+        continue;
+      }
+      ArrayRef<int64_t> shape = shapeOf(v);
+      std::array<int64_t, 2> window = windowed ? m.in : m.out;
+      int64_t bytes = std::min(window[0], shape[axes[0]]) *
+                      std::min(window[1], shape[axes[1]]) *
+                      shape[channelAxis(m.layout)] * elementBytes(v);
+      int64_t &slot = perTile[v];
+      slot = std::max(slot, bytes);
+      if (windowed)
+        staged += bytes;
+    }
+    stagedBytes.push_back(staged);
+    bool output = result.use_empty() ||
+                  llvm::any_of(result.getUsers(), [&](Operation *user) {
+                    return !index.count(user);
+                  });
+    if (output)
+      cost.dramBytes += bytesOf(result);
+  }
+  for (auto &[v, bytes] : perTile)
+    cost.dramBytes += tiles * bytes;
+  for (Value v : whole) {
+    cost.dramBytes += bytesOf(v);
+    cost.l2Bytes += tiles * bytesOf(v);
+  }
+
+  // Live tiles in block order.
+  unsigned n = footprint->members.size();
+  SmallVector<unsigned> lastUse(n);
+  for (unsigned i = 0; i < n; ++i) {
+    lastUse[i] = i;
+    for (Operation *user : footprint->members[i].op->getUsers())
+      if (auto it = index.find(user); it != index.end())
+        lastUse[i] = std::max(lastUse[i], it->second);
+  }
+  int64_t peak = 0;
+  for (unsigned k = 0; k < n; ++k) {
+    Operation *op = footprint->members[k].op;
+    // A concat's tile is its inputs' tiles side by side: they end there.
+    bool concat = isa<ConcatOp>(op);
+    int64_t live = tileBytes[k] + stagedBytes[k];
+    for (unsigned j = 0; j < k; ++j) {
+      if (lastUse[j] < k)
+        continue;
+      if (concat && lastUse[j] == k &&
+          llvm::is_contained(op->getOperands(),
+                             footprint->members[j].op->getResult(0)))
+        continue;
+      live += tileBytes[j];
+    }
+    peak = std::max(peak, live);
+  }
+  cost.sharedBytes = peak + (tensorConv ? target.weightStagingBytes : 0);
+  if (cost.sharedBytes > target.sharedPerBlock)
+    return fail("region group needs " + Twine(cost.sharedBytes) +
+                " bytes of shared memory for tile " + Twine(tile[0]) + "x" +
+                Twine(tile[1]) + ", over the " + Twine(target.sharedPerBlock) +
+                " a block has on " + target.name);
+  int64_t perSM = std::clamp<int64_t>(
+      target.sharedPerSM / std::max<int64_t>(1, cost.sharedBytes), 1, 4);
+  finish(cost, perSM);
+  return cost;
+}
+
+FailureOr<KernelCost>
+CostModel::bestGroup(ArrayRef<Operation *> members,
+                     ArrayRef<std::array<int64_t, 2>> tiles,
+                     std::string &why) const {
+  std::optional<KernelCost> best;
+  std::string first;
+  for (std::array<int64_t, 2> tile : tiles) {
+    std::string reason;
+    FailureOr<KernelCost> cost = group(members, tile, reason);
+    if (failed(cost)) {
+      if (first.empty())
+        first = reason;
+      continue;
+    }
+    if (!best || cost->us < best->us)
+      best = *cost;
+  }
+  if (!best) {
+    why = first;
+    return failure();
+  }
+  return *best;
+}
+
+double CostModel::computeLowerBoundUs(Operation *op) const {
+  std::optional<RegionOpInfo> info = regionInfo(op);
+  if (!info)
+    return 0;
+  double flops =
+      double(elementsOf(op->getResult(0))) * double(info->flopsPerElement);
+  return computeUnit(op, allowTf32) == Unit::TensorCore
+             ? flops / target.tensorFlopsPerUs
+             : flops / target.cudaFlopsPerUs;
+}
+
+int64_t
+CostModel::memoryLowerBoundBytes(Operation *op,
+                                 function_ref<bool(Value)> firstReader) const {
+  std::optional<RegionOpInfo> info = regionInfo(op);
+  if (!info)
+    return 0;
+  int64_t bytes = 0;
+  llvm::SmallPtrSet<Value, 4> seen;
+  for (Value v : op->getOperands()) {
+    if (v == info->windowed || !seen.insert(v).second)
+      continue;
+    Operation *def = v.getDefiningOp();
+    if (def && regionInfo(def))
+      continue;
+    if (firstReader(v))
+      bytes += bytesOf(v);
+  }
+  return bytes;
+}

@@ -1,0 +1,170 @@
+//===- RegionCostModel.h - predicted time of region groups ------*- C++ -*-===//
+//
+// Region fusion (AFusion) decides which convolutions, pools and element-wise
+// ops run as one kernel. This model predicts the time of such a kernel (a
+// group of members and an output tile, passes/RegionAnalysis.h) and of each
+// op run the way tcc runs it unfused, so that tcc-region-fusion can compare
+// groupings of a function's region ops by their summed time:
+//
+//   kernel us = launch + max(DRAM bytes / DRAM bandwidth,
+//                            L2 bytes / L2 bandwidth,
+//                            tensor-core FLOPs / tensor rate
+//                              + CUDA-core FLOPs / CUDA rate) / utilization
+//
+// where utilization is the busy fraction of the multiprocessors over the
+// kernel's waves of blocks. The constants are per target (CostTarget), meant
+// to be refitted to measured kernels (docs/architecture.md, "Region fusion:
+// the cost model and the search").
+//
+//===----------------------------------------------------------------------===//
+#ifndef TCC_PASSES_REGIONCOSTMODEL_H
+#define TCC_PASSES_REGIONCOSTMODEL_H
+
+#include "passes/RegionAnalysis.h"
+
+#include <array>
+#include <optional>
+#include <string>
+
+namespace mlir::tcc::region {
+
+/// What the cost model knows of one GPU. Rates are what kernels reach, not
+/// data-sheet peaks, so that refitting them to measured kernels changes
+/// numbers here and nothing else.
+struct CostTarget {
+  /// The name the pass option and remarks use ("h200").
+  const char *name = "";
+  /// Multiprocessors: one region-group block per tile is resident on one.
+  int64_t multiprocessors = 0;
+  /// Global memory bytes per microsecond (1 TB/s = 1e6 B/us).
+  double dramBytesPerUs = 0;
+  /// L2 to multiprocessor bytes per microsecond: every block of a group
+  /// reads the group's weights, which stay in L2 after the first block.
+  double l2BytesPerUs = 0;
+  /// f16/bf16 tensor-core FLOPs per microsecond a convolution reaches.
+  double tensorFlopsPerUs = 0;
+  /// CUDA-core FLOPs per microsecond (depthwise convolutions, pools,
+  /// element-wise ops; f32 arithmetic).
+  double cudaFlopsPerUs = 0;
+  /// The gap one kernel adds inside a CUDA graph, microseconds.
+  double launchUs = 0;
+  /// Shared memory one block may use (with the dynamic opt-in), bytes.
+  int64_t sharedPerBlock = 0;
+  /// Shared memory of one multiprocessor, bytes: blocks resident per
+  /// multiprocessor = sharedPerSM / a group's shared bytes.
+  int64_t sharedPerSM = 0;
+  /// Shared memory a group with a tensor-core convolution keeps for its
+  /// weight tiles in flight (two stages of 64 output channels x 128 input
+  /// taps in f16).
+  int64_t weightStagingBytes = 0;
+  /// Unfused convolutions are implicit GEMMs of (N*H*W) x Cout: a block
+  /// computes gemmTileM x gemmTileN of it.
+  int64_t gemmTileM = 0, gemmTileN = 0;
+  /// Unfused pools, concats and element-wise kernels: output elements per
+  /// block.
+  int64_t elementsPerBlock = 0;
+};
+
+/// The constants for `name`: "h200" (also "sm_90", "sm_90a") or "a100"
+/// ("sm_80"); std::nullopt for others.
+std::optional<CostTarget> costTargetNamed(StringRef name);
+/// The names costTargetNamed knows, for messages: "h200 (sm_90, sm_90a), ...".
+std::string knownCostTargets();
+
+/// Where a group's or op's FLOPs run.
+enum class Unit { TensorCore, CudaCore };
+
+/// The unit `op` (a region op) computes on: tensor cores for a convolution
+/// in f16 or bf16 (f32 with `allowTf32`) with 16 or more input channels per
+/// group (an mma's k); CUDA cores for depthwise and narrow grouped
+/// convolutions, pools and element-wise ops.
+Unit computeUnit(Operation *op, bool allowTf32);
+
+/// A kernel's predicted time and what it is made of.
+struct KernelCost {
+  double us = 0; ///< the total: launch + body / utilization
+  double launchUs = 0;
+  double memoryUs = 0;  ///< max of the DRAM and the L2 term
+  double computeUs = 0; ///< tensor-core plus CUDA-core time
+  double utilization = 1;
+  int64_t dramBytes = 0, l2Bytes = 0;
+  int64_t tensorFlops = 0, cudaFlops = 0;
+  int64_t blocks = 0;
+  int64_t sharedBytes = 0;
+  /// The group's output tile; {0, 0} for an unfused op.
+  std::array<int64_t, 2> tile = {0, 0};
+};
+
+/// Scores region groups and unfused region ops on one target.
+class CostModel {
+public:
+  CostModel(const CostTarget &target, int64_t maxMembers, bool allowTf32)
+      : target(target), maxMembers(maxMembers), allowTf32(allowTf32) {}
+
+  const CostTarget &getTarget() const { return target; }
+  int64_t getMaxMembers() const { return maxMembers; }
+
+  /// `op` as tcc runs it without region fusion: a convolution or pool is a
+  /// kernel of its own (reading its input and weights, writing its result);
+  /// an element-wise op that reads a convolution, pool or element-wise op
+  /// is that kernel's epilogue (tcc-form-groups), costing only its other
+  /// operands' bytes and its FLOPs, no launch; a concat, or an element-wise
+  /// op reading none of those, is a kernel of its own.
+  KernelCost unfused(Operation *op) const;
+
+  /// Whether unfused(op) launches a kernel (false for an epilogue).
+  bool launchesUnfused(Operation *op) const;
+
+  /// The group `members` (2 or more) computed one output tile of `tile` per
+  /// block. Bytes: each input from outside the group once per tile over its
+  /// input window (halo re-reads included; a value broadcast over H and W,
+  /// such as weights or a bias, once from DRAM and once per block from L2),
+  /// each result read outside the group once; intermediates stay on chip.
+  /// FLOPs: each member's executed FLOPs (halo recomputation included).
+  /// Shared memory: the most member tiles live at once in block order (a
+  /// member's tile lives from its computation to its last in-group reader;
+  /// all channels, the elements' own width), plus weight staging.
+  /// Failure, with `why`, when the analysis refuses the group, it has fewer
+  /// than two convolutions and pools (element-wise ops alone are the
+  /// unfused kernels' epilogues already), more than maxMembers members, or
+  /// more shared memory than a block has.
+  FailureOr<KernelCost> group(ArrayRef<Operation *> members,
+                              std::array<int64_t, 2> tile,
+                              std::string &why) const;
+
+  /// The cheapest of `tiles` for `members` (the first on a tie); failure
+  /// when no tile is legal, `why` the first tile's reason.
+  FailureOr<KernelCost> bestGroup(ArrayRef<Operation *> members,
+                                  ArrayRef<std::array<int64_t, 2>> tiles,
+                                  std::string &why) const;
+
+  /// Lower bounds on what `op` adds to any grouping's time, for the search's
+  /// pruning: its FLOPs on its unit at full rate, and the bytes of the
+  /// values it reads that no region op produces and whose first region
+  /// reader it is (`firstReader`), which every grouping reads at least once
+  /// (non-windowed operands only: a strided window may skip rows).
+  double computeLowerBoundUs(Operation *op) const;
+  int64_t memoryLowerBoundBytes(Operation *op,
+                                function_ref<bool(Value)> firstReader) const;
+
+  /// The utilization of `blocks` blocks with `perSM` resident on each
+  /// multiprocessor: blocks / (waves * multiprocessors), at most 1, with
+  /// waves = ceil(blocks / (multiprocessors * perSM)).
+  double utilization(int64_t blocks, int64_t perSM) const;
+
+private:
+  /// launch + max(memory, compute) / utilization, filled into `cost`.
+  void finish(KernelCost &cost, int64_t perSM) const;
+
+  CostTarget target;
+  int64_t maxMembers;
+  bool allowTf32;
+};
+
+/// The bytes of a ranked tensor value (elements times their width in
+/// bytes, at least one byte each).
+int64_t bytesOf(Value v);
+
+} // namespace mlir::tcc::region
+
+#endif // TCC_PASSES_REGIONCOSTMODEL_H

@@ -1,0 +1,194 @@
+// RUN: tcc-opt %s --split-input-file --tcc-region-fusion | FileCheck %s
+// RUN: tcc-opt %s --split-input-file --tcc-region-fusion --tcc-annotate-regions | FileCheck %s --check-prefix=TILE
+
+// The H200 constants (passes/RegionCostModel.cpp): 132 multiprocessors,
+// DRAM 4.25e6 B/us, L2 7e6 B/us, tensor cores 400e6 FLOP/us, CUDA cores
+// 25e6 FLOP/us, launch 2 us, 232448 B of shared memory per block and 233472
+// per multiprocessor, 32768 B of weight staging, unfused convolutions in
+// blocks of 128 output pixels x 64 channels (2 resident per multiprocessor).
+// A kernel: 2 + max(DRAM / 4.25e6, L2 / 7e6, tensor FLOPs / 400e6 + CUDA
+// FLOPs / 25e6) / utilization, utilization = blocks / (waves * 132), at
+// most 1, waves = ceil(blocks / (132 * resident)). All f16 (2 bytes).
+
+// Two 3x3 pad-1 convs, 1x64x64x32 NHWC, 32 -> 32 channels.
+// Unfused, each: 32 * 1 = 32 blocks, utilization 32 / 132; FLOPs 4096 * 32
+// * (2 * 32 * 9) = 75497472 -> 0.18874368 us; bytes 262144 + 18432 +
+// 262144 -> 0.1277 us; 2 + 0.18874368 * 132 / 32 = 2.778568 us. Both:
+// 5557 ns.
+// Fused, tile 8x8: 64 tiles. FLOPs: the first conv computes 10x10 per
+// tile, 64 * 100 * 32 * 576 = 117964800, the second 75497472: 193462272 ->
+// 0.48365568 us. DRAM: 64 tiles of a 12x12x32 input (589824) + weights
+// 36864 + output 262144 -> 0.2091 us; L2: 64 * 36864 -> 0.3370 us. Shared:
+// 10*10*32*2 + 12*12*32*2 = 15616 (+ 32768 staging), 4 resident, 1 wave,
+// utilization 64 / 132: 2 + 0.48365568 * 132 / 64 = 2.997540 us.
+// Tile 4x4: 256 tiles, utilization 1, but L2 256 * 36864 / 7e6 = 1.348 us:
+// 3.348 us. Tile 16x16: 16 tiles, 2 + 0.4276224 * 132 / 16 = 5.528 us.
+// Tile 32x32: 15.3 us. So one group, tile 8x8, 2998 ns against 5557.
+// CHECK-LABEL: func.func @pair
+// CHECK: tcc.conv2d {{.*}}tcc.region_group = 0 : i64
+// CHECK-NOT: tcc.region_plan
+// CHECK: tcc.conv2d {{.*}}tcc.region_group = 0 : i64, tcc.region_plan = #tcc.region_plan<tile = [8, 8], members = 2, predicted_ns = 2998, unfused_ns = 5557, shared = 48384>
+// TILE-LABEL: func.func @pair
+// TILE: tcc.conv2d {{.*}}tcc.region = #tcc.region_tile<out = [10, 10], in = [12, 12], halo = [2, 2], flops = 75497472, executed = 117964800>
+// TILE: tcc.conv2d {{.*}}tcc.region = #tcc.region_tile<out = [8, 8], in = [10, 10], halo = [2, 2], flops = 75497472, executed = 75497472>
+func.func @pair(%x: tensor<1x64x64x32xf16>, %w1: tensor<32x3x3x32xf16>, %w2: tensor<32x3x3x32xf16>) -> tensor<1x64x64x32xf16> {
+  %0 = tcc.conv2d %x, %w1 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, nhwc} : tensor<1x64x64x32xf16>, tensor<32x3x3x32xf16> -> tensor<1x64x64x32xf16>
+  %1 = tcc.conv2d %0, %w2 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, nhwc} : tensor<1x64x64x32xf16>, tensor<32x3x3x32xf16> -> tensor<1x64x64x32xf16>
+  return %1 : tensor<1x64x64x32xf16>
+}
+
+// -----
+
+// Halos that blow up the recomputation: two 7x7 pad-3 convs, 1x128x128x64.
+// Unfused, each: 128 blocks (utilization 128 / 132), FLOPs 16384 * 64 *
+// 6272 = 6576668672 -> 16.4417 us; 2 + 16.4417 * 132 / 128 = 18.955 us;
+// both 37.91 us. Fused, the first conv computes a 14x14 tile per 8x8
+// (3.06x) at tile 8: 256 * 196 * 64 * 6272 + 6576668672 = 26717716480
+// FLOPs -> 66.79 us at utilization 1, 68.79 us; 22x22 per 16x16 at tile 16
+// on 64 tiles: 2 + 47.52 * 132 / 64 = 100 us; tile 4 recomputes 6.25x and
+// tile 32 fills 16 of 132 multiprocessors. Not fused.
+// CHECK-LABEL: func.func @halo_blowup
+// CHECK-NOT: tcc.region_group
+// CHECK: return
+func.func @halo_blowup(%x: tensor<1x128x128x64xf16>, %w1: tensor<64x7x7x64xf16>, %w2: tensor<64x7x7x64xf16>) -> tensor<1x128x128x64xf16> {
+  %0 = tcc.conv2d %x, %w1 {strides = array<i64: 1, 1>, pads = array<i64: 3, 3, 3, 3>, dilations = array<i64: 1, 1>, groups = 1 : i64, nhwc} : tensor<1x128x128x64xf16>, tensor<64x7x7x64xf16> -> tensor<1x128x128x64xf16>
+  %1 = tcc.conv2d %0, %w2 {strides = array<i64: 1, 1>, pads = array<i64: 3, 3, 3, 3>, dilations = array<i64: 1, 1>, groups = 1 : i64, nhwc} : tensor<1x128x128x64xf16>, tensor<64x7x7x64xf16> -> tensor<1x128x128x64xf16>
+  return %1 : tensor<1x128x128x64xf16>
+}
+
+// -----
+
+// Shared memory: two 3x3 stride-1 pad-1 max pools, 1x128x128xC NHWC (no
+// weights: no staging; CUDA cores). Per pool unfused: 2 + max(2 * 16384 * C
+// * 2 / 4.25e6, 16384 * C * 9 / 25e6) us (4096 blocks and more: utilization
+// 1). Fused at tile T: (128 / T)^2 tiles; the first pool computes (T + 2)^2
+// per tile from a staged (T + 4)^2 input; shared (T + 2)^2 * C * 2 +
+// (T + 4)^2 * C * 2.
+// C = 128: unfused 2 * (2 + 1.97383) = 7.94758 us. Tile 8: 256 tiles,
+// DRAM 256 * 144 * 256 + 4194304 = 13631488 B -> 3.20741 us, FLOPs 256 *
+// 100 * 128 * 9 + 18874368 = 48365568 -> 1.93462 us: 5.20741 us, shared
+// 25600 + 36864 = 62464. Tile 4: 6.934 us; tile 16 (64 tiles, utilization
+// 64 / 132): 7.216 us; tile 32 needs 627712 B. Fused at tile 8.
+// CHECK-LABEL: func.func @shared_fits
+// CHECK: tcc.max_pool2d {{.*}}tcc.region_group = 0 : i64
+// CHECK: tcc.max_pool2d {{.*}}tcc.region_group = 0 : i64, tcc.region_plan = #tcc.region_plan<tile = [8, 8], members = 2, predicted_ns = 5207, unfused_ns = 7948, shared = 62464>
+func.func @shared_fits(%x: tensor<1x128x128x128xf16>) -> tensor<1x128x128x128xf16> {
+  %0 = tcc.max_pool2d %x {kernel = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, ceil_mode = false, nhwc} : tensor<1x128x128x128xf16> -> tensor<1x128x128x128xf16>
+  %1 = tcc.max_pool2d %0 {kernel = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, ceil_mode = false, nhwc} : tensor<1x128x128x128xf16> -> tensor<1x128x128x128xf16>
+  return %1 : tensor<1x128x128x128xf16>
+}
+
+// -----
+
+// C = 2048: unfused 2 * (2 + 31.5806) = 67.1613 us; tile 8 would take
+// 2 + 51.3185 = 53.3185 us, but needs 999424 B of shared memory, and tile 4
+// (80.95 us anyway) 409600 B, both over the block's 232448. Not fused.
+// CHECK-LABEL: func.func @shared_overflow
+// CHECK-NOT: tcc.region_group
+// CHECK: return
+func.func @shared_overflow(%x: tensor<1x128x128x2048xf16>) -> tensor<1x128x128x2048xf16> {
+  %0 = tcc.max_pool2d %x {kernel = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, ceil_mode = false, nhwc} : tensor<1x128x128x2048xf16> -> tensor<1x128x128x2048xf16>
+  %1 = tcc.max_pool2d %0 {kernel = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, ceil_mode = false, nhwc} : tensor<1x128x128x2048xf16> -> tensor<1x128x128x2048xf16>
+  return %1 : tensor<1x128x128x2048xf16>
+}
+
+// -----
+
+// A residual block, 1x56x56x64 NHWC: 1x1 conv, relu, 3x3 conv, relu, 1x1
+// conv, add of the block's input (the first relu), relu.
+// Unfused: each 1x1 conv 25 blocks, memory-bound, 2 + (401408 + 8192 +
+// 401408) / 4.25e6 * 132 / 25 = 3.00754 us; the 3x3 conv 2 + 231211008 /
+// 400e6 * 132 / 25 = 5.05195 us; the relus are epilogues, 200704 / 25e6 =
+// 0.00803 us each; the add an epilogue reading the first relu, 401408 /
+// 4.25e6 + 0.00803 = 0.10248 us. The first six: 11.186 us.
+// Fused at tile 8x8 (49 tiles, utilization 49 / 132): the first relu and
+// conv compute 10x10 for the 3x3 conv's window; tensor FLOPs 49 * 100 * 64
+// * 128 + 49 * 64 * 64 * 1152 + 49 * 64 * 64 * 128 = 297041920 -> 0.74260
+// us, CUDA FLOPs 49 * (100 + 64 + 64) * 64 = 715008 -> 0.02860 us; memory
+// below (L2: 49 * 90112 B of weights -> 0.631 us): 2 + 0.77120 * 132 / 49 =
+// 4.07752 us. The last relu stays the group's epilogue (0.008 us unfused,
+// more inside, where the utilization divides it).
+// CHECK-LABEL: func.func @residual
+// CHECK: tcc.conv2d {{.*}}tcc.region_group = 0 : i64
+// CHECK: tcc.relu {{.*}}tcc.region_group = 0 : i64
+// CHECK: tcc.conv2d {{.*}}tcc.region_group = 0 : i64
+// CHECK: tcc.relu {{.*}}tcc.region_group = 0 : i64
+// CHECK: tcc.conv2d {{.*}}tcc.region_group = 0 : i64
+// CHECK: tcc.add {{.*}}tcc.region_group = 0 : i64, tcc.region_plan = #tcc.region_plan<tile = [8, 8], members = 6, predicted_ns = 4078, unfused_ns = 11186, shared = 61952>
+// CHECK: tcc.relu
+// CHECK-NOT: tcc.region_group
+// CHECK: return
+// TILE-LABEL: func.func @residual
+// TILE: tcc.relu {{.*}}tcc.region = #tcc.region_tile<out = [10, 10]
+func.func @residual(%x: tensor<1x56x56x64xf16>, %w1: tensor<64x1x1x64xf16>, %w2: tensor<64x3x3x64xf16>, %w3: tensor<64x1x1x64xf16>) -> tensor<1x56x56x64xf16> {
+  %0 = tcc.conv2d %x, %w1 {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64, nhwc} : tensor<1x56x56x64xf16>, tensor<64x1x1x64xf16> -> tensor<1x56x56x64xf16>
+  %1 = tcc.relu %0 : tensor<1x56x56x64xf16>
+  %2 = tcc.conv2d %1, %w2 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, nhwc} : tensor<1x56x56x64xf16>, tensor<64x3x3x64xf16> -> tensor<1x56x56x64xf16>
+  %3 = tcc.relu %2 : tensor<1x56x56x64xf16>
+  %4 = tcc.conv2d %3, %w3 {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64, nhwc} : tensor<1x56x56x64xf16>, tensor<64x1x1x64xf16> -> tensor<1x56x56x64xf16>
+  %5 = tcc.add %4, %1 : tensor<1x56x56x64xf16>, tensor<1x56x56x64xf16> -> tensor<1x56x56x64xf16>
+  %6 = tcc.relu %5 : tensor<1x56x56x64xf16>
+  return %6 : tensor<1x56x56x64xf16>
+}
+
+// -----
+
+// Inception-style: two branches read the input, a 1x1 and a 3x3 conv, and
+// a channel concat joins them before a 3x3 conv; 1x32x32x32 NHWC. The concat
+// joins both branches' groups (merging them). Unfused, 8 blocks each conv
+// (utilization 8 / 132) and 16 for the concat's copy: 1x1 2 + 99328 /
+// 4.25e6 * 16.5 = 2.38563, 3x3 2 + 107520 / 4.25e6 * 16.5 = 2.41743, concat
+// 2 + 131072 / 4.25e6 * 8.25 = 2.25443, last conv 2 + 18874368 / 400e6 *
+// 16.5 = 2.77856 us: 9.836 us. Fused: one launch, 2.541 us at tile 4x4
+// (64 tiles).
+// CHECK-LABEL: func.func @inception
+// CHECK: tcc.conv2d {{.*}}tcc.region_group = 0 : i64
+// CHECK: tcc.conv2d {{.*}}tcc.region_group = 0 : i64
+// CHECK: tcc.concat {{.*}}tcc.region_group = 0 : i64
+// CHECK: tcc.conv2d {{.*}}tcc.region_group = 0 : i64, tcc.region_plan = #tcc.region_plan<tile = [4, 4], members = 4, predicted_ns = 2541, unfused_ns = 9836, shared = 39168>
+// tcc-annotate-regions takes the plan's tile, 4x4 (64 tiles): the last
+// conv reads 6x6 of the concat, each branch computes 6x6; the 1x1 executes
+// 64 * 36 * 16 * 64 = 2359296 FLOPs (1048576 once), the 3x3 64 * 36 * 16 *
+// 576 = 21233664 (9437184 once) from an 8x8 input.
+// TILE-LABEL: func.func @inception
+// TILE: tcc.conv2d {{.*}}tcc.region = #tcc.region_tile<out = [6, 6], in = [6, 6], halo = [0, 0], flops = 1048576, executed = 2359296>
+// TILE: tcc.conv2d {{.*}}tcc.region = #tcc.region_tile<out = [6, 6], in = [8, 8], halo = [2, 2], flops = 9437184, executed = 21233664>
+// TILE: tcc.concat {{.*}}tcc.region = #tcc.region_tile<out = [6, 6], in = [6, 6], halo = [0, 0], flops = 0, executed = 0>
+// TILE: tcc.conv2d {{.*}}tcc.region = #tcc.region_tile<out = [4, 4], in = [6, 6], halo = [2, 2], flops = 18874368, executed = 18874368>
+func.func @inception(%x: tensor<1x32x32x32xf16>, %w1: tensor<16x1x1x32xf16>, %w3: tensor<16x3x3x32xf16>, %w: tensor<32x3x3x32xf16>) -> tensor<1x32x32x32xf16> {
+  %0 = tcc.conv2d %x, %w1 {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64, nhwc} : tensor<1x32x32x32xf16>, tensor<16x1x1x32xf16> -> tensor<1x32x32x16xf16>
+  %1 = tcc.conv2d %x, %w3 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, nhwc} : tensor<1x32x32x32xf16>, tensor<16x3x3x32xf16> -> tensor<1x32x32x16xf16>
+  %2 = tcc.concat %0, %1 {axis = 3 : i64} : tensor<1x32x32x16xf16>, tensor<1x32x32x16xf16> -> tensor<1x32x32x32xf16>
+  %3 = tcc.conv2d %2, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, nhwc} : tensor<1x32x32x32xf16>, tensor<32x3x3x32xf16> -> tensor<1x32x32x32xf16>
+  return %3 : tensor<1x32x32x32xf16>
+}
+
+// -----
+
+// A join that would make a cycle: %2 reads the conv %0 and its transpose
+// (not a region op), so a group of %0 and %2 would feed the transpose and
+// wait for it. The same shapes with the transpose's result passed in
+// instead (@no_cycle) fuse %0, %2 and %3.
+// CHECK-LABEL: func.func @cycle
+// CHECK-NOT: tcc.region_group
+// CHECK: return
+func.func @cycle(%x: tensor<1x64x64x32xf16>, %w1: tensor<32x3x3x32xf16>, %w2: tensor<32x3x3x32xf16>) -> tensor<1x64x64x32xf16> {
+  %0 = tcc.conv2d %x, %w1 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, nhwc} : tensor<1x64x64x32xf16>, tensor<32x3x3x32xf16> -> tensor<1x64x64x32xf16>
+  %1 = tcc.transpose %0 {perm = array<i64: 0, 2, 1, 3>} : tensor<1x64x64x32xf16> -> tensor<1x64x64x32xf16>
+  %2 = tcc.add %0, %1 : tensor<1x64x64x32xf16>, tensor<1x64x64x32xf16> -> tensor<1x64x64x32xf16>
+  %3 = tcc.conv2d %2, %w2 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, nhwc} : tensor<1x64x64x32xf16>, tensor<32x3x3x32xf16> -> tensor<1x64x64x32xf16>
+  return %3 : tensor<1x64x64x32xf16>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @no_cycle
+// CHECK: tcc.conv2d {{.*}}tcc.region_group = 0 : i64
+// CHECK: tcc.add {{.*}}tcc.region_group = 0 : i64
+// CHECK: tcc.conv2d {{.*}}tcc.region_group = 0 : i64, tcc.region_plan
+func.func @no_cycle(%x: tensor<1x64x64x32xf16>, %t: tensor<1x64x64x32xf16>, %w1: tensor<32x3x3x32xf16>, %w2: tensor<32x3x3x32xf16>) -> tensor<1x64x64x32xf16> {
+  %0 = tcc.conv2d %x, %w1 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, nhwc} : tensor<1x64x64x32xf16>, tensor<32x3x3x32xf16> -> tensor<1x64x64x32xf16>
+  %2 = tcc.add %0, %t : tensor<1x64x64x32xf16>, tensor<1x64x64x32xf16> -> tensor<1x64x64x32xf16>
+  %3 = tcc.conv2d %2, %w2 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, nhwc} : tensor<1x64x64x32xf16>, tensor<32x3x3x32xf16> -> tensor<1x64x64x32xf16>
+  return %3 : tensor<1x64x64x32xf16>
+}

@@ -510,11 +510,13 @@ def TccRegionFusion : Pass<"tcc-region-fusion", "func::FuncOp"> {
     Region fusion (AFusion): partitions the function's region ops
     (convolutions, pools, element-wise ops and channel concats on rank-4
     tensors, passes/RegionAnalysis.h) into groups, each to run as one kernel
-    computing an output tile per block through the chain. The search visits
-    the ops in block order; each starts a group or joins a group whose
-    result it reads. A group is legal when it stays acyclic once contracted,
-    the region analysis takes it, it has two or more convolutions and pools
-    and fits the target's shared memory and `max-members`. Groupings are
+    computing an output tile per block through the chain. A greedy
+    agglomeration gives the first grouping to beat; the search then visits
+    the ops in block order; each starts a group or joins one or more groups
+    whose results it reads (merging them). A group is legal when it stays
+    acyclic once contracted, the region analysis takes it, it has two or
+    more convolutions and pools and fits the target's shared memory and
+    `max-members`. Groupings are
     scored by passes/RegionCostModel.h (summed predicted time of the groups
     and of the ops left unfused, at each group's cheapest tile among
     `tiles`); the search prunes by the best complete grouping so far with an

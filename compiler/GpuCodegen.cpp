@@ -22,6 +22,7 @@
 #include "compiler/gpu/TransposeKernel.h"
 #include "compiler/gpu/WgmmaAttention.h"
 #include "compiler/gpu/WgmmaKernel.h"
+#include "ir/TccAttrs.h"
 #include "ir/TccOps.h"
 #include "runtime/src/FileIO.h"
 
@@ -224,6 +225,7 @@ struct MatmulUse {
   /// A region group (region fusion): the chain, and the kernel arguments
   /// of regionKernelArgs but the output (`problem` unused).
   std::optional<::tcc::gpu::RegionProblem> region;
+  ::tcc::gpu::RegionSchedule regionSchedule;
   std::vector<int> regionArgs;
   int biasArg = -1;
   int residualArg = -1; ///< the conv epilogue's residual (-1: none)
@@ -605,7 +607,20 @@ std::optional<MatmulUse> takeRegion(func::FuncOp f,
   }
   if (p.members.empty() || ret.getOperand(0) != cur)
     return fail("the group's result is not its last member's");
+  // The tile the search costed (tcc.region_plan, on a member), where the
+  // template takes it; else the template's own choice.
   ::tcc::gpu::RegionSchedule s = ::tcc::gpu::chooseRegionSchedule(p, target);
+  f.walk([&](Operation *op) {
+    if (auto plan =
+            op->getAttrOfType<mlir::tcc::RegionPlanAttr>("tcc.region_plan")) {
+      ::tcc::gpu::RegionSchedule planned = s;
+      planned.tileH = plan.getTileH();
+      planned.tileW = plan.getTileW();
+      std::string ignored;
+      if (::tcc::gpu::regionKernelSupports(p, planned, target, ignored))
+        s = planned;
+    }
+  });
   if (!::tcc::gpu::regionKernelSupports(p, s, target, why))
     return std::nullopt;
   auto outTy = cast<RankedTensorType>(cur.getType());
@@ -613,6 +628,7 @@ std::optional<MatmulUse> takeRegion(func::FuncOp f,
   if (outTy.getShape() != ArrayRef<int64_t>{p.n, o[0], o[1], o[2]})
     return fail("the chain's shapes do not match its ops'");
   use.region = p;
+  use.regionSchedule = s;
   use.regionArgs = std::move(args);
   use.numOperands = f.getNumArguments();
   use.numResults = 1;
@@ -1006,10 +1022,8 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
   };
   if (use.region) {
     symbol = name + "_region";
-    ::tcc::gpu::RegionSchedule schedule =
-        ::tcc::gpu::chooseRegionSchedule(*use.region, target);
     launch = ::tcc::gpu::buildRegionKernel(b, gpuModule, symbol, *use.region,
-                                           schedule);
+                                           use.regionSchedule);
     if (failed(launch))
       return failure();
     placeLaunch(deviceLaunch(symbol, *launch, {}), use.regionArgs);

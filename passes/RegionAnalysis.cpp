@@ -267,3 +267,107 @@ FailureOr<GroupFootprint> region::groupFootprint(ArrayRef<Operation *> members,
     result.members.push_back(tiles[op]);
   return result;
 }
+
+bool mlir::tcc::region::isKernelChain(ArrayRef<Operation *> members,
+                                      std::string &why) {
+  auto fail = [&](const Twine &message) {
+    why = message.str();
+    return false;
+  };
+  llvm::SmallPtrSet<Operation *, 16> set(members.begin(), members.end());
+  Type type;
+  // The value a type and channel count are checked on.
+  auto check = [&](Value v) {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    if (!t || t.getRank() != 4 || !t.hasStaticShape())
+      return false;
+    if (!type)
+      type = t.getElementType();
+    return t.getElementType() == type && (type.isF16() || type.isBF16()) &&
+           t.getDimSize(3) % 8 == 0;
+  };
+  Value input, cur;
+  SmallVector<Value> finals; // each heavy member's value after its epilogue
+  bool hasResidual = false, hasActivation = false;
+  for (Operation *op : members) {
+    if (op->getNumResults() != 1 || !check(op->getResult(0)))
+      return fail("'" + op->getName().getStringRef() +
+                  "' has no 16-bit float NHWC result with channels a "
+                  "multiple of 8");
+    Value in;
+    if (auto conv = dyn_cast<Conv2dOp>(op)) {
+      auto wTy = cast<RankedTensorType>(conv.getWeight().getType());
+      int64_t c = cast<RankedTensorType>(conv.getInput().getType())
+                      .getDimSize(3);
+      bool depthwise = conv.getGroups() == c && wTy.getDimSize(0) == c &&
+                       wTy.getDimSize(3) == 1;
+      if (!conv.getNhwc() || (conv.getGroups() != 1 && !depthwise))
+        return fail("a convolution not channels last, or grouped");
+      for (Value v : {conv.getWeight(), conv.getBias()})
+        if (v && v.getDefiningOp() && set.contains(v.getDefiningOp()))
+          return fail("a convolution's weight computed in the group");
+      in = conv.getInput();
+    } else if (auto pool = dyn_cast<MaxPool2dOp>(op)) {
+      if (!pool.getNhwc() || pool.getCeilMode())
+        return fail("a pool not channels last, or rounding up");
+      in = pool.getInput();
+    } else if (auto pool = dyn_cast<AvgPool2dOp>(op)) {
+      if (!pool.getNhwc() || pool.getCeilMode())
+        return fail("a pool not channels last, or rounding up");
+      in = pool.getInput();
+    }
+    if (in) {
+      if (!cur) {
+        if (in.getDefiningOp() && set.contains(in.getDefiningOp()))
+          return fail("the chain's first member reads the group");
+        if (!check(in))
+          return fail("the chain's input is no 16-bit float NHWC tensor "
+                      "with channels a multiple of 8");
+        input = in;
+      } else if (in != cur) {
+        return fail("a member that does not read the chain's last value");
+      }
+      cur = op->getResult(0);
+      finals.push_back(cur);
+      hasResidual = hasActivation = false;
+      continue;
+    }
+    if (!cur)
+      return fail("the chain starts with '" + op->getName().getStringRef() +
+                  "'");
+    auto clamp = dyn_cast<ClampOp>(op);
+    if (isa<ReluOp>(op) || clamp) {
+      if (op->getOperand(0) != cur || hasActivation ||
+          (clamp && !(clamp.getMin() && clamp.getMax() &&
+                      clamp.getMin()->isZero() &&
+                      clamp.getMax()->convertToDouble() == 6.0)))
+        return fail("an activation the region template does not apply");
+      hasActivation = true;
+    } else if (isa<AddOp>(op)) {
+      Value a = op->getOperand(0), b = op->getOperand(1);
+      Value other = a == cur ? b : b == cur ? a : Value();
+      bool earlier = other && (other == input ||
+                               llvm::is_contained(
+                                   ArrayRef<Value>(finals).drop_back(), other));
+      if (!earlier || hasResidual || hasActivation ||
+          a.getType() != b.getType())
+        return fail("an add that is no residual of the chain's input or an "
+                    "earlier member");
+      hasResidual = true;
+    } else {
+      return fail("'" + op->getName().getStringRef() +
+                  "' is no member of a kernel chain");
+    }
+    cur = finals.back() = op->getResult(0);
+  }
+  if (!cur)
+    return fail("a group without convolutions or pools");
+  // Only the chain's last value leaves the group.
+  for (Operation *op : members)
+    for (Value r : op->getResults())
+      if (r != cur && llvm::any_of(r.getUsers(), [&](Operation *user) {
+            return !set.contains(user);
+          }))
+        return fail("a member's result is read outside the group");
+  return true;
+}

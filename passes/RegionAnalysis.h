@@ -115,6 +115,17 @@ FailureOr<GroupFootprint> groupFootprint(ArrayRef<Operation *> members,
                                          std::array<int64_t, 2> tile,
                                          RegionError &error);
 
+/// Whether `members` (ops of one block, in block order) form a chain that
+/// the GPU region template (compiler/gpu/RegionKernel.h) runs as one
+/// kernel: channels-last convolutions (groups 1, or depthwise), max and
+/// average pools (no ceil mode), each reading the previous one's result (the
+/// first reads a value from outside, the chain's input), each followed by at
+/// most a residual add (of the chain's input or an earlier member's final
+/// value) and then a ReLU or a clamp to [0, 6]; one 16-bit float type
+/// throughout, channel counts multiples of 8, and only the last value read
+/// outside the group. When not, `why` says why in a line.
+bool isKernelChain(ArrayRef<Operation *> members, std::string &why);
+
 } // namespace mlir::tcc::region
 
 #endif // TCC_PASSES_REGIONANALYSIS_H

@@ -211,6 +211,10 @@ FailureOr<KernelCost> CostModel::group(ArrayRef<Operation *> members,
   if ((int64_t)members.size() > maxMembers)
     return fail("region group of " + Twine(members.size()) +
                 " members is over the limit of " + Twine(maxMembers));
+  // Only chains the region template runs are groups (the kernels that run
+  // branches and concats are yet to come).
+  if (!isKernelChain(members, why))
+    return failure();
   RegionError error;
   FailureOr<GroupFootprint> footprint = groupFootprint(members, tile, error);
   if (failed(footprint))

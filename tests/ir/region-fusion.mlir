@@ -106,17 +106,17 @@ func.func @shared_overflow(%x: tensor<1x128x128x2048xf16>) -> tensor<1x128x128x2
 // * 128 + 49 * 64 * 64 * 1152 + 49 * 64 * 64 * 128 = 297041920 -> 0.74260
 // us, CUDA FLOPs 49 * (100 + 64 + 64) * 64 = 715008 -> 0.02860 us; memory
 // below (L2: 49 * 90112 B of weights -> 0.631 us): 2 + 0.77120 * 132 / 49 =
-// 4.07752 us. The last relu stays the group's epilogue (0.008 us unfused,
-// more inside, where the utilization divides it).
+// 4.07752 us. The search leaves the last relu out (the model costs it as
+// the group's epilogue, 0.008 us unfused, more inside, where the utilization
+// divides it); it then joins as the kernel's epilogue (members 7).
 // CHECK-LABEL: func.func @residual
 // CHECK: tcc.conv2d {{.*}}tcc.region_group = 0 : i64
 // CHECK: tcc.relu {{.*}}tcc.region_group = 0 : i64
 // CHECK: tcc.conv2d {{.*}}tcc.region_group = 0 : i64
 // CHECK: tcc.relu {{.*}}tcc.region_group = 0 : i64
 // CHECK: tcc.conv2d {{.*}}tcc.region_group = 0 : i64
-// CHECK: tcc.add {{.*}}tcc.region_group = 0 : i64, tcc.region_plan = #tcc.region_plan<tile = [8, 8], members = 6, predicted_ns = 4078, unfused_ns = 11186, shared = 61952>
-// CHECK: tcc.relu
-// CHECK-NOT: tcc.region_group
+// CHECK: tcc.add {{.*}}tcc.region_group = 0 : i64, tcc.region_plan = #tcc.region_plan<tile = [8, 8], members = 7, predicted_ns = 4078, unfused_ns = 11186, shared = 61952>
+// CHECK: tcc.relu {{.*}}tcc.region_group = 0 : i64
 // CHECK: return
 // TILE-LABEL: func.func @residual
 // TILE: tcc.relu {{.*}}tcc.region = #tcc.region_tile<out = [10, 10]
@@ -134,27 +134,14 @@ func.func @residual(%x: tensor<1x56x56x64xf16>, %w1: tensor<64x1x1x64xf16>, %w2:
 // -----
 
 // Inception-style: two branches read the input, a 1x1 and a 3x3 conv, and
-// a channel concat joins them before a 3x3 conv; 1x32x32x32 NHWC. The concat
-// joins both branches' groups (merging them). Unfused, 8 blocks each conv
-// (utilization 8 / 132) and 16 for the concat's copy: 1x1 2 + 99328 /
-// 4.25e6 * 16.5 = 2.38563, 3x3 2 + 107520 / 4.25e6 * 16.5 = 2.41743, concat
-// 2 + 131072 / 4.25e6 * 8.25 = 2.25443, last conv 2 + 18874368 / 400e6 *
-// 16.5 = 2.77856 us: 9.836 us. Fused: one launch, 2.541 us at tile 4x4
-// (64 tiles).
+// a channel concat joins them before a 3x3 conv; 1x32x32x32 NHWC. The cost
+// model would fuse all four (one launch, 2.541 us at tile 4x4 against 9.836
+// us unfused), but the region template runs chains only (isKernelChain):
+// a group with two branches and a concat is no legal group yet, so nothing
+// fuses. The tiles such a group would take are region-analysis.mlir's.
 // CHECK-LABEL: func.func @inception
-// CHECK: tcc.conv2d {{.*}}tcc.region_group = 0 : i64
-// CHECK: tcc.conv2d {{.*}}tcc.region_group = 0 : i64
-// CHECK: tcc.concat {{.*}}tcc.region_group = 0 : i64
-// CHECK: tcc.conv2d {{.*}}tcc.region_group = 0 : i64, tcc.region_plan = #tcc.region_plan<tile = [4, 4], members = 4, predicted_ns = 2541, unfused_ns = 9836, shared = 39168>
-// tcc-annotate-regions takes the plan's tile, 4x4 (64 tiles): the last
-// conv reads 6x6 of the concat, each branch computes 6x6; the 1x1 executes
-// 64 * 36 * 16 * 64 = 2359296 FLOPs (1048576 once), the 3x3 64 * 36 * 16 *
-// 576 = 21233664 (9437184 once) from an 8x8 input.
-// TILE-LABEL: func.func @inception
-// TILE: tcc.conv2d {{.*}}tcc.region = #tcc.region_tile<out = [6, 6], in = [6, 6], halo = [0, 0], flops = 1048576, executed = 2359296>
-// TILE: tcc.conv2d {{.*}}tcc.region = #tcc.region_tile<out = [6, 6], in = [8, 8], halo = [2, 2], flops = 9437184, executed = 21233664>
-// TILE: tcc.concat {{.*}}tcc.region = #tcc.region_tile<out = [6, 6], in = [6, 6], halo = [0, 0], flops = 0, executed = 0>
-// TILE: tcc.conv2d {{.*}}tcc.region = #tcc.region_tile<out = [4, 4], in = [6, 6], halo = [2, 2], flops = 18874368, executed = 18874368>
+// CHECK-NOT: tcc.region_group
+// CHECK: return
 func.func @inception(%x: tensor<1x32x32x32xf16>, %w1: tensor<16x1x1x32xf16>, %w3: tensor<16x3x3x32xf16>, %w: tensor<32x3x3x32xf16>) -> tensor<1x32x32x32xf16> {
   %0 = tcc.conv2d %x, %w1 {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64, nhwc} : tensor<1x32x32x32xf16>, tensor<16x1x1x32xf16> -> tensor<1x32x32x16xf16>
   %1 = tcc.conv2d %x, %w3 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, nhwc} : tensor<1x32x32x32xf16>, tensor<16x3x3x32xf16> -> tensor<1x32x32x16xf16>
@@ -167,8 +154,9 @@ func.func @inception(%x: tensor<1x32x32x32xf16>, %w1: tensor<16x1x1x32xf16>, %w3
 
 // A join that would make a cycle: %2 reads the conv %0 and its transpose
 // (not a region op), so a group of %0 and %2 would feed the transpose and
-// wait for it. The same shapes with the transpose's result passed in
-// instead (@no_cycle) fuse %0, %2 and %3.
+// wait for it. The same shapes without the transpose (@no_cycle, %2 a ReLU
+// of %0: an add of a value from outside the group is no chain the region
+// template runs) fuse %0, %2 and %3.
 // CHECK-LABEL: func.func @cycle
 // CHECK-NOT: tcc.region_group
 // CHECK: return
@@ -184,11 +172,11 @@ func.func @cycle(%x: tensor<1x64x64x32xf16>, %w1: tensor<32x3x3x32xf16>, %w2: te
 
 // CHECK-LABEL: func.func @no_cycle
 // CHECK: tcc.conv2d {{.*}}tcc.region_group = 0 : i64
-// CHECK: tcc.add {{.*}}tcc.region_group = 0 : i64
+// CHECK: tcc.relu {{.*}}tcc.region_group = 0 : i64
 // CHECK: tcc.conv2d {{.*}}tcc.region_group = 0 : i64, tcc.region_plan
-func.func @no_cycle(%x: tensor<1x64x64x32xf16>, %t: tensor<1x64x64x32xf16>, %w1: tensor<32x3x3x32xf16>, %w2: tensor<32x3x3x32xf16>) -> tensor<1x64x64x32xf16> {
+func.func @no_cycle(%x: tensor<1x64x64x32xf16>, %w1: tensor<32x3x3x32xf16>, %w2: tensor<32x3x3x32xf16>) -> tensor<1x64x64x32xf16> {
   %0 = tcc.conv2d %x, %w1 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, nhwc} : tensor<1x64x64x32xf16>, tensor<32x3x3x32xf16> -> tensor<1x64x64x32xf16>
-  %2 = tcc.add %0, %t : tensor<1x64x64x32xf16>, tensor<1x64x64x32xf16> -> tensor<1x64x64x32xf16>
+  %2 = tcc.relu %0 : tensor<1x64x64x32xf16>
   %3 = tcc.conv2d %2, %w2 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, nhwc} : tensor<1x64x64x32xf16>, tensor<32x3x3x32xf16> -> tensor<1x64x64x32xf16>
   return %3 : tensor<1x64x64x32xf16>
 }

@@ -607,20 +607,11 @@ std::optional<MatmulUse> takeRegion(func::FuncOp f,
   }
   if (p.members.empty() || ret.getOperand(0) != cur)
     return fail("the group's result is not its last member's");
-  // The tile the search costed (tcc.region_plan, on a member), where the
-  // template takes it; else the template's own choice.
+  // The template's own tile, not the search's (tcc.region_plan): on the
+  // H200 the search's square tiles ran MobileNetV2 1.21x, ResNet-50 1.05x
+  // slower than the template's choice (docs/performance.md, session 19),
+  // until the cost model is calibrated against the region kernels.
   ::tcc::gpu::RegionSchedule s = ::tcc::gpu::chooseRegionSchedule(p, target);
-  f.walk([&](Operation *op) {
-    if (auto plan =
-            op->getAttrOfType<mlir::tcc::RegionPlanAttr>("tcc.region_plan")) {
-      ::tcc::gpu::RegionSchedule planned = s;
-      planned.tileH = plan.getTileH();
-      planned.tileW = plan.getTileW();
-      std::string ignored;
-      if (::tcc::gpu::regionKernelSupports(p, planned, target, ignored))
-        s = planned;
-    }
-  });
   if (!::tcc::gpu::regionKernelSupports(p, s, target, why))
     return std::nullopt;
   auto outTy = cast<RankedTensorType>(cur.getType());

@@ -25,13 +25,15 @@
 //    built from iotas meets the values it selects);
 //  - ops marked `tcc.region_group = N` (region fusion's search,
 //    RegionFusion.cpp) form one group of kind "region" per N, whatever
-//    their kinds, and nothing else joins it: the group is what the search
-//    costed, and what the region template computes.
+//    their kinds; nothing else joins it but an activation or residual add
+//    after its last member that keeps it a chain the region template runs
+//    (region::isKernelChain): the search costs those as its epilogue.
 // A join or merge is refused when it would make the group graph cyclic.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/AttentionMatch.h"
 #include "passes/Passes.h"
+#include "passes/RegionAnalysis.h"
 
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/RegionUtils.h"
@@ -248,9 +250,23 @@ private:
     Group &grp = groups[g];
     if (grp.sealed || isAttention(op) || !acyclicJoin(op, g))
       return false;
-    // Region groups take their members alone, and members join only theirs.
-    if (grp.region >= 0 || regionGroupOf(op) >= 0)
+    // Members join only their region's group. Other ops join a region
+    // group only as the epilogue of its last member (an activation or a
+    // residual add; the search costs those as the group's epilogue), and
+    // only while the group stays a chain the region template runs.
+    if (regionGroupOf(op) >= 0)
       return grp.region == regionGroupOf(op);
+    if (grp.region >= 0) {
+      if (!isa<ReluOp, ClampOp, AddOp>(op))
+        return false;
+      SmallVector<Operation *> chain(grp.ops);
+      chain.push_back(op);
+      llvm::sort(chain, [](Operation *a, Operation *b) {
+        return a->isBeforeInBlock(b);
+      });
+      std::string why;
+      return region::isKernelChain(chain, why);
+    }
     if (isLight(op)) {
       if (grp.kind == GroupKind::Elementwise)
         return true;

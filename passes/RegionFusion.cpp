@@ -804,44 +804,18 @@ struct TccRegionFusion : mlir::tcc::impl::TccRegionFusionBase<TccRegionFusion> {
     MLIRContext *context = &getContext();
     Builder b(context);
     int64_t fused = 0;
-    llvm::SmallPtrSet<Operation *, 32> grouped;
-    for (const SmallVector<int> &group : result.groups)
-      for (int r : group)
-        grouped.insert(search.regionOp(r));
     for (auto [id, group] : llvm::enumerate(result.groups)) {
       const GroupChoice &choice = search.groupChoice(group);
       double unfusedUs = 0;
-      SmallVector<Operation *> ops;
       for (int r : group) {
-        ops.push_back(search.regionOp(r));
-        ops.back()->setAttr(kGroupAttr, b.getI64IntegerAttr(id));
+        search.regionOp(r)->setAttr(kGroupAttr, b.getI64IntegerAttr(id));
         unfusedUs += search.unfused(r);
-      }
-      // The model costs an activation or residual add after a group as the
-      // group's epilogue (as after an unfused convolution); the kernel
-      // applies it when it is a member, and tcc-form-groups lets nothing
-      // else join a region group: so it joins, while the chain stays one
-      // the region template runs.
-      while (ops.back()->getNumResults() == 1 &&
-             ops.back()->getResult(0).hasOneUse()) {
-        Operation *user = *ops.back()->getResult(0).getUsers().begin();
-        if (grouped.contains(user) || user->getBlock() != ops.back()->getBlock() ||
-            !isa<ReluOp, ClampOp, AddOp>(user))
-          break;
-        ops.push_back(user);
-        std::string why;
-        if (!isKernelChain(ops, why)) {
-          ops.pop_back();
-          break;
-        }
-        grouped.insert(user);
-        user->setAttr(kGroupAttr, b.getI64IntegerAttr(id));
       }
       fused += group.size();
       Operation *last = search.regionOp(group.back());
       last->setAttr(kPlanAttr,
                     RegionPlanAttr::get(context, choice.cost.tile[0],
-                                        choice.cost.tile[1], ops.size(),
+                                        choice.cost.tile[1], group.size(),
                                         std::llround(choice.us * 1000),
                                         std::llround(unfusedUs * 1000),
                                         choice.cost.sharedBytes));

@@ -8,7 +8,8 @@ Two 3x3 pad-1 convolutions, f16, 1x32x64x64 (NHWC on sm_90a): with
 at tile 8x8, with the cost model's times derived by hand in
 tests/ir/region-fusion.mlir (@pair: 2.998 us against 5.557 unfused, 48384
 bytes of shared memory), and --explain prints its line; off (the default)
-lists none; a bad value and a target without a cost model are one-line
+lists none; the group is one kernel of the region template (one launch
+fewer); a bad value and a target without a cost model are one-line
 errors. No GPU needed: sm_90a bundles are compiled, not run.
 """
 import json
@@ -73,10 +74,14 @@ def main():
         p = run('compile', model, '-o', off, '--target', 'sm_90a')
         check('off by default', p.returncode == 0 and
               'region_groups' not in json.loads(run('inspect', off).stdout), p.stderr)
-        # No kernel reads the groups yet: the same launches either way.
-        launches = [json.loads(run('inspect', b).stdout)['launches'] for b in (auto, off)]
-        check('same launch count', len(launches[0]) == len(launches[1]),
-              '%d vs %d' % (len(launches[0]), len(launches[1])))
+        # The group is one kernel, built by the region template: one launch
+        # fewer than the two convolutions' own.
+        manifests = [json.loads(run('inspect', b).stdout) for b in (auto, off)]
+        launches = [m['launches'] for m in manifests]
+        check('the group is one launch', len(launches[0]) == len(launches[1]) - 1 and
+              any(k['symbol'].endswith('_region') for k in manifests[0]['kernels']) and
+              not any(k['symbol'].endswith('_region') for k in manifests[1]['kernels']),
+              '%d vs %d launches' % (len(launches[0]), len(launches[1])))
 
         p = run('compile', model, '-o', off, '--target', 'sm_90a', '--region-fusion=on')
         check('bad value refused', one_line_error(p, "unknown --region-fusion 'on'"), p.stderr)

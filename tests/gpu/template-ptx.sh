@@ -1,5 +1,5 @@
 # Shell helpers of the kernel template scripts, sourced by
-# tests/gpu/{matmul,flash}/{check_ptx,run-on-gpu}.sh.
+# tests/gpu/*/{check_ptx,run-on-gpu}.sh.
 
 # The CUDA toolkit's ptxas ($PTXAS if set); empty when there is none.
 find_ptxas() {
@@ -28,4 +28,43 @@ log_ptxas() {
     no_spills "$line" ||
       { echo "ptxas: $name $arch spills or failed: $line"; return 1; }
   done
+}
+
+# build_runtime ROOT CARRY OUT BUILD: on the GPU machine, the runtime-only tcc
+# (g++, no compiler, no tests) in BUILD, with the packages CARRY/deps holds;
+# its log in OUT/build.log. Fails (printing the log's tail) when it does not
+# build.
+build_runtime() {
+  local root=$1 carry=$2 out=$3 build=$4
+  echo "== build the runtime-only tcc"
+  if ! cmake -G Ninja -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ -DTCC_BUILD_COMPILER=OFF \
+      -DTCC_BUILD_TESTS=OFF -DCMAKE_PREFIX_PATH="$carry/deps/usr" \
+      > "$out/build.log" 2>&1 || ! ninja -C "$build" tcc >> "$out/build.log" 2>&1; then
+    tail -30 "$out/build.log"
+    return 1
+  fi
+}
+
+# sass_counts ARCH CARRY OUT "OPCODE..." NAME...: assembles CARRY/NAME.ptx for
+# ARCH and prints, a line per kernel, how many of each SASS opcode it holds
+# (also in OUT/sass.log); the first kernel's SASS is kept in OUT.
+sass_counts() {
+  local arch=$1 carry=$2 out=$3 opcodes=$4 sass name op line
+  shift 4
+  sass=$(mktemp -d)
+  PATH=$PATH:$(dirname "$(find_ptxas)")
+  for name in "$@"; do
+    ptxas -arch="$arch" "$carry/$name.ptx" -o "$sass/$name.cubin" &&
+      cuobjdump -sass "$sass/$name.cubin" > "$sass/$name.sass" || continue
+    line="$name:"
+    for op in $opcodes; do
+      line="$line $op $(grep -c "$op" "$sass/$name.sass"),"
+    done
+    echo "${line%,}"
+  done | tee "$out/sass.log"
+  for name in "$@"; do
+    cp "$sass/$name.sass" "$out/" 2>/dev/null && break
+  done
+  rm -rf "$sass"
 }

@@ -61,26 +61,10 @@ mkdir -p "$out"
 build=${TCC_GPU_BUILD:-/tmp/tcc-region-build}
 [ -f "$carry/cases.txt" ] || { echo "no $carry: run '$0 prepare' first"; exit 1; }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw --format=csv
-echo "== build the runtime-only tcc"
-if ! cmake -G Ninja -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ -DTCC_BUILD_COMPILER=OFF \
-    -DTCC_BUILD_TESTS=OFF -DCMAKE_PREFIX_PATH="$carry/deps/usr" \
-    > "$out/build.log" 2>&1 || ! ninja -C "$build" tcc >> "$out/build.log" 2>&1; then
-  tail -30 "$out/build.log"
-  exit 1
-fi
+build_runtime "$root" "$carry" "$out" "$build" || exit 1
 
 echo "== SASS: tensor-core instructions per kernel"
-sass=$(mktemp -d)
-cuda_bin=$(dirname "$(command -v ptxas || ls -d /usr/local/cuda*/bin/ptxas | head -1)")
-export PATH=$PATH:$cuda_bin
-for name in mbv2_56 r50_56 unet_128; do
-  ptxas -arch=sm_90 "$carry/$name.ptx" -o "$sass/$name.cubin" &&
-    cuobjdump -sass "$sass/$name.cubin" > "$sass/$name.sass" &&
-    echo "$name: HMMA $(grep -c HMMA "$sass/$name.sass")," \
-      "LDSM $(grep -c LDSM "$sass/$name.sass")," \
-      "LDGSTS $(grep -c LDGSTS "$sass/$name.sass")"
-done | tee "$out/sass.log"
+sass_counts sm_90 "$carry" "$out" "HMMA LDSM LDGSTS" mbv2_56 r50_56 unet_128
 
 echo "== check and bench"
 PYTHONUNBUFFERED=1 python3 "$here/check_region.py" "$build/runtime/tcc" \

@@ -52,27 +52,10 @@ mkdir -p "$out"
 build=${TCC_GPU_BUILD:-/tmp/tcc-wgmma-build}
 [ -f "$carry/cases.txt" ] || { echo "no $carry: run '$0 prepare' first"; exit 1; }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw --format=csv
-echo "== build the runtime-only tcc"
-if ! cmake -G Ninja -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ -DTCC_BUILD_COMPILER=OFF \
-    -DTCC_BUILD_TESTS=OFF -DCMAKE_PREFIX_PATH="$carry/deps/usr" \
-    > "$out/build.log" 2>&1 || ! ninja -C "$build" tcc >> "$out/build.log" 2>&1; then
-  tail -30 "$out/build.log"
-  exit 1
-fi
+build_runtime "$root" "$carry" "$out" "$build" || exit 1
 
 echo "== SASS: warpgroup MMA (HGMMA) and other tensor-core instructions"
-sass=$(mktemp -d)
-cuda_bin=$(dirname "$(command -v ptxas || ls -d /usr/local/cuda*/bin/ptxas | head -1)")
-export PATH=$PATH:$cuda_bin
-for name in bf16_4k_256 rect_nt; do
-  ptxas -arch=sm_90a "$carry/$name.ptx" -o "$sass/$name.cubin" &&
-    cuobjdump -sass "$sass/$name.cubin" > "$sass/$name.sass" &&
-    echo "$name: HGMMA $(grep -c HGMMA "$sass/$name.sass")," \
-      "HMMA $(grep -c 'HMMA' "$sass/$name.sass")," \
-      "LDGSTS $(grep -c LDGSTS "$sass/$name.sass")"
-done | tee "$out/sass.log"
-cp "$sass/bf16_4k_256.sass" "$out/" 2>/dev/null
+sass_counts sm_90a "$carry" "$out" "HGMMA HMMA LDGSTS" bf16_4k_256 rect_nt
 
 echo "== check and bench"
 PYTHONUNBUFFERED=1 python3 "$root/tests/gpu/matmul/check_gemm.py" \

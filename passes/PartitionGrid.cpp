@@ -156,6 +156,16 @@ struct Partitioner {
   /// Loop dimensions of `op` along which it can be restricted.
   SmallVector<unsigned> candidates(linalg::LinalgOp op) {
     SmallVector<unsigned> out;
+    // A load in the body (a pad's or a gather's computed index) follows no
+    // loop dimension: from a restricted buffer it may read rows that
+    // another call writes (a slice feeding a pad read rows of its local
+    // buffer that only another call had computed: garbage).
+    bool loadsRestricted = false;
+    op->walk([&](memref::LoadOp load) {
+      loadsRestricted |= sharedWritten.contains(rootOf(load.getMemRef()));
+    });
+    if (loadsRestricted)
+      return out;
     SmallVector<int64_t> ranges = op.getStaticLoopRanges();
     auto iterators = op.getIteratorTypesArray();
     for (unsigned d = 0; d < op.getNumLoops(); ++d) {

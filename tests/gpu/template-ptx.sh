@@ -68,3 +68,24 @@ sass_counts() {
   done
   rm -rf "$sass"
 }
+
+# check_case GEN PTXAS TMP CHIP NAME "PATTERNS" FLAGS...: generates case NAME
+# for CHIP with the template generator GEN into TMP, checks that its PTX
+# holds every pattern, and (with PTXAS) that it assembles without spills,
+# printing its registers. Prints a FAIL line for each miss; fails if any.
+check_case() {
+  local gen=$1 ptxas=$2 tmp=$3 chip=$4 name=$5 want=$6 ok=0 pat rep
+  shift 6
+  if ! "$gen" --name "$name" --out-dir "$tmp" --chip "$chip" "$@" > /dev/null; then
+    echo "FAIL $name $chip: $(basename "$gen") failed"; return 1
+  fi
+  for pat in $want; do
+    grep -q -- "$pat" "$tmp/$name.ptx" || { echo "FAIL $name $chip: no $pat"; ok=1; }
+  done
+  if [ -n "$ptxas" ]; then
+    rep=$("$ptxas" -arch="$chip" -v "$tmp/$name.ptx" -o /dev/null 2>&1)
+    no_spills "$rep" || { echo "FAIL $name $chip: ptxas: $rep" | head -5; ok=1; }
+    echo "$name $chip: $(echo "$rep" | grep -o 'Used [0-9]* registers')"
+  fi
+  return $ok
+}

@@ -19,19 +19,11 @@ cp16='cp.async.cg.shared.global'
 while IFS='|' read -r name flags want; do
   for chip in sm_90 sm_80; do
     # shellcheck disable=SC2086
-    if ! "$gen" --name "$name" --out-dir "$tmp" --chip $chip $flags > /dev/null; then
-      echo "FAIL $name $chip: tcc-conv-gen failed"; fail=$((fail + 1)); continue
+    if check_case "$gen" "$ptxas" "$tmp" $chip "$name" "$want" $flags; then
+      passed=$((passed + 1))
+    else
+      fail=$((fail + 1))
     fi
-    ok=1
-    for pat in $want; do
-      grep -q -- "$pat" "$tmp/$name.ptx" || { echo "FAIL $name $chip: no $pat"; ok=0; }
-    done
-    if [ -n "$ptxas" ]; then
-      rep=$("$ptxas" -arch=$chip -v "$tmp/$name.ptx" -o /dev/null 2>&1)
-      no_spills "$rep" ||
-        { echo "FAIL $name $chip: ptxas: $rep" | head -5; ok=0; }
-    fi
-    [ $ok = 1 ] && passed=$((passed + 1)) || fail=$((fail + 1))
   done
 done <<CASES
 stem_c3|--n 1 --h 224 --w 224 --c 3 --o 64 --kernel 7,7 --stride 2,2 --pad 3,3,3,3 --bias --relu --type f16 --out-type f16|$mma16 cp.async.wait_group ld.global.b16

@@ -16,19 +16,11 @@ fail=0 passed=0
 while IFS='|' read -r name flags want; do
   for chip in sm_90 sm_80; do
     # shellcheck disable=SC2086
-    if ! "$gen" --name "$name" --out-dir "$tmp" --chip $chip $flags > /dev/null; then
-      echo "FAIL $name $chip: tcc-matmul-gen failed"; fail=$((fail + 1)); continue
+    if check_case "$gen" "$ptxas" "$tmp" $chip "$name" "$want" $flags; then
+      passed=$((passed + 1))
+    else
+      fail=$((fail + 1))
     fi
-    ok=1
-    for pat in $want; do
-      grep -q -- "$pat" "$tmp/$name.ptx" || { echo "FAIL $name $chip: no $pat"; ok=0; }
-    done
-    if [ -n "$ptxas" ]; then
-      rep=$("$ptxas" -arch=$chip -v "$tmp/$name.ptx" -o /dev/null 2>&1)
-      no_spills "$rep" ||
-        { echo "FAIL $name $chip: ptxas: $rep" | head -5; ok=0; }
-    fi
-    [ $ok = 1 ] && passed=$((passed + 1)) || fail=$((fail + 1))
   done
 done <<'CASES'
 bf16|--m 4096 --n 4096 --k 4096|mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 cp.async.cg.shared.global cp.async.wait_group

@@ -23,20 +23,11 @@ while read -r name role flags; do
   esac
   for chip in sm_90 sm_80; do
     # shellcheck disable=SC2086
-    if ! "$gen" --name "$name" --out-dir "$tmp" --chip $chip $flags > /dev/null; then
-      echo "FAIL $name $chip: tcc-region-gen failed"; fail=$((fail + 1)); continue
+    if check_case "$gen" "$ptxas" "$tmp" $chip "$name" "$want" $flags; then
+      passed=$((passed + 1))
+    else
+      fail=$((fail + 1))
     fi
-    ok=1
-    for pat in $want; do
-      grep -q -- "$pat" "$tmp/$name.ptx" || { echo "FAIL $name $chip: no $pat"; ok=0; }
-    done
-    if [ -n "$ptxas" ]; then
-      rep=$("$ptxas" -arch=$chip -v "$tmp/$name.ptx" -o /dev/null 2>&1)
-      no_spills "$rep" ||
-        { echo "FAIL $name $chip: ptxas: $rep" | head -5; ok=0; }
-      echo "$name $chip: $(echo "$rep" | grep -o 'Used [0-9]* registers')"
-    fi
-    [ $ok = 1 ] && passed=$((passed + 1)) || fail=$((fail + 1))
   done
 done < "$here/cases.txt"
 # Refusals: NAME|flags|the reason's words.

@@ -935,6 +935,8 @@ FailureOr<AttentionUse> takeAttention(func::FuncOp f, mlir::tcc::AttentionOp op,
         b, gpuModule, partial, combine, p, ::tcc::gpu::scheduleOf(a));
     if (failed(dk))
       return refuse("the decode kernels could not be built");
+    if (dk->single())
+      return prefillUse(partial, dk->partial);
     return decodeUse(partial, combine, dk->partial, dk->combine,
                      dk->partialOBytes, dk->partialStatsBytes);
   }

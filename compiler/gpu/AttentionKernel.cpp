@@ -240,6 +240,21 @@ private:
   }
 
 public:
+  /// Decode: the indices in O of column `col` of row `r` of the packed rows
+  /// of batch-and-head `bh` (batch * headsKV + kvHead): the merged
+  /// [batch * headsKV, rows, headDim] view, or the 4-D O (oSplit).
+  SmallVector<Value, 4> outputIndices(Value bh, Value r, Value col) {
+    if (!oSplit)
+      return {bh, r, col};
+    int64_t group = p.headsQ / p.headsKV;
+    return {div(bh, p.headsKV),
+            add(mul(rem(bh, p.headsKV), group), div(r, p.lq)), rem(r, p.lq),
+            col};
+  }
+  SmallVector<Value, 4> outputIndices(Value r, Value col) {
+    return outputIndices(add(mul(batch, p.headsKV), kvHead), r, col);
+  }
+
   /// The decode form's combine kernel: `o` from the partial results.
   void buildCombine(Value partO, Value stats, Value o);
 
@@ -805,6 +820,16 @@ void AttentionBuilder::decodeEpilogue(ValueRange carried) {
           fadd(acc, fmul(part, vector::BroadcastOp::create(b, loc, v4, corr)));
       lSum = fma(ls[w], corr, lSum);
     }
+    if (decodeChunks(p, *decode) == 1) {
+      // One chunk holds every key: the block's result is final, and no
+      // combine runs (buildDecodeKernels).
+      Value out =
+          fmul(acc, vector::BroadcastOp::create(b, loc, v4, inverseSum(lSum)));
+      out = arith::TruncFOp::create(b, loc, VectorType::get({4}, elemT), out);
+      vector::StoreOp::create(b, loc, out, oArg, outputIndices(row, col), false,
+                              llvm::Align(8));
+      continue;
+    }
     vector::StoreOp::create(b, loc, acc, oArg,
                             ValueRange{batch, kvHead, chunk, row, col}, false,
                             llvm::Align(16));
@@ -886,14 +911,8 @@ void AttentionBuilder::buildCombine(Value partO, Value stats, Value o) {
     Value out = fmul(sumLoop.getResult(0),
                      vector::BroadcastOp::create(b, loc, v4, inv));
     out = arith::TruncFOp::create(b, loc, VectorType::get({4}, elemT), out);
-    SmallVector<Value, 4> at{bh, r, col};
-    if (oSplit) {
-      int64_t group = p.headsQ / p.headsKV;
-      at = {div(bh, p.headsKV),
-            add(mul(rem(bh, p.headsKV), group), div(r, p.lq)), rem(r, p.lq),
-            col};
-    }
-    vector::StoreOp::create(b, loc, out, o, at, false, llvm::Align(8));
+    vector::StoreOp::create(b, loc, out, o, outputIndices(bh, r, col), false,
+                            llvm::Align(8));
   }
 }
 
@@ -1381,7 +1400,7 @@ DecodeSchedule chooseDecodeSchedule(const AttentionProblem &p,
   while (s.stages > 2 && decodeSharedBytes(p, s) > maxShared)
     --s.stages;
   // Chunks for one wave: as many blocks as the multiprocessors hold at once
-  // (shared memory bounds them), at least two chunks, each at least 4 key
+  // (shared memory bounds them), two chunks or more, each at least 4 key
   // tiles so that the pipeline's prologue and the partial result's write
   // are amortised. A second, partial wave costs a chunk's whole time: at
   // B 1, 32 heads, 32768 keys, 17 chunks (544 blocks for 264 places) ran
@@ -1390,7 +1409,13 @@ DecodeSchedule chooseDecodeSchedule(const AttentionProblem &p,
   int64_t perChunk = std::max<int64_t>(1, p.batch * p.headsKV);
   int64_t resident = std::max<int64_t>(
       1, maxShared / std::max<int64_t>(1, decodeSharedBytes(p, s)));
-  int64_t chunks = std::max<int64_t>(2, sms * resident / perChunk);
+  // Where the (batch, head) pairs alone fill at least three quarters of the
+  // places, one chunk: every block reads its pair's keys once and writes O,
+  // and the combine's launch (about 1% of 0.245 ms at B 8, 32 heads, 8192
+  // keys; docs/performance.md, session 20) is saved.
+  int64_t places = sms * resident;
+  int64_t chunks =
+      4 * perChunk >= 3 * places ? 1 : std::max<int64_t>(2, places / perChunk);
   s.chunkTiles = std::min(tiles, std::max<int64_t>(4, ceilDiv(tiles, chunks)));
   return s;
 }
@@ -1434,9 +1459,16 @@ buildDecodeKernels(OpBuilder &b, mlir::gpu::GPUModuleOp module,
   Location loc = module.getLoc();
   AttentionSchedule as = asAttention(s);
   int64_t threads = 32 * s.warps;
+  // One chunk (the (batch, head) pairs alone fill the multiprocessors,
+  // chooseDecodeSchedule): the partial kernel writes O, and no combine runs.
+  bool single = chunks == 1;
   SmallVector<Type> args{qT, attentionOperandType(p, AttentionOperand::K),
-                         attentionOperandType(p, AttentionOperand::V), partT,
-                         statsT};
+                         attentionOperandType(p, AttentionOperand::V)};
+  if (single)
+    args.push_back(oFlatT);
+  else
+    llvm::append_range(args, SmallVector<Type, 2>{partT, statsT});
+  int64_t leading = args.size();
   llvm::append_range(args, p.captured);
   auto partial = createKernelFunc(b, module, partialName, args, threads);
   // Chunks are planned for the blocks shared memory admits at once
@@ -1447,10 +1479,18 @@ buildDecodeKernels(OpBuilder &b, mlir::gpu::GPUModuleOp module,
     setResidency(partial, threads);
   Block &pe = partial.getBody().front();
   AttentionBuilder pb(b, loc, p, as, &s);
-  pb.setCaptured(pe.getArguments().drop_front(5));
+  pb.setCaptured(pe.getArguments().drop_front(leading));
   pb.build(pe.getArgument(0), pe.getArgument(1), pe.getArgument(2),
-           pe.getArgument(3), pe.getArgument(4));
+           pe.getArgument(3), single ? Value() : pe.getArgument(4));
   mlir::gpu::ReturnOp::create(b, loc);
+
+  DecodeKernels k;
+  k.chunks = chunks;
+  k.partial.grid = {chunks, p.headsKV, p.batch};
+  k.partial.block = {threads, 1, 1};
+  k.partial.sharedBytes = decodeSharedBytes(p, s);
+  if (single)
+    return k;
 
   auto combine = createKernelFunc(b, module, combineName,
                                   {partFlatT, statsFlatT, oFlatT}, threads);
@@ -1459,11 +1499,6 @@ buildDecodeKernels(OpBuilder &b, mlir::gpu::GPUModuleOp module,
       .buildCombine(ce.getArgument(0), ce.getArgument(1), ce.getArgument(2));
   mlir::gpu::ReturnOp::create(b, loc);
 
-  DecodeKernels k;
-  k.chunks = chunks;
-  k.partial.grid = {chunks, p.headsKV, p.batch};
-  k.partial.block = {threads, 1, 1};
-  k.partial.sharedBytes = decodeSharedBytes(p, s);
   k.combine.grid = {ceilDiv(bh * rows, s.warps), 1, 1};
   k.combine.block = {threads, 1, 1};
   k.combine.sharedBytes = 0;

@@ -194,10 +194,13 @@ struct DecodeSchedule {
   int64_t chunkTiles = 4;
 };
 
-/// The two kernels of the decode form and their scratch buffers.
+/// The kernels of the decode form and their scratch buffers. With one chunk
+/// the partial kernel writes O itself: no combine, no scratch (combine's
+/// grid and the byte counts stay 0).
 struct DecodeKernels {
   KernelLaunch partial, combine;
   int64_t chunks = 0;
+  bool single() const { return chunks == 1; }
   /// Scratch: partial O [batch * headsKV, chunks, rows, headDim] f32 and
   /// (m, l) [batch * headsKV, chunks, rows, 2] f32.
   uint64_t partialOBytes = 0, partialStatsBytes = 0;
@@ -212,8 +215,9 @@ int64_t decodeRows(const AttentionProblem &p);
 /// so that splitting the keys pays for the second launch).
 bool preferDecode(const AttentionProblem &p);
 
-/// Picks a decode schedule for `p` on `target`: chunks enough for 4 blocks
-/// per multiprocessor, each at least 4 key tiles.
+/// Picks a decode schedule for `p` on `target`: chunks enough for a wave of
+/// the blocks the multiprocessors hold at once, each at least 4 key tiles;
+/// one chunk (no combine) where the (batch, head) pairs nearly fill a wave.
 DecodeSchedule chooseDecodeSchedule(const AttentionProblem &p,
                                     const ::tcc::TargetDesc &target);
 
@@ -223,7 +227,8 @@ bool decodeScheduleValid(const AttentionProblem &p, const DecodeSchedule &s,
 
 /// Appends `gpu.func @partialName(%q, %k, %v, %partO, %partStats,
 /// captured...) kernel` and `gpu.func @combineName(%partO, %partStats, %o)
-/// kernel` to `module`.
+/// kernel` to `module`; with one chunk, only `gpu.func @partialName(%q, %k,
+/// %v, %o, captured...) kernel`.
 /// Q and O are passed as for buildAttentionKernel. Where their strides
 /// allow, the partial kernel views Q as [batch, headsKV, rows, headDim] and
 /// the combine O as [batch * headsKV, rows, headDim] (the same memory);

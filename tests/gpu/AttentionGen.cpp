@@ -267,7 +267,8 @@ void printAttentionCase(const AttentionCase &c,
                       {"swizzle", m.swizzle}});
     info["tensor_maps"] = maps;
   }
-  if (decode)
+  // One chunk: the partial kernel writes O, launched as a prefill kernel.
+  if (decode && !decode->single())
     info["decode"] = {{"combine_grid", decode->combine.grid},
                       {"combine_block", decode->combine.block},
                       {"partial_o_bytes", decode->partialOBytes},

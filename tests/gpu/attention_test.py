@@ -456,6 +456,12 @@ def decode_cases():
     out.append(('decode_softcap_x30_q1_8192', model('dsoftcap', 'bf16', [1, 4, 1, 128],
                                                     [1, 4, 8192, 128], softcap), 30.0,
                 lambda s, r, c: 50 * np.tanh(s / 50)))
+    # 256 (batch, head) pairs fill a wave of the H200's 132 multiprocessors:
+    # one chunk, the decode kernel alone writes O (no combine).
+    mods, off = causal(1, 520)
+    out.append(('decode_wide_causal_q1_520', model('dwide', 'bf16', [4, 64, 1, 128],
+                                                   [4, 64, 520, 128], mods), 1.0,
+                lambda s, r, c, off=off: np.where(r + off >= c, s * invb, -1e30)))
     # Row 0 keeps no key (-1e30: the model averages V there; -inf: NaN).
     for name, neg in (('decode_empty_row_q4_1000', -1e30), ('decode_inf_row_q4_1000', -np.inf)):
         mods = scaled('bf16') + positions(4, 1000) + [
@@ -773,6 +779,13 @@ def layout_cases():
     add('decode_layout_gqa_q4_3001', 'qkvo', 'f16', [1, 8, 4, 128], [1, 2, 3001, 128],
         scale_only('f16', inv), repeat=(2, 4),
         change=lambda s, r, c: s * invh)
+    # One chunk (256 pairs; no combine) writing O strided: GQA 2/1, 4 rows,
+    # a padding mask input.
+    add('decode_wide_layout_gqa_mask_q4_700', 'qkvo', 'f16', [2, 256, 4, 128],
+        [2, 128, 700, 128],
+        scaled('f16', inv) + ninf + [node('select', ['runs', 'ss', 'neg'], 's_mod')],
+        repeat=(128, 2), captured=[('runs', 'bool', [2, 1, 1, 700])],
+        change=lambda s, r, c, env: np.where(env['runs'], s * invh, -np.inf))
     # f32 (the SIMT template and its decode pair).
     add('f32_layout_causal_333', 'qkvo', 'f32', [1, 2, 333, 64], [1, 2, 333, 64],
         causal('f32', 0.125, 333, 333), change=lambda s, r, c: np.where(r >= c, s * 0.125, -1e30))
@@ -962,6 +975,8 @@ def record(tcc, root, target, only='', count_only=False):
             want = ['_decode', '_combine'] if '_decode' in name else ['_attn_simt']
         else:
             want = ['_decode', '_combine'] if name.startswith('decode_') else [prefill]
+            if name.startswith('decode_wide_'):
+                want = ['_decode']  # one chunk: no combine
         if name in KTRANS_UNFUSED:
             # Not fused: no attention kernel, the matmuls on the GEMM template.
             ok = not any('_attn' in s or s.endswith(('_decode', '_combine')) for s in symbols)

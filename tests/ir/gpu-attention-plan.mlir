@@ -63,6 +63,26 @@ func.func @decode(%q: tensor<1x4x1x128xbf16>, %k: tensor<1x4x2048x128xbf16>, %v:
 
 // -----
 
+// 8 x 32 (batch, head) pairs fill a wave of the H200's 132 multiprocessors
+// (two blocks each): one chunk of all 32 key tiles, no combine.
+// CHECK-LABEL: func.func @decode_wide
+// CHECK: tcc.attention_plan = #tcc.mma_decode<blockKV = 64, warps = 4, stages = 3, chunkTiles = 32>
+func.func @decode_wide(%q: tensor<8x32x1x128xbf16>, %k: tensor<8x32x2048x128xbf16>, %v: tensor<8x32x2048x128xbf16>) -> tensor<8x32x1x128xbf16> {
+  %0 = tcc.chain attributes {axis = 3 : i64, tcc.attention} -> tensor<8x32x1x128xbf16> {
+    %5 = tcc.matmul %q, %k {transpose_b = true} : tensor<8x32x1x128xbf16>, tensor<8x32x2048x128xbf16> -> tensor<8x32x1x2048xbf16>
+    %9 = tcc.reduce_max %5 {axes = array<i64: 3>, keepdims = true} : tensor<8x32x1x2048xbf16> -> tensor<8x32x1x1xbf16>
+    %10 = tcc.sub %5, %9 : tensor<8x32x1x2048xbf16>, tensor<8x32x1x1xbf16> -> tensor<8x32x1x2048xbf16>
+    %11 = tcc.exp %10 : tensor<8x32x1x2048xbf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<8x32x1x2048xbf16> -> tensor<8x32x1x1xbf16>
+    %13 = tcc.div %11, %12 : tensor<8x32x1x2048xbf16>, tensor<8x32x1x1xbf16> -> tensor<8x32x1x2048xbf16>
+    %14 = tcc.matmul %13, %v : tensor<8x32x1x2048xbf16>, tensor<8x32x2048x128xbf16> -> tensor<8x32x1x128xbf16>
+    tcc.yield %14 : tensor<8x32x1x128xbf16>
+  }
+  return %0 : tensor<8x32x1x128xbf16>
+}
+
+// -----
+
 // f32: the SIMT template on CUDA cores, prefill (no chunks).
 // CHECK-LABEL: func.func @f32
 // CHECK: tcc.attention_plan = #tcc.simt_attention<blockQ = {{[0-9]+}}, blockKV = {{[0-9]+}}, tileRows = 4, tileKeys = 4, splitKV = {{true|false}}, minBlocks = {{[0-9]+}}, chunkTiles = 0

@@ -125,6 +125,12 @@ struct Plan {
   std::vector<int64_t> tileOffset;
   std::vector<GemmPlan> gemm; ///< per member (convolutions only)
   int64_t paramOffset = 0, paramBytes = 0, total = 0;
+  /// Resident parameters (RegionSchedule::resident), per member: byte
+  /// offsets of the weights and the bias (-1: none), a convolution's
+  /// weight rows (output channels, padded to its rounds) and row stride in
+  /// elements (taps x channels padded to 16, plus one 16-byte chunk: an
+  /// odd chunk count, so ldmatrix's 8 rows hit distinct bank groups).
+  std::vector<int64_t> weightOffset, biasOffset, weightRows, weightStride;
 };
 
 int64_t bytesOf(Type t) { return t.getIntOrFloatBitWidth() / 8; }
@@ -181,6 +187,35 @@ Plan planOf(const RegionProblem &p, const RegionSchedule &s) {
     }
   }
   plan.total = plan.paramOffset + plan.paramBytes;
+  if (!s.resident)
+    return plan;
+  plan.paramBytes = 0;
+  plan.weightOffset.assign(nm, -1);
+  plan.biasOffset.assign(nm, -1);
+  plan.weightRows.assign(nm, 0);
+  plan.weightStride.assign(nm, 0);
+  off = plan.paramOffset;
+  for (size_t i = 0; i < nm; ++i) {
+    const RegionMember &m = p.members[i];
+    int64_t c = plan.shapes[i][2];
+    if (m.kind == Kind::Conv) {
+      const GemmPlan &g = plan.gemm[i];
+      int64_t rows = ceilDiv(m.outChannels, g.roundN()) * g.roundN();
+      int64_t stride = m.kh * m.kw * pad16(c) + 8;
+      plan.weightOffset[i] = off;
+      plan.weightRows[i] = rows;
+      plan.weightStride[i] = stride;
+      off += rows * stride * eb;
+    } else if (m.kind == Kind::Depthwise) {
+      plan.weightOffset[i] = off;
+      off += ceilDiv(m.kh * m.kw * c * eb, 16) * 16;
+    }
+    if (m.bias) {
+      plan.biasOffset[i] = off;
+      off += ceilDiv(plan.shapes[i + 1][2] * eb, 16) * 16;
+    }
+  }
+  plan.total = off;
   return plan;
 }
 
@@ -283,6 +318,9 @@ public:
 
 private:
   void loadInput();
+  /// Resident schedule: copies every member's weights and biases to
+  /// shared memory (cp.async; a depthwise weight transposed by loads).
+  void loadParams();
   void convMember(size_t i);
   void simtMember(size_t i);
   /// Stores zeros in the padding channels [C, pad16(C)) of tile t.
@@ -375,6 +413,53 @@ void RegionBuilder::loadInput() {
   token = commitGroup();
 }
 
+void RegionBuilder::loadParams() {
+  auto asyncCopy = [&](Value dstView, Value dst, Value src, Value srcIdx,
+                       Value ok) {
+    nvgpu::DeviceAsyncCopyOp::create(
+        b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), dstView,
+        ValueRange{dst}, src,
+        ValueRange{ok ? select(ok, srcIdx, cst(0)) : srcIdx}, b.getIndexAttr(8),
+        ok ? select(ok, cst(8), cst(0)) : Value(), b.getUnitAttr());
+  };
+  for (size_t i = 0; i < p.members.size(); ++i) {
+    const RegionMember &m = p.members[i];
+    int64_t c = plan.shapes[i][2], taps = m.kh * m.kw;
+    if (m.kind == Kind::Conv) {
+      // Row n: output channel n's taps x channels (padded to 16: zeros),
+      // rows past the channels zero.
+      int64_t cp = pad16(c), cpr = taps * cp / 8, rows = plan.weightRows[i];
+      int64_t o = m.outChannels, stride = plan.weightStride[i];
+      Value view = sharedView(raw, rows * stride, p.type, plan.weightOffset[i]);
+      threadLoop(rows * cpr, [&](Value idx) {
+        Value n = div(idx, cpr), kc = mul(rem(idx, cpr), 8);
+        Value tap = div(kc, cp), ch = rem(kc, cp);
+        Value ok =
+            land(rows > o ? ult(n, o) : Value(), c % 16 ? ult(ch, c) : Value());
+        asyncCopy(view, add(mul(n, stride), kc), weights[i],
+                  add(mul(n, taps * c), add(mul(tap, c), ch)), ok);
+      });
+    } else if (m.kind == Kind::Depthwise) {
+      // [C][taps] as [taps][C]: a tap's 8 channels are one 16-byte load.
+      Value view = sharedView(raw, taps * c, p.type, plan.weightOffset[i]);
+      threadLoop(c * taps, [&](Value idx) {
+        Value ch = div(idx, taps), tap = rem(idx, taps);
+        Value v = memref::LoadOp::create(b, loc, weights[i], ValueRange{idx});
+        memref::StoreOp::create(b, loc, v, view,
+                                ValueRange{add(mul(tap, c), ch)});
+      });
+    }
+    if (m.bias) {
+      int64_t o = plan.shapes[i + 1][2];
+      Value view = sharedView(raw, o, p.type, plan.biasOffset[i]);
+      threadLoop(o / 8, [&](Value idx) {
+        asyncCopy(view, mul(idx, 8), biases[i], mul(idx, 8), Value());
+      });
+    }
+  }
+  token = commitGroup();
+}
+
 void RegionBuilder::zeroPadChannels(size_t t) {
   int64_t c = plan.shapes[t][2];
   if (c % 16 == 0)
@@ -397,11 +482,19 @@ void RegionBuilder::finish(size_t i, Value vals, Value py, Value px, Value n,
   bool last = i + 1 == p.members.size();
   size_t t = i + 1;
   Value y = add(origin(t, 0), py), x = add(origin(t, 1), px);
-  if (m.bias)
-    vals = arith::AddFOp::create(
-        b, loc, vals,
-        extF32(vector::LoadOp::create(b, loc, halfT, biases[i], ValueRange{n},
-                                      false, align)));
+  if (m.bias) {
+    // Resident: from shared memory, as a view of `len`-element vectors
+    // (n is a multiple of len).
+    Value bias =
+        s.resident ? Value(memref::LoadOp::create(
+                         b, loc,
+                         sharedView(raw, plan.shapes[t][2] / len, halfT,
+                                    plan.biasOffset[i]),
+                         ValueRange{div(n, len)}))
+                   : Value(vector::LoadOp::create(b, loc, halfT, biases[i],
+                                                  ValueRange{n}, false, align));
+    vals = arith::AddFOp::create(b, loc, vals, extF32(bias));
+  }
   if (m.residualFrom == 0) {
     // The chain input, from global memory (its shared tile is gone).
     Value off = add(mul(add(mul(add(mul(img, p.h), y), p.w), x), p.c), n);
@@ -466,13 +559,23 @@ void RegionBuilder::convMember(size_t i) {
   Value lMid = band(div(lane, 8), 1);
   Type f32 = b.getF32Type();
 
+  bool resident = s.resident;
+  int64_t wStride = resident ? plan.weightStride[i] : 0;
+  Value wView = resident ? sharedView(raw, plan.weightRows[i] * wStride, p.type,
+                                      plan.weightOffset[i])
+                         : Value();
+  // Resident weights: the previous member's tile is complete; rounds then
+  // share nothing but reads.
+  if (resident)
+    mlir::gpu::BarrierOp::create(b, loc);
   auto round =
       scf::ForOp::create(b, loc, cst(0), cst(roundsM * roundsN), cst(1));
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(round.getBody());
   Value r = round.getInductionVar();
   // The previous round's (member's) reads of the weight slabs are done.
-  mlir::gpu::BarrierOp::create(b, loc);
+  if (!resident)
+    mlir::gpu::BarrierOp::create(b, loc);
   Value mr = rem(r, roundsM), nr = div(r, roundsM);
   Value m0 = add(mul(mr, g.roundM()), mul(warpM, g.jm * 16));
   Value n0 = mul(nr, roundN);      // the slab's first output channel
@@ -515,7 +618,7 @@ void RegionBuilder::convMember(size_t i) {
     }
   };
 
-  for (int64_t st = 0; st + 1 < g.stages; ++st) {
+  for (int64_t st = 0; !resident && st + 1 < g.stages; ++st) {
     if (st < kTiles)
       copySlab(cst(st), cst(st));
     token = commitGroup();
@@ -530,9 +633,11 @@ void RegionBuilder::convMember(size_t i) {
     Value kt = kLoop.getInductionVar();
     // Slab kt has landed (and, for the first member, the input tile, an
     // older group); the barrier also retires the reads of slab kt - 1.
-    nvgpu::DeviceAsyncWaitOp::create(b, loc, token,
-                                     b.getI32IntegerAttr(g.stages - 2));
-    mlir::gpu::BarrierOp::create(b, loc);
+    if (!resident) {
+      nvgpu::DeviceAsyncWaitOp::create(b, loc, token,
+                                       b.getI32IntegerAttr(g.stages - 2));
+      mlir::gpu::BarrierOp::create(b, loc);
+    }
     Value stage = rem(kt, g.stages);
     Value slabBase = mul(stage, slabElems);
     SmallVector<Value> acc(kLoop.getRegionIterArgs());
@@ -552,15 +657,21 @@ void RegionBuilder::convMember(size_t i) {
             4));
       for (int64_t j = 0; j < g.jn / 2; ++j) {
         Value row = add(nw, add(add(mul(lHi, 8), l8), j * 16));
-        Value off = add(slabBase, mul(swizzle(row, add(lMid, kk * 2), cpr), 8));
-        Value pair = nvgpu::LdMatrixOp::create(b, loc, fragT, param,
+        Value off, src = param;
+        if (resident) {
+          off = add(mul(add(n0, row), wStride), add(k, mul(lMid, 8)));
+          src = wView;
+        } else {
+          off = add(slabBase, mul(swizzle(row, add(lMid, kk * 2), cpr), 8));
+        }
+        Value pair = nvgpu::LdMatrixOp::create(b, loc, fragT, src,
                                                ValueRange{off}, false, 4);
         for (int64_t h = 0; h < 2; ++h)
           bFrag.push_back(vector::ExtractStridedSliceOp::create(
               b, loc, pair, ArrayRef<int64_t>{2 * h, 0},
               ArrayRef<int64_t>{2, 2}, ArrayRef<int64_t>{1, 1}));
       }
-      if (kk == 0) {
+      if (kk == 0 && !resident) {
         // Slab kt + S - 1 into the stage read at kt - 1.
         Value next = add(kt, g.stages - 1);
         whenTrue(ult(next, kTiles),
@@ -606,7 +717,8 @@ void RegionBuilder::simtMember(size_t i) {
   int64_t inStride = rowStride(c) / 8, groups = c / 8, taps = m.kh * m.kw;
   Type f32 = b.getF32Type();
   VectorType accT = VectorType::get({8}, f32);
-  if (m.kind == Kind::Depthwise) {
+  int64_t wOffset = s.resident ? plan.weightOffset[i] : plan.paramOffset;
+  if (m.kind == Kind::Depthwise && !s.resident) {
     // The weight [C][taps] as [taps][C] in shared memory: a tap's 8
     // channels are one 16-byte load.
     Value sharedParam = sharedView(raw, taps * c, p.type, plan.paramOffset);
@@ -621,7 +733,7 @@ void RegionBuilder::simtMember(size_t i) {
   Value tileIn = tileView(i, 8);
   Value wVec = m.kind == Kind::Depthwise
                    ? sharedView(raw, taps * groups,
-                                VectorType::get({8}, p.type), plan.paramOffset)
+                                VectorType::get({8}, p.type), wOffset)
                    : Value();
   size_t t = i + 1;
   Value iy0 = origin(i, 0), ix0 = origin(i, 1);
@@ -703,11 +815,17 @@ void RegionBuilder::build(Block &entry) {
               : Value();
 
   loadInput();
+  if (s.resident) {
+    // One wait for the input tile and every parameter; the members then
+    // read shared memory only.
+    loadParams();
+    nvgpu::DeviceAsyncWaitOp::create(b, loc, token, b.getI32IntegerAttr(0));
+  }
   for (size_t i = 0; i < nm; ++i) {
     const RegionMember &m = p.members[i];
     // A convolution first waits in its k-loop (the input's copies are an
     // older group than its first slab).
-    if (i == 0 && m.kind != Kind::Conv)
+    if (i == 0 && m.kind != Kind::Conv && !s.resident)
       nvgpu::DeviceAsyncWaitOp::create(b, loc, token, b.getI32IntegerAttr(0));
     if (m.kind != Kind::Conv)
       mlir::gpu::BarrierOp::create(b, loc);
@@ -775,50 +893,61 @@ RegionSchedule chooseRegionSchedule(const RegionProblem &p,
       // 4 warps: ptxas (CUDA 13.0) spills a word in some 8-warp chains at
       // 80 registers (mbv2_56_s2 with 1x7 tiles), which a schedule given
       // explicitly may still pick.
-      for (int64_t warps : {4}) {
-        if (th > last[0] || tw > last[1])
-          continue;
-        RegionSchedule s{th, tw, warps};
-        std::string why;
-        if (!regionKernelSupports(p, s, target, why))
-          continue;
-        // A block's work in multiply-adds: every member's whole tile (halos
-        // included, GEMM rows rounded to the mma's 16, the CUDA-core
-        // members at a sixteenth of the tensor cores' rate), plus a fixed
-        // cost a block (the input tile's latency) and a GEMM round (the
-        // weight pipeline's fill and barriers).
-        Plan plan = planOf(p, s);
-        double work = 5e4;
-        for (size_t i = 0; i < p.members.size(); ++i) {
-          const RegionMember &m = p.members[i];
-          const RegionTile &out = plan.tiles[i + 1];
-          int64_t pix = out.size[0] * out.size[1];
-          int64_t c = plan.shapes[i][2];
-          if (m.kind == Kind::Conv) {
-            const GemmPlan &g = plan.gemm[i];
-            int64_t rounds = ceilDiv(ceilDiv(pix, 16), g.warpsM * g.jm) *
-                             ceilDiv(m.outChannels / 8, g.warpsN * g.jn);
-            work += double(ceilDiv(pix, 16) * 16) * m.outChannels * c * m.kh *
-                        m.kw +
-                    2e4 * rounds;
-          } else {
-            work += 16.0 * pix * c * m.kh * m.kw + 2e4;
+      for (int64_t warps : {4})
+        for (bool resident : {true, false}) {
+          if (th > last[0] || tw > last[1])
+            continue;
+          RegionSchedule s{th, tw, warps, resident};
+          std::string why;
+          if (!regionKernelSupports(p, s, target, why))
+            continue;
+          // Resident parameters delay a block's first MMA until every
+          // weight has landed and take shared memory from other blocks: on
+          // the H200 they won only with 14-pixel tiles in 47 KiB
+          // (MobileNetV2 at 56x56, 11.2 against 12.5 us streamed) and lost
+          // with tiles of 2-4 pixels (up to 1.2x slower) or over 80 KiB
+          // (1.5x: ResNet-50's and U-Net's 3x3 chains; docs/performance.md,
+          // session 20).
+          if (resident && (th * tw < 8 || planOf(p, s).total > 48 * 1024))
+            continue;
+          // A block's work in multiply-adds: every member's whole tile (halos
+          // included, GEMM rows rounded to the mma's 16, the CUDA-core
+          // members at a sixteenth of the tensor cores' rate), plus a fixed
+          // cost a block (the input tile's latency) and a GEMM round (the
+          // weight pipeline's fill and barriers; a tenth of it with the
+          // weights resident, which a round only reads).
+          Plan plan = planOf(p, s);
+          double work = 5e4;
+          for (size_t i = 0; i < p.members.size(); ++i) {
+            const RegionMember &m = p.members[i];
+            const RegionTile &out = plan.tiles[i + 1];
+            int64_t pix = out.size[0] * out.size[1];
+            int64_t c = plan.shapes[i][2];
+            if (m.kind == Kind::Conv) {
+              const GemmPlan &g = plan.gemm[i];
+              int64_t rounds = ceilDiv(ceilDiv(pix, 16), g.warpsM * g.jm) *
+                               ceilDiv(m.outChannels / 8, g.warpsN * g.jn);
+              work += double(ceilDiv(pix, 16) * 16) * m.outChannels * c * m.kh *
+                          m.kw +
+                      (resident ? 2e3 : 2e4) * rounds;
+            } else {
+              work += 16.0 * pix * c * m.kh * m.kw + 2e4;
+            }
+          }
+          // Blocks a multiprocessor runs, how many at once (shared memory,
+          // 16 warps), and how well they hide latency (8 warps and up).
+          int64_t blocks = p.n * ceilDiv(last[0], th) * ceilDiv(last[1], tw);
+          int64_t perSm = ceilDiv(blocks, sms);
+          int64_t atOnce = std::min<int64_t>(
+              {perSm, 16 / warps,
+               std::max<int64_t>(1, target.maxSharedPerBlock / plan.total)});
+          double eff = std::min(1.0, double(atOnce * warps) / 8.0);
+          double cost = double(perSm) * work / eff;
+          if (cost < bestCost) {
+            bestCost = cost;
+            best = s;
           }
         }
-        // Blocks a multiprocessor runs, how many at once (shared memory,
-        // 16 warps), and how well they hide latency (8 warps and up).
-        int64_t blocks = p.n * ceilDiv(last[0], th) * ceilDiv(last[1], tw);
-        int64_t perSm = ceilDiv(blocks, sms);
-        int64_t resident = std::min<int64_t>(
-            {perSm, 16 / warps,
-             std::max<int64_t>(1, target.maxSharedPerBlock / plan.total)});
-        double eff = std::min(1.0, double(resident * warps) / 8.0);
-        double cost = double(perSm) * work / eff;
-        if (cost < bestCost) {
-          bestCost = cost;
-          best = s;
-        }
-      }
   return best;
 }
 

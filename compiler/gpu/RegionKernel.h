@@ -68,9 +68,14 @@ struct RegionProblem {
 };
 
 /// The tiling: each block computes a tileH x tileW tile of the last
-/// member's output for one image, with `warps` warps.
+/// member's output for one image, with `warps` warps. `resident`: every
+/// member's weights and biases are copied to shared memory once, with the
+/// input tile, so the members run without a global round trip between
+/// them; otherwise each GEMM round streams its weight slabs through a
+/// cp.async pipeline (less shared memory, a wait per k-step).
 struct RegionSchedule {
   int64_t tileH = 8, tileW = 8, warps = 4;
+  bool resident = false;
 };
 
 /// Member i's share of one block: its output tile (with the halo its

@@ -1,7 +1,8 @@
 //===- RegionGen.cpp - builds one region kernel into a PTX bundle ---------===//
 //
 //   tcc-region-gen --input N,H,W,C --member SPEC [--member SPEC ...]
-//       [--type f16|bf16] [--tile TH,TW] [--warps W] [--chip sm_90|sm_80]
+//       [--type f16|bf16] [--tile TH,TW] [--warps W] [--resident 0|1]
+//       [--chip sm_90|sm_80]
 //       [--name NAME] [--out-dir DIR] [--emit-mlir]
 //
 // A member SPEC is KIND[:OPT,OPT...] with KIND conv, dw (depthwise), maxpool
@@ -154,6 +155,7 @@ int main(int argc, char **argv) {
   bool haveInput = false;
   std::optional<std::array<int64_t, 2>> tile;
   std::optional<int64_t> warps;
+  std::optional<bool> resident;
   auto ownFlag = [&](const std::string &f, tcc::gen::FlagValue value) {
     if (f == "--input") {
       std::vector<int64_t> v = parseIntList(f, value(), 4);
@@ -167,6 +169,8 @@ int main(int argc, char **argv) {
       tile = {v[0], v[1]};
     } else if (f == "--warps")
       warps = parseInt(f, value());
+    else if (f == "--resident")
+      resident = parseInt(f, value()) != 0;
     else
       return false;
     return true;
@@ -181,6 +185,8 @@ int main(int argc, char **argv) {
     s.tileH = (*tile)[0], s.tileW = (*tile)[1];
   if (warps)
     s.warps = *warps;
+  if (resident)
+    s.resident = *resident;
   std::string why;
   if (!tcc::gpu::regionKernelSupports(p, s, target, why))
     die(why);
@@ -234,23 +240,24 @@ int main(int argc, char **argv) {
     tileJson.push_back(
         {{"size", t.size}, {"scale", t.scale}, {"offset", t.offset}});
   std::array<int64_t, 3> last = p.outShape(p.members.size() - 1);
-  nlohmann::json info = {{"name", flags.name},
-                         {"n", p.n},
-                         {"h", p.h},
-                         {"w", p.w},
-                         {"c", p.c},
-                         {"type", tcc::gen::typeName(p.type)},
-                         {"members", members},
-                         {"out", {p.n, last[0], last[1], last[2]}},
-                         {"tile", {s.tileH, s.tileW}},
-                         {"warps", s.warps},
-                         {"tiles", tileJson},
-                         {"schedule", std::to_string(s.tileH) + "x" +
-                                          std::to_string(s.tileW) + "w" +
-                                          std::to_string(s.warps)},
-                         {"grid", launch->grid},
-                         {"block", launch->block},
-                         {"shared_bytes", launch->sharedBytes}};
+  nlohmann::json info = {
+      {"name", flags.name},
+      {"n", p.n},
+      {"h", p.h},
+      {"w", p.w},
+      {"c", p.c},
+      {"type", tcc::gen::typeName(p.type)},
+      {"members", members},
+      {"out", {p.n, last[0], last[1], last[2]}},
+      {"tile", {s.tileH, s.tileW}},
+      {"warps", s.warps},
+      {"tiles", tileJson},
+      {"schedule", std::to_string(s.tileH) + "x" + std::to_string(s.tileW) +
+                       "w" + std::to_string(s.warps) + (s.resident ? "r" : "")},
+      {"resident", s.resident},
+      {"grid", launch->grid},
+      {"block", launch->block},
+      {"shared_bytes", launch->sharedBytes}};
   std::cout << info.dump() << "\n";
   return 0;
 }

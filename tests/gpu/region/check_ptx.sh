@@ -21,7 +21,11 @@ while read -r name role flags; do
     dt=f16; case "$flags" in *'--type bf16'*) dt=bf16 ;; esac
     want="$want mma.sync.aligned.m16n8k16.row.col.f32.$dt.$dt.f32 ldmatrix.sync.aligned.m8n8.x4.shared.b16" ;;
   esac
-  for chip in sm_90 sm_80; do
+  chips='sm_90 sm_80'
+  # Resident parameters of the wide chains exceed sm_80's 163 KiB of shared
+  # memory a block (its schedule streams them there).
+  case "$flags" in *'--resident 1'*) chips=sm_90 ;; esac
+  for chip in $chips; do
     # shellcheck disable=SC2086
     if check_case "$gen" "$ptxas" "$tmp" $chip "$name" "$want" $flags; then
       passed=$((passed + 1))

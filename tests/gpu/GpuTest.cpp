@@ -427,8 +427,11 @@ TEST_CASE("profiling every launch with device events", "[cuda][timing]") {
       double sum = 0;
       for (size_t i = 0; i < numLaunches; ++i) {
         double t = launchMs[r * numLaunches + i];
-        // Small kernels: above zero, far below a second.
-        CHECK(t > 0.0);
+        // Small kernels: above zero (the copy, launch 2, may be below the
+        // events' resolution), far below a second.
+        CHECK(t >= 0.0);
+        if (i != 2)
+          CHECK(t > 0.0);
         CHECK(t < 1000.0);
         CHECK(gapMs[r * numLaunches + i] >= 0.0);
         sum += t + gapMs[r * numLaunches + i];

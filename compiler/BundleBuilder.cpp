@@ -228,8 +228,9 @@ public:
       manifest["format_version"] = 3;
     }
     llvm::DenseSet<Value> noDerived;
+    std::map<std::string, tcc::KernelFunctionLaunches> launchesOf;
     if (failed(emitCalls(entry, noDerived, outputOf, planOf, deviceIndex, host,
-                         manifest["launches"], launch)))
+                         manifest["launches"], launch, &launchesOf)))
       return failure();
     // Older runtimes refuse it by its version.
     if (usesTensorMaps)
@@ -286,7 +287,8 @@ public:
     }
     manifest["code"] = json::array({entry});
     // The region groups tcc-region-fusion chose, for `tcc inspect`.
-    if (json groups = tcc::regionGroupsJson(module); !groups.empty())
+    if (json groups = tcc::regionGroupsJson(module, launchesOf);
+        !groups.empty())
       manifest["region_groups"] = std::move(groups);
     return success();
   }
@@ -294,13 +296,16 @@ public:
 private:
   /// The launches of `f`'s kernel calls, appended to `launches`; `launch`
   /// counts calls for the memory plan. Call results in `derived` get derived
-  /// buffers, those in `outputOf` output buffers, the others temps.
+  /// buffers, those in `outputOf` output buffers, the others temps. With
+  /// `launchesOf`, records per kernel function its symbols and launches.
   LogicalResult
   emitCalls(func::FuncOp f, const llvm::DenseSet<Value> &derived,
             const llvm::DenseMap<Value, unsigned> &outputOf,
             const llvm::StringMap<const tcc::KernelPlan *> &planOf,
             const llvm::StringMap<int> &deviceIndex, bool host, json &launches,
-            int &launch) {
+            int &launch,
+            std::map<std::string, tcc::KernelFunctionLaunches> *launchesOf =
+                nullptr) {
     for (Operation &op : f.getBody().front().without_terminator()) {
       auto call = dyn_cast<func::CallOp>(op);
       if (!call || !planOf.count(call.getCallee()))
@@ -359,6 +364,13 @@ private:
           j["grid"] = json(std::vector<int64_t>(l.grid.begin(), l.grid.end()));
           j["block"] =
               json(std::vector<int64_t>(l.block.begin(), l.block.end()));
+        }
+        if (launchesOf) {
+          tcc::KernelFunctionLaunches &of = (*launchesOf)[plan.name];
+          if (std::find(of.symbols.begin(), of.symbols.end(), l.symbol) ==
+              of.symbols.end())
+            of.symbols.push_back(l.symbol);
+          of.launches.push_back(int64_t(launches.size()));
         }
         launches.push_back(j);
       }

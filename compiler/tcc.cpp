@@ -5,8 +5,8 @@
 //   tcc run     MODEL.json|MODEL.onnx|BUNDLE [--input NAME=FILE.npy]...
 //   [--output-dir DIR]
 //   tcc bench   MODEL.json|MODEL.onnx|BUNDLE [--warmup N] [--iters N]
-//   [--json FILE]
-//   tcc inspect BUNDLE
+//   [--json FILE] [--profile FILE]
+//   tcc inspect BUNDLE [--profile FILE]
 //
 // run, bench and inspect share their logic with the runtime-only build
 // (runtime/tools); this driver adds model compilation in front of them.
@@ -169,6 +169,11 @@ static cl::opt<int> iters("iters", cl::desc("Timed runs"), cl::init(100),
                           cl::sub(benchCmd));
 static cl::opt<std::string>
     jsonPath("json", cl::desc("Write the figures as JSON"), cl::sub(benchCmd));
+static cl::opt<std::string> profilePath(
+    "profile",
+    cl::desc("bench: also time every launch and write them to this file "
+             "(JSON); inspect: add the times of such a file to the manifest"),
+    cl::sub(benchCmd), cl::sub(inspectCmd));
 
 /// MLIR's options (--mlir-print-ir-after-all, --mlir-timing, ...) register
 /// at the top level; make them valid after every subcommand too.
@@ -399,9 +404,12 @@ int main(int argc, char **argv) {
                               "  tcc inspect BUNDLE\n");
   if (compileCmd)
     return doCompile();
+  if (profilePath.getNumOccurrences() && profilePath.empty())
+    return fail("--profile needs a file name");
   if (inspectCmd) {
     throwOnOutOfMemory();
-    return tcc::runner::inspectBundleFile(inputPath, std::cout, std::cerr);
+    return tcc::runner::inspectBundleFile(inputPath, std::cout, std::cerr,
+                                          profilePath);
   }
   if (runCmd || benchCmd) {
     std::vector<uint8_t> bundle;
@@ -429,6 +437,7 @@ int main(int argc, char **argv) {
     options.warmup = warmup;
     options.iters = iters;
     options.jsonPath = jsonPath;
+    options.profilePath = profilePath;
     options.cudaGraph = cudaGraph;
     for (const std::string &spec : inputs) {
       if (spec.find('=') == std::string::npos)

@@ -20,6 +20,11 @@ done
 "$rt" run "$work/softmax.tccb" --output-dir "$work/out" > "$work/run.log" 2>&1
 test -f "$work/out/y.npy"
 "$rt" inspect "$work/softmax.tccb" > /dev/null
+# Per-launch profiles: written by bench, read back by inspect.
+"$rt" bench "$work/softmax.tccb" --iters 3 --profile "$work/profile.json" \
+  > "$work/bench.log"
+"$rt" inspect "$work/softmax.tccb" --profile "$work/profile.json" \
+  | grep -q '"launch_total_us"'
 # Random params kept as recipes: this runtime (g++) computes the bytes the
 # compiler (clang) would have embedded, so the outputs are the same bits.
 for mode in embed keep; do

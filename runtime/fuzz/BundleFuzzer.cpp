@@ -95,6 +95,17 @@ void bindAndRun(tccrt_model *model) {
   tccrt_model_run(model);
   double ms[2];
   tccrt_model_time_runs(model, 2, ms);
+  // Per-launch timing walks the launch list with its own timestamps.
+  size_t numLaunches = 0;
+  if (tccrt_model_num_launches(model, &numLaunches) != TCCRT_OK)
+    std::abort();
+  for (size_t i = 0; i < numLaunches; ++i) {
+    tccrt_launch_info info;
+    if (tccrt_model_launch_info(model, i, &info) != TCCRT_OK)
+      std::abort();
+  }
+  std::vector<double> launchMs(numLaunches), gapMs(numLaunches);
+  tccrt_model_profile_runs(model, 1, launchMs.data(), gapMs.data(), ms);
   for (void *p : buffers)
     tccrt_free(ctx, p);
 }

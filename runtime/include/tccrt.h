@@ -197,6 +197,44 @@ tccrt_status tccrt_model_set_option(tccrt_model *model, const char *name,
 tccrt_status tccrt_model_time_runs(tccrt_model *model, size_t runs,
                                    double *ms);
 
+/** One launch of a run, in the order a run queues them (the bundle's
+ *  "launches"; the init launches run once at load and are not among them).
+ *  Pointers stay valid while the model lives. */
+typedef struct tccrt_launch_info {
+  /** The kernel's symbol; NULL for a copy between buffers. */
+  const char *kernel;
+  /** 1: a GPU launch, `grid` blocks of `block` threads in x, y, z. 0: a
+   *  host launch (or a copy), `grid[0]` work items split over the threads
+   *  (the bytes copied, for a copy), the rest 1. */
+  int32_t gpu;
+  int64_t grid[3];
+  int64_t block[3];
+} tccrt_launch_info;
+
+/** The number of launches a run queues (tccrt_model_launch_info). */
+tccrt_status tccrt_model_num_launches(const tccrt_model *model, size_t *out);
+tccrt_status tccrt_model_launch_info(const tccrt_model *model, size_t index,
+                                     tccrt_launch_info *out);
+
+/** Runs the model `runs` times and times every launch of every run: with
+ *  L = tccrt_model_num_launches, launch_ms[r * L + i] is launch i of run r
+ *  in milliseconds, gap_ms[r * L + i] (when gap_ms is not NULL) the time
+ *  the device spent before it waiting for it to be queued, and run_ms[r]
+ *  (when not NULL) the whole run. The launches are queued one by one, never
+ *  through a graph (option "cuda_graph" is ignored here). On CUDA and HIP a
+ *  device event is recorded before and after each launch on the one stream
+ *  and a launch's time is between its two events. Where the device ran out
+ *  of work before a launch, the wait for the host to record its first event
+ *  is in gap_ms, not in the launch's time, but the host's time to queue the
+ *  launch itself after that event is (microseconds): times with gaps near
+ *  zero are the device's alone. A run's time spans all its events, gaps
+ *  included. On the host each launch runs to completion and is timed with
+ *  the steady clock (gaps are the runtime's bookkeeping between launches).
+ *  Errors as tccrt_model_time_runs. */
+tccrt_status tccrt_model_profile_runs(tccrt_model *model, size_t runs,
+                                      double *launch_ms, double *gap_ms,
+                                      double *run_ms);
+
 #ifdef __cplusplus
 }
 #endif

@@ -22,6 +22,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <new>
 #include <system_error>
@@ -438,14 +439,23 @@ tccrt_status checkBound(tccrt_model *m) {
   return TCCRT_OK;
 }
 
+/// Called before (`after` false) and after each launch of a list that is
+/// profiled, with the launch's index.
+using LaunchHook =
+    std::function<bool(size_t index, bool after, std::string &err)>;
+
 /// Queues `launches` in order; `mapCache` holds their encoded tensor maps.
+/// `hook`, when given, runs around each launch (profiling).
 bool enqueueList(tccrt_model *m, const std::vector<LaunchDesc> &launches,
                  std::vector<std::vector<EncodedTensorMap>> &mapCache,
-                 const char *what, std::string &err) {
+                 const char *what, std::string &err,
+                 const LaunchHook *hook = nullptr) {
   const ModelDesc &d = m->desc;
   Backend &be = *m->ctx->backend;
   for (size_t i = 0; i < launches.size(); ++i) {
     const LaunchDesc &l = launches[i];
+    if (hook && !(*hook)(i, false, err))
+      return false;
     bool ok;
     if (l.kind == LaunchDesc::Kind::Copy) {
       ok = be.copyOnDevice(m->buffers[l.dst], m->buffers[l.src], l.bytes, err);
@@ -471,20 +481,26 @@ bool enqueueList(tccrt_model *m, const std::vector<LaunchDesc> &launches,
         err = std::string(what) + " " + std::to_string(i) + " (kernel '" +
               d.kernels[l.kernel].name + "'): " + err;
     }
-    if (!ok)
+    if (!ok || (hook && !(*hook)(i, true, err)))
       return false;
   }
   return true;
 }
 
 /// Queues a run's work: the status counters zeroed, then every launch and
-/// copy in order.
-bool enqueueLaunches(tccrt_model *m, std::string &err) {
+/// copy in order; `hook` as enqueueList's, and also called with index
+/// SIZE_MAX before and after the zeroing.
+bool enqueueLaunches(tccrt_model *m, std::string &err,
+                     const LaunchHook *hook = nullptr) {
   Backend &be = *m->ctx->backend;
+  if (hook && !(*hook)(SIZE_MAX, false, err))
+    return false;
   for (const StatusDesc &s : m->desc.status)
     if (!be.fillZero(m->buffers[s.buffer], 4, err))
       return false;
-  return enqueueList(m, m->desc.launches, m->mapCache, "launch", err);
+  if (hook && !(*hook)(SIZE_MAX, true, err))
+    return false;
+  return enqueueList(m, m->desc.launches, m->mapCache, "launch", err, hook);
 }
 
 /// Version 3: allocates the derived params, runs the init launches once
@@ -624,6 +640,78 @@ tccrt_status timeRuns(tccrt_model *m, size_t runs, double *ms) {
     for (size_t i = 0; i < n; ++i)
       if (!be.elapsedMs(2 * i, 2 * i + 1, ms[first + i], err))
         return fail(m->ctx, TCCRT_ERROR_DEVICE, err);
+  }
+  return TCCRT_OK;
+}
+
+/// Runs back to back, timing every launch (tccrt_model_profile_runs): a
+/// run's timestamps are its start, the end of the counters' zeroing, and
+/// before and after each launch. On a GPU they are device events reused
+/// chunk by chunk; on the host, the steady clock after waiting for the
+/// work.
+tccrt_status profileRuns(tccrt_model *m, size_t runs, double *launchMs,
+                         double *gapMs, double *runMs) {
+  tccrt_status s = checkBound(m);
+  if (s != TCCRT_OK)
+    return s;
+  Backend &be = *m->ctx->backend;
+  const size_t numLaunches = m->desc.launches.size();
+  const size_t perRun = 2 * numLaunches + 2;
+  // Timestamp k of a run: 0 its start, 1 after the zeroing, 2 + 2i before
+  // launch i and 3 + 2i after it.
+  auto slot = [](size_t index, bool after) {
+    return index == SIZE_MAX ? size_t(after) : 2 + 2 * index + size_t(after);
+  };
+  const bool device = be.hasDeviceTimer();
+  // Runs per chunk: a bounded number of events, at least one run.
+  const size_t chunk = std::max<size_t>(1, 8192 / perRun);
+  std::vector<double> host; // host clock readings (ms), per chunk
+  std::string err;
+  if (device && !be.startTimer(perRun * std::min(runs, chunk), err))
+    return fail(m->ctx, TCCRT_ERROR_DEVICE, err);
+  const auto origin = std::chrono::steady_clock::now();
+  for (size_t first = 0; first < runs; first += chunk) {
+    size_t n = std::min(chunk, runs - first);
+    host.assign(device ? 0 : n * perRun, 0.0);
+    for (size_t r = 0; r < n; ++r) {
+      LaunchHook hook = [&](size_t index, bool after, std::string &e) {
+        size_t k = r * perRun + slot(index, after);
+        if (device)
+          return be.recordTimestamp(k, e);
+        // Launches may return before they finish: wait for them.
+        if (after && !be.synchronize(e))
+          return false;
+        host[k] = std::chrono::duration<double, std::milli>(
+                      std::chrono::steady_clock::now() - origin)
+                      .count();
+        return true;
+      };
+      if (!enqueueLaunches(m, err, &hook))
+        return fail(m->ctx, TCCRT_ERROR_DEVICE, err);
+    }
+    // Every run zeroes the counters first: this checks the chunk's last run.
+    if ((s = finishRun(m)) != TCCRT_OK)
+      return s;
+    auto between = [&](size_t r, size_t from, size_t to, double &ms) -> bool {
+      from += r * perRun, to += r * perRun;
+      if (device)
+        return be.elapsedMs(from, to, ms, err);
+      ms = host[to] - host[from];
+      return true;
+    };
+    for (size_t r = 0; r < n; ++r) {
+      double *launch = launchMs + (first + r) * numLaunches;
+      for (size_t i = 0; i < numLaunches; ++i) {
+        if (!between(r, slot(i, false), slot(i, true), launch[i]))
+          return fail(m->ctx, TCCRT_ERROR_DEVICE, err);
+        if (gapMs && !between(r, i ? slot(i - 1, true) : 1, slot(i, false),
+                              gapMs[(first + r) * numLaunches + i]))
+          return fail(m->ctx, TCCRT_ERROR_DEVICE, err);
+      }
+      if (runMs && !between(r, 0, numLaunches ? slot(numLaunches - 1, true) : 1,
+                            runMs[first + r]))
+        return fail(m->ctx, TCCRT_ERROR_DEVICE, err);
+    }
   }
   return TCCRT_OK;
 }
@@ -1022,6 +1110,58 @@ tccrt_status tccrt_model_set_option(tccrt_model *model, const char *name,
   if (!name || !value)
     return nullArg(model->ctx, !name ? "name" : "value");
   return guarded(model->ctx, [&] { return setOption(model, name, value); });
+}
+
+tccrt_status tccrt_model_num_launches(const tccrt_model *model, size_t *out) {
+  if (!model)
+    return nullArg(nullptr, "model");
+  std::lock_guard<std::mutex> lock(model->ctx->mutex);
+  if (!out)
+    return nullArg(model->ctx, "out");
+  *out = model->desc.launches.size();
+  return TCCRT_OK;
+}
+
+tccrt_status tccrt_model_launch_info(const tccrt_model *model, size_t index,
+                                     tccrt_launch_info *out) {
+  if (!model)
+    return nullArg(nullptr, "model");
+  std::lock_guard<std::mutex> lock(model->ctx->mutex);
+  const ModelDesc &d = model->desc;
+  if (index >= d.launches.size())
+    return fail(model->ctx, TCCRT_ERROR_INVALID_ARGUMENT,
+                "launch index " + std::to_string(index) +
+                    " is out of range (the model has " +
+                    std::to_string(d.launches.size()) + ")");
+  if (!out)
+    return nullArg(model->ctx, "info");
+  const LaunchDesc &l = d.launches[index];
+  tccrt_launch_info info;
+  info.kernel = l.kind == LaunchDesc::Kind::Copy
+                    ? nullptr
+                    : d.kernels[l.kernel].symbol.c_str();
+  info.gpu = l.kind == LaunchDesc::Kind::Kernel && l.gpu;
+  for (int i = 0; i < 3; ++i) {
+    info.grid[i] = info.gpu ? (int64_t)l.gridDims[i] : 1;
+    info.block[i] = info.gpu ? (int64_t)l.blockDims[i] : 1;
+  }
+  if (!info.gpu)
+    info.grid[0] = l.kind == LaunchDesc::Kind::Copy ? (int64_t)l.bytes : l.grid;
+  *out = info;
+  return TCCRT_OK;
+}
+
+tccrt_status tccrt_model_profile_runs(tccrt_model *model, size_t runs,
+                                      double *launch_ms, double *gap_ms,
+                                      double *run_ms) {
+  if (!model)
+    return nullArg(nullptr, "model");
+  std::lock_guard<std::mutex> lock(model->ctx->mutex);
+  if (runs && !model->desc.launches.empty() && !launch_ms)
+    return nullArg(model->ctx, "launch_ms");
+  return guarded(model->ctx, [&] {
+    return profileRuns(model, runs, launch_ms, gap_ms, run_ms);
+  });
 }
 
 tccrt_status tccrt_model_time_runs(tccrt_model *model, size_t runs,

@@ -10,9 +10,11 @@
 #include "runtime/src/Bundle.h"
 #include "runtime/src/DType.h"
 #include "runtime/src/FileIO.h"
+#include "runtime/src/JsonDepth.h"
 #include "runtime/src/Npy.h"
 #include "runtime/src/OneLine.h"
 #include "runtime/src/Random.h"
+#include "runtime/tools/Profile.h"
 
 #include <nlohmann/json.hpp>
 
@@ -472,6 +474,35 @@ double percentile(const std::vector<double> &sorted, double q) {
   return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - (double)lo);
 }
 
+/// The manifest checksum a bundle's header records (bytes 32..39).
+uint64_t headerManifestHash(const uint8_t *header) {
+  uint64_t v;
+  std::memcpy(&v, header + 32, 8);
+  return v;
+}
+
+/// Reads the profile at `path` and merges it into `manifest`.
+bool addProfile(nlohmann::json &manifest, uint64_t manifestHash,
+                const std::string &path, std::string &why) {
+  std::vector<uint8_t> bytes;
+  if (!io::readRegularFile(path, bytes, why))
+    return false;
+  // A profile nests 4 levels; deep nesting would overflow the parser's stack.
+  std::string_view text(reinterpret_cast<const char *>(bytes.data()),
+                        bytes.size());
+  if (findNestingBeyond(text, 64) != std::string_view::npos) {
+    why = path + ": not a tcc profile (JSON nested deeper than 64 levels)";
+    return false;
+  }
+  auto profile = nlohmann::json::parse(bytes.begin(), bytes.end(), nullptr,
+                                       /*allow_exceptions=*/false);
+  if (profile.is_discarded()) {
+    why = path + ": not valid JSON";
+    return false;
+  }
+  return mergeProfile(manifest, manifestHash, profile, path, why);
+}
+
 /// Turns anything thrown (out of memory, a filesystem error) into the error
 /// line: the CLI must never die with an uncaught exception.
 template <typename Body> int guarded(std::ostream &err, Body body) {
@@ -562,6 +593,9 @@ int benchBundle(std::vector<uint8_t> bundle, const std::string &displayName,
     std::string why, target = options.target;
     if (!s.open(bundle, displayName, target, options.cudaGraph, why))
       return error(err, why);
+    // What identifies the bundle in a profile (the header's manifest
+    // checksum; the bundle loaded, so it has a header).
+    uint64_t manifestHash = headerManifestHash(bundle.data());
     bundle = {};
     // Seed 0, no files: every input random. The manifest does not say
     // which integer inputs are indices nor their range, and a model that
@@ -583,6 +617,9 @@ int benchBundle(std::vector<uint8_t> bundle, const std::string &displayName,
     const char *name = nullptr;
     tccrt_model_name(s.model, &name);
     bool onHost = target == "host";
+    if (!options.profilePath.empty() && options.cudaGraph)
+      err << "note: --profile launches kernel by kernel; --cuda-graph applies "
+             "to the timed runs only\n";
     nlohmann::json figures = {
         {"model", name},
         {"bundle", displayName},
@@ -616,33 +653,89 @@ int benchBundle(std::vector<uint8_t> bundle, const std::string &displayName,
                                    why))
         return error(err, why);
     }
+    if (options.profilePath.empty())
+      return 0;
+    nlohmann::json profile = {
+        {"format", kProfileFormat},
+        {"version", kProfileVersion},
+        {"model", name},
+        {"bundle", displayName},
+        {"manifest_fnv1a64", hex64(manifestHash)},
+        {"target", target},
+        {"timer", onHost ? "host clock" : "device events"},
+        {"graph", false},
+        {"note",
+         onHost ? "each launch runs to completion, timed with the steady "
+                  "clock; gap_us is the runtime's time between launches"
+                : "launched one by one (no graph), a device event before and "
+                  "after each: per-launch times exclude graph launch gaps and "
+                  "the device's waits for the host (gap_us), but include the "
+                  "host's time to queue a launch where the device waited"},
+        {"warmup", options.warmup},
+        {"iters", options.iters},
+        {"bench", figures}};
+    if (!profileModel(s.model, (uint64_t)options.iters, profile, why))
+      return error(err, why);
+    std::string text = profile.dump(2) + "\n";
+    if (!io::writeFileAtomically(options.profilePath, text.data(), text.size(),
+                                 why))
+      return error(err, why);
+    char line[160];
+    std::snprintf(line, sizeof(line),
+                  "  profile: %zu launches, %.4f ms a run (sum of launches "
+                  "%.4f ms)\n",
+                  profile["launches"].size(),
+                  profile["run"]["mean_us"].get<double>() / 1000,
+                  profile["launch_total_us"].get<double>() / 1000);
+    out << line;
     return 0;
   });
 }
 
 int inspectBundleFile(const std::string &path, std::ostream &out,
-                      std::ostream &err) {
+                      std::ostream &err, const std::string &profilePath) {
   return guarded(err, [&] {
     std::string why;
     auto b = bundle::Bundle::readManifest(path, why);
     if (!b)
       return error(err, why);
-    out << b->manifest().dump(2, ' ', false,
-                              nlohmann::json::error_handler_t::replace)
+    nlohmann::json manifest = b->manifest();
+    if (!profilePath.empty()) {
+      // readManifest checked the header: read its manifest checksum.
+      uint8_t header[bundle::kHeaderSize];
+      uint64_t size;
+      int fd = io::openRegularFile(path, size, why);
+      if (fd < 0)
+        return error(err, why);
+      bool ok = io::readAt(fd, 0, header, sizeof(header), path, why);
+      ::close(fd);
+      if (!ok ||
+          !addProfile(manifest, headerManifestHash(header), profilePath, why))
+        return error(err, why);
+    }
+    out << manifest.dump(2, ' ', false,
+                         nlohmann::json::error_handler_t::replace)
         << "\n";
     return 0;
   });
 }
 
 int inspectBundle(std::vector<uint8_t> bundle, const std::string &displayName,
-                  std::ostream &out, std::ostream &err) {
+                  std::ostream &out, std::ostream &err,
+                  const std::string &profilePath) {
   return guarded(err, [&] {
     std::string why;
+    uint64_t hash = bundle.size() >= bundle::kHeaderSize
+                        ? headerManifestHash(bundle.data())
+                        : 0;
     auto b = bundle::Bundle::parse(std::move(bundle), why);
     if (!b)
       return error(err, displayName + ": " + why);
-    out << b->manifest().dump(2, ' ', false,
-                              nlohmann::json::error_handler_t::replace)
+    nlohmann::json manifest = b->manifest();
+    if (!profilePath.empty() && !addProfile(manifest, hash, profilePath, why))
+      return error(err, why);
+    out << manifest.dump(2, ' ', false,
+                         nlohmann::json::error_handler_t::replace)
         << "\n";
     return 0;
   });

@@ -50,6 +50,10 @@ struct BenchOptions {
   /// NAME=FILE.npy, as RunOptions::inputSpecs: the inputs a timing depends
   /// on (a padding mask, indices); the others are random.
   std::vector<std::string> inputSpecs;
+  /// When set, `iters` more runs time every launch (launched one by one,
+  /// never through a graph) and the profile is written there as JSON
+  /// (Profile.h, docs/runtime.md).
+  std::string profilePath;
 };
 
 /// Runs the bundle once: inputs from .npy files or seeded random values,
@@ -60,18 +64,21 @@ int runBundle(std::vector<uint8_t> bundle, const std::string &displayName,
 /// Times `iters` runs after `warmup` ones on the inputs given and random
 /// values for the others, with
 /// tccrt_model_time_runs (device events on a GPU, the host clock on the
-/// host); prints median, min, max, p10 and p90 in milliseconds.
+/// host); prints median, min, max, p10 and p90 in milliseconds. With
+/// `profilePath`, then profiles `iters` runs launch by launch.
 int benchBundle(std::vector<uint8_t> bundle, const std::string &displayName,
                 const BenchOptions &options, std::ostream &out,
                 std::ostream &err);
 /// Validates the bundle and prints its manifest as JSON, and nothing else,
-/// on `out`.
+/// on `out`. With `profilePath`, a profile `tcc bench --profile` wrote for
+/// this bundle is checked and its figures added (mergeProfile).
 int inspectBundle(std::vector<uint8_t> bundle, const std::string &displayName,
-                  std::ostream &out, std::ostream &err);
+                  std::ostream &out, std::ostream &err,
+                  const std::string &profilePath = "");
 /// The same for a bundle file, reading only its header and manifest (not the
 /// weights, which are not checked; run and load check everything).
 int inspectBundleFile(const std::string &path, std::ostream &out,
-                      std::ostream &err);
+                      std::ostream &err, const std::string &profilePath = "");
 
 /// Splits "NAME=FILE" where NAME is one of `inputNames`: the spec must start
 /// with NAME followed by '=', and when several names qualify (inputs "a"

@@ -26,11 +26,14 @@ const char kUsage[] =
     "usage: tcc run BUNDLE [--target T] [--input NAME=FILE.npy]... "
     "[--output-dir DIR] [--seed N] [--cuda-graph]\n"
     "       tcc bench BUNDLE [--target T] [--input NAME=FILE.npy]... "
-    "[--warmup N] [--iters N] [--json FILE] [--cuda-graph]\n"
-    "       tcc inspect BUNDLE\n"
+    "[--warmup N] [--iters N] [--json FILE] [--profile FILE] "
+    "[--cuda-graph]\n"
+    "       tcc inspect BUNDLE [--profile FILE]\n"
     "The device is the bundle's target unless --target names one (host,\n"
     "sm_NN for CUDA, gfxNNN for HIP); --cuda-graph replays the launches as a\n"
-    "CUDA graph (a HIP graph on HIP devices).\n"
+    "CUDA graph (a HIP graph on HIP devices). bench --profile FILE also\n"
+    "times every launch and writes them to FILE (JSON); inspect --profile\n"
+    "FILE adds them to the manifest it prints.\n"
     "This tcc is runtime-only (built without the compiler): it runs bundles\n"
     "that a full tcc wrote with 'tcc compile MODEL.json -o BUNDLE'.\n";
 
@@ -91,6 +94,7 @@ int main(int argc, char **argv) {
 
   RunOptions run;
   BenchOptions bench;
+  std::string profilePath; // inspect's
   std::string bundlePath;
   for (size_t i = 1; i < args.size(); ++i) {
     std::string arg = args[i];
@@ -153,6 +157,10 @@ int main(int argc, char **argv) {
       if (hasValue)
         return usageError("--cuda-graph takes no value");
       run.cudaGraph = bench.cudaGraph = true;
+    } else if (flag == "profile" && (forBench || command == "inspect")) {
+      if (!needValue() || value.empty())
+        return usageError("--profile needs a file name");
+      bench.profilePath = profilePath = value;
     } else if (flag == "json" && forBench) {
       if (!needValue() || value.empty())
         return usageError("--json needs a file name");
@@ -181,7 +189,7 @@ int main(int argc, char **argv) {
         return 1;
       }
     }
-    return inspectBundleFile(bundlePath, std::cout, std::cerr);
+    return inspectBundleFile(bundlePath, std::cout, std::cerr, profilePath);
   }
   std::vector<uint8_t> bytes;
   std::string why;

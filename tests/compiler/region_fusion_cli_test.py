@@ -65,10 +65,19 @@ def main():
               'region fusion on h200: 1 region groups (2 of 2 region ops)' in p.stderr and
               'search complete' in p.stderr, p.stderr)
         p = run('inspect', auto)
-        groups = json.loads(p.stdout).get('region_groups') if p.returncode == 0 else None
+        manifest = json.loads(p.stdout) if p.returncode == 0 else {}
+        groups = manifest.get('region_groups')
+        # The group's one launch is of its region kernel (the kernel function
+        # tcc-form-groups made, built by the region template).
+        launch = [i for i, l in enumerate(manifest.get('launches', []))
+                  if manifest['kernels'][l['kernel']]['symbol'].endswith('_region')]
+        symbol = manifest['kernels'][manifest['launches'][launch[0]]['kernel']]['symbol'] \
+            if len(launch) == 1 else None
         want = [{'group': 0, 'ops': ['tcc.conv2d', 'tcc.conv2d'], 'tile': [8, 8],
-                 'predicted_us': 2.998, 'unfused_us': 5.557, 'shared_bytes': 48384}]
-        check('inspect shows the group', groups == want, '%r' % groups)
+                 'predicted_us': 2.998, 'unfused_us': 5.557, 'shared_bytes': 48384,
+                 'kernel': symbol, 'kernels': [symbol], 'launches': launch}]
+        check('inspect shows the group and its kernel', symbol is not None and groups == want,
+              '%r' % groups)
 
         off = os.path.join(tmp, 'off.tccb')
         p = run('compile', model, '-o', off, '--target', 'sm_90a')

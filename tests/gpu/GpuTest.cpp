@@ -395,6 +395,59 @@ TEST_CASE("timing runs with device events", "[cuda][timing]") {
         TCCRT_ERROR_INVALID_ARGUMENT);
 }
 
+TEST_CASE("profiling every launch with device events", "[cuda][timing]") {
+  Cuda cuda;
+  tccrt_model *model = cuda.load(makeBundle(chainModel(), gPtx));
+  Chain chain(cuda, model);
+  SplitMix64 rng(gSeed + 9);
+  size_t numLaunches = 0;
+  REQUIRE(tccrt_model_num_launches(model, &numLaunches) == TCCRT_OK);
+  REQUIRE(numLaunches == 5);
+  tccrt_launch_info info;
+  REQUIRE(tccrt_model_launch_info(model, 3, &info) == TCCRT_OK);
+  CHECK(std::string(info.kernel) == "transpose_f32");
+  CHECK(info.gpu == 1);
+  CHECK(info.block[0] == 32);
+  CHECK(info.block[1] == 8);
+  REQUIRE(tccrt_model_launch_info(model, 2, &info) == TCCRT_OK);
+  CHECK(info.kernel == nullptr); // the copy
+  // "cuda_graph" is ignored: launches are queued one by one.
+  for (const char *mode : {"0", "1"}) {
+    INFO("cuda_graph " << mode);
+    REQUIRE(tccrt_model_set_option(model, "cuda_graph", mode) == TCCRT_OK);
+    chain.fill(rng);
+    // More runs than one chunk of events (8192 / (2 * 5 + 2) = 682 runs).
+    const size_t runs = 700;
+    std::vector<double> launchMs(runs * numLaunches, -1.0),
+        gapMs(runs * numLaunches, -1.0), runMs(runs, -1.0);
+    INFO(cuda.error());
+    REQUIRE(tccrt_model_profile_runs(model, runs, launchMs.data(), gapMs.data(),
+                                     runMs.data()) == TCCRT_OK);
+    for (size_t r = 0; r < runs; ++r) {
+      double sum = 0;
+      for (size_t i = 0; i < numLaunches; ++i) {
+        double t = launchMs[r * numLaunches + i];
+        // Small kernels: above zero (the copy, launch 2, may be below the
+        // events' resolution), far below a second.
+        CHECK(t >= 0.0);
+        if (i != 2)
+          CHECK(t > 0.0);
+        CHECK(t < 1000.0);
+        CHECK(gapMs[r * numLaunches + i] >= 0.0);
+        sum += t + gapMs[r * numLaunches + i];
+      }
+      // Events are ordered on the stream: the launches and the gaps before
+      // them are disjoint parts of the run (events resolve ~0.5 us).
+      CHECK(sum <= runMs[r] + 1e-3);
+    }
+    chain.check();
+  }
+  CHECK(tccrt_model_profile_runs(model, 0, nullptr, nullptr, nullptr) ==
+        TCCRT_OK);
+  CHECK(tccrt_model_profile_runs(model, 2, nullptr, nullptr, nullptr) ==
+        TCCRT_ERROR_INVALID_ARGUMENT);
+}
+
 TEST_CASE("large dynamic shared memory is opted into", "[cuda]") {
   // Above 48 KiB a kernel must raise its limit (cuFuncSetAttribute); the
   // launch would fail otherwise.

@@ -343,6 +343,42 @@ TEST_CASE("HIP: timing runs with device events", "[hip][timing]") {
   }
 }
 
+TEST_CASE("HIP: profiling every launch with device events", "[hip][timing]") {
+  Hip hip;
+  tccrt_model *model = hip.load(chainModel());
+  Chain chain(hip, model);
+  SplitMix64 rng(gSeed + 9);
+  size_t numLaunches = 0;
+  REQUIRE(tccrt_model_num_launches(model, &numLaunches) == TCCRT_OK);
+  REQUIRE(numLaunches > 0);
+  // "cuda_graph" is ignored: launches are queued one by one.
+  for (const char *mode : {"0", "1"}) {
+    INFO("cuda_graph " << mode);
+    REQUIRE(tccrt_model_set_option(model, "cuda_graph", mode) == TCCRT_OK);
+    chain.fill(rng);
+    // More runs than one chunk of events (8192 per chunk).
+    const size_t runs = 8192 / (2 * numLaunches + 2) + 20;
+    std::vector<double> launchMs(runs * numLaunches, -1.0),
+        gapMs(runs * numLaunches, -1.0), runMs(runs, -1.0);
+    INFO(hip.error());
+    REQUIRE(tccrt_model_profile_runs(model, runs, launchMs.data(), gapMs.data(),
+                                     runMs.data()) == TCCRT_OK);
+    for (size_t r = 0; r < runs; ++r) {
+      double sum = 0;
+      for (size_t i = 0; i < numLaunches; ++i) {
+        double t = launchMs[r * numLaunches + i];
+        CHECK(t >= 0.0);
+        CHECK(t < 1000.0);
+        CHECK(gapMs[r * numLaunches + i] >= 0.0);
+        sum += t + gapMs[r * numLaunches + i];
+      }
+      // Launches and the gaps before them are disjoint parts of the run.
+      CHECK(sum <= runMs[r] + 1e-3);
+    }
+    chain.check();
+  }
+}
+
 TEST_CASE("HIP: device memory, copies and their checks", "[hip]") {
   Hip hip;
   SplitMix64 rng(gSeed + 4);

@@ -265,7 +265,10 @@ private:
         return a->isBeforeInBlock(b);
       });
       std::string why;
-      return region::isKernelChain(chain, why);
+      // The host's rules: the group's own members already passed the
+      // target's (the GPU template's are the same on the types and
+      // layouts they fixed).
+      return region::isHostChain(chain, why);
     }
     if (isLight(op)) {
       if (grp.kind == GroupKind::Elementwise)

@@ -4,9 +4,10 @@
 Each model (a MobileNetV2 inverted residual, a ResNet bottleneck with its
 residual add, conv + max pool + dilated conv, depthwise + pointwise with
 stride 2; odd sizes such as 9x13 and 17x13) is compiled for the host with
---region-fusion=auto and =off. The auto bundle must have region groups
-(`tcc inspect`: region_groups) and launch fewer kernels than off; both
-bundles run on fresh random inputs (seed printed; --seed fixes it) and are
+--region-fusion=auto and =off, and auto with --conv-layout=nhwc. The auto
+bundles must have region groups (`tcc inspect`: region_groups), auto launch
+fewer kernels than off, and some region kernel run over a grid of several
+tile ranges; all three bundles run on fresh random inputs (seed printed; --seed fixes it) and are
 compared with a float64 NumPy reference (e2elib's conv2d and pool2d), and
 with each other.
 
@@ -166,10 +167,16 @@ def main():
                 with open(path, 'w') as f:
                     json.dump(model_json(name, dt, shapes, nodes), f)
                 bundles, launches = {}, {}
-                for mode in ('auto', 'off'):
+                # 'nhwc': auto with channels-last convolutions (the host's
+                # region kernels take either layout; transposes at the edges
+                # launch kernels of their own, so no launch count is compared).
+                modes = ('auto', 'off', 'nhwc')
+                for mode in modes:
                     bundles[mode] = os.path.join(work, '%s_%s.tccb' % (tag, mode))
-                    p = subprocess.run([args.tcc, 'compile', path, '--target', 'host',
-                                        '--region-fusion=' + mode, '-o', bundles[mode]],
+                    flags = (['--region-fusion=auto', '--conv-layout=nhwc'] if mode == 'nhwc'
+                             else ['--region-fusion=' + mode])
+                    p = subprocess.run([args.tcc, 'compile', path, '--target', 'host', '-o',
+                                        bundles[mode]] + flags,
                                        capture_output=True, text=True)
                     if p.returncode != 0:
                         print('FAIL %s %s: compile: %s' % (tag, mode, p.stderr.strip()))
@@ -179,11 +186,15 @@ def main():
                     if mode == 'auto':
                         auto_groups, auto_grids = groups, grids
                         split |= any(g > 1 for g in grids)
+                    if mode == 'nhwc':
+                        nhwc_groups = groups
                 else:
-                    fused = bool(auto_groups) and launches['auto'] < launches['off']
-                    print('%s %s: %d region group(s), launches auto %d, off %d, region '
-                          'grids %s' % ('PASS' if fused else 'FAIL', tag, len(auto_groups),
-                                        launches['auto'], launches['off'], auto_grids))
+                    fused = (bool(auto_groups) and bool(nhwc_groups) and
+                             launches['auto'] < launches['off'])
+                    print('%s %s: %d region group(s) (nhwc %d), launches auto %d, off %d, '
+                          'region grids %s' % ('PASS' if fused else 'FAIL', tag,
+                                               len(auto_groups), len(nhwc_groups),
+                                               launches['auto'], launches['off'], auto_grids))
                     ok &= fused
                     values = {}
                     for k, s in shapes.items():
@@ -192,7 +203,7 @@ def main():
                     r = (lambda a: L.rnd('f16', a)) if dt == 'f16' else (lambda a: a)
                     want = ref(values, r)
                     got = {}
-                    for mode in ('auto', 'off'):
+                    for mode in modes:
                         got[mode], secs = run(args.tcc, bundles[mode], values, dt, work,
                                               mode)
                         big = float(np.abs(want).max())

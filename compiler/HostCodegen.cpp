@@ -9,6 +9,7 @@
 #include "compiler/HostCodegen.h"
 #include "compiler/KernelPrep.h"
 #include "compiler/LLVMUtils.h"
+#include "passes/Passes.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -30,7 +31,9 @@ namespace {
 
 /// After bufferization: copies are linalg.copy by then (see
 /// copiesToLinalg), so everything becomes loops.
-const char *kHostPartitionPipeline = "func.func(tcc-partition-grid)";
+/// A region kernel's tile loop (tcc-host-region-tiles) is its grid.
+const char *kHostPartitionPipeline =
+    "func.func(tcc-partition-grid, tcc-host-region-grid)";
 
 const char *kHostLoweringPipeline =
     "buffer-deallocation-pipeline,"
@@ -87,11 +90,25 @@ LogicalResult addEntryPoint(ModuleOp module, StringRef name) {
 
 } // namespace
 
-LogicalResult tcc::compileHostKernels(ModuleOp module,
-                                      const HostOptions &options,
-                                      CodeArtifact &artifact) {
+// `::tcc`: passes/Passes.h's mlir::tcc is visible here too.
+LogicalResult(::tcc::compileHostKernels)(ModuleOp module,
+                                         const ::tcc::HostOptions &options,
+                                         ::tcc::CodeArtifact &artifact) {
   std::vector<std::string> names;
-  OwningOpRef<ModuleOp> host = cloneKernelsAsBuffers(module, names);
+  // Region groups (kind "region") compute tile by tile: tiled and fused on
+  // tensors before the shared lowering.
+  LogicalResult tiled = success();
+  OwningOpRef<ModuleOp> host =
+      cloneKernelsAsBuffers(module, names, [&](func::FuncOp func) {
+        auto kind = func->getAttrOfType<StringAttr>("tcc.kind");
+        if (!kind || kind.getValue() != "region" || failed(tiled))
+          return;
+        PassManager pm(func.getContext(), func::FuncOp::getOperationName());
+        pm.addPass(mlir::tcc::createTccHostRegionTiles());
+        tiled = pm.run(func);
+      });
+  if (failed(tiled))
+    return failure();
   if (failed(bufferizeKernels(*host, options.timing)))
     return failure();
   SmallVector<unsigned> numBuffers;

@@ -27,7 +27,8 @@
 //    RegionFusion.cpp) form one group of kind "region" per N, whatever
 //    their kinds; nothing else joins it but an activation or residual add
 //    after its last member that keeps it a chain the region template runs
-//    (region::isKernelChain): the search costs those as its epilogue.
+//    (region::isKernelChain) or the host's region kernel does
+//    (region::isHostChain): the search costs those as its epilogue.
 // A join or merge is refused when it would make the group graph cyclic.
 //
 //===----------------------------------------------------------------------===//
@@ -265,7 +266,11 @@ private:
         return a->isBeforeInBlock(b);
       });
       std::string why;
-      return region::isKernelChain(chain, why);
+      // The group's members passed their target's rules (the GPU
+      // template's or the host's): the epilogue must keep the chain one
+      // of the two.
+      return region::isKernelChain(chain, why) ||
+             region::isHostChain(chain, why);
     }
     if (isLight(op)) {
       if (grp.kind == GroupKind::Elementwise)

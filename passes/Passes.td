@@ -105,6 +105,46 @@ def TccLowerToLinalg : Pass<"tcc-lower-to-linalg", "func::FuncOp"> {
   ];
 }
 
+def TccHostRegionTiles : Pass<"tcc-host-region-tiles", "func::FuncOp"> {
+  let summary = "A host region kernel as a loop over its output tiles";
+  let description = [{
+    On a kernel function of kind "region" (a chain of convolutions and max
+    pools with their epilogues, region::isHostChain), on tensors: lowers the
+    convolutions (groups 1 or depthwise) and max pools to linalg generics
+    reading an explicit tensor.pad of their input, the other ops through the
+    tcc-to-linalg patterns, then tiles the kernel's result over batch (1) and
+    H x W (the group's `tcc.region_plan` tile, else `tile-h` x `tile-w`) and
+    fuses every producer into the tile loop
+    (scf::tileConsumerAndFuseProducersUsingSCF): each member is computed per
+    tile over the halo its consumer needs, intermediates stay per tile. Marks
+    the function `tcc.region_tiles` for tcc-host-region-grid.
+  }];
+  let options = [
+    Option<"tileH", "tile-h", "int64_t", /*default=*/"8",
+           "Output tile rows when the group has no plan">,
+    Option<"tileW", "tile-w", "int64_t", /*default=*/"8",
+           "Output tile columns when the group has no plan">
+  ];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect"];
+}
+
+def TccHostRegionGrid : Pass<"tcc-host-region-grid", "func::FuncOp"> {
+  let summary = "A host region kernel's tile loop split over the grid";
+  let description = [{
+    After tcc-partition-grid, on a function marked `tcc.region_tiles`: the
+    outermost loop of its tile loop nest with more than one iteration runs
+    iterations [begin, end) (the arguments tcc-partition-grid appended), and
+    `tcc.grid` becomes its trip count, so the runtime's threads compute
+    disjoint output tiles.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 def TccPartitionGrid : Pass<"tcc-partition-grid", "func::FuncOp"> {
   let summary = "Split a bufferized kernel's work into a grid of row ranges";
   let description = [{

@@ -268,8 +268,12 @@ FailureOr<GroupFootprint> region::groupFootprint(ArrayRef<Operation *> members,
   return result;
 }
 
-bool mlir::tcc::region::isKernelChain(ArrayRef<Operation *> members,
-                                      std::string &why) {
+namespace {
+
+/// The chain rules of isKernelChain; with `templateRules` false, those of
+/// isHostChain (any float type and layout, any channel count and grouping).
+bool chainRules(ArrayRef<Operation *> members, std::string &why,
+                bool templateRules) {
   auto fail = [&](const Twine &message) {
     why = message.str();
     return false;
@@ -283,35 +287,43 @@ bool mlir::tcc::region::isKernelChain(ArrayRef<Operation *> members,
       return false;
     if (!type)
       type = t.getElementType();
+    if (!templateRules)
+      return t.getElementType() == type && isa<FloatType>(type);
     return t.getElementType() == type && (type.isF16() || type.isBF16()) &&
            t.getDimSize(3) % 8 == 0;
   };
+  const char *noResult = templateRules
+                             ? "' has no 16-bit float NHWC result with "
+                               "channels a multiple of 8"
+                             : "' has no float result of one type";
   Value input, cur;
   SmallVector<Value> finals; // each heavy member's value after its epilogue
   bool hasResidual = false, hasActivation = false;
   for (Operation *op : members) {
     if (op->getNumResults() != 1 || !check(op->getResult(0)))
-      return fail("'" + op->getName().getStringRef() +
-                  "' has no 16-bit float NHWC result with channels a "
-                  "multiple of 8");
+      return fail("'" + op->getName().getStringRef() + noResult);
     Value in;
     if (auto conv = dyn_cast<Conv2dOp>(op)) {
       auto wTy = cast<RankedTensorType>(conv.getWeight().getType());
+      bool nhwc = conv.getNhwc();
       int64_t c = cast<RankedTensorType>(conv.getInput().getType())
-                      .getDimSize(3);
+                      .getDimSize(nhwc ? 3 : 1);
       bool depthwise = conv.getGroups() == c && wTy.getDimSize(0) == c &&
-                       wTy.getDimSize(3) == 1;
-      if (!conv.getNhwc() || (conv.getGroups() != 1 && !depthwise))
+                       wTy.getDimSize(nhwc ? 3 : 1) == 1;
+      if ((templateRules && !nhwc) || (conv.getGroups() != 1 && !depthwise))
         return fail("a convolution not channels last, or grouped");
       for (Value v : {conv.getWeight(), conv.getBias()})
         if (v && v.getDefiningOp() && set.contains(v.getDefiningOp()))
           return fail("a convolution's weight computed in the group");
       in = conv.getInput();
     } else if (auto pool = dyn_cast<MaxPool2dOp>(op)) {
-      if (!pool.getNhwc() || pool.getCeilMode())
+      if ((templateRules && !pool.getNhwc()) || pool.getCeilMode())
         return fail("a pool not channels last, or rounding up");
       in = pool.getInput();
     } else if (auto pool = dyn_cast<AvgPool2dOp>(op)) {
+      if (!templateRules)
+        return fail("an average pool (the host's region kernels take "
+                    "convolutions and max pools)");
       if (!pool.getNhwc() || pool.getCeilMode())
         return fail("a pool not channels last, or rounding up");
       in = pool.getInput();
@@ -321,8 +333,11 @@ bool mlir::tcc::region::isKernelChain(ArrayRef<Operation *> members,
         if (in.getDefiningOp() && set.contains(in.getDefiningOp()))
           return fail("the chain's first member reads the group");
         if (!check(in))
-          return fail("the chain's input is no 16-bit float NHWC tensor "
-                      "with channels a multiple of 8");
+          return fail(templateRules
+                          ? "the chain's input is no 16-bit float NHWC tensor "
+                            "with channels a multiple of 8"
+                          : "the chain's input is no float tensor of the "
+                            "chain's type");
         input = in;
       } else if (in != cur) {
         return fail("a member that does not read the chain's last value");
@@ -370,4 +385,16 @@ bool mlir::tcc::region::isKernelChain(ArrayRef<Operation *> members,
           }))
         return fail("a member's result is read outside the group");
   return true;
+}
+
+} // namespace
+
+bool mlir::tcc::region::isKernelChain(ArrayRef<Operation *> members,
+                                      std::string &why) {
+  return chainRules(members, why, /*templateRules=*/true);
+}
+
+bool mlir::tcc::region::isHostChain(ArrayRef<Operation *> members,
+                                    std::string &why) {
+  return chainRules(members, why, /*templateRules=*/false);
 }

@@ -126,6 +126,15 @@ FailureOr<GroupFootprint> groupFootprint(ArrayRef<Operation *> members,
 /// outside the group. When not, `why` says why in a line.
 bool isKernelChain(ArrayRef<Operation *> members, std::string &why);
 
+/// Whether `members` form a chain the host runs as one kernel
+/// (tcc-host-region-tiles: the last member tiled, producers fused into the
+/// tile loop): isKernelChain's structure (each convolution or pool reading
+/// the previous one's result, a residual add and a ReLU or ReLU6 after each,
+/// only the last value read outside) with convolutions (groups 1 or
+/// depthwise) and max pools in any one float type, NCHW or NHWC, any channel
+/// count.
+bool isHostChain(ArrayRef<Operation *> members, std::string &why);
+
 } // namespace mlir::tcc::region
 
 #endif // TCC_PASSES_REGIONANALYSIS_H

@@ -61,6 +61,39 @@ constexpr CostTarget kA100 = {
     /*gemmTileN=*/64,
     /*elementsPerBlock=*/2048};
 
+/// The host target (compiler/HostCodegen.cpp): a region group is a loop over
+/// the last member's output tiles that the runtime's thread pool splits over
+/// its threads (tcc-host-region-tiles), so a "multiprocessor" is a core and a
+/// "block" a tile. Sized for CI's and the build machine's 2-core AMD EPYC
+/// slices (nproc = 2; the pool runs one thread per hardware thread). DRAM:
+/// about 20 GB/s for two cores of a shared server socket (a DDR4 channel is
+/// 25.6 GB/s peak; two cores rarely draw more than one channel's worth).
+/// Cache: L2 at about 64 B per cycle per core at ~2.5 GHz, read back with
+/// loads, ~100 GB/s for two. FLOPs: tcc's host convolutions are scalar loop
+/// nests that LLVM vectorises at x86-64-v2 (4 f32 lanes) only where the
+/// innermost loop is contiguous; about 2 GFLOP/s per core, the same for
+/// every "unit" (no tensor cores; f16 is computed in f32). A kernel launch
+/// is one dispatch of the thread pool: waking the workers and joining them,
+/// about 10 us. A tile's working set is to stay in a core's L2 (512 KiB on
+/// Zen 2-4 EPYC): the "shared memory" bound, no weight staging. Unfused
+/// convolutions and pools are split by output rows: one "block" per 64
+/// output pixels, and channels whole.
+constexpr CostTarget kHost = {
+    /*name=*/"host",
+    /*multiprocessors=*/2,
+    /*dramBytesPerUs=*/2.0e4,
+    /*l2BytesPerUs=*/1.0e5,
+    /*tensorFlopsPerUs=*/4.0e3,
+    /*cudaFlopsPerUs=*/4.0e3,
+    /*launchUs=*/10.0,
+    /*sharedPerBlock=*/512 * 1024,
+    /*sharedPerSM=*/512 * 1024,
+    /*weightStagingBytes=*/0,
+    /*gemmTileM=*/64,
+    /*gemmTileN=*/int64_t(1) << 40,
+    /*elementsPerBlock=*/4096,
+    /*templateChains=*/false};
+
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 ArrayRef<int64_t> shapeOf(Value v) {
@@ -119,11 +152,13 @@ std::optional<CostTarget> region::costTargetNamed(StringRef name) {
     return kH200;
   if (name == "a100" || name == "sm_80")
     return kA100;
+  if (name == "host")
+    return kHost;
   return std::nullopt;
 }
 
 std::string region::knownCostTargets() {
-  return "h200 (sm_90, sm_90a), a100 (sm_80)";
+  return "h200 (sm_90, sm_90a), a100 (sm_80), host";
 }
 
 Unit region::computeUnit(Operation *op, bool allowTf32) {
@@ -213,7 +248,8 @@ FailureOr<KernelCost> CostModel::group(ArrayRef<Operation *> members,
                 " members is over the limit of " + Twine(maxMembers));
   // Only chains the region template runs are groups (the kernels that run
   // branches and concats are yet to come).
-  if (!isKernelChain(members, why))
+  if (target.templateChains ? !isKernelChain(members, why)
+                            : !isHostChain(members, why))
     return failure();
   RegionError error;
   FailureOr<GroupFootprint> footprint = groupFootprint(members, tile, error);

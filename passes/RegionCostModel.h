@@ -63,10 +63,14 @@ struct CostTarget {
   /// Unfused pools, concats and element-wise kernels: output elements per
   /// block.
   int64_t elementsPerBlock = 0;
+  /// Whether a group must be a chain the GPU region template runs
+  /// (isKernelChain); false on the host, whose region kernels take any
+  /// float type and layout (isHostChain).
+  bool templateChains = true;
 };
 
-/// The constants for `name`: "h200" (also "sm_90", "sm_90a") or "a100"
-/// ("sm_80"); std::nullopt for others.
+/// The constants for `name`: "h200" (also "sm_90", "sm_90a"), "a100"
+/// ("sm_80") or "host"; std::nullopt for others.
 std::optional<CostTarget> costTargetNamed(StringRef name);
 /// The names costTargetNamed knows, for messages: "h200 (sm_90, sm_90a), ...".
 std::string knownCostTargets();

@@ -69,7 +69,11 @@ TEST_CASE("region cost model: targets", "[region]") {
   CHECK(std::string(costTargetNamed("sm_90")->name) == "h200");
   CHECK(std::string(costTargetNamed("sm_80")->name) == "a100");
   CHECK_FALSE(costTargetNamed("sm_86"));
-  CHECK_FALSE(costTargetNamed("host"));
+  REQUIRE(costTargetNamed("host"));
+  CHECK(std::string(costTargetNamed("host")->name) == "host");
+  // The host's groups follow isHostChain, not the GPU template's rules.
+  CHECK_FALSE(costTargetNamed("host")->templateChains);
+  CHECK(costTargetNamed("h200")->templateChains);
 }
 
 TEST_CASE("region cost model: utilization over waves", "[region]") {

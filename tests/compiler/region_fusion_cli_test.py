@@ -95,7 +95,9 @@ def main():
         p = run('compile', model, '-o', off, '--target', 'sm_90a', '--region-fusion=on')
         check('bad value refused', one_line_error(p, "unknown --region-fusion 'on'"), p.stderr)
         p = run('compile', model, '-o', off, '--region-fusion=auto')
-        check('host refused', one_line_error(p, "no cost model for target 'host'"), p.stderr)
+        # The host has a cost model and region kernels of its own
+        # (tests/e2e/host_region.py runs them).
+        check('host compiles', p.returncode == 0, p.stderr)
     return 1 if failed else 0
 
 

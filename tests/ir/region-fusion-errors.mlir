@@ -4,7 +4,7 @@
 // RUN: not tcc-opt %s --split-input-file "--tcc-region-fusion=tiles=8,0" 2>&1 | FileCheck %s --check-prefix=TILES
 // RUN: tcc-opt %s --split-input-file --tcc-region-fusion=remarks=true 2>&1 | FileCheck %s --check-prefix=REMARK
 
-// TARGET: error: tcc-region-fusion: no cost model for target 'sm_86' (known: h200 (sm_90, sm_90a), a100 (sm_80))
+// TARGET: error: tcc-region-fusion: no cost model for target 'sm_86' (known: h200 (sm_90, sm_90a), a100 (sm_80), host)
 // MEMBERS: error: tcc-region-fusion: max-members must be at least 2
 // TILES: error: tcc-region-fusion: tile 0 is not positive
 // REMARK: remark: region fusion on h200: 0 region groups (0 of 2 region ops); predicted 67.16 us against 67.16 us unfused; 2 states, search complete

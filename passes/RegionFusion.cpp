@@ -1420,8 +1420,8 @@ struct TccRegionFusion : mlir::tcc::impl::TccRegionFusionBase<TccRegionFusion> {
       if ((int64_t)alts.size() < alternatives)
         func.emitWarning() << "tcc-region-fusion: " << alts.size()
                            << " distinct legal groupings of @"
-                           << func.getSymName() << " found, " << alternatives
-                           << " asked";
+                           << func.getSymName() << " found, "
+                           << int64_t(alternatives) << " asked";
     }
     MLIRContext *context = &getContext();
     Builder b(context);

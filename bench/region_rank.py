@@ -41,7 +41,8 @@ an alternative's time is linear in (launch, 1/dram, 1/l2, 1/tensor, 1/cuda)
 plus a per-model constant (the ops outside region fusion, the same in every
 alternative); these are fitted by non-negative least squares, the active
 terms re-chosen with the fitted constants and the fit repeated until they
-stay. The group tiles stay those the model chose with its own constants.
+stay. The group tiles stay those the model chose with its own constants;
+region ops on params alone (run once at load) are left out of the fit.
 It prints the fitted constants in CostTarget's units and each model's rho
 before and after.
 
@@ -146,12 +147,15 @@ def kernel_time(k, c):
     return c['launch_us'] + max(mem, comp) / k['utilization']
 
 
-def alternative_kernels(doc, alt):
+def alternative_kernels(doc, alt, per_run=False):
     """The kernels of alternative `alt` of alternatives file `doc`: its
-    groups' and those of the region ops it leaves unfused."""
+    groups' and those of the region ops it leaves unfused; with `per_run`,
+    not those of ops on params alone (the model costs them, but they run
+    once at load, in the init function)."""
     grouped = {m for g in alt['groups'] for m in g}
-    return list(alt['group_kernels']) + [op['unfused'] for op in doc['region_ops']
-                                         if op['name'] not in grouped]
+    return list(alt['group_kernels']) + [
+        op['unfused'] for op in doc['region_ops']
+        if op['name'] not in grouped and (not per_run or op.get('per_run', True))]
 
 
 COLUMNS = ('launch_us', 'dram_bytes_per_us', 'l2_bytes_per_us', 'tensor_flops_per_us',
@@ -262,12 +266,13 @@ def run_fit(paths):
             start = start or doc['constants']
             alts, pred, meas, worst = [], [], [], 0.0
             for case in m['cases']:
-                kernels = alternative_kernels(doc, case['alternative'])
                 # The features must give back the model's own prediction.
-                again = sum(kernel_time(k, doc['constants']) for k in kernels)
+                again = sum(kernel_time(k, doc['constants'])
+                            for k in alternative_kernels(doc, case['alternative']))
                 worst = max(worst, abs(again - case['predicted_us']) / case['predicted_us'])
                 if case.get('measured_ms') is None or not case.get('ok', True):
                     continue
+                kernels = alternative_kernels(doc, case['alternative'], per_run=True)
                 alts.append((kernel_arrays(kernels), case['measured_ms'] * 1000))
                 pred.append(case['predicted_us'])
                 meas.append(case['measured_ms'] * 1000)

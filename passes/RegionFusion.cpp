@@ -1157,11 +1157,32 @@ LogicalResult writeAlternatives(func::FuncOp func, StringRef path,
       j.attribute("cuda_flops_per_us", target.cudaFlopsPerUs);
       j.attribute("launch_us", target.launchUs);
     });
+    // Ops computing on params alone (weight casts, a batch norm's scale)
+    // move to the init function (tcc-hoist-param-computations): they do not
+    // run per inference, which a fit to measured times must know.
+    llvm::DenseSet<Value> paramOnly;
+    for (BlockArgument arg : func.getArguments())
+      if (auto kind =
+              func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "tcc.kind");
+          kind && kind.getValue() == "param")
+        paramOnly.insert(arg);
+    for (Operation &op : func.getBody().front())
+      if (op.getNumOperands() > 0 && op.getNumRegions() == 0 &&
+          llvm::all_of(op.getOperands(), [&](Value v) {
+            Operation *def = v.getDefiningOp();
+            return paramOnly.contains(v) ||
+                   (def && def->getNumOperands() == 0 &&
+                    def->getNumRegions() == 0);
+          }))
+        for (Value v : op.getResults())
+          paramOnly.insert(v);
     j.attributeArray("region_ops", [&] {
       for (unsigned r = 0; r < search.regionOps(); ++r)
         j.object([&] {
+          Operation *op = search.regionOp(r);
           j.attribute("name", names[r]);
-          j.attribute("op", search.regionOp(r)->getName().getStringRef());
+          j.attribute("op", op->getName().getStringRef());
+          j.attribute("per_run", !paramOnly.contains(op->getResult(0)));
           j.attributeObject("unfused",
                             [&] { writeKernel(j, search.unfusedKernel(r)); });
         });

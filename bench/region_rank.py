@@ -396,7 +396,10 @@ def measure(args):
             root = os.path.join(work, 'carry')
             os.makedirs(root)
             with tarfile.open(os.path.join(args.carry, manifest['archive'])) as tar:
-                tar.extractall(root)
+                try:
+                    tar.extractall(root, filter='data')
+                except TypeError:  # Python before 3.12 and its backports
+                    tar.extractall(root)
             for f in os.listdir(args.carry):
                 if f.endswith('.npy'):
                     os.symlink(os.path.abspath(os.path.join(args.carry, f)),

@@ -73,10 +73,13 @@ def tcc_check(args, case, work):
     return {'err': err, 'ok': err <= tol}
 
 
-def tcc_time(args, case, graph):
+def tcc_time(args, case, graph, warmup=20, iters=100):
+    """`tcc bench` of the case's bundle (median ms, device events on a GPU),
+    replayed as a CUDA graph with `graph`: (ms, '') or (None, error)."""
     with tempfile.NamedTemporaryFile(suffix='.json') as f:
-        cmd = [args.tcc, 'bench', os.path.join(args.carry, case['bundle']), '--warmup', '20',
-               '--iters', '100', '--json', f.name] + (['--cuda-graph'] if graph else [])
+        cmd = [args.tcc, 'bench', os.path.join(args.carry, case['bundle']), '--warmup',
+               str(warmup), '--iters', str(iters), '--json', f.name] + (
+                   ['--cuda-graph'] if graph else [])
         rc, log = run_cmd(cmd)
         if rc != 0:
             return None, log.strip()[-300:]
@@ -157,6 +160,21 @@ def torch_peers(case):
     return res
 
 
+def export_model(model, out, batch, dtype, recipe_weights, small=False):
+    """examples/cnn/export_models.py for one model into `out` (OUT/MODEL.onnx,
+    .input.npy, .output64.npy): True, or False after printing its log."""
+    rc, log = run_cmd([sys.executable, os.path.join(ROOT, 'examples', 'cnn', 'export_models.py'),
+                       '--out', out, '--batch', str(batch), '--dtype', dtype, '--f64-reference',
+                       model] + (['--recipe-weights'] if recipe_weights else [])
+                      + (['--small'] if small else []), timeout=1800)
+    if rc != 0:
+        print(log)
+        return False
+    # The exporter's line says how much of the weights stays embedded.
+    print(log.strip().splitlines()[-1], flush=True)
+    return True
+
+
 def prepare(args, flags):
     import shutil
     os.makedirs(args.carry, exist_ok=True)
@@ -165,16 +183,8 @@ def prepare(args, flags):
     with tempfile.TemporaryDirectory() as tmp:
         for model in args.models.split(','):
             name = '%s_b%d_%s' % (model, args.batch, args.dtype)
-            recipe = ['--recipe-weights'] if args.recipe_weights else []
-            rc, log = run_cmd([sys.executable,
-                               os.path.join(ROOT, 'examples', 'cnn', 'export_models.py'),
-                               '--out', tmp, '--batch', str(args.batch), '--dtype', args.dtype,
-                               '--f64-reference', model] + recipe, timeout=1800)
-            if rc != 0:
-                print(log)
+            if not export_model(model, tmp, args.batch, args.dtype, args.recipe_weights):
                 return 1
-            # The exporter's line says how much of the weights stays embedded.
-            print(log.strip().splitlines()[-1], flush=True)
             bundle = name + '.tccb'
             compile_flags = flags + (['--param-recipes=keep'] if args.recipe_weights else [])
             rc, log = run_cmd([args.tcc, 'compile', os.path.join(tmp, model + '.onnx'), '-o',

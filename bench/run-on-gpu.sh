@@ -12,6 +12,10 @@
 #                                 --batch, --dtype, --target, --recipe-weights
 #                                 for bundles that keep weight recipes,
 #                                 -- tcc flags)
+#   bench/run-on-gpu.sh prepare-rank [ARGS]   on the build machine: alternative
+#                                 region groupings, a bundle each, into
+#                                 .carry/rank (bench/region_rank.py --prepare
+#                                 ARGS: --models, --alternatives, --seed)
 #   bench/run-on-gpu.sh [ARGS]    on the GPU machine (carry .carry/bench):
 #                                 builds the runtime-only tcc with g++ and runs
 #                                 bench/gpu_bench.py ARGS (e.g. --only NAME,...)
@@ -31,6 +35,14 @@ if [ "${1:-}" = prepare-cnn ]; then
   exec /usr/bin/python3 "$root/bench/cnn_bench.py" --prepare \
     --tcc "${TCC:-$root/build/compiler/tcc}" --carry "$cnn" "$@"
 fi
+# prepare-rank [ARGS]: alternative region groupings compiled into
+# .carry/rank (or $RANK_CARRY) by bench/region_rank.py --prepare ARGS
+# (--models, --alternatives, --seed, --target; it copies nlohmann-json).
+if [ "${1:-}" = prepare-rank ]; then
+  shift
+  exec /usr/bin/python3 "$root/bench/region_rank.py" --prepare \
+    --tcc "${TCC:-$root/build/compiler/tcc}" --carry "${RANK_CARRY:-$root/.carry/rank}" "$@"
+fi
 
 if [ "${1:-}" = prepare ]; then
   set -e
@@ -49,6 +61,8 @@ fi
 # BENCH=cnn: the CNNs of .carry/cnn or $CNN_CARRY (bench/cnn_bench.py)
 # instead: a bundle embeds its weights, so big models go one call each.
 [ "${BENCH:-}" = cnn ] || [ "${BENCH:-}" = profile ] && carry=${CNN_CARRY:-$root/.carry/cnn}
+# BENCH=rank: the alternative groupings of .carry/rank (bench/region_rank.py).
+[ "${BENCH:-}" = rank ] && carry=${RANK_CARRY:-$root/.carry/rank}
 out=${OUT:-$root/out}
 mkdir -p "$out"
 build=${TCC_BENCH_BUILD:-/tmp/tcc-bench-build}
@@ -78,6 +92,7 @@ echo "built in $((SECONDS - start)) s"
 script=gpu_bench.py
 [ "${BENCH:-}" = attention ] && script=attention_bench.py
 [ "${BENCH:-}" = cnn ] && script=cnn_bench.py
+[ "${BENCH:-}" = rank ] && script=region_rank.py
 # BENCH=profile: each CNN's kernels timed by Nsight Compute (profile_kernels.py).
 [ "${BENCH:-}" = profile ] && script=profile_kernels.py
 echo "== bench ($script)"

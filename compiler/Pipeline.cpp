@@ -33,6 +33,58 @@ std::string attentionSchedule(const std::string &path) {
   return j["attention"].dump();
 }
 
+/// What --region-fusion asks for.
+struct RegionFusionChoice {
+  enum Mode { Off, Auto, Alternatives, Force } mode = Off;
+  std::string force; ///< FILE or FILE:ID
+  int64_t alternatives = 0, seed = 1;
+  std::string out;
+};
+
+/// Reads --region-fusion: auto, off, `alternatives=N,out=FILE[,seed=S]`
+/// (search as auto and write N alternative groupings to FILE), or an
+/// alternatives file FILE[:ID] to force (the file must exist; what is in it
+/// tcc-region-fusion checks).
+mlir::LogicalResult parseRegionFusion(llvm::StringRef value,
+                                      RegionFusionChoice &choice) {
+  if (value == "off")
+    return mlir::success();
+  if (value == "auto") {
+    choice.mode = RegionFusionChoice::Auto;
+    return mlir::success();
+  }
+  if (value.starts_with("alternatives=")) {
+    choice.mode = RegionFusionChoice::Alternatives;
+    llvm::SmallVector<llvm::StringRef> fields;
+    value.split(fields, ',');
+    for (llvm::StringRef field : fields) {
+      auto [key, val] = field.split('=');
+      if (key == "alternatives" || key == "seed") {
+        int64_t &slot = key == "seed" ? choice.seed : choice.alternatives;
+        if (val.getAsInteger(10, slot) || slot < 0)
+          return mlir::failure();
+      } else if (key == "out" && !val.empty()) {
+        choice.out = val.str();
+      } else {
+        return mlir::failure();
+      }
+    }
+    return mlir::success(choice.alternatives > 0 && !choice.out.empty());
+  }
+  // FILE or FILE:ID.
+  llvm::StringRef path = value;
+  size_t colon = value.rfind(':');
+  if (colon != llvm::StringRef::npos && colon + 1 < value.size() &&
+      llvm::all_of(value.drop_front(colon + 1), llvm::isDigit))
+    path = value.take_front(colon);
+  std::string text, error;
+  if (path.empty() || !tcc::io::readRegularFile(path.str(), text, error))
+    return mlir::failure();
+  choice.mode = RegionFusionChoice::Force;
+  choice.force = value.str();
+  return mlir::success();
+}
+
 } // namespace
 
 using mlir::LogicalResult;
@@ -51,14 +103,20 @@ LogicalResult tcc::compileModel(ImportedModel &model,
       options.convLayout != "nchw")
     return module.emitError("unknown --conv-layout '")
            << options.convLayout << "' (known: auto, nchw, nhwc)";
-  if (options.regionFusion != "auto" && options.regionFusion != "off")
+  RegionFusionChoice region;
+  if (mlir::failed(parseRegionFusion(options.regionFusion, region)))
     return module.emitError("unknown --region-fusion '")
-           << options.regionFusion << "' (known: auto, off)";
-  if (options.regionFusion == "auto" &&
+           << options.regionFusion
+           << "' (known: auto, off, alternatives=N,out=FILE[,seed=S], or an "
+              "alternatives file FILE[:ID] that exists)";
+  // A forced grouping is checked and costed on the file's cost target where
+  // the compile's target has none (tcc-region-fusion).
+  if (region.mode != RegionFusionChoice::Off && region.force.empty() &&
       !mlir::tcc::region::costTargetNamed(target.name))
-    return module.emitError("--region-fusion=auto has no cost model for "
-                            "target '")
-           << target.name
+    return module.emitError("--region-fusion=")
+           << (region.mode == RegionFusionChoice::Auto ? "auto"
+                                                       : "alternatives")
+           << " has no cost model for target '" << target.name
            << "' (known: " << mlir::tcc::region::knownCostTargets() << ")";
   // The rolling loop's per-thread buffers of an attention chain become
   // stack memory that LLVM's AMDGPU back end cannot select (it aborts).
@@ -87,18 +145,22 @@ LogicalResult tcc::compileModel(ImportedModel &model,
   pm.addNestedPass<mlir::func::FuncOp>(mlir::createCSEPass());
   // Region groups are chosen on the final layouts, before params are
   // hoisted (weights are still the convolutions' operands to count).
-  if (options.regionFusion == "auto") {
-    mlir::tcc::TccRegionFusionOptions region;
-    region.mode = "auto";
-    region.target = target.name;
-    region.allowTf32 = options.gpu.allowTf32;
-    region.remarks = true; // printed with --explain
+  if (region.mode != RegionFusionChoice::Off) {
+    mlir::tcc::TccRegionFusionOptions pass;
+    pass.mode = "auto";
+    pass.target = target.name;
+    pass.allowTf32 = options.gpu.allowTf32;
+    pass.remarks = true; // printed with --explain
     // A deterministic stop that comes well before the pass's 20 s budget
     // on the seven CNNs on a loaded 2-core machine (DenseNet-121's wide
     // states take ~40 us each): docs/architecture.md.
-    region.maxStates = 150000;
+    pass.maxStates = 150000;
+    pass.force = region.force;
+    pass.alternatives = region.alternatives;
+    pass.seed = region.seed;
+    pass.out = region.out;
     pm.addNestedPass<mlir::func::FuncOp>(
-        mlir::tcc::createTccRegionFusion(region));
+        mlir::tcc::createTccRegionFusion(pass));
   }
   // Work on params alone runs once at load (an init launch sequence), not
   // every run; the init function is grouped and compiled like the entry.

@@ -25,9 +25,11 @@ struct CompileOptions {
   /// Convolution layout (tcc-conv-layout): auto (NHWC where a convolution
   /// runs on tensor cores, convUsesTensorCores), nhwc or nchw (every one).
   std::string convLayout = "auto";
-  /// Region fusion (tcc-region-fusion, AFusion): off, or auto (the cost
-  /// model and search mark region groups; NVIDIA sm_80 and sm_90 only). No
-  /// kernel is built from the groups yet: they show in `tcc inspect`.
+  /// Region fusion (tcc-region-fusion, AFusion): off; auto (the cost model
+  /// and search mark region groups; NVIDIA sm_80 and sm_90 only; GPU code
+  /// generation builds a kernel per group); alternatives=N,out=FILE[,seed=S]
+  /// (auto, and N alternative groupings written to FILE); or FILE[:ID], an
+  /// alternatives file's grouping forced instead of the search's.
   std::string regionFusion = "off";
   /// Store params made by a recipe (fill, random) as the recipe, computed
   /// by the runtime at load, instead of their bytes (--param-recipes=keep).

@@ -114,9 +114,12 @@ static cl::opt<std::string> fusionMode(
     cl::init("auto"), cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
 static cl::opt<std::string> regionFusion(
     "region-fusion",
-    cl::desc("Region fusion (AFusion) of convolution chains: off (default) "
-             "or auto (a cost model and search choose region groups, shown "
-             "by tcc inspect; no fused kernel is built from them yet)"),
+    cl::desc("Region fusion (AFusion) of convolution chains: off "
+             "(default); auto (a cost model and search choose region groups, "
+             "shown by tcc inspect; on GPU targets each group is one fused "
+             "kernel); alternatives=N,out=FILE[,seed=S] (auto, and N "
+             "alternative groupings with predicted times written to FILE); "
+             "or FILE[:ID] (force alternative ID of such a file)"),
     cl::init("off"), cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
 static cl::opt<std::string> convLayout(
     "conv-layout",

@@ -569,6 +569,17 @@ def TccRegionFusion : Pass<"tcc-region-fusion", "func::FuncOp"> {
     one of the group's outputs. Ops left unfused are unmarked. Any marks
     from before are replaced. `mode=off` removes the marks and does nothing
     else. With `remarks`, a remark per group and one per function.
+
+    Alternatives (for ranking the model against measurements,
+    bench/region_rank.py): with `alternatives=N out=FILE`, the function named
+    `function` is searched and marked as with mode=auto, and N distinct
+    legal groupings of it are written to FILE with their predicted times
+    and per-kernel features (launches, bytes, FLOPs). With `force=FILE[:ID]`
+    the alternative ID of such a file is applied instead of searching, each
+    group checked as the search checks it (a member the file names that the
+    function lacks, a member in two groups, an illegal group or a cyclic
+    grouping is an error); the function the file names gets the groups,
+    other functions none.
   }];
   let options = [
     Option<"mode", "mode", "std::string", /*default=*/"\"auto\"",
@@ -588,7 +599,20 @@ def TccRegionFusion : Pass<"tcc-region-fusion", "func::FuncOp"> {
     Option<"allowTf32", "allow-tf32", "bool", /*default=*/"false",
            "f32 convolutions run on tf32 tensor cores">,
     Option<"remarks", "remarks", "bool", /*default=*/"false",
-           "A remark per group chosen and one per function">
+           "A remark per group chosen and one per function">,
+    Option<"force", "force", "std::string", /*default=*/"\"\"",
+           "Apply the grouping of an alternatives file (written by `out`) "
+           "instead of searching: FILE or FILE:ID">,
+    Option<"alternatives", "alternatives", "int64_t", /*default=*/"0",
+           "With `out`: how many distinct legal groupings to write (the "
+           "search's, the greedy one, all unfused and random perturbations)">,
+    Option<"seed", "seed", "int64_t", /*default=*/"1",
+           "The seed of the alternatives' perturbations">,
+    Option<"out", "out", "std::string", /*default=*/"\"\"",
+           "Where to write the alternatives (JSON)">,
+    Option<"function", "function", "std::string", /*default=*/"\"main\"",
+           "The function whose alternatives `out` holds (one file, one "
+           "function); others are searched as with mode=auto">
   ];
   let dependentDialects = ["::mlir::tcc::TccDialect"];
 }

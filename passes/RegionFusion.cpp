@@ -24,11 +24,17 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
+#include <random>
+#include <set>
 
 namespace mlir::tcc {
 #define GEN_PASS_DEF_TCCREGIONFUSION
@@ -124,13 +130,15 @@ public:
 
     // Unfused costs and the lower bounds' per-op parts.
     unfusedUs.resize(n);
+    unfusedCost.resize(n);
     launches.resize(n);
     memLb.assign(n + 1, 0);
     compLb.assign(n + 1, 0);
     llvm::DenseSet<Value> counted;
     for (unsigned r = 0; r < n; ++r) {
       Operation *op = ops[region[r]];
-      unfusedUs[r] = model.unfused(op).us;
+      unfusedCost[r] = model.unfused(op);
+      unfusedUs[r] = unfusedCost[r].us;
       launches[r] = model.launchesUnfused(op);
       memLb[r] = double(model.memoryLowerBoundBytes(
                      op, [&](Value v) { return counted.insert(v).second; })) /
@@ -151,6 +159,7 @@ public:
   }
 
   unsigned regionOps() const { return region.size(); }
+  int64_t maxMembers() const { return model.getMaxMembers(); }
   Operation *regionOp(int r) const { return ops[region[r]]; }
 
   SearchResult run() {
@@ -279,6 +288,14 @@ public:
         }
       }
     }
+    greedyGroups.clear();
+    for (const SmallVector<int> &g : grouping)
+      if (g.size() >= 2)
+        greedyGroups.push_back(g);
+    llvm::sort(greedyGroups,
+               [](const SmallVector<int> &a, const SmallVector<int> &b) {
+                 return a.front() < b.front();
+               });
     if (total < bestUs) {
       bestUs = total;
       best = std::move(grouping);
@@ -308,6 +325,51 @@ public:
   }
 
   double unfused(int r) const { return unfusedUs[r]; }
+  const KernelCost &unfusedKernel(int r) const { return unfusedCost[r]; }
+  /// The greedy grouping's groups (two or more members), after run().
+  ArrayRef<SmallVector<int>> greedyGrouping() const { return greedyGroups; }
+  /// The region ops region op r reads (region indices).
+  ArrayRef<int> regionReads(int r) const { return regionProducers[r]; }
+  /// Whether region op r is a convolution or pool.
+  bool heavy(int r) const {
+    return isa<Conv2dOp, MaxPool2dOp, AvgPool2dOp>(ops[region[r]]);
+  }
+
+  /// Whether the block's graph with each of `groups` (region indices)
+  /// contracted to one node has no cycle (Kahn's algorithm over all ops).
+  bool acyclic(ArrayRef<SmallVector<int>> groups) const {
+    SmallVector<int> node(ops.size());
+    for (unsigned i = 0; i < ops.size(); ++i)
+      node[i] = i;
+    for (const SmallVector<int> &g : groups)
+      for (int r : g)
+        node[region[r]] = region[g.front()];
+    SmallVector<int> indegree(ops.size(), 0);
+    SmallVector<SmallVector<int>> edges(ops.size());
+    for (unsigned i = 0; i < ops.size(); ++i)
+      for (int p : producers[i])
+        if (node[p] != node[i]) {
+          edges[node[p]].push_back(node[i]);
+          ++indegree[node[i]];
+        }
+    SmallVector<int> ready;
+    unsigned nodes = 0;
+    for (unsigned i = 0; i < ops.size(); ++i)
+      if (node[i] == int(i)) {
+        ++nodes;
+        if (indegree[i] == 0)
+          ready.push_back(i);
+      }
+    unsigned done = 0;
+    while (!ready.empty()) {
+      int x = ready.pop_back_val();
+      ++done;
+      for (int y : edges[x])
+        if (--indegree[y] == 0)
+          ready.push_back(y);
+    }
+    return done == nodes;
+  }
 
 private:
   struct Result {
@@ -735,6 +797,7 @@ private:
   SmallVector<int> lastRegionUser;
   SmallVector<SmallVector<int>> regionProducers;
   SmallVector<double> unfusedUs, memLb, compLb, memSuffix, compSuffix;
+  SmallVector<KernelCost> unfusedCost;
   SmallVector<bool> launches;
 
   // The assignment: groups named by their first member.
@@ -750,11 +813,502 @@ private:
   std::map<std::vector<int>, Memo> memo;
   std::map<std::vector<int>, GroupChoice> groupCache;
   double bestUs = kInf;
-  SmallVector<SmallVector<int>> best;
+  SmallVector<SmallVector<int>> best, greedyGroups;
   int64_t states = 0;
   bool aborted = false, timedOut = false;
   std::chrono::steady_clock::time_point start;
 };
+
+/// A grouping of a function's region ops: its groups of two or more
+/// members (region indices, ascending; groups ordered by first member).
+using Grouping = std::vector<std::vector<int>>;
+
+/// Stable names of a function's region ops, for files that name groups: an
+/// op's location name (the ONNX importer's `node 12 "/conv1/Conv" (Conv)`,
+/// the JSON importer's node pointer), `#k` appended for the k-th (from 0) of
+/// several region ops with one name (a batch norm's mul and add); an op
+/// without a name is `OPNAME@R`, R its index among the region ops in block
+/// order.
+std::vector<std::string> regionOpNames(Block &block) {
+  std::function<std::string(Location)> nameOf = [&](Location loc) {
+    if (auto name = dyn_cast<NameLoc>(loc))
+      return name.getName().str();
+    if (auto fused = dyn_cast<FusedLoc>(loc))
+      for (Location inner : fused.getLocations())
+        if (std::string n = nameOf(inner); !n.empty())
+          return n;
+    if (auto call = dyn_cast<CallSiteLoc>(loc))
+      return nameOf(call.getCallee());
+    return std::string();
+  };
+  // The search's region ops, in its order.
+  SmallVector<Operation *> regionOps;
+  for (Operation &op : block)
+    if (regionInfo(&op) && op.getNumResults() == 1)
+      regionOps.push_back(&op);
+  unsigned n = regionOps.size();
+  std::vector<std::string> names(n);
+  std::map<std::string, int> count;
+  for (unsigned r = 0; r < n; ++r) {
+    names[r] = nameOf(regionOps[r]->getLoc());
+    if (!names[r].empty())
+      ++count[names[r]];
+  }
+  std::map<std::string, int> seen;
+  for (unsigned r = 0; r < n; ++r) {
+    Operation *op = regionOps[r];
+    if (names[r].empty())
+      names[r] = (op->getName().getStringRef() + "@" + Twine(r)).str();
+    else if (count[names[r]] > 1)
+      names[r] += "#" + std::to_string(seen[names[r]]++);
+  }
+  return names;
+}
+
+/// Legality, cost and features of whole groupings, and random legal
+/// alternatives to a function's chosen grouping.
+class Groupings {
+public:
+  explicit Groupings(Search &search) : search(search) {}
+
+  /// Groups sorted and ordered; groups of fewer than two convolutions and
+  /// pools dissolved (their ops run unfused, as the search costs them).
+  Grouping normalize(Grouping g) const {
+    Grouping out;
+    for (std::vector<int> &group : g) {
+      llvm::sort(group);
+      if (llvm::count_if(group, [&](int r) { return search.heavy(r); }) >= 2)
+        out.push_back(std::move(group));
+    }
+    llvm::sort(out);
+    return out;
+  }
+
+  /// `g` as it is built: tcc-form-groups adds to a group each activation or
+  /// residual add (not in a group) that reads its last value while the
+  /// group stays a chain the region template runs. Two groupings with one
+  /// built form make the same kernels.
+  Grouping builtForm(Grouping g) {
+    std::vector<bool> grouped(search.regionOps(), false);
+    for (const std::vector<int> &group : g)
+      for (int r : group)
+        grouped[r] = true;
+    for (std::vector<int> &group : g) {
+      for (bool grown = true; grown;) {
+        grown = false;
+        for (int u : users(group.back())) {
+          if (grouped[u] || u < group.back() ||
+              !isa<ReluOp, ClampOp, AddOp>(search.regionOp(u)))
+            continue;
+          SmallVector<Operation *> chain;
+          for (int r : group)
+            chain.push_back(search.regionOp(r));
+          chain.push_back(search.regionOp(u));
+          std::string why;
+          if (!isKernelChain(chain, why))
+            continue;
+          group.push_back(u);
+          grouped[u] = grown = true;
+          break;
+        }
+      }
+    }
+    return g;
+  }
+
+  /// The predicted time of `g` (its groups at their best tiles, the other
+  /// region ops unfused); failure with `why` when a group is illegal or the
+  /// contracted graph has a cycle.
+  FailureOr<double> cost(const Grouping &g, std::string &why) {
+    std::vector<bool> grouped(search.regionOps(), false);
+    double us = 0;
+    for (const std::vector<int> &group : g) {
+      const GroupChoice &choice = search.groupChoice(group);
+      if (choice.us == kInf) {
+        why = choice.why;
+        return failure();
+      }
+      us += choice.us;
+      for (int r : group)
+        grouped[r] = true;
+    }
+    for (unsigned r = 0; r < search.regionOps(); ++r)
+      if (!grouped[r])
+        us += search.unfused(r);
+    SmallVector<SmallVector<int>> groups;
+    for (const std::vector<int> &group : g)
+      groups.emplace_back(group.begin(), group.end());
+    if (!search.acyclic(groups)) {
+      why = "the groups make the graph cyclic once each is one kernel";
+      return failure();
+    }
+    return us;
+  }
+
+  /// Up to `count` legal groupings with distinct built forms: `first` (the
+  /// search's), the greedy one, every op unfused, then random perturbations
+  /// of those found (split a group in two, dissolve one, merge a group with
+  /// a neighbouring group or unfused op, grow a group from an unfused
+  /// convolution or pool along its readers), one to three moves each,
+  /// deterministic for `seed`. Each is (origin, grouping, predicted us),
+  /// the grouping and its cost as the search sees them (as for `first`;
+  /// tcc-form-groups then adds the same epilogues either way).
+  struct Alternative {
+    std::string origin;
+    Grouping groups;
+    double us;
+  };
+  std::vector<Alternative> alternatives(const Grouping &first, int64_t count,
+                                        uint64_t seed) {
+    std::vector<Alternative> found;
+    std::set<Grouping> keys;
+    auto add = [&](const std::string &origin, Grouping g) {
+      g = normalize(std::move(g));
+      Grouping key = builtForm(g);
+      if ((int64_t)found.size() >= count || keys.count(key))
+        return;
+      std::string why;
+      FailureOr<double> us = cost(g, why);
+      if (failed(us))
+        return;
+      keys.insert(std::move(key));
+      found.push_back({origin, std::move(g), *us});
+    };
+    add("search", first);
+    Grouping greedy;
+    for (const SmallVector<int> &group : search.greedyGrouping())
+      greedy.emplace_back(group.begin(), group.end());
+    add("greedy", greedy);
+    add("unfused", {});
+    if (found.empty())
+      return found;
+    std::mt19937_64 rng(seed);
+    auto pick = [&](size_t n) { return size_t(rng() % n); };
+    // Every attempt is cheap (group costs are cached); the cap only ends
+    // functions with few distinct groupings.
+    for (int64_t attempt = 0;
+         (int64_t)found.size() < count && attempt < 200 * count + 2000;
+         ++attempt) {
+      Grouping g = found[pick(found.size())].groups;
+      int moves = 1 + pick(3);
+      std::string origin;
+      for (int m = 0; m < moves; ++m) {
+        const char *name = move(g, pick, rng);
+        if (!name)
+          break;
+        origin += origin.empty() ? name : std::string("+") + name;
+      }
+      if (!origin.empty())
+        add(origin, std::move(g));
+    }
+    return found;
+  }
+
+private:
+  /// One random move on `g` (normalized after); the move's name, or null
+  /// when the one drawn has nothing to act on.
+  template <typename Pick, typename Rng>
+  const char *move(Grouping &g, Pick &pick, Rng &rng) {
+    unsigned n = search.regionOps();
+    std::vector<int> groupOf(n, -1);
+    for (auto [i, group] : llvm::enumerate(g))
+      for (int r : group)
+        groupOf[r] = i;
+    // Region ops next to r (it reads them or they read r).
+    auto neighbours = [&](int r) {
+      std::vector<int> out(search.regionReads(r).begin(),
+                           search.regionReads(r).end());
+      for (int u : users(r))
+        out.push_back(u);
+      return out;
+    };
+    switch (pick(4)) {
+    case 0: { // split a group in two before a convolution or pool
+      if (g.empty())
+        return nullptr;
+      size_t i = pick(g.size());
+      std::vector<int> group = g[i];
+      std::vector<size_t> cuts;
+      for (size_t c = 1; c < group.size(); ++c)
+        if (search.heavy(group[c]))
+          cuts.push_back(c);
+      if (cuts.empty())
+        return nullptr;
+      size_t cut = cuts[pick(cuts.size())];
+      g.erase(g.begin() + i);
+      g.emplace_back(group.begin(), group.begin() + cut);
+      g.emplace_back(group.begin() + cut, group.end());
+      g = normalize(std::move(g));
+      return "split";
+    }
+    case 1: { // dissolve a group
+      if (g.empty())
+        return nullptr;
+      g.erase(g.begin() + pick(g.size()));
+      return "drop";
+    }
+    case 2: { // merge a group with a neighbouring group or unfused op
+      if (g.empty())
+        return nullptr;
+      size_t i = pick(g.size());
+      std::vector<int> next;
+      for (int r : g[i])
+        for (int q : neighbours(r))
+          if (groupOf[q] != int(i))
+            next.push_back(q);
+      if (next.empty())
+        return nullptr;
+      int q = next[pick(next.size())];
+      std::vector<int> merged = g[i];
+      if (groupOf[q] >= 0) {
+        merged.insert(merged.end(), g[groupOf[q]].begin(), g[groupOf[q]].end());
+        g.erase(g.begin() + std::max<int>(i, groupOf[q]));
+        g.erase(g.begin() + std::min<int>(i, groupOf[q]));
+      } else {
+        merged.push_back(q);
+        g.erase(g.begin() + i);
+      }
+      g.push_back(std::move(merged));
+      g = normalize(std::move(g));
+      return "merge";
+    }
+    default: { // grow a group from an unfused convolution or pool
+      std::vector<int> starts;
+      for (unsigned r = 0; r < n; ++r)
+        if (groupOf[r] < 0 && search.heavy(r))
+          starts.push_back(r);
+      if (starts.empty())
+        return nullptr;
+      std::vector<int> group{starts[pick(starts.size())]};
+      int heavy = 1;
+      int64_t limit = search.maxMembers();
+      while ((int64_t)group.size() < limit) {
+        std::vector<int> next;
+        for (int u : users(group.back()))
+          if (groupOf[u] < 0 && !llvm::is_contained(group, u))
+            next.push_back(u);
+        if (next.empty())
+          break;
+        int u = next[pick(next.size())];
+        group.push_back(u);
+        heavy += search.heavy(u);
+        // Past two convolutions and pools, stop at random.
+        if (heavy >= 2 && rng() % 2 == 0)
+          break;
+      }
+      g.push_back(std::move(group));
+      g = normalize(std::move(g));
+      return "grow";
+    }
+    }
+  }
+
+  /// The region ops that read region op r.
+  ArrayRef<int> users(int r) {
+    if (regionUsers.empty()) {
+      regionUsers.resize(search.regionOps());
+      for (unsigned q = 0; q < search.regionOps(); ++q)
+        for (int p : search.regionReads(q))
+          regionUsers[p].push_back(q);
+    }
+    return regionUsers[r];
+  }
+
+  Search &search;
+  std::vector<std::vector<int>> regionUsers;
+};
+
+/// A kernel's features, as the alternatives file lists them: what the cost
+/// model's terms are made of, for refitting its constants.
+void writeKernel(llvm::json::OStream &j, const KernelCost &k) {
+  j.attribute("us", k.us);
+  j.attribute("launch_us", k.launchUs);
+  j.attribute("dram_bytes", k.dramBytes);
+  j.attribute("l2_bytes", k.l2Bytes);
+  j.attribute("tensor_flops", k.tensorFlops);
+  j.attribute("cuda_flops", k.cudaFlops);
+  j.attribute("blocks", k.blocks);
+  j.attribute("utilization", k.utilization);
+}
+
+/// Writes the alternatives of `func` to `path` (format in
+/// docs/architecture.md, "Alternative groupings").
+LogicalResult writeAlternatives(func::FuncOp func, StringRef path,
+                                const CostTarget &target, uint64_t seed,
+                                Search &search,
+                                ArrayRef<Groupings::Alternative> alternatives,
+                                ArrayRef<std::string> names) {
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec);
+  if (ec)
+    return func.emitError() << "tcc-region-fusion: cannot write '" << path
+                            << "': " << ec.message();
+  llvm::json::OStream j(os, /*IndentSize=*/1);
+  j.object([&] {
+    j.attribute("version", 1);
+    j.attribute("function", func.getSymName());
+    j.attribute("target", target.name);
+    j.attribute("seed", int64_t(seed));
+    j.attributeObject("constants", [&] {
+      j.attribute("multiprocessors", target.multiprocessors);
+      j.attribute("dram_bytes_per_us", target.dramBytesPerUs);
+      j.attribute("l2_bytes_per_us", target.l2BytesPerUs);
+      j.attribute("tensor_flops_per_us", target.tensorFlopsPerUs);
+      j.attribute("cuda_flops_per_us", target.cudaFlopsPerUs);
+      j.attribute("launch_us", target.launchUs);
+    });
+    // Ops computing on params alone (weight casts, a batch norm's scale)
+    // move to the init function (tcc-hoist-param-computations): they do not
+    // run per inference, which a fit to measured times must know.
+    llvm::DenseSet<Value> paramOnly;
+    for (BlockArgument arg : func.getArguments())
+      if (auto kind =
+              func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "tcc.kind");
+          kind && kind.getValue() == "param")
+        paramOnly.insert(arg);
+    for (Operation &op : func.getBody().front())
+      if (op.getNumOperands() > 0 && op.getNumRegions() == 0 &&
+          llvm::all_of(op.getOperands(), [&](Value v) {
+            Operation *def = v.getDefiningOp();
+            return paramOnly.contains(v) ||
+                   (def && def->getNumOperands() == 0 &&
+                    def->getNumRegions() == 0);
+          }))
+        for (Value v : op.getResults())
+          paramOnly.insert(v);
+    j.attributeArray("region_ops", [&] {
+      for (unsigned r = 0; r < search.regionOps(); ++r)
+        j.object([&] {
+          Operation *op = search.regionOp(r);
+          j.attribute("name", names[r]);
+          j.attribute("op", op->getName().getStringRef());
+          j.attribute("per_run", !paramOnly.contains(op->getResult(0)));
+          j.attributeObject("unfused",
+                            [&] { writeKernel(j, search.unfusedKernel(r)); });
+        });
+    });
+    j.attributeArray("alternatives", [&] {
+      for (size_t id = 0; id < alternatives.size(); ++id)
+        j.object([&] {
+          const Groupings::Alternative &alt = alternatives[id];
+          j.attribute("id", int64_t(id));
+          j.attribute("origin", alt.origin);
+          j.attribute("predicted_us", alt.us);
+          j.attributeArray("groups", [&] {
+            for (const std::vector<int> &group : alt.groups)
+              j.array([&] {
+                for (int r : group)
+                  j.value(names[r]);
+              });
+          });
+          j.attributeArray("group_kernels", [&] {
+            for (const std::vector<int> &group : alt.groups)
+              j.object([&] {
+                const GroupChoice &choice = search.groupChoice(group);
+                j.attributeArray("tile", [&] {
+                  j.value(choice.cost.tile[0]);
+                  j.value(choice.cost.tile[1]);
+                });
+                j.attribute("shared_bytes", choice.cost.sharedBytes);
+                writeKernel(j, choice.cost);
+              });
+          });
+        });
+    });
+  });
+  os << "\n";
+  return success();
+}
+
+/// The grouping alternative `id` (-1: the file's only one) of the
+/// alternatives file `path` names for `func`, read and checked: the file's
+/// function (another function gets no groups: an empty grouping) and cost
+/// target (into `fileTarget`), and each member a region op of `func`, in
+/// one group at most. Errors are one line, at the function.
+FailureOr<Grouping> readForced(func::FuncOp func, StringRef path, int64_t id,
+                               ArrayRef<std::string> names,
+                               std::string &fileTarget, bool &otherFunction) {
+  auto fail = [&](const Twine &message) {
+    func.emitError() << "tcc-region-fusion: " << path << ": " << message;
+    return failure();
+  };
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  if (!buffer)
+    return fail("cannot read: " + buffer.getError().message());
+  llvm::Expected<llvm::json::Value> parsed =
+      llvm::json::parse((*buffer)->getBuffer());
+  if (!parsed) {
+    std::string why = llvm::toString(parsed.takeError());
+    return fail("malformed JSON: " + why);
+  }
+  const llvm::json::Object *doc = parsed->getAsObject();
+  if (!doc)
+    return fail("malformed: not a JSON object");
+  std::optional<StringRef> function = doc->getString("function");
+  std::optional<StringRef> target = doc->getString("target");
+  const llvm::json::Array *alts = doc->getArray("alternatives");
+  if (!function || !target || !alts)
+    return fail("malformed: needs \"function\", \"target\" and "
+                "\"alternatives\"");
+  fileTarget = target->str();
+  otherFunction = *function != func.getSymName();
+  if (otherFunction)
+    return Grouping();
+  const llvm::json::Object *chosen = nullptr;
+  if (id < 0 && alts->size() != 1)
+    return fail("holds " + Twine(alts->size()) +
+                " alternatives: name one (FILE:ID)");
+  for (const llvm::json::Value &alt : *alts) {
+    const llvm::json::Object *o = alt.getAsObject();
+    std::optional<int64_t> altId = o ? o->getInteger("id") : std::nullopt;
+    if (!altId)
+      return fail("malformed: an alternative without an integer \"id\"");
+    if (id < 0 || *altId == id) {
+      chosen = o;
+      break;
+    }
+  }
+  if (!chosen)
+    return fail("no alternative with id " + Twine(id));
+  const llvm::json::Array *groups = chosen->getArray("groups");
+  if (!groups)
+    return fail("malformed: alternative " + Twine(*chosen->getInteger("id")) +
+                " has no \"groups\" list");
+  std::map<std::string, int, std::less<>> index;
+  for (auto [r, name] : llvm::enumerate(names))
+    index[name] = r;
+  Grouping result;
+  std::map<int, size_t> groupOf;
+  for (auto [g, group] : llvm::enumerate(*groups)) {
+    const llvm::json::Array *members = group.getAsArray();
+    if (!members)
+      return fail("malformed: group " + Twine(g) +
+                  " is not a list of member names");
+    std::vector<int> ids;
+    for (const llvm::json::Value &m : *members) {
+      std::optional<StringRef> name = m.getAsString();
+      if (!name)
+        return fail("malformed: group " + Twine(g) +
+                    " has a member that is not a string");
+      auto it = index.find(*name);
+      if (it == index.end())
+        return fail("group " + Twine(g) + ": unknown member '" + *name +
+                    "' (no region op of @" + func.getSymName() +
+                    " has that name)");
+      if (auto [at, inserted] = groupOf.emplace(it->second, g); !inserted)
+        return fail("member '" + *name + "' is in groups " + Twine(at->second) +
+                    " and " + Twine(g));
+      ids.push_back(it->second);
+    }
+    if (ids.size() < 2)
+      return fail("group " + Twine(g) + " has " + Twine(ids.size()) +
+                  " member" + (ids.size() == 1 ? "" : "s") +
+                  "; a group needs two or more");
+    llvm::sort(ids);
+    result.push_back(std::move(ids));
+  }
+  return result;
+}
 
 /// Microseconds with two decimals, for remarks.
 std::string usText(double us) { return llvm::formatv("{0:F2}", us).str(); }
@@ -769,15 +1323,21 @@ struct TccRegionFusion : mlir::tcc::impl::TccRegionFusionBase<TccRegionFusion> {
                        << "' (known: auto, off)";
       return signalPassFailure();
     }
-    std::optional<CostTarget> costTarget = costTargetNamed(target);
-    if (!costTarget) {
-      func.emitError() << "tcc-region-fusion: no cost model for target '"
-                       << target << "' (known: " << knownCostTargets() << ")";
-      return signalPassFailure();
-    }
+    bool forcing = !force.empty();
+    bool writing = !out.empty() && func.getSymName() == function;
     if (maxMembers < 2 || budgetMs < 0 || maxStates < 1) {
       func.emitError() << "tcc-region-fusion: max-members must be at least "
                           "2, budget-ms at least 0 and max-states at least 1";
+      return signalPassFailure();
+    }
+    if ((alternatives > 0) != !out.empty() || alternatives < 0) {
+      func.emitError() << "tcc-region-fusion: alternatives (a positive "
+                          "count) and out (a file) go together";
+      return signalPassFailure();
+    }
+    if (forcing && (!out.empty() || mode == "off")) {
+      func.emitError() << "tcc-region-fusion: force goes with neither out "
+                          "nor mode=off";
       return signalPassFailure();
     }
     SmallVector<std::array<int64_t, 2>> tileSet;
@@ -798,9 +1358,92 @@ struct TccRegionFusion : mlir::tcc::impl::TccRegionFusionBase<TccRegionFusion> {
     if (mode == "off" || func.getBody().empty())
       return;
 
+    // A forced grouping: FILE or FILE:ID (the last colon, digits after it).
+    Block &block = func.getBody().front();
+    std::optional<Grouping> forced;
+    std::string forcedPath = force;
+    int64_t forcedId = -1;
+    std::string fileTarget;
+    if (forcing) {
+      StringRef text = force;
+      size_t colon = text.rfind(':');
+      if (colon != StringRef::npos && colon + 1 < text.size() &&
+          llvm::all_of(text.drop_front(colon + 1), llvm::isDigit) &&
+          !text.drop_front(colon + 1).getAsInteger(10, forcedId))
+        forcedPath = text.take_front(colon).str();
+      bool otherFunction = false;
+      FailureOr<Grouping> read =
+          readForced(func, forcedPath, forcedId, regionOpNames(block),
+                     fileTarget, otherFunction);
+      if (failed(read))
+        return signalPassFailure();
+      if (otherFunction)
+        return;
+      forced = std::move(*read);
+    }
+    // A grouping forced on a target without a cost model (the host, for
+    // the ranking's plumbing) is checked and costed on the file's.
+    std::optional<CostTarget> costTarget = costTargetNamed(target);
+    if (!costTarget && forced)
+      costTarget = costTargetNamed(fileTarget);
+    if (!costTarget) {
+      func.emitError() << "tcc-region-fusion: no cost model for target '"
+                       << (forced ? fileTarget : std::string(target))
+                       << "' (known: " << knownCostTargets() << ")";
+      return signalPassFailure();
+    }
+
     CostModel model(*costTarget, maxMembers, allowTf32);
-    Search search(func.getBody().front(), model, tileSet, maxStates, budgetMs);
-    SearchResult result = search.run();
+    Search search(block, model, tileSet, maxStates, budgetMs);
+    std::vector<std::string> names = regionOpNames(block);
+    Groupings groupings(search);
+    SearchResult result;
+    if (forced) {
+      // Checked as the search checks a group, then the whole grouping.
+      for (auto [g, group] : llvm::enumerate(*forced)) {
+        const GroupChoice &choice = search.groupChoice(group);
+        if (choice.us < kInf)
+          continue;
+        std::string list;
+        for (int r : group)
+          list += (list.empty() ? "" : ", ") + names[r];
+        func.emitError() << "tcc-region-fusion: " << forcedPath << ": group "
+                         << g << " (" << list << ") is illegal: " << choice.why;
+        return signalPassFailure();
+      }
+      std::string why;
+      FailureOr<double> us = groupings.cost(*forced, why);
+      if (failed(us)) {
+        func.emitError() << "tcc-region-fusion: " << forcedPath << ": " << why;
+        return signalPassFailure();
+      }
+      result.us = *us;
+      for (unsigned r = 0; r < search.regionOps(); ++r)
+        result.unfusedUs += search.unfused(r);
+      for (const std::vector<int> &group : *forced)
+        result.groups.emplace_back(group.begin(), group.end());
+      llvm::sort(result.groups,
+                 [](const SmallVector<int> &a, const SmallVector<int> &b) {
+                   return a.front() < b.front();
+                 });
+    } else {
+      result = search.run();
+    }
+    if (writing) {
+      Grouping chosen;
+      for (const SmallVector<int> &group : result.groups)
+        chosen.emplace_back(group.begin(), group.end());
+      std::vector<Groupings::Alternative> alts =
+          groupings.alternatives(chosen, alternatives, seed);
+      if (failed(writeAlternatives(func, out, *costTarget, seed, search, alts,
+                                   names)))
+        return signalPassFailure();
+      if ((int64_t)alts.size() < alternatives)
+        func.emitWarning() << "tcc-region-fusion: " << alts.size()
+                           << " distinct legal groupings of @"
+                           << func.getSymName() << " found, "
+                           << int64_t(alternatives) << " asked";
+    }
     MLIRContext *context = &getContext();
     Builder b(context);
     int64_t fused = 0;
@@ -826,17 +1469,22 @@ struct TccRegionFusion : mlir::tcc::impl::TccRegionFusionBase<TccRegionFusion> {
                            << usText(choice.us) << " us against "
                            << usText(unfusedUs) << " us unfused";
     }
-    if (remarks && search.regionOps() > 0)
-      func.emitRemark() << "region fusion on " << costTarget->name << ": "
-                        << result.groups.size() << " region groups (" << fused
-                        << " of " << search.regionOps()
-                        << " region ops); predicted " << usText(result.us)
-                        << " us against " << usText(result.unfusedUs)
-                        << " us unfused; " << result.states << " states, "
-                        << (result.complete ? "search complete"
-                            : result.timedOut
-                                ? "stopped at budget-ms, best found kept"
-                                : "stopped at max-states, best found kept");
+    if (!remarks || search.regionOps() == 0)
+      return;
+    InFlightDiagnostic remark = func.emitRemark();
+    remark << "region fusion on " << costTarget->name << ": "
+           << result.groups.size() << " region groups (" << fused << " of "
+           << search.regionOps() << " region ops); predicted "
+           << usText(result.us) << " us against " << usText(result.unfusedUs)
+           << " us unfused; ";
+    if (forced)
+      remark << "forced from " << forcedPath
+             << (forcedId >= 0 ? ":" + std::to_string(forcedId) : "");
+    else
+      remark << result.states << " states, "
+             << (result.complete   ? "search complete"
+                 : result.timedOut ? "stopped at budget-ms, best found kept"
+                                   : "stopped at max-states, best found kept");
   }
 };
 

@@ -10,7 +10,10 @@ tests/ir/region-fusion.mlir (@pair: 2.998 us against 5.557 unfused, 48384
 bytes of shared memory), and --explain prints its line; off (the default)
 lists none; the group is one kernel of the region template (one launch
 fewer); a bad value and a target without a cost model are one-line
-errors. No GPU needed: sm_90a bundles are compiled, not run.
+errors. Alternatives (--region-fusion=alternatives=N,seed=S,out=FILE) and
+forcing one (FILE:ID): the search's forced gives auto's groups, on the host
+too (costed on the file's h200), and bad files are one-line errors. No GPU
+needed: sm_90a bundles are compiled, not run.
 """
 import json
 import os
@@ -98,6 +101,44 @@ def main():
         # The host has a cost model and region kernels of its own
         # (tests/e2e/host_region.py runs them).
         check('host compiles', p.returncode == 0, p.stderr)
+
+        # Alternatives written beside the auto compile; the search's (0)
+        # forced gives auto's groups; a grouping forced on the host is
+        # costed on the file's h200; bad files are one-line errors.
+        alts = os.path.join(tmp, 'alts.json')
+        forced = os.path.join(tmp, 'forced.tccb')
+        p = run('compile', model, '-o', forced, '--target', 'sm_90a',
+                '--region-fusion=alternatives=4,seed=3,out=' + alts)
+        doc = json.load(open(alts)) if p.returncode == 0 else {'alternatives': []}
+        check('alternatives written', [a['origin'] for a in doc['alternatives']] ==
+              ['search', 'unfused'] and doc['alternatives'][0]['groups'] ==
+              [['/nodes/0', '/nodes/1']], p.stderr + str(doc['alternatives']))
+        check('fewer than asked: a warning',
+              'warning: tcc-region-fusion: 2 distinct legal groupings of @main found, 4 asked'
+              in p.stderr, p.stderr)
+        p = run('compile', model, '-o', forced, '--target', 'sm_90a',
+                '--region-fusion=%s:0' % alts)
+        got = json.loads(run('inspect', forced).stdout).get('region_groups')
+        check('forcing the search\'s gives auto\'s groups', p.returncode == 0 and got == want,
+              p.stderr + str(got))
+        p = run('compile', model, '-o', forced, '--region-fusion=%s:0' % alts, '--explain',
+                '--conv-layout=nhwc')
+        check('forced on the host', p.returncode == 0 and
+              'region fusion on h200: 1 region groups (2 of 2 region ops)' in p.stderr and
+              'forced from' in p.stderr, p.stderr)
+        with open(alts) as f:
+            text = f.read().replace('"/nodes/1"', '"/nodes/9"')
+        with open(alts, 'w') as f:
+            f.write(text)
+        p = run('compile', model, '-o', forced, '--target', 'sm_90a',
+                '--region-fusion=%s:0' % alts)
+        check('unknown member refused', one_line_error(p, "unknown member '/nodes/9'"), p.stderr)
+        p = run('compile', model, '-o', forced, '--target', 'sm_90a',
+                '--region-fusion=' + os.path.join(tmp, 'none.json'))
+        check('missing file refused', one_line_error(p, 'unknown --region-fusion'), p.stderr)
+        p = run('compile', model, '-o', forced, '--target', 'sm_90a',
+                '--region-fusion=alternatives=0,out=' + alts)
+        check('no count refused', one_line_error(p, 'unknown --region-fusion'), p.stderr)
     return 1 if failed else 0
 
 

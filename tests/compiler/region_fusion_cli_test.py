@@ -12,7 +12,7 @@ lists none; the group is one kernel of the region template (one launch
 fewer); a bad value and a target without a cost model are one-line
 errors. Alternatives (--region-fusion=alternatives=N,seed=S,out=FILE) and
 forcing one (FILE:ID): the search's forced gives auto's groups, on the host
-too (costed on the file's h200), and bad files are one-line errors. No GPU
+too (costed by the host's own model), and bad files are one-line errors. No GPU
 needed: sm_90a bundles are compiled, not run.
 """
 import json
@@ -104,7 +104,7 @@ def main():
 
         # Alternatives written beside the auto compile; the search's (0)
         # forced gives auto's groups; a grouping forced on the host is
-        # costed on the file's h200; bad files are one-line errors.
+        # costed by the host's own model; bad files are one-line errors.
         alts = os.path.join(tmp, 'alts.json')
         forced = os.path.join(tmp, 'forced.tccb')
         p = run('compile', model, '-o', forced, '--target', 'sm_90a',
@@ -124,7 +124,7 @@ def main():
         p = run('compile', model, '-o', forced, '--region-fusion=%s:0' % alts, '--explain',
                 '--conv-layout=nhwc')
         check('forced on the host', p.returncode == 0 and
-              'region fusion on h200: 1 region groups (2 of 2 region ops)' in p.stderr and
+              'region fusion on host: 1 region groups (2 of 2 region ops)' in p.stderr and
               'forced from' in p.stderr, p.stderr)
         with open(alts) as f:
             text = f.read().replace('"/nodes/1"', '"/nodes/9"')

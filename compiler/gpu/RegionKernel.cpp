@@ -27,6 +27,7 @@
 #include "compiler/gpu/TemplateUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
@@ -86,7 +87,8 @@ struct GemmPlan {
   }
 };
 
-GemmPlan chooseGemmPlan(int64_t m, int64_t n, int64_t kPadded, int64_t warps) {
+GemmPlan chooseGemmPlan(int64_t m, int64_t n, int64_t kPadded, int64_t warps,
+                        int64_t stages) {
   int64_t mTiles = ceilDiv(m, 16), nTiles = ceilDiv(n, 8);
   GemmPlan best;
   double bestCost = std::numeric_limits<double>::max();
@@ -110,7 +112,11 @@ GemmPlan chooseGemmPlan(int64_t m, int64_t n, int64_t kPadded, int64_t warps) {
         }
       }
   best.kStage = kPadded % 32 == 0 ? 32 : 16;
-  best.stages = kPadded / best.kStage >= 2 ? 3 : 2;
+  // Stages past the k-slabs would hold nothing.
+  int64_t kTiles = kPadded / best.kStage;
+  best.stages =
+      stages > 0 ? std::clamp<int64_t>(stages, 2, std::max<int64_t>(2, kTiles))
+                 : (kTiles >= 2 ? 3 : 2);
   return best;
 }
 
@@ -124,16 +130,40 @@ struct Plan {
   /// member's output goes to global memory).
   std::vector<int64_t> tileOffset;
   std::vector<GemmPlan> gemm; ///< per member (convolutions only)
-  int64_t paramOffset = 0, paramBytes = 0, total = 0;
-  /// Resident parameters (RegionSchedule::resident), per member: byte
-  /// offsets of the weights and the bias (-1: none), a convolution's
-  /// weight rows (output channels, padded to its rounds) and row stride in
-  /// elements (taps x channels padded to 16, plus one 16-byte chunk: an
-  /// odd chunk count, so ldmatrix's 8 rows hit distinct bank groups).
+  /// Whether the chain input's tile keeps its buffer for the members that
+  /// add it as their residual (their tiles lie inside it), instead of their
+  /// epilogues reading global memory.
+  bool inputKept = false;
+  /// Parameters in shared memory, per member: byte offsets of the weights
+  /// (a depthwise convolution's always, as [C][taps]; a convolution's when
+  /// resident) and of the bias (always), -1 for none; a resident
+  /// convolution's weight rows (output channels, padded to its rounds) and
+  /// row stride in elements (taps x channels padded to 16, plus one 16-byte
+  /// chunk: an odd chunk count, so ldmatrix's 8 rows hit distinct bank
+  /// groups).
   std::vector<int64_t> weightOffset, biasOffset, weightRows, weightStride;
+  /// A streamed convolution's weight pipeline (GemmPlan::slabBytes), -1
+  /// for other members: one shared by all of them, or one each with
+  /// RegionSchedule::prefetch.
+  std::vector<int64_t> stagingOffset;
+  /// The depthwise members' weights transposed to [taps][C] (one buffer,
+  /// each member's in turn; -1: none).
+  int64_t dwOffset = -1;
+  int64_t total = 0;
 };
 
 int64_t bytesOf(Type t) { return t.getIntOrFloatBitWidth() / 8; }
+
+/// Whether `dst` lies inside `src` at a fixed offset (the same scale), so
+/// that a member reads its residual from `src`'s shared tile.
+bool tileCovers(const RegionTile &src, const RegionTile &dst) {
+  for (int a = 0; a < 2; ++a) {
+    int64_t d = dst.offset[a] - src.offset[a];
+    if (src.scale[a] != dst.scale[a] || d < 0 || d + dst.size[a] > src.size[a])
+      return false;
+  }
+  return true;
+}
 
 Plan planOf(const RegionProblem &p, const RegionSchedule &s) {
   Plan plan;
@@ -146,21 +176,39 @@ Plan planOf(const RegionProblem &p, const RegionSchedule &s) {
     return plan.tiles[t].size[0] * plan.tiles[t].size[1] *
            rowStride(plan.shapes[t][2]) * eb;
   };
+  auto align16 = [](int64_t bytes) { return ceilDiv(bytes, 16) * 16; };
   // Tiles a later member adds as its residual keep a buffer of their own;
-  // the others alternate between buffers 0 and 1.
+  // the others alternate between two.
   std::vector<bool> kept(nm + 1, false);
-  for (const RegionMember &m : p.members)
-    if (m.residualFrom >= 1)
-      kept[m.residualFrom] = true;
-  std::vector<int64_t> bufferOf(nm, 0), bufferBytes = {0, 0};
-  for (size_t t = 0; t < nm; ++t) {
-    if (t > 0 && kept[t]) {
-      bufferOf[t] = bufferBytes.size();
-      bufferBytes.push_back(0);
-    } else if (t > 0) {
-      bufferOf[t] = bufferOf[t - 1] == 0 ? 1 : 0;
+  bool readsInput = false;
+  plan.inputKept = true;
+  for (size_t i = 0; i < nm; ++i) {
+    int64_t r = p.members[i].residualFrom;
+    if (r >= 1)
+      kept[r] = true;
+    if (r == 0) {
+      readsInput = true;
+      plan.inputKept &= tileCovers(plan.tiles[0], plan.tiles[i + 1]);
     }
+  }
+  plan.inputKept &= readsInput;
+  kept[0] = plan.inputKept;
+  std::vector<int64_t> bufferOf(nm, 0), bufferBytes;
+  int64_t scratch[2] = {-1, -1};
+  int next = 0;
+  for (size_t t = 0; t < nm; ++t) {
+    if (kept[t]) {
+      bufferOf[t] = bufferBytes.size();
+      bufferBytes.push_back(tileBytes(t));
+      continue;
+    }
+    if (scratch[next] < 0) {
+      scratch[next] = bufferBytes.size();
+      bufferBytes.push_back(0);
+    }
+    bufferOf[t] = scratch[next];
     bufferBytes[bufferOf[t]] = std::max(bufferBytes[bufferOf[t]], tileBytes(t));
+    next ^= 1;
   }
   std::vector<int64_t> bufferOffset;
   int64_t off = 0;
@@ -170,35 +218,25 @@ Plan planOf(const RegionProblem &p, const RegionSchedule &s) {
   }
   for (size_t t = 0; t < nm; ++t)
     plan.tileOffset.push_back(bufferOffset[bufferOf[t]]);
-  plan.paramOffset = off;
   plan.gemm.resize(nm);
   for (size_t i = 0; i < nm; ++i) {
     const RegionMember &m = p.members[i];
     if (m.kind == Kind::Conv) {
       const RegionTile &out = plan.tiles[i + 1];
-      GemmPlan g =
-          chooseGemmPlan(out.size[0] * out.size[1], m.outChannels,
-                         m.kh * m.kw * pad16(plan.shapes[i][2]), s.warps);
-      plan.gemm[i] = g;
-      plan.paramBytes = std::max(plan.paramBytes, g.slabBytes(eb));
-    } else if (m.kind == Kind::Depthwise) {
-      plan.paramBytes =
-          std::max(plan.paramBytes, m.kh * m.kw * plan.shapes[i][2] * eb);
+      plan.gemm[i] = chooseGemmPlan(out.size[0] * out.size[1], m.outChannels,
+                                    m.kh * m.kw * pad16(plan.shapes[i][2]),
+                                    s.warps, s.stages);
     }
   }
-  plan.total = plan.paramOffset + plan.paramBytes;
-  if (!s.resident)
-    return plan;
-  plan.paramBytes = 0;
   plan.weightOffset.assign(nm, -1);
   plan.biasOffset.assign(nm, -1);
   plan.weightRows.assign(nm, 0);
   plan.weightStride.assign(nm, 0);
-  off = plan.paramOffset;
+  plan.stagingOffset.assign(nm, -1);
   for (size_t i = 0; i < nm; ++i) {
     const RegionMember &m = p.members[i];
     int64_t c = plan.shapes[i][2];
-    if (m.kind == Kind::Conv) {
+    if (m.kind == Kind::Conv && s.resident) {
       const GemmPlan &g = plan.gemm[i];
       int64_t rows = ceilDiv(m.outChannels, g.roundN()) * g.roundN();
       int64_t stride = m.kh * m.kw * pad16(c) + 8;
@@ -208,12 +246,38 @@ Plan planOf(const RegionProblem &p, const RegionSchedule &s) {
       off += rows * stride * eb;
     } else if (m.kind == Kind::Depthwise) {
       plan.weightOffset[i] = off;
-      off += ceilDiv(m.kh * m.kw * c * eb, 16) * 16;
+      off += align16(m.kh * m.kw * c * eb);
     }
     if (m.bias) {
       plan.biasOffset[i] = off;
-      off += ceilDiv(plan.shapes[i + 1][2] * eb, 16) * 16;
+      off += align16(plan.shapes[i + 1][2] * eb);
     }
+  }
+  int64_t dwBytes = 0;
+  for (size_t i = 0; i < nm; ++i)
+    if (p.members[i].kind == Kind::Depthwise)
+      dwBytes = std::max(dwBytes, align16(p.members[i].kh * p.members[i].kw *
+                                          plan.shapes[i][2] * eb));
+  if (dwBytes) {
+    plan.dwOffset = off;
+    off += dwBytes;
+  }
+  if (!s.resident) {
+    int64_t shared = off, sharedBytes = 0;
+    for (size_t i = 0; i < nm; ++i) {
+      if (p.members[i].kind != Kind::Conv)
+        continue;
+      int64_t bytes = plan.gemm[i].slabBytes(eb);
+      if (s.prefetch) {
+        plan.stagingOffset[i] = off;
+        off += bytes;
+      } else {
+        plan.stagingOffset[i] = shared;
+        sharedBytes = std::max(sharedBytes, bytes);
+      }
+    }
+    if (!s.prefetch)
+      off += sharedBytes;
   }
   plan.total = off;
   return plan;
@@ -245,6 +309,8 @@ bool regionShapeValid(const RegionProblem &p, const RegionSchedule &s,
       return fail("tile sizes must be in [1, 256]");
   if (s.warps < 1 || s.warps > 16 || !llvm::isPowerOf2_64(s.warps))
     return fail("warps must be a power of two in [1, 16]");
+  if (s.stages < 0 || s.stages > 16)
+    return fail("stages must be in [0, 16] (0: the plan's)");
   for (size_t i = 0; i < p.members.size(); ++i) {
     const RegionMember &m = p.members[i];
     std::string at = "member " + std::to_string(i) + ": ";
@@ -287,15 +353,10 @@ bool regionShapeValid(const RegionProblem &p, const RegionSchedule &s,
       continue;
     // A member's residual is read from its shared tile: the consumer's
     // tile must lie inside it at a fixed offset.
-    const RegionTile &src = tiles[r], &dst = tiles[i + 1];
-    for (int a = 0; a < 2; ++a) {
-      int64_t d = dst.offset[a] - src.offset[a];
-      if (src.scale[a] != dst.scale[a] || d < 0 ||
-          d + dst.size[a] > src.size[a])
-        return fail("member " + std::to_string(i) +
-                    ": the residual's tile does not cover the output's (a "
-                    "stride between them)");
-    }
+    if (!tileCovers(tiles[r], tiles[i + 1]))
+      return fail("member " + std::to_string(i) +
+                  ": the residual's tile does not cover the output's (a "
+                  "stride between them)");
   }
   std::array<int64_t, 3> last = p.outShape(p.members.size() - 1);
   if (ceilDiv(last[0], s.tileH) * ceilDiv(last[1], s.tileW) >
@@ -318,9 +379,21 @@ public:
 
 private:
   void loadInput();
-  /// Resident schedule: copies every member's weights and biases to
-  /// shared memory (cp.async; a depthwise weight transposed by loads).
+  /// Copies every member's bias and depthwise weights (and, resident, the
+  /// convolutions' weights) to shared memory: cp.async, one group.
   void loadParams();
+  /// Member i's weight pipeline (a streamed convolution).
+  Value stagingView(size_t i);
+  /// k-slab kt of member i's weight rows [n0, n0 + roundN) into stage
+  /// `stage` of its pipeline (cp.async, zeros past the channels).
+  void copySlab(size_t i, Value n0, Value kt, Value stage);
+  /// RegionSchedule::prefetch: the first round's first stages - 1 slabs of
+  /// every convolution member, a commit group each.
+  void prefetchSlabs();
+  int64_t kTilesOf(size_t i) const {
+    const RegionMember &m = p.members[i];
+    return m.kh * m.kw * pad16(plan.shapes[i][2]) / plan.gemm[i].kStage;
+  }
   void convMember(size_t i);
   void simtMember(size_t i);
   /// Stores zeros in the padding channels [C, pad16(C)) of tile t.
@@ -371,6 +444,17 @@ private:
     b.setInsertionPointToStart(loop.getBody());
     body(loop.getInductionVar());
   }
+  /// threadLoop unrolled when each thread runs it at most 8 times, so that
+  /// the iterations' loads are in flight together.
+  void unrolledThreadLoop(int64_t count, llvm::function_ref<void(Value)> body) {
+    if (ceilDiv(count, threads) > 8)
+      return threadLoop(count, body);
+    for (int64_t q = 0; q < ceilDiv(count, threads); ++q) {
+      Value idx = add(tid, q * threads);
+      whenTrue((q + 1) * threads > count ? ult(idx, count) : Value(),
+               [&] { body(idx); });
+    }
+  }
   Value mma(Value a, Value bFrag, Value acc) {
     if (p.type.isBF16())
       return mmaBf16(a, bFrag, acc);
@@ -384,9 +468,11 @@ private:
   int64_t threads, eb;
   Value input, output;
   SmallVector<Value> weights, biases; // per member (null: none)
-  Value raw, param;
+  Value raw;
   Value tid, lane, warp, img, ty0, tx0;
   Value token;
+  /// Commit groups prefetchSlabs made (newer than the input's).
+  int64_t prefetchGroups = 0;
 };
 
 void RegionBuilder::loadInput() {
@@ -425,7 +511,7 @@ void RegionBuilder::loadParams() {
   for (size_t i = 0; i < p.members.size(); ++i) {
     const RegionMember &m = p.members[i];
     int64_t c = plan.shapes[i][2], taps = m.kh * m.kw;
-    if (m.kind == Kind::Conv) {
+    if (m.kind == Kind::Conv && s.resident) {
       // Row n: output channel n's taps x channels (padded to 16: zeros),
       // rows past the channels zero.
       int64_t cp = pad16(c), cpr = taps * cp / 8, rows = plan.weightRows[i];
@@ -440,13 +526,10 @@ void RegionBuilder::loadParams() {
                   add(mul(n, taps * c), add(mul(tap, c), ch)), ok);
       });
     } else if (m.kind == Kind::Depthwise) {
-      // [C][taps] as [taps][C]: a tap's 8 channels are one 16-byte load.
+      // As stored, [C][taps]: whole 16-byte chunks (C is a multiple of 8).
       Value view = sharedView(raw, taps * c, p.type, plan.weightOffset[i]);
-      threadLoop(c * taps, [&](Value idx) {
-        Value ch = div(idx, taps), tap = rem(idx, taps);
-        Value v = memref::LoadOp::create(b, loc, weights[i], ValueRange{idx});
-        memref::StoreOp::create(b, loc, v, view,
-                                ValueRange{add(mul(tap, c), ch)});
+      threadLoop(taps * c / 8, [&](Value idx) {
+        asyncCopy(view, mul(idx, 8), weights[i], mul(idx, 8), Value());
       });
     }
     if (m.bias) {
@@ -458,6 +541,55 @@ void RegionBuilder::loadParams() {
     }
   }
   token = commitGroup();
+}
+
+Value RegionBuilder::stagingView(size_t i) {
+  const GemmPlan &g = plan.gemm[i];
+  return sharedView(raw, g.stages * g.roundN() * g.kStage, p.type,
+                    plan.stagingOffset[i]);
+}
+
+void RegionBuilder::copySlab(size_t i, Value n0, Value kt, Value stage) {
+  const RegionMember &m = p.members[i];
+  const GemmPlan &g = plan.gemm[i];
+  int64_t cin = plan.shapes[i][2], o = m.outChannels, taps = m.kh * m.kw;
+  int64_t cp = pad16(cin), roundN = g.roundN(), cpr = g.kStage / 8;
+  int64_t chunks = roundN * cpr;
+  bool needN = o % roundN != 0, needC = cin % 16 != 0;
+  Value view = stagingView(i);
+  for (int64_t q = 0; q < ceilDiv(chunks, threads); ++q) {
+    Value idx = add(tid, q * threads);
+    whenTrue(chunks % threads ? ult(idx, chunks) : Value(), [&] {
+      Value row = div(idx, cpr), c = rem(idx, cpr);
+      Value n = add(n0, row);
+      Value kc = add(mul(kt, g.kStage), mul(c, 8));
+      Value tap = div(kc, cp), ch = rem(kc, cp);
+      Value ok =
+          land(needN ? ult(n, o) : Value(), needC ? ult(ch, cin) : Value());
+      Value src = add(mul(n, taps * cin), add(mul(tap, cin), ch));
+      if (ok)
+        src = select(ok, src, cst(0));
+      Value dst =
+          add(mul(stage, roundN * g.kStage), mul(swizzle(row, c, cpr), 8));
+      nvgpu::DeviceAsyncCopyOp::create(
+          b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), view,
+          ValueRange{dst}, weights[i], ValueRange{src}, b.getIndexAttr(8),
+          ok ? select(ok, cst(8), cst(0)) : Value(), b.getUnitAttr());
+    });
+  }
+}
+
+void RegionBuilder::prefetchSlabs() {
+  for (size_t i = 0; i < p.members.size(); ++i) {
+    if (p.members[i].kind != Kind::Conv)
+      continue;
+    const GemmPlan &g = plan.gemm[i];
+    int64_t kTiles = kTilesOf(i);
+    for (int64_t st = 0; st + 1 < g.stages && st < kTiles; ++st)
+      copySlab(i, cst(0), cst(st), cst(st));
+    token = commitGroup();
+    ++prefetchGroups;
+  }
 }
 
 void RegionBuilder::zeroPadChannels(size_t t) {
@@ -483,19 +615,15 @@ void RegionBuilder::finish(size_t i, Value vals, Value py, Value px, Value n,
   size_t t = i + 1;
   Value y = add(origin(t, 0), py), x = add(origin(t, 1), px);
   if (m.bias) {
-    // Resident: from shared memory, as a view of `len`-element vectors
-    // (n is a multiple of len).
-    Value bias =
-        s.resident ? Value(memref::LoadOp::create(
-                         b, loc,
-                         sharedView(raw, plan.shapes[t][2] / len, halfT,
-                                    plan.biasOffset[i]),
-                         ValueRange{div(n, len)}))
-                   : Value(vector::LoadOp::create(b, loc, halfT, biases[i],
-                                                  ValueRange{n}, false, align));
+    // From shared memory, as a view of `len`-element vectors (n is a
+    // multiple of len).
+    Value bias = memref::LoadOp::create(
+        b, loc,
+        sharedView(raw, plan.shapes[t][2] / len, halfT, plan.biasOffset[i]),
+        ValueRange{div(n, len)});
     vals = arith::AddFOp::create(b, loc, vals, extF32(bias));
   }
-  if (m.residualFrom == 0) {
+  if (m.residualFrom == 0 && !plan.inputKept) {
     // The chain input, from global memory (its shared tile is gone).
     Value off = add(mul(add(mul(add(mul(img, p.h), y), p.w), x), p.c), n);
     off = select(inside, off, cst(0));
@@ -503,7 +631,7 @@ void RegionBuilder::finish(size_t i, Value vals, Value py, Value px, Value n,
         b, loc, vals,
         extF32(vector::LoadOp::create(b, loc, halfT, input, ValueRange{off},
                                       false, align)));
-  } else if (m.residualFrom > 0) {
+  } else if (m.residualFrom >= 0) {
     size_t r = m.residualFrom;
     const RegionTile &src = plan.tiles[r], &dst = plan.tiles[t];
     Value sy = add(py, dst.offset[0] - src.offset[0]);
@@ -553,6 +681,7 @@ void RegionBuilder::convMember(size_t i) {
   int64_t roundsN = ceilDiv(nTiles, g.warpsN * g.jn);
   int64_t roundN = g.roundN(), kStage = g.kStage, cpr = kStage / 8;
   int64_t slabElems = roundN * kStage;
+  Value param = s.resident ? Value() : stagingView(i);
   Value tileIn = tileView(i, 1);
   Value warpM = div(warp, g.warpsN), warpN = rem(warp, g.warpsN);
   Value l16 = band(lane, 15), lHi = div(lane, 16), l8 = band(lane, 7);
@@ -593,34 +722,14 @@ void RegionBuilder::convMember(size_t i) {
             mul(lHi, 8)));
   }
 
-  // k-slab kt of the weight rows [n0, n0 + roundN) into stage `stage`.
-  auto copySlab = [&](Value kt, Value stage) {
-    int64_t chunks = roundN * cpr;
-    bool needN = o % roundN != 0, needC = cin % 16 != 0;
-    for (int64_t q = 0; q < ceilDiv(chunks, threads); ++q) {
-      Value idx = add(tid, q * threads);
-      whenTrue(chunks % threads ? ult(idx, chunks) : Value(), [&] {
-        Value row = div(idx, cpr), c = rem(idx, cpr);
-        Value n = add(n0, row);
-        Value kc = add(mul(kt, kStage), mul(c, 8));
-        Value tap = div(kc, cp), ch = rem(kc, cp);
-        Value ok =
-            land(needN ? ult(n, o) : Value(), needC ? ult(ch, cin) : Value());
-        Value src = add(mul(n, taps * cin), add(mul(tap, cin), ch));
-        if (ok)
-          src = select(ok, src, cst(0));
-        Value dst = add(mul(stage, slabElems), mul(swizzle(row, c, cpr), 8));
-        nvgpu::DeviceAsyncCopyOp::create(
-            b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), param,
-            ValueRange{dst}, weights[i], ValueRange{src}, b.getIndexAttr(8),
-            ok ? select(ok, cst(8), cst(0)) : Value(), b.getUnitAttr());
-      });
-    }
-  };
-
+  // The pipeline's first stages - 1 slabs, a commit group each; the first
+  // round's were copied with the input tile (prefetch), its groups here
+  // empty, so that the k-loop's waits count the same.
+  Value laterRound =
+      s.prefetch ? cmp(arith::CmpIPredicate::ne, r, cst(0)) : Value();
   for (int64_t st = 0; !resident && st + 1 < g.stages; ++st) {
     if (st < kTiles)
-      copySlab(cst(st), cst(st));
+      whenTrue(laterRound, [&] { copySlab(i, n0, cst(st), cst(st)); });
     token = commitGroup();
   }
   Value zeroAcc = arith::ConstantOp::create(
@@ -675,7 +784,7 @@ void RegionBuilder::convMember(size_t i) {
         // Slab kt + S - 1 into the stage read at kt - 1.
         Value next = add(kt, g.stages - 1);
         whenTrue(ult(next, kTiles),
-                 [&] { copySlab(next, rem(next, g.stages)); });
+                 [&] { copySlab(i, n0, next, rem(next, g.stages)); });
         commitGroup();
       }
       for (int64_t a = 0; a < g.jm; ++a)
@@ -717,23 +826,31 @@ void RegionBuilder::simtMember(size_t i) {
   int64_t inStride = rowStride(c) / 8, groups = c / 8, taps = m.kh * m.kw;
   Type f32 = b.getF32Type();
   VectorType accT = VectorType::get({8}, f32);
-  int64_t wOffset = s.resident ? plan.weightOffset[i] : plan.paramOffset;
-  if (m.kind == Kind::Depthwise && !s.resident) {
-    // The weight [C][taps] as [taps][C] in shared memory: a tap's 8
-    // channels are one 16-byte load.
-    Value sharedParam = sharedView(raw, taps * c, p.type, plan.paramOffset);
-    threadLoop(c * taps, [&](Value idx) {
-      Value ch = div(idx, taps), tap = rem(idx, taps);
-      Value v = memref::LoadOp::create(b, loc, weights[i], ValueRange{idx});
-      memref::StoreOp::create(b, loc, v, sharedParam,
-                              ValueRange{add(mul(tap, c), ch)});
+  if (m.kind == Kind::Depthwise) {
+    // The weight, [C][taps] as stored (loadParams), to [taps][C]: a tap's 8
+    // channels become one 16-byte load. Consecutive lanes read consecutive
+    // taps of one channel (2 bytes apart: few bank conflicts).
+    Value from = sharedView(raw, taps * c, p.type, plan.weightOffset[i]);
+    Value to = sharedView(raw, taps * groups, VectorType::get({8}, p.type),
+                          plan.dwOffset);
+    unrolledThreadLoop(taps * groups, [&](Value idx) {
+      Value grp = div(idx, taps), tap = rem(idx, taps);
+      SmallVector<Value> w;
+      for (int64_t j = 0; j < 8; ++j)
+        w.push_back(memref::LoadOp::create(
+            b, loc, from,
+            ValueRange{add(mul(add(mul(grp, 8), j), taps), tap)}));
+      memref::StoreOp::create(b, loc,
+                              vector::FromElementsOp::create(
+                                  b, loc, VectorType::get({8}, p.type), w),
+                              to, ValueRange{add(mul(tap, groups), grp)});
     });
     mlir::gpu::BarrierOp::create(b, loc);
   }
   Value tileIn = tileView(i, 8);
   Value wVec = m.kind == Kind::Depthwise
                    ? sharedView(raw, taps * groups,
-                                VectorType::get({8}, p.type), wOffset)
+                                VectorType::get({8}, p.type), plan.dwOffset)
                    : Value();
   size_t t = i + 1;
   Value iy0 = origin(i, 0), ix0 = origin(i, 1);
@@ -810,23 +927,27 @@ void RegionBuilder::build(Block &entry) {
   ty0 = mul(div(bid, tilesW), s.tileH);
   tx0 = mul(rem(bid, tilesW), s.tileW);
   raw = dynamicSharedMemory();
-  param = plan.paramBytes
-              ? sharedView(raw, plan.paramBytes / eb, p.type, plan.paramOffset)
-              : Value();
 
+  // One group with the input tile and the parameters kept in shared memory;
+  // then, with prefetch, a group per convolution's first slabs.
   loadInput();
+  loadParams();
   if (s.resident) {
-    // One wait for the input tile and every parameter; the members then
-    // read shared memory only.
-    loadParams();
+    // The members then read shared memory only.
     nvgpu::DeviceAsyncWaitOp::create(b, loc, token, b.getI32IntegerAttr(0));
+  } else if (s.prefetch) {
+    prefetchSlabs();
   }
+  bool waited = s.resident;
   for (size_t i = 0; i < nm; ++i) {
     const RegionMember &m = p.members[i];
-    // A convolution first waits in its k-loop (the input's copies are an
-    // older group than its first slab).
-    if (i == 0 && m.kind != Kind::Conv && !s.resident)
-      nvgpu::DeviceAsyncWaitOp::create(b, loc, token, b.getI32IntegerAttr(0));
+    // A convolution waits in its k-loop (the input's and the parameters'
+    // copies are older than its slabs); a member on CUDA cores before any
+    // convolution waits here, leaving the prefetched slabs in flight.
+    if (m.kind != Kind::Conv && !waited)
+      nvgpu::DeviceAsyncWaitOp::create(b, loc, token,
+                                       b.getI32IntegerAttr(prefetchGroups));
+    waited = true;
     if (m.kind != Kind::Conv)
       mlir::gpu::BarrierOp::create(b, loc);
     if (m.kind == Kind::Conv)
@@ -894,10 +1015,12 @@ RegionSchedule chooseRegionSchedule(const RegionProblem &p,
       // 80 registers (mbv2_56_s2 with 1x7 tiles), which a schedule given
       // explicitly may still pick.
       for (int64_t warps : {4})
-        for (bool resident : {true, false}) {
+        for (int mode : {0, 1, 2}) {
+          // 0: resident, 1: streamed, 2: streamed with prefetch.
+          bool resident = mode == 0, prefetch = mode == 2;
           if (th > last[0] || tw > last[1])
             continue;
-          RegionSchedule s{th, tw, warps, resident};
+          RegionSchedule s{th, tw, warps, resident, prefetch};
           std::string why;
           if (!regionKernelSupports(p, s, target, why))
             continue;
@@ -913,9 +1036,11 @@ RegionSchedule chooseRegionSchedule(const RegionProblem &p,
           // A block's work in multiply-adds: every member's whole tile (halos
           // included, GEMM rows rounded to the mma's 16, the CUDA-core
           // members at a sixteenth of the tensor cores' rate), plus a fixed
-          // cost a block (the input tile's latency) and a GEMM round (the
+          // cost a block (the input tile's latency), a GEMM round (the
           // weight pipeline's fill and barriers; a tenth of it with the
-          // weights resident, which a round only reads).
+          // weights resident, which a round only reads; half for the first
+          // round of a prefetched pipeline, whose fill overlapped the input
+          // tile's) and a CUDA-core member (its barrier).
           Plan plan = planOf(p, s);
           double work = 5e4;
           for (size_t i = 0; i < p.members.size(); ++i) {
@@ -929,9 +1054,9 @@ RegionSchedule chooseRegionSchedule(const RegionProblem &p,
                                ceilDiv(m.outChannels / 8, g.warpsN * g.jn);
               work += double(ceilDiv(pix, 16) * 16) * m.outChannels * c * m.kh *
                           m.kw +
-                      (resident ? 2e3 : 2e4) * rounds;
+                      (resident ? 2e3 : 2e4) * rounds - (prefetch ? 1e4 : 0);
             } else {
-              work += 16.0 * pix * c * m.kh * m.kw + 2e4;
+              work += 16.0 * pix * c * m.kh * m.kw + 5e3;
             }
           }
           // Blocks a multiprocessor runs, how many at once (shared memory,
@@ -987,6 +1112,11 @@ buildRegionKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module, StringRef name,
   }
   int64_t threads = 32 * s.warps;
   auto func = createKernelFunc(b, module, name, types, threads);
+  // Left alone, ptxas aims some chains at an occupancy tier (72 or 80
+  // registers) and spills a few words to reach it; these grids have one or
+  // two blocks a multiprocessor, so one block is all the occupancy asked.
+  func->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
+                b.getI32IntegerAttr(1));
   Plan plan = planOf(p, s);
   RegionBuilder(b, module.getLoc(), p, s, plan).build(func.getBody().front());
   mlir::gpu::ReturnOp::create(b, module.getLoc());

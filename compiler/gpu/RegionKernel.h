@@ -68,14 +68,23 @@ struct RegionProblem {
 };
 
 /// The tiling: each block computes a tileH x tileW tile of the last
-/// member's output for one image, with `warps` warps. `resident`: every
-/// member's weights and biases are copied to shared memory once, with the
-/// input tile, so the members run without a global round trip between
-/// them; otherwise each GEMM round streams its weight slabs through a
-/// cp.async pipeline (less shared memory, a wait per k-step).
+/// member's output for one image, with `warps` warps. Biases and depthwise
+/// weights are always copied to shared memory with the input tile.
+/// `resident`: every convolution's weights are too, so the members run
+/// without a global round trip between them; otherwise each GEMM round
+/// streams its weight slabs through a cp.async pipeline (less shared
+/// memory, a wait per k-step). `prefetch` (streamed only): each
+/// convolution member has a pipeline of its own, whose first round's first
+/// slabs are copied with the input tile, so that no member but the first
+/// waits for a pipeline fill (more shared memory: the members' pipelines
+/// add up instead of sharing one).
+/// `stages`: a streamed convolution's pipeline depth (at most its k-slabs,
+/// at least 2); 0 lets the plan choose.
 struct RegionSchedule {
   int64_t tileH = 8, tileW = 8, warps = 4;
   bool resident = false;
+  bool prefetch = false;
+  int64_t stages = 0;
 };
 
 /// Member i's share of one block: its output tile (with the halo its

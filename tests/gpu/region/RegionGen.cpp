@@ -2,6 +2,7 @@
 //
 //   tcc-region-gen --input N,H,W,C --member SPEC [--member SPEC ...]
 //       [--type f16|bf16] [--tile TH,TW] [--warps W] [--resident 0|1]
+//       [--prefetch 0|1] [--stages S]
 //       [--chip sm_90|sm_80]
 //       [--name NAME] [--out-dir DIR] [--emit-mlir]
 //
@@ -154,8 +155,8 @@ int main(int argc, char **argv) {
   flags.name = "region";
   bool haveInput = false;
   std::optional<std::array<int64_t, 2>> tile;
-  std::optional<int64_t> warps;
-  std::optional<bool> resident;
+  std::optional<int64_t> warps, stages;
+  std::optional<bool> resident, prefetch;
   auto ownFlag = [&](const std::string &f, tcc::gen::FlagValue value) {
     if (f == "--input") {
       std::vector<int64_t> v = parseIntList(f, value(), 4);
@@ -171,6 +172,10 @@ int main(int argc, char **argv) {
       warps = parseInt(f, value());
     else if (f == "--resident")
       resident = parseInt(f, value()) != 0;
+    else if (f == "--prefetch")
+      prefetch = parseInt(f, value()) != 0;
+    else if (f == "--stages")
+      stages = parseInt(f, value());
     else
       return false;
     return true;
@@ -185,9 +190,20 @@ int main(int argc, char **argv) {
     s.tileH = (*tile)[0], s.tileW = (*tile)[1];
   if (warps)
     s.warps = *warps;
-  if (resident)
+  if (resident) {
     s.resident = *resident;
+    s.prefetch = s.prefetch && !s.resident;
+  }
+  if (prefetch)
+    s.prefetch = *prefetch;
+  if (stages)
+    s.stages = *stages;
   std::string why;
+  // The heuristic's prefetch at its own tile may not fit the tile asked
+  // for: then one shared pipeline, unless --prefetch 1 was asked.
+  if (!prefetch && s.prefetch &&
+      !tcc::gpu::regionKernelSupports(p, s, target, why))
+    s.prefetch = false;
   if (!tcc::gpu::regionKernelSupports(p, s, target, why))
     die(why);
 
@@ -253,8 +269,11 @@ int main(int argc, char **argv) {
       {"warps", s.warps},
       {"tiles", tileJson},
       {"schedule", std::to_string(s.tileH) + "x" + std::to_string(s.tileW) +
-                       "w" + std::to_string(s.warps) + (s.resident ? "r" : "")},
+                       "w" + std::to_string(s.warps) + (s.resident ? "r" : "") +
+                       (s.prefetch ? "p" : "") +
+                       (s.stages ? "s" + std::to_string(s.stages) : "")},
       {"resident", s.resident},
+      {"prefetch", s.prefetch},
       {"grid", launch->grid},
       {"block", launch->block},
       {"shared_bytes", launch->sharedBytes}};

@@ -21,7 +21,8 @@
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 here=$root/tests/gpu/region
-carry=$root/.carry/region
+# REGION_CARRY=DIR: another carry folder (e.g. a baseline prepared before a change).
+carry=${REGION_CARRY:-$root/.carry/region}
 # shellcheck source=../template-ptx.sh
 . "$root/tests/gpu/template-ptx.sh"
 

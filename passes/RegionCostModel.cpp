@@ -173,12 +173,37 @@ Unit region::computeUnit(Operation *op, bool allowTf32) {
              : Unit::CudaCore;
 }
 
+int64_t CostModel::waves(int64_t blocks, int64_t perSM) const {
+  if (blocks <= 0)
+    return 0;
+  return ceilDiv(blocks, target.multiprocessors * std::max<int64_t>(1, perSM));
+}
+
 double CostModel::utilization(int64_t blocks, int64_t perSM) const {
   if (blocks <= 0)
     return 1;
-  int64_t slots = target.multiprocessors * std::max<int64_t>(1, perSM);
-  int64_t waves = ceilDiv(blocks, slots);
-  return std::min(1.0, double(blocks) / double(waves * target.multiprocessors));
+  return std::min(1.0, double(blocks) / double(waves(blocks, perSM) *
+                                               target.multiprocessors));
+}
+
+void CostModel::countMember(KernelCost &cost, Operation *op, int64_t pixels,
+                            int64_t channels) const {
+  std::optional<RegionOpInfo> info = regionInfo(op);
+  if (!info || !isHeavy(*info))
+    return;
+  if (computeUnit(op, allowTf32) != Unit::TensorCore) {
+    ++cost.cudaMembers;
+    return;
+  }
+  auto conv = cast<Conv2dOp>(op);
+  ArrayRef<int64_t> w = shapeOf(conv.getWeight());
+  int64_t cinPerGroup = conv.getNhwc() ? w[3] : w[1];
+  int64_t k = info->kernel[0] * info->kernel[1] * ceilDiv(cinPerGroup, 16) * 16;
+  int64_t rounds = ceilDiv(ceilDiv(pixels, 16) * 16 * channels,
+                           std::max<int64_t>(1, target.gemmRoundOutputs));
+  ++cost.gemmMembers;
+  cost.gemmRounds += rounds;
+  cost.kSteps += rounds * ceilDiv(k, std::max<int64_t>(1, target.kStepK));
 }
 
 void CostModel::finish(KernelCost &cost, int64_t perSM) const {
@@ -188,8 +213,16 @@ void CostModel::finish(KernelCost &cost, int64_t perSM) const {
   cost.computeUs = double(cost.tensorFlops) / target.tensorFlopsPerUs +
                    double(cost.cudaFlops) / target.cudaFlopsPerUs;
   cost.utilization = utilization(cost.blocks, perSM);
+  cost.waves = waves(cost.blocks, perSM);
+  // Serial in every block, so once per wave (not divided by utilization).
+  cost.phaseUs =
+      double(cost.waves) * (double(cost.gemmMembers) * target.gemmMemberUs +
+                            double(cost.gemmRounds) * target.gemmRoundUs +
+                            double(cost.kSteps) * target.kStepUs +
+                            double(cost.cudaMembers) * target.cudaMemberUs);
   cost.us = cost.launchUs +
-            std::max(cost.memoryUs, cost.computeUs) / cost.utilization;
+            std::max(cost.memoryUs, cost.computeUs) / cost.utilization +
+            cost.phaseUs;
 }
 
 bool CostModel::launchesUnfused(Operation *op) const {
@@ -286,6 +319,8 @@ FailureOr<KernelCost> CostModel::group(ArrayRef<Operation *> members,
 
     Value result = m.op->getResult(0);
     ArrayRef<int64_t> outShape = shapeOf(result);
+    countMember(cost, m.op, m.out[0] * m.out[1],
+                outShape[channelAxis(m.layout)]);
     tileBytes.push_back(m.out[0] * m.out[1] * outShape[channelAxis(m.layout)] *
                         elementBytes(result));
     int64_t staged = 0;

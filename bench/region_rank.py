@@ -588,9 +588,19 @@ def self_test():
         'PASS' if not failed else 'FAIL'))
     # The fit recovers constants from times the model computes itself.
     c = {'launch_us': 2.0, 'dram_bytes_per_us': 4e6, 'l2_bytes_per_us': 8e6,
-         'tensor_flops_per_us': 4e8, 'cuda_flops_per_us': 2.5e7}
+         'tensor_flops_per_us': 4e8, 'cuda_flops_per_us': 2.5e7, 'gemm_member_us': 1.0,
+         'gemm_round_us': 0.5, 'k_step_us': 0.25, 'cuda_member_us': 0.7}
+    # The phase latency by hand: 2 waves of 1 GEMM member, 2 rounds, 10
+    # k-steps and a CUDA-core member: 2 * (1 + 2 * 0.5 + 10 * 0.25 + 0.7) =
+    # 10.4 us beside launch 2 and the body, 4e6 B / 4e6 = 1 us at
+    # utilization 0.5.
+    check('phase latency', kernel_time(
+        {'launch_us': 2.0, 'dram_bytes': 4e6, 'l2_bytes': 0, 'tensor_flops': 0,
+         'cuda_flops': 0, 'utilization': 0.5, 'waves': 2, 'gemm_members': 1,
+         'gemm_rounds': 2, 'k_steps': 10, 'cuda_members': 1}, c), 2 + 2 + 10.4, 1e-12)
     # Kernels of each kind (DRAM-, L2-, compute-bound, epilogues), so that
-    # every constant shows in the times; the start 2x off each way.
+    # every constant shows in the times, with phase counts of their own;
+    # the start 2x off each way, the phases at 0.
     models = []
     for mi in range(2):
         alts = []
@@ -603,7 +613,12 @@ def self_test():
                            'l2_bytes': float(rng.uniform(0.2, 1) * big[1]),
                            'tensor_flops': float(rng.uniform(0.2, 1) * big[2]),
                            'cuda_flops': float(rng.uniform(0.2, 1) * big[3]),
-                           'utilization': float(rng.uniform(0.2, 1))})
+                           'utilization': float(rng.uniform(0.2, 1)),
+                           'waves': int(rng.integers(1, 4)),
+                           'gemm_members': int(rng.integers(0, 4)),
+                           'gemm_rounds': int(rng.integers(0, 6)),
+                           'k_steps': int(rng.integers(0, 40)),
+                           'cuda_members': int(rng.integers(0, 3))})
             ks.append({'launch_us': 0, 'dram_bytes': float(rng.uniform(1e5, 1e7)),
                        'l2_bytes': 0, 'tensor_flops': 0,
                        'cuda_flops': float(rng.uniform(1e6, 1e8)), 'utilization': 1})
@@ -612,11 +627,18 @@ def self_test():
     check('predict is kernel_time summed', predict(models[0][1][0][0], c),
           models[0][1][0][1] - 7.0, 1e-9)
     start = {'launch_us': 5.0, 'dram_bytes_per_us': 2e6, 'l2_bytes_per_us': 16e6,
-             'tensor_flops_per_us': 8e8, 'cuda_flops_per_us': 1.25e7}
+             'tensor_flops_per_us': 8e8, 'cuda_flops_per_us': 1.25e7, 'gemm_member_us': 0.0,
+             'gemm_round_us': 0.0, 'k_step_us': 0.0, 'cuda_member_us': 0.0}
     got, icept, rms = fit(models, start)
     for k in COLUMNS:
         check('fit %s' % k, got[k] / c[k], 1.0, 1e-6)
     check('fit intercepts', icept, [7.0, 14.0], 1e-6)
+    # The rates held at the true ones: launch and phases alone are fitted.
+    held = dict(c, launch_us=5.0, gemm_member_us=0.0, gemm_round_us=0.0, k_step_us=0.0,
+                cuda_member_us=0.0)
+    got, icept, rms = fit(models, held, fixed=RATES)
+    for k in COLUMNS:
+        check('fit with the rates held: %s' % k, got[k] / c[k], 1.0, 1e-6)
     return 1 if failed else 0
 
 

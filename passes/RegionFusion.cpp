@@ -638,7 +638,8 @@ private:
   /// grouping reads, plus a launch for every `max-members` members (at
   /// least one) of open groups that will launch. Open groups may still
   /// merge (a concat joining branches), so a launch per open group would
-  /// overcount.
+  /// overcount. A group's phase latency (CostModel) is left out: it is never
+  /// negative and unfused kernels have none, so the bound stays below.
   double lowerBound(int r) const {
     double mem = memSuffix[r], comp = compSuffix[r];
     int64_t launching = 0;

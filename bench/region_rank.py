@@ -8,7 +8,7 @@
     python3 bench/region_rank.py --tcc BUILD/runtime/tcc --carry .carry/rank [--out DIR]
                                  [--models M,...] [--rounds 2] [--warmup 20] [--iters 100]
                                  [--no-check]
-    python3 bench/region_rank.py --fit DIR/rank.json [DIR2/rank.json ...]
+    python3 bench/region_rank.py --fit DIR/rank.json [DIR2/rank.json ...] [--fix rates,...]
     python3 bench/region_rank.py --self-test
 
 --prepare (the build machine; bench/run-on-gpu.sh prepare-rank ARGS) exports
@@ -37,16 +37,22 @@ DIR/rank-table.md.
 --fit refits the cost model's constants (passes/RegionCostModel.cpp,
 CostTarget) to measured times: a kernel costs
 launch + max(DRAM bytes / dram, L2 bytes / l2, tensor FLOPs / tensor + CUDA
-FLOPs / cuda) / utilization (an unfused element-wise epilogue: DRAM bytes /
-dram + CUDA FLOPs / cuda). With the max's active term of each kernel fixed,
-an alternative's time is linear in (launch, 1/dram, 1/l2, 1/tensor, 1/cuda)
-plus a per-model constant (the ops outside region fusion, the same in every
+FLOPs / cuda) / utilization + waves * (GEMM members * gemm_member + GEMM
+rounds * gemm_round + k-steps * k_step + CUDA-core members * cuda_member)
+(the phase latency: region groups only; an unfused element-wise epilogue:
+DRAM bytes / dram + CUDA FLOPs / cuda). With the max's active term of each
+kernel fixed, an alternative's time is linear in (launch, 1/dram, 1/l2,
+1/tensor, 1/cuda, gemm_member, gemm_round, k_step, cuda_member) plus a
+per-model constant (the ops outside region fusion, the same in every
 alternative); these are fitted by non-negative least squares, the active
 terms re-chosen with the fitted constants and the fit repeated until they
 stay. The group tiles stay those the model chose with its own constants;
 region ops on params alone (run once at load) are left out of the fit.
-It prints the fitted constants in CostTarget's units and each model's rho
-before and after.
+Files from before the phase term (no member counts) fit it as 0. It prints
+the fitted constants in CostTarget's units (and as the C++ lines to paste
+into the target's CostTarget), each model's rho before and after, and, with
+two or more models, each model's rho under the constants fitted to the
+others alone (leave one model out: is the fit more than memorised?).
 
 --host (with --small: the ctest region-rank-host) runs the same plumbing
 on the host: the alternatives are made for --target (its cost model; the
@@ -146,7 +152,8 @@ def kernel_time(k, c):
         return k['dram_bytes'] / c['dram_bytes_per_us'] + k['cuda_flops'] / c['cuda_flops_per_us']
     mem = max(k['dram_bytes'] / c['dram_bytes_per_us'], k['l2_bytes'] / c['l2_bytes_per_us'])
     comp = k['tensor_flops'] / c['tensor_flops_per_us'] + k['cuda_flops'] / c['cuda_flops_per_us']
-    return c['launch_us'] + max(mem, comp) / k['utilization']
+    phase = k.get('waves', 0) * sum(k.get(f, 0) * c.get(p, 0) for p, f in PHASES)
+    return c['launch_us'] + max(mem, comp) / k['utilization'] + phase
 
 
 def alternative_kernels(doc, alt, per_run=False):
@@ -160,23 +167,30 @@ def alternative_kernels(doc, alt, per_run=False):
         if op['name'] not in grouped and (not per_run or op.get('per_run', True))]
 
 
-COLUMNS = ('launch_us', 'dram_bytes_per_us', 'l2_bytes_per_us', 'tensor_flops_per_us',
-           'cuda_flops_per_us')
+# The phase latency's constants (us each) and the per-block counts they
+# multiply (the alternatives file's kernel features), paid once per wave.
+PHASES = (('gemm_member_us', 'gemm_members'), ('gemm_round_us', 'gemm_rounds'),
+          ('k_step_us', 'k_steps'), ('cuda_member_us', 'cuda_members'))
+RATES = ('dram_bytes_per_us', 'l2_bytes_per_us', 'tensor_flops_per_us', 'cuda_flops_per_us')
+COLUMNS = ('launch_us',) + RATES + tuple(p for p, _ in PHASES)
 
 
 def kernel_arrays(kernels):
     """The kernels' features as arrays (columns launch, dram, l2, tensor,
-    cuda, utilization), for the fit's many evaluations."""
+    cuda, utilization, then waves times each of the PHASES' counts: 0 in
+    files from before the phase term), for the fit's many evaluations."""
     return np.array([[k['launch_us'] > 0, k['dram_bytes'], k['l2_bytes'], k['tensor_flops'],
-                      k['cuda_flops'], k['utilization']] for k in kernels],
-                    dtype=np.float64).reshape(-1, 6)
+                      k['cuda_flops'], k['utilization']] +
+                     [k.get('waves', 0) * k.get(f, 0) for _, f in PHASES] for k in kernels],
+                    dtype=np.float64).reshape(-1, 6 + len(PHASES))
 
 
 def feature_row(ka, c):
     """An alternative's row in the linear fit (kernel arrays `ka`): per
-    column, what multiplies (launch us, 1/dram, 1/l2, 1/tensor, 1/cuda), each
-    launching kernel's max taking the term active under constants `c`."""
-    launch, dram, l2, tf, cf, u = ka.T
+    column, what multiplies (launch us, 1/dram, 1/l2, 1/tensor, 1/cuda, then
+    the phase latencies), each launching kernel's max taking the term active
+    under constants `c`."""
+    launch, dram, l2, tf, cf, u = ka.T[:6]
     terms = np.stack([dram / c['dram_bytes_per_us'], l2 / c['l2_bytes_per_us'],
                       tf / c['tensor_flops_per_us'] + cf / c['cuda_flops_per_us']])
     active = np.argmax(terms, axis=0)
@@ -188,31 +202,45 @@ def feature_row(ka, c):
     row[2] = (l2 / u)[on & (active == 1)].sum()
     row[3] = (tf / u)[on & (active == 2)].sum()
     row[4] = (cf / u)[on & (active == 2)].sum() + cf[epi].sum()
+    row[5:] = ka[on, 6:].sum(axis=0)
     return row
 
 
 def predict(ka, c):
     """kernel_time summed over kernel arrays `ka`."""
-    launch, dram, l2, tf, cf, u = ka.T
+    launch, dram, l2, tf, cf, u = ka.T[:6]
     on = launch > 0
     mem = np.maximum(dram / c['dram_bytes_per_us'], l2 / c['l2_bytes_per_us'])
     comp = tf / c['tensor_flops_per_us'] + cf / c['cuda_flops_per_us']
-    return float((c['launch_us'] + np.maximum(mem, comp) / u)[on].sum() +
+    phase = ka[:, 6:] @ np.array([c.get(p, 0) for p, _ in PHASES])
+    return float((c['launch_us'] + np.maximum(mem, comp) / u + phase)[on].sum() +
                  (dram / c['dram_bytes_per_us'] + cf / c['cuda_flops_per_us'])[~on].sum())
 
 
 def constants_of(theta):
     def inv(v):
         return float('inf') if v <= 0 else 1.0 / v
-    return {'launch_us': float(theta[0]), 'dram_bytes_per_us': inv(theta[1]),
-            'l2_bytes_per_us': inv(theta[2]), 'tensor_flops_per_us': inv(theta[3]),
-            'cuda_flops_per_us': inv(theta[4])}
+    c = {'launch_us': float(theta[0]), 'dram_bytes_per_us': inv(theta[1]),
+         'l2_bytes_per_us': inv(theta[2]), 'tensor_flops_per_us': inv(theta[3]),
+         'cuda_flops_per_us': inv(theta[4])}
+    for i, (p, _) in enumerate(PHASES):
+        c[p] = float(theta[5 + i])
+    return c
 
 
-def fit_from(models, start, max_rounds=50):
+def theta_of(c):
+    """constants_of's inverse: the linear coefficients of constants `c`."""
+    return np.array([c['launch_us']] + [1.0 / c[k] for k in RATES] +
+                    [c.get(p, 0.0) for p, _ in PHASES])
+
+
+def fit_from(models, start, max_rounds=50, fixed=()):
     """Alternating fit from constants `start`: choose each kernel's active
-    term, fit the constants linearly (NNLS), repeat until the terms stay."""
+    term, fit the constants linearly (NNLS), repeat until the terms stay.
+    The COLUMNS named in `fixed` keep their values in `start`."""
     c = dict(start)
+    held = np.array([k in fixed for k in COLUMNS])
+    theta_held = theta_of(start) * held
     previous = None
     onehots = []
     for mi, (_, alts) in enumerate(models):
@@ -223,14 +251,15 @@ def fit_from(models, start, max_rounds=50):
     b = np.array([t for _, alts in models for _, t in alts])
     for rounds in range(1, max_rounds + 1):
         feats = np.array([feature_row(ka, c) for _, alts in models for ka, _ in alts])
-        a = np.hstack([feats, np.array(onehots)])
+        a = np.hstack([feats * ~held, np.array(onehots)])
         # Columns scaled to unit norm: bytes and FLOPs are 1e9 times launches.
         scale = np.linalg.norm(a, axis=0)
         scale[scale == 0] = 1
-        theta = nnls(a / scale, b) / scale
+        theta = nnls(a / scale, b - feats @ theta_held) / scale
+        theta[:len(COLUMNS)] += theta_held
         c = constants_of(theta)
         # A term fitted to nothing (infinite rate) is never active.
-        for k in COLUMNS[1:]:
+        for k in RATES:
             if not np.isfinite(c[k]):
                 c[k] = 1e30
         if previous is not None and np.array_equal(feats, previous):
@@ -239,19 +268,21 @@ def fit_from(models, start, max_rounds=50):
     return constants_of(theta), theta[len(COLUMNS):], rounds
 
 
-def fit(models, start):
+def fit(models, start, fixed=()):
     """Fits the constants to `models`: [(name, [(kernel arrays, measured
     us)])], from `start` and from starts with its rates scaled by 1/4 and 4
     (the alternating fit finds the optimum of the active terms it starts
     near); the fit whose model (with its max) is closest to the measured
-    times is kept. Returns (constants, per-model intercepts, rms us)."""
+    times is kept. The COLUMNS named in `fixed` keep their values in
+    `start`. Returns (constants, per-model intercepts, rms us)."""
     import itertools
     best = None
-    for factors in itertools.product((1, 0.25, 4), repeat=4):
+    free = [k for k in RATES if k not in fixed]
+    for factors in itertools.product((1, 0.25, 4), repeat=len(free)):
         s = dict(start)
-        for k, f in zip(COLUMNS[1:], factors):
+        for k, f in zip(free, factors):
             s[k] = start[k] * f
-        c, icept, _ = fit_from(models, s)
+        c, icept, _ = fit_from(models, s, fixed=fixed)
         err = [icept[mi] + predict(ka, c) - t
                for mi, (_, alts) in enumerate(models) for ka, t in alts]
         rms = float(np.sqrt(np.mean(np.square(err))))
@@ -260,7 +291,7 @@ def fit(models, start):
     return best
 
 
-def run_fit(paths):
+def run_fit(paths, fixed=()):
     models, start = [], None
     for path in paths:
         for m in json.load(open(path))['models']:
@@ -287,19 +318,46 @@ def run_fit(paths):
     if not models or start is None:
         print('error: nothing to fit')
         return 1
-    constants, intercepts, rms = fit([(n, a) for n, a, _, _ in models], start)
-    print('fitted (non-negative least squares on the active terms, best of 81 starts): '
-          'rms %.2f us' % rms)
+    start = dict(start)
+    for p, _ in PHASES:
+        start.setdefault(p, 0.0)
+    constants, intercepts, rms = fit([(n, a) for n, a, _, _ in models], start, fixed)
+    print('fitted (non-negative least squares on the active terms, best of %d starts%s): '
+          'rms %.2f us' % (3 ** len([k for k in RATES if k not in fixed]),
+                           '; held: ' + ', '.join(fixed) if fixed else '', rms))
     units = {'launch_us': (1, 'us'), 'dram_bytes_per_us': (1e-6, 'TB/s'),
              'l2_bytes_per_us': (1e-6, 'TB/s'), 'tensor_flops_per_us': (1e-6, 'TFLOP/s'),
              'cuda_flops_per_us': (1e-6, 'TFLOP/s')}
+    units.update({p: (1, 'us') for p, _ in PHASES})
     for k in COLUMNS:
         print('  %-20s %14.6g (now %.6g)   = %.4g %s' % (
             k, constants[k], start[k], constants[k] * units[k][0], units[k][1]))
-    for (name, alts, pred, meas), icept in zip(models, intercepts):
+    # Leave one model out: the constants fitted to the other models alone.
+    held = {}
+    if len(models) >= 2:
+        for i, (name, alts, _, meas) in enumerate(models):
+            c, _, _ = fit([(n, a) for j, (n, a, _, _) in enumerate(models) if j != i], start,
+                          fixed)
+            held[i] = spearman([predict(ka, c) for ka, _ in alts], meas)
+    for i, ((name, alts, pred, meas), icept) in enumerate(zip(models, intercepts)):
         refit = [icept + predict(ka, constants) for ka, _ in alts]
-        print('  %-16s outside region ops %.1f us; rho predicted %.3f, refitted %.3f' % (
-            name, icept, spearman(pred, meas), spearman(refit, meas)))
+        print('  %-16s outside region ops %.1f us; rho predicted %.3f, refitted %.3f%s' % (
+            name, icept, spearman(pred, meas), spearman(refit, meas),
+            ', fitted to the others alone %.3f' % held[i] if i in held else ''))
+    # CostTarget's fields (passes/RegionCostModel.cpp), in its units; a rate
+    # fitted to nothing (infinite) is left as it is.
+    print('CostTarget (passes/RegionCostModel.cpp):')
+    fields = {'launch_us': 'launchUs', 'dram_bytes_per_us': 'dramBytesPerUs',
+              'l2_bytes_per_us': 'l2BytesPerUs', 'tensor_flops_per_us': 'tensorFlopsPerUs',
+              'cuda_flops_per_us': 'cudaFlopsPerUs', 'gemm_member_us': 'gemmMemberUs',
+              'gemm_round_us': 'gemmRoundUs', 'k_step_us': 'kStepUs',
+              'cuda_member_us': 'cudaMemberUs'}
+    for k in COLUMNS:
+        v = constants[k]
+        print('    /*%s=*/%s,%s' % (fields[k], '%.4g' % v if np.isfinite(v) and v < 1e29 else
+                                    '%.4g' % start[k],
+                                    '' if np.isfinite(v) and v < 1e29 else
+                                    '  // fitted to nothing: kept'))
     return 0
 
 
@@ -530,9 +588,19 @@ def self_test():
         'PASS' if not failed else 'FAIL'))
     # The fit recovers constants from times the model computes itself.
     c = {'launch_us': 2.0, 'dram_bytes_per_us': 4e6, 'l2_bytes_per_us': 8e6,
-         'tensor_flops_per_us': 4e8, 'cuda_flops_per_us': 2.5e7}
+         'tensor_flops_per_us': 4e8, 'cuda_flops_per_us': 2.5e7, 'gemm_member_us': 1.0,
+         'gemm_round_us': 0.5, 'k_step_us': 0.25, 'cuda_member_us': 0.7}
+    # The phase latency by hand: 2 waves of 1 GEMM member, 2 rounds, 10
+    # k-steps and a CUDA-core member: 2 * (1 + 2 * 0.5 + 10 * 0.25 + 0.7) =
+    # 10.4 us beside launch 2 and the body, 4e6 B / 4e6 = 1 us at
+    # utilization 0.5.
+    check('phase latency', kernel_time(
+        {'launch_us': 2.0, 'dram_bytes': 4e6, 'l2_bytes': 0, 'tensor_flops': 0,
+         'cuda_flops': 0, 'utilization': 0.5, 'waves': 2, 'gemm_members': 1,
+         'gemm_rounds': 2, 'k_steps': 10, 'cuda_members': 1}, c), 2 + 2 + 10.4, 1e-12)
     # Kernels of each kind (DRAM-, L2-, compute-bound, epilogues), so that
-    # every constant shows in the times; the start 2x off each way.
+    # every constant shows in the times, with phase counts of their own;
+    # the start 2x off each way, the phases at 0.
     models = []
     for mi in range(2):
         alts = []
@@ -545,7 +613,12 @@ def self_test():
                            'l2_bytes': float(rng.uniform(0.2, 1) * big[1]),
                            'tensor_flops': float(rng.uniform(0.2, 1) * big[2]),
                            'cuda_flops': float(rng.uniform(0.2, 1) * big[3]),
-                           'utilization': float(rng.uniform(0.2, 1))})
+                           'utilization': float(rng.uniform(0.2, 1)),
+                           'waves': int(rng.integers(1, 4)),
+                           'gemm_members': int(rng.integers(0, 4)),
+                           'gemm_rounds': int(rng.integers(0, 6)),
+                           'k_steps': int(rng.integers(0, 40)),
+                           'cuda_members': int(rng.integers(0, 3))})
             ks.append({'launch_us': 0, 'dram_bytes': float(rng.uniform(1e5, 1e7)),
                        'l2_bytes': 0, 'tensor_flops': 0,
                        'cuda_flops': float(rng.uniform(1e6, 1e8)), 'utilization': 1})
@@ -554,11 +627,18 @@ def self_test():
     check('predict is kernel_time summed', predict(models[0][1][0][0], c),
           models[0][1][0][1] - 7.0, 1e-9)
     start = {'launch_us': 5.0, 'dram_bytes_per_us': 2e6, 'l2_bytes_per_us': 16e6,
-             'tensor_flops_per_us': 8e8, 'cuda_flops_per_us': 1.25e7}
+             'tensor_flops_per_us': 8e8, 'cuda_flops_per_us': 1.25e7, 'gemm_member_us': 0.0,
+             'gemm_round_us': 0.0, 'k_step_us': 0.0, 'cuda_member_us': 0.0}
     got, icept, rms = fit(models, start)
     for k in COLUMNS:
         check('fit %s' % k, got[k] / c[k], 1.0, 1e-6)
     check('fit intercepts', icept, [7.0, 14.0], 1e-6)
+    # The rates held at the true ones: launch and phases alone are fitted.
+    held = dict(c, launch_us=5.0, gemm_member_us=0.0, gemm_round_us=0.0, k_step_us=0.0,
+                cuda_member_us=0.0)
+    got, icept, rms = fit(models, held, fixed=RATES)
+    for k in COLUMNS:
+        check('fit with the rates held: %s' % k, got[k] / c[k], 1.0, 1e-6)
     return 1 if failed else 0
 
 
@@ -572,6 +652,9 @@ def main():
     ap.add_argument('--tcc')
     ap.add_argument('--prepare', action='store_true')
     ap.add_argument('--fit', nargs='+', metavar='RANK_JSON')
+    ap.add_argument('--fix', default='',
+                    help='--fit: constants kept at the files\' values, comma-separated (%s, or '
+                         '"rates" for the four rates)' % ', '.join(COLUMNS))
     ap.add_argument('--self-test', action='store_true')
     ap.add_argument('--models', default=None,
                     help='--prepare: the models (default resnet50,mobilenet_v2,squeezenet1_1); '
@@ -598,7 +681,12 @@ def main():
     if args.self_test:
         return self_test()
     if args.fit:
-        return run_fit(args.fit)
+        fixed = []
+        for k in filter(None, args.fix.split(',')):
+            if k not in COLUMNS + ('rates',):
+                ap.error('--fix: unknown constant %r (%s, rates)' % (k, ', '.join(COLUMNS)))
+            fixed += RATES if k == 'rates' else (k,)
+        return run_fit(args.fit, tuple(fixed))
     if not args.tcc:
         ap.error('--tcc is needed')
     if args.prepare:

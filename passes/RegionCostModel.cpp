@@ -24,8 +24,13 @@ namespace {
 /// convolution at batch 1 reaches well under the GEMM rate: 400 TFLOP/s is
 /// assumed until kernels are measured. L2 at about 7 TB/s to the
 /// multiprocessors (published microbenchmarks of the H100). The launch gap
-/// inside a CUDA graph, about 2 us, is ResNet-50's reduce-overhead time
-/// (0.42 ms) over its kernel count at full rate, rounded.
+/// and the phase latencies are fitted (bench/region_rank.py --fit --fix
+/// rates: the rates above held) to 60 groupings of ResNet-50, MobileNetV2
+/// and GoogLeNet measured in CUDA graphs (docs/performance.md, session 20):
+/// 1.88 us a kernel (ResNet-50's reduce-overhead time over its kernel count
+/// gave about 2), 0.27 us a k-step of a region group's GEMM and 0.65 us a
+/// CUDA-core member; a GEMM member and a round fitted to 0 (the k-steps
+/// carry them).
 constexpr CostTarget kH200 = {
     /*name=*/"h200",
     /*multiprocessors=*/132,
@@ -33,19 +38,25 @@ constexpr CostTarget kH200 = {
     /*l2BytesPerUs=*/7.0e6,
     /*tensorFlopsPerUs=*/400e6,
     /*cudaFlopsPerUs=*/25e6,
-    /*launchUs=*/2.0,
+    /*launchUs=*/1.88,
     /*sharedPerBlock=*/227 * 1024,
     /*sharedPerSM=*/228 * 1024,
     /*weightStagingBytes=*/2 * 64 * 128 * 2,
     /*gemmTileM=*/128,
     /*gemmTileN=*/64,
-    /*elementsPerBlock=*/2048};
+    /*elementsPerBlock=*/2048,
+    /*templateChains=*/true,
+    /*gemmMemberUs=*/0,
+    /*gemmRoundUs=*/0,
+    /*kStepUs=*/0.27,
+    /*cudaMemberUs=*/0.65};
 
 /// A100 SXM 80 GB (GA100, sm_80): 108 multiprocessors, 2.04 TB/s peak
 /// (about 1.8 reached by copies), 312 TFLOP/s dense f16 tensor, 19.5
 /// TFLOP/s f32; 163 KiB of shared memory per block, 164 KiB per
 /// multiprocessor (CUDA programming guide). Unmeasured here: the rates are
-/// the same fractions of the peaks as the H200's.
+/// the same fractions of the peaks as the H200's, the phase latencies the
+/// H200's scaled by the clocks (1.98 against 1.41 GHz boost).
 constexpr CostTarget kA100 = {
     /*name=*/"a100",
     /*multiprocessors=*/108,
@@ -59,7 +70,12 @@ constexpr CostTarget kA100 = {
     /*weightStagingBytes=*/2 * 64 * 128 * 2,
     /*gemmTileM=*/128,
     /*gemmTileN=*/64,
-    /*elementsPerBlock=*/2048};
+    /*elementsPerBlock=*/2048,
+    /*templateChains=*/true,
+    /*gemmMemberUs=*/0,
+    /*gemmRoundUs=*/0,
+    /*kStepUs=*/0.38,
+    /*cudaMemberUs=*/0.91};
 
 /// The host target (compiler/HostCodegen.cpp): a region group is a loop over
 /// the last member's output tiles that the runtime's thread pool splits over
@@ -77,7 +93,8 @@ constexpr CostTarget kA100 = {
 /// about 10 us. A tile's working set is to stay in a core's L2 (512 KiB on
 /// Zen 2-4 EPYC): the "shared memory" bound, no weight staging. Unfused
 /// convolutions and pools are split by output rows: one "block" per 64
-/// output pixels, and channels whole.
+/// output pixels, and channels whole. No phase latency: a host tile's
+/// members are loop nests whose cost the FLOPs and bytes carry.
 constexpr CostTarget kHost = {
     /*name=*/"host",
     /*multiprocessors=*/2,
@@ -173,12 +190,37 @@ Unit region::computeUnit(Operation *op, bool allowTf32) {
              : Unit::CudaCore;
 }
 
+int64_t CostModel::waves(int64_t blocks, int64_t perSM) const {
+  if (blocks <= 0)
+    return 0;
+  return ceilDiv(blocks, target.multiprocessors * std::max<int64_t>(1, perSM));
+}
+
 double CostModel::utilization(int64_t blocks, int64_t perSM) const {
   if (blocks <= 0)
     return 1;
-  int64_t slots = target.multiprocessors * std::max<int64_t>(1, perSM);
-  int64_t waves = ceilDiv(blocks, slots);
-  return std::min(1.0, double(blocks) / double(waves * target.multiprocessors));
+  return std::min(1.0, double(blocks) / double(waves(blocks, perSM) *
+                                               target.multiprocessors));
+}
+
+void CostModel::countMember(KernelCost &cost, Operation *op, int64_t pixels,
+                            int64_t channels) const {
+  std::optional<RegionOpInfo> info = regionInfo(op);
+  if (!info || !isHeavy(*info))
+    return;
+  if (computeUnit(op, allowTf32) != Unit::TensorCore) {
+    ++cost.cudaMembers;
+    return;
+  }
+  auto conv = cast<Conv2dOp>(op);
+  ArrayRef<int64_t> w = shapeOf(conv.getWeight());
+  int64_t cinPerGroup = conv.getNhwc() ? w[3] : w[1];
+  int64_t k = info->kernel[0] * info->kernel[1] * ceilDiv(cinPerGroup, 16) * 16;
+  int64_t rounds = ceilDiv(ceilDiv(pixels, 16) * 16 * channels,
+                           std::max<int64_t>(1, target.gemmRoundOutputs));
+  ++cost.gemmMembers;
+  cost.gemmRounds += rounds;
+  cost.kSteps += rounds * ceilDiv(k, std::max<int64_t>(1, target.kStepK));
 }
 
 void CostModel::finish(KernelCost &cost, int64_t perSM) const {
@@ -188,8 +230,16 @@ void CostModel::finish(KernelCost &cost, int64_t perSM) const {
   cost.computeUs = double(cost.tensorFlops) / target.tensorFlopsPerUs +
                    double(cost.cudaFlops) / target.cudaFlopsPerUs;
   cost.utilization = utilization(cost.blocks, perSM);
+  cost.waves = waves(cost.blocks, perSM);
+  // Serial in every block, so once per wave (not divided by utilization).
+  cost.phaseUs =
+      double(cost.waves) * (double(cost.gemmMembers) * target.gemmMemberUs +
+                            double(cost.gemmRounds) * target.gemmRoundUs +
+                            double(cost.kSteps) * target.kStepUs +
+                            double(cost.cudaMembers) * target.cudaMemberUs);
   cost.us = cost.launchUs +
-            std::max(cost.memoryUs, cost.computeUs) / cost.utilization;
+            std::max(cost.memoryUs, cost.computeUs) / cost.utilization +
+            cost.phaseUs;
 }
 
 bool CostModel::launchesUnfused(Operation *op) const {
@@ -286,6 +336,8 @@ FailureOr<KernelCost> CostModel::group(ArrayRef<Operation *> members,
 
     Value result = m.op->getResult(0);
     ArrayRef<int64_t> outShape = shapeOf(result);
+    countMember(cost, m.op, m.out[0] * m.out[1],
+                outShape[channelAxis(m.layout)]);
     tileBytes.push_back(m.out[0] * m.out[1] * outShape[channelAxis(m.layout)] *
                         elementBytes(result));
     int64_t staged = 0;

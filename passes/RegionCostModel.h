@@ -10,11 +10,27 @@
 //                            L2 bytes / L2 bandwidth,
 //                            tensor-core FLOPs / tensor rate
 //                              + CUDA-core FLOPs / CUDA rate) / utilization
+//             + waves * phase latency
 //
 // where utilization is the busy fraction of the multiprocessors over the
-// kernel's waves of blocks. The constants are per target (CostTarget), meant
-// to be refitted to measured kernels (docs/architecture.md, "Region fusion:
-// the cost model and the search").
+// kernel's waves of blocks (waves = ceil(blocks / (SMs * resident blocks
+// per SM))). The first terms are throughput: the blocks of a wave share the
+// machine. The last is latency: a block runs its members one after another
+// (the region template: per GEMM member, rounds of a cp.async weight
+// pipeline with a wait and a barrier per k-step, then an epilogue through
+// shared memory; per depthwise or pool member, a weight copy and a
+// barrier), and those phases are serial in every block, so a wave pays
+// them once whatever the utilization:
+//
+//   phase latency = GEMM members * gemmMemberUs + GEMM rounds * gemmRoundUs
+//                 + k-steps * kStepUs + CUDA-core members * cudaMemberUs
+//
+// Unfused kernels have no phase term: tcc's convolution kernels stream one
+// GEMM tile a block through a deeper pipeline, and their fill is in the
+// launch gap (a fit with a per-kernel and a per-k-step latency for them gave
+// both 0 on the session-20 groupings). The constants are per target
+// (CostTarget), fitted to measured groupings by bench/region_rank.py --fit
+// (docs/architecture.md, "Region fusion: the cost model and the search").
 //
 //===----------------------------------------------------------------------===//
 #ifndef TCC_PASSES_REGIONCOSTMODEL_H
@@ -67,6 +83,18 @@ struct CostTarget {
   /// (isKernelChain); false on the host, whose region kernels take any
   /// float type and layout (isHostChain).
   bool templateChains = true;
+  /// Serial latency of a block's phases, microseconds, paid once per wave
+  /// (CostModel's header comment): per tensor-core convolution member (its
+  /// barrier and dependent first loads), per GEMM round of one (the weight
+  /// pipeline's fill and the epilogue through shared memory), per k-step of
+  /// a round (a cp.async wait and a barrier) and per CUDA-core member
+  /// (depthwise convolution or pool: its weight copy and barrier).
+  double gemmMemberUs = 0, gemmRoundUs = 0, kStepUs = 0, cudaMemberUs = 0;
+  /// Outputs one GEMM round of a fused convolution computes at most: the
+  /// template's 4 warps x 32 lanes x 64 f32 accumulators.
+  int64_t gemmRoundOutputs = 8192;
+  /// K (taps x input channels padded to 16) per k-step.
+  int64_t kStepK = 32;
 };
 
 /// The constants for `name`: "h200" (also "sm_90", "sm_90a"), "a100"
@@ -86,11 +114,18 @@ Unit computeUnit(Operation *op, bool allowTf32);
 
 /// A kernel's predicted time and what it is made of.
 struct KernelCost {
-  double us = 0; ///< the total: launch + body / utilization
+  /// The total: launch + body / utilization + waves * phase latency.
+  double us = 0;
   double launchUs = 0;
   double memoryUs = 0;  ///< max of the DRAM and the L2 term
   double computeUs = 0; ///< tensor-core plus CUDA-core time
   double utilization = 1;
+  /// waves * phase latency (CostTarget::gemmMemberUs and the others).
+  double phaseUs = 0;
+  int64_t waves = 0;
+  /// Per block: tensor-core convolution members, their GEMM rounds and
+  /// k-steps summed, CUDA-core members (depthwise convolutions, pools).
+  int64_t gemmMembers = 0, gemmRounds = 0, kSteps = 0, cudaMembers = 0;
   int64_t dramBytes = 0, l2Bytes = 0;
   int64_t tensorFlops = 0, cudaFlops = 0;
   int64_t blocks = 0;
@@ -155,10 +190,21 @@ public:
   /// multiprocessor: blocks / (waves * multiprocessors), at most 1, with
   /// waves = ceil(blocks / (multiprocessors * perSM)).
   double utilization(int64_t blocks, int64_t perSM) const;
+  /// waves = ceil(blocks / (multiprocessors * perSM)) (0 for no blocks).
+  int64_t waves(int64_t blocks, int64_t perSM) const;
 
 private:
-  /// launch + max(memory, compute) / utilization, filled into `cost`.
+  /// launch + max(memory, compute) / utilization + waves * phase latency,
+  /// filled into `cost` (its member counts set).
   void finish(KernelCost &cost, int64_t perSM) const;
+  /// Adds group member `op` computing a `pixels` x `channels` tile per
+  /// block to `cost`'s member counts: a tensor-core convolution is a GEMM
+  /// member of ceil(pixels padded to 16 * channels / gemmRoundOutputs)
+  /// rounds of ceil(K / kStepK) k-steps each (K: taps x input channels per
+  /// group padded to 16); a pool or a CUDA-core convolution is a CUDA-core
+  /// member; element-wise ops and concats ride the epilogues (none).
+  void countMember(KernelCost &cost, Operation *op, int64_t pixels,
+                   int64_t channels) const;
 
   CostTarget target;
   int64_t maxMembers;

@@ -638,7 +638,8 @@ private:
   /// grouping reads, plus a launch for every `max-members` members (at
   /// least one) of open groups that will launch. Open groups may still
   /// merge (a concat joining branches), so a launch per open group would
-  /// overcount.
+  /// overcount. A group's phase latency (CostModel) is left out: it is never
+  /// negative and unfused kernels have none, so the bound stays below.
   double lowerBound(int r) const {
     double mem = memSuffix[r], comp = compSuffix[r];
     int64_t launching = 0;
@@ -1129,6 +1130,12 @@ void writeKernel(llvm::json::OStream &j, const KernelCost &k) {
   j.attribute("cuda_flops", k.cudaFlops);
   j.attribute("blocks", k.blocks);
   j.attribute("utilization", k.utilization);
+  j.attribute("waves", k.waves);
+  j.attribute("gemm_members", k.gemmMembers);
+  j.attribute("gemm_rounds", k.gemmRounds);
+  j.attribute("k_steps", k.kSteps);
+  j.attribute("cuda_members", k.cudaMembers);
+  j.attribute("phase_us", k.phaseUs);
 }
 
 /// Writes the alternatives of `func` to `path` (format in
@@ -1156,6 +1163,10 @@ LogicalResult writeAlternatives(func::FuncOp func, StringRef path,
       j.attribute("tensor_flops_per_us", target.tensorFlopsPerUs);
       j.attribute("cuda_flops_per_us", target.cudaFlopsPerUs);
       j.attribute("launch_us", target.launchUs);
+      j.attribute("gemm_member_us", target.gemmMemberUs);
+      j.attribute("gemm_round_us", target.gemmRoundUs);
+      j.attribute("k_step_us", target.kStepUs);
+      j.attribute("cuda_member_us", target.cudaMemberUs);
     });
     // Ops computing on params alone (weight casts, a batch norm's scale)
     // move to the init function (tcc-hoist-param-computations): they do not

@@ -21,9 +21,10 @@ using namespace mlir::tcc::region;
 namespace {
 
 // Two 3x3 pad-1 convs, a relu between them reading the first (an
-// epilogue), a depthwise conv, an f32 conv, and two wide max pools.
+// epilogue), a depthwise conv, an f32 conv, two wide max pools, and a
+// conv -> relu -> depthwise chain.
 const char *kSource = R"mlir(
-func.func @f(%x: tensor<1x64x64x32xf16>, %w1: tensor<32x3x3x32xf16>, %w2: tensor<32x3x3x32xf16>, %dw: tensor<32x3x3x1xf16>, %y: tensor<1x16x16x32xf32>, %w3: tensor<32x3x3x32xf32>, %p: tensor<1x128x128x2048xf16>) -> (tensor<1x64x64x32xf16>, tensor<1x64x64x32xf16>, tensor<1x16x16x32xf32>, tensor<1x128x128x2048xf16>) {
+func.func @f(%x: tensor<1x64x64x32xf16>, %w1: tensor<32x3x3x32xf16>, %w2: tensor<32x3x3x32xf16>, %dw: tensor<32x3x3x1xf16>, %y: tensor<1x16x16x32xf32>, %w3: tensor<32x3x3x32xf32>, %p: tensor<1x128x128x2048xf16>) -> (tensor<1x64x64x32xf16>, tensor<1x64x64x32xf16>, tensor<1x16x16x32xf32>, tensor<1x128x128x2048xf16>, tensor<1x64x64x32xf16>) {
   %0 = tcc.conv2d %x, %w1 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, nhwc} : tensor<1x64x64x32xf16>, tensor<32x3x3x32xf16> -> tensor<1x64x64x32xf16>
   %1 = tcc.conv2d %0, %w2 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, nhwc} : tensor<1x64x64x32xf16>, tensor<32x3x3x32xf16> -> tensor<1x64x64x32xf16>
   %2 = tcc.relu %1 : tensor<1x64x64x32xf16>
@@ -31,7 +32,10 @@ func.func @f(%x: tensor<1x64x64x32xf16>, %w1: tensor<32x3x3x32xf16>, %w2: tensor
   %4 = tcc.conv2d %y, %w3 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, nhwc} : tensor<1x16x16x32xf32>, tensor<32x3x3x32xf32> -> tensor<1x16x16x32xf32>
   %5 = tcc.max_pool2d %p {kernel = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, ceil_mode = false, nhwc} : tensor<1x128x128x2048xf16> -> tensor<1x128x128x2048xf16>
   %6 = tcc.max_pool2d %5 {kernel = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, ceil_mode = false, nhwc} : tensor<1x128x128x2048xf16> -> tensor<1x128x128x2048xf16>
-  return %2, %3, %4, %6 : tensor<1x64x64x32xf16>, tensor<1x64x64x32xf16>, tensor<1x16x16x32xf32>, tensor<1x128x128x2048xf16>
+  %7 = tcc.conv2d %x, %w1 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, nhwc} : tensor<1x64x64x32xf16>, tensor<32x3x3x32xf16> -> tensor<1x64x64x32xf16>
+  %8 = tcc.relu %7 : tensor<1x64x64x32xf16>
+  %9 = tcc.conv2d %8, %dw {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 32 : i64, nhwc} : tensor<1x64x64x32xf16>, tensor<32x3x3x1xf16> -> tensor<1x64x64x32xf16>
+  return %2, %3, %4, %6, %9 : tensor<1x64x64x32xf16>, tensor<1x64x64x32xf16>, tensor<1x16x16x32xf32>, tensor<1x128x128x2048xf16>, tensor<1x64x64x32xf16>
 }
 )mlir";
 
@@ -103,7 +107,8 @@ TEST_CASE("region cost model: unfused kernels", "[region]") {
   // The first conv: input 64*64*32*2 = 262144 B, weights 32*9*32*2 =
   // 18432, result 262144; 4096 * 32 results of 2 * 32 * 9 FLOPs; blocks
   // ceil(4096 / 128) * ceil(32 / 64) = 32. Compute-bound: 75497472 / 400e6
-  // = 0.18874368 us over 32 / 132 busy.
+  // = 0.18874368 us over 32 / 132 busy, after the 1.88 us launch; no
+  // phase latency (unfused kernels have none).
   KernelCost conv = model.unfused(p.ops[0]);
   CHECK(conv.dramBytes == 542720);
   CHECK(conv.l2Bytes == 0);
@@ -112,7 +117,10 @@ TEST_CASE("region cost model: unfused kernels", "[region]") {
   CHECK(conv.blocks == 32);
   CHECK(conv.utilization == Approx(32.0 / 132));
   CHECK(conv.memoryUs == Approx(542720 / 4.25e6));
-  CHECK(conv.us == Approx(2 + 0.18874368 * 132 / 32));
+  CHECK(conv.us == Approx(1.88 + 0.18874368 * 132 / 32));
+  CHECK(conv.phaseUs == 0);
+  CHECK(conv.gemmMembers == 0);
+  CHECK(conv.kSteps == 0);
   CHECK(model.launchesUnfused(p.ops[0]));
 
   // The relu reads a conv: its epilogue, no launch, no bytes of its own;
@@ -127,7 +135,8 @@ TEST_CASE("region cost model: unfused kernels", "[region]") {
   // memory-bound, over 32 blocks.
   KernelCost dw = model.unfused(p.ops[3]);
   CHECK(dw.cudaFlops == 2359296);
-  CHECK(dw.us == Approx(2 + 524864 / 4.25e6 * 132 / 32));
+  CHECK(dw.us == Approx(1.88 + 524864 / 4.25e6 * 132 / 32));
+  CHECK(dw.cudaMembers == 0);
 }
 
 TEST_CASE("region cost model: a fused pair of convs", "[region]") {
@@ -138,7 +147,10 @@ TEST_CASE("region cost model: a fused pair of convs", "[region]") {
   // 12x12 input. Executed FLOPs 64 * 100 * 32 * 576 + 75497472; DRAM: 64 *
   // 12 * 12 * 32 * 2 + both weights + the result (read outside); L2: the
   // weights once per tile. Shared: 10x10x32 + 12x12x32 halves and the
-  // weight staging, 4 blocks per multiprocessor; 64 / 132 busy.
+  // weight staging, 4 blocks per multiprocessor; 64 / 132 busy, one wave.
+  // Phases: two GEMM members of one round each (112 and 64 pixels padded to
+  // 16, times 32 channels, under 8192 outputs), each of 9 k-steps (K = 9
+  // taps * 32 channels = 288 = 9 * 32): 18 * 0.27 us.
   FailureOr<KernelCost> g = model.group({p.ops[0], p.ops[1]}, {8, 8}, why);
   REQUIRE(succeeded(g));
   CHECK(g->blocks == 64);
@@ -148,9 +160,17 @@ TEST_CASE("region cost model: a fused pair of convs", "[region]") {
   CHECK(g->sharedBytes == 6400 + 9216 + 32768);
   CHECK(g->computeUs == Approx(193462272 / 400e6));
   CHECK(g->memoryUs == Approx(64 * 36864 / 7e6));
-  CHECK(g->us == Approx(2 + 193462272 / 400e6 * 132 / 64));
+  CHECK(g->waves == 1);
+  CHECK(g->gemmMembers == 2);
+  CHECK(g->gemmRounds == 2);
+  CHECK(g->kSteps == 18);
+  CHECK(g->cudaMembers == 0);
+  CHECK(g->phaseUs == Approx(18 * 0.27));
+  CHECK(g->us == Approx(1.88 + 193462272 / 400e6 * 132 / 64 + 18 * 0.27));
 
-  // The best of 4, 8, 16 and 32 is 8 (tests/ir/region-fusion.mlir, @pair).
+  // The best of 4, 8, 16 and 32 is 8 (tests/ir/region-fusion.mlir, @pair):
+  // at 4 the L2 term (256 tiles of the weights) grows, at 16 the phases (a
+  // second round of the first conv below).
   FailureOr<KernelCost> best = model.bestGroup(
       {p.ops[0], p.ops[1]}, {{4, 4}, {8, 8}, {16, 16}, {32, 32}}, why);
   REQUIRE(succeeded(best));
@@ -163,6 +183,63 @@ TEST_CASE("region cost model: a fused pair of convs", "[region]") {
   CostModel small(*costTargetNamed("h200"), 2, false);
   CHECK(failed(small.group({p.ops[0], p.ops[1], p.ops[2]}, {8, 8}, why)));
   CHECK(why.find("over the limit of 2") != std::string::npos);
+}
+
+TEST_CASE("region cost model: phase latency", "[region]") {
+  Parsed p = parse();
+  CostModel model(*costTargetNamed("h200"), 8, false);
+  std::string why;
+  // The conv pair at 16x16: 16 tiles, one wave. The first conv's 18x18
+  // tile is 324 pixels, padded to 336: 336 * 32 = 10752 outputs, two
+  // rounds of at most 8192; the second's 256 * 32 = 8192, one. 9 k-steps a
+  // round: 27, serial in the block.
+  FailureOr<KernelCost> g = model.group({p.ops[0], p.ops[1]}, {16, 16}, why);
+  REQUIRE(succeeded(g));
+  CHECK(g->blocks == 16);
+  CHECK(g->waves == 1);
+  CHECK(g->gemmMembers == 2);
+  CHECK(g->gemmRounds == 3);
+  CHECK(g->kSteps == 27);
+  CHECK(g->phaseUs == Approx(27 * 0.27));
+
+  // Conv, relu (an epilogue: no phase) and the depthwise conv (a CUDA-core
+  // member) at 8x8: the conv's 10x10 tile is one round of 9 k-steps.
+  g = model.group({p.ops[7], p.ops[8], p.ops[9]}, {8, 8}, why);
+  INFO(why);
+  REQUIRE(succeeded(g));
+  CHECK(g->gemmMembers == 1);
+  CHECK(g->gemmRounds == 1);
+  CHECK(g->kSteps == 9);
+  CHECK(g->cudaMembers == 1);
+  CHECK(g->phaseUs == Approx(9 * 0.27 + 0.65));
+
+  // The two pools at 2x2: 64 * 64 = 4096 tiles. Shared: the first pool's
+  // 4x4x2048 tile (65536 B) and its staged 6x6x2048 input (147456 B),
+  // 212992 B: one block per multiprocessor, 32 waves of 132. Two CUDA-core
+  // members a block, paid once a wave: 32 * 2 * 0.65 us, beside the
+  // memory-bound body: DRAM 4096 * 147456 + the 128x128x2048 result, over
+  // 4096 / (32 * 132) busy.
+  g = model.group({p.ops[5], p.ops[6]}, {2, 2}, why);
+  REQUIRE(succeeded(g));
+  CHECK(g->sharedBytes == 212992);
+  CHECK(g->blocks == 4096);
+  CHECK(g->waves == 32);
+  CHECK(g->utilization == Approx(4096.0 / (32 * 132)));
+  CHECK(g->cudaMembers == 2);
+  CHECK(g->gemmMembers == 0);
+  CHECK(g->phaseUs == Approx(32 * 2 * 0.65));
+  CHECK(g->dramBytes == int64_t(4096) * 147456 + 67108864);
+  CHECK(g->us ==
+        Approx(1.88 +
+               (4096.0 * 147456 + 67108864) / 4.25e6 / (4096.0 / (32 * 132)) +
+               32 * 2 * 0.65));
+
+  // The host has no phase latency.
+  CostModel host(*costTargetNamed("host"), 8, false);
+  g = host.group({p.ops[0], p.ops[1]}, {8, 8}, why);
+  REQUIRE(succeeded(g));
+  CHECK(g->kSteps == 18);
+  CHECK(g->phaseUs == 0);
 }
 
 TEST_CASE("region cost model: shared memory limit", "[region]") {

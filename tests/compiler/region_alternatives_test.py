@@ -105,8 +105,14 @@ def main():
                 us for n, us in ops.items() if n not in grouped)
             worst = max(worst, abs(total - a['predicted_us']))
         check('predicted = group kernels + unfused ops', worst < 1e-9, str(worst))
+        # With the phase latency every group costs serial k-steps, so the
+        # best fuses less and the worst (all unfused) is about 1.2x it, not
+        # the 2x and more of the model without it; still the perturbations
+        # reach many different costs, not the search's neighbourhood alone.
         spread = max(a['predicted_us'] for a in alts) / best
-        check('the alternatives span the range (worst over best %.2f)' % spread, spread > 2)
+        check('the alternatives span the range (worst over best %.2f)' % spread, spread > 1.15)
+        costs = len({round(a['predicted_us'], 6) for a in alts})
+        check('the alternatives take many costs (%d distinct)' % costs, costs >= 6)
 
         again = alternatives(1, 'b.json')
         check('deterministic for a seed', open(path).read() == open(again).read())

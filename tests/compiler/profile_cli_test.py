@@ -49,14 +49,14 @@ CNN = {
 PAIR = {
     'format': 'tcc-model', 'version': 1, 'name': 'pair',
     'inputs': [{'name': 'x', 'dtype': 'f16', 'shape': [1, 32, 64, 64]}],
-    'params': [{'name': n, 'dtype': 'f16', 'shape': [32, 32, 3, 3],
+    'params': [{'name': n, 'dtype': 'f16', 'shape': [32, 32, 1, 1],
                 'init': {'random': 'normal', 'mean': 0.0, 'std': 0.1, 'seed': s}}
                for n, s in (('w1', 1), ('w2', 2))],
     'outputs': ['y'],
     'nodes': [{'op': 'conv2d', 'inputs': ['x', 'w1'], 'outputs': ['c'],
-               'attrs': {'pads': [1, 1, 1, 1]}},
+               'attrs': {'pads': [0, 0, 0, 0]}},
               {'op': 'conv2d', 'inputs': ['c', 'w2'], 'outputs': ['y'],
-               'attrs': {'pads': [1, 1, 1, 1]}}]}
+               'attrs': {'pads': [0, 0, 0, 0]}}]}
 
 
 def main():

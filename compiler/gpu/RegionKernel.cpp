@@ -379,6 +379,9 @@ public:
 
 private:
   void loadInput();
+  /// A 16-byte cp.async of src[srcIdx...] to dstView[dst...]; zeros
+  /// (reading src[0]) where `ok` is false, when given.
+  void asyncCopy(Value dstView, Value dst, Value src, Value srcIdx, Value ok);
   /// Copies every member's bias and depthwise weights (and, resident, the
   /// convolutions' weights) to shared memory: cp.async, one group.
   void loadParams();
@@ -489,25 +492,21 @@ void RegionBuilder::loadInput() {
       ok = land(ok, ult(ch, c / 8));
     Value src =
         add(mul(add(mul(add(mul(img, p.h), y), p.w), x), c), mul(ch, 8));
-    src = select(ok, src, cst(0));
-    Value dst = add(mul(pix, stride), mul(ch, 8));
-    nvgpu::DeviceAsyncCopyOp::create(
-        b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), view,
-        ValueRange{dst}, input, ValueRange{src}, b.getIndexAttr(8),
-        select(ok, cst(8), cst(0)), b.getUnitAttr());
+    asyncCopy(view, add(mul(pix, stride), mul(ch, 8)), input, src, ok);
   });
   token = commitGroup();
 }
 
+void RegionBuilder::asyncCopy(Value dstView, Value dst, Value src, Value srcIdx,
+                              Value ok) {
+  nvgpu::DeviceAsyncCopyOp::create(
+      b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), dstView,
+      ValueRange{dst}, src,
+      ValueRange{ok ? select(ok, srcIdx, cst(0)) : srcIdx}, b.getIndexAttr(8),
+      ok ? select(ok, cst(8), cst(0)) : Value(), b.getUnitAttr());
+}
+
 void RegionBuilder::loadParams() {
-  auto asyncCopy = [&](Value dstView, Value dst, Value src, Value srcIdx,
-                       Value ok) {
-    nvgpu::DeviceAsyncCopyOp::create(
-        b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), dstView,
-        ValueRange{dst}, src,
-        ValueRange{ok ? select(ok, srcIdx, cst(0)) : srcIdx}, b.getIndexAttr(8),
-        ok ? select(ok, cst(8), cst(0)) : Value(), b.getUnitAttr());
-  };
   for (size_t i = 0; i < p.members.size(); ++i) {
     const RegionMember &m = p.members[i];
     int64_t c = plan.shapes[i][2], taps = m.kh * m.kw;
@@ -567,14 +566,9 @@ void RegionBuilder::copySlab(size_t i, Value n0, Value kt, Value stage) {
       Value ok =
           land(needN ? ult(n, o) : Value(), needC ? ult(ch, cin) : Value());
       Value src = add(mul(n, taps * cin), add(mul(tap, cin), ch));
-      if (ok)
-        src = select(ok, src, cst(0));
       Value dst =
           add(mul(stage, roundN * g.kStage), mul(swizzle(row, c, cpr), 8));
-      nvgpu::DeviceAsyncCopyOp::create(
-          b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), view,
-          ValueRange{dst}, weights[i], ValueRange{src}, b.getIndexAttr(8),
-          ok ? select(ok, cst(8), cst(0)) : Value(), b.getUnitAttr());
+      asyncCopy(view, dst, weights[i], src, ok);
     });
   }
 }

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,9 @@ struct CodeArtifact {
   std::string llvmIR;              ///< optimised LLVM IR, for --emit llvm
   std::string assembly;            ///< assembly or PTX, for --emit asm
   std::vector<KernelPlan> kernels; ///< in the order of the kernel functions
+  /// CUDA: the kernels (launch symbols) that wait for their predecessor's
+  /// grid before touching memory, so may be launched while it runs.
+  std::set<std::string> waitingKernels;
 };
 
 } // namespace tcc

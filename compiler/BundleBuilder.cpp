@@ -151,6 +151,8 @@ public:
             {"code", blobName}};
         if (!host && l.sharedBytes > 0)
           k["shared_bytes"] = l.sharedBytes;
+        if (code.waitingKernels.count(l.symbol))
+          k["grid_dependency"] = true;
         // The template and schedule a fused attention kernel was built with
         // (tcc-gpu-attention-plan's attribute), for `tcc inspect`: template
         // kernels are named after their function with a suffix (a chain

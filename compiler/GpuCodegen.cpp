@@ -11,6 +11,7 @@
 #include "compiler/GpuCodegen.h"
 #include "compiler/KernelPrep.h"
 #include "compiler/LLVMUtils.h"
+#include "compiler/PtxScan.h"
 #include "compiler/gpu/AttentionKernel.h"
 #include "compiler/gpu/AttentionPlan.h"
 #include "compiler/gpu/ConvKernel.h"
@@ -70,9 +71,9 @@ std::string launchPipeline(bool rowFusion, int64_t rowValuesPerThread,
 /// convert-gpu-to-nvvm (and -rocdl) lowers vector ops too, with the data layout's index
 /// width; convert-vector-to-llvm alone would use 64 bits and leave casts
 /// that nothing removes when indices are 32-bit.
-std::string nvvmPipeline(const ::tcc::TargetDesc &target) {
+std::string nvvmPipeline(const ::tcc::TargetDesc &target,
+                         const std::string &gridDependency) {
   // The L2 policy loads need PTX 7.4 (TargetDesc::l2CacheHints).
-  bool hinted = target.l2CacheHints;
   return std::string("gpu.module(expand-strided-metadata, lower-affine, "
                      "convert-nvgpu-to-nvvm, convert-scf-to-cf, "
                      "convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},"
@@ -80,7 +81,11 @@ std::string nvvmPipeline(const ::tcc::TargetDesc &target) {
                      "convert-arith-to-llvm, convert-ub-to-llvm,"
                      " convert-math-to-llvm, reconcile-unrealized-casts,"
                      " tcc-gpu-align-globals") +
-         (hinted ? ", tcc-gpu-l2-policy)" : ")");
+         (target.l2CacheHints ? ", tcc-gpu-l2-policy" : "") +
+         (target.gridDependency && gridDependency != "off"
+              ? ", tcc-gpu-grid-dependency{early-trigger=" +
+                    std::string(gridDependency == "early" ? "1" : "0") + "})"
+              : ")");
 }
 /// The chipset tells the ROCDL conversions which instructions exist.
 /// convert-gpu-to-rocdl alone lowers some math ops (tanh) to LLVM intrinsics
@@ -1284,7 +1289,8 @@ LogicalResult compileGpuKernels(ModuleOp module, const GpuOptions &options,
                    /*features=*/"", /*abiVersion=*/"500"));
   gpuModule.setTargetsAttr(ArrayAttr::get(ctx, {targetAttr}));
   if (failed(runPipeline(*device,
-                         nvidia ? nvvmPipeline(target) : rocdlPipeline(target),
+                         nvidia ? nvvmPipeline(target, options.gridDependency)
+                                : rocdlPipeline(target),
                          "GPU code generation", options.timing)))
     return failure();
   // TMA descriptor arguments passed by value (tcc-gpu-tensor-map-args; the
@@ -1310,6 +1316,11 @@ LogicalResult compileGpuKernels(ModuleOp module, const GpuOptions &options,
                                   artifact.llvmIR, error)))
       return module.emitError(error);
     artifact.code.assign(artifact.assembly.begin(), artifact.assembly.end());
+    // Read back from the PTX, not assumed: a kernel launched early must
+    // wait before its first memory access.
+    if (target.gridDependency)
+      for (std::string &name : kernelsWaitingFirst(artifact.assembly))
+        artifact.waitingKernels.insert(std::move(name));
   } else {
     artifact.format = "hsaco";
     if (failed(compileAmdgpuModule(*llvmModule, target, options.optLevel,

@@ -6,6 +6,8 @@
 #include "llvm/Analysis/LoopAnalysisManager.h"
 #include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/IR/Constants.h"
+#include "llvm/IR/InlineAsm.h"
+#include "llvm/IR/Instructions.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/Linker/Linker.h"
 #include "llvm/MC/MCSubtargetInfo.h"
@@ -127,6 +129,40 @@ bool callsLibrary(const Module &module, StringRef prefix) {
     if (f.isDeclaration() && f.getName().starts_with(prefix))
       return true;
   return false;
+}
+
+/// Whether `inst` is the inline PTX statement `text` (tcc-gpu-grid-dependency).
+bool isInlinePtx(const Instruction &inst, StringRef text) {
+  auto *call = dyn_cast<CallInst>(&inst);
+  auto *as = call ? dyn_cast<InlineAsm>(call->getCalledOperand()) : nullptr;
+  return as && as->getAsmString() == text;
+}
+
+/// Ends each kernel's entry block right after its grid dependency
+/// instructions. Instruction selection schedules a block at a time, and it
+/// does not order loads of memory it takes for constant (a `noalias
+/// readonly` argument) after an inline asm statement, clobber or not: in a
+/// block of their own, the wait and the trigger precede every load. Runs
+/// after the optimisation pipeline, which would merge the blocks again.
+void isolateGridDependencyWait(Module &module) {
+  for (Function &f : module) {
+    if (f.isDeclaration() || f.getCallingConv() != CallingConv::PTX_Kernel)
+      continue;
+    BasicBlock &entry = f.getEntryBlock();
+    Instruction *last = nullptr;
+    for (Instruction &inst : entry)
+      if (isInlinePtx(inst, "griddepcontrol.wait;") ||
+          isInlinePtx(inst, "griddepcontrol.launch_dependents;"))
+        last = &inst;
+    if (!last)
+      continue;
+    BasicBlock *rest = entry.splitBasicBlock(last->getNextNode());
+    // Allocas are static only in the entry block.
+    for (Instruction &moved : llvm::make_early_inc_range(*rest))
+      if (auto *alloca = dyn_cast<AllocaInst>(&moved);
+          alloca && isa<ConstantInt>(alloca->getArraySize()))
+        alloca->moveBefore(entry.getFirstInsertionPt());
+  }
 }
 
 /// Only kernels stay visible, so that LLVM drops what they do not use.
@@ -465,6 +501,7 @@ tcc::compileNvptxModule(Module &module, const TargetDesc &target,
   module.addModuleFlag(Module::Override, "nvvm-reflect-ftz", uint32_t(0));
   internalizeAllButKernels(module);
   optimize(module, tm.get(), optLevel);
+  isolateGridDependencyWait(module);
   raw_string_ostream irStream(llvmIR);
   module.print(irStream, nullptr);
   SmallVector<char, 0> text;

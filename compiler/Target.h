@@ -44,6 +44,10 @@ struct TargetDesc {
   /// Loads with an L2 eviction policy (ld.global.L2::cache_hint): PTX 7.4,
   /// which LLVM writes from sm_87 on; measured on sm_90 only, so used there.
   bool l2CacheHints = false;
+  /// Programmatic dependent launch (griddepcontrol, sm_90 and later): a
+  /// kernel may be launched while the one before it runs, and waits for it
+  /// in its first instructions (tcc-gpu-grid-dependency).
+  bool gridDependency = false;
 
   /// Threads in a warp (NVIDIA) or wavefront (AMD CDNA: 64).
   unsigned warpSize = 32;

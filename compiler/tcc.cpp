@@ -64,6 +64,11 @@ static cl::opt<bool> cudaGraph(
     cl::desc("On CUDA, capture the launch sequence once as a graph and replay "
              "it"),
     cl::sub(runCmd), cl::sub(benchCmd));
+static cl::opt<bool> serialLaunches(
+    "serial-launches",
+    cl::desc("On CUDA, start every kernel after the previous one ended "
+             "(no programmatic dependent launch)"),
+    cl::sub(runCmd), cl::sub(benchCmd));
 static cl::opt<std::string>
     hostCpu("cpu",
             cl::desc("x86-64 CPU for host code: an LLVM CPU name or native "
@@ -127,6 +132,13 @@ static cl::opt<std::string> convLayout(
              "cores: NVIDIA f16/bf16, f32 with --allow-tf32; NCHW elsewhere), "
              "nhwc or nchw (every convolution)"),
     cl::init("auto"), cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
+static cl::opt<std::string> gridDependency(
+    "grid-dependency",
+    cl::desc("Programmatic dependent launch on sm_90 and later: exit "
+             "(default: the next kernel is launched as this one's last block "
+             "exits, and waits for its writes), early (once every block of "
+             "this one has started) or off"),
+    cl::init("exit"), cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
 static cl::opt<unsigned> gpuIndexBits(
     "gpu-index-bits",
     cl::desc("Index arithmetic width in GPU kernels: 32, 64, or 0 for 32 "
@@ -235,6 +247,12 @@ static bool parseTargetOptions(tcc::CompileOptions &options) {
     return false;
   }
   options.target = *desc;
+  if (gridDependency != "early" && gridDependency != "exit" &&
+      gridDependency != "off") {
+    fail("--grid-dependency must be early, exit or off, not '" +
+         gridDependency + "'");
+    return false;
+  }
   if (mlir::failed(tcc::resolveHostCpu(hostCpu, options.host.cpu,
                                        options.host.cpuFeatures, error))) {
     fail(error);
@@ -313,6 +331,7 @@ static bool compilePath(const std::string &path,
   options.gpu.rocmDeviceLibs = rocmDeviceLibs;
   options.gpu.allowTf32 = allowTf32;
   options.gpu.indexBits = gpuIndexBits;
+  options.gpu.gridDependency = gridDependency;
   options.gpu.scheduleFile = scheduleFile;
   options.gpu.rowFusion = gpuRowFusion;
   options.gpu.attention = gpuAttention;
@@ -425,6 +444,7 @@ int main(int argc, char **argv) {
       options.outputDir = outputDir;
       options.seed = seed;
       options.cudaGraph = cudaGraph;
+      options.serialLaunches = serialLaunches;
       // Split against the model's input names once it is loaded: names and
       // files may both contain '='.
       for (const std::string &spec : inputs) {
@@ -442,6 +462,7 @@ int main(int argc, char **argv) {
     options.jsonPath = jsonPath;
     options.profilePath = profilePath;
     options.cudaGraph = cudaGraph;
+    options.serialLaunches = serialLaunches;
     for (const std::string &spec : inputs) {
       if (spec.find('=') == std::string::npos)
         return fail("--input expects NAME=FILE.npy, got '" + spec + "'");

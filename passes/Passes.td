@@ -372,6 +372,38 @@ def TccGpuL2Policy : Pass<"tcc-gpu-l2-policy", "::mlir::gpu::GPUModuleOp"> {
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def TccGpuGridDependency
+    : Pass<"tcc-gpu-grid-dependency", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Let each kernel launch while the kernel before it runs";
+  let description = [{
+    After lowering to the LLVM and NVVM dialects, on NVIDIA targets from
+    sm_90 (programmatic dependent launch): every kernel `llvm.func` begins,
+    after its leading allocas, with `griddepcontrol.wait` (it blocks until
+    the grids it depends on have finished and their writes are visible),
+    and is marked `tcc.grid_dependency`. The runtime launches a marked
+    kernel that directly follows another kernel with CUDA's programmatic
+    stream serialization: its blocks start as the previous kernel's last
+    block exits, without waiting for that grid's completion to travel back
+    through the stream (docs/architecture.md, "Grid dependency control"). Since every kernel waits before it touches
+    memory, a kernel's grid ends only after its predecessor's, and the
+    order of the whole stream is kept. The instructions are inline PTX with
+    a memory clobber: the NVVM intrinsics are modelled as touching no memory,
+    which would let loads move above the wait. A kernel that is already
+    marked is left alone. With `early-trigger`, the wait is followed by
+    `griddepcontrol.launch_dependents`: the next kernel may launch once
+    every block of this one has started, and its blocks then crowd onto the
+    multiprocessors that free up first (on the H200, U-Net 0.99 ms against
+    0.77 serial, NASNet-A Large 5.10 against 4.65); without it, the next
+    kernel launches as the last block exits (U-Net 0.755, NASNet 4.50,
+    GoogLeNet 0.316 against 0.354 serial).
+  }];
+  let options = [
+    Option<"earlyTrigger", "early-trigger", "bool", /*default=*/"false",
+           "Trigger the next kernel's launch right after the wait">,
+  ];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 def TccFuseElementwise : Pass<"tcc-fuse-elementwise", "func::FuncOp"> {
   let summary = "Fuse clusters of elementwise linalg.generic ops in one step";
   let description = [{

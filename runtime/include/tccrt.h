@@ -182,7 +182,13 @@ tccrt_status tccrt_model_run(tccrt_model *model);
  *    overheads; binding a different buffer discards the graph (it is
  *    recorded again). "0" (the default) launches kernel by kernel. CUDA and
  *    HIP contexts (there a HIP graph) only: "1" fails with
- *    TCCRT_ERROR_UNAVAILABLE on the host. */
+ *    TCCRT_ERROR_UNAVAILABLE on the host.
+ *  - "grid_dependency": "1" (the default) lets a kernel that the compiler
+ *    made wait for its predecessor's grid (CUDA, compute capability 9.0 and
+ *    later; the manifest's "grid_dependency") start while the kernel before
+ *    it still runs (programmatic dependent launch), hiding the launch gap.
+ *    "0" launches every kernel after the previous one has ended. Any
+ *    context accepts it; it changes nothing where there is no such kernel. */
 tccrt_status tccrt_model_set_option(tccrt_model *model, const char *name,
                                     const char *value);
 

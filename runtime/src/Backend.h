@@ -127,13 +127,16 @@ public:
   /// Queues `kernel` on a grid of blocks; `args` are the buffers' base
   /// pointers, passed as the kernel's parameters in order, and then `maps`
   /// (CUDA only), each encoded into its cache when its base is not the one
-  /// the cache holds, passed by value.
+  /// the cache holds, passed by value. With `overlapPrevious` (a kernel
+  /// that waits for its predecessor's grid itself, queued right after
+  /// another kernel) the device may start it before that kernel ends.
   virtual bool launchBlocks(KernelHandle /*kernel*/, void ** /*args*/,
                             size_t /*numArgs*/, const TensorMapArg * /*maps*/,
                             size_t /*numMaps*/,
                             const std::array<uint32_t, 3> & /*grid*/,
                             const std::array<uint32_t, 3> & /*block*/,
-                            uint32_t /*sharedBytes*/, std::string &error) {
+                            uint32_t /*sharedBytes*/, bool /*overlapPrevious*/,
+                            std::string &error) {
     error = describe() + " has no GPU launches";
     return false;
   }

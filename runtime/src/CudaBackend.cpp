@@ -98,6 +98,9 @@ struct Driver {
   /// Encodes the tensor maps of TMA kernels; optional, so that a driver
   /// without it still runs every other launch.
   decltype(&cuTensorMapEncodeTiled) tensorMapEncodeTiled = nullptr;
+  /// Launches with attributes (programmatic dependent launch); optional:
+  /// without it every launch waits for the one before.
+  decltype(&cuLaunchKernelEx) launchKernelEx = nullptr;
 
   /// "CALL: CUDA_ERROR_NAME (description)".
   std::string describe(const char *call, CUresult result) const {
@@ -164,6 +167,9 @@ Driver loadDriver() {
   if (!resolve("cuTensorMapEncodeTiled",
                reinterpret_cast<void **>(&d.tensorMapEncodeTiled)))
     d.tensorMapEncodeTiled = nullptr;
+  if (!resolve("cuLaunchKernelEx",
+               reinterpret_cast<void **>(&d.launchKernelEx)))
+    d.launchKernelEx = nullptr;
 
   CUresult r = d.init(0);
   if (r == CUDA_ERROR_NO_DEVICE) {
@@ -623,7 +629,7 @@ public:
                     const TensorMapArg *maps, size_t numMaps,
                     const std::array<uint32_t, 3> &grid,
                     const std::array<uint32_t, 3> &block, uint32_t sharedBytes,
-                    std::string &error) override {
+                    bool overlapPrevious, std::string &error) override {
     ScopedContext scope(d, ctx);
     // cuLaunchKernel wants the address of each parameter's value; it copies
     // the values (a graph capture records them), so the maps' caches may be
@@ -635,6 +641,28 @@ public:
       if (!encode(maps[i], i, error))
         return false;
       params[numArgs + i] = maps[i].encoded->bytes;
+    }
+    // Programmatic dependent launch (compute capability 9.0 and later): the
+    // kernel may start while the previous one runs; it waits for it with
+    // griddepcontrol.wait before touching memory (the manifest says so).
+    if (overlapPrevious && d.launchKernelEx && capability >= 90) {
+      CUlaunchAttribute attr{};
+      attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+      attr.value.programmaticStreamSerializationAllowed = 1;
+      CUlaunchConfig config{};
+      config.gridDimX = grid[0];
+      config.gridDimY = grid[1];
+      config.gridDimZ = grid[2];
+      config.blockDimX = block[0];
+      config.blockDimY = block[1];
+      config.blockDimZ = block[2];
+      config.sharedMemBytes = sharedBytes;
+      config.hStream = stream;
+      config.attrs = &attr;
+      config.numAttrs = 1;
+      return d.check(d.launchKernelEx(&config, static_cast<CUfunction>(kernel),
+                                      params.data(), nullptr),
+                     "cuLaunchKernelEx", error);
     }
     return d.check(d.launchKernel(static_cast<CUfunction>(kernel), grid[0],
                                   grid[1], grid[2], block[0], block[1],

@@ -506,7 +506,7 @@ public:
                     const TensorMapArg *, size_t numMaps,
                     const std::array<uint32_t, 3> &grid,
                     const std::array<uint32_t, 3> &block, uint32_t sharedBytes,
-                    std::string &error) override {
+                    bool /*overlapPrevious*/, std::string &error) override {
     // The manifest allows tensor maps on CUDA launches only.
     if (numMaps) {
       error = "tensor maps are CUDA's (TMA); " + describe() + " has none";

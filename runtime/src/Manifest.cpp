@@ -575,6 +575,14 @@ private:
                         "only GPU kernels have shared memory");
         k.sharedBytes = (uint32_t)bytes;
       }
+      if (const json *wait = r.member(e, ptr, "grid_dependency", true)) {
+        if (!wait->is_boolean())
+          return r.fail(ptr + "/grid_dependency", "expected true or false");
+        if (desc.code[k.code].kind != TargetKind::Cuda && wait->get<bool>())
+          return r.fail(ptr + "/grid_dependency",
+                        "only CUDA kernels wait for a grid dependency");
+        k.gridDependency = wait->get<bool>();
+      }
       desc.kernels.push_back(std::move(k));
     }
     return true;

@@ -78,6 +78,10 @@ struct KernelDesc {
   std::vector<std::string> ops; ///< Informational: the tcc ops it fuses.
   size_t code = 0;              ///< Index into ModelDesc::code.
   uint32_t sharedBytes = 0;     ///< GPU only: dynamic shared memory a block.
+  /// CUDA only: the kernel waits for the previous kernel's grid before it
+  /// touches memory (griddepcontrol.wait), so it may be launched while that
+  /// kernel still runs (programmatic dependent launch).
+  bool gridDependency = false;
 };
 
 /// A code object for one target: a host .so, PTX, a HSACO...

@@ -78,6 +78,7 @@ struct tccrt_model {
   /// Per init launch and per launch: its tensor maps as last encoded.
   std::vector<std::vector<EncodedTensorMap>> initMapCache, mapCache;
   bool useGraph = false;                        // option "cuda_graph"
+  bool gridDependency = true;                   // option "grid_dependency"
   std::unique_ptr<Graph> graph; // recorded at the first run after a change
 
   ~tccrt_model() {
@@ -452,6 +453,9 @@ bool enqueueList(tccrt_model *m, const std::vector<LaunchDesc> &launches,
                  const LaunchHook *hook = nullptr) {
   const ModelDesc &d = m->desc;
   Backend &be = *m->ctx->backend;
+  // Whether the work queued last is a GPU kernel: only a kernel's successor
+  // may overlap it (a hook records events between launches).
+  bool afterKernel = false;
   for (size_t i = 0; i < launches.size(); ++i) {
     const LaunchDesc &l = launches[i];
     if (hook && !(*hook)(i, false, err))
@@ -459,6 +463,7 @@ bool enqueueList(tccrt_model *m, const std::vector<LaunchDesc> &launches,
     bool ok;
     if (l.kind == LaunchDesc::Kind::Copy) {
       ok = be.copyOnDevice(m->buffers[l.dst], m->buffers[l.src], l.bytes, err);
+      afterKernel = false;
     } else {
       m->args.clear();
       for (size_t b : l.args)
@@ -471,12 +476,16 @@ bool enqueueList(tccrt_model *m, const std::vector<LaunchDesc> &launches,
         ok = be.launchBlocks(m->kernels[l.kernel], m->args.data(),
                              m->args.size(), m->maps.data(), m->maps.size(),
                              l.gridDims, l.blockDims,
-                             d.kernels[l.kernel].sharedBytes, err);
+                             d.kernels[l.kernel].sharedBytes,
+                             afterKernel && !hook && m->gridDependency &&
+                                 d.kernels[l.kernel].gridDependency,
+                             err);
       else if (!m->maps.empty())
         ok = false, err = "host kernels take no tensor maps";
       else
         ok = l.grid == 0 || be.launch(m->kernels[l.kernel], m->args.data(),
                                       m->args.size(), l.grid, err);
+      afterKernel = l.gpu;
       if (!ok)
         err = std::string(what) + " " + std::to_string(i) + " (kernel '" +
               d.kernels[l.kernel].name + "'): " + err;
@@ -734,8 +743,18 @@ tccrt_status setOption(tccrt_model *m, const std::string &name,
     m->graph.reset();
     return TCCRT_OK;
   }
+  if (name == "grid_dependency") {
+    if (value != "0" && value != "1")
+      return fail(m->ctx, TCCRT_ERROR_INVALID_ARGUMENT,
+                  "option grid_dependency takes \"0\" or \"1\", not \"" +
+                      value + "\"");
+    m->gridDependency = value == "1";
+    m->graph.reset();
+    return TCCRT_OK;
+  }
   return fail(m->ctx, TCCRT_ERROR_INVALID_ARGUMENT,
-              "unknown model option '" + name + "' (known: cuda_graph)");
+              "unknown model option '" + name +
+                  "' (known: cuda_graph, grid_dependency)");
 }
 
 } // namespace

@@ -107,7 +107,8 @@ public:
   /// Loads the bundle on the device of `target` (the bundle's own when
   /// empty; `target` is set to the one used).
   bool open(const std::vector<uint8_t> &bundle, const std::string &displayName,
-            std::string &target, bool cudaGraph, std::string &why) {
+            std::string &target, bool cudaGraph, bool serialLaunches,
+            std::string &why) {
     if (target.empty())
       target = bundleTarget(bundle);
     tccrt_device_kind kind;
@@ -124,6 +125,9 @@ public:
     }
     if (cudaGraph &&
         !check(tccrt_model_set_option(model, "cuda_graph", "1"), why))
+      return false;
+    if (serialLaunches &&
+        !check(tccrt_model_set_option(model, "grid_dependency", "0"), why))
       return false;
     size_t n;
     tccrt_model_num_inputs(model, &n);
@@ -569,7 +573,8 @@ int runBundle(std::vector<uint8_t> bundle, const std::string &displayName,
   return guarded(err, [&] {
     Session s;
     std::string why, target = options.target;
-    if (!s.open(bundle, displayName, target, options.cudaGraph, why))
+    if (!s.open(bundle, displayName, target, options.cudaGraph,
+                options.serialLaunches, why))
       return error(err, why);
     bundle = {}; // the runtime has its own copy of what it needs
     std::vector<std::string> paths;
@@ -591,7 +596,8 @@ int benchBundle(std::vector<uint8_t> bundle, const std::string &displayName,
       return error(err, "--iters must be >= 1");
     Session s;
     std::string why, target = options.target;
-    if (!s.open(bundle, displayName, target, options.cudaGraph, why))
+    if (!s.open(bundle, displayName, target, options.cudaGraph,
+                options.serialLaunches, why))
       return error(err, why);
     // What identifies the bundle in a profile (the header's manifest
     // checksum; the bundle loaded, so it has a header).
@@ -626,6 +632,7 @@ int benchBundle(std::vector<uint8_t> bundle, const std::string &displayName,
         {"target", target},
         {"timer", onHost ? "host clock" : "device events"},
         {"cuda_graph", options.cudaGraph},
+        {"grid_dependency", !options.serialLaunches},
         {"warmup", options.warmup},
         {"iters", options.iters},
         {"median_ms", percentile(ms, 0.5)},

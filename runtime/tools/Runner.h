@@ -36,6 +36,9 @@ struct RunOptions {
   /// Run through a CUDA or HIP graph (option "cuda_graph"); GPU devices
   /// only.
   bool cudaGraph = false;
+  /// Every kernel starts after the previous one ended (option
+  /// "grid_dependency" 0).
+  bool serialLaunches = false;
 };
 
 struct BenchOptions {
@@ -47,6 +50,8 @@ struct BenchOptions {
   std::string jsonPath;
   /// Replay a CUDA or HIP graph (option "cuda_graph"); GPU devices only.
   bool cudaGraph = false;
+  /// As RunOptions::serialLaunches.
+  bool serialLaunches = false;
   /// NAME=FILE.npy, as RunOptions::inputSpecs: the inputs a timing depends
   /// on (a padding mask, indices); the others are random.
   std::vector<std::string> inputSpecs;

@@ -24,14 +24,15 @@ namespace {
 
 const char kUsage[] =
     "usage: tcc run BUNDLE [--target T] [--input NAME=FILE.npy]... "
-    "[--output-dir DIR] [--seed N] [--cuda-graph]\n"
+    "[--output-dir DIR] [--seed N] [--cuda-graph] [--serial-launches]\n"
     "       tcc bench BUNDLE [--target T] [--input NAME=FILE.npy]... "
     "[--warmup N] [--iters N] [--json FILE] [--profile FILE] "
-    "[--cuda-graph]\n"
+    "[--cuda-graph] [--serial-launches]\n"
     "       tcc inspect BUNDLE [--profile FILE]\n"
     "The device is the bundle's target unless --target names one (host,\n"
     "sm_NN for CUDA, gfxNNN for HIP); --cuda-graph replays the launches as a\n"
-    "CUDA graph (a HIP graph on HIP devices). bench --profile FILE also\n"
+    "CUDA graph (a HIP graph on HIP devices); --serial-launches starts no\n"
+    "kernel before the previous one ended. bench --profile FILE also\n"
     "times every launch and writes them to FILE (JSON); inspect --profile\n"
     "FILE adds them to the manifest it prints.\n"
     "This tcc is runtime-only (built without the compiler): it runs bundles\n"
@@ -157,6 +158,10 @@ int main(int argc, char **argv) {
       if (hasValue)
         return usageError("--cuda-graph takes no value");
       run.cudaGraph = bench.cudaGraph = true;
+    } else if (flag == "serial-launches" && (forRun || forBench)) {
+      if (hasValue)
+        return usageError("--serial-launches takes no value");
+      run.serialLaunches = bench.serialLaunches = true;
     } else if (flag == "profile" && (forBench || command == "inspect")) {
       if (!needValue() || value.empty())
         return usageError("--profile needs a file name");

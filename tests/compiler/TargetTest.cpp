@@ -48,6 +48,8 @@ TEST_CASE("NVIDIA targets carry their features and limits", "[target]") {
   CHECK(sm90.tma);
   CHECK_FALSE(sm80.l2CacheHints);
   CHECK(sm90.l2CacheHints);
+  CHECK_FALSE(sm80.gridDependency);
+  CHECK(sm90.gridDependency);
   // 163 KiB on A100, 227 KiB on Hopper, 99 KiB on GA10x.
   CHECK(sm80.maxSharedPerBlock == 163 * 1024);
   CHECK(sm90.maxSharedPerBlock == 227 * 1024);

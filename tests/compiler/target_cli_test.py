@@ -78,6 +78,33 @@ def main():
                 check('%s --target %s' % (cmd, t),
                       one_line_error(p, "'%s'" % t, 'supported: host, sm_80', 'gfx942', *words),
                       'exit %d: %r' % (p.returncode, p.stderr))
+        # Programmatic dependent launch: every kernel of an sm_90 bundle waits
+        # for its predecessor's grid (the PTX read back says so); none on
+        # sm_80, none with --grid-dependency off; an unknown mode is refused.
+        for t, mode, want in (('sm_90a', None, True), ('sm_90', 'early', True),
+                              ('sm_80', None, False), ('sm_90a', 'off', False)):
+            extra = ['--grid-dependency', mode] if mode else []
+            p = tcc_run('compile', model, '-o', bundle, '--target', t, *extra)
+            kernels = manifest(bundle)['kernels'] if p.returncode == 0 else []
+            marks = [k.get('grid_dependency', False) for k in kernels]
+            check('%s --grid-dependency %s marks kernels: %s' % (t, mode, want),
+                  bool(kernels) and all(m == want for m in marks), p.stderr + str(marks))
+            ptx = os.path.join(work, 'm.ptx')
+            p = tcc_run('compile', model, '-o', ptx, '--emit', 'asm', '--target', t, *extra)
+            text = open(ptx).read() if p.returncode == 0 else ''
+            check('%s --grid-dependency %s PTX' % (t, mode),
+                  p.returncode == 0 and (text.count('griddepcontrol.wait') > 0) == want and
+                  ('griddepcontrol.launch_dependents' in text) == (mode == 'early'),
+                  p.stderr)
+        p = tcc_run('compile', model, '-o', bundle, '--target', 'sm_90', '--grid-dependency',
+                    'later')
+        check('--grid-dependency later is refused',
+              one_line_error(p, "--grid-dependency must be early, exit or off, not 'later'"),
+              'exit %d: %r' % (p.returncode, p.stderr))
+        # --serial-launches changes nothing where no kernel waits (the host).
+        p = tcc_run('compile', model, '-o', bundle)
+        p = tcc_run('run', bundle, '--serial-launches', '--output-dir', work)
+        check('run --serial-launches on the host', p.returncode == 0, p.stderr)
         # CPUs: unknown names are refused before anything is compiled.
         for c in ('pentium9', 'sm_90', ''):
             p = tcc_run('compile', model, '-o', bundle, '--cpu', c)

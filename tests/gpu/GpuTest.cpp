@@ -1061,10 +1061,17 @@ TEST_CASE("model options and timing on the host", "[gpu-schema]") {
   CHECK(err.find("option cuda_graph needs a CUDA context, this one runs host "
                  "(") == 0);
   CHECK(tccrt_model_set_option(m, "cuda_graph", "0") == TCCRT_OK);
+  // Accepted anywhere: it changes nothing without kernels that wait.
+  CHECK(tccrt_model_set_option(m, "grid_dependency", "0") == TCCRT_OK);
+  CHECK(tccrt_model_set_option(m, "grid_dependency", "1") == TCCRT_OK);
+  CHECK(tccrt_model_set_option(m, "grid_dependency", "yes") ==
+        TCCRT_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(tccrt_context_last_error(ctx)) ==
+        "option grid_dependency takes \"0\" or \"1\", not \"yes\"");
   CHECK(tccrt_model_set_option(m, "graphs", "1") ==
         TCCRT_ERROR_INVALID_ARGUMENT);
   CHECK(std::string(tccrt_context_last_error(ctx)) ==
-        "unknown model option 'graphs' (known: cuda_graph)");
+        "unknown model option 'graphs' (known: cuda_graph, grid_dependency)");
   CHECK(tccrt_model_set_option(m, nullptr, "1") ==
         TCCRT_ERROR_INVALID_ARGUMENT);
   CHECK(tccrt_model_set_option(nullptr, "cuda_graph", "1") ==

@@ -200,6 +200,11 @@ TEST_CASE("every schema rule is enforced with its pointer", "[manifest]") {
        P + "/kernels/0/symbol: must not be empty"},
       {[](json &m) { m["kernels"][0]["ops"] = {1}; },
        P + "/kernels/0/ops/0: expected a string"},
+      {[](json &m) { m["kernels"][0]["grid_dependency"] = 1; },
+       P + "/kernels/0/grid_dependency: expected true or false"},
+      {[](json &m) { m["kernels"][0]["grid_dependency"] = true; },
+       P + "/kernels/0/grid_dependency: only CUDA kernels wait for a grid "
+           "dependency"},
       {[](json &m) { m["launches"][0] = json::array(); },
        P + "/launches/0: expected an object"},
       {[](json &m) { m["launches"][0]["kernel"] = 5; },

@@ -479,7 +479,7 @@ def measure(args):
                      'groups': c['groups'], 'warnings': c['warnings'], 'times_ms': [],
                      'alternative': by_id[c['id']]}
                 if not args.no_check:
-                    r.update(cnn_bench.tcc_check(ns, case, work))
+                    r.update(cnn_bench.tcc_check(ns, case, work, manifest['graph']))
                     r['ok'] = r.get('ok', False)
                     failed += not r['ok']
                 cases.append((case, r))

@@ -146,6 +146,8 @@ struct ConvTransposeToNhwc : OpRewritePattern<ConvTranspose2dOp> {
         op.getPads().size() != 4 || op.getDilations().size() != 2 ||
         op.getOutputPadding().size() != 2)
       return failure();
+    if (succeeded(rewriteByPhases(op, rewriter)))
+      return success();
     Location loc = op.getLoc();
     ArrayRef<int64_t> in = inTy.getShape(), wShape = wTy.getShape();
     int64_t n = in[0], c = in[1], h = in[2], w = in[3];
@@ -209,6 +211,99 @@ struct ConvTransposeToNhwc : OpRewritePattern<ConvTranspose2dOp> {
                          rewriter.getDenseI64ArrayAttr({dh, dw}),
                          rewriter.getI64IntegerAttr(1), rewriter.getUnitAttr());
     rewriter.replaceOp(op, transposeOf(rewriter, loc, conv, kToNchw));
+    return success();
+  }
+
+  /// The sub-pixel form, for strides above 1 without dilation: output row
+  /// u = q * s + r (u counted from the top pad) sums x[q - m] * w[r + s * m]
+  /// over m < ceil((k - r) / s), a stride-1 convolution of x with phase r's
+  /// taps reversed. All s_h * s_w phases run as one convolution with the
+  /// phases as output channels, ordered (r_h, r_w, o), and an M_h x M_w
+  /// kernel (M = ceil(k / s); the taps a short phase lacks are zeros); its
+  /// [N, Q_h, Q_w, s_h, s_w, O] result interleaves into [N, Q_h * s_h,
+  /// Q_w * s_w, O] and is cropped to the output. Unlike the zero-insertion
+  /// form it multiplies no inserted zero: s_h * s_w times fewer products
+  /// (U-Net's 2x2 up-convolutions become one 1x1 convolution). The weight's
+  /// and the bias's rearrangement work on params alone, so they run at load.
+  LogicalResult rewriteByPhases(ConvTranspose2dOp op,
+                                PatternRewriter &rewriter) const {
+    ArrayRef<int64_t> strides = op.getStrides(), pads = op.getPads();
+    if (op.getDilations()[0] != 1 || op.getDilations()[1] != 1 ||
+        (strides[0] == 1 && strides[1] == 1))
+      return failure();
+    auto inTy = cast<RankedTensorType>(op.getInput().getType());
+    auto wTy = cast<RankedTensorType>(op.getWeight().getType());
+    ArrayRef<int64_t> in = inTy.getShape(), wShape = wTy.getShape();
+    RankedTensorType nhwcTy =
+        withShape(op, permuted(op.getType().getShape(), kToNhwc));
+    int64_t n = in[0], c = in[1], o = wShape[1];
+    // Per spatial dim: input size, kernel, stride, top pad, output size,
+    // taps per phase and the phase grid's rows.
+    int64_t size[2], k[2], s[2], top[2], out[2], taps[2], rows[2];
+    for (int d = 0; d < 2; ++d) {
+      size[d] = in[2 + d];
+      k[d] = wShape[2 + d];
+      s[d] = strides[d];
+      top[d] = pads[d];
+      out[d] = nhwcTy.getDimSize(1 + d);
+      taps[d] = llvm::divideCeil(k[d], s[d]);
+      rows[d] = llvm::divideCeil(top[d] + out[d], s[d]);
+    }
+    int64_t phases = s[0] * s[1];
+    Location loc = op.getLoc();
+    Value x = transposeOf(rewriter, loc, op.getInput(), kToNhwc);
+    // Rows q < Q read x[q - m]: rows of x at or past Q are never read.
+    if (rows[0] < size[0] || rows[1] < size[1]) {
+      size[0] = std::min(size[0], rows[0]);
+      size[1] = std::min(size[1], rows[1]);
+      x = SliceOp::create(rewriter, loc, withShape(x, {n, size[0], size[1], c}),
+                          x, rewriter.getDenseI64ArrayAttr({0, 0, 0, 0}),
+                          rewriter.getDenseI64ArrayAttr({1, 1, 1, 1}));
+    }
+    // [C, O, KH, KW], zeros to M * s taps, split as [C, O, M, s] (tap
+    // m * s + r), m reversed, then [(r_h, r_w, O), M_h, M_w, C].
+    Value wt = op.getWeight();
+    int64_t fullH = taps[0] * s[0], fullW = taps[1] * s[1];
+    if (fullH != k[0] || fullW != k[1])
+      wt = PadOp::create(rewriter, loc, withShape(wt, {c, o, fullH, fullW}), wt,
+                         rewriter.getDenseI64ArrayAttr(
+                             {0, 0, 0, 0, 0, 0, fullH - k[0], fullW - k[1]}),
+                         rewriter.getF64FloatAttr(0.0));
+    wt = reshapeTo(rewriter, loc, wt, {c, o, taps[0], s[0], taps[1], s[1]});
+    if (taps[0] > 1 || taps[1] > 1)
+      wt = SliceOp::create(
+          rewriter, loc, cast<RankedTensorType>(wt.getType()), wt,
+          rewriter.getDenseI64ArrayAttr({0, 0, taps[0] - 1, 0, taps[1] - 1, 0}),
+          rewriter.getDenseI64ArrayAttr({1, 1, -1, 1, -1, 1}));
+    const int64_t toPhasesFirst[] = {3, 5, 1, 2, 4, 0};
+    wt = transposeOf(rewriter, loc, wt, toPhasesFirst);
+    wt = reshapeTo(rewriter, loc, wt, {phases * o, taps[0], taps[1], c});
+    // The bias once per phase (a small derived param, made at load).
+    Value bias = op.getBias();
+    if (bias) {
+      bias = reshapeTo(rewriter, loc, bias, {1, o});
+      bias = BroadcastToOp::create(rewriter, loc, withShape(bias, {phases, o}),
+                                   bias);
+      bias = reshapeTo(rewriter, loc, bias, {phases * o});
+    }
+    // x[q - m] for m < M: M - 1 rows of zeros on top, and below up to Q.
+    auto conv = Conv2dOp::create(
+        rewriter, loc, withShape(x, {n, rows[0], rows[1], phases * o}), x, wt,
+        bias, rewriter.getDenseI64ArrayAttr({1, 1}),
+        rewriter.getDenseI64ArrayAttr(
+            {taps[0] - 1, taps[1] - 1, rows[0] - size[0], rows[1] - size[1]}),
+        rewriter.getDenseI64ArrayAttr({1, 1}), rewriter.getI64IntegerAttr(1),
+        rewriter.getUnitAttr());
+    Value y =
+        reshapeTo(rewriter, loc, conv, {n, rows[0], rows[1], s[0], s[1], o});
+    const int64_t interleave[] = {0, 1, 3, 2, 4, 5};
+    y = transposeOf(rewriter, loc, y, interleave);
+    y = reshapeTo(rewriter, loc, y, {n, rows[0] * s[0], rows[1] * s[1], o});
+    if (rows[0] * s[0] != out[0] || rows[1] * s[1] != out[1])
+      y = SliceOp::create(rewriter, loc, nhwcTy, y,
+                          rewriter.getDenseI64ArrayAttr({0, top[0], top[1], 0}),
+                          rewriter.getDenseI64ArrayAttr({1, 1, 1, 1}));
+    rewriter.replaceOp(op, transposeOf(rewriter, loc, y, kToNchw));
     return success();
   }
   std::function<bool(Type)> wanted;

@@ -34,6 +34,9 @@ enum class Origin {
   Hoisted ///< Computed from params and sources by a hoisted op.
 };
 
+/// Elements a derived param may have beyond those it is made from.
+constexpr int64_t kSmallDerived = 1 << 14;
+
 int64_t numElements(Value v) {
   auto t = dyn_cast<RankedTensorType>(v.getType());
   return t && t.hasStaticShape() ? t.getNumElements() : -1;
@@ -78,8 +81,9 @@ struct TccHoistParamComputations
     // Forward over the ops (the body is in order): an op is hoisted when
     // all its operands are params, sources or hoisted, at least one is not
     // a source, and it makes no more elements than its largest stored
-    // operand, so that a derived param never costs more memory than what it
-    // is made from (a broadcast stays a per-run view of its operand).
+    // operand (or few), so that a derived param never costs much more memory
+    // than what it is made from (a large broadcast stays a per-run view of
+    // its operand).
     SmallVector<Operation *> hoisted;
     for (Operation &op : body.without_terminator()) {
       if (!mayHoist(op))
@@ -110,8 +114,12 @@ struct TccHoistParamComputations
           origin[r] = Origin::Source;
         continue;
       }
-      if (llvm::any_of(op.getResults(),
-                       [&](Value r) { return numElements(r) > largest; }))
+      // Small results may grow: a per-channel vector repeated a few times
+      // (a transposed convolution's bias, once per output phase) costs a
+      // few KB once and saves a kernel per run.
+      if (llvm::any_of(op.getResults(), [&](Value r) {
+            return numElements(r) > std::max(largest, kSmallDerived);
+          }))
         continue;
       // A reshape of a raw param is a view: copying it at load would only
       // double the param's memory.

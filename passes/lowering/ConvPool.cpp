@@ -20,6 +20,7 @@
 #include "ir/TccOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 using namespace mlir;
@@ -281,6 +282,90 @@ Value padForPooling(OpBuilder &b, OpTy op, Value value) {
                     value, 1, 1, op.getNhwc());
 }
 
+/// Windows of at most this many taps are unrolled (directPool).
+constexpr int64_t kMaxUnrolledTaps = 64;
+
+/// The pool as one all-parallel generic over the output whose body walks
+/// the window's taps unrolled: a tap inside the image reads the input
+/// (tensor.extract at oh * sh - pad_top + kh, ...), one outside it
+/// contributes `outside` instead, and `finish` turns the accumulator
+/// (combined from `init` in (kh, kw) order) into the output element. One
+/// loop nest, where a padded copy and a reduction over the window are three
+/// (the copy, the accumulator's fill, the window loop): on a GPU three
+/// launches, at batch 1 each costing more than the pool's work.
+template <typename OpTy>
+Value directPool(
+    OpBuilder &b, OpTy op, Value init, Value outside, CombineFn combine,
+    function_ref<Value(ImplicitLocOpBuilder &, Value acc)> finish) {
+  Value input = op.getInput();
+  ArrayRef<int64_t> xs = tensorTypeOf(input).getShape();
+  ArrayRef<int64_t> k = op.getKernel(), st = op.getStrides(),
+                    pads = op.getPads();
+  // Plain variables: the body's lambda captures them.
+  int64_t ah = spatialAxes(op.getNhwc()).first,
+          aw = spatialAxes(op.getNhwc()).second;
+  return buildElementwise(
+      b, op.getLoc(), ValueRange{}, op.getType(),
+      [&](ImplicitLocOpBuilder &ib, ValueRange) {
+        auto index = [&](int64_t v) {
+          return arith::ConstantIndexOp::create(ib, v);
+        };
+        SmallVector<Value> at;
+        for (int64_t d = 0; d < 4; ++d)
+          at.push_back(linalg::IndexOp::create(ib, d));
+        // The window's first row and column (may be negative), and for
+        // each tap offset whether it is inside the image.
+        auto origin = [&](int64_t axis, int64_t attr) {
+          Value scaled = arith::MulIOp::create(ib, at[axis], index(st[attr]));
+          return arith::SubIOp::create(ib, scaled, index(pads[attr]));
+        };
+        Value top = origin(ah, 0), left = origin(aw, 1);
+        auto inside = [&](Value first, int64_t tap, int64_t size,
+                          Value &pos) -> Value {
+          pos = arith::AddIOp::create(ib, first, index(tap));
+          Value lo = arith::CmpIOp::create(ib, arith::CmpIPredicate::sge, pos,
+                                           index(0));
+          Value hi = arith::CmpIOp::create(ib, arith::CmpIPredicate::slt, pos,
+                                           index(size));
+          Value ok = arith::AndIOp::create(ib, lo, hi);
+          // Clamped, so that the load stays in bounds where it is unused.
+          pos = arith::SelectOp::create(ib, ok, pos, index(0));
+          return ok;
+        };
+        SmallVector<Value> rows, rowOk, cols, colOk;
+        for (int64_t i = 0; i < k[0]; ++i) {
+          Value pos;
+          rowOk.push_back(inside(top, i, xs[ah], pos));
+          rows.push_back(pos);
+        }
+        for (int64_t j = 0; j < k[1]; ++j) {
+          Value pos;
+          colOk.push_back(inside(left, j, xs[aw], pos));
+          cols.push_back(pos);
+        }
+        Value acc = init;
+        for (int64_t i = 0; i < k[0]; ++i) {
+          for (int64_t j = 0; j < k[1]; ++j) {
+            SmallVector<Value> tap(at);
+            tap[ah] = rows[i];
+            tap[aw] = cols[j];
+            Value x = toCompute(ib, tensor::ExtractOp::create(ib, input, tap));
+            Value ok = arith::AndIOp::create(ib, rowOk[i], colOk[j]);
+            acc = combine(ib, arith::SelectOp::create(ib, ok, x, outside), acc);
+          }
+        }
+        return finish(ib, acc);
+      });
+}
+
+/// Whether `op` takes directPool: a small static window.
+template <typename OpTy> bool unrollsWindow(OpTy op) {
+  ArrayRef<int64_t> k = op.getKernel();
+  return k.size() == 2 && k[0] * k[1] <= kMaxUnrolledTaps &&
+         tensorTypeOf(op.getInput()).hasStaticShape() &&
+         op.getType().hasStaticShape();
+}
+
 /// Padding holds the type's lowest value, which never beats a real element
 /// (every window holds one); maximumf propagates NaN.
 struct MaxPool2dLowering : OpRewritePattern<MaxPool2dOp> {
@@ -290,6 +375,17 @@ struct MaxPool2dLowering : OpRewritePattern<MaxPool2dOp> {
     Location loc = op.getLoc();
     Type elt = op.getType().getElementType();
     Type acc = computeType(elt);
+    auto maximum = [](ImplicitLocOpBuilder &b, Value x, Value a) -> Value {
+      return arith::MaximumFOp::create(b, a, x);
+    };
+    if (unrollsWindow(op)) {
+      Value lowest = extremeConstant(rewriter, loc, acc, /*highest=*/false);
+      rewriter.replaceOp(op, directPool(rewriter, op, lowest, lowest, maximum,
+                                        [&](ImplicitLocOpBuilder &b, Value a) {
+                                          return convertScalar(b, a, elt);
+                                        }));
+      return success();
+    }
     Value padded = padForPooling(
         rewriter, op, extremeConstant(rewriter, loc, elt, /*highest=*/false));
     Value r = poolWindow(
@@ -318,20 +414,13 @@ struct AvgPool2dLowering : OpRewritePattern<AvgPool2dOp> {
     SmallVector<int64_t> pads(op.getPads()), st(op.getStrides()),
         k(op.getKernel());
     bool includePad = op.getCountIncludePad();
-    Value padded =
-        padForPooling(rewriter, op, scalarConstant(rewriter, loc, elt, 0));
-    Value sum = poolWindow(
-        rewriter, loc, padded, k, st, type.getShape(),
-        scalarConstant(rewriter, loc, acc, 0),
-        [](ImplicitLocOpBuilder &b, Value x, Value a) -> Value {
-          return arith::AddFOp::create(b, a, toCompute(b, x));
-        },
-        op.getNhwc());
     // Plain variables: the divisor's lambda captures them.
     int64_t ah = spatialAxes(op.getNhwc()).first,
             aw = spatialAxes(op.getNhwc()).second;
-    Value r = buildElementwise(
-        rewriter, loc, sum, type, [&](ImplicitLocOpBuilder &b, ValueRange a) {
+    // The window's sum divided by its divisor, at the output position the
+    // enclosing generic is at.
+    auto average =
+        [&](ImplicitLocOpBuilder &b, Value sum) {
           Type i64 = b.getI64Type();
           auto c = [&](int64_t v) { return intConstant(b, loc, i64, v); };
           // Window extent along one axis, from the output index.
@@ -357,13 +446,79 @@ struct AvgPool2dLowering : OpRewritePattern<AvgPool2dOp> {
           Value cols = extent(aw, 1);
           Value count = arith::MulIOp::create(b, rows, cols);
           Value divisor = arith::SIToFPOp::create(b, acc, count);
-          return convertScalar(b, arith::DivFOp::create(b, a[0], divisor),
-                               elt);
-        });
+          return convertScalar(b, arith::DivFOp::create(b, sum, divisor), elt);
+        };
+    Value zero = scalarConstant(rewriter, loc, acc, 0);
+    auto add = [](ImplicitLocOpBuilder &b, Value x, Value a) -> Value {
+      return arith::AddFOp::create(b, a, x);
+    };
+    if (unrollsWindow(op)) {
+      rewriter.replaceOp(op,
+                         directPool(rewriter, op, zero, zero, add, average));
+      return success();
+    }
+    Value padded =
+        padForPooling(rewriter, op, scalarConstant(rewriter, loc, elt, 0));
+    Value sum = poolWindow(
+        rewriter, loc, padded, k, st, type.getShape(), zero,
+        [&](ImplicitLocOpBuilder &b, Value x, Value a) -> Value {
+          return add(b, toCompute(b, x), a);
+        },
+        op.getNhwc());
+    Value r = buildElementwise(rewriter, loc, sum, type,
+                               [&](ImplicitLocOpBuilder &b, ValueRange a) {
+                                 return average(b, a[0]);
+                               });
     rewriter.replaceOp(op, r);
     return success();
   }
 };
+
+/// Images of at most this many pixels take directGlobalPool.
+constexpr int64_t kMaxDirectImage = 1024;
+
+/// A global average pool as one all-parallel generic over the output, each
+/// element summing its channel's image in a loop (in `acc`): one loop nest
+/// where a reduction is three (the accumulator's fill, the sum, the
+/// division); a CNN's head at batch 1 pools a 7x7 or 13x13 image, far less
+/// work than the launches.
+Value directGlobalPool(OpBuilder &b, GlobalAvgPool2dOp op, Type acc,
+                       double count) {
+  Value input = op.getInput();
+  ArrayRef<int64_t> xs = tensorTypeOf(input).getShape();
+  int64_t ah = spatialAxes(op.getNhwc()).first,
+          aw = spatialAxes(op.getNhwc()).second;
+  Type elt = op.getType().getElementType();
+  return buildElementwise(
+      b, op.getLoc(), ValueRange{}, op.getType(),
+      [&](ImplicitLocOpBuilder &ib, ValueRange) {
+        auto index = [&](int64_t v) {
+          return arith::ConstantIndexOp::create(ib, v);
+        };
+        SmallVector<Value> at;
+        for (int64_t d = 0; d < 4; ++d)
+          at.push_back(linalg::IndexOp::create(ib, d));
+        Value zero = scalarConstant(ib, ib.getLoc(), acc, 0);
+        auto loop = scf::ForOp::create(
+            ib, index(0), index(xs[ah] * xs[aw]), index(1), ValueRange{zero},
+            [&](OpBuilder &nb, Location nl, Value pixel, ValueRange sum) {
+              ImplicitLocOpBuilder lb(nl, nb);
+              SmallVector<Value> tap(at);
+              Value width = arith::ConstantIndexOp::create(lb, xs[aw]);
+              tap[ah] = arith::DivUIOp::create(lb, pixel, width);
+              tap[aw] = arith::RemUIOp::create(lb, pixel, width);
+              Value x =
+                  toCompute(lb, tensor::ExtractOp::create(lb, input, tap));
+              if (x.getType() != acc)
+                x = arith::ExtFOp::create(lb, acc, x);
+              scf::YieldOp::create(
+                  lb, ValueRange{arith::AddFOp::create(lb, sum[0], x)});
+            });
+        Value n = scalarConstant(ib, ib.getLoc(), acc, count);
+        return convertScalar(
+            ib, arith::DivFOp::create(ib, loop.getResult(0), n), elt);
+      });
+}
 
 struct GlobalAvgPool2dLowering : OpRewritePattern<GlobalAvgPool2dOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -387,6 +542,10 @@ struct GlobalAvgPool2dLowering : OpRewritePattern<GlobalAvgPool2dOp> {
           return arith::AddFOp::create(b, a, wide);
         });
     double count = (double)(xs[ah] * xs[aw]);
+    if (xs[ah] * xs[aw] <= kMaxDirectImage && type.hasStaticShape()) {
+      rewriter.replaceOp(op, directGlobalPool(rewriter, op, acc, count));
+      return success();
+    }
     Value r = buildElementwise(
         rewriter, loc, sum, type, [&](ImplicitLocOpBuilder &b, ValueRange a) {
           Value n = scalarConstant(b, loc, acc, count);

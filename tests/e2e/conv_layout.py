@@ -209,10 +209,93 @@ def check(work, dt):
                                                       '' if ok else ' -- ' + detail))
 
 
+# Transposed convolutions in channels last: stride > 1 without dilation takes
+# the sub-pixel form (one convolution over the s_h * s_w phases, interleaved),
+# dilated ones the zero-insertion form. (kernel, strides, pads, dilations,
+# output_padding, bias, weight as input): kernels shorter than, equal to and
+# longer than the stride, pads that crop into a phase, output_padding,
+# asymmetric everything, odd sizes.
+TRANSPOSED = [
+    ((2, 2), (2, 2), (0, 0, 0, 0), (1, 1), (0, 0), True, False),   # U-Net's
+    ((3, 3), (2, 2), (1, 1, 1, 1), (1, 1), (1, 1), True, False),   # 2x up, pad 1
+    ((4, 4), (2, 2), (1, 1, 1, 1), (1, 1), (0, 0), False, False),  # DCGAN's
+    ((3, 2), (3, 2), (2, 0, 1, 1), (1, 1), (2, 1), True, True),
+    ((1, 5), (2, 3), (0, 2, 0, 1), (1, 1), (1, 0), False, False),
+    ((5, 3), (2, 1), (3, 1, 2, 0), (1, 1), (0, 0), True, False),
+    ((3, 3), (2, 2), (1, 0, 0, 1), (2, 1), (1, 0), True, False),   # dilated
+]
+
+
+def check_transposed(work):
+    dt = 'f32'
+    for i, (k, s, pads, dil, opad, bias, w_input) in enumerate(TRANSPOSED):
+        n, c, o, h, w = 2, 5, 3, 7, 6
+        x = L.rnd(dt, rng.uniform(-1, 1, (n, c, h, w)))
+        wt = L.rnd(dt, rng.normal(0, 0.4, (c, o) + k))
+        b = L.rnd(dt, rng.normal(0, 0.1, o)) if bias else None
+        ref = L.conv_transpose2d(x, wt, b, s, pads, dil, opad)
+        params = {'w': wt} if not w_input else {}
+        if bias:
+            params['b'] = b
+        inputs = [{'name': 'x', 'dtype': dt, 'shape': list(x.shape)}]
+        if w_input:
+            inputs.append({'name': 'w', 'dtype': dt, 'shape': list(wt.shape)})
+        model = {'format': 'tcc-model', 'version': 1, 'name': 'up%d' % i, 'inputs': inputs,
+                 'params': [{'name': name, 'dtype': dt, 'shape': list(v.shape),
+                             'init': {'file': 'up%d.safetensors' % i, 'tensor': name}}
+                            for name, v in params.items()],
+                 'nodes': [{'op': 'conv_transpose2d',
+                            'inputs': ['x', 'w'] + (['b'] if bias else []), 'outputs': ['y'],
+                            'attrs': {'strides': list(s), 'pads': list(pads),
+                                      'dilations': list(dil), 'output_padding': list(opad)}}],
+                 'outputs': ['y']}
+        if params:
+            L.write_safetensors(os.path.join(work, 'up%d.safetensors' % i),
+                                {name: (dt, v) for name, v in params.items()})
+        path = os.path.join(work, 'up%d.json' % i)
+        with open(path, 'w') as f:
+            json.dump(model, f)
+        feeds = ['--input', 'x=' + os.path.join(work, 'upx%d.npy' % i)]
+        np.save(os.path.join(work, 'upx%d.npy' % i), L.to_npy(dt, x))
+        if w_input:
+            np.save(os.path.join(work, 'upw%d.npy' % i), L.to_npy(dt, wt))
+            feeds += ['--input', 'w=' + os.path.join(work, 'upw%d.npy' % i)]
+        name = 'conv_transpose2d k%s s%s pads%s d%s op%s' % (k, s, pads, dil, opad)
+        rc, _, err = L.run_tcc([args.tcc, 'compile', path, '--emit', 'mlir', '-o',
+                                os.path.join(work, 'up.mlir'), '--conv-layout=nhwc'])
+        if rc != 0:
+            report(name + ' compile', False, L.first_line(err))
+            continue
+        with open(os.path.join(work, 'up.mlir')) as f:
+            mlir = f.read()
+        # The sub-pixel form convolves over the phases: s_h * s_w * O
+        # output channels.
+        phases = dil == (1, 1)
+        convs = re.findall(r'tcc\.conv2d .*-> tensor<\d+x\d+x\d+x(\d+)xf32>', mlir)
+        wide = len(convs) == 1 and int(convs[0]) == s[0] * s[1] * o
+        report(name + (' sub-pixel form' if phases else ' zero insertion'),
+               'conv_transpose2d' not in mlir and wide == phases)
+        outdir = os.path.join(work, 'up_out%d' % i)
+        rc, _, err = L.run_tcc([args.tcc, 'run', path, '--output-dir', outdir,
+                                '--conv-layout=nhwc'] + feeds)
+        if rc != 0:
+            report(name + ' run', False, L.first_line(err))
+            continue
+        got = L.from_npy(dt, np.load(os.path.join(outdir, 'y.npy')))
+        # f32 with each output a sum of at most C * KH * KW products:
+        # 64 ulps of the output's largest magnitude covers the summation
+        # order; a wrong phase or tap is off by O(1).
+        allowed = 64 * L.eps(dt) * float(np.abs(ref).max())
+        ok, maxerr, detail = L.compare(got, ref, L.Tol(0.0, allowed))
+        report(name, ok and got.shape == ref.shape,
+               'max|err| %.3g, allowed %.3g%s' % (maxerr, allowed, '' if ok else ' -- ' + detail))
+
+
 def main():
     with tempfile.TemporaryDirectory() as work:
         for dt in ('f32', 'f16'):
             check(work, dt)
+        check_transposed(work)
         # The option is checked: one line, exit status 1.
         rc, _, err = L.run_tcc([args.tcc, 'compile', os.path.join(work, 'model_f32.json'),
                                 '-o', os.path.join(work, 'b.tccb'), '--conv-layout=nwhc'])

@@ -4,8 +4,8 @@
 // reshaped, feeds a matmul: all of it moves to @main_init, which returns the
 // reshaped weight; @main reads it as a derived argument. The bias is used
 // raw (the add) and derived (exp): the raw param stays an argument of both.
-// A broadcast of a param makes more elements than the param: it stays per
-// run, and so do the ops on it. A reshape of a raw param is a view: an
+// A broadcast of a param to more than 2^14 elements, more than the param:
+// it stays per run, and so do the ops on it. A reshape of a raw param is a view: an
 // argument bound to the param's own buffer (tcc.view_of), no kernel.
 // CHECK-LABEL: func.func @main
 // CHECK-SAME: (%[[X:[^:]*]]: tensor<5x24xf32> {{.*}}, %[[W:[^:]*]]: tensor<2x8x24xf32> {tcc.kind = "param", tcc.name = "w"},
@@ -19,7 +19,7 @@
 // CHECK: %[[M:.*]] = tcc.matmul %[[X]], %[[D0]]
 // CHECK: %[[Y:.*]] = tcc.add %[[M]], %[[B]]
 // CHECK: %[[Z:.*]] = tcc.mul %[[Y]], %[[D1]]
-// CHECK: %[[BB:.*]] = tcc.broadcast_to %[[B]] : tensor<16xf32> -> tensor<5x16xf32>
+// CHECK: %[[BB:.*]] = tcc.broadcast_to %[[B]] : tensor<16xf32> -> tensor<1025x16xf32>
 // CHECK: %[[BN:.*]] = tcc.neg %[[BB]]
 // CHECK-NOT: tcc.reshape
 // CHECK: tcc.add %[[BN]], %[[CV]]
@@ -42,7 +42,7 @@ func.func @main(%x: tensor<5x24xf32> {tcc.kind = "input", tcc.name = "x"},
                 %s: tensor<24x2x8xf32> {tcc.kind = "param", tcc.name = "s"},
                 %b: tensor<16xf32> {tcc.kind = "param", tcc.name = "b"},
                 %c: tensor<2x8xf32> {tcc.kind = "param", tcc.name = "c"})
-    -> (tensor<5x16xf32>, tensor<5x16xf32>, tensor<5x16xf32>) attributes {tcc.entry} {
+    -> (tensor<5x16xf32>, tensor<5x16xf32>, tensor<1025x16xf32>) attributes {tcc.entry} {
   %t = tcc.transpose %w {perm = array<i64: 2, 0, 1>} : tensor<2x8x24xf32> -> tensor<24x2x8xf32>
   %k = tcc.constant {value = 0.5 : f32} : tensor<24x2x8xf32>
   %tk = tcc.mul %t, %k : tensor<24x2x8xf32>, tensor<24x2x8xf32> -> tensor<24x2x8xf32>
@@ -52,11 +52,11 @@ func.func @main(%x: tensor<5x24xf32> {tcc.kind = "input", tcc.name = "x"},
   %y = tcc.add %m, %b : tensor<5x16xf32>, tensor<16xf32> -> tensor<5x16xf32>
   %e = tcc.exp %b : tensor<16xf32>
   %z = tcc.mul %y, %e : tensor<5x16xf32>, tensor<16xf32> -> tensor<5x16xf32>
-  %bb = tcc.broadcast_to %b : tensor<16xf32> -> tensor<5x16xf32>
-  %bn = tcc.neg %bb : tensor<5x16xf32>
+  %bb = tcc.broadcast_to %b : tensor<16xf32> -> tensor<1025x16xf32>
+  %bn = tcc.neg %bb : tensor<1025x16xf32>
   %cv = tcc.reshape %c : tensor<2x8xf32> -> tensor<16xf32>
-  %v = tcc.add %bn, %cv : tensor<5x16xf32>, tensor<16xf32> -> tensor<5x16xf32>
-  return %y, %z, %v : tensor<5x16xf32>, tensor<5x16xf32>, tensor<5x16xf32>
+  %v = tcc.add %bn, %cv : tensor<1025x16xf32>, tensor<16xf32> -> tensor<1025x16xf32>
+  return %y, %z, %v : tensor<5x16xf32>, tensor<5x16xf32>, tensor<1025x16xf32>
 }
 
 // -----
@@ -100,4 +100,25 @@ func.func @main(%x: tensor<4xf32> {tcc.kind = "input"},
   %a = tcc.add %x, %v : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
   %m = tcc.mul %a, %k : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
   return %m : tensor<4xf32>
+}
+
+// -----
+
+// A small broadcast of a param (a bias repeated per phase) is derived at
+// load: 4 x 16 elements cost less than a kernel per run.
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: %[[D:[^:]*]]: tensor<64xf32> {tcc.derived = 0 : i64, tcc.kind = "derived"}
+// CHECK-NOT: tcc.broadcast_to
+// CHECK: tcc.add %{{.*}}, %[[D]]
+// CHECK-LABEL: func.func @main_init
+// CHECK: tcc.broadcast_to %{{.*}} : tensor<1x16xf32> -> tensor<4x16xf32>
+// CHECK: tcc.reshape %{{.*}} : tensor<4x16xf32> -> tensor<64xf32>
+func.func @main(%x: tensor<3x64xf32> {tcc.kind = "input"},
+                %b: tensor<16xf32> {tcc.kind = "param"}) -> tensor<3x64xf32>
+    attributes {tcc.entry} {
+  %r = tcc.reshape %b : tensor<16xf32> -> tensor<1x16xf32>
+  %t = tcc.broadcast_to %r : tensor<1x16xf32> -> tensor<4x16xf32>
+  %f = tcc.reshape %t : tensor<4x16xf32> -> tensor<64xf32>
+  %a = tcc.add %x, %f : tensor<3x64xf32>, tensor<64xf32> -> tensor<3x64xf32>
+  return %a : tensor<3x64xf32>
 }

@@ -18,6 +18,8 @@ struct DeviceLaunch {
   std::array<int64_t, 3> grid{1, 1, 1};
   std::array<int64_t, 3> block{1, 1, 1};
   int64_t sharedBytes = 0;
+  /// Blocks of a thread-block cluster in x, y and z (1, 1, 1: none).
+  std::array<int64_t, 3> cluster{1, 1, 1};
   /// The buffers passed, in order: i < numBuffers is the kernel function's
   /// buffer i (operands, then results); i >= numBuffers is scratch buffer
   /// i - numBuffers of the kernel.

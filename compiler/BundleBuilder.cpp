@@ -151,6 +151,9 @@ public:
             {"code", blobName}};
         if (!host && l.sharedBytes > 0)
           k["shared_bytes"] = l.sharedBytes;
+        if (!host && l.cluster[0] * l.cluster[1] * l.cluster[2] > 1)
+          k["cluster"] =
+              json(std::vector<int64_t>(l.cluster.begin(), l.cluster.end()));
         if (code.waitingKernels.count(l.symbol))
           k["grid_dependency"] = true;
         // The template and schedule a fused attention kernel was built with

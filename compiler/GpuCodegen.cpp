@@ -818,6 +818,7 @@ struct ScheduleOverrides {
   l.grid = k.grid;
   l.block = k.block;
   l.sharedBytes = k.sharedBytes;
+  l.cluster = k.cluster;
   for (const ::tcc::gpu::TensorMapSpec &m : k.tensorMaps)
     l.tensorMaps.push_back(
         {args[m.operand], m.dtype, m.dims, m.strides, m.box, m.swizzle});
@@ -993,11 +994,12 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
   };
   // Split-K: the GEMM (the first launch) writes f32 partials to a new
   // scratch buffer, and a reduction launched right after it sums them,
-  // applies the epilogue (its buffers `epiArgs`) and writes C.
+  // applies the epilogue (its buffers `epiArgs`) and writes C. (A cluster
+  // split-K sums them itself.)
   auto addSplitK = [&](const ::tcc::gpu::MatmulSchedule &sch,
                        const ::tcc::gpu::GemmEpilogue &epi,
                        std::vector<int> epiArgs) {
-    if (sch.splitK <= 1)
+    if (sch.splitK <= 1 || sch.clusterSplitK)
       return;
     for (::tcc::DeviceLaunch &other : plan.launches)
       for (int &a : other.args)
@@ -1041,8 +1043,10 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
     // The implicit GEMM (no wgmma form yet).
     ::tcc::gpu::ConvSchedule schedule =
         ::tcc::gpu::chooseConvSchedule(*use.conv, target);
-    if (failed(overrides.apply(name, schedule, error, /*isConv=*/true)) ||
-        !::tcc::gpu::convScheduleValid(*use.conv, schedule, target, error))
+    if (failed(overrides.apply(name, schedule, error, /*isConv=*/true)))
+      return gpuModule.emitError("kernel ") << name << ": " << error;
+    ::tcc::gpu::chooseSplitKReduction(schedule, target);
+    if (!::tcc::gpu::convScheduleValid(*use.conv, schedule, target, error))
       return gpuModule.emitError("kernel ") << name << ": " << error;
     symbol = name + "_conv_mma";
     launch =
@@ -1055,8 +1059,9 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
       epiArgs.push_back(use.biasArg);
     if (use.residualArg >= 0)
       epiArgs.push_back(use.residualArg);
-    // With split-K the epilogue's buffers go to the reduction.
-    if (schedule.splitK <= 1)
+    // With split-K the epilogue's buffers go to the reduction (but stay
+    // with a cluster split-K, which reduces in the kernel).
+    if (schedule.splitK <= 1 || schedule.clusterSplitK)
       operands.insert(operands.end(), epiArgs.begin(), epiArgs.end());
     placeLaunch(deviceLaunch(symbol, *launch, {}), operands);
     ::tcc::gpu::GemmEpilogue epi;
@@ -1100,8 +1105,10 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
     ::tcc::gpu::MatmulProblem tp = mp;
     tp.transB = mp.transB || transposeB;
     schedule = ::tcc::gpu::chooseMatmulSchedule(tp, target);
-    if (failed(overrides.apply(name, schedule, error)) ||
-        !::tcc::gpu::matmulScheduleValid(tp, schedule, target, error))
+    if (failed(overrides.apply(name, schedule, error)))
+      return gpuModule.emitError("kernel ") << name << ": " << error;
+    ::tcc::gpu::chooseSplitKReduction(schedule, target);
+    if (!::tcc::gpu::matmulScheduleValid(tp, schedule, target, error))
       return gpuModule.emitError("kernel ") << name << ": " << error;
     symbol = name + "_mma";
     launch = ::tcc::gpu::buildMatmulKernel(b, gpuModule, symbol, tp, schedule);

@@ -23,6 +23,7 @@ TargetDesc nvidia(unsigned sm, bool archSpecific, int64_t shared, int64_t sms) {
   t.wgmma = sm == 90 && archSpecific;
   t.l2CacheHints = sm >= 90;
   t.gridDependency = sm >= 90;
+  t.clusters = sm >= 90;
   t.warpSize = 32;
   t.maxSharedPerBlock = shared;
   t.multiprocessors = sms;

@@ -48,6 +48,9 @@ struct TargetDesc {
   /// kernel may be launched while the one before it runs, and waits for it
   /// in its first instructions (tcc-gpu-grid-dependency).
   bool gridDependency = false;
+  /// Thread block clusters with distributed shared memory (sm_90 and
+  /// later): a split-K GEMM sums its splits across the cluster.
+  bool clusters = false;
 
   /// Threads in a warp (NVIDIA) or wavefront (AMD CDNA: 64).
   unsigned warpSize = 32;

@@ -67,7 +67,9 @@ std::pair<TileShape, TileShape> tileShapes(const MatmulProblem &p,
 }
 
 int64_t sharedBytesOf(const MatmulProblem &p, const MatmulSchedule &s) {
-  return s.stages * (s.tileM + s.tileN) * s.tileK * bytesOf(p.aType);
+  int64_t stages = s.stages * (s.tileM + s.tileN) * s.tileK * bytesOf(p.aType);
+  // A cluster split-K's f32 partial tile reuses the stages' memory.
+  return s.clusterSplitK ? std::max(stages, s.tileM * s.tileN * 4) : stages;
 }
 
 /// Builds the kernel body; all helpers emit at the builder's insertion point.
@@ -128,6 +130,16 @@ private:
   /// The epilogue's bias and ReLU on `vals` (columns col..).
   Value applyEpilogue(Value vals, Value row, Value col);
   void epilogue(ValueRange acc);
+  /// A cluster split-K's epilogue: the partial tile to shared memory, then
+  /// this block's share of the tile's rows summed across the cluster.
+  void clusterEpilogue(ValueRange acc);
+  /// barrier.cluster arrive and wait (release and acquire by default, which
+  /// PTX 7.8 cannot spell out): every block's shared-memory writes before
+  /// it are visible to the cluster after it.
+  void clusterBarrier();
+  /// The 4 f32 at shared-window byte address `addr` (i32) of the cluster's
+  /// block `rank` (i32), as a vector.
+  Value loadCluster4(Value addr, Value rank);
 
   const MatmulProblem &p;
   const MatmulSchedule &s;
@@ -159,6 +171,11 @@ private:
   // workspace [splitK, M, N] and the epilogue stores raw partial sums.
   bool partial = false;
   Value split;
+  // A cluster split-K's partial tile: [tileM][tileN] f32 over the stages'
+  // shared memory (rawShared), which storeRow fills (raw sums, tile-local)
+  // while `stash` is set.
+  Value rawShared;
+  bool stash = false;
 };
 
 void KernelBuilder::copyTile(bool isA, Value kt, Value stage) {
@@ -611,6 +628,15 @@ Value KernelBuilder::applyEpilogue(Value vals, Value row, Value col) {
 void KernelBuilder::storeRow(Value row, Value col, Value vals) {
   auto vt = cast<VectorType>(vals.getType());
   int64_t len = vt.getNumElements();
+  if (stash) {
+    // The whole tile, rows and columns outside C included (their sums are
+    // zeros of the zero-filled operands): no checks. As a memref.store of
+    // a vector element, like the stages' vector accesses (smemAVec).
+    Value at = add(mul(sub(row, blockM0), s.tileN), sub(col, blockN0));
+    Value view = sharedView(rawShared, s.tileM * s.tileN / len, vt, 0);
+    memref::StoreOp::create(b, loc, vals, view, ValueRange{div(at, len)});
+    return;
+  }
   Type cT = partial ? b.getF32Type() : p.cType;
   bool needRow = p.m % s.tileM != 0, needCol = p.n % s.tileN != 0;
   // A bias or residual is read inside the bounds check of a whole-vector
@@ -733,6 +759,7 @@ void KernelBuilder::build(Value aArg, Value bArg, Value biasArg,
 
   // The stages: [S][A tile] then [S][B tile], in dynamic shared memory.
   Value raw = dynamicSharedMemory();
+  rawShared = raw;
   int64_t aElems = s.stages * tileA.rows * tileA.cols;
   int64_t bElems = s.stages * tileB.rows * tileB.cols;
   smemA = sharedView(raw, aElems, p.aType, 0);
@@ -798,7 +825,82 @@ void KernelBuilder::build(Value aArg, Value bArg, Value biasArg,
     }
     scf::YieldOp::create(b, loc, next2);
   }
-  epilogue(loop.getResults());
+  if (s.clusterSplitK)
+    clusterEpilogue(loop.getResults());
+  else
+    epilogue(loop.getResults());
+}
+
+void KernelBuilder::clusterBarrier() {
+  LLVM::InlineAsmOp::create(b, loc, TypeRange(), ValueRange(),
+                            b.getStringAttr("barrier.cluster.arrive.aligned;\n"
+                                            "barrier.cluster.wait.aligned;"),
+                            b.getStringAttr("~{memory}"), b.getUnitAttr(),
+                            UnitAttr(), LLVM::TailCallKindAttr(),
+                            LLVM::AsmDialectAttr(), ArrayAttr());
+}
+
+Value KernelBuilder::loadCluster4(Value addr, Value rank) {
+  Type f32 = b.getF32Type();
+  auto four =
+      LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
+  // Side effects, so that it stays after the cluster barrier.
+  auto load = LLVM::InlineAsmOp::create(
+      b, loc, four, ValueRange{addr, rank},
+      b.getStringAttr("{\n.reg .b32 ra;\n"
+                      "mapa.shared::cluster.u32 ra, $4, $5;\n"
+                      "ld.shared::cluster.v4.f32 {$0, $1, $2, $3}, [ra];\n}"),
+      b.getStringAttr("=f,=f,=f,=f,r,r,~{memory}"), b.getUnitAttr(), UnitAttr(),
+      LLVM::TailCallKindAttr(), LLVM::AsmDialectAttr(), ArrayAttr());
+  SmallVector<Value> e;
+  for (int64_t i = 0; i < 4; ++i)
+    e.push_back(LLVM::ExtractValueOp::create(b, loc, load.getResult(0), i));
+  return vector::FromElementsOp::create(b, loc, VectorType::get({4}, f32), e);
+}
+
+void KernelBuilder::clusterEpilogue(ValueRange acc) {
+  // No copy is in flight (the loop waited for its last k-tile), but every
+  // warp must be done reading the stages the partial tile overwrites.
+  mlir::gpu::BarrierOp::create(b, loc);
+  stash = true;
+  epilogue(acc);
+  stash = false;
+  clusterBarrier();
+  // Block `split` (its rank in the cluster: the cluster spans grid.y) sums
+  // rows [split * per, (split + 1) * per) of the tile over the splits, in
+  // split order, 4 columns a thread at a time, and stores them as the
+  // unsplit epilogue would.
+  int64_t per = ceilDiv(s.tileM, s.splitK), quads = s.tileN / 4;
+  int64_t chunks = per * quads;
+  Value base =
+      asI32(memref::ExtractAlignedPointerAsIndexOp::create(b, loc, rawShared));
+  partial = false;
+  Value firstRow = mul(split, per);
+  auto loop =
+      scf::ForOp::create(b, loc, cst(0), cst(ceilDiv(chunks, threads)), cst(1));
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value chunk = add(mul(loop.getInductionVar(), threads), tid);
+    Value row = add(firstRow, div(chunk, quads));
+    Value col = mul(rem(chunk, quads), 4);
+    Value ok = land(chunks % threads ? ult(chunk, chunks) : Value(),
+                    s.tileM % s.splitK ? ult(row, s.tileM) : Value());
+    auto body = [&] {
+      Value byteOff = asI32(mul(add(mul(row, s.tileN), col), 4));
+      Value addr = arith::AddIOp::create(b, loc, base, byteOff);
+      Value sum = loadCluster4(addr, cstI32(0));
+      for (int64_t q = 1; q < s.splitK; ++q)
+        sum = arith::AddFOp::create(b, loc, sum, loadCluster4(addr, cstI32(q)));
+      storeRow(add(blockM0, row), add(blockN0, col), sum);
+    };
+    if (ok)
+      whenTrue(ok, body);
+    else
+      body();
+  }
+  // No block leaves while another may still read its shared memory.
+  clusterBarrier();
 }
 
 bool isOperandType(Type t) {
@@ -857,6 +959,9 @@ static bool matmulShapeValid(const MatmulProblem &p, const MatmulSchedule &s,
     if (p.batch != 1)
       return fail("split_k needs one matrix (batch 1)");
   }
+  if (s.clusterSplitK && (s.splitK < 2 || s.splitK > kMaxClusterSplits))
+    return fail("a cluster split-K needs 2 to " +
+                std::to_string(kMaxClusterSplits) + " splits");
   int64_t threads = 32 * s.warpsM * s.warpsN;
   if (threads > 1024)
     return fail("more than 1024 threads");
@@ -892,6 +997,11 @@ bool matmulScheduleValid(const MatmulProblem &p, const MatmulSchedule &s,
                          const ::tcc::TargetDesc &target, std::string &why) {
   if (!matmulShapeValid(p, s, why))
     return false;
+  if (s.clusterSplitK && !target.clusters) {
+    why = "matmul schedule: a cluster split-K needs thread-block clusters "
+          "(sm_90 and later)";
+    return false;
+  }
   std::string limit;
   if (!sharedFits(sharedBytesOf(p, s), target, limit)) {
     why = "matmul schedule: " + limit;
@@ -912,11 +1022,20 @@ void chooseSplitK(const MatmulProblem &p, MatmulSchedule &s,
     return;
   // The most splits that keep the grid within two waves, each split at
   // least 4 k-tiles deep (a shallower one is all pipeline fill).
-  for (int64_t d = 2; d <= 32; ++d)
+  // With clusters, at most a cluster's blocks: the splits then sum in
+  // shared memory and need no second launch, worth more than more splits.
+  int64_t most = target.clusters ? kMaxClusterSplits : 32;
+  for (int64_t d = 2; d <= most; ++d)
     if (kTiles % d == 0 && kTiles / d >= 4 && blocks * d <= 2 * sms)
       s.splitK = d;
   if (s.splitK > 1)
     s.stages = std::max<int64_t>(2, std::min(s.stages, kTiles / s.splitK + 1));
+  chooseSplitKReduction(s, target);
+}
+
+void chooseSplitKReduction(MatmulSchedule &s, const ::tcc::TargetDesc &target) {
+  s.clusterSplitK =
+      target.clusters && s.splitK > 1 && s.splitK <= kMaxClusterSplits;
 }
 
 MatmulSchedule chooseMatmulSchedule(const MatmulProblem &p,
@@ -995,8 +1114,9 @@ buildGemmKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module, StringRef name,
   Type bT = p.transB ? memrefOf({bb, p.n, p.k}, p.bType)
                      : memrefOf({bb, p.k, p.n}, p.bType);
   Type cT = memrefOf({p.batch, p.m, p.n}, p.cType);
-  // Split-K: the workspace in C's place; the epilogue runs in the reduction.
-  bool split = s.splitK > 1;
+  // Split-K: the workspace in C's place; the epilogue runs in the reduction
+  // (in the kernel itself with a cluster split-K).
+  bool split = s.splitK > 1 && !s.clusterSplitK;
   GemmEpilogue epi = split ? GemmEpilogue() : epilogue;
   if (split)
     cT = memrefOf({s.splitK, p.m, p.n}, b.getF32Type());
@@ -1025,11 +1145,13 @@ buildGemmKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module, StringRef name,
                  p.batch};
   launch.block = {threads, 1, 1};
   launch.sharedBytes = sharedBytesOf(p, s);
+  if (s.clusterSplitK)
+    launch.cluster = {1, s.splitK, 1};
   return launch;
 }
 
 int64_t splitKWorkspaceBytes(const MatmulProblem &p, const MatmulSchedule &s) {
-  return s.splitK > 1 ? s.splitK * p.m * p.n * 4 : 0;
+  return s.splitK > 1 && !s.clusterSplitK ? s.splitK * p.m * p.n * 4 : 0;
 }
 
 namespace {

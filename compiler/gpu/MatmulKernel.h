@@ -50,10 +50,19 @@ struct MatmulProblem {
 /// to a workspace and a second kernel (buildSplitKReduceKernel) sums them
 /// and applies the epilogue. It fills the GPU when the output has few tiles
 /// and K is long (a ResNet's last 3x3 convolutions: 49 output pixels, K 4608).
+/// With clusterSplitK (sm_90 and later, splitK <= kMaxClusterSplits) the
+/// splits of a tile run as one thread-block cluster instead: each block
+/// leaves its partial tile in its shared memory and, after a cluster
+/// barrier, sums a share of the tile's rows across the cluster's blocks
+/// (in split order) and applies the epilogue: no workspace, one launch.
 struct MatmulSchedule {
   int64_t tileM = 128, tileN = 128, tileK = 32, warpsM = 2, warpsN = 2,
           stages = 3, splitK = 1;
+  bool clusterSplitK = false;
 };
+
+/// The most splits a cluster split-K sums: CUDA's portable cluster size.
+constexpr int64_t kMaxClusterSplits = 8;
 
 /// A TMA descriptor (CUtensorMap) a kernel takes by value after its buffer
 /// arguments, which the runtime encodes at launch (manifest `tensor_maps`,
@@ -74,6 +83,8 @@ struct KernelLaunch {
   std::array<int64_t, 3> grid, block;
   int64_t sharedBytes;
   std::vector<TensorMapSpec> tensorMaps;
+  /// Blocks of a thread-block cluster in x, y and z (1, 1, 1: none).
+  std::array<int64_t, 3> cluster{1, 1, 1};
 };
 
 /// The A operand of an implicit GEMM (a convolution, ConvKernel.h): A[m][k]
@@ -106,6 +117,9 @@ MatmulSchedule chooseMatmulSchedule(const MatmulProblem &p,
 /// multiprocessors idle and K is deep enough to cut.
 void chooseSplitK(const MatmulProblem &p, MatmulSchedule &s,
                   const ::tcc::TargetDesc &target);
+/// Sets s.clusterSplitK: whether s's splits (s.splitK, chosen or given)
+/// sum across a thread-block cluster on `target`.
+void chooseSplitKReduction(MatmulSchedule &s, const ::tcc::TargetDesc &target);
 
 /// Whether buildMatmulKernel handles `p` (with any valid schedule); when not,
 /// `why` says why in one line.

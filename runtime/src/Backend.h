@@ -68,6 +68,8 @@ struct TensorMapArg {
 struct KernelUse {
   std::string name;             ///< The kernel's name, for messages.
   uint32_t sharedBytes = 0;     ///< Dynamic shared memory a block.
+  /// Blocks of a thread-block cluster (1, 1, 1: none).
+  std::array<uint32_t, 3> cluster{1, 1, 1};
   size_t numArgs = 0;           ///< Buffers every launch passes.
   size_t numTensorMaps = 0;     ///< Tensor maps every launch passes after.
   bool launched = false;        ///< False: numArgs and maxBlockThreads unknown.
@@ -130,13 +132,16 @@ public:
   /// the cache holds, passed by value. With `overlapPrevious` (a kernel
   /// that waits for its predecessor's grid itself, queued right after
   /// another kernel) the device may start it before that kernel ends.
+  /// `cluster`: the blocks of a thread-block cluster (CUDA only; checked by
+  /// prepareKernel).
   virtual bool launchBlocks(KernelHandle /*kernel*/, void ** /*args*/,
                             size_t /*numArgs*/, const TensorMapArg * /*maps*/,
                             size_t /*numMaps*/,
                             const std::array<uint32_t, 3> & /*grid*/,
                             const std::array<uint32_t, 3> & /*block*/,
-                            uint32_t /*sharedBytes*/, bool /*overlapPrevious*/,
-                            std::string &error) {
+                            uint32_t /*sharedBytes*/,
+                            const std::array<uint32_t, 3> & /*cluster*/,
+                            bool /*overlapPrevious*/, std::string &error) {
     error = describe() + " has no GPU launches";
     return false;
   }

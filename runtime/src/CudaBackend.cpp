@@ -550,6 +550,14 @@ public:
     ScopedContext scope(d, ctx);
     auto f = static_cast<CUfunction>(kernel);
     std::string what = "kernel '" + use.name + "'";
+    if (use.cluster[0] * use.cluster[1] * use.cluster[2] > 1 &&
+        (capability < 90 || !d.launchKernelEx)) {
+      error = what +
+              " runs in thread-block clusters, which need compute "
+              "capability 9.0 and cuLaunchKernelEx; " +
+              describe() + " lacks them";
+      return false;
+    }
     if (use.launched && use.numTensorMaps && !d.tensorMapEncodeTiled) {
       error = what + " takes tensor maps but the CUDA driver lacks "
                      "cuTensorMapEncodeTiled";
@@ -629,6 +637,7 @@ public:
                     const TensorMapArg *maps, size_t numMaps,
                     const std::array<uint32_t, 3> &grid,
                     const std::array<uint32_t, 3> &block, uint32_t sharedBytes,
+                    const std::array<uint32_t, 3> &cluster,
                     bool overlapPrevious, std::string &error) override {
     ScopedContext scope(d, ctx);
     // cuLaunchKernel wants the address of each parameter's value; it copies
@@ -645,10 +654,21 @@ public:
     // Programmatic dependent launch (compute capability 9.0 and later): the
     // kernel may start while the previous one runs; it waits for it with
     // griddepcontrol.wait before touching memory (the manifest says so).
+    // A kernel in clusters (prepareKernel checked the device) states them.
+    CUlaunchAttribute attrs[2] = {};
+    unsigned numAttrs = 0;
     if (overlapPrevious && d.launchKernelEx && capability >= 90) {
-      CUlaunchAttribute attr{};
-      attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-      attr.value.programmaticStreamSerializationAllowed = 1;
+      attrs[numAttrs].id =
+          CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+      attrs[numAttrs++].value.programmaticStreamSerializationAllowed = 1;
+    }
+    if (cluster[0] * cluster[1] * cluster[2] > 1) {
+      attrs[numAttrs].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+      attrs[numAttrs].value.clusterDim.x = cluster[0];
+      attrs[numAttrs].value.clusterDim.y = cluster[1];
+      attrs[numAttrs++].value.clusterDim.z = cluster[2];
+    }
+    if (numAttrs) {
       CUlaunchConfig config{};
       config.gridDimX = grid[0];
       config.gridDimY = grid[1];
@@ -658,8 +678,8 @@ public:
       config.blockDimZ = block[2];
       config.sharedMemBytes = sharedBytes;
       config.hStream = stream;
-      config.attrs = &attr;
-      config.numAttrs = 1;
+      config.attrs = attrs;
+      config.numAttrs = numAttrs;
       return d.check(d.launchKernelEx(&config, static_cast<CUfunction>(kernel),
                                       params.data(), nullptr),
                      "cuLaunchKernelEx", error);

@@ -506,6 +506,7 @@ public:
                     const TensorMapArg *, size_t numMaps,
                     const std::array<uint32_t, 3> &grid,
                     const std::array<uint32_t, 3> &block, uint32_t sharedBytes,
+                    const std::array<uint32_t, 3> & /*cluster*/,
                     bool /*overlapPrevious*/, std::string &error) override {
     // The manifest allows tensor maps on CUDA launches only.
     if (numMaps) {

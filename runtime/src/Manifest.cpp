@@ -583,6 +583,26 @@ private:
                         "only CUDA kernels wait for a grid dependency");
         k.gridDependency = wait->get<bool>();
       }
+      if (const json *cluster = r.member(e, ptr, "cluster", true)) {
+        std::string at = ptr + "/cluster";
+        if (!cluster->is_array() || cluster->size() != 3)
+          return r.fail(at, "expected [x, y, z] blocks");
+        uint64_t blocks = 1;
+        for (size_t j = 0; j < 3; ++j) {
+          uint64_t v;
+          if (!r.unsignedInt((*cluster)[j], at + "/" + std::to_string(j), 8, v))
+            return false;
+          if (v == 0)
+            return r.fail(at + "/" + std::to_string(j), "must be at least 1");
+          k.cluster[j] = (uint32_t)v;
+          blocks *= v;
+        }
+        // CUDA's portable cluster size.
+        if (blocks > 8)
+          return r.fail(at, "a cluster holds at most 8 blocks");
+        if (blocks > 1 && desc.code[k.code].kind != TargetKind::Cuda)
+          return r.fail(at, "only CUDA kernels run in clusters");
+      }
       desc.kernels.push_back(std::move(k));
     }
     return true;

@@ -82,6 +82,9 @@ struct KernelDesc {
   /// touches memory (griddepcontrol.wait), so it may be launched while that
   /// kernel still runs (programmatic dependent launch).
   bool gridDependency = false;
+  /// CUDA only: blocks of a thread-block cluster in x, y and z (1, 1, 1:
+  /// none); every launch's grid is a multiple of it.
+  std::array<uint32_t, 3> cluster{1, 1, 1};
 };
 
 /// A code object for one target: a host .so, PTX, a HSACO...

@@ -291,6 +291,14 @@ tccrt_status loadModel(tccrt_context *ctx, std::unique_ptr<Bundle> bundle,
     if (l.kind != LaunchDesc::Kind::Kernel || !l.gpu)
       continue;
     KernelUse &u = uses[l.kernel];
+    const std::array<uint32_t, 3> &cluster = d.kernels[l.kernel].cluster;
+    for (int i = 0; i < 3; ++i)
+      if (l.gridDims[i] % cluster[i])
+        return fail(ctx, TCCRT_ERROR_INVALID_BUNDLE,
+                    "kernel '" + d.kernels[l.kernel].name + "': a grid of " +
+                        std::to_string(l.gridDims[i]) + " blocks in " +
+                        "xyz"[i] + " is not a multiple of its cluster's " +
+                        std::to_string(cluster[i]));
     u.launched = true;
     u.numArgs = l.args.size();
     u.numTensorMaps = l.tensorMaps.size();
@@ -306,6 +314,7 @@ tccrt_status loadModel(tccrt_context *ctx, std::unique_ptr<Bundle> bundle,
       continue;
     uses[i].name = d.kernels[i].name;
     uses[i].sharedBytes = d.kernels[i].sharedBytes;
+    uses[i].cluster = d.kernels[i].cluster;
     if (!be.prepareKernel(m->kernels[i], uses[i], err))
       return fail(ctx, TCCRT_ERROR_INVALID_BUNDLE, err);
   }
@@ -473,13 +482,13 @@ bool enqueueList(tccrt_model *m, const std::vector<LaunchDesc> &launches,
         m->maps.push_back({&l.tensorMaps[t], m->buffers[l.tensorMaps[t].buffer],
                            &mapCache[i][t]});
       if (l.gpu)
-        ok = be.launchBlocks(m->kernels[l.kernel], m->args.data(),
-                             m->args.size(), m->maps.data(), m->maps.size(),
-                             l.gridDims, l.blockDims,
-                             d.kernels[l.kernel].sharedBytes,
-                             afterKernel && !hook && m->gridDependency &&
-                                 d.kernels[l.kernel].gridDependency,
-                             err);
+        ok = be.launchBlocks(
+            m->kernels[l.kernel], m->args.data(), m->args.size(),
+            m->maps.data(), m->maps.size(), l.gridDims, l.blockDims,
+            d.kernels[l.kernel].sharedBytes, d.kernels[l.kernel].cluster,
+            afterKernel && !hook && m->gridDependency &&
+                d.kernels[l.kernel].gridDependency,
+            err);
       else if (!m->maps.empty())
         ok = false, err = "host kernels take no tensor maps";
       else

@@ -53,6 +53,8 @@ void writeKernelBundle(const std::string &outDir, const std::string &name,
                              {"ops", {op}},
                              {"code", "kernels.ptx"},
                              {"shared_bytes", launch.sharedBytes}}};
+  if (launch.cluster[0] * launch.cluster[1] * launch.cluster[2] > 1)
+    kernels[0]["cluster"] = launch.cluster;
   nlohmann::json launches = nlohmann::json::array();
   int64_t arena = 0;
   if (reduce) {

@@ -172,7 +172,8 @@ def check_wgmma(args, work):
     """sm_90a computes a bf16 matmul with warpgroup MMA (ptxas accepts it for
     sm_90a), edge tiles and batches included; sm_90, fewer than 64 rows, and
     rows not 16-byte aligned keep the mma.sync template (48 rows: 16 tiles,
-    so split-K, its partial sums added by a second kernel). A tf32 matmul (f32
+    so split-K: on sm_90 its splits run as a thread-block cluster and sum in
+    the kernel, on sm_80 a second kernel adds them). A tf32 matmul (f32
     with --allow-tf32) first transposes B, then runs wgmma (k8 tf32) on
     sm_90a or mma.sync on sm_90. A K = 0 matmul compiles (no template)."""
     tf32 = ['--allow-tf32']
@@ -180,7 +181,8 @@ def check_wgmma(args, work):
             (mm_model(work, 512, 256, 512), 'sm_90a', 'wgmma', []),
             (mm_model(work, 512, 256, 512), 'sm_90', 'mma', []),
             (mm_model(work, 500, 256, 520), 'sm_90a', 'wgmma', []),
-            (mm_model(work, 48, 256, 512), 'sm_90a', 'mma_splitk', []),
+            (mm_model(work, 48, 256, 512), 'sm_90a', 'mma_cluster', []),
+            (mm_model(work, 48, 256, 512), 'sm_80', 'mma_splitk', []),
             (mm_model(work, 512, 260, 512), 'sm_90a', 'mma', []),
             (mm_model(work, 512, 256, 512, 'f32'), 'sm_90a', 'wgmma', tf32),
             (mm_model(work, 512, 256, 512, 'f32'), 'sm_90', 'mma', tf32)):
@@ -191,11 +193,21 @@ def check_wgmma(args, work):
         symbols = [k['symbol'] for k in manifest['kernels']]
         has = 'wgmma.mma_async' in ptx
         expect = (['_transpose_b'] if flags else []) + (
-            ['_mma', '_mma_splitk'] if want == 'mma_splitk' else ['_' + want])
+            ['_mma', '_mma_splitk'] if want == 'mma_splitk' else
+            ['_mma'] if want == 'mma_cluster' else ['_' + want])
         if len(symbols) != len(expect) or not all(
                 s.endswith(e) for s, e in zip(symbols, expect)):
             return '%s on %s %s: kernels %s, expected %s' % (
                 os.path.basename(model), target, ' '.join(flags), symbols, expect)
+        clusters = [k.get('cluster') for k in manifest['kernels'] if 'cluster' in k]
+        if want == 'mma_cluster' and (
+                len(clusters) != 1 or clusters[0][0] != 1 or clusters[0][2] != 1 or
+                not 2 <= clusters[0][1] <= 8 or 'ld.shared::cluster' not in ptx or
+                'barrier.cluster.wait' not in ptx):
+            return '48 rows on %s: no cluster split-K (clusters %s)' % (target, clusters)
+        if want != 'mma_cluster' and clusters:
+            return '%s on %s: unexpected clusters %s' % (os.path.basename(model), target,
+                                                         clusters)
         if flags and want == 'wgmma' and '.tf32.tf32' not in ptx:
             return 'tf32 on %s: no tf32 wgmma in the PTX' % target
         if has != (want == 'wgmma') or '.target %s' % target not in ptx:

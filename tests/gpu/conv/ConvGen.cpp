@@ -137,6 +137,7 @@ int main(int argc, char **argv) {
         std::count(flags.schedule.begin(), flags.schedule.end(), ',') == 6 ? 7
                                                                            : 6);
     s = {v[0], v[1], v[2], v[3], v[4], v[5], v.size() == 7 ? v[6] : 1};
+    tcc::gpu::chooseSplitKReduction(s, target);
   }
   if (!tcc::gpu::convScheduleValid(p, s, target, why))
     die(why);
@@ -154,7 +155,7 @@ int main(int argc, char **argv) {
   g.n = p.o;
   g.k = p.kh * p.kw * p.c;
   g.cType = p.outType;
-  if (s.splitK > 1) {
+  if (s.splitK > 1 && !s.clusterSplitK) {
     tcc::gpu::GemmEpilogue epi;
     epi.biasType = p.biasType;
     epi.relu = p.relu;

@@ -282,6 +282,14 @@ Value padForPooling(OpBuilder &b, OpTy op, Value value) {
                     value, 1, 1, op.getNhwc());
 }
 
+/// The output element a 4-D all-parallel generic's body is at.
+SmallVector<Value> outputPosition(ImplicitLocOpBuilder &b) {
+  SmallVector<Value> at;
+  for (int64_t d = 0; d < 4; ++d)
+    at.push_back(linalg::IndexOp::create(b, d));
+  return at;
+}
+
 /// Windows of at most this many taps are unrolled (directPool).
 constexpr int64_t kMaxUnrolledTaps = 64;
 
@@ -310,9 +318,7 @@ Value directPool(
         auto index = [&](int64_t v) {
           return arith::ConstantIndexOp::create(ib, v);
         };
-        SmallVector<Value> at;
-        for (int64_t d = 0; d < 4; ++d)
-          at.push_back(linalg::IndexOp::create(ib, d));
+        SmallVector<Value> at = outputPosition(ib);
         // The window's first row and column (may be negative), and for
         // each tap offset whether it is inside the image.
         auto origin = [&](int64_t axis, int64_t attr) {
@@ -495,9 +501,7 @@ Value directGlobalPool(OpBuilder &b, GlobalAvgPool2dOp op, Type acc,
         auto index = [&](int64_t v) {
           return arith::ConstantIndexOp::create(ib, v);
         };
-        SmallVector<Value> at;
-        for (int64_t d = 0; d < 4; ++d)
-          at.push_back(linalg::IndexOp::create(ib, d));
+        SmallVector<Value> at = outputPosition(ib);
         Value zero = scalarConstant(ib, ib.getLoc(), acc, 0);
         auto loop = scf::ForOp::create(
             ib, index(0), index(xs[ah] * xs[aw]), index(1), ValueRange{zero},

@@ -1040,7 +1040,37 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
     return success();
   }
   if (use.conv) {
-    // The implicit GEMM (no wgmma form yet).
+    // The implicit GEMM: on wgmma (sm_90a) when its tiles fill the GPU,
+    // else on mma.sync, which can split K. A schedule in --schedule keeps
+    // mma.sync, as for matmuls.
+    std::vector<int> epiArgs;
+    if (use.biasArg >= 0)
+      epiArgs.push_back(use.biasArg);
+    if (use.residualArg >= 0)
+      epiArgs.push_back(use.residualArg);
+    std::optional<::tcc::gpu::WgmmaSchedule> ws;
+    if (overrides.all.empty() && !overrides.perKernel.contains(name))
+      ws = ::tcc::gpu::chooseWgmmaConvSchedule(*use.conv, target);
+    ::tcc::gpu::GemmEpilogue epi;
+    epi.biasType = use.conv->biasType;
+    epi.residualType = use.conv->residualType;
+    epi.relu = use.conv->relu;
+    if (ws) {
+      symbol = name + "_conv_wgmma";
+      launch = ::tcc::gpu::buildWgmmaConvKernel(b, gpuModule, symbol, *use.conv,
+                                                *ws);
+      if (failed(launch))
+        return failure();
+      std::vector<int> operands = {int(use.aArg), int(use.bArg)};
+      // With split-K the epilogue's buffers go to the reduction.
+      if (ws->splitK <= 1)
+        operands.insert(operands.end(), epiArgs.begin(), epiArgs.end());
+      placeLaunch(deviceLaunch(symbol, *launch, {}), operands);
+      ::tcc::gpu::MatmulSchedule split;
+      split.splitK = ws->splitK;
+      addSplitK(split, epi, epiArgs);
+      return success();
+    }
     ::tcc::gpu::ConvSchedule schedule =
         ::tcc::gpu::chooseConvSchedule(*use.conv, target);
     if (failed(overrides.apply(name, schedule, error, /*isConv=*/true)))
@@ -1054,20 +1084,11 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
     if (failed(launch))
       return failure();
     std::vector<int> operands = {int(use.aArg), int(use.bArg)};
-    std::vector<int> epiArgs;
-    if (use.biasArg >= 0)
-      epiArgs.push_back(use.biasArg);
-    if (use.residualArg >= 0)
-      epiArgs.push_back(use.residualArg);
     // With split-K the epilogue's buffers go to the reduction (but stay
     // with a cluster split-K, which reduces in the kernel).
     if (schedule.splitK <= 1 || schedule.clusterSplitK)
       operands.insert(operands.end(), epiArgs.begin(), epiArgs.end());
     placeLaunch(deviceLaunch(symbol, *launch, {}), operands);
-    ::tcc::gpu::GemmEpilogue epi;
-    epi.biasType = use.conv->biasType;
-    epi.residualType = use.conv->residualType;
-    epi.relu = use.conv->relu;
     addSplitK(schedule, epi, epiArgs);
     return success();
   }

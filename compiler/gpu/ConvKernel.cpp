@@ -53,6 +53,26 @@ GemmGather gatherOf(const ConvProblem &p) {
   return g;
 }
 
+WgmmaProblem wgmmaOf(const ConvProblem &p) {
+  MatmulProblem g = gemmOf(p);
+  WgmmaProblem w;
+  w.m = g.m;
+  w.n = g.n;
+  w.k = g.k;
+  w.transB = true;
+  w.abType = p.inType;
+  w.cType = p.outType;
+  return w;
+}
+
+GemmEpilogue epilogueOf(const ConvProblem &p) {
+  GemmEpilogue e;
+  e.biasType = p.biasType;
+  e.residualType = p.residualType;
+  e.relu = p.relu;
+  return e;
+}
+
 bool isFloat(Type t) { return t && (t.isBF16() || t.isF16() || t.isF32()); }
 
 } // namespace
@@ -144,11 +164,89 @@ FailureOr<KernelLaunch> buildConvKernel(OpBuilder &b,
   if (!convKernelSupports(p, why))
     return module.emitError(why), failure();
   GemmGather gather = gatherOf(p);
-  GemmEpilogue epilogue;
-  epilogue.biasType = p.biasType;
-  epilogue.residualType = p.residualType;
-  epilogue.relu = p.relu;
-  return buildGemmKernel(b, module, name, gemmOf(p), s, &gather, epilogue);
+  return buildGemmKernel(b, module, name, gemmOf(p), s, &gather, epilogueOf(p));
+}
+
+std::optional<WgmmaSchedule>
+chooseWgmmaConvSchedule(const ConvProblem &p, const ::tcc::TargetDesc &target) {
+  std::string why;
+  if (!target.wgmma || !convKernelSupports(p, why))
+    return std::nullopt;
+  if (p.inType.isF32() && !p.allowTf32)
+    return std::nullopt;
+  WgmmaProblem w = wgmmaOf(p);
+  GemmGather g = gatherOf(p);
+  // Under 256 output pixels mma.sync's smaller tiles did as well or better
+  // (ResNet-50's 14x14 layers, session 24), and a 64-row wgmma would idle.
+  if (w.m < 256)
+    return std::nullopt;
+  // The tiles, with the f16 TFLOP/s one multiprocessor sustained on them
+  // (tests/gpu/conv on the H200, session 24: U-Net's and ResNet-50's
+  // layers, every tile and split measured).
+  struct Candidate {
+    int64_t tileM, tileN, warpgroups, stages;
+    double smTflops;
+  };
+  const Candidate candidates[] = {{128, 256, 2, 4, 2.8},
+                                  {128, 128, 2, 5, 2.5},
+                                  {128, 64, 2, 4, 2.1},
+                                  {64, 128, 1, 4, 2.1},
+                                  {64, 64, 1, 4, 2.0}};
+  int64_t widest = std::max<int64_t>(64, llvm::PowerOf2Ceil(p.o));
+  int64_t sms = target.multiprocessorsForHeuristics();
+  int64_t tileK = wgmmaTileK(w.abType), kTiles = ceilDiv(w.k, tileK);
+  int64_t elem = w.abType.getIntOrFloatBitWidth() / 8;
+  // Estimated microseconds: the larger of the multiprocessors' MMA time
+  // (blocks beyond one a multiprocessor queue behind it) and the operands'
+  // L2 traffic (A is read once per column of tiles, B once per row, at
+  // ~7 TB/s), plus for split-K the f32 partials written and read (~3 TB/s)
+  // and the reduction's launch. On the measured layers it picked the
+  // fastest schedule or one within 10% of it.
+  std::optional<WgmmaSchedule> best;
+  double bestUs = 0;
+  for (const Candidate &c : candidates) {
+    if (c.tileN > widest)
+      continue;
+    int64_t tiles = ceilDiv(w.m, c.tileM) * ceilDiv(w.n, c.tileN);
+    double traffic = double(w.m * w.k * elem) * ceilDiv(w.n, c.tileN) +
+                     double(w.n * w.k * elem) * ceilDiv(w.m, c.tileM);
+    for (int64_t split = 1; split <= 16; split *= 2) {
+      int64_t perSplit = ceilDiv(kTiles, split);
+      if (split > 1 && (perSplit < 2 || (split - 1) * perSplit >= kTiles))
+        break;
+      int64_t blocks = tiles * split;
+      double mma = double(ceilDiv(blocks, sms)) * perSplit * c.tileM * c.tileN *
+                   tileK * 2 / (c.smTflops * 1e6);
+      double us = std::max(mma, traffic / 7e6);
+      if (split > 1)
+        us += 2.0 + 2.0 * split * w.m * w.n * 4 / 3e6;
+      WgmmaSchedule s;
+      s.tileM = c.tileM;
+      s.tileN = c.tileN;
+      s.warpgroups = c.warpgroups;
+      s.stages = c.stages;
+      s.splitK = split;
+      if ((!best || us < bestUs) &&
+          wgmmaKernelSupports(w, s, target, why, &g)) {
+        best = s;
+        bestUs = us;
+      }
+    }
+  }
+  return best;
+}
+
+FailureOr<KernelLaunch> buildWgmmaConvKernel(OpBuilder &b,
+                                             mlir::gpu::GPUModuleOp module,
+                                             StringRef name,
+                                             const ConvProblem &p,
+                                             const WgmmaSchedule &s) {
+  std::string why;
+  if (!convKernelSupports(p, why))
+    return module.emitError(why), failure();
+  GemmGather gather = gatherOf(p);
+  return buildWgmmaKernel(b, module, name, wgmmaOf(p), s, &gather,
+                          epilogueOf(p));
 }
 
 } // namespace tcc::gpu

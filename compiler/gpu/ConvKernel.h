@@ -13,6 +13,9 @@
 #define TCC_COMPILER_GPU_CONVKERNEL_H
 
 #include "compiler/gpu/MatmulKernel.h"
+#include "compiler/gpu/WgmmaKernel.h"
+
+#include <optional>
 
 namespace tcc::gpu {
 
@@ -71,6 +74,19 @@ mlir::FailureOr<KernelLaunch> buildConvKernel(mlir::OpBuilder &b,
                                               llvm::StringRef name,
                                               const ConvProblem &p,
                                               const ConvSchedule &s);
+
+/// On sm_90a, a schedule of the wgmma template for `p` (A gathered as
+/// here) when it takes p and its tiles alone fill the multiprocessors; none:
+/// the mma.sync template, which can split K, serves p better.
+std::optional<WgmmaSchedule>
+chooseWgmmaConvSchedule(const ConvProblem &p, const ::tcc::TargetDesc &target);
+
+/// buildConvKernel on the wgmma template (sm_90a) with schedule `s`: the
+/// same arguments and results.
+mlir::FailureOr<KernelLaunch>
+buildWgmmaConvKernel(mlir::OpBuilder &b, mlir::gpu::GPUModuleOp module,
+                     llvm::StringRef name, const ConvProblem &p,
+                     const WgmmaSchedule &s);
 
 } // namespace tcc::gpu
 

@@ -18,7 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/gpu/MatmulKernel.h"
-#include "compiler/gpu/TemplateUtils.h"
+#include "compiler/gpu/GemmParts.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -33,7 +33,6 @@
 #include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
-#include <limits>
 
 using namespace mlir;
 
@@ -73,12 +72,12 @@ int64_t sharedBytesOf(const MatmulProblem &p, const MatmulSchedule &s) {
 }
 
 /// Builds the kernel body; all helpers emit at the builder's insertion point.
-class KernelBuilder : TemplateBuilder {
+class KernelBuilder : GemmParts {
 public:
   KernelBuilder(OpBuilder &b, Location loc, const MatmulProblem &p,
                 const MatmulSchedule &s, const GemmGather *gather,
                 const GemmEpilogue &epi)
-      : TemplateBuilder(b, loc), p(p), s(s), gather(gather), epi(epi),
+      : GemmParts(b, loc), p(p), s(s), gather(gather), epi(epi),
         path(pathOf(p)), eb(bytesOf(p.aType)), epc(16 / eb),
         threads(32 * s.warpsM * s.warpsN) {
     std::tie(tileA, tileB) = tileShapes(p, s);
@@ -152,12 +151,8 @@ private:
   Value a, bm, c;     // the kernel's memrefs
   Value bias;         // the epilogue's bias (or null)
   Value residual;     // the epilogue's residual (or null)
-  // Per A row a thread copies (gatherRows): the input offset of the
-  // window's origin (ky = kx = 0, channel 0), its input row and column
-  // (i32), and whether the row is an output pixel (null: no check, or folded
-  // into an out-of-range input row or column).
-  SmallVector<Value> rowBase, rowIh, rowIw, rowOk;
-  std::pair<bool, bool> gatherChecks; // whether rows / columns need checks
+  // The A rows a thread copies (gatherRows): their pixels, computed once.
+  SmallVector<GatherRow> gRows;
   Value smemA, smemB; // 1-D views of the shared stages
   // The same stages as 16-byte vectors: shared-memory vector accesses go
   // through memref.load/store of vector elements, which the GPU lowering
@@ -250,41 +245,13 @@ void KernelBuilder::copyChunk(bool isA, Value dstChunk, bool aligned,
                           ValueRange{dstChunk});
 }
 
-// The gathered A, with 32-bit index math (every offset of the input fits:
-// convKernelSupports checks). Thread t copies chunk column t % cpr of rows
-// t / cpr + i * rowStep, so the rows' pixel decompositions are made once,
-// and each k-tile decomposes only the thread's one k (tap and channel).
+// Thread t copies chunk column t % cpr of rows t / cpr + i * rowStep of the
+// gathered A (GemmParts::gatherRows).
 void KernelBuilder::gatherRows() {
-  const GemmGather &g = *gather;
   int64_t cpr = tileA.cols / epc, rowStep = threads / cpr;
-  int64_t pixels = g.oh * g.ow;
-  // Whether a window of a valid pixel can leave the input (the padding).
-  bool needH =
-      g.padTop > 0 || (g.oh - 1) * g.strideH + (g.kh - 1) * g.dilationH >= g.h;
-  bool needW =
-      g.padLeft > 0 || (g.ow - 1) * g.strideW + (g.kw - 1) * g.dilationW >= g.w;
-  bool needRow = p.m % s.tileM != 0;
-  // An input row or column no window reaches: rows past M get it, so that
-  // the bounds check that padding needs rejects them too.
-  Value far = cstI32(std::numeric_limits<int32_t>::min() / 2);
-  Value r0 = add(asI32(blockM0), asI32(div(tid, cpr)));
-  for (int64_t i = 0; i < tileA.rows * cpr / threads; ++i) {
-    Value m = add(r0, i * rowStep);
-    Value ok = needRow ? ult(m, p.m) : Value();
-    Value mc = ok ? select(ok, m, cstI32(0)) : m;
-    Value img = div(mc, pixels), q = rem(mc, pixels);
-    Value ih = add(mul(div(q, g.ow), g.strideH), -g.padTop);
-    Value iw = add(mul(rem(q, g.ow), g.strideW), -g.padLeft);
-    rowBase.push_back(mul(add(mul(add(mul(img, g.h), ih), g.w), iw), g.c));
-    if (ok && needH)
-      ih = select(ok, ih, far);
-    else if (ok && needW)
-      iw = select(ok, iw, far);
-    rowIh.push_back(ih);
-    rowIw.push_back(iw);
-    rowOk.push_back(needH || needW ? Value() : ok);
-  }
-  gatherChecks = {needH, needW};
+  gRows = GemmParts::gatherRows(
+      *gather, add(asI32(blockM0), asI32(div(tid, cpr))), rowStep,
+      tileA.rows * cpr / threads, p.m, p.m % s.tileM != 0);
 }
 
 void KernelBuilder::copyGatheredA(Value kt, Value stage) {
@@ -299,32 +266,16 @@ void KernelBuilder::copyGatheredA(Value kt, Value stage) {
   // A chunk of 16 bytes stays in one tap when C is a multiple of it; else
   // each element decomposes its own k.
   bool aligned = g.c % epc == 0;
-  struct Tap {
-    Value dy, dx, off, ok;
-  };
-  auto tapOf = [&](Value k) {
-    Value ok = p.k % s.tileK != 0 || !aligned ? ult(k, p.k) : Value();
-    Value tap = div(k, g.c), ch = rem(k, g.c);
-    Value dy = mul(div(tap, g.kw), g.dilationH);
-    Value dx = mul(rem(tap, g.kw), g.dilationW);
-    return Tap{dy, dx, add(mul(add(mul(dy, g.w), dx), g.c), ch), ok};
-  };
-  SmallVector<Tap> taps;
+  bool checkK = p.k % s.tileK != 0 || !aligned;
+  SmallVector<GatherTap> taps;
   for (int64_t e = 0; e < (aligned ? 1 : epc); ++e)
-    taps.push_back(tapOf(add(k0, e)));
-  bool needH = gatherChecks.first, needW = gatherChecks.second;
+    taps.push_back(gatherTap(g, add(k0, e), checkK, p.k));
   for (int64_t i = 0; i < chunks / threads; ++i) {
     Value r = add(rBase, i * rowStep);
     Value dstChunk = add(stageChunk, swizzle(r, cChunk, cpr));
     copyChunk(/*isA=*/true, dstChunk, aligned, [&](int64_t e) -> Source {
-      const Tap &t = taps[e];
-      Value ok = land(rowOk[i], t.ok);
-      if (needH)
-        ok = land(ok, ult(add(rowIh[i], t.dy), g.h));
-      if (needW)
-        ok = land(ok, ult(add(rowIw[i], t.dx), g.w));
-      Value off = add(rowBase[i], t.off);
-      return {{asIndex(ok ? select(ok, off, cstI32(0)) : off)}, ok};
+      auto [off, ok] = gatherSource(g, gRows[i], taps[e]);
+      return {{off}, ok};
     });
   }
 }
@@ -569,60 +520,7 @@ SmallVector<Value> KernelBuilder::simtStep(Value stage, ValueRange acc) {
 }
 
 Value KernelBuilder::applyEpilogue(Value vals, Value row, Value col) {
-  auto vt = cast<VectorType>(vals.getType());
-  int64_t len = vt.getNumElements();
-  if (epi.biasType) {
-    Value bv;
-    if (p.n % len == 0) {
-      // Called inside the store's bounds check: the columns exist, and
-      // start at a multiple of len.
-      bv = vector::LoadOp::create(b, loc, VectorType::get({len}, epi.biasType),
-                                  bias, ValueRange{col}, false,
-                                  llvm::Align(len * bytesOf(epi.biasType)));
-    } else {
-      // Before element-wise checked stores: clamped reads.
-      SmallVector<Value> e;
-      for (int64_t i = 0; i < len; ++i) {
-        Value ce = add(col, i);
-        e.push_back(memref::LoadOp::create(
-            b, loc, bias, ValueRange{select(ult(ce, p.n), ce, cst(0))}));
-      }
-      bv = vector::FromElementsOp::create(
-          b, loc, VectorType::get({len}, epi.biasType), e);
-    }
-    if (!epi.biasType.isF32())
-      bv = arith::ExtFOp::create(b, loc, vt, bv);
-    vals = arith::AddFOp::create(b, loc, vals, bv);
-  }
-  if (epi.residualType) {
-    Value rv;
-    if (p.n % len == 0) {
-      // Inside the store's bounds check, as the bias.
-      rv = vector::LoadOp::create(b, loc,
-                                  VectorType::get({len}, epi.residualType),
-                                  residual, ValueRange{batchC, row, col}, false,
-                                  llvm::Align(len * bytesOf(epi.residualType)));
-    } else {
-      SmallVector<Value> e;
-      Value r = select(ult(row, p.m), row, cst(0));
-      for (int64_t i = 0; i < len; ++i) {
-        Value ce = add(col, i);
-        e.push_back(memref::LoadOp::create(
-            b, loc, residual,
-            ValueRange{batchC, r, select(ult(ce, p.n), ce, cst(0))}));
-      }
-      rv = vector::FromElementsOp::create(
-          b, loc, VectorType::get({len}, epi.residualType), e);
-    }
-    if (!epi.residualType.isF32())
-      rv = arith::ExtFOp::create(b, loc, vt, rv);
-    vals = arith::AddFOp::create(b, loc, vals, rv);
-  }
-  if (epi.relu)
-    vals = arith::MaximumFOp::create(
-        b, loc, vals,
-        arith::ConstantOp::create(b, loc, DenseElementsAttr::get(vt, 0.0f)));
-  return vals;
+  return gemmEpilogue(epi, vals, bias, residual, batchC, row, col, p.m, p.n);
 }
 
 void KernelBuilder::storeRow(Value row, Value col, Value vals) {

@@ -30,7 +30,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/gpu/WgmmaKernel.h"
-#include "compiler/gpu/TemplateUtils.h"
+#include "compiler/gpu/GemmParts.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -61,16 +61,18 @@ int64_t sharedBytesOf(const WgmmaSchedule &s) {
   return s.stages * stageBytes(s) + kAtomBytes;
 }
 
-class KernelBuilder : TemplateBuilder {
+class KernelBuilder : GemmParts {
 public:
   KernelBuilder(OpBuilder &b, Location loc, const WgmmaProblem &p,
-                const WgmmaSchedule &s)
-      : TemplateBuilder(b, loc), p(p), s(s), threads(128 * s.warpgroups),
-        slices(s.tileM / s.warpgroups / 64),
+                const WgmmaSchedule &s, const GemmGather *gather,
+                const GemmEpilogue &epi)
+      : GemmParts(b, loc), p(p), s(s), gather(gather), epi(epi),
+        threads(128 * s.warpgroups), slices(s.tileM / s.warpgroups / 64),
         elemBytes(p.abType.getIntOrFloatBitWidth() / 8),
         tileK(wgmmaTileK(p.abType)), chunkElems(16 / elemBytes) {}
 
-  void build(Value aArg, Value bArg, Value cArg);
+  void build(Value aArg, Value bArg, Value biasArg, Value residualArg,
+             Value cArg);
 
 private:
   Value i64(int64_t v) {
@@ -80,9 +82,13 @@ private:
     return arith::IndexCastUIOp::create(b, loc, b.getI64Type(), index);
   }
   void copyTile(bool isA, Value kt, Value stage);
+  /// copyTile of a gathered A (a convolution's window elements).
+  void copyGatheredA(Value kt, Value stage);
+  /// Copies this block's k-tile `kt` (from kBase) into stage `stage`.
   void copyStage(Value kt, Value stage) {
-    copyTile(/*isA=*/true, kt, stage);
-    copyTile(/*isA=*/false, kt, stage);
+    Value k = add(kBase, kt);
+    copyTile(/*isA=*/true, k, stage);
+    copyTile(/*isA=*/false, k, stage);
   }
   /// The descriptor `stageDesc` moved by `off` bytes (a multiple of 16): the
   /// start address, in 16-byte units, fills its low bits.
@@ -94,18 +100,28 @@ private:
 
   const WgmmaProblem &p;
   const WgmmaSchedule &s;
+  const GemmGather *gather; // null: A is a matrix
+  GemmEpilogue epi;
   int64_t threads, slices;
   int64_t elemBytes, tileK, chunkElems; // chunkElems: elements in 16 bytes
   Type accT; // the struct of one m64nN accumulator
   Value a, bm, c;
+  Value bias, residual;         // the epilogue's (or null)
+  SmallVector<GatherRow> gRows; // a gathered A's rows this thread copies
   Value smem;         // the aligned stages, as 16-bit elements
   Value descA, descB; // descriptors of stage 0's A and B tiles
   Value tid, wg, wgTid;
   Value blockM0, blockN0;
   Value batchA, batchB, batchC; // this block's matrix of each operand
+  // Split-K (s.splitK > 1): c is the f32 partials, batchC this block's
+  // split, kBase its first k-tile.
+  bool partial = false;
+  Value kBase;
 };
 
 void KernelBuilder::copyTile(bool isA, Value kt, Value stage) {
+  if (isA && gather)
+    return copyGatheredA(kt, stage);
   // K-major tiles are rows x 8 chunks; B [K][N] is 64 k rows x tileN/8
   // chunks, chunk cn going to column block cn / 8.
   bool kMajor = isA || p.transB;
@@ -146,6 +162,29 @@ void KernelBuilder::copyTile(bool isA, Value kt, Value stage) {
         ValueRange{div(dstByte, elemBytes)}, src,
         ValueRange{batch, rowOk ? select(rowOk, row, zero) : row,
                    colOk ? select(colOk, col, zero) : col},
+        b.getIndexAttr(chunkElems), srcElems, b.getUnitAttr());
+  }
+}
+
+// Thread t copies chunk t % 8 of rows t / 8 + i * threads / 8 (as copyTile
+// does), so its k within a k-tile is fixed: one tap per k-tile (C is a
+// multiple of the chunk: wgmmaShapeValid), and the rows' pixels were
+// decomposed once (gRows).
+void KernelBuilder::copyGatheredA(Value kt, Value stage) {
+  Value cn = rem(tid, 8);
+  Value k = add(mul(asI32(kt), tileK), mul(asI32(cn), chunkElems));
+  GatherTap tap = gatherTap(*gather, k, p.k % tileK != 0, p.k);
+  Value stageOff = mul(stage, stageBytes(s));
+  Value r0 = div(tid, 8);
+  for (int64_t i = 0; i < int64_t(gRows.size()); ++i) {
+    Value r = add(r0, i * threads / 8);
+    Value dstByte =
+        add(stageOff, add(mul(r, kRowBytes), mul(bxor(cn, band(r, 7)), 16)));
+    auto [off, ok] = gatherSource(*gather, gRows[i], tap);
+    Value srcElems = ok ? select(ok, cst(chunkElems), cst(0)) : Value();
+    nvgpu::DeviceAsyncCopyOp::create(
+        b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), smem,
+        ValueRange{div(dstByte, elemBytes)}, a, ValueRange{off},
         b.getIndexAttr(chunkElems), srcElems, b.getUnitAttr());
   }
 }
@@ -199,7 +238,17 @@ void KernelBuilder::epilogue(ValueRange acc) {
   Value row0 = add(add(blockM0, mul(wg, s.tileM / s.warpgroups)),
                    add(mul(warp, 16), div(lane, 4)));
   Value col0 = add(blockN0, mul(rem(lane, 4), 2));
-  VectorType pairT = VectorType::get({2}, p.cType);
+  VectorType pairT = VectorType::get({2}, b.getF32Type());
+  Type cT = partial ? b.getF32Type() : p.cType;
+  VectorType outT = VectorType::get({2}, cT);
+  bool epilogueOps = !partial && (epi.biasType || epi.residualType || epi.relu);
+  auto finish = [&](Value v, Value row, Value col) {
+    if (epilogueOps)
+      v = gemmEpilogue(epi, v, bias, residual, batchC, row, col, p.m, p.n);
+    if (!cT.isF32())
+      v = arith::TruncFOp::create(b, loc, outT, v);
+    return v;
+  };
   // Edge tiles store only what lies inside C: a pair of columns is all in or
   // all out when N is even; when N is odd each element is checked (and the
   // pairs would not be aligned anyway).
@@ -209,29 +258,28 @@ void KernelBuilder::epilogue(ValueRange acc) {
     for (int64_t j = 0; j < s.tileN / 8; ++j) {
       for (int64_t h = 0; h < 2; ++h) {
         SmallVector<Value> e;
-        for (int64_t x = 0; x < 2; ++x) {
-          Value v = LLVM::ExtractValueOp::create(
-              b, loc, acc[i], ArrayRef<int64_t>{4 * j + 2 * h + x});
-          if (!p.cType.isF32())
-            v = arith::TruncFOp::create(b, loc, p.cType, v);
-          e.push_back(v);
-        }
+        for (int64_t x = 0; x < 2; ++x)
+          e.push_back(LLVM::ExtractValueOp::create(
+              b, loc, acc[i], ArrayRef<int64_t>{4 * j + 2 * h + x}));
+        Value vec = vector::FromElementsOp::create(b, loc, pairT, e);
         Value row = add(row0, i * 64 + h * 8);
         Value col = add(col0, j * 8);
         Value rowOk = needRow ? ult(row, p.m) : Value();
         if (pairs) {
-          Value vec = vector::FromElementsOp::create(b, loc, pairT, e);
+          // The epilogue's reads go inside the check (gemmEpilogue).
           whenTrue(land(rowOk, needCol ? ult(col, p.n) : Value()), [&] {
-            vector::StoreOp::create(b, loc, vec, c,
+            vector::StoreOp::create(b, loc, finish(vec, row, col), c,
                                     ValueRange{batchC, row, col});
           });
           continue;
         }
+        Value out = finish(vec, row, col);
         for (int64_t x = 0; x < 2; ++x) {
           Value cx = add(col, x);
+          Value v =
+              vector::ExtractOp::create(b, loc, out, ArrayRef<int64_t>{x});
           whenTrue(land(rowOk, ult(cx, p.n)), [&] {
-            memref::StoreOp::create(b, loc, e[x], c,
-                                    ValueRange{batchC, row, cx});
+            memref::StoreOp::create(b, loc, v, c, ValueRange{batchC, row, cx});
           });
         }
       }
@@ -239,9 +287,12 @@ void KernelBuilder::epilogue(ValueRange acc) {
   }
 }
 
-void KernelBuilder::build(Value aArg, Value bArg, Value cArg) {
+void KernelBuilder::build(Value aArg, Value bArg, Value biasArg,
+                          Value residualArg, Value cArg) {
   a = aArg;
   bm = bArg;
+  bias = biasArg;
+  residual = residualArg;
   c = cArg;
   MLIRContext *ctx = b.getContext();
   int64_t tilesM = ceilDiv(p.m, s.tileM), tilesN = ceilDiv(p.n, s.tileN);
@@ -257,6 +308,19 @@ void KernelBuilder::build(Value aArg, Value bArg, Value cArg) {
   batchC = mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::z);
   batchA = p.aBatched ? batchC : cst(0);
   batchB = p.bBatched ? batchC : cst(0);
+  int64_t kTiles = ceilDiv(p.k, tileK);
+  // Split-K: split y takes k-tiles [y * perSplit, min(kTiles, ...)), none
+  // empty (wgmmaShapeValid).
+  int64_t perSplit = ceilDiv(kTiles, s.splitK);
+  partial = s.splitK > 1;
+  kBase = cst(0);
+  Value myTiles = cst(kTiles);
+  if (partial) {
+    batchC = mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::y);
+    kBase = mul(batchC, perSplit);
+    myTiles =
+        arith::MinUIOp::create(b, loc, cst(perSplit), sub(cst(kTiles), kBase));
+  }
 
   // The stages start at the first 1024-byte boundary of the dynamic shared
   // memory (its shared-window address, as the descriptors want it).
@@ -289,11 +353,20 @@ void KernelBuilder::build(Value aArg, Value bArg, Value cArg) {
       arith::OrIOp::create(b, loc, start, i64(fields(bLbo, kAtomBytes))),
       i64(tileABytes(s) / 16));
 
-  int64_t kTiles = ceilDiv(p.k, tileK);
+  if (gather)
+    gRows =
+        gatherRows(*gather, add(asI32(blockM0), asI32(div(tid, 8))),
+                   threads / 8, s.tileM * 8 / threads, p.m, p.m % s.tileM != 0);
+
   Value token; // any async token: the waits only count groups
   for (int64_t st = 0; st + 2 < s.stages; ++st) {
-    if (st < kTiles)
+    if (partial && st > 0) {
+      // A split may have fewer k-tiles than the prologue copies.
+      whenTrue(cmp(arith::CmpIPredicate::ult, cst(st), myTiles),
+               [&] { copyStage(cst(st), cst(st)); });
+    } else if (st < kTiles) {
       copyStage(cst(st), cst(st));
+    }
     token = commitGroup();
   }
 
@@ -301,7 +374,7 @@ void KernelBuilder::build(Value aArg, Value bArg, Value cArg) {
   accT = LLVM::LLVMStructType::getLiteral(ctx, f32s);
   SmallVector<Value> init(slices, LLVM::ZeroOp::create(b, loc, accT));
 
-  auto loop = scf::ForOp::create(b, loc, cst(0), cst(kTiles), cst(1), init);
+  auto loop = scf::ForOp::create(b, loc, cst(0), myTiles, cst(1), init);
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(loop.getBody());
@@ -315,8 +388,9 @@ void KernelBuilder::build(Value aArg, Value bArg, Value cArg) {
     SmallVector<Value> next =
         mmaStep(rem(kt, s.stages), loop.getRegionIterArgs());
     Value ahead = add(kt, s.stages - 2);
-    auto ifOp = scf::IfOp::create(b, loc, ult(ahead, kTiles),
-                                  /*withElse=*/false);
+    auto ifOp = scf::IfOp::create(
+        b, loc, cmp(arith::CmpIPredicate::ult, ahead, myTiles),
+        /*withElse=*/false);
     {
       OpBuilder::InsertionGuard g2(b);
       b.setInsertionPointToStart(&ifOp.getThenRegion().front());
@@ -348,7 +422,7 @@ WgmmaSchedule chooseWgmmaSchedule(const WgmmaProblem &p) {
 
 /// wgmmaKernelSupports without the target: what the builder needs.
 static bool wgmmaShapeValid(const WgmmaProblem &p, const WgmmaSchedule &s,
-                            std::string &why) {
+                            const GemmGather *gather, std::string &why) {
   auto fail = [&](const std::string &msg) {
     why = "wgmma kernel: " + msg;
     return false;
@@ -383,15 +457,39 @@ static bool wgmmaShapeValid(const WgmmaProblem &p, const WgmmaSchedule &s,
     return fail("too many output tiles for one grid");
   if (p.batch > 65535)
     return fail("a batch of at most 65535 matrices");
+  if (s.splitK < 1 || s.splitK > 65535)
+    return fail("splitK must be in [1, 65535]");
+  if (s.splitK > 1) {
+    int64_t kTiles = ceilDiv(p.k, wgmmaTileK(p.abType));
+    if (p.batch != 1)
+      return fail("split-K needs one matrix");
+    if ((s.splitK - 1) * ceilDiv(kTiles, s.splitK) >= kTiles)
+      return fail("split-K leaves a split without k-tiles (" +
+                  std::to_string(kTiles) + " k-tiles in " +
+                  std::to_string(s.splitK) + " splits)");
+  }
+  if (gather) {
+    // A thread's chunk is then one tap's channels, and B the weight
+    // [O][KH*KW*C]; the offsets are i32 (convKernelSupports checks them).
+    if (p.batch != 1 || !p.transB)
+      return fail("a gathered A needs one matrix and B stored [N][K]");
+    if (gather->c % chunk != 0)
+      return fail("a gathered A needs channels that are a multiple of " +
+                  std::to_string(chunk));
+    if (p.m != gather->batch * gather->oh * gather->ow ||
+        p.k != gather->kh * gather->kw * gather->c)
+      return fail("the GEMM is not the gather's");
+  }
   return true;
 }
 
 bool wgmmaKernelSupports(const WgmmaProblem &p, const WgmmaSchedule &s,
-                         const ::tcc::TargetDesc &target, std::string &why) {
+                         const ::tcc::TargetDesc &target, std::string &why,
+                         const GemmGather *gather) {
   std::string limit;
   if (!target.wgmma)
     limit = "needs wgmma (sm_90a), not on " + target.name;
-  else if (!wgmmaShapeValid(p, s, why))
+  else if (!wgmmaShapeValid(p, s, gather, why))
     return false;
   if (limit.empty() && sharedFits(sharedBytesOf(s), target, limit))
     return true;
@@ -399,29 +497,46 @@ bool wgmmaKernelSupports(const WgmmaProblem &p, const WgmmaSchedule &s,
   return false;
 }
 
-FailureOr<KernelLaunch> buildWgmmaKernel(OpBuilder &b,
-                                         mlir::gpu::GPUModuleOp module,
-                                         StringRef name, const WgmmaProblem &p,
-                                         const WgmmaSchedule &s) {
+FailureOr<KernelLaunch>
+buildWgmmaKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module, StringRef name,
+                 const WgmmaProblem &p, const WgmmaSchedule &s,
+                 const GemmGather *gather, const GemmEpilogue &epilogue) {
   std::string why;
-  if (!wgmmaShapeValid(p, s, why))
+  if (!wgmmaShapeValid(p, s, gather, why))
     return module.emitError(why);
   OpBuilder::InsertionGuard guard(b);
   loadTemplateDialects(b.getContext());
   auto memref = [&](bool batched, int64_t rows, int64_t cols, Type t) {
     return MemRefType::get({batched ? p.batch : 1, rows, cols}, t);
   };
-  SmallVector<Type> args = {memref(p.aBatched, p.m, p.k, p.abType),
-                            p.transB ? memref(p.bBatched, p.n, p.k, p.abType)
-                                     : memref(p.bBatched, p.k, p.n, p.abType),
-                            memref(true, p.m, p.n, p.cType)};
+  SmallVector<Type> args = {
+      gather
+          ? MemRefType::get({gather->batch * gather->h * gather->w * gather->c},
+                            p.abType)
+          : memref(p.aBatched, p.m, p.k, p.abType),
+      p.transB ? memref(p.bBatched, p.n, p.k, p.abType)
+               : memref(p.bBatched, p.k, p.n, p.abType)};
+  // Split-K: the f32 partials, and the reduction applies the epilogue.
+  GemmEpilogue epi = s.splitK > 1 ? GemmEpilogue() : epilogue;
+  if (epi.biasType)
+    args.push_back(MemRefType::get({p.n}, epi.biasType));
+  if (epi.residualType)
+    args.push_back(memref(true, p.m, p.n, epi.residualType));
+  args.push_back(s.splitK > 1
+                     ? MemRefType::get({s.splitK, p.m, p.n}, b.getF32Type())
+                     : memref(true, p.m, p.n, p.cType));
   int64_t threads = 128 * s.warpgroups;
   mlir::gpu::GPUFuncOp func = createKernelFunc(b, module, name, args, threads);
-  KernelBuilder kb(b, func.getLoc(), p, s);
-  kb.build(func.getArgument(0), func.getArgument(1), func.getArgument(2));
+  KernelBuilder kb(b, func.getLoc(), p, s, gather, epi);
+  unsigned n = func.getNumArguments();
+  kb.build(func.getArgument(0), func.getArgument(1),
+           epi.biasType ? func.getArgument(2) : Value(),
+           epi.residualType ? func.getArgument(n - 2) : Value(),
+           func.getArgument(n - 1));
   mlir::gpu::ReturnOp::create(b, func.getLoc());
   KernelLaunch launch;
-  launch.grid = {ceilDiv(p.m, s.tileM) * ceilDiv(p.n, s.tileN), 1, p.batch};
+  launch.grid = {ceilDiv(p.m, s.tileM) * ceilDiv(p.n, s.tileN), s.splitK,
+                 p.batch};
   launch.block = {threads, 1, 1};
   launch.sharedBytes = sharedBytesOf(s);
   return launch;

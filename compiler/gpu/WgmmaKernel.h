@@ -10,7 +10,10 @@
 //     needs nothing beyond pointers;
 //   - each warpgroup (128 threads) issues m64nNk16 wgmmas on descriptors of
 //     the shared tiles, asynchronously, one commit group per k-tile;
-//   - f32 accumulators stay in registers and are stored straight to C.
+//   - f32 accumulators stay in registers and are stored straight to C,
+//     through an optional epilogue (bias, residual, ReLU: GemmEpilogue);
+//   - optionally A gathered from a convolution's NHWC input (GemmGather:
+//     the implicit GEMM, ConvKernel.h), and K split across blocks.
 // Lowering needs convert-nvvm-to-llvm (the wgmma ops become inline PTX) and
 // the chip "sm_90a".
 //
@@ -50,8 +53,12 @@ struct WgmmaProblem {
 /// owning tileM / warpgroups rows (a multiple of 64), stepping over K by
 /// the k-tile with `stages` shared-memory buffers (stages - 2 k-tiles are
 /// prefetched; one more buffer is still being read by the wgmmas in flight).
+/// With splitK > 1 (one matrix, no epilogue), block y sums its share of
+/// the k-tiles into an f32 partial C [splitK, M, N] that a second kernel
+/// (buildSplitKReduceKernel, MatmulKernel.h) sums in split order.
 struct WgmmaSchedule {
   int64_t tileM = 128, tileN = 256, warpgroups = 2, stages = 4;
+  int64_t splitK = 1;
 };
 
 /// The k-tile: one 128-byte swizzle row (64 bf16/f16 or 32 tf32 elements).
@@ -65,19 +72,26 @@ WgmmaSchedule chooseWgmmaSchedule(const WgmmaProblem &p);
 /// Whether buildWgmmaKernel handles `p` with `s`; when not, `why` says why
 /// in one line.
 /// `target` must have wgmma and room for the stages.
+/// With `gather`, A is gathered from a convolution's input (as the mma.sync
+/// template's implicit GEMM, ConvKernel.h).
 bool wgmmaKernelSupports(const WgmmaProblem &p, const WgmmaSchedule &s,
-                         const ::tcc::TargetDesc &target, std::string &why);
+                         const ::tcc::TargetDesc &target, std::string &why,
+                         const GemmGather *gather = nullptr);
 
-/// Appends `gpu.func @name(%a, %b, %c) kernel` to `module`: identity-layout
-/// memrefs A [batch or 1, M, K], B [batch or 1, K, N] ([.., N, K] if
-/// transB), C [batch, M, N], each 16-byte aligned. The kernel reads
+/// Appends `gpu.func @name(%a, %b, [%bias,] [%residual,] %c) kernel` to
+/// `module`: identity-layout memrefs A [batch or 1, M, K] (with `gather`, the
+/// NHWC input, 1-D), B [batch or 1, K, N] ([.., N, K] if transB), the
+/// epilogue's bias [N] and residual [batch, M, N], C [batch, M, N], each
+/// 16-byte aligned; `epilogue` applies to the f32 results. With s.splitK > 1
+/// C is the f32 partials [splitK, M, N] and there is no epilogue (the
+/// reduction applies it). The kernel reads
 /// `gpu.dynamic_shared_memory` of KernelLaunch::sharedBytes bytes. Fails (with
 /// a diagnostic at the module) when wgmmaKernelSupports says no.
-mlir::FailureOr<KernelLaunch> buildWgmmaKernel(mlir::OpBuilder &b,
-                                               mlir::gpu::GPUModuleOp module,
-                                               llvm::StringRef name,
-                                               const WgmmaProblem &p,
-                                               const WgmmaSchedule &s);
+mlir::FailureOr<KernelLaunch>
+buildWgmmaKernel(mlir::OpBuilder &b, mlir::gpu::GPUModuleOp module,
+                 llvm::StringRef name, const WgmmaProblem &p,
+                 const WgmmaSchedule &s, const GemmGather *gather = nullptr,
+                 const GemmEpilogue &epilogue = {});
 
 } // namespace tcc::gpu
 

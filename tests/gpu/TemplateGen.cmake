@@ -23,5 +23,6 @@ else()
 endif()
 find_package(nlohmann_json 3 REQUIRED)
 set(template_gen_srcs ${tcc_root}/compiler/gpu/TemplateUtils.cpp
+  ${tcc_root}/compiler/gpu/GemmParts.cpp
   ${tcc_root}/compiler/Target.cpp
   ${tcc_root}/tests/gpu/TemplateGen.cpp)

@@ -24,9 +24,12 @@ log_ptxas() {
     dir=$4; [ $arch = sm_80 ] && dir=$5
     # A case built for sm_90 only (sm_80's smaller shared memory refuses it).
     [ $arch = sm_80 ] && [ ! -f "$dir/$name.ptx" ] && continue
+    # PTX for sm_90a (wgmma) assembles only for it.
+    [ $arch = sm_90 ] && grep -q '^\.target sm_90a' "$dir/$name.ptx" && arch=sm_90a
     line=$("$ptxas" -arch=$arch -v "$dir/$name.ptx" -o /dev/null 2>&1 |
       grep -E "registers|spill" | tr -s ' \n' ' ')
     echo "$name $arch: $line" >> "$log"
+    [ $arch = sm_90a ] && arch=sm_90
     no_spills "$line" ||
       { echo "ptxas: $name $arch spills or failed: $line"; return 1; }
   done

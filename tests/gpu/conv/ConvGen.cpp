@@ -4,10 +4,13 @@
 //       [--stride SH,SW] [--pad TOP,LEFT,BOTTOM,RIGHT] [--dilation DH,DW]
 //       [--bias] [--relu] [--type bf16|f16|f32] [--out-type f32|bf16|f16]
 //       [--tf32] [--schedule TM,TN,TK,WM,WN,STAGES] [--chip sm_90|sm_80]
-//       [--name NAME] [--out-dir DIR] [--emit-mlir]
+//       [--wgmma auto|TM,TN,WARPGROUPS,STAGES] [--name NAME] [--out-dir DIR]
+//       [--emit-mlir]
 //
 // Builds the channels-last convolution with tcc::gpu::buildConvKernel (the
-// schedule from chooseConvSchedule unless given), lowers it with the NVVM
+// schedule from chooseConvSchedule unless given), or with --wgmma (needs
+// --chip sm_90a) buildWgmmaConvKernel (auto: chooseWgmmaConvSchedule's,
+// which must take it), lowers it with the NVVM
 // pipeline of the compiler, and writes DIR/NAME.ptx and DIR/NAME.tccb: a
 // bundle with inputs x [N, H, W, C], w [O, KH, KW, C] (and bias [O]), output
 // y [N, OH, OW, O] and one launch. Prints one JSON line describing it.
@@ -29,6 +32,130 @@ using tcc::gen::die;
 using tcc::gen::parseInt;
 using tcc::gen::parseIntList;
 
+namespace {
+
+/// The JSON line's fields every convolution case has.
+nlohmann::json describe(const tcc::gpu::ConvProblem &p, bool bias,
+                        const std::string &name) {
+  return {{"name", name},
+          {"n", p.n},
+          {"h", p.h},
+          {"w", p.w},
+          {"c", p.c},
+          {"o", p.o},
+          {"kernel", {p.kh, p.kw}},
+          {"stride", {p.strideH, p.strideW}},
+          {"pad", {p.padTop, p.padLeft, p.padBottom, p.padRight}},
+          {"dilation", {p.dilationH, p.dilationW}},
+          {"out", {p.n, p.outH(), p.outW(), p.o}},
+          {"bias", bias},
+          {"relu", p.relu},
+          {"type", tcc::gen::typeName(p.inType)},
+          {"out_type", tcc::gen::typeName(p.outType)},
+          {"tf32", p.allowTf32}};
+}
+
+std::vector<tcc::gen::BundleTensor> inputsOf(const tcc::gpu::ConvProblem &p,
+                                             bool bias) {
+  std::vector<tcc::gen::BundleTensor> inputs = {
+      {"x", p.inType, {p.n, p.h, p.w, p.c}},
+      {"w", p.weightType, {p.o, p.kh, p.kw, p.c}}};
+  if (bias)
+    inputs.push_back({"bias", p.biasType, {p.o}});
+  return inputs;
+}
+
+/// The convolution's GEMM view, as the split-K reduction sees it.
+tcc::gpu::MatmulProblem gemmView(const tcc::gpu::ConvProblem &p) {
+  tcc::gpu::MatmulProblem g;
+  g.m = p.n * p.outH() * p.outW();
+  g.n = p.o;
+  g.k = p.kh * p.kw * p.c;
+  g.cType = p.outType;
+  return g;
+}
+
+tcc::gpu::GemmEpilogue epilogueOf(const tcc::gpu::ConvProblem &p) {
+  tcc::gpu::GemmEpilogue e;
+  e.biasType = p.biasType;
+  e.relu = p.relu;
+  return e;
+}
+
+/// Split-K (`splits` > 1): the reduction that sums the partials and
+/// applies the epilogue, built into `km`.
+std::optional<tcc::gpu::KernelLaunch> reduceOf(mlir::OpBuilder &b,
+                                               tcc::gen::KernelModule &km,
+                                               const tcc::gpu::ConvProblem &p,
+                                               const std::string &name,
+                                               int64_t splits) {
+  if (splits <= 1)
+    return std::nullopt;
+  return tcc::gpu::buildSplitKReduceKernel(b, km.kernels, name + "_splitk",
+                                           gemmView(p), splits, epilogueOf(p));
+}
+
+/// Lowers `km`, writes DIR/NAME.ptx and DIR/NAME.tccb (the reduction, if
+/// any, reading a workspace of `workspace` bytes) and prints the JSON line.
+int writeCase(tcc::gen::KernelModule &km, const tcc::gpu::ConvProblem &p,
+              bool bias, const tcc::gen::GenFlags &flags,
+              const tcc::gpu::KernelLaunch &launch,
+              const std::optional<tcc::gpu::KernelLaunch> &reduce,
+              int64_t workspace, nlohmann::json schedule) {
+  if (tcc::gen::verifyOrPrint(*km.module, flags.emitMlir))
+    return 0;
+  std::string ptx = tcc::gen::lowerToPtx(*km.module, flags.chip);
+  tcc::gen::writePtx(flags.outDir, flags.name, ptx);
+  tcc::gen::writeKernelBundle(
+      flags.outDir, flags.name, flags.chip, "conv2d", "tcc.conv2d",
+      inputsOf(p, bias), {"y", p.outType, {p.n, p.outH(), p.outW(), p.o}}, ptx,
+      launch, reduce ? &*reduce : nullptr, workspace, 2);
+  nlohmann::json info = describe(p, bias, flags.name);
+  info["schedule"] = std::move(schedule);
+  info["grid"] = launch.grid;
+  info["block"] = launch.block;
+  info["shared_bytes"] = launch.sharedBytes;
+  std::cout << info.dump() << "\n";
+  return 0;
+}
+
+/// --wgmma: the convolution on the wgmma template, schedule `spec` ("auto"
+/// or TM,TN,WARPGROUPS,STAGES).
+int buildWgmma(const tcc::gpu::ConvProblem &p, const std::string &spec,
+               bool bias, const tcc::TargetDesc &target,
+               const tcc::gen::GenFlags &flags) {
+  if (flags.chip != "sm_90a")
+    die("--wgmma needs --chip sm_90a");
+  tcc::gpu::WgmmaSchedule s;
+  if (spec == "auto") {
+    std::optional<tcc::gpu::WgmmaSchedule> chosen =
+        tcc::gpu::chooseWgmmaConvSchedule(p, target);
+    if (!chosen)
+      die("--wgmma auto: chooseWgmmaConvSchedule leaves it to mma.sync");
+    s = *chosen;
+  } else {
+    // TM,TN,WARPGROUPS,STAGES[,SPLIT_K]
+    std::vector<int64_t> v =
+        parseIntList("--wgmma", spec,
+                     std::count(spec.begin(), spec.end(), ',') == 4 ? 5 : 4);
+    s = {v[0], v[1], v[2], v[3], v.size() == 5 ? v[4] : 1};
+  }
+  mlir::OpBuilder b(p.inType.getContext());
+  tcc::gen::KernelModule km = tcc::gen::createKernelModule(b);
+  mlir::FailureOr<tcc::gpu::KernelLaunch> launch =
+      tcc::gpu::buildWgmmaConvKernel(b, km.kernels, flags.name, p, s);
+  if (failed(launch))
+    die("cannot build the kernel");
+  tcc::gpu::MatmulSchedule split;
+  split.splitK = s.splitK;
+  return writeCase(
+      km, p, bias, flags, *launch, reduceOf(b, km, p, flags.name, s.splitK),
+      tcc::gpu::splitKWorkspaceBytes(gemmView(p), split),
+      {"wgmma", s.tileM, s.tileN, s.warpgroups, s.stages, s.splitK});
+}
+
+} // namespace
+
 int main(int argc, char **argv) {
   std::unique_ptr<MLIRContext> context =
       tcc::gen::initGenerator("tcc-conv-gen");
@@ -41,6 +168,7 @@ int main(int argc, char **argv) {
   tcc::gen::GenFlags flags;
   flags.name = "conv";
   int have = 0;
+  std::string wgmma;
   auto ownFlag = [&](const std::string &f, tcc::gen::FlagValue value) {
     if (f == "--n")
       p.n = parseInt(f, value()), have |= 1;
@@ -76,6 +204,8 @@ int main(int argc, char **argv) {
       p.allowTf32 = true;
     else if (f == "--groups")
       p.groups = parseInt(f, value());
+    else if (f == "--wgmma")
+      wgmma = value();
     else
       return false;
     return true;
@@ -129,6 +259,8 @@ int main(int argc, char **argv) {
   if (!tcc::gpu::convKernelSupports(p, why))
     die(why);
   tcc::TargetDesc target = tcc::gen::targetOf(flags.chip);
+  if (!wgmma.empty())
+    return buildWgmma(p, wgmma, bias, target, flags);
   tcc::gpu::ConvSchedule s = tcc::gpu::chooseConvSchedule(p, target);
   if (!flags.schedule.empty()) {
     // TM,TN,TK,WM,WN,STAGES[,SPLIT_K]
@@ -148,57 +280,9 @@ int main(int argc, char **argv) {
       tcc::gpu::buildConvKernel(b, km.kernels, flags.name, p, s);
   if (failed(launch))
     die("cannot build the kernel");
-  // Split-K: the reduction that sums the partials and applies the epilogue.
-  std::optional<tcc::gpu::KernelLaunch> reduce;
-  tcc::gpu::MatmulProblem g;
-  g.m = p.n * p.outH() * p.outW();
-  g.n = p.o;
-  g.k = p.kh * p.kw * p.c;
-  g.cType = p.outType;
-  if (s.splitK > 1 && !s.clusterSplitK) {
-    tcc::gpu::GemmEpilogue epi;
-    epi.biasType = p.biasType;
-    epi.relu = p.relu;
-    reduce = tcc::gpu::buildSplitKReduceKernel(
-        b, km.kernels, flags.name + "_splitk", g, s.splitK, epi);
-  }
-  if (tcc::gen::verifyOrPrint(*km.module, flags.emitMlir))
-    return 0;
-  std::string ptx = tcc::gen::lowerToPtx(*km.module, flags.chip);
-  tcc::gen::writePtx(flags.outDir, flags.name, ptx);
-
-  int64_t oh = p.outH(), ow = p.outW();
-  std::vector<tcc::gen::BundleTensor> inputs = {
-      {"x", p.inType, {p.n, p.h, p.w, p.c}},
-      {"w", p.weightType, {p.o, p.kh, p.kw, p.c}}};
-  if (bias)
-    inputs.push_back({"bias", p.biasType, {p.o}});
-  tcc::gen::writeKernelBundle(
-      flags.outDir, flags.name, flags.chip, "conv2d", "tcc.conv2d", inputs,
-      {"y", p.outType, {p.n, oh, ow, p.o}}, ptx, *launch,
-      reduce ? &*reduce : nullptr, tcc::gpu::splitKWorkspaceBytes(g, s), 2);
-  nlohmann::json info = {
-      {"name", flags.name},
-      {"n", p.n},
-      {"h", p.h},
-      {"w", p.w},
-      {"c", p.c},
-      {"o", p.o},
-      {"kernel", {p.kh, p.kw}},
-      {"stride", {p.strideH, p.strideW}},
-      {"pad", {p.padTop, p.padLeft, p.padBottom, p.padRight}},
-      {"dilation", {p.dilationH, p.dilationW}},
-      {"out", {p.n, oh, ow, p.o}},
-      {"bias", bias},
-      {"relu", p.relu},
-      {"type", tcc::gen::typeName(p.inType)},
-      {"out_type", tcc::gen::typeName(p.outType)},
-      {"tf32", p.allowTf32},
-      {"schedule",
-       {s.tileM, s.tileN, s.tileK, s.warpsM, s.warpsN, s.stages, s.splitK}},
-      {"grid", launch->grid},
-      {"block", launch->block},
-      {"shared_bytes", launch->sharedBytes}};
-  std::cout << info.dump() << "\n";
-  return 0;
+  return writeCase(
+      km, p, bias, flags, *launch,
+      reduceOf(b, km, p, flags.name, s.clusterSplitK ? 1 : s.splitK),
+      tcc::gpu::splitKWorkspaceBytes(gemmView(p), s),
+      {s.tileM, s.tileN, s.tileK, s.warpsM, s.warpsN, s.stages, s.splitK});
 }

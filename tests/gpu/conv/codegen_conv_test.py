@@ -12,7 +12,10 @@ no kernel of the rest) has a `<kernel>_conv_mma` entry with mma.sync and cp.asyn
 an f32 one without tf32 no template. A depthwise one (groups = C = O)
 takes the depthwise template, `<kernel>_depthwise`, its ReLU fused (no
 other conv2d kernel); with a channel multiplier (O = 2C) it keeps the
-generic kernels. With PTXAS, the PTX must assemble
+generic kernels. For sm_90a, a ResNet block at 2x64x96x96 takes the wgmma
+template (`<kernel>_conv_wgmma`, the add and ReLU in its epilogue), one at
+2x512x16x16 splits K (`<kernel>_conv_wgmma_splitk` sums the partials and
+applies the epilogue) and the small one keeps `_conv_mma`. With PTXAS, the PTX must assemble
 without spills. Exits 77 (skipped) when this tcc has no --conv-layout (the
 layout pass, branch `layout`, is not merged yet).
 """
@@ -52,14 +55,13 @@ def model(dtype, groups=1, epilogue=None, o=32):
         "nodes": nodes, "outputs": outputs}
 
 
-def model_skip(dtype):
+def model_skip(dtype, c=16, h=9, w=11):
     """x -> conv -> y; z = relu(conv(y) + y): a ResNet block's skip
     connection, y an argument of the second convolution's kernel."""
-    c = 16
     conv = {"op": "conv2d", "attrs": {"pads": [1, 1, 1, 1]}}
     return {
         "format": "tcc-model", "version": 1, "name": "skip",
-        "inputs": [{"name": "x", "dtype": dtype, "shape": [2, c, 9, 11]}],
+        "inputs": [{"name": "x", "dtype": dtype, "shape": [2, c, h, w]}],
         "params": [
             {"name": n, "dtype": dtype, "shape": [c, c, 3, 3],
              "init": {"random": "normal", "mean": 0.0, "std": 0.1,
@@ -158,9 +160,52 @@ def main():
                 status = "ok  " if not problems else "FAIL"
                 print(f"{status} {name} {chip} {'; '.join(problems)}")
                 failed += bool(problems)
+        # sm_90a: convolutions whose tiles fill the GPU take the wgmma
+        # template, the skip connection's add and ReLU in its epilogue; small
+        # ones keep mma.sync (which can split K).
+        for name, m, want in (
+                ("wgmma_skip", model_skip("f16", c=64, h=96, w=96), True),
+                ("wgmma_splitk", model_skip("f16", c=512, h=16, w=16),
+                 "split"),
+                ("wgmma_small", model_skip("f16"), False)):
+            ptx, err = compile_ptx(tcc, tmp, m, "sm_90a", [])
+            problems = []
+            if ptx is None:
+                problems.append("compile failed: " + err)
+            else:
+                entries = re.findall(r"\.entry\s+(\w+)", ptx)
+                wg = [e for e in entries if e.endswith("_conv_wgmma")]
+                mma = [e for e in entries if e.endswith("_conv_mma")]
+                split = [e for e in entries if e.endswith("_wgmma_splitk")]
+                if want and (len(wg) != 2 or mma):
+                    problems.append("want two _conv_wgmma: " + " ".join(entries))
+                if (len(split) == 2) != (want == "split"):
+                    problems.append("split-K reductions: " + " ".join(split))
+                if not want and (wg or not mma):
+                    problems.append("want _conv_mma: " + " ".join(entries))
+                rest = [e for e in entries
+                        if "conv2d" in e and e not in wg + mma + split]
+                if rest:
+                    problems.append("unfused: " + " ".join(rest))
+                if want:
+                    problems += ["no " + p for p in
+                                 ("wgmma.mma_async.sync.aligned.m64n64k16."
+                                  "f32.f16.f16", "max.NaN.f32") if p not in ptx]
+                if ptxas and not problems:
+                    path = os.path.join(tmp, "m.ptx")
+                    rep = subprocess.run(
+                        [ptxas, "-arch=sm_90a", "-v", path, "-o", os.devnull],
+                        capture_output=True, text=True)
+                    log = rep.stdout + rep.stderr
+                    spills = re.findall(r"(\d+) bytes spill stores", log)
+                    if rep.returncode != 0 or any(int(s) for s in spills):
+                        problems.append("ptxas: " + log[-500:])
+            print(f"{'ok  ' if not problems else 'FAIL'} {name} sm_90a "
+                  f"{'; '.join(problems)}")
+            failed += bool(problems)
         # "conv" in --schedule sets the template's tiles (64 threads here);
         # an invalid one is a one-line error.
-        total = len(cases) * 2 + 2
+        total = len(cases) * 2 + 5
         for body, want_ok in (({"tile_m": 64, "tile_n": 32, "warps_m": 2,
                                 "warps_n": 1, "stages": 2}, True),
                               ({"tile_m": 48}, False)):

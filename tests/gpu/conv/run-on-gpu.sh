@@ -20,7 +20,9 @@
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 here=$root/tests/gpu/conv
-carry=$root/.carry/conv
+# CONV_CARRY and CONV_CASES: another carry and case list (experiments).
+carry=${CONV_CARRY:-$root/.carry/conv}
+cases=${CONV_CASES:-$here/cases.txt}
 # shellcheck source=../template-ptx.sh
 . "$root/tests/gpu/template-ptx.sh"
 
@@ -39,18 +41,22 @@ if [ "${1:-}" = prepare ]; then
   cp -r /usr/share/cmake/nlohmann_json "$carry/deps/usr/share/cmake/"
   sm80=$(mktemp -d)
   : > "$carry/ptxas.log"
-  grep -v '^#' "$here/cases.txt" | while read -r name role flags; do
+  grep -v '^#' "$cases" | while read -r name role flags; do
     [ -n "$name" ] || continue
     # shellcheck disable=SC2086
     "$gen" --name "$name" --out-dir "$carry" $flags \
       > "$carry/$name.json"
-    # shellcheck disable=SC2086
-    "$gen" --name "$name" --out-dir "$sm80" --chip sm_80 \
-      $flags > /dev/null
+    # wgmma cases are sm_90a only.
+    case " $flags " in
+      *" --wgmma "*) ;;
+      *) # shellcheck disable=SC2086
+        "$gen" --name "$name" --out-dir "$sm80" --chip sm_80 \
+          $flags > /dev/null ;;
+    esac
     log_ptxas "$ptxas" "$name" "$carry/ptxas.log" "$carry" "$sm80" || exit 1
   done
   rm -rf "$sm80"
-  cp "$here/cases.txt" "$carry/"
+  cp "$cases" "$carry/cases.txt"
   echo "prepared $carry ($(du -sh "$carry" | cut -f1)); registers:"
   grep -o '^[^ ]* sm_[0-9]*:\|Used [0-9]* registers' "$carry/ptxas.log" |
     paste -d' ' - - | column -c 160

@@ -1,0 +1,118 @@
+//===- GemmParts.cpp - pieces the GEMM templates share --------------------===//
+//
+// The gather's index math is 32-bit: every offset of the input fits
+// (convKernelSupports checks). A row's pixel decomposition is made once per
+// block, and each k-tile decomposes only the thread's k (tap and channel).
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/gpu/GemmParts.h"
+
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <limits>
+
+using namespace mlir;
+
+namespace tcc::gpu {
+
+std::pair<bool, bool> GemmParts::gatherChecks(const GemmGather &g) {
+  bool needH =
+      g.padTop > 0 || (g.oh - 1) * g.strideH + (g.kh - 1) * g.dilationH >= g.h;
+  bool needW =
+      g.padLeft > 0 || (g.ow - 1) * g.strideW + (g.kw - 1) * g.dilationW >= g.w;
+  return {needH, needW};
+}
+
+SmallVector<GemmParts::GatherRow>
+GemmParts::gatherRows(const GemmGather &g, Value firstRow, int64_t rowStep,
+                      int64_t count, int64_t m, bool needRow) {
+  auto [needH, needW] = gatherChecks(g);
+  int64_t pixels = g.oh * g.ow;
+  // An input row or column no window reaches: rows past M get it, so that
+  // the bounds check that padding needs rejects them too.
+  Value far = cstI32(std::numeric_limits<int32_t>::min() / 2);
+  SmallVector<GatherRow> rows;
+  for (int64_t i = 0; i < count; ++i) {
+    Value r = add(firstRow, i * rowStep);
+    Value ok = needRow ? ult(r, m) : Value();
+    Value rc = ok ? select(ok, r, cstI32(0)) : r;
+    Value img = div(rc, pixels), q = rem(rc, pixels);
+    Value ih = add(mul(div(q, g.ow), g.strideH), -g.padTop);
+    Value iw = add(mul(rem(q, g.ow), g.strideW), -g.padLeft);
+    Value base = mul(add(mul(add(mul(img, g.h), ih), g.w), iw), g.c);
+    if (ok && needH)
+      ih = select(ok, ih, far);
+    else if (ok && needW)
+      iw = select(ok, iw, far);
+    rows.push_back({base, ih, iw, needH || needW ? Value() : ok});
+  }
+  return rows;
+}
+
+GemmParts::GatherTap GemmParts::gatherTap(const GemmGather &g, Value k,
+                                          bool check, int64_t kBound) {
+  Value ok = check ? ult(k, kBound) : Value();
+  Value tap = div(k, g.c), ch = rem(k, g.c);
+  Value dy = mul(div(tap, g.kw), g.dilationH);
+  Value dx = mul(rem(tap, g.kw), g.dilationW);
+  return {dy, dx, add(mul(add(mul(dy, g.w), dx), g.c), ch), ok};
+}
+
+std::pair<Value, Value> GemmParts::gatherSource(const GemmGather &g,
+                                                const GatherRow &row,
+                                                const GatherTap &tap) {
+  auto [needH, needW] = gatherChecks(g);
+  Value ok = land(row.ok, tap.ok);
+  if (needH)
+    ok = land(ok, ult(add(row.ih, tap.dy), g.h));
+  if (needW)
+    ok = land(ok, ult(add(row.iw, tap.dx), g.w));
+  Value off = add(row.base, tap.off);
+  return {asIndex(ok ? select(ok, off, cstI32(0)) : off), ok};
+}
+
+Value GemmParts::gemmEpilogue(const GemmEpilogue &epi, Value vals, Value bias,
+                              Value residual, Value batch, Value row, Value col,
+                              int64_t m, int64_t n) {
+  auto vt = cast<VectorType>(vals.getType());
+  int64_t len = vt.getNumElements();
+  auto bytes = [](Type t) { return t.getIntOrFloatBitWidth() / 8; };
+  // Whole aligned vectors inside the store's bounds check, or elements at
+  // clamped indices before element-wise checked stores.
+  auto read = [&](Value mem, Type t, ValueRange lead) -> Value {
+    auto rt = VectorType::get({len}, t);
+    SmallVector<Value> at(lead.begin(), lead.end());
+    if (n % len == 0) {
+      at.push_back(col);
+      return vector::LoadOp::create(b, loc, rt, mem, at, false,
+                                    llvm::Align(len * bytes(t)));
+    }
+    SmallVector<Value> e;
+    for (int64_t i = 0; i < len; ++i) {
+      Value ce = add(col, i);
+      SmallVector<Value> idx = at;
+      idx.push_back(select(ult(ce, n), ce, cst(0)));
+      e.push_back(memref::LoadOp::create(b, loc, mem, idx));
+    }
+    return vector::FromElementsOp::create(b, loc, rt, e);
+  };
+  auto addTo = [&](Value v, Type t) {
+    if (!t.isF32())
+      v = arith::ExtFOp::create(b, loc, vt, v);
+    vals = arith::AddFOp::create(b, loc, vals, v);
+  };
+  if (epi.biasType)
+    addTo(read(bias, epi.biasType, {}), epi.biasType);
+  if (epi.residualType) {
+    Value r = n % len == 0 ? row : select(ult(row, m), row, cst(0));
+    addTo(read(residual, epi.residualType, {batch, r}), epi.residualType);
+  }
+  if (epi.relu)
+    vals = arith::MaximumFOp::create(
+        b, loc, vals,
+        arith::ConstantOp::create(b, loc, DenseElementsAttr::get(vt, 0.0f)));
+  return vals;
+}
+
+} // namespace tcc::gpu

@@ -177,8 +177,10 @@ chooseWgmmaConvSchedule(const ConvProblem &p, const ::tcc::TargetDesc &target) {
   WgmmaProblem w = wgmmaOf(p);
   GemmGather g = gatherOf(p);
   // Under 256 output pixels mma.sync's smaller tiles did as well or better
-  // (ResNet-50's 14x14 layers, session 24), and a 64-row wgmma would idle.
-  if (w.m < 256)
+  // (ResNet-50's 14x14 layers, session 24), and a 64-row wgmma would idle;
+  // under 64 output channels most of the narrowest wgmma tile would
+  // (DenseNet's 32-channel layers; not measured).
+  if (w.m < 256 || w.n < 64)
     return std::nullopt;
   // The tiles, with the f16 TFLOP/s one multiprocessor sustained on them
   // (tests/gpu/conv on the H200, session 24: U-Net's and ResNet-50's

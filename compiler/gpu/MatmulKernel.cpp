@@ -920,11 +920,10 @@ void chooseSplitK(const MatmulProblem &p, MatmulSchedule &s,
     return;
   // The most splits that keep the grid within two waves, each split at
   // least 4 k-tiles deep (a shallower one is all pipeline fill).
-  // With clusters, at most a cluster's blocks, whose splits sum in shared
-  // memory without a second launch: measured 1.2-1.55x faster launched one
-  // by one, 1% slower in a CUDA graph (docs/performance.md, session 23).
-  int64_t most = target.clusters ? kMaxClusterSplits : 32;
-  for (int64_t d = 2; d <= most; ++d)
+  // Up to 8 splits sum across a cluster (chooseSplitKReduction), more in a
+  // second kernel: capping them at a cluster's 8 cost DenseNet-121 3.5% in
+  // a CUDA graph (docs/performance.md, session 23).
+  for (int64_t d = 2; d <= 32; ++d)
     if (kTiles % d == 0 && kTiles / d >= 4 && blocks * d <= 2 * sms)
       s.splitK = d;
   if (s.splitK > 1)

@@ -129,10 +129,11 @@ def main():
             ok = False
         else:
             gkernels, glaunched = kernels_and_launches(args.tcc, gpu)
-            # The implicit-GEMM template: one device function for the three
-            # blocks, launched three times, and one for the strided block.
+            # The implicit-GEMM template (mma.sync or wgmma): one device
+            # function for the three blocks, launched three times, and one
+            # for the strided block.
             mma = sorted(glaunched.count(i) for i, k in enumerate(gkernels)
-                         if k.endswith('_conv_mma'))
+                         if k.endswith(('_conv_mma', '_conv_wgmma')))
             good = mma == [1, REPEATS]
             print('%s dedup_f16 sm_90a: %d kernel(s) for %d launch(es), conv template '
                   'launches %s' % ('PASS' if good else 'FAIL', len(gkernels),

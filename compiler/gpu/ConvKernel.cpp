@@ -179,8 +179,11 @@ chooseWgmmaConvSchedule(const ConvProblem &p, const ::tcc::TargetDesc &target) {
   // Under 256 output pixels mma.sync's smaller tiles did as well or better
   // (ResNet-50's 14x14 layers, session 24), and a 64-row wgmma would idle;
   // under 64 output channels most of the narrowest wgmma tile would
-  // (DenseNet's 32-channel layers; not measured).
-  if (w.m < 256 || w.n < 64)
+  // (DenseNet's 32-channel layers). Under 4 k-tiles the 64-deep k-tile
+  // pads K with zeros (MobileNetV2's 24-channel 1x1 layers: 2.7x the
+  // products) and the pipeline never fills: MobileNetV2 and SqueezeNet ran
+  // 4-6% slower with them on wgmma.
+  if (w.m < 256 || w.n < 64 || w.k < 4 * wgmmaTileK(w.abType))
     return std::nullopt;
   // The tiles, with the f16 TFLOP/s one multiprocessor sustained on them
   // (tests/gpu/conv on the H200, session 24: U-Net's and ResNet-50's

@@ -1049,7 +1049,7 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
     if (use.residualArg >= 0)
       epiArgs.push_back(use.residualArg);
     std::optional<::tcc::gpu::WgmmaSchedule> ws;
-    if (overrides.all.empty() && !overrides.perKernel.contains(name))
+    if (overrides.conv.empty() && !overrides.perKernel.contains(name))
       ws = ::tcc::gpu::chooseWgmmaConvSchedule(*use.conv, target);
     ::tcc::gpu::GemmEpilogue epi;
     epi.biasType = use.conv->biasType;

@@ -15,7 +15,8 @@ other conv2d kernel); with a channel multiplier (O = 2C) it keeps the
 generic kernels. For sm_90a, a ResNet block at 2x64x96x96 takes the wgmma
 template (`<kernel>_conv_wgmma`, the add and ReLU in its epilogue), one at
 2x512x16x16 splits K (`<kernel>_conv_wgmma_splitk` sums the partials and
-applies the epilogue) and the small one keeps `_conv_mma`. With PTXAS, the PTX must assemble
+applies the epilogue) and the small one keeps `_conv_mma`, as does the
+large one given a "conv" schedule (a "matmul" one leaves it on wgmma). With PTXAS, the PTX must assemble
 without spills. Exits 77 (skipped) when this tcc has no --conv-layout (the
 layout pass, branch `layout`, is not merged yet).
 """
@@ -163,12 +164,23 @@ def main():
         # sm_90a: convolutions whose tiles fill the GPU take the wgmma
         # template, the skip connection's add and ReLU in its epilogue; small
         # ones keep mma.sync (which can split K).
-        for name, m, want in (
-                ("wgmma_skip", model_skip("f16", c=64, h=96, w=96), True),
-                ("wgmma_splitk", model_skip("f16", c=512, h=16, w=16),
+        # A "conv" schedule keeps mma.sync; a "matmul" one leaves them be.
+        big = model_skip("f16", c=64, h=96, w=96)
+        scheds = {}
+        for key in ("conv", "matmul"):
+            scheds[key] = os.path.join(tmp, key + ".json")
+            with open(scheds[key], "w") as f:
+                json.dump({key: {"stages": 3}}, f)
+        for name, m, flags, want in (
+                ("wgmma_skip", big, [], True),
+                ("wgmma_splitk", model_skip("f16", c=512, h=16, w=16), [],
                  "split"),
-                ("wgmma_small", model_skip("f16"), False)):
-            ptx, err = compile_ptx(tcc, tmp, m, "sm_90a", [])
+                ("wgmma_small", model_skip("f16"), [], False),
+                ("wgmma_conv_schedule", big, ["--schedule", scheds["conv"]],
+                 False),
+                ("wgmma_matmul_schedule", big,
+                 ["--schedule", scheds["matmul"]], True)):
+            ptx, err = compile_ptx(tcc, tmp, m, "sm_90a", flags)
             problems = []
             if ptx is None:
                 problems.append("compile failed: " + err)
@@ -205,7 +217,7 @@ def main():
             failed += bool(problems)
         # "conv" in --schedule sets the template's tiles (64 threads here);
         # an invalid one is a one-line error.
-        total = len(cases) * 2 + 5
+        total = len(cases) * 2 + 7
         for body, want_ok in (({"tile_m": 64, "tile_n": 32, "warps_m": 2,
                                 "warps_n": 1, "stages": 2}, True),
                               ({"tile_m": 48}, False)):

@@ -4,8 +4,8 @@
 //       [--stride SH,SW] [--pad TOP,LEFT,BOTTOM,RIGHT] [--dilation DH,DW]
 //       [--bias] [--relu] [--type bf16|f16|f32] [--out-type f32|bf16|f16]
 //       [--tf32] [--schedule TM,TN,TK,WM,WN,STAGES] [--chip sm_90|sm_80]
-//       [--wgmma auto|TM,TN,WARPGROUPS,STAGES] [--name NAME] [--out-dir DIR]
-//       [--emit-mlir]
+//       [--wgmma auto|TM,TN,WARPGROUPS,STAGES[,SPLIT_K]] [--name NAME]
+//       [--out-dir DIR] [--emit-mlir]
 //
 // Builds the channels-last convolution with tcc::gpu::buildConvKernel (the
 // schedule from chooseConvSchedule unless given), or with --wgmma (needs
@@ -13,7 +13,8 @@
 // which must take it), lowers it with the NVVM
 // pipeline of the compiler, and writes DIR/NAME.ptx and DIR/NAME.tccb: a
 // bundle with inputs x [N, H, W, C], w [O, KH, KW, C] (and bias [O]), output
-// y [N, OH, OW, O] and one launch. Prints one JSON line describing it.
+// y [N, OH, OW, O] and one launch (two with split-K: the partials' sum).
+// Prints one JSON line describing it.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/gpu/ConvKernel.h"

@@ -1040,9 +1040,9 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
     return success();
   }
   if (use.conv) {
-    // The implicit GEMM: on wgmma (sm_90a) when its tiles fill the GPU,
-    // else on mma.sync, which can split K. A schedule in --schedule keeps
-    // mma.sync, as for matmuls.
+    // The implicit GEMM: on wgmma (sm_90a) where chooseWgmmaConvSchedule
+    // takes it, else on mma.sync. A "conv" or per-kernel schedule in
+    // --schedule keeps mma.sync, as a "matmul" one does for matmuls.
     std::vector<int> epiArgs;
     if (use.biasArg >= 0)
       epiArgs.push_back(use.biasArg);
@@ -1051,10 +1051,7 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
     std::optional<::tcc::gpu::WgmmaSchedule> ws;
     if (overrides.conv.empty() && !overrides.perKernel.contains(name))
       ws = ::tcc::gpu::chooseWgmmaConvSchedule(*use.conv, target);
-    ::tcc::gpu::GemmEpilogue epi;
-    epi.biasType = use.conv->biasType;
-    epi.residualType = use.conv->residualType;
-    epi.relu = use.conv->relu;
+    ::tcc::gpu::GemmEpilogue epi = ::tcc::gpu::convEpilogue(*use.conv);
     if (ws) {
       symbol = name + "_conv_wgmma";
       launch = ::tcc::gpu::buildWgmmaConvKernel(b, gpuModule, symbol, *use.conv,

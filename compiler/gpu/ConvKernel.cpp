@@ -16,9 +16,7 @@
 using namespace mlir;
 
 namespace tcc::gpu {
-namespace {
-
-MatmulProblem gemmOf(const ConvProblem &p) {
+MatmulProblem convGemm(const ConvProblem &p) {
   MatmulProblem g;
   g.batch = 1;
   g.aBatched = g.bBatched = false;
@@ -33,6 +31,16 @@ MatmulProblem gemmOf(const ConvProblem &p) {
   g.allowTf32 = p.allowTf32;
   return g;
 }
+
+GemmEpilogue convEpilogue(const ConvProblem &p) {
+  GemmEpilogue e;
+  e.biasType = p.biasType;
+  e.residualType = p.residualType;
+  e.relu = p.relu;
+  return e;
+}
+
+namespace {
 
 GemmGather gatherOf(const ConvProblem &p) {
   GemmGather g;
@@ -54,7 +62,7 @@ GemmGather gatherOf(const ConvProblem &p) {
 }
 
 WgmmaProblem wgmmaOf(const ConvProblem &p) {
-  MatmulProblem g = gemmOf(p);
+  MatmulProblem g = convGemm(p);
   WgmmaProblem w;
   w.m = g.m;
   w.n = g.n;
@@ -63,14 +71,6 @@ WgmmaProblem wgmmaOf(const ConvProblem &p) {
   w.abType = p.inType;
   w.cType = p.outType;
   return w;
-}
-
-GemmEpilogue epilogueOf(const ConvProblem &p) {
-  GemmEpilogue e;
-  e.biasType = p.biasType;
-  e.residualType = p.residualType;
-  e.relu = p.relu;
-  return e;
 }
 
 bool isFloat(Type t) { return t && (t.isBF16() || t.isF16() || t.isF32()); }
@@ -116,14 +116,14 @@ bool convKernelSupports(const ConvProblem &p, std::string &why) {
   if (padded > limit / p.c || p.n > limit / padded / p.c ||
       p.n * p.outH() * p.outW() > limit || p.kh * p.kw > limit / p.c)
     return fail("the input or the output has 2^30 elements or more");
-  return matmulKernelSupports(gemmOf(p), why);
+  return matmulKernelSupports(convGemm(p), why);
 }
 
 bool convScheduleValid(const ConvProblem &p, const ConvSchedule &s,
                        const ::tcc::TargetDesc &target, std::string &why) {
   if (!convKernelSupports(p, why))
     return false;
-  if (!matmulScheduleValid(gemmOf(p), s, target, why)) {
+  if (!matmulScheduleValid(convGemm(p), s, target, why)) {
     // "matmul schedule: ..." of the GEMM view, said of the convolution.
     if (llvm::StringRef(why).starts_with("matmul "))
       why = "conv " + why.substr(7);
@@ -134,7 +134,7 @@ bool convScheduleValid(const ConvProblem &p, const ConvSchedule &s,
 
 ConvSchedule chooseConvSchedule(const ConvProblem &p,
                                 const ::tcc::TargetDesc &target) {
-  MatmulProblem g = gemmOf(p);
+  MatmulProblem g = convGemm(p);
   ConvSchedule s = chooseMatmulSchedule(g, target);
   // Few output channels: a tile no wider than they need (the matmul
   // heuristic only shrinks tiles to fill the multiprocessors).
@@ -150,7 +150,7 @@ ConvSchedule chooseConvSchedule(const ConvProblem &p,
     }
   }
   std::string why;
-  chooseSplitK(gemmOf(p), narrow, target);
+  chooseSplitK(convGemm(p), narrow, target);
   if (convScheduleValid(p, narrow, target, why))
     s = narrow;
   return s;
@@ -164,7 +164,8 @@ FailureOr<KernelLaunch> buildConvKernel(OpBuilder &b,
   if (!convKernelSupports(p, why))
     return module.emitError(why), failure();
   GemmGather gather = gatherOf(p);
-  return buildGemmKernel(b, module, name, gemmOf(p), s, &gather, epilogueOf(p));
+  return buildGemmKernel(b, module, name, convGemm(p), s, &gather,
+                         convEpilogue(p));
 }
 
 std::optional<WgmmaSchedule>
@@ -189,14 +190,14 @@ chooseWgmmaConvSchedule(const ConvProblem &p, const ::tcc::TargetDesc &target) {
   // (tests/gpu/conv on the H200, session 24: U-Net's and ResNet-50's
   // layers, every tile and split measured).
   struct Candidate {
-    int64_t tileM, tileN, warpgroups, stages;
+    WgmmaSchedule s; // tileM, tileN, warpgroups, stages
     double smTflops;
   };
-  const Candidate candidates[] = {{128, 256, 2, 4, 2.8},
-                                  {128, 128, 2, 5, 2.5},
-                                  {128, 64, 2, 4, 2.1},
-                                  {64, 128, 1, 4, 2.1},
-                                  {64, 64, 1, 4, 2.0}};
+  const Candidate candidates[] = {{{128, 256, 2, 4}, 2.8},
+                                  {{128, 128, 2, 5}, 2.5},
+                                  {{128, 64, 2, 4}, 2.1},
+                                  {{64, 128, 1, 4}, 2.1},
+                                  {{64, 64, 1, 4}, 2.0}};
   int64_t widest = std::max<int64_t>(64, llvm::PowerOf2Ceil(p.o));
   int64_t sms = target.multiprocessorsForHeuristics();
   int64_t tileK = wgmmaTileK(w.abType), kTiles = ceilDiv(w.k, tileK);
@@ -210,26 +211,23 @@ chooseWgmmaConvSchedule(const ConvProblem &p, const ::tcc::TargetDesc &target) {
   std::optional<WgmmaSchedule> best;
   double bestUs = 0;
   for (const Candidate &c : candidates) {
-    if (c.tileN > widest)
+    int64_t tileM = c.s.tileM, tileN = c.s.tileN;
+    if (tileN > widest)
       continue;
-    int64_t tiles = ceilDiv(w.m, c.tileM) * ceilDiv(w.n, c.tileN);
-    double traffic = double(w.m * w.k * elem) * ceilDiv(w.n, c.tileN) +
-                     double(w.n * w.k * elem) * ceilDiv(w.m, c.tileM);
+    int64_t tiles = ceilDiv(w.m, tileM) * ceilDiv(w.n, tileN);
+    double traffic = double(w.m * w.k * elem) * ceilDiv(w.n, tileN) +
+                     double(w.n * w.k * elem) * ceilDiv(w.m, tileM);
     for (int64_t split = 1; split <= 16; split *= 2) {
       int64_t perSplit = ceilDiv(kTiles, split);
       if (split > 1 && (perSplit < 2 || (split - 1) * perSplit >= kTiles))
         break;
       int64_t blocks = tiles * split;
-      double mma = double(ceilDiv(blocks, sms)) * perSplit * c.tileM * c.tileN *
+      double mma = double(ceilDiv(blocks, sms)) * perSplit * tileM * tileN *
                    tileK * 2 / (c.smTflops * 1e6);
       double us = std::max(mma, traffic / 7e6);
       if (split > 1)
         us += 2.0 + 2.0 * split * w.m * w.n * 4 / 3e6;
-      WgmmaSchedule s;
-      s.tileM = c.tileM;
-      s.tileN = c.tileN;
-      s.warpgroups = c.warpgroups;
-      s.stages = c.stages;
+      WgmmaSchedule s = c.s;
       s.splitK = split;
       if ((!best || us < bestUs) &&
           wgmmaKernelSupports(w, s, target, why, &g)) {
@@ -251,7 +249,7 @@ FailureOr<KernelLaunch> buildWgmmaConvKernel(OpBuilder &b,
     return module.emitError(why), failure();
   GemmGather gather = gatherOf(p);
   return buildWgmmaKernel(b, module, name, wgmmaOf(p), s, &gather,
-                          epilogueOf(p));
+                          convEpilogue(p));
 }
 
 } // namespace tcc::gpu

@@ -45,6 +45,11 @@ struct ConvProblem {
   }
 };
 
+/// The GEMM view of `p` (M output pixels, N = O, K = KH*KW*C, B the weight
+/// stored [N][K]) and its epilogue (bias, residual, ReLU).
+MatmulProblem convGemm(const ConvProblem &p);
+GemmEpilogue convEpilogue(const ConvProblem &p);
+
 /// The tiling of the GEMM view (tileM output pixels x tileN output channels,
 /// stepping over the window by tileK).
 using ConvSchedule = MatmulSchedule;

@@ -66,23 +66,6 @@ std::vector<tcc::gen::BundleTensor> inputsOf(const tcc::gpu::ConvProblem &p,
   return inputs;
 }
 
-/// The convolution's GEMM view, as the split-K reduction sees it.
-tcc::gpu::MatmulProblem gemmView(const tcc::gpu::ConvProblem &p) {
-  tcc::gpu::MatmulProblem g;
-  g.m = p.n * p.outH() * p.outW();
-  g.n = p.o;
-  g.k = p.kh * p.kw * p.c;
-  g.cType = p.outType;
-  return g;
-}
-
-tcc::gpu::GemmEpilogue epilogueOf(const tcc::gpu::ConvProblem &p) {
-  tcc::gpu::GemmEpilogue e;
-  e.biasType = p.biasType;
-  e.relu = p.relu;
-  return e;
-}
-
 /// Split-K (`splits` > 1): the reduction that sums the partials and
 /// applies the epilogue, built into `km`.
 std::optional<tcc::gpu::KernelLaunch> reduceOf(mlir::OpBuilder &b,
@@ -93,7 +76,8 @@ std::optional<tcc::gpu::KernelLaunch> reduceOf(mlir::OpBuilder &b,
   if (splits <= 1)
     return std::nullopt;
   return tcc::gpu::buildSplitKReduceKernel(b, km.kernels, name + "_splitk",
-                                           gemmView(p), splits, epilogueOf(p));
+                                           tcc::gpu::convGemm(p), splits,
+                                           tcc::gpu::convEpilogue(p));
 }
 
 /// Lowers `km`, writes DIR/NAME.ptx and DIR/NAME.tccb (the reduction, if
@@ -151,7 +135,7 @@ int buildWgmma(const tcc::gpu::ConvProblem &p, const std::string &spec,
   split.splitK = s.splitK;
   return writeCase(
       km, p, bias, flags, *launch, reduceOf(b, km, p, flags.name, s.splitK),
-      tcc::gpu::splitKWorkspaceBytes(gemmView(p), split),
+      tcc::gpu::splitKWorkspaceBytes(tcc::gpu::convGemm(p), split),
       {"wgmma", s.tileM, s.tileN, s.warpgroups, s.stages, s.splitK});
 }
 
@@ -284,6 +268,6 @@ int main(int argc, char **argv) {
   return writeCase(
       km, p, bias, flags, *launch,
       reduceOf(b, km, p, flags.name, s.clusterSplitK ? 1 : s.splitK),
-      tcc::gpu::splitKWorkspaceBytes(gemmView(p), s),
+      tcc::gpu::splitKWorkspaceBytes(tcc::gpu::convGemm(p), s),
       {s.tileM, s.tileN, s.tileK, s.warpsM, s.warpsN, s.stages, s.splitK});
 }

@@ -232,6 +232,8 @@ public:
       // Older runtimes refuse it by its version.
       manifest["format_version"] = 3;
     }
+    if (failed(bindConcatsInPlace(outputOf)))
+      return failure();
     llvm::DenseSet<Value> noDerived;
     std::map<std::string, tcc::KernelFunctionLaunches> launchesOf;
     if (failed(emitCalls(entry, noDerived, outputOf, planOf, deviceIndex, host,
@@ -299,6 +301,31 @@ public:
   }
 
 private:
+  /// tcc-concat-in-place: the result of a call to a kernel marked
+  /// `tcc.concat_in_place` and its inputs (each the one-use result of the
+  /// call that stored it there) are one buffer; the call launches nothing.
+  LogicalResult
+  bindConcatsInPlace(const llvm::DenseMap<Value, unsigned> &outputOf) {
+    ModuleOp module = entry->getParentOfType<ModuleOp>();
+    for (auto call : entry.getBody().front().getOps<func::CallOp>()) {
+      auto f = module.lookupSymbol<func::FuncOp>(call.getCallee());
+      if (!f || !f->hasAttr("tcc.concat_in_place"))
+        continue;
+      if (call.getNumResults() != 1)
+        return call.emitError("an in-place concat has one result");
+      Value r = call.getResult(0);
+      int id = newBuffer(r, outputOf.count(r) ? "output" : "temp");
+      for (Value v : call.getOperands()) {
+        if (!v.getDefiningOp<func::CallOp>() || !v.hasOneUse() ||
+            bufferOf.count(v))
+          return call.emitError("an input of an in-place concat must be the "
+                                "one-use result of a kernel call");
+        bufferOf[v] = id;
+      }
+    }
+    return success();
+  }
+
   /// The launches of `f`'s kernel calls, appended to `launches`; `launch`
   /// counts calls for the memory plan. Call results in `derived` get derived
   /// buffers, those in `outputOf` output buffers, the others temps. With
@@ -323,9 +350,14 @@ private:
         touch(v, launch);
       }
       for (Value r : call.getResults()) {
-        buffersOfCall.push_back(newBuffer(r, derived.count(r)    ? "derived"
-                                             : outputOf.count(r) ? "output"
-                                                                 : "temp"));
+        // A concat's input stored in place has the concat's buffer already.
+        auto bound = bufferOf.find(r);
+        buffersOfCall.push_back(bound != bufferOf.end()
+                                    ? bound->second
+                                    : newBuffer(r, derived.count(r) ? "derived"
+                                                   : outputOf.count(r)
+                                                       ? "output"
+                                                       : "temp"));
         touch(r, launch);
       }
       size_t numBuffers = buffersOfCall.size();

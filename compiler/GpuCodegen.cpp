@@ -335,6 +335,12 @@ std::optional<MatmulUse> takeConv(func::FuncOp f,
   auto outTy = cast<RankedTensorType>(conv.getType());
   auto wTy = cast<RankedTensorType>(conv.getWeight().getType());
   p.allowTf32 = options.allowTf32;
+  // tcc-concat-in-place: the result is channels of a concat's buffer.
+  if (auto slice = f->getAttrOfType<DenseI64ArrayAttr>("tcc.out_slice");
+      slice && slice.size() == 2) {
+    p.outOffset = slice[0];
+    p.outStride = slice[1];
+  }
   std::string why;
   if (!::tcc::gpu::convKernelSupports(p, why) ||
       outTy.getShape() != ArrayRef<int64_t>{p.n, p.outH(), p.outW(), p.o} ||
@@ -1184,7 +1190,7 @@ LogicalResult compileGpuKernels(ModuleOp module, const GpuOptions &options,
   bool attentionFailed = false;
   OwningOpRef<ModuleOp> device =
       cloneKernelsAsBuffers(module, names, [&](func::FuncOp f) {
-        if (attentionFailed)
+        if (attentionFailed || f->hasAttr("tcc.concat_in_place"))
           return;
         FailureOr<mlir::tcc::AttentionOp> op = attentionOf(f);
         if (failed(op)) {
@@ -1222,9 +1228,23 @@ LogicalResult compileGpuKernels(ModuleOp module, const GpuOptions &options,
       });
   if (attentionFailed)
     return failure();
-  // Kernels a template computes whole need no generic code.
+  // A convolution storing into a concat's buffer must be a template's whole
+  // kernel (tcc-concat-in-place checks what takeConv takes): generic code
+  // would write a buffer of its own.
+  for (auto f : device->getOps<func::FuncOp>()) {
+    if (!f->hasAttr("tcc.out_slice"))
+      continue;
+    auto use = matmuls.find(f.getSymName());
+    if (use == matmuls.end() || !use->second.conv || !use->second.direct)
+      return f.emitError("internal: kernel ")
+             << f.getSymName()
+             << " stores into a concat, but no convolution template computes "
+                "it whole";
+  }
+  // Kernels a template computes whole need no generic code, and concats
+  // their inputs were stored into (tcc-concat-in-place) none at all.
   for (auto f : llvm::make_early_inc_range(device->getOps<func::FuncOp>()))
-    if (f->hasAttr("tcc.template"))
+    if (f->hasAttr("tcc.template") || f->hasAttr("tcc.concat_in_place"))
       f.erase();
   if (failed(bufferizeKernels(*device, options.timing)) ||
       failed(runPipeline(*device,
@@ -1245,6 +1265,11 @@ LogicalResult compileGpuKernels(ModuleOp module, const GpuOptions &options,
       continue;
     }
     auto use = matmuls.find(name);
+    if (auto f = module.lookupSymbol<func::FuncOp>(name);
+        f && f->hasAttr("tcc.concat_in_place")) {
+      artifact.kernels.push_back(std::move(plan)); // no launches
+      continue;
+    }
     if (use == matmuls.end() || !use->second.direct) {
       auto func = device->lookupSymbol<func::FuncOp>(name);
       if (!func)

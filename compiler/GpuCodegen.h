@@ -31,6 +31,9 @@ struct GpuOptions {
   /// Run kernels of row-wise ops (softmax, norms) as one launch with the
   /// row in registers (tcc-gpu-row-fusion).
   bool rowFusion = true;
+  /// Convolutions that only feed a channel concat store into it
+  /// (tcc-concat-in-place); the concat launches nothing.
+  bool concatInPlace = true;
   /// Compute attention chains (matmul, score changes, softmax, matmul) with
   /// the fused attention template (compiler/gpu/AttentionKernel.cpp).
   bool attention = true;

@@ -218,6 +218,11 @@ LogicalResult tcc::compileModel(ImportedModel &model,
   pm.addNestedPass<mlir::func::FuncOp>(mlir::tcc::createTccChainFusion(fusion));
   pm.addNestedPass<mlir::func::FuncOp>(mlir::tcc::createTccFormGroups());
   pm.addPass(mlir::tcc::createTccOutlineGroups());
+  // Convolutions that only feed a channel concat store into it, where the
+  // convolution templates run (GpuCodegen's cp.async and mma.sync ones).
+  if (target.isNvidia() && target.cpAsync && target.mmaSync &&
+      options.gpu.concatInPlace)
+    pm.addPass(mlir::tcc::createTccConcatInPlace());
   // Repeated blocks outline to identical kernels: each is compiled once.
   pm.addPass(mlir::tcc::createTccDedupKernels());
   // The driver prints errors only; a chain fusion refused is a warning the

@@ -101,6 +101,12 @@ static cl::opt<bool> gpuRowFusion(
     cl::desc("Kernels of row-wise ops (softmax, norms) as one launch with "
              "the row in registers (default on; =false for a launch per op)"),
     cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
+static cl::opt<bool> gpuConcatInPlace(
+    "gpu-concat-in-place", cl::init(true),
+    cl::desc("Convolutions that only feed a channel concat store their "
+             "channels into it, and the concat launches nothing (NVIDIA; "
+             "default on; =false for a copy kernel)"),
+    cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
 static cl::opt<bool> gpuAttention(
     "gpu-attention", cl::init(true),
     cl::desc("Attention chains as one fused attention kernel (NVIDIA, AMD; "
@@ -334,6 +340,7 @@ static bool compilePath(const std::string &path,
   options.gpu.gridDependency = gridDependency;
   options.gpu.scheduleFile = scheduleFile;
   options.gpu.rowFusion = gpuRowFusion;
+  options.gpu.concatInPlace = gpuConcatInPlace;
   options.gpu.attention = gpuAttention;
   options.gpu.timing = &timing;
   options.fusion = fusionMode;

@@ -74,6 +74,25 @@ def TccOutlineGroups : Pass<"tcc-outline-groups", "ModuleOp"> {
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
+def TccConcatInPlace : Pass<"tcc-concat-in-place", "ModuleOp"> {
+  let summary = "Convolutions store into the channel concat that reads them";
+  let description = [{
+    After tcc-outline-groups, on targets whose convolution templates store
+    into a slice of a wider buffer (NVIDIA sm_80 and later). A call in the
+    entry function to a kernel that is only a channel concat (last axis,
+    NHWC) of its arguments, each the one-use result of a kernel that is a
+    channels-last f16/bf16 convolution (groups 1) with at most a residual
+    add and a ReLU after it: each such kernel gets
+    `tcc.out_slice = array<i64: offset, channels>` (it stores its result
+    into channels [offset, offset + its channels) of pixels `channels`
+    apart), the concat's kernel `tcc.concat_in_place` (it launches nothing;
+    the bundle writer gives its result and its inputs one buffer). All
+    inputs or none; offsets and the concat's channels multiples of 8 (the
+    templates' 16-byte stores), each kernel called once.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
 def TccDedupKernels : Pass<"tcc-dedup-kernels", "ModuleOp"> {
   let summary = "Merge kernel functions that are equal but for their name";
   let description = [{

@@ -37,6 +37,8 @@ GemmEpilogue convEpilogue(const ConvProblem &p) {
   e.biasType = p.biasType;
   e.residualType = p.residualType;
   e.relu = p.relu;
+  e.outStride = p.outStride;
+  e.outOffset = p.outOffset;
   return e;
 }
 
@@ -116,6 +118,8 @@ bool convKernelSupports(const ConvProblem &p, std::string &why) {
   if (padded > limit / p.c || p.n > limit / padded / p.c ||
       p.n * p.outH() * p.outW() > limit || p.kh * p.kw > limit / p.c)
     return fail("the input or the output has 2^30 elements or more");
+  if (!gemmOutSliceValid(convEpilogue(p), p.o, msg))
+    return fail(msg);
   return matmulKernelSupports(convGemm(p), why);
 }
 

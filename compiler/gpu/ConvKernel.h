@@ -36,6 +36,9 @@ struct ConvProblem {
   mlir::Type residualType;
   bool relu = false;
   bool allowTf32 = false;
+  /// The output is channels [outOffset, outOffset + o) of pixels outStride
+  /// channels apart (a channel concat written in place); 0: its own buffer.
+  int64_t outStride = 0, outOffset = 0;
 
   int64_t outH() const {
     return (h + padTop + padBottom - dilationH * (kh - 1) - 1) / strideH + 1;

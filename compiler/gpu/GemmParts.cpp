@@ -115,4 +115,37 @@ Value GemmParts::gemmEpilogue(const GemmEpilogue &epi, Value vals, Value bias,
   return vals;
 }
 
+MemRefType gemmOutBufferType(const GemmEpilogue &epi, int64_t batch, int64_t m,
+                             int64_t n, Type t) {
+  return MemRefType::get({batch, m, epi.outStride ? epi.outStride : n}, t);
+}
+
+Value gemmOutView(OpBuilder &b, Location loc, const GemmEpilogue &epi,
+                  Value buffer, int64_t n) {
+  if (!epi.outStride)
+    return buffer;
+  auto type = cast<MemRefType>(buffer.getType());
+  SmallVector<OpFoldResult> offsets = {b.getIndexAttr(0), b.getIndexAttr(0),
+                                       b.getIndexAttr(epi.outOffset)};
+  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(type.getDimSize(0)),
+                                     b.getIndexAttr(type.getDimSize(1)),
+                                     b.getIndexAttr(n)};
+  SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
+  return memref::SubViewOp::create(b, loc, buffer, offsets, sizes, strides);
+}
+
+bool gemmOutSliceValid(const GemmEpilogue &epi, int64_t n, std::string &why) {
+  if (!epi.outStride)
+    return true;
+  if (epi.outOffset < 0 || epi.outOffset + n > epi.outStride ||
+      epi.outOffset % 8 != 0 || epi.outStride % 8 != 0) {
+    why = "output slice [" + std::to_string(epi.outOffset) + ", " +
+          std::to_string(epi.outOffset + n) + ") of rows of " +
+          std::to_string(epi.outStride) +
+          ": must fit and start and stride at multiples of 8 elements";
+    return false;
+  }
+  return true;
+}
+
 } // namespace tcc::gpu

@@ -626,7 +626,7 @@ void KernelBuilder::build(Value aArg, Value bArg, Value biasArg,
   bm = bArg;
   bias = biasArg;
   residual = residualArg;
-  c = cArg;
+  c = gemmOutView(b, loc, epi, cArg, p.n);
   int64_t tilesM = ceilDiv(p.m, s.tileM), tilesN = ceilDiv(p.n, s.tileN);
 
   tid = mlir::gpu::ThreadIdOp::create(b, loc, mlir::gpu::Dimension::x);
@@ -999,6 +999,8 @@ buildGemmKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module, StringRef name,
   if (gather && (p.transA || p.batch != 1))
     return module.emitError("gathered GEMM: A row-major and one batch"),
            failure();
+  if (!gemmOutSliceValid(epilogue, p.n, why))
+    return module.emitError(why), failure();
   loadTemplateDialects(b.getContext());
 
   auto memrefOf = [](ArrayRef<int64_t> shape, Type t) {
@@ -1011,7 +1013,7 @@ buildGemmKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module, StringRef name,
     aT = memrefOf({gather->batch * gather->h * gather->w * gather->c}, p.aType);
   Type bT = p.transB ? memrefOf({bb, p.n, p.k}, p.bType)
                      : memrefOf({bb, p.k, p.n}, p.bType);
-  Type cT = memrefOf({p.batch, p.m, p.n}, p.cType);
+  Type cT = gemmOutBufferType(epilogue, p.batch, p.m, p.n, p.cType);
   // Split-K: the workspace in C's place; the epilogue runs in the reduction
   // (in the kernel itself with a cluster split-K).
   bool split = s.splitK > 1 && !s.clusterSplitK;
@@ -1130,7 +1132,7 @@ KernelLaunch buildSplitKReduceKernel(OpBuilder &b,
     args.push_back(MemRefType::get({p.n}, epilogue.biasType));
   if (epilogue.residualType)
     args.push_back(MemRefType::get({1, p.m, p.n}, epilogue.residualType));
-  args.push_back(MemRefType::get({1, p.m, p.n}, p.cType));
+  args.push_back(gemmOutBufferType(epilogue, 1, p.m, p.n, p.cType));
   int64_t total = p.m * (p.n / len);
   int64_t block = std::min<int64_t>(256, (total + 31) / 32 * 32);
   auto func = createKernelFunc(b, module, name, args, block);
@@ -1141,7 +1143,8 @@ KernelLaunch buildSplitKReduceKernel(OpBuilder &b,
       .build(entry.getArgument(0),
              epilogue.biasType ? entry.getArgument(1) : Value(),
              epilogue.residualType ? entry.getArgument(n - 2) : Value(),
-             entry.getArgument(n - 1), block);
+             gemmOutView(b, loc, epilogue, entry.getArgument(n - 1), p.n),
+             block);
   mlir::gpu::ReturnOp::create(b, loc);
   KernelLaunch launch;
   launch.grid = {ceilDiv(total, block), 1, 1};

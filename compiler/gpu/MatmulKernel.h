@@ -100,12 +100,26 @@ struct GemmGather {
 /// What the epilogue applies to each f32 result before the store: a bias
 /// per column of C (of type biasType; none when null), a residual of C's
 /// shape added element by element (of type residualType; none when null: a
-/// ResNet block's skip connection), then ReLU.
+/// ResNet block's skip connection), then ReLU. C may be a column slice of a
+/// wider buffer (a concat's, written in place): rows `outStride` elements
+/// apart, starting at column `outOffset` (outStride 0: C is its own buffer).
 struct GemmEpilogue {
   mlir::Type biasType;
   mlir::Type residualType;
   bool relu = false;
+  int64_t outStride = 0, outOffset = 0;
 };
+
+/// The buffer C is stored in: [batch, m, outStride (or n)] of `t`.
+mlir::MemRefType gemmOutBufferType(const GemmEpilogue &epi, int64_t batch,
+                                   int64_t m, int64_t n, mlir::Type t);
+/// C ([batch, m, n]) inside `buffer` (gemmOutBufferType's): `buffer` itself,
+/// or its columns [outOffset, outOffset + n).
+mlir::Value gemmOutView(mlir::OpBuilder &b, mlir::Location loc,
+                        const GemmEpilogue &epi, mlir::Value buffer, int64_t n);
+/// Whether the slice fits and keeps every vector store of up to 16 bytes
+/// aligned (offset and stride multiples of 8 elements); `why` says not.
+bool gemmOutSliceValid(const GemmEpilogue &epi, int64_t n, std::string &why);
 
 /// Picks a schedule for `p` on `target` (a simple heuristic: its shared
 /// memory and multiprocessors).

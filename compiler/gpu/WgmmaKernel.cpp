@@ -293,7 +293,7 @@ void KernelBuilder::build(Value aArg, Value bArg, Value biasArg,
   bm = bArg;
   bias = biasArg;
   residual = residualArg;
-  c = cArg;
+  c = gemmOutView(b, loc, epi, cArg, p.n);
   MLIRContext *ctx = b.getContext();
   int64_t tilesM = ceilDiv(p.m, s.tileM), tilesN = ceilDiv(p.n, s.tileN);
   tid = mlir::gpu::ThreadIdOp::create(b, loc, mlir::gpu::Dimension::x);
@@ -502,7 +502,8 @@ buildWgmmaKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module, StringRef name,
                  const WgmmaProblem &p, const WgmmaSchedule &s,
                  const GemmGather *gather, const GemmEpilogue &epilogue) {
   std::string why;
-  if (!wgmmaShapeValid(p, s, gather, why))
+  if (!wgmmaShapeValid(p, s, gather, why) ||
+      !gemmOutSliceValid(epilogue, p.n, why))
     return module.emitError(why);
   OpBuilder::InsertionGuard guard(b);
   loadTemplateDialects(b.getContext());
@@ -524,7 +525,7 @@ buildWgmmaKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module, StringRef name,
     args.push_back(memref(true, p.m, p.n, epi.residualType));
   args.push_back(s.splitK > 1
                      ? MemRefType::get({s.splitK, p.m, p.n}, b.getF32Type())
-                     : memref(true, p.m, p.n, p.cType));
+                     : gemmOutBufferType(epi, p.batch, p.m, p.n, p.cType));
   int64_t threads = 128 * s.warpgroups;
   mlir::gpu::GPUFuncOp func = createKernelFunc(b, module, name, args, threads);
   KernelBuilder kb(b, func.getLoc(), p, s, gather, epi);

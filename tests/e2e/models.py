@@ -116,6 +116,34 @@ def ref_small_cnn(e):
     return {'logits': ('f32', logits, chain_tol(logits))}
 
 
+def ref_inception_f16(e):
+    """An Inception block in f16 at an odd size (19x17): four branches (1x1;
+    1x1 then 3x3; max pool then 1x1 without ReLU; a dilated 3x3 of 64
+    channels, on wgmma for sm_90a) concatenated, then a 1x1 and a max pool
+    over the concat.
+    On NVIDIA targets the branch convolutions store into the concat's buffer
+    (tcc-concat-in-place). Tolerance as for the bf16 decoder: the distance
+    between rounding every primitive to f16 and rounding none, doubled, plus
+    two f16 ulps."""
+    def block(r):
+        def conv(x, n, **kw):
+            return r(L.conv2d(x, e[n + '.weight'], e[n + '.bias'], **kw))
+        relu = lambda v: np.maximum(v, 0)
+        x = e['x']
+        b1 = relu(conv(x, 'b1'))
+        b2 = relu(conv(relu(conv(x, 'b2a')), 'b2', pads=(1, 1, 1, 1)))
+        b3 = conv(L.pool2d(x, 'max', (3, 3), (1, 1), (1, 1, 1, 1)), 'b3')
+        b4 = relu(conv(x, 'b4', pads=(2, 2, 2, 2), dilations=(2, 2)))
+        cat = np.concatenate([b1, b2, b3, b4], axis=1)
+        return relu(conv(cat, 'head')), L.pool2d(cat, 'max', (3, 3), (2, 2))
+    exact, rounded = block(lambda v: v), block(lambda v: narrow('f16', v))
+    out = {}
+    for name, a, b in zip(['head.relu', 'catpool'], exact, rounded):
+        gap = float(np.abs(a - b).max())
+        out[name] = ('f16', b, Tol(2.0 ** -10, 2 * gap + 2.0 ** -14))
+    return out
+
+
 def ref_embedding_rms_norm(e):
     emb = e['tok_embeddings'][e['token_ids']]
     h = L.rms_norm(emb, e['norm.weight'], -1, 1e-6)
@@ -231,6 +259,7 @@ MODELS = [
     ('tests/e2e/models/transformer_block.json', ref_transformer_block, None),
     ('tests/e2e/models/decoder_block_bf16.json', ref_decoder_block_bf16, None),
     ('tests/e2e/models/small_cnn.json', ref_small_cnn, None),
+    ('tests/e2e/models/inception_f16.json', ref_inception_f16, None),
     ('tests/e2e/models/embedding_rms_norm.json', ref_embedding_rms_norm, embedding_files),
     ('tests/e2e/models/topk_logits.json', ref_topk_logits, None),
     ('tests/e2e/models/gqa_decode_f32.json', ref_gqa_decode_f32, None),

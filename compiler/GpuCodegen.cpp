@@ -234,6 +234,9 @@ struct MatmulUse {
   std::vector<int> regionArgs;
   int biasArg = -1;
   int residualArg = -1; ///< the conv epilogue's residual (-1: none)
+  /// A direct convolution returning its value before the ReLU too: that
+  /// result's index (-1: none); C, the ReLU's, is the other.
+  int rawResult = -1;
 };
 
 /// Marks `f` as computed whole by the template (`direct`), or cuts `op`
@@ -385,6 +388,43 @@ std::optional<MatmulUse> takeConv(func::FuncOp f,
       residualArg = BlockArgument();
     }
   }
+  // Or the value before the ReLU is returned too (NASNet's cells read both a
+  // convolution's result and its ReLU): the template stores both.
+  int rawResult = -1;
+  if (&body.front() == conv.getOperation() && f.getNumResults() == 2) {
+    Operation *ret = body.getTerminator();
+    Value pre = conv.getResult();
+    mlir::tcc::AddOp add;
+    BlockArgument arg;
+    if (pre.hasOneUse())
+      if (auto a = dyn_cast<mlir::tcc::AddOp>(*pre.getUsers().begin())) {
+        Value other = a.getLhs() == pre ? a.getRhs() : a.getLhs();
+        arg = dyn_cast<BlockArgument>(other);
+        if (arg && other != pre && other.getType() == pre.getType()) {
+          add = a;
+          pre = a.getResult();
+        }
+      }
+    mlir::tcc::ReluOp relu;
+    for (Operation *user : pre.getUsers())
+      if (auto r = dyn_cast<mlir::tcc::ReluOp>(user))
+        relu = r;
+    Operation *afterConv = add ? add.getOperation() : relu.getOperation();
+    if ((!add || arg) && relu && conv->getNextNode() == afterConv &&
+        (!add || add->getNextNode() == relu.getOperation()) &&
+        relu->getNextNode() == ret && relu.getResult().hasOneUse() &&
+        llvm::range_size(pre.getUses()) == 2 &&
+        llvm::is_contained(ret->getOperands(), pre) &&
+        llvm::is_contained(ret->getOperands(), relu.getResult())) {
+      rawResult = ret->getOperand(0) == pre ? 0 : 1;
+      p.relu = true;
+      p.rawOut = true;
+      if (add) {
+        p.residualType = outTy.getElementType();
+        residualArg = arg;
+      }
+    }
+  }
   MatmulUse use;
   use.conv = p;
   use.problem.m = p.n * p.outH() * p.outW();
@@ -397,6 +437,15 @@ std::optional<MatmulUse> takeConv(func::FuncOp f,
     use.biasArg = biasArg.getArgNumber();
   if (residualArg)
     use.residualArg = residualArg.getArgNumber();
+  if (rawResult >= 0) {
+    // The template computes the whole kernel, both results.
+    use.numOperands = f.getNumArguments();
+    use.numResults = 2;
+    use.direct = true;
+    use.rawResult = rawResult;
+    f->setAttr("tcc.template", UnitAttr::get(f.getContext()));
+    return use;
+  }
   cutTemplateOp(f, conv, use);
   return use;
 }
@@ -976,8 +1025,10 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
   FailureOr<::tcc::gpu::KernelLaunch> launch = failure();
   int numBuffers = use.numOperands + use.numResults;
   // The template's buffers: its operands, then C (the kernel's result or
-  // scratch buffer 0).
-  auto placeLaunch = [&](::tcc::DeviceLaunch l, std::vector<int> operands) {
+  // scratch buffer 0), then (`raw`) the result before the ReLU.
+  int cIndex = use.numOperands + (use.rawResult == 0 ? 1 : 0);
+  auto placeLaunch = [&](::tcc::DeviceLaunch l, std::vector<int> operands,
+                         bool raw = false) {
     if (!use.direct) {
       // The epilogue function's buffers are [operands, C, results,
       // scratch...]: renumber to [operands, results, C scratch, scratch...].
@@ -994,7 +1045,9 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
                                uint64_t(mp.batch * mp.m * mp.n) *
                                    (mp.cType.getIntOrFloatBitWidth() / 8));
     }
-    operands.push_back(use.direct ? int(use.numOperands) : numBuffers);
+    operands.push_back(use.direct ? cIndex : numBuffers);
+    if (raw && use.rawResult >= 0)
+      operands.push_back(use.numOperands + use.rawResult);
     l.args = std::move(operands);
     plan.launches.insert(plan.launches.begin(), l);
   };
@@ -1015,14 +1068,16 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
         plan.scratchBytes.begin(),
         uint64_t(::tcc::gpu::splitKWorkspaceBytes(mp, sch)));
     ::tcc::DeviceLaunch &gemm = plan.launches.front();
-    int cIndex = gemm.args.back();
+    int c = gemm.args.back();
     gemm.args.back() = numBuffers;
     std::string rsym = symbol + "_splitk";
     ::tcc::gpu::KernelLaunch r = ::tcc::gpu::buildSplitKReduceKernel(
         b, gpuModule, rsym, mp, sch.splitK, epi);
     std::vector<int> args = {numBuffers};
     args.insert(args.end(), epiArgs.begin(), epiArgs.end());
-    args.push_back(cIndex);
+    args.push_back(c);
+    if (use.rawResult >= 0)
+      args.push_back(use.numOperands + use.rawResult);
     plan.launches.insert(plan.launches.begin() + 1,
                          deviceLaunch(rsym, r, std::move(args)));
   };
@@ -1068,7 +1123,7 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
       // With split-K the epilogue's buffers go to the reduction.
       if (ws->splitK <= 1)
         operands.insert(operands.end(), epiArgs.begin(), epiArgs.end());
-      placeLaunch(deviceLaunch(symbol, *launch, {}), operands);
+      placeLaunch(deviceLaunch(symbol, *launch, {}), operands, ws->splitK <= 1);
       ::tcc::gpu::MatmulSchedule split;
       split.splitK = ws->splitK;
       addSplitK(split, epi, epiArgs);
@@ -1091,7 +1146,8 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
     // with a cluster split-K, which reduces in the kernel).
     if (schedule.splitK <= 1 || schedule.clusterSplitK)
       operands.insert(operands.end(), epiArgs.begin(), epiArgs.end());
-    placeLaunch(deviceLaunch(symbol, *launch, {}), operands);
+    placeLaunch(deviceLaunch(symbol, *launch, {}), operands,
+                schedule.splitK <= 1 || schedule.clusterSplitK);
     addSplitK(schedule, epi, epiArgs);
     return success();
   }

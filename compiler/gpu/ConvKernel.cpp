@@ -39,6 +39,7 @@ GemmEpilogue convEpilogue(const ConvProblem &p) {
   e.relu = p.relu;
   e.outStride = p.outStride;
   e.outOffset = p.outOffset;
+  e.rawOut = p.rawOut;
   return e;
 }
 
@@ -118,7 +119,7 @@ bool convKernelSupports(const ConvProblem &p, std::string &why) {
   if (padded > limit / p.c || p.n > limit / padded / p.c ||
       p.n * p.outH() * p.outW() > limit || p.kh * p.kw > limit / p.c)
     return fail("the input or the output has 2^30 elements or more");
-  if (!gemmOutSliceValid(convEpilogue(p), p.o, msg))
+  if (!gemmOutputsValid(convEpilogue(p), p.o, msg))
     return fail(msg);
   return matmulKernelSupports(convGemm(p), why);
 }

@@ -39,6 +39,8 @@ struct ConvProblem {
   /// The output is channels [outOffset, outOffset + o) of pixels outStride
   /// channels apart (a channel concat written in place); 0: its own buffer.
   int64_t outStride = 0, outOffset = 0;
+  /// With relu: also store the value before the ReLU (GemmEpilogue).
+  bool rawOut = false;
 
   int64_t outH() const {
     return (h + padTop + padBottom - dilationH * (kh - 1) - 1) / strideH + 1;

@@ -74,7 +74,7 @@ std::pair<Value, Value> GemmParts::gatherSource(const GemmGather &g,
 
 Value GemmParts::gemmEpilogue(const GemmEpilogue &epi, Value vals, Value bias,
                               Value residual, Value batch, Value row, Value col,
-                              int64_t m, int64_t n) {
+                              int64_t m, int64_t n, Value *raw) {
   auto vt = cast<VectorType>(vals.getType());
   int64_t len = vt.getNumElements();
   auto bytes = [](Type t) { return t.getIntOrFloatBitWidth() / 8; };
@@ -108,6 +108,8 @@ Value GemmParts::gemmEpilogue(const GemmEpilogue &epi, Value vals, Value bias,
     Value r = n % len == 0 ? row : select(ult(row, m), row, cst(0));
     addTo(read(residual, epi.residualType, {batch, r}), epi.residualType);
   }
+  if (raw)
+    *raw = vals;
   if (epi.relu)
     vals = arith::MaximumFOp::create(
         b, loc, vals,
@@ -134,7 +136,11 @@ Value gemmOutView(OpBuilder &b, Location loc, const GemmEpilogue &epi,
   return memref::SubViewOp::create(b, loc, buffer, offsets, sizes, strides);
 }
 
-bool gemmOutSliceValid(const GemmEpilogue &epi, int64_t n, std::string &why) {
+bool gemmOutputsValid(const GemmEpilogue &epi, int64_t n, std::string &why) {
+  if (epi.rawOut && (!epi.relu || epi.outStride)) {
+    why = "a raw output needs a ReLU and no output slice";
+    return false;
+  }
   if (!epi.outStride)
     return true;
   if (epi.outOffset < 0 || epi.outOffset + n > epi.outStride ||

@@ -54,11 +54,11 @@ protected:
   /// `batch`) with `epi` applied: + bias[col], + residual[batch][row][col],
   /// then ReLU. When n % L == 0 it must be called inside the store's bounds
   /// check (it reads whole, aligned vectors); else it reads clamped
-  /// elements.
+  /// elements. `raw` (if given) receives the value before the ReLU.
   mlir::Value gemmEpilogue(const GemmEpilogue &epi, mlir::Value vals,
                            mlir::Value bias, mlir::Value residual,
                            mlir::Value batch, mlir::Value row, mlir::Value col,
-                           int64_t m, int64_t n);
+                           int64_t m, int64_t n, mlir::Value *raw = nullptr);
 };
 
 } // namespace tcc::gpu

@@ -83,7 +83,8 @@ public:
     std::tie(tileA, tileB) = tileShapes(p, s);
   }
 
-  void build(Value a, Value bMat, Value bias, Value residual, Value c);
+  void build(Value a, Value bMat, Value bias, Value residual, Value c,
+             Value raw);
 
 private:
   /// Copies k-tile `kt` of one operand into shared stage `stage`.
@@ -126,8 +127,9 @@ private:
 
   /// Stores `vals` (f32 elements of C row `row`, columns col..col+L-1).
   void storeRow(Value row, Value col, Value vals);
-  /// The epilogue's bias and ReLU on `vals` (columns col..).
-  Value applyEpilogue(Value vals, Value row, Value col);
+  /// The epilogue's bias and ReLU on `vals` (columns col..); `raw` (if
+  /// given) receives the value before the ReLU.
+  Value applyEpilogue(Value vals, Value row, Value col, Value *raw = nullptr);
   void epilogue(ValueRange acc);
   /// A cluster split-K's epilogue: the partial tile to shared memory, then
   /// this block's share of the tile's rows summed across the cluster.
@@ -149,6 +151,7 @@ private:
   TileShape tileA, tileB;
 
   Value a, bm, c;     // the kernel's memrefs
+  Value c2;           // the value before the ReLU (epi.rawOut), or null
   Value bias;         // the epilogue's bias (or null)
   Value residual;     // the epilogue's residual (or null)
   // The A rows a thread copies (gatherRows): their pixels, computed once.
@@ -519,8 +522,10 @@ SmallVector<Value> KernelBuilder::simtStep(Value stage, ValueRange acc) {
   return out;
 }
 
-Value KernelBuilder::applyEpilogue(Value vals, Value row, Value col) {
-  return gemmEpilogue(epi, vals, bias, residual, batchC, row, col, p.m, p.n);
+Value KernelBuilder::applyEpilogue(Value vals, Value row, Value col,
+                                   Value *raw) {
+  return gemmEpilogue(epi, vals, bias, residual, batchC, row, col, p.m, p.n,
+                      raw);
 }
 
 void KernelBuilder::storeRow(Value row, Value col, Value vals) {
@@ -540,12 +545,18 @@ void KernelBuilder::storeRow(Value row, Value col, Value vals) {
   // A bias or residual is read inside the bounds check of a whole-vector
   // store. (The split-K workspace gets raw sums: epi is empty then.)
   bool late = (epi.biasType || epi.residualType) && p.n % len == 0;
+  // The stored values, and (epi.rawOut) those before the ReLU.
+  Value raw;
   auto finish = [&](Value v) {
     v = epi.biasType || epi.residualType || epi.relu
-            ? applyEpilogue(v, row, col)
+            ? applyEpilogue(v, row, col, epi.rawOut ? &raw : nullptr)
             : v;
-    if (!cT.isF32())
-      v = arith::TruncFOp::create(b, loc, VectorType::get({len}, cT), v);
+    if (!cT.isF32()) {
+      auto t = VectorType::get({len}, cT);
+      v = arith::TruncFOp::create(b, loc, t, v);
+      if (raw)
+        raw = arith::TruncFOp::create(b, loc, t, raw);
+    }
     return v;
   };
   if (!late)
@@ -556,20 +567,25 @@ void KernelBuilder::storeRow(Value row, Value col, Value vals) {
     Value ok = land(needRow ? ult(row, p.m) : Value(),
                     needCol ? ult(col, p.n) : Value());
     whenTrue(ok, [&] {
-      vector::StoreOp::create(b, loc, late ? finish(vals) : vals, c,
-                              ValueRange{batch, row, col}, false,
-                              llvm::Align(len * bytesOf(cT)));
+      Value out = late ? finish(vals) : vals;
+      for (auto [v, mem] : {std::pair(out, c), std::pair(raw, c2)})
+        if (v)
+          vector::StoreOp::create(b, loc, v, mem, ValueRange{batch, row, col},
+                                  false, llvm::Align(len * bytesOf(cT)));
     });
     return;
   }
   for (int64_t e = 0; e < len; ++e) {
     Value ce = add(col, e);
     Value ok = land(needRow ? ult(row, p.m) : Value(), ult(ce, p.n));
-    Value v = vector::ExtractOp::create(b, loc, vals, ArrayRef<int64_t>{e});
     auto ifOp = scf::IfOp::create(b, loc, ok, /*withElse=*/false);
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-    memref::StoreOp::create(b, loc, v, c, ValueRange{batch, row, ce});
+    for (auto [v, mem] : {std::pair(vals, c), std::pair(raw, c2)})
+      if (v)
+        memref::StoreOp::create(
+            b, loc, vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{e}),
+            mem, ValueRange{batch, row, ce});
   }
 }
 
@@ -621,12 +637,13 @@ void KernelBuilder::epilogue(ValueRange acc) {
 }
 
 void KernelBuilder::build(Value aArg, Value bArg, Value biasArg,
-                          Value residualArg, Value cArg) {
+                          Value residualArg, Value cArg, Value rawArg) {
   a = aArg;
   bm = bArg;
   bias = biasArg;
   residual = residualArg;
   c = gemmOutView(b, loc, epi, cArg, p.n);
+  c2 = rawArg;
   int64_t tilesM = ceilDiv(p.m, s.tileM), tilesN = ceilDiv(p.n, s.tileN);
 
   tid = mlir::gpu::ThreadIdOp::create(b, loc, mlir::gpu::Dimension::x);
@@ -999,7 +1016,7 @@ buildGemmKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module, StringRef name,
   if (gather && (p.transA || p.batch != 1))
     return module.emitError("gathered GEMM: A row-major and one batch"),
            failure();
-  if (!gemmOutSliceValid(epilogue, p.n, why))
+  if (!gemmOutputsValid(epilogue, p.n, why))
     return module.emitError(why), failure();
   loadTemplateDialects(b.getContext());
 
@@ -1026,6 +1043,9 @@ buildGemmKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module, StringRef name,
   if (epi.residualType)
     args.insert(args.end() - 1,
                 memrefOf({p.batch, p.m, p.n}, epi.residualType));
+  // After C: the values before the ReLU.
+  if (epi.rawOut)
+    args.push_back(memrefOf({p.batch, p.m, p.n}, p.cType));
 
   OpBuilder::InsertionGuard g(b);
   int64_t threads = 32 * s.warpsM * s.warpsN;
@@ -1033,11 +1053,12 @@ buildGemmKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module, StringRef name,
   Block &entry = func.getBody().front();
   Location loc = module.getLoc();
   KernelBuilder kb(b, loc, p, s, gather, epi);
-  unsigned nArgs = entry.getNumArguments();
+  unsigned nC = entry.getNumArguments() - (epi.rawOut ? 2 : 1);
   kb.build(entry.getArgument(0), entry.getArgument(1),
            epi.biasType ? entry.getArgument(2) : Value(),
-           epi.residualType ? entry.getArgument(nArgs - 2) : Value(),
-           entry.getArguments().back());
+           epi.residualType ? entry.getArgument(nC - 1) : Value(),
+           entry.getArgument(nC),
+           epi.rawOut ? entry.getArgument(nC + 1) : Value());
   mlir::gpu::ReturnOp::create(b, loc);
 
   KernelLaunch launch;
@@ -1063,7 +1084,8 @@ public:
                       int64_t splits, const GemmEpilogue &epi, int64_t len)
       : TemplateBuilder(b, loc), p(p), splits(splits), epi(epi), len(len) {}
 
-  void build(Value ws, Value bias, Value residual, Value c, int64_t block) {
+  void build(Value ws, Value bias, Value residual, Value c, Value raw,
+             int64_t block) {
     Value tid = mlir::gpu::ThreadIdOp::create(b, loc, mlir::gpu::Dimension::x);
     Value blk = mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::x);
     Value linear = add(mul(blk, block), tid);
@@ -1094,15 +1116,21 @@ public:
       sum = arith::AddFOp::create(
           b, loc, sum,
           load(residual, epi.residualType, ValueRange{zero, row, col}));
+    Value before = sum;
     if (epi.relu)
       sum = arith::MaximumFOp::create(
           b, loc, sum,
           arith::ConstantOp::create(b, loc,
                                     DenseElementsAttr::get(vecT(f32), 0.0f)));
-    if (!p.cType.isF32())
-      sum = arith::TruncFOp::create(b, loc, vecT(p.cType), sum);
-    vector::StoreOp::create(b, loc, sum, c, ValueRange{zero, row, col}, false,
-                            llvm::Align(len * bytesOf(p.cType)));
+    auto store = [&](Value v, Value mem) {
+      if (!p.cType.isF32())
+        v = arith::TruncFOp::create(b, loc, vecT(p.cType), v);
+      vector::StoreOp::create(b, loc, v, mem, ValueRange{zero, row, col}, false,
+                              llvm::Align(len * bytesOf(p.cType)));
+    };
+    store(sum, c);
+    if (raw)
+      store(before, raw);
   }
 
 private:
@@ -1133,18 +1161,20 @@ KernelLaunch buildSplitKReduceKernel(OpBuilder &b,
   if (epilogue.residualType)
     args.push_back(MemRefType::get({1, p.m, p.n}, epilogue.residualType));
   args.push_back(gemmOutBufferType(epilogue, 1, p.m, p.n, p.cType));
+  if (epilogue.rawOut)
+    args.push_back(MemRefType::get({1, p.m, p.n}, p.cType));
   int64_t total = p.m * (p.n / len);
   int64_t block = std::min<int64_t>(256, (total + 31) / 32 * 32);
   auto func = createKernelFunc(b, module, name, args, block);
   Block &entry = func.getBody().front();
   Location loc = module.getLoc();
-  unsigned n = entry.getNumArguments();
+  unsigned nC = entry.getNumArguments() - (epilogue.rawOut ? 2 : 1);
   SplitKReduceBuilder(b, loc, p, splits, epilogue, len)
       .build(entry.getArgument(0),
              epilogue.biasType ? entry.getArgument(1) : Value(),
-             epilogue.residualType ? entry.getArgument(n - 2) : Value(),
-             gemmOutView(b, loc, epilogue, entry.getArgument(n - 1), p.n),
-             block);
+             epilogue.residualType ? entry.getArgument(nC - 1) : Value(),
+             gemmOutView(b, loc, epilogue, entry.getArgument(nC), p.n),
+             epilogue.rawOut ? entry.getArgument(nC + 1) : Value(), block);
   mlir::gpu::ReturnOp::create(b, loc);
   KernelLaunch launch;
   launch.grid = {ceilDiv(total, block), 1, 1};

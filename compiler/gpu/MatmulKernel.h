@@ -103,11 +103,15 @@ struct GemmGather {
 /// ResNet block's skip connection), then ReLU. C may be a column slice of a
 /// wider buffer (a concat's, written in place): rows `outStride` elements
 /// apart, starting at column `outOffset` (outStride 0: C is its own buffer).
+/// With `rawOut` (and relu) the value before the ReLU is stored too, to a
+/// buffer of C's type and shape passed after C (NASNet's cells read both a
+/// convolution's result and its ReLU).
 struct GemmEpilogue {
   mlir::Type biasType;
   mlir::Type residualType;
   bool relu = false;
   int64_t outStride = 0, outOffset = 0;
+  bool rawOut = false;
 };
 
 /// The buffer C is stored in: [batch, m, outStride (or n)] of `t`.
@@ -118,8 +122,9 @@ mlir::MemRefType gemmOutBufferType(const GemmEpilogue &epi, int64_t batch,
 mlir::Value gemmOutView(mlir::OpBuilder &b, mlir::Location loc,
                         const GemmEpilogue &epi, mlir::Value buffer, int64_t n);
 /// Whether the slice fits and keeps every vector store of up to 16 bytes
-/// aligned (offset and stride multiples of 8 elements); `why` says not.
-bool gemmOutSliceValid(const GemmEpilogue &epi, int64_t n, std::string &why);
+/// aligned (offset and stride multiples of 8 elements), and a raw output
+/// comes with a ReLU and no slice; `why` says not.
+bool gemmOutputsValid(const GemmEpilogue &epi, int64_t n, std::string &why);
 
 /// Picks a schedule for `p` on `target` (a simple heuristic: its shared
 /// memory and multiprocessors).

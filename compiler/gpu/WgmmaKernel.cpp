@@ -72,7 +72,7 @@ public:
         tileK(wgmmaTileK(p.abType)), chunkElems(16 / elemBytes) {}
 
   void build(Value aArg, Value bArg, Value biasArg, Value residualArg,
-             Value cArg);
+             Value cArg, Value rawArg);
 
 private:
   Value i64(int64_t v) {
@@ -106,6 +106,7 @@ private:
   int64_t elemBytes, tileK, chunkElems; // chunkElems: elements in 16 bytes
   Type accT; // the struct of one m64nN accumulator
   Value a, bm, c;
+  Value c2;                     // the values before the ReLU (or null)
   Value bias, residual;         // the epilogue's (or null)
   SmallVector<GatherRow> gRows; // a gathered A's rows this thread copies
   Value smem;         // the aligned stages, as 16-bit elements
@@ -242,11 +243,17 @@ void KernelBuilder::epilogue(ValueRange acc) {
   Type cT = partial ? b.getF32Type() : p.cType;
   VectorType outT = VectorType::get({2}, cT);
   bool epilogueOps = !partial && (epi.biasType || epi.residualType || epi.relu);
+  // The stored values, and (epi.rawOut) those before the ReLU in `raw`.
+  Value raw;
   auto finish = [&](Value v, Value row, Value col) {
     if (epilogueOps)
-      v = gemmEpilogue(epi, v, bias, residual, batchC, row, col, p.m, p.n);
-    if (!cT.isF32())
+      v = gemmEpilogue(epi, v, bias, residual, batchC, row, col, p.m, p.n,
+                       c2 ? &raw : nullptr);
+    if (!cT.isF32()) {
       v = arith::TruncFOp::create(b, loc, outT, v);
+      if (raw)
+        raw = arith::TruncFOp::create(b, loc, outT, raw);
+    }
     return v;
   };
   // Edge tiles store only what lies inside C: a pair of columns is all in or
@@ -268,18 +275,24 @@ void KernelBuilder::epilogue(ValueRange acc) {
         if (pairs) {
           // The epilogue's reads go inside the check (gemmEpilogue).
           whenTrue(land(rowOk, needCol ? ult(col, p.n) : Value()), [&] {
-            vector::StoreOp::create(b, loc, finish(vec, row, col), c,
-                                    ValueRange{batchC, row, col});
+            Value out = finish(vec, row, col);
+            for (auto [v, mem] : {std::pair(out, c), std::pair(raw, c2)})
+              if (v)
+                vector::StoreOp::create(b, loc, v, mem,
+                                        ValueRange{batchC, row, col});
           });
           continue;
         }
         Value out = finish(vec, row, col);
         for (int64_t x = 0; x < 2; ++x) {
           Value cx = add(col, x);
-          Value v =
-              vector::ExtractOp::create(b, loc, out, ArrayRef<int64_t>{x});
           whenTrue(land(rowOk, ult(cx, p.n)), [&] {
-            memref::StoreOp::create(b, loc, v, c, ValueRange{batchC, row, cx});
+            for (auto [v, mem] : {std::pair(out, c), std::pair(raw, c2)})
+              if (v)
+                memref::StoreOp::create(
+                    b, loc,
+                    vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{x}),
+                    mem, ValueRange{batchC, row, cx});
           });
         }
       }
@@ -288,12 +301,13 @@ void KernelBuilder::epilogue(ValueRange acc) {
 }
 
 void KernelBuilder::build(Value aArg, Value bArg, Value biasArg,
-                          Value residualArg, Value cArg) {
+                          Value residualArg, Value cArg, Value rawArg) {
   a = aArg;
   bm = bArg;
   bias = biasArg;
   residual = residualArg;
   c = gemmOutView(b, loc, epi, cArg, p.n);
+  c2 = rawArg;
   MLIRContext *ctx = b.getContext();
   int64_t tilesM = ceilDiv(p.m, s.tileM), tilesN = ceilDiv(p.n, s.tileN);
   tid = mlir::gpu::ThreadIdOp::create(b, loc, mlir::gpu::Dimension::x);
@@ -503,7 +517,7 @@ buildWgmmaKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module, StringRef name,
                  const GemmGather *gather, const GemmEpilogue &epilogue) {
   std::string why;
   if (!wgmmaShapeValid(p, s, gather, why) ||
-      !gemmOutSliceValid(epilogue, p.n, why))
+      !gemmOutputsValid(epilogue, p.n, why))
     return module.emitError(why);
   OpBuilder::InsertionGuard guard(b);
   loadTemplateDialects(b.getContext());
@@ -526,14 +540,18 @@ buildWgmmaKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module, StringRef name,
   args.push_back(s.splitK > 1
                      ? MemRefType::get({s.splitK, p.m, p.n}, b.getF32Type())
                      : gemmOutBufferType(epi, p.batch, p.m, p.n, p.cType));
+  // After C: the values before the ReLU.
+  if (epi.rawOut)
+    args.push_back(memref(true, p.m, p.n, p.cType));
   int64_t threads = 128 * s.warpgroups;
   mlir::gpu::GPUFuncOp func = createKernelFunc(b, module, name, args, threads);
   KernelBuilder kb(b, func.getLoc(), p, s, gather, epi);
-  unsigned n = func.getNumArguments();
+  unsigned nC = func.getNumArguments() - (epi.rawOut ? 2 : 1);
   kb.build(func.getArgument(0), func.getArgument(1),
            epi.biasType ? func.getArgument(2) : Value(),
-           epi.residualType ? func.getArgument(n - 2) : Value(),
-           func.getArgument(n - 1));
+           epi.residualType ? func.getArgument(nC - 1) : Value(),
+           func.getArgument(nC),
+           epi.rawOut ? func.getArgument(nC + 1) : Value());
   mlir::gpu::ReturnOp::create(b, func.getLoc());
   KernelLaunch launch;
   launch.grid = {ceilDiv(p.m, s.tileM) * ceilDiv(p.n, s.tileN), s.splitK,

@@ -144,6 +144,26 @@ def ref_inception_f16(e):
     return out
 
 
+def ref_conv_relu_both_f16(e):
+    """Convolutions whose value before the ReLU is read too (as NASNet's
+    cells read a convolution's result and its ReLU): y = conv3x3(x) (64
+    channels at 19x17, on wgmma for sm_90a) and relu(y); u = conv1x1(relu(y))
+    + y and relu(u); o = relu(conv1x1(relu(u))). The GPU templates store
+    both values of y and of u. Tolerance as for the Inception block."""
+    def block(r):
+        relu = lambda v: np.maximum(v, 0)
+        y = r(L.conv2d(e['x'], e['c1.weight'], e['c1.bias'], pads=(1, 1, 1, 1)))
+        u = r(r(L.conv2d(relu(y), e['c2.weight'])) + y)
+        o = relu(r(L.conv2d(relu(u), e['c3.weight'], e['c3.bias'])))
+        return o, u, y
+    exact, rounded = block(lambda v: v), block(lambda v: narrow('f16', v))
+    out = {}
+    for name, a, b in zip(['o', 'u', 'y'], exact, rounded):
+        gap = float(np.abs(a - b).max())
+        out[name] = ('f16', b, Tol(2.0 ** -10, 2 * gap + 2.0 ** -14))
+    return out
+
+
 def ref_embedding_rms_norm(e):
     emb = e['tok_embeddings'][e['token_ids']]
     h = L.rms_norm(emb, e['norm.weight'], -1, 1e-6)
@@ -260,6 +280,7 @@ MODELS = [
     ('tests/e2e/models/decoder_block_bf16.json', ref_decoder_block_bf16, None),
     ('tests/e2e/models/small_cnn.json', ref_small_cnn, None),
     ('tests/e2e/models/inception_f16.json', ref_inception_f16, None),
+    ('tests/e2e/models/conv_relu_both_f16.json', ref_conv_relu_both_f16, None),
     ('tests/e2e/models/embedding_rms_norm.json', ref_embedding_rms_norm, embedding_files),
     ('tests/e2e/models/topk_logits.json', ref_topk_logits, None),
     ('tests/e2e/models/gqa_decode_f32.json', ref_gqa_decode_f32, None),

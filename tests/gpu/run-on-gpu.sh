@@ -69,10 +69,13 @@ if [ "${1:-}" = prepare ]; then
     # attention take the wgmma templates.
     /usr/bin/python3 "$root/tests/e2e/models.py" --tcc "$tcc" --target sm_90a \
       --record "$carry/models-sm90a" --only decoder_block
-    # The Inception block on sm_90a, a branch convolution on wgmma storing
-    # into the concat (tcc-concat-in-place).
-    /usr/bin/python3 "$root/tests/e2e/models.py" --tcc "$tcc" --target sm_90a \
-      --record "$carry/models-sm90a-inception" --only inception
+    # On sm_90a too, where a convolution of each runs on wgmma: the
+    # Inception block (storing into the concat, tcc-concat-in-place) and the
+    # convolutions storing their values before and after the ReLU.
+    for m in inception conv_relu_both; do
+      /usr/bin/python3 "$root/tests/e2e/models.py" --tcc "$tcc" --target sm_90a \
+        --record "$carry/models-sm90a-$m" --only $m
+    done
     # Attention through the fused template (--gpu-attention), with references.
     /usr/bin/python3 "$root/tests/gpu/attention_test.py" --tcc "$tcc" \
       --record "$carry/attention"
@@ -196,8 +199,10 @@ replay optest-odd-sm_90a optest.py "$carry/optest-odd-sm_90a" \
 replay models models.py "$carry/models" "the hand-written models on the GPU"
 replay models-sm90a models.py "$carry/models-sm90a" \
   "the hand-written models on the GPU, compiled for sm_90a"
-replay models-sm90a-inception models.py "$carry/models-sm90a-inception" \
-  "the Inception block on the GPU, compiled for sm_90a"
+for m in inception conv_relu_both; do
+  replay models-sm90a-$m models.py "$carry/models-sm90a-$m" \
+    "$m on the GPU, compiled for sm_90a"
+done
 for a in attention attention-sm90a; do
   [ -d "$carry/$a" ] || continue
   step "$a with --gpu-attention"

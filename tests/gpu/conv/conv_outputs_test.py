@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Convolutions store into the channel concat that reads them.
+"""Where the convolution templates store: into a channel concat, and twice.
 
-    concat_in_place_test.py TCC MODEL [PTXAS]
+    conv_outputs_test.py TCC MODELS_DIR [PTXAS]
 
-Compiles MODEL (tests/e2e/models/inception_f16.json: four branches, each
+Compiles MODELS_DIR/inception_f16.json (tests/e2e/models: four branches, each
 ending in a convolution, concatenated and read by a 1x1 convolution and a
 max pool) for sm_90a and sm_80, with tcc-concat-in-place (the default) and
 with --gpu-concat-in-place=false, and checks the manifests (`tcc inspect`):
@@ -13,6 +13,12 @@ there is one launch fewer than off, where a kernel of the concat runs. With
 PTXAS the PTX must assemble. The results are checked against NumPy on a GPU
 by tests/e2e/models.py (tests/gpu/run-on-gpu.sh records it for sm_90 and
 sm_90a).
+
+Then MODELS_DIR/conv_relu_both_f16.json, whose two convolutions' values are
+read both before and after their ReLU (the second adds a residual first):
+each is one template launch storing both (its two result buffers as its
+last two arguments; the first on wgmma for sm_90a), and no other kernel
+applies a ReLU.
 """
 import json
 import os
@@ -46,7 +52,8 @@ def launches(m):
 
 
 def main():
-    tcc, model = sys.argv[1], sys.argv[2]
+    tcc, models = sys.argv[1], sys.argv[2]
+    model = os.path.join(models, "inception_f16.json")
     ptxas = sys.argv[3] if len(sys.argv) > 3 else ""
     failed = 0
 
@@ -93,6 +100,27 @@ def main():
                     capture_output=True, text=True)
                 check("%s: ptxas" % chip, done.returncode == 0,
                       done.stderr.strip()[:300])
+        both = os.path.join(models, "conv_relu_both_f16.json")
+        for chip in ("sm_90a", "sm_80"):
+            out = os.path.join(tmp, chip + "-both.tccb")
+            compile_model(tcc, both, chip, out, [])
+            m = manifest(tcc, out)
+            ls = launches(m)
+            convs = [(s, a) for s, ops, a in ls if "_conv_" in s]
+            check("%s: three convolution launches" % chip, len(convs) == 3,
+                  str(ls))
+            # x, weight, bias -> C, raw; r, weight, residual y -> C, raw.
+            check("%s: the first two store two results" % chip,
+                  len(convs) == 3 and len(convs[0][1]) == 5 and
+                  len(convs[1][1]) == 5 and convs[1][1][2] == convs[0][1][4],
+                  str(convs))
+            others = [s for s, ops, a in ls
+                      if "_conv_" not in s and "tcc.relu" in ops]
+            check("%s: no kernel applies a ReLU but the templates" % chip,
+                  not others, str(others))
+            if chip == "sm_90a":
+                check("sm_90a: the first on wgmma",
+                      bool(convs) and "_conv_wgmma" in convs[0][0])
     print("%d failed" % failed)
     return 1 if failed else 0
 

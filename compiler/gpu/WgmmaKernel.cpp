@@ -332,8 +332,14 @@ void KernelBuilder::build(Value aArg, Value bArg, Value biasArg,
   if (partial) {
     batchC = mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::y);
     kBase = mul(batchC, perSplit);
-    myTiles =
-        arith::MinUIOp::create(b, loc, cst(perSplit), sub(cst(kTiles), kBase));
+    // A trip count LLVM cannot see as constant gets the loop versioned, and
+    // ptxas then serializes the wgmmas (accumulators moved between them):
+    // static when the splits are equal.
+    myTiles = kTiles % s.splitK == 0
+                  ? cst(perSplit)
+                  : arith::MinUIOp::create(b, loc, cst(perSplit),
+                                           sub(cst(kTiles), kBase))
+                        .getResult();
   }
 
   // The stages start at the first 1024-byte boundary of the dynamic shared

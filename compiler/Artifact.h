@@ -31,6 +31,10 @@ struct DeviceLaunch {
     std::string dtype;
     std::vector<int64_t> dims, strides, box;
     std::string swizzle;
+    /// An im2col map (manifest version 5): box empty, these set.
+    bool im2col = false;
+    int64_t channels = 0, pixels = 0;
+    std::vector<int64_t> lower, upper, elementStrides;
   };
   std::vector<TensorMap> tensorMaps;
 };

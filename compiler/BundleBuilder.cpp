@@ -241,7 +241,7 @@ public:
       return failure();
     // Older runtimes refuse it by its version.
     if (usesTensorMaps)
-      manifest["format_version"] = 4;
+      manifest["format_version"] = usesIm2col ? 5 : 4;
 
     for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
       if (stringAttr(entry, i, "tcc.kind", true) == "status") {
@@ -385,12 +385,22 @@ private:
               return call.emitError("kernel ")
                      << plan.name << ": tensor map over argument " << m.arg
                      << ", not one of its buffers";
-            maps.push_back({{"buffer", buffersOfCall[m.arg]},
-                            {"dtype", m.dtype},
-                            {"dims", m.dims},
-                            {"strides", m.strides},
-                            {"box", m.box},
-                            {"swizzle", m.swizzle}});
+            json map = {{"buffer", buffersOfCall[m.arg]},
+                        {"dtype", m.dtype},
+                        {"dims", m.dims},
+                        {"strides", m.strides},
+                        {"swizzle", m.swizzle}};
+            if (m.im2col) {
+              map["im2col"] = {{"channels", m.channels},
+                               {"pixels", m.pixels},
+                               {"lower", m.lower},
+                               {"upper", m.upper},
+                               {"element_strides", m.elementStrides}};
+              usesIm2col = true;
+            } else {
+              map["box"] = m.box;
+            }
+            maps.push_back(map);
           }
           j["tensor_maps"] = maps;
           usesTensorMaps = true;
@@ -453,7 +463,7 @@ private:
   func::FuncOp init; ///< tcc-hoist-param-computations' init function, if any
   json buffers = json::array();
   /// Some launch passes tensor maps (manifest version 4).
-  bool usesTensorMaps = false;
+  bool usesTensorMaps = false, usesIm2col = false;
   std::vector<int> first, last;
   llvm::DenseSet<int> defined;
   llvm::DenseMap<Value, int> bufferOf;

@@ -864,7 +864,20 @@ struct ScheduleOverrides {
   }
 };
 
-/// The manifest launch of a template kernel built as `symbol`.
+/// Every buffer number a launch holds: its arguments and its tensor maps'
+/// buffers (renumbered together).
+std::vector<int *> launchBufferRefs(::tcc::DeviceLaunch &l) {
+  std::vector<int *> refs;
+  for (int &a : l.args)
+    refs.push_back(&a);
+  for (::tcc::DeviceLaunch::TensorMap &t : l.tensorMaps)
+    refs.push_back(&t.arg);
+  return refs;
+}
+
+/// The manifest launch of a template kernel built as `symbol`. With `args`
+/// empty (placeLaunch sets them), a tensor map's `arg` is still the
+/// kernel's argument number, which placeLaunch resolves.
 ::tcc::DeviceLaunch deviceLaunch(const std::string &symbol,
                                  const ::tcc::gpu::KernelLaunch &k,
                                  std::vector<int> args) {
@@ -875,8 +888,10 @@ struct ScheduleOverrides {
   l.sharedBytes = k.sharedBytes;
   l.cluster = k.cluster;
   for (const ::tcc::gpu::TensorMapSpec &m : k.tensorMaps)
-    l.tensorMaps.push_back(
-        {args[m.operand], m.dtype, m.dims, m.strides, m.box, m.swizzle});
+    l.tensorMaps.push_back({args.empty() ? int(m.operand) : args[m.operand],
+                            m.dtype, m.dims, m.strides, m.box, m.swizzle,
+                            m.im2col, m.channels, m.pixels, m.lower, m.upper,
+                            m.elementStrides});
   l.args = std::move(args);
   return l;
 }
@@ -1015,7 +1030,7 @@ FailureOr<AttentionUse> takeAttention(func::FuncOp f, mlir::tcc::AttentionOp op,
 
 LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
                               const ::tcc::TargetDesc &target,
-                              const ScheduleOverrides &overrides,
+                              const ScheduleOverrides &overrides, bool convTma,
                               gpu::GPUModuleOp gpuModule,
                               ::tcc::KernelPlan &plan) {
   OpBuilder b(gpuModule.getContext());
@@ -1033,13 +1048,13 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
       // The epilogue function's buffers are [operands, C, results,
       // scratch...]: renumber to [operands, results, C scratch, scratch...].
       for (::tcc::DeviceLaunch &other : plan.launches)
-        for (int &a : other.args) {
-          if (a < int(use.numOperands))
+        for (int *a : launchBufferRefs(other)) {
+          if (*a < int(use.numOperands))
             continue;
-          if (a == int(use.numOperands))
-            a = numBuffers;
-          else if (a <= numBuffers)
-            a -= 1;
+          if (*a == int(use.numOperands))
+            *a = numBuffers;
+          else if (*a <= numBuffers)
+            *a -= 1;
         }
       plan.scratchBytes.insert(plan.scratchBytes.begin(),
                                uint64_t(mp.batch * mp.m * mp.n) *
@@ -1049,6 +1064,8 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
     if (raw && use.rawResult >= 0)
       operands.push_back(use.numOperands + use.rawResult);
     l.args = std::move(operands);
+    for (::tcc::DeviceLaunch::TensorMap &t : l.tensorMaps)
+      t.arg = l.args[t.arg];
     plan.launches.insert(plan.launches.begin(), l);
   };
   // Split-K: the GEMM (the first launch) writes f32 partials to a new
@@ -1061,9 +1078,9 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
     if (sch.splitK <= 1 || sch.clusterSplitK)
       return;
     for (::tcc::DeviceLaunch &other : plan.launches)
-      for (int &a : other.args)
-        if (a >= numBuffers)
-          ++a;
+      for (int *a : launchBufferRefs(other))
+        if (*a >= numBuffers)
+          ++*a;
     plan.scratchBytes.insert(
         plan.scratchBytes.begin(),
         uint64_t(::tcc::gpu::splitKWorkspaceBytes(mp, sch)));
@@ -1111,7 +1128,7 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
       epiArgs.push_back(use.residualArg);
     std::optional<::tcc::gpu::WgmmaSchedule> ws;
     if (overrides.conv.empty() && !overrides.perKernel.contains(name))
-      ws = ::tcc::gpu::chooseWgmmaConvSchedule(*use.conv, target);
+      ws = ::tcc::gpu::chooseWgmmaConvSchedule(*use.conv, target, convTma);
     ::tcc::gpu::GemmEpilogue epi = ::tcc::gpu::convEpilogue(*use.conv);
     if (ws) {
       symbol = name + "_conv_wgmma";
@@ -1201,9 +1218,9 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
     if (!transposeB)
       return;
     for (::tcc::DeviceLaunch &other : plan.launches)
-      for (int &a : other.args)
-        if (a >= numBuffers)
-          ++a;
+      for (int *a : launchBufferRefs(other))
+        if (*a >= numBuffers)
+          ++*a;
     int64_t bb = mp.bBatched ? mp.batch : 1;
     plan.scratchBytes.insert(plan.scratchBytes.begin(),
                              uint64_t(bb * mp.k * mp.n) * 4);
@@ -1342,7 +1359,8 @@ LogicalResult compileGpuKernels(ModuleOp module, const GpuOptions &options,
   for (auto [i, name] : llvm::enumerate(names)) {
     auto use = matmuls.find(name);
     if (use != matmuls.end() &&
-        failed(addMatmulLaunch(use->second, name, target, overrides, gpuModule,
+        failed(addMatmulLaunch(use->second, name, target, overrides,
+                               options.convTma, gpuModule,
                                artifact.kernels[i])))
       return failure();
   }

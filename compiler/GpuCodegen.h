@@ -34,6 +34,9 @@ struct GpuOptions {
   /// Convolutions that only feed a channel concat store into it
   /// (tcc-concat-in-place); the concat launches nothing.
   bool concatInPlace = true;
+  /// Convolutions on the wgmma template copy their operands by TMA (an
+  /// im2col map for the input) where the shapes allow.
+  bool convTma = true;
   /// Compute attention chains (matmul, score changes, softmax, matmul) with
   /// the fused attention template (compiler/gpu/AttentionKernel.cpp).
   bool attention = true;

@@ -107,6 +107,12 @@ static cl::opt<bool> gpuConcatInPlace(
              "channels into it, and the concat launches nothing (NVIDIA; "
              "default on; =false for a copy kernel)"),
     cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
+static cl::opt<bool> gpuConvTma(
+    "gpu-conv-tma", cl::init(true),
+    cl::desc("Convolutions on Hopper's wgmma template copy their input "
+             "(an im2col tensor map) and weights by TMA where the shapes "
+             "allow (sm_90a; default on; =false for cp.async copies)"),
+    cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
 static cl::opt<bool> gpuAttention(
     "gpu-attention", cl::init(true),
     cl::desc("Attention chains as one fused attention kernel (NVIDIA, AMD; "
@@ -341,6 +347,7 @@ static bool compilePath(const std::string &path,
   options.gpu.scheduleFile = scheduleFile;
   options.gpu.rowFusion = gpuRowFusion;
   options.gpu.concatInPlace = gpuConcatInPlace;
+  options.gpu.convTma = gpuConvTma;
   options.gpu.attention = gpuAttention;
   options.gpu.timing = &timing;
   options.fusion = fusionMode;

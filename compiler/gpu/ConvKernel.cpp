@@ -174,7 +174,8 @@ FailureOr<KernelLaunch> buildConvKernel(OpBuilder &b,
 }
 
 std::optional<WgmmaSchedule>
-chooseWgmmaConvSchedule(const ConvProblem &p, const ::tcc::TargetDesc &target) {
+chooseWgmmaConvSchedule(const ConvProblem &p, const ::tcc::TargetDesc &target,
+                        bool tma) {
   std::string why;
   if (!target.wgmma || !convKernelSupports(p, why))
     return std::nullopt;
@@ -240,6 +241,14 @@ chooseWgmmaConvSchedule(const ConvProblem &p, const ::tcc::TargetDesc &target) {
         bestUs = us;
       }
     }
+  }
+  // The same schedule with its operands copied by TMA where the shapes
+  // allow (channels a multiple of the k-tile, the im2col map's limits).
+  if (best && tma) {
+    WgmmaSchedule t = *best;
+    t.tma = true;
+    if (wgmmaKernelSupports(w, t, target, why, &g))
+      best = t;
   }
   return best;
 }

@@ -89,7 +89,8 @@ mlir::FailureOr<KernelLaunch> buildConvKernel(mlir::OpBuilder &b,
 /// here) when it takes p and its tiles alone fill the multiprocessors; none:
 /// the mma.sync template, which can split K, serves p better.
 std::optional<WgmmaSchedule>
-chooseWgmmaConvSchedule(const ConvProblem &p, const ::tcc::TargetDesc &target);
+chooseWgmmaConvSchedule(const ConvProblem &p, const ::tcc::TargetDesc &target,
+                        bool tma = true);
 
 /// buildConvKernel on the wgmma template (sm_90a) with schedule `s`: the
 /// same arguments and results.

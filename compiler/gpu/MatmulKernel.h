@@ -75,6 +75,13 @@ struct TensorMapSpec {
   std::string dtype; ///< The manifest's dtype name ("bf16", "f16").
   std::vector<int64_t> dims, strides, box;
   std::string swizzle; ///< "none", "32B", "64B" or "128B".
+  /// An im2col map (cuTensorMapEncodeIm2col; `box` empty): a copy moves
+  /// `pixels` pixels of `channels` channels, walking the box between the
+  /// corner offsets `lower` and `upper` (spatial dims, innermost first) by
+  /// `elementStrides` (every dim).
+  bool im2col = false;
+  int64_t channels = 0, pixels = 0;
+  std::vector<int64_t> lower, upper, elementStrides;
 };
 
 /// How to launch what buildMatmulKernel built: blocks, threads per block and

@@ -57,8 +57,22 @@ int64_t stageBytes(const WgmmaSchedule &s) {
   return (s.tileM + s.tileN) * kRowBytes;
 }
 int64_t sharedBytesOf(const WgmmaSchedule &s) {
-  // One extra atom so the base can be aligned to 1024 bytes at run time.
-  return s.stages * stageBytes(s) + kAtomBytes;
+  // One extra atom so the base can be aligned to 1024 bytes at run time;
+  // with TMA, a "stage full" mbarrier per stage after the stages.
+  return s.stages * stageBytes(s) + kAtomBytes + (s.tma ? 8 * s.stages : 0);
+}
+
+int64_t elemBytesOf(const WgmmaProblem &p) {
+  return p.abType.getIntOrFloatBitWidth() / 8;
+}
+
+/// The im2col box's lower and upper corner offsets along one spatial dim
+/// of `in` input and `out` output positions: from the first window's
+/// origin (-pad) to the last's, so that the map's walk visits exactly the
+/// output positions of a row before it moves to the next.
+std::pair<int64_t, int64_t> im2colCorners(int64_t in, int64_t out,
+                                          int64_t stride, int64_t pad) {
+  return {-pad, -pad + (out - 1) * stride - (in - 1)};
 }
 
 class KernelBuilder : GemmParts {
@@ -73,6 +87,12 @@ public:
 
   void build(Value aArg, Value bArg, Value biasArg, Value residualArg,
              Value cArg, Value rawArg);
+  /// s.tma: the tensor maps of A (im2col) and B (tiled), generic pointers
+  /// to the kernel's by-value parameters.
+  void setTensorMaps(Value a, Value b) {
+    mapA = a;
+    mapB = b;
+  }
 
 private:
   Value i64(int64_t v) {
@@ -98,6 +118,24 @@ private:
   SmallVector<Value> mmaStep(Value stage, ValueRange acc);
   void epilogue(ValueRange acc);
 
+  // s.tma. Inline PTX for what the NVVM dialect spells differently from
+  // release to release (as the attention template does).
+  void ptx(StringRef text, StringRef cons, ValueRange args) {
+    std::string c = cons.str() + ",~{memory}";
+    LLVM::InlineAsmOp::create(b, loc, Type(), args, b.getStringAttr(text),
+                              b.getStringAttr(c), b.getUnitAttr(), UnitAttr(),
+                              LLVM::TailCallKindAttr(), LLVM::AsmDialectAttr(),
+                              ArrayAttr());
+  }
+  Value toI32(Value index) {
+    return arith::IndexCastUIOp::create(b, loc, b.getI32Type(), index);
+  }
+  /// The shared-window address (i32) of stage `stage`'s "full" mbarrier.
+  Value fullBarrier(Value stage) { return toI32(add(barBase, mul(stage, 8))); }
+  /// Thread 0: k-tile `kt` (from kBase) into stage `stage` by TMA, both
+  /// copies completing on the stage's mbarrier.
+  void tmaStage(Value kt, Value stage);
+
   const WgmmaProblem &p;
   const WgmmaSchedule &s;
   const GemmGather *gather; // null: A is a matrix
@@ -118,7 +156,41 @@ private:
   // split, kBase its first k-tile.
   bool partial = false;
   Value kBase;
+  // s.tma: the maps, the mbarriers' shared-window address (index) and the
+  // input coordinates (i32) of the block's first output pixel's window.
+  Value mapA, mapB, barBase, stageBase;
+  Value tileW, tileH, tileN;
 };
+
+void KernelBuilder::tmaStage(Value kt, Value stage) {
+  const GemmGather &g = *gather;
+  // One k-tile is one tap's channels [cb * 64, cb * 64 + 64): K runs over
+  // (tap row, tap column, channel) and the channels are a multiple of it.
+  int64_t cBlocks = g.c / tileK;
+  Value k = asI32(add(kBase, kt));
+  Value tap = div(k, cBlocks), cb = rem(k, cBlocks);
+  Value offH = mul(div(tap, g.kw), g.dilationH);
+  Value offW = mul(rem(tap, g.kw), g.dilationW);
+  Value bar = fullBarrier(stage);
+  // The boxes' bytes count in full, the zeros past the edges too.
+  ptx("mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], " +
+          std::to_string(stageBytes(s)) + ";",
+      "r", bar);
+  Value dstA = toI32(add(stageBase, mul(stage, stageBytes(s))));
+  Value dstB = add(dstA, cstI32(tileABytes(s)));
+  auto i16 = [&](Value v) {
+    return arith::TruncIOp::create(b, loc, b.getI16Type(), v);
+  };
+  // tileM pixels from the block's first, each shifted by the tap.
+  ptx("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::"
+      "complete_tx::bytes [$0], [$1, {$2, $3, $4, $5}], [$6], {$7, $8};",
+      "r,l,r,r,r,r,r,h,h",
+      ValueRange{dstA, mapA, mul(cb, tileK), tileW, tileH, tileN, bar,
+                 i16(offW), i16(offH)});
+  ptx("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::"
+      "complete_tx::bytes [$0], [$1, {$2, $3}], [$4];",
+      "r,l,r,r,r", ValueRange{dstB, mapB, mul(k, tileK), asI32(blockN0), bar});
+}
 
 void KernelBuilder::copyTile(bool isA, Value kt, Value stage) {
   if (isA && gather)
@@ -373,13 +445,41 @@ void KernelBuilder::build(Value aArg, Value bArg, Value biasArg,
       arith::OrIOp::create(b, loc, start, i64(fields(bLbo, kAtomBytes))),
       i64(tileABytes(s) / 16));
 
-  if (gather)
+  if (gather && !s.tma)
     gRows =
         gatherRows(*gather, add(asI32(blockM0), asI32(div(tid, 8))),
                    threads / 8, s.tileM * 8 / threads, p.m, p.m % s.tileM != 0);
+  Value isThread0 = cmp(arith::CmpIPredicate::eq, tid, cst(0));
+  if (s.tma) {
+    // The window of the block's first output pixel, in input coordinates
+    // (negative in the padding); the im2col map walks on from there.
+    const GemmGather &g = *gather;
+    Value m0 = asI32(blockM0);
+    Value q = rem(m0, g.oh * g.ow);
+    tileN = div(m0, g.oh * g.ow);
+    tileH = add(mul(div(q, g.ow), g.strideH), -g.padTop);
+    tileW = add(mul(rem(q, g.ow), g.strideW), -g.padLeft);
+    stageBase = add(rawAddr, pad);
+    barBase = add(stageBase, s.stages * stageBytes(s));
+    whenTrue(isThread0, [&] {
+      for (int64_t st = 0; st < s.stages; ++st)
+        ptx("mbarrier.init.shared::cta.b64 [$0], 1;", "r",
+            fullBarrier(cst(st)));
+    });
+    mlir::gpu::BarrierOp::create(b, loc);
+    whenTrue(isThread0, [&] {
+      for (int64_t st = 0; st + 2 < s.stages; ++st) {
+        if (partial && st > 0)
+          whenTrue(cmp(arith::CmpIPredicate::ult, cst(st), myTiles),
+                   [&] { tmaStage(cst(st), cst(st)); });
+        else if (st < kTiles)
+          tmaStage(cst(st), cst(st));
+      }
+    });
+  }
 
   Value token; // any async token: the waits only count groups
-  for (int64_t st = 0; st + 2 < s.stages; ++st) {
+  for (int64_t st = 0; !s.tma && st + 2 < s.stages; ++st) {
     if (partial && st > 0) {
       // A split may have fewer k-tiles than the prologue copies.
       whenTrue(cmp(arith::CmpIPredicate::ult, cst(st), myTiles),
@@ -399,27 +499,45 @@ void KernelBuilder::build(Value aArg, Value bArg, Value biasArg,
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(loop.getBody());
     Value kt = loop.getInductionVar();
-    nvgpu::DeviceAsyncWaitOp::create(b, loc, token,
-                                     b.getI32IntegerAttr(s.stages - 3));
-    NVVM::FenceProxyOp::create(
-        b, loc, NVVM::ProxyKindAttr::get(ctx, NVVM::ProxyKind::async_shared),
-        NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
-    mlir::gpu::BarrierOp::create(b, loc);
-    SmallVector<Value> next =
-        mmaStep(rem(kt, s.stages), loop.getRegionIterArgs());
     Value ahead = add(kt, s.stages - 2);
-    auto ifOp = scf::IfOp::create(
-        b, loc, cmp(arith::CmpIPredicate::ult, ahead, myTiles),
-        /*withElse=*/false);
-    {
-      OpBuilder::InsertionGuard g2(b);
-      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-      copyStage(ahead, rem(ahead, s.stages));
+    if (s.tma) {
+      // Stage kt % S holds k-tile kt once its mbarrier's phase kt / S
+      // completed. After the barrier every warpgroup has waited for its
+      // wgmmas of kt - 2, so thread 0 refills that stage at once.
+      Value stage = rem(kt, s.stages);
+      Value parity = toI32(band(div(kt, s.stages), 1));
+      ptx("{\n.reg .pred done;\nWAIT:\n"
+          "mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1;\n"
+          "@!done bra WAIT;\n}",
+          "r,r", ValueRange{fullBarrier(stage), parity});
+      mlir::gpu::BarrierOp::create(b, loc);
+      whenTrue(land(isThread0, cmp(arith::CmpIPredicate::ult, ahead, myTiles)),
+               [&] { tmaStage(ahead, rem(ahead, s.stages)); });
+      SmallVector<Value> next = mmaStep(stage, loop.getRegionIterArgs());
+      NVVM::WgmmaWaitGroupSyncOp::create(b, loc, b.getI64IntegerAttr(1));
+      scf::YieldOp::create(b, loc, next);
+    } else {
+      nvgpu::DeviceAsyncWaitOp::create(b, loc, token,
+                                       b.getI32IntegerAttr(s.stages - 3));
+      NVVM::FenceProxyOp::create(
+          b, loc, NVVM::ProxyKindAttr::get(ctx, NVVM::ProxyKind::async_shared),
+          NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+      mlir::gpu::BarrierOp::create(b, loc);
+      SmallVector<Value> next =
+          mmaStep(rem(kt, s.stages), loop.getRegionIterArgs());
+      auto ifOp = scf::IfOp::create(
+          b, loc, cmp(arith::CmpIPredicate::ult, ahead, myTiles),
+          /*withElse=*/false);
+      {
+        OpBuilder::InsertionGuard g2(b);
+        b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+        copyStage(ahead, rem(ahead, s.stages));
+      }
+      // Commit unconditionally so that group counting stays uniform.
+      commitGroup();
+      NVVM::WgmmaWaitGroupSyncOp::create(b, loc, b.getI64IntegerAttr(1));
+      scf::YieldOp::create(b, loc, next);
     }
-    // Commit unconditionally so that group counting stays uniform.
-    commitGroup();
-    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, b.getI64IntegerAttr(1));
-    scf::YieldOp::create(b, loc, next);
   }
   NVVM::WgmmaWaitGroupSyncOp::create(b, loc, b.getI64IntegerAttr(0));
   epilogue(loop.getResults());
@@ -500,6 +618,32 @@ static bool wgmmaShapeValid(const WgmmaProblem &p, const WgmmaSchedule &s,
         p.k != gather->kh * gather->kw * gather->c)
       return fail("the GEMM is not the gather's");
   }
+  if (s.tma) {
+    // The im2col map's limits (cuTensorMapEncodeIm2col): its corners are
+    // within [-128, 127] for a 4-D tensor, its walk's steps at most 8, a
+    // copy at most 256 channels of 1024 pixels; and a k-tile must be one
+    // tap's channels.
+    const GemmGather *g = gather;
+    if (!g)
+      return fail("TMA copies need a gathered A (a convolution)");
+    if (elemBytesOf(p) != 2 || g->c % wgmmaTileK(p.abType) != 0)
+      return fail("TMA copies need 16-bit operands and channels a multiple "
+                  "of " +
+                  std::to_string(wgmmaTileK(p.abType)));
+    auto [lw, uw] = im2colCorners(g->w, g->ow, g->strideW, g->padLeft);
+    auto [lh, uh] = im2colCorners(g->h, g->oh, g->strideH, g->padTop);
+    for (int64_t v : {lw, uw, lh, uh})
+      if (v < -128 || v > 127)
+        return fail("the im2col box's corners leave [-128, 127]");
+    if (g->strideH > 8 || g->strideW > 8)
+      return fail("TMA walks with strides of at most 8");
+    if ((g->kh - 1) * g->dilationH > 65535 ||
+        (g->kw - 1) * g->dilationW > 65535)
+      return fail("a tap's offset must fit 16 bits");
+    if (g->w * g->c > (int64_t(1) << 32) || g->h > (int64_t(1) << 32) ||
+        g->batch > (int64_t(1) << 32))
+      return fail("a dim of the input exceeds 2^32");
+  }
   return true;
 }
 
@@ -549,10 +693,20 @@ buildWgmmaKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module, StringRef name,
   // After C: the values before the ReLU.
   if (epi.rawOut)
     args.push_back(memref(true, p.m, p.n, p.cType));
+  // With TMA, A's and B's tensor maps after the buffers (passed by value:
+  // passTensorMapsByValue).
+  int64_t nBuffers = int64_t(args.size()), nMaps = s.tma ? 2 : 0;
+  args.append(nMaps, LLVM::LLVMPointerType::get(b.getContext()));
   int64_t threads = 128 * s.warpgroups;
   mlir::gpu::GPUFuncOp func = createKernelFunc(b, module, name, args, threads);
+  if (s.tma)
+    func->setAttr(kTensorMapsAttr,
+                  b.getDenseI64ArrayAttr({nBuffers, nBuffers + 1}));
   KernelBuilder kb(b, func.getLoc(), p, s, gather, epi);
-  unsigned nC = func.getNumArguments() - (epi.rawOut ? 2 : 1);
+  if (s.tma)
+    kb.setTensorMaps(func.getArgument(nBuffers),
+                     func.getArgument(nBuffers + 1));
+  unsigned nC = nBuffers - (epi.rawOut ? 2 : 1);
   kb.build(func.getArgument(0), func.getArgument(1),
            epi.biasType ? func.getArgument(2) : Value(),
            epi.residualType ? func.getArgument(nC - 1) : Value(),
@@ -564,6 +718,37 @@ buildWgmmaKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module, StringRef name,
                  p.batch};
   launch.block = {threads, 1, 1};
   launch.sharedBytes = sharedBytesOf(s);
+  if (s.tma) {
+    // A: the NHWC input (dims C, W, H, N innermost first), one tap's k-tile
+    // of channels for tileM pixels a copy; B: the weights [O][K], boxes of
+    // one k-tile by tileN rows. Both 128-byte swizzled, as the wgmma
+    // descriptors read them; elements past the edges load as zeros.
+    const GemmGather &g = *gather;
+    std::string dtype = p.abType.isBF16() ? "bf16" : "f16";
+    int64_t e = elemBytesOf(p), tileK = wgmmaTileK(p.abType);
+    TensorMapSpec a;
+    a.operand = 0;
+    a.dtype = dtype;
+    a.dims = {g.c, g.w, g.h, g.batch};
+    a.strides = {g.c * e, g.w * g.c * e, g.h * g.w * g.c * e};
+    a.swizzle = "128B";
+    a.im2col = true;
+    a.channels = tileK;
+    a.pixels = s.tileM;
+    auto [lw, uw] = im2colCorners(g.w, g.ow, g.strideW, g.padLeft);
+    auto [lh, uh] = im2colCorners(g.h, g.oh, g.strideH, g.padTop);
+    a.lower = {lw, lh};
+    a.upper = {uw, uh};
+    a.elementStrides = {1, g.strideW, g.strideH, 1};
+    TensorMapSpec bm;
+    bm.operand = 1;
+    bm.dtype = dtype;
+    bm.dims = {p.k, p.n};
+    bm.strides = {p.k * e};
+    bm.box = {tileK, s.tileN};
+    bm.swizzle = "128B";
+    launch.tensorMaps = {a, bm};
+  }
   return launch;
 }
 

@@ -59,6 +59,14 @@ struct WgmmaProblem {
 struct WgmmaSchedule {
   int64_t tileM = 128, tileN = 256, warpgroups = 2, stages = 4;
   int64_t splitK = 1;
+  /// A gathered A (a convolution) and B copied by the tensor memory
+  /// accelerator: thread 0 moves each k-tile whole (A through an im2col
+  /// tensor map, one tap's 64 channels of tileM pixels; B through a tiled
+  /// one) and the block waits on an mbarrier, instead of every thread's
+  /// 16-byte cp.async copies (which the loop waited on: load/store path at
+  /// ~60%, Nsight Compute, session 26). Needs channels a multiple of the
+  /// k-tile and 16-bit operands (wgmmaKernelSupports).
+  bool tma = false;
 };
 
 /// The k-tile: one 128-byte swizzle row (64 bf16/f16 or 32 tf32 elements).
@@ -78,6 +86,8 @@ bool wgmmaKernelSupports(const WgmmaProblem &p, const WgmmaSchedule &s,
                          const ::tcc::TargetDesc &target, std::string &why,
                          const GemmGather *gather = nullptr);
 
+/// With s.tma, the kernel takes two tensor maps after its buffers (A's
+/// im2col map and B's tiled one, KernelLaunch::tensorMaps).
 /// Appends `gpu.func @name(%a, %b, [%bias,] [%residual,] %c) kernel` to
 /// `module`: identity-layout memrefs A [batch or 1, M, K] (with `gather`, the
 /// NHWC input, 1-D), B [batch or 1, K, N] ([.., N, K] if transB), the

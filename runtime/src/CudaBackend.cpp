@@ -98,6 +98,7 @@ struct Driver {
   /// Encodes the tensor maps of TMA kernels; optional, so that a driver
   /// without it still runs every other launch.
   decltype(&cuTensorMapEncodeTiled) tensorMapEncodeTiled = nullptr;
+  decltype(&cuTensorMapEncodeIm2col) tensorMapEncodeIm2col = nullptr;
   /// Launches with attributes (programmatic dependent launch); optional:
   /// without it every launch waits for the one before.
   decltype(&cuLaunchKernelEx) launchKernelEx = nullptr;
@@ -167,6 +168,9 @@ Driver loadDriver() {
   if (!resolve("cuTensorMapEncodeTiled",
                reinterpret_cast<void **>(&d.tensorMapEncodeTiled)))
     d.tensorMapEncodeTiled = nullptr;
+  if (!resolve("cuTensorMapEncodeIm2col",
+               reinterpret_cast<void **>(&d.tensorMapEncodeIm2col)))
+    d.tensorMapEncodeIm2col = nullptr;
   if (!resolve("cuLaunchKernelEx",
                reinterpret_cast<void **>(&d.launchKernelEx)))
     d.launchKernelEx = nullptr;
@@ -768,8 +772,10 @@ private:
     if (map.encoded->base == map.base && map.base)
       return true;
     std::string what = "tensor map " + std::to_string(which);
-    if (!d.tensorMapEncodeTiled) {
-      error = what + ": the CUDA driver lacks cuTensorMapEncodeTiled";
+    const char *call =
+        t.im2col ? "cuTensorMapEncodeIm2col" : "cuTensorMapEncodeTiled";
+    if (t.im2col ? !d.tensorMapEncodeIm2col : !d.tensorMapEncodeTiled) {
+      error = what + ": the CUDA driver lacks " + call;
       return false;
     }
     // TMA reads its global address in 16-byte units; the runtime's own
@@ -786,18 +792,38 @@ private:
     cuuint32_t ones[bundle::kMaxTensorMapRank] = {};
     for (size_t i = 0; i < rank; ++i) {
       dims[i] = t.dims[i];
-      box[i] = t.box[i];
+      box[i] = t.im2col ? 0 : t.box[i];
       ones[i] = 1;
       if (i + 1 < rank)
         strides[i] = t.strides[i];
     }
     CUtensorMap encoded;
-    CUresult r = d.tensorMapEncodeTiled(
-        &encoded, tensorMapType(t.dtype), (cuuint32_t)rank,
-        const_cast<void *>(map.base), dims, strides, box, ones,
-        CU_TENSOR_MAP_INTERLEAVE_NONE, tensorMapSwizzle(t.swizzle),
-        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (!d.check(r, "cuTensorMapEncodeTiled", error)) {
+    CUresult r;
+    if (t.im2col) {
+      int lower[bundle::kMaxTensorMapRank] = {};
+      int upper[bundle::kMaxTensorMapRank] = {};
+      cuuint32_t elementStrides[bundle::kMaxTensorMapRank] = {};
+      for (size_t i = 0; i < t.lower.size(); ++i) {
+        lower[i] = t.lower[i];
+        upper[i] = t.upper[i];
+      }
+      for (size_t i = 0; i < rank; ++i)
+        elementStrides[i] = t.elementStrides[i];
+      r = d.tensorMapEncodeIm2col(
+          &encoded, tensorMapType(t.dtype), (cuuint32_t)rank,
+          const_cast<void *>(map.base), dims, strides, lower, upper, t.channels,
+          t.pixels, elementStrides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+          tensorMapSwizzle(t.swizzle), CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+          CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    } else {
+      r = d.tensorMapEncodeTiled(
+          &encoded, tensorMapType(t.dtype), (cuuint32_t)rank,
+          const_cast<void *>(map.base), dims, strides, box, ones,
+          CU_TENSOR_MAP_INTERLEAVE_NONE, tensorMapSwizzle(t.swizzle),
+          CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+          CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    }
+    if (!d.check(r, call, error)) {
       map.encoded->base = nullptr;
       error = what + ": " + error;
       return false;

@@ -3,6 +3,7 @@
 
 #include <cctype>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 
 using nlohmann::json;
@@ -779,14 +780,82 @@ private:
     return true;
   }
 
+  /// An im2col map's fields, with the limits cuTensorMapEncodeIm2col
+  /// checks: rank 3 to 5; rank - 2 corner offsets each, in [-32768, 32767]
+  /// (rank 3), [-128, 127] (rank 4) or [-16, 15] (rank 5); at most 256
+  /// channels and 1024 pixels a copy; element strides in [1, 8].
+  bool im2colFields(const json &e, const std::string &ptr, size_t rank,
+                    TensorMapDesc &t) {
+    const json *lower, *upper, *strides;
+    uint64_t channels, pixels;
+    if (!r.object(e, ptr) ||
+        !r.unsignedField(e, ptr, "channels", 256, channels) ||
+        !r.unsignedField(e, ptr, "pixels", 1024, pixels) ||
+        !r.array(e, ptr, "lower", lower) || !r.array(e, ptr, "upper", upper) ||
+        !r.array(e, ptr, "element_strides", strides))
+      return false;
+    if (rank < 3 || rank > 5)
+      return r.fail(ptr, "an im2col map has rank 3 to 5, not " +
+                             std::to_string(rank));
+    if (channels == 0 || pixels == 0)
+      return r.fail(ptr, "channels and pixels are at least 1");
+    t.im2col = true;
+    t.channels = (uint32_t)channels;
+    t.pixels = (uint32_t)pixels;
+    int64_t limit = rank == 3 ? 32768 : rank == 4 ? 128 : 16;
+    for (auto [key, arr, out] : {std::tuple("lower", lower, &t.lower),
+                                 std::tuple("upper", upper, &t.upper)}) {
+      std::string at = ptr + "/" + key;
+      if (arr->size() != rank - 2)
+        return r.fail(at, "expected " + std::to_string(rank - 2) +
+                              " offsets, got " + std::to_string(arr->size()));
+      for (size_t d = 0; d < arr->size(); ++d) {
+        const json &v = (*arr)[d];
+        std::string vp = at + "/" + std::to_string(d);
+        if (!v.is_number_integer())
+          return r.fail(vp, "expected an integer");
+        int64_t x = v.get<int64_t>();
+        if (x < -limit || x >= limit)
+          return r.fail(vp, std::to_string(x) + " is outside [" +
+                                std::to_string(-limit) + ", " +
+                                std::to_string(limit - 1) + "]");
+        out->push_back((int32_t)x);
+      }
+    }
+    if (strides->size() != rank)
+      return r.fail(ptr + "/element_strides",
+                    "expected " + std::to_string(rank) + ", got " +
+                        std::to_string(strides->size()));
+    for (size_t d = 0; d < rank; ++d) {
+      uint64_t v;
+      std::string at = ptr + "/element_strides/" + std::to_string(d);
+      if (!r.unsignedInt((*strides)[d], at, 8, v))
+        return false;
+      if (v == 0)
+        return r.fail(at, "an element stride is at least 1");
+      t.elementStrides.push_back((uint32_t)v);
+    }
+    return true;
+  }
+
   bool tensorMap(const json &e, const std::string &ptr, TensorMapDesc &t) {
-    const json *buffer, *dims, *strides, *box;
+    const json *buffer, *dims, *strides, *box = nullptr;
     std::string dtype, swizzle;
     if (!r.object(e, ptr) || !(buffer = r.member(e, ptr, "buffer")) ||
         !bufferRef(*buffer, ptr + "/buffer", t.buffer) ||
         !r.string(e, ptr, "dtype", dtype) || !r.array(e, ptr, "dims", dims) ||
-        !r.array(e, ptr, "strides", strides) || !r.array(e, ptr, "box", box) ||
+        !r.array(e, ptr, "strides", strides) ||
         !r.string(e, ptr, "swizzle", swizzle))
+      return false;
+    // An im2col map (version 5) has "im2col" in place of "box".
+    const json *im2col = r.member(e, ptr, "im2col", true);
+    if (im2col && manifestVersion < 5)
+      return r.fail(ptr + "/im2col", "im2col tensor maps need manifest "
+                                     "version 5 (this one is " +
+                                         std::to_string(manifestVersion) + ")");
+    if (im2col && e.contains("box"))
+      return r.fail(ptr + "/box", "an im2col map has no box");
+    if (!im2col && !r.array(e, ptr, "box", box))
       return false;
     // Every dtype of the format has 1, 2, 4 or 8 bytes, which TMA moves (the
     // 1-byte ones as bytes); the zeros it fills in read as 0 in each.
@@ -824,24 +893,30 @@ private:
                               " is not a multiple of 16 bytes");
       t.strides.push_back(v);
     }
-    if (box->size() != rank)
-      return r.fail(ptr + "/box", "expected " + std::to_string(rank) +
-                                      " box dims (one per dim), got " +
-                                      std::to_string(box->size()));
-    for (size_t d = 0; d < rank; ++d) {
-      uint64_t v;
-      std::string at = ptr + "/box/" + std::to_string(d);
-      if (!r.unsignedInt((*box)[d], at, 256, v))
+    std::string rowPtr = ptr + (im2col ? "/im2col/channels" : "/box/0");
+    if (im2col) {
+      if (!im2colFields(*im2col, ptr + "/im2col", rank, t))
         return false;
-      if (v == 0)
-        return r.fail(at, "a box dim is at least 1");
-      t.box.push_back((uint32_t)v);
+    } else {
+      if (box->size() != rank)
+        return r.fail(ptr + "/box", "expected " + std::to_string(rank) +
+                                        " box dims (one per dim), got " +
+                                        std::to_string(box->size()));
+      for (size_t d = 0; d < rank; ++d) {
+        uint64_t v;
+        std::string at = ptr + "/box/" + std::to_string(d);
+        if (!r.unsignedInt((*box)[d], at, 256, v))
+          return false;
+        if (v == 0)
+          return r.fail(at, "a box dim is at least 1");
+        t.box.push_back((uint32_t)v);
+      }
     }
-    uint64_t rowBytes = t.box[0] * elem;
+    uint64_t rowBytes = (im2col ? t.channels : t.box[0]) * elem;
     if (rowBytes % 16 != 0)
-      return r.fail(ptr + "/box/0", "the box's inner dim has " +
-                                        std::to_string(rowBytes) +
-                                        " bytes, not a multiple of 16");
+      return r.fail(rowPtr, "the box's inner dim has " +
+                                std::to_string(rowBytes) +
+                                " bytes, not a multiple of 16");
     uint64_t swizzleBytes = 0;
     if (swizzle == "none")
       t.swizzle = TensorMapSwizzle::None;
@@ -856,10 +931,10 @@ private:
                                           "\" (expected none, 32B, 64B or "
                                           "128B)");
     if (swizzleBytes && rowBytes > swizzleBytes)
-      return r.fail(ptr + "/box/0",
-                    "the box's inner dim has " + std::to_string(rowBytes) +
-                        " bytes, more than the " + swizzle + " swizzle's " +
-                        std::to_string(swizzleBytes));
+      return r.fail(rowPtr, "the box's inner dim has " +
+                                std::to_string(rowBytes) +
+                                " bytes, more than the " + swizzle +
+                                " swizzle's " + std::to_string(swizzleBytes));
     // The last byte the map can reach, bounded by kMaxBytes at every step
     // (dims < 2^33 and strides < 2^40 would overflow a plain product).
     const BufferDesc &b = desc.buffers[t.buffer];

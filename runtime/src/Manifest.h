@@ -1,6 +1,6 @@
 //===- Manifest.h - the typed view of a bundle manifest -------*- C++ -*-===//
 //
-// The manifest schema (versions 1 to 4) is the contract between the compiler
+// The manifest schema (versions 1 to 5) is the contract between the compiler
 // and the runtime; docs/bundle-format.md specifies it. parseModelDesc checks
 // every field, reference and size, so the backends work from these structs and
 // never from raw JSON.
@@ -132,6 +132,14 @@ struct TensorMapDesc {
   std::vector<uint64_t> strides;
   std::vector<uint32_t> box; ///< The tile a copy moves, rank entries.
   TensorMapSwizzle swizzle = TensorMapSwizzle::None;
+  /// Version 5: an im2col map (cuTensorMapEncodeIm2col) instead of a tiled
+  /// one; `box` is then empty. A copy moves `pixels` pixels of `channels`
+  /// channels each, walking the box between the corners (rank - 2 offsets
+  /// each, innermost first) by `elementStrides` (rank entries).
+  bool im2col = false;
+  uint32_t channels = 0, pixels = 0;
+  std::vector<int32_t> lower, upper;
+  std::vector<uint32_t> elementStrides;
 };
 
 struct LaunchDesc {
@@ -177,14 +185,14 @@ constexpr size_t kMaxRank = 32;
 /// compiler writes 2, 3 or 4 only when a bundle uses what they add, so that
 /// older runtimes refuse it by its version rather than by a missing blob, by
 /// running without the init or by launching without the maps.
-constexpr uint64_t kManifestVersion = 4;
+constexpr uint64_t kManifestVersion = 5;
 
 /// A param's recipe in the manifest (docs/bundle-format.md):
 /// {"fill": "0x3c00"} (the element's bits) or {"random": "normal", "mean",
 /// "std", "seed"} or {"random": "uniform", "low", "high", "seed"}.
 nlohmann::json recipeToJson(const ParamRecipe &recipe, DType dtype);
 
-/// Validates `manifest` against the schema (versions 1 to 4); `blobSizes` are
+/// Validates `manifest` against the schema (versions 1 to 5); `blobSizes` are
 /// the bundle's blobs (name -> size) that params and code refer to. On failure
 /// returns false with a one-line `error` naming the JSON pointer.
 bool parseModelDesc(const nlohmann::json &manifest,

@@ -888,9 +888,9 @@ TEST_CASE("tensor maps (manifest version 4)", "[gpu-schema]") {
       {[](json &m) { m["format_version"] = 3; },
        P + "/launches/0/tensor_maps: tensor maps need manifest version 4 "
            "(this one is 3)"},
-      {[](json &m) { m["format_version"] = 5; },
-       P + "/format_version: unsupported manifest version 5 (this runtime "
-           "reads versions 1 to 4)"},
+      {[](json &m) { m["format_version"] = 6; },
+       P + "/format_version: unsupported manifest version 6 (this runtime "
+           "reads versions 1 to 5)"},
       {[](json &m) { m["code"][0]["target"] = "gfx942"; },
        P + "/launches/0/tensor_maps: only CUDA kernels take tensor maps "
            "(this launch's kernel has code for gfx942)"},
@@ -1012,6 +1012,78 @@ TEST_CASE("tensor maps (manifest version 4)", "[gpu-schema]") {
       INFO(p.to_string() << " = " << j.dump());
       parseError(m);
     }
+}
+
+TEST_CASE("im2col tensor maps (manifest version 5)", "[gpu-schema]") {
+  // x [37, 40] f32 read as an NHWC tensor of 1 x 37 x 10 x 4 whose copies
+  // move 64 pixels of its 4 channels: the whole buffer (5920 bytes).
+  auto im2colModel = [] {
+    json m = tmaModel();
+    m["format_version"] = 5;
+    json &t = m["launches"][0]["tensor_maps"][0];
+    t.erase("box");
+    t["dims"] = {4, 10, 37, 1};
+    t["strides"] = {16, 160, 5920};
+    t["im2col"] = {{"channels", 4},
+                   {"pixels", 64},
+                   {"lower", {-1, -1}},
+                   {"upper", {-1, -1}},
+                   {"element_strides", {1, 1, 2, 1}}};
+    return m;
+  };
+  std::string err;
+  auto b = bundle::Bundle::parse(makeBundle(im2colModel(), "x"), err);
+  INFO(err);
+  REQUIRE(b);
+  const bundle::TensorMapDesc &t = b->model().launches[0].tensorMaps[0];
+  CHECK(t.im2col);
+  CHECK(t.box.empty());
+  CHECK(t.channels == 4);
+  CHECK(t.pixels == 64);
+  CHECK(t.lower == std::vector<int32_t>{-1, -1});
+  CHECK(t.upper == std::vector<int32_t>{-1, -1});
+  CHECK(t.elementStrides == std::vector<uint32_t>{1, 1, 2, 1});
+
+  const std::string M = "invalid bundle: manifest: /launches/0/tensor_maps/0";
+  auto map = [](json &m) -> json & {
+    return m["launches"][0]["tensor_maps"][0];
+  };
+  std::vector<std::pair<std::function<void(json &)>, std::string>> cases = {
+      {[&](json &m) { map(m)["im2col"]["lower"] = {-128, 127}; }, ""},
+      {[](json &m) { m["format_version"] = 4; },
+       M + "/im2col: im2col tensor maps need manifest version 5 (this one is "
+           "4)"},
+      {[&](json &m) { map(m)["box"] = {4, 1, 1, 1}; },
+       M + "/box: an im2col map has no box"},
+      {[&](json &m) {
+         map(m)["dims"] = {40, 37};
+         map(m)["strides"] = {160};
+       },
+       M + "/im2col: an im2col map has rank 3 to 5, not 2"},
+      {[&](json &m) { map(m)["im2col"]["lower"] = {-129, 0}; },
+       M + "/im2col/lower/0: -129 is outside [-128, 127]"},
+      {[&](json &m) { map(m)["im2col"]["upper"] = {0}; },
+       M + "/im2col/upper: expected 2 offsets, got 1"},
+      {[&](json &m) { map(m)["im2col"]["channels"] = 3; },
+       M + "/im2col/channels: the box's inner dim has 12 bytes, not a "
+           "multiple of 16"},
+      {[&](json &m) { map(m)["im2col"]["channels"] = 257; },
+       M + "/im2col/channels: 257 is too large (limit 256)"},
+      {[&](json &m) { map(m)["im2col"]["pixels"] = 0; },
+       M + "/im2col: channels and pixels are at least 1"},
+      {[&](json &m) { map(m)["im2col"]["element_strides"] = {1, 9, 1, 1}; },
+       M + "/im2col/element_strides/1: 9 is too large (limit 8)"},
+      {[&](json &m) { map(m)["im2col"].erase("upper"); },
+       M + "/im2col: missing field \"upper\""},
+      {[&](json &m) { map(m)["dims"] = {4, 10, 38, 1}; },
+       M + ": the map reaches 6080 bytes into buffer 0, which has 5920"},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    json m = im2colModel();
+    cases[i].first(m);
+    INFO("case " << i);
+    CHECK(parseError(m) == cases[i].second);
+  }
 }
 
 TEST_CASE("target names", "[gpu-schema]") {

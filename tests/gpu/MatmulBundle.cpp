@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <iostream>
 
 namespace tcc::gen {
@@ -57,6 +58,32 @@ void writeKernelBundle(const std::string &outDir, const std::string &name,
     kernels[0]["cluster"] = launch.cluster;
   nlohmann::json launches = nlohmann::json::array();
   int64_t arena = 0;
+  // The template's tensor maps, over its arguments `kernelArgs`.
+  int version = 1;
+  auto withMaps = [&](nlohmann::json l, const nlohmann::json &kernelArgs) {
+    if (launch.tensorMaps.empty())
+      return l;
+    nlohmann::json maps = nlohmann::json::array();
+    for (const tcc::gpu::TensorMapSpec &m : launch.tensorMaps) {
+      nlohmann::json map = {{"buffer", kernelArgs.at(m.operand)},
+                            {"dtype", m.dtype},
+                            {"dims", m.dims},
+                            {"strides", m.strides},
+                            {"swizzle", m.swizzle}};
+      if (m.im2col)
+        map["im2col"] = {{"channels", m.channels},
+                         {"pixels", m.pixels},
+                         {"lower", m.lower},
+                         {"upper", m.upper},
+                         {"element_strides", m.elementStrides}};
+      else
+        map["box"] = m.box;
+      version = std::max(version, m.im2col ? 5 : 4);
+      maps.push_back(map);
+    }
+    l["tensor_maps"] = maps;
+    return l;
+  };
   if (reduce) {
     int temp = outId + 1;
     nlohmann::json t = buffer(temp, "temp", workspaceBytes);
@@ -79,22 +106,25 @@ void writeKernelBundle(const std::string &outDir, const std::string &name,
                        {"ops", {op}},
                        {"code", "kernels.ptx"},
                        {"shared_bytes", 0}});
-    launches.push_back({{"kernel", 0},
-                        {"args", gemmArgs},
-                        {"grid", launch.grid},
-                        {"block", launch.block}});
+    launches.push_back(withMaps({{"kernel", 0},
+                                 {"args", gemmArgs},
+                                 {"grid", launch.grid},
+                                 {"block", launch.block}},
+                                gemmArgs));
     launches.push_back({{"kernel", 1},
                         {"args", reduceArgs},
                         {"grid", reduce->grid},
                         {"block", reduce->block}});
   } else {
     args.push_back(outId);
-    launches.push_back({{"kernel", 0},
-                        {"args", args},
-                        {"grid", launch.grid},
-                        {"block", launch.block}});
+    launches.push_back(withMaps({{"kernel", 0},
+                                 {"args", args},
+                                 {"grid", launch.grid},
+                                 {"block", launch.block}},
+                                args));
   }
   nlohmann::json manifest = {
+      {"format_version", version},
       {"model", name},
       {"targets", {chip}},
       {"inputs", ins},

@@ -115,9 +115,9 @@ TEST_CASE("every schema rule is enforced with its pointer", "[manifest]") {
   };
   const std::string P = "invalid bundle: manifest: ";
   std::vector<Case> cases = {
-      {[](json &m) { m["format_version"] = 5; },
-       P + "/format_version: unsupported manifest version 5 (this runtime "
-           "reads versions 1 to 4)"},
+      {[](json &m) { m["format_version"] = 6; },
+       P + "/format_version: unsupported manifest version 6 (this runtime "
+           "reads versions 1 to 5)"},
       {[](json &m) { m["format_version"] = "1"; },
        P + "/format_version: expected a non-negative integer"},
       {[](json &m) { m.erase("model"); }, P + "/: missing field \"model\""},

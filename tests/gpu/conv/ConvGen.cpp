@@ -104,26 +104,33 @@ int writeCase(tcc::gen::KernelModule &km, const tcc::gpu::ConvProblem &p,
   return 0;
 }
 
-/// --wgmma: the convolution on the wgmma template, schedule `spec` ("auto"
-/// or TM,TN,WARPGROUPS,STAGES).
+/// --wgmma: the convolution on the wgmma template, schedule `spec` ("auto",
+/// "auto-cpasync": the same without TMA copies, or
+/// TM,TN,WARPGROUPS,STAGES[,SPLIT_K[,TMA]]).
 int buildWgmma(const tcc::gpu::ConvProblem &p, const std::string &spec,
                bool bias, const tcc::TargetDesc &target,
                const tcc::gen::GenFlags &flags) {
   if (flags.chip != "sm_90a")
     die("--wgmma needs --chip sm_90a");
   tcc::gpu::WgmmaSchedule s;
-  if (spec == "auto") {
+  if (spec == "auto" || spec == "auto-cpasync") {
     std::optional<tcc::gpu::WgmmaSchedule> chosen =
-        tcc::gpu::chooseWgmmaConvSchedule(p, target);
+        tcc::gpu::chooseWgmmaConvSchedule(p, target, spec == "auto");
     if (!chosen)
       die("--wgmma auto: chooseWgmmaConvSchedule leaves it to mma.sync");
     s = *chosen;
   } else {
-    // TM,TN,WARPGROUPS,STAGES[,SPLIT_K]
-    std::vector<int64_t> v =
-        parseIntList("--wgmma", spec,
-                     std::count(spec.begin(), spec.end(), ',') == 4 ? 5 : 4);
-    s = {v[0], v[1], v[2], v[3], v.size() == 5 ? v[4] : 1};
+    // TM,TN,WARPGROUPS,STAGES[,SPLIT_K[,TMA]]
+    std::vector<int64_t> v = parseIntList(
+        "--wgmma", spec, std::count(spec.begin(), spec.end(), ',') + 1);
+    if (v.size() < 4 || v.size() > 6)
+      die("--wgmma: expected TM,TN,WARPGROUPS,STAGES[,SPLIT_K[,TMA]]");
+    s = {v[0],
+         v[1],
+         v[2],
+         v[3],
+         v.size() >= 5 ? v[4] : 1,
+         v.size() == 6 && v[5]};
   }
   mlir::OpBuilder b(p.inType.getContext());
   tcc::gen::KernelModule km = tcc::gen::createKernelModule(b);
@@ -133,10 +140,11 @@ int buildWgmma(const tcc::gpu::ConvProblem &p, const std::string &spec,
     die("cannot build the kernel");
   tcc::gpu::MatmulSchedule split;
   split.splitK = s.splitK;
-  return writeCase(
-      km, p, bias, flags, *launch, reduceOf(b, km, p, flags.name, s.splitK),
-      tcc::gpu::splitKWorkspaceBytes(tcc::gpu::convGemm(p), split),
-      {"wgmma", s.tileM, s.tileN, s.warpgroups, s.stages, s.splitK});
+  return writeCase(km, p, bias, flags, *launch,
+                   reduceOf(b, km, p, flags.name, s.splitK),
+                   tcc::gpu::splitKWorkspaceBytes(tcc::gpu::convGemm(p), split),
+                   {"wgmma", s.tileM, s.tileN, s.warpgroups, s.stages, s.splitK,
+                    s.tma ? 1 : 0});
 }
 
 } // namespace

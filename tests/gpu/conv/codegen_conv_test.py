@@ -15,7 +15,9 @@ other conv2d kernel); with a channel multiplier (O = 2C) it keeps the
 generic kernels. For sm_90a, a ResNet block at 2x64x96x96 takes the wgmma
 template (`<kernel>_conv_wgmma`, the add and ReLU in its epilogue), one at
 2x512x16x16 splits K (`<kernel>_conv_wgmma_splitk` sums the partials and
-applies the epilogue) and the small one keeps `_conv_mma`, as does the
+applies the epilogue), both with their operands copied by TMA (an im2col
+map for the input; cp.async with --gpu-conv-tma=false), and the small one
+keeps `_conv_mma`, as does the
 large one given a "conv" schedule (a "matmul" one leaves it on wgmma). With PTXAS, the PTX must assemble
 without spills. Exits 77 (skipped) when this tcc has no --conv-layout (the
 layout pass, branch `layout`, is not merged yet).
@@ -179,7 +181,8 @@ def main():
                 ("wgmma_conv_schedule", big, ["--schedule", scheds["conv"]],
                  False),
                 ("wgmma_matmul_schedule", big,
-                 ["--schedule", scheds["matmul"]], True)):
+                 ["--schedule", scheds["matmul"]], True),
+                ("wgmma_cpasync", big, ["--gpu-conv-tma=false"], True)):
             ptx, err = compile_ptx(tcc, tmp, m, "sm_90a", flags)
             problems = []
             if ptx is None:
@@ -203,6 +206,14 @@ def main():
                     problems += ["no " + p for p in
                                  ("wgmma.mma_async.sync.aligned.m64n64k16."
                                   "f32.f16.f16", "max.NaN.f32") if p not in ptx]
+                    # 64 and 512 channels: the operands come by TMA (an
+                    # im2col map for the input), unless turned off.
+                    tma = "--gpu-conv-tma=false" not in flags
+                    for p in ("cp.async.bulk.tensor.4d.shared::cluster.global."
+                              "im2col", "cp.async.bulk.tensor.2d.shared::"
+                              "cluster.global.tile"):
+                        if (p in ptx) != tma:
+                            problems.append(("no " if tma else "unwanted ") + p)
                 if ptxas and not problems:
                     path = os.path.join(tmp, "m.ptx")
                     rep = subprocess.run(
@@ -220,7 +231,7 @@ def main():
             failed += bool(problems)
         # "conv" in --schedule sets the template's tiles (64 threads here);
         # an invalid one is a one-line error.
-        total = len(cases) * 2 + 7
+        total = len(cases) * 2 + 8
         for body, want_ok in (({"tile_m": 64, "tile_n": 32, "warps_m": 2,
                                 "warps_n": 1, "stages": 2}, True),
                               ({"tile_m": 48}, False)):

@@ -4,7 +4,7 @@
 //       [--stride SH,SW] [--pad TOP,LEFT,BOTTOM,RIGHT] [--dilation DH,DW]
 //       [--bias] [--relu] [--type bf16|f16|f32] [--out-type f32|bf16|f16]
 //       [--tf32] [--schedule TM,TN,TK,WM,WN,STAGES] [--chip sm_90|sm_80]
-//       [--wgmma auto|TM,TN,WARPGROUPS,STAGES[,SPLIT_K]] [--name NAME]
+//       [--wgmma auto|auto-cpasync|TM,TN,WARPGROUPS,STAGES[,SPLIT_K[,TMA]]] [--name NAME]
 //       [--out-dir DIR] [--emit-mlir]
 //
 // Builds the channels-last convolution with tcc::gpu::buildConvKernel (the

@@ -117,6 +117,22 @@ Value TemplateBuilder::sharedView(Value raw, int64_t elems, Type elemT,
       raw, cst(byteOff), ValueRange{});
 }
 
+void TemplateBuilder::ptx(StringRef text, StringRef cons, ValueRange args) {
+  std::string c = cons.str();
+  c += c.empty() ? "~{memory}" : ",~{memory}";
+  LLVM::InlineAsmOp::create(b, loc, Type(), args, b.getStringAttr(text),
+                            b.getStringAttr(c), b.getUnitAttr(), UnitAttr(),
+                            LLVM::TailCallKindAttr(), LLVM::AsmDialectAttr(),
+                            ArrayAttr());
+}
+
+void TemplateBuilder::waitParity(Value bar, Value parity) {
+  ptx("{\n.reg .pred done;\nWAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1;\n"
+      "@!done bra WAIT;\n}",
+      "r,r", ValueRange{bar, parity});
+}
+
 Value TemplateBuilder::commitGroup() {
   return nvgpu::DeviceAsyncCreateGroupOp::create(
       b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), ValueRange{});

@@ -163,6 +163,15 @@ protected:
   /// (the waits only count groups, so any token serves them).
   mlir::Value commitGroup();
 
+  /// An instruction of inline PTX with side effects and a memory clobber
+  /// (the synchronisation and TMA copies that the NVVM dialect spells
+  /// differently from release to release).
+  void ptx(llvm::StringRef text, llvm::StringRef cons = "",
+           mlir::ValueRange args = {});
+  /// Waits until the phase of mbarrier `bar` (an i32 shared-window address)
+  /// with parity `parity` (i32) completed.
+  void waitParity(mlir::Value bar, mlir::Value parity);
+
   /// mma.sync m16n8k16 of bf16 fragments into f32 accumulators (vector<2x2>).
   /// nvgpu.mma.sync does not lower bf16 operands (MLIR 22), so this goes to
   /// nvvm.mma.sync directly: operands as b32 registers holding two bf16 each.

@@ -226,17 +226,6 @@ private:
         cstF(-std::numeric_limits<double>::infinity()));
   }
 
-  /// An instruction of inline PTX with side effects and a memory clobber
-  /// (the synchronisation that the NVVM dialect spells differently from
-  /// release to release).
-  void ptx(StringRef text, StringRef cons = "", ValueRange args = {}) {
-    std::string c = cons.str();
-    c += c.empty() ? "~{memory}" : ",~{memory}";
-    LLVM::InlineAsmOp::create(b, loc, Type(), args, b.getStringAttr(text),
-                              b.getStringAttr(c), b.getUnitAttr(), UnitAttr(),
-                              LLVM::TailCallKindAttr(), LLVM::AsmDialectAttr(),
-                              ArrayAttr());
-  }
   /// The shared-window address (i32) of mbarrier `i`: full[0..S), empty[0..S),
   /// then Q's.
   Value barrier(Value i) { return toI32(add(barrierBase, mul(i, 8))); }
@@ -246,13 +235,6 @@ private:
   void arrive(Value bar) {
     ptx("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [$0];\n}", "r",
         bar);
-  }
-  /// Waits until the phase of `bar` with parity `parity` (i32) completed.
-  void waitParity(Value bar, Value parity) {
-    ptx("{\n.reg .pred done;\nWAIT:\n"
-        "mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1;\n"
-        "@!done bra WAIT;\n}",
-        "r,r", ValueRange{bar, parity});
   }
   /// The parity of use `i` of a stage (i / S rounds before it).
   Value roundParity(Value i) { return toI32(band(div(i, s.stages), 1)); }

@@ -118,20 +118,8 @@ private:
   SmallVector<Value> mmaStep(Value stage, ValueRange acc);
   void epilogue(ValueRange acc);
 
-  // s.tma. Inline PTX for what the NVVM dialect spells differently from
-  // release to release (as the attention template does).
-  void ptx(StringRef text, StringRef cons, ValueRange args) {
-    std::string c = cons.str() + ",~{memory}";
-    LLVM::InlineAsmOp::create(b, loc, Type(), args, b.getStringAttr(text),
-                              b.getStringAttr(c), b.getUnitAttr(), UnitAttr(),
-                              LLVM::TailCallKindAttr(), LLVM::AsmDialectAttr(),
-                              ArrayAttr());
-  }
-  Value toI32(Value index) {
-    return arith::IndexCastUIOp::create(b, loc, b.getI32Type(), index);
-  }
-  /// The shared-window address (i32) of stage `stage`'s "full" mbarrier.
-  Value fullBarrier(Value stage) { return toI32(add(barBase, mul(stage, 8))); }
+  /// s.tma: the shared-window address (i32) of stage `stage`'s "full" mbarrier.
+  Value fullBarrier(Value stage) { return asI32(add(barBase, mul(stage, 8))); }
   /// Thread 0: k-tile `kt` (from kBase) into stage `stage` by TMA, both
   /// copies completing on the stage's mbarrier.
   void tmaStage(Value kt, Value stage);
@@ -176,7 +164,7 @@ void KernelBuilder::tmaStage(Value kt, Value stage) {
   ptx("mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], " +
           std::to_string(stageBytes(s)) + ";",
       "r", bar);
-  Value dstA = toI32(add(stageBase, mul(stage, stageBytes(s))));
+  Value dstA = asI32(add(stageBase, mul(stage, stageBytes(s))));
   Value dstB = add(dstA, cstI32(tileABytes(s)));
   auto i16 = [&](Value v) {
     return arith::TruncIOp::create(b, loc, b.getI16Type(), v);
@@ -511,11 +499,8 @@ void KernelBuilder::build(Value aArg, Value bArg, Value biasArg,
       // completed. After the barrier every warpgroup has waited for its
       // wgmmas of kt - 2, so thread 0 refills that stage at once.
       Value stage = rem(kt, s.stages);
-      Value parity = toI32(band(div(kt, s.stages), 1));
-      ptx("{\n.reg .pred done;\nWAIT:\n"
-          "mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1;\n"
-          "@!done bra WAIT;\n}",
-          "r,r", ValueRange{fullBarrier(stage), parity});
+      Value parity = asI32(band(div(kt, s.stages), 1));
+      waitParity(fullBarrier(stage), parity);
       mlir::gpu::BarrierOp::create(b, loc);
       whenTrue(land(isThread0, cmp(arith::CmpIPredicate::ult, ahead, myTiles)),
                [&] { tmaStage(ahead, rem(ahead, s.stages)); });

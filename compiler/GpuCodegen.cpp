@@ -234,9 +234,9 @@ struct MatmulUse {
   std::vector<int> regionArgs;
   int biasArg = -1;
   int residualArg = -1; ///< the conv epilogue's residual (-1: none)
-  /// A direct convolution returning its value before the ReLU too: that
-  /// result's index (-1: none); C, the ReLU's, is the other.
-  int rawResult = -1;
+  /// A direct convolution with a second output (its value before the ReLU,
+  /// or a copy of C): that result's index (-1: none); C is the other.
+  int secondResult = -1;
 };
 
 /// Marks `f` as computed whole by the template (`direct`), or cuts `op`
@@ -325,6 +325,63 @@ std::optional<AnchoredConv> anchoredConv(func::FuncOp f) {
   return AnchoredConv{conv, inArg, wArg, biasArg, p};
 }
 
+/// Whether all of `f` after its first op, `conv`, is [an add of an argument]
+/// [a ReLU], then the result returned pixel-shuffled (a depth to space) or
+/// returned twice: what tcc-concat-in-place makes of a convolution storing
+/// into a concat (an up-convolution's interleave moved into it, or a
+/// result other kernels read too). Sets `p` and `residualArg` if so.
+bool wholeConvStores(func::FuncOp f, mlir::tcc::Conv2dOp conv,
+                     ::tcc::gpu::ConvProblem &p, BlockArgument &residualArg) {
+  Block &body = f.getBody().front();
+  if (&body.front() != conv.getOperation())
+    return false;
+  ::tcc::gpu::ConvProblem q = p;
+  BlockArgument arg;
+  Value last = conv.getResult();
+  Operation *op = conv->getNextNode();
+  if (auto add = dyn_cast<mlir::tcc::AddOp>(op)) {
+    Value other = add.getLhs() == last ? add.getRhs() : add.getLhs();
+    arg = dyn_cast<BlockArgument>(other);
+    if (!arg || other == last || !last.hasOneUse() ||
+        other.getType() != last.getType())
+      return false;
+    q.residualType = cast<RankedTensorType>(last.getType()).getElementType();
+    last = add.getResult();
+    op = op->getNextNode();
+  }
+  if (auto relu = dyn_cast<mlir::tcc::ReluOp>(op)) {
+    if (relu.getOperand() != last || !last.hasOneUse())
+      return false;
+    q.relu = true;
+    last = relu.getResult();
+    op = op->getNextNode();
+  }
+  Operation *ret = body.getTerminator();
+  if (f.getNumResults() == 2) {
+    if (op != ret || ret->getOperand(0) != last || ret->getOperand(1) != last)
+      return false;
+    q.copyOut = true;
+  } else if (f.getNumResults() == 1) {
+    std::optional<mlir::tcc::DepthToSpace> d2s =
+        mlir::tcc::matchDepthToSpace(ret->getOperand(0));
+    if (!d2s || d2s->input != last || !last.hasOneUse() || d2s->ops[0] != op ||
+        op->getNextNode() != d2s->ops[1] ||
+        d2s->ops[1]->getNextNode() != d2s->ops[2] ||
+        d2s->ops[2]->getNextNode() != ret)
+      return false;
+    q.shuffleH = d2s->factorH;
+    q.shuffleW = d2s->factorW;
+  } else {
+    return false;
+  }
+  std::string why;
+  if (!::tcc::gpu::convKernelSupports(q, why))
+    return false;
+  p = q;
+  residualArg = arg;
+  return true;
+}
+
 /// Whether the kernel function `f` (on tensors) is anchored by a
 /// channels-last convolution of its arguments that the implicit-GEMM
 /// template computes (groups 1, 16-bit or tf32 operands); if so, cuts it out
@@ -344,6 +401,15 @@ std::optional<MatmulUse> takeConv(func::FuncOp f,
     p.outOffset = slice[0];
     p.outStride = slice[1];
   }
+  // Its result pixel-shuffled (checked whole by wholeConvStores below): the
+  // slice is of the shuffled channels.
+  if (f.getNumResults() == 1)
+    if (std::optional<mlir::tcc::DepthToSpace> d2s =
+            mlir::tcc::matchDepthToSpace(
+                f.getBody().front().getTerminator()->getOperand(0))) {
+      p.shuffleH = d2s->factorH;
+      p.shuffleW = d2s->factorW;
+    }
   std::string why;
   if (!::tcc::gpu::convKernelSupports(p, why) ||
       outTy.getShape() != ArrayRef<int64_t>{p.n, p.outH(), p.outW(), p.o} ||
@@ -425,6 +491,11 @@ std::optional<MatmulUse> takeConv(func::FuncOp f,
       }
     }
   }
+  // Or it stores its result pixel-shuffled, or twice.
+  bool wholeStores = rawResult < 0 && !p.relu && !p.residualType &&
+                     wholeConvStores(f, conv, p, residualArg);
+  if (p.shuffleH * p.shuffleW > 1 && !wholeStores)
+    return std::nullopt; // the generic kernels shuffle
   MatmulUse use;
   use.conv = p;
   use.problem.m = p.n * p.outH() * p.outW();
@@ -437,12 +508,13 @@ std::optional<MatmulUse> takeConv(func::FuncOp f,
     use.biasArg = biasArg.getArgNumber();
   if (residualArg)
     use.residualArg = residualArg.getArgNumber();
-  if (rawResult >= 0) {
-    // The template computes the whole kernel, both results.
+  if (rawResult >= 0 || wholeStores) {
+    // The template computes the whole kernel, all its results. A copy (two
+    // results) goes to the first, C (a concat's channels) is the second.
     use.numOperands = f.getNumArguments();
-    use.numResults = 2;
+    use.numResults = f.getNumResults();
     use.direct = true;
-    use.rawResult = rawResult;
+    use.secondResult = rawResult >= 0 ? rawResult : p.copyOut ? 0 : -1;
     f->setAttr("tcc.template", UnitAttr::get(f.getContext()));
     return use;
   }
@@ -1041,7 +1113,7 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
   int numBuffers = use.numOperands + use.numResults;
   // The template's buffers: its operands, then C (the kernel's result or
   // scratch buffer 0), then (`raw`) the result before the ReLU.
-  int cIndex = use.numOperands + (use.rawResult == 0 ? 1 : 0);
+  int cIndex = use.numOperands + (use.secondResult == 0 ? 1 : 0);
   auto placeLaunch = [&](::tcc::DeviceLaunch l, std::vector<int> operands,
                          bool raw = false) {
     if (!use.direct) {
@@ -1061,8 +1133,8 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
                                    (mp.cType.getIntOrFloatBitWidth() / 8));
     }
     operands.push_back(use.direct ? cIndex : numBuffers);
-    if (raw && use.rawResult >= 0)
-      operands.push_back(use.numOperands + use.rawResult);
+    if (raw && use.secondResult >= 0)
+      operands.push_back(use.numOperands + use.secondResult);
     l.args = std::move(operands);
     for (::tcc::DeviceLaunch::TensorMap &t : l.tensorMaps)
       t.arg = l.args[t.arg];
@@ -1093,8 +1165,8 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
     std::vector<int> args = {numBuffers};
     args.insert(args.end(), epiArgs.begin(), epiArgs.end());
     args.push_back(c);
-    if (use.rawResult >= 0)
-      args.push_back(use.numOperands + use.rawResult);
+    if (use.secondResult >= 0)
+      args.push_back(use.numOperands + use.secondResult);
     plan.launches.insert(plan.launches.begin() + 1,
                          deviceLaunch(rsym, r, std::move(args)));
   };

@@ -502,5 +502,27 @@ LogicalResult AttentionOp::verify() {
   return success();
 }
 
+std::optional<mlir::tcc::DepthToSpace> mlir::tcc::matchDepthToSpace(Value v) {
+  auto outer = v.getDefiningOp<ReshapeOp>();
+  auto t = outer ? outer.getInput().getDefiningOp<TransposeOp>() : nullptr;
+  auto inner = t ? t.getInput().getDefiningOp<ReshapeOp>() : nullptr;
+  if (!inner || !inner.getResult().hasOneUse() || !t.getResult().hasOneUse() ||
+      t.getPerm() != ArrayRef<int64_t>{0, 1, 3, 2, 4, 5})
+    return std::nullopt;
+  auto inTy = cast<RankedTensorType>(inner.getInput().getType());
+  auto split = cast<RankedTensorType>(inner.getType());
+  auto outTy = cast<RankedTensorType>(outer.getType());
+  if (inTy.getRank() != 4 || split.getRank() != 6 || outTy.getRank() != 4 ||
+      !inTy.hasStaticShape() || !split.hasStaticShape())
+    return std::nullopt;
+  ArrayRef<int64_t> a = inTy.getShape(), s = split.getShape(),
+                    o = outTy.getShape();
+  if (s[0] != a[0] || s[1] != a[1] || s[2] != a[2] ||
+      s[3] * s[4] * s[5] != a[3] || o[0] != a[0] || o[1] != a[1] * s[3] ||
+      o[2] != a[2] * s[4] || o[3] != s[5])
+    return std::nullopt;
+  return DepthToSpace{inner.getInput(), s[3], s[4], {inner, t, outer}};
+}
+
 #define GET_OP_CLASSES
 #include "ir/TccOps.cpp.inc"

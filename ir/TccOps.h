@@ -26,6 +26,8 @@ template <typename ConcreteType>
 class Reduction : public TraitBase<ConcreteType, Reduction> {};
 } // namespace mlir::OpTrait::tcc
 
+#include <optional>
+
 #define GET_OP_CLASSES
 #include "ir/TccOps.h.inc"
 
@@ -39,6 +41,19 @@ inline bool isDataMovement(Operation *op) {
 inline bool isReduction(Operation *op) {
   return op->hasTrait<OpTrait::tcc::Reduction>();
 }
+
+/// A depth-to-space (pixel shuffle) of an NHWC tensor as tcc ops: `input`
+/// [n, h, w, sh * sw * c] reshaped to [n, h, w, sh, sw, c], transposed to
+/// [n, h, sh, w, sw, c] and reshaped to [n, h * sh, w * sw, c] (the sub-pixel
+/// up-convolution's interleave, as tcc-conv-layout writes it).
+struct DepthToSpace {
+  Value input;
+  int64_t factorH, factorW;
+  /// The three ops, first to last.
+  Operation *ops[3];
+};
+/// `v` as such a chain whose intermediate values have one use each.
+std::optional<DepthToSpace> matchDepthToSpace(Value v);
 } // namespace mlir::tcc
 
 #endif // TCC_IR_TCCOPS_H

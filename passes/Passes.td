@@ -86,9 +86,15 @@ def TccConcatInPlace : Pass<"tcc-concat-in-place", "ModuleOp"> {
     `tcc.out_slice = array<i64: offset, channels>` (it stores its result
     into channels [offset, offset + its channels) of pixels `channels`
     apart), the concat's kernel `tcc.concat_in_place` (it launches nothing;
-    the bundle writer gives its result and its inputs one buffer). All
-    inputs or none; offsets and the concat's channels multiples of 8 (the
-    templates' 16-byte stores), each kernel called once.
+    the bundle writer gives its result and its inputs one buffer). A
+    convolution whose result other kernels read too returns it twice (its
+    own buffer, then the concat's channels; the template stores both). An
+    input that is a depth to space of a convolution's one-use result
+    (reshape, transpose (0, 1, 3, 2, 4, 5), reshape: a sub-pixel
+    up-convolution's interleave) moves into that convolution's kernel, whose
+    template stores each pixel where the interleave puts it. All inputs or
+    none; offsets, the concat's channels and a shuffled input's channels
+    multiples of 8 (the templates' 16-byte stores), each kernel called once.
   }];
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }

@@ -40,6 +40,11 @@ GemmEpilogue convEpilogue(const ConvProblem &p) {
   e.outStride = p.outStride;
   e.outOffset = p.outOffset;
   e.rawOut = p.rawOut;
+  e.copyOut = p.copyOut;
+  e.shuffleH = p.shuffleH;
+  e.shuffleW = p.shuffleW;
+  e.rowsH = p.outH();
+  e.rowsW = p.outW();
   return e;
 }
 
@@ -119,7 +124,7 @@ bool convKernelSupports(const ConvProblem &p, std::string &why) {
   if (padded > limit / p.c || p.n > limit / padded / p.c ||
       p.n * p.outH() * p.outW() > limit || p.kh * p.kw > limit / p.c)
     return fail("the input or the output has 2^30 elements or more");
-  if (!gemmOutputsValid(convEpilogue(p), p.o, msg))
+  if (!gemmOutputsValid(convEpilogue(p), convGemm(p).m, p.o, msg))
     return fail(msg);
   return matmulKernelSupports(convGemm(p), why);
 }

@@ -41,6 +41,13 @@ struct ConvProblem {
   int64_t outStride = 0, outOffset = 0;
   /// With relu: also store the value before the ReLU (GemmEpilogue).
   bool rawOut = false;
+  /// Also store the output, whole, to a second buffer (GemmEpilogue): the
+  /// slice of a concat other kernels read as well.
+  bool copyOut = false;
+  /// The output pixel-shuffled (depth to space, GemmEpilogue): output
+  /// channel (r_h, r_w, c) of pixel (y, x) stored as channel c of pixel
+  /// (y * shuffleH + r_h, x * shuffleW + r_w); 1, 1: none.
+  int64_t shuffleH = 1, shuffleW = 1;
 
   int64_t outH() const {
     return (h + padTop + padBottom - dilationH * (kh - 1) - 1) / strideH + 1;

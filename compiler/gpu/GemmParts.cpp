@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/gpu/GemmParts.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
@@ -119,7 +120,9 @@ Value GemmParts::gemmEpilogue(const GemmEpilogue &epi, Value vals, Value bias,
 
 MemRefType gemmOutBufferType(const GemmEpilogue &epi, int64_t batch, int64_t m,
                              int64_t n, Type t) {
-  return MemRefType::get({batch, m, epi.outStride ? epi.outStride : n}, t);
+  int64_t phases = epi.shuffleH * epi.shuffleW;
+  return MemRefType::get(
+      {batch, m * phases, epi.outStride ? epi.outStride : n / phases}, t);
 }
 
 Value gemmOutView(OpBuilder &b, Location loc, const GemmEpilogue &epi,
@@ -129,24 +132,74 @@ Value gemmOutView(OpBuilder &b, Location loc, const GemmEpilogue &epi,
   auto type = cast<MemRefType>(buffer.getType());
   SmallVector<OpFoldResult> offsets = {b.getIndexAttr(0), b.getIndexAttr(0),
                                        b.getIndexAttr(epi.outOffset)};
-  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(type.getDimSize(0)),
-                                     b.getIndexAttr(type.getDimSize(1)),
-                                     b.getIndexAttr(n)};
+  SmallVector<OpFoldResult> sizes = {
+      b.getIndexAttr(type.getDimSize(0)), b.getIndexAttr(type.getDimSize(1)),
+      b.getIndexAttr(n / (epi.shuffleH * epi.shuffleW))};
   SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
   return memref::SubViewOp::create(b, loc, buffer, offsets, sizes, strides);
 }
 
-bool gemmOutputsValid(const GemmEpilogue &epi, int64_t n, std::string &why) {
+SmallVector<Value, 3> gemmOutIndices(OpBuilder &b, Location loc,
+                                     const GemmEpilogue &epi, int64_t n,
+                                     Value batch, Value row, Value col) {
+  if (!epi.shuffled())
+    return {batch, row, col};
+  // Constant divisors: LLVM turns these into multiplies and shifts.
+  auto cst = [&](int64_t v) -> Value {
+    return arith::ConstantOp::create(b, loc, row.getType(),
+                                     b.getIntegerAttr(row.getType(), v));
+  };
+  auto div = [&](Value x, int64_t d) -> Value {
+    return arith::DivUIOp::create(b, loc, x, cst(d));
+  };
+  auto rem = [&](Value x, int64_t d) -> Value {
+    return arith::RemUIOp::create(b, loc, x, cst(d));
+  };
+  auto mul = [&](Value x, int64_t v) -> Value {
+    return arith::MulIOp::create(b, loc, x, cst(v));
+  };
+  auto add = [&](Value x, Value y) -> Value {
+    return arith::AddIOp::create(b, loc, x, y);
+  };
+  int64_t channels = n / (epi.shuffleH * epi.shuffleW);
+  int64_t pixels = epi.rowsH * epi.rowsW;
+  Value phase = div(col, channels), ch = rem(col, channels);
+  Value rh = div(phase, epi.shuffleW), rw = rem(phase, epi.shuffleW);
+  Value img = div(row, pixels), q = rem(row, pixels);
+  Value y = div(q, epi.rowsW), x = rem(q, epi.rowsW);
+  Value outY = add(mul(add(mul(img, epi.rowsH), y), epi.shuffleH), rh);
+  Value outX = add(mul(x, epi.shuffleW), rw);
+  Value pixel = add(mul(outY, epi.rowsW * epi.shuffleW), outX);
+  return {batch, pixel, ch};
+}
+
+bool gemmOutputsValid(const GemmEpilogue &epi, int64_t m, int64_t n,
+                      std::string &why) {
   if (epi.rawOut && (!epi.relu || epi.outStride)) {
     why = "a raw output needs a ReLU and no output slice";
     return false;
   }
+  if (epi.rawOut && epi.copyOut) {
+    why = "a raw output and a copy of the output both take the second buffer";
+    return false;
+  }
+  int64_t phases = epi.shuffleH * epi.shuffleW;
+  if (epi.shuffled()) {
+    if (epi.shuffleH < 1 || epi.shuffleW < 1 || n % phases != 0 ||
+        (n / phases) % 8 != 0 || epi.rowsH < 1 || epi.rowsW < 1 ||
+        m % (epi.rowsH * epi.rowsW) != 0 || epi.secondOut()) {
+      why = "a shuffled output needs columns of whole pixels of multiples of 8 "
+            "channels, rows of whole images and no second output";
+      return false;
+    }
+  }
   if (!epi.outStride)
     return true;
-  if (epi.outOffset < 0 || epi.outOffset + n > epi.outStride ||
+  int64_t width = n / phases;
+  if (epi.outOffset < 0 || epi.outOffset + width > epi.outStride ||
       epi.outOffset % 8 != 0 || epi.outStride % 8 != 0) {
     why = "output slice [" + std::to_string(epi.outOffset) + ", " +
-          std::to_string(epi.outOffset + n) + ") of rows of " +
+          std::to_string(epi.outOffset + width) + ") of rows of " +
           std::to_string(epi.outStride) +
           ": must fit and start and stride at multiples of 8 elements";
     return false;

@@ -151,7 +151,7 @@ private:
   TileShape tileA, tileB;
 
   Value a, bm, c;     // the kernel's memrefs
-  Value c2;           // the value before the ReLU (epi.rawOut), or null
+  Value c2;           // the second buffer (epi.secondOut()), or null
   Value bias;         // the epilogue's bias (or null)
   Value residual;     // the epilogue's residual (or null)
   // The A rows a thread copies (gatherRows): their pixels, computed once.
@@ -545,7 +545,8 @@ void KernelBuilder::storeRow(Value row, Value col, Value vals) {
   // A bias or residual is read inside the bounds check of a whole-vector
   // store. (The split-K workspace gets raw sums: epi is empty then.)
   bool late = (epi.biasType || epi.residualType) && p.n % len == 0;
-  // The stored values, and (epi.rawOut) those before the ReLU.
+  // The stored values, and (epi.rawOut) those before the ReLU or
+  // (epi.copyOut) the same again, for the second buffer.
   Value raw;
   auto finish = [&](Value v) {
     v = epi.biasType || epi.residualType || epi.relu
@@ -557,7 +558,16 @@ void KernelBuilder::storeRow(Value row, Value col, Value vals) {
       if (raw)
         raw = arith::TruncFOp::create(b, loc, t, raw);
     }
+    if (epi.copyOut)
+      raw = v;
     return v;
+  };
+  // C's indices (a shuffled C's pixel and channel); the second buffer's are
+  // the GEMM's own.
+  auto at = [&](Value mem, Value batch, Value cc) -> SmallVector<Value, 3> {
+    if (mem == c)
+      return gemmOutIndices(b, loc, epi, p.n, batch, row, cc);
+    return {batch, row, cc};
   };
   if (!late)
     vals = finish(vals);
@@ -570,8 +580,8 @@ void KernelBuilder::storeRow(Value row, Value col, Value vals) {
       Value out = late ? finish(vals) : vals;
       for (auto [v, mem] : {std::pair(out, c), std::pair(raw, c2)})
         if (v)
-          vector::StoreOp::create(b, loc, v, mem, ValueRange{batch, row, col},
-                                  false, llvm::Align(len * bytesOf(cT)));
+          vector::StoreOp::create(b, loc, v, mem, at(mem, batch, col), false,
+                                  llvm::Align(len * bytesOf(cT)));
     });
     return;
   }
@@ -585,7 +595,7 @@ void KernelBuilder::storeRow(Value row, Value col, Value vals) {
       if (v)
         memref::StoreOp::create(
             b, loc, vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{e}),
-            mem, ValueRange{batch, row, ce});
+            mem, at(mem, batch, ce));
   }
 }
 
@@ -1016,7 +1026,7 @@ buildGemmKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module, StringRef name,
   if (gather && (p.transA || p.batch != 1))
     return module.emitError("gathered GEMM: A row-major and one batch"),
            failure();
-  if (!gemmOutputsValid(epilogue, p.n, why))
+  if (!gemmOutputsValid(epilogue, p.batch * p.m, p.n, why))
     return module.emitError(why), failure();
   loadTemplateDialects(b.getContext());
 
@@ -1043,8 +1053,8 @@ buildGemmKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module, StringRef name,
   if (epi.residualType)
     args.insert(args.end() - 1,
                 memrefOf({p.batch, p.m, p.n}, epi.residualType));
-  // After C: the values before the ReLU.
-  if (epi.rawOut)
+  // After C: the values before the ReLU, or a copy of C's.
+  if (epi.secondOut())
     args.push_back(memrefOf({p.batch, p.m, p.n}, p.cType));
 
   OpBuilder::InsertionGuard g(b);
@@ -1053,12 +1063,12 @@ buildGemmKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module, StringRef name,
   Block &entry = func.getBody().front();
   Location loc = module.getLoc();
   KernelBuilder kb(b, loc, p, s, gather, epi);
-  unsigned nC = entry.getNumArguments() - (epi.rawOut ? 2 : 1);
+  unsigned nC = entry.getNumArguments() - (epi.secondOut() ? 2 : 1);
   kb.build(entry.getArgument(0), entry.getArgument(1),
            epi.biasType ? entry.getArgument(2) : Value(),
            epi.residualType ? entry.getArgument(nC - 1) : Value(),
            entry.getArgument(nC),
-           epi.rawOut ? entry.getArgument(nC + 1) : Value());
+           epi.secondOut() ? entry.getArgument(nC + 1) : Value());
   mlir::gpu::ReturnOp::create(b, loc);
 
   KernelLaunch launch;
@@ -1125,12 +1135,15 @@ public:
     auto store = [&](Value v, Value mem) {
       if (!p.cType.isF32())
         v = arith::TruncFOp::create(b, loc, vecT(p.cType), v);
-      vector::StoreOp::create(b, loc, v, mem, ValueRange{zero, row, col}, false,
+      SmallVector<Value, 3> idx =
+          mem == c ? gemmOutIndices(b, loc, epi, p.n, zero, row, col)
+                   : SmallVector<Value, 3>{zero, row, col};
+      vector::StoreOp::create(b, loc, v, mem, idx, false,
                               llvm::Align(len * bytesOf(p.cType)));
     };
     store(sum, c);
     if (raw)
-      store(before, raw);
+      store(epi.copyOut ? sum : before, raw);
   }
 
 private:
@@ -1161,20 +1174,20 @@ KernelLaunch buildSplitKReduceKernel(OpBuilder &b,
   if (epilogue.residualType)
     args.push_back(MemRefType::get({1, p.m, p.n}, epilogue.residualType));
   args.push_back(gemmOutBufferType(epilogue, 1, p.m, p.n, p.cType));
-  if (epilogue.rawOut)
+  if (epilogue.secondOut())
     args.push_back(MemRefType::get({1, p.m, p.n}, p.cType));
   int64_t total = p.m * (p.n / len);
   int64_t block = std::min<int64_t>(256, (total + 31) / 32 * 32);
   auto func = createKernelFunc(b, module, name, args, block);
   Block &entry = func.getBody().front();
   Location loc = module.getLoc();
-  unsigned nC = entry.getNumArguments() - (epilogue.rawOut ? 2 : 1);
+  unsigned nC = entry.getNumArguments() - (epilogue.secondOut() ? 2 : 1);
   SplitKReduceBuilder(b, loc, p, splits, epilogue, len)
       .build(entry.getArgument(0),
              epilogue.biasType ? entry.getArgument(1) : Value(),
              epilogue.residualType ? entry.getArgument(nC - 1) : Value(),
              gemmOutView(b, loc, epilogue, entry.getArgument(nC), p.n),
-             epilogue.rawOut ? entry.getArgument(nC + 1) : Value(), block);
+             epilogue.secondOut() ? entry.getArgument(nC + 1) : Value(), block);
   mlir::gpu::ReturnOp::create(b, loc);
   KernelLaunch launch;
   launch.grid = {ceilDiv(total, block), 1, 1};

@@ -112,26 +112,49 @@ struct GemmGather {
 /// apart, starting at column `outOffset` (outStride 0: C is its own buffer).
 /// With `rawOut` (and relu) the value before the ReLU is stored too, to a
 /// buffer of C's type and shape passed after C (NASNet's cells read both a
-/// convolution's result and its ReLU).
+/// convolution's result and its ReLU); with `copyOut` that buffer gets the
+/// stored values themselves (a convolution writing a concat's channels in
+/// place whose result other kernels read too).
+///
+/// With a shuffle (shuffleH x shuffleW above 1 x 1: depth to space, the
+/// sub-pixel up-convolution's interleave) C's rows are the pixels (image, y,
+/// x) of a rowsH x rowsW grid and its columns (r_h, r_w, channel): element
+/// (row, col) is stored at pixel (image, y * shuffleH + r_h, x * shuffleW +
+/// r_w) of an output of n / (shuffleH * shuffleW) channels (or of that slice
+/// of outStride ones).
 struct GemmEpilogue {
   mlir::Type biasType;
   mlir::Type residualType;
   bool relu = false;
   int64_t outStride = 0, outOffset = 0;
   bool rawOut = false;
+  bool copyOut = false;
+  int64_t shuffleH = 1, shuffleW = 1, rowsH = 1, rowsW = 1;
+
+  /// Whether a second buffer follows C (rawOut or copyOut).
+  bool secondOut() const { return rawOut || copyOut; }
+  bool shuffled() const { return shuffleH * shuffleW > 1; }
 };
 
-/// The buffer C is stored in: [batch, m, outStride (or n)] of `t`.
+/// The buffer C is stored in: [batch, m, outStride (or n)] of `t`; shuffled,
+/// [batch, output pixels, outStride (or its channels)].
 mlir::MemRefType gemmOutBufferType(const GemmEpilogue &epi, int64_t batch,
                                    int64_t m, int64_t n, mlir::Type t);
-/// C ([batch, m, n]) inside `buffer` (gemmOutBufferType's): `buffer` itself,
-/// or its columns [outOffset, outOffset + n).
+/// C inside `buffer` (gemmOutBufferType's): `buffer` itself, or its columns
+/// [outOffset, outOffset + n (or the shuffled output's channels)).
 mlir::Value gemmOutView(mlir::OpBuilder &b, mlir::Location loc,
                         const GemmEpilogue &epi, mlir::Value buffer, int64_t n);
+/// The indices in gemmOutView's view of C's element (`batch`, `row`, `col`):
+/// those themselves, or shuffled its output pixel and channel.
+llvm::SmallVector<mlir::Value, 3>
+gemmOutIndices(mlir::OpBuilder &b, mlir::Location loc, const GemmEpilogue &epi,
+               int64_t n, mlir::Value batch, mlir::Value row, mlir::Value col);
 /// Whether the slice fits and keeps every vector store of up to 16 bytes
-/// aligned (offset and stride multiples of 8 elements), and a raw output
-/// comes with a ReLU and no slice; `why` says not.
-bool gemmOutputsValid(const GemmEpilogue &epi, int64_t n, std::string &why);
+/// aligned (offset and stride multiples of 8 elements), a raw output comes
+/// with a ReLU and no slice, and a shuffle keeps each vector of up to 8
+/// columns in one pixel (multiples of 8 channels); `why` says not.
+bool gemmOutputsValid(const GemmEpilogue &epi, int64_t m, int64_t n,
+                      std::string &why);
 
 /// Picks a schedule for `p` on `target` (a simple heuristic: its shared
 /// memory and multiprocessors).

@@ -136,6 +136,7 @@ private:
   Value bias, residual;         // the epilogue's (or null)
   SmallVector<GatherRow> gRows; // a gathered A's rows this thread copies
   Value smem;         // the aligned stages, as 16-bit elements
+  Value rawSmem;      // the dynamic shared memory, as bytes
   Value descA, descB; // descriptors of stage 0's A and B tiles
   Value tid, wg, wgTid;
   Value blockM0, blockN0;
@@ -303,24 +304,47 @@ void KernelBuilder::epilogue(ValueRange acc) {
   Type cT = partial ? b.getF32Type() : p.cType;
   VectorType outT = VectorType::get({2}, cT);
   bool epilogueOps = !partial && (epi.biasType || epi.residualType || epi.relu);
-  // The stored values, and (epi.rawOut) those before the ReLU in `raw`.
+  // The stored values, and in `raw` (epi.rawOut) those before the ReLU or
+  // (epi.copyOut) the same again, for the second buffer.
   Value raw;
   auto finish = [&](Value v, Value row, Value col) {
     if (epilogueOps)
       v = gemmEpilogue(epi, v, bias, residual, batchC, row, col, p.m, p.n,
-                       c2 ? &raw : nullptr);
+                       epi.rawOut ? &raw : nullptr);
     if (!cT.isF32()) {
       v = arith::TruncFOp::create(b, loc, outT, v);
       if (raw)
         raw = arith::TruncFOp::create(b, loc, outT, raw);
     }
+    if (epi.copyOut)
+      raw = v;
     return v;
+  };
+  // C's indices (a shuffled C's pixel and channel); the second buffer's are
+  // the GEMM's own.
+  auto at = [&](Value mem, Value row, Value col) -> SmallVector<Value, 3> {
+    if (mem == c)
+      return gemmOutIndices(b, loc, epi, p.n, batchC, row, col);
+    return {batchC, row, col};
   };
   // Edge tiles store only what lies inside C: a pair of columns is all in or
   // all out when N is even; when N is odd each element is checked (and the
   // pairs would not be aligned anyway).
   bool needRow = p.m % s.tileM != 0, needCol = p.n % s.tileN != 0;
   bool pairs = p.n % 2 == 0;
+  // 16-bit results of rows of whole 16-byte chunks go through shared
+  // memory: each thread's pairs land in the block's tile there, then each
+  // thread stores 16 bytes at a time, eight threads a 128-byte row segment
+  // (pairs from the fragments wrote 8 rows x 16 bytes an instruction: U-Net's
+  // 256x256 layers spent about a third of their time storing).
+  bool staged = !partial && !epi.rawOut && !cT.isF32() && p.n % 8 == 0;
+  int64_t stagedRow = s.tileN + 8; // 16 bytes apart: no bank conflicts
+  Value cTile;
+  if (staged) {
+    cTile = sharedView(rawSmem, s.tileM * stagedRow, cT, 0);
+    // Every warpgroup's wgmmas (and the copies) are done with the stages.
+    mlir::gpu::BarrierOp::create(b, loc);
+  }
   for (int64_t i = 0; i < slices; ++i) {
     for (int64_t j = 0; j < s.tileN / 8; ++j) {
       for (int64_t h = 0; h < 2; ++h) {
@@ -332,6 +356,19 @@ void KernelBuilder::epilogue(ValueRange acc) {
         Value row = add(row0, i * 64 + h * 8);
         Value col = add(col0, j * 8);
         Value rowOk = needRow ? ult(row, p.m) : Value();
+        if (staged) {
+          // Rows and columns outside C stay unwritten: never stored.
+          whenTrue(land(rowOk, needCol ? ult(col, p.n) : Value()), [&] {
+            Value out = finish(vec, row, col);
+            Value slot =
+                add(mul(sub(row, blockM0), stagedRow), sub(col, blockN0));
+            vector::StoreOp::create(
+                b, loc, out, cTile, ValueRange{slot},
+                /*nontemporal=*/false,
+                llvm::Align(cT.getIntOrFloatBitWidth() / 4));
+          });
+          continue;
+        }
         if (pairs) {
           // The epilogue's reads go inside the check (gemmEpilogue).
           whenTrue(land(rowOk, needCol ? ult(col, p.n) : Value()), [&] {
@@ -343,9 +380,9 @@ void KernelBuilder::epilogue(ValueRange acc) {
             int64_t pairBytes = cT.getIntOrFloatBitWidth() / 4;
             for (auto [v, mem] : {std::pair(out, c), std::pair(raw, c2)})
               if (v)
-                vector::StoreOp::create(
-                    b, loc, v, mem, ValueRange{batchC, row, col},
-                    /*nontemporal=*/false, llvm::Align(pairBytes));
+                vector::StoreOp::create(b, loc, v, mem, at(mem, row, col),
+                                        /*nontemporal=*/false,
+                                        llvm::Align(pairBytes));
           });
           continue;
         }
@@ -358,11 +395,36 @@ void KernelBuilder::epilogue(ValueRange acc) {
                 memref::StoreOp::create(
                     b, loc,
                     vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{x}),
-                    mem, ValueRange{batchC, row, cx});
+                    mem, at(mem, row, cx));
           });
         }
       }
     }
+  }
+  if (!staged)
+    return;
+  mlir::gpu::BarrierOp::create(b, loc);
+  // Eight threads a row's 128 bytes; a vector of 8 columns is all in or
+  // all out (N a multiple of 8) and, in a shuffled C, in one pixel.
+  int64_t chunks = s.tileN / 8, rowsPerPass = threads / chunks;
+  VectorType chunkT = VectorType::get({8}, cT);
+  for (int64_t pass = 0; pass < s.tileM / rowsPerPass; ++pass) {
+    Value lr = add(div(tid, chunks), pass * rowsPerPass);
+    Value lc = mul(rem(tid, chunks), 8);
+    Value row = add(blockM0, lr), col = add(blockN0, lc);
+    whenTrue(land(needRow ? ult(row, p.m) : Value(),
+                  needCol ? ult(col, p.n) : Value()),
+             [&] {
+               Value v = vector::LoadOp::create(
+                   b, loc, chunkT, cTile,
+                   ValueRange{add(mul(lr, stagedRow), lc)}, false,
+                   llvm::Align(16));
+               vector::StoreOp::create(b, loc, v, c, at(c, row, col), false,
+                                       llvm::Align(16));
+               if (epi.copyOut)
+                 vector::StoreOp::create(b, loc, v, c2, at(c2, row, col), false,
+                                         llvm::Align(16));
+             });
   }
 }
 
@@ -411,6 +473,7 @@ void KernelBuilder::build(Value aArg, Value bArg, Value biasArg,
   // The stages start at the first 1024-byte boundary of the dynamic shared
   // memory (its shared-window address, as the descriptors want it).
   Value raw = dynamicSharedMemory();
+  rawSmem = raw;
   Value rawAddr = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, raw);
   Value pad =
       band(sub(cst(kAtomBytes), band(rawAddr, kAtomBytes - 1)), kAtomBytes - 1);
@@ -658,7 +721,7 @@ buildWgmmaKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module, StringRef name,
                  const GemmGather *gather, const GemmEpilogue &epilogue) {
   std::string why;
   if (!wgmmaShapeValid(p, s, gather, why) ||
-      !gemmOutputsValid(epilogue, p.n, why))
+      !gemmOutputsValid(epilogue, p.batch * p.m, p.n, why))
     return module.emitError(why);
   OpBuilder::InsertionGuard guard(b);
   loadTemplateDialects(b.getContext());
@@ -681,8 +744,8 @@ buildWgmmaKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module, StringRef name,
   args.push_back(s.splitK > 1
                      ? MemRefType::get({s.splitK, p.m, p.n}, b.getF32Type())
                      : gemmOutBufferType(epi, p.batch, p.m, p.n, p.cType));
-  // After C: the values before the ReLU.
-  if (epi.rawOut)
+  // After C: the values before the ReLU, or a copy of C's.
+  if (epi.secondOut())
     args.push_back(memref(true, p.m, p.n, p.cType));
   // With TMA, A's and B's tensor maps after the buffers (passed by value:
   // passTensorMapsByValue).
@@ -697,12 +760,12 @@ buildWgmmaKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module, StringRef name,
   if (s.tma)
     kb.setTensorMaps(func.getArgument(nBuffers),
                      func.getArgument(nBuffers + 1));
-  unsigned nC = nBuffers - (epi.rawOut ? 2 : 1);
+  unsigned nC = nBuffers - (epi.secondOut() ? 2 : 1);
   kb.build(func.getArgument(0), func.getArgument(1),
            epi.biasType ? func.getArgument(2) : Value(),
            epi.residualType ? func.getArgument(nC - 1) : Value(),
            func.getArgument(nC),
-           epi.rawOut ? func.getArgument(nC + 1) : Value());
+           epi.secondOut() ? func.getArgument(nC + 1) : Value());
   mlir::gpu::ReturnOp::create(b, func.getLoc());
   KernelLaunch launch;
   launch.grid = {ceilDiv(p.m, s.tileM) * ceilDiv(p.n, s.tileN), s.splitK,

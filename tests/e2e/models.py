@@ -116,6 +116,19 @@ def ref_small_cnn(e):
     return {'logits': ('f32', logits, chain_tol(logits))}
 
 
+def f16_block_outputs(block, names):
+    """The outputs of `block(r)` (r rounds a primitive's result: identity or
+    to f16) for the f16 CNN blocks, with their tolerance: the distance
+    between rounding every primitive to f16 and rounding none, doubled, plus
+    two f16 ulps (as for the bf16 decoder)."""
+    exact, rounded = block(lambda v: v), block(lambda v: narrow('f16', v))
+    out = {}
+    for name, a, b in zip(names, exact, rounded):
+        gap = float(np.abs(a - b).max())
+        out[name] = ('f16', b, Tol(2.0 ** -10, 2 * gap + 2.0 ** -14))
+    return out
+
+
 def ref_inception_f16(e):
     """An Inception block in f16 at an odd size (19x17): four branches (1x1;
     1x1 then 3x3; max pool then 1x1 without ReLU; a dilated 3x3 of 64
@@ -136,12 +149,7 @@ def ref_inception_f16(e):
         b4 = relu(conv(x, 'b4', pads=(2, 2, 2, 2), dilations=(2, 2)))
         cat = np.concatenate([b1, b2, b3, b4], axis=1)
         return relu(conv(cat, 'head')), L.pool2d(cat, 'max', (3, 3), (2, 2))
-    exact, rounded = block(lambda v: v), block(lambda v: narrow('f16', v))
-    out = {}
-    for name, a, b in zip(['head.relu', 'catpool'], exact, rounded):
-        gap = float(np.abs(a - b).max())
-        out[name] = ('f16', b, Tol(2.0 ** -10, 2 * gap + 2.0 ** -14))
-    return out
+    return f16_block_outputs(block, ['head.relu', 'catpool'])
 
 
 def ref_conv_relu_both_f16(e):
@@ -156,12 +164,29 @@ def ref_conv_relu_both_f16(e):
         u = r(r(L.conv2d(relu(y), e['c2.weight'])) + y)
         o = relu(r(L.conv2d(relu(u), e['c3.weight'], e['c3.bias'])))
         return o, u, y
-    exact, rounded = block(lambda v: v), block(lambda v: narrow('f16', v))
-    out = {}
-    for name, a, b in zip(['o', 'u', 'y'], exact, rounded):
-        gap = float(np.abs(a - b).max())
-        out[name] = ('f16', b, Tol(2.0 ** -10, 2 * gap + 2.0 ** -14))
-    return out
+    return f16_block_outputs(block, ['o', 'u', 'y'])
+
+
+def ref_unet_stage_f16(e):
+    """A U-Net stage in f16: enc = relu(conv3x3(x)) (64 channels at 34x32),
+    read by a 2x2 max pool and by the concat; mid = relu(conv3x3(pool)) (256
+    channels at 17x16); up = conv_transpose2d(mid, 2x2, stride 2) with a
+    bias; relu(conv3x3(concat(enc, up))). On NVIDIA targets enc's
+    convolution stores its result twice (its buffer, the pool's input, and
+    the concat's channels) and the up-convolution, a 1x1 convolution of four
+    phases, stores each pixel where the interleave puts it, into the
+    concat's channels (tcc-concat-in-place): the concat launches nothing.
+    Tolerance as for the Inception block."""
+    def block(r):
+        relu = lambda v: np.maximum(v, 0)
+        enc = relu(r(L.conv2d(e['x'], e['enc.weight'], e['enc.bias'], pads=(1, 1, 1, 1))))
+        pool = L.pool2d(enc, 'max', (2, 2))
+        mid = relu(r(L.conv2d(pool, e['mid.weight'], e['mid.bias'], pads=(1, 1, 1, 1))))
+        up = r(L.conv_transpose2d(mid, e['up.weight'], e['up.bias'], strides=(2, 2)))
+        cat = np.concatenate([enc, up], axis=1)
+        dec = relu(r(L.conv2d(cat, e['dec.weight'], e['dec.bias'], pads=(1, 1, 1, 1))))
+        return dec, pool
+    return f16_block_outputs(block, ['dec.relu', 'pool'])
 
 
 def ref_embedding_rms_norm(e):
@@ -281,6 +306,7 @@ MODELS = [
     ('tests/e2e/models/small_cnn.json', ref_small_cnn, None),
     ('tests/e2e/models/inception_f16.json', ref_inception_f16, None),
     ('tests/e2e/models/conv_relu_both_f16.json', ref_conv_relu_both_f16, None),
+    ('tests/e2e/models/unet_stage_f16.json', ref_unet_stage_f16, None),
     ('tests/e2e/models/embedding_rms_norm.json', ref_embedding_rms_norm, embedding_files),
     ('tests/e2e/models/topk_logits.json', ref_topk_logits, None),
     ('tests/e2e/models/gqa_decode_f32.json', ref_gqa_decode_f32, None),

@@ -72,7 +72,7 @@ if [ "${1:-}" = prepare ]; then
     # On sm_90a too, where a convolution of each runs on wgmma: the
     # Inception block (storing into the concat, tcc-concat-in-place) and the
     # convolutions storing their values before and after the ReLU.
-    for m in inception conv_relu_both; do
+    for m in inception conv_relu_both unet_stage; do
       /usr/bin/python3 "$root/tests/e2e/models.py" --tcc "$tcc" --target sm_90a \
         --record "$carry/models-sm90a-$m" --only $m
     done
@@ -199,7 +199,7 @@ replay optest-odd-sm_90a optest.py "$carry/optest-odd-sm_90a" \
 replay models models.py "$carry/models" "the hand-written models on the GPU"
 replay models-sm90a models.py "$carry/models-sm90a" \
   "the hand-written models on the GPU, compiled for sm_90a"
-for m in inception conv_relu_both; do
+for m in inception conv_relu_both unet_stage; do
   replay models-sm90a-$m models.py "$carry/models-sm90a-$m" \
     "$m on the GPU, compiled for sm_90a"
 done

@@ -44,20 +44,21 @@ func.func private @cat(%a: tensor<1x5x7x16xf16>, %b: tensor<1x5x7x16xf16>, %c: t
 // -----
 
 // Not in place: one input is a pool's (only convolutions store slices), so
-// the other input's convolution keeps its own buffer too; a producer whose
-// result is read twice; an offset of 4 channels (the templates store 16
+// the other input's convolution keeps its own buffer too; a depth to space
+// of a result read elsewhere too (the interleave cannot move into its
+// kernel); an offset of 4 channels (the templates store 16
 // bytes at a time); an f32 convolution; a grouped one; a concat along
 // another axis; a concat kernel doing more than the concat.
 // CHECK-LABEL: func.func @main
 // CHECK-NOT: tcc.out_slice
 // CHECK-NOT: tcc.concat_in_place
-func.func @main(%x: tensor<1x4x4x16xf16>, %w: tensor<16x1x1x16xf16>, %w4: tensor<4x1x1x16xf16>, %xf: tensor<1x4x4x16xf32>, %wf: tensor<16x1x1x16xf32>, %wg: tensor<16x1x1x8xf16>) -> (tensor<1x4x4x32xf16>, tensor<1x4x4x32xf16>, tensor<1x4x4x16xf16>, tensor<1x4x4x20xf16>, tensor<1x4x4x32xf32>, tensor<1x4x4x32xf16>, tensor<1x8x4x16xf16>, tensor<1x4x4x32xf16>) attributes {tcc.entry} {
+func.func @main(%x: tensor<1x4x4x16xf16>, %w: tensor<16x1x1x16xf16>, %w4: tensor<4x1x1x16xf16>, %xf: tensor<1x4x4x16xf32>, %wf: tensor<16x1x1x16xf32>, %wg: tensor<16x1x1x8xf16>, %x8: tensor<1x8x8x16xf16>, %w32: tensor<32x1x1x16xf16>, %w8: tensor<8x1x1x16xf16>) -> (tensor<1x4x4x32xf16>, tensor<1x8x8x16xf16>, tensor<1x4x4x32xf16>, tensor<1x4x4x20xf16>, tensor<1x4x4x32xf32>, tensor<1x4x4x32xf16>, tensor<1x8x4x16xf16>, tensor<1x4x4x32xf16>) attributes {tcc.entry} {
   %a0 = call @conv0(%x, %w) : (tensor<1x4x4x16xf16>, tensor<16x1x1x16xf16>) -> tensor<1x4x4x16xf16>
   %p0 = call @pool(%x) : (tensor<1x4x4x16xf16>) -> tensor<1x4x4x16xf16>
   %r0 = call @cat0(%a0, %p0) : (tensor<1x4x4x16xf16>, tensor<1x4x4x16xf16>) -> tensor<1x4x4x32xf16>
-  %a1 = call @conv1(%x, %w) : (tensor<1x4x4x16xf16>, tensor<16x1x1x16xf16>) -> tensor<1x4x4x16xf16>
-  %b1 = call @conv1b(%x, %w) : (tensor<1x4x4x16xf16>, tensor<16x1x1x16xf16>) -> tensor<1x4x4x16xf16>
-  %r1 = call @cat1(%a1, %b1) : (tensor<1x4x4x16xf16>, tensor<1x4x4x16xf16>) -> tensor<1x4x4x32xf16>
+  %a1 = call @conv1(%x, %w32) : (tensor<1x4x4x16xf16>, tensor<32x1x1x16xf16>) -> tensor<1x4x4x32xf16>
+  %b1 = call @conv1b(%x8, %w8) : (tensor<1x8x8x16xf16>, tensor<8x1x1x16xf16>) -> tensor<1x8x8x8xf16>
+  %r1 = call @cat1(%a1, %b1) : (tensor<1x4x4x32xf16>, tensor<1x8x8x8xf16>) -> tensor<1x8x8x16xf16>
   %a2 = call @conv2(%x, %w4) : (tensor<1x4x4x16xf16>, tensor<4x1x1x16xf16>) -> tensor<1x4x4x4xf16>
   %b2 = call @conv2b(%x, %w) : (tensor<1x4x4x16xf16>, tensor<16x1x1x16xf16>) -> tensor<1x4x4x16xf16>
   %r2 = call @cat2(%a2, %b2) : (tensor<1x4x4x4xf16>, tensor<1x4x4x16xf16>) -> tensor<1x4x4x20xf16>
@@ -73,7 +74,7 @@ func.func @main(%x: tensor<1x4x4x16xf16>, %w: tensor<16x1x1x16xf16>, %w4: tensor
   %a6 = call @conv6(%x, %w) : (tensor<1x4x4x16xf16>, tensor<16x1x1x16xf16>) -> tensor<1x4x4x16xf16>
   %b6 = call @conv6b(%x, %w) : (tensor<1x4x4x16xf16>, tensor<16x1x1x16xf16>) -> tensor<1x4x4x16xf16>
   %r6 = call @cat6(%a6, %b6) : (tensor<1x4x4x16xf16>, tensor<1x4x4x16xf16>) -> tensor<1x4x4x32xf16>
-  return %r0, %r1, %a1, %r2, %r3, %r4, %r5, %r6 : tensor<1x4x4x32xf16>, tensor<1x4x4x32xf16>, tensor<1x4x4x16xf16>, tensor<1x4x4x20xf16>, tensor<1x4x4x32xf32>, tensor<1x4x4x32xf16>, tensor<1x8x4x16xf16>, tensor<1x4x4x32xf16>
+  return %r0, %r1, %a1, %r2, %r3, %r4, %r5, %r6 : tensor<1x4x4x32xf16>, tensor<1x8x8x16xf16>, tensor<1x4x4x32xf16>, tensor<1x4x4x20xf16>, tensor<1x4x4x32xf32>, tensor<1x4x4x32xf16>, tensor<1x8x4x16xf16>, tensor<1x4x4x32xf16>
 }
 func.func private @conv0(%x: tensor<1x4x4x16xf16>, %w: tensor<16x1x1x16xf16>) -> tensor<1x4x4x16xf16> attributes {tcc.kernel, tcc.kind = "conv2d"} {
   %c = tcc.conv2d %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64, nhwc} : tensor<1x4x4x16xf16>, tensor<16x1x1x16xf16> -> tensor<1x4x4x16xf16>
@@ -87,17 +88,20 @@ func.func private @cat0(%a: tensor<1x4x4x16xf16>, %b: tensor<1x4x4x16xf16>) -> t
   %r = tcc.concat %a, %b {axis = 3 : i64} : tensor<1x4x4x16xf16>, tensor<1x4x4x16xf16> -> tensor<1x4x4x32xf16>
   return %r : tensor<1x4x4x32xf16>
 }
-func.func private @conv1(%x: tensor<1x4x4x16xf16>, %w: tensor<16x1x1x16xf16>) -> tensor<1x4x4x16xf16> attributes {tcc.kernel, tcc.kind = "conv2d"} {
-  %c = tcc.conv2d %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64, nhwc} : tensor<1x4x4x16xf16>, tensor<16x1x1x16xf16> -> tensor<1x4x4x16xf16>
-  return %c : tensor<1x4x4x16xf16>
+func.func private @conv1(%x: tensor<1x4x4x16xf16>, %w: tensor<32x1x1x16xf16>) -> tensor<1x4x4x32xf16> attributes {tcc.kernel, tcc.kind = "conv2d"} {
+  %c = tcc.conv2d %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64, nhwc} : tensor<1x4x4x16xf16>, tensor<32x1x1x16xf16> -> tensor<1x4x4x32xf16>
+  return %c : tensor<1x4x4x32xf16>
 }
-func.func private @conv1b(%x: tensor<1x4x4x16xf16>, %w: tensor<16x1x1x16xf16>) -> tensor<1x4x4x16xf16> attributes {tcc.kernel, tcc.kind = "conv2d"} {
-  %c = tcc.conv2d %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64, nhwc} : tensor<1x4x4x16xf16>, tensor<16x1x1x16xf16> -> tensor<1x4x4x16xf16>
-  return %c : tensor<1x4x4x16xf16>
+func.func private @conv1b(%x: tensor<1x8x8x16xf16>, %w: tensor<8x1x1x16xf16>) -> tensor<1x8x8x8xf16> attributes {tcc.kernel, tcc.kind = "conv2d"} {
+  %c = tcc.conv2d %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64, nhwc} : tensor<1x8x8x16xf16>, tensor<8x1x1x16xf16> -> tensor<1x8x8x8xf16>
+  return %c : tensor<1x8x8x8xf16>
 }
-func.func private @cat1(%a: tensor<1x4x4x16xf16>, %b: tensor<1x4x4x16xf16>) -> tensor<1x4x4x32xf16> attributes {tcc.kernel, tcc.kind = "elementwise"} {
-  %r = tcc.concat %a, %b {axis = 3 : i64} : tensor<1x4x4x16xf16>, tensor<1x4x4x16xf16> -> tensor<1x4x4x32xf16>
-  return %r : tensor<1x4x4x32xf16>
+func.func private @cat1(%a: tensor<1x4x4x32xf16>, %b: tensor<1x8x8x8xf16>) -> tensor<1x8x8x16xf16> attributes {tcc.kernel, tcc.kind = "elementwise"} {
+  %0 = tcc.reshape %a : tensor<1x4x4x32xf16> -> tensor<1x4x4x2x2x8xf16>
+  %1 = tcc.transpose %0 {perm = array<i64: 0, 1, 3, 2, 4, 5>} : tensor<1x4x4x2x2x8xf16> -> tensor<1x4x2x4x2x8xf16>
+  %2 = tcc.reshape %1 : tensor<1x4x2x4x2x8xf16> -> tensor<1x8x8x8xf16>
+  %r = tcc.concat %b, %2 {axis = 3 : i64} : tensor<1x8x8x8xf16>, tensor<1x8x8x8xf16> -> tensor<1x8x8x16xf16>
+  return %r : tensor<1x8x8x16xf16>
 }
 func.func private @conv2(%x: tensor<1x4x4x16xf16>, %w: tensor<4x1x1x16xf16>) -> tensor<1x4x4x4xf16> attributes {tcc.kernel, tcc.kind = "conv2d"} {
   %c = tcc.conv2d %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64, nhwc} : tensor<1x4x4x16xf16>, tensor<4x1x1x16xf16> -> tensor<1x4x4x4xf16>
@@ -159,4 +163,62 @@ func.func private @cat6(%a: tensor<1x4x4x16xf16>, %b: tensor<1x4x4x16xf16>) -> t
   %r = tcc.concat %a, %b {axis = 3 : i64} : tensor<1x4x4x16xf16>, tensor<1x4x4x16xf16> -> tensor<1x4x4x32xf16>
   %s = tcc.relu %r : tensor<1x4x4x32xf16>
   return %s : tensor<1x4x4x32xf16>
+}
+
+// -----
+
+// U-Net's decoder: the encoder's convolution, whose result a pool reads
+// too, stores it twice (its own buffer first, then the concat's channels
+// 0-16); the up-convolution's interleave (a depth to space by 2 x 2) moves
+// into its kernel, which stores channels 16-32. The concat launches nothing.
+// CHECK-LABEL: func.func @main
+// CHECK: %[[E:.*]]:2 = call @enc(
+// CHECK-SAME: -> (tensor<1x8x8x16xf16>, tensor<1x8x8x16xf16>)
+// CHECK: call @pool(%[[E]]#0)
+// CHECK: %[[U:.*]] = call @up(
+// CHECK-SAME: -> tensor<1x8x8x16xf16>
+// CHECK: call @cat(%[[U]], %[[E]]#1)
+// CHECK: func.func private @enc
+// CHECK-SAME: -> (tensor<1x8x8x16xf16>, tensor<1x8x8x16xf16>)
+// CHECK-SAME: tcc.out_slice = array<i64: 0, 32>
+// CHECK: %[[R:.*]] = tcc.relu
+// CHECK-NEXT: return %[[R]], %[[R]]
+// CHECK: func.func private @up(
+// CHECK-SAME: -> tensor<1x8x8x16xf16>
+// CHECK-SAME: tcc.out_slice = array<i64: 16, 32>
+// CHECK-NEXT: tcc.conv2d
+// CHECK-NEXT: tcc.reshape {{.*}} -> tensor<1x4x4x2x2x16xf16>
+// CHECK-NEXT: tcc.transpose {{.*}} -> tensor<1x4x2x4x2x16xf16>
+// CHECK-NEXT: tcc.reshape {{.*}} -> tensor<1x8x8x16xf16>
+// CHECK-NEXT: return
+// CHECK: func.func private @cat(%{{.*}}: tensor<1x8x8x16xf16>, %{{.*}}: tensor<1x8x8x16xf16>)
+// CHECK-SAME: tcc.concat_in_place
+// CHECK-NEXT: tcc.concat
+// CHECK-NEXT: return
+func.func @main(%x: tensor<1x8x8x16xf16>, %w: tensor<16x3x3x16xf16>, %b: tensor<16xf16>, %lo: tensor<1x4x4x16xf16>, %wu: tensor<64x1x1x16xf16>) -> (tensor<1x8x8x32xf16>, tensor<1x4x4x16xf16>) attributes {tcc.entry} {
+  %e = call @enc(%x, %w, %b) : (tensor<1x8x8x16xf16>, tensor<16x3x3x16xf16>, tensor<16xf16>) -> tensor<1x8x8x16xf16>
+  %p = call @pool(%e) : (tensor<1x8x8x16xf16>) -> tensor<1x4x4x16xf16>
+  %u = call @up(%lo, %wu) : (tensor<1x4x4x16xf16>, tensor<64x1x1x16xf16>) -> tensor<1x4x4x64xf16>
+  %r = call @cat(%u, %e) : (tensor<1x4x4x64xf16>, tensor<1x8x8x16xf16>) -> tensor<1x8x8x32xf16>
+  return %r, %p : tensor<1x8x8x32xf16>, tensor<1x4x4x16xf16>
+}
+func.func private @enc(%x: tensor<1x8x8x16xf16>, %w: tensor<16x3x3x16xf16>, %b: tensor<16xf16>) -> tensor<1x8x8x16xf16> attributes {tcc.kernel, tcc.kind = "conv2d"} {
+  %c = tcc.conv2d %x, %w, %b {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64, nhwc} : tensor<1x8x8x16xf16>, tensor<16x3x3x16xf16>, tensor<16xf16> -> tensor<1x8x8x16xf16>
+  %r = tcc.relu %c : tensor<1x8x8x16xf16>
+  return %r : tensor<1x8x8x16xf16>
+}
+func.func private @pool(%x: tensor<1x8x8x16xf16>) -> tensor<1x4x4x16xf16> attributes {tcc.kernel, tcc.kind = "max_pool2d"} {
+  %p = tcc.max_pool2d %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, ceil_mode = false, nhwc} : tensor<1x8x8x16xf16> -> tensor<1x4x4x16xf16>
+  return %p : tensor<1x4x4x16xf16>
+}
+func.func private @up(%x: tensor<1x4x4x16xf16>, %w: tensor<64x1x1x16xf16>) -> tensor<1x4x4x64xf16> attributes {tcc.kernel, tcc.kind = "conv2d"} {
+  %c = tcc.conv2d %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64, nhwc} : tensor<1x4x4x16xf16>, tensor<64x1x1x16xf16> -> tensor<1x4x4x64xf16>
+  return %c : tensor<1x4x4x64xf16>
+}
+func.func private @cat(%u: tensor<1x4x4x64xf16>, %e: tensor<1x8x8x16xf16>) -> tensor<1x8x8x32xf16> attributes {tcc.kernel, tcc.kind = "elementwise"} {
+  %0 = tcc.reshape %u : tensor<1x4x4x64xf16> -> tensor<1x4x4x2x2x16xf16>
+  %1 = tcc.transpose %0 {perm = array<i64: 0, 1, 3, 2, 4, 5>} : tensor<1x4x4x2x2x16xf16> -> tensor<1x4x2x4x2x16xf16>
+  %2 = tcc.reshape %1 : tensor<1x4x2x4x2x16xf16> -> tensor<1x8x8x16xf16>
+  %3 = tcc.concat %e, %2 {axis = 3 : i64} : tensor<1x8x8x16xf16>, tensor<1x8x8x16xf16> -> tensor<1x8x8x32xf16>
+  return %3 : tensor<1x8x8x32xf16>
 }

@@ -19,6 +19,11 @@ read both before and after their ReLU (the second adds a residual first):
 each is one template launch storing both (its two result buffers as its
 last two arguments; the first on wgmma for sm_90a), and no other kernel
 applies a ReLU.
+
+Then MODELS_DIR/unet_stage_f16.json: the encoder's convolution stores its
+result twice (the pool's input and the concat's channels), the
+up-convolution stores its four phases interleaved into the concat's other
+channels, and no launch copies the concat.
 """
 import json
 import os
@@ -38,6 +43,14 @@ def manifest(tcc, bundle):
     done = subprocess.run([tcc, "inspect", bundle], capture_output=True,
                           text=True, check=True)
     return json.loads(done.stdout)
+
+
+def assemble(tcc, ptxas, model, chip, stem, check, what):
+    """Compiles `model` to PTX (stem.ptx) and assembles it for `chip`."""
+    compile_model(tcc, model, chip, stem + ".ptx", ["--emit", "asm"])
+    done = subprocess.run([ptxas, "-arch=" + chip, stem + ".ptx", "-o",
+                           stem + ".cubin"], capture_output=True, text=True)
+    check(what, done.returncode == 0, done.stderr.strip()[:300])
 
 
 def launches(m):
@@ -92,14 +105,8 @@ def main():
                 check("sm_90a: a branch runs on wgmma",
                       any("_conv_wgmma" in s for s in writers))
             if ptxas:
-                ptx = os.path.join(tmp, chip + ".ptx")
-                compile_model(tcc, model, chip, ptx, ["--emit", "asm"])
-                done = subprocess.run(
-                    [ptxas, "-arch=" + chip, ptx, "-o",
-                     os.path.join(tmp, chip + ".cubin")],
-                    capture_output=True, text=True)
-                check("%s: ptxas" % chip, done.returncode == 0,
-                      done.stderr.strip()[:300])
+                assemble(tcc, ptxas, model, chip, os.path.join(tmp, chip),
+                         check, "%s: ptxas" % chip)
         both = os.path.join(models, "conv_relu_both_f16.json")
         for chip in ("sm_90a", "sm_80"):
             out = os.path.join(tmp, chip + "-both.tccb")
@@ -121,6 +128,36 @@ def main():
             if chip == "sm_90a":
                 check("sm_90a: the first on wgmma",
                       bool(convs) and "_conv_wgmma" in convs[0][0])
+        # A U-Net stage: enc's convolution stores twice (its buffer for the
+        # pool, and channels 0-64 of the concat), the up-convolution stores
+        # pixel-shuffled into channels 64-128; no launch copies.
+        unet = os.path.join(models, "unet_stage_f16.json")
+        for chip in ("sm_90a", "sm_80"):
+            out = os.path.join(tmp, chip + "-unet.tccb")
+            compile_model(tcc, unet, chip, out, [])
+            ls = launches(manifest(tcc, out))
+            convs = [(s, ops, a) for s, ops, a in ls
+                     if "_conv_" in s and not s.endswith("_splitk")]
+            check("%s: U-Net stage, no launch copies the concat" % chip,
+                  not any("tcc.concat" in ops for _, ops, _ in ls), str(ls))
+            check("%s: U-Net stage, four convolution launches" % chip,
+                  len(convs) == 4, str(convs))
+            if len(convs) != 4:
+                continue
+            enc, up, dec = convs[0][2], convs[2], convs[3][2]
+            pool = [a for s, ops, a in ls if "max_pool2d" in s]
+            # x, weight, bias -> the concat's buffer (C), its own (the copy).
+            check("%s: enc stores the concat's buffer and its own" % chip,
+                  len(enc) == 5 and enc[3] == dec[0] and bool(pool) and
+                  pool[0][0] == enc[4], str((enc, dec, pool)))
+            check("%s: the up-convolution interleaves into it" % chip,
+                  "tcc.reshape" in up[1] and up[2][-1] == dec[0], str(up))
+            if chip == "sm_90a":
+                check("sm_90a: enc and the up-convolution on wgmma",
+                      "_conv_wgmma" in convs[0][0] and "_conv_wgmma" in up[0])
+            if ptxas:
+                assemble(tcc, ptxas, unet, chip, os.path.join(tmp, chip + "-unet"),
+                         check, "%s: U-Net stage, ptxas" % chip)
     print("%d failed" % failed)
     return 1 if failed else 0
 

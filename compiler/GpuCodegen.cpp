@@ -401,9 +401,11 @@ std::optional<MatmulUse> takeConv(func::FuncOp f,
     p.outOffset = slice[0];
     p.outStride = slice[1];
   }
-  // Its result pixel-shuffled (checked whole by wholeConvStores below): the
-  // slice is of the shuffled channels.
-  if (f.getNumResults() == 1)
+  // Its result pixel-shuffled into a concat's channels (tcc-concat-in-place
+  // moved the interleave here; checked whole by wholeConvStores below): the
+  // slice is of the shuffled channels. Elsewhere an interleave stays with
+  // the generic kernels, the convolution cut out as usual.
+  if (f.getNumResults() == 1 && f->hasAttr("tcc.out_slice"))
     if (std::optional<mlir::tcc::DepthToSpace> d2s =
             mlir::tcc::matchDepthToSpace(
                 f.getBody().front().getTerminator()->getOperand(0))) {

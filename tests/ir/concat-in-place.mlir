@@ -222,3 +222,47 @@ func.func private @cat(%u: tensor<1x4x4x64xf16>, %e: tensor<1x8x8x16xf16>) -> te
   %3 = tcc.concat %e, %2 {axis = 3 : i64} : tensor<1x8x8x16xf16>, tensor<1x8x8x16xf16> -> tensor<1x8x8x32xf16>
   return %3 : tensor<1x8x8x32xf16>
 }
+
+// -----
+
+// A convolution read by two concats stores into the first (twice: its own
+// buffer, then the first concat's channels); the second keeps its copy (its
+// input is then the first of two results, which no template stores into a
+// third buffer).
+// CHECK-LABEL: func.func @main
+// CHECK: %[[A:.*]]:2 = call @conv_a(
+// CHECK: call @cat_x(%[[A]]#1,
+// CHECK: call @cat_y(%[[A]]#0,
+// CHECK: func.func private @cat_x
+// CHECK-SAME: tcc.concat_in_place
+// CHECK: func.func private @cat_y
+// CHECK-NOT: tcc.concat_in_place
+// CHECK-SAME: {
+func.func @main(%x: tensor<1x4x4x16xf16>, %w: tensor<16x1x1x16xf16>) -> (tensor<1x4x4x32xf16>, tensor<1x4x4x32xf16>) attributes {tcc.entry} {
+  %a = call @conv_a(%x, %w) : (tensor<1x4x4x16xf16>, tensor<16x1x1x16xf16>) -> tensor<1x4x4x16xf16>
+  %b = call @conv_b(%x, %w) : (tensor<1x4x4x16xf16>, tensor<16x1x1x16xf16>) -> tensor<1x4x4x16xf16>
+  %c = call @conv_c(%x, %w) : (tensor<1x4x4x16xf16>, tensor<16x1x1x16xf16>) -> tensor<1x4x4x16xf16>
+  %r = call @cat_x(%a, %b) : (tensor<1x4x4x16xf16>, tensor<1x4x4x16xf16>) -> tensor<1x4x4x32xf16>
+  %s = call @cat_y(%a, %c) : (tensor<1x4x4x16xf16>, tensor<1x4x4x16xf16>) -> tensor<1x4x4x32xf16>
+  return %r, %s : tensor<1x4x4x32xf16>, tensor<1x4x4x32xf16>
+}
+func.func private @conv_a(%x: tensor<1x4x4x16xf16>, %w: tensor<16x1x1x16xf16>) -> tensor<1x4x4x16xf16> attributes {tcc.kernel, tcc.kind = "conv2d"} {
+  %c = tcc.conv2d %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64, nhwc} : tensor<1x4x4x16xf16>, tensor<16x1x1x16xf16> -> tensor<1x4x4x16xf16>
+  return %c : tensor<1x4x4x16xf16>
+}
+func.func private @conv_b(%x: tensor<1x4x4x16xf16>, %w: tensor<16x1x1x16xf16>) -> tensor<1x4x4x16xf16> attributes {tcc.kernel, tcc.kind = "conv2d"} {
+  %c = tcc.conv2d %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64, nhwc} : tensor<1x4x4x16xf16>, tensor<16x1x1x16xf16> -> tensor<1x4x4x16xf16>
+  return %c : tensor<1x4x4x16xf16>
+}
+func.func private @conv_c(%x: tensor<1x4x4x16xf16>, %w: tensor<16x1x1x16xf16>) -> tensor<1x4x4x16xf16> attributes {tcc.kernel, tcc.kind = "conv2d"} {
+  %c = tcc.conv2d %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64, nhwc} : tensor<1x4x4x16xf16>, tensor<16x1x1x16xf16> -> tensor<1x4x4x16xf16>
+  return %c : tensor<1x4x4x16xf16>
+}
+func.func private @cat_x(%a: tensor<1x4x4x16xf16>, %b: tensor<1x4x4x16xf16>) -> tensor<1x4x4x32xf16> attributes {tcc.kernel, tcc.kind = "elementwise"} {
+  %r = tcc.concat %a, %b {axis = 3 : i64} : tensor<1x4x4x16xf16>, tensor<1x4x4x16xf16> -> tensor<1x4x4x32xf16>
+  return %r : tensor<1x4x4x32xf16>
+}
+func.func private @cat_y(%a: tensor<1x4x4x16xf16>, %c: tensor<1x4x4x16xf16>) -> tensor<1x4x4x32xf16> attributes {tcc.kernel, tcc.kind = "elementwise"} {
+  %r = tcc.concat %a, %c {axis = 3 : i64} : tensor<1x4x4x16xf16>, tensor<1x4x4x16xf16> -> tensor<1x4x4x32xf16>
+  return %r : tensor<1x4x4x32xf16>
+}

@@ -519,9 +519,19 @@ def measure(args):
                                                  ('function', 'target', 'constants',
                                                   'region_ops')},
                             'cases': [r for _, r in cases]})
+            # After each model: a call cut short by its time limit keeps the
+            # models it finished (session 27 lost two carries' worth).
+            write_results(args.out, manifest, results)
+    write_results(args.out, manifest, results)
+    print(open(os.path.join(args.out, 'rank-table.md')).read())
+    return 1 if failed else 0
+
+
+def write_results(out, manifest, results):
+    """OUT/rank.json (for --fit) and OUT/rank-table.md of `results`."""
     json.dump({'target': manifest['target'], 'graph': manifest['graph'], 'models': results},
-              open(os.path.join(args.out, 'rank.json'), 'w'))
-    with open(os.path.join(args.out, 'rank-table.md'), 'w') as f:
+              open(os.path.join(out, 'rank.json'), 'w'))
+    with open(os.path.join(out, 'rank-table.md'), 'w') as f:
         f.write('| model | alternatives | Spearman rho | predicted us (min-max) | '
                 'measured ms (min-max) |\n| --- | ---: | ---: | --- | --- |\n')
         for res in results:
@@ -532,8 +542,6 @@ def measure(args):
                 res['name'], len(ok), res['rho'], min(r['predicted_us'] for r in ok),
                 max(r['predicted_us'] for r in ok), min(r['measured_ms'] for r in ok),
                 max(r['measured_ms'] for r in ok)))
-    print(open(os.path.join(args.out, 'rank-table.md')).read())
-    return 1 if failed else 0
 
 
 # ---------------------------------------------------------------- self-test

@@ -103,9 +103,10 @@ static cl::opt<bool> gpuRowFusion(
     cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
 static cl::opt<bool> gpuConcatInPlace(
     "gpu-concat-in-place", cl::init(true),
-    cl::desc("Convolutions that only feed a channel concat store their "
-             "channels into it, and the concat launches nothing (NVIDIA; "
-             "default on; =false for a copy kernel)"),
+    cl::desc("Convolutions feeding a channel concat store their channels "
+             "into it (twice if other kernels read them; an up-convolution's "
+             "interleave in its store), and the concat launches nothing "
+             "(NVIDIA; default on; =false for a copy kernel)"),
     cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
 static cl::opt<bool> gpuConvTma(
     "gpu-conv-tma", cl::init(true),

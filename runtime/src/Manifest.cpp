@@ -822,18 +822,27 @@ private:
         out->push_back((int32_t)x);
       }
     }
-    if (strides->size() != rank)
-      return r.fail(ptr + "/element_strides",
-                    "expected " + std::to_string(rank) + ", got " +
-                        std::to_string(strides->size()));
+    return positiveDims(*strides, ptr + "/element_strides", rank, 8,
+                        "element strides", "an element stride",
+                        t.elementStrides);
+  }
+
+  /// `rank` integers in [1, max] of the array `a` at `ptr`, appended to
+  /// `out` (a tensor map's box dims or im2col element strides).
+  bool positiveDims(const json &a, const std::string &ptr, size_t rank,
+                    uint64_t max, const std::string &plural,
+                    const std::string &one, std::vector<uint32_t> &out) {
+    if (a.size() != rank)
+      return r.fail(ptr, "expected " + std::to_string(rank) + " " + plural +
+                             " (one per dim), got " + std::to_string(a.size()));
     for (size_t d = 0; d < rank; ++d) {
       uint64_t v;
-      std::string at = ptr + "/element_strides/" + std::to_string(d);
-      if (!r.unsignedInt((*strides)[d], at, 8, v))
+      std::string at = ptr + "/" + std::to_string(d);
+      if (!r.unsignedInt(a[d], at, max, v))
         return false;
       if (v == 0)
-        return r.fail(at, "an element stride is at least 1");
-      t.elementStrides.push_back((uint32_t)v);
+        return r.fail(at, one + " is at least 1");
+      out.push_back((uint32_t)v);
     }
     return true;
   }
@@ -897,20 +906,9 @@ private:
     if (im2col) {
       if (!im2colFields(*im2col, ptr + "/im2col", rank, t))
         return false;
-    } else {
-      if (box->size() != rank)
-        return r.fail(ptr + "/box", "expected " + std::to_string(rank) +
-                                        " box dims (one per dim), got " +
-                                        std::to_string(box->size()));
-      for (size_t d = 0; d < rank; ++d) {
-        uint64_t v;
-        std::string at = ptr + "/box/" + std::to_string(d);
-        if (!r.unsignedInt((*box)[d], at, 256, v))
-          return false;
-        if (v == 0)
-          return r.fail(at, "a box dim is at least 1");
-        t.box.push_back((uint32_t)v);
-      }
+    } else if (!positiveDims(*box, ptr + "/box", rank, 256, "box dims",
+                             "a box dim", t.box)) {
+      return false;
     }
     uint64_t rowBytes = (im2col ? t.channels : t.box[0]) * elem;
     if (rowBytes % 16 != 0)

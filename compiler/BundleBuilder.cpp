@@ -17,6 +17,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/DenseMap.h"
 
 #include <nlohmann/json.hpp>
@@ -236,6 +237,8 @@ public:
       return failure();
     llvm::DenseSet<Value> noDerived;
     std::map<std::string, tcc::KernelFunctionLaunches> launchesOf;
+    if (!host)
+      holdForConcurrency(entry, launch);
     if (failed(emitCalls(entry, noDerived, outputOf, planOf, deviceIndex, host,
                          manifest["launches"], launch, &launchesOf)))
       return failure();
@@ -378,6 +381,15 @@ private:
           args.push_back(buffersOfCall[a]);
         }
         json j = {{"kernel", deviceIndex.lookup(l.symbol)}, {"args", args}};
+        // A kernel writes its results and scratch only: the runtime orders a
+        // CUDA graph's launches by it (runtime/src/LaunchOrder.h).
+        if (!host) {
+          json writes = json::array();
+          for (auto [p, a] : llvm::enumerate(l.args))
+            if (size_t(a) >= call.getNumOperands())
+              writes.push_back(p);
+          j["writes"] = writes;
+        }
         if (!l.tensorMaps.empty()) {
           json maps = json::array();
           for (const tcc::DeviceLaunch::TensorMap &m : l.tensorMaps) {
@@ -457,6 +469,45 @@ private:
       defined.insert(id);
     }
     last[id] = std::max(last[id], launch);
+    if (size_t(launch) < heldUntil.size())
+      last[id] = std::max(last[id], heldUntil[launch]);
+  }
+
+  /// A CUDA graph runs the calls of independent branches side by side (the
+  /// runtime orders launches by the memory they share), so the memory plan
+  /// may give a temp's bytes to a later temp only when every call touching
+  /// the first is an ancestor of the second's writer; otherwise the reuse
+  /// itself would order the branches. Call u's buffers are held through
+  /// the call before the first from which every later call descends from
+  /// u: heldUntil[base + u]. Calls of `f` in order, numbered from `base`.
+  void holdForConcurrency(func::FuncOp f, int base) {
+    std::vector<func::CallOp> calls;
+    llvm::DenseMap<Operation *, size_t> indexOf;
+    for (auto call : f.getBody().front().getOps<func::CallOp>()) {
+      indexOf[call] = calls.size();
+      calls.push_back(call);
+    }
+    size_t n = calls.size();
+    std::vector<llvm::BitVector> ancestors(n, llvm::BitVector(n));
+    for (size_t i = 0; i < n; ++i)
+      for (Value v : calls[i].getOperands())
+        if (Operation *def = v.getDefiningOp()) {
+          auto it = indexOf.find(def);
+          if (it == indexOf.end())
+            continue;
+          ancestors[i] |= ancestors[it->second];
+          ancestors[i].set(it->second);
+        }
+    heldUntil.assign(base + n, 0);
+    for (size_t u = 0; u < n; ++u) {
+      size_t lastIndependent = u;
+      for (size_t j = n; j-- > u + 1;)
+        if (!ancestors[j].test(u)) {
+          lastIndependent = j;
+          break;
+        }
+      heldUntil[base + u] = base + int(lastIndependent);
+    }
   }
 
   func::FuncOp entry;
@@ -465,6 +516,9 @@ private:
   /// Some launch passes tensor maps (manifest version 4).
   bool usesTensorMaps = false, usesIm2col = false;
   std::vector<int> first, last;
+  /// Per call (numbered as `launch`): the last call its buffers are held
+  /// through (holdForConcurrency); empty on the host.
+  std::vector<int> heldUntil;
   llvm::DenseSet<int> defined;
   llvm::DenseMap<Value, int> bufferOf;
 };

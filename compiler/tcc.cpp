@@ -69,6 +69,12 @@ static cl::opt<bool> serialLaunches(
     cl::desc("On CUDA, start every kernel after the previous one ended "
              "(no programmatic dependent launch)"),
     cl::sub(runCmd), cl::sub(benchCmd));
+static cl::opt<bool> graphChain(
+    "graph-chain",
+    cl::desc("With --cuda-graph, record the launches as a chain, in order "
+             "(by default a launch waits only for the launches whose memory "
+             "it shares)"),
+    cl::sub(runCmd), cl::sub(benchCmd));
 static cl::opt<std::string>
     hostCpu("cpu",
             cl::desc("x86-64 CPU for host code: an LLVM CPU name or native "
@@ -460,6 +466,8 @@ int main(int argc, char **argv) {
       options.seed = seed;
       options.cudaGraph = cudaGraph;
       options.serialLaunches = serialLaunches;
+      options.graphChain = graphChain;
+      options.graphChain = graphChain;
       // Split against the model's input names once it is loaded: names and
       // files may both contain '='.
       for (const std::string &spec : inputs) {

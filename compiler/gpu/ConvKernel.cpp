@@ -163,6 +163,11 @@ ConvSchedule chooseConvSchedule(const ConvProblem &p,
   chooseSplitK(convGemm(p), narrow, target);
   if (convScheduleValid(p, narrow, target, why))
     s = narrow;
+  // Convolutions only: the matmul schedules were tuned without it.
+  MatmulSchedule split = s;
+  splitThinGrid(convGemm(p), split, target);
+  if (split.splitK != s.splitK && convScheduleValid(p, split, target, why))
+    s = split;
   return s;
 }
 

@@ -5,9 +5,11 @@
 // channels, so no GEMM: it is memory-bound, and the generic mapping spends
 // four launches on it (a padded copy, an f32 accumulator's fill, the taps,
 // the rounding). This template is one launch: a thread per output pixel and
-// group of channels (8 16-bit or 4 f32: one 16-byte vector), the window's
-// taps read with bounds checks in place of padding, the sums in f32
-// registers, then bias, clamp and the rounding before one vector store.
+// group of channels (8 16-bit or 4 f32: one 16-byte vector), a block up to
+// 32 groups side by side, whose weights it first stages tap-major in shared
+// memory (one vector load a tap), the window's taps read with bounds checks
+// in place of padding, the sums in f32 registers, then bias, clamp and the
+// rounding before one vector store.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TCC_COMPILER_GPU_DEPTHWISEKERNEL_H

@@ -958,6 +958,22 @@ void chooseSplitK(const MatmulProblem &p, MatmulSchedule &s,
   chooseSplitKReduction(s, target);
 }
 
+void splitThinGrid(const MatmulProblem &p, MatmulSchedule &s,
+                   const ::tcc::TargetDesc &target) {
+  int64_t sms = target.multiprocessorsForHeuristics();
+  int64_t blocks = ceilDiv(p.m, s.tileM) * ceilDiv(p.n, s.tileN) * p.batch;
+  int64_t kTiles = ceilDiv(p.k, s.tileK), warps = s.warpsM * s.warpsN;
+  if (s.splitK != 1 || p.batch != 1 || !target.clusters || kTiles < 8 ||
+      blocks * warps >= 4 * sms)
+    return;
+  for (int64_t d = 2; d <= kMaxClusterSplits; ++d)
+    if (kTiles % d == 0 && kTiles / d >= 4 && blocks * warps * d <= 8 * sms)
+      s.splitK = d;
+  if (s.splitK > 1)
+    s.stages = std::max<int64_t>(2, std::min(s.stages, kTiles / s.splitK + 1));
+  chooseSplitKReduction(s, target);
+}
+
 void chooseSplitKReduction(MatmulSchedule &s, const ::tcc::TargetDesc &target) {
   s.clusterSplitK =
       target.clusters && s.splitK > 1 && s.splitK <= kMaxClusterSplits;

@@ -161,6 +161,16 @@ bool gemmOutputsValid(const GemmEpilogue &epi, int64_t m, int64_t n,
 MatmulSchedule chooseMatmulSchedule(const MatmulProblem &p,
                                     const ::tcc::TargetDesc &target);
 
+/// A grid of enough blocks that are all small (fewer than 4 warps a
+/// multiprocessor in all, each walking every k-tile) waits on memory with
+/// nothing to hide it: splits K, up to 8 warps a multiprocessor and within
+/// a cluster (sm_90 and later), when `s` has no split yet and each split
+/// keeps at least 4 k-tiles. NASNet-A Large's 11x11 1x1 convolutions
+/// (121 x 672 x 4032: 84 one-warp blocks of 126 k-tiles, 42 us) were the
+/// slowest of its run (session 28).
+void splitThinGrid(const MatmulProblem &p, MatmulSchedule &s,
+                   const ::tcc::TargetDesc &target);
+
 /// Sets s.splitK (and fewer stages if the splits are shallow) for `p` with
 /// s's tiles: more than 1 only when the output tiles leave most of the
 /// multiprocessors idle and K is deep enough to cut.

@@ -188,9 +188,23 @@ tccrt_status tccrt_model_run(tccrt_model *model);
  *    later; the manifest's "grid_dependency") start while the kernel before
  *    it still runs (programmatic dependent launch), hiding the launch gap.
  *    "0" launches every kernel after the previous one has ended. Any
- *    context accepts it; it changes nothing where there is no such kernel. */
+ *    context accepts it; it changes nothing where there is no such kernel.
+ *  - "graph_concurrency": "1" (the default) records a CUDA graph whose
+ *    launches wait only for the earlier ones they share memory with (one
+ *    writing it), so that independent branches run side by side; "0"
+ *    records the launches as a chain, in order. Where the driver refuses
+ *    the edges the graph is recorded as a chain (tccrt_model_graph_order
+ *    says why). Any context accepts it. */
 tccrt_status tccrt_model_set_option(tccrt_model *model, const char *name,
                                     const char *value);
+
+/** How the graph that option "cuda_graph" recorded orders its work: "" when
+ *  none is recorded yet; "concurrent: E edges among W pieces of work";
+ *  "chain" (option "graph_concurrency" off, or a device without it), or
+ *  "chain: " and why the driver refused the concurrent one. The string is
+ *  valid until the next call on the model. */
+tccrt_status tccrt_model_graph_order(const tccrt_model *model,
+                                     const char **out);
 
 /** Runs the model `runs` times back to back and writes each run's time in
  *  milliseconds to ms[0 .. runs). On CUDA and HIP the times are between

@@ -22,6 +22,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace tcc::rt {
 
@@ -158,6 +159,23 @@ public:
           std::string &error) {
     error = describe() + " cannot record graphs (CUDA and HIP devices only)";
     return nullptr;
+  }
+
+  /// Whether captures here take the order of their work from
+  /// orderNextAfter (a graph whose independent launches run side by side);
+  /// otherwise a capture records a chain, in queue order.
+  virtual bool capturesOrder() const { return false; }
+  /// During capture, before each piece of work (a zero fill, a copy or a
+  /// launch): the next one waits only for the earlier ones in `after`,
+  /// numbered in queue order from 0 since the capture began. An entry of
+  /// `overlap` true marks a kernel that the next kernel may start beside
+  /// (programmatic dependent launch: it waits for that grid itself); the
+  /// launch itself then passes overlapPrevious false.
+  virtual bool orderNextAfter(const std::vector<size_t> & /*after*/,
+                              const std::vector<bool> & /*overlap*/,
+                              std::string &error) {
+    error = describe() + " cannot order captured work";
+    return false;
   }
 
   /// Device timestamps: whether this device has them (the runtime falls back

@@ -26,6 +26,8 @@
 #if CUDA_VERSION < 12000
 #error "the CUDA backend needs cuda.h from CUDA 12.0 or newer"
 #endif
+// Capture dependencies with edge data (CUDA 12.3): graphs that are not chains.
+#define TCC_CUDA_CAPTURE_ORDER (CUDA_VERSION >= 12030)
 
 namespace tcc::rt {
 namespace {
@@ -102,6 +104,15 @@ struct Driver {
   /// Launches with attributes (programmatic dependent launch); optional:
   /// without it every launch waits for the one before.
   decltype(&cuLaunchKernelEx) launchKernelEx = nullptr;
+  /// CUDA 12.3+ (asked for at that version, whose prototypes cuda.h 13
+  /// keeps): capture dependencies with edge data, which let a recorded
+  /// graph's launches wait only for what they share memory with; optional:
+  /// without them a graph is a chain.
+#if TCC_CUDA_CAPTURE_ORDER
+  decltype(&cuStreamGetCaptureInfo) streamGetCaptureInfo = nullptr;
+  decltype(&cuStreamUpdateCaptureDependencies) streamUpdateCaptureDependencies =
+      nullptr;
+#endif
 
   /// "CALL: CUDA_ERROR_NAME (description)".
   std::string describe(const char *call, CUresult result) const {
@@ -174,6 +185,24 @@ Driver loadDriver() {
   if (!resolve("cuLaunchKernelEx",
                reinterpret_cast<void **>(&d.launchKernelEx)))
     d.launchKernelEx = nullptr;
+#if TCC_CUDA_CAPTURE_ORDER
+  // Both or neither, at the version whose prototypes take edge data.
+  auto resolveAt = [&](const char *name, int version, void **fn) {
+    CUdriverProcAddressQueryResult found = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    return getProc(name, fn, version, CU_GET_PROC_ADDRESS_DEFAULT, &found) ==
+               CUDA_SUCCESS &&
+           found == CU_GET_PROC_ADDRESS_SUCCESS && *fn;
+  };
+  if (d.version < 12030 ||
+      !resolveAt("cuStreamGetCaptureInfo", 12030,
+                 reinterpret_cast<void **>(&d.streamGetCaptureInfo)) ||
+      !resolveAt(
+          "cuStreamUpdateCaptureDependencies", 12030,
+          reinterpret_cast<void **>(&d.streamUpdateCaptureDependencies))) {
+    d.streamGetCaptureInfo = nullptr;
+    d.streamUpdateCaptureDependencies = nullptr;
+  }
+#endif
 
   CUresult r = d.init(0);
   if (r == CUDA_ERROR_NO_DEVICE) {
@@ -702,17 +731,92 @@ public:
     return checkRange(ptr, bytes, "buffer", error);
   }
 
+#if TCC_CUDA_CAPTURE_ORDER
+  bool capturesOrder() const override {
+    return d.streamGetCaptureInfo && d.streamUpdateCaptureDependencies;
+  }
+
+  bool orderNextAfter(const std::vector<size_t> &after,
+                      const std::vector<bool> &overlap,
+                      std::string &error) override {
+    if (!capturesOrder() || !capturing) {
+      error = "ordering captured work needs a capture and CUDA 12.3";
+      return false;
+    }
+    ScopedContext scope(d, ctx);
+    // The stream's dependency set is now the node of the work queued since
+    // the last call (each call sets it before one piece of work), or still
+    // the set that call made when the work queued nothing (an empty copy):
+    // then waiting for that work is waiting for what it waited for.
+    if (orderedSoFar) {
+      CUstreamCaptureStatus status;
+      const CUgraphNode *last = nullptr;
+      const CUgraphEdgeData *edges = nullptr;
+      size_t count = 0;
+      if (!d.check(d.streamGetCaptureInfo(stream, &status, nullptr, nullptr,
+                                          &last, &edges, &count),
+                   "cuStreamGetCaptureInfo", error))
+        return false;
+      if (status != CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+        error = "the capture ended early";
+        return false;
+      }
+      std::vector<CUgraphNode> now(last, last + count);
+      if (now == lastSet)
+        captured.push_back({lastSet, false});
+      else if (count == 1)
+        captured.push_back({now, true});
+      else {
+        error = "piece of work " + std::to_string(captured.size()) +
+                " was recorded as " + std::to_string(count) + " nodes";
+        return false;
+      }
+    }
+    orderedSoFar = true;
+    std::vector<CUgraphEdgeData> data;
+    lastSet.clear();
+    for (size_t i = 0; i < after.size(); ++i) {
+      if (after[i] >= captured.size()) {
+        error = "piece of work " + std::to_string(captured.size()) +
+                " cannot wait for " + std::to_string(after[i]);
+        return false;
+      }
+      const CapturedWork &w = captured[after[i]];
+      for (CUgraphNode n : w.nodes) {
+        if (std::find(lastSet.begin(), lastSet.end(), n) != lastSet.end())
+          continue;
+        lastSet.push_back(n);
+        CUgraphEdgeData e{};
+        if (w.own && i < overlap.size() && overlap[i] && capability >= 90) {
+          e.type = CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
+          e.from_port = CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC;
+        }
+        data.push_back(e);
+      }
+    }
+    return d.check(d.streamUpdateCaptureDependencies(
+                       stream, lastSet.data(), data.data(), lastSet.size(),
+                       CU_STREAM_SET_CAPTURE_DEPENDENCIES),
+                   "cuStreamUpdateCaptureDependencies", error);
+  }
+#endif
+
   std::unique_ptr<Graph>
   capture(const std::function<bool(std::string &)> &enqueue,
           std::string &error) override {
     ScopedContext scope(d, ctx);
+    captured.clear();
+    lastSet.clear();
+    orderedSoFar = false;
     // Thread-local mode: only this thread's capture-unsafe calls (which the
     // runtime does not make while enqueueing) would invalidate it.
     if (!d.check(
             d.streamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
             "cuStreamBeginCapture", error))
       return nullptr;
+    capturing = true;
     bool queued = enqueue(error);
+    capturing = false;
     CUgraph graph = nullptr;
     CUresult ended = d.streamEndCapture(stream, &graph);
     if (!queued || !d.check(ended, "cuStreamEndCapture", error)) {
@@ -896,6 +1000,17 @@ private:
   int capability = 0;
   int sharedDefault = 0, sharedOptIn = 0;
   std::vector<void *> params;
+  /// While capturing with orderNextAfter: the node of each piece of work
+  /// queued so far.
+  bool capturing = false, orderedSoFar = false;
+  /// What waiting for a piece of work means: its own node, or (work that
+  /// queued nothing) the nodes it waited for.
+  struct CapturedWork {
+    std::vector<CUgraphNode> nodes;
+    bool own = false;
+  };
+  std::vector<CapturedWork> captured;
+  std::vector<CUgraphNode> lastSet; ///< The dependency set made last.
   std::vector<CUevent> events;
 };
 

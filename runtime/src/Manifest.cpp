@@ -748,6 +748,25 @@ private:
                           " tensor maps before and " +
                           std::to_string(l.tensorMaps.size()) + " here");
     }
+    if (const json *writes = r.member(e, ptr, "writes", true)) {
+      if (!writes->is_array())
+        return r.fail(ptr + "/writes", "expected an array");
+      for (size_t w = 0; w < writes->size(); ++w) {
+        std::string at = ptr + "/writes/" + std::to_string(w);
+        uint64_t pos;
+        if (!r.unsignedInt((*writes)[w], at, UINT32_MAX, pos))
+          return false;
+        if (pos >= l.args.size())
+          return r.fail(at, "argument " + std::to_string(pos) +
+                                " is out of range (the launch passes " +
+                                std::to_string(l.args.size()) + ")");
+        if (!l.writes.empty() && pos <= l.writes.back())
+          return r.fail(at, "the written arguments must be ascending, "
+                            "each once");
+        l.writes.push_back(pos);
+      }
+      l.writesListed = true;
+    }
     return true;
   }
 

@@ -148,6 +148,11 @@ struct LaunchDesc {
   // Kernel launches.
   size_t kernel = 0;        ///< Index into ModelDesc::kernels.
   std::vector<size_t> args; ///< Indices into ModelDesc::buffers.
+  /// Positions in `args` of the buffers the launch may write, ascending
+  /// ("writes", optional): without it every argument may be written. Only
+  /// the order of a CUDA graph's launches depends on it (LaunchOrder.h).
+  std::vector<size_t> writes;
+  bool writesListed = false;
   int64_t grid = 0;         ///< Host: independent work items, >= 0.
   bool gpu = false;         ///< The kernel's code is for a GPU target.
   /// GPU: blocks in x, y, z and threads a block in x, y, z (each >= 1).

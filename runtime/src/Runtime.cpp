@@ -14,6 +14,7 @@
 #include "runtime/src/Bundle.h"
 #include "runtime/src/CpuFeatures.h"
 #include "runtime/src/FileIO.h"
+#include "runtime/src/LaunchOrder.h"
 #include "runtime/src/OneLine.h"
 #include "runtime/src/ParamRecipe.h"
 #include "runtime/src/ThreadPool.h"
@@ -79,6 +80,11 @@ struct tccrt_model {
   std::vector<std::vector<EncodedTensorMap>> initMapCache, mapCache;
   bool useGraph = false;                        // option "cuda_graph"
   bool gridDependency = true;                   // option "grid_dependency"
+  /// Option "graph_concurrency": a recorded graph orders launches by the
+  /// memory they share (LaunchOrder.h) rather than as a chain.
+  bool graphConcurrency = true;
+  /// How the recorded graph orders its work (tccrt_model_graph_order).
+  std::string graphOrder;
   std::unique_ptr<Graph> graph; // recorded at the first run after a change
 
   ~tccrt_model() {
@@ -454,21 +460,50 @@ tccrt_status checkBound(tccrt_model *m) {
 using LaunchHook =
     std::function<bool(size_t index, bool after, std::string &err)>;
 
+/// A recorded graph's order: per piece of work of a run (the status
+/// counters' zero fills, then the launches), the earlier ones it waits for.
+using WorkOrder = std::vector<std::vector<size_t>>;
+
+/// Whether launch `l` may start beside its predecessor kernel, waiting for
+/// that grid itself.
+bool mayOverlap(const tccrt_model *m, const LaunchDesc &l, bool hooked) {
+  return l.gpu && !hooked && m->gridDependency &&
+         m->desc.kernels[l.kernel].gridDependency;
+}
+
 /// Queues `launches` in order; `mapCache` holds their encoded tensor maps.
-/// `hook`, when given, runs around each launch (profiling).
+/// `hook`, when given, runs around each launch (profiling). With `order`
+/// (while recording a graph), launch i waits only for the work of
+/// (*order)[first + i].
 bool enqueueList(tccrt_model *m, const std::vector<LaunchDesc> &launches,
                  std::vector<std::vector<EncodedTensorMap>> &mapCache,
                  const char *what, std::string &err,
-                 const LaunchHook *hook = nullptr) {
+                 const LaunchHook *hook = nullptr,
+                 const WorkOrder *order = nullptr, size_t first = 0) {
   const ModelDesc &d = m->desc;
   Backend &be = *m->ctx->backend;
   // Whether the work queued last is a GPU kernel: only a kernel's successor
   // may overlap it (a hook records events between launches).
   bool afterKernel = false;
+  std::vector<bool> overlap;
   for (size_t i = 0; i < launches.size(); ++i) {
     const LaunchDesc &l = launches[i];
     if (hook && !(*hook)(i, false, err))
       return false;
+    if (order) {
+      // Edges from kernels into a kernel that waits for its grids itself
+      // may let it start early, as the chain's launch attribute would.
+      const std::vector<size_t> &after = (*order)[first + i];
+      overlap.assign(after.size(), false);
+      for (size_t a = 0; a < after.size(); ++a)
+        overlap[a] =
+            l.kind == LaunchDesc::Kind::Kernel && after[a] >= first &&
+            launches[after[a] - first].kind == LaunchDesc::Kind::Kernel &&
+            launches[after[a] - first].gpu && mayOverlap(m, l, hook);
+      if (!be.orderNextAfter(after, overlap, err))
+        return false;
+      afterKernel = false; // the edges say it, not the launch
+    }
     bool ok;
     if (l.kind == LaunchDesc::Kind::Copy) {
       ok = be.copyOnDevice(m->buffers[l.dst], m->buffers[l.src], l.bytes, err);
@@ -486,9 +521,7 @@ bool enqueueList(tccrt_model *m, const std::vector<LaunchDesc> &launches,
             m->kernels[l.kernel], m->args.data(), m->args.size(),
             m->maps.data(), m->maps.size(), l.gridDims, l.blockDims,
             d.kernels[l.kernel].sharedBytes, d.kernels[l.kernel].cluster,
-            afterKernel && !hook && m->gridDependency &&
-                d.kernels[l.kernel].gridDependency,
-            err);
+            afterKernel && mayOverlap(m, l, hook), err);
       else if (!m->maps.empty())
         ok = false, err = "host kernels take no tensor maps";
       else
@@ -507,18 +540,58 @@ bool enqueueList(tccrt_model *m, const std::vector<LaunchDesc> &launches,
 
 /// Queues a run's work: the status counters zeroed, then every launch and
 /// copy in order; `hook` as enqueueList's, and also called with index
-/// SIZE_MAX before and after the zeroing.
+/// SIZE_MAX before and after the zeroing. `order` as enqueueList's.
 bool enqueueLaunches(tccrt_model *m, std::string &err,
-                     const LaunchHook *hook = nullptr) {
+                     const LaunchHook *hook = nullptr,
+                     const WorkOrder *order = nullptr) {
   Backend &be = *m->ctx->backend;
   if (hook && !(*hook)(SIZE_MAX, false, err))
     return false;
-  for (const StatusDesc &s : m->desc.status)
-    if (!be.fillZero(m->buffers[s.buffer], 4, err))
+  const std::vector<StatusDesc> &status = m->desc.status;
+  for (size_t i = 0; i < status.size(); ++i) {
+    if (order && !be.orderNextAfter((*order)[i], {}, err))
       return false;
+    if (!be.fillZero(m->buffers[status[i].buffer], 4, err))
+      return false;
+  }
   if (hook && !(*hook)(SIZE_MAX, true, err))
     return false;
-  return enqueueList(m, m->desc.launches, m->mapCache, "launch", err, hook);
+  return enqueueList(m, m->desc.launches, m->mapCache, "launch", err, hook,
+                     order, status.size());
+}
+
+/// The order of a run's work by the memory each piece touches at the
+/// current bindings (LaunchOrder.h): the zero fills write their counters; a
+/// launch writes the arguments its "writes" lists (all of them when it has
+/// none) and reads the rest and its tensor maps' buffers; a copy reads its
+/// source and writes its destination.
+WorkOrder runOrder(const tccrt_model *m) {
+  const ModelDesc &d = m->desc;
+  auto range = [&](size_t b, bool write) {
+    auto begin = reinterpret_cast<uintptr_t>(m->buffers[b]);
+    return MemoryRange{begin, begin + (uintptr_t)d.buffers[b].bytes, write};
+  };
+  std::vector<std::vector<MemoryRange>> items;
+  for (const StatusDesc &s : d.status)
+    items.push_back({range(s.buffer, true)});
+  for (const LaunchDesc &l : d.launches) {
+    std::vector<MemoryRange> touched;
+    if (l.kind == LaunchDesc::Kind::Copy) {
+      touched = {range(l.src, false), range(l.dst, true)};
+    } else {
+      std::vector<bool> written(l.args.size(), !l.writesListed);
+      for (size_t p : l.writes)
+        written[p] = true;
+      for (size_t a = 0; a < l.args.size(); ++a)
+        touched.push_back(range(l.args[a], written[a]));
+      // A map over a buffer the arguments do not name is assumed written.
+      for (const TensorMapDesc &t : l.tensorMaps)
+        if (std::find(l.args.begin(), l.args.end(), t.buffer) == l.args.end())
+          touched.push_back(range(t.buffer, true));
+    }
+    items.push_back(std::move(touched));
+  }
+  return orderDependencies(items);
 }
 
 /// Version 3: allocates the derived params, runs the init launches once
@@ -577,8 +650,28 @@ tccrt_status enqueueRun(tccrt_model *m) {
   std::string err;
   if (m->useGraph) {
     if (!m->graph) {
-      m->graph = m->ctx->backend->capture(
-          [m](std::string &e) { return enqueueLaunches(m, e); }, err);
+      Backend &be = *m->ctx->backend;
+      m->graphOrder = "chain";
+      if (m->graphConcurrency && be.capturesOrder()) {
+        WorkOrder order = runOrder(m);
+        m->graph = be.capture(
+            [m, &order](std::string &e) {
+              return enqueueLaunches(m, e, nullptr, &order);
+            },
+            err);
+        size_t edges = 0;
+        for (const std::vector<size_t> &after : order)
+          edges += after.size();
+        // A driver that refuses the edges still runs the chain.
+        m->graphOrder =
+            m->graph
+                ? "concurrent: " + std::to_string(edges) + " edges among " +
+                      std::to_string(order.size()) + " pieces of work"
+                : "chain: " + err;
+      }
+      if (!m->graph)
+        m->graph = be.capture(
+            [m](std::string &e) { return enqueueLaunches(m, e); }, err);
       if (!m->graph)
         return fail(m->ctx, TCCRT_ERROR_DEVICE,
                     std::string("recording the ") +
@@ -752,18 +845,23 @@ tccrt_status setOption(tccrt_model *m, const std::string &name,
     m->graph.reset();
     return TCCRT_OK;
   }
-  if (name == "grid_dependency") {
+  // Options any context takes; a recorded graph depends on them.
+  for (auto [option, flag] :
+       {std::pair{"grid_dependency", &m->gridDependency},
+        std::pair{"graph_concurrency", &m->graphConcurrency}}) {
+    if (name != option)
+      continue;
     if (value != "0" && value != "1")
       return fail(m->ctx, TCCRT_ERROR_INVALID_ARGUMENT,
-                  "option grid_dependency takes \"0\" or \"1\", not \"" +
-                      value + "\"");
-    m->gridDependency = value == "1";
+                  "option " + name + " takes \"0\" or \"1\", not \"" + value +
+                      "\"");
+    *flag = value == "1";
     m->graph.reset();
     return TCCRT_OK;
   }
   return fail(m->ctx, TCCRT_ERROR_INVALID_ARGUMENT,
               "unknown model option '" + name +
-                  "' (known: cuda_graph, grid_dependency)");
+                  "' (known: cuda_graph, grid_dependency, graph_concurrency)");
 }
 
 } // namespace
@@ -1138,6 +1236,17 @@ tccrt_status tccrt_model_set_option(tccrt_model *model, const char *name,
   if (!name || !value)
     return nullArg(model->ctx, !name ? "name" : "value");
   return guarded(model->ctx, [&] { return setOption(model, name, value); });
+}
+
+tccrt_status tccrt_model_graph_order(const tccrt_model *model,
+                                     const char **out) {
+  if (!model)
+    return nullArg(nullptr, "model");
+  std::lock_guard<std::mutex> lock(model->ctx->mutex);
+  if (!out)
+    return nullArg(model->ctx, "out");
+  *out = model->graph ? model->graphOrder.c_str() : "";
+  return TCCRT_OK;
 }
 
 tccrt_status tccrt_model_num_launches(const tccrt_model *model, size_t *out) {

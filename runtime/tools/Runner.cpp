@@ -108,7 +108,7 @@ public:
   /// empty; `target` is set to the one used).
   bool open(const std::vector<uint8_t> &bundle, const std::string &displayName,
             std::string &target, bool cudaGraph, bool serialLaunches,
-            std::string &why) {
+            bool graphChain, std::string &why) {
     if (target.empty())
       target = bundleTarget(bundle);
     tccrt_device_kind kind;
@@ -128,6 +128,9 @@ public:
       return false;
     if (serialLaunches &&
         !check(tccrt_model_set_option(model, "grid_dependency", "0"), why))
+      return false;
+    if (graphChain &&
+        !check(tccrt_model_set_option(model, "graph_concurrency", "0"), why))
       return false;
     size_t n;
     tccrt_model_num_inputs(model, &n);
@@ -574,7 +577,7 @@ int runBundle(std::vector<uint8_t> bundle, const std::string &displayName,
     Session s;
     std::string why, target = options.target;
     if (!s.open(bundle, displayName, target, options.cudaGraph,
-                options.serialLaunches, why))
+                options.serialLaunches, options.graphChain, why))
       return error(err, why);
     bundle = {}; // the runtime has its own copy of what it needs
     std::vector<std::string> paths;
@@ -597,7 +600,7 @@ int benchBundle(std::vector<uint8_t> bundle, const std::string &displayName,
     Session s;
     std::string why, target = options.target;
     if (!s.open(bundle, displayName, target, options.cudaGraph,
-                options.serialLaunches, why))
+                options.serialLaunches, options.graphChain, why))
       return error(err, why);
     // What identifies the bundle in a profile (the header's manifest
     // checksum; the bundle loaded, so it has a header).
@@ -620,6 +623,9 @@ int benchBundle(std::vector<uint8_t> bundle, const std::string &displayName,
     if (!s.timeRuns(ms, why))
       return error(err, why);
     std::sort(ms.begin(), ms.end());
+    const char *order = "";
+    tccrt_model_graph_order(s.model, &order);
+    std::string graphOrder = order;
     const char *name = nullptr;
     tccrt_model_name(s.model, &name);
     bool onHost = target == "host";
@@ -633,6 +639,7 @@ int benchBundle(std::vector<uint8_t> bundle, const std::string &displayName,
         {"timer", onHost ? "host clock" : "device events"},
         {"cuda_graph", options.cudaGraph},
         {"grid_dependency", !options.serialLaunches},
+        {"graph_order", graphOrder},
         {"warmup", options.warmup},
         {"iters", options.iters},
         {"median_ms", percentile(ms, 0.5)},
@@ -648,6 +655,8 @@ int benchBundle(std::vector<uint8_t> bundle, const std::string &displayName,
                                                : " (device events, CUDA graph)")
                 : " (device events)")
         << "\n";
+    if (!graphOrder.empty())
+      out << "  graph: " << graphOrder << "\n";
     for (const char *key : {"median", "min", "max", "p10", "p90"}) {
       char line[64];
       std::snprintf(line, sizeof(line), "  %-6s %10.4f ms\n", key,

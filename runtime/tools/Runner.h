@@ -39,6 +39,9 @@ struct RunOptions {
   /// Every kernel starts after the previous one ended (option
   /// "grid_dependency" 0).
   bool serialLaunches = false;
+  /// The graph is a chain of the launches in order (option
+  /// "graph_concurrency" 0).
+  bool graphChain = false;
 };
 
 struct BenchOptions {
@@ -50,8 +53,9 @@ struct BenchOptions {
   std::string jsonPath;
   /// Replay a CUDA or HIP graph (option "cuda_graph"); GPU devices only.
   bool cudaGraph = false;
-  /// As RunOptions::serialLaunches.
+  /// As RunOptions::serialLaunches and RunOptions::graphChain.
   bool serialLaunches = false;
+  bool graphChain = false;
   /// NAME=FILE.npy, as RunOptions::inputSpecs: the inputs a timing depends
   /// on (a padding mask, indices); the others are random.
   std::vector<std::string> inputSpecs;

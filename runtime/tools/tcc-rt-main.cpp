@@ -25,14 +25,17 @@ namespace {
 const char kUsage[] =
     "usage: tcc run BUNDLE [--target T] [--input NAME=FILE.npy]... "
     "[--output-dir DIR] [--seed N] [--cuda-graph] [--serial-launches]\n"
+    "       [--graph-chain]\n"
     "       tcc bench BUNDLE [--target T] [--input NAME=FILE.npy]... "
     "[--warmup N] [--iters N] [--json FILE] [--profile FILE] "
-    "[--cuda-graph] [--serial-launches]\n"
+    "[--cuda-graph] [--serial-launches] [--graph-chain]\n"
     "       tcc inspect BUNDLE [--profile FILE]\n"
     "The device is the bundle's target unless --target names one (host,\n"
     "sm_NN for CUDA, gfxNNN for HIP); --cuda-graph replays the launches as a\n"
     "CUDA graph (a HIP graph on HIP devices); --serial-launches starts no\n"
-    "kernel before the previous one ended. bench --profile FILE also\n"
+    "kernel before the previous one ended; --graph-chain records the graph\n"
+    "as a chain, in order (by default a launch waits only for the launches\n"
+    "whose memory it shares). bench --profile FILE also\n"
     "times every launch and writes them to FILE (JSON); inspect --profile\n"
     "FILE adds them to the manifest it prints.\n"
     "This tcc is runtime-only (built without the compiler): it runs bundles\n"
@@ -162,6 +165,10 @@ int main(int argc, char **argv) {
       if (hasValue)
         return usageError("--serial-launches takes no value");
       run.serialLaunches = bench.serialLaunches = true;
+    } else if (flag == "graph-chain" && (forRun || forBench)) {
+      if (hasValue)
+        return usageError("--graph-chain takes no value");
+      run.graphChain = bench.graphChain = true;
     } else if (flag == "profile" && (forBench || command == "inspect")) {
       if (!needValue() || value.empty())
         return usageError("--profile needs a file name");

@@ -63,7 +63,8 @@ inline json kernel(const std::string &symbol) {
 
 /// y = (a + b) * w, z = a + b (through a temp and a copy), mt = the batched
 /// transpose of m, s = the sums of x's 256-element blocks. `sumShared` is
-/// block_sum's dynamic shared memory.
+/// block_sum's dynamic shared memory. Each launch lists the arguments it
+/// writes, so that a graph runs the transpose and the sums beside the rest.
 inline json chainModel(uint32_t sumShared = 1024) {
   const uint64_t vec = kN * 4, mat = kBatch * kRows * kCols * 4;
   json m = {
@@ -102,6 +103,10 @@ inline json chainModel(uint32_t sumShared = 1024) {
                           {(kCols + 31) / 32, (kRows + 7) / 8, kBatch},
                           {32, 8, 1}),
                    launch(3, {8, 9}, {kSumBlocks, 1, 1}, {kSumBlock, 1, 1})};
+  for (int l : {0, 1})
+    m["launches"][l]["writes"] = {2};
+  for (int l : {3, 4})
+    m["launches"][l]["writes"] = {1};
   return m;
 }
 

@@ -322,6 +322,51 @@ TEST_CASE("CUDA graphs replay the launches and follow rebinding", "[cuda]") {
   CHECK(cuda.error() == "option cuda_graph takes \"0\" or \"1\", not \"yes\"");
 }
 
+TEST_CASE("a CUDA graph orders launches by the memory they share", "[cuda]") {
+  Cuda cuda;
+  tccrt_model *model = cuda.load(makeBundle(chainModel(), gPtx));
+  Chain chain(cuda, model);
+  SplitMix64 rng(gSeed + 9);
+  auto order = [&] {
+    const char *o = nullptr;
+    REQUIRE(tccrt_model_graph_order(model, &o) == TCCRT_OK);
+    return std::string(o);
+  };
+  CHECK(order() == ""); // nothing recorded yet
+  REQUIRE(tccrt_model_set_option(model, "cuda_graph", "1") == TCCRT_OK);
+  // Hand-derived: the multiply and the copy wait for the add (its temp);
+  // the transpose and the sums share nothing with anything.
+  for (const char *concurrent : {"1", "0", "1"}) {
+    INFO("graph_concurrency " << concurrent);
+    REQUIRE(tccrt_model_set_option(model, "graph_concurrency", concurrent) ==
+            TCCRT_OK);
+    for (int round = 0; round < 2; ++round) {
+      chain.fill(rng);
+      REQUIRE(tccrt_model_run(model) == TCCRT_OK);
+      chain.check();
+    }
+    CHECK(order() == (concurrent[0] == '1'
+                          ? "concurrent: 2 edges among 5 pieces of work"
+                          : "chain"));
+  }
+  // Binding y over z's memory: the multiply and the copy now write the same
+  // bytes, so the copy (queued later) must wait for the multiply.
+  REQUIRE(tccrt_model_bind_output_by_name(model, "y", chain.z, kN * 4) ==
+          TCCRT_OK);
+  chain.fill(rng);
+  REQUIRE(tccrt_model_run(model) == TCCRT_OK);
+  CHECK(order() == "concurrent: 2 edges among 5 pieces of work");
+  std::vector<float> z = cuda.fetch<float>(chain.z, kN);
+  size_t bad = 0;
+  for (int64_t i = 0; i < kN; ++i)
+    bad += z[i] != chain.ha[i] + chain.hb[i];
+  CHECK(bad == 0);
+  CHECK(tccrt_model_set_option(model, "graph_concurrency", "2") ==
+        TCCRT_ERROR_INVALID_ARGUMENT);
+  CHECK(cuda.error() ==
+        "option graph_concurrency takes \"0\" or \"1\", not \"2\"");
+}
+
 /// tmaModel()'s y for input x: each box at its place, zeros where it hangs
 /// over x's edges.
 std::vector<float> tmaReference(const std::vector<float> &x) {
@@ -761,6 +806,7 @@ TEST_CASE("GPU manifest rules, each with its message", "[gpu-schema]") {
        P + "/launches/0/block/0: expected a non-negative integer"},
       {[](json &m) {
          m["launches"][1]["args"] = {3, 2};
+         m["launches"][1]["writes"] = {1};
        },
        ""}, // another kernel: its own count
       {[](json &m) {
@@ -1143,7 +1189,8 @@ TEST_CASE("model options and timing on the host", "[gpu-schema]") {
   CHECK(tccrt_model_set_option(m, "graphs", "1") ==
         TCCRT_ERROR_INVALID_ARGUMENT);
   CHECK(std::string(tccrt_context_last_error(ctx)) ==
-        "unknown model option 'graphs' (known: cuda_graph, grid_dependency)");
+        "unknown model option 'graphs' (known: cuda_graph, grid_dependency, "
+        "graph_concurrency)");
   CHECK(tccrt_model_set_option(m, nullptr, "1") ==
         TCCRT_ERROR_INVALID_ARGUMENT);
   CHECK(tccrt_model_set_option(nullptr, "cuda_graph", "1") ==

@@ -106,6 +106,22 @@ TEST_CASE("optional fields and edge shapes are accepted", "[manifest]") {
         }) == "");
   CHECK(errorAfter([](json &m) { m["launches"][0]["grid"] = 0; }) == "");
   CHECK(errorAfter([](json &m) { m["future_key"] = {{"a", 1}}; }) == "");
+  CHECK(errorAfter(
+            [](json &m) { m["launches"][0]["writes"] = json::array(); }) == "");
+}
+
+TEST_CASE("a launch's written arguments", "[manifest]") {
+  json m = fullManifest();
+  std::string err;
+  auto b = Bundle::parse(test::makeBundle(m, blobs()), err);
+  REQUIRE(b);
+  CHECK_FALSE(b->model().launches[0].writesListed);
+  m["launches"][0]["writes"] = {2, 3};
+  b = Bundle::parse(test::makeBundle(m, blobs()), err);
+  INFO(err);
+  REQUIRE(b);
+  CHECK(b->model().launches[0].writesListed);
+  CHECK(b->model().launches[0].writes == std::vector<size_t>{2, 3});
 }
 
 TEST_CASE("every schema rule is enforced with its pointer", "[manifest]") {
@@ -219,6 +235,19 @@ TEST_CASE("every schema rule is enforced with its pointer", "[manifest]") {
        P + "/launches/0/kernel: kernel 5 is out of range (there are 1)"},
       {[](json &m) { m["launches"][0]["args"][1] = 42; },
        P + "/launches/0/args/1: buffer id 42 is not in the buffer table"},
+      {[](json &m) { m["launches"][0]["writes"] = 2; },
+       P + "/launches/0/writes: expected an array"},
+      {[](json &m) { m["launches"][0]["writes"] = {2, 4}; },
+       P + "/launches/0/writes/1: argument 4 is out of range (the launch "
+           "passes 4)"},
+      {[](json &m) { m["launches"][0]["writes"] = {3, 2}; },
+       P + "/launches/0/writes/1: the written arguments must be ascending, "
+           "each once"},
+      {[](json &m) { m["launches"][0]["writes"] = {2, 2}; },
+       P + "/launches/0/writes/1: the written arguments must be ascending, "
+           "each once"},
+      {[](json &m) { m["launches"][0]["writes"] = {-1}; },
+       P + "/launches/0/writes/0: expected a non-negative integer, got -1"},
       {[](json &m) { m["launches"][0]["grid"] = -1; },
        P + "/launches/0/grid: expected a non-negative integer, got -1"},
       {[](json &m) { m["launches"][0].erase("grid"); },

@@ -352,9 +352,28 @@ private:
         buffersOfCall.push_back(bufferOf.lookup(v));
         touch(v, launch);
       }
+      // Results stored into their channels of a concat's buffer: the bytes
+      // of each pixel they write (offset, bytes, stride), by position in
+      // buffersOfCall.
+      llvm::SmallDenseMap<int, std::array<int64_t, 3>> slices;
+      auto callee =
+          entry->getParentOfType<ModuleOp>().lookupSymbol<func::FuncOp>(
+              call.getCallee());
+      auto outSlice =
+          callee ? callee->getAttrOfType<DenseI64ArrayAttr>("tcc.out_slice")
+                 : DenseI64ArrayAttr();
       for (Value r : call.getResults()) {
         // A concat's input stored in place has the concat's buffer already.
         auto bound = bufferOf.find(r);
+        auto t = cast<RankedTensorType>(r.getType());
+        if (bound != bufferOf.end() && outSlice && outSlice.size() == 2 &&
+            t.getRank() > 0) {
+          int64_t elem =
+              bytesOf(RankedTensorType::get({1}, t.getElementType()));
+          slices[int(buffersOfCall.size())] = {outSlice[0] * elem,
+                                               t.getShape().back() * elem,
+                                               outSlice[1] * elem};
+        }
         buffersOfCall.push_back(bound != bufferOf.end()
                                     ? bound->second
                                     : newBuffer(r, derived.count(r) ? "derived"
@@ -385,10 +404,20 @@ private:
         // CUDA graph's launches by it (runtime/src/LaunchOrder.h).
         if (!host) {
           json writes = json::array();
-          for (auto [p, a] : llvm::enumerate(l.args))
-            if (size_t(a) >= call.getNumOperands())
-              writes.push_back(p);
+          json writeSlices = json::array();
+          for (auto [p, a] : llvm::enumerate(l.args)) {
+            if (size_t(a) < call.getNumOperands())
+              continue;
+            writes.push_back(p);
+            if (auto it = slices.find(a); it != slices.end())
+              writeSlices.push_back({{"arg", p},
+                                     {"offset", it->second[0]},
+                                     {"bytes", it->second[1]},
+                                     {"stride", it->second[2]}});
+          }
           j["writes"] = writes;
+          if (!writeSlices.empty())
+            j["write_slices"] = writeSlices;
         }
         if (!l.tensorMaps.empty()) {
           json maps = json::array();

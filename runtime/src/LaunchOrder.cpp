@@ -6,18 +6,23 @@
 
 namespace tcc::rt {
 
+bool rangesOverlap(const MemoryRange &x, const MemoryRange &y) {
+  if (x.begin >= x.end || y.begin >= y.end || x.end <= y.begin ||
+      y.end <= x.begin)
+    return false;
+  if (x.stride && x.stride == y.stride && x.begin == y.begin && x.end == y.end)
+    return x.offset < y.offset + y.bytes && y.offset < x.offset + x.bytes;
+  return true;
+}
+
 namespace {
 
 bool conflicts(const std::vector<MemoryRange> &a,
                const std::vector<MemoryRange> &b) {
-  for (const MemoryRange &x : a) {
-    if (x.begin >= x.end)
-      continue;
+  for (const MemoryRange &x : a)
     for (const MemoryRange &y : b)
-      if ((x.write || y.write) && y.begin < y.end && x.begin < y.end &&
-          y.begin < x.end)
+      if ((x.write || y.write) && rangesOverlap(x, y))
         return true;
-  }
   return false;
 }
 

@@ -20,16 +20,24 @@
 namespace tcc::rt {
 
 /// Bytes [begin, end) that a piece of work reads, or writes when `write`.
+/// With `stride`, only [begin + k·stride + offset, ... + bytes) of each
+/// period k (offset + bytes <= stride): the channels of a concat's buffer
+/// one of its producers writes in place.
 struct MemoryRange {
   uintptr_t begin = 0, end = 0;
   bool write = false;
+  uintptr_t stride = 0, offset = 0, bytes = 0;
 };
 
+/// Whether two ranges may share a byte: strided ranges of the same span and
+/// period compare their slices, anything else its whole span.
+bool rangesOverlap(const MemoryRange &x, const MemoryRange &y);
+
 /// For each item (the ranges it touches, in queue order), the earlier items
-/// it must follow: those touching a range that overlaps one of its own where
-/// either side writes. The list is transitively reduced (an item reached
-/// through another of the list is left out) and ascending. Empty ranges
-/// touch nothing.
+/// it must follow: those touching a range that overlaps one of its own
+/// (rangesOverlap) where either side writes. The list is transitively
+/// reduced (an item reached through another of the list is left out) and
+/// ascending. Empty ranges touch nothing.
 std::vector<std::vector<size_t>>
 orderDependencies(const std::vector<std::vector<MemoryRange>> &items);
 

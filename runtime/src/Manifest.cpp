@@ -767,6 +767,41 @@ private:
       }
       l.writesListed = true;
     }
+    if (const json *slices = r.member(e, ptr, "write_slices", true)) {
+      if (!slices->is_array())
+        return r.fail(ptr + "/write_slices", "expected an array");
+      for (size_t i = 0; i < slices->size(); ++i) {
+        std::string at = ptr + "/write_slices/" + std::to_string(i);
+        const json &w = (*slices)[i];
+        LaunchDesc::WriteSlice ws;
+        uint64_t arg;
+        if (!r.object(w, at) ||
+            !r.unsignedField(w, at, "arg", UINT32_MAX, arg) ||
+            !r.unsignedField(w, at, "offset", kMaxBytes, ws.offset) ||
+            !r.unsignedField(w, at, "bytes", kMaxBytes, ws.bytes) ||
+            !r.unsignedField(w, at, "stride", kMaxBytes, ws.stride))
+          return false;
+        ws.arg = arg;
+        if (!l.writesListed ||
+            !std::binary_search(l.writes.begin(), l.writes.end(), ws.arg))
+          return r.fail(at + "/arg", "argument " + std::to_string(ws.arg) +
+                                         " is not among the launch's writes");
+        uint64_t size = desc.buffers[l.args[ws.arg]].bytes;
+        if (ws.stride == 0 || ws.offset + ws.bytes > ws.stride ||
+            size % ws.stride != 0)
+          return r.fail(
+              at, "a slice of " + std::to_string(ws.bytes) + " bytes at " +
+                      std::to_string(ws.offset) + " every " +
+                      std::to_string(ws.stride) + " does not tile buffer " +
+                      std::to_string(desc.buffers[l.args[ws.arg]].id) + " (" +
+                      std::to_string(size) + " bytes)");
+        for (const LaunchDesc::WriteSlice &other : l.writeSlices)
+          if (other.arg == ws.arg)
+            return r.fail(at + "/arg", "argument " + std::to_string(ws.arg) +
+                                           " has two slices");
+        l.writeSlices.push_back(ws);
+      }
+    }
     return true;
   }
 

@@ -153,6 +153,14 @@ struct LaunchDesc {
   /// the order of a CUDA graph's launches depends on it (LaunchOrder.h).
   std::vector<size_t> writes;
   bool writesListed = false;
+  /// Optional ("write_slices"): a written argument of which the launch
+  /// writes only bytes [k·stride + offset, k·stride + offset + bytes) of
+  /// each period k (its channels of a concat's buffer).
+  struct WriteSlice {
+    size_t arg = 0;
+    uint64_t offset = 0, bytes = 0, stride = 0;
+  };
+  std::vector<WriteSlice> writeSlices;
   int64_t grid = 0;         ///< Host: independent work items, >= 0.
   bool gpu = false;         ///< The kernel's code is for a GPU target.
   /// GPU: blocks in x, y, z and threads a block in x, y, z (each >= 1).

@@ -563,8 +563,9 @@ bool enqueueLaunches(tccrt_model *m, std::string &err,
 /// The order of a run's work by the memory each piece touches at the
 /// current bindings (LaunchOrder.h): the zero fills write their counters; a
 /// launch writes the arguments its "writes" lists (all of them when it has
-/// none) and reads the rest and its tensor maps' buffers; a copy reads its
-/// source and writes its destination.
+/// none; only their "write_slices" where it has them) and reads the rest
+/// and its tensor maps' buffers; a copy reads its source and writes its
+/// destination.
 WorkOrder runOrder(const tccrt_model *m) {
   const ModelDesc &d = m->desc;
   auto range = [&](size_t b, bool write) {
@@ -584,6 +585,12 @@ WorkOrder runOrder(const tccrt_model *m) {
         written[p] = true;
       for (size_t a = 0; a < l.args.size(); ++a)
         touched.push_back(range(l.args[a], written[a]));
+      for (const LaunchDesc::WriteSlice &w : l.writeSlices) {
+        MemoryRange &r = touched[w.arg];
+        r.stride = w.stride;
+        r.offset = w.offset;
+        r.bytes = w.bytes;
+      }
       // A map over a buffer the arguments do not name is assumed written.
       for (const TensorMapDesc &t : l.tensorMaps)
         if (std::find(l.args.begin(), l.args.end(), t.buffer) == l.args.end())

@@ -16,7 +16,12 @@ branching models (compile only, no GPU):
    depends on nothing (one zeroing its kernel's scratch) may wait for the
    memory instead: the launches after it in its kernel read what the kernel
    reads, so they follow the earlier users anyway, and the check holds them.
-The models must reuse memory somewhere, so that 2 is not vacuous.
+3. A launch writing its channels of a concat's buffer in place says which
+   ("write_slices": bytes [offset, offset + bytes) of every `stride`), so
+   that the producers of one concat run side by side: the slices of a
+   buffer's writers are disjoint and together cover each period.
+The models must reuse memory somewhere, so that 2 is not vacuous, and write
+some concat in place, so that 3 is not.
 """
 import argparse
 import json
@@ -106,11 +111,42 @@ def check(m, name):
     return problems, pairs
 
 
+def check_slices(m, name):
+    """Returns (problems, buffers written in slices)."""
+    problems = []
+    by_buffer = {}
+    for i, l in enumerate(m['launches']):
+        for sl in l.get('write_slices', []):
+            by_buffer.setdefault(l['args'][sl['arg']], {})[i] = sl
+    for b, slices in by_buffer.items():
+        strides = {sl['stride'] for sl in slices.values()}
+        if len(strides) != 1:
+            problems.append('%s: buffer %d written with strides %s' % (name, b, sorted(strides)))
+            continue
+        stride = strides.pop()
+        covered = [0] * stride
+        # A kernel of several launches (a split-K's reduction) lists the
+        # slice on each launch that passes the buffer: count kernels once.
+        seen = set()
+        for i, sl in slices.items():
+            key = (m['launches'][i]['kernel'], sl['offset'], sl['bytes'])
+            if key in seen:
+                continue
+            seen.add(key)
+            for a in range(sl['offset'], sl['offset'] + sl['bytes']):
+                covered[a] += 1
+        if any(c != 1 for c in covered):
+            problems.append('%s: the slices of buffer %d cover its %d-byte period %s'
+                            % (name, b, stride, 'twice somewhere' if max(covered) > 1
+                               else 'partly'))
+    return problems, len(by_buffer)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--tcc', required=True)
     args = ap.parse_args()
-    problems, reused = [], 0
+    problems, reused, sliced = [], 0, 0
     with tempfile.TemporaryDirectory() as tmp:
         for name in MODELS:
             path = os.path.join(HERE, 'models', name)
@@ -119,6 +155,9 @@ def main():
                 p, pairs = check(m, '%s (%s)' % (name, target))
                 problems += p
                 reused += pairs
+                p, n = check_slices(m, '%s (%s)' % (name, target))
+                problems += p
+                sliced += n
                 print('%s %s: %d launches, %d pairs of temps sharing bytes, arena %d bytes'
                       % (name, target, len(m['launches']), pairs, m['arena_bytes']))
         # The host runs launches in order: its bundles list no writes.
@@ -127,6 +166,8 @@ def main():
             problems.append('small_cnn (host): launches list writes')
     if reused == 0:
         problems.append('no model reuses memory: the order check saw nothing')
+    if sliced == 0:
+        problems.append('no model writes a concat in place: the slice check saw nothing')
     for p in problems[:20]:
         print('FAIL', p)
     print('%d problems' % len(problems))

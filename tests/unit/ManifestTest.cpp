@@ -122,6 +122,15 @@ TEST_CASE("a launch's written arguments", "[manifest]") {
   REQUIRE(b);
   CHECK(b->model().launches[0].writesListed);
   CHECK(b->model().launches[0].writes == std::vector<size_t>{2, 3});
+  m["launches"][0]["write_slices"] = {
+      {{"arg", 3}, {"offset", 2}, {"bytes", 2}, {"stride", 4}}};
+  b = Bundle::parse(test::makeBundle(m, blobs()), err);
+  INFO(err);
+  REQUIRE(b);
+  const auto &slices = b->model().launches[0].writeSlices;
+  REQUIRE(slices.size() == 1);
+  CHECK((slices[0].arg == 3 && slices[0].offset == 2 && slices[0].bytes == 2 &&
+         slices[0].stride == 4));
 }
 
 TEST_CASE("every schema rule is enforced with its pointer", "[manifest]") {
@@ -248,6 +257,24 @@ TEST_CASE("every schema rule is enforced with its pointer", "[manifest]") {
            "each once"},
       {[](json &m) { m["launches"][0]["writes"] = {-1}; },
        P + "/launches/0/writes/0: expected a non-negative integer, got -1"},
+      {[](json &m) {
+         m["launches"][0]["write_slices"] = {
+             {{"arg", 2}, {"offset", 0}, {"bytes", 4}, {"stride", 8}}};
+       },
+       P + "/launches/0/write_slices/0/arg: argument 2 is not among the "
+           "launch's writes"},
+      {[](json &m) {
+         m["launches"][0]["writes"] = {3};
+         m["launches"][0]["write_slices"] = {
+             {{"arg", 3}, {"offset", 6}, {"bytes", 4}, {"stride", 8}}};
+       },
+       P + "/launches/0/write_slices/0: a slice of 4 bytes at 6 every 8 "
+           "does not tile buffer 4 (4 bytes)"},
+      {[](json &m) {
+         m["launches"][0]["writes"] = {3};
+         m["launches"][0]["write_slices"] = {{{"arg", 3}, {"offset", 0}}};
+       },
+       P + "/launches/0/write_slices/0: missing field \"bytes\""},
       {[](json &m) { m["launches"][0]["grid"] = -1; },
        P + "/launches/0/grid: expected a non-negative integer, got -1"},
       {[](json &m) { m["launches"][0].erase("grid"); },

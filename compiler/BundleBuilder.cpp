@@ -386,6 +386,8 @@ private:
       for (uint64_t bytes : plan.scratchBytes) {
         int id = addBuffer("temp", bytes);
         first[id] = last[id] = launch;
+        if (size_t(launch) < heldUntil.size())
+          last[id] = std::max(last[id], heldUntil[launch]);
         defined.insert(id);
         buffersOfCall.push_back(id);
       }

@@ -467,7 +467,6 @@ int main(int argc, char **argv) {
       options.cudaGraph = cudaGraph;
       options.serialLaunches = serialLaunches;
       options.graphChain = graphChain;
-      options.graphChain = graphChain;
       // Split against the model's input names once it is loaded: names and
       // files may both contain '='.
       for (const std::string &spec : inputs) {
@@ -486,6 +485,7 @@ int main(int argc, char **argv) {
     options.profilePath = profilePath;
     options.cudaGraph = cudaGraph;
     options.serialLaunches = serialLaunches;
+    options.graphChain = graphChain;
     for (const std::string &spec : inputs) {
       if (spec.find('=') == std::string::npos)
         return fail("--input expects NAME=FILE.npy, got '" + spec + "'");

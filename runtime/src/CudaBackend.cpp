@@ -27,7 +27,9 @@
 #error "the CUDA backend needs cuda.h from CUDA 12.0 or newer"
 #endif
 // Capture dependencies with edge data (CUDA 12.3): graphs that are not chains.
-#define TCC_CUDA_CAPTURE_ORDER (CUDA_VERSION >= 12030)
+// cuda.h maps the plain names to the edge-data prototypes from CUDA 13 on
+// (12.3-12.9 spell them _v3 and _v2); the driver has them from 12.3.
+#define TCC_CUDA_CAPTURE_ORDER (CUDA_VERSION >= 13000)
 
 namespace tcc::rt {
 namespace {
@@ -815,7 +817,19 @@ public:
             "cuStreamBeginCapture", error))
       return nullptr;
     capturing = true;
-    bool queued = enqueue(error);
+    // The capture must end whatever happens while queueing: a stream left
+    // capturing would refuse every later call.
+    bool queued = false;
+    try {
+      queued = enqueue(error);
+    } catch (...) {
+      capturing = false;
+      CUgraph partial = nullptr;
+      d.streamEndCapture(stream, &partial);
+      if (partial)
+        d.graphDestroy(partial);
+      throw;
+    }
     capturing = false;
     CUgraph graph = nullptr;
     CUresult ended = d.streamEndCapture(stream, &graph);

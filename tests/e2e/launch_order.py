@@ -32,7 +32,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODELS = ['inception_f16.json', 'unet_stage_f16.json', 'transformer_block.json',
-          'small_cnn.json', 'decoder_block_bf16.json']
+          'small_cnn.json', 'decoder_block_bf16.json', 'topk_logits.json']
 
 
 def manifest(tcc, model, target, tmp, extra=()):

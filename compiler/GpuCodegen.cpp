@@ -741,19 +741,33 @@ std::optional<MatmulUse> takeRegion(func::FuncOp f,
   }
   if (p.members.empty() || ret.getOperand(0) != cur)
     return fail("the group's result is not its last member's");
-  // The template's own tile, not the search's (tcc.region_plan): on the
-  // H200 the search's square tiles ran MobileNetV2 1.21x, ResNet-50 1.05x
-  // slower than the template's choice (docs/performance.md, session 19),
-  // until the cost model is calibrated against the region kernels.
-  ::tcc::gpu::RegionSchedule s = ::tcc::gpu::chooseRegionSchedule(p, target);
-  if (!::tcc::gpu::regionKernelSupports(p, s, target, why))
+  // The tile tcc-region-fusion planned (tcc.region_plan on the group's
+  // last member), so that the kernel that runs is the one its cost model
+  // priced; the template picks how (weights resident, streamed or
+  // prefetched). A group without a plan (formed by hand) gets the
+  // template's own tile.
+  std::optional<std::array<int64_t, 2>> planned;
+  for (Operation &op : body.without_terminator())
+    if (auto plan =
+            op.getAttrOfType<mlir::tcc::RegionPlanAttr>("tcc.region_plan"))
+      planned = std::array<int64_t, 2>{plan.getTileH(), plan.getTileW()};
+  std::optional<::tcc::gpu::RegionSchedule> s =
+      ::tcc::gpu::chooseRegionSchedule(p, target, planned);
+  if (!s) {
+    why = planned ? "no region kernel schedule of the planned tile " +
+                        std::to_string((*planned)[0]) + "x" +
+                        std::to_string((*planned)[1]) + " fits"
+                  : "no region kernel schedule fits";
+    return std::nullopt;
+  }
+  if (!::tcc::gpu::regionKernelSupports(p, *s, target, why))
     return std::nullopt;
   auto outTy = cast<RankedTensorType>(cur.getType());
   std::array<int64_t, 3> o = p.outShape(p.members.size() - 1);
   if (outTy.getShape() != ArrayRef<int64_t>{p.n, o[0], o[1], o[2]})
     return fail("the chain's shapes do not match its ops'");
   use.region = p;
-  use.regionSchedule = s;
+  use.regionSchedule = *s;
   use.regionArgs = std::move(args);
   use.numOperands = f.getNumArguments();
   use.numResults = 1;

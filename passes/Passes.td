@@ -652,7 +652,10 @@ def TccRegionFusion : Pass<"tcc-region-fusion", "func::FuncOp"> {
     Option<"maxMembers", "max-members", "int64_t", /*default=*/"8",
            "The most members a group may have">,
     ListOption<"tiles", "tiles", "int64_t",
-               "Square output tiles tried per group (default 4,8,16,32)">,
+               "Output tile sizes tried per group, every pair of them as height "
+               "and width (default: on GPU targets 1,2,4,7,8,14,16,28,32, "
+               "the region template's; on the host the squares of 4, 8, "
+               "16 and 32)">,
     Option<"allowTf32", "allow-tf32", "bool", /*default=*/"false",
            "f32 convolutions run on tf32 tensor cores">,
     Option<"remarks", "remarks", "bool", /*default=*/"false",

@@ -1351,17 +1351,12 @@ struct TccRegionFusion : mlir::tcc::impl::TccRegionFusionBase<TccRegionFusion> {
                           "nor mode=off";
       return signalPassFailure();
     }
-    SmallVector<std::array<int64_t, 2>> tileSet;
-    if (tiles.empty())
-      tileSet = {{4, 4}, {8, 8}, {16, 16}, {32, 32}};
-    for (int64_t t : tiles) {
+    for (int64_t t : tiles)
       if (t <= 0) {
         func.emitError() << "tcc-region-fusion: tile " << t
                          << " is not positive";
         return signalPassFailure();
       }
-      tileSet.push_back({t, t});
-    }
     func.walk([](Operation *op) {
       op->removeAttr(kGroupAttr);
       op->removeAttr(kPlanAttr);
@@ -1403,6 +1398,25 @@ struct TccRegionFusion : mlir::tcc::impl::TccRegionFusionBase<TccRegionFusion> {
                        << "' (known: " << knownCostTargets() << ")";
       return signalPassFailure();
     }
+
+    // Every pair of the sizes. On a GPU the default is the tiles the region
+    // template runs (compiler/gpu/RegionKernel.cpp), rectangles included: a
+    // 1x7 tile of a 42x42 image is 252 blocks where 4x4 is 121, and the
+    // kernel runs the tile planned here. The host's tiles are loop nests
+    // whose per-tile overhead the model does not price: squares of 4 and
+    // up.
+    SmallVector<int64_t> sizes(tiles.begin(), tiles.end());
+    bool squares = false;
+    if (sizes.empty()) {
+      squares = !costTarget->templateChains;
+      sizes = squares ? SmallVector<int64_t>{4, 8, 16, 32}
+                      : SmallVector<int64_t>{1, 2, 4, 7, 8, 14, 16, 28, 32};
+    }
+    SmallVector<std::array<int64_t, 2>> tileSet;
+    for (int64_t h : sizes)
+      for (int64_t w : sizes)
+        if (!squares || h == w)
+          tileSet.push_back({h, w});
 
     CostModel model(*costTarget, maxMembers, allowTf32);
     Search search(block, model, tileSet, maxStates, budgetMs);

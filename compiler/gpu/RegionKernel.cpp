@@ -996,15 +996,22 @@ bool regionKernelSupports(const RegionProblem &p, const RegionSchedule &s,
   return true;
 }
 
-RegionSchedule chooseRegionSchedule(const RegionProblem &p,
-                                    const ::tcc::TargetDesc &target) {
+std::optional<RegionSchedule>
+chooseRegionSchedule(const RegionProblem &p, const ::tcc::TargetDesc &target,
+                     std::optional<std::array<int64_t, 2>> tile) {
   std::array<int64_t, 3> last = p.outShape(p.members.size() - 1);
   int64_t sms = target.multiprocessorsForHeuristics();
-  RegionSchedule best{std::min<int64_t>(8, last[0]),
-                      std::min<int64_t>(8, last[1]), 4};
+  std::optional<RegionSchedule> best;
   double bestCost = std::numeric_limits<double>::max();
-  for (int64_t th : {1, 2, 4, 7, 8, 14, 16, 28, 32})
-    for (int64_t tw : {1, 2, 4, 7, 8, 14, 16, 28, 32})
+  std::vector<int64_t> sizes = {1, 2, 4, 7, 8, 14, 16, 28, 32};
+  std::vector<int64_t> heights = sizes, widths = sizes;
+  if (tile) {
+    // The planned tile, clamped to the output as the plan's footprint is.
+    heights = {std::clamp<int64_t>((*tile)[0], 1, last[0])};
+    widths = {std::clamp<int64_t>((*tile)[1], 1, last[1])};
+  }
+  for (int64_t th : heights)
+    for (int64_t tw : widths)
       // 4 warps: ptxas (CUDA 13.0) spills a word in some 8-warp chains at
       // 80 registers (mbv2_56_s2 with 1x7 tiles), which a schedule given
       // explicitly may still pick.
@@ -1062,7 +1069,7 @@ RegionSchedule chooseRegionSchedule(const RegionProblem &p,
                std::max<int64_t>(1, target.maxSharedPerBlock / plan.total)});
           double eff = std::min(1.0, double(atOnce * warps) / 8.0);
           double cost = double(perSm) * work / eff;
-          if (cost < bestCost) {
+          if (!best || cost < bestCost) {
             bestCost = cost;
             best = s;
           }

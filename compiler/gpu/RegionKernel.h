@@ -110,9 +110,13 @@ bool regionKernelSupports(const RegionProblem &p, const RegionSchedule &s,
                           const ::tcc::TargetDesc &target, std::string &why);
 
 /// A heuristic schedule for `p` on `target`: the tile that keeps the
-/// multiprocessors busy with the least recomputed halo that fits.
-RegionSchedule chooseRegionSchedule(const RegionProblem &p,
-                                    const ::tcc::TargetDesc &target);
+/// multiprocessors busy with the least recomputed halo that fits, or, given
+/// `tile` (the one tcc-region-fusion's cost model planned), the best way
+/// to run that tile (weights resident, streamed or prefetched); std::nullopt
+/// when no schedule of `tile` fits.
+std::optional<RegionSchedule>
+chooseRegionSchedule(const RegionProblem &p, const ::tcc::TargetDesc &target,
+                     std::optional<std::array<int64_t, 2>> tile = {});
 
 /// The kernel's arguments in order: the chain input, then per member its
 /// weight (a convolution's [O, KH, KW, C], a depthwise one's [C, KH, KW, 1])

@@ -5,11 +5,11 @@
 
 Two 1x1 convolutions, f16, 1x32x64x64 (NHWC on sm_90a): with
 --region-fusion=auto the bundle's manifest lists one region group of both,
-at tile 4x4, with the cost model's times derived by hand in
-tests/ir/region-fusion.mlir (@pair_1x1: 2.570 us against 4.782 unfused,
-34816 bytes of shared memory), and --explain prints its line; off (the default)
+at tile 1x32, with the cost model's times derived by hand in
+tests/ir/region-fusion.mlir (@pair_1x1: 2.548 us against 4.782 unfused,
+36864 bytes of shared memory), and --explain prints its line; off (the default)
 lists none; the group is one kernel of the region template (one launch
-fewer); a bad value and a target without a cost model are one-line
+fewer) running the planned tile (a grid of 64 x 2 blocks); a bad value and a target without a cost model are one-line
 errors. Alternatives (--region-fusion=alternatives=N,seed=S,out=FILE) and
 forcing one (FILE:ID): the search's forced gives auto's groups, on the host
 too (costed by the host's own model), and bad files are one-line errors. No GPU
@@ -62,7 +62,7 @@ def main():
                 '--explain')
         check('auto compiles', p.returncode == 0, p.stderr)
         check('--explain prints the group',
-              'region group 0: 2 members, tile 4x4, predicted 2.57 us against 4.78 us unfused'
+              'region group 0: 2 members, tile 1x32, predicted 2.55 us against 4.78 us unfused'
               in p.stderr, p.stderr)
         check('--explain prints the search',
               'region fusion on h200: 1 region groups (2 of 2 region ops)' in p.stderr and
@@ -76,11 +76,14 @@ def main():
                   if manifest['kernels'][l['kernel']]['symbol'].endswith('_region')]
         symbol = manifest['kernels'][manifest['launches'][launch[0]]['kernel']]['symbol'] \
             if len(launch) == 1 else None
-        want = [{'group': 0, 'ops': ['tcc.conv2d', 'tcc.conv2d'], 'tile': [4, 4],
-                 'predicted_us': 2.57, 'unfused_us': 4.782, 'shared_bytes': 34816,
+        want = [{'group': 0, 'ops': ['tcc.conv2d', 'tcc.conv2d'], 'tile': [1, 32],
+                 'predicted_us': 2.548, 'unfused_us': 4.782, 'shared_bytes': 36864,
                  'kernel': symbol, 'kernels': [symbol], 'launches': launch}]
         check('inspect shows the group and its kernel', symbol is not None and groups == want,
               '%r' % groups)
+        # The kernel runs the tile the cost model priced: 64 / 1 x 64 / 32.
+        grid = manifest['launches'][launch[0]]['grid'] if len(launch) == 1 else None
+        check('the kernel runs the planned tile', grid == [128, 1, 1], '%r' % grid)
 
         off = os.path.join(tmp, 'off.tccb')
         p = run('compile', model, '-o', off, '--target', 'sm_90a')

@@ -10,7 +10,7 @@
 // model gives them. Members are named by their locations; the fourth conv
 // has none and is `tcc.conv2d@3` (its index among the region ops).
 // c2 and c3 (or c3 and the fourth) are @pair of region-fusion.mlir (two
-// 3x3 pad-1 convs on 1x64x64x32 f16): tile 8x8, 7738 ns against 5317 (the
+// 3x3 pad-1 convs on 1x64x64x32 f16): tile 2x16, 7435 ns against 5317 (the
 // search leaves them unfused; forced, they are fused all the same). Three
 // unfused: 3 * 2.658568 us.
 
@@ -18,7 +18,7 @@
 // ALT0: tcc.conv2d %arg0
 // ALT0-NOT: tcc.region_group
 // ALT0: tcc.conv2d {{.*}}tcc.region_group = 0 : i64}
-// ALT0: tcc.conv2d {{.*}}tcc.region_group = 0 : i64, tcc.region_plan = #tcc.region_plan<tile = [8, 8], members = 2, predicted_ns = 7738, unfused_ns = 5317, shared = 48384>
+// ALT0: tcc.conv2d {{.*}}tcc.region_group = 0 : i64, tcc.region_plan = #tcc.region_plan<tile = [2, 16], members = 2, predicted_ns = 7435, unfused_ns = 5317, shared = 45056>
 // ALT0: tcc.conv2d
 // ALT0-NOT: tcc.region_group
 // ALT0: return
@@ -40,12 +40,12 @@
 // ALT9: tcc.conv2d %0
 // ALT9-NOT: tcc.region_group
 // ALT9: tcc.conv2d {{.*}}tcc.region_group = 0 : i64}
-// ALT9: tcc.conv2d {{.*}}tcc.region_group = 0 : i64, tcc.region_plan = #tcc.region_plan<tile = [8, 8], members = 2, predicted_ns = 7738, unfused_ns = 5317, shared = 48384>
+// ALT9: tcc.conv2d {{.*}}tcc.region_group = 0 : i64, tcc.region_plan = #tcc.region_plan<tile = [2, 16], members = 2, predicted_ns = 7435, unfused_ns = 5317, shared = 45056>
 
 // A file of one alternative needs no ID.
 // ONE-LABEL: func.func @main
 // ONE: tcc.conv2d {{.*}}tcc.region_group = 0 : i64}
-// ONE: tcc.conv2d {{.*}}tcc.region_group = 0 : i64, tcc.region_plan = #tcc.region_plan<tile = [8, 8], members = 2, predicted_ns = 7738, unfused_ns = 5317, shared = 48384>
+// ONE: tcc.conv2d {{.*}}tcc.region_group = 0 : i64, tcc.region_plan = #tcc.region_plan<tile = [2, 16], members = 2, predicted_ns = 7435, unfused_ns = 5317, shared = 45056>
 // ONE-NOT: tcc.region_group
 
 // The host has a cost model of its own: the GPU's grouping is checked and

@@ -185,7 +185,11 @@ int main(int argc, char **argv) {
     die("--input and at least one --member are required");
   tcc::gen::checkChip(flags.chip);
   tcc::TargetDesc target = tcc::gen::targetOf(flags.chip);
-  tcc::gpu::RegionSchedule s = tcc::gpu::chooseRegionSchedule(p, target);
+  // No schedule fits: the given one (or 8x8) is then checked below and
+  // refused with regionKernelSupports' reason.
+  tcc::gpu::RegionSchedule s =
+      tcc::gpu::chooseRegionSchedule(p, target).value_or(
+          tcc::gpu::RegionSchedule{});
   if (tile)
     s.tileH = (*tile)[0], s.tileW = (*tile)[1];
   if (warps)

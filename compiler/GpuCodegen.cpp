@@ -753,11 +753,16 @@ std::optional<MatmulUse> takeRegion(func::FuncOp f,
       planned = std::array<int64_t, 2>{plan.getTileH(), plan.getTileW()};
   std::optional<::tcc::gpu::RegionSchedule> s =
       ::tcc::gpu::chooseRegionSchedule(p, target, planned);
+  // The model's shared-memory estimate is not the template's plan: a
+  // planned tile the template cannot fit still runs as one kernel, at the
+  // template's own tile.
+  if (!s && planned)
+    s = ::tcc::gpu::chooseRegionSchedule(p, target);
   if (!s) {
-    why = planned ? "no region kernel schedule of the planned tile " +
-                        std::to_string((*planned)[0]) + "x" +
-                        std::to_string((*planned)[1]) + " fits"
-                  : "no region kernel schedule fits";
+    // The template's reason for its default schedule (shapes, taps, pads).
+    if (::tcc::gpu::regionKernelSupports(p, ::tcc::gpu::RegionSchedule{},
+                                         target, why))
+      why = "no region kernel schedule fits";
     return std::nullopt;
   }
   if (!::tcc::gpu::regionKernelSupports(p, *s, target, why))

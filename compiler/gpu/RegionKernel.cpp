@@ -1007,8 +1007,10 @@ chooseRegionSchedule(const RegionProblem &p, const ::tcc::TargetDesc &target,
   std::vector<int64_t> heights = sizes, widths = sizes;
   if (tile) {
     // The planned tile, clamped to the output as the plan's footprint is.
-    heights = {std::clamp<int64_t>((*tile)[0], 1, last[0])};
-    widths = {std::clamp<int64_t>((*tile)[1], 1, last[1])};
+    heights = {
+        std::clamp<int64_t>((*tile)[0], 1, std::max<int64_t>(1, last[0]))};
+    widths = {
+        std::clamp<int64_t>((*tile)[1], 1, std::max<int64_t>(1, last[1]))};
   }
   for (int64_t th : heights)
     for (int64_t tw : widths)

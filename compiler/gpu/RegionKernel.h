@@ -113,7 +113,7 @@ bool regionKernelSupports(const RegionProblem &p, const RegionSchedule &s,
 /// multiprocessors busy with the least recomputed halo that fits, or, given
 /// `tile` (the one tcc-region-fusion's cost model planned), the best way
 /// to run that tile (weights resident, streamed or prefetched); std::nullopt
-/// when no schedule of `tile` fits.
+/// when no schedule (of `tile`, given one) fits.
 std::optional<RegionSchedule>
 chooseRegionSchedule(const RegionProblem &p, const ::tcc::TargetDesc &target,
                      std::optional<std::array<int64_t, 2>> tile = {});

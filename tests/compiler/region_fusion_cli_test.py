@@ -9,7 +9,7 @@ at tile 1x32, with the cost model's times derived by hand in
 tests/ir/region-fusion.mlir (@pair_1x1: 2.548 us against 4.782 unfused,
 36864 bytes of shared memory), and --explain prints its line; off (the default)
 lists none; the group is one kernel of the region template (one launch
-fewer) running the planned tile (a grid of 64 x 2 blocks); a bad value and a target without a cost model are one-line
+fewer) running the planned tile (64 x 2 tiles, a grid of 128 blocks); a bad value and a target without a cost model are one-line
 errors. Alternatives (--region-fusion=alternatives=N,seed=S,out=FILE) and
 forcing one (FILE:ID): the search's forced gives auto's groups, on the host
 too (costed by the host's own model), and bad files are one-line errors. No GPU

@@ -31,9 +31,10 @@
 // tiles, utilization 1, L2 256 * 36864 / 7e6 = 1.348 us, the same 18
 // k-steps: 8.088 us. Tile 16x16: the first conv's 18x18 tile (336 * 32
 // outputs) takes two rounds, 27 k-steps, and 16 tiles use 16 / 132: 12.7
-// us. Tile 32x32: more. Not fused: the serial k-steps of two small GEMMs
-// cost more than the launch and the traffic they save (forced, the group
-// is region-fusion-force.mlir's, 7738 ns against 5317).
+// us. Tile 32x32: more. The best tile is a rectangle, 2x16 (7.435 us:
+// 128 tiles, the same 18 k-steps). Not fused: the serial k-steps of two
+// small GEMMs cost more than the launch and the traffic they save (forced,
+// the group is region-fusion-force.mlir's, 7435 ns against 5317).
 // CHECK-LABEL: func.func @pair
 // CHECK-NOT: tcc.region_group
 // CHECK: return
@@ -145,7 +146,7 @@ func.func @shared_overflow(%x: tensor<1x128x128x2048xf16>) -> tensor<1x128x128x2
 // 401408) / 4.25e6 * 132 / 25 = 2.88754 us; the 3x3 conv 1.88 + 231211008
 // / 400e6 * 132 / 25 = 4.93195 us; the relus are epilogues, 200704 / 25e6
 // = 0.00803 us each; the add an epilogue reading the first relu, 401408 /
-// 4.25e6 + 0.00803 = 0.10248 us. The first six: 10.826 us.
+// 4.25e6 + 0.00803 = 0.10248 us. The first six: 10.826 us; with the last relu (0.00803) all seven 10.834 us.
 // Fused at tile 8x8 (49 tiles, utilization 49 / 132, one wave): the first
 // relu and conv compute 10x10 for the 3x3 conv's window; tensor FLOPs 49 *
 // 100 * 64 * 128 + 49 * 64 * 64 * 1152 + 49 * 64 * 64 * 128 = 297041920 ->

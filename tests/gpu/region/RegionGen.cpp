@@ -185,11 +185,11 @@ int main(int argc, char **argv) {
     die("--input and at least one --member are required");
   tcc::gen::checkChip(flags.chip);
   tcc::TargetDesc target = tcc::gen::targetOf(flags.chip);
-  // No schedule fits: the given one (or 8x8) is then checked below and
-  // refused with regionKernelSupports' reason.
-  tcc::gpu::RegionSchedule s =
-      tcc::gpu::chooseRegionSchedule(p, target).value_or(
-          tcc::gpu::RegionSchedule{});
+  // As the compiler builds a planned tile: the template picks the mode for
+  // --tile. No schedule fits: the given one (or 8x8) is then checked below
+  // and refused with regionKernelSupports' reason.
+  tcc::gpu::RegionSchedule s = tcc::gpu::chooseRegionSchedule(p, target, tile)
+                                   .value_or(tcc::gpu::RegionSchedule{});
   if (tile)
     s.tileH = (*tile)[0], s.tileW = (*tile)[1];
   if (warps)

@@ -115,6 +115,12 @@ FailureOr<GroupFootprint> groupFootprint(ArrayRef<Operation *> members,
                                          std::array<int64_t, 2> tile,
                                          RegionError &error);
 
+/// The tile sizes (per axis) the GPU region template runs a group at
+/// (compiler/gpu/RegionKernel.cpp's chooseRegionSchedule), and so the ones
+/// tcc-region-fusion tries on GPU targets, every pair of them.
+inline constexpr std::array<int64_t, 9> kKernelTileSizes = {1,  2,  4,  7, 8,
+                                                            14, 16, 28, 32};
+
 /// Whether `members` (ops of one block, in block order) form a chain that
 /// the GPU region template (compiler/gpu/RegionKernel.h) runs as one
 /// kernel: channels-last convolutions (groups 1, or depthwise), max and

@@ -1400,7 +1400,7 @@ struct TccRegionFusion : mlir::tcc::impl::TccRegionFusionBase<TccRegionFusion> {
     }
 
     // Every pair of the sizes. On a GPU the default is the tiles the region
-    // template runs (compiler/gpu/RegionKernel.cpp), rectangles included: a
+    // template runs (kKernelTileSizes), rectangles included: a
     // 1x7 tile of a 42x42 image is 252 blocks where 4x4 is 121, and the
     // kernel runs the tile planned here. The host's tiles are loop nests
     // whose per-tile overhead the model does not price: squares of 4 and
@@ -1410,7 +1410,8 @@ struct TccRegionFusion : mlir::tcc::impl::TccRegionFusionBase<TccRegionFusion> {
     if (sizes.empty()) {
       squares = !costTarget->templateChains;
       sizes = squares ? SmallVector<int64_t>{4, 8, 16, 32}
-                      : SmallVector<int64_t>{1, 2, 4, 7, 8, 14, 16, 28, 32};
+                      : SmallVector<int64_t>(kKernelTileSizes.begin(),
+                                             kKernelTileSizes.end());
     }
     SmallVector<std::array<int64_t, 2>> tileSet;
     for (int64_t h : sizes)

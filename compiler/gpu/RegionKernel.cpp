@@ -25,6 +25,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/gpu/RegionKernel.h"
 #include "compiler/gpu/TemplateUtils.h"
+#include "passes/RegionAnalysis.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -1003,8 +1004,9 @@ chooseRegionSchedule(const RegionProblem &p, const ::tcc::TargetDesc &target,
   int64_t sms = target.multiprocessorsForHeuristics();
   std::optional<RegionSchedule> best;
   double bestCost = std::numeric_limits<double>::max();
-  std::vector<int64_t> sizes = {1, 2, 4, 7, 8, 14, 16, 28, 32};
-  std::vector<int64_t> heights = sizes, widths = sizes;
+  std::vector<int64_t> heights(mlir::tcc::region::kKernelTileSizes.begin(),
+                               mlir::tcc::region::kKernelTileSizes.end());
+  std::vector<int64_t> widths = heights;
   if (tile) {
     // The planned tile, clamped to the output as the plan's footprint is.
     heights = {

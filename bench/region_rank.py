@@ -170,7 +170,8 @@ def alternative_kernels(doc, alt, per_run=False):
 # The phase latency's constants (us each) and the per-block counts they
 # multiply (the alternatives file's kernel features), paid once per wave.
 PHASES = (('gemm_member_us', 'gemm_members'), ('gemm_round_us', 'gemm_rounds'),
-          ('k_step_us', 'k_steps'), ('cuda_member_us', 'cuda_members'))
+          ('k_step_us', 'k_steps'), ('cuda_member_us', 'cuda_members'),
+          ('cuda_tap_step_us', 'tap_steps'))
 RATES = ('dram_bytes_per_us', 'l2_bytes_per_us', 'tensor_flops_per_us', 'cuda_flops_per_us')
 COLUMNS = ('launch_us',) + RATES + tuple(p for p, _ in PHASES)
 
@@ -351,7 +352,7 @@ def run_fit(paths, fixed=()):
               'l2_bytes_per_us': 'l2BytesPerUs', 'tensor_flops_per_us': 'tensorFlopsPerUs',
               'cuda_flops_per_us': 'cudaFlopsPerUs', 'gemm_member_us': 'gemmMemberUs',
               'gemm_round_us': 'gemmRoundUs', 'k_step_us': 'kStepUs',
-              'cuda_member_us': 'cudaMemberUs'}
+              'cuda_member_us': 'cudaMemberUs', 'cuda_tap_step_us': 'cudaTapStepUs'}
     for k in COLUMNS:
         v = constants[k]
         print('    /*%s=*/%s,%s' % (fields[k], '%.4g' % v if np.isfinite(v) and v < 1e29 else
@@ -597,7 +598,8 @@ def self_test():
     # The fit recovers constants from times the model computes itself.
     c = {'launch_us': 2.0, 'dram_bytes_per_us': 4e6, 'l2_bytes_per_us': 8e6,
          'tensor_flops_per_us': 4e8, 'cuda_flops_per_us': 2.5e7, 'gemm_member_us': 1.0,
-         'gemm_round_us': 0.5, 'k_step_us': 0.25, 'cuda_member_us': 0.7}
+         'gemm_round_us': 0.5, 'k_step_us': 0.25, 'cuda_member_us': 0.7,
+         'cuda_tap_step_us': 0.05}
     # The phase latency by hand: 2 waves of 1 GEMM member, 2 rounds, 10
     # k-steps and a CUDA-core member: 2 * (1 + 2 * 0.5 + 10 * 0.25 + 0.7) =
     # 10.4 us beside launch 2 and the body, 4e6 B / 4e6 = 1 us at
@@ -626,7 +628,8 @@ def self_test():
                            'gemm_members': int(rng.integers(0, 4)),
                            'gemm_rounds': int(rng.integers(0, 6)),
                            'k_steps': int(rng.integers(0, 40)),
-                           'cuda_members': int(rng.integers(0, 3))})
+                           'cuda_members': int(rng.integers(0, 3)),
+                           'tap_steps': int(rng.integers(0, 80))})
             ks.append({'launch_us': 0, 'dram_bytes': float(rng.uniform(1e5, 1e7)),
                        'l2_bytes': 0, 'tensor_flops': 0,
                        'cuda_flops': float(rng.uniform(1e6, 1e8)), 'utilization': 1})
@@ -636,7 +639,8 @@ def self_test():
           models[0][1][0][1] - 7.0, 1e-9)
     start = {'launch_us': 5.0, 'dram_bytes_per_us': 2e6, 'l2_bytes_per_us': 16e6,
              'tensor_flops_per_us': 8e8, 'cuda_flops_per_us': 1.25e7, 'gemm_member_us': 0.0,
-             'gemm_round_us': 0.0, 'k_step_us': 0.0, 'cuda_member_us': 0.0}
+             'gemm_round_us': 0.0, 'k_step_us': 0.0, 'cuda_member_us': 0.0,
+             'cuda_tap_step_us': 0.0}
     got, icept, rms = fit(models, start)
     for k in COLUMNS:
         check('fit %s' % k, got[k] / c[k], 1.0, 1e-6)

@@ -30,7 +30,10 @@ namespace {
 /// 1.88 us a kernel (ResNet-50's reduce-overhead time over its kernel count
 /// gave about 2), 0.27 us a k-step of a region group's GEMM and 0.65 us a
 /// CUDA-core member; a GEMM member and a round fitted to 0 (the k-steps
-/// carry them).
+/// carry them). A tap step, 0.048 us: the template's depthwise member alone
+/// on NASNet's 42x42x168 at a 1x14 tile measured 7.8 us with a 5x5 window
+/// (75 tap steps) and 5.5 us with a 3x3 (27), CUDA graphs on the H200
+/// (docs/performance.md, session 30).
 constexpr CostTarget kH200 = {
     /*name=*/"h200",
     /*multiprocessors=*/132,
@@ -49,7 +52,8 @@ constexpr CostTarget kH200 = {
     /*gemmMemberUs=*/0,
     /*gemmRoundUs=*/0,
     /*kStepUs=*/0.27,
-    /*cudaMemberUs=*/0.65};
+    /*cudaMemberUs=*/0.65,
+    /*cudaTapStepUs=*/0.048};
 
 /// A100 SXM 80 GB (GA100, sm_80): 108 multiprocessors, 2.04 TB/s peak
 /// (about 1.8 reached by copies), 312 TFLOP/s dense f16 tensor, 19.5
@@ -75,7 +79,8 @@ constexpr CostTarget kA100 = {
     /*gemmMemberUs=*/0,
     /*gemmRoundUs=*/0,
     /*kStepUs=*/0.38,
-    /*cudaMemberUs=*/0.91};
+    /*cudaMemberUs=*/0.91,
+    /*cudaTapStepUs=*/0.068};
 
 /// The host target (compiler/HostCodegen.cpp): a region group is a loop over
 /// the last member's output tiles that the runtime's thread pool splits over
@@ -210,6 +215,14 @@ void CostModel::countMember(KernelCost &cost, Operation *op, int64_t pixels,
     return;
   if (computeUnit(op, allowTf32) != Unit::TensorCore) {
     ++cost.cudaMembers;
+    int64_t taps = info->kernel[0] * info->kernel[1];
+    if (auto conv = dyn_cast<Conv2dOp>(op)) {
+      ArrayRef<int64_t> w = shapeOf(conv.getWeight());
+      taps *= conv.getNhwc() ? w[3] : w[1];
+    }
+    cost.tapSteps += ceilDiv(pixels * ceilDiv(channels, 8),
+                             std::max<int64_t>(1, target.blockThreads)) *
+                     taps;
     return;
   }
   auto conv = cast<Conv2dOp>(op);
@@ -236,7 +249,8 @@ void CostModel::finish(KernelCost &cost, int64_t perSM) const {
       double(cost.waves) * (double(cost.gemmMembers) * target.gemmMemberUs +
                             double(cost.gemmRounds) * target.gemmRoundUs +
                             double(cost.kSteps) * target.kStepUs +
-                            double(cost.cudaMembers) * target.cudaMemberUs);
+                            double(cost.cudaMembers) * target.cudaMemberUs +
+                            double(cost.tapSteps) * target.cudaTapStepUs);
   cost.us = cost.launchUs +
             std::max(cost.memoryUs, cost.computeUs) / cost.utilization +
             cost.phaseUs;

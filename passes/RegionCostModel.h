@@ -24,6 +24,13 @@
 //
 //   phase latency = GEMM members * gemmMemberUs + GEMM rounds * gemmRoundUs
 //                 + k-steps * kStepUs + CUDA-core members * cudaMemberUs
+//                 + tap steps * cudaTapStepUs
+//
+// A CUDA-core member's tap steps are the taps one thread walks in turn:
+// ceil(tile pixels * ceil(channels / 8) / blockThreads) * taps, as the
+// template gives a thread a pixel and 8 channels at a time. They make a
+// large depthwise window on a wide halo cost what it measures (NASNet's
+// 5x5 on a 1x14 tile: 75 tap steps, 2.3 us more than a 3x3's 27).
 //
 // Unfused kernels have no phase term: tcc's convolution kernels stream one
 // GEMM tile a block through a deeper pipeline, and their fill is in the
@@ -90,6 +97,13 @@ struct CostTarget {
   /// a round (a cp.async wait and a barrier) and per CUDA-core member
   /// (depthwise convolution or pool: its weight copy and barrier).
   double gemmMemberUs = 0, gemmRoundUs = 0, kStepUs = 0, cudaMemberUs = 0;
+  /// Serial latency of one tap step of a CUDA-core member (a thread's
+  /// shared-memory load and 8 multiply-adds of one tap, latency-bound at
+  /// the template's few warps), microseconds, paid once per wave.
+  double cudaTapStepUs = 0;
+  /// Threads of a region group's block (the template's 4 warps), which
+  /// share a CUDA-core member's pixels and channel groups.
+  int64_t blockThreads = 128;
   /// Outputs one GEMM round of a fused convolution computes at most: the
   /// template's 4 warps x 32 lanes x 64 f32 accumulators.
   int64_t gemmRoundOutputs = 8192;
@@ -126,6 +140,8 @@ struct KernelCost {
   /// Per block: tensor-core convolution members, their GEMM rounds and
   /// k-steps summed, CUDA-core members (depthwise convolutions, pools).
   int64_t gemmMembers = 0, gemmRounds = 0, kSteps = 0, cudaMembers = 0;
+  /// Per block: the taps a thread of the CUDA-core members walks in turn.
+  int64_t tapSteps = 0;
   int64_t dramBytes = 0, l2Bytes = 0;
   int64_t tensorFlops = 0, cudaFlops = 0;
   int64_t blocks = 0;
@@ -202,7 +218,10 @@ private:
   /// member of ceil(pixels padded to 16 * channels / gemmRoundOutputs)
   /// rounds of ceil(K / kStepK) k-steps each (K: taps x input channels per
   /// group padded to 16); a pool or a CUDA-core convolution is a CUDA-core
-  /// member; element-wise ops and concats ride the epilogues (none).
+  /// member of ceil(pixels * ceil(channels / 8) / blockThreads) * taps tap
+  /// steps (taps: the window's, times the input channels per group of a
+  /// convolution that is not depthwise); element-wise ops and concats ride
+  /// the epilogues (none).
   void countMember(KernelCost &cost, Operation *op, int64_t pixels,
                    int64_t channels) const;
 

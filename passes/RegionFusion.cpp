@@ -1135,6 +1135,7 @@ void writeKernel(llvm::json::OStream &j, const KernelCost &k) {
   j.attribute("gemm_rounds", k.gemmRounds);
   j.attribute("k_steps", k.kSteps);
   j.attribute("cuda_members", k.cudaMembers);
+  j.attribute("tap_steps", k.tapSteps);
   j.attribute("phase_us", k.phaseUs);
 }
 
@@ -1167,6 +1168,7 @@ LogicalResult writeAlternatives(func::FuncOp func, StringRef path,
       j.attribute("gemm_round_us", target.gemmRoundUs);
       j.attribute("k_step_us", target.kStepUs);
       j.attribute("cuda_member_us", target.cudaMemberUs);
+      j.attribute("cuda_tap_step_us", target.cudaTapStepUs);
     });
     // Ops computing on params alone (weight casts, a batch norm's scale)
     // move to the init function (tcc-hoist-param-computations): they do not

@@ -203,7 +203,9 @@ TEST_CASE("region cost model: phase latency", "[region]") {
   CHECK(g->phaseUs == Approx(27 * 0.27));
 
   // Conv, relu (an epilogue: no phase) and the depthwise conv (a CUDA-core
-  // member) at 8x8: the conv's 10x10 tile is one round of 9 k-steps.
+  // member) at 8x8: the conv's 10x10 tile is one round of 9 k-steps; the
+  // depthwise conv's 64 pixels x 4 groups of 8 channels are 2 per thread
+  // of 128, 9 taps each: 18 tap steps.
   g = model.group({p.ops[7], p.ops[8], p.ops[9]}, {8, 8}, why);
   INFO(why);
   REQUIRE(succeeded(g));
@@ -211,14 +213,17 @@ TEST_CASE("region cost model: phase latency", "[region]") {
   CHECK(g->gemmRounds == 1);
   CHECK(g->kSteps == 9);
   CHECK(g->cudaMembers == 1);
-  CHECK(g->phaseUs == Approx(9 * 0.27 + 0.65));
+  CHECK(g->tapSteps == 18);
+  CHECK(g->phaseUs == Approx(9 * 0.27 + 0.65 + 18 * 0.048));
 
   // The two pools at 2x2: 64 * 64 = 4096 tiles. Shared: the first pool's
   // 4x4x2048 tile (65536 B) and its staged 6x6x2048 input (147456 B),
   // 212992 B: one block per multiprocessor, 32 waves of 132. Two CUDA-core
-  // members a block, paid once a wave: 32 * 2 * 0.65 us, beside the
-  // memory-bound body: DRAM 4096 * 147456 + the 128x128x2048 result, over
-  // 4096 / (32 * 132) busy.
+  // members a block, paid once a wave with their tap steps (the first
+  // pool's 16 pixels x 256 channel groups, 32 a thread, and the second's 4 x
+  // 256, 8 a thread; 9 taps each: 360): 32 * (2 * 0.65 + 360 * 0.048) us,
+  // beside the memory-bound body: DRAM 4096 * 147456 + the 128x128x2048
+  // result, over 4096 / (32 * 132) busy.
   g = model.group({p.ops[5], p.ops[6]}, {2, 2}, why);
   REQUIRE(succeeded(g));
   CHECK(g->sharedBytes == 212992);
@@ -227,12 +232,13 @@ TEST_CASE("region cost model: phase latency", "[region]") {
   CHECK(g->utilization == Approx(4096.0 / (32 * 132)));
   CHECK(g->cudaMembers == 2);
   CHECK(g->gemmMembers == 0);
-  CHECK(g->phaseUs == Approx(32 * 2 * 0.65));
+  CHECK(g->tapSteps == 360);
+  CHECK(g->phaseUs == Approx(32 * (2 * 0.65 + 360 * 0.048)));
   CHECK(g->dramBytes == int64_t(4096) * 147456 + 67108864);
   CHECK(g->us ==
         Approx(1.88 +
                (4096.0 * 147456 + 67108864) / 4.25e6 / (4096.0 / (32 * 132)) +
-               32 * 2 * 0.65));
+               32 * (2 * 0.65 + 360 * 0.048)));
 
   // The host has no phase latency.
   CostModel host(*costTargetNamed("host"), 8, false);

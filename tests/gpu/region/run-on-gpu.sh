@@ -23,6 +23,9 @@ root=$(cd "$(dirname "$0")/../../.." && pwd)
 here=$root/tests/gpu/region
 # REGION_CARRY=DIR: another carry folder (e.g. a baseline prepared before a change).
 carry=${REGION_CARRY:-$root/.carry/region}
+# REGION_CASES=FILE: another case list (the same format), e.g. one
+# experiment's cases.
+cases=${REGION_CASES:-$here/cases.txt}
 # shellcheck source=../template-ptx.sh
 . "$root/tests/gpu/template-ptx.sh"
 
@@ -41,7 +44,7 @@ if [ "${1:-}" = prepare ]; then
   cp -r /usr/share/cmake/nlohmann_json "$carry/deps/usr/share/cmake/"
   sm80=$(mktemp -d)
   : > "$carry/ptxas.log"
-  grep -v '^#' "$here/cases.txt" | while read -r name role flags; do
+  grep -v '^#' "$cases" | while read -r name role flags; do
     [ -n "$name" ] || continue
     # shellcheck disable=SC2086
     "$gen" --name "$name" --out-dir "$carry" $flags > "$carry/$name.json"
@@ -54,7 +57,7 @@ if [ "${1:-}" = prepare ]; then
     log_ptxas "$ptxas" "$name" "$carry/ptxas.log" "$carry" "$sm80" || exit 1
   done
   rm -rf "$sm80"
-  cp "$here/cases.txt" "$carry/"
+  cp "$cases" "$carry/cases.txt"
   echo "prepared $carry ($(du -sh "$carry" | cut -f1)); registers:"
   grep -o '^[^ ]* sm_[0-9]*:\|Used [0-9]* registers' "$carry/ptxas.log" |
     paste -d' ' - - | column -c 160

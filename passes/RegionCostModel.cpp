@@ -154,6 +154,13 @@ Value epilogueAnchor(Operation *op, const RegionOpInfo &info) {
   return nullptr;
 }
 
+/// Input channels per group of `conv` (its weight's [O, KH, KW, C/g] in
+/// NHWC, [O, C/g, KH, KW] in NCHW).
+int64_t inChannelsPerGroup(Conv2dOp conv) {
+  ArrayRef<int64_t> w = shapeOf(conv.getWeight());
+  return conv.getNhwc() ? w[3] : w[1];
+}
+
 /// Whether `v`, read by a member of `layout`, is the same for every tile
 /// (weights, a bias, a per-channel scale): not rank 4, or extent 1 on both
 /// spatial axes.
@@ -187,8 +194,7 @@ Unit region::computeUnit(Operation *op, bool allowTf32) {
   auto conv = dyn_cast<Conv2dOp>(op);
   if (!conv)
     return Unit::CudaCore;
-  ArrayRef<int64_t> w = shapeOf(conv.getWeight());
-  int64_t cinPerGroup = conv.getNhwc() ? w[3] : w[1];
+  int64_t cinPerGroup = inChannelsPerGroup(conv);
   Type elt = cast<RankedTensorType>(conv.getType()).getElementType();
   return convUsesTensorCores(elt, allowTf32) && cinPerGroup >= 16
              ? Unit::TensorCore
@@ -216,18 +222,14 @@ void CostModel::countMember(KernelCost &cost, Operation *op, int64_t pixels,
   if (computeUnit(op, allowTf32) != Unit::TensorCore) {
     ++cost.cudaMembers;
     int64_t taps = info->kernel[0] * info->kernel[1];
-    if (auto conv = dyn_cast<Conv2dOp>(op)) {
-      ArrayRef<int64_t> w = shapeOf(conv.getWeight());
-      taps *= conv.getNhwc() ? w[3] : w[1];
-    }
+    if (auto conv = dyn_cast<Conv2dOp>(op))
+      taps *= inChannelsPerGroup(conv);
     cost.tapSteps += ceilDiv(pixels * ceilDiv(channels, 8),
                              std::max<int64_t>(1, target.blockThreads)) *
                      taps;
     return;
   }
-  auto conv = cast<Conv2dOp>(op);
-  ArrayRef<int64_t> w = shapeOf(conv.getWeight());
-  int64_t cinPerGroup = conv.getNhwc() ? w[3] : w[1];
+  int64_t cinPerGroup = inChannelsPerGroup(cast<Conv2dOp>(op));
   int64_t k = info->kernel[0] * info->kernel[1] * ceilDiv(cinPerGroup, 16) * 16;
   int64_t rounds = ceilDiv(ceilDiv(pixels, 16) * 16 * channels,
                            std::max<int64_t>(1, target.gemmRoundOutputs));

@@ -10,10 +10,13 @@ JOBS=${JOBS:-$(nproc)}
 
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+# python3-torch and python3-torchvision export the seven CNNs the tests
+# import (tests/e2e/cnn_models.py) and compute their references.
 PACKAGES="cmake ninja-build g++ clang-22 libclang-rt-22-dev lld-22 llvm-22-dev
   llvm-22-tools libmlir-22-dev mlir-22-tools nlohmann-json3-dev catch2
   python3-numpy rocm-device-libs libamdhip64-dev
-  libonnx-dev libprotobuf-dev protobuf-compiler python3-onnx"
+  libonnx-dev libprotobuf-dev protobuf-compiler python3-onnx
+  python3-torch python3-torchvision"
 if ! dpkg -s $PACKAGES >/dev/null 2>&1; then
   $SUDO apt-get update
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends $PACKAGES

@@ -33,6 +33,10 @@ constexpr int64_t kMaxWindowAttr = int64_t(1) << 20;
 
 /// The builtin element type of a dtype, and back.
 mlir::Type elementTypeOf(mlir::MLIRContext &ctx, DType t);
+
+/// Counts one internal error (internalImportErrorCount); call it where an
+/// importer reports one.
+void noteInternalImportError();
 std::optional<DType> dtypeOfElement(mlir::Type t);
 
 /// Checks a computed or declared shape against the limits; returns "" or

@@ -12,9 +12,10 @@
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include <atomic>
 #include <filesystem>
-#include <limits>
 #include <fstream>
+#include <limits>
 
 namespace tcc {
 
@@ -26,7 +27,12 @@ constexpr size_t kMaxModelNameLength = 64;
 /// Model files above this are refused before reading: weights belong in
 /// safetensors files, and a model description is kilobytes.
 constexpr uint64_t kMaxModelFileBytes = uint64_t(1) << 30;
+std::atomic<uint64_t> internalErrors{0};
 } // namespace
+
+uint64_t internalImportErrorCount() { return internalErrors.load(); }
+
+void noteInternalImportError() { ++internalErrors; }
 
 //===----------------------------------------------------------------------===//
 // Shared helpers
@@ -557,6 +563,7 @@ void Importer::importNode(const Json &node, size_t index) {
     if (!info->build(nb, results) || results.size() != info->numOutputs ||
         llvm::is_contained(results, Value())) {
       if (diag.errorCount() == before)
+        noteInternalImportError();
         diag.error(ptr, std::string("internal error: building ") + info->name +
                             " failed without a message");
       results.clear();
@@ -576,14 +583,17 @@ bool Importer::verifyModule(ModuleOp module) {
     auto it = nodeOfLoc.find(d.getLocation());
     if (it != nodeOfLoc.end())
       ptr = pointerAppend("/nodes", it->second);
+    noteInternalImportError();
     diag.error(ptr, "internal check failed: " + d.str());
     reported = true;
     return success();
   });
   if (succeeded(mlir::verify(module)))
     return true;
-  if (!reported)
+  if (!reported) {
+    noteInternalImportError();
     diag.error("", "internal check failed: the built module does not verify");
+  }
   return false;
 }
 
@@ -735,6 +745,7 @@ importModelText(std::string_view json, const std::string &displayName,
   } catch (const std::bad_alloc &) {
     diag.error("", "out of memory while importing");
   } catch (const std::exception &e) {
+    noteInternalImportError();
     diag.error("", std::string("internal error: ") + e.what());
   }
   return std::nullopt;

@@ -79,6 +79,12 @@ struct ImportLimits {
   bool deferRecipes = false;
 };
 
+/// Internal errors (IR an importer built that its own checks refuse, or an
+/// exception) reported by the JSON and ONNX importers in this process. The
+/// fuzzers' oracle: an error's text cannot tell, since it may quote user
+/// text ("internal" in a node name or a malformed recipe hint).
+uint64_t internalImportErrorCount();
+
 /// Reads and imports the model file at `path`; safetensors files are found
 /// relative to its folder. Errors: one line each, "FILE: /json/pointer:
 /// message" (RFC 6901 pointer of the offending value; "FILE: message" when

@@ -13,6 +13,7 @@
 #include "frontend/Importer.h"
 
 #include "mlir/IR/Verifier.h"
+#include "llvm/ADT/STLExtras.h"
 
 #include <cmath>
 #include <cstring>
@@ -320,6 +321,8 @@ public:
   Importer im;
 
   Block *entry = nullptr;
+  /// The graph being imported, to name a later producer in errors.
+  const onnx::GraphProto *graph = nullptr;
   std::unordered_map<std::string, Value> values;
   std::unordered_map<std::string, ConstTensor> consts;
   /// Arguments in order with their names and kinds.
@@ -405,6 +408,7 @@ bool NodeCtx::constScalar(int i, double &out) {
 Value NodeCtx::emit(const char *op, std::vector<Value> ins, Json attrs) {
   const OpInfo *info = findOp(op);
   if (!info) {
+    noteInternalImportError();
     fail(std::string("internal error: no op ") + op);
     return {};
   }
@@ -1578,12 +1582,23 @@ bool OnnxImporter::importNode(size_t index, const onnx::NodeProto &n,
         (values.count(n.output(i)) || consts.count(n.output(i))))
       return fail(where + ": output \"" + n.output(i) +
                   "\" is already defined");
-  for (int i = 0; i < n.input_size(); ++i)
-    if (!n.input(i).empty() && !values.count(n.input(i)) &&
-        !consts.count(n.input(i)))
-      return fail(where + ": input " + std::to_string(i) + " \"" + n.input(i) +
-                  "\" is not defined by an initializer, a graph input or an "
-                  "earlier node");
+  for (int i = 0; i < n.input_size(); ++i) {
+    const std::string &in = n.input(i);
+    if (in.empty() || values.count(in) || consts.count(in))
+      continue;
+    std::string what = where + ": input " + std::to_string(i) + " \"" + in;
+    // A later producer means the nodes are out of order, or form a cycle.
+    for (int j = (int)index; graph && j < graph->node_size(); ++j)
+      if (llvm::is_contained(graph->node(j).output(), in))
+        return fail(what + "\" is produced by " +
+                    ((size_t)j == index ? std::string("this node itself")
+                                        : describe(j, graph->node(j)) +
+                                              ", which comes later") +
+                    ": ONNX nodes must be in topological order (is there a "
+                    "cycle?)");
+    return fail(what + "\" is not defined by an initializer, a graph input or "
+                       "an earlier node");
+  }
 
   // Identity and Constant only name values.
   if (n.op_type() == "Identity" || n.op_type() == "Dropout") {
@@ -1715,7 +1730,8 @@ bool OnnxImporter::importNode(size_t index, const onnx::NodeProto &n,
   if (!it->second.build(c))
     return false;
   if (c.outputs.size() != 1 || !c.outputs[0])
-    return fail(where + ": internal error: no result");
+    return noteInternalImportError(),
+           fail(where + ": internal error: no result");
   for (size_t s = statusesBefore; s < im.statuses.size(); ++s)
     im.statuses[s].message = "index out of range in " + where;
   values[n.output(0)] = c.outputs[0];
@@ -1847,6 +1863,7 @@ std::optional<ImportedModel> OnnxImporter::run(const onnx::ModelProto &model) {
   }
 
   b.setInsertionPointToEnd(entry);
+  graph = &g;
   for (int i = 0; i < g.node_size(); ++i)
     if (!importNode((size_t)i, g.node(i), opset))
       return std::nullopt;
@@ -1900,7 +1917,8 @@ std::optional<ImportedModel> OnnxImporter::run(const onnx::ModelProto &model) {
       return success();
     });
     if (failed(mlir::verify(*out.module)))
-      return fail("internal check failed: " +
+      return noteInternalImportError(),
+             fail("internal check failed: " +
                   (verifyError.empty() ? std::string("the module does not "
                                                      "verify")
                                        : verifyError)),
@@ -1945,6 +1963,7 @@ importOnnxBytes(std::string_view bytes, const std::string &displayName,
   } catch (const std::bad_alloc &) {
     errors.assign(1, displayName + ": out of memory while importing");
   } catch (const std::exception &e) {
+    noteInternalImportError();
     errors.assign(1, displayName + ": internal error: " + e.what());
   }
   return std::nullopt;

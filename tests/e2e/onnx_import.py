@@ -575,9 +575,21 @@ with tempfile.TemporaryDirectory() as d:
     expect_error('missing initializer', model(
         [oh.make_node('Conv', ['x', 'w'], ['y'], name='conv1')], {'x': rand(1, 3, 4, 4)}, ['y']),
         d, ['node 0 "conv1" (Conv)', 'input 1 "w"', 'not defined'])
-    expect_error('dangling input (used before its node)', model(
+    expect_error('dangling input (defined nowhere)', model(
+        [oh.make_node('Relu', ['x'], ['r']), oh.make_node('Add', ['r', 'nope'], ['y'])],
+        {'x': rand(3)}, ['y']), d, ['node 1 (Add)', 'input 1 "nope"', 'not defined'])
+    expect_error('input used before its node', model(
         [oh.make_node('Relu', ['t'], ['y']), oh.make_node('Neg', ['x'], ['t'])],
-        {'x': rand(3)}, ['y']), d, ['node 0 (Relu)', '"t"', 'not defined'])
+        {'x': rand(3)}, ['y']), d,
+        ['node 0 (Relu)', '"t" is produced by node 1 (Neg), which comes later',
+         'topological order'])
+    expect_error('two-node cycle', model(
+        [oh.make_node('Add', ['x', 'b'], ['a'], name='n_add'),
+         oh.make_node('Relu', ['a'], ['b'], name='n_relu')], {'x': rand(3)}, ['b']), d,
+        ['node 0 "n_add" (Add)', 'input 1 "b" is produced by node 1 "n_relu" (Relu)', 'cycle'])
+    expect_error('node reading its own output', model(
+        [oh.make_node('Mul', ['x', 'm'], ['m'], name='loop')], {'x': rand(3)}, ['m']), d,
+        ['node 0 "loop" (Mul)', '"m" is produced by this node itself', 'cycle'])
     expect_error('bad attribute type', model(
         [oh.make_node('Conv', ['x', 'w'], ['y'], name='c', group=1.0)], {'x': rand(1, 3, 4, 4)},
         ['y'], {'w': rand(2, 3, 1, 1)}), d,

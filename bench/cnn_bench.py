@@ -4,6 +4,7 @@
     python3 bench/cnn_bench.py --prepare --tcc BUILD/compiler/tcc [--carry .carry/cnn]
                                [--models resnet50,...] [--batch N] [--dtype f16|f32]
                                [--target sm_90a] [--recipe-weights]
+                               [--reference-on-device [--dynamic-batch]]
                                [-- TCC COMPILE FLAGS]
     python3 bench/cnn_bench.py --tcc BUILD/runtime/tcc --carry .carry/cnn [--out DIR]
                                [--only NAME,...] [--no-peers]
@@ -18,7 +19,9 @@ bundle then holds the recipes and the runtime computes the weights at load
 MB instead of 103). The carry holds, per model and batch, the bundle tcc
 compiled from the ONNX export (examples/cnn/export_models.py), the
 input and the float64 reference computed on the build machine from the same
-weights. Here, for each:
+weights (with --reference-on-device, the weights' recipes instead: the GPU
+machine draws the input and computes the reference, for batches whose
+inputs outgrow a carry). Here, for each:
 
 1. correctness: `tcc run` on the input, launched one by one and as a CUDA
    graph, normwise relative error against the float64 reference, which must
@@ -60,15 +63,40 @@ def run_cmd(cmd, timeout=600):
     return p.returncode, p.stdout.decode(errors='replace')
 
 
+def device_reference(args, case, work):
+    """A case prepared with --reference-on-device: the input drawn here and
+    the model run in float64 on this GPU with the weights of the recipes the
+    bundle keeps (NAME.recipes.json): (input path, reference)."""
+    import torch
+    import export_models as em
+    model = em.build(case['model'], case['seed'])
+    recipes = json.load(open(os.path.join(args.carry, case['recipes'])))
+    em.load_recipe_weights(model, case['seed'], case['dtype'], recipes)
+    x = torch.randn(case['shape'], generator=torch.Generator().manual_seed(case['seed'] + 2))
+    if case['dtype'] == 'f16':
+        x = x.half()
+    path = os.path.join(work, case['name'] + '.input.npy')
+    np.save(path, x.numpy())
+    with torch.no_grad():
+        ref = model.double().cuda()(x.double().cuda()).cpu().numpy()
+    del model
+    torch.cuda.empty_cache()
+    return path, ref
+
+
 def tcc_check(args, case, work, graph=True):
     # Launched one by one and replayed as a CUDA graph: kernels that overlap
     # their predecessor (programmatic dependent launch) are checked both ways.
-    ref = np.load(os.path.join(args.carry, case['reference']))
+    if case.get('reference'):
+        inp = os.path.join(args.carry, case['input'])
+        ref = np.load(os.path.join(args.carry, case['reference']))
+    else:
+        inp, ref = device_reference(args, case, work)
     err = 0.0
     for replay in (False, True) if graph else (False,):
         out = os.path.join(work, case['name'] + ('-graph' if replay else ''))
         rc, log = run_cmd([args.tcc, 'run', os.path.join(args.carry, case['bundle']),
-                           '--input', 'input=' + os.path.join(args.carry, case['input']),
+                           '--input', 'input=' + inp,
                            '--output-dir', out] + (['--cuda-graph'] if replay else []))
         if rc != 0:
             return {'error': log.strip()[-300:]}
@@ -178,13 +206,17 @@ def torch_peers(case):
     return res
 
 
-def export_model(model, out, batch, dtype, recipe_weights, small=False):
+def export_model(model, out, batch, dtype, recipe_weights, small=False, reference=True,
+                 dynamic_batch=False):
     """examples/cnn/export_models.py for one model into `out` (OUT/MODEL.onnx,
-    .input.npy, .output64.npy): True, or False after printing its log."""
+    .input.npy, .output64.npy; without `reference` .recipes.json instead):
+    True, or False after printing its log."""
     rc, log = run_cmd([sys.executable, os.path.join(ROOT, 'examples', 'cnn', 'export_models.py'),
                        '--out', out, '--batch', str(batch), '--dtype', dtype, '--f64-reference',
                        model] + (['--recipe-weights'] if recipe_weights else [])
-                      + (['--small'] if small else []), timeout=1800)
+                      + (['--small'] if small else [])
+                      + ([] if reference else ['--no-reference'])
+                      + (['--dynamic-batch'] if dynamic_batch else []), timeout=1800)
     if rc != 0:
         print(log)
         return False
@@ -201,28 +233,43 @@ def prepare(args, flags):
     with tempfile.TemporaryDirectory() as tmp:
         for model in args.models.split(','):
             name = '%s_b%d_%s' % (model, args.batch, args.dtype)
-            if not export_model(model, tmp, args.batch, args.dtype, args.recipe_weights):
+            if not export_model(model, tmp, args.batch, args.dtype, args.recipe_weights,
+                                reference=not args.reference_on_device,
+                                dynamic_batch=args.dynamic_batch):
                 return 1
             bundle = name + '.tccb'
             compile_flags = flags + (['--param-recipes=keep'] if args.recipe_weights else [])
+            if args.dynamic_batch:
+                import export_models as em
+                compile_flags += ['--input-shape', 'input=' + 'x'.join(
+                    map(str, [args.batch] + list(em.MODELS[model][1])))]
             rc, log = run_cmd([args.tcc, 'compile', os.path.join(tmp, model + '.onnx'), '-o',
                                os.path.join(args.carry, bundle), '--target', args.target]
                               + compile_flags, timeout=1800)
             if rc != 0:
                 print('%s: compile failed: %s' % (name, log.strip()[-400:]))
                 return 1
-            shutil.copy(os.path.join(tmp, model + '.input.npy'),
-                        os.path.join(args.carry, name + '.input.npy'))
-            shutil.copy(os.path.join(tmp, model + '.output64.npy'),
-                        os.path.join(args.carry, name + '.ref.npy'))
-            shape = list(np.load(os.path.join(tmp, model + '.input.npy')).shape)
+            case = {'name': name, 'model': model, 'bundle': bundle, 'dtype': args.dtype,
+                    'flags': compile_flags}
+            if args.reference_on_device:
+                import export_models as em
+                shutil.copy(os.path.join(tmp, model + '.recipes.json'),
+                            os.path.join(args.carry, name + '.recipes.json'))
+                case.update({'recipes': name + '.recipes.json', 'seed': 0,
+                             'shape': [args.batch] + list(em.MODELS[model][1])})
+            else:
+                shutil.copy(os.path.join(tmp, model + '.input.npy'),
+                            os.path.join(args.carry, name + '.input.npy'))
+                shutil.copy(os.path.join(tmp, model + '.output64.npy'),
+                            os.path.join(args.carry, name + '.ref.npy'))
+                case.update({'input': name + '.input.npy', 'reference': name + '.ref.npy',
+                             'shape': list(np.load(os.path.join(tmp, model + '.input.npy')).shape)})
             cases = [c for c in cases if c['name'] != name]
-            cases.append({'name': name, 'model': model, 'bundle': bundle,
-                          'input': name + '.input.npy', 'reference': name + '.ref.npy',
-                          'dtype': args.dtype, 'shape': shape, 'flags': compile_flags})
+            cases.append(case)
+            # After each model: one that fails later leaves the others usable.
+            json.dump(cases, open(mpath, 'w'), indent=1)
             print('prepared %s: bundle %.1f MB' % (
                 name, os.path.getsize(os.path.join(args.carry, bundle)) / 1e6), flush=True)
-    json.dump(cases, open(mpath, 'w'), indent=1)
     return 0
 
 
@@ -242,12 +289,24 @@ def main():
     ap.add_argument('--recipe-weights', action='store_true',
                     help='--prepare: weights from tcc\'s random recipe, kept as recipes in the '
                          'bundle (--param-recipes=keep): small bundles of big models')
+    ap.add_argument('--reference-on-device', action='store_true',
+                    help='--prepare with --recipe-weights: carry the weights\' recipes instead of '
+                         'the input and the float64 reference, which the GPU machine then '
+                         'computes (large batches: their inputs outgrow a carry)')
+    ap.add_argument('--dynamic-batch', action='store_true',
+                    help='--prepare with --reference-on-device: export traced at batch 1 with a '
+                         'symbolic batch, fixed by tcc compile --input-shape (tracing a large '
+                         'model at a large batch outgrows the build machine\'s memory)')
     ap.add_argument('--carry', default=os.path.join(ROOT, '.carry', 'cnn'))
     ap.add_argument('--out', default='out')
     ap.add_argument('--only', default='')
     ap.add_argument('--no-peers', action='store_true')
     args = ap.parse_args(argv)
     if args.prepare:
+        if args.reference_on_device and not args.recipe_weights:
+            ap.error('--reference-on-device needs --recipe-weights')
+        if args.dynamic_batch and not args.reference_on_device:
+            ap.error('--dynamic-batch needs --reference-on-device')
         return prepare(args, flags)
     os.makedirs(args.out, exist_ok=True)
     cases = json.load(open(os.path.join(args.carry, 'manifest.json')))

@@ -197,16 +197,18 @@ def weight_recipes(model, seed):
     return out
 
 
-def load_recipe_weights(model, seed, dtype):
+def load_recipe_weights(model, seed, dtype, recipes=None):
     """Replaces every weight of `model` by its recipe's values in `dtype`
     (f16 values are exact in the f32 model, so that the export's f16
     conversion keeps them); returns {(dtype, bytes digest): recipe} to find
-    the initializers the export left untouched."""
+    the initializers the export left untouched. `recipes` (weight_recipes'
+    list) replaces the ones drawn from the model's own initialisation, which
+    depends on PyTorch's version."""
     import hashlib
     npdt = np.float16 if dtype == 'f16' else np.float32
     state = model.state_dict()
     found = {}
-    for name, r in weight_recipes(model, seed):
+    for name, r in recipes if recipes is not None else weight_recipes(model, seed):
         t = state[name]
         v = recipe_values(r, t.numel(), npdt)
         found[(v.dtype.str, hashlib.sha1(v.tobytes()).hexdigest())] = r
@@ -274,17 +276,30 @@ def to_float16(path):
 
 
 def export(name, out, seed, opset, shape, f64_reference, batch=1, dtype='f32',
-           recipe_weights=False):
+           recipe_weights=False, reference=True, dynamic_batch=False):
     """Writes the files above; returns the model's path and, with
-    `recipe_weights`, the (hinted, embedded) initializer bytes."""
+    `recipe_weights`, the (hinted, embedded) initializer bytes. Without
+    `reference` only the model is written (and, with `recipe_weights`,
+    NAME.recipes.json: each weight's recipe by state_dict name, from which
+    a machine with PyTorch rebuilds the same weights and computes the
+    reference itself). With `dynamic_batch` the model is traced at batch 1
+    and exported with a symbolic batch (fix it with tcc compile
+    --input-shape): tracing NASNet-A Large at batch 32 takes more than 23 GB."""
     model = build(name, seed)
+    if recipe_weights and not reference:
+        import json
+        with open(os.path.join(out, name + '.recipes.json'), 'w') as f:
+            json.dump(weight_recipes(model, seed), f)
     found = load_recipe_weights(model, seed, dtype) if recipe_weights else None
-    x = torch.randn((batch,) + tuple(shape), generator=torch.Generator().manual_seed(seed + 2))
+    x = torch.randn((1 if dynamic_batch else batch,) + tuple(shape),
+                    generator=torch.Generator().manual_seed(seed + 2))
     if dtype == 'f16':
         x = x.half().float()
         f64_reference = True
-    with torch.no_grad():
-        y = model(x)
+    y = None
+    if reference:
+        with torch.no_grad():
+            y = model(x)
     path = os.path.join(out, name + '.onnx')
     # TrainingMode.EVAL folds each BatchNorm into the convolution before it,
     # which changes the convolution's weights: recipe weights export with
@@ -297,10 +312,14 @@ def export(name, out, seed, opset, shape, f64_reference, batch=1, dtype='f32',
         # in training mode.
         warnings.filterwarnings('ignore', message='It is recommended that constant folding')
         torch.onnx.export(model, (x,), path, opset_version=opset, do_constant_folding=True,
-                          training=training, input_names=['input'], output_names=['output'])
+                          training=training, input_names=['input'], output_names=['output'],
+                          dynamic_axes=({'input': {0: 'batch'}, 'output': {0: 'batch'}}
+                                        if dynamic_batch else None))
     if dtype == 'f16':
         to_float16(path)
     sizes = add_recipe_hints(path, found) if recipe_weights else None
+    if not reference:
+        return path, sizes
     np.save(os.path.join(out, name + '.input.npy'),
             x.half().numpy() if dtype == 'f16' else x.numpy())
     np.save(os.path.join(out, name + '.output.npy'), y.numpy())
@@ -324,6 +343,12 @@ def main():
     ap.add_argument('--dtype', choices=['f32', 'f16'], default='f32')
     ap.add_argument('--f64-reference', action='store_true',
                     help='also write NAME.output64.npy, the model run in float64')
+    ap.add_argument('--dynamic-batch', action='store_true',
+                    help='trace at batch 1 and export the batch as a symbolic dimension '
+                         '(tcc compile --input-shape fixes it); with --no-reference')
+    ap.add_argument('--no-reference', action='store_true',
+                    help='write the model only (with --recipe-weights also NAME.recipes.json), '
+                         'not its input and outputs')
     ap.add_argument('--recipe-weights', action='store_true',
                     help="draw the weights from tcc's random recipe and say so in "
                          "each initializer's doc_string (tcc compile "
@@ -334,6 +359,8 @@ def main():
         if n not in MODELS:
             print('error: unknown model "%s" (one of: %s)' % (n, ' '.join(MODELS)))
             return 1
+    if args.dynamic_batch and not args.no_reference:
+        ap.error('--dynamic-batch needs --no-reference (the reference is at batch 1)')
     os.makedirs(args.out, exist_ok=True)
     if args.small:
         # One thread: the models are small at CI sizes, and OpenMP workers
@@ -347,7 +374,8 @@ def main():
             shape = (shape[0], h, w)
         t = time.time()
         path, sizes = export(n, args.out, args.seed, args.opset, shape, args.f64_reference,
-                             args.batch, args.dtype, args.recipe_weights)
+                             args.batch, args.dtype, args.recipe_weights,
+                             not args.no_reference, args.dynamic_batch)
         extra = ''
         if sizes:
             extra = ', recipe hints on %.1f MB of weights, %d bytes without' % (

@@ -562,10 +562,11 @@ void Importer::importNode(const Json &node, size_t index) {
     NodeBuilder nb(*this, index, info->name, attrs, inputs, loc);
     if (!info->build(nb, results) || results.size() != info->numOutputs ||
         llvm::is_contained(results, Value())) {
-      if (diag.errorCount() == before)
+      if (diag.errorCount() == before) {
         noteInternalImportError();
         diag.error(ptr, std::string("internal error: building ") + info->name +
                             " failed without a message");
+      }
       results.clear();
     }
   }

@@ -185,12 +185,13 @@ struct TccGpuAttentionChains
         why = "K given transposed ([.., D, Lk]) needs a key count that is a "
               "multiple of 8 (16-byte rows)";
       }
-      // The head sizes the mma.sync template takes (multiples of 16 up to
-      // 256; wgmma takes 64 and 128 of them), and the SIMT template's for f32
-      // (multiples of 4 in [16, 256]): any other would leave a chain with
-      // matmuls to the generic loops.
-      if (m && m->headDim >= 16 && m->headDim <= 256 &&
-          m->headDim % (m->elemType.isF32() ? 4 : 16) == 0) {
+      // The head sizes the mma.sync template takes (multiples of 8 up to
+      // 256, computed padded to 16; wgmma takes 64 and 128 of them), and the
+      // SIMT template's for f32 (multiples of 4 in [16, 256]): any other
+      // would leave a chain with matmuls to the generic loops.
+      if (m && m->headDim >= (m->elemType.isF32() ? 16 : 8) &&
+          m->headDim <= 256 &&
+          m->headDim % (m->elemType.isF32() ? 4 : 8) == 0) {
         takeRepeats(chain, m->kvOps);
         pullLayouts(chain, *m);
         chain->setAttr(mlir::tcc::kAttentionAttrName,

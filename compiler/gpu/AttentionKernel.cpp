@@ -58,10 +58,19 @@ using namespace mlir;
 namespace tcc::gpu {
 namespace {
 
+/// The head size the MMAs compute on: the head size rounded up to 16 (one
+/// k-step of Q K^T, and an even number of n-tiles of P V). Head sizes are
+/// multiples of 8, one 16-byte chunk: the padding's chunks are zero-filled
+/// in shared memory, add nothing to the scores, and their columns of O are
+/// never stored.
+int64_t computeDim(const AttentionProblem &p) {
+  return llvm::alignTo(p.headDim, 16);
+}
+
 /// The row length of the shared tiles: the head size rounded up to a power
 /// of two of at least 64 elements (8 16-byte chunks, which the swizzle and
-/// the fragment addressing want). Columns past the head size are never read
-/// by an MMA (head sizes are multiples of 16); their chunks are zero-filled.
+/// the fragment addressing want). Columns past computeDim are never read by
+/// an MMA; every chunk past the head size is zero-filled.
 int64_t tileRow(const AttentionProblem &p) {
   return std::max<int64_t>(64, llvm::PowerOf2Ceil(p.headDim));
 }
@@ -74,7 +83,7 @@ int64_t kTransposedRow(int64_t blockKV) {
 
 /// The elements of one stage of K.
 int64_t kStageElems(const AttentionProblem &p, int64_t blockKV) {
-  return p.kTransposed ? p.headDim * kTransposedRow(blockKV)
+  return p.kTransposed ? computeDim(p) * kTransposedRow(blockKV)
                        : blockKV * tileRow(p);
 }
 
@@ -134,7 +143,8 @@ public:
         ldK(p.kTransposed ? kTransposedRow(s.blockKV) : ld),
         rowsPerWarp(decode ? 16 : s.blockQ / s.warps), mTiles(rowsPerWarp / 16),
         keysPerWarp(decode ? s.blockKV / s.warps : s.blockKV),
-        nS(keysPerWarp / 8), nO(p.headDim / 8) {
+        nS(keysPerWarp / 8), nO(computeDim(p) / 8),
+        nOStored(p.headDim / 8) {
     elemT = p.elemType;
     // Softmax's own algebra with no score modification: the row max is kept
     // over raw Q K^T and scale * log2(e) folds into one FMA before ex2.
@@ -144,7 +154,7 @@ public:
       constraints.push_back({0, -1, p.lk - 1});
     // Q's fragments take 4 registers a k-step: beside the accumulators of
     // heads above 128 they would spill.
-    qInRegs = mTiles == 1 && p.headDim <= 128;
+    qInRegs = mTiles == 1 && computeDim(p) <= 128;
     if (decode) {
       // Q and O are the 4-D tensors where no merged view exists
       // (buildDecodeKernels).
@@ -272,7 +282,10 @@ private:
 
   const AttentionSchedule &s;
   const DecodeSchedule *decode;
-  int64_t threads, ld, cpr, ldK, rowsPerWarp, mTiles, keysPerWarp, nS, nO;
+  // nO: n-tiles of O computed (computeDim / 8); nOStored: of them, those
+  // inside the head size.
+  int64_t threads, ld, cpr, ldK, rowsPerWarp, mTiles, keysPerWarp, nS, nO,
+      nOStored;
   Type elemT;
   bool fast, qInRegs;
   SmallVector<MaskConstraint, 3> constraints;
@@ -358,11 +371,12 @@ void AttentionBuilder::copyKVTile(bool isK, Value tile, Value stage,
 }
 
 void AttentionBuilder::copyKTransposed(Value tile, Value dstBase) {
-  // Rows are the head dims (all present), chunks are 8 keys: with lk a
-  // multiple of 8 (attentionKernelSupports), every row starts 16-byte
-  // aligned and a chunk is wholly inside or past lk.
-  int64_t kc = s.blockKV / 8, cprK = ldK / 8;
-  int64_t chunks = p.headDim * kc, rowStep = threads / kc;
+  // Rows are the head dims (those past the head size, up to computeDim,
+  // zero-filled), chunks are 8 keys: with lk a multiple of 8
+  // (attentionKernelSupports), every row starts 16-byte aligned and a chunk
+  // is wholly inside or past lk.
+  int64_t kc = s.blockKV / 8, cprK = ldK / 8, dims = computeDim(p);
+  int64_t chunks = dims * kc, rowStep = threads / kc;
   bool needKey = p.lk % s.blockKV != 0;
   Value cChunk = rem(tid, kc);
   Value rBase = div(tid, kc);
@@ -380,15 +394,21 @@ void AttentionBuilder::copyKTransposed(Value tile, Value dstBase) {
     if ((it + 1) * threads > chunks) {
       // Fewer chunks than threads in the last round (small head dims).
       guard.emplace(b);
-      auto ifOp =
-          scf::IfOp::create(b, loc, ult(row, p.headDim), /*withElse=*/false);
+      auto ifOp = scf::IfOp::create(b, loc, ult(row, dims), /*withElse=*/false);
       b.setInsertionPointToStart(&ifOp.getThenRegion().front());
     }
     Value dstOff = add(dstBase, mul(swizzle(row, cChunk, cprK), 8));
+    // Padding rows read 0 bytes of row 0.
+    Value srcRow = row, rowN = n;
+    if (dims != p.headDim) {
+      Value inHead = ult(row, p.headDim);
+      srcRow = select(inHead, row, cst(0));
+      rowN = select(inHead, n ? n : cst(8), cst(0));
+    }
     nvgpu::DeviceAsyncCopyOp::create(
         b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), smemK,
-        ValueRange{dstOff}, kArg, ValueRange{batch, kvHead, row, key0},
-        b.getIndexAttr(8), n, b.getUnitAttr());
+        ValueRange{dstOff}, kArg, ValueRange{batch, kvHead, srcRow, key0},
+        b.getIndexAttr(8), rowN, b.getUnitAttr());
   }
 }
 
@@ -511,7 +531,7 @@ SmallVector<Value> AttentionBuilder::tileStep(Value stage, Value k0,
   Value zero4 = arith::ConstantOp::create(
       b, loc, DenseElementsAttr::get(VectorType::get({2, 2}, f32), 0.0f));
   SmallVector<Value> sv(mTiles * nS, zero4);
-  for (int64_t kk = 0; kk < p.headDim / 16; ++kk) {
+  for (int64_t kk = 0; kk < nO / 2; ++kk) {
     SmallVector<Value> aFrag;
     for (int64_t i = 0; i < mTiles; ++i)
       aFrag.push_back(qInRegs ? qFrags[kk] : qFragment(i, kk));
@@ -734,7 +754,7 @@ void AttentionBuilder::epilogue(ValueRange carried) {
                                       /*withElse=*/false);
         b.setInsertionPointToStart(&ifOp.getThenRegion().front());
       }
-      for (int64_t dn = 0; dn < nO; ++dn) {
+      for (int64_t dn = 0; dn < nOStored; ++dn) {
         Value vals = fmul(extract(carried[i * nO + dn], {h}), invVec);
         vals =
             arith::TruncFOp::create(b, loc, VectorType::get({2}, elemT), vals);
@@ -771,7 +791,7 @@ void AttentionBuilder::decodeEpilogue(ValueRange carried) {
   VectorType v2 = VectorType::get({2}, f32);
   for (int64_t h = 0; h < 2; ++h) {
     Value slot = add(mul(warp, 16), add(gq, h * 8));
-    for (int64_t dn = 0; dn < nO; ++dn)
+    for (int64_t dn = 0; dn < nOStored; ++dn)
       vector::StoreOp::create(
           b, loc, extract(carried[dn], {h}), sO,
           ValueRange{add(mul(slot, p.headDim), add(mul(tq, 2), dn * 8))}, false,
@@ -1009,7 +1029,7 @@ void AttentionBuilder::build(Value q, Value k, Value v, Value o, Value stats) {
     // Q's fragments stay in registers for the whole loop.
     waitGroups(2 * (s.stages - 1));
     mlir::gpu::BarrierOp::create(b, loc);
-    for (int64_t kk = 0; kk < p.headDim / 16; ++kk)
+    for (int64_t kk = 0; kk < nO / 2; ++kk)
       qFrags.push_back(qFragment(0, kk));
   }
 
@@ -1202,8 +1222,8 @@ bool attentionKernelSupports(const AttentionProblem &p, std::string &why) {
     return fail("query heads must be a multiple of key/value heads");
   // Multiples of 16: one k-step of the Q K^T MMA, and an even number of
   // n-tiles of P V (shared rows are padded, tileRow).
-  if (p.headDim < 16 || p.headDim > 256 || p.headDim % 16)
-    return fail("head dim must be a multiple of 16 from 16 to 256");
+  if (p.headDim < 8 || p.headDim > 256 || p.headDim % 8)
+    return fail("head dim must be a multiple of 8 from 8 to 256");
   if (p.batch > 65535 || p.headsQ > 65535)
     return fail("batch and query heads must be <= 65535 (grid limits)");
   if (p.lq > (int64_t(1) << 30) || p.lk > (int64_t(1) << 30))
@@ -1281,11 +1301,11 @@ AttentionSchedule chooseAttentionSchedule(const AttentionProblem &p,
   // whose scores fit the registers beside the 32 x headDim accumulators;
   // double-buffered.
   AttentionSchedule s{128, 32, 4, 2};
-  if (p.headDim <= 64)
+  if (computeDim(p) <= 64)
     s = {128, 64, 4, 3};
   // Above 128, 16 rows a warp: the accumulators alone take headDim / 2
   // registers an m-tile.
-  if (p.headDim > 128)
+  if (computeDim(p) > 128)
     s = {128, 32, 8, 2};
   // Fewer rows a block while the grid leaves multiprocessors idle.
   while (ceilDiv(p.lq, s.blockQ) * p.headsQ * p.batch < sms && s.blockQ > 64) {

@@ -6,7 +6,7 @@
                                                  --target), write the
                                                  inputs' seed and digest and the
                                                  float64 reference
-    attention_test.py ... --record DIR --only f32_  only the cases named f32_*
+    attention_test.py ... --record DIR --only f32_,hd  only the cases named f32_* or hd*
     attention_test.py --tcc TCC --replay DIR    run there (regenerating the
                                                  inputs), compare
 
@@ -296,10 +296,12 @@ def key_mask_cases():
 
 
 def head_size_cases():
-    """Head sizes besides 64 and 128 (multiples of 16 from 32 to 256): the
+    """Head sizes besides 64 and 128 (multiples of 8 from 8 to 256): the
     mma.sync template pads its shared rows to 64, 128 or 256 elements and
-    reads only the head's columns; sm_90a's wgmma template takes 64 and 128
-    only, so these are the mma.sync kernel on both targets."""
+    reads only the head's columns; head sizes that are not multiples of 16
+    compute on the next one, the padding zero-filled (40, 72, 120, 200; K
+    given transposed too); sm_90a's wgmma template takes 64 and 128 only, so
+    these are the mma.sync kernel on both targets."""
     out = []
 
     def scaled(dt, d):
@@ -339,6 +341,29 @@ def head_size_cases():
                                             [1, 2, 130, 256], mods,
                                             captured=[('bias', 'f16', [1, 2, 130, 130])]),
                 1.0, lambda s, r, c, env, sc=sc: s * sc + env['bias']))
+    # Head sizes that are multiples of 8 but not of 16, odd lengths.
+    mods, sc = scaled('f16', 40)
+    mods[-1] = node('mul', ['s', 'c'], 's_mod')
+    out.append(('hd40_f16_1001', model('hd40', 'f16', [2, 3, 1001, 40], [2, 3, 1001, 40], mods),
+                1.0, lambda s, r, c, sc=sc: s * sc))
+    mods, sc = causal('bf16', 72, 333, 333)
+    out.append(('hd72_gqa_causal_bf16_333', model('hd72', 'bf16', [1, 8, 333, 72],
+                                                  [1, 2, 333, 72], mods, repeat=(2, 4)), 1.0,
+                lambda s, r, c, sc=sc: np.where(r >= c, s * sc, -1e30)))
+    mods, sc = scaled('f16', 120)
+    mods.append(node('add', ['ss', 'bias'], 's_mod'))
+    out.append(('hd120_bias_f16_257', model('hd120b', 'f16', [1, 2, 257, 120],
+                                            [1, 2, 257, 120], mods,
+                                            captured=[('bias', 'f16', [1, 2, 257, 257])]),
+                1.0, lambda s, r, c, env, sc=sc: s * sc + env['bias']))
+    mods, sc = causal('bf16', 200, 130, 130)
+    out.append(('hd200_causal_bf16_130', model('hd200', 'bf16', [1, 2, 130, 200],
+                                               [1, 2, 130, 200], mods), 1.0,
+                lambda s, r, c, sc=sc: np.where(r >= c, s * sc, -1e30)))
+    mods, sc = scaled('f16', 8)
+    mods[-1] = node('mul', ['s', 'c'], 's_mod')
+    out.append(('hd8_f16_100', model('hd8', 'f16', [1, 2, 100, 8], [1, 2, 100, 8], mods),
+                1.0, lambda s, r, c, sc=sc: s * sc))
     # Decode (split-K) at the same head sizes.
     mods, sc = causal('bf16', 96, 1, 3001, 3000)
     out.append(('decode_hd96_q1_3001', model('dhd96', 'bf16', [1, 4, 1, 96], [1, 4, 3001, 96],
@@ -348,6 +373,15 @@ def head_size_cases():
     mods[-1] = node('mul', ['s', 'c'], 's_mod')
     out.append(('decode_hd80_q4_1000', model('dhd80', 'f16', [2, 2, 4, 80], [2, 2, 1000, 80],
                                              mods), 1.0, lambda s, r, c, sc=sc: s * sc))
+    mods, sc = causal('bf16', 72, 1, 3001, 3000)
+    out.append(('decode_hd72_q1_3001', model('dhd72', 'bf16', [1, 4, 1, 72], [1, 4, 3001, 72],
+                                             mods), 1.0,
+                lambda s, r, c, sc=sc: np.where(r + 3000 >= c, s * sc, -1e30)))
+    mods, sc = scaled('f16', 40)
+    mods[-1] = node('mul', ['s', 'c'], 's_mod')
+    out.append(('decode_hd40_gqa_q2_2000', model('dhd40', 'f16', [2, 8, 2, 40],
+                                                 [2, 2, 2000, 40], mods, repeat=(2, 4)),
+                1.0, lambda s, r, c, sc=sc: s * sc))
     mods, sc = causal('f16', 256, 1, 2000, 1999)
     out.append(('decode_hd256_gqa_q1_2000', model('dhd256', 'f16', [1, 8, 1, 256],
                                                   [1, 2, 2000, 256], mods, repeat=(2, 4)),
@@ -692,6 +726,11 @@ def ktrans_cases():
         [const('c', 'bf16', 0.125), node('mul', ['s', 'c'], 's_mod')], kt='input'), 1.0,
         lambda s, r, c: s * 0.125))
     KTRANS_K['ktrans_unaligned_bf16_1001'] = to_bhld
+    # Head size 40 (computed as 48, K's padding rows zero-filled), causal.
+    out.append(('ktrans_hd40_causal_f16_256', model(
+        'kt_hd40', 'f16', [1, 2, 256, 40], [1, 2, 256, 40], causal('f16', 256, 256),
+        kt='input'), 1.0, lambda s, r, c: np.where(r >= c, s * 0.125, -1e30)))
+    KTRANS_K['ktrans_hd40_causal_f16_256'] = to_bhld
     # Small and odd shapes: head dim 16 with 8 keys (one ragged tile), head
     # dim 80 (padded shared rows), MQA decode at head dim 64.
     out.append(('ktrans_tiny_bf16_17x8_d16', model(
@@ -949,7 +988,7 @@ def record(tcc, root, target, only='', count_only=False):
     os.makedirs(root, exist_ok=True)
     failed = 0
     for name, m, qscale, change in cases():
-        if not name.startswith(only):
+        if not name.startswith(tuple(only.split(","))):
             continue
         d = os.path.join(root, name)
         os.makedirs(d, exist_ok=True)

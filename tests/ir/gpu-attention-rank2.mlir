@@ -94,6 +94,27 @@ func.func @head_18(%q: tensor<32x18xf16>, %k: tensor<32x18xf16>, %v: tensor<32x1
 
 // -----
 
+// Head size 40, a multiple of 8 but not of 16: fused, on the mma.sync
+// template on both targets (it computes on 48, the padding zero-filled;
+// wgmma takes 64 and 128 only).
+// CHECK-LABEL: func.func @head_40
+// CHECK: tcc.chain attributes {axis = 1 : i64, tcc.attention, tcc.attention_plan = #tcc.mma_attention<
+// CHECK:   tcc.yield
+// CHECK-NOT: tcc.matmul
+// CHECK: return
+func.func @head_40(%q: tensor<100x40xf16>, %k: tensor<100x40xf16>, %v: tensor<100x40xf16>) -> tensor<100x40xf16> {
+  %s = tcc.matmul %q, %k {transpose_b = true} : tensor<100x40xf16>, tensor<100x40xf16> -> tensor<100x100xf16>
+  %m = tcc.reduce_max %s {axes = array<i64: 1>, keepdims = true} : tensor<100x100xf16> -> tensor<100x1xf16>
+  %d = tcc.sub %s, %m : tensor<100x100xf16>, tensor<100x1xf16> -> tensor<100x100xf16>
+  %e = tcc.exp %d : tensor<100x100xf16>
+  %sum = tcc.reduce_sum %e {axes = array<i64: 1>, keepdims = true} : tensor<100x100xf16> -> tensor<100x1xf16>
+  %p = tcc.div %e, %sum : tensor<100x100xf16>, tensor<100x1xf16> -> tensor<100x100xf16>
+  %o = tcc.matmul %p, %v : tensor<100x100xf16>, tensor<100x40xf16> -> tensor<100x40xf16>
+  return %o : tensor<100x40xf16>
+}
+
+// -----
+
 // A softmax followed by a linear layer (a weight shared by every row): no
 // attention pair, so no attention chain and no remark; the GEMM stays.
 // CHECK-LABEL: func.func @softmax_then_linear

@@ -174,13 +174,14 @@ struct TccGpuAttentionChains
           mlir::tcc::matchAttention(chain, why);
       if (m && foldKTranspose(*m))
         m = mlir::tcc::matchAttention(chain, why);
-      // K given transposed, [.., D, Lk]: the tensor-core templates copy its
-      // rows of keys in 16-byte chunks, which must start 16-byte aligned;
-      // the SIMT template (f32) reads K [.., Lk, D] only.
-      if (m && m->kTransposed && m->elemType.isF32()) {
+      // K given transposed, [.., D, Lk]: the templates copy its rows of keys
+      // in 16-byte chunks, which must start 16-byte aligned (8 keys of
+      // bf16/f16 on tensor cores, 4 of f32 in the SIMT template).
+      if (m && m->kTransposed && m->elemType.isF32() && m->lk % 4) {
         m.reset();
-        why = "K given transposed ([.., D, Lk]) has no f32 attention template";
-      } else if (m && m->kTransposed && m->lk % 8) {
+        why = "K given transposed ([.., D, Lk]) in f32 needs a key count "
+              "that is a multiple of 4 (16-byte rows)";
+      } else if (m && m->kTransposed && !m->elemType.isF32() && m->lk % 8) {
         m.reset();
         why = "K given transposed ([.., D, Lk]) needs a key count that is a "
               "multiple of 8 (16-byte rows)";

@@ -925,11 +925,9 @@ bool simtAttentionScheduleValid(const AttentionProblem &p,
     return false;
   }
   // K given transposed is copied through registers (a 16-byte chunk is 4
-  // keys), not by cp.async.
-  if (p.kTransposed && target.cpAsync) {
-    why = "SIMT attention kernel: K given transposed is not supported";
-    return false;
-  }
+  // keys of one d), also where the other copies are cp.async: its stores
+  // are complete when issued, and the barrier that orders K's cp.async
+  // copies before the scores orders them too (its commit group is empty).
   if (p.kTransposed && p.lk % 4) {
     why = "SIMT attention kernel: K given transposed needs a key count that "
           "is a multiple of 4";

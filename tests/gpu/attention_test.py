@@ -676,7 +676,7 @@ def f32_cases():
 # whose K is not [B, H, L, D] (KTRANS_UNFUSED: not fused, the key count not
 # a multiple of 8: checked with 4x the tolerance, see replay).
 KTRANS_K = {}
-KTRANS_UNFUSED = ('ktrans_unaligned_bf16_1001',)
+KTRANS_UNFUSED = ('ktrans_unaligned_bf16_1001', 'ktrans_f32_unaligned_1001')
 
 
 def ktrans_cases():
@@ -726,6 +726,25 @@ def ktrans_cases():
         [const('c', 'bf16', 0.125), node('mul', ['s', 'c'], 's_mod')], kt='input'), 1.0,
         lambda s, r, c: s * 0.125))
     KTRANS_K['ktrans_unaligned_bf16_1001'] = to_bhld
+    # f32 (the SIMT template, K's 16-byte chunks of 4 keys through
+    # registers): causal with a ragged last tile, decode with GQA, and 1001
+    # keys (rows not 16-byte aligned: not fused, still correct).
+    inv32 = np.float64(np.float32(inv))
+    out.append(('ktrans_f32_causal_1000', model(
+        'kt_f32', 'f32', [1, 2, 1000, 128], [1, 2, 1000, 128],
+        causal('f32', 1000, 1000, c=float(inv32)), kt='input'), 1.0,
+        lambda s, r, c: np.where(r >= c, s * inv32, -1e30)))
+    KTRANS_K['ktrans_f32_causal_1000'] = to_bhld
+    out.append(('ktrans_f32_decode_gqa_q1_3000', model(
+        'kt_f32d', 'f32', [1, 8, 1, 64], [1, 2, 3000, 64],
+        causal('f32', 1, 3000, 2999), repeat=(2, 4), kt='input'), 1.0,
+        lambda s, r, c: np.where(r + 2999 >= c, s * 0.125, -1e30)))
+    KTRANS_K['ktrans_f32_decode_gqa_q1_3000'] = to_bhld
+    out.append(('ktrans_f32_unaligned_1001', model(
+        'kt_f32odd', 'f32', [1, 2, 200, 64], [1, 2, 1001, 64],
+        [const('c', 'f32', 0.125), node('mul', ['s', 'c'], 's_mod')], kt='input'), 1.0,
+        lambda s, r, c: s * 0.125))
+    KTRANS_K['ktrans_f32_unaligned_1001'] = to_bhld
     # Head size 40 (computed as 48, K's padding rows zero-filled), causal.
     out.append(('ktrans_hd40_causal_f16_256', model(
         'kt_hd40', 'f16', [1, 2, 256, 40], [1, 2, 256, 40], causal('f16', 256, 256),

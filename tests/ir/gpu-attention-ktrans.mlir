@@ -123,11 +123,12 @@ func.func @kt_unaligned(%q: tensor<1x4x128x64xbf16>, %kt: tensor<1x4x64x1001xbf1
 
 // -----
 
-// f32 with K given transposed: the SIMT template reads K [.., Lk, D] only,
-// so the chain is dissolved.
+// f32 with K given transposed: the SIMT template copies it through
+// registers, 4 keys of one d at a time; the chain stays, marked.
 // CHECK-LABEL: func.func @kt_f32
-// CHECK-NOT: tcc.chain
-// CHECK: return
+// CHECK: tcc.chain attributes {axis = 3 : i64, tcc.attention}
+// CHECK-NEXT: tcc.matmul %arg0, %arg1 :
+// CHECK: tcc.yield
 func.func @kt_f32(%q: tensor<1x4x128x64xf32>, %kt: tensor<1x4x64x256xf32>, %v: tensor<1x4x256x64xf32>) -> tensor<1x4x128x64xf32> {
   %0 = tcc.chain attributes {axis = 3 : i64} -> tensor<1x4x128x64xf32> {
     %5 = tcc.matmul %q, %kt : tensor<1x4x128x64xf32>, tensor<1x4x64x256xf32> -> tensor<1x4x128x256xf32>
@@ -137,6 +138,27 @@ func.func @kt_f32(%q: tensor<1x4x128x64xf32>, %kt: tensor<1x4x64x256xf32>, %v: t
     %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x128x256xf32> -> tensor<1x4x128x1xf32>
     %13 = tcc.div %11, %12 : tensor<1x4x128x256xf32>, tensor<1x4x128x1xf32> -> tensor<1x4x128x256xf32>
     %14 = tcc.matmul %13, %v : tensor<1x4x128x256xf32>, tensor<1x4x256x64xf32> -> tensor<1x4x128x64xf32>
+    tcc.yield %14 : tensor<1x4x128x64xf32>
+  }
+  return %0 : tensor<1x4x128x64xf32>
+}
+
+// -----
+
+// f32 with K given transposed and 254 keys: rows of K not 16-byte aligned
+// for those copies, so the chain is dissolved.
+// CHECK-LABEL: func.func @kt_f32_unaligned
+// CHECK-NOT: tcc.chain
+// CHECK: return
+func.func @kt_f32_unaligned(%q: tensor<1x4x128x64xf32>, %kt: tensor<1x4x64x254xf32>, %v: tensor<1x4x254x64xf32>) -> tensor<1x4x128x64xf32> {
+  %0 = tcc.chain attributes {axis = 3 : i64} -> tensor<1x4x128x64xf32> {
+    %5 = tcc.matmul %q, %kt : tensor<1x4x128x64xf32>, tensor<1x4x64x254xf32> -> tensor<1x4x128x254xf32>
+    %9 = tcc.reduce_max %5 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x128x254xf32> -> tensor<1x4x128x1xf32>
+    %10 = tcc.sub %5, %9 : tensor<1x4x128x254xf32>, tensor<1x4x128x1xf32> -> tensor<1x4x128x254xf32>
+    %11 = tcc.exp %10 : tensor<1x4x128x254xf32>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x128x254xf32> -> tensor<1x4x128x1xf32>
+    %13 = tcc.div %11, %12 : tensor<1x4x128x254xf32>, tensor<1x4x128x1xf32> -> tensor<1x4x128x254xf32>
+    %14 = tcc.matmul %13, %v : tensor<1x4x128x254xf32>, tensor<1x4x254x64xf32> -> tensor<1x4x128x64xf32>
     tcc.yield %14 : tensor<1x4x128x64xf32>
   }
   return %0 : tensor<1x4x128x64xf32>

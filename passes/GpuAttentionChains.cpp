@@ -188,11 +188,13 @@ struct TccGpuAttentionChains
       }
       // The head sizes the mma.sync template takes (multiples of 8 up to
       // 256, computed padded to 16; wgmma takes 64 and 128 of them), and the
-      // SIMT template's for f32 (multiples of 4 in [16, 256]): any other
+      // SIMT template's (multiples of 4 in [16, 256]; every dtype): any other
       // would leave a chain with matmuls to the generic loops.
-      if (m && m->headDim >= (m->elemType.isF32() ? 16 : 8) &&
-          m->headDim <= 256 &&
-          m->headDim % (m->elemType.isF32() ? 4 : 8) == 0) {
+      bool mmaHead = m && !m->elemType.isF32() && m->headDim >= 8 &&
+                     m->headDim <= 256 && m->headDim % 8 == 0;
+      bool simtHead = m && m->headDim >= 16 && m->headDim <= 256 &&
+                      m->headDim % 4 == 0;
+      if (mmaHead || simtHead) {
         takeRepeats(chain, m->kvOps);
         pullLayouts(chain, *m);
         chain->setAttr(mlir::tcc::kAttentionAttrName,

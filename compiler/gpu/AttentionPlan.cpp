@@ -153,8 +153,18 @@ Attribute chooseAttentionPlan(MLIRContext *ctx, const AttentionProblem &p,
     return simtAttentionScheduleValid(p, s, target, why) ? planOf(ctx, s)
                                                          : Attribute();
   }
-  if (!attentionKernelSupports(p, why))
-    return {};
+  if (!attentionKernelSupports(p, why)) {
+    // What the tensor-core templates refuse in bf16 or f16 (head sizes that
+    // are not a whole number of 16-byte chunks, K given transposed with keys
+    // that are not) still runs fused where the SIMT template takes it, on
+    // CUDA cores with the inputs widened to f32, as on AMD.
+    std::string simtWhy;
+    if (!simtAttentionSupports(p, simtWhy))
+      return {};
+    SimtAttentionSchedule s = chooseSimtAttentionSchedule(p, target);
+    return simtAttentionScheduleValid(p, s, target, why) ? planOf(ctx, s)
+                                                         : Attribute();
+  }
   if (preferDecode(p)) {
     DecodeSchedule s = chooseDecodeSchedule(p, target);
     if (decodeScheduleValid(p, s, target, why))
@@ -179,9 +189,10 @@ bool attentionPlanValid(const AttentionProblem &p, Attribute plan,
           (f32 ? "f32 (the SIMT template)" : "bf16 or f16");
     return false;
   };
+  // The SIMT template takes every dtype on every GPU target (16-bit inputs
+  // widened to f32 on NVIDIA too: slower than the tensor-core templates, a
+  // user's choice).
   if (auto a = dyn_cast<mlir::tcc::SimtAttentionAttr>(plan)) {
-    if (!target.simtAttentionFor(f32))
-      return wrongType("f32");
     return simtAttentionSupports(p, why) &&
            simtAttentionScheduleValid(p, scheduleOf(a), target, why);
   }

@@ -113,7 +113,10 @@ public:
       : AttentionArith(b, loc, p), s(s), kRows(s.tileRows), kKeys(s.tileKeys),
         threads(threadsOf(s)), kT(keyThreads(s)), stride(rowStride(p.headDim)),
         cpr(p.headDim / 4), nC(ceilDiv(p.headDim / 4, keyThreads(s))),
-        asyncCopy(target.cpAsync), scoreChunks(simtScoreBlock(s, target) / 4) {
+        // 16-bit inputs are widened to f32 on the way through registers
+        // (cp.async would copy their bytes as they are).
+        asyncCopy(target.cpAsync && p.elemType.isF32()),
+        scoreChunks(simtScoreBlock(s, target) / 4) {
     // A block of 32 threads on a wave of 64 (AMD, head dim 256) is one wave
     // with half its lanes: its key flags are read a lane per key of those.
     waveSize = std::min<int64_t>(target.warpSize, threads);
@@ -914,14 +917,6 @@ bool simtAttentionScheduleValid(const AttentionProblem &p,
     return false;
   if (!target.isGpu()) {
     why = "SIMT attention schedule: not a GPU target";
-    return false;
-  }
-  // cp.async copies bytes as they are: where the copies are cp.async,
-  // shared memory would hold 16-bit values the f32 code does not read (and
-  // NVIDIA's tensor-core templates take bf16 and f16).
-  if (!p.elemType.isF32() && target.cpAsync) {
-    why = "SIMT attention schedule: bf16 and f16 inputs take the SIMT "
-          "template only on targets without cp.async (AMD)";
     return false;
   }
   // K given transposed is copied through registers (a 16-byte chunk is 4

@@ -364,6 +364,27 @@ def head_size_cases():
     mods[-1] = node('mul', ['s', 'c'], 's_mod')
     out.append(('hd8_f16_100', model('hd8', 'f16', [1, 2, 100, 8], [1, 2, 100, 8], mods),
                 1.0, lambda s, r, c, sc=sc: s * sc))
+    # Head sizes that are multiples of 4 but not of 8 in 16-bit (rows that
+    # are not whole 16-byte chunks): the SIMT template on CUDA cores, the
+    # inputs widened to f32 (one kernel; the split-K pair for decode).
+    mods, sc = scaled('f16', 36)
+    mods[-1] = node('mul', ['s', 'c'], 's_mod')
+    out.append(('hd36_simt_f16_1001', model('hd36', 'f16', [1, 3, 1001, 36], [1, 3, 1001, 36],
+                                            mods), 1.0, lambda s, r, c, sc=sc: s * sc))
+    mods, sc = causal('bf16', 100, 333, 333)
+    out.append(('hd100_simt_gqa_causal_bf16_333', model('hd100', 'bf16', [2, 4, 333, 100],
+                                                        [2, 2, 333, 100], mods, repeat=(2, 2)),
+                1.0, lambda s, r, c, sc=sc: np.where(r >= c, s * sc, -1e30)))
+    mods, sc = scaled('f16', 252)
+    mods.append(node('add', ['ss', 'bias'], 's_mod'))
+    out.append(('hd252_simt_bias_f16_130', model('hd252b', 'f16', [1, 2, 130, 252],
+                                                 [1, 2, 130, 252], mods,
+                                                 captured=[('bias', 'f16', [1, 2, 130, 130])]),
+                1.0, lambda s, r, c, env, sc=sc: s * sc + env['bias']))
+    mods, sc = causal('f16', 20, 1, 3001, 3000)
+    out.append(('decode_hd20_simt_q1_3001', model('dhd20', 'f16', [1, 4, 1, 20], [1, 4, 3001, 20],
+                                                  mods), 1.0,
+                lambda s, r, c, sc=sc: np.where(r + 3000 >= c, s * sc, -1e30)))
     # Decode (split-K) at the same head sizes.
     mods, sc = causal('bf16', 96, 1, 3001, 3000)
     out.append(('decode_hd96_q1_3001', model('dhd96', 'bf16', [1, 4, 1, 96], [1, 4, 3001, 96],
@@ -1026,11 +1047,14 @@ def record(tcc, root, target, only='', count_only=False):
         symbols = [k['symbol'] for k in info['kernels']]
         dt = m['inputs'][0]['dtype']
         # sm_90a builds prefill on warpgroup MMA (head dims 64 and 128); f32
-        # takes the SIMT template on every target, decode shapes included.
+        # takes the SIMT template on every target, decode shapes included, and
+        # so do bf16 and f16 head sizes that are not multiples of 8.
         wgmma = target == 'sm_90a' and m['inputs'][0]['shape'][-1] in (64, 128)
         prefill = '_attn_wgmma' if wgmma else '_attn'
-        if dt == 'f32':
-            want = ['_decode', '_combine'] if '_decode' in name else ['_attn_simt']
+        # 16-bit head sizes that are not a multiple of 8 take the SIMT one.
+        if dt == 'f32' or m['inputs'][0]['shape'][-1] % 8:
+            decode = '_decode' in name or name.startswith('decode_')
+            want = ['_decode', '_combine'] if decode else ['_attn_simt']
         else:
             want = ['_decode', '_combine'] if name.startswith('decode_') else [prefill]
             if name.startswith('decode_wide_'):

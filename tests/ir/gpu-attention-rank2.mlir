@@ -115,6 +115,28 @@ func.func @head_40(%q: tensor<100x40xf16>, %k: tensor<100x40xf16>, %v: tensor<10
 
 // -----
 
+// Head size 36 in f16, a multiple of 4 but not of 8 (rows that are not a
+// whole number of 16-byte chunks): the tensor-core templates refuse it, the
+// SIMT template takes it, the inputs widened to f32 on the way to shared
+// memory.
+// CHECK-LABEL: func.func @head_36
+// CHECK: tcc.chain attributes {axis = 1 : i64, tcc.attention, tcc.attention_plan = #tcc.simt_attention<
+// CHECK:   tcc.yield
+// CHECK-NOT: tcc.matmul
+// CHECK: return
+func.func @head_36(%q: tensor<100x36xf16>, %k: tensor<100x36xf16>, %v: tensor<100x36xf16>) -> tensor<100x36xf16> {
+  %s = tcc.matmul %q, %k {transpose_b = true} : tensor<100x36xf16>, tensor<100x36xf16> -> tensor<100x100xf16>
+  %m = tcc.reduce_max %s {axes = array<i64: 1>, keepdims = true} : tensor<100x100xf16> -> tensor<100x1xf16>
+  %d = tcc.sub %s, %m : tensor<100x100xf16>, tensor<100x1xf16> -> tensor<100x100xf16>
+  %e = tcc.exp %d : tensor<100x100xf16>
+  %sum = tcc.reduce_sum %e {axes = array<i64: 1>, keepdims = true} : tensor<100x100xf16> -> tensor<100x1xf16>
+  %p = tcc.div %e, %sum : tensor<100x100xf16>, tensor<100x1xf16> -> tensor<100x100xf16>
+  %o = tcc.matmul %p, %v : tensor<100x100xf16>, tensor<100x36xf16> -> tensor<100x36xf16>
+  return %o : tensor<100x36xf16>
+}
+
+// -----
+
 // A softmax followed by a linear layer (a weight shared by every row): no
 // attention pair, so no attention chain and no remark; the GEMM stays.
 // CHECK-LABEL: func.func @softmax_then_linear

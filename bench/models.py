@@ -360,6 +360,7 @@ def attention_cases(small):
     # batch), and decode (one query row; the bias [1, H, 1, L]).
     s4, s8 = (256, 256) if small else (4096, 8192)
     forms = [('bias', 'bias_s%d_h8' % s4, 8, s4, (1, 8), None),
+             ('bias', 'bias_s%d_h8' % s8, 8, s8, (1, 8), None),
              ('padmask', 'padmask_%d' % s8, 32, s8, (1, 8), None),
              ('alibi_param', 'alibi_param_%d' % s8, 32, s8, (1, 8), None),
              ('alibi_input', 'alibi_input_%d' % s8, 32, s8, (1,), None)]

@@ -327,6 +327,9 @@ def correctness(args, case, q, k, v, env=None, flex=None):
         # The model's q, k, v: [B, L, H, D] under `layout` (the tensors
         # behind the views).
         qkv = [t.transpose(1, 2) if case.get('layout') else t for t in (q, k, v)]
+        if case.get('ktrans'):
+            # K given transposed: the model's input is [B, H, D, L].
+            qkv[1] = k.transpose(-1, -2)
         given = list(zip('qkv', qkv)) + [(n, env[n]) for n in case.get('inputs', [])]
         for name, t in given:
             path = os.path.join(work, name + '.npy')

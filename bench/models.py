@@ -47,13 +47,13 @@ def gemm_model(n, dt, mkn=None):
                  [node('matmul', ['a', 'b'], 'c')], ['c'])
 
 
-def rowwise_models(rows, cols):
-    """The memory-bound cases over one [rows, cols] bf16 tensor x -> y."""
+def rowwise_models(rows, cols, dt='bf16'):
+    """The memory-bound cases over one [rows, cols] tensor x -> y in `dt`."""
     shape = [rows, cols]
-    x = [('x', 'bf16', shape)]
-    gamma = normal_param('gamma', 'bf16', [cols], 1.0, 0.1, 11)
-    beta = normal_param('beta', 'bf16', [cols], 0.0, 0.1, 12)
-    weight = normal_param('weight', 'bf16', [cols], 1.0, 0.1, 13)
+    x = [('x', dt, shape)]
+    gamma = normal_param('gamma', dt, [cols], 1.0, 0.1, 11)
+    beta = normal_param('beta', dt, [cols], 0.0, 0.1, 12)
+    weight = normal_param('weight', dt, [cols], 1.0, 0.1, 13)
     return {
         'softmax': model('softmax', x, [node('softmax', ['x'], 'y', axis=-1)], ['y']),
         'log_softmax': model('log_softmax', x, [node('log_softmax', ['x'], 'y', axis=-1)],
@@ -65,7 +65,7 @@ def rowwise_models(rows, cols):
         'rms_norm': model('rms_norm', x, [
             node('mul', ['x', 'x'], 'x2'),
             node('reduce_mean', ['x2'], 'ms', axes=[-1], keepdims=True),
-            node('constant', [], 'eps', dtype='bf16', shape=[], value=1e-6),
+            node('constant', [], 'eps', dtype=dt, shape=[], value=1e-6),
             node('add', ['ms', 'eps'], 'ms_eps'),
             node('rsqrt', ['ms_eps'], 'inv'),
             node('mul', ['x', 'inv'], 'xn'),
@@ -129,8 +129,8 @@ def cases(small):
     m = gemm_model(0, 'f32', mkn)
     out.append((m['name'] + '_tf32_sm90a', m, ['--allow-tf32', '--target', 'sm_90a'],
                 {'kind': 'gemm', 'dtype': 'f32', 'n': 0, 'mkn': list(mkn), 'tf32': True}))
-    def rowwise_info(kind, m, shape):
-        info = {'kind': kind, 'dtype': 'bf16', 'shape': shape,
+    def rowwise_info(kind, m, shape, dt='bf16'):
+        info = {'kind': kind, 'dtype': dt, 'shape': shape,
                 'params': {p['name']: p['init'] for p in m['params']}}
         eps = {'layer_norm': 1e-5, 'rms_norm': 1e-6}
         if kind in eps:
@@ -152,17 +152,32 @@ def cases(small):
                 continue
             name = '%s_%d' % (kind, odd)
             out.append((name, dict(m, name=name), [], rowwise_info(kind, m, [rows, odd])))
+    # The sweep of issue 13's last point: short, odd and long rows in every
+    # dtype, 2^26 elements a case (about the bytes of the cases above in
+    # bf16; rows of 7 are then 9.6 M rows).
+    chains = ('softmax', 'log_softmax', 'layer_norm', 'rms_norm', 'cross_entropy')
+    for dt in ((('f16',)) if small else ('bf16', 'f16', 'f32')):
+        for n in ((7, 100) if small else ((7, 100) if dt == 'bf16' else (7, 100, 3001, 32768))):
+            r = max(1, (1 << (12 if small else 26)) // n)
+            for kind, m in rowwise_models(r, n, dt).items():
+                if kind not in chains:
+                    continue
+                name = '%s_%d_%s' % (kind, n, dt)
+                out.append((name, dict(m, name=name), [], rowwise_info(kind, m, [r, n], dt)))
     return out
 
 
-def attention_model(name, b, hq, hkv, l, d, variant, lq=None, dt='bf16', layout=False):
+def attention_model(name, b, hq, hkv, l, d, variant, lq=None, dt='bf16', layout=False,
+                    written=''):
     """Prefill attention written plainly (the ten Neptune operators' prefill
     half): scores, the variant's changes, softmax, P·V; K and V repeated
     over query heads by reshape and broadcast when hkv < hq (GQA). With
     `lq` (decode), lq query rows at the last lq of the l positions: row
     positions are offset by l - lq. `layout`: Q, K, V and the output are
     [B, L, H, D] (a projection's layout), transposed to and from attention's
-    [B, H, L, D] in the model."""
+    [B, H, L, D] in the model. `written`: 'ktrans' (K the input
+    [B, Hkv, D, L], the scores matmul(q, k)), 'handwritten' (softmax as
+    exp(s - max), its sum, and P·V divided by the sum afterwards)."""
     lq = lq or l
     nodes = []
     kk, vv = 'k', 'v'
@@ -174,7 +189,7 @@ def attention_model(name, b, hq, hkv, l, d, variant, lq=None, dt='bf16', layout=
                       node('reshape', [t + 'b'], t + t, shape=[b, hq, l, d])]
         kk, vv = 'kk', 'vv'
     scale = 1.0 / d ** 0.5
-    nodes += [node('matmul', ['q', kk], 's', transpose_b=True),
+    nodes += [node('matmul', ['q', kk], 's', transpose_b=written != 'ktrans'),
               node('constant', [], 'scale', dtype=dt, shape=[], value=scale),
               node('mul', ['s', 'scale'], 'ss')]
     cur = 'ss'
@@ -214,8 +229,15 @@ def attention_model(name, b, hq, hkv, l, d, variant, lq=None, dt='bf16', layout=
         nodes += [node('constant', [], 'neg', dtype=dt, shape=[], value=-1e30),
                   node('select', [keep, cur, 'neg'], 'masked')]
         cur = 'masked'
-    nodes += [node('softmax', [cur], 'p', axis=-1), node('matmul', ['p', vv], 'o')]
-    shapes = [[b, hq, lq, d], [b, hkv, l, d], [b, hkv, l, d]]
+    if written == 'handwritten':
+        nodes += [node('reduce_max', [cur], 'mx', axes=[-1], keepdims=True),
+                  node('sub', [cur, 'mx'], 'sh'), node('exp', ['sh'], 'e'),
+                  node('reduce_sum', ['e'], 'den', axes=[-1], keepdims=True),
+                  node('matmul', ['e', vv], 'num'), node('div', ['num', 'den'], 'o')]
+    else:
+        nodes += [node('softmax', [cur], 'p', axis=-1), node('matmul', ['p', vv], 'o')]
+    shapes = [[b, hq, lq, d], [b, hkv, d, l] if written == 'ktrans' else [b, hkv, l, d],
+              [b, hkv, l, d]]
     if layout:
         # Attention reads qh, kh, vh and writes oh; q, k, v, o are [B, L, H, D].
         names = {'q': 'qh', 'k': 'kh', 'v': 'vh', 'o': 'oh'}
@@ -343,17 +365,36 @@ def attention_cases(small):
                         {'kind': 'attention', 'variant': 'causal', 'dtype': 'f16', 'b': b,
                          'hq': 32, 'hkv': 32, 'l': l, 'lq': 1, 'd': d, 'layout': True,
                          'scale': rounded_scale(d, 'f16')}))
-    # f32 (issue 13: the CUDA-core template), at sequence 4096: SDPA's
-    # efficient backend is the fused peer that takes f32.
-    s4 = 256 if small else 4096
-    for variant in ('global', 'causal'):
-        name = 'attn_%s_b1_f32_s%d' % (variant, s4)
-        m = attention_model(name, 1, 32, 32, s4, d, variant, dt='f32')
-        info = {'kind': 'attention', 'variant': variant, 'dtype': 'f32', 'b': 1,
-                'hq': 32, 'hkv': 32, 'l': s4, 'd': d, 'scale': rounded_scale(d, 'f32')}
-        out.append((name, m, ['--gpu-attention'], info))
-        if not small:
-            out.append((name + '_8x4', m, ['--gpu-attention', '--schedule', SIMT_8X4], info))
+    # The same attention written differently (issue 13): K given transposed
+    # (an input [B, H, D, L]; the peers get K's [B, H, L, D] view) and
+    # softmax by hand (P·V divided by the sum afterwards); f16, global and
+    # causal, batch 1 and 8.
+    for written in ('ktrans', 'handwritten'):
+        for variant, hq, hkv in variants[:2]:
+            for b in (1, 8):
+                name = 'attn_%s_%s_b%d_f16' % (variant, written, b)
+                m = attention_model(name, b, hq, hkv, seq, d, variant, dt='f16',
+                                    written=written)
+                info = {'kind': 'attention', 'variant': variant, 'dtype': 'f16', 'b': b,
+                        'hq': hq, 'hkv': hkv, 'l': seq, 'd': d,
+                        'scale': rounded_scale(d, 'f16')}
+                if written == 'ktrans':
+                    info['ktrans'] = True
+                out.append((name, m, ['--gpu-attention'], info))
+    # f32 (issue 13: the CUDA-core template), at sequence 4096 and 8192:
+    # SDPA's efficient backend is the fused peer that takes f32.
+    for s4 in ((256,) if small else (4096, seq)):
+        for variant in ('global', 'causal'):
+            for b in ((1,) if s4 != seq else (1, 8)):
+                name = 'attn_%s_b%d_f32_s%d' % (variant, b, s4)
+                m = attention_model(name, b, 32, 32, s4, d, variant, dt='f32')
+                info = {'kind': 'attention', 'variant': variant, 'dtype': 'f32', 'b': b,
+                        'hq': 32, 'hkv': 32, 'l': s4, 'd': d,
+                        'scale': rounded_scale(d, 'f32')}
+                out.append((name, m, ['--gpu-attention'], info))
+                if not small and s4 != seq:
+                    out.append((name + '_8x4', m, ['--gpu-attention', '--schedule', SIMT_8X4],
+                                info))
     # Score changes reading captured tensors (issue 13), f16 as its figures.
     # The manifest's `inputs` names the extra inputs attention_bench.py
     # makes; batch 1 and 8 (the bias [1, H, L, L] broadcast over the

@@ -78,6 +78,23 @@ bool positional(Value v, Block *body) {
                       [&](Value o) { return positional(o, body); });
 }
 
+/// The input of `v` when `v` is a reshape that only adds or drops axes of
+/// size 1 (its other sizes the input's, in order), else null.
+Value unitReshapeSource(Value v) {
+  auto r = v.getDefiningOp<ReshapeOp>();
+  if (!r)
+    return {};
+  auto nonUnit = [](Type t) {
+    SmallVector<int64_t> out;
+    for (int64_t d : cast<RankedTensorType>(t).getShape())
+      if (d != 1)
+        out.push_back(d);
+    return out;
+  };
+  return nonUnit(r.getInput().getType()) == nonUnit(v.getType()) ? r.getInput()
+                                                                    : Value();
+}
+
 bool isOutside(Value v, Block *body) {
   Operation *op = v.getDefiningOp();
   return op ? op->getBlock() != body
@@ -610,6 +627,21 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
   // positions only), in order of first use.
   std::function<void(Value)> capture = [&](Value v) {
     if (isOutside(v, &body)) {
+      // A view is read through its input, unless that input's last two
+      // axes would pass for a [Lq, Lk] plane that the view does not read
+      // as one (the wgmma template stages planes by their shape).
+      if (Value src = unitReshapeSource(v)) {
+        ArrayRef<int64_t> in = typeOf(src).getShape(),
+                          shown = typeOf(v).getShape();
+        auto plane = [&](ArrayRef<int64_t> s) {
+          return s.size() >= 2 && s[s.size() - 2] == m.lq &&
+                 s[s.size() - 1] == m.lk;
+        };
+        if (!plane(in) || plane(shown)) {
+          m.capturedViews[v] = src;
+          v = src;
+        }
+      }
       if (!llvm::is_contained(m.captured, v))
         m.captured.push_back(v);
       return;
@@ -774,21 +806,34 @@ Value AttentionMatch::buildValue(OpBuilder &b, Location loc, Value target,
     Type elem = cast<RankedTensorType>(v.getType()).getElementType();
     Type st = scalarType(elem);
     Value r;
-    if (auto *it = llvm::find(captured, v); it != captured.end()) {
+    Value view = capturedViews.lookup(v);
+    if (auto *it = llvm::find(captured, view ? view : v);
+        it != captured.end()) {
       // One element of a captured tensor: axes of size 1 read index 0 (the
-      // broadcast), the others the score's index on the same axis.
+      // broadcast), the others the score's index on the same axis. A view
+      // (capturedViews) reads its input at the view's indices: the view's
+      // axes of other sizes are the input's, in order.
       Value arg = capturedArgs[it - captured.begin()];
       // A template may pass the element itself (a tile it staged); a
       // region of tcc.attention reads the tensor (tensor.extract), which
       // the templates turn into these loads.
       auto mt = dyn_cast<ShapedType>(arg.getType());
+      // The score axis of each axis of size other than 1 of the tensor as
+      // the changes read it (`v`: the view where there is one).
+      ArrayRef<int64_t> shown = typeOf(v).getShape();
+      SmallVector<int64_t> axes;
+      for (auto [d, size] : llvm::enumerate(shown))
+        if (size != 1)
+          axes.push_back(int64_t(d) + (rank - int64_t(shown.size())));
       SmallVector<Value> idx;
+      size_t next = 0;
       for (int64_t d = 0, n = mt ? mt.getRank() : 0; d < n; ++d) {
-        int64_t axis = d + (rank - n), size = mt.getDimSize(d);
+        int64_t size = mt.getDimSize(d);
         if (size == 1) {
           idx.push_back(arith::ConstantIndexOp::create(b, loc, 0));
           continue;
         }
+        int64_t axis = axes[next++];
         Value i = axis == rank - 1   ? kIdx
                   : axis == rank - 2 ? qIdx
                   : axis == rank - 3 ? head

@@ -72,6 +72,12 @@ struct AttentionMatch {
   /// last axis), so that a [B, 1, 1, Lk] mask is read once per key column
   /// and [1, H, 1, 1] slopes once per head.
   SmallVector<Value> captured;
+  /// Values the changes read that are reshapes, adding or dropping axes of
+  /// size 1, of a tensor from outside (a padding mask [B, L] made
+  /// [B, 1, 1, L], document ids [L] made [L, 1] and [1, L]): the tensor is
+  /// captured (in `captured`) and read at the reshape's indices, so that the
+  /// reshape costs no copy of its own. Keyed by the reshape's result.
+  llvm::DenseMap<Value, Value> capturedViews;
   Value scores, softmaxInput;
   /// The mask as constraints (empty: no mask, or one applied in `mods`),
   /// and the select that applied it in the model.

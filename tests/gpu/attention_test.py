@@ -428,6 +428,38 @@ def captured_cases():
                                                [2, 2, 777, 64], mods,
                                                captured=[('mask', 'bool', [2, 1, 1, 777])]),
                 1.0, lambda s, r, c, env: np.where(env['mask'], s * 0.125, -np.inf)))
+    # Document masking as packed sequences write it: ids [L] compared as
+    # doc[:, None] == doc[None, :] (reshapes outside attention, read through
+    # by the kernel), with the causal mask.
+    L0 = 1000
+    mods = [const('c', 'f16', 0.125), node('mul', ['s', 'c'], 'ss')] + positions(L0, L0) + [
+        node('reshape', ['doc'], 'docq', shape=[L0, 1]),
+        node('reshape', ['doc'], 'dock', shape=[1, L0]),
+        node('equal', ['docq', 'dock'], 'same'), node('greater_equal', ['row', 'col'], 'causal'),
+        node('and', ['same', 'causal'], 'keep'), const('neg', 'f16', '-inf'),
+        node('select', ['keep', 'ss', 'neg'], 's_mod')]
+    out.append(('docmask_causal_f16_1000', model('docmask', 'f16', [1, 2, L0, 64],
+                                                 [1, 2, L0, 64], mods,
+                                                 captured=[('doc', 'i32', [L0])]),
+                1.0, lambda s, r, c, env: np.where(
+                    (env['doc'][r] == env['doc'][c]) & (r >= c), s * 0.125, -np.inf)))
+    # A prefix-LM mask: the first 100 keys seen by every row, causal after.
+    mods = [const('c', 'bf16', 0.125), node('mul', ['s', 'c'], 'ss')] + positions(777, 777) + [
+        node('greater_equal', ['row', 'col'], 'causal'), const('plen', 'i32', 100),
+        node('less', ['col', 'plen'], 'inprefix'), node('or', ['causal', 'inprefix'], 'keep'),
+        const('neg', 'bf16', -1e30), node('select', ['keep', 'ss', 'neg'], 's_mod')]
+    out.append(('prefix_lm_bf16_777', model('prefix', 'bf16', [1, 2, 777, 64], [1, 2, 777, 64],
+                                            mods), 1.0,
+                lambda s, r, c: np.where((r >= c) | (c < 100), s * 0.125, -1e30)))
+    # A padding mask as Hugging Face keeps it, [B, L], made [B, 1, 1, L].
+    mods = [const('c', 'f16', 0.125), node('mul', ['s', 'c'], 'ss'),
+            node('reshape', ['mask'], 'mask4', shape=[2, 1, 1, 555]), const('neg', 'f16', '-inf'),
+            node('select', ['mask4', 'ss', 'neg'], 's_mod')]
+    out.append(('padding_mask_2d_f16_555', model('padding2d', 'f16', [2, 2, 555, 64],
+                                                 [2, 2, 555, 64], mods,
+                                                 captured=[('mask', 'bool', [2, 555])]),
+                1.0, lambda s, r, c, env: np.where(env['mask'][:, None, None, :], s * 0.125,
+                                                   -np.inf)))
     # ALiBi with per-head slopes as an input [1, H, 1, 1], causal.
     mods = [const('c', 'bf16', 0.125), node('mul', ['s', 'c'], 'ss')] + positions(384, 384) + [
         node('sub', ['col', 'row'], 'dist'), node('cast', ['dist'], 'distf', to='bf16'),
@@ -1015,6 +1047,17 @@ def make_inputs(m, qscale, seed):
         elif dt == 'bool':
             x = rng.random(i['shape']) < 0.75
             x[-1] = False
+        elif i['name'].startswith('doc'):
+            # Document ids along the last axis: runs of 1 to 300 positions,
+            # each a new id (packed sequences).
+            x = np.zeros(i['shape'], np.int64)
+            flat = x.reshape(-1, x.shape[-1])
+            for row in flat:
+                k, doc = 0, 0
+                while k < len(row):
+                    n = int(rng.integers(1, 301))
+                    row[k:k + n] = doc
+                    k, doc = k + n, doc + 1
         else:
             x = rng.standard_normal(i['shape']) * (
                 qscale if i['name'] == 'q' else INPUT_SCALE.get(i['name'], 1.0))

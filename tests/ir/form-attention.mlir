@@ -289,3 +289,44 @@ func.func @kt_input(%q: tensor<1x4x128x64xbf16>, %kt: tensor<1x4x64x256xbf16>, %
   }
   return %0 : tensor<1x4x128x64xbf16>
 }
+
+// -----
+
+// A document mask from ids [L] reshaped to [L, 1] and [1, L] outside the
+// chain (doc[:, None] == doc[None, :]): the reshapes only add axes of size
+// 1, so the ids themselves are captured, once, and read at the query index
+// for the [L, 1] view and at the key index for the [1, L] one (no copy
+// kernel for either view).
+// CHECK-LABEL: func.func @document_ids
+// CHECK: tcc.attention %arg0, %arg1, %arg2 captures(%arg3 : tensor<48xi32>)
+// CHECK-SAME: score {
+// CHECK-NEXT: ^bb0(%{{.*}}: f32, %{{.*}}: i32, %{{.*}}: i32, %[[Q:.*]]: i32, %[[K:.*]]: i32, %[[D:.*]]: tensor<48xi32>):
+// CHECK-DAG: %[[QC:.*]] = arith.minsi %[[Q]], %c47_i32{{.*}} : i32
+// CHECK-DAG: %[[QI:.*]] = arith.index_cast %[[QC]] : i32 to index
+// CHECK-DAG: %[[DQ:.*]] = tensor.extract %[[D]][%[[QI]]] : tensor<48xi32>
+// CHECK-DAG: %[[KC:.*]] = arith.minsi %[[K]], %c47_i32{{.*}} : i32
+// CHECK-DAG: %[[KI:.*]] = arith.index_cast %[[KC]] : i32 to index
+// CHECK-DAG: %[[DK:.*]] = tensor.extract %[[D]][%[[KI]]] : tensor<48xi32>
+// CHECK: arith.cmpi eq, %[[DQ]], %[[DK]] : i32
+// CHECK-NOT: tcc.reshape
+// CHECK: return
+func.func @document_ids(%q: tensor<1x2x48x64xf16>, %k: tensor<1x2x48x64xf16>, %v: tensor<1x2x48x64xf16>, %doc: tensor<48xi32>) -> tensor<1x2x48x64xf16> {
+  %dq = tcc.reshape %doc : tensor<48xi32> -> tensor<48x1xi32>
+  %dk = tcc.reshape %doc : tensor<48xi32> -> tensor<1x48xi32>
+  %0 = tcc.chain attributes {axis = 3 : i64} -> tensor<1x2x48x64xf16> {
+    %s = tcc.matmul %q, %k {transpose_b = true} : tensor<1x2x48x64xf16>, tensor<1x2x48x64xf16> -> tensor<1x2x48x48xf16>
+    %c = tcc.constant {value = 1.250000e-01 : f16} : tensor<f16>
+    %ss = tcc.mul %s, %c : tensor<1x2x48x48xf16>, tensor<f16> -> tensor<1x2x48x48xf16>
+    %same = tcc.equal %dq, %dk : tensor<48x1xi32>, tensor<1x48xi32> -> tensor<48x48xi1>
+    %neg = tcc.constant {value = 0xFC00 : f16} : tensor<f16>
+    %sm = tcc.select %same, %ss, %neg : tensor<48x48xi1>, tensor<1x2x48x48xf16>, tensor<f16> -> tensor<1x2x48x48xf16>
+    %9 = tcc.reduce_max %sm {axes = array<i64: 3>, keepdims = true} : tensor<1x2x48x48xf16> -> tensor<1x2x48x1xf16>
+    %10 = tcc.sub %sm, %9 : tensor<1x2x48x48xf16>, tensor<1x2x48x1xf16> -> tensor<1x2x48x48xf16>
+    %11 = tcc.exp %10 : tensor<1x2x48x48xf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<1x2x48x48xf16> -> tensor<1x2x48x1xf16>
+    %13 = tcc.div %11, %12 : tensor<1x2x48x48xf16>, tensor<1x2x48x1xf16> -> tensor<1x2x48x48xf16>
+    %14 = tcc.matmul %13, %v : tensor<1x2x48x48xf16>, tensor<1x2x48x64xf16> -> tensor<1x2x48x64xf16>
+    tcc.yield %14 : tensor<1x2x48x64xf16>
+  }
+  return %0 : tensor<1x2x48x64xf16>
+}

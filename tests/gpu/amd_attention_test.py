@@ -8,7 +8,8 @@ A handful of tests/gpu/attention_test.py's forms (f32, bf16, f16; causal, a
 padding mask given as an input, GQA, strided [B, L, H, D] tensors, K given
 transposed, decode with one query row and few, split-K; single-head [L, D]
 tensors; head dims 192 and 256, whose tiles the LDS bounds, 256's a block
-of 32 threads) are compiled
+of 32 threads; head dims 36, 40 and 72; document ids and a [B, L] padding
+mask read through reshapes) are compiled
 for gfx90a and gfx942 (`tcc compile --target`, --gpu-attention being the
 default). Each bundle must hold exactly the SIMT template's kernel
 (`*_attn_simt`), or for decode its split-K pair (`*_decode`, `*_combine`),
@@ -54,11 +55,25 @@ FORMS = {
     'rank2_keymask_bf16_777': 'prefill',
     'f32_rank2_plain_300': 'prefill',
     'decode_rank2_causal_q4_3001': 'decode',
+    # Session 31's forms: head sizes that are not multiples of 16 (of 8:
+    # 40; of 4 only: 36), f32 with K given transposed, document ids read
+    # through their reshapes, a [B, L] padding mask made [B, 1, 1, L].
+    'hd40_f16_1001': 'prefill',
+    'hd36_simt_f16_1001': 'prefill',
+    'decode_hd72_q1_3001': 'decode',
+    'ktrans_f32_causal_1000': 'prefill',
+    'docmask_causal_f16_1000': 'prefill',
+    'padding_mask_2d_f16_555': 'prefill',
 }
 # Head dim 256: a thread's O and its tile's P·V are 256 floats; past the
 # 256 architectural VGPRs the back end keeps them in AGPRs (the unified 512
 # registers of gfx90a and gfx942), not in scratch.
-AGPRS_ALLOWED = {'f32_d256_200'}
+# Head sizes 36 and 40 without a mask (9 and 10 16-byte chunks a row): the
+# back end keeps 336 to 368 registers live, 68 to 112 of them in AGPRs
+# (still no scratch); the same sizes with a causal mask, and 64, 80, 128,
+# stay under 256 VGPRs. Noted, not tuned: no AMD GPU runs here to tell
+# whether it costs anything (session 31).
+AGPRS_ALLOWED = {'f32_d256_200', 'hd40_f16_1001', 'hd36_simt_f16_1001'}
 REFUSAL = ('attention not fused: K given transposed ([.., D, Lk]) needs a key count that is a '
            'multiple of 8 (16-byte rows)')
 LDS = 65536

@@ -21,6 +21,11 @@ inputs, read per score by the kernel) draw them from the same seed: floats
 as standard normals, booleans as keys kept with probability 3/4 but for the
 last index of the first axis, which keeps none (a fully masked row).
 
+In bf16 and f16 the error must also be at most 1.5x that of attention
+computed plainly in the same dtype on the same inputs (plain_peer: scores,
+change, softmax and P·V each rounded, as PyTorch eager computes it), the
+bound issue 13 states; session 31's 102 such cases measured at most 1.02x.
+
 The tolerance is the dtype's: P is rounded to bf16 (f16) before P·V
 as FlashAttention does, and the output is stored in bf16 (f16), so errors of
 a few units of the last place of the largest output are expected: 2^-6 of
@@ -1012,6 +1017,30 @@ def reference(q, k, v, change, env):
     return (p / p.sum(axis=-1, keepdims=True)) @ v
 
 
+def plain_peer(name, env, change, dt):
+    """Attention as PyTorch eager computes it in `dt` (bf16, f16): the
+    scores, the change, softmax (in f32) and P·V each rounded to `dt`, with
+    sums exact (f32 accumulation's error is far below `dt`'s). The peer the
+    issue's accuracy bound is stated against (1.5x its error), emulated
+    here on the same inputs so that every form has one."""
+    q, k, v = attention_inputs(name, env)
+    g = q.shape[1] // k.shape[1] if q.ndim == 4 else 1
+    k = np.repeat(k, g, axis=1)
+    v = np.repeat(v, g, axis=1)
+    rnd = lambda x: L.narrow(dt, x).astype(np.float64)  # noqa: E731
+    s = rnd(q @ np.swapaxes(k, -1, -2))
+    r = np.arange(s.shape[-2])[:, None]
+    c = np.arange(s.shape[-1])[None, :]
+    code = change.__code__
+    s = rnd(change(s, r, c, env=env) if 'env' in code.co_varnames[:code.co_argcount]
+            else change(s, r, c))
+    with np.errstate(invalid='ignore', over='ignore'):
+        s = s - s.max(axis=-1, keepdims=True)
+        p = np.exp(s)
+        p = rnd(p / p.sum(axis=-1, keepdims=True))
+        return rnd(p @ v)
+
+
 # Slopes of ALiBi's size (|slope| * distance of tens, not hundreds): larger
 # ones would leave one key per row.
 INPUT_SCALE = {'slopes': 1.0 / 16}
@@ -1138,7 +1167,7 @@ def record(tcc, root, target, only='', count_only=False):
 
 def replay(tcc, root):
     failed = passed = 0
-    for name, _, _, _ in cases():
+    for name, _, _, change in cases():
         d = os.path.join(root, name)
         if not os.path.exists(os.path.join(d, 'case.pkl')):
             continue
@@ -1181,7 +1210,19 @@ def replay(tcc, root):
         same = (np.isnan(got) == nan).all() and np.isfinite(got[~nan]).all()
         err = np.abs(got[~nan] - ref[~nan]).max() if same else np.inf
         ok = err <= bound
-        print('%s %s: max error %.3g, allowed %.3g' % ('PASS' if ok else 'FAIL', name, err, bound))
+        peer = ''
+        if case['dtype'] != 'f32':
+            # Also at most 1.5x the error of attention computed plainly in
+            # the same dtype (issue 13's bound), on these inputs; the 102
+            # 16-bit cases of session 31 measured at most 1.02x.
+            o = plain_peer(name, env, change, case['dtype'])
+            if o.shape != ref.shape:  # [B, L, H, D] results
+                o = np.swapaxes(o, 1, 2)
+            perr = np.abs(o[~nan] - ref[~nan]).max()
+            ok = ok and err <= 1.5 * perr
+            peer = ', plain %s %.3g (%.2fx)' % (case['dtype'], perr, err / perr)
+        print('%s %s: max error %.3g, allowed %.3g%s' % ('PASS' if ok else 'FAIL', name, err,
+                                                         bound, peer))
         passed += ok
         failed += not ok
     print('%d passed, %d failed' % (passed, failed))

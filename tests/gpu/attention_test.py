@@ -24,7 +24,7 @@ last index of the first axis, which keeps none (a fully masked row).
 In bf16 and f16 the error must also be at most 1.5x that of attention
 computed plainly in the same dtype on the same inputs (plain_peer: scores,
 change, softmax and P·V each rounded, as PyTorch eager computes it), the
-bound issue 13 states; session 31's 102 such cases measured at most 1.02x.
+bound issue 13 states; session 31's 90 such cases measured at most 1.02x.
 
 The tolerance is the dtype's: P is rounded to bf16 (f16) before P·V
 as FlashAttention does, and the output is stored in bf16 (f16), so errors of
@@ -1213,7 +1213,7 @@ def replay(tcc, root):
         peer = ''
         if case['dtype'] != 'f32':
             # Also at most 1.5x the error of attention computed plainly in
-            # the same dtype (issue 13's bound), on these inputs; the 102
+            # the same dtype (issue 13's bound), on these inputs; the 90
             # 16-bit cases of session 31 measured at most 1.02x.
             o = plain_peer(name, env, change, case['dtype'])
             if o.shape != ref.shape:  # [B, L, H, D] results

@@ -998,23 +998,26 @@ def attention_inputs(name, env):
     return [env['q'], env['k'], env['v']]
 
 
-def reference(q, k, v, change, env):
+def reference(q, k, v, change, env, rnd=None):
     """float64 attention; k and v repeated over query heads when fewer;
-    `change` reads the model's inputs when it takes an argument `env`."""
+    `change` reads the model's inputs when it takes an argument `env`.
+    With `rnd` (a rounding to a dtype), the scores, the change, P and the
+    output are each rounded by it (plain_peer)."""
+    rnd = rnd or (lambda x: x)
     g = q.shape[1] // k.shape[1]
     k = np.repeat(k, g, axis=1)
     v = np.repeat(v, g, axis=1)
-    s = q @ np.swapaxes(k, -1, -2)
+    s = rnd(q @ np.swapaxes(k, -1, -2))
     lq, lk = s.shape[-2:]
     r = np.arange(lq)[:, None]
     c = np.arange(lk)[None, :]
     code = change.__code__
-    s = change(s, r, c, env=env) if 'env' in code.co_varnames[:code.co_argcount] else \
-        change(s, r, c)
-    with np.errstate(invalid='ignore'):
+    s = rnd(change(s, r, c, env=env) if 'env' in code.co_varnames[:code.co_argcount] else
+            change(s, r, c))
+    with np.errstate(invalid='ignore', over='ignore'):
         s = s - s.max(axis=-1, keepdims=True)  # a row of -inf gives NaN
-    p = np.exp(s)
-    return (p / p.sum(axis=-1, keepdims=True)) @ v
+        p = np.exp(s)
+        return rnd(rnd(p / p.sum(axis=-1, keepdims=True)) @ v)
 
 
 def plain_peer(name, env, change, dt):
@@ -1023,22 +1026,8 @@ def plain_peer(name, env, change, dt):
     sums exact (f32 accumulation's error is far below `dt`'s). The peer the
     issue's accuracy bound is stated against (1.5x its error), emulated
     here on the same inputs so that every form has one."""
-    q, k, v = attention_inputs(name, env)
-    g = q.shape[1] // k.shape[1] if q.ndim == 4 else 1
-    k = np.repeat(k, g, axis=1)
-    v = np.repeat(v, g, axis=1)
-    rnd = lambda x: L.narrow(dt, x).astype(np.float64)  # noqa: E731
-    s = rnd(q @ np.swapaxes(k, -1, -2))
-    r = np.arange(s.shape[-2])[:, None]
-    c = np.arange(s.shape[-1])[None, :]
-    code = change.__code__
-    s = rnd(change(s, r, c, env=env) if 'env' in code.co_varnames[:code.co_argcount]
-            else change(s, r, c))
-    with np.errstate(invalid='ignore', over='ignore'):
-        s = s - s.max(axis=-1, keepdims=True)
-        p = np.exp(s)
-        p = rnd(p / p.sum(axis=-1, keepdims=True))
-        return rnd(p @ v)
+    return reference(*attention_inputs(name, env), change, env,
+                     rnd=lambda x: L.narrow(dt, x).astype(np.float64))
 
 
 # Slopes of ALiBi's size (|slope| * distance of tens, not hundreds): larger

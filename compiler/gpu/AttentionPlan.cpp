@@ -159,8 +159,10 @@ Attribute chooseAttentionPlan(MLIRContext *ctx, const AttentionProblem &p,
     // that are not) still runs fused where the SIMT template takes it, on
     // CUDA cores with the inputs widened to f32, as on AMD.
     std::string simtWhy;
-    if (!simtAttentionSupports(p, simtWhy))
+    if (!simtAttentionSupports(p, simtWhy)) {
+      why += "; " + simtWhy;
       return {};
+    }
     SimtAttentionSchedule s = chooseSimtAttentionSchedule(p, target);
     return simtAttentionScheduleValid(p, s, target, why) ? planOf(ctx, s)
                                                          : Attribute();

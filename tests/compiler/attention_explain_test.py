@@ -66,13 +66,23 @@ def refused_models():
     # stay in its generic kernel; the remark is at P·V's node, not at the
     # output's transpose.
     pv = [i for i, n in enumerate(steep_layout['nodes']) if n['outputs'] == ['oh']][0]
+    # Head size 36 in f16 (not a multiple of 8: no tensor-core template),
+    # its Q, K, V in a projection's layout with 3 heads: rows 216 bytes
+    # apart, not 16-byte aligned, which the SIMT template refuses too. The
+    # reason names both refusals.
+    odd_rows = A.model('odd_rows', 'f16', [1, 3, 128, 36], [1, 3, 128, 36],
+                       [A.const('c', 'f16', 0.125), A.node('mul', ['s', 'c'], 's_mod')],
+                       layout='qkv')
     return [('over_queries', over_queries, 'the chain does not end in P·V', True),
             ('squared', squared, 'a change of the scores reads two score values', True),
             ('steep_mask', steep,
              "attention kernel: a mask constraint's values exceed the 32-bit range", False),
             ('steep_mask_layout', steep_layout,
              "attention kernel: a mask constraint's values exceed the 32-bit range", False,
-             pv)]
+             pv),
+            ('odd_rows_hd36', odd_rows,
+             "attention kernel: head dim must be a multiple of 8 from 8 to 256; SIMT attention "
+             "kernel: Q's strides do not keep 16-byte aligned rows", False)]
 
 
 def main():

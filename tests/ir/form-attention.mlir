@@ -330,3 +330,56 @@ func.func @document_ids(%q: tensor<1x2x48x64xf16>, %k: tensor<1x2x48x64xf16>, %v
   }
   return %0 : tensor<1x2x48x64xf16>
 }
+
+// -----
+
+// A padding mask kept [B, L] (Hugging Face's attention_mask) and made
+// [B, 1, 1, L] outside the chain: read through, the [B, L] input captured.
+// CHECK-LABEL: func.func @padding_mask_2d
+// CHECK: tcc.attention %arg0, %arg1, %arg2 captures(%arg3 : tensor<2x48xi1>)
+func.func @padding_mask_2d(%q: tensor<2x2x48x64xf16>, %k: tensor<2x2x48x64xf16>, %v: tensor<2x2x48x64xf16>, %mask: tensor<2x48xi1>) -> tensor<2x2x48x64xf16> {
+  %m4 = tcc.reshape %mask : tensor<2x48xi1> -> tensor<2x1x1x48xi1>
+  %0 = tcc.chain attributes {axis = 3 : i64} -> tensor<2x2x48x64xf16> {
+    %s = tcc.matmul %q, %k {transpose_b = true} : tensor<2x2x48x64xf16>, tensor<2x2x48x64xf16> -> tensor<2x2x48x48xf16>
+    %c = tcc.constant {value = 1.250000e-01 : f16} : tensor<f16>
+    %ss = tcc.mul %s, %c : tensor<2x2x48x48xf16>, tensor<f16> -> tensor<2x2x48x48xf16>
+    %neg = tcc.constant {value = 0xFC00 : f16} : tensor<f16>
+    %sm = tcc.select %m4, %ss, %neg : tensor<2x1x1x48xi1>, tensor<2x2x48x48xf16>, tensor<f16> -> tensor<2x2x48x48xf16>
+    %9 = tcc.reduce_max %sm {axes = array<i64: 3>, keepdims = true} : tensor<2x2x48x48xf16> -> tensor<2x2x48x1xf16>
+    %10 = tcc.sub %sm, %9 : tensor<2x2x48x48xf16>, tensor<2x2x48x1xf16> -> tensor<2x2x48x48xf16>
+    %11 = tcc.exp %10 : tensor<2x2x48x48xf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<2x2x48x48xf16> -> tensor<2x2x48x1xf16>
+    %13 = tcc.div %11, %12 : tensor<2x2x48x48xf16>, tensor<2x2x48x1xf16> -> tensor<2x2x48x48xf16>
+    %14 = tcc.matmul %13, %v : tensor<2x2x48x48xf16>, tensor<2x2x48x64xf16> -> tensor<2x2x48x64xf16>
+    tcc.yield %14 : tensor<2x2x48x64xf16>
+  }
+  return %0 : tensor<2x2x48x64xf16>
+}
+
+// -----
+
+// Not read through: a per-head, per-key bias kept [H, Lk] with H = Lq,
+// whose shape would pass for an [Lq, Lk] plane (staged by its shape), made
+// [1, H, 1, Lk]; and a reshape that regroups axes ([2, 24] -> [1, 48]).
+// Both are captured as the reshapes' results.
+// CHECK-LABEL: func.func @views_kept
+// CHECK: tcc.attention %arg0, %arg1, %arg2 captures(%{{.*}}, %{{.*}} : tensor<1x48x1x48xf16>, tensor<1x48xf16>)
+func.func @views_kept(%q: tensor<1x48x48x16xf16>, %k: tensor<1x48x48x16xf16>, %v: tensor<1x48x48x16xf16>, %hb: tensor<48x48xf16>, %kb: tensor<2x24xf16>) -> tensor<1x48x48x16xf16> {
+  %hb4 = tcc.reshape %hb : tensor<48x48xf16> -> tensor<1x48x1x48xf16>
+  %kb2 = tcc.reshape %kb : tensor<2x24xf16> -> tensor<1x48xf16>
+  %0 = tcc.chain attributes {axis = 3 : i64} -> tensor<1x48x48x16xf16> {
+    %s = tcc.matmul %q, %k {transpose_b = true} : tensor<1x48x48x16xf16>, tensor<1x48x48x16xf16> -> tensor<1x48x48x48xf16>
+    %c = tcc.constant {value = 2.500000e-01 : f16} : tensor<f16>
+    %ss = tcc.mul %s, %c : tensor<1x48x48x48xf16>, tensor<f16> -> tensor<1x48x48x48xf16>
+    %a = tcc.add %ss, %hb4 : tensor<1x48x48x48xf16>, tensor<1x48x1x48xf16> -> tensor<1x48x48x48xf16>
+    %sm = tcc.add %a, %kb2 : tensor<1x48x48x48xf16>, tensor<1x48xf16> -> tensor<1x48x48x48xf16>
+    %9 = tcc.reduce_max %sm {axes = array<i64: 3>, keepdims = true} : tensor<1x48x48x48xf16> -> tensor<1x48x48x1xf16>
+    %10 = tcc.sub %sm, %9 : tensor<1x48x48x48xf16>, tensor<1x48x48x1xf16> -> tensor<1x48x48x48xf16>
+    %11 = tcc.exp %10 : tensor<1x48x48x48xf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<1x48x48x48xf16> -> tensor<1x48x48x1xf16>
+    %13 = tcc.div %11, %12 : tensor<1x48x48x48xf16>, tensor<1x48x48x1xf16> -> tensor<1x48x48x48xf16>
+    %14 = tcc.matmul %13, %v : tensor<1x48x48x48xf16>, tensor<1x48x48x16xf16> -> tensor<1x48x48x16xf16>
+    tcc.yield %14 : tensor<1x48x48x16xf16>
+  }
+  return %0 : tensor<1x48x48x16xf16>
+}

@@ -219,19 +219,38 @@ def reference(ops, case, ins, exact=False):
         return r(prod), 2 * EPS[dt] if dt != 'f32' else 4 * EPS['f32'], atol, 0.0
     x = ins['x']
     p = param_values(ops, case)
-    tiny = 2.0**-133
+    # Outputs in f16's subnormal range (softmax over rows of 32768: about
+    # 3e-5) keep an absolute spacing of 2^-24: one such unit, for two
+    # roundings of half of one; bf16 and f32 share f32's range.
+    tiny = 2.0**-24 if dt == 'f16' else 2.0**-133
     if kind == 'softmax':   # sub, exp, sum, div (max is exact)
-        e = r(ops.exp(r(x - ops.amax(x))))
-        return r(e / r(ops.sum(e))), 4 * EPS[dt], tiny, 0.0
-    if kind == 'log_softmax':  # sub, exp, sum, log, sub (max is exact)
+        # Rounding exp's argument t = x - max (the reference rounds it to
+        # dt; tcc keeps it in f32) moves exp(t) by |t| units of dt's
+        # rounding, not one: |ref| * |t| / 4 more in the bound's scale.
         t = r(x - ops.amax(x))
-        return r(t - r(ops.log(r(ops.sum(r(ops.exp(t))))))), 4 * EPS[dt], tiny, 0.0
+        e = r(ops.exp(t))
+        ref = r(e / r(ops.sum(e)))
+        return ref, 4 * EPS[dt], tiny, ops.abs(ref) * ops.abs(t) / 4
+    if kind == 'log_softmax':  # sub, exp, sum, log, sub (max is exact)
+        # The last sub cancels where t is near log(sum) (a row's largest
+        # value when the others are far below it): its bound is relative to
+        # its operands, |t| + log(sum), and the log's own error, a few ulps
+        # of 1 (the sum's rounding, which another summation order moves).
+        t = r(x - ops.amax(x))
+        ls = r(ops.log(r(ops.sum(r(ops.exp(t))))))
+        return r(t - ls), 4 * EPS[dt], tiny, ops.abs(t) + ops.abs(ls) + 1.0
     if kind == 'layer_norm':  # mean, sub, mul, mean, add, rsqrt, mul, mul, add
         eps = float(L.rnd(dt, case['eps']))
-        d = r(x - r(ops.mean(x)))
+        # x - mean cancels where x is near the mean: the mean's rounding
+        # (a few ulps of mean |x|, moved by the summation order) carries
+        # through the scale, so the bound also holds mean|x| * inv * |gamma|.
+        m = r(ops.mean(x))
+        d = r(x - m)
         v = r(ops.mean(r(d * d)))
-        yg = r(r(d * r(1.0 / ops.sqrt(r(v + eps)))) * p['gamma'])
-        return r(yg + p['beta']), 9 * EPS[dt], tiny, ops.abs(yg) + ops.abs(p['beta'])
+        inv = r(1.0 / ops.sqrt(r(v + eps)))
+        yg = r(r(d * inv) * p['gamma'])
+        return r(yg + p['beta']), 9 * EPS[dt], tiny, (
+            ops.abs(yg) + ops.abs(p['beta']) + ops.mean(ops.abs(x)) * inv * ops.abs(p['gamma']))
     if kind == 'rms_norm':  # mul, mean, add, rsqrt, mul, mul
         eps = float(L.rnd(dt, case['eps']))
         inv = r(1.0 / ops.sqrt(r(ops.mean(r(x * x)) + eps)))

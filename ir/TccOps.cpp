@@ -9,6 +9,8 @@
 #include "ir/ShapeInference.h"
 
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -300,6 +302,67 @@ LogicalResult TakeAlongAxisOp::verify() {
              << ::tcc::shapeToString(i) << " differs from data shape "
              << ::tcc::shapeToString(d) << " off the axis";
   return checkResult(*this, getType(), {i, ""});
+}
+
+namespace {
+/// take_along_axis(f(a, b), idx) -> f(take_along_axis(a, idx), b) for an
+/// elementwise f (TakeAlongAxisOp's description). Where f's result has
+/// other users, f then also runs on the gathered entries: only where they
+/// are at most half its result.
+struct TakeThroughElementwise : OpRewritePattern<TakeAlongAxisOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(TakeAlongAxisOp take,
+                                PatternRewriter &rewriter) const override {
+    Operation *def = take.getData().getDefiningOp();
+    if (!def || !isElementwise(def) || def->getNumResults() != 1 ||
+        def->getNumRegions() != 0)
+      return failure();
+    auto dataTy = cast<RankedTensorType>(take.getData().getType());
+    auto idxTy = cast<RankedTensorType>(take.getIndices().getType());
+    if (!dataTy.hasStaticShape() || !idxTy.hasStaticShape())
+      return failure();
+    if (!def->hasOneUse() &&
+        2 * idxTy.getNumElements() > dataTy.getNumElements())
+      return failure();
+    int64_t axis = take.getAxis();
+    SmallVector<Value> operands;
+    bool gathered = false;
+    for (Value v : def->getOperands()) {
+      auto t = dyn_cast<RankedTensorType>(v.getType());
+      if (!t)
+        return failure();
+      if (t.getShape() == dataTy.getShape()) {
+        operands.push_back(TakeAlongAxisOp::create(
+            rewriter, take.getLoc(),
+            RankedTensorType::get(idxTy.getShape(), t.getElementType()), v,
+            take.getIndices(), take.getAxisAttr()));
+        gathered = true;
+        continue;
+      }
+      // Broadcast (aligned to the right): constant along the axis, or
+      // without it.
+      int64_t at = axis - (dataTy.getRank() - t.getRank());
+      if (t.getRank() > dataTy.getRank() || (at >= 0 && t.getDimSize(at) != 1))
+        return failure();
+      operands.push_back(v);
+    }
+    if (!gathered)
+      return failure();
+    OperationState state(
+        def->getLoc(), def->getName(), operands,
+        RankedTensorType::get(idxTy.getShape(),
+                              getElementTypeOrSelf(def->getResult(0))),
+        def->getAttrs());
+    rewriter.replaceOp(take, rewriter.create(state)->getResults());
+    return success();
+  }
+};
+} // namespace
+
+void TakeAlongAxisOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                                  MLIRContext *context) {
+  results.add<TakeThroughElementwise>(context);
 }
 
 LogicalResult IndexCheckOp::verify() {

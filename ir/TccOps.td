@@ -288,6 +288,14 @@ def Tcc_GatherOp : Tcc_Op<"gather", [Pure]> {
 
 def Tcc_TakeAlongAxisOp : Tcc_Op<"take_along_axis", [Pure]> {
   let summary = "ONNX GatherElements along `axis`";
+  let description = [{
+    Canonicalization moves the gather ahead of an elementwise op whose
+    operands each have the op's shape (gathered the same way) or size 1
+    along `axis` (one value a row, read as it is): the op then computes only
+    the gathered entries, and what it computed is no longer a whole tensor
+    to write. A cross-entropy's picked log-probabilities become
+    `x[r, t[r]] - max_r - log(sum_r)`, the log-softmax never written out.
+  }];
   let arguments = (ins Tcc_Tensor:$data, Tcc_IndexTensor:$indices,
                        I64Attr:$axis);
   let results = (outs Tcc_Tensor:$result);
@@ -296,6 +304,7 @@ def Tcc_TakeAlongAxisOp : Tcc_Op<"take_along_axis", [Pure]> {
     type($result)
   }];
   let hasVerifier = 1;
+  let hasCanonicalizer = 1;
 }
 
 def Tcc_IndexCheckOp : Tcc_Op<"index_check", [Pure, Tcc_Reduction]> {

@@ -174,26 +174,17 @@ struct TccGpuAttentionChains
           mlir::tcc::matchAttention(chain, why);
       if (m && foldKTranspose(*m))
         m = mlir::tcc::matchAttention(chain, why);
-      // K given transposed, [.., D, Lk]: the templates copy its rows of keys
-      // in 16-byte chunks, which must start 16-byte aligned (8 keys of
-      // bf16/f16 on tensor cores, 4 of f32 in the SIMT template).
-      if (m && m->kTransposed && m->elemType.isF32() && m->lk % 4) {
-        m.reset();
-        why = "K given transposed ([.., D, Lk]) in f32 needs a key count "
-              "that is a multiple of 4 (16-byte rows)";
-      } else if (m && m->kTransposed && !m->elemType.isF32() && m->lk % 8) {
-        m.reset();
-        why = "K given transposed ([.., D, Lk]) needs a key count that is a "
-              "multiple of 8 (16-byte rows)";
-      }
+      // K given transposed, [.., D, Lk], with a key count whose rows are
+      // not 16-byte aligned: the tensor-core templates refuse it (their
+      // copies are 16-byte chunks of keys) and the SIMT template reads it
+      // element by element (chooseAttentionPlan).
       // The head sizes the mma.sync template takes (multiples of 8 up to
       // 256, computed padded to 16; wgmma takes 64 and 128 of them), and the
-      // SIMT template's (multiples of 4 in [16, 256]; every dtype): any other
-      // would leave a chain with matmuls to the generic loops.
+      // SIMT template's (any up to 256, every dtype, computed padded to 4):
+      // any other would leave a chain with matmuls to the generic loops.
       bool mmaHead = m && !m->elemType.isF32() && m->headDim >= 8 &&
                      m->headDim <= 256 && m->headDim % 8 == 0;
-      bool simtHead = m && m->headDim >= 16 && m->headDim <= 256 &&
-                      m->headDim % 4 == 0;
+      bool simtHead = m && m->headDim >= 1 && m->headDim <= 256;
       if (mmaHead || simtHead) {
         takeRepeats(chain, m->kvOps);
         pullLayouts(chain, *m);

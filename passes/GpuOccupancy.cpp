@@ -54,7 +54,12 @@ struct TccGpuOccupancy : mlir::tcc::impl::TccGpuOccupancyBase<TccGpuOccupancy> {
       int64_t threads = 1;
       for (int32_t d : *known)
         threads *= d;
-      if (threads < kMinBlockThreads || threads > threadsPerSm)
+      // Blocks of half a multiprocessor's threads or more (1024 on sm_90)
+      // would be held to 32 registers for two: a long row's kernel holds 16
+      // to 32 values a thread and spilled (RMS norm over rows of 32768 f32:
+      // 240 bytes, 2.6x torch.compile's time; docs/performance.md, session
+      // 32). One block keeps ptxas's choice.
+      if (threads < kMinBlockThreads || 2 * threads >= threadsPerSm)
         continue;
       if (blocksPerSm == 0 && func.walk([](Operation *op) {
                                     return needsTemporaries(op)

@@ -345,9 +345,17 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
     for (const OpPlan &p : plans)
       if (p.inner == length)
         vec = std::max(vec, p.vector);
-    std::optional<Layout> l = chooseLayout(rows, length, vec,
-                                               std::clamp<int64_t>(
-                                                   valuesPerThread, 1, 64));
+    // Rows shorter than the values a thread would hold take a thread each,
+    // and a warp's every load then reads one element of 32 rows `length`
+    // apart (and its stores write them so). At most 4 values a thread
+    // instead (2 threads for a row of 7), so that a warp's accesses cover
+    // runs of neighbouring positions: on the H200, rows of 7 ran 1.5-2.2x
+    // faster (softmax, norms; f32, f16, bf16; docs/performance.md, session
+    // 32), where 2 values a thread (4 threads) gained less.
+    int64_t perThread = std::clamp<int64_t>(valuesPerThread, 1, 64);
+    if (length < perThread && length > 4 && vec == 1)
+      perThread = std::min<int64_t>(perThread, 4);
+    std::optional<Layout> l = chooseLayout(rows, length, vec, perThread);
     if (!l)
       return false;
     layout = *l;

@@ -13,6 +13,7 @@
 #include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 namespace mlir::tcc {
 #define GEN_PASS_DEF_TCCGPUROWREDUCTIONS
@@ -25,6 +26,34 @@ using namespace mlir::tcc::gpuutil;
 namespace {
 
 constexpr int64_t kBlock = 256;
+/// Blocks a split reduction aims for: several waves' worth on today's GPUs
+/// (132 multiprocessors on an H100/H200, 104-304 compute units on AMD's).
+constexpr int64_t kSplitBlocks = 1024;
+/// The fewest elements a block of a split row reduces (16 a thread).
+constexpr int64_t kSplitMinElems = 16 * kBlock;
+
+/// The atomic kind that combines a block's part of a row into the output,
+/// where the GPU has one for the combiner's type: float adds in f32 and
+/// f64, integer adds and bounds in i32 and i64.
+std::optional<arith::AtomicRMWKind> atomicKindOf(Operation *combiner) {
+  Type t = combiner->getResult(0).getType();
+  if (t.isF32() || t.isF64())
+    return isa<arith::AddFOp>(combiner)
+               ? std::optional(arith::AtomicRMWKind::addf)
+               : std::nullopt;
+  if (!t.isInteger(32) && !t.isInteger(64))
+    return std::nullopt;
+  return llvm::TypeSwitch<Operation *, std::optional<arith::AtomicRMWKind>>(
+             combiner)
+      .Case([](arith::AddIOp) { return arith::AtomicRMWKind::addi; })
+      .Case([](arith::MaxSIOp) { return arith::AtomicRMWKind::maxs; })
+      .Case([](arith::MinSIOp) { return arith::AtomicRMWKind::mins; })
+      .Case([](arith::MaxUIOp) { return arith::AtomicRMWKind::maxu; })
+      .Case([](arith::MinUIOp) { return arith::AtomicRMWKind::minu; })
+      .Case([](arith::AndIOp) { return arith::AtomicRMWKind::andi; })
+      .Case([](arith::OrIOp) { return arith::AtomicRMWKind::ori; })
+      .Default([](Operation *) { return std::nullopt; });
+}
 
 struct Match {
   Operation *combiner;
@@ -129,7 +158,21 @@ struct TccGpuRowReductions
     bool blockPerRow = length >= blockRowLength;
     int64_t threads = blockPerRow ? kBlock : kWarp;
     int64_t rowsPerBlock = kBlock / threads;
-    int64_t grid = (rows + rowsPerBlock - 1) / rowsPerBlock;
+    // Few long rows (a mean over every element, a loss over all the rows)
+    // would leave most of the GPU idle with a block a row: each row is
+    // split into parts of at least kSplitMinElems, a block each, whose
+    // totals are combined into the output atomically (its initial value
+    // is written before the launch). The order of the combination varies
+    // from run to run, as with any parallel reduction that uses atomics.
+    int64_t splits = 1;
+    std::optional<arith::AtomicRMWKind> atomic = atomicKindOf(m.combiner);
+    if (blockPerRow && atomic && rows < kSplitBlocks)
+      splits = std::max<int64_t>(
+          1, std::min(kSplitBlocks / rows, length / kSplitMinElems));
+    int64_t chunk = (length + splits - 1) / splits;
+    chunk = (chunk + kBlock - 1) / kBlock * kBlock;
+    splits = (length + chunk - 1) / chunk;
+    int64_t grid = (rows + rowsPerBlock - 1) / rowsPerBlock * splits;
     Type accTy = m.combiner->getResult(0).getType();
     auto sharedTy =
         MemRefType::get({kBlock / kWarp}, accTy, MemRefLayoutAttrInterface(),
@@ -150,7 +193,19 @@ struct TccGpuRowReductions
 
     Value tid = launch.getThreadIds().x;
     Value lane, row;
-    if (blockPerRow) {
+    // The part of the row this block reduces: [begin, end).
+    Value begin = cIndex(b, loc, 0), partEnd = cIndex(b, loc, length);
+    if (blockPerRow && splits > 1) {
+      lane = tid;
+      Value block = launch.getBlockIds().x;
+      row = arith::DivUIOp::create(b, loc, block, cIndex(b, loc, splits));
+      begin = arith::MulIOp::create(
+          b, loc, arith::RemUIOp::create(b, loc, block, cIndex(b, loc, splits)),
+          cIndex(b, loc, chunk));
+      partEnd = arith::MinUIOp::create(
+          b, loc, arith::AddIOp::create(b, loc, begin, cIndex(b, loc, chunk)),
+          cIndex(b, loc, length));
+    } else if (blockPerRow) {
       lane = tid;
       row = launch.getBlockIds().x;
     } else {
@@ -177,9 +232,9 @@ struct TccGpuRowReductions
 
     // Each thread's strided share of the row.
     Value neutral = arith::ConstantOp::create(b, loc, m.neutral);
-    auto loop =
-        scf::ForOp::create(b, loc, lane, cIndex(b, loc, length),
-                           cIndex(b, loc, threads), ValueRange{neutral});
+    auto loop = scf::ForOp::create(
+        b, loc, arith::AddIOp::create(b, loc, begin, lane), partEnd,
+        cIndex(b, loc, threads), ValueRange{neutral});
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(loop.getBody());
@@ -214,6 +269,10 @@ struct TccGpuRowReductions
       OpOperand *init = op.getDpsInitOperand(0);
       SmallVector<Value> idx =
           applyMap(b, loc, op.getMatchingIndexingMap(init), parIvs);
+      if (splits > 1) {
+        memref::AtomicRMWOp::create(b, loc, *atomic, total, init->get(), idx);
+        return;
+      }
       Value old = memref::LoadOp::create(b, loc, init->get(), idx);
       memref::StoreOp::create(b, loc, combine(b, m.combiner, old, total),
                               init->get(), idx);

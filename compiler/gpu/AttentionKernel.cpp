@@ -1147,7 +1147,8 @@ MemRefType attentionOperandType(const AttentionProblem &p,
                      attentionOperandStrides(p, which), p.elemType);
 }
 
-bool attentionStridesValid(const AttentionProblem &p, std::string &why) {
+bool attentionStridesValid(const AttentionProblem &p, std::string &why,
+                           bool alignedRows) {
   int64_t elemBytes = p.elemType && p.elemType.isIntOrFloat()
                           ? p.elemType.getIntOrFloatBitWidth() / 8
                           : 0;
@@ -1185,7 +1186,7 @@ bool attentionStridesValid(const AttentionProblem &p, std::string &why) {
       if (i + 1 == shape.size() && strides[i] != 1)
         return fail("must have the innermost 1");
       // Rows travel as 16-byte chunks (cp.async, vector loads and stores).
-      if (i + 1 < shape.size() && (strides[i] * elemBytes) % 16)
+      if (alignedRows && i + 1 < shape.size() && (strides[i] * elemBytes) % 16)
         return fail("do not keep 16-byte aligned rows");
     }
     if (which != AttentionOperand::O)

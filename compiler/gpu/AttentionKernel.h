@@ -146,9 +146,11 @@ llvm::SmallVector<int64_t, 4> attentionOperandStrides(const AttentionProblem &p,
 mlir::MemRefType attentionOperandType(const AttentionProblem &p,
                                       AttentionOperand which);
 /// Whether p's strides are ones the templates can take: four per tensor
-/// (or none), positive, the innermost 1, the others multiples of 16 bytes,
-/// O's elements apart. When not, `why` says why.
-bool attentionStridesValid(const AttentionProblem &p, std::string &why);
+/// (or none), positive, the innermost 1, the others multiples of 16 bytes
+/// (unless `alignedRows` is false: the SIMT template's element-by-element
+/// copies), O's elements apart. When not, `why` says why.
+bool attentionStridesValid(const AttentionProblem &p, std::string &why,
+                           bool alignedRows = true);
 
 /// Builds 2^x for an f32 `x` with the GPU's approximate unit (ex2.approx.ftz:
 /// about 2 ulp; 2^-inf = 0, 2^+inf = +inf), for hooks that need exp: e^x is

@@ -88,6 +88,21 @@ int64_t rowStride(int64_t headDim) {
   return chunks * 4;
 }
 
+/// The head size the kernel computes on: headDim rounded up to whole
+/// 16-byte chunks of f32 (4 elements), the padding zero in shared memory and
+/// never stored.
+int64_t paddedHeadDim(const AttentionProblem &p) {
+  return llvm::alignTo(p.headDim, 4);
+}
+
+/// Whether Q, K, V and O keep rows that start 16 bytes apart (and a head
+/// size of whole chunks): then their rows travel as 16-byte vectors (or
+/// cp.async copies); else element by element.
+bool rowsAligned(const AttentionProblem &p) {
+  std::string why;
+  return p.headDim % 4 == 0 && attentionStridesValid(p, why);
+}
+
 int64_t keyThreads(const SimtAttentionSchedule &s) {
   return s.blockKV / s.tileKeys;
 }
@@ -100,7 +115,7 @@ int64_t pStride(const SimtAttentionSchedule &s) { return rowStride(s.blockQ); }
 
 int64_t sharedBytesOf(const AttentionProblem &p,
                       const SimtAttentionSchedule &s) {
-  int64_t st = rowStride(p.headDim);
+  int64_t st = rowStride(paddedHeadDim(p));
   return 4 * (s.blockQ * st + (s.splitKV ? 2 : 1) * s.blockKV * st +
               s.blockKV * pStride(s));
 }
@@ -111,11 +126,13 @@ public:
   SimtBuilder(OpBuilder &b, Location loc, const AttentionProblem &p,
               const SimtAttentionSchedule &s, const ::tcc::TargetDesc &target)
       : AttentionArith(b, loc, p), s(s), kRows(s.tileRows), kKeys(s.tileKeys),
-        threads(threadsOf(s)), kT(keyThreads(s)), stride(rowStride(p.headDim)),
-        cpr(p.headDim / 4), nC(ceilDiv(p.headDim / 4, keyThreads(s))),
+        threads(threadsOf(s)), kT(keyThreads(s)),
+        stride(rowStride(paddedHeadDim(p))), cpr(paddedHeadDim(p) / 4),
+        nC(ceilDiv(cpr, keyThreads(s))), aligned(rowsAligned(p)),
         // 16-bit inputs are widened to f32 on the way through registers
-        // (cp.async would copy their bytes as they are).
-        asyncCopy(target.cpAsync && p.elemType.isF32()),
+        // (cp.async would copy their bytes as they are), and rows that are
+        // not 16-byte aligned come element by element.
+        asyncCopy(target.cpAsync && p.elemType.isF32() && aligned),
         scoreChunks(simtScoreBlock(s, target) / 4) {
     // A block of 32 threads on a wave of 64 (AMD, head dim 256) is one wave
     // with half its lanes: its key flags are read a lane per key of those.
@@ -131,7 +148,8 @@ public:
     // Q, K, V and O in memory: 4 elements of the problem's dtype a chunk
     // (shared memory holds f32 whatever the dtype).
     g4 = VectorType::get({4}, p.elemType);
-    globalAlign = llvm::Align(4 * p.elemType.getIntOrFloatBitWidth() / 8);
+    int64_t elemBytes = p.elemType.getIntOrFloatBitWidth() / 8;
+    globalAlign = llvm::Align(aligned ? 4 * elemBytes : elemBytes);
   }
 
   using AttentionArith::setCaptured;
@@ -155,6 +173,15 @@ private:
   Value zero4() {
     return arith::ConstantOp::create(b, loc, DenseElementsAttr::get(v4, 0.0f));
   }
+  /// Elements col..col+3 of a row of Q, K, V (`mem` at `at`, col last),
+  /// widened to f32: one vector load (of 16 bytes where rows are aligned).
+  /// With a head size that is not a multiple of 4, the row's last chunk
+  /// reads its elements one by one, those past headDim as the row's last
+  /// (inside the tensor) and zeroed.
+  Value loadRow4(Value mem, SmallVector<Value, 5> at, Value col);
+  /// Stores the 4 elements `val` (the dtype's) at col..col+3 of a row of O,
+  /// those past headDim left out.
+  void storeRow4(Value val, Value mem, SmallVector<Value, 5> at, Value col);
   /// 4 floats of O in the problem's dtype (rounded to nearest even).
   Value narrowed(Value v) {
     return g4 == v4 ? v : arith::TruncFOp::create(b, loc, g4, v).getResult();
@@ -240,6 +267,8 @@ private:
   /// Rows and keys of S a thread computes (the register tile).
   int64_t kRows, kKeys;
   int64_t threads, kT, stride, cpr, nC;
+  /// rowsAligned(p).
+  bool aligned;
   /// Copies from global memory are cp.async (NVIDIA) or synchronous.
   bool asyncCopy;
   /// 16-byte chunks of d a score sums before adding them to the score.
@@ -279,13 +308,49 @@ Value SimtBuilder::opaque(Value v) {
   return arith::IndexCastOp::create(b, loc, b.getIndexType(), op.getRes());
 }
 
+Value SimtBuilder::loadRow4(Value mem, SmallVector<Value, 5> at, Value col) {
+  if (p.headDim % 4 == 0) {
+    at.push_back(col);
+    Value val = vector::LoadOp::create(b, loc, g4, mem, at, false, globalAlign);
+    return g4 == v4 ? val : arith::ExtFOp::create(b, loc, v4, val).getResult();
+  }
+  SmallVector<Value, 4> elems;
+  at.push_back(Value());
+  for (int64_t i = 0; i < 4; ++i) {
+    Value c = add(col, i);
+    at.back() = arith::MinUIOp::create(b, loc, c, cst(p.headDim - 1));
+    Value x = memref::LoadOp::create(b, loc, mem, at);
+    if (x.getType() != f32)
+      x = arith::ExtFOp::create(b, loc, f32, x);
+    elems.push_back(select(ult(c, p.headDim), x, cstF(0.0)));
+  }
+  return vector::FromElementsOp::create(b, loc, v4, elems);
+}
+
+void SimtBuilder::storeRow4(Value val, Value mem, SmallVector<Value, 5> at,
+                            Value col) {
+  if (p.headDim % 4 == 0) {
+    at.push_back(col);
+    vector::StoreOp::create(b, loc, val, mem, at, false, globalAlign);
+    return;
+  }
+  at.push_back(Value());
+  for (int64_t i = 0; i < 4; ++i) {
+    Value c = add(col, i);
+    whenTrue(ult(c, p.headDim), [&] {
+      at.back() = c;
+      memref::StoreOp::create(b, loc, extract(val, i), mem, at);
+    });
+  }
+}
+
 void SimtBuilder::copyTile(Value src, Value hd, Value row0, int64_t bound,
                            int64_t rows, Value dst) {
   // K given transposed ([.., D, Lk], copies through registers only): a
   // chunk is 4 keys of one d, consecutive threads on consecutive keys.
   bool keysByD = src == kArg && p.kTransposed;
   int64_t keyChunks = rows / 4;
-  int64_t items = keysByD ? p.headDim * keyChunks : rows * cpr;
+  int64_t items = keysByD ? cpr * 4 * keyChunks : rows * cpr;
   // Tiles start at multiples of `rows`, so only a ragged bound needs checks.
   bool needRow = bound % rows != 0;
   // The copies hold no registers but their addresses: past two groups of
@@ -301,19 +366,50 @@ void SimtBuilder::copyTile(Value src, Value hd, Value row0, int64_t bound,
     if (last && items % threads)
       e = arith::MinUIOp::create(b, loc, e, cst(items - 1));
     if (keysByD) {
-      // Keys past `bound` (a multiple of 4) read key 0: zero-filled.
+      // Keys past `bound` (lk a multiple of 4: whole chunks) read key 0:
+      // zero-filled.
+      // d past headDim (a head size not a multiple of 4) reads the last d
+      // and is zeroed: it is the padding of K's shared rows.
       Value d = div(e, keyChunks), kc = rem(e, keyChunks);
       Value key = add(row0, mul(kc, 4)), ok;
       if (needRow) {
         ok = ult(key, bound);
         key = select(ok, key, cst(0));
       }
-      Value val = vector::LoadOp::create(
-          b, loc, g4, src, ValueRange{batch, hd, d, key}, false, globalAlign);
-      if (g4 != v4)
-        val = arith::ExtFOp::create(b, loc, v4, val);
-      if (ok)
-        val = select(ok, val, zero4());
+      Value dRead = d;
+      if (p.headDim % 4) {
+        Value dOk = ult(d, p.headDim);
+        ok = ok ? arith::AndIOp::create(b, loc, ok, dOk).getResult() : dOk;
+        dRead = arith::MinUIOp::create(b, loc, d, cst(p.headDim - 1));
+      }
+      Value val;
+      if (p.lk % 4 == 0) {
+        val = vector::LoadOp::create(b, loc, g4, src,
+                                     ValueRange{batch, hd, dRead, key}, false,
+                                     globalAlign);
+        if (g4 != v4)
+          val = arith::ExtFOp::create(b, loc, v4, val);
+        if (ok)
+          val = select(ok, val, zero4());
+      } else {
+        // Rows of lk keys: the chunk's keys one by one, those past lk (the
+        // chunk straddles it, or lies past it) read the last and zeroed.
+        SmallVector<Value, 4> elems;
+        for (int64_t i = 0; i < 4; ++i) {
+          Value ki = add(add(row0, mul(kc, 4)), i);
+          Value in = ult(ki, p.lk);
+          if (p.headDim % 4)
+            in = arith::AndIOp::create(b, loc, in, ult(d, p.headDim));
+          Value x = memref::LoadOp::create(
+              b, loc, src,
+              ValueRange{batch, hd, dRead,
+                         arith::MinUIOp::create(b, loc, ki, cst(p.lk - 1))});
+          if (x.getType() != f32)
+            x = arith::ExtFOp::create(b, loc, f32, x);
+          elems.push_back(select(in, x, cstF(0.0)));
+        }
+        val = vector::FromElementsOp::create(b, loc, v4, elems);
+      }
       for (int64_t i = 0; i < 4; ++i)
         memref::StoreOp::create(
             b, loc, extract(val, i), dst,
@@ -331,11 +427,7 @@ void SimtBuilder::copyTile(Value src, Value hd, Value row0, int64_t bound,
       n = select(ok, cst(4), cst(0));
     }
     if (!asyncCopy) {
-      Value val = vector::LoadOp::create(b, loc, g4, src,
-                                         ValueRange{batch, hd, row, mul(c, 4)},
-                                         false, globalAlign);
-      if (g4 != v4)
-        val = arith::ExtFOp::create(b, loc, v4, val);
+      Value val = loadRow4(src, {batch, hd, row}, mul(c, 4));
       if (ok)
         val = select(ok, val, zero4());
       vector::StoreOp::create(b, loc, val, dst,
@@ -653,9 +745,8 @@ void SimtBuilder::epilogue(ValueRange carried) {
                 ValueRange{batch, head, chunk, row, mul(ch, 4)}, false,
                 llvm::Align(16));
           else
-            vector::StoreOp::create(b, loc, narrowed(fmul(val, invVec)), oArg,
-                                    ValueRange{batch, head, row, mul(ch, 4)},
-                                    false, globalAlign);
+            storeRow4(narrowed(fmul(val, invVec)), oArg, {batch, head, row},
+                      mul(ch, 4));
         });
       }
       if (chunks)
@@ -724,11 +815,10 @@ void SimtBuilder::buildCombine(Value partO, Value stats, Value o,
                                             inverseSum(sumLoop.getResult(1)));
     // O is [batch * headsQ, lq, headDim], or the 4-D tensor where its
     // strides merge no batch and head (buildSimtDecodeKernels).
-    SmallVector<Value, 4> at{bh, r, col};
+    SmallVector<Value, 5> at{bh, r};
     if (cast<MemRefType>(o.getType()).getRank() == 4)
-      at = {div(bh, p.headsQ), rem(bh, p.headsQ), r, col};
-    vector::StoreOp::create(b, loc, narrowed(fmul(sumLoop.getResult(0), inv)),
-                            o, at, false, globalAlign);
+      at = {div(bh, p.headsQ), rem(bh, p.headsQ), r};
+    storeRow4(narrowed(fmul(sumLoop.getResult(0), inv)), o, at, col);
   });
 }
 
@@ -886,11 +976,12 @@ bool simtAttentionSupports(const AttentionProblem &p, std::string &why) {
     return fail("batch, heads, lq and lk must be >= 1");
   if (p.headsQ % p.headsKV)
     return fail("query heads must be a multiple of key/value heads");
-  // 16-byte rows of Q, K, V and O.
-  if (p.headDim < 16 || p.headDim > 256 || p.headDim % 4)
-    return fail("head dim must be a multiple of 4 in [16, 256]");
+  // Any head size and row alignment: rows that are not 16-byte aligned (or
+  // of whole 16-byte chunks) travel element by element (rowsAligned).
+  if (p.headDim < 1 || p.headDim > 256)
+    return fail("head dim must be in [1, 256]");
   std::string strideWhy;
-  if (!attentionStridesValid(p, strideWhy))
+  if (!attentionStridesValid(p, strideWhy, /*alignedRows=*/false))
     return fail(strideWhy);
   if (p.batch > 65535 || p.headsQ > 65535)
     return fail("batch and query heads must be <= 65535 (grid limits)");
@@ -919,15 +1010,12 @@ bool simtAttentionScheduleValid(const AttentionProblem &p,
     why = "SIMT attention schedule: not a GPU target";
     return false;
   }
-  // K given transposed is copied through registers (a 16-byte chunk is 4
-  // keys of one d), also where the other copies are cp.async: its stores
-  // are complete when issued, and the barrier that orders K's cp.async
-  // copies before the scores orders them too (its commit group is empty).
-  if (p.kTransposed && p.lk % 4) {
-    why = "SIMT attention kernel: K given transposed needs a key count that "
-          "is a multiple of 4";
-    return false;
-  }
+  // K given transposed is copied through registers (a chunk is 4 keys of
+  // one d), also where the other copies are cp.async: its stores are
+  // complete when issued, and the barrier that orders K's cp.async copies
+  // before the scores orders them too (its commit group is empty). Any
+  // key count: rows of keys that are not 16-byte chunks (lk not a multiple
+  // of 4) are read key by key (copyTile).
   // minctasm is NVVM's; AMD's occupancy follows from the registers alone.
   if (s.minBlocks && !target.isNvidia()) {
     why = "SIMT attention schedule: minBlocks (NVIDIA's minctasm) must be 0 "
@@ -992,7 +1080,7 @@ chooseSimtAttentionSchedule(const AttentionProblem &p,
     wide.blockQ = 128;
     wide.tileRows = 8;
     bool fits = s.blockQ == 64 &&
-                ceilDiv(p.headDim / 4, keyThreads(wide)) <= 2 &&
+                ceilDiv(paddedHeadDim(p) / 4, keyThreads(wide)) <= 2 &&
                 sharedBytesOf(p, wide) <= maxShared &&
                 ceilDiv(p.lq, wide.blockQ) * p.headsQ * p.batch >= sms;
     s = fits ? wide : shared;
@@ -1024,7 +1112,8 @@ chooseSimtAttentionSchedule(const AttentionProblem &p,
   // without spills (ptxas, headDim 16 to 256 with the tilings above), 64
   // floats 168 (4 x 4) or 210 (8 x 4); minctasm bounds them (whether
   // shared memory lets that many blocks in or not).
-  int64_t oFloats = s.tileRows * 4 * ceilDiv(p.headDim / 4, keyThreads(s));
+  int64_t oFloats =
+      s.tileRows * 4 * ceilDiv(paddedHeadDim(p) / 4, keyThreads(s));
   int64_t regs = oFloats <= 32 ? 128 : 232;
   s.minBlocks = target.isNvidia()
                     ? std::max<int64_t>(1, 65536 / (threadsOf(s) * regs))
@@ -1101,13 +1190,14 @@ FailureOr<SimtDecodeKernels> buildSimtDecodeKernels(
   if (nQTiles * chunks > std::numeric_limits<int32_t>::max())
     return module.emitError("SIMT attention: too many blocks"), failure();
   Type f32 = b.getF32Type();
-  Type partT =
-      MemRefType::get({p.batch, p.headsQ, chunks, p.lq, p.headDim}, f32);
+  // The partial results keep the padded head size (16-byte rows).
+  int64_t dPad = paddedHeadDim(p);
+  Type partT = MemRefType::get({p.batch, p.headsQ, chunks, p.lq, dPad}, f32);
   Type statsT = MemRefType::get({p.batch, p.headsQ, chunks, p.lq, 2}, f32);
   // The combine kernel reads the same buffers with batch and head merged,
   // and O so too where its strides allow (else the 4-D tensor).
   int64_t bh = p.batch * p.headsQ;
-  Type partFlatT = MemRefType::get({bh, chunks, p.lq, p.headDim}, f32);
+  Type partFlatT = MemRefType::get({bh, chunks, p.lq, dPad}, f32);
   Type statsFlatT = MemRefType::get({bh, chunks, p.lq, 2}, f32);
   SmallVector<int64_t, 4> os = attentionOperandStrides(p, AttentionOperand::O);
   std::optional<int64_t> oBH = mergedStride(p.batch, os[0], p.headsQ, os[1]);
@@ -1152,11 +1242,10 @@ FailureOr<SimtDecodeKernels> buildSimtDecodeKernels(
   k.partial.grid = {nQTiles * chunks, p.headsQ, p.batch};
   k.partial.block = {threads, 1, 1};
   k.partial.sharedBytes = sharedBytesOf(p, s);
-  k.combine.grid = {ceilDiv(bh * p.lq * (p.headDim / 4), kCombineThreads), 1,
-                    1};
+  k.combine.grid = {ceilDiv(bh * p.lq * (dPad / 4), kCombineThreads), 1, 1};
   k.combine.block = {kCombineThreads, 1, 1};
   k.combine.sharedBytes = 0;
-  k.partialOBytes = uint64_t(bh * chunks * p.lq * p.headDim) * 4;
+  k.partialOBytes = uint64_t(bh * chunks * p.lq * dPad) * 4;
   k.partialStatsBytes = uint64_t(bh * chunks * p.lq * 2) * 4;
   return k;
 }

@@ -127,12 +127,19 @@ TEST_CASE("attention operands: unaligned, broken or overlapping strides are "
   p.oStrides = {};
   p.qStrides = {100 * 64, 64, 64, 1};
   CHECK(tcc::gpu::attentionStridesValid(p, why));
-  // The f32 template checks them too (4-byte elements: rows of 4k floats).
+  // The f32 template checks them too (4-byte elements: rows of 4k floats
+  // are 16-byte aligned), but takes rows that are not, element by element;
+  // its other checks stand.
   p.elemType = mlir::Float32Type::get(&ctx);
   p.qStrides = {100 * 8 * 68, 68, 8 * 68, 1};
   CHECK(tcc::gpu::attentionStridesValid(p, why));
   p.qStrides = {100 * 8 * 66, 66, 8 * 66, 1};
-  CHECK_FALSE(tcc::gpu::simtAttentionSupports(p, why));
+  CHECK_FALSE(tcc::gpu::attentionStridesValid(p, why));
   CHECK(why.find("Q's strides do not keep 16-byte aligned rows") !=
         std::string::npos);
+  CHECK(tcc::gpu::attentionStridesValid(p, why, /*alignedRows=*/false));
+  CHECK(tcc::gpu::simtAttentionSupports(p, why));
+  p.oStrides = {100 * 64, 64, 64, 1};
+  CHECK_FALSE(tcc::gpu::simtAttentionSupports(p, why));
+  CHECK(why.find("O's strides overlap its elements") != std::string::npos);
 }

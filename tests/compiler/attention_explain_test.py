@@ -67,11 +67,18 @@ def refused_models():
     # output's transpose.
     pv = [i for i, n in enumerate(steep_layout['nodes']) if n['outputs'] == ['oh']][0]
     # Head size 36 in f16 (not a multiple of 8: no tensor-core template),
-    # its Q, K, V in a projection's layout with 3 heads: rows 216 bytes
-    # apart, not 16-byte aligned, which the SIMT template refuses too. The
-    # reason names both refusals.
-    odd_rows = A.model('odd_rows', 'f16', [1, 3, 128, 36], [1, 3, 128, 36],
-                       [A.const('c', 'f16', 0.125), A.node('mul', ['s', 'c'], 's_mod')],
+    # its Q, K, V in a projection's layout with 3 heads (rows 216 bytes
+    # apart, which the SIMT template reads element by element), and the
+    # steep mask, which the SIMT template refuses too: the reason names
+    # both refusals.
+    odd_rows = A.model('odd_rows', 'f16', [1, 3, 64, 36], [1, 3, 64, 36],
+                       [A.const('c', 'f16', 0.125), A.node('mul', ['s', 'c'], 'ss')] +
+                       A.positions(64, 64) + [
+                           A.const('big', 'i32', 100000000),
+                           A.node('mul', ['row', 'big'], 'far'),
+                           A.node('greater_equal', ['far', 'col'], 'keep'),
+                           A.const('neg', 'f16', -1e30),
+                           A.node('select', ['keep', 'ss', 'neg'], 's_mod')],
                        layout='qkv')
     return [('over_queries', over_queries, 'the chain does not end in P·V', True),
             ('squared', squared, 'a change of the scores reads two score values', True),
@@ -82,7 +89,7 @@ def refused_models():
              pv),
             ('odd_rows_hd36', odd_rows,
              "attention kernel: head dim must be a multiple of 8 from 8 to 256; SIMT attention "
-             "kernel: Q's strides do not keep 16-byte aligned rows", False)]
+             "kernel: a mask constraint's values exceed the 32-bit range", False)]
 
 
 def main():
@@ -167,7 +174,9 @@ def run(tcc, work):
         check(name + ' without --explain: silent', p.returncode == 0 and not p.stderr,
               repr(p.stderr))
 
-    failed += run_schedules(tcc, work, check)
+    # check() counts its failures into `failed` (not `failed += ...`, which
+    # would read `failed` before the call and drop them).
+    run_schedules(tcc, work, check)
     return failed
 
 
@@ -256,7 +265,8 @@ def run_schedules(tcc, work, check):
         lines = p.stderr.splitlines()
         check('schedule: %s is refused' % what,
               p.returncode == 1 and len(lines) == 1 and
-              lines[0].startswith(paths[model] + ': error: attention schedule: ') and
+              lines[0].startswith(tuple(paths[model] + ': error: ' + t + 'attention schedule: '
+                                        for t in ('', 'SIMT '))) and
               reason in lines[0] and 'schedule: attention schedule:' not in lines[0],
               'rc %d, stderr %r' % (p.returncode, p.stderr))
     # 32-bit indices asked for a model with a template kernel: one error line.
@@ -268,7 +278,6 @@ def run_schedules(tcc, work, check):
           p.returncode == 1 and len(lines) == 1 and
           '--gpu-index-bits 32 does not fit this model' in lines[0],
           'rc %d, stderr %r' % (p.returncode, p.stderr))
-    return 0
 
 
 if __name__ == '__main__':

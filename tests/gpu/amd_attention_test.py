@@ -21,9 +21,9 @@ gfx90a's 102 SGPRs take go to VGPR lanes, not memory), at most 256 VGPRs
 and no AGPRs (head dim 256: at most 512 with AGPRs), waves of 64, a
 work-group size of the launch's block (whole waves, or 32 threads: one
 wave, half its lanes), and static plus dynamic LDS within the 64 KiB a
-work-group may use. A form the AMD path refuses (K given transposed with
-1001 keys, refused on every target) must compile to generic kernels with
-one "attention not fused" line saying why.
+work-group may use. A form the AMD path refuses (none of these since
+session 32: K given transposed with 1001 keys now runs key by key) must
+compile to generic kernels with one "attention not fused" line saying why.
 """
 import json
 import os
@@ -50,7 +50,7 @@ FORMS = {
     'f32_d256_200': 'prefill',
     'ktrans_causal_bf16_1000': 'prefill',
     'decode_ktrans_gqa_8_2_q4_3000': 'decode',
-    'ktrans_unaligned_bf16_1001': None,
+    'ktrans_unaligned_bf16_1001': 'prefill',
     'rank2_causal_f16_1000': 'prefill',
     'rank2_keymask_bf16_777': 'prefill',
     'f32_rank2_plain_300': 'prefill',
@@ -65,6 +65,16 @@ FORMS = {
     'docmask_causal_f16_1000': 'prefill',
     'padding_mask_2d_f16_555': 'prefill',
 }
+# Session 32's: head sizes that are not multiples of 4, rows that are not
+# 16 bytes apart (f16 head size 36 kept [B, L, 3, D]), K given transposed
+# with 3003 keys (decode).
+FORMS.update({
+    'hd50_simt_f16_1001': 'prefill',
+    'hd33_simt_gqa_causal_bf16_333': 'prefill',
+    'decode_hd18_simt_q1_3001': 'decode',
+    'layout_hd36_unaligned_f16': 'prefill',
+    'decode_ktrans_unaligned_f16_q2_3003': 'decode',
+})
 # Head dim 256: a thread's O and its tile's P·V are 256 floats; past the
 # 256 architectural VGPRs the back end keeps them in AGPRs (the unified 512
 # registers of gfx90a and gfx942), not in scratch.
@@ -73,7 +83,11 @@ FORMS = {
 # (still no scratch); the same sizes with a causal mask, and 64, 80, 128,
 # stay under 256 VGPRs. Noted, not tuned: no AMD GPU runs here to tell
 # whether it costs anything (session 31).
-AGPRS_ALLOWED = {'f32_d256_200', 'hd40_f16_1001', 'hd36_simt_f16_1001'}
+# Session 32's head size 50 (13 chunks) and 36 read element by element
+# ([B, L, 3, D] rows): 7 to 27 AGPRs, 263 to 283 registers, no scratch;
+# noted likewise.
+AGPRS_ALLOWED = {'f32_d256_200', 'hd40_f16_1001', 'hd36_simt_f16_1001', 'hd50_simt_f16_1001',
+                 'layout_hd36_unaligned_f16'}
 REFUSAL = ('attention not fused: K given transposed ([.., D, Lk]) needs a key count that is a '
            'multiple of 8 (16-byte rows)')
 LDS = 65536

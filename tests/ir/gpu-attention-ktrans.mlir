@@ -102,11 +102,11 @@ func.func @kt_gqa(%q: tensor<1x8x128x64xbf16>, %kt: tensor<1x2x64x256xbf16>, %v:
 // -----
 
 // K given transposed with 1001 keys: its rows are not 16-byte aligned for
-// the templates' copies, so the chain is dissolved (the GEMM template and
-// the softmax kernels compute it).
+// the tensor-core templates' copies; the SIMT template reads them key by
+// key, so the chain stays, marked (tcc-gpu-attention-plan picks SIMT).
 // CHECK-LABEL: func.func @kt_unaligned
-// CHECK-NOT: tcc.chain
-// CHECK: return
+// CHECK: tcc.chain attributes {axis = 3 : i64, tcc.attention}
+// CHECK: tcc.yield
 func.func @kt_unaligned(%q: tensor<1x4x128x64xbf16>, %kt: tensor<1x4x64x1001xbf16>, %v: tensor<1x4x1001x64xbf16>) -> tensor<1x4x128x64xbf16> {
   %0 = tcc.chain attributes {axis = 3 : i64} -> tensor<1x4x128x64xbf16> {
     %5 = tcc.matmul %q, %kt : tensor<1x4x128x64xbf16>, tensor<1x4x64x1001xbf16> -> tensor<1x4x128x1001xbf16>
@@ -145,11 +145,11 @@ func.func @kt_f32(%q: tensor<1x4x128x64xf32>, %kt: tensor<1x4x64x256xf32>, %v: t
 
 // -----
 
-// f32 with K given transposed and 254 keys: rows of K not 16-byte aligned
-// for those copies, so the chain is dissolved.
+// f32 with K given transposed and 254 keys: rows of K not 16-byte aligned,
+// read key by key by the SIMT template; the chain stays, marked.
 // CHECK-LABEL: func.func @kt_f32_unaligned
-// CHECK-NOT: tcc.chain
-// CHECK: return
+// CHECK: tcc.chain attributes {axis = 3 : i64, tcc.attention}
+// CHECK: tcc.yield
 func.func @kt_f32_unaligned(%q: tensor<1x4x128x64xf32>, %kt: tensor<1x4x64x254xf32>, %v: tensor<1x4x254x64xf32>) -> tensor<1x4x128x64xf32> {
   %0 = tcc.chain attributes {axis = 3 : i64} -> tensor<1x4x128x64xf32> {
     %5 = tcc.matmul %q, %kt : tensor<1x4x128x64xf32>, tensor<1x4x64x254xf32> -> tensor<1x4x128x254xf32>

@@ -55,22 +55,3 @@ func.func @given_16_threads(%q: tensor<1x4x256x64xf16>, %k: tensor<1x4x256x64xf1
   }
   return %0 : tensor<1x4x256x64xf16>
 }
-
-// -----
-
-// K given transposed with 202 keys: its copies read 4 keys of one d at a
-// time, aligned: refused with the reason (--explain), generic kernels.
-func.func @k_transposed(%q: tensor<1x2x200x64xbf16>, %kt: tensor<1x2x64x202xbf16>, %v: tensor<1x2x202x64xbf16>) -> tensor<1x2x200x64xbf16> {
-  %0 = tcc.chain attributes {axis = 3 : i64, tcc.attention} -> tensor<1x2x200x64xbf16> {
-    %5 = tcc.matmul %q, %kt : tensor<1x2x200x64xbf16>, tensor<1x2x64x202xbf16> -> tensor<1x2x200x202xbf16>
-    %9 = tcc.reduce_max %5 {axes = array<i64: 3>, keepdims = true} : tensor<1x2x200x202xbf16> -> tensor<1x2x200x1xbf16>
-    %10 = tcc.sub %5, %9 : tensor<1x2x200x202xbf16>, tensor<1x2x200x1xbf16> -> tensor<1x2x200x202xbf16>
-    %11 = tcc.exp %10 : tensor<1x2x200x202xbf16>
-    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<1x2x200x202xbf16> -> tensor<1x2x200x1xbf16>
-    %13 = tcc.div %11, %12 : tensor<1x2x200x202xbf16>, tensor<1x2x200x1xbf16> -> tensor<1x2x200x202xbf16>
-    // expected-remark @below {{attention not fused: SIMT attention kernel: K given transposed needs a key count that is a multiple of 4}}
-    %14 = tcc.matmul %13, %v : tensor<1x2x200x202xbf16>, tensor<1x2x202x64xbf16> -> tensor<1x2x200x64xbf16>
-    tcc.yield %14 : tensor<1x2x200x64xbf16>
-  }
-  return %0 : tensor<1x2x200x64xbf16>
-}

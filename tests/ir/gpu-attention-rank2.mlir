@@ -70,26 +70,28 @@ func.func @f32_plain(%q: tensor<300x64xf32>, %k: tensor<300x64xf32>, %v: tensor<
 
 // -----
 
-// Head size 18, which no template takes: the chain is dissolved (with the
-// remark --explain prints) and formed again without its matmuls: the
-// scores and P·V stay GEMMs around a softmax chain.
-// CHECK-LABEL: func.func @head_18
+// Scores squared (a change that reads two score values, which the
+// algebra cannot correct): the chain is dissolved (with the remark
+// --explain prints) and formed again without its matmuls: the scores and
+// P·V stay GEMMs around a softmax chain.
+// CHECK-LABEL: func.func @squared
 // CHECK: %[[S:.*]] = tcc.matmul
 // CHECK: %[[P:.*]] = tcc.chain attributes {axis = 1 : i64} -> tensor<32x32xf16> {
 // CHECK-NOT: tcc.matmul
 // CHECK:   tcc.yield
 // CHECK-NOT: tcc.attention
 // CHECK: tcc.matmul %[[P]]
-func.func @head_18(%q: tensor<32x18xf16>, %k: tensor<32x18xf16>, %v: tensor<32x18xf16>) -> tensor<32x18xf16> {
-  %s = tcc.matmul %q, %k {transpose_b = true} : tensor<32x18xf16>, tensor<32x18xf16> -> tensor<32x32xf16>
+func.func @squared(%q: tensor<32x64xf16>, %k: tensor<32x64xf16>, %v: tensor<32x64xf16>) -> tensor<32x64xf16> {
+  %s0 = tcc.matmul %q, %k {transpose_b = true} : tensor<32x64xf16>, tensor<32x64xf16> -> tensor<32x32xf16>
+  %s = tcc.mul %s0, %s0 : tensor<32x32xf16>, tensor<32x32xf16> -> tensor<32x32xf16>
   %m = tcc.reduce_max %s {axes = array<i64: 1>, keepdims = true} : tensor<32x32xf16> -> tensor<32x1xf16>
   %d = tcc.sub %s, %m : tensor<32x32xf16>, tensor<32x1xf16> -> tensor<32x32xf16>
   %e = tcc.exp %d : tensor<32x32xf16>
   %sum = tcc.reduce_sum %e {axes = array<i64: 1>, keepdims = true} : tensor<32x32xf16> -> tensor<32x1xf16>
   %p = tcc.div %e, %sum : tensor<32x32xf16>, tensor<32x1xf16> -> tensor<32x32xf16>
-  // expected-remark @+1 {{attention not fused: head size 18 has no attention template}}
-  %o = tcc.matmul %p, %v : tensor<32x32xf16>, tensor<32x18xf16> -> tensor<32x18xf16>
-  return %o : tensor<32x18xf16>
+  // expected-remark @+1 {{attention not fused: a change of the scores reads two score values}}
+  %o = tcc.matmul %p, %v : tensor<32x32xf16>, tensor<32x64xf16> -> tensor<32x64xf16>
+  return %o : tensor<32x64xf16>
 }
 
 // -----
@@ -133,6 +135,25 @@ func.func @head_36(%q: tensor<100x36xf16>, %k: tensor<100x36xf16>, %v: tensor<10
   %p = tcc.div %e, %sum : tensor<100x100xf16>, tensor<100x1xf16> -> tensor<100x100xf16>
   %o = tcc.matmul %p, %v : tensor<100x100xf16>, tensor<100x36xf16> -> tensor<100x36xf16>
   return %o : tensor<100x36xf16>
+}
+
+// Head size 22 in f16, not a multiple of 4 (rows of no whole 16-byte chunks,
+// 44 bytes apart): the SIMT template takes it too, reading the rows element
+// by element and computing on 24 columns, the padding zero.
+// CHECK-LABEL: func.func @head_22
+// CHECK: tcc.chain attributes {axis = 1 : i64, tcc.attention, tcc.attention_plan = #tcc.simt_attention<
+// CHECK:   tcc.yield
+// CHECK-NOT: tcc.matmul
+// CHECK: return
+func.func @head_22(%q: tensor<100x22xf16>, %k: tensor<100x22xf16>, %v: tensor<100x22xf16>) -> tensor<100x22xf16> {
+  %s = tcc.matmul %q, %k {transpose_b = true} : tensor<100x22xf16>, tensor<100x22xf16> -> tensor<100x100xf16>
+  %m = tcc.reduce_max %s {axes = array<i64: 1>, keepdims = true} : tensor<100x100xf16> -> tensor<100x1xf16>
+  %d = tcc.sub %s, %m : tensor<100x100xf16>, tensor<100x1xf16> -> tensor<100x100xf16>
+  %e = tcc.exp %d : tensor<100x100xf16>
+  %sum = tcc.reduce_sum %e {axes = array<i64: 1>, keepdims = true} : tensor<100x100xf16> -> tensor<100x1xf16>
+  %p = tcc.div %e, %sum : tensor<100x100xf16>, tensor<100x1xf16> -> tensor<100x100xf16>
+  %o = tcc.matmul %p, %v : tensor<100x100xf16>, tensor<100x22xf16> -> tensor<100x22xf16>
+  return %o : tensor<100x22xf16>
 }
 
 // -----

@@ -120,12 +120,16 @@ func.func @long_rows(%x: memref<2x4096xf32>, %y: memref<2x4096xf32>) attributes 
 // -----
 
 // A weight shared by every row (gamma) is read at the row positions; rows
-// of 5 (odd: one value at a time) get a thread each; the row sums are
+// of 5 (odd: one value at a time) get two threads each (short rows: at
+// most 4 values a thread), positions t, t + 2 and t + 4 (the last past the
+// row for the second thread: its load and store guarded); the row sums are
 // stored by the row's first thread.
 // CHECK-LABEL: func.func @scaled_sum
-// CHECK: gpu.launch {{.*}} threads({{.*}}) in ({{.*}} = %c3
-// CHECK-COUNT-5: vector.load %arg1[{{.*}}] {alignment = 4 : i64} : memref<5xf32>, vector<1xf32>
-// CHECK-COUNT-5: vector.store
+// CHECK: gpu.launch {{.*}} threads({{.*}}) in ({{.*}} = %c6
+// CHECK-COUNT-3: vector.load %arg1[{{.*}}] {alignment = 4 : i64} : memref<5xf32>, vector<1xf32>
+// CHECK-COUNT-2: vector.store
+// CHECK: scf.if
+// CHECK: vector.store
 // CHECK: scf.if
 // CHECK-NEXT: memref.store {{.*}}, %arg3[
 // CHECK-NOT: linalg.

@@ -114,14 +114,15 @@ func.func @not_a_combiner(%a: memref<4x8xf32>, %o: memref<4xf32>) attributes {tc
 // -----
 
 // A sum over the rows of a column [N, 1] (loops reduction, then parallel of
-// extent 1: a cross-entropy's mean over the batch) is one row of N values:
-// a block, its threads reading neighbouring elements, the unit loop at 0.
+// extent 1: a cross-entropy's mean over the batch) is one row of N values,
+// the unit loop at 0: split into 4 parts of 4096, a block each, its threads
+// reading neighbouring elements, the totals added atomically.
 // CHECK-LABEL: func.func @unit_column_sum
-// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c1{{[_0-9]*}}, {{.*}}) threads({{.*}}) in ({{.*}} = %c256{{.*}}) workgroup(
-// CHECK: scf.for %[[K:.*]] = %{{.*}} to %c16384{{.*}} step %c256
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c4{{[_0-9]*}}, {{.*}}) threads({{.*}}) in ({{.*}} = %c256{{.*}}) workgroup(
+// CHECK: scf.for %[[K:.*]] = %{{.*}} to %{{.*}} step %c256
 // CHECK: memref.load %arg0[%[[K]], %c0{{.*}}]
 // CHECK: gpu.barrier
-// CHECK: memref.load %arg1[%c0{{.*}}, %c0{{.*}}]
+// CHECK: memref.atomic_rmw addf %{{.*}}, %arg1[%c0{{.*}}, %c0{{.*}}]
 // CHECK-NOT: linalg.generic
 func.func @unit_column_sum(%a: memref<16384x1xf32>, %o: memref<1x1xf32>) attributes {tcc.kernel} {
   linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (0, d1)>],
@@ -187,6 +188,52 @@ func.func @nhwc_pool_sum(%a: memref<2x7x7x64xf32>, %o: memref<2x64xf32>) attribu
   ^bb0(%x: f32, %acc: f32):
     %s = arith.addf %x, %acc : f32
     linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// Few long rows (4 of a million): each row is split into parts of 4352
+// elements (at least 4096, a multiple of the block), 230 a row, a block
+// each; a block reduces [part * 4352, min(part * 4352 + 4352, 10^6)) and
+// adds its total to the output atomically.
+// CHECK-LABEL: func.func @split_rows
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c920{{[_0-9]*}}, {{.*}}) threads({{.*}}) in ({{.*}} = %c256
+// CHECK: %[[ROW:.*]] = arith.divui %{{.*}}, %c230{{[_0-9]*}}
+// CHECK: %[[PART:.*]] = arith.remui %{{.*}}, %c230{{[_0-9]*}}
+// CHECK: %[[BEGIN:.*]] = arith.muli %[[PART]], %c4352{{[_0-9]*}}
+// CHECK: %[[NEXT:.*]] = arith.addi %[[BEGIN]], %c4352{{[_0-9]*}}
+// CHECK: %[[END:.*]] = arith.minui %[[NEXT]], %c1000000{{[_0-9]*}}
+// CHECK: %[[FIRST:.*]] = arith.addi %[[BEGIN]], %{{.*}}
+// CHECK: scf.for {{.*}} = %[[FIRST]] to %[[END]] step %c256{{[_0-9]*}}
+// CHECK: gpu.barrier
+// CHECK: memref.atomic_rmw addf %{{.*}}, %arg1[%[[ROW]]]
+// CHECK-NOT: memref.store {{.*}}, %arg1
+func.func @split_rows(%a: memref<4x1000000xf32>, %o: memref<4xf32>) attributes {tcc.kernel} {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%a : memref<4x1000000xf32>) outs(%o : memref<4xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %s = arith.addf %x, %acc : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// A float max has no atomic on the GPU: a few long rows keep a block each.
+// CHECK-LABEL: func.func @long_max_unsplit
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c2{{[_0-9]*}}, {{.*}})
+// CHECK-NOT: memref.atomic_rmw
+func.func @long_max_unsplit(%a: memref<2x1000000xf32>, %o: memref<2xf32>) attributes {tcc.kernel} {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%a : memref<2x1000000xf32>) outs(%o : memref<2xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %m = arith.maximumf %x, %acc : f32
+    linalg.yield %m : f32
   }
   return
 }

@@ -335,13 +335,13 @@ class Block:
                 live = self.active
                 self.check_read(at[live], np.repeat(self.tid[live], width).reshape(-1, width))
             return arr[at] if n == 'vector.load' else arr[at[:, 0]]
-        if n == 'memref.store':  # K given transposed, into shared memory
+        if n == 'memref.store':  # K given transposed into shared memory, O's elements
             arr, at = self.address(a[1], a[2:])
             at = np.broadcast_to(at, (self.T,))[self.active][:, None]
             val = np.broadcast_to(np.asarray(a[0]), (self.T,))[self.active][:, None]
-            assert arr is self.shared and (at >= 0).all() and (at < arr.size).all(), \
-                'a store out of bounds'
-            self.check_write(at, self.tid[self.active][:, None], val)
+            assert (at >= 0).all() and (at < arr.size).all(), 'a store out of bounds'
+            if arr is self.shared:
+                self.check_write(at, self.tid[self.active][:, None], val)
             arr[at] = val
             return None
         if n == 'vector.store':
@@ -435,9 +435,10 @@ def run_kernel(text, launch, inputs, o, q_shape):
         return run_func(funcs[0], launch, list(inputs[:3]) + [o] + list(inputs[3:]),
                         launch['shared'])
     # Scratch starts as NaN too: a partial result never written shows.
+    # The partial results keep the head size rounded up to 4 (16-byte rows).
     b, h, lq, d = q_shape
     c = launch['chunks']
-    part = np.full((b, h, c, lq, d), np.nan, np.float32)
+    part = np.full((b, h, c, lq, -(-d // 4) * 4), np.nan, np.float32)
     stats = np.full((b, h, c, lq, 2), np.nan, np.float32)
     races = run_func(funcs[0], launch, list(inputs[:3]) + [part, stats] + list(inputs[3:]),
                      launch['shared'])
@@ -646,6 +647,38 @@ CASES = [
      '--chunk-tiles 2 --chip gfx90a', ALL, SAME, False),
 ]
 
+# Rows of no whole 16-byte chunks (head sizes that are not multiples of 4)
+# or not 16 bytes apart (strides): read and written element by element,
+# computed on the head size rounded up to 4 with the padding zero; copies
+# through registers also where cp.async would be (NVIDIA f32). Prefill with
+# K and V apart and shared, a head size of 6, Q's rows 18 floats apart, O's
+# rows padded (the gaps stay unwritten), the split-K pair, K given
+# transposed, f16 on NVIDIA, and AMD's form in bf16.
+CASES += [
+    ('--lq 33 --lk 70 --d 18 --hq 2 --causal --schedule 16,32,1', CAUSAL, SAME, False),
+    ('--lq 20 --lk 90 --d 6 --schedule 16,32,0', ALL, SAME, False),
+    ('--lq 4 --lk 40 --d 16 --q-strides 1,64,18,1', ALL, SAME, False),
+    ('--lq 17 --lk 40 --d 21 --hq 2 --o-layout blhd --o-strides 1,1000,23,1 '
+     '--schedule 16,32,0', ALL, SAME, False),
+    ('--lq 3 --lk 200 --d 18 --hq 2 --causal --schedule 16,32,0 --chunk-tiles 2', CAUSAL, SAME,
+     False),
+    ('--lq 37 --lk 104 --d 18 --hq 2 --causal --k-transposed --schedule 16,64,1', CAUSAL, SAME,
+     False),
+    # K given transposed with a key count that is not a multiple of 4: its
+    # chunks read key by key (the last straddles lk).
+    ('--lq 37 --lk 103 --d 18 --hq 2 --causal --k-transposed --schedule 16,64,1', CAUSAL, SAME,
+     False),
+    ('--lq 20 --lk 61 --d 16 --k-transposed --type f16 --schedule 16,32,1', ALL, SAME, False),
+    ('--lq 3 --lk 301 --d 32 --hq 4 --hkv 2 --type bf16 --k-transposed --schedule 16,64,0 '
+     '--chunk-tiles 2 --chip gfx942', ALL, SAME, False),
+    ('--lq 37 --lk 101 --d 30 --hq 2 --causal --type f16 --schedule 64,32,1,8,4', CAUSAL, SAME,
+     False),
+    ('--lq 30 --lk 70 --d 14 --hq 4 --hkv 2 --type bf16 --key-runs 30 --chip gfx90a', RUNS(30),
+     SAME, False),
+    ('--lq 1 --lk 300 --d 13 --batch 2 --hq 4 --hkv 2 --layout blhd --type bf16 '
+     '--schedule 16,32,1 --chunk-tiles 2 --chip gfx942', ALL, SAME, False),
+]
+
 # Large scores (Q x 30), where the rounding of Q K^T dominates the error:
 # checked against float64 softmax and P V of the scores summed in the
 # kernel's order (blocked_scores, in blocks of the JSON's score_block: 8
@@ -668,7 +701,7 @@ LARGE = [
 
 # Strides the templates must refuse (flags, the reason's words).
 REFUSED = [
-    ('--lq 4 --lk 40 --d 16 --q-strides 1,64,18,1', "Q's strides do not keep 16-byte aligned rows"),
+    ('--lq 4 --lk 40 --d 300', "head dim must be in [1, 256]"),
     ('--lq 4 --lk 40 --d 16 --k-strides 1,640,16,2', "K's strides must have the innermost 1"),
     ('--lq 4 --lk 40 --d 16 --hq 2 --o-strides 1,16,16,1', "O's strides overlap its elements"),
     ('--lq 4 --lk 40 --d 16 --hq 2 --hkv 2 --v-strides 1,0,16,1', "V's strides must be positive"),

@@ -179,6 +179,11 @@ private:
   /// reads its elements one by one, those past headDim as the row's last
   /// (inside the tensor) and zeroed.
   Value loadRow4(Value mem, SmallVector<Value, 5> at, Value col);
+  /// Elements col..col+3 along the last index of `mem` at `at`, one by
+  /// one, widened to f32: those at `limit` or past it read element
+  /// limit - 1 (inside the tensor) and are zeroed.
+  Value loadEach4(Value mem, SmallVector<Value, 5> at, Value col,
+                  int64_t limit);
   /// Stores the 4 elements `val` (the dtype's) at col..col+3 of a row of O,
   /// those past headDim left out.
   void storeRow4(Value val, Value mem, SmallVector<Value, 5> at, Value col);
@@ -309,20 +314,24 @@ Value SimtBuilder::opaque(Value v) {
 }
 
 Value SimtBuilder::loadRow4(Value mem, SmallVector<Value, 5> at, Value col) {
-  if (p.headDim % 4 == 0) {
-    at.push_back(col);
-    Value val = vector::LoadOp::create(b, loc, g4, mem, at, false, globalAlign);
-    return g4 == v4 ? val : arith::ExtFOp::create(b, loc, v4, val).getResult();
-  }
+  if (p.headDim % 4)
+    return loadEach4(mem, std::move(at), col, p.headDim);
+  at.push_back(col);
+  Value val = vector::LoadOp::create(b, loc, g4, mem, at, false, globalAlign);
+  return g4 == v4 ? val : arith::ExtFOp::create(b, loc, v4, val).getResult();
+}
+
+Value SimtBuilder::loadEach4(Value mem, SmallVector<Value, 5> at, Value col,
+                             int64_t limit) {
   SmallVector<Value, 4> elems;
   at.push_back(Value());
   for (int64_t i = 0; i < 4; ++i) {
     Value c = add(col, i);
-    at.back() = arith::MinUIOp::create(b, loc, c, cst(p.headDim - 1));
+    at.back() = arith::MinUIOp::create(b, loc, c, cst(limit - 1));
     Value x = memref::LoadOp::create(b, loc, mem, at);
     if (x.getType() != f32)
       x = arith::ExtFOp::create(b, loc, f32, x);
-    elems.push_back(select(ult(c, p.headDim), x, cstF(0.0)));
+    elems.push_back(select(ult(c, limit), x, cstF(0.0)));
   }
   return vector::FromElementsOp::create(b, loc, v4, elems);
 }
@@ -371,19 +380,22 @@ void SimtBuilder::copyTile(Value src, Value hd, Value row0, int64_t bound,
       // d past headDim (a head size not a multiple of 4) reads the last d
       // and is zeroed: it is the padding of K's shared rows.
       Value d = div(e, keyChunks), kc = rem(e, keyChunks);
-      Value key = add(row0, mul(kc, 4)), ok;
-      if (needRow) {
-        ok = ult(key, bound);
-        key = select(ok, key, cst(0));
-      }
-      Value dRead = d;
+      Value key = add(row0, mul(kc, 4)), dRead = d, dOk;
       if (p.headDim % 4) {
-        Value dOk = ult(d, p.headDim);
-        ok = ok ? arith::AndIOp::create(b, loc, ok, dOk).getResult() : dOk;
+        dOk = ult(d, p.headDim);
         dRead = arith::MinUIOp::create(b, loc, d, cst(p.headDim - 1));
       }
       Value val;
-      if (p.lk % 4 == 0) {
+      if (p.lk % 4) {
+        // Rows of lk keys: the chunk's keys one by one, those past lk (the
+        // chunk straddles it, or lies past it) read the last and zeroed.
+        val = loadEach4(src, {batch, hd, dRead}, key, p.lk);
+      } else {
+        Value ok;
+        if (needRow) {
+          ok = ult(key, bound);
+          key = select(ok, key, cst(0));
+        }
         val = vector::LoadOp::create(b, loc, g4, src,
                                      ValueRange{batch, hd, dRead, key}, false,
                                      globalAlign);
@@ -391,25 +403,9 @@ void SimtBuilder::copyTile(Value src, Value hd, Value row0, int64_t bound,
           val = arith::ExtFOp::create(b, loc, v4, val);
         if (ok)
           val = select(ok, val, zero4());
-      } else {
-        // Rows of lk keys: the chunk's keys one by one, those past lk (the
-        // chunk straddles it, or lies past it) read the last and zeroed.
-        SmallVector<Value, 4> elems;
-        for (int64_t i = 0; i < 4; ++i) {
-          Value ki = add(add(row0, mul(kc, 4)), i);
-          Value in = ult(ki, p.lk);
-          if (p.headDim % 4)
-            in = arith::AndIOp::create(b, loc, in, ult(d, p.headDim));
-          Value x = memref::LoadOp::create(
-              b, loc, src,
-              ValueRange{batch, hd, dRead,
-                         arith::MinUIOp::create(b, loc, ki, cst(p.lk - 1))});
-          if (x.getType() != f32)
-            x = arith::ExtFOp::create(b, loc, f32, x);
-          elems.push_back(select(in, x, cstF(0.0)));
-        }
-        val = vector::FromElementsOp::create(b, loc, v4, elems);
       }
+      if (dOk)
+        val = select(dOk, val, zero4());
       for (int64_t i = 0; i < 4; ++i)
         memref::StoreOp::create(
             b, loc, extract(val, i), dst,

@@ -452,6 +452,10 @@ def peers(args, case):
     add('torch eager', lambda: fn(x))
     if not args.no_compile and case['kind'] != 'neg':
         try:
+            # A fresh start each case: the cases share their functions' code
+            # objects, and past dynamo's recompile limit (8) a compiled
+            # function silently runs eagerly.
+            torch._dynamo.reset()
             cf = torch.compile(fn, dynamic=False)
             t0 = time.time()
             cf(x)

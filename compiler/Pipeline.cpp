@@ -216,7 +216,12 @@ LogicalResult tcc::compileModel(ImportedModel &model,
     fusion.matmulChainsOnly = true;
   }
   pm.addNestedPass<mlir::func::FuncOp>(mlir::tcc::createTccChainFusion(fusion));
-  pm.addNestedPass<mlir::func::FuncOp>(mlir::tcc::createTccFormGroups());
+  // GPU row kernels compute a chain's per-row gathers, their index checks
+  // and a loss's mean in the chain's launch (tcc-gpu-row-fusion); the host
+  // splits a chain's rows over threads, which a whole reduction would stop.
+  mlir::tcc::TccFormGroupsOptions groups;
+  groups.rowMembers = target.isGpu();
+  pm.addNestedPass<mlir::func::FuncOp>(mlir::tcc::createTccFormGroups(groups));
   pm.addPass(mlir::tcc::createTccOutlineGroups());
   // Convolutions that only feed a channel concat store into it, where the
   // convolution templates run (GpuCodegen's cp.async and mma.sync ones).

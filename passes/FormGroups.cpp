@@ -23,6 +23,12 @@
 //    of the chain it was (k<N>_chain);
 //  - when an elementwise op reads two elementwise groups, they merge (a mask
 //    built from iotas meets the values it selects);
+//  - with `row-members` (GPU targets): a chain joins the group of a gather
+//    of one value a row (take_along_axis) whose result is shaped like one
+//    of its per-row values, with the gather's index check; and a reduction
+//    of a per-row result to one value (a loss's mean) joins the chain. The
+//    GPU row kernel computes them in the chain's launch (tcc-gpu-row-fusion):
+//    cross-entropy reads its logits and targets once;
 //  - ops marked `tcc.region_group = N` (region fusion's search,
 //    RegionFusion.cpp) form one group of kind "region" per N, whatever
 //    their kinds; nothing else joins it but an activation or residual add
@@ -73,6 +79,8 @@ struct Group {
   int mergedInto = -1;
   /// The region group (tcc.region_group) this group runs, or -1.
   int64_t region = -1;
+  /// The shapes of the per-row values of the chain anchoring the group.
+  SmallVector<SmallVector<int64_t>, 1> rowShapes;
 };
 
 constexpr StringLiteral kRegionGroupAttr = "tcc.region_group";
@@ -132,9 +140,29 @@ SmallVector<SmallVector<int64_t>, 1> anchorShapesOf(Operation *op) {
   return shapes;
 }
 
+/// The shapes of a chain's per-row values: its reductions' results.
+SmallVector<SmallVector<int64_t>, 1> rowShapesOf(ChainOp chain) {
+  SmallVector<SmallVector<int64_t>, 1> shapes;
+  chain.getBody().walk([&](Operation *inner) {
+    if (!isReduction(inner) || inner->getNumResults() != 1)
+      return;
+    ArrayRef<int64_t> s = shapeOfResult(inner);
+    if (!llvm::is_contained(shapes, s))
+      shapes.emplace_back(s.begin(), s.end());
+  });
+  return shapes;
+}
+
+/// A gather of one value a row along its axis.
+bool isRowGather(Operation *op) {
+  auto take = dyn_cast<TakeAlongAxisOp>(op);
+  return take && take.getType().getDimSize(take.getAxis()) == 1;
+}
+
 class Grouper {
 public:
-  explicit Grouper(Block &block) : block(block) {}
+  Grouper(Block &block, bool rowMembers)
+      : block(block), rowMembers(rowMembers) {}
 
   void run() {
     for (Operation &op : block) {
@@ -277,14 +305,72 @@ private:
         return true;
       return llvm::is_contained(grp.anchorShapes, shapeOfResult(op));
     }
-    if (isReduction(op) || isa<ChainOp>(op))
-      return grp.kind == GroupKind::Elementwise;
+    if (auto chain = dyn_cast<ChainOp>(op))
+      return grp.kind == GroupKind::Elementwise ||
+             (rowMembers && isRowGatherGroup(grp, chain));
+    if (isReduction(op))
+      return grp.kind == GroupKind::Elementwise || isWholeRowReduction(op, grp);
     return false;
+  }
+
+  /// A group of per-row gathers (and their index checks) that `chain` reads
+  /// one value a row from.
+  bool isRowGatherGroup(const Group &grp, ChainOp chain) {
+    SmallVector<SmallVector<int64_t>, 1> rows = rowShapesOf(chain);
+    return llvm::all_of(grp.ops, [&](Operation *member) {
+      return isa<IndexCheckOp>(member) ||
+             (isRowGather(member) &&
+              llvm::is_contained(rows, shapeOfResult(member)));
+    });
+  }
+
+  /// A reduction of one of a chain group's per-row values to one value.
+  bool isWholeRowReduction(Operation *op, const Group &grp) {
+    if (!rowMembers || isa<IndexCheckOp>(op) || op->getNumOperands() != 1 ||
+        op->getNumResults() != 1)
+      return false;
+    auto in = cast<RankedTensorType>(op->getOperand(0).getType());
+    auto out = cast<RankedTensorType>(op->getResult(0).getType());
+    return out.getNumElements() == 1 && in.getNumElements() > 1 &&
+           llvm::is_contained(grp.rowShapes, in.getShape());
+  }
+
+  /// The group of the row gather whose indices `check` checks, where the
+  /// check may join it, else -1.
+  int rowGatherGroupOf(IndexCheckOp check) {
+    for (Operation *user : check.getIndices().getUsers()) {
+      auto it = groupOf.find(user);
+      if (!isRowGather(user) || it == groupOf.end())
+        continue;
+      int g = find(it->second);
+      if (!groups[g].sealed && groups[g].region < 0 && acyclicJoin(check, g))
+        return g;
+    }
+    return -1;
   }
 
   void place(Operation *op) {
     int target = -1;
     int64_t region = regionGroupOf(op);
+    // A member the chain's kernel computes beside it: the group keeps its
+    // kind, name and shapes.
+    if (rowMembers && region < 0) {
+      int g = -1;
+      if (auto check = dyn_cast<IndexCheckOp>(op))
+        g = rowGatherGroupOf(check);
+      else if (isReduction(op))
+        for (int h : operandGroups(op))
+          if (g < 0 && !groups[h].rowShapes.empty() && canJoin(op, h))
+            g = h;
+      if (g >= 0) {
+        for (int h : operandGroups(op))
+          if (h != g)
+            groups[g].preds.insert(h);
+        groups[g].ops.push_back(op);
+        groupOf[op] = g;
+        return;
+      }
+    }
     // A member joins its region's group even where it reads none of it (a
     // branch of an Inception block that a later concat joins).
     if (auto it = regionGroups.find(region); it != regionGroups.end()) {
@@ -325,6 +411,9 @@ private:
       grp.name =
           isa<AttentionOp>(op) ? "chain" : op->getName().stripDialect().str();
       grp.anchorShapes = anchorShapesOf(op);
+      grp.rowShapes.clear();
+      if (auto chain = dyn_cast<ChainOp>(op); chain && !isAttention(op))
+        grp.rowShapes = rowShapesOf(chain);
     }
     for (int h : operandGroups(op))
       if (h != target)
@@ -441,6 +530,7 @@ private:
   }
 
   Block &block;
+  bool rowMembers;
   std::vector<Group> groups;
   llvm::DenseMap<Operation *, int> groupOf;
   /// tcc.region_group -> the group its members form.
@@ -448,11 +538,13 @@ private:
 };
 
 struct TccFormGroups : mlir::tcc::impl::TccFormGroupsBase<TccFormGroups> {
+  using Base::Base;
+
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     if (func.isExternal() || !func.getBody().hasOneBlock())
       return;
-    Grouper(func.getBody().front()).run();
+    Grouper(func.getBody().front(), rowMembers).run();
   }
 };
 

@@ -11,6 +11,14 @@
 // through shuffles, and across warps through shared memory. Rows are
 // independent, so groups never wait for one another.
 //
+// A reduction of per-row values to one value (a loss's mean, an index
+// check's count) runs in the same launch: each block combines its rows'
+// values and writes one partial; a reduction of the partials after the
+// launch (tcc-gpu-row-reductions maps it) adds them to the output, whose
+// initial value (its fill) is written before the launch. Single-value ops
+// that fill or read such an output (a mean's division) run as their own
+// launches, before or after.
+//
 //===----------------------------------------------------------------------===//
 #include "passes/BufferUtils.h"
 #include "passes/GpuUtils.h"
@@ -54,7 +62,26 @@ struct OpPlan {
   /// Consecutive row positions a thread takes at once (16 bytes of the
   /// narrowest element it reads or writes in global memory).
   int64_t vector = 1;
+  /// A reduction of per-row values to one value (every loop walks rows).
+  bool whole = false;
 };
+
+/// Whether `op` reduces to one value along loops that are all reductions
+/// (or of extent 1): a candidate reduction of per-row values.
+bool isWholeCandidate(linalg::GenericOp op) {
+  if (op.getNumReductionLoops() == 0 || op.getNumDpsInits() != 1)
+    return false;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  for (auto [n, it] : llvm::zip(ranges, op.getIteratorTypesArray()))
+    if (ShapedType::isDynamic(n) || (n != 1 && linalg::isParallelIterator(it)))
+      return false;
+  auto type = dyn_cast<MemRefType>(op.getDpsInitOperand(0)->get().getType());
+  return type && type.hasStaticShape() && type.getNumElements() == 1;
+}
+
+int64_t loopProduct(linalg::GenericOp op) {
+  return ShapedType::getNumElements(op.getStaticLoopRanges());
+}
 
 /// Row-major strides of a box.
 SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
@@ -169,7 +196,69 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
   llvm::MapVector<Value, Access> scratch;
   /// How each operand of the planned ops is accessed.
   llvm::DenseMap<OpOperand *, Access> accesses;
+  /// Outputs of whole reductions (roots): memory, not registers.
+  llvm::SetVector<Value> wholeRoots;
+  /// Single-value ops that fill or read those outputs: their own launches.
+  SmallVector<linalg::GenericOp> outside;
   Layout layout;
+
+  /// Fills in the combiner of reduction `plan.op` (one combining op whose
+  /// neutral value is known); false where it has none.
+  bool matchCombiner(OpPlan &plan) {
+    linalg::GenericOp op = plan.op;
+    SmallVector<Operation *> combiners;
+    if (!matchReduction(op.getRegionOutputArgs(), 0, combiners) ||
+        combiners.size() != 1 || combiners[0]->getNumOperands() != 2)
+      return false;
+    std::optional<TypedAttr> neutral = arith::getNeutralElement(combiners[0]);
+    Type t = combiners[0]->getResult(0).getType();
+    if (!neutral || !t.isIntOrFloat() || t.getIntOrFloatBitWidth() > 64)
+      return false;
+    plan.combiner = combiners[0];
+    plan.neutral = *neutral;
+    if (auto add = dyn_cast<arith::AddFOp>(plan.combiner); add && t.isF64()) {
+      BlockArgument acc = op.getRegionOutputArgs()[0];
+      Value other = add.getLhs() == acc ? add.getRhs() : add.getLhs();
+      if (auto ext = other.getDefiningOp<arith::ExtFOp>())
+        plan.narrowSum = ext.getIn().getType().getIntOrFloatBitWidth() <= 32;
+    }
+    return true;
+  }
+
+  /// Whether the single-value ops in `outside` can run as launches of their
+  /// own where they stand: before the row launch (which takes the place of
+  /// the last planned op) they must not see what planned ops before them
+  /// wrote, nor write what those touch; none touches registers.
+  bool outsideOrderHolds() {
+    Operation *last = plans.back().op;
+    for (linalg::GenericOp o : outside) {
+      llvm::DenseSet<Value> reads, writes;
+      for (OpOperand &operand : o->getOpOperands()) {
+        if (!isa<MemRefType>(operand.get().getType()))
+          continue;
+        Value root = rootOf(operand.get());
+        if (scratch.contains(root))
+          return false;
+        (o.isDpsInit(&operand) ? writes : reads).insert(root);
+      }
+      if (last->isBeforeInBlock(o))
+        continue;
+      for (const OpPlan &p : plans) {
+        linalg::GenericOp op = p.op;
+        if (!op->isBeforeInBlock(o))
+          break;
+        for (OpOperand &operand : op->getOpOperands()) {
+          if (!isa<MemRefType>(operand.get().getType()))
+            continue;
+          Value root = rootOf(operand.get());
+          if (writes.contains(root) ||
+              (op.isDpsInit(&operand) && reads.contains(root)))
+            return false;
+        }
+      }
+    }
+    return true;
+  }
 
   /// Whether `func` is a row kernel; fills `plans`, `scratch`, `accesses`
   /// and `layout`.
@@ -177,6 +266,8 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
     plans.clear();
     scratch.clear();
     accesses.clear();
+    wholeRoots.clear();
+    outside.clear();
     rows = length = 0;
     IRRewriter rewriter(func.getContext());
     // Named ops (fill, copy) become generics: one kind of op to handle.
@@ -195,12 +286,24 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
           !isa<linalg::GenericOp, linalg::FillOp, linalg::CopyOp>(op))
         return false;
     }
-    // The row space comes from the reductions, which must agree.
+    // The row space comes from the reductions along rows, which must
+    // agree; reductions of per-row values to one value are not among them
+    // unless nothing else is (one row: the longest then walk it).
+    SmallVector<linalg::GenericOp> rowReductions, wholes;
+    for (Operation &o : func.getBody().front())
+      if (auto op = dyn_cast<linalg::GenericOp>(o);
+          op && op.getNumReductionLoops() != 0)
+        (isWholeCandidate(op) ? wholes : rowReductions).push_back(op);
+    if (rowReductions.empty() && !wholes.empty()) {
+      int64_t most = 0;
+      for (linalg::GenericOp op : wholes)
+        most = std::max(most, loopProduct(op));
+      for (linalg::GenericOp op : wholes)
+        if (loopProduct(op) == most)
+          rowReductions.push_back(op);
+    }
     unsigned numReductions = 0;
-    for (Operation &o : func.getBody().front()) {
-      auto op = dyn_cast<linalg::GenericOp>(o);
-      if (!op || op.getNumReductionLoops() == 0)
-        continue;
+    for (linalg::GenericOp op : rowReductions) {
       ++numReductions;
       SmallVector<int64_t> ranges = op.getStaticLoopRanges();
       unsigned par = op.getNumParallelLoops();
@@ -228,6 +331,11 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
       ops.push_back(op);
     if (ops.size() < 2)
       return false;
+    // Whole reductions: those that walk the rows once.
+    for (linalg::GenericOp op : ops)
+      if (isWholeCandidate(op) && loopProduct(op) == rows &&
+          !wholeRoots.insert(rootOf(op.getDpsInitOperand(0)->get())))
+        return false; // two write one output
 
     // Roots of buffers the kernel's ops write outside the kernel, and how.
     llvm::DenseMap<Value, Access> globalWrites;
@@ -239,6 +347,44 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
         return false;
       SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
       OpPlan plan{op, 0, 0};
+      if (isWholeCandidate(op) && loopProduct(op) == rows) {
+        plan.numRow = ranges.size();
+        plan.inner = 1;
+        plan.whole = true;
+        if (!matchCombiner(plan))
+          return false;
+        for (OpOperand *in : op.getDpsInputOperands()) {
+          if (!isa<ShapedType>(in->get().getType()))
+            continue;
+          std::optional<Access> access = classify(plan, *in, ranges, length);
+          if (!access ||
+              (*access != Access::RowScalar && *access != Access::Scalar))
+            return false;
+          Value root = rootOf(in->get());
+          if (wholeRoots.contains(root))
+            return false;
+          accesses[in] = *access;
+          if (root.getDefiningOp<memref::AllocOp>()) {
+            if (*access != Access::RowScalar)
+              return false;
+            auto [it, inserted] = scratch.insert({root, *access});
+            if (!inserted && it->second != *access)
+              return false;
+          }
+        }
+        plans.push_back(plan);
+        continue;
+      }
+      // Ops that fill or read a whole reduction's output run on their own.
+      if (llvm::any_of(op->getOperands(), [&](Value v) {
+            return isa<MemRefType>(v.getType()) &&
+                   wholeRoots.contains(rootOf(v));
+          })) {
+        if (loopProduct(op) != 1)
+          return false;
+        outside.push_back(op);
+        continue;
+      }
       bool found = false;
       for (int k = ranges.size(); k >= 0 && !found; --k) {
         ArrayRef<int64_t> r(ranges);
@@ -259,28 +405,9 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
       }
       if (!found)
         return false;
-      if (op.getNumReductionLoops() != 0) {
-        SmallVector<Operation *> combiners;
-        if (plan.inner != length ||
-            !matchReduction(op.getRegionOutputArgs(), 0, combiners) ||
-            combiners.size() != 1 || combiners[0]->getNumOperands() != 2)
-          return false;
-        std::optional<TypedAttr> neutral =
-            arith::getNeutralElement(combiners[0]);
-        Type t = combiners[0]->getResult(0).getType();
-        if (!neutral || !t.isIntOrFloat() || t.getIntOrFloatBitWidth() > 64)
-          return false;
-        plan.combiner = combiners[0];
-        plan.neutral = *neutral;
-        if (auto add = dyn_cast<arith::AddFOp>(plan.combiner);
-            add && t.isF64()) {
-          BlockArgument acc = op.getRegionOutputArgs()[0];
-          Value other = add.getLhs() == acc ? add.getRhs() : add.getLhs();
-          if (auto ext = other.getDefiningOp<arith::ExtFOp>())
-            plan.narrowSum =
-                ext.getIn().getType().getIntOrFloatBitWidth() <= 32;
-        }
-      }
+      if (op.getNumReductionLoops() != 0 &&
+          (plan.inner != length || !matchCombiner(plan)))
+        return false;
       for (OpOperand &operand : op->getOpOperands()) {
         if (!isa<ShapedType>(operand.get().getType()))
           continue; // a scalar (a fill's value)
@@ -339,6 +466,8 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
       if (it->second != access || (perRow && access == Access::Row))
         return false;
     }
+    if (plans.empty() || !outsideOrderHolds())
+      return false;
     // One placement of row positions for every op: the widest vector (each
     // is a power of two dividing the length).
     int64_t vec = 1;
@@ -347,14 +476,24 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
         vec = std::max(vec, p.vector);
     // Rows shorter than the values a thread would hold take a thread each,
     // and a warp's every load then reads one element of 32 rows `length`
-    // apart (and its stores write them so). At most 4 values a thread
-    // instead (2 threads for a row of 7), so that a warp's accesses cover
-    // runs of neighbouring positions: on the H200, rows of 7 ran 1.5-2.2x
-    // faster (softmax, norms; f32, f16, bf16; docs/performance.md, session
-    // 32), where 2 values a thread (4 threads) gained less.
+    // apart, its every store writes them so. Where the kernel writes rows,
+    // at most 4 values a thread instead (2 threads for a row of 7), so that
+    // a warp's accesses cover runs of neighbouring positions: on the H200,
+    // rows of 7 ran 1.5-2.2x faster (softmax, norms; f32, f16, bf16), where
+    // 2 values a thread (4 threads) gained less. A kernel that writes one
+    // value a row or less (a loss) keeps a thread a row: its per-row work
+    // (the target's load, the log, the total) is then done once, not by
+    // each of the row's threads, and its loads alone hit the same lines
+    // again; cross-entropy at rows of 7 ran 1.5-1.7x faster so
+    // (docs/performance.md, session 33).
+    bool writesRows = llvm::any_of(
+        globalWrites, [](const auto &w) { return w.second == Access::Row; });
     int64_t perThread = std::clamp<int64_t>(valuesPerThread, 1, 64);
-    if (length < perThread && length > 4 && vec == 1)
-      perThread = std::min<int64_t>(perThread, 4);
+    if (valuesPerThread <= 0) {
+      perThread = 16;
+      if (length < perThread && length > 4 && vec == 1 && writesRows)
+        perThread = 4;
+    }
     std::optional<Layout> l = chooseLayout(rows, length, vec, perThread);
     if (!l)
       return false;
@@ -764,6 +903,107 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
       written.insert({root, init->get()});
   }
 
+  /// A whole reduction: each row's value (its threads agree on it; rows
+  /// past the end count nothing), combined over the block's rows by
+  /// shuffles and, across warps, shared memory; the block's first thread
+  /// writes the block's partial.
+  void emitWhole(const OpPlan &plan, Value shared, Value partials, Value tid,
+                 Value block) {
+    hoisted.clear();
+    Value neutral = arith::ConstantOp::create(*b, loc, plan.neutral);
+    Value part = body(plan, -1, neutral);
+    Value partNeutral = neutral;
+    if (plan.narrowSum) {
+      part = narrowed(part, neutral);
+      partNeutral =
+          arith::ConstantOp::create(*b, loc, b->getF32FloatAttr(-0.0f));
+    }
+    if (rowExists)
+      part = arith::SelectOp::create(*b, loc, rowExists, part, partNeutral);
+    int64_t blockThreads = layout.threads * layout.rowsPerBlock;
+    auto fold = [&](int64_t n) {
+      Value total = memref::LoadOp::create(*b, loc, shared,
+                                           ValueRange{cIndex(*b, loc, 0)});
+      for (int64_t i = 1; i < n; ++i)
+        total = combine(*b, plan.combiner, total,
+                        memref::LoadOp::create(*b, loc, shared,
+                                               ValueRange{cIndex(*b, loc, i)}));
+      return total;
+    };
+    auto isZero = [&](Value v, int64_t m) {
+      return arith::CmpIOp::create(
+          *b, loc, arith::CmpIPredicate::eq,
+          arith::RemUIOp::create(*b, loc, v, cIndex(*b, loc, m)),
+          cIndex(*b, loc, 0));
+    };
+    Value total = part;
+    if (layout.rowsPerBlock == 1) {
+      // One row a block: its threads hold its value.
+    } else if (blockThreads % kWarp == 0) {
+      // Lanes `threads` apart hold different rows' values.
+      for (int64_t off = kWarp / 2; off >= layout.threads; off /= 2)
+        total =
+            combine(*b, plan.combiner, total, shuffleXor(*b, loc, total, off));
+      if (blockThreads > kWarp) {
+        guarded(isZero(tid, kWarp), [&] {
+          memref::StoreOp::create(*b, loc, total, shared,
+                                  ValueRange{arith::DivUIOp::create(
+                                      *b, loc, tid, cIndex(*b, loc, kWarp))});
+        });
+        gpu::BarrierOp::create(*b, loc);
+        total = fold(blockThreads / kWarp);
+      }
+    } else {
+      // The only block, of fewer rows than a warp's lanes take.
+      guarded(isZero(tid, layout.threads), [&] {
+        memref::StoreOp::create(
+            *b, loc, total, shared,
+            ValueRange{arith::DivUIOp::create(
+                *b, loc, tid, cIndex(*b, loc, layout.threads))});
+      });
+      gpu::BarrierOp::create(*b, loc);
+      total = fold(layout.rowsPerBlock);
+    }
+    Value first = arith::CmpIOp::create(*b, loc, arith::CmpIPredicate::eq, tid,
+                                        cIndex(*b, loc, 0));
+    guarded(first, [&] {
+      memref::StoreOp::create(*b, loc, total, partials, ValueRange{block});
+    });
+  }
+
+  /// The shared memory a whole reduction's block combination needs, or 0.
+  int64_t wholeSharedSize() const {
+    int64_t blockThreads = layout.threads * layout.rowsPerBlock;
+    if (layout.rowsPerBlock == 1)
+      return 0;
+    if (blockThreads % kWarp == 0)
+      return blockThreads > kWarp ? blockThreads / kWarp : 0;
+    return layout.rowsPerBlock;
+  }
+
+  /// After the launch: the partials of whole reduction `plan` combined into
+  /// its output, as a reduction of its own.
+  void combinePartials(const OpPlan &plan, Value partials) {
+    MLIRContext *ctx = b->getContext();
+    linalg::GenericOp op = plan.op;
+    Value out = op.getDpsInitOperand(0)->get();
+    int64_t rank = cast<MemRefType>(out.getType()).getRank();
+    SmallVector<AffineExpr> zeros(rank, getAffineConstantExpr(0, ctx));
+    SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(1, ctx),
+                                   AffineMap::get(1, 0, zeros, ctx)};
+    Operation *combiner = plan.combiner;
+    bool narrow = plan.narrowSum;
+    linalg::GenericOp::create(
+        *b, loc, ValueRange{partials}, ValueRange{out}, maps,
+        {utils::IteratorType::reduction},
+        [&](OpBuilder &nb, Location l, ValueRange args) {
+          Value v = args[0];
+          if (narrow)
+            v = arith::ExtFOp::create(nb, l, args[1].getType(), v);
+          linalg::YieldOp::create(nb, l, combine(nb, combiner, args[1], v));
+        });
+  }
+
   /// Writes what the ops left in buffers outside the kernel, once.
   void store() {
     for (auto [root, view] : written) {
@@ -821,19 +1061,39 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
     SmallVector<Type> attributions;
     if (layout.threads > kWarp)
       for (const OpPlan &p : plans)
-        if (p.combiner)
+        if (p.combiner && !p.whole)
           attributions.push_back(
               MemRefType::get({layout.threads / kWarp},
                               p.narrowSum ? Type(Float32Type::get(ctx))
                                           : p.combiner->getResult(0).getType(),
                               MemRefLayoutAttrInterface(), workgroup));
 
+    // A whole reduction's partials (one a block) and the shared memory
+    // that combines its block's rows.
+    auto partTypeOf = [&](const OpPlan &p) {
+      return p.narrowSum ? Type(Float32Type::get(ctx))
+                         : p.combiner->getResult(0).getType();
+    };
+    int64_t blocks = (rows + layout.rowsPerBlock - 1) / layout.rowsPerBlock;
+    unsigned firstWholeShared = attributions.size();
+    int64_t wholeShared = wholeSharedSize();
+    if (wholeShared)
+      for (const OpPlan &p : plans)
+        if (p.whole)
+          attributions.push_back(MemRefType::get({wholeShared}, partTypeOf(p),
+                                                 MemRefLayoutAttrInterface(),
+                                                 workgroup));
+
     // After the last op: every view the ops use is defined by then.
     OpBuilder builder(ctx);
     b = &builder;
     b->setInsertionPointAfter(plans.back().op);
+    llvm::DenseMap<Operation *, Value> partialsOf;
+    for (const OpPlan &p : plans)
+      if (p.whole)
+        partialsOf[p.op] = memref::AllocOp::create(
+            *b, loc, MemRefType::get({blocks}, partTypeOf(p)));
     Value one = cIndex(*b, loc, 1);
-    int64_t blocks = (rows + layout.rowsPerBlock - 1) / layout.rowsPerBlock;
     auto launch = gpu::LaunchOp::create(
         *b, loc, cIndex(*b, loc, blocks), one, one,
         cIndex(*b, loc, layout.threads * layout.rowsPerBlock), one, one,
@@ -891,12 +1151,22 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
     written.clear();
     flatViews.clear();
     ArrayRef<BlockArgument> wg = launch.getWorkgroupAttributions();
-    unsigned nextPartials = 0;
-    for (const OpPlan &plan : plans)
+    unsigned nextPartials = 0, nextWhole = firstWholeShared;
+    for (const OpPlan &plan : plans) {
+      if (plan.whole) {
+        emitWhole(plan, wholeShared ? Value(wg[nextWhole++]) : Value(),
+                  partialsOf[plan.op], tid, block);
+        continue;
+      }
       emit(plan, plan.combiner && layout.threads > kWarp
                      ? Value(wg[nextPartials++])
                      : Value());
+    }
     store();
+    b->setInsertionPointAfter(launch);
+    for (const OpPlan &plan : plans)
+      if (plan.whole)
+        combinePartials(plan, partialsOf[plan.op]);
     for (OpPlan &plan : llvm::reverse(plans))
       plan.op.erase();
     // The kernel-local buffers now live in registers.

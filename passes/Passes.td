@@ -58,8 +58,16 @@ def TccFormGroups : Pass<"tcc-form-groups", "func::FuncOp"> {
     and data-movement ops fuse into one group; a reduction takes in the
     elementwise ops that only feed it; heavy ops (matmul, convolution,
     pooling, gathers, top-k) take in the elementwise ops that only consume
-    them.
+    them. With `row-members` (GPU targets, whose row kernels compute them
+    beside the chain: tcc-gpu-row-fusion), a reduction chain also takes in
+    the gathers of one value a row it reads, their index checks, and the
+    reductions of its per-row results to one value (a loss's mean).
   }];
+  let options = [
+    Option<"rowMembers", "row-members", "bool", /*default=*/"false",
+           "Chains take in their per-row gathers, index checks and whole "
+           "reductions of per-row results">
+  ];
   let dependentDialects = ["::mlir::tcc::TccDialect"];
 }
 
@@ -311,9 +319,10 @@ def TccGpuRowFusion : Pass<"tcc-gpu-row-fusion", "func::FuncOp"> {
     passes.
   }];
   let options = [
-    Option<"valuesPerThread", "values-per-thread", "int64_t", /*default=*/"16",
+    Option<"valuesPerThread", "values-per-thread", "int64_t", /*default=*/"0",
            "Row values a thread holds (at most 64): fewer threads a row, "
-           "more loads in flight each">
+           "more loads in flight each; 0 chooses (16, at most 4 on rows "
+           "shorter than that)">
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::arith::ArithDialect",

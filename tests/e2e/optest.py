@@ -1060,6 +1060,43 @@ def edge_index_errors(g, dt):
     return cases
 
 
+def edge_cross_entropy(g, dt):
+    """Cross-entropy as users write it: log_softmax, the target's entry
+    (one index a row), neg, and the mean or sum over the rows (GPU targets
+    run it all in the chain's launch); and a target out of range, which the
+    fused kernel must still report."""
+    cases = []
+    for red in ('reduce_mean', 'reduce_sum', 'error'):
+        rows, n = g.pick([1, 5, 130, 1001]), g.pick([2, 7, 33, 100, 1001])
+        x = g.normal(dt, [rows, n], 3)
+        t = g.ints([rows, 1], -n, n - 1)
+        if red == 'error':
+            t[g.int(0, rows - 1), 0] = g.pick([n, -n - 1])
+        c = Case('take_along_axis', dt, 'cross-entropy %s [%d,%d]' % (red, rows, n))
+        c.node('log_softmax', [c.inp('x', dt, x)], ['lp'], {'axis': -1})
+        c.node('take_along_axis', ['lp', c.inp('t', 'i64', t)], ['p'], {'axis': 1})
+        c.node('neg', ['p'], ['nl'])
+        c.node('reduce_sum' if red == 'error' else red, ['nl'], ['y'],
+               {'axes': [0], 'keepdims': True})
+        if red == 'error':
+            c.out('y', dt, np.zeros(0))
+            c.error = 'index out of range in /nodes/1'
+            cases.append(c)
+            continue
+        nl = -np.take_along_axis(L.log_softmax(x, -1, rounding(dt)),
+                                 np.where(t < 0, t + n, t), axis=1)
+        y = np.sum(nl, axis=0, keepdims=True)
+        scale = np.sum(np.abs(nl)) + rows
+        if red == 'reduce_mean':
+            y, scale = y / rows, scale / rows
+        # Each row's loss within a log_softmax's bound (|lp| + 1), summed;
+        # plus the sum's own rounding.
+        c.out('y', dt, narrow(dt, y),
+              ftol(dt, 16 + 4 * math.sqrt(n) + 4 * math.sqrt(rows), scale, 4, scale))
+        cases.append(c)
+    return cases
+
+
 # --- convolution and pooling ------------------------------------------------------
 
 def conv_tol(dt, x, w, b, ref_fn, taps):
@@ -1419,6 +1456,7 @@ EDGES = {
     'reduce_max': (edge_reduce_inf_nan, STD_FLOATS),
     'softmax': (edge_softmax_inf, STD_FLOATS),
     'gather': (edge_index_errors, ('f32',)),
+    'take_along_axis': (edge_cross_entropy, STD_FLOATS),
     'add': (edge_zero_size, ('f32',)),
 }
 

@@ -30,7 +30,8 @@ bound issue 13 states; session 31's 90 such cases measured at most 1.02x.
 Where the replay's machine has PyTorch with a GPU, every dtype's error must
 also be at most 1.5x that of PyTorch's scaled_dot_product_attention run
 there on the same inputs (sdpa_peer), for every change that is a scale plus
-an additive bias or mask (all but softcap, which SDPA cannot express).
+an additive bias or mask; a softcap, which SDPA cannot express, against
+FlexAttention given the same score_mod (flex_peer).
 
 The tolerance is the dtype's: P is rounded to bf16 (f16) before P·V
 as FlashAttention does, and the output is stored in bf16 (f16), so errors of
@@ -1079,12 +1080,10 @@ def plain_peer(name, env, change, dt):
                      rnd=lambda x: L.narrow(dt, x).astype(np.float64))
 
 
-def affine_change(name, env, change):
-    """(alpha, plane) when the case's change is alpha * s + plane (a scale,
-    a bias, a mask: plane's masked entries -inf), else None. Tested on the
-    scores 0, 1 and standard normals: exact for the forms it accepts, and a
-    tanh, a product or a normalisation of s fails it. Masks written with
-    -1e30 (a finite stand-in for -inf) count as masks."""
+def change_at(name, env, change):
+    """(shape, f): the score's shape and the case's change as a function of
+    the scores alone (a scalar or an array of that shape), at every
+    position."""
     q, k, _ = attention_inputs(name, env)
     shape = q.shape[:-1] + (k.shape[-2],)
     lq, lk = shape[-2:]
@@ -1094,12 +1093,23 @@ def affine_change(name, env, change):
     takes_env = 'env' in code.co_varnames[:code.co_argcount]
 
     def f(s):
+        s = np.broadcast_to(np.float64(s), shape)
         with np.errstate(all='ignore'):
             return np.broadcast_to(change(s, r, c, env=env) if takes_env else change(s, r, c),
                                    shape).astype(np.float64)
+    return shape, f
+
+
+def affine_change(name, env, change):
+    """(alpha, plane) when the case's change is alpha * s + plane (a scale,
+    a bias, a mask: plane's masked entries -inf), else None. Tested on the
+    scores 0, 1 and standard normals: exact for the forms it accepts, and a
+    tanh, a product or a normalisation of s fails it. Masks written with
+    -1e30 (a finite stand-in for -inf) count as masks."""
+    shape, f = change_at(name, env, change)
     rng = np.random.default_rng(0)
     s = rng.standard_normal(shape)
-    z, o, x = f(np.zeros(shape)), f(np.ones(shape)), f(s)
+    z, o, x = f(0.0), f(1.0), f(s)
     masked = z <= -1e29
     if not (masked == (o <= -1e29)).all() or not (masked == (x <= -1e29)).all():
         return None
@@ -1113,22 +1123,37 @@ def affine_change(name, env, change):
     return alpha, np.where(masked, -np.inf, z)
 
 
-def sdpa_peer(name, env, change, dt):
-    """Attention by PyTorch's scaled_dot_product_attention on the GPU in
-    `dt` (its default backend choice: flash or cuDNN without a mask,
-    memory-efficient or math with one), the change given as its scale and
-    an additive float mask; None when the change is not affine in the
-    score (softcap, a normalisation: no SDPA form) or torch has no GPU."""
+def softcap_change(name, env, change):
+    """(a, cap) when the case's change is cap * tanh(a * s / cap) at every
+    position (Gemma's and Grok's softcap), else None: a from the slope at
+    0, cap from the limit, then checked on standard normals times 100 at
+    every position (rtol 1e-9)."""
+    shape, f = change_at(name, env, change)
+    h = 1e-6
+    with np.errstate(invalid='ignore'):  # a masked corner: -inf - -inf
+        a = float(((f(h) - f(-h)) / (2 * h)).flat[0])
+    if not np.isfinite(a) or a <= 0:
+        return None
+    cap = float(f(1e12).flat[0])
+    if not np.isfinite(cap) or cap <= 0 or float(f(1e13).flat[0]) != cap:
+        return None  # not bounded: no cap
+    s = np.random.default_rng(0).standard_normal(shape) * 100
+    if not np.allclose(f(s), cap * np.tanh(a * s / cap), rtol=1e-9, atol=1e-12):
+        return None
+    return a, cap
+
+
+def gpu_qkv(name, env, dt):
+    """(torch, q, k, v, dev): the case's Q, K and V on the GPU in `dt`
+    ([B, H, L, D]; K and V repeated over query heads as the reference's
+    np.repeat: query head h reads key head h // g), and the function that
+    moved them; None without torch on a GPU."""
     try:
         import torch
     except ImportError:
         return None
     if not torch.cuda.is_available():
         return None
-    aff = affine_change(name, env, change)
-    if aff is None:
-        return None
-    alpha, plane = aff
     tdt = {'bf16': torch.bfloat16, 'f16': torch.float16, 'f32': torch.float32}[dt]
 
     def dev(x):
@@ -1138,14 +1163,54 @@ def sdpa_peer(name, env, change, dt):
         return torch.from_numpy(np.ascontiguousarray(x)).to('cuda', tdt)
     q, k, v = (dev(x) for x in attention_inputs(name, env))
     g = q.shape[1] // k.shape[1]
-    if g > 1:  # the reference's np.repeat: query head h reads key head h // g
+    if g > 1:
         k, v = k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1)
+    return torch, q, k, v, dev
+
+
+def sdpa_peer(name, env, change, dt):
+    """Attention by PyTorch's scaled_dot_product_attention on the GPU in
+    `dt` (its default backend choice: flash or cuDNN without a mask,
+    memory-efficient or math with one), the change given as its scale and
+    an additive float mask; None when the change is not affine in the
+    score (softcap, a normalisation: no SDPA form) or torch has no GPU."""
+    aff = affine_change(name, env, change)
+    got = gpu_qkv(name, env, dt) if aff is not None else None
+    if got is None:
+        return None
+    alpha, plane = aff
+    torch, q, k, v, dev = got
     mask = None if (plane == 0).all() else dev(plane)
     with torch.no_grad():
         o = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask,
                                                              scale=alpha)
     o = o.to(torch.float64).cpu().numpy()
     return o.reshape(plane.shape[:-1] + (o.shape[-1],))
+
+
+_FLEX = {}
+
+
+def flex_peer(name, env, change, dt):
+    """Attention by PyTorch's FlexAttention (compiled, on the GPU) in `dt`,
+    for the changes SDPA cannot express that are a softcap (the score_mod
+    cap * tanh(a * s / cap)); None otherwise or without torch on a GPU."""
+    sc = softcap_change(name, env, change)
+    got = gpu_qkv(name, env, dt) if sc is not None else None
+    if got is None:
+        return None
+    a, cap = sc
+    torch, q, k, v, _ = got
+    from torch.nn.attention.flex_attention import flex_attention
+
+    def score_mod(score, b, h, qi, ki):
+        return cap * torch.tanh(score / cap)
+    if 'flex' not in _FLEX:
+        _FLEX['flex'] = torch.compile(flex_attention)
+    with torch.no_grad():
+        o = _FLEX['flex'](q, k, v, score_mod=score_mod, scale=a)
+    o = o.to(torch.float64).cpu().numpy()
+    return o.reshape(q.shape[:-2] + (o.shape[-2], o.shape[-1]))
 
 
 # Slopes of ALiBi's size (|slope| * distance of tens, not hundreds): larger
@@ -1329,6 +1394,12 @@ def replay(tcc, root):
             ok = ok and err <= 1.5 * perr
             peer = ', plain %s %.3g (%.2fx)' % (case['dtype'], perr, err / perr)
         o = sdpa_peer(name, env, change, case['dtype'])
+        label = 'SDPA'
+        if o is None:
+            # A softcap: FlexAttention given the same score_mod, as the
+            # issue states for the forms SDPA cannot run.
+            o = flex_peer(name, env, change, case['dtype'])
+            label = 'Flex'
         if o is not None:
             # Issue 13's bound against the peer itself: at most 1.5x the
             # error of SDPA in the same dtype, on these inputs. Rows SDPA
@@ -1339,14 +1410,14 @@ def replay(tcc, root):
             fin = ~nan & np.isfinite(o)
             serr = np.abs(o[fin] - ref[fin]).max()
             ok = ok and err <= 1.5 * serr
-            peer += ', SDPA %.3g (%.2fx)' % (serr, err / serr)
+            peer += ', %s %.3g (%.2fx)' % (label, serr, err / serr)
             ratios.append(err / serr)
         print('%s %s: max error %.3g, allowed %.3g%s' % ('PASS' if ok else 'FAIL', name, err,
                                                          bound, peer))
         passed += ok
         failed += not ok
     if ratios:
-        print('error / SDPA\'s error: %d cases, median %.2f, largest %.2f' % (
+        print('error / the peer\'s (SDPA, Flex for softcap): %d cases, median %.2f, largest %.2f' % (
             len(ratios), np.median(ratios), max(ratios)))
     print('%d passed, %d failed' % (passed, failed))
     return 1 if failed or not passed else 0

@@ -1,0 +1,66 @@
+// RUN: tcc-opt %s --split-input-file --tcc-form-groups=row-members=true | FileCheck %s
+// RUN: tcc-opt %s --split-input-file --tcc-form-groups | FileCheck %s --check-prefix=HOST
+
+// Cross-entropy as the canonicaliser leaves it: the target's logit gathered
+// (one a row), its index check, the log-softmax chain on the gathered value,
+// and the mean over the rows. With row members the chain's group takes the
+// gather, the check and the mean: one kernel reads the logits and targets
+// once. Without (the host), four groups.
+// CHECK-LABEL: func.func @cross_entropy
+// CHECK: %[[G:.*]]:2 = tcc.group "chain" -> tensor<i32>, tensor<1x1xf32> {
+// CHECK:   tcc.take_along_axis
+// CHECK:   tcc.index_check
+// CHECK:   tcc.chain
+// CHECK:   tcc.reduce_mean
+// CHECK: }
+// CHECK-NOT: tcc.group
+// CHECK: return %[[G]]#1, %[[G]]#0
+// HOST-LABEL: func.func @cross_entropy
+// HOST: tcc.group "take_along_axis"
+// HOST: tcc.group "index_check"
+// HOST: tcc.group "chain"
+// HOST: tcc.group "reduce_mean"
+func.func @cross_entropy(%x: tensor<6x7xf32>, %t: tensor<6x1xi64>) -> (tensor<1x1xf32>, tensor<i32>) {
+  %p = tcc.take_along_axis %x, %t {axis = 1 : i64} : tensor<6x7xf32>, tensor<6x1xi64> -> tensor<6x1xf32>
+  %c = tcc.index_check %t {bound = 7 : i64} : tensor<6x1xi64> -> tensor<i32>
+  %l = tcc.chain attributes {axis = 1 : i64} -> tensor<6x1xf32> {
+    %m = tcc.reduce_max %x {axes = array<i64: 1>, keepdims = true} : tensor<6x7xf32> -> tensor<6x1xf32>
+    %d = tcc.sub %x, %m : tensor<6x7xf32>, tensor<6x1xf32> -> tensor<6x7xf32>
+    %e = tcc.exp %d : tensor<6x7xf32>
+    %s = tcc.reduce_sum %e {axes = array<i64: 1>, keepdims = true} : tensor<6x7xf32> -> tensor<6x1xf32>
+    %g = tcc.log %s : tensor<6x1xf32>
+    %a = tcc.sub %p, %m : tensor<6x1xf32>, tensor<6x1xf32> -> tensor<6x1xf32>
+    %b = tcc.sub %a, %g : tensor<6x1xf32>, tensor<6x1xf32> -> tensor<6x1xf32>
+    %n = tcc.neg %b : tensor<6x1xf32>
+    tcc.yield %n : tensor<6x1xf32>
+  }
+  %y = tcc.reduce_mean %l {axes = array<i64: 0>, keepdims = true} : tensor<6x1xf32> -> tensor<1x1xf32>
+  return %y, %c : tensor<1x1xf32>, tensor<i32>
+}
+
+// -----
+
+// Two values a row gathered ([6, 2] indices): not one value a row, so the
+// gather and its check keep their kernels; a mean over the chain's whole
+// [6, 7] result is not a reduction of per-row values: it keeps its own.
+// CHECK-LABEL: func.func @not_row_members
+// CHECK: tcc.group "take_along_axis"
+// CHECK: tcc.group "index_check"
+// CHECK: tcc.group "chain"
+// CHECK-NOT: tcc.reduce_mean
+// CHECK: tcc.yield
+// CHECK: tcc.group "reduce_mean"
+func.func @not_row_members(%x: tensor<6x7xf32>, %t: tensor<6x2xi64>) -> (tensor<6x2xf32>, tensor<i32>, tensor<1x1xf32>) {
+  %p = tcc.take_along_axis %x, %t {axis = 1 : i64} : tensor<6x7xf32>, tensor<6x2xi64> -> tensor<6x2xf32>
+  %c = tcc.index_check %t {bound = 7 : i64} : tensor<6x2xi64> -> tensor<i32>
+  %l = tcc.chain attributes {axis = 1 : i64} -> tensor<6x7xf32> {
+    %m = tcc.reduce_max %x {axes = array<i64: 1>, keepdims = true} : tensor<6x7xf32> -> tensor<6x1xf32>
+    %d = tcc.sub %x, %m : tensor<6x7xf32>, tensor<6x1xf32> -> tensor<6x7xf32>
+    %e = tcc.exp %d : tensor<6x7xf32>
+    %s = tcc.reduce_sum %e {axes = array<i64: 1>, keepdims = true} : tensor<6x7xf32> -> tensor<6x1xf32>
+    %q = tcc.div %e, %s : tensor<6x7xf32>, tensor<6x1xf32> -> tensor<6x7xf32>
+    tcc.yield %q : tensor<6x7xf32>
+  }
+  %y = tcc.reduce_mean %l {axes = array<i64: 0, 1>, keepdims = true} : tensor<6x7xf32> -> tensor<1x1xf32>
+  return %p, %c, %y : tensor<6x2xf32>, tensor<i32>, tensor<1x1xf32>
+}

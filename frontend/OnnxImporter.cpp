@@ -95,6 +95,14 @@ namespace {
 using Ints = std::vector<int64_t>;
 constexpr int64_t kMinOpset = 13, kMaxOpset = 18;
 
+/// `[2, 3]`, for errors.
+std::string shapeStr(const Ints &s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i)
+    out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
 /// The format's dtype of an ONNX element type, if it has one.
 std::optional<DType> dtypeOfOnnx(int32_t t) {
   switch (t) {
@@ -281,6 +289,8 @@ using Handler = std::function<bool(NodeCtx &)>;
 struct OpEntry {
   std::set<std::string> attrs;
   Handler build;
+  /// Outputs the op may name (the builder defines those that are named).
+  int maxOutputs = 1;
 };
 
 class OnnxImporter {
@@ -1128,14 +1138,19 @@ bool buildLayerNorm(NodeCtx &c) {
   return (bool)y;
 }
 
-bool buildReduceMean(NodeCtx &c) {
+/// ReduceMean, ReduceSum, ReduceMax, ReduceMin: `axes` an input from
+/// `axesInputFrom` on (ReduceSum 13, the others 18), an attribute before.
+bool buildReduce(NodeCtx &c, const char *op, int64_t axesInputFrom) {
   Value x;
   Ints axes;
   int64_t keep, noop;
   if (!c.in(0, x) || !c.getInt("keepdims", keep, 1) ||
       !c.getInt("noop_with_empty_axes", noop, 0))
     return false;
-  if (c.opset >= 18) {
+  if (c.opset >= axesInputFrom) {
+    if (c.attr("axes"))
+      return c.fail("attribute \"axes\" is an input from opset " +
+                    std::to_string(axesInputFrom));
     if (c.hasInput(1) && !c.constInts(1, axes))
       return false;
   } else if (!c.getInts("axes", axes, Ints{})) {
@@ -1148,8 +1163,202 @@ bool buildReduceMean(NodeCtx &c) {
   Json attrs{{"keepdims", keep != 0}};
   if (!axes.empty())
     attrs["axes"] = axes;
-  Value y = c.emit("reduce_mean", {x}, attrs);
+  Value y = c.emit(op, {x}, attrs);
   c.outputs = {y};
+  return (bool)y;
+}
+
+/// Where(cond, x, y): the format's select.
+bool buildWhere(NodeCtx &c) {
+  Value cond, x, y;
+  if (!c.in(0, cond) || !c.in(1, x) || !c.in(2, y))
+    return false;
+  c.outputs = {c.emit("select", {cond, x, y})};
+  return (bool)c.outputs[0];
+}
+
+/// Expand: broadcast both ways (NumPy rules) to the constant shape.
+bool buildExpand(NodeCtx &c) {
+  Value x;
+  Ints want;
+  if (!c.in(0, x) || !c.constInts(1, want))
+    return false;
+  Shape have = c.shape(x);
+  size_t rank = std::max(have.size(), want.size());
+  Ints out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t a = i + have.size() >= rank ? have[i + have.size() - rank] : 1;
+    int64_t b = i + want.size() >= rank ? want[i + want.size() - rank] : 1;
+    if (a != b && a != 1 && b != 1)
+      return c.fail("shape " + shapeStr(want) + " does not broadcast with " +
+                    shapeStr(have));
+    out[i] = a == 1 ? b : a;
+  }
+  if (Shape(out) == have) {
+    c.outputs = {x};
+    return true;
+  }
+  c.outputs = {c.emit("broadcast_to", {x}, Json{{"shape", out}})};
+  return (bool)c.outputs[0];
+}
+
+/// GatherElements: the format's take_along_axis.
+bool buildGatherElements(NodeCtx &c) {
+  Value x, idx;
+  int64_t axis;
+  if (!c.in(0, x) || !c.in(1, idx) || !c.getInt("axis", axis, 0))
+    return false;
+  c.outputs = {c.emit("take_along_axis", {x, idx}, Json{{"axis", axis}})};
+  return (bool)c.outputs[0];
+}
+
+/// Trilu: the input where col - row >= k (upper) or <= k (lower), zero
+/// elsewhere; the mask from iotas, as a model would write it.
+bool buildTrilu(NodeCtx &c) {
+  Value x;
+  int64_t upper;
+  double k = 0;
+  if (!c.getInt("upper", upper, 1) || (c.hasInput(1) && !c.constScalar(1, k)))
+    return false;
+  // A constant of one value (torch.ones(L, L).tril(), as exported) becomes
+  // that value: the result is then a mask of iotas that the attention
+  // templates analyse (fully masked tiles skipped), not a param they read.
+  auto it = c.o.consts.find(c.n.input(0));
+  if (it != c.o.consts.end() && it->second.bytes && it->second.numel() > 0) {
+    const ConstTensor &t = it->second;
+    size_t size = dtypeSize(t.dtype);
+    const uint8_t *p = t.bytes->data();
+    bool same = true;
+    for (int64_t i = 1; i < t.numel() && same; ++i)
+      same = std::memcmp(p, p + i * size, size) == 0;
+    if (same) {
+      Json v = t.dtype == DType::Bool ? Json(t.intAt(0) != 0)
+               : isFloat(t.dtype)     ? Json(t.floatAt(0))
+                                      : Json(t.intAt(0));
+      x = c.emit("constant", {},
+                 Json{{"dtype", dtypeName(t.dtype)}, {"value", v}});
+      if (!x)
+        return false;
+    }
+  }
+  if (!x && !c.in(0, x))
+    return false;
+  Shape s = it != c.o.consts.end() ? it->second.shape : c.shape(x);
+  if (s.size() < 2)
+    return c.fail("needs an input of rank 2 or more, got rank " +
+                  std::to_string(s.size()));
+  Ints plane{s[s.size() - 2], s[s.size() - 1]};
+  auto iota = [&](int64_t axis) {
+    return c.emit("iota", {},
+                  Json{{"dtype", "i64"}, {"shape", plane}, {"axis", axis}});
+  };
+  Value row = iota(0), col = iota(1);
+  Value diff = row && col ? c.emit("sub", {col, row}) : Value();
+  Value kv =
+      c.emit("constant", {}, Json{{"dtype", "i64"}, {"value", (int64_t)k}});
+  Value keep = diff && kv
+                   ? c.emit(upper ? "greater_equal" : "less_equal", {diff, kv})
+                   : Value();
+  DType dt = c.dtype(x);
+  Json zv = dt == DType::Bool ? Json(false) : isFloat(dt) ? Json(0.0) : Json(0);
+  Value zero =
+      c.emit("constant", {}, Json{{"dtype", dtypeName(dt)}, {"value", zv}});
+  Value y = keep && zero ? c.emit("select", {keep, x, zero}) : Value();
+  if (y && c.shape(y) != s)
+    y = c.emit("broadcast_to", {y}, Json{{"shape", Ints(s)}});
+  c.outputs = {y};
+  return (bool)y;
+}
+
+/// NegativeLogLikelihoodLoss (`logSoftmax` false: the input holds the
+/// log-probabilities) and SoftmaxCrossEntropyLoss (true): input [N, C, d..],
+/// target [N, d..] (class indices), optional weight [C]; `ignore_index`,
+/// `reduction` (mean, sum, none), as the ONNX specs write them. The target's
+/// entry is a take_along_axis along the class axis, kept [N, 1, d..] until a
+/// reduction, which GPU targets then compute in the log-softmax's kernel.
+bool buildNllLoss(NodeCtx &c, bool logSoftmax) {
+  Value x, t, w;
+  std::string reduction;
+  if (!c.in(0, x) || !c.in(1, t) || (c.hasInput(2) && !c.in(2, w)) ||
+      !c.getString("reduction", reduction, "mean"))
+    return false;
+  if (reduction != "mean" && reduction != "sum" && reduction != "none")
+    return c.fail("reduction must be mean, sum or none, got \"" + reduction +
+                  "\"");
+  Shape xs = c.shape(x), ts = c.shape(t);
+  if (xs.size() < 2)
+    return c.fail("the scores need rank 2 or more ([N, C, ...]), got rank " +
+                  std::to_string(xs.size()));
+  Shape want = xs;
+  want.erase(want.begin() + 1);
+  if (ts != want)
+    return c.fail("the target's shape " + shapeStr(ts) + " must be " +
+                  shapeStr(want) + " (the scores' without the class axis)");
+  DType dt = c.dtype(x);
+  Value logp = logSoftmax ? c.emit("log_softmax", {x}, Json{{"axis", 1}}) : x;
+  Shape picked = xs;
+  picked[1] = 1;
+  Value idx = c.emit("reshape", {t}, Json{{"shape", Ints(picked)}});
+  if (!logp || !idx)
+    return false;
+  // Ignored targets read class 0 and count nothing.
+  Value keep;
+  if (const onnx::AttributeProto *a = c.attr("ignore_index")) {
+    int64_t ignore;
+    if (!c.getInt("ignore_index", ignore))
+      return false;
+    (void)a;
+    Value iv =
+        c.emit("constant", {},
+               Json{{"dtype", dtypeName(c.dtype(t))}, {"value", ignore}});
+    Value zero = c.emit("constant", {},
+                        Json{{"dtype", dtypeName(c.dtype(t))}, {"value", 0}});
+    keep = iv ? c.emit("not_equal", {idx, iv}) : Value();
+    idx = keep && zero ? c.emit("select", {keep, idx, zero}) : Value();
+    if (!idx)
+      return false;
+  }
+  Value entry = c.emit("take_along_axis", {logp, idx}, Json{{"axis", 1}});
+  Value loss = entry ? c.emit("neg", {entry}) : Value();
+  Value weight; // each entry's weight, where weights or ignored entries exist
+  if (w) {
+    if (c.shape(w) != Shape{xs[1]})
+      return c.fail("the weight's shape " + shapeStr(c.shape(w)) +
+                    " must be [" + std::to_string(xs[1]) + "]");
+    weight = loss ? c.emit("gather", {w, idx}, Json{{"axis", 0}}) : Value();
+    loss = weight ? c.emit("mul", {loss, weight}) : Value();
+  }
+  Value zero = c.constant(dt, 0.0);
+  if (keep) {
+    loss = loss && zero ? c.emit("select", {keep, loss, zero}) : Value();
+    Value one = c.constant(dt, 1.0);
+    weight = one && zero ? c.emit("select", {keep, weight ? weight : one, zero})
+                         : Value();
+  }
+  if (!loss || ((w || keep) && !weight))
+    return false;
+  Value y;
+  if (reduction == "none")
+    y = c.emit("reshape", {loss}, Json{{"shape", Ints(ts)}});
+  else if (reduction == "sum" || !weight)
+    y = c.emit(reduction == "sum" ? "reduce_sum" : "reduce_mean", {loss});
+  else {
+    // The weighted mean's two sums in f32 at least: in f16 a sum of the
+    // losses overflows long before the mean does.
+    bool narrow = dt == DType::F16 || dt == DType::BF16;
+    auto wide = [&](Value v) {
+      return narrow && v ? c.emit("cast", {v}, Json{{"to", "f32"}}) : v;
+    };
+    Value total = wide(loss), count = wide(weight);
+    total = total ? c.emit("reduce_sum", {total}) : Value();
+    count = count ? c.emit("reduce_sum", {count}) : Value();
+    y = total && count ? c.emit("div", {total, count}) : Value();
+    if (narrow && y)
+      y = c.emit("cast", {y}, Json{{"to", dtypeName(dt)}});
+  }
+  c.outputs = {y};
+  if (y && logSoftmax && c.n.output_size() > 1 && !c.n.output(1).empty())
+    c.outputs.push_back(logp);
   return (bool)y;
 }
 
@@ -1431,8 +1640,37 @@ const std::map<std::string, OpEntry> &opTable() {
     t["Pad"] = {S{"mode"}, buildPad};
     t["LayerNormalization"] = {S{"axis", "epsilon", "stash_type"},
                                buildLayerNorm};
-    t["ReduceMean"] = {S{"axes", "keepdims", "noop_with_empty_axes"},
-                       buildReduceMean};
+    for (auto [onnxName, op, from] :
+         std::vector<std::tuple<const char *, const char *, int64_t>>{
+             {"ReduceMean", "reduce_mean", 18},
+             {"ReduceSum", "reduce_sum", 13},
+             {"ReduceMax", "reduce_max", 18},
+             {"ReduceMin", "reduce_min", 18}})
+      t[onnxName] = {S{"axes", "keepdims", "noop_with_empty_axes"},
+                     [op = op, from = from](NodeCtx &c) {
+                       return buildReduce(c, op, from);
+                     }};
+    for (auto [onnxName, op] :
+         std::vector<std::pair<const char *, const char *>>{
+             {"Equal", "equal"},
+             {"Less", "less"},
+             {"LessOrEqual", "less_equal"},
+             {"Greater", "greater"},
+             {"GreaterOrEqual", "greater_equal"},
+             {"And", "and"},
+             {"Or", "or"}})
+      t[onnxName] = {S{}, [op = op](NodeCtx &c) { return binary(c, op); }};
+    t["Not"] = {S{}, [](NodeCtx &c) { return unary(c, "not"); }};
+    t["Where"] = {S{}, buildWhere};
+    t["Expand"] = {S{}, buildExpand};
+    t["GatherElements"] = {S{"axis"}, buildGatherElements};
+    t["Trilu"] = {S{"upper"}, buildTrilu};
+    t["NegativeLogLikelihoodLoss"] = {
+        S{"ignore_index", "reduction"},
+        [](NodeCtx &c) { return buildNllLoss(c, false); }};
+    t["SoftmaxCrossEntropyLoss"] = {
+        S{"ignore_index", "reduction"},
+        [](NodeCtx &c) { return buildNllLoss(c, true); }, 2};
     t["Cast"] = {S{"to"}, buildCast};
     t["ConvTranspose"] = {S{"auto_pad", "dilations", "group", "kernel_shape",
                             "output_padding", "output_shape", "pads",
@@ -1716,8 +1954,8 @@ bool OnnxImporter::importNode(size_t index, const onnx::NodeProto &n,
   for (const onnx::AttributeProto &a : n.attribute())
     if (!it->second.attrs.count(a.name()))
       return fail(where + ": attribute \"" + a.name() + "\" is not supported");
-  // Every op here defines one output; further ones must be left unnamed.
-  for (int i = 1; i < n.output_size(); ++i)
+  // Outputs past those the op defines must be left unnamed.
+  for (int i = it->second.maxOutputs; i < n.output_size(); ++i)
     if (!n.output(i).empty())
       return fail(where + ": output " + std::to_string(i) + " (\"" +
                   n.output(i) + "\") is not supported");
@@ -1729,12 +1967,15 @@ bool OnnxImporter::importNode(size_t index, const onnx::NodeProto &n,
   size_t statusesBefore = im.statuses.size();
   if (!it->second.build(c))
     return false;
-  if (c.outputs.size() != 1 || !c.outputs[0])
+  if (c.outputs.empty() || c.outputs.size() > (size_t)n.output_size() ||
+      llvm::any_of(c.outputs, [](Value v) { return !v; }))
     return noteInternalImportError(),
            fail(where + ": internal error: no result");
   for (size_t s = statusesBefore; s < im.statuses.size(); ++s)
     im.statuses[s].message = "index out of range in " + where;
-  values[n.output(0)] = c.outputs[0];
+  for (size_t i = 0; i < c.outputs.size(); ++i)
+    if (!n.output((int)i).empty())
+      values[n.output((int)i)] = c.outputs[i];
   return true;
 }
 

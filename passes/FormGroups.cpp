@@ -25,7 +25,8 @@
 //    built from iotas meets the values it selects);
 //  - with `row-members` (GPU targets): a chain joins the group of a gather
 //    of one value a row (take_along_axis) whose result is shaped like one
-//    of its per-row values, with the gather's index check; and a reduction
+//    of its per-row values (with the reshapes of its indices that the
+//    gather took in), and takes the gather's index check; and a reduction
 //    of a per-row result to one value (a loss's mean) joins the chain. The
 //    GPU row kernel computes them in the chain's launch (tcc-gpu-row-fusion):
 //    cross-entropy reads its logits and targets once;
@@ -305,6 +306,11 @@ private:
         return true;
       return llvm::is_contained(grp.anchorShapes, shapeOfResult(op));
     }
+    // A row gather takes in the reshapes of its indices (an ONNX loss's
+    // [N] targets made [N, 1]): views in its kernel, not a copy of their own.
+    if (rowMembers && isRowGather(op) && grp.kind == GroupKind::Elementwise &&
+        llvm::all_of(grp.ops, [](Operation *m) { return isa<ReshapeOp>(m); }))
+      return true;
     if (auto chain = dyn_cast<ChainOp>(op))
       return grp.kind == GroupKind::Elementwise ||
              (rowMembers && isRowGatherGroup(grp, chain));
@@ -313,12 +319,12 @@ private:
     return false;
   }
 
-  /// A group of per-row gathers (and their index checks) that `chain` reads
-  /// one value a row from.
+  /// A group of per-row gathers that `chain` reads one value a row from,
+  /// with the reshapes of their indices.
   bool isRowGatherGroup(const Group &grp, ChainOp chain) {
     SmallVector<SmallVector<int64_t>, 1> rows = rowShapesOf(chain);
     return llvm::all_of(grp.ops, [&](Operation *member) {
-      return isa<IndexCheckOp>(member) ||
+      return isa<IndexCheckOp, ReshapeOp>(member) ||
              (isRowGather(member) &&
               llvm::is_contained(rows, shapeOfResult(member)));
     });
@@ -335,33 +341,38 @@ private:
            llvm::is_contained(grp.rowShapes, in.getShape());
   }
 
-  /// The group of the row gather whose indices `check` checks, where the
-  /// check may join it, else -1.
-  int rowGatherGroupOf(IndexCheckOp check) {
-    for (Operation *user : check.getIndices().getUsers()) {
-      auto it = groupOf.find(user);
-      if (!isRowGather(user) || it == groupOf.end())
+  /// Merges into chain group `g` the index checks of the row gathers it
+  /// took in, each a group of its own (its count is only a status): the
+  /// chain's kernel reads their indices anyway. A gather no chain takes
+  /// keeps its check apart, which a lone gather's kernel would otherwise
+  /// turn into one long row.
+  void takeIndexChecks(int g) {
+    SmallVector<Operation *> members(groups[g].ops);
+    for (Operation *m : members) {
+      if (!isRowGather(m))
         continue;
-      int g = find(it->second);
-      if (!groups[g].sealed && groups[g].region < 0 && acyclicJoin(check, g))
-        return g;
+      for (Operation *user : cast<TakeAlongAxisOp>(m).getIndices().getUsers()) {
+        auto it = groupOf.find(user);
+        if (!isa<IndexCheckOp>(user) || it == groupOf.end())
+          continue;
+        int h = find(it->second);
+        if (h != g && groups[h].ops.size() == 1 && !readsThroughOthers(g, h) &&
+            !readsThroughOthers(h, g))
+          merge(g, h);
+      }
     }
-    return -1;
   }
 
   void place(Operation *op) {
     int target = -1;
     int64_t region = regionGroupOf(op);
-    // A member the chain's kernel computes beside it: the group keeps its
-    // kind, name and shapes.
-    if (rowMembers && region < 0) {
+    // A whole reduction of a chain's per-row result, which the chain's
+    // kernel computes beside it: the group keeps its kind, name and shapes.
+    if (rowMembers && region < 0 && isReduction(op) && !isa<IndexCheckOp>(op)) {
       int g = -1;
-      if (auto check = dyn_cast<IndexCheckOp>(op))
-        g = rowGatherGroupOf(check);
-      else if (isReduction(op))
-        for (int h : operandGroups(op))
-          if (g < 0 && !groups[h].rowShapes.empty() && canJoin(op, h))
-            g = h;
+      for (int h : operandGroups(op))
+        if (g < 0 && !groups[h].rowShapes.empty() && canJoin(op, h))
+          g = h;
       if (g >= 0) {
         for (int h : operandGroups(op))
           if (h != g)
@@ -420,6 +431,8 @@ private:
         grp.preds.insert(h);
     grp.ops.push_back(op);
     groupOf[op] = target;
+    if (rowMembers && isa<ChainOp>(op) && !grp.rowShapes.empty())
+      takeIndexChecks(target);
     if (isLight(op))
       for (int h : operandGroups(op))
         if (h != target && canMerge(target, h))

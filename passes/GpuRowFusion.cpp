@@ -764,6 +764,13 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
             if (e % layout.vec)
               pos = arith::AddIOp::create(*b, loc, pos,
                                           cIndex(*b, loc, e % layout.vec));
+            // Past the row's end (a last vector only partly inside) the
+            // position is clamped to the row's last: an index the body
+            // computes from it (a gather's row) stays inside its buffer,
+            // and the result there is never used.
+            if (inRow[e / layout.vec])
+              pos = arith::MinUIOp::create(*b, loc, pos,
+                                           cIndex(*b, loc, length - 1));
           }
           ivs = loopIndices(plan, pos);
         }

@@ -55,8 +55,13 @@ def rand(*shape):
     return rng.standard_normal(shape).astype(np.float32)
 
 
-def vi(name, arr_or_shape, elem=TP.FLOAT):
+def vi(name, arr_or_shape, elem=None):
+    """A value info: an array's shape and element type (f32 for a shape)."""
     shape = arr_or_shape.shape if hasattr(arr_or_shape, 'shape') else arr_or_shape
+    if elem is None:
+        elem = {np.dtype(np.int64): TP.INT64, np.dtype(np.int32): TP.INT32,
+                np.dtype(np.bool_): TP.BOOL, np.dtype(np.float16): TP.FLOAT16}.get(
+                    getattr(arr_or_shape, 'dtype', None), TP.FLOAT)
     return oh.make_tensor_value_info(name, elem, None if shape is None else list(shape))
 
 
@@ -561,6 +566,132 @@ with tempfile.TemporaryDirectory() as d:
                  extra=['--input-shape', 'w=4x2x1x1'])
     expect_error('--input-shape garbage', sym, d, ['--input-shape', 'x=1xAx3'],
                  extra=['--input-shape', 'x=1xAx3'])
+
+    # --- masks and losses: comparisons, Where, Trilu, Expand, GatherElements,
+    # ReduceSum/Max/Min, NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss ---
+    a, b = rand(3, 4), rand(3, 4)
+    ad, bd = f64(a, b)
+    check('Less, GreaterOrEqual, Not, And, Equal and Where', model(
+        [oh.make_node('Less', ['a', 'b'], ['lt']),
+         oh.make_node('GreaterOrEqual', ['a', 'z'], ['ge']),
+         oh.make_node('Not', ['ge'], ['neg']),
+         oh.make_node('And', ['lt', 'neg'], ['both']),
+         oh.make_node('Equal', ['a', 'a'], ['eq']),
+         oh.make_node('Where', ['both', 'a', 'b'], ['y'])],
+        {'a': a, 'b': b}, ['y', 'eq'], {'z': np.array(0.0, np.float32)}),
+        {'a': a, 'b': b}, {'y': (np.where((ad < bd) & ~(ad >= 0), ad, bd), Tol()),
+                           'eq': (np.ones((3, 4)), Tol())}, d)
+    x = rand(2, 4, 5)
+    xd = x.astype(np.float64)
+    check('Trilu upper k=1 and lower k=-1 (with Expand)', model(
+        [oh.make_node('Trilu', ['x', 'k1'], ['u'], upper=1),
+         oh.make_node('Trilu', ['x', 'km'], ['l'], upper=0),
+         oh.make_node('Expand', ['c', 'shape'], ['e'])],
+        {'x': x}, ['u', 'l', 'e'],
+        {'k1': np.array(1, np.int64), 'km': np.array(-1, np.int64), 'c': rand(4, 1),
+         'shape': np.array([2, 1, 3], np.int64)}),
+        {'x': x}, {'u': (np.triu(xd, 1), Tol()), 'l': (np.tril(xd, -1), Tol())}, d)
+    ones = np.ones((6, 6), bool)
+    s = rand(6, 6)
+    check('a causal mask as PyTorch exports it: Trilu of a constant, Not, Where', model(
+        [oh.make_node('Trilu', ['ones'], ['tri'], upper=0),
+         oh.make_node('Not', ['tri'], ['masked']),
+         oh.make_node('Where', ['masked', 'ninf', 's'], ['y'])],
+        {'s': s}, ['y'], {'ones': ones, 'ninf': np.array(-np.inf, np.float32)}),
+        {'s': s}, {'y': (np.where(np.tril(ones), s.astype(np.float64), -np.inf), Tol())}, d)
+    idx = rng.integers(-4, 4, (2, 3, 5)).astype(np.int64)
+    check('GatherElements axis=1, negative indices', model(
+        [oh.make_node('GatherElements', ['x', 'i'], ['y'], axis=1)], {'x': x, 'i': idx}, ['y']),
+        {'x': x, 'i': idx},
+        {'y': (np.take_along_axis(xd, np.where(idx < 0, idx + 4, idx), axis=1), Tol())}, d)
+    bad = idx.copy()
+    bad[1, 2, 3] = 4
+    rc, err, _ = run_model('GatherElements out of range', model(
+        [oh.make_node('GatherElements', ['x', 'i'], ['y'], axis=1, name='ge')],
+        {'x': x, 'i': bad}, ['y']), {'x': x, 'i': bad}, d)
+    report(rc == 1 and 'index out of range in node 0 "ge" (GatherElements)' in err,
+           'GatherElements out of range fails the run', 'exit %d: %s' % (rc, err))
+    sum_tol = elem_tol(16, np.abs(xd).sum(axis=(0, 2)))
+    check('ReduceSum axes input (opset 13), ReduceMax attribute, ReduceMin input (opset 18)',
+          model([oh.make_node('ReduceSum', ['x', 'ax'], ['s'], keepdims=0),
+                 oh.make_node('ReduceMax', ['x', 'ax2'], ['mx']),
+                 oh.make_node('ReduceMin', ['x'], ['mn'], keepdims=0)],
+                {'x': x}, ['s', 'mx', 'mn'],
+                {'ax': np.array([0, 2], np.int64), 'ax2': np.array([-1], np.int64)}, opset=18),
+          {'x': x}, {'s': (xd.sum(axis=(0, 2)), sum_tol),
+                     'mx': (xd.max(axis=-1, keepdims=True), Tol()), 'mn': (xd.min(), Tol())}, d)
+
+    def nll_ref(lp, t, w=None, ignore=None, reduction='mean'):
+        keep = np.ones(t.shape, bool) if ignore is None else t != ignore
+        tt = np.where(keep, t, 0)
+        picked = np.take_along_axis(lp, np.expand_dims(tt, 1), axis=1)[:, 0]
+        wl = np.ones(picked.shape) if w is None else w.astype(np.float64)[tt]
+        loss = -picked * wl * keep
+        if reduction == 'none':
+            return loss
+        if reduction == 'sum':
+            return loss.sum()
+        return loss.sum() / (wl * keep).sum() if (w is not None or ignore is not None) \
+            else loss.mean()
+
+    def log_softmax(v):
+        v = v - v.max(axis=1, keepdims=True)
+        return v - np.log(np.exp(v).sum(axis=1, keepdims=True))
+    for shape, reduction, weighted, ignore in (((9, 7), 'mean', False, None),
+                                               ((9, 7), 'mean', True, 2),
+                                               ((9, 7), 'mean', False, -100),
+                                               ((4, 5, 3), 'none', True, None),
+                                               ((4, 5, 3), 'sum', False, 1)):
+        xs = rand(*shape) * 3
+        t = rng.integers(0, shape[1], (shape[0],) + shape[2:]).astype(np.int64)
+        if ignore is not None and ignore >= 0:
+            t.flat[::3] = ignore
+        w = (rng.random(shape[1]) + 0.5).astype(np.float32)
+        lp = log_softmax(xs.astype(np.float64))
+        ref = nll_ref(lp, t, w if weighted else None, ignore, reduction)
+        attrs = {'reduction': reduction}
+        if ignore is not None:
+            attrs['ignore_index'] = ignore
+        ins = ['x', 't'] + (['w'] if weighted else [])
+        tol = elem_tol(64, np.abs(lp).max() + 1 + np.abs(ref))
+        what = '%s %s%s%s' % (list(shape), reduction, ', weights' if weighted else '',
+                              '' if ignore is None else ', ignore_index %d' % ignore)
+        check('SoftmaxCrossEntropyLoss ' + what + ' (and its log_prob output)', model(
+            [oh.make_node('SoftmaxCrossEntropyLoss', ins, ['y', 'lp'], **attrs)],
+            {'x': xs, 't': t}, ['y', 'lp'], {'w': w} if weighted else {}),
+            {'x': xs, 't': t}, {'y': (ref, tol), 'lp': (lp, elem_tol(16, np.abs(xs).max()))}, d)
+        check('NegativeLogLikelihoodLoss ' + what, model(
+            [oh.make_node('NegativeLogLikelihoodLoss', ['x'] + ins[1:], ['y'], **attrs)],
+            {'x': lp.astype(np.float32), 't': t}, ['y'], {'w': w} if weighted else {}),
+            {'x': lp.astype(np.float32), 't': t},
+            {'y': (nll_ref(lp.astype(np.float32).astype(np.float64), t,
+                           w if weighted else None, ignore, reduction), tol)}, d)
+    # f16 with weights: the losses' sum (about 2e5) overflows f16, their
+    # weighted mean does not; the importer sums in f32.
+    xs = (rand(20000, 10) * 8).astype(np.float16)
+    t = rng.integers(0, 10, (20000,)).astype(np.int64)
+    w = (rng.random(10) + 0.5).astype(np.float16)
+    ref = nll_ref(log_softmax(xs.astype(np.float64)), t, w)
+    check('SoftmaxCrossEntropyLoss f16 [20000, 10] weighted mean (sums past f16\'s range)',
+          model([oh.make_node('SoftmaxCrossEntropyLoss', ['x', 't', 'w'], ['y'])],
+                {'x': xs, 't': t}, ['y'], {'w': w}),
+          {'x': xs, 't': t}, {'y': (ref, Tol(2.0**-8, 2.0**-8))}, d)
+    t = rng.integers(0, 7, (9,)).astype(np.int64)
+    t[4] = 7
+    xs = rand(9, 7)
+    rc, err, _ = run_model('SoftmaxCrossEntropyLoss target out of range', model(
+        [oh.make_node('SoftmaxCrossEntropyLoss', ['x', 't'], ['y'], name='ce')],
+        {'x': xs, 't': t}, ['y']), {'x': xs, 't': t}, d)
+    report(rc == 1 and 'index out of range in node 0 "ce" (SoftmaxCrossEntropyLoss)' in err,
+           'SoftmaxCrossEntropyLoss target out of range fails the run', 'exit %d: %s' % (rc, err))
+    expect_error('loss target of the wrong shape', model(
+        [oh.make_node('SoftmaxCrossEntropyLoss', ['x', 't'], ['y'], name='ce')],
+        {'x': rand(9, 7), 't': t[:5]}, ['y']), d,
+        ['node 0 "ce" (SoftmaxCrossEntropyLoss)', "the target's shape [5] must be [9]"])
+    expect_error('loss reduction unknown', model(
+        [oh.make_node('NegativeLogLikelihoodLoss', ['x', 't'], ['y'], reduction='avg')],
+        {'x': rand(9, 7), 't': t}, ['y']), d,
+        ['(NegativeLogLikelihoodLoss)', 'reduction must be mean, sum or none, got "avg"'])
 
     # --- malformed models ---
     good = model([oh.make_node('Relu', ['x'], ['y'], name='act')], {'x': rand(2, 3)}, ['y'])

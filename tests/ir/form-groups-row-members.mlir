@@ -64,3 +64,49 @@ func.func @not_row_members(%x: tensor<6x7xf32>, %t: tensor<6x2xi64>) -> (tensor<
   %y = tcc.reduce_mean %l {axes = array<i64: 0, 1>, keepdims = true} : tensor<6x7xf32> -> tensor<1x1xf32>
   return %p, %c, %y : tensor<6x2xf32>, tensor<i32>, tensor<1x1xf32>
 }
+
+// -----
+
+// ONNX's SoftmaxCrossEntropyLoss as imported: [N] targets reshaped to
+// [N, 1] for the gather. The gather takes the reshape in (a view in its
+// kernel), and the chain takes both: one group.
+// CHECK-LABEL: func.func @onnx_targets
+// CHECK: tcc.group "chain"
+// CHECK-NEXT: tcc.reshape
+// CHECK-NEXT: tcc.take_along_axis
+// CHECK-NEXT: tcc.index_check
+// CHECK: tcc.reduce_mean
+// CHECK-NOT: tcc.group
+func.func @onnx_targets(%x: tensor<6x7xf32>, %t: tensor<6xi64>) -> (tensor<f32>, tensor<i32>) {
+  %r = tcc.reshape %t : tensor<6xi64> -> tensor<6x1xi64>
+  %p = tcc.take_along_axis %x, %r {axis = 1 : i64} : tensor<6x7xf32>, tensor<6x1xi64> -> tensor<6x1xf32>
+  %c = tcc.index_check %r {bound = 7 : i64} : tensor<6x1xi64> -> tensor<i32>
+  %l = tcc.chain attributes {axis = 1 : i64} -> tensor<6x1xf32> {
+    %m = tcc.reduce_max %x {axes = array<i64: 1>, keepdims = true} : tensor<6x7xf32> -> tensor<6x1xf32>
+    %d = tcc.sub %x, %m : tensor<6x7xf32>, tensor<6x1xf32> -> tensor<6x7xf32>
+    %e = tcc.exp %d : tensor<6x7xf32>
+    %s = tcc.reduce_sum %e {axes = array<i64: 1>, keepdims = true} : tensor<6x7xf32> -> tensor<6x1xf32>
+    %g = tcc.log %s : tensor<6x1xf32>
+    %a = tcc.sub %p, %m : tensor<6x1xf32>, tensor<6x1xf32> -> tensor<6x1xf32>
+    %b = tcc.sub %a, %g : tensor<6x1xf32>, tensor<6x1xf32> -> tensor<6x1xf32>
+    %n = tcc.neg %b : tensor<6x1xf32>
+    tcc.yield %n : tensor<6x1xf32>
+  }
+  %y = tcc.reduce_mean %l {axes = array<i64: 0, 1>, keepdims = false} : tensor<6x1xf32> -> tensor<f32>
+  return %y, %c : tensor<f32>, tensor<i32>
+}
+
+// -----
+
+// A row gather no chain takes keeps its index check apart (together they
+// would make one long row of the gather's kernel).
+// CHECK-LABEL: func.func @lone_row_gather
+// CHECK: tcc.group "take_along_axis"
+// CHECK-NOT: tcc.index_check
+// CHECK: tcc.yield
+// CHECK: tcc.group "index_check"
+func.func @lone_row_gather(%x: tensor<6x7xf32>, %t: tensor<6x1xi64>) -> (tensor<6x1xf32>, tensor<i32>) {
+  %p = tcc.take_along_axis %x, %t {axis = 1 : i64} : tensor<6x7xf32>, tensor<6x1xi64> -> tensor<6x1xf32>
+  %c = tcc.index_check %t {bound = 7 : i64} : tensor<6x1xi64> -> tensor<i32>
+  return %p, %c : tensor<6x1xf32>, tensor<i32>
+}

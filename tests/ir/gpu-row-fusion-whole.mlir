@@ -240,3 +240,30 @@ func.func @outside_reads_rows(%x: memref<64x8xf32>, %m: memref<64xf32>, %s: memr
   }
   return
 }
+
+// -----
+
+// A body that loads through an index it computes from its position (here
+// w[j], at linalg.index 1): rows of 100 f32, 8 threads a row, 4 vectors of
+// 4 a thread, the last vector only partly inside the row. There the
+// position is clamped to the row's last (99), so the load stays inside w.
+// CHECK-LABEL: func.func @indexed_load
+// CHECK: gpu.launch
+// CHECK: %[[P:.*]] = arith.minui %{{.*}}, %c99
+// CHECK: memref.load %arg1[%[[P]]]
+#rows2 = affine_map<(d0, d1) -> (d0, d1)>
+#row2 = affine_map<(d0, d1) -> (d0)>
+func.func @indexed_load(%x: memref<4x100xf32>, %w: memref<100xf32>, %y: memref<4xf32>) attributes {tcc.kernel} {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%y : memref<4xf32>)
+  linalg.generic {indexing_maps = [#rows2, #row2], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<4x100xf32>) outs(%y : memref<4xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %j = linalg.index 1 : index
+    %wj = memref.load %w[%j] : memref<100xf32>
+    %p = arith.mulf %a, %wj : f32
+    %r = arith.addf %p, %acc : f32
+    linalg.yield %r : f32
+  }
+  return
+}

@@ -82,6 +82,8 @@ struct Group {
   int64_t region = -1;
   /// The shapes of the per-row values of the chain anchoring the group.
   SmallVector<SmallVector<int64_t>, 1> rowShapes;
+  /// Results of the whole reductions of per-row values that joined it.
+  llvm::SmallDenseSet<Value, 2> wholeResults;
 };
 
 constexpr StringLiteral kRegionGroupAttr = "tcc.region_group";
@@ -304,6 +306,11 @@ private:
     if (isLight(op)) {
       if (grp.kind == GroupKind::Elementwise)
         return true;
+      // Not an op of a whole reduction's result (l - mean(l)): the row
+      // kernel has it only after its launch.
+      if (llvm::any_of(op->getOperands(),
+                       [&](Value v) { return grp.wholeResults.contains(v); }))
+        return false;
       return llvm::is_contained(grp.anchorShapes, shapeOfResult(op));
     }
     // A row gather takes in the reshapes of its indices (an ONNX loss's
@@ -330,10 +337,12 @@ private:
     });
   }
 
-  /// A reduction of one of a chain group's per-row values to one value.
+  /// A reduction of one of a chain group's per-row values to one value, of
+  /// the kinds the row kernel computes beside the chain (one combiner: not
+  /// an arg-reduction's value and index).
   bool isWholeRowReduction(Operation *op, const Group &grp) {
-    if (!rowMembers || isa<IndexCheckOp>(op) || op->getNumOperands() != 1 ||
-        op->getNumResults() != 1)
+    if (!rowMembers ||
+        !isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp>(op))
       return false;
     auto in = cast<RankedTensorType>(op->getOperand(0).getType());
     auto out = cast<RankedTensorType>(op->getResult(0).getType());
@@ -378,6 +387,7 @@ private:
           if (h != g)
             groups[g].preds.insert(h);
         groups[g].ops.push_back(op);
+        groups[g].wholeResults.insert(op->getResult(0));
         groupOf[op] = g;
         return;
       }

@@ -468,6 +468,19 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
     }
     if (plans.empty() || !outsideOrderHolds())
       return false;
+    // A load in an op's body (a gather) reads memory as it was before the
+    // launch: never a buffer the kernel's ops write or keep in registers.
+    for (OpPlan &p : plans) {
+      WalkResult r = p.op->walk([&](memref::LoadOp load) {
+        Value root = rootOf(load.getMemRef());
+        return scratch.contains(root) || wholeRoots.contains(root) ||
+                       globalWrites.contains(root)
+                   ? WalkResult::interrupt()
+                   : WalkResult::advance();
+      });
+      if (r.wasInterrupted())
+        return false;
+    }
     // One placement of row positions for every op: the widest vector (each
     // is a power of two dividing the length).
     int64_t vec = 1;

@@ -110,3 +110,31 @@ func.func @lone_row_gather(%x: tensor<6x7xf32>, %t: tensor<6x1xi64>) -> (tensor<
   %c = tcc.index_check %t {bound = 7 : i64} : tensor<6x1xi64> -> tensor<i32>
   return %p, %c : tensor<6x1xf32>, tensor<i32>
 }
+
+// -----
+
+// What the row kernel cannot place stays out of the chain's group: an
+// argmax (a value and an index, not one combiner), and an op of a whole
+// reduction's result (l - mean(l): the mean exists only after the launch).
+// CHECK-LABEL: func.func @not_in_the_row_kernel
+// CHECK: tcc.group "chain"
+// CHECK-NOT: tcc.argmax
+// CHECK: tcc.reduce_mean
+// CHECK-NOT: tcc.sub %{{.*}}, %{{.*}} : tensor<6x1xf32>, tensor<1x1xf32>
+// CHECK: tcc.yield
+// CHECK: tcc.group "argmax"
+// CHECK: tcc.group "elementwise"
+// CHECK-NEXT: tcc.sub %{{.*}}, %{{.*}} : tensor<6x1xf32>, tensor<1x1xf32>
+func.func @not_in_the_row_kernel(%x: tensor<6x7xf32>) -> (tensor<1x1xi64>, tensor<6x1xf32>) {
+  %l = tcc.chain attributes {axis = 1 : i64} -> tensor<6x1xf32> {
+    %m = tcc.reduce_max %x {axes = array<i64: 1>, keepdims = true} : tensor<6x7xf32> -> tensor<6x1xf32>
+    %d = tcc.sub %x, %m : tensor<6x7xf32>, tensor<6x1xf32> -> tensor<6x7xf32>
+    %e = tcc.exp %d : tensor<6x7xf32>
+    %s = tcc.reduce_sum %e {axes = array<i64: 1>, keepdims = true} : tensor<6x7xf32> -> tensor<6x1xf32>
+    tcc.yield %s : tensor<6x1xf32>
+  }
+  %a = tcc.argmax %l {axis = 0 : i64, keepdims = true} : tensor<6x1xf32> -> tensor<1x1xi64>
+  %y = tcc.reduce_mean %l {axes = array<i64: 0, 1>, keepdims = true} : tensor<6x1xf32> -> tensor<1x1xf32>
+  %c = tcc.sub %l, %y : tensor<6x1xf32>, tensor<1x1xf32> -> tensor<6x1xf32>
+  return %a, %c : tensor<1x1xi64>, tensor<6x1xf32>
+}

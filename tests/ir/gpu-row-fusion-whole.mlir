@@ -267,3 +267,42 @@ func.func @indexed_load(%x: memref<4x100xf32>, %w: memref<100xf32>, %y: memref<4
   }
   return
 }
+
+// -----
+
+// A row op whose body loads the whole sum's output (a gather, not an
+// operand): inside the launch it would read the fill, the partials being
+// added only after it, so the kernel stays with the other GPU passes.
+// CHECK-LABEL: func.func @bodyload
+// CHECK-NOT: gpu.launch
+#rows3 = affine_map<(d0, d1) -> (d0, d1)>
+#row3 = affine_map<(d0, d1) -> (d0)>
+#all3 = affine_map<(d0) -> (d0)>
+#sc3 = affine_map<(d0) -> ()>
+func.func @bodyload(%x: memref<64x8xf32>, %y: memref<64x8xf32>, %s: memref<f32>) attributes {tcc.kernel} {
+  %ninf = arith.constant 0xFF800000 : f32
+  %z = arith.constant 0.0 : f32
+  %m = memref.alloc() : memref<64xf32>
+  linalg.fill ins(%ninf : f32) outs(%m : memref<64xf32>)
+  linalg.generic {indexing_maps = [#rows3, #row3], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<64x8xf32>) outs(%m : memref<64xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.maximumf %a, %acc : f32
+    linalg.yield %r : f32
+  }
+  linalg.fill ins(%z : f32) outs(%s : memref<f32>)
+  linalg.generic {indexing_maps = [#all3, #sc3], iterator_types = ["reduction"]}
+      ins(%m : memref<64xf32>) outs(%s : memref<f32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.addf %a, %acc : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#rows3, #row3, #rows3], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %m : memref<64x8xf32>, memref<64xf32>) outs(%y : memref<64x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %t = memref.load %s[] : memref<f32>
+    %r = arith.subf %a, %t : f32
+    linalg.yield %r : f32
+  }
+  return
+}

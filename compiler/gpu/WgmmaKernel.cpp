@@ -259,10 +259,14 @@ SmallVector<Value> KernelBuilder::mmaStep(Value stage, ValueRange acc) {
   // This warpgroup's rows start at wg * tileM / warpgroups.
   Value wgRows = toI64(mul(wg, s.tileM / s.warpgroups * kRowBytes / 16));
   dA = arith::AddIOp::create(b, loc, dA, wgRows);
-  NVVM::WGMMATypes abT = p.abType.isBF16()  ? NVVM::WGMMATypes::bf16
-                         : p.abType.isF16() ? NVVM::WGMMATypes::f16
-                                            : NVVM::WGMMATypes::tf32;
-  // One wgmma reads 32 bytes of K: k16 of 16-bit elements, k8 of tf32.
+  NVVM::WGMMATypes abT =
+      p.abType.isBF16()                 ? NVVM::WGMMATypes::bf16
+      : p.abType.isF16()                ? NVVM::WGMMATypes::f16
+      : isa<Float8E4M3FNType>(p.abType) ? NVVM::WGMMATypes::e4m3
+      : isa<Float8E5M2Type>(p.abType)   ? NVVM::WGMMATypes::e5m2
+                                        : NVVM::WGMMATypes::tf32;
+  // One wgmma reads 32 bytes of K: k16 of 16-bit elements, k8 of tf32,
+  // k32 of 8-bit floats.
   int64_t mmaK = 32 / elemBytes;
   auto typeAttr = [&](NVVM::WGMMATypes t) {
     return NVVM::WGMMATypesAttr::get(ctx, t);
@@ -619,10 +623,14 @@ static bool wgmmaShapeValid(const WgmmaProblem &p, const WgmmaSchedule &s,
     why = "wgmma kernel: " + msg;
     return false;
   };
-  if (!p.abType || !(p.abType.isBF16() || p.abType.isF16() || p.abType.isF32()))
-    return fail("A and B must be bf16, f16 or f32 (as tf32)");
-  if (p.abType.isF32() && !p.transB)
-    return fail("tf32 needs B stored [N][K] (wgmma reads 32-bit operands "
+  bool f8 = p.abType && isa<Float8E4M3FNType, Float8E5M2Type>(p.abType);
+  if (!p.abType ||
+      !(p.abType.isBF16() || p.abType.isF16() || p.abType.isF32() || f8))
+    return fail("A and B must be bf16, f16, f32 (as tf32), f8E4M3FN or "
+                "f8E5M2");
+  if ((p.abType.isF32() || f8) && !p.transB)
+    return fail(std::string(f8 ? "f8" : "tf32") +
+                " needs B stored [N][K] (wgmma reads 8- and 32-bit operands "
                 "K-major only)");
   if (!p.cType || !(p.cType.isF32() || p.cType.isBF16() || p.cType.isF16()))
     return fail("C must be f32, bf16 or f16");

@@ -11,6 +11,10 @@
 namespace tcc::gen {
 
 std::string typeName(mlir::Type t) {
+  if (mlir::isa<mlir::Float8E4M3FNType>(t))
+    return "f8e4m3";
+  if (mlir::isa<mlir::Float8E5M2Type>(t))
+    return "f8e5m2";
   return t.isBF16() ? "bf16" : t.isF16() ? "f16" : "f32";
 }
 

@@ -21,7 +21,8 @@ import numpy as np
 import torch
 
 TORCH_DTYPE = {"bf16": torch.bfloat16, "f16": torch.float16,
-               "f32": torch.float32}
+               "f32": torch.float32, "f8e4m3": torch.float8_e4m3fn,
+               "f8e5m2": torch.float8_e5m2}
 
 
 def tolerance(info):
@@ -32,6 +33,10 @@ def tolerance(info):
         return 2e-3   # ~2^-12 / sqrt(3), plus accumulation
     if info["type"] == "f32" and info["tf32"]:
         return 4e-3   # operands truncated to tf32's 10 mantissa bits
+    if info["type"].startswith("f8"):
+        # Exact operands, but Hopper's fp8 MMA adds its products with fewer
+        # bits than f32 (about 14 kept in its sums, reported for the H800).
+        return 2e-3
     return 1e-4       # exact operands, f32 accumulation
 
 
@@ -66,7 +71,7 @@ def check(tcc, carry, name, info, gen, tmp):
     a, b = operands(info, gen)
     files = {}
     for key, t in (("a", a), ("b", b)):
-        # f32 files; bf16/f16 values convert exactly on load.
+        # f32 files; bf16/f16/f8 values convert exactly on load.
         files[key] = os.path.join(tmp, key + ".npy")
         np.save(files[key], t.float().cpu().numpy())
     outdir = os.path.join(tmp, "out")

@@ -1,7 +1,7 @@
 //===- WgmmaGen.cpp - builds one wgmma GEMM kernel into a PTX bundle ------===//
 //
 //   tcc-wgmma-gen --m M --n N --k K [--batch B] [--shared-a] [--shared-b]
-//       [--trans-b] [--type bf16|f16] [--out-type f32|bf16|f16]
+//       [--trans-b] [--type bf16|f16|e4m3|e5m2] [--out-type f32|bf16|f16]
 //       [--schedule TM,TN,WARPGROUPS,STAGES]
 //       [--name NAME] [--out-dir DIR] [--emit-mlir]
 //
@@ -60,10 +60,12 @@ int main(int argc, char **argv) {
       p.transB = true;
     else if (f == "--type") {
       std::string v = value();
-      if (v != "bf16" && v != "f16")
-        die("--type: expected bf16 or f16, got '" + v + "'");
-      p.abType = v == "bf16" ? Type(BFloat16Type::get(&ctx))
-                             : Type(Float16Type::get(&ctx));
+      if (v != "bf16" && v != "f16" && v != "e4m3" && v != "e5m2")
+        die("--type: expected bf16, f16, e4m3 or e5m2, got '" + v + "'");
+      p.abType = v == "bf16"   ? Type(BFloat16Type::get(&ctx))
+                 : v == "f16"  ? Type(Float16Type::get(&ctx))
+                 : v == "e4m3" ? Type(Float8E4M3FNType::get(&ctx))
+                               : Type(Float8E5M2Type::get(&ctx));
     } else if (f == "--out-type") {
       std::string v = value();
       if (v != "f32" && v != "bf16" && v != "f16")

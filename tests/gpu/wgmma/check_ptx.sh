@@ -38,6 +38,8 @@ nn256|--m 4096 --n 4096 --k 4096 --schedule 128,256,2,4|wgmma.mma_async.sync.ali
 nt128|--m 1024 --n 4096 --k 2048 --trans-b --schedule 128,128,2,3|wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
 f16|--m 512 --n 768 --k 320 --type f16 --schedule 128,128,1,3 --out-type bf16|wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16
 edges|--m 1000 --n 1001 --k 200 --trans-b --batch 2 --shared-b --out-type f16|wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+e4m3|--m 1000 --n 1000 --k 1040 --trans-b --type e4m3 --out-type bf16|wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
+e5m2|--m 512 --n 768 --k 256 --trans-b --type e5m2 --schedule 128,256,2,4|wgmma.mma_async.sync.aligned.m64n256k32.f32.e5m2.e5m2
 CASES
 # Refusals: one line on stderr, status 1.
 while read -r flags; do
@@ -56,6 +58,8 @@ done <<'BAD'
 --m 128 --n 128 --k 64 --schedule 128,128,2,2
 --m 128 --n 128 --k 64 --chip sm_90
 --m 128 --n 128 --k 64 --type f32
+--m 128 --n 128 --k 64 --type e4m3
+--m 128 --n 128 --k 40 --trans-b --type e5m2
 BAD
 [ -n "$ptxas" ] || echo "note: no ptxas found, PTX not assembled"
 echo "$passed passed, $fail failed"

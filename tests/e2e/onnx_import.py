@@ -599,6 +599,39 @@ with tempfile.TemporaryDirectory() as d:
          oh.make_node('Where', ['masked', 'ninf', 's'], ['y'])],
         {'s': s}, ['y'], {'ones': ones, 'ninf': np.array(-np.inf, np.float32)}),
         {'s': s}, {'y': (np.where(np.tril(ones), s.astype(np.float64), -np.inf), Tol())}, d)
+    # Attention as torch.onnx.export writes it (a module computing
+    # softmax(q k^T / 8 + masks) v): K transposed, the causal mask from a
+    # Trilu of ones, a boolean padding mask input unsqueezed to
+    # [B, 1, 1, L], both applied with Where; the compiler fuses it into one
+    # attention kernel (on GPU targets) from these ops.
+    att_b, att_h, att_l, att_d = 2, 3, 9, 8
+    q, k, v = (rand(att_b, att_h, att_l, att_d) for _ in range(3))
+    pad = np.ones((att_b, att_l), bool)
+    pad[1, 6:] = False
+    causal = np.tril(np.ones((att_l, att_l), bool))
+    sc = q.astype(np.float64) @ np.swapaxes(k.astype(np.float64), -1, -2) * 0.125
+    sc = np.where(causal, sc, -np.inf)
+    sc = np.where(pad[:, None, None, :], sc, -np.inf)
+    p_ = np.exp(sc - sc.max(-1, keepdims=True))
+    att = (p_ / p_.sum(-1, keepdims=True)) @ v.astype(np.float64)
+    check('attention as exported: Transpose, MatMul, Mul, Trilu mask, padding mask, Where, '
+          'Softmax, MatMul', model(
+              [oh.make_node('Transpose', ['k'], ['kt'], perm=[0, 1, 3, 2]),
+               oh.make_node('MatMul', ['q', 'kt'], ['s0']),
+               oh.make_node('Mul', ['s0', 'scale'], ['s1']),
+               oh.make_node('Trilu', ['ones'], ['tri'], upper=0),
+               oh.make_node('Not', ['tri'], ['future']),
+               oh.make_node('Where', ['future', 'ninf', 's1'], ['s2']),
+               oh.make_node('Unsqueeze', ['pad', 'axes'], ['pad4']),
+               oh.make_node('Not', ['pad4'], ['gone']),
+               oh.make_node('Where', ['gone', 'ninf', 's2'], ['s3']),
+               oh.make_node('Softmax', ['s3'], ['p'], axis=-1),
+               oh.make_node('MatMul', ['p', 'v'], ['o'])],
+              {'q': q, 'k': k, 'v': v, 'pad': pad}, ['o'],
+              {'scale': np.array(0.125, np.float32), 'ones': np.ones((att_l, att_l), bool),
+               'ninf': np.array(-np.inf, np.float32), 'axes': np.array([1, 2], np.int64)}),
+          {'q': q, 'k': k, 'v': v, 'pad': pad},
+          {'o': (att, lin_tol(np.abs(v).max() * 4, 2 * att_l * att_d))}, d)
     idx = rng.integers(-4, 4, (2, 3, 5)).astype(np.int64)
     check('GatherElements axis=1, negative indices', model(
         [oh.make_node('GatherElements', ['x', 'i'], ['y'], axis=1)], {'x': x, 'i': idx}, ['y']),

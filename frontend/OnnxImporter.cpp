@@ -1303,11 +1303,10 @@ bool buildNllLoss(NodeCtx &c, bool logSoftmax) {
     return false;
   // Ignored targets read class 0 and count nothing.
   Value keep;
-  if (const onnx::AttributeProto *a = c.attr("ignore_index")) {
+  if (c.attr("ignore_index")) {
     int64_t ignore;
     if (!c.getInt("ignore_index", ignore))
       return false;
-    (void)a;
     Value iv =
         c.emit("constant", {},
                Json{{"dtype", dtypeName(c.dtype(t))}, {"value", ignore}});

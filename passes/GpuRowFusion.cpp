@@ -1078,22 +1078,22 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
     auto workgroup =
         gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
     // Per warp partial results of each reduction, when a row has warps.
+    // The type a reduction's partial values combine in (f32 for a
+    // narrowed sum).
+    auto partTypeOf = [&](const OpPlan &p) {
+      return p.narrowSum ? Type(Float32Type::get(ctx))
+                         : p.combiner->getResult(0).getType();
+    };
     SmallVector<Type> attributions;
     if (layout.threads > kWarp)
       for (const OpPlan &p : plans)
         if (p.combiner && !p.whole)
           attributions.push_back(
-              MemRefType::get({layout.threads / kWarp},
-                              p.narrowSum ? Type(Float32Type::get(ctx))
-                                          : p.combiner->getResult(0).getType(),
+              MemRefType::get({layout.threads / kWarp}, partTypeOf(p),
                               MemRefLayoutAttrInterface(), workgroup));
 
     // A whole reduction's partials (one a block) and the shared memory
     // that combines its block's rows.
-    auto partTypeOf = [&](const OpPlan &p) {
-      return p.narrowSum ? Type(Float32Type::get(ctx))
-                         : p.combiner->getResult(0).getType();
-    };
     int64_t blocks = (rows + layout.rowsPerBlock - 1) / layout.rowsPerBlock;
     unsigned firstWholeShared = attributions.size();
     int64_t wholeShared = wholeSharedSize();

@@ -51,11 +51,14 @@ namespace {
 /// On NVIDIA targets, tcc-gpu-occupancy asks ptxas for full residency of
 /// the generic kernels (`blocksPerSm` 0), or for that many blocks.
 std::string launchPipeline(bool rowFusion, int64_t rowValuesPerThread,
-                           bool nvidia, int64_t blocksPerSm) {
-  std::string fusion =
-      rowValuesPerThread ? "tcc-gpu-row-fusion{values-per-thread=" +
-                               std::to_string(rowValuesPerThread) + "}, "
-                         : "tcc-gpu-row-fusion, ";
+                           int64_t rowClusterThreads, bool nvidia,
+                           int64_t blocksPerSm, bool clusters) {
+  // A row may span a cluster of 8 blocks (the portable cluster size).
+  std::string fusion = "tcc-gpu-row-fusion{values-per-thread=" +
+                       std::to_string(rowValuesPerThread) +
+                       " max-cluster=" + std::string(clusters ? "8" : "1") +
+                       " cluster-threads=" + std::to_string(rowClusterThreads) +
+                       "}, ";
   std::string occupancy =
       nvidia ? ", gpu.module(tcc-gpu-occupancy{blocks-per-sm=" +
                    std::to_string(blocksPerSm) + "})"
@@ -137,6 +140,16 @@ LogicalResult collectPlan(func::FuncOp func, ::tcc::KernelPlan &plan) {
         if (!c)
           return launch.emitError("a GPU launch needs static sizes");
         (i < 3 ? l.grid[i] : l.block[i - 3]) = *c;
+      }
+      if (launch.hasClusterSize()) {
+        gpu::KernelDim3 c = launch.getClusterSizeOperandValues();
+        Value cdims[] = {c.x, c.y, c.z};
+        for (auto [i, v] : llvm::enumerate(cdims)) {
+          std::optional<int64_t> n = getConstantIntValue(v);
+          if (!n)
+            return launch.emitError("a GPU launch needs static cluster sizes");
+          l.cluster[i] = *n;
+        }
       }
       if (Value shared = launch.getDynamicSharedMemorySize()) {
         std::optional<int64_t> c = getConstantIntValue(shared);
@@ -863,6 +876,7 @@ struct ScheduleOverrides {
   nlohmann::json conv = nlohmann::json::object();
   nlohmann::json perKernel = nlohmann::json::object();
   int64_t rowValuesPerThread = 0; ///< 0: the pass's default
+  int64_t rowClusterThreads = 256; ///< a long row's cluster's blocks
   int64_t blocksPerSm = 0;        ///< tcc-gpu-occupancy's option
 
   LogicalResult load(const std::string &path, std::string &error) {
@@ -897,9 +911,14 @@ struct ScheduleOverrides {
           } else if (k == "blocks_per_sm" && v.is_number_integer() &&
                      v.get<int64_t>() >= -1 && v.get<int64_t>() <= 32) {
             blocksPerSm = v.get<int64_t>();
+          } else if (k == "cluster_threads" && v.is_number_integer() &&
+                     (v.get<int64_t>() == 256 || v.get<int64_t>() == 512 ||
+                      v.get<int64_t>() == 1024)) {
+            rowClusterThreads = v.get<int64_t>();
           } else {
             error = path + ": \"rows\" holds values_per_thread (an integer "
-                           "from 1 to 64) and blocks_per_sm (-1 to 32)";
+                           "from 1 to 64), blocks_per_sm (-1 to 32) and "
+                           "cluster_threads (256, 512 or 1024)";
             return failure();
           }
         }
@@ -1415,8 +1434,9 @@ LogicalResult compileGpuKernels(ModuleOp module, const GpuOptions &options,
   if (failed(bufferizeKernels(*device, options.timing)) ||
       failed(runPipeline(*device,
                          launchPipeline(options.rowFusion,
-                                        overrides.rowValuesPerThread, nvidia,
-                                        overrides.blocksPerSm),
+                                        overrides.rowValuesPerThread,
+                                        overrides.rowClusterThreads, nvidia,
+                                        overrides.blocksPerSm, target.clusters),
                          "mapping to GPU launches", options.timing)))
     return failure();
 

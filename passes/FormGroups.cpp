@@ -25,11 +25,12 @@
 //    built from iotas meets the values it selects);
 //  - with `row-members` (GPU targets): a chain joins the group of a gather
 //    of one value a row (take_along_axis) whose result is shaped like one
-//    of its per-row values (with the reshapes of its indices that the
-//    gather took in), and takes the gather's index check; and a reduction
-//    of a per-row result to one value (a loss's mean) joins the chain. The
-//    GPU row kernel computes them in the chain's launch (tcc-gpu-row-fusion):
-//    cross-entropy reads its logits and targets once;
+//    of its per-row values (with the elementwise ops computing its indices
+//    one value a row that the gather took in), and takes the gather's index
+//    check; and a reduction of a per-row result to one value (a loss's
+//    mean) joins the chain. The GPU row kernel computes them in the chain's
+//    launch (tcc-gpu-row-fusion): cross-entropy reads its logits and
+//    targets once;
 //  - ops marked `tcc.region_group = N` (region fusion's search,
 //    RegionFusion.cpp) form one group of kind "region" per N, whatever
 //    their kinds; nothing else joins it but an activation or residual add
@@ -313,11 +314,17 @@ private:
         return false;
       return llvm::is_contained(grp.anchorShapes, shapeOfResult(op));
     }
-    // A row gather takes in the reshapes of its indices (an ONNX loss's
-    // [N] targets made [N, 1]): views in its kernel, not a copy of their own.
-    if (rowMembers && isRowGather(op) && grp.kind == GroupKind::Elementwise &&
-        llvm::all_of(grp.ops, [](Operation *m) { return isa<ReshapeOp>(m); }))
-      return true;
+    // A row gather takes in the elementwise group that computes its indices
+    // one value a row (an ONNX loss's [N] targets made [N, 1], the
+    // ignore_index entries sent to class 0): the row kernel computes them
+    // beside it instead of writing them out for it.
+    if (rowMembers && isRowGather(op) && grp.kind == GroupKind::Elementwise) {
+      ArrayRef<int64_t> rows =
+          cast<TakeAlongAxisOp>(op).getIndices().getType().getShape();
+      return llvm::all_of(grp.ops, [&](Operation *m) {
+        return isa<ReshapeOp>(m) || shapeOfResult(m) == rows;
+      });
+    }
     if (auto chain = dyn_cast<ChainOp>(op))
       return grp.kind == GroupKind::Elementwise ||
              (rowMembers && isRowGatherGroup(grp, chain));
@@ -327,12 +334,13 @@ private:
   }
 
   /// A group of per-row gathers that `chain` reads one value a row from,
-  /// with the reshapes of their indices.
+  /// with the per-row elementwise ops (and reshapes) computing their
+  /// indices.
   bool isRowGatherGroup(const Group &grp, ChainOp chain) {
     SmallVector<SmallVector<int64_t>, 1> rows = rowShapesOf(chain);
     return llvm::all_of(grp.ops, [&](Operation *member) {
       return isa<IndexCheckOp, ReshapeOp>(member) ||
-             (isRowGather(member) &&
+             ((isRowGather(member) || isLight(member)) &&
               llvm::is_contained(rows, shapeOfResult(member)));
     });
   }

@@ -61,6 +61,21 @@ struct TccGpuOccupancy : mlir::tcc::impl::TccGpuOccupancyBase<TccGpuOccupancy> {
       // 32). One block keeps ptxas's choice.
       if (threads < kMinBlockThreads || 2 * threads >= threadsPerSm)
         continue;
+      // A row spread over a cluster's blocks holds up to 32 values a thread:
+      // held to the full residency's registers it spilled (layer norm over
+      // rows of 131072 f32 in blocks of 512: 476 bytes, 2.1x slower;
+      // docs/performance.md, session 34). Such kernels ask for half the
+      // multiprocessor's threads (64 registers each), as a block of 1024
+      // gets.
+      if (func.walk(
+                  [](NVVM::ClusterArriveOp) { return WalkResult::interrupt(); })
+              .wasInterrupted()) {
+        int64_t blocks = threadsPerSm / 2 / threads;
+        if (blocksPerSm > 0)
+          blocks = std::min<int64_t>(blocks, blocksPerSm);
+        func->setAttr(attrName, b.getI32IntegerAttr(int32_t(blocks)));
+        continue;
+      }
       if (blocksPerSm == 0 && func.walk([](Operation *op) {
                                     return needsTemporaries(op)
                                                ? WalkResult::interrupt()

@@ -25,6 +25,8 @@
 #include "passes/Passes.h"
 
 #include "mlir/Analysis/SliceAnalysis.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
@@ -159,16 +161,24 @@ std::optional<Access> classify(const OpPlan &plan, OpOperand &operand,
 /// How the threads of a launch share the rows: `threads` consecutive threads
 /// own a row, `rowsPerBlock` rows a block; a thread holds `vectors` runs of
 /// `vec` neighbouring positions, the i-th starting at (i * threads + t) * vec.
+/// A row longer than a block's registers hold spans the `cluster` blocks of
+/// a cluster (one row a cluster): thread t of the block of rank r is thread
+/// r * threads + t of the row's cluster * threads.
 struct Layout {
-  int64_t vec = 1, threads = 1, rowsPerBlock = 1, vectors = 1;
+  int64_t vec = 1, threads = 1, rowsPerBlock = 1, vectors = 1, cluster = 1;
+  int64_t rowThreads() const { return threads * cluster; }
 };
 
 /// The layout of rows of `length` read `vec` positions at a time: about
 /// `perThread` values a thread (twice that at most: registers), a power of
 /// two of threads up to a warp (several rows a block of 128), whole warps
-/// beyond, at most 1024.
+/// beyond, at most 1024; beyond that, a row spans a cluster (a power of two
+/// of blocks, at most `maxCluster`) of the smallest blocks from
+/// `clusterThreads` up that hold it. On the H200 blocks of 256 (then 512)
+/// ran long rows 1.1-1.45x faster than blocks of 1024 (session 34).
 std::optional<Layout> chooseLayout(int64_t rows, int64_t length, int64_t vec,
-                                   int64_t perThread) {
+                                   int64_t perThread, int64_t maxCluster,
+                                   int64_t clusterThreads) {
   Layout l;
   l.vec = vec;
   int64_t vectors = length / vec;
@@ -182,9 +192,27 @@ std::optional<Layout> chooseLayout(int64_t rows, int64_t length, int64_t vec,
   // Partial values of a row's warps meet in shared memory: a block a row.
   l.rowsPerBlock = threads <= kWarp ? std::min(128 / threads, rows) : 1;
   l.vectors = (vectors + threads - 1) / threads;
-  if (l.vectors * vec > std::max<int64_t>(2 * perThread, vec))
-    return std::nullopt;
-  return l;
+  int64_t most = std::max<int64_t>(2 * perThread, vec);
+  if (l.vectors * vec <= most)
+    return l;
+  // The smallest blocks from `clusterThreads` threads up (more blocks a
+  // multiprocessor: one's loads run while another waits at its cluster's
+  // barrier), the fewest of them a cluster.
+  // (Whole warps, two at least: a block's total then meets in shared memory.)
+  for (int64_t t = int64_t(llvm::PowerOf2Ceil(
+           std::clamp<int64_t>(clusterThreads, 2 * kWarp, 1024)));
+       t <= 1024; t *= 2)
+    for (int64_t c = 2; c <= maxCluster; c *= 2) {
+      int64_t v = (vectors + c * t - 1) / (c * t);
+      if (v * vec > most)
+        continue;
+      l.threads = t;
+      l.cluster = c;
+      l.vectors = v;
+      l.rowsPerBlock = 1;
+      return l;
+    }
+  return std::nullopt;
 }
 
 struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
@@ -225,12 +253,52 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
     return true;
   }
 
+  /// Whether `o`, one of `outside`, moves after the row launch: it stands
+  /// before the last planned op and reads a whole reduction's output that a
+  /// planned op before it wrote (a sum's narrowing between two losses'
+  /// sums), which exists only after the launch.
+  bool movesAfter(linalg::GenericOp o) {
+    if (!o->isBeforeInBlock(plans.back().op))
+      return false;
+    llvm::DenseSet<Value> reads;
+    for (OpOperand *in : o.getDpsInputOperands())
+      if (isa<MemRefType>(in->get().getType()))
+        reads.insert(rootOf(in->get()));
+    for (OpPlan &p : plans) {
+      if (!p.op->isBeforeInBlock(o))
+        break;
+      for (OpOperand &out : p.op.getDpsInitsMutable())
+        if (wholeRoots.contains(rootOf(out.get())) &&
+            reads.contains(rootOf(out.get())))
+          return true;
+    }
+    return false;
+  }
+
   /// Whether the single-value ops in `outside` can run as launches of their
-  /// own where they stand: before the row launch (which takes the place of
-  /// the last planned op) they must not see what planned ops before them
-  /// wrote, nor write what those touch; none touches registers.
+  /// own: none touches registers. The row launch takes the place of the
+  /// last planned op; an op standing after it stays there. One that moves
+  /// after the launch (movesAfter) needs that no planned op after it
+  /// writes what it reads or touches what it writes. The others stay where they
+  /// stand: they must not see what planned ops before them wrote, nor write
+  /// what those touch; nor, when a moved op stood before them, write what it
+  /// touches or read what it writes.
   bool outsideOrderHolds() {
     Operation *last = plans.back().op;
+    llvm::DenseSet<Value> movedReads, movedWrites;
+    // Whether planned op `op` writes a root of `reads` or touches one of
+    // `writes`.
+    auto conflicts = [&](linalg::GenericOp op,
+                         const llvm::DenseSet<Value> &reads,
+                         const llvm::DenseSet<Value> &writes) {
+      return llvm::any_of(op->getOpOperands(), [&](OpOperand &operand) {
+        if (!isa<MemRefType>(operand.get().getType()))
+          return false;
+        Value root = rootOf(operand.get());
+        return writes.contains(root) ||
+               (op.isDpsInit(&operand) && reads.contains(root));
+      });
+    };
     for (linalg::GenericOp o : outside) {
       llvm::DenseSet<Value> reads, writes;
       for (OpOperand &operand : o->getOpOperands()) {
@@ -243,18 +311,27 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
       }
       if (last->isBeforeInBlock(o))
         continue;
-      for (const OpPlan &p : plans) {
-        linalg::GenericOp op = p.op;
-        if (!op->isBeforeInBlock(o))
-          break;
-        for (OpOperand &operand : op->getOpOperands()) {
-          if (!isa<MemRefType>(operand.get().getType()))
-            continue;
-          Value root = rootOf(operand.get());
-          if (writes.contains(root) ||
-              (op.isDpsInit(&operand) && reads.contains(root)))
+      if (movesAfter(o)) {
+        // The planned ops after it now run before it.
+        for (const OpPlan &p : plans)
+          if (!p.op->isBeforeInBlock(o) && conflicts(p.op, reads, writes))
             return false;
-        }
+        movedReads.insert(reads.begin(), reads.end());
+        movedWrites.insert(writes.begin(), writes.end());
+        continue;
+      }
+      if (llvm::any_of(writes,
+                       [&](Value r) {
+                         return movedReads.contains(r) ||
+                                movedWrites.contains(r);
+                       }) ||
+          llvm::any_of(reads, [&](Value r) { return movedWrites.contains(r); }))
+        return false;
+      for (const OpPlan &p : plans) {
+        if (!p.op->isBeforeInBlock(o))
+          break;
+        if (conflicts(p.op, reads, writes))
+          return false;
       }
     }
     return true;
@@ -340,7 +417,9 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
     // Roots of buffers the kernel's ops write outside the kernel, and how.
     llvm::DenseMap<Value, Access> globalWrites;
     for (linalg::GenericOp op : ops) {
-      if (op.getNumDpsInits() != 1)
+      // Several outputs only where nothing is combined (ops fused into one).
+      if (op.getNumDpsInits() != 1 &&
+          (op.getNumDpsInits() == 0 || op.getNumReductionLoops() != 0))
         return false;
       SmallVector<int64_t> ranges = op.getStaticLoopRanges();
       if (llvm::any_of(ranges, ShapedType::isDynamic))
@@ -507,8 +586,22 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
       if (length < perThread && length > 4 && vec == 1 && writesRows)
         perThread = 4;
     }
-    std::optional<Layout> l = chooseLayout(rows, length, vec, perThread);
+    std::optional<Layout> l =
+        chooseLayout(rows, length, vec, perThread,
+                     std::clamp<int64_t>(maxCluster, 1, 8), clusterThreads);
     if (!l)
+      return false;
+    // Blocks of a cluster exchange their reductions' values as 16, 32 or
+    // 64 bits.
+    if (l->cluster > 1 && llvm::any_of(plans, [](const OpPlan &p) {
+          if (!p.combiner || p.whole)
+            return false;
+          unsigned bits =
+              p.narrowSum
+                  ? 32
+                  : p.combiner->getResult(0).getType().getIntOrFloatBitWidth();
+          return bits != 16 && bits != 32 && bits != 64;
+        }))
       return false;
     layout = *l;
     return true;
@@ -521,6 +614,10 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
   OpBuilder *b = nullptr;
   Location loc = UnknownLoc();
   Value row, lane;
+  /// The block's rank in the row's cluster (null without clusters).
+  Value rank;
+  /// Each reduction's slot for its block's total (clusters only).
+  llvm::DenseMap<Operation *, Value> clusterSlots;
   /// The first position of each of the thread's vectors, and whether it is
   /// inside the row (null where it always is).
   SmallVector<Value> starts, inRow;
@@ -736,6 +833,11 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
   /// The op's body for one row position `e` (-1: a per-row op), with
   /// `acc` as the running value of a reduction; returns the yielded value.
   Value body(const OpPlan &plan, int64_t e, Value acc) {
+    return bodyAll(plan, e, acc)[0];
+  }
+
+  /// As body(), every yielded value (an op with several outputs).
+  SmallVector<Value> bodyAll(const OpPlan &plan, int64_t e, Value acc) {
     linalg::GenericOp op = plan.op;
     Block *opBody = op.getBlock();
     IRMapping map;
@@ -825,8 +927,10 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
       }
       b->clone(inner, map);
     }
-    return map.lookupOrDefault(
-        cast<linalg::YieldOp>(opBody->getTerminator()).getOperand(0));
+    SmallVector<Value> yielded;
+    for (Value v : cast<linalg::YieldOp>(opBody->getTerminator()).getOperands())
+      yielded.push_back(map.lookupOrDefault(v));
+    return yielded;
   }
 
   /// Combines the threads' `v` across the row's group: every thread ends
@@ -835,8 +939,10 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
     int64_t width = std::min<int64_t>(layout.threads, kWarp);
     for (int64_t off = width / 2; off >= 1; off /= 2)
       v = combine(*b, plan.combiner, v, shuffleXor(*b, loc, v, off));
-    if (layout.threads <= kWarp)
+    if (layout.threads <= kWarp) {
+      assert(layout.cluster == 1 && "a cluster's blocks have several warps");
       return v;
+    }
     Value warp = arith::DivUIOp::create(*b, loc, lane, cIndex(*b, loc, kWarp));
     Value first = arith::CmpIOp::create(
         *b, loc, arith::CmpIPredicate::eq,
@@ -853,7 +959,62 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
       total = combine(
           *b, plan.combiner, total,
           memref::LoadOp::create(*b, loc, partials, ValueRange{cIndex(*b, loc, w)}));
+    if (layout.cluster == 1)
+      return total;
+    // The row's blocks: each block's first thread leaves its total in the
+    // block's slot (a reduction's own, so never overwritten); after the
+    // cluster's barrier every thread folds the slots of the cluster's
+    // blocks, rank by rank, through distributed shared memory.
+    Value slot = clusterSlots.lookup(plan.op);
+    Value zero = cIndex(*b, loc, 0);
+    guarded(
+        arith::CmpIOp::create(*b, loc, arith::CmpIPredicate::eq, lane, zero),
+        [&] {
+          memref::StoreOp::create(*b, loc, total, slot, ValueRange{zero});
+        });
+    clusterBarrier();
+    Value addr = arith::IndexCastOp::create(
+        *b, loc, b->getI32Type(),
+        memref::ExtractAlignedPointerAsIndexOp::create(*b, loc, slot));
+    total = loadCluster(addr, 0, total.getType());
+    for (int64_t r = 1; r < layout.cluster; ++r)
+      total = combine(*b, plan.combiner, total,
+                      loadCluster(addr, r, total.getType()));
     return total;
+  }
+
+  /// barrier.cluster's arrive and wait, release and acquire: what the
+  /// cluster's threads stored in shared memory before it is visible to
+  /// every block of the cluster after it. NVVM's ops, not inline assembly:
+  /// their intrinsics are convergent, so LLVM never copies them into the
+  /// branches of a condition (an `.aligned` barrier that the threads of a
+  /// warp reach at two copies hangs the cluster).
+  void clusterBarrier() {
+    NVVM::ClusterArriveOp::create(*b, loc, b->getUnitAttr());
+    NVVM::ClusterWaitOp::create(*b, loc, b->getUnitAttr());
+  }
+
+  /// The `type` value (16, 32 or 64 bits) at shared-window address `addr`
+  /// (i32) of the cluster's block of rank `r`.
+  Value loadCluster(Value addr, int64_t r, Type type) {
+    unsigned bits = type.getIntOrFloatBitWidth();
+    Type bitsType = b->getIntegerType(bits);
+    const char *reg = bits == 16 ? "=h" : bits == 32 ? "=r" : "=l";
+    std::string asmText =
+        "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, $1, $2;\n"
+        "ld.shared::cluster.b" +
+        std::to_string(bits) + " $0, [ra];\n}";
+    // Side effects, so that it stays after the cluster barrier.
+    auto load = LLVM::InlineAsmOp::create(
+        *b, loc, bitsType,
+        ValueRange{addr,
+                   arith::ConstantOp::create(*b, loc, b->getI32IntegerAttr(r))},
+        b->getStringAttr(asmText),
+        b->getStringAttr(std::string(reg) + ",r,r,~{memory}"), b->getUnitAttr(),
+        UnitAttr(), LLVM::TailCallKindAttr(), LLVM::AsmDialectAttr(),
+        ArrayAttr());
+    Value v = load.getResult(0);
+    return type == bitsType ? v : arith::BitcastOp::create(*b, loc, type, v);
   }
 
   /// A narrowed sum's share of one position: the body added the widened
@@ -903,24 +1064,35 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
           next.push_back(parts.back());
         parts = next;
       }
+      // The initial value first: before the barriers, so that no thread
+      // reads it after another has stored the row's result over it.
+      Value initial = read(init->get(), Access::RowScalar)[0];
       Value total = acrossRow(plan, parts[0], partials);
       if (plan.narrowSum)
         total = arith::ExtFOp::create(*b, loc, b->getF64Type(), total);
-      result = combine(*b, plan.combiner, read(init->get(), Access::RowScalar)[0],
-                       total);
+      result = combine(*b, plan.combiner, initial, total);
       rowScalars[root] = result;
       uniform.insert(result);
     } else if (plan.inner == length) {
-      SmallVector<Value> values;
+      // One list of positions for each output (an op fused from several).
+      SmallVector<SmallVector<Value>> values(op.getNumDpsInits());
       for (int64_t e = 0; e < layout.vectors * layout.vec; ++e)
-        values.push_back(body(plan, e, Value()));
-      rowValues[root] = values;
+        for (auto [i, v] : llvm::enumerate(bodyAll(plan, e, Value())))
+          values[i].push_back(v);
+      for (auto [i, out] : llvm::enumerate(op.getDpsInitsMutable()))
+        rowValues[rootOf(out.get())] = values[i];
     } else {
-      rowScalars[root] = body(plan, -1, Value());
-      uniform.insert(rowScalars[root]);
+      for (auto [out, v] :
+           llvm::zip(op.getDpsInitsMutable(), bodyAll(plan, -1, Value()))) {
+        rowScalars[rootOf(out.get())] = v;
+        uniform.insert(v);
+      }
     }
-    if (!root.getDefiningOp<memref::AllocOp>())
-      written.insert({root, init->get()});
+    for (OpOperand &out : op.getDpsInitsMutable()) {
+      Value r = rootOf(out.get());
+      if (!r.getDefiningOp<memref::AllocOp>())
+        written.insert({r, out.get()});
+    }
   }
 
   /// A whole reduction: each row's value (its threads agree on it; rows
@@ -940,6 +1112,13 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
     }
     if (rowExists)
       part = arith::SelectOp::create(*b, loc, rowExists, part, partNeutral);
+    // The blocks of a row's cluster agree on its value: the first counts it.
+    if (rank)
+      part = arith::SelectOp::create(
+          *b, loc,
+          arith::CmpIOp::create(*b, loc, arith::CmpIPredicate::eq, rank,
+                                cIndex(*b, loc, 0)),
+          part, partNeutral);
     int64_t blockThreads = layout.threads * layout.rowsPerBlock;
     auto fold = [&](int64_t n) {
       Value total = memref::LoadOp::create(*b, loc, shared,
@@ -1035,6 +1214,11 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
                                             lane, cIndex(*b, loc, 0));
         if (rowExists)
           first = arith::AndIOp::create(*b, loc, first, rowExists);
+        if (rank)
+          first = arith::AndIOp::create(
+              *b, loc, first,
+              arith::CmpIOp::create(*b, loc, arith::CmpIPredicate::eq, rank,
+                                    cIndex(*b, loc, 0)));
         guarded(first, [&] {
           storeAt(rs->second, f, row);
         });
@@ -1092,9 +1276,18 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
               MemRefType::get({layout.threads / kWarp}, partTypeOf(p),
                               MemRefLayoutAttrInterface(), workgroup));
 
+    // A slot for each reduction's block total, read across a row's cluster.
+    unsigned firstClusterSlot = attributions.size();
+    if (layout.cluster > 1)
+      for (const OpPlan &p : plans)
+        if (p.combiner && !p.whole)
+          attributions.push_back(MemRefType::get(
+              {1}, partTypeOf(p), MemRefLayoutAttrInterface(), workgroup));
+
     // A whole reduction's partials (one a block) and the shared memory
     // that combines its block's rows.
-    int64_t blocks = (rows + layout.rowsPerBlock - 1) / layout.rowsPerBlock;
+    int64_t blocks =
+        (rows + layout.rowsPerBlock - 1) / layout.rowsPerBlock * layout.cluster;
     unsigned firstWholeShared = attributions.size();
     int64_t wholeShared = wholeSharedSize();
     if (wholeShared)
@@ -1114,11 +1307,19 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
         partialsOf[p.op] = memref::AllocOp::create(
             *b, loc, MemRefType::get({blocks}, partTypeOf(p)));
     Value one = cIndex(*b, loc, 1);
+    Value clusterX =
+        layout.cluster > 1 ? cIndex(*b, loc, layout.cluster) : Value();
     auto launch = gpu::LaunchOp::create(
         *b, loc, cIndex(*b, loc, blocks), one, one,
         cIndex(*b, loc, layout.threads * layout.rowsPerBlock), one, one,
-        nullptr, nullptr, ValueRange{}, attributions);
+        nullptr, nullptr, ValueRange{}, attributions, TypeRange{}, clusterX,
+        clusterX ? one : Value(), clusterX ? one : Value());
     Block &launchBody = launch.getBody().front();
+    // The builder leaves out the cluster ids and sizes that a launch with
+    // clusters has after the block sizes (as the parser makes them).
+    if (clusterX)
+      for (unsigned i = 0; i < 6; ++i)
+        launchBody.insertArgument(12 + i, b->getIndexType(), loc);
     b->setInsertionPointToEnd(&launchBody);
     auto end = gpu::TerminatorOp::create(*b, loc);
     b->setInsertionPoint(end);
@@ -1128,12 +1329,26 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
 
     Value tid = launch.getThreadIds().x, block = launch.getBlockIds().x;
     rowExists = Value();
-    if (layout.rowsPerBlock == 1) {
+    rank = Value();
+    // The thread's place among its row's threads.
+    Value rowLane = tid;
+    if (layout.cluster > 1) {
+      // Clusters span consecutive blocks: block = row * cluster + rank.
+      Value c = cIndex(*b, loc, layout.cluster);
+      lane = tid;
+      row = arith::DivUIOp::create(*b, loc, block, c);
+      rank = arith::RemUIOp::create(*b, loc, block, c);
+      rowLane = arith::AddIOp::create(
+          *b, loc,
+          arith::MulIOp::create(*b, loc, rank, cIndex(*b, loc, layout.threads)),
+          tid);
+    } else if (layout.rowsPerBlock == 1) {
       lane = tid;
       row = block;
     } else {
       Value t = cIndex(*b, loc, layout.threads);
       lane = arith::RemUIOp::create(*b, loc, tid, t);
+      rowLane = lane;
       row = arith::AddIOp::create(
           *b, loc,
           arith::MulIOp::create(*b, loc, block,
@@ -1153,16 +1368,15 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
     int64_t vectors = length / layout.vec;
     for (int64_t i = 0; i < layout.vectors; ++i) {
       Value index = arith::AddIOp::create(
-          *b, loc, lane, cIndex(*b, loc, i * layout.threads));
+          *b, loc, rowLane, cIndex(*b, loc, i * layout.rowThreads()));
       starts.push_back(
           arith::MulIOp::create(*b, loc, index, cIndex(*b, loc, layout.vec)));
-      inRow.push_back((i + 1) * layout.threads <= vectors
-                          ? Value()
-                          : arith::CmpIOp::create(*b, loc,
-                                                  arith::CmpIPredicate::ult,
-                                                  index,
-                                                  cIndex(*b, loc, vectors))
-                                .getResult());
+      inRow.push_back(
+          (i + 1) * layout.rowThreads() <= vectors
+              ? Value()
+              : arith::CmpIOp::create(*b, loc, arith::CmpIPredicate::ult, index,
+                                      cIndex(*b, loc, vectors))
+                    .getResult());
     }
     rowValues.clear();
     vectorValues.clear();
@@ -1171,6 +1385,13 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
     written.clear();
     flatViews.clear();
     ArrayRef<BlockArgument> wg = launch.getWorkgroupAttributions();
+    clusterSlots.clear();
+    if (layout.cluster > 1) {
+      unsigned next = firstClusterSlot;
+      for (const OpPlan &p : plans)
+        if (p.combiner && !p.whole)
+          clusterSlots[p.op] = wg[next++];
+    }
     unsigned nextPartials = 0, nextWhole = firstWholeShared;
     for (const OpPlan &plan : plans) {
       if (plan.whole) {
@@ -1183,10 +1404,20 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
                      : Value());
     }
     store();
+    // No block leaves while another of its cluster may still read its
+    // shared memory.
+    if (!clusterSlots.empty())
+      clusterBarrier();
     b->setInsertionPointAfter(launch);
     for (const OpPlan &plan : plans)
       if (plan.whole)
         combinePartials(plan, partialsOf[plan.op]);
+    // What reads the whole reductions' outputs that planned ops before it
+    // wrote follows the launch, in program order (what stood after it
+    // stays).
+    for (linalg::GenericOp o : outside)
+      if (movesAfter(o))
+        o->moveBefore(b->getInsertionBlock(), b->getInsertionPoint());
     for (OpPlan &plan : llvm::reverse(plans))
       plan.op.erase();
     // The kernel-local buffers now live in registers.

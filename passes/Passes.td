@@ -313,23 +313,35 @@ def TccGpuRowFusion : Pass<"tcc-gpu-row-fusion", "func::FuncOp"> {
     the same threads, a 16-byte vector of them at a time, so the row and
     every kernel-local buffer stay in registers: each input row is read
     from memory once and each output written once. Reductions combine by
-    shuffles and, across warps, through shared memory. A buffer shared
-    across rows, a write every group would make, a row longer than 32
-    values a thread, or any other op leaves the kernel to the other GPU
-    passes.
+    shuffles and, across warps, through shared memory. With `max-cluster`,
+    a row longer than a block of 1024 threads holds (32 values a thread)
+    spans the blocks of a cluster, which combine their reductions through
+    distributed shared memory. A buffer shared across rows, a write every
+    group would make, a row longer than that, or any other op leaves the
+    kernel to the other GPU passes.
   }];
   let options = [
     Option<"valuesPerThread", "values-per-thread", "int64_t", /*default=*/"0",
            "Row values a thread holds (at most 64): fewer threads a row, "
            "more loads in flight each; 0 chooses (16, at most 4 on rows "
-           "shorter than that)">
+           "shorter than that)">,
+    Option<"maxCluster", "max-cluster", "int64_t", /*default=*/"1",
+           "Blocks of a cluster a row may span (NVIDIA sm_90 and later: "
+           "rows longer than a block's registers hold, the reductions "
+           "combined through distributed shared memory); 1: none">,
+    Option<"clusterThreads", "cluster-threads", "int64_t", /*default=*/"256",
+           "Threads a block of a row's cluster has at least (256, 512 or "
+           "1024: twice as many where a cluster of 8 such blocks cannot "
+           "hold the row)">
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::affine::AffineDialect",
                            "::mlir::scf::SCFDialect",
                            "::mlir::vector::VectorDialect",
-                           "::mlir::memref::MemRefDialect"];
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::NVVM::NVVMDialect"];
 }
 
 def TccGpuOccupancy : Pass<"tcc-gpu-occupancy", "::mlir::gpu::GPUModuleOp"> {

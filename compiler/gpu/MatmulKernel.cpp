@@ -757,12 +757,11 @@ void KernelBuilder::build(Value aArg, Value bArg, Value biasArg,
 }
 
 void KernelBuilder::clusterBarrier() {
-  LLVM::InlineAsmOp::create(b, loc, TypeRange(), ValueRange(),
-                            b.getStringAttr("barrier.cluster.arrive.aligned;\n"
-                                            "barrier.cluster.wait.aligned;"),
-                            b.getStringAttr("~{memory}"), b.getUnitAttr(),
-                            UnitAttr(), LLVM::TailCallKindAttr(),
-                            LLVM::AsmDialectAttr(), ArrayAttr());
+  // NVVM's ops: their intrinsics are convergent, so LLVM never copies the
+  // `.aligned` barrier into the branches of a condition (inline assembly
+  // may be, and a warp reaching two copies hangs the cluster).
+  NVVM::ClusterArriveOp::create(b, loc, b.getUnitAttr());
+  NVVM::ClusterWaitOp::create(b, loc, b.getUnitAttr());
 }
 
 Value KernelBuilder::loadCluster4(Value addr, Value rank) {

@@ -1066,12 +1066,18 @@ def edge_cross_entropy(g, dt):
     run it all in the chain's launch); and a target out of range, which the
     fused kernel must still report."""
     cases = []
-    for red in ('reduce_mean', 'reduce_sum', 'error'):
+    for red in ('reduce_mean', 'reduce_sum', 'error', 'ignore', 'reduce_mean'):
         rows, n = g.pick([1, 5, 130, 1001]), g.pick([2, 7, 33, 100, 1001])
+        if len(cases) == 4:
+            # A vocabulary's length: a cluster of blocks a row on GPUs.
+            rows, n = g.pick([1, 3, 7]), g.pick([50257, 131072, 256000])
         x = g.normal(dt, [rows, n], 3)
         t = g.ints([rows, 1], -n, n - 1)
         if red == 'error':
             t[g.int(0, rows - 1), 0] = g.pick([n, -n - 1])
+        if red == 'ignore':
+            cases.append(cross_entropy_ignore(g, dt, x, t))
+            continue
         c = Case('take_along_axis', dt, 'cross-entropy %s [%d,%d]' % (red, rows, n))
         c.node('log_softmax', [c.inp('x', dt, x)], ['lp'], {'axis': -1})
         c.node('take_along_axis', ['lp', c.inp('t', 'i64', t)], ['p'], {'axis': 1})
@@ -1095,6 +1101,41 @@ def edge_cross_entropy(g, dt):
               ftol(dt, 16 + 4 * math.sqrt(n) + 4 * math.sqrt(rows), scale, 4, scale))
         cases.append(c)
     return cases
+
+
+def cross_entropy_ignore(g, dt, x, t):
+    """PyTorch's default cross-entropy as its ONNX export spells it: rows
+    whose target is -100 are ignored (their index sent to 0, their loss 0),
+    and the mean divides by the rows kept (none kept: 0 / 0, NaN)."""
+    rows, n = x.shape
+    t = np.where(t < 0, t + n, t)
+    t[g.ints([rows, 1], 0, 3) == 0] = -100
+    c = Case('take_along_axis', dt, 'cross-entropy ignore_index [%d,%d]' % (rows, n))
+    c.node('constant', [], ['ign'], {'dtype': 'i64', 'shape': [], 'value': -100})
+    c.node('constant', [], ['zi'], {'dtype': 'i64', 'shape': [], 'value': 0})
+    c.node('constant', [], ['zf'], {'dtype': dt, 'shape': [], 'value': 0.0})
+    c.node('constant', [], ['one'], {'dtype': dt, 'shape': [], 'value': 1.0})
+    c.node('not_equal', [c.inp('t', 'i64', t), 'ign'], ['keep'])
+    c.node('select', ['keep', 't', 'zi'], ['safe'])
+    c.node('log_softmax', [c.inp('x', dt, x)], ['lp'], {'axis': -1})
+    c.node('take_along_axis', ['lp', 'safe'], ['p'], {'axis': 1})
+    c.node('neg', ['p'], ['nl'])
+    c.node('select', ['keep', 'nl', 'zf'], ['kl'])
+    c.node('select', ['keep', 'one', 'zf'], ['w'])
+    c.node('reduce_sum', ['kl'], ['total'], {'axes': [0, 1], 'keepdims': False})
+    c.node('reduce_sum', ['w'], ['count'], {'axes': [0, 1], 'keepdims': False})
+    c.node('div', ['total', 'count'], ['y'])
+    keep = t != -100
+    nl = -np.take_along_axis(L.log_softmax(x, -1, rounding(dt)), np.where(keep, t, 0), axis=1)
+    kept = int(keep.sum())
+    with np.errstate(invalid='ignore', divide='ignore'):
+        y = np.sum(np.where(keep, nl, 0)) / np.float64(kept)
+    scale = (np.sum(np.abs(np.where(keep, nl, 0))) + kept) / max(kept, 1)
+    # As edge_cross_entropy's mean: each kept row's loss within a
+    # log_softmax's bound, summed, and the sums' rounding.
+    c.out('y', dt, narrow(dt, np.asarray(y)),
+          ftol(dt, 16 + 4 * math.sqrt(n) + 4 * math.sqrt(rows), scale, 4, scale))
+    return c
 
 
 # --- convolution and pooling ------------------------------------------------------
@@ -1273,14 +1314,20 @@ def edge_softmax_inf(g, dt):
     x[2, g.int(0, n - 1)] = 0.5
     x[3, g.int(0, n - 1)] = np.nan
     x[4] = np.where(np.arange(n) > g.int(0, n - 1), -np.inf, x[4])   # causal-like
+    # Rows longer than a block's registers hold (GPU targets: a cluster of
+    # blocks a row, or none past 8 blocks' worth), a -inf entry in each.
+    m = g.pick([32769, 50257, 131072, 200003, 300001])
+    long_x = g.normal(dt, [3, m], 3)
+    long_x[:, g.int(0, m - 1)] = -np.inf
     cases = []
-    for op in ('softmax', 'log_softmax'):
-        c = Case(op, dt, '[6,%d] -inf/NaN rows' % n)
-        c.node(op, [c.inp('x', dt, x)], ['y'], {'axis': -1})
-        f = L.softmax if op == 'softmax' else L.log_softmax
-        r = f(x, -1, rounding(dt))
-        c.out('y', dt, r, softmax_tol(op, dt, n, r))
-        cases.append(c)
+    for x, n, what in ((x, n, '-inf/NaN rows'), (long_x, m, 'long rows')):
+        for op in ('softmax', 'log_softmax'):
+            c = Case(op, dt, '[%d,%d] %s' % (x.shape[0], n, what))
+            c.node(op, [c.inp('x', dt, x)], ['y'], {'axis': -1})
+            f = L.softmax if op == 'softmax' else L.log_softmax
+            r = f(x, -1, rounding(dt))
+            c.out('y', dt, r, softmax_tol(op, dt, n, r))
+            cases.append(c)
     return cases
 
 
@@ -1424,7 +1471,10 @@ def edge_layer_norm(g, dt):
     """Normalisation over the last two and last three axes."""
     return [gen_norm('layer_norm')(g.forced(shape=[3, 5, 7], axis=-2), dt),
             gen_norm('layer_norm')(g.forced(shape=[2, 3, 4, 5], axis=-3), dt),
-            gen_norm('rms_norm')(g.forced(shape=[4, 3, 33], axis=-2), dt)]
+            gen_norm('rms_norm')(g.forced(shape=[4, 3, 33], axis=-2), dt),
+            # Rows longer than a block's registers hold (GPU: a cluster).
+            gen_norm('layer_norm')(g.forced(shape=[3, g.pick([50257, 131072])], axis=-1), dt),
+            gen_norm('rms_norm')(g.forced(shape=[2, g.pick([65537, 200003])], axis=-1), dt)]
 
 
 def edge_slice(g, dt):

@@ -113,6 +113,52 @@ func.func @lone_row_gather(%x: tensor<6x7xf32>, %t: tensor<6x1xi64>) -> (tensor<
 
 // -----
 
+// SoftmaxCrossEntropyLoss with ignore_index (-100, as PyTorch exports it):
+// the kept entries' mask and the targets sent to class 0 are per-row
+// elementwise ops that the gather takes in; the loss's select, the count of
+// kept entries and both sums join the chain: one group, and the division
+// of the two totals a group of its own.
+// CHECK-LABEL: func.func @ignore_index
+// CHECK: tcc.group "chain"
+// CHECK-DAG: tcc.not_equal
+// CHECK-DAG: tcc.take_along_axis
+// CHECK-DAG: tcc.index_check
+// CHECK: tcc.chain
+// CHECK-COUNT-2: tcc.reduce_sum {{.*}} -> tensor<f32>
+// CHECK: tcc.group "elementwise"
+// CHECK-NEXT: tcc.div
+// CHECK-NOT: tcc.group
+func.func @ignore_index(%x: tensor<6x7xf32>, %t: tensor<6xi64>) -> (tensor<f32>, tensor<i32>) {
+  %r = tcc.reshape %t : tensor<6xi64> -> tensor<6x1xi64>
+  %ign = tcc.constant {value = -100 : i64} : tensor<i64>
+  %zi = tcc.constant {value = 0 : i64} : tensor<i64>
+  %keep = tcc.not_equal %r, %ign : tensor<6x1xi64>, tensor<i64> -> tensor<6x1xi1>
+  %safe = tcc.select %keep, %r, %zi : tensor<6x1xi1>, tensor<6x1xi64>, tensor<i64> -> tensor<6x1xi64>
+  %p = tcc.take_along_axis %x, %safe {axis = 1 : i64} : tensor<6x7xf32>, tensor<6x1xi64> -> tensor<6x1xf32>
+  %c = tcc.index_check %safe {bound = 7 : i64} : tensor<6x1xi64> -> tensor<i32>
+  %l = tcc.chain attributes {axis = 1 : i64} -> tensor<6x1xf32> {
+    %m = tcc.reduce_max %x {axes = array<i64: 1>, keepdims = true} : tensor<6x7xf32> -> tensor<6x1xf32>
+    %d = tcc.sub %x, %m : tensor<6x7xf32>, tensor<6x1xf32> -> tensor<6x7xf32>
+    %e = tcc.exp %d : tensor<6x7xf32>
+    %s = tcc.reduce_sum %e {axes = array<i64: 1>, keepdims = true} : tensor<6x7xf32> -> tensor<6x1xf32>
+    %g = tcc.log %s : tensor<6x1xf32>
+    %a = tcc.sub %p, %m : tensor<6x1xf32>, tensor<6x1xf32> -> tensor<6x1xf32>
+    %b = tcc.sub %a, %g : tensor<6x1xf32>, tensor<6x1xf32> -> tensor<6x1xf32>
+    %n = tcc.neg %b : tensor<6x1xf32>
+    tcc.yield %n : tensor<6x1xf32>
+  }
+  %zf = tcc.constant {value = 0.0 : f32} : tensor<f32>
+  %of = tcc.constant {value = 1.0 : f32} : tensor<f32>
+  %loss = tcc.select %keep, %l, %zf : tensor<6x1xi1>, tensor<6x1xf32>, tensor<f32> -> tensor<6x1xf32>
+  %w = tcc.select %keep, %of, %zf : tensor<6x1xi1>, tensor<f32>, tensor<f32> -> tensor<6x1xf32>
+  %total = tcc.reduce_sum %loss {axes = array<i64: 0, 1>, keepdims = false} : tensor<6x1xf32> -> tensor<f32>
+  %count = tcc.reduce_sum %w {axes = array<i64: 0, 1>, keepdims = false} : tensor<6x1xf32> -> tensor<f32>
+  %y = tcc.div %total, %count : tensor<f32>, tensor<f32> -> tensor<f32>
+  return %y, %c : tensor<f32>, tensor<i32>
+}
+
+// -----
+
 // What the row kernel cannot place stays out of the chain's group: an
 // argmax (a value and an index, not one combiner), and an op of a whole
 // reduction's result (l - mean(l): the mean exists only after the launch).

@@ -85,3 +85,24 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// A kernel whose blocks synchronise a cluster (a long row spread over its
+// blocks, up to 32 values a thread) asks for half the multiprocessor's
+// threads: 4 blocks of 256, 64 registers a thread, not full residency's 32.
+// CHECK-LABEL: gpu.func @cluster_rows
+// CHECK-SAME: nvvm.minctasm = 4 : i32
+// TWO-LABEL: gpu.func @cluster_rows
+// TWO-SAME: nvvm.minctasm = 2 : i32
+// NONE-LABEL: gpu.func @cluster_rows
+// NONE-NOT: minctasm
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @cluster_rows(%a: memref<4xf32>) kernel attributes {known_block_size = array<i32: 256, 1, 1>} {
+      nvvm.cluster.arrive {aligned}
+      nvvm.cluster.wait {aligned}
+      gpu.return
+    }
+  }
+}

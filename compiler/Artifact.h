@@ -37,6 +37,11 @@ struct DeviceLaunch {
     std::vector<int64_t> lower, upper, elementStrides;
   };
   std::vector<TensorMap> tensorMaps;
+  /// A template kernel's template and schedule (JSON text), for `tcc
+  /// inspect`; empty for generic kernels. `tuned`: the schedule came from a
+  /// tuning record.
+  std::string templateName, scheduleJson;
+  bool tuned = false;
 };
 
 /// How one kernel function of the model runs: launches in order, with

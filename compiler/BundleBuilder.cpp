@@ -157,6 +157,12 @@ public:
               json(std::vector<int64_t>(l.cluster.begin(), l.cluster.end()));
         if (code.waitingKernels.count(l.symbol))
           k["grid_dependency"] = true;
+        if (!l.templateName.empty()) {
+          k["template"] = l.templateName;
+          k["schedule"] = json::parse(l.scheduleJson, nullptr, false);
+          if (l.tuned)
+            k["tuning_record"] = true;
+        }
         // The template and schedule a fused attention kernel was built with
         // (tcc-gpu-attention-plan's attribute), for `tcc inspect`: template
         // kernels are named after their function with a suffix (a chain

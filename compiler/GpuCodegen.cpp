@@ -12,6 +12,7 @@
 #include "compiler/KernelPrep.h"
 #include "compiler/LLVMUtils.h"
 #include "compiler/PtxScan.h"
+#include "compiler/TuningRecords.h"
 #include "compiler/gpu/AttentionKernel.h"
 #include "compiler/gpu/AttentionPlan.h"
 #include "compiler/gpu/ConvKernel.h"
@@ -1140,9 +1141,69 @@ FailureOr<AttentionUse> takeAttention(func::FuncOp f, mlir::tcc::AttentionOp op,
           ::tcc::gpu::scheduleOf(cast<mlir::tcc::MmaAttentionAttr>(plan))));
 }
 
+/// A matmul's signature in tuning records: its problem, as a record's
+/// "signature" object holds it.
+nlohmann::json matmulSignature(const ::tcc::gpu::MatmulProblem &p) {
+  auto name = [](Type t) {
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    t.print(os);
+    return s;
+  };
+  return {{"a", name(p.aType)},
+          {"b", name(p.bType)},
+          {"c", name(p.cType)},
+          {"m", p.m},
+          {"n", p.n},
+          {"k", p.k},
+          {"batch", p.batch},
+          {"a_batched", p.aBatched},
+          {"b_batched", p.bBatched},
+          {"trans_a", p.transA},
+          {"trans_b", p.transB},
+          {"allow_tf32", p.allowTf32}};
+}
+
+/// Sets the integer fields `keys` name in `fields` from a record's
+/// schedule; false (with `why`) on an unknown key or a value that is not
+/// an integer.
+bool scheduleFields(const nlohmann::json &schedule,
+                    llvm::ArrayRef<std::pair<const char *, int64_t *>> fields,
+                    std::string &why) {
+  for (const auto &item : schedule.items()) {
+    const std::string &key = item.key();
+    auto it =
+        llvm::find_if(fields, [&](const auto &f) { return key == f.first; });
+    if (it == fields.end() || !item.value().is_number_integer()) {
+      why = "'" + key + "' is not a knob of the template with an integer value";
+      return false;
+    }
+    *it->second = item.value().get<int64_t>();
+  }
+  return true;
+}
+
+std::string scheduleText(const ::tcc::gpu::WgmmaSchedule &s) {
+  return nlohmann::json{{"tile_m", s.tileM},
+                        {"tile_n", s.tileN},
+                        {"warpgroups", s.warpgroups},
+                        {"stages", s.stages},
+                        {"split_k", s.splitK}}
+      .dump();
+}
+
+std::string scheduleText(const ::tcc::gpu::MatmulSchedule &s) {
+  return nlohmann::json{{"tile_m", s.tileM},   {"tile_n", s.tileN},
+                        {"tile_k", s.tileK},   {"warps_m", s.warpsM},
+                        {"warps_n", s.warpsN}, {"stages", s.stages},
+                        {"split_k", s.splitK}}
+      .dump();
+}
+
 LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
                               const ::tcc::TargetDesc &target,
-                              const ScheduleOverrides &overrides, bool convTma,
+                              const ScheduleOverrides &overrides,
+                              const ::tcc::TuningRecords &records, bool convTma,
                               gpu::GPUModuleOp gpuModule,
                               ::tcc::KernelPlan &plan) {
   OpBuilder b(gpuModule.getContext());
@@ -1302,29 +1363,92 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
   wp.cType = mp.cType;
   ::tcc::gpu::WgmmaSchedule ws = ::tcc::gpu::chooseWgmmaSchedule(wp);
   ::tcc::gpu::MatmulSchedule schedule; // the mma.sync path's (split-K)
+  ::tcc::gpu::MatmulProblem tp = mp;
+  tp.transB = mp.transB || transposeB;
+  bool explicitSchedule =
+      !overrides.all.empty() || overrides.perKernel.contains(name);
   // Fewer than 64 rows would leave most of every 64-row wgmma idle; the
   // mma.sync template's smaller tiles serve them.
-  if (target.wgmma && mp.m >= 64 && !mp.transA &&
-      (mp.aType.isBF16() || mp.aType.isF16() || tf32) &&
-      overrides.all.empty() && !overrides.perKernel.contains(name) &&
-      ::tcc::gpu::wgmmaKernelSupports(wp, ws, target, error)) {
+  bool wgmmaFits = target.wgmma && mp.m >= 64 && !mp.transA &&
+                   (mp.aType.isBF16() || mp.aType.isF16() || tf32);
+  // A tuning record for this matmul on this GPU (a --schedule wins): its
+  // template and schedule where the template takes them, else a warning
+  // and the heuristic's choice.
+  const ::tcc::TuningRecord *record = nullptr;
+  if (!explicitSchedule && !records.empty()) {
+    std::vector<std::string> warnings;
+    record = records.find("matmul", matmulSignature(mp), target.name, warnings);
+    for (const std::string &w : warnings)
+      gpuModule.emitWarning("kernel ") << name << ": " << w;
+  }
+  bool tuned = false;
+  if (record) {
+    std::string why;
+    if (record->templ == "wgmma") {
+      ::tcc::gpu::WgmmaSchedule rs = ws;
+      if (!wgmmaFits)
+        why = "the wgmma template does not take this matmul on " + target.name;
+      else if (scheduleFields(record->schedule,
+                              {{"tile_m", &rs.tileM},
+                               {"tile_n", &rs.tileN},
+                               {"warpgroups", &rs.warpgroups},
+                               {"stages", &rs.stages},
+                               {"split_k", &rs.splitK}},
+                              why) &&
+               ::tcc::gpu::wgmmaKernelSupports(wp, rs, target, why)) {
+        ws = rs;
+        tuned = true;
+      }
+    } else if (record->templ == "mma") {
+      ::tcc::gpu::MatmulSchedule rs =
+          ::tcc::gpu::chooseMatmulSchedule(tp, target);
+      if (scheduleFields(record->schedule,
+                         {{"tile_m", &rs.tileM},
+                          {"tile_n", &rs.tileN},
+                          {"tile_k", &rs.tileK},
+                          {"warps_m", &rs.warpsM},
+                          {"warps_n", &rs.warpsN},
+                          {"stages", &rs.stages},
+                          {"split_k", &rs.splitK}},
+                         why)) {
+        ::tcc::gpu::chooseSplitKReduction(rs, target);
+        if (::tcc::gpu::matmulScheduleValid(tp, rs, target, why)) {
+          schedule = rs;
+          tuned = true;
+        }
+      }
+    } else {
+      why = "no matmul template is named '" + record->templ + "'";
+    }
+    if (!tuned)
+      gpuModule.emitWarning("kernel ")
+          << name << ": its tuning record is not applied: " << why;
+  }
+  bool useWgmma =
+      tuned ? record->templ == "wgmma"
+            : wgmmaFits && !explicitSchedule &&
+                  ::tcc::gpu::wgmmaKernelSupports(wp, ws, target, error);
+  if (useWgmma) {
     symbol = name + "_wgmma";
     launch = ::tcc::gpu::buildWgmmaKernel(b, gpuModule, symbol, wp, ws);
   } else {
-    ::tcc::gpu::MatmulProblem tp = mp;
-    tp.transB = mp.transB || transposeB;
-    schedule = ::tcc::gpu::chooseMatmulSchedule(tp, target);
-    if (failed(overrides.apply(name, schedule, error)))
-      return gpuModule.emitError("kernel ") << name << ": " << error;
-    ::tcc::gpu::chooseSplitKReduction(schedule, target);
-    if (!::tcc::gpu::matmulScheduleValid(tp, schedule, target, error))
-      return gpuModule.emitError("kernel ") << name << ": " << error;
+    if (!tuned) {
+      schedule = ::tcc::gpu::chooseMatmulSchedule(tp, target);
+      if (failed(overrides.apply(name, schedule, error)))
+        return gpuModule.emitError("kernel ") << name << ": " << error;
+      ::tcc::gpu::chooseSplitKReduction(schedule, target);
+      if (!::tcc::gpu::matmulScheduleValid(tp, schedule, target, error))
+        return gpuModule.emitError("kernel ") << name << ": " << error;
+    }
     symbol = name + "_mma";
     launch = ::tcc::gpu::buildMatmulKernel(b, gpuModule, symbol, tp, schedule);
   }
   if (failed(launch))
     return failure();
   ::tcc::DeviceLaunch l = deviceLaunch(symbol, *launch, {});
+  l.templateName = useWgmma ? "wgmma" : "mma";
+  l.scheduleJson = useWgmma ? scheduleText(ws) : scheduleText(schedule);
+  l.tuned = tuned;
   // Puts B's transpose in front: its buffer is the first scratch one.
   auto addTranspose = [&] {
     if (!transposeB)
@@ -1361,6 +1485,9 @@ LogicalResult compileGpuKernels(ModuleOp module, const GpuOptions &options,
   ScheduleOverrides overrides;
   std::string scheduleError;
   if (failed(overrides.load(options.scheduleFile, scheduleError)))
+    return module.emitError(scheduleError);
+  ::tcc::TuningRecords records;
+  if (!records.load(options.tuningRecords, scheduleError))
     return module.emitError(scheduleError);
   std::vector<std::string> names;
   llvm::StringMap<MatmulUse> matmuls;
@@ -1472,7 +1599,7 @@ LogicalResult compileGpuKernels(ModuleOp module, const GpuOptions &options,
   for (auto [i, name] : llvm::enumerate(names)) {
     auto use = matmuls.find(name);
     if (use != matmuls.end() &&
-        failed(addMatmulLaunch(use->second, name, target, overrides,
+        failed(addMatmulLaunch(use->second, name, target, overrides, records,
                                options.convTma, gpuModule,
                                artifact.kernels[i])))
       return failure();

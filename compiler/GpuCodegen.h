@@ -28,6 +28,8 @@ struct GpuOptions {
   /// A JSON file overriding the schedules the heuristics choose (see
   /// docs/cli.md, --schedule); empty: none.
   std::string scheduleFile;
+  /// A tuning records file (compiler/TuningRecords.h); empty: none.
+  std::string tuningRecords;
   /// Run kernels of row-wise ops (softmax, norms) as one launch with the
   /// row in registers (tcc-gpu-row-fusion).
   bool rowFusion = true;

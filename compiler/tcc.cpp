@@ -102,6 +102,12 @@ static cl::opt<std::string> scheduleFile(
     cl::desc("JSON file overriding GPU kernel schedules, for experiments "
              "(docs/cli.md)"),
     cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
+static cl::opt<std::string> tuningRecords(
+    "tuning-records",
+    cl::desc("JSON file of measured schedules (docs/cli.md): a kernel whose "
+             "signature a record for the target holds is built with its "
+             "schedule"),
+    cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
 static cl::opt<bool> gpuRowFusion(
     "gpu-row-fusion", cl::init(true),
     cl::desc("Kernels of row-wise ops (softmax, norms) as one launch with "
@@ -352,6 +358,7 @@ static bool compilePath(const std::string &path,
   options.gpu.indexBits = gpuIndexBits;
   options.gpu.gridDependency = gridDependency;
   options.gpu.scheduleFile = scheduleFile;
+  options.gpu.tuningRecords = tuningRecords;
   options.gpu.rowFusion = gpuRowFusion;
   options.gpu.concatInPlace = gpuConcatInPlace;
   options.gpu.convTma = gpuConvTma;

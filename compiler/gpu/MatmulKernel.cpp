@@ -973,6 +973,32 @@ void splitThinGrid(const MatmulProblem &p, MatmulSchedule &s,
   chooseSplitKReduction(s, target);
 }
 
+std::vector<MatmulSchedule>
+matmulScheduleSpace(const MatmulProblem &p, const ::tcc::TargetDesc &target) {
+  std::vector<MatmulSchedule> space;
+  std::string why;
+  for (int64_t tm : {32, 64, 128, 256})
+    for (int64_t tn : {32, 64, 128, 256})
+      for (int64_t tk : {16, 32, 64})
+        for (int64_t wm : {1, 2, 4})
+          for (int64_t wn : {1, 2, 4})
+            for (int64_t st : {2, 3, 4})
+              for (int64_t sk : {1, 2, 4, 8}) {
+                MatmulSchedule s;
+                s.tileM = tm;
+                s.tileN = tn;
+                s.tileK = tk;
+                s.warpsM = wm;
+                s.warpsN = wn;
+                s.stages = st;
+                s.splitK = sk;
+                chooseSplitKReduction(s, target);
+                if (matmulScheduleValid(p, s, target, why))
+                  space.push_back(s);
+              }
+  return space;
+}
+
 void chooseSplitKReduction(MatmulSchedule &s, const ::tcc::TargetDesc &target) {
   s.clusterSplitK =
       target.clusters && s.splitK > 1 && s.splitK <= kMaxClusterSplits;

@@ -188,6 +188,14 @@ bool matmulKernelSupports(const MatmulProblem &p, std::string &why);
 bool matmulScheduleValid(const MatmulProblem &p, const MatmulSchedule &s,
                          const ::tcc::TargetDesc &target, std::string &why);
 
+/// The mma.sync template's schedule space for `p` on `target`: every
+/// combination of its knobs (tile_m and tile_n 32-256, tile_k 16-64, warps_m
+/// and warps_n 1-4, stages 2-4, split_k 1, 2, 4, 8; the split-K reduction as
+/// chooseSplitKReduction sets it) that matmulScheduleValid accepts. A tuning
+/// record's schedule names a point of it; tuning searches it.
+std::vector<MatmulSchedule>
+matmulScheduleSpace(const MatmulProblem &p, const ::tcc::TargetDesc &target);
+
 /// Appends `gpu.func @name(%a, %b, %c) kernel` to `module`. The arguments are
 /// identity-layout memrefs of static shape: A [aBatched ? batch : 1, M, K]
 /// ([.., K, M] if transA), B [bBatched ? batch : 1, K, N] ([.., N, K] if

@@ -709,6 +709,27 @@ static bool wgmmaShapeValid(const WgmmaProblem &p, const WgmmaSchedule &s,
   return true;
 }
 
+std::vector<WgmmaSchedule> wgmmaScheduleSpace(const WgmmaProblem &p,
+                                              const ::tcc::TargetDesc &target) {
+  std::vector<WgmmaSchedule> space;
+  std::string why;
+  for (int64_t tm : {64, 128})
+    for (int64_t tn : {64, 128, 256})
+      for (int64_t wg : {1, 2})
+        for (int64_t st : {3, 4, 5, 6})
+          for (int64_t sk : {1, 2, 4, 8}) {
+            WgmmaSchedule s;
+            s.tileM = tm;
+            s.tileN = tn;
+            s.warpgroups = wg;
+            s.stages = st;
+            s.splitK = sk;
+            if (wgmmaKernelSupports(p, s, target, why))
+              space.push_back(s);
+          }
+  return space;
+}
+
 bool wgmmaKernelSupports(const WgmmaProblem &p, const WgmmaSchedule &s,
                          const ::tcc::TargetDesc &target, std::string &why,
                          const GemmGather *gather) {

@@ -86,6 +86,14 @@ bool wgmmaKernelSupports(const WgmmaProblem &p, const WgmmaSchedule &s,
                          const ::tcc::TargetDesc &target, std::string &why,
                          const GemmGather *gather = nullptr);
 
+/// The wgmma template's schedule space for `p` on `target` (a matmul: no
+/// gather, no TMA): every combination of its knobs (tile_m 64, 128;
+/// tile_n 64, 128, 256; warpgroups 1, 2; stages 3-6; split_k 1, 2, 4, 8)
+/// that wgmmaKernelSupports accepts. A tuning record's schedule names a
+/// point of it; tuning searches it.
+std::vector<WgmmaSchedule> wgmmaScheduleSpace(const WgmmaProblem &p,
+                                              const ::tcc::TargetDesc &target);
+
 /// With s.tma, the kernel takes two tensor maps after its buffers (A's
 /// im2col map and B's tiled one, KernelLaunch::tensorMaps).
 /// Appends `gpu.func @name(%a, %b, [%bias,] [%residual,] %c) kernel` to

@@ -347,6 +347,25 @@ def log_softmax(x, axis=-1, r=lambda v: v):
         return r(t - r(np.log(r(np.sum(r(np.exp(t)), axis=axis, keepdims=True)))))
 
 
+def nll_loss(lp, t, w=None, ignore=None, reduction='mean'):
+    """ONNX's NegativeLogLikelihoodLoss of log-probabilities lp [N, C, d...]
+    (class axis 1) at targets t [N, d...], in float64: entries equal to
+    `ignore` count nothing; weights w [C] scale each entry; a mean with
+    weights or ignored entries divides by the weights kept (0 / 0 is NaN)."""
+    keep = np.ones(t.shape, bool) if ignore is None else t != ignore
+    tt = np.where(keep, t, 0)
+    picked = np.take_along_axis(lp, np.expand_dims(tt, 1), axis=1)[:, 0]
+    wl = np.ones(picked.shape) if w is None else w.astype(np.float64)[tt]
+    loss = -picked * wl * keep
+    if reduction == 'none':
+        return loss
+    if reduction == 'sum':
+        return loss.sum()
+    with np.errstate(invalid='ignore'):
+        return loss.sum() / (wl * keep).sum() if (w is not None or ignore is not None) \
+            else loss.mean()
+
+
 def layer_norm(x, gamma=None, beta=None, axis=-1, eps_=1e-5, r=lambda v: v):
     axes = tuple(range(axis % x.ndim if x.ndim else 0, x.ndim))
     m = r(np.mean(x, axis=axes, keepdims=True))

@@ -654,18 +654,7 @@ with tempfile.TemporaryDirectory() as d:
           {'x': x}, {'s': (xd.sum(axis=(0, 2)), sum_tol),
                      'mx': (xd.max(axis=-1, keepdims=True), Tol()), 'mn': (xd.min(), Tol())}, d)
 
-    def nll_ref(lp, t, w=None, ignore=None, reduction='mean'):
-        keep = np.ones(t.shape, bool) if ignore is None else t != ignore
-        tt = np.where(keep, t, 0)
-        picked = np.take_along_axis(lp, np.expand_dims(tt, 1), axis=1)[:, 0]
-        wl = np.ones(picked.shape) if w is None else w.astype(np.float64)[tt]
-        loss = -picked * wl * keep
-        if reduction == 'none':
-            return loss
-        if reduction == 'sum':
-            return loss.sum()
-        return loss.sum() / (wl * keep).sum() if (w is not None or ignore is not None) \
-            else loss.mean()
+    nll_ref = L.nll_loss
 
     def log_softmax(v):
         v = v - v.max(axis=1, keepdims=True)

@@ -10,7 +10,9 @@
 #                                     (--quick; OPTEST_ARGS= for all, about
 #                                     35 MB), the models and the examples
 #                                     compiled for sm_90 (the bf16 decoder layer
-#                                     also for sm_90a); and .carry/gpu-odd with
+#                                     also for sm_90a), ONNX cross-entropy
+#                                     losses for sm_90a (onnx_losses.py);
+#                                     and .carry/gpu-odd with
 #                                     the odd-row op tests for sm_90 and sm_90a
 #                                     (together they pass the 64 MiB a device
 #                                     call carries: two calls)
@@ -82,6 +84,10 @@ if [ "${1:-}" = prepare ]; then
     # The same on Hopper's warpgroup MMA (sm_90a).
     /usr/bin/python3 "$root/tests/gpu/attention_test.py" --tcc "$tcc" \
       --record "$carry/attention-sm90a" --target sm_90a
+    # ONNX cross-entropy losses (ignore_index, weights, vocabulary-length
+    # rows over a cluster of blocks) for sm_90a; inputs made there.
+    /usr/bin/python3 "$root/tests/gpu/onnx_losses.py" prepare --tcc "$tcc" \
+      --dir "$carry/onnx-losses" || echo "ONNX losses left out (python3-onnx?)"
     mkdir -p "$carry/examples"
     for m in "$root"/examples/*.json; do
       "$tcc" compile "$m" -o "$carry/examples/$(basename "$m" .json).tccb" \
@@ -212,6 +218,16 @@ for a in attention attention-sm90a; do
   cat "$out/$a.log"
   result "$a with --gpu-attention" $rc
 done
+
+if [ -d "$carry/onnx-losses" ]; then
+  step "ONNX cross-entropy losses on the GPU (sm_90a)"
+  python3 "$root/tests/gpu/onnx_losses.py" check --tcc "$build/runtime/tcc" \
+    --dir "$carry/onnx-losses" > "$out/onnx-losses.log" 2>&1
+  rc=$?
+  grep -E "^FAIL" "$out/onnx-losses.log" | head -20
+  tail -1 "$out/onnx-losses.log"
+  result "ONNX losses" $rc
+fi
 
 if [ -d "$carry/examples" ]; then
   step "the examples on the GPU"

@@ -865,6 +865,46 @@ std::optional<MatmulUse> takeMatmul(func::FuncOp f,
 
 /// Builds the template kernel of `use` into `gpuModule`; its launch is
 /// prepended to `plan` (whose indices it shifts, see MatmulUse).
+/// A template's schedule knobs by their names in schedule files and tuning
+/// records, each with the field it sets.
+using Knobs = SmallVector<std::pair<const char *, int64_t *>, 7>;
+
+Knobs mmaKnobs(::tcc::gpu::MatmulSchedule &s) {
+  return {{"tile_m", &s.tileM},   {"tile_n", &s.tileN},   {"tile_k", &s.tileK},
+          {"warps_m", &s.warpsM}, {"warps_n", &s.warpsN}, {"stages", &s.stages},
+          {"split_k", &s.splitK}};
+}
+
+Knobs wgmmaKnobs(::tcc::gpu::WgmmaSchedule &s) {
+  return {{"tile_m", &s.tileM},
+          {"tile_n", &s.tileN},
+          {"warpgroups", &s.warpgroups},
+          {"stages", &s.stages},
+          {"split_k", &s.splitK}};
+}
+
+/// Sets `knobs` from the object `o`; the first key that names no knob or
+/// holds no integer, or nothing.
+std::optional<std::string> setKnobs(const nlohmann::json &o,
+                                    const Knobs &knobs) {
+  for (const auto &item : o.items()) {
+    auto it = llvm::find_if(
+        knobs, [&](const auto &k) { return item.key() == k.first; });
+    if (it == knobs.end() || !item.value().is_number_integer())
+      return item.key();
+    *it->second = item.value().get<int64_t>();
+  }
+  return std::nullopt;
+}
+
+/// The knobs' values as a JSON object's text (`tcc inspect`).
+std::string knobsText(const Knobs &knobs) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto &[name, field] : knobs)
+    j[name] = *field;
+  return j.dump();
+}
+
 /// Schedules from --schedule: {"matmul": {...}, "conv": {...}, "kernels":
 /// {"NAME": {...}}}, each {...} holding some of tile_m, tile_n, tile_k,
 /// warps_m, warps_n, stages; a kernel's entry wins over "matmul" (for the
@@ -955,22 +995,11 @@ struct ScheduleOverrides {
         error = "schedule for " + name + " is not an object";
         return failure();
       }
-      for (auto &[key, value] : o->items()) {
-        int64_t *field = key == "tile_m"    ? &s.tileM
-                         : key == "tile_n"  ? &s.tileN
-                         : key == "tile_k"  ? &s.tileK
-                         : key == "warps_m" ? &s.warpsM
-                         : key == "warps_n" ? &s.warpsN
-                         : key == "stages"  ? &s.stages
-                         : key == "split_k" ? &s.splitK
-                                            : nullptr;
-        if (!field || !value.is_number_integer()) {
-          error = "schedule for " + name + ": '" + key +
-                  "' is not one of tile_m, tile_n, tile_k, warps_m, "
-                  "warps_n, stages, split_k with an integer value";
-          return failure();
-        }
-        *field = value.get<int64_t>();
+      if (std::optional<std::string> bad = setKnobs(*o, mmaKnobs(s))) {
+        error = "schedule for " + name + ": '" + *bad +
+                "' is not one of tile_m, tile_n, tile_k, warps_m, "
+                "warps_n, stages, split_k with an integer value";
+        return failure();
       }
     }
     return success();
@@ -1164,42 +1193,6 @@ nlohmann::json matmulSignature(const ::tcc::gpu::MatmulProblem &p) {
           {"allow_tf32", p.allowTf32}};
 }
 
-/// Sets the integer fields `keys` name in `fields` from a record's
-/// schedule; false (with `why`) on an unknown key or a value that is not
-/// an integer.
-bool scheduleFields(const nlohmann::json &schedule,
-                    llvm::ArrayRef<std::pair<const char *, int64_t *>> fields,
-                    std::string &why) {
-  for (const auto &item : schedule.items()) {
-    const std::string &key = item.key();
-    auto it =
-        llvm::find_if(fields, [&](const auto &f) { return key == f.first; });
-    if (it == fields.end() || !item.value().is_number_integer()) {
-      why = "'" + key + "' is not a knob of the template with an integer value";
-      return false;
-    }
-    *it->second = item.value().get<int64_t>();
-  }
-  return true;
-}
-
-std::string scheduleText(const ::tcc::gpu::WgmmaSchedule &s) {
-  return nlohmann::json{{"tile_m", s.tileM},
-                        {"tile_n", s.tileN},
-                        {"warpgroups", s.warpgroups},
-                        {"stages", s.stages},
-                        {"split_k", s.splitK}}
-      .dump();
-}
-
-std::string scheduleText(const ::tcc::gpu::MatmulSchedule &s) {
-  return nlohmann::json{{"tile_m", s.tileM},   {"tile_n", s.tileN},
-                        {"tile_k", s.tileK},   {"warps_m", s.warpsM},
-                        {"warps_n", s.warpsN}, {"stages", s.stages},
-                        {"split_k", s.splitK}}
-      .dump();
-}
-
 LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
                               const ::tcc::TargetDesc &target,
                               const ScheduleOverrides &overrides,
@@ -1388,29 +1381,22 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
       ::tcc::gpu::WgmmaSchedule rs = ws;
       if (!wgmmaFits)
         why = "the wgmma template does not take this matmul on " + target.name;
-      else if (scheduleFields(record->schedule,
-                              {{"tile_m", &rs.tileM},
-                               {"tile_n", &rs.tileN},
-                               {"warpgroups", &rs.warpgroups},
-                               {"stages", &rs.stages},
-                               {"split_k", &rs.splitK}},
-                              why) &&
-               ::tcc::gpu::wgmmaKernelSupports(wp, rs, target, why)) {
+      else if (std::optional<std::string> bad =
+                   setKnobs(record->schedule, wgmmaKnobs(rs)))
+        why = "'" + *bad +
+              "' is not a knob of the template with an integer value";
+      else if (::tcc::gpu::wgmmaKernelSupports(wp, rs, target, why)) {
         ws = rs;
         tuned = true;
       }
     } else if (record->templ == "mma") {
       ::tcc::gpu::MatmulSchedule rs =
           ::tcc::gpu::chooseMatmulSchedule(tp, target);
-      if (scheduleFields(record->schedule,
-                         {{"tile_m", &rs.tileM},
-                          {"tile_n", &rs.tileN},
-                          {"tile_k", &rs.tileK},
-                          {"warps_m", &rs.warpsM},
-                          {"warps_n", &rs.warpsN},
-                          {"stages", &rs.stages},
-                          {"split_k", &rs.splitK}},
-                         why)) {
+      if (std::optional<std::string> bad =
+              setKnobs(record->schedule, mmaKnobs(rs))) {
+        why = "'" + *bad +
+              "' is not a knob of the template with an integer value";
+      } else {
         ::tcc::gpu::chooseSplitKReduction(rs, target);
         if (::tcc::gpu::matmulScheduleValid(tp, rs, target, why)) {
           schedule = rs;
@@ -1447,7 +1433,8 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
     return failure();
   ::tcc::DeviceLaunch l = deviceLaunch(symbol, *launch, {});
   l.templateName = useWgmma ? "wgmma" : "mma";
-  l.scheduleJson = useWgmma ? scheduleText(ws) : scheduleText(schedule);
+  l.scheduleJson =
+      useWgmma ? knobsText(wgmmaKnobs(ws)) : knobsText(mmaKnobs(schedule));
   l.tuned = tuned;
   // Puts B's transpose in front: its buffer is the first scratch one.
   auto addTranspose = [&] {

@@ -42,6 +42,8 @@ struct DeviceLaunch {
   /// tuning record.
   std::string templateName, scheduleJson;
   bool tuned = false;
+  /// A matmul template kernel's signature in tuning records (JSON text).
+  std::string signatureJson;
 };
 
 /// How one kernel function of the model runs: launches in order, with

@@ -905,6 +905,39 @@ std::string knobsText(const Knobs &knobs) {
   return j.dump();
 }
 
+/// A matmul as the two templates compute it, for addMatmulLaunch's choice
+/// and the tuner's space alike: tf32 reads B stored [N][K] (transposed into
+/// scratch first when the model gives [K][N]); wgmma takes 16-bit or tf32
+/// operands, A row-major and at least 64 rows (fewer would leave most of
+/// every 64-row wgmma idle; mma.sync's smaller tiles serve them).
+struct TemplateProblems {
+  ::tcc::gpu::MatmulProblem mma;
+  ::tcc::gpu::WgmmaProblem wgmma;
+  bool transposeB = false, wgmmaFits = false;
+};
+
+TemplateProblems templateProblems(const ::tcc::gpu::MatmulProblem &mp,
+                                  const ::tcc::TargetDesc &target) {
+  TemplateProblems t;
+  bool tf32 = mp.aType.isF32() && mp.allowTf32;
+  t.transposeB = tf32 && !mp.transB;
+  t.mma = mp;
+  t.mma.transB = mp.transB || t.transposeB;
+  ::tcc::gpu::WgmmaProblem &wp = t.wgmma;
+  wp.m = mp.m;
+  wp.n = mp.n;
+  wp.k = mp.k;
+  wp.batch = mp.batch;
+  wp.aBatched = mp.aBatched;
+  wp.bBatched = mp.bBatched;
+  wp.transB = t.mma.transB;
+  wp.abType = mp.aType;
+  wp.cType = mp.cType;
+  t.wgmmaFits = target.wgmma && mp.m >= 64 && !mp.transA &&
+                (mp.aType.isBF16() || mp.aType.isF16() || tf32);
+  return t;
+}
+
 /// Schedules from --schedule: {"matmul": {...}, "conv": {...}, "kernels":
 /// {"NAME": {...}}}, each {...} holding some of tile_m, tile_n, tile_k,
 /// warps_m, warps_n, stages; a kernel's entry wins over "matmul" (for the
@@ -1193,6 +1226,65 @@ nlohmann::json matmulSignature(const ::tcc::gpu::MatmulProblem &p) {
           {"allow_tf32", p.allowTf32}};
 }
 
+} // namespace
+
+namespace tcc {
+std::vector<MatmulCandidate> matmulTuningSpace(const nlohmann::json &signature,
+                                               const TargetDesc &target,
+                                               mlir::MLIRContext &context,
+                                               std::string &error) {
+  mlir::Builder b(&context);
+  auto typeOf = [&](const char *key) -> Type {
+    std::string t = signature.value(key, "");
+    if (t == "bf16")
+      return b.getBF16Type();
+    if (t == "f16")
+      return b.getF16Type();
+    if (t == "f32")
+      return b.getF32Type();
+    return Type();
+  };
+  ::tcc::gpu::MatmulProblem mp;
+  try {
+    mp.aType = typeOf("a");
+    mp.bType = typeOf("b");
+    mp.cType = typeOf("c");
+    mp.m = signature.at("m").get<int64_t>();
+    mp.n = signature.at("n").get<int64_t>();
+    mp.k = signature.at("k").get<int64_t>();
+    mp.batch = signature.at("batch").get<int64_t>();
+    mp.aBatched = signature.at("a_batched").get<bool>();
+    mp.bBatched = signature.at("b_batched").get<bool>();
+    mp.transA = signature.at("trans_a").get<bool>();
+    mp.transB = signature.at("trans_b").get<bool>();
+    mp.allowTf32 = signature.at("allow_tf32").get<bool>();
+  } catch (const nlohmann::json::exception &) {
+    error = "a matmul signature needs m, n, k, batch, a_batched, b_batched, "
+            "trans_a, trans_b and allow_tf32";
+    return {};
+  }
+  if (!mp.aType || !mp.bType || !mp.cType) {
+    error = "a matmul signature's a, b and c must be bf16, f16 or f32";
+    return {};
+  }
+  std::vector<MatmulCandidate> out;
+  TemplateProblems tps = templateProblems(mp, target);
+  if (tps.wgmmaFits) {
+    for (::tcc::gpu::WgmmaSchedule s :
+         ::tcc::gpu::wgmmaScheduleSpace(tps.wgmma, target))
+      out.push_back({"wgmma", nlohmann::json::parse(knobsText(wgmmaKnobs(s)))});
+  }
+  for (::tcc::gpu::MatmulSchedule s :
+       ::tcc::gpu::matmulScheduleSpace(tps.mma, target))
+    out.push_back({"mma", nlohmann::json::parse(knobsText(mmaKnobs(s)))});
+  if (out.empty())
+    error = "no matmul template takes this signature on " + target.name;
+  return out;
+}
+} // namespace tcc
+
+namespace {
+
 LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
                               const ::tcc::TargetDesc &target,
                               const ScheduleOverrides &overrides,
@@ -1342,28 +1434,14 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
   // B through ldmatrix only so (32-bit elements have no transposing ldmatrix:
   // 0.62x cuBLAS against 0.47x). B [K][N] is transposed into scratch first, for
   // a few percent of the GEMM's time (docs/performance.md).
-  bool tf32 = mp.aType.isF32() && mp.allowTf32;
-  bool transposeB = tf32 && !mp.transB;
-  ::tcc::gpu::WgmmaProblem wp;
-  wp.m = mp.m;
-  wp.n = mp.n;
-  wp.k = mp.k;
-  wp.batch = mp.batch;
-  wp.aBatched = mp.aBatched;
-  wp.bBatched = mp.bBatched;
-  wp.transB = mp.transB || transposeB;
-  wp.abType = mp.aType;
-  wp.cType = mp.cType;
+  TemplateProblems tps = templateProblems(mp, target);
+  bool transposeB = tps.transposeB, wgmmaFits = tps.wgmmaFits;
+  const ::tcc::gpu::WgmmaProblem &wp = tps.wgmma;
+  const ::tcc::gpu::MatmulProblem &tp = tps.mma;
   ::tcc::gpu::WgmmaSchedule ws = ::tcc::gpu::chooseWgmmaSchedule(wp);
   ::tcc::gpu::MatmulSchedule schedule; // the mma.sync path's (split-K)
-  ::tcc::gpu::MatmulProblem tp = mp;
-  tp.transB = mp.transB || transposeB;
   bool explicitSchedule =
       !overrides.all.empty() || overrides.perKernel.contains(name);
-  // Fewer than 64 rows would leave most of every 64-row wgmma idle; the
-  // mma.sync template's smaller tiles serve them.
-  bool wgmmaFits = target.wgmma && mp.m >= 64 && !mp.transA &&
-                   (mp.aType.isBF16() || mp.aType.isF16() || tf32);
   // A tuning record for this matmul on this GPU (a --schedule wins): its
   // template and schedule where the template takes them, else a warning
   // and the heuristic's choice.
@@ -1436,6 +1514,7 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
   l.scheduleJson =
       useWgmma ? knobsText(wgmmaKnobs(ws)) : knobsText(mmaKnobs(schedule));
   l.tuned = tuned;
+  l.signatureJson = matmulSignature(mp).dump();
   // Puts B's transpose in front: its buffer is the first scratch one.
   auto addTranspose = [&] {
     if (!transposeB)

@@ -16,10 +16,12 @@
 #include "compiler/LibEmitter.h"
 #include "compiler/Pipeline.h"
 #include "compiler/Registration.h"
+#include "compiler/tuning/Tuner.h"
 #include "frontend/ModelImporter.h"
 #include "frontend/OnnxImporter.h"
 #include "runtime/src/FileIO.h"
 #include "runtime/tools/Runner.h"
+#include "runtime/tools/TuneMeasure.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Diagnostics.h"
@@ -35,6 +37,7 @@
 
 #include <iostream>
 #include <new>
+#include <sstream>
 
 #include <unistd.h>
 
@@ -44,12 +47,17 @@ static cl::SubCommand compileCmd("compile", "Compile a model into a bundle");
 static cl::SubCommand runCmd("run", "Run a model or bundle once");
 static cl::SubCommand benchCmd("bench", "Time a model or bundle");
 static cl::SubCommand inspectCmd("inspect", "Print a bundle's manifest");
+static cl::SubCommand tuneCmd("tune",
+                              "Tune a model's matmul schedules, a round at a "
+                              "time (docs/cli.md)");
+static cl::SubCommand tuneMeasureCmd("tune-measure",
+                                     "Time a round of tcc tune's candidates");
 
 static cl::opt<std::string>
     inputPath(cl::Positional, cl::Required,
               cl::desc("<model.json | model.onnx | bundle>"),
               cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd),
-              cl::sub(inspectCmd));
+              cl::sub(inspectCmd), cl::sub(tuneCmd), cl::sub(tuneMeasureCmd));
 static cl::opt<std::string> outputPath("o", cl::desc("Output path"),
                                        cl::value_desc("path"),
                                        cl::sub(compileCmd));
@@ -58,7 +66,8 @@ static cl::opt<std::string>
            cl::desc("Target: host (compile's default), sm_80, sm_86, sm_89, "
                     "sm_90, sm_90a (NVIDIA), gfx90a, gfx942 (AMD); run and "
                     "bench use the bundle's own target unless this is given"),
-           cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
+           cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd),
+           cl::sub(tuneCmd));
 static cl::opt<bool> cudaGraph(
     "cuda-graph",
     cl::desc("On CUDA, capture the launch sequence once as a graph and replay "
@@ -86,7 +95,7 @@ static cl::opt<std::string> cudaPath(
     "cuda-path",
     cl::desc("CUDA toolkit whose libdevice NVIDIA kernels link (default: "
              "searched for)"),
-    cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
+    cl::sub(compileCmd), cl::sub(tuneCmd), cl::sub(runCmd), cl::sub(benchCmd));
 static cl::opt<std::string> rocmDeviceLibs(
     "rocm-device-libs",
     cl::desc("Folder of the ROCm device libraries (ocml.bc) AMD kernels link "
@@ -96,7 +105,7 @@ static cl::opt<bool> allowTf32(
     "allow-tf32",
     cl::desc("f32 matmuls may round their inputs to tf32 on tensor cores "
              "(less precise; NVIDIA sm_80 and later)"),
-    cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
+    cl::sub(compileCmd), cl::sub(tuneCmd), cl::sub(runCmd), cl::sub(benchCmd));
 static cl::opt<std::string> scheduleFile(
     "schedule",
     cl::desc("JSON file overriding GPU kernel schedules, for experiments "
@@ -197,7 +206,7 @@ static cl::list<std::string> inputShapes(
     "input-shape",
     cl::desc("NAME=D0xD1x... : fixes the shape of an ONNX graph input "
              "(repeatable; e.g. x=1x3x224x224)"),
-    cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
+    cl::sub(compileCmd), cl::sub(tuneCmd), cl::sub(runCmd), cl::sub(benchCmd));
 static cl::opt<std::string> outputDir("output-dir",
                                       cl::desc("Where outputs are written"),
                                       cl::init("."), cl::sub(runCmd));
@@ -214,6 +223,25 @@ static cl::opt<std::string> profilePath(
     cl::desc("bench: also time every launch and write them to this file "
              "(JSON); inspect: add the times of such a file to the manifest"),
     cl::sub(benchCmd), cl::sub(inspectCmd));
+
+static cl::opt<std::string>
+    tuneWork("work", cl::desc("The tuning folder: rounds, then records.json"),
+             cl::value_desc("dir"), cl::sub(tuneCmd));
+static cl::opt<int> tuneRoundSize(
+    "round-size", cl::init(32),
+    cl::desc("Candidates a round compiles (shared among the signatures)"),
+    cl::sub(tuneCmd));
+static cl::opt<bool>
+    tuneFinish("finish",
+               cl::desc("Write WORK/records.json from the measurements "
+                        "instead of another round"),
+               cl::sub(tuneCmd));
+static cl::opt<uint64_t> tuneSeed("seed", cl::desc("Seed of the search"),
+                                  cl::init(0), cl::sub(tuneCmd));
+static cl::opt<int> tuneWarmup("warmup", cl::desc("Untimed runs"), cl::init(10),
+                               cl::sub(tuneMeasureCmd));
+static cl::opt<int> tuneIters("iters", cl::desc("Timed runs"), cl::init(50),
+                              cl::sub(tuneMeasureCmd));
 
 /// MLIR's options (--mlir-print-ir-after-all, --mlir-timing, ...) register
 /// at the top level; make them valid after every subcommand too.
@@ -289,7 +317,8 @@ static bool parseTargetOptions(tcc::CompileOptions &options) {
 /// Compiles the model at `path`; prints one line per problem on failure.
 static bool compilePath(const std::string &path,
                         const tcc::CompileOptions &targetOptions,
-                        tcc::CompileOutput &out) {
+                        tcc::CompileOutput &out,
+                        const std::string *records = nullptr) {
   mlir::DialectRegistry registry;
   tcc::registerAllDialects(registry);
   mlir::MLIRContext context(registry);
@@ -358,7 +387,7 @@ static bool compilePath(const std::string &path,
   options.gpu.indexBits = gpuIndexBits;
   options.gpu.gridDependency = gridDependency;
   options.gpu.scheduleFile = scheduleFile;
-  options.gpu.tuningRecords = tuningRecords;
+  options.gpu.tuningRecords = records ? *records : tuningRecords.getValue();
   options.gpu.rowFusion = gpuRowFusion;
   options.gpu.concatInPlace = gpuConcatInPlace;
   options.gpu.convTma = gpuConvTma;
@@ -412,6 +441,43 @@ static int doCompile() {
   return 0;
 }
 
+/// tcc tune MODEL --target T --work DIR: a round of candidates, or the
+/// records (compiler/tuning/Tuner.h).
+static int doTune() {
+  if (target.empty())
+    return fail("tune needs --target (the GPU the records are for)");
+  tcc::CompileOptions options;
+  if (!parseTargetOptions(options))
+    return 1;
+  if (tuneRoundSize < 1 || tuneRoundSize > 10000)
+    return fail("--round-size must be 1 to 10000");
+  tcc::tuning::TuneOptions t;
+  t.workDir = tuneWork;
+  t.target = target;
+  t.roundSize = tuneRoundSize;
+  t.finish = tuneFinish;
+  t.seed = tuneSeed;
+  auto compile = [&](const std::string &model, const std::string &records,
+                     std::vector<uint8_t> &bundle) {
+    tcc::CompileOutput out;
+    if (!compilePath(model, options, out, &records))
+      return false;
+    bundle = out.bundle.serialize();
+    return true;
+  };
+  auto inspect = [](const std::vector<uint8_t> &bundle, nlohmann::json &m) {
+    std::ostringstream text, errs;
+    if (tcc::runner::inspectBundle(bundle, "candidate", text, errs) != 0) {
+      llvm::errs() << errs.str();
+      return false;
+    }
+    m = nlohmann::json::parse(text.str(), nullptr, false);
+    return !m.is_discarded();
+  };
+  return tcc::tuning::tune(inputPath, t, compile, inspect, std::cout,
+                           std::cerr);
+}
+
 /// The bundle for run/bench: read, or compiled from a model file.
 static bool loadOrCompile(std::vector<uint8_t> &bundle) {
   throwOnOutOfMemory();
@@ -451,9 +517,21 @@ int main(int argc, char **argv) {
                               "  tcc compile MODEL.json|MODEL.onnx -o OUT\n"
                               "  tcc run MODEL.json|MODEL.onnx|BUNDLE\n"
                               "  tcc bench MODEL.json|MODEL.onnx|BUNDLE\n"
-                              "  tcc inspect BUNDLE\n");
+                              "  tcc inspect BUNDLE\n"
+                              "  tcc tune MODEL --target T --work DIR\n"
+                              "  tcc tune-measure DIR/round-N\n");
   if (compileCmd)
     return doCompile();
+  if (tuneCmd)
+    return doTune();
+  if (tuneMeasureCmd) {
+    throwOnOutOfMemory();
+    if (tuneIters < 1 || tuneWarmup < 0)
+      return fail("tune-measure: --iters must be at least 1, --warmup at "
+                  "least 0");
+    return tcc::runner::tuneMeasure(inputPath, tuneWarmup, tuneIters, std::cout,
+                                    std::cerr);
+  }
   if (profilePath.getNumOccurrences() && profilePath.empty())
     return fail("--profile needs a file name");
   if (inspectCmd) {
@@ -501,6 +579,6 @@ int main(int argc, char **argv) {
     return tcc::runner::benchBundle(std::move(bundle), inputPath, options,
                                     std::cout, std::cerr);
   }
-  return fail("expected a subcommand: compile, run, bench or inspect "
-              "(tcc --help)");
+  return fail("expected a subcommand: compile, run, bench, inspect, tune or "
+              "tune-measure (tcc --help)");
 }

@@ -473,6 +473,26 @@ bool OnnxImporter::valueOf(const std::string &name, const std::string &what,
   if (!checkName(name, what))
     return false;
   const ConstTensor &t = c->second;
+  // One number (a scale, a mask's fill value, an epsilon) becomes a
+  // constant instead: the passes that fold such numbers (a scale of Q moved
+  // onto attention's scores, a 0/-inf mask read as a mask) see its value,
+  // where a param is opaque to them.
+  if (t.numel() == 1 && !t.recipe) {
+    Type et = elementTypeOf(ctx, t.dtype);
+    TypedAttr v;
+    if (auto ft = dyn_cast<FloatType>(et))
+      v = FloatAttr::get(ft, t.floatAt(0));
+    else if (auto it = dyn_cast<IntegerType>(et))
+      v = IntegerAttr::get(it, APInt(it.getWidth(), uint64_t(t.intAt(0)),
+                                     /*isSigned=*/it.getWidth() > 1));
+    if (v) {
+      out = mlir::tcc::ConstantOp::create(
+          im.builder, NameLoc::get(StringAttr::get(&ctx, name)),
+          RankedTensorType::get(t.shape, et), v);
+      values[name] = out;
+      return true;
+    }
+  }
   if (paramBytes + t.bytes->size() > limits.maxParamBytes)
     return fail(what + " \"" + name + "\": the params exceed " +
                 std::to_string(limits.maxParamBytes) + " bytes");

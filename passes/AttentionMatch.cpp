@@ -187,6 +187,20 @@ bool constraintsOf(Value cond, int64_t rank,
   if (isa<AndOp>(op))
     return constraintsOf(op->getOperand(0), rank, out) &&
            constraintsOf(op->getOperand(1), rank, out);
+  // The negation of one inequality is one inequality (an additive mask
+  // of the positions it removes, select(col > row, -inf, 0), keeps
+  // not(col > row)).
+  if (isa<NotOp>(op)) {
+    Operation *inner = op->getOperand(0).getDefiningOp();
+    if (!inner || !isa<GreaterEqualOp, GreaterOp, LessEqualOp, LessOp>(inner))
+      return false;
+    SmallVector<LinearConstraint> kept;
+    if (!constraintsOf(inner->getResult(0), rank, kept) || kept.size() != 1)
+      return false;
+    // not(e >= 0) is -e - 1 >= 0 (integers).
+    out.push_back({-kept[0].a, -kept[0].b, -kept[0].c - 1});
+    return true;
+  }
   if (!isa<GreaterEqualOp, GreaterOp, LessEqualOp, LessOp, EqualOp>(op))
     return false;
   auto l = affineOf(op->getOperand(0), rank);
@@ -712,15 +726,27 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
   // linear mask): the scale 1, so the templates' fast softmax takes it.
   if (m.mods.empty())
     m.scale = 1.0;
-  if (others.size() == 1 && isa<MulOp, DivOp>(others[0])) {
-    Operation *op = others[0];
-    std::optional<double> c = constantValue(op->getOperand(1));
-    if (!c && isa<MulOp>(op))
-      c = constantValue(op->getOperand(0));
-    if (c && *c > 0 && std::isfinite(*c)) {
-      m.scale = isa<MulOp>(op) ? *c : 1.0 / *c;
-      m.keyMaskAlone = m.mods.size() == 2;
+  // Products and quotients by positive constants only (a scale, or Q's and
+  // K's prescales moved onto the scores): one scale, their product. Each
+  // takes the one before it (the changes depend on S, the constant does
+  // not), so the composition is S times the product.
+  std::optional<double> product = 1.0;
+  for (Operation *op : others) {
+    std::optional<double> c;
+    if (isa<MulOp, DivOp>(op)) {
+      c = constantValue(op->getOperand(1));
+      if (!c && isa<MulOp>(op))
+        c = constantValue(op->getOperand(0));
     }
+    if (!c || !(*c > 0) || !std::isfinite(*c)) {
+      product = std::nullopt;
+      break;
+    }
+    *product *= isa<MulOp>(op) ? *c : 1.0 / *c;
+  }
+  if (!others.empty() && product && std::isnormal(*product)) {
+    m.scale = *product;
+    m.keyMaskAlone = m.keyMask != nullptr;
   }
   return m;
 }

@@ -24,7 +24,9 @@
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/SetVector.h"
 
+#include <cmath>
 #include <functional>
+#include <optional>
 #include <string>
 
 namespace mlir::tcc {
@@ -117,6 +119,192 @@ bool foldKTranspose(const mlir::tcc::AttentionMatch &m) {
   return true;
 }
 
+/// `v`'s value when every element of it is one number computed from
+/// constants alone (a scale such as sqrt(1 / sqrt(D)), as exporters write
+/// it), each op's result rounded to its element type as the model computes
+/// it; nullopt otherwise. `depth` bounds the walk.
+std::optional<double> uniformValue(Value v, int depth = 0) {
+  Operation *op = v.getDefiningOp();
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  if (!op || !type || depth > 16)
+    return std::nullopt;
+  auto rounded = [&](double x) -> std::optional<double> {
+    auto ft = dyn_cast<FloatType>(type.getElementType());
+    if (!ft || !std::isfinite(x))
+      return std::nullopt;
+    APFloat f(x);
+    bool lost;
+    f.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+    return f.convertToDouble();
+  };
+  if (auto c = dyn_cast<mlir::tcc::ConstantOp>(op)) {
+    if (auto f = dyn_cast<FloatAttr>(c.getValue()))
+      return f.getValueAsDouble();
+    if (auto i = dyn_cast<IntegerAttr>(c.getValue()))
+      return double(i.getValue().getSExtValue());
+    return std::nullopt;
+  }
+  if (isa<mlir::tcc::ReshapeOp, mlir::tcc::BroadcastToOp>(op))
+    return uniformValue(op->getOperand(0), depth + 1);
+  if (isa<mlir::tcc::CastOp, mlir::tcc::SqrtOp, mlir::tcc::RsqrtOp,
+          mlir::tcc::ReciprocalOp, mlir::tcc::NegOp>(op)) {
+    std::optional<double> x = uniformValue(op->getOperand(0), depth + 1);
+    if (!x)
+      return std::nullopt;
+    if (isa<mlir::tcc::CastOp>(op))
+      return rounded(*x);
+    if (isa<mlir::tcc::NegOp>(op))
+      return rounded(-*x);
+    if (isa<mlir::tcc::ReciprocalOp>(op))
+      return rounded(1.0 / *x);
+    if (*x < 0)
+      return std::nullopt;
+    return rounded(isa<mlir::tcc::SqrtOp>(op) ? std::sqrt(*x)
+                                              : 1.0 / std::sqrt(*x));
+  }
+  if (isa<mlir::tcc::MulOp, mlir::tcc::DivOp, mlir::tcc::AddOp,
+          mlir::tcc::SubOp>(op)) {
+    std::optional<double> x = uniformValue(op->getOperand(0), depth + 1);
+    std::optional<double> y = uniformValue(op->getOperand(1), depth + 1);
+    if (!x || !y)
+      return std::nullopt;
+    if (isa<mlir::tcc::MulOp>(op))
+      return rounded(*x * *y);
+    if (isa<mlir::tcc::DivOp>(op))
+      return rounded(*x / *y);
+    return rounded(isa<mlir::tcc::AddOp>(op) ? *x + *y : *x - *y);
+  }
+  return std::nullopt;
+}
+
+/// Whether `f`, a factor of Q or K (Q [.., Lq, D], K as the scores read
+/// it), is one number per matrix of the scores: of size 1 on its last two
+/// axes and broadcasting to the scores' leading axes, so that scaling the
+/// operand by it scales the scores by it (a scalar, or one per head).
+bool scalesScores(Value f, RankedTensorType scores) {
+  auto t = dyn_cast<RankedTensorType>(f.getType());
+  if (!t || !t.hasStaticShape() || t.getRank() > scores.getRank())
+    return false;
+  int64_t off = scores.getRank() - t.getRank();
+  for (int64_t i = 0; i < t.getRank(); ++i) {
+    int64_t d = t.getDimSize(i), s = scores.getDimSize(i + off);
+    if (i + off >= scores.getRank() - 2 ? d != 1 : d != 1 && d != s)
+      return false;
+  }
+  return true;
+}
+
+/// Q or K scaled before Q·Kᵀ (`q * f`, `q / f`; PyTorch's SDPA
+/// decomposition and its ONNX export scale both by sqrt(1/sqrt(D))) by a
+/// factor that is one number per head (scalesScores): the matmul reads the
+/// unscaled tensor and the scores are scaled instead, in the chain, where
+/// the template folds a constant factor into its softmax and reads any
+/// other as a captured tensor (a scaled copy of Q or K would cost a launch
+/// and a round trip through memory). A factor computed from constants
+/// becomes a constant of its value as the model rounds it. The product is
+/// the model's up to the rounding of the scaled operand, which the kernel's
+/// f32 scores no longer see. Returns whether it rewrote the matmul.
+bool foldPrescales(mlir::tcc::ChainOp chain,
+                   const mlir::tcc::AttentionMatch &m) {
+  Block &body = chain.getBody().front();
+  auto qk = m.scores.getDefiningOp<mlir::tcc::MatmulOp>();
+  if (!qk || qk->getBlock() != &body)
+    return false;
+  auto st = cast<RankedTensorType>(m.scores.getType());
+  struct Factor {
+    bool divide;
+    Value value;                 ///< a tensor read by the chain, or
+    std::optional<double> known; ///< its value when known
+  };
+  SmallVector<Factor> factors;
+  for (OpOperand *use : {&qk.getAMutable(), &qk.getBMutable()}) {
+    Operation *op = use->get().getDefiningOp();
+    if (!op || op->getBlock() == &body ||
+        !isa<mlir::tcc::MulOp, mlir::tcc::DivOp>(op))
+      continue;
+    bool divide = isa<mlir::tcc::DivOp>(op);
+    Value x = op->getOperand(0), f = op->getOperand(1);
+    if (!scalesScores(f, st) && !divide)
+      std::swap(x, f);
+    // The factor must not widen the tensor (a broadcast) or change its type.
+    if (!scalesScores(f, st) || x.getType() != use->get().getType() ||
+        getElementTypeOrSelf(f.getType()) != st.getElementType())
+      continue;
+    std::optional<double> c = uniformValue(f);
+    if (c && !std::isfinite(*c))
+      c.reset();
+    factors.push_back({divide, f, c});
+    use->set(x);
+    if (op->use_empty())
+      op->erase();
+  }
+  if (factors.empty())
+    return false;
+  OpBuilder b(qk->getContext());
+  b.setInsertionPointAfter(qk);
+  Value s = m.scores;
+  SmallVector<Operation *> scaled;
+  for (const Factor &f : factors) {
+    // A known factor in the scores' dtype: Q's (and K's), in which the
+    // model computed it, so that it is exact.
+    Value c = f.known ? mlir::tcc::ConstantOp::create(
+                            b, qk.getLoc(),
+                            RankedTensorType::get({}, st.getElementType()),
+                            b.getFloatAttr(st.getElementType(), *f.known))
+                      : f.value;
+    Operation *op =
+        f.divide
+            ? mlir::tcc::DivOp::create(b, qk.getLoc(), st, s, c).getOperation()
+            : mlir::tcc::MulOp::create(b, qk.getLoc(), st, s, c).getOperation();
+    scaled.push_back(op);
+    s = op->getResult(0);
+  }
+  Value scores = m.scores;
+  scores.replaceAllUsesExcept(s, scaled.front());
+  return true;
+}
+
+/// Masks added to the scores, s + select(c, 0, -inf) (or select(c, -inf,
+/// 0)), as exporters write a boolean attention mask (PyTorch's SDPA turns
+/// `attn_mask` into such a float tensor), become select(c, s, -inf): the
+/// same scores (s + 0 = s, s + -inf = -inf for finite s), in the form the
+/// attention match reads as a mask, so that the templates skip the tiles
+/// it removes (a mask of positions or a key mask) rather than add a tensor
+/// to every score.
+void foldAdditiveMasks(mlir::tcc::ChainOp chain) {
+  Block &body = chain.getBody().front();
+  SmallVector<mlir::tcc::AddOp> adds;
+  for (Operation &op : body)
+    if (auto add = dyn_cast<mlir::tcc::AddOp>(op))
+      adds.push_back(add);
+  for (mlir::tcc::AddOp add : adds) {
+    for (int side = 0; side < 2; ++side) {
+      Value s = add->getOperand(side), m = add->getOperand(1 - side);
+      auto select = m.getDefiningOp<mlir::tcc::SelectOp>();
+      if (!select || !m.hasOneUse() || select->getBlock() != &body)
+        continue;
+      std::optional<double> t = uniformValue(select.getA());
+      std::optional<double> f = uniformValue(select.getB());
+      bool keepIfTrue = t && *t == 0 && f && std::isinf(*f) && *f < 0;
+      bool keepIfFalse = f && *f == 0 && t && std::isinf(*t) && *t < 0;
+      if (!keepIfTrue && !keepIfFalse)
+        continue;
+      OpBuilder b(add);
+      Value cond = select.getCond();
+      if (keepIfFalse)
+        cond = mlir::tcc::NotOp::create(b, add.getLoc(), cond.getType(), cond);
+      Value ninf = keepIfTrue ? select.getB() : select.getA();
+      auto masked = mlir::tcc::SelectOp::create(b, add.getLoc(), add.getType(),
+                                                cond, s, ninf);
+      add.replaceAllUsesWith(masked.getResult());
+      add->erase();
+      if (select->use_empty())
+        select->erase();
+      break;
+    }
+  }
+}
+
 /// Moves into the chain the transposes that give Q, K and V attention's
 /// layout from one that keeps the head dim innermost ([B, L, H, D] to
 /// [B, H, L, D]), and the one that gives its result back, so that the
@@ -168,10 +356,13 @@ struct TccGpuAttentionChains
             return isa<mlir::tcc::MatmulOp>(op);
           }))
         continue;
+      foldAdditiveMasks(chain);
       pullPositions(chain);
       std::string why;
       std::optional<mlir::tcc::AttentionMatch> m =
           mlir::tcc::matchAttention(chain, why);
+      if (m && foldPrescales(chain, *m))
+        m = mlir::tcc::matchAttention(chain, why);
       if (m && foldKTranspose(*m))
         m = mlir::tcc::matchAttention(chain, why);
       // K given transposed, [.., D, Lk], with a key count whose rows are

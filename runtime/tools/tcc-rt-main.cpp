@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/src/FileIO.h"
 #include "runtime/tools/Runner.h"
+#include "runtime/tools/TuneMeasure.h"
 
 #include <algorithm>
 #include <cctype>
@@ -30,6 +31,7 @@ const char kUsage[] =
     "[--warmup N] [--iters N] [--json FILE] [--profile FILE] "
     "[--cuda-graph] [--serial-launches] [--graph-chain]\n"
     "       tcc inspect BUNDLE [--profile FILE]\n"
+    "       tcc tune-measure ROUND_DIR [--warmup N] [--iters N]\n"
     "The device is the bundle's target unless --target names one (host,\n"
     "sm_NN for CUDA, gfxNNN for HIP); --cuda-graph replays the launches as a\n"
     "CUDA graph (a HIP graph on HIP devices); --serial-launches starts no\n"
@@ -81,6 +83,34 @@ bool readBundle(const std::string &path, std::vector<uint8_t> &bytes,
   return true;
 }
 
+/// tcc tune-measure ROUND_DIR [--warmup N] [--iters N]: times a round of
+/// `tcc tune`'s candidates (TuneMeasure.h).
+int tuneMeasureMain(const std::vector<std::string> &args) {
+  std::string dir;
+  unsigned long long warmup = 10, iters = 50;
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string &a = args[i];
+    if (a == "--warmup" || a == "--iters") {
+      unsigned long long v;
+      if (i + 1 >= args.size() || !parseUnsigned(args[++i], 1000000, v))
+        return usageError(a + " needs an integer in [0, 1e6]");
+      (a == "--warmup" ? warmup : iters) = v;
+    } else if (!a.empty() && a[0] == '-') {
+      return usageError("unknown option '" + a + "' for tcc tune-measure");
+    } else if (!dir.empty()) {
+      return usageError("tune-measure takes one round folder");
+    } else {
+      dir = a;
+    }
+  }
+  if (dir.empty())
+    return usageError("tune-measure needs a round folder (tcc tune wrote it)");
+  if (iters == 0)
+    return usageError("--iters must be at least 1");
+  return tcc::runner::tuneMeasure(dir, int(warmup), int(iters), std::cout,
+                                  std::cerr);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -92,9 +122,12 @@ int main(int argc, char **argv) {
     return 0;
   }
   const std::string command = args[0];
+  if (command == "tune-measure")
+    return tuneMeasureMain(args);
   if (command != "run" && command != "bench" && command != "inspect")
     return usageError("unknown command '" + command +
-                      "' (this runtime-only tcc has run, bench and inspect)");
+                      "' (this runtime-only tcc has run, bench, inspect and "
+                      "tune-measure)");
 
   RunOptions run;
   BenchOptions bench;

@@ -10,6 +10,7 @@ Exits 77 (ctest's skip) when python3-onnx is missing or tcc was built
 without ONNX support.
 """
 import argparse
+import json
 import os
 import re
 import sys
@@ -632,6 +633,49 @@ with tempfile.TemporaryDirectory() as d:
                'ninf': np.array(-np.inf, np.float32), 'axes': np.array([1, 2], np.int64)}),
           {'q': q, 'k': k, 'v': v, 'pad': pad},
           {'o': (att, lin_tol(np.abs(v).max() * 4, 2 * att_l * att_d))}, d)
+    # Attention as PyTorch's scaled_dot_product_attention exports it: Q and
+    # K^T each scaled by sqrt(1/sqrt(D)) (computed from a constant), the
+    # boolean mask turned into an additive 0/-inf tensor. On a GPU target
+    # the scalings move onto the scores: one attention kernel, no kernel
+    # scaling Q or K (tcc inspect).
+    half = np.float32(np.sqrt(np.float32(1) / np.sqrt(np.float32(att_d))))
+    sc = (q * half).astype(np.float64) @ np.swapaxes((k * half).astype(np.float64), -1, -2)
+    sc = np.where(pad[:, None, None, :], sc, -np.inf)
+    p_ = np.exp(sc - sc.max(-1, keepdims=True))
+    att = (p_ / p_.sum(-1, keepdims=True)) @ v.astype(np.float64)
+    sdpa = model(
+        [oh.make_node('Sqrt', ['dim'], ['sd']),
+         oh.make_node('Div', ['one', 'sd'], ['scale']),
+         oh.make_node('Sqrt', ['scale'], ['half']),
+         oh.make_node('Mul', ['q', 'half'], ['qs']),
+         oh.make_node('Transpose', ['k'], ['kt'], perm=[0, 1, 3, 2]),
+         oh.make_node('Mul', ['kt', 'half'], ['ks']),
+         oh.make_node('MatMul', ['qs', 'ks'], ['s0']),
+         oh.make_node('Unsqueeze', ['pad', 'axes'], ['pad4']),
+         oh.make_node('Where', ['pad4', 'zero', 'ninf'], ['bias']),
+         oh.make_node('Add', ['s0', 'bias'], ['s1']),
+         oh.make_node('Softmax', ['s1'], ['p'], axis=-1),
+         oh.make_node('MatMul', ['p', 'v'], ['o'])],
+        {'q': q, 'k': k, 'v': v, 'pad': pad}, ['o'],
+        {'dim': np.array(att_d, np.float32), 'one': np.array(1, np.float32),
+         'zero': np.array(0, np.float32), 'ninf': np.array(-np.inf, np.float32),
+         'axes': np.array([1, 2], np.int64)})
+    check('attention as SDPA exports it: Q and K^T scaled by sqrt(1/sqrt(D)), an additive '
+          'mask from a boolean one', sdpa, {'q': q, 'k': k, 'v': v, 'pad': pad},
+          {'o': (att, lin_tol(np.abs(v).max() * 4, 2 * att_l * att_d))}, d)
+    path = os.path.join(d, 'sdpa_export.onnx')
+    onnx.save(sdpa, path)
+    bundle = os.path.join(d, 'sdpa_export.tccb')
+    rc, _, err = L.run_tcc([TCC, 'compile', path, '--target', 'sm_90a', '-o', bundle])
+    launched = []
+    if rc == 0:
+        rc, out, err = L.run_tcc([TCC, 'inspect', bundle])
+        info = json.loads(out) if rc == 0 else {'kernels': [], 'launches': []}
+        # Run-time launches (the scale's sqrt runs once, when the bundle loads).
+        launched = [info['kernels'][la['kernel']]['symbol'] for la in info['launches']]
+    report(len(launched) == 1 and '_attn' in launched[0],
+           'SDPA-exported attention is one attention launch on sm_90a',
+           'exit %d, launches %s: %s' % (rc, launched, L.first_line(err)))
     idx = rng.integers(-4, 4, (2, 3, 5)).astype(np.int64)
     check('GatherElements axis=1, negative indices', model(
         [oh.make_node('GatherElements', ['x', 'i'], ['y'], axis=1)], {'x': x, 'i': idx}, ['y']),

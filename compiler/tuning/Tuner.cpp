@@ -1,0 +1,456 @@
+//===- Tuner.cpp - tcc tune: schedules measured, learned and searched -----===//
+#include "compiler/tuning/Tuner.h"
+
+#include "compiler/GpuCodegen.h"
+#include "compiler/Registration.h"
+#include "compiler/Target.h"
+#include "compiler/TuningRecords.h"
+#include "compiler/tuning/CostModel.h"
+#include "compiler/tuning/Search.h"
+#include "runtime/src/FileIO.h"
+
+#include "mlir/IR/MLIRContext.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace tcc::tuning {
+namespace {
+
+/// A matmul signature of the model, the kernels that have it, and the
+/// schedule the heuristics gave them.
+struct Signature {
+  json signature;
+  std::vector<std::string> kernels;
+  MatmulCandidate heuristic;
+  std::vector<MatmulCandidate> space;
+  SearchSpace search;
+  std::string model; ///< the matmul alone, as a model file
+};
+
+struct Measured {
+  size_t sig, point;
+  double ms;
+};
+
+int fail(std::ostream &err, const std::string &msg) {
+  err << "tcc: error: " << msg << "\n";
+  return 1;
+}
+
+bool readJson(const fs::path &p, json &out, std::string &error) {
+  std::ifstream in(p);
+  if (!in) {
+    error = "cannot read " + p.string();
+    return false;
+  }
+  out = json::parse(in, nullptr, false);
+  if (out.is_discarded()) {
+    error = p.string() + ": not valid JSON";
+    return false;
+  }
+  return true;
+}
+
+bool writeJson(const fs::path &p, const json &j, std::string &error) {
+  std::string text = j.dump(1) + "\n";
+  return io::writeFileAtomically(p.string(), text.data(), text.size(), error);
+}
+
+int64_t get(const json &o, const char *key, int64_t dflt) {
+  auto it = o.find(key);
+  return it != o.end() && it->is_number_integer() ? it->get<int64_t>() : dflt;
+}
+
+/// A schedule's relaxed coordinates: wgmma or not, log2 of tile_m, tile_n
+/// and tile_k, warps, stages, log2 of split_k.
+std::vector<double> coordinates(const MatmulCandidate &c) {
+  const json &s = c.schedule;
+  bool wg = c.templ == "wgmma";
+  double warps = wg ? 4.0 * get(s, "warpgroups", 1)
+                    : double(get(s, "warps_m", 1) * get(s, "warps_n", 1));
+  return {wg ? 1.0 : 0.0,
+          std::log2(double(get(s, "tile_m", 64))),
+          std::log2(double(get(s, "tile_n", 64))),
+          wg ? 6.0 : std::log2(double(get(s, "tile_k", 32))),
+          warps,
+          double(get(s, "stages", 3)),
+          std::log2(double(get(s, "split_k", 1)))};
+}
+
+/// The cost model's features at coordinates `c` for `signature`: the
+/// coordinates, the problem (log2 sizes, element bytes) and smooth forms of
+/// what the time follows (log2 of the blocks, of the waves of them over the
+/// multiprocessors, of a block's work and of its shared-memory stages).
+std::vector<double> features(const json &signature, double processors,
+                             const std::vector<double> &c) {
+  auto lg = [&](const char *k) {
+    return std::log2(double(std::max<int64_t>(1, get(signature, k, 1))));
+  };
+  double bytes = signature.value("a", "") == "f32" ? 4.0 : 2.0;
+  double lm = lg("m"), ln = lg("n"), lk = lg("k"), lb = lg("batch");
+  double blocks =
+      std::max(0.0, lm - c[1]) + std::max(0.0, ln - c[2]) + lb + c[6];
+  double waves = std::log2(1.0 + std::exp2(blocks - std::log2(processors)));
+  double work = c[1] + c[2] + lk - c[6];
+  double smem = std::log2(std::exp2(c[1]) + std::exp2(c[2])) + c[3] +
+                std::log2(bytes) + std::log2(std::max(1.0, c[5]));
+  return {c[0], c[1], c[2], c[3],  c[4],   c[5],  c[6], lm,
+          ln,   lk,   lb,   bytes, blocks, waves, work, smem};
+}
+
+/// The matmul of `signature` alone, as a model file's JSON.
+json standaloneModel(const json &sig, size_t index) {
+  int64_t m = get(sig, "m", 1), n = get(sig, "n", 1), k = get(sig, "k", 1),
+          batch = get(sig, "batch", 1);
+  bool ta = sig.value("trans_a", false), tb = sig.value("trans_b", false);
+  auto shape = [&](bool batched, int64_t r, int64_t c) {
+    std::vector<int64_t> s;
+    if (batched && batch > 1)
+      s.push_back(batch);
+    s.push_back(r);
+    s.push_back(c);
+    return s;
+  };
+  return {{"format", "tcc-model"},
+          {"version", 1},
+          {"name", "tune_matmul_" + std::to_string(index)},
+          {"inputs",
+           {{{"name", "a"},
+             {"dtype", sig.value("a", "f32")},
+             {"shape", ta ? shape(sig.value("a_batched", false), k, m)
+                          : shape(sig.value("a_batched", false), m, k)}},
+            {{"name", "b"},
+             {"dtype", sig.value("b", "f32")},
+             {"shape", tb ? shape(sig.value("b_batched", false), n, k)
+                          : shape(sig.value("b_batched", false), k, n)}}}},
+          {"params", json::array()},
+          {"outputs", {"c"}},
+          {"nodes",
+           {{{"op", "matmul"},
+             {"inputs", {"a", "b"}},
+             {"outputs", {"c"}},
+             {"attrs",
+              {{"transpose_a", ta},
+               {"transpose_b", tb},
+               {"out_dtype", sig.value("c", "f32")}}}}}}};
+}
+
+/// The matmul template kernels of a manifest, by signature.
+std::vector<Signature> signaturesOf(const json &manifest) {
+  std::vector<Signature> out;
+  for (const json &k : manifest.value("kernels", json::array())) {
+    if (!k.contains("signature") || !k.contains("template"))
+      continue;
+    auto it = std::find_if(out.begin(), out.end(), [&](const Signature &s) {
+      return s.signature == k["signature"];
+    });
+    if (it == out.end()) {
+      out.push_back(
+          {k["signature"], {}, {k["template"], k["schedule"]}, {}, {}, {}});
+      it = std::prev(out.end());
+    }
+    it->kernels.push_back(k.value("name", "?"));
+  }
+  return out;
+}
+
+/// Whether `manifest` has a kernel of `sig` built with `c` from a record.
+bool builtWith(const json &manifest, const json &sig,
+               const MatmulCandidate &c) {
+  for (const json &k : manifest.value("kernels", json::array()))
+    if (k.value("signature", json()) == sig &&
+        k.value("template", "") == c.templ &&
+        k.value("schedule", json()) == c.schedule &&
+        k.value("tuning_record", false))
+      return true;
+  return false;
+}
+
+int roundNumber(const fs::path &p) {
+  std::string n = p.filename().string();
+  if (n.rfind("round-", 0) != 0 || n.size() == 6 ||
+      n.find_first_not_of("0123456789", 6) != std::string::npos ||
+      n.size() > 12)
+    return 0;
+  return std::stoi(n.substr(6));
+}
+
+} // namespace
+
+int tune(const std::string &modelPath, const TuneOptions &options,
+         const CompileFn &compile, const InspectFn &inspect, std::ostream &out,
+         std::ostream &err) {
+  std::string error;
+  std::optional<TargetDesc> target = parseTarget(options.target, error);
+  if (!target)
+    return fail(err, error);
+  if (!target->isNvidia())
+    return fail(err, "tune: the matmul templates it tunes are NVIDIA's; "
+                     "--target must be sm_80 or later");
+  if (options.workDir.empty())
+    return fail(err, "tune needs --work DIR");
+  std::error_code ec;
+  fs::create_directories(options.workDir, ec);
+  if (ec)
+    return fail(err, "cannot create " + options.workDir + ": " + ec.message());
+  fs::path work(options.workDir);
+
+  // The model's matmul kernels and the heuristics' schedules.
+  std::vector<uint8_t> bundle;
+  json manifest;
+  if (!compile(modelPath, "", bundle) || !inspect(bundle, manifest))
+    return 1;
+  std::vector<Signature> sigs = signaturesOf(manifest);
+  if (sigs.empty())
+    return fail(err, modelPath + ": no matmul template kernel to tune on " +
+                         options.target);
+  mlir::MLIRContext context;
+  double processors = double(target->multiprocessorsForHeuristics());
+  for (size_t i = 0; i < sigs.size(); ++i) {
+    Signature &s = sigs[i];
+    s.space = matmulTuningSpace(s.signature, *target, context, error);
+    if (s.space.empty())
+      return fail(err, "kernel " + s.kernels.front() + ": " + error);
+    for (const MatmulCandidate &c : s.space)
+      s.search.points.push_back(coordinates(c));
+    json sig = s.signature;
+    s.search.features = [sig, processors](const std::vector<double> &c) {
+      return features(sig, processors, c);
+    };
+  }
+  auto pointOf = [&](size_t sig, const std::string &templ,
+                     const json &schedule) -> std::optional<size_t> {
+    const std::vector<MatmulCandidate> &sp = sigs[sig].space;
+    for (size_t p = 0; p < sp.size(); ++p)
+      if (sp[p].templ == templ && sp[p].schedule == schedule)
+        return p;
+    return std::nullopt;
+  };
+
+  // Every round's measurements (a round not measured yet is skipped).
+  std::vector<Measured> measured;
+  int lastRound = 0;
+  for (const fs::directory_entry &e : fs::directory_iterator(work, ec)) {
+    int r = roundNumber(e.path());
+    if (!r || !e.is_directory())
+      continue;
+    lastRound = std::max(lastRound, r);
+    json cands, meas;
+    if (!fs::exists(e.path() / "measurements.json"))
+      continue;
+    if (!readJson(e.path() / "candidates.json", cands, error) ||
+        !readJson(e.path() / "measurements.json", meas, error))
+      return fail(err, error);
+    std::map<int64_t, double> ms;
+    for (const json &m : meas.value("measurements", json::array()))
+      if (m.contains("id") && m.value("ms", -1.0) > 0)
+        ms[m["id"].get<int64_t>()] = m["ms"].get<double>();
+    for (const json &c : cands.value("candidates", json::array())) {
+      auto t = ms.find(get(c, "id", -1));
+      if (t == ms.end())
+        continue;
+      for (size_t i = 0; i < sigs.size(); ++i)
+        if (sigs[i].signature == c.value("signature", json()))
+          if (auto p = pointOf(i, c.value("template", ""),
+                               c.value("schedule", json())))
+            measured.push_back({i, *p, t->second});
+    }
+  }
+
+  auto best = [&](size_t sig) -> const Measured * {
+    const Measured *b = nullptr;
+    for (const Measured &m : measured)
+      if (m.sig == sig && (!b || m.ms < b->ms))
+        b = &m;
+    return b;
+  };
+  auto heuristicMs = [&](size_t sig) -> double {
+    auto p =
+        pointOf(sig, sigs[sig].heuristic.templ, sigs[sig].heuristic.schedule);
+    double ms = -1;
+    for (const Measured &m : measured)
+      if (p && m.sig == sig && m.point == *p && (ms < 0 || m.ms < ms))
+        ms = m.ms;
+    return ms;
+  };
+  // The standing of each signature: heuristic and best measured.
+  for (size_t i = 0; i < sigs.size(); ++i) {
+    const Measured *b = best(i);
+    size_t n = std::count_if(measured.begin(), measured.end(),
+                             [&](const Measured &m) { return m.sig == i; });
+    out << "signature " << i << " (" << sigs[i].kernels.size() << " kernel"
+        << (sigs[i].kernels.size() > 1 ? "s" : "") << ", "
+        << sigs[i].signature.value("m", 0) << "x"
+        << sigs[i].signature.value("n", 0) << "x"
+        << sigs[i].signature.value("k", 0) << " "
+        << sigs[i].signature.value("a", "") << "): " << sigs[i].space.size()
+        << " schedules, " << n << " measured";
+    if (b) {
+      double h = heuristicMs(i);
+      out << ", best " << b->ms << " ms (" << sigs[i].space[b->point].templ
+          << " " << sigs[i].space[b->point].schedule.dump() << ")";
+      if (h > 0)
+        out << ", heuristic " << h << " ms";
+    }
+    out << "\n";
+  }
+
+  if (options.finish) {
+    json records = json::array();
+    for (size_t i = 0; i < sigs.size(); ++i)
+      if (const Measured *b = best(i))
+        records.push_back({{"gpu", options.target},
+                           {"kernel", "matmul"},
+                           {"template", sigs[i].space[b->point].templ},
+                           {"template_version",
+                            templateVersion(sigs[i].space[b->point].templ)},
+                           {"signature", sigs[i].signature},
+                           {"schedule", sigs[i].space[b->point].schedule},
+                           {"ms", b->ms}});
+    if (records.empty())
+      return fail(err, "tune --finish: nothing measured in " + options.workDir +
+                           " yet (tcc tune-measure DIR/round-N)");
+    if (!writeJson(work / "records.json",
+                   {{"version", 1}, {"records", records}}, error))
+      return fail(err, error);
+    out << "wrote " << (work / "records.json").string() << " ("
+        << records.size() << " record" << (records.size() > 1 ? "s" : "")
+        << "): tcc compile --tuning-records "
+        << (work / "records.json").string() << "\n";
+    return 0;
+  }
+
+  // The cost model on every measurement, all signatures together (the
+  // problem is among the features).
+  CostModel model(32, options.seed + 1);
+  {
+    std::vector<std::vector<double>> x;
+    std::vector<double> y;
+    for (const Measured &m : measured) {
+      x.push_back(
+          sigs[m.sig].search.features(sigs[m.sig].search.points[m.point]));
+      y.push_back(m.ms);
+    }
+    if (x.size() >= 8)
+      model.train(x, y);
+  }
+  int round = lastRound + 1;
+  fs::path dir = work / ("round-" + std::to_string(round));
+  fs::create_directories(dir / "models", ec);
+  if (ec)
+    return fail(err, "cannot create " + dir.string() + ": " + ec.message());
+  std::mt19937_64 rng(options.seed * 7919 + round);
+  size_t quota = std::max<size_t>(2, options.roundSize / sigs.size());
+  json candidates = json::array();
+  int64_t id = 0;
+  for (size_t i = 0; i < sigs.size(); ++i) {
+    std::set<size_t> done;
+    std::vector<std::pair<double, size_t>> order;
+    for (const Measured &m : measured)
+      if (m.sig == i) {
+        done.insert(m.point);
+        order.push_back({m.ms, m.point});
+      }
+    std::sort(order.begin(), order.end());
+    std::vector<size_t> starts;
+    for (size_t j = 0; j < order.size() && j < 3; ++j)
+      starts.push_back(order[j].second);
+    std::vector<size_t> next;
+    // The heuristic's schedule is measured first: the baseline.
+    if (auto h =
+            pointOf(i, sigs[i].heuristic.templ, sigs[i].heuristic.schedule);
+        h && !done.count(*h)) {
+      next.push_back(*h);
+      done.insert(*h);
+    }
+    if (model.trained()) {
+      for (size_t p : proposeCandidates(sigs[i].search, model, done, starts,
+                                        quota - next.size(), quota / 4, rng))
+        next.push_back(p);
+    } else {
+      // Before any model: random schedules, as many of each template (the
+      // mma.sync space is some thirty times wgmma's, which would else be
+      // all but absent).
+      std::map<std::string, std::vector<size_t>> byTemplate;
+      for (size_t p = 0; p < sigs[i].space.size(); ++p)
+        if (!done.count(p))
+          byTemplate[sigs[i].space[p].templ].push_back(p);
+      for (auto &[t, ps] : byTemplate)
+        std::shuffle(ps.begin(), ps.end(), rng);
+      for (size_t k = 0; next.size() < quota; ++k) {
+        bool any = false;
+        for (auto &[t, ps] : byTemplate)
+          if (k < ps.size() && next.size() < quota) {
+            next.push_back(ps[k]);
+            any = true;
+          }
+        if (!any)
+          break;
+      }
+    }
+    fs::path modelFile =
+        dir / "models" / ("matmul" + std::to_string(i) + ".json");
+    if (!writeJson(modelFile, standaloneModel(sigs[i].signature, i), error))
+      return fail(err, error);
+    for (size_t p : next) {
+      const MatmulCandidate &c = sigs[i].space[p];
+      json record = {{"gpu", options.target},
+                     {"kernel", "matmul"},
+                     {"template", c.templ},
+                     {"template_version", templateVersion(c.templ)},
+                     {"signature", sigs[i].signature},
+                     {"schedule", c.schedule},
+                     {"ms", 0.0}};
+      fs::path recFile =
+          dir / "models" / ("c" + std::to_string(id) + ".records.json");
+      if (!writeJson(recFile, {{"version", 1}, {"records", {record}}}, error))
+        return fail(err, error);
+      std::vector<uint8_t> cand;
+      json m;
+      if (!compile(modelFile.string(), recFile.string(), cand) ||
+          !inspect(cand, m))
+        return 1;
+      // The matmul alone must have the model's signature, and the record
+      // must have given it this schedule.
+      if (!builtWith(m, sigs[i].signature, c)) {
+        out << "note: signature " << i << ": " << c.templ << " "
+            << c.schedule.dump() << " not built from its record; skipped\n";
+        continue;
+      }
+      std::string name = "c" + std::to_string(id) + ".tccb";
+      if (!io::writeFileAtomically((dir / name).string(), cand.data(),
+                                   cand.size(), error))
+        return fail(err, error);
+      candidates.push_back({{"id", id},
+                            {"bundle", name},
+                            {"signature", sigs[i].signature},
+                            {"template", c.templ},
+                            {"schedule", c.schedule}});
+      ++id;
+    }
+  }
+  if (!writeJson(dir / "candidates.json",
+                 {{"round", round},
+                  {"target", options.target},
+                  {"candidates", candidates}},
+                 error))
+    return fail(err, error);
+  out << "round " << round << ": " << candidates.size() << " candidates in "
+      << dir.string()
+      << (model.trained() ? " (proposed by the cost model)"
+                          : " (random, and the heuristics' schedules)")
+      << "\nmeasure them on the GPU: tcc tune-measure " << dir.string()
+      << "\nthen: tcc tune again for the next round, or with --finish for the "
+         "records\n";
+  return 0;
+}
+
+} // namespace tcc::tuning

@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""`tcc tune` in split mode, end to end without a GPU: rounds of candidate
+bundles for each matmul signature of a model (each built with the schedule
+its record names, as `tcc inspect` shows), measurements read back (written
+here by a stand-in for `tcc tune-measure`, a known function of the
+schedule, since no GPU runs here), a second round that measures nothing
+twice, `--finish` writing records with the fastest measured schedule of
+each signature, and `tcc compile --tuning-records` building the model's
+kernels with them. `tcc tune-measure` itself times host bundles of a round
+folder. Bad uses fail in one line. Compiles for sm_90a; shapes drawn at
+random."""
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+
+ap = argparse.ArgumentParser()
+ap.add_argument('--tcc', required=True)
+ap.add_argument('--seed', type=int, default=None)
+args = ap.parse_args()
+seed = args.seed if args.seed is not None else random.randrange(1 << 30)
+rng = random.Random(seed)
+print('seed', seed)
+work = tempfile.mkdtemp()
+failed = []
+
+
+def check(what, ok, detail=''):
+    print(('PASS ' if ok else 'FAIL ') + what + ('' if ok else ': ' + str(detail)[:300]))
+    if not ok:
+        failed.append(what)
+
+
+def tcc(*a):
+    return subprocess.run([args.tcc] + [str(x) for x in a], capture_output=True, text=True)
+
+
+def one_line_error(r, needle):
+    lines = [l for l in r.stderr.splitlines() if l.strip()]
+    return r.returncode == 1 and len(lines) == 1 and needle in lines[0]
+
+
+# Two matmul signatures: a projection with a ReLU epilogue, and a batch.
+m, n, k = rng.choice([256, 512, 1024]), rng.choice([256, 512, 768]), rng.choice([128, 256, 320])
+b, bm, bn, bk = rng.choice([2, 3]), rng.choice([128, 192]), rng.choice([64, 128]), rng.choice([64, 96])
+model = {'format': 'tcc-model', 'version': 1, 'name': 'two',
+         'inputs': [{'name': 'x', 'dtype': 'bf16', 'shape': [m, k]},
+                    {'name': 'w', 'dtype': 'bf16', 'shape': [n, k]},
+                    {'name': 'p', 'dtype': 'f16', 'shape': [b, bm, bk]},
+                    {'name': 'q', 'dtype': 'f16', 'shape': [b, bk, bn]}],
+         'params': [],
+         'nodes': [{'op': 'matmul', 'inputs': ['x', 'w'], 'outputs': ['h'],
+                    'attrs': {'transpose_b': True}},
+                   {'op': 'relu', 'inputs': ['h'], 'outputs': ['y']},
+                   {'op': 'matmul', 'inputs': ['p', 'q'], 'outputs': ['z'], 'attrs': {}}],
+         'outputs': ['y', 'z']}
+path = os.path.join(work, 'two.json')
+json.dump(model, open(path, 'w'))
+tw = os.path.join(work, 'tune')
+
+
+def stand_in(c):
+    """A made-up time (ms) of a schedule: what the search is fed here."""
+    s = c['schedule']
+    t = 1.0 if c['template'] == 'wgmma' else 1.6
+    t *= 1 + 0.1 * abs(s['tile_n'] - 128) / 64 + 0.05 * abs(s['stages'] - 4)
+    return t * (1 + 0.2 * (s.get('split_k', 1) - 1)) * (1 + 0.001 * c['signature']['m'])
+
+
+def inspect(bundle):
+    r = tcc('inspect', bundle)
+    return json.loads(r.stdout) if r.returncode == 0 else {'kernels': []}
+
+
+def round_dir(r):
+    return os.path.join(tw, 'round-%d' % r)
+
+
+measured = {}  # (signature json, template, schedule json) -> ms
+for rnd in (1, 2):
+    r = tcc('tune', path, '--target', 'sm_90a', '--work', tw, '--round-size', 16, '--seed', seed)
+    check('round %d written' % rnd, r.returncode == 0 and os.path.isdir(round_dir(rnd)), r.stderr)
+    if r.returncode:
+        break
+    cands = json.load(open(os.path.join(round_dir(rnd), 'candidates.json')))['candidates']
+    sigs = {json.dumps(c['signature'], sort_keys=True) for c in cands}
+    check('round %d has candidates of both signatures' % rnd, len(sigs) == 2, sigs)
+    keys = [(json.dumps(c['signature'], sort_keys=True), c['template'],
+             json.dumps(c['schedule'], sort_keys=True)) for c in cands]
+    check('round %d measures nothing twice' % rnd,
+          len(set(keys)) == len(keys) and not set(keys) & set(measured), keys)
+    # Every candidate bundle is the matmul alone, built with its schedule.
+    bad = []
+    for c in cands:
+        kernels = [kk for kk in inspect(os.path.join(round_dir(rnd), c['bundle']))['kernels']
+                   if kk.get('signature') == c['signature']]
+        if not (kernels and kernels[0]['template'] == c['template'] and
+                kernels[0]['schedule'] == c['schedule'] and kernels[0].get('tuning_record')):
+            bad.append(c['id'])
+    check('round %d bundles are built with their schedules' % rnd, not bad, bad)
+    # The stand-in's measurements, one candidate left out (a failed run).
+    meas = []
+    for c, key in list(zip(cands, keys))[1:]:
+        meas.append({'id': c['id'], 'ms': stand_in(c)})
+        measured[key] = meas[-1]['ms']
+    json.dump({'measurements': meas}, open(os.path.join(round_dir(rnd), 'measurements.json'), 'w'))
+
+r = tcc('tune', path, '--target', 'sm_90a', '--work', tw, '--finish')
+check('--finish writes the records', r.returncode == 0, r.stderr)
+recs = json.load(open(os.path.join(tw, 'records.json')))['records'] if r.returncode == 0 else []
+ok = len(recs) == 2
+for rec in recs:
+    sig = json.dumps(rec['signature'], sort_keys=True)
+    best = min(ms for (g, t, s), ms in measured.items() if g == sig)
+    mine = measured.get((sig, rec['template'], json.dumps(rec['schedule'], sort_keys=True)))
+    # Ties (the stand-in repeats times) may pick any of the fastest.
+    ok &= rec['gpu'] == 'sm_90a' and mine == best and abs(rec['ms'] - best) < 1e-9
+check('each record is its signature\'s fastest measured schedule', ok, recs)
+out = os.path.join(work, 'tuned.tccb')
+r = tcc('compile', path, '--target', 'sm_90a', '--tuning-records', os.path.join(tw, 'records.json'),
+        '-o', out)
+applied = [kk for kk in inspect(out)['kernels'] if 'signature' in kk] if r.returncode == 0 else []
+ok = len(applied) == 2 and all(
+    kk.get('tuning_record') and any(rec['signature'] == kk['signature'] and
+                                    rec['schedule'] == kk['schedule'] and
+                                    rec['template'] == kk['template'] for rec in recs)
+    for kk in applied)
+check('the model compiles with the records applied', ok, r.stderr or applied)
+
+# tune-measure on host bundles: one good candidate, one that is no bundle.
+rd = os.path.join(work, 'host-round')
+os.makedirs(rd)
+small = dict(model, inputs=[{'name': 'x', 'dtype': 'f32', 'shape': [8, 16]},
+                            {'name': 'w', 'dtype': 'f32', 'shape': [4, 16]}],
+             nodes=model['nodes'][:2], outputs=['y'])
+json.dump(small, open(os.path.join(work, 'small.json'), 'w'))
+r = tcc('compile', os.path.join(work, 'small.json'), '-o', os.path.join(rd, 'c0.tccb'))
+open(os.path.join(rd, 'c1.tccb'), 'w').write('not a bundle')
+json.dump({'candidates': [{'id': 0, 'bundle': 'c0.tccb'}, {'id': 1, 'bundle': 'c1.tccb'}]},
+          open(os.path.join(rd, 'candidates.json'), 'w'))
+r = tcc('tune-measure', rd, '--iters', 5, '--warmup', 1)
+meas = json.load(open(os.path.join(rd, 'measurements.json')))['measurements'] \
+    if os.path.exists(os.path.join(rd, 'measurements.json')) else []
+check('tune-measure times the bundles it can run and reports the other',
+      r.returncode == 0 and [x['id'] for x in meas] == [0] and meas[0]['ms'] > 0 and
+      'not measured' in r.stdout, r.stdout + r.stderr)
+json.dump({'candidates': [{'id': 1, 'bundle': 'c1.tccb'}]}, open(os.path.join(rd, 'candidates.json'), 'w'))
+check('tune-measure with nothing measurable fails in one line',
+      one_line_error(tcc('tune-measure', rd), 'could be measured'))
+check('tune-measure refuses a bundle outside the round folder', one_line_error(
+    (json.dump({'candidates': [{'id': 0, 'bundle': '../x.tccb'}]},
+               open(os.path.join(rd, 'candidates.json'), 'w')), tcc('tune-measure', rd))[1],
+    'must be a file of the round folder'))
+
+# Bad uses.
+check('tune without --target', one_line_error(tcc('tune', path, '--work', tw), '--target'))
+check('tune for the host', one_line_error(tcc('tune', path, '--target', 'host', '--work', tw),
+                                          'NVIDIA'))
+json.dump(dict(small, nodes=[{'op': 'relu', 'inputs': ['x'], 'outputs': ['y']}],
+               inputs=small['inputs'][:1]), open(os.path.join(work, 'nomm.json'), 'w'))
+check('tune of a model with no matmul', one_line_error(
+    tcc('tune', os.path.join(work, 'nomm.json'), '--target', 'sm_90a', '--work', tw),
+    'no matmul template kernel'))
+check('--finish with nothing measured', one_line_error(
+    tcc('tune', path, '--target', 'sm_90a', '--work', os.path.join(work, 'empty'), '--finish'),
+    'nothing measured'))
+print('%d failed' % len(failed))
+sys.exit(1 if failed else 0)

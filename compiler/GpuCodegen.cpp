@@ -845,6 +845,7 @@ std::optional<MatmulUse> takeMatmul(func::FuncOp f,
   if (p.batch > 1 && p.aBatched && !p.bBatched && !p.transA) {
     p.m *= p.batch;
     p.batch = 1;
+    p.aBatched = false; // one matrix now (its tuning signature says so)
   }
   p.aType = aTy.getElementType();
   p.bType = bTy.getElementType();

@@ -238,10 +238,25 @@ static cl::opt<bool>
                cl::sub(tuneCmd));
 static cl::opt<uint64_t> tuneSeed("seed", cl::desc("Seed of the search"),
                                   cl::init(0), cl::sub(tuneCmd));
+static cl::opt<std::string> tuneStrategy(
+    "strategy", cl::init("model"),
+    cl::desc("How rounds choose schedules: model (the cost model's gradient "
+             "search), random or grid (baselines)"),
+    cl::sub(tuneCmd));
+static cl::opt<int> tuneRounds(
+    "rounds", cl::init(0),
+    cl::desc("On a machine with the GPU: compile and measure this many "
+             "rounds, then write the records (0: one round, measured with "
+             "tune-measure)"),
+    cl::sub(tuneCmd));
+static cl::opt<double> tuneBudget(
+    "budget", cl::init(0),
+    cl::desc("With --rounds: start no round after this many seconds"),
+    cl::sub(tuneCmd));
 static cl::opt<int> tuneWarmup("warmup", cl::desc("Untimed runs"), cl::init(10),
-                               cl::sub(tuneMeasureCmd));
+                               cl::sub(tuneMeasureCmd), cl::sub(tuneCmd));
 static cl::opt<int> tuneIters("iters", cl::desc("Timed runs"), cl::init(50),
-                              cl::sub(tuneMeasureCmd));
+                              cl::sub(tuneMeasureCmd), cl::sub(tuneCmd));
 
 /// MLIR's options (--mlir-print-ir-after-all, --mlir-timing, ...) register
 /// at the top level; make them valid after every subcommand too.
@@ -318,7 +333,8 @@ static bool parseTargetOptions(tcc::CompileOptions &options) {
 static bool compilePath(const std::string &path,
                         const tcc::CompileOptions &targetOptions,
                         tcc::CompileOutput &out,
-                        const std::string *records = nullptr) {
+                        const std::string *records = nullptr,
+                        bool withInputShapes = true) {
   mlir::DialectRegistry registry;
   tcc::registerAllDialects(registry);
   mlir::MLIRContext context(registry);
@@ -354,13 +370,16 @@ static bool compilePath(const std::string &path,
   std::optional<tcc::ImportedModel> model;
   if (tcc::isOnnxPath(path)) {
     tcc::InputShapes shapes;
-    for (const std::string &spec : inputShapes)
+    std::vector<std::string> specs;
+    if (withInputShapes)
+      specs.assign(inputShapes.begin(), inputShapes.end());
+    for (const std::string &spec : specs)
       if (std::string e = tcc::parseInputShape(spec, shapes); !e.empty()) {
         fail(e);
         return false;
       }
     model = tcc::importOnnxFile(path, context, errors, shapes, limits);
-  } else if (!inputShapes.empty()) {
+  } else if (withInputShapes && !inputShapes.empty()) {
     fail("--input-shape applies to ONNX models (.onnx) only");
     return false;
   } else {
@@ -457,10 +476,18 @@ static int doTune() {
   t.roundSize = tuneRoundSize;
   t.finish = tuneFinish;
   t.seed = tuneSeed;
+  t.strategy = tuneStrategy;
+  t.rounds = tuneRounds;
+  t.budgetSeconds = tuneBudget;
+  if (tuneRounds < 0 || tuneBudget < 0)
+    return fail("--rounds and --budget must not be negative");
+  if (tuneIters < 1 || tuneWarmup < 0)
+    return fail("tune: --iters must be at least 1, --warmup at least 0");
   auto compile = [&](const std::string &model, const std::string &records,
                      std::vector<uint8_t> &bundle) {
     tcc::CompileOutput out;
-    if (!compilePath(model, options, out, &records))
+    // --input-shape is the model's; the matmuls alone are JSON models.
+    if (!compilePath(model, options, out, &records, model == inputPath))
       return false;
     bundle = out.bundle.serialize();
     return true;
@@ -474,8 +501,15 @@ static int doTune() {
     m = nlohmann::json::parse(text.str(), nullptr, false);
     return !m.is_discarded();
   };
-  return tcc::tuning::tune(inputPath, t, compile, inspect, std::cout,
-                           std::cerr);
+  auto measure = [](const std::string &roundDir) {
+    throwOnOutOfMemory();
+    int rc = tcc::runner::tuneMeasure(roundDir, tuneWarmup, tuneIters,
+                                      std::cout, std::cerr);
+    llvm::install_out_of_memory_new_handler(); // compiling again
+    return rc;
+  };
+  return tcc::tuning::tune(inputPath, t, compile, inspect, std::cout, std::cerr,
+                           measure);
 }
 
 /// The bundle for run/bench: read, or compiled from a model file.

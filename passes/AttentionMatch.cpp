@@ -7,6 +7,8 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/SetVector.h"
 
 #include <cmath>
 #include <functional>
@@ -32,7 +34,8 @@ std::optional<double> constantValue(Value v) {
   if (auto f = dyn_cast<FloatAttr>(a))
     return f.getValueAsDouble();
   if (auto i = dyn_cast<IntegerAttr>(a))
-    return double(i.getValue().getSExtValue());
+    return double(i.getType().isInteger(1) ? i.getValue().getZExtValue()
+                                           : i.getValue().getSExtValue());
   return std::nullopt;
 }
 
@@ -1052,6 +1055,215 @@ Value AttentionMatch::buildValue(OpBuilder &b, Location loc, Value target,
   if (maskSelect && score)
     values[maskSelect->getResult(0)] = get(maskSelect->getOperand(1));
   return get(target);
+}
+
+/// `v`'s value when every element of it is one number computed from
+/// constants alone (a scale such as sqrt(1 / sqrt(D)), as exporters write
+/// it), each op's result rounded to its element type as the model computes
+/// it; nullopt otherwise. `depth` bounds the walk.
+std::optional<double> uniformValue(Value v, int depth) {
+  Operation *op = v.getDefiningOp();
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  if (!op || !type || depth > 16)
+    return std::nullopt;
+  auto rounded = [&](double x) -> std::optional<double> {
+    auto ft = dyn_cast<FloatType>(type.getElementType());
+    if (!ft || !std::isfinite(x))
+      return std::nullopt;
+    APFloat f(x);
+    bool lost;
+    f.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+    return f.convertToDouble();
+  };
+  if (auto c = dyn_cast<ConstantOp>(op)) {
+    if (auto f = dyn_cast<FloatAttr>(c.getValue()))
+      return f.getValueAsDouble();
+    if (auto i = dyn_cast<IntegerAttr>(c.getValue()))
+      // A boolean true is 1 (casts read i1 unsigned), other integers signed.
+      return double(i.getType().isInteger(1) ? i.getValue().getZExtValue()
+                                             : i.getValue().getSExtValue());
+    return std::nullopt;
+  }
+  if (isa<ReshapeOp, BroadcastToOp>(op))
+    return uniformValue(op->getOperand(0), depth + 1);
+  if (isa<CastOp, SqrtOp, RsqrtOp, ReciprocalOp, NegOp>(op)) {
+    std::optional<double> x = uniformValue(op->getOperand(0), depth + 1);
+    if (!x)
+      return std::nullopt;
+    if (isa<CastOp>(op))
+      return rounded(*x);
+    if (isa<NegOp>(op))
+      return rounded(-*x);
+    if (isa<ReciprocalOp>(op))
+      return rounded(1.0 / *x);
+    if (*x < 0)
+      return std::nullopt;
+    return rounded(isa<SqrtOp>(op) ? std::sqrt(*x) : 1.0 / std::sqrt(*x));
+  }
+  if (isa<MulOp, DivOp, AddOp, SubOp>(op)) {
+    std::optional<double> x = uniformValue(op->getOperand(0), depth + 1);
+    std::optional<double> y = uniformValue(op->getOperand(1), depth + 1);
+    if (!x || !y)
+      return std::nullopt;
+    if (isa<MulOp>(op))
+      return rounded(*x * *y);
+    if (isa<DivOp>(op))
+      return rounded(*x / *y);
+    return rounded(isa<AddOp>(op) ? *x + *y : *x - *y);
+  }
+  return std::nullopt;
+}
+
+/// Whether `f`, a factor of Q or K (Q [.., Lq, D], K as the scores read
+/// it), is one number per matrix of the scores: of size 1 on its last two
+/// axes and broadcasting to the scores' leading axes, so that scaling the
+/// operand by it scales the scores by it (a scalar, or one per head).
+static bool scalesScores(Value f, RankedTensorType scores) {
+  auto t = dyn_cast<RankedTensorType>(f.getType());
+  if (!t || !t.hasStaticShape() || t.getRank() > scores.getRank())
+    return false;
+  int64_t off = scores.getRank() - t.getRank();
+  for (int64_t i = 0; i < t.getRank(); ++i) {
+    int64_t d = t.getDimSize(i), s = scores.getDimSize(i + off);
+    if (i + off >= scores.getRank() - 2 ? d != 1 : d != 1 && d != s)
+      return false;
+  }
+  return true;
+}
+
+/// Q or K scaled before Q·Kᵀ (`q * f`, `q / f`; PyTorch's SDPA
+/// decomposition and its ONNX export scale both by sqrt(1/sqrt(D))) by a
+/// factor that is one number per head (scalesScores): the matmul reads the
+/// unscaled tensor and the scores are scaled instead, in the chain, where
+/// the template folds a constant factor into its softmax and reads any
+/// other as a captured tensor (a scaled copy of Q or K would cost a launch
+/// and a round trip through memory). A factor computed from constants
+/// becomes a constant of its value as the model rounds it. The product is
+/// the model's up to the rounding of the scaled operand, which the kernel's
+/// f32 scores no longer see. Returns whether it rewrote the matmul; the
+/// scaling ops it no longer reads go to `detached` (erased by the caller
+/// when nothing else uses them).
+bool foldPrescales(ChainOp chain, const AttentionMatch &m,
+                   SmallVectorImpl<Operation *> *detached) {
+  Block &body = chain.getBody().front();
+  auto qk = m.scores.getDefiningOp<MatmulOp>();
+  if (!qk || qk->getBlock() != &body)
+    return false;
+  auto st = cast<RankedTensorType>(m.scores.getType());
+  struct Factor {
+    bool divide;
+    Value value;                 ///< a tensor read by the chain, or
+    std::optional<double> known; ///< its value when known
+  };
+  SmallVector<Factor> factors;
+  for (OpOperand *use : {&qk.getAMutable(), &qk.getBMutable()}) {
+    Operation *op = use->get().getDefiningOp();
+    if (!op || op->getBlock() == &body || !isa<MulOp, DivOp>(op))
+      continue;
+    bool divide = isa<DivOp>(op);
+    Value x = op->getOperand(0), f = op->getOperand(1);
+    if (!scalesScores(f, st) && !divide)
+      std::swap(x, f);
+    // The factor must not widen the tensor (a broadcast) or change its type.
+    if (!scalesScores(f, st) || x.getType() != use->get().getType() ||
+        getElementTypeOrSelf(f.getType()) != st.getElementType())
+      continue;
+    std::optional<double> c = uniformValue(f);
+    if (c && !std::isfinite(*c))
+      c.reset();
+    factors.push_back({divide, f, c});
+    use->set(x);
+    if (detached)
+      detached->push_back(op);
+  }
+  if (factors.empty())
+    return false;
+  OpBuilder b(qk->getContext());
+  b.setInsertionPointAfter(qk);
+  Value s = m.scores;
+  SmallVector<Operation *> scaled;
+  for (const Factor &f : factors) {
+    // A known factor in the scores' dtype: Q's (and K's), in which the
+    // model computed it, so that it is exact.
+    Value c =
+        f.known
+            ? ConstantOp::create(b, qk.getLoc(),
+                                 RankedTensorType::get({}, st.getElementType()),
+                                 b.getFloatAttr(st.getElementType(), *f.known))
+            : f.value;
+    Operation *op =
+        f.divide ? DivOp::create(b, qk.getLoc(), st, s, c).getOperation()
+                 : MulOp::create(b, qk.getLoc(), st, s, c).getOperation();
+    scaled.push_back(op);
+    s = op->getResult(0);
+  }
+  Value scores = m.scores;
+  scores.replaceAllUsesExcept(s, scaled.front());
+  return true;
+}
+
+bool foldKTranspose(const AttentionMatch &m,
+                    SmallVectorImpl<Operation *> *created) {
+  auto t = m.k.getDefiningOp<TransposeOp>();
+  auto qk = m.scores.getDefiningOp<MatmulOp>();
+  if (!m.kTransposed || !t || qk.getB() != m.k)
+    return false;
+  SmallVector<int64_t> perm(t.getPerm());
+  int64_t r = perm.size();
+  if (r < 2 || perm[r - 2] != r - 1)
+    return false;
+  std::swap(perm[r - 2], perm[r - 1]);
+  Value k = t.getInput();
+  if (!llvm::equal(perm, llvm::seq<int64_t>(0, r))) {
+    OpBuilder b(t);
+    auto shape = llvm::to_vector(t.getType().getShape());
+    std::swap(shape[r - 2], shape[r - 1]);
+    k = TransposeOp::create(
+        b, t.getLoc(),
+        RankedTensorType::get(shape, t.getType().getElementType()), k, perm);
+    if (created)
+      created->push_back(k.getDefiningOp());
+  }
+  qk.getBMutable().assign(k);
+  qk.setTransposeB(true);
+  if (t->use_empty())
+    t->erase();
+  return true;
+}
+
+void pullLayouts(ChainOp chain, const AttentionMatch &m) {
+  Block &body = chain.getBody().front();
+  OpBuilder b = OpBuilder::atBlockBegin(&body);
+  // Each transpose once: K and V (or Q and K) may be one tensor.
+  llvm::SetVector<Operation *> layouts;
+  for (Value v : {m.q, m.k, m.v})
+    if (auto t = v.getDefiningOp<TransposeOp>();
+        t && t->getBlock() != &body && isLayoutTranspose(t))
+      layouts.insert(t);
+  for (Operation *t : layouts) {
+    Operation *copy = b.clone(*t);
+    t->getResult(0).replaceUsesWithIf(copy->getResult(0), [&](OpOperand &use) {
+      return chain->isProperAncestor(use.getOwner());
+    });
+    if (t->use_empty())
+      t->erase();
+  }
+  // The result, when a transpose is its only use.
+  Value result = chain->getResult(0);
+  if (!result.hasOneUse())
+    return;
+  auto t = dyn_cast<TransposeOp>(*result.getUsers().begin());
+  if (!t || !isLayoutTranspose(t))
+    return;
+  Operation *yield = body.getTerminator();
+  b.setInsertionPoint(yield);
+  IRMapping map;
+  map.map(result, yield->getOperand(0));
+  Operation *copy = b.clone(*t, map);
+  yield->setOperand(0, copy->getResult(0));
+  result.setType(t.getType());
+  t.replaceAllUsesWith(result);
+  t->erase();
 }
 
 } // namespace mlir::tcc

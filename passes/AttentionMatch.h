@@ -126,6 +126,42 @@ private:
                    ValueRange capturedArgs) const;
 };
 
+/// `v`'s value when every element of it is one number computed from
+/// constants alone (a scale such as sqrt(1 / sqrt(D)), as exporters write
+/// it), each op's result rounded to its element type as the model computes
+/// it; nullopt otherwise. `depth` bounds the walk.
+std::optional<double> uniformValue(Value v, int depth = 0);
+
+/// Q or K scaled before Q·Kᵀ (`q * f`, `q / f`) by a factor that is one
+/// number per score matrix (a scalar or one per head, size 1 on its last
+/// two axes): the matmul reads the unscaled tensor and the scores are
+/// scaled in the chain instead (a constant if `uniformValue` knows it, else
+/// a captured tensor). tcc-gpu-attention-plan applies it where a template
+/// computes the folded chain (generic loops would compute the unscaled
+/// scores in the model's dtype, which may overflow f16). Returns whether it
+/// rewrote the matmul; the scaling ops it no longer reads go to `detached`.
+bool foldPrescales(ChainOp chain, const AttentionMatch &m,
+                   SmallVectorImpl<Operation *> *detached = nullptr);
+
+/// Scores Q·Kt where Kt is a transpose of a tensor from outside the chain
+/// whose last axis is the head dim (K [.., Lk, D] with the last two axes
+/// swapped, or a projection's [B, Lk, H, D] by perm [0, 2, 3, 1]), not
+/// repeated over heads: they become matmul(Q, K, transpose_b), K the same
+/// tensor less the swap (itself, or a transpose keeping the head dim last,
+/// which the template reads with strides), so that the template reads K
+/// as it is, with no transposed copy. Returns whether it rewrote them; a
+/// transpose it made goes to `created`.
+bool foldKTranspose(const AttentionMatch &m,
+                    SmallVectorImpl<Operation *> *created = nullptr);
+
+/// Moves into the chain the transposes that give Q, K and V attention's
+/// layout from one that keeps the head dim innermost ([B, L, H, D] to
+/// [B, H, L, D]), and the one that gives its result back, so that the
+/// kernel reads and writes the untransposed tensors with strides: no
+/// transpose kernels and no copies between the projections and attention.
+/// The result's transpose moves in only where it is the result's one use.
+void pullLayouts(ChainOp chain, const AttentionMatch &m);
+
 /// `chain` as attention, or nullopt with the reason in `why`.
 std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why);
 

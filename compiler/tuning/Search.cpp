@@ -101,7 +101,7 @@ std::vector<size_t> proposeCandidates(const SearchSpace &space,
   std::map<size_t, double> found;
   for (size_t s : from) {
     std::vector<double> r = space.points[s];
-    // Steps of a tenth of each range along the normalised gradient,
+    // Steps of a quarter of each range along the normalised gradient,
     // shrinking: long enough to cross the space, short enough to settle.
     for (int t = 0; t < steps; ++t) {
       std::vector<double> g = gradient(space, model, r, range);

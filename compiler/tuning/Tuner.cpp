@@ -12,6 +12,7 @@
 #include "mlir/IR/MLIRContext.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -38,6 +39,7 @@ struct Signature {
 struct Measured {
   size_t sig, point;
   double ms;
+  double seconds; ///< spent measuring it (0 where not recorded)
 };
 
 int fail(std::ostream &err, const std::string &msg) {
@@ -185,9 +187,15 @@ int roundNumber(const fs::path &p) {
 
 } // namespace
 
-int tune(const std::string &modelPath, const TuneOptions &options,
-         const CompileFn &compile, const InspectFn &inspect, std::ostream &out,
-         std::ostream &err) {
+namespace {
+
+/// One round or the records; `roundDir` gets the round's folder and
+/// `written` its number of candidates.
+int tuneStep(const std::string &modelPath, const TuneOptions &options,
+             const CompileFn &compile, const InspectFn &inspect,
+             std::ostream &out, std::ostream &err, std::string &roundDir,
+             int &written) {
+  written = 0;
   std::string error;
   std::optional<TargetDesc> target = parseTarget(options.target, error);
   if (!target)
@@ -235,33 +243,38 @@ int tune(const std::string &modelPath, const TuneOptions &options,
     return std::nullopt;
   };
 
-  // Every round's measurements (a round not measured yet is skipped).
+  // Every round's measurements in order (a round not measured yet is
+  // skipped).
   std::vector<Measured> measured;
   int lastRound = 0;
-  for (const fs::directory_entry &e : fs::directory_iterator(work, ec)) {
-    int r = roundNumber(e.path());
-    if (!r || !e.is_directory())
-      continue;
+  std::vector<std::pair<int, fs::path>> rounds;
+  for (const fs::directory_entry &e : fs::directory_iterator(work, ec))
+    if (int r = roundNumber(e.path()); r && e.is_directory())
+      rounds.push_back({r, e.path()});
+  std::sort(rounds.begin(), rounds.end());
+  for (const auto &[r, path] : rounds) {
     lastRound = std::max(lastRound, r);
     json cands, meas;
-    if (!fs::exists(e.path() / "measurements.json"))
+    if (!fs::exists(path / "measurements.json"))
       continue;
-    if (!readJson(e.path() / "candidates.json", cands, error) ||
-        !readJson(e.path() / "measurements.json", meas, error))
+    if (!readJson(path / "candidates.json", cands, error) ||
+        !readJson(path / "measurements.json", meas, error))
       return fail(err, error);
-    std::map<int64_t, double> ms;
-    for (const json &m : meas.value("measurements", json::array()))
-      if (m.contains("id") && m.value("ms", -1.0) > 0)
-        ms[m["id"].get<int64_t>()] = m["ms"].get<double>();
-    for (const json &c : cands.value("candidates", json::array())) {
-      auto t = ms.find(get(c, "id", -1));
-      if (t == ms.end())
+    std::map<int64_t, json> byId;
+    for (const json &c : cands.value("candidates", json::array()))
+      byId[get(c, "id", -1)] = c;
+    for (const json &m : meas.value("measurements", json::array())) {
+      if (!m.contains("id") || !(m.value("ms", -1.0) > 0))
+        continue;
+      auto c = byId.find(get(m, "id", -1));
+      if (c == byId.end())
         continue;
       for (size_t i = 0; i < sigs.size(); ++i)
-        if (sigs[i].signature == c.value("signature", json()))
-          if (auto p = pointOf(i, c.value("template", ""),
-                               c.value("schedule", json())))
-            measured.push_back({i, *p, t->second});
+        if (sigs[i].signature == c->second.value("signature", json()))
+          if (auto p = pointOf(i, c->second.value("template", ""),
+                               c->second.value("schedule", json())))
+            measured.push_back(
+                {i, *p, m["ms"].get<double>(), m.value("seconds", 0.0)});
     }
   }
 
@@ -321,6 +334,29 @@ int tune(const std::string &modelPath, const TuneOptions &options,
     if (!writeJson(work / "records.json",
                    {{"version", 1}, {"records", records}}, error))
       return fail(err, error);
+    // The tuning curve: the model's matmul time with each signature's
+    // fastest schedule so far, after each measurement.
+    std::vector<double> bestSoFar(sigs.size(), 0.0);
+    std::string csv = "measured,seconds,model_ms\n";
+    double seconds = 0;
+    for (size_t n = 0; n < measured.size(); ++n) {
+      const Measured &m = measured[n];
+      seconds += m.seconds;
+      if (bestSoFar[m.sig] == 0 || m.ms < bestSoFar[m.sig])
+        bestSoFar[m.sig] = m.ms;
+      double total = 0;
+      bool all = true;
+      for (size_t i = 0; i < sigs.size(); ++i) {
+        all &= bestSoFar[i] > 0;
+        total += bestSoFar[i] * sigs[i].kernels.size();
+      }
+      if (all)
+        csv += std::to_string(n + 1) + "," + std::to_string(seconds) + "," +
+               std::to_string(total) + "\n";
+    }
+    if (!io::writeFileAtomically((work / "curve.csv").string(), csv.data(),
+                                 csv.size(), error))
+      return fail(err, error);
     out << "wrote " << (work / "records.json").string() << " ("
         << records.size() << " record" << (records.size() > 1 ? "s" : "")
         << "): tcc compile --tuning-records "
@@ -339,11 +375,12 @@ int tune(const std::string &modelPath, const TuneOptions &options,
           sigs[m.sig].search.features(sigs[m.sig].search.points[m.point]));
       y.push_back(m.ms);
     }
-    if (x.size() >= 8)
+    if (x.size() >= 8 && options.strategy == "model")
       model.train(x, y);
   }
   int round = lastRound + 1;
   fs::path dir = work / ("round-" + std::to_string(round));
+  roundDir = dir.string();
   fs::create_directories(dir / "models", ec);
   if (ec)
     return fail(err, "cannot create " + dir.string() + ": " + ec.message());
@@ -371,7 +408,12 @@ int tune(const std::string &modelPath, const TuneOptions &options,
       next.push_back(*h);
       done.insert(*h);
     }
-    if (model.trained()) {
+    if (options.strategy == "grid") {
+      // The space in its order (knob by knob), the baseline of a grid.
+      for (size_t p = 0; p < sigs[i].space.size() && next.size() < quota; ++p)
+        if (!done.count(p))
+          next.push_back(p);
+    } else if (model.trained() && options.strategy == "model") {
       for (size_t p : proposeCandidates(sigs[i].search, model, done, starts,
                                         quota - next.size(), quota / 4, rng))
         next.push_back(p);
@@ -440,17 +482,65 @@ int tune(const std::string &modelPath, const TuneOptions &options,
   if (!writeJson(dir / "candidates.json",
                  {{"round", round},
                   {"target", options.target},
+                  {"strategy", options.strategy},
                   {"candidates", candidates}},
                  error))
     return fail(err, error);
+  written = int(candidates.size());
   out << "round " << round << ": " << candidates.size() << " candidates in "
       << dir.string()
-      << (model.trained() ? " (proposed by the cost model)"
-                          : " (random, and the heuristics' schedules)")
+      << (options.strategy == "grid" ? " (the next of the grid)"
+          : model.trained() ? " (proposed by the cost model)"
+                            : " (random, and the heuristics' schedules)")
       << "\nmeasure them on the GPU: tcc tune-measure " << dir.string()
       << "\nthen: tcc tune again for the next round, or with --finish for the "
          "records\n";
   return 0;
+}
+
+} // namespace
+
+int tune(const std::string &modelPath, const TuneOptions &options,
+         const CompileFn &compile, const InspectFn &inspect, std::ostream &out,
+         std::ostream &err, const MeasureFn &measure) {
+  if (options.strategy != "model" && options.strategy != "random" &&
+      options.strategy != "grid")
+    return fail(err, "tune: --strategy must be model, random or grid, not '" +
+                         options.strategy + "'");
+  std::string roundDir;
+  // Tuning files come from the user's folder: a wrong type there is a
+  // one-line error, never an uncaught exception.
+  auto step = [&](const TuneOptions &o, int &candidates) -> int {
+    try {
+      return tuneStep(modelPath, o, compile, inspect, out, err, roundDir,
+                      candidates);
+    } catch (const json::exception &e) {
+      return fail(err, "tune: " + options.workDir +
+                           ": a tuning file is malformed: " + e.what());
+    }
+  };
+  int candidates = 0;
+  if (!measure || options.rounds <= 0 || options.finish)
+    return step(options, candidates);
+  // Compile a round, measure it, again: on one machine with a GPU.
+  TuneOptions each = options;
+  each.finish = false;
+  auto start = std::chrono::steady_clock::now();
+  for (int r = 0; r < options.rounds; ++r) {
+    if (int rc = step(each, candidates))
+      return rc;
+    if (candidates == 0) // the space is measured through
+      break;
+    if (int rc = measure(roundDir))
+      return rc;
+    double spent =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    if (options.budgetSeconds > 0 && spent >= options.budgetSeconds)
+      break;
+  }
+  each.finish = true;
+  return step(each, candidates);
 }
 
 } // namespace tcc::tuning

@@ -37,6 +37,16 @@ struct TuneOptions {
   /// Write the records instead of another round.
   bool finish = false;
   uint64_t seed = 0;
+  /// How a round's schedules are chosen: "model" (the cost model's search,
+  /// random before there are measurements to train it on), "random", or
+  /// "grid" (the space in its order): the last two as baselines.
+  std::string strategy = "model";
+  /// With a measure function (a GPU beside the compiler): rounds to run,
+  /// each measured at once, before the records are written; 0: one round
+  /// (or the records, with `finish`), measured elsewhere.
+  int rounds = 0;
+  /// With `rounds`: stop starting rounds once measuring took this long.
+  double budgetSeconds = 0;
 };
 
 /// Compiles the model at `modelPath` with the tuning records file
@@ -48,11 +58,18 @@ using CompileFn = std::function<bool(const std::string &modelPath,
 using InspectFn = std::function<bool(const std::vector<uint8_t> &bundle,
                                      nlohmann::json &manifest)>;
 
-/// One `tcc tune` step (a round, or the records with `finish`); the exit
-/// status, after one "tcc: error: ..." line on `err` on failure.
+/// Times a round folder's candidates (tcc tune-measure); the exit status.
+using MeasureFn = std::function<int(const std::string &roundDir)>;
+
+/// One `tcc tune` step (a round, or the records with `finish`), or with
+/// `measure` and `options.rounds` the whole loop; the exit status, after
+/// one "tcc: error: ..." line on `err` on failure. `finish` also writes
+/// DIR/curve.csv: after each measurement in order, the model's matmul time
+/// if every kernel ran its signature's fastest schedule measured so far
+/// (the tuning curve), against the seconds spent measuring.
 int tune(const std::string &modelPath, const TuneOptions &options,
          const CompileFn &compile, const InspectFn &inspect, std::ostream &out,
-         std::ostream &err);
+         std::ostream &err, const MeasureFn &measure = nullptr);
 
 } // namespace tcc::tuning
 

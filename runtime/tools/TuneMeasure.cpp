@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -47,6 +49,8 @@ int tuneMeasure(const std::string &roundDir, int warmup, int iters,
     options.iters = iters;
     options.jsonPath = jsonPath;
     int rc = 1;
+    std::remove(jsonPath.c_str()); // never the previous candidate's figures
+    auto start = std::chrono::steady_clock::now();
     if (io::readRegularFile(dir + "/" + bundle, b, why))
       rc = benchBundle(std::move(b), bundle, options, quiet, errs);
     else
@@ -66,7 +70,12 @@ int tuneMeasure(const std::string &roundDir, int warmup, int iters,
           << "): not measured: " << e.substr(0, e.find('\n')) << "\n";
       continue;
     }
-    measurements.push_back({{"id", c["id"]}, {"ms", ms}});
+    // The seconds this candidate cost (load, warm-up, timed runs): the
+    // tuning curve's x.
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    measurements.push_back({{"id", c["id"]}, {"ms", ms}, {"seconds", seconds}});
     // Written after each: a round cut short keeps what it measured.
     std::string text =
         nlohmann::json{{"measurements", measurements}}.dump(1) + "\n";

@@ -119,6 +119,13 @@ for rec in recs:
     # Ties (the stand-in repeats times) may pick any of the fastest.
     ok &= rec['gpu'] == 'sm_90a' and mine == best and abs(rec['ms'] - best) < 1e-9
 check('each record is its signature\'s fastest measured schedule', ok, recs)
+curve = [l.split(',') for l in open(os.path.join(tw, 'curve.csv')).read().split()[1:]] \
+    if os.path.exists(os.path.join(tw, 'curve.csv')) else []
+times = [float(c[2]) for c in curve]
+check('the tuning curve falls to the records\' time',
+      curve and all(a >= b for a, b in zip(times, times[1:])) and
+      abs(times[-1] - sum(rec['ms'] for rec in recs)) < 1e-4 * times[-1] and
+      int(curve[-1][0]) == len(measured), curve[-3:])
 out = os.path.join(work, 'tuned.tccb')
 r = tcc('compile', path, '--target', 'sm_90a', '--tuning-records', os.path.join(tw, 'records.json'),
         '-o', out)
@@ -155,7 +162,42 @@ check('tune-measure refuses a bundle outside the round folder', one_line_error(
                open(os.path.join(rd, 'candidates.json'), 'w')), tcc('tune-measure', rd))[1],
     'must be a file of the round folder'))
 
+# The baselines: a grid takes the space in its order, random its own picks.
+for strategy in ('grid', 'random'):
+    d = os.path.join(work, strategy)
+    r = tcc('tune', path, '--target', 'sm_90a', '--work', d, '--round-size', 8,
+            '--strategy', strategy, '--seed', seed)
+    cands = json.load(open(os.path.join(d, 'round-1', 'candidates.json'))) \
+        if r.returncode == 0 else {}
+    check('--strategy %s writes a round' % strategy,
+          cands.get('strategy') == strategy and len(cands['candidates']) >= 8, r.stderr)
+# --rounds measures in the same process: no GPU here, so nothing can be
+# measured, which is reported in one line.
+r = tcc('tune', path, '--target', 'sm_90a', '--work', os.path.join(work, 'loop'), '--rounds', 2,
+        '--round-size', 4, '--iters', 2)
+check('--rounds without a GPU fails in one line', one_line_error(r, 'could be measured'), r.stderr)
+
+# A linear layer over [batch, tokens, features] (A's batch folded into M):
+# its matmul alone reproduces the signature, so candidates are built.
+lin = {'format': 'tcc-model', 'version': 1, 'name': 'lin',
+       'inputs': [{'name': 'x', 'dtype': 'bf16', 'shape': [rng.choice([2, 4]), 128, 256]},
+                  {'name': 'w', 'dtype': 'bf16', 'shape': [256, 512]}],
+       'params': [], 'outputs': ['y'],
+       'nodes': [{'op': 'matmul', 'inputs': ['x', 'w'], 'outputs': ['y'], 'attrs': {}}]}
+json.dump(lin, open(os.path.join(work, 'lin.json'), 'w'))
+d = os.path.join(work, 'lin')
+r = tcc('tune', os.path.join(work, 'lin.json'), '--target', 'sm_90a', '--work', d, '--round-size', 4)
+n = len(json.load(open(os.path.join(d, 'round-1', 'candidates.json')))['candidates']) \
+    if r.returncode == 0 else 0
+check('a linear layer over a batch of token rows is tuned', n == 4, r.stdout + r.stderr)
+
 # Bad uses.
+json.dump({'measurements': [{'id': 0, 'ms': '1.5'}]},
+          open(os.path.join(d, 'round-1', 'measurements.json'), 'w'))
+check('a malformed measurements file fails in one line', one_line_error(
+    tcc('tune', os.path.join(work, 'lin.json'), '--target', 'sm_90a', '--work', d), 'malformed'))
+check('an unknown strategy', one_line_error(
+    tcc('tune', path, '--target', 'sm_90a', '--work', tw, '--strategy', 'anneal'), 'strategy'))
 check('tune without --target', one_line_error(tcc('tune', path, '--work', tw), '--target'))
 check('tune for the host', one_line_error(tcc('tune', path, '--target', 'host', '--work', tw),
                                           'NVIDIA'))

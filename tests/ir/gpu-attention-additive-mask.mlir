@@ -89,3 +89,65 @@ func.func @additive_not_a_mask(%q: tensor<2x4x128x64xf16>, %k: tensor<2x4x256x64
   }
   return %0 : tensor<2x4x128x64xf16>
 }
+
+// -----
+
+// Two layers share one additive padding mask made outside both chains (CSE
+// does that): each chain reads it as a key mask of its own.
+// CHECK-LABEL: func.func @shared_additive_mask
+// CHECK-COUNT-2: tcc.select %arg3, %{{.*}}, %{{.*}} : tensor<2x1x1x256xi1>, tensor<2x4x128x256xf16>, tensor<f16>
+// FORM-LABEL: func.func @shared_additive_mask
+// FORM-COUNT-2: key_mask_alone
+func.func @shared_additive_mask(%q: tensor<2x4x128x64xf16>, %k: tensor<2x4x256x64xf16>, %v: tensor<2x4x256x64xf16>, %pad: tensor<2x1x1x256xi1>) -> (tensor<2x4x128x64xf16>, tensor<2x4x128x64xf16>) {
+  %zero = tcc.constant {value = 0.0 : f16} : tensor<f16>
+  %ninf = tcc.constant {value = 0xFC00 : f16} : tensor<f16>
+  %bias = tcc.select %pad, %zero, %ninf : tensor<2x1x1x256xi1>, tensor<f16>, tensor<f16> -> tensor<2x1x1x256xf16>
+  %0 = tcc.chain attributes {axis = 3 : i64} -> tensor<2x4x128x64xf16> {
+    %5 = tcc.matmul %q, %k {transpose_b = true} : tensor<2x4x128x64xf16>, tensor<2x4x256x64xf16> -> tensor<2x4x128x256xf16>
+    %7 = tcc.add %5, %bias : tensor<2x4x128x256xf16>, tensor<2x1x1x256xf16> -> tensor<2x4x128x256xf16>
+    %9 = tcc.reduce_max %7 {axes = array<i64: 3>, keepdims = true} : tensor<2x4x128x256xf16> -> tensor<2x4x128x1xf16>
+    %10 = tcc.sub %7, %9 : tensor<2x4x128x256xf16>, tensor<2x4x128x1xf16> -> tensor<2x4x128x256xf16>
+    %11 = tcc.exp %10 : tensor<2x4x128x256xf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<2x4x128x256xf16> -> tensor<2x4x128x1xf16>
+    %13 = tcc.div %11, %12 : tensor<2x4x128x256xf16>, tensor<2x4x128x1xf16> -> tensor<2x4x128x256xf16>
+    %14 = tcc.matmul %13, %v : tensor<2x4x128x256xf16>, tensor<2x4x256x64xf16> -> tensor<2x4x128x64xf16>
+    tcc.yield %14 : tensor<2x4x128x64xf16>
+  }
+  %1 = tcc.chain attributes {axis = 3 : i64} -> tensor<2x4x128x64xf16> {
+    %5 = tcc.matmul %0, %k {transpose_b = true} : tensor<2x4x128x64xf16>, tensor<2x4x256x64xf16> -> tensor<2x4x128x256xf16>
+    %7 = tcc.add %5, %bias : tensor<2x4x128x256xf16>, tensor<2x1x1x256xf16> -> tensor<2x4x128x256xf16>
+    %9 = tcc.reduce_max %7 {axes = array<i64: 3>, keepdims = true} : tensor<2x4x128x256xf16> -> tensor<2x4x128x1xf16>
+    %10 = tcc.sub %7, %9 : tensor<2x4x128x256xf16>, tensor<2x4x128x1xf16> -> tensor<2x4x128x256xf16>
+    %11 = tcc.exp %10 : tensor<2x4x128x256xf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<2x4x128x256xf16> -> tensor<2x4x128x1xf16>
+    %13 = tcc.div %11, %12 : tensor<2x4x128x256xf16>, tensor<2x4x128x1xf16> -> tensor<2x4x128x256xf16>
+    %14 = tcc.matmul %13, %v : tensor<2x4x128x256xf16>, tensor<2x4x256x64xf16> -> tensor<2x4x128x64xf16>
+    tcc.yield %14 : tensor<2x4x128x64xf16>
+  }
+  return %0, %1 : tensor<2x4x128x64xf16>, tensor<2x4x128x64xf16>
+}
+
+// -----
+
+// The 0 is what widens the sum ([2, 1, 1, 128] against scores [4, 128,
+// 128] and a mask [128]): select(c, s, -inf) would have another shape, so
+// the add stays (and the IR stays valid).
+// CHECK-LABEL: func.func @zero_widens
+// CHECK: tcc.add
+func.func @zero_widens(%q: tensor<4x128x64xf16>, %k: tensor<4x128x64xf16>, %v: tensor<4x128x64xf16>, %pad: tensor<128xi1>) -> tensor<2x4x128x64xf16> {
+  %0 = tcc.chain attributes {axis = 3 : i64} -> tensor<2x4x128x64xf16> {
+    %5 = tcc.matmul %q, %k {transpose_b = true} : tensor<4x128x64xf16>, tensor<4x128x64xf16> -> tensor<4x128x128xf16>
+    %z = tcc.constant {value = 0.0 : f16} : tensor<2x1x1x128xf16>
+    %ninf = tcc.constant {value = 0xFC00 : f16} : tensor<f16>
+    %bias = tcc.select %pad, %z, %ninf : tensor<128xi1>, tensor<2x1x1x128xf16>, tensor<f16> -> tensor<2x1x1x128xf16>
+    %7 = tcc.add %5, %bias : tensor<4x128x128xf16>, tensor<2x1x1x128xf16> -> tensor<2x4x128x128xf16>
+    %9 = tcc.reduce_max %7 {axes = array<i64: 3>, keepdims = true} : tensor<2x4x128x128xf16> -> tensor<2x4x128x1xf16>
+    %10 = tcc.sub %7, %9 : tensor<2x4x128x128xf16>, tensor<2x4x128x1xf16> -> tensor<2x4x128x128xf16>
+    %11 = tcc.exp %10 : tensor<2x4x128x128xf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<2x4x128x128xf16> -> tensor<2x4x128x1xf16>
+    %13 = tcc.div %11, %12 : tensor<2x4x128x128xf16>, tensor<2x4x128x1xf16> -> tensor<2x4x128x128xf16>
+    %14 = tcc.matmul %13, %v : tensor<2x4x128x128xf16>, tensor<4x128x64xf16> -> tensor<2x4x128x64xf16>
+    tcc.yield %14 : tensor<2x4x128x64xf16>
+  }
+  return %0 : tensor<2x4x128x64xf16>
+}

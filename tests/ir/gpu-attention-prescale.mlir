@@ -1,6 +1,9 @@
-// RUN: tcc-opt %s --split-input-file --tcc-gpu-attention-chains | FileCheck %s
+// RUN: tcc-opt %s --split-input-file --tcc-gpu-attention-chains --tcc-gpu-attention-plan=target=sm_90 | FileCheck %s
 // RUN: tcc-opt %s --split-input-file --tcc-gpu-attention-chains --tcc-gpu-attention-plan=target=sm_90 --tcc-form-attention | FileCheck %s --check-prefix=FORM
 
+// tcc-gpu-attention-plan folds Q's and K's scaling onto the scores where a
+// template takes the folded chain (foldPrescales).
+//
 // Q and K each scaled by sqrt(1/sqrt(64)) before Q·Kᵀ, K after its
 // transpose, the factor computed from a constant (as PyTorch's SDPA
 // decomposition and its ONNX export write it): the matmul reads Q and K
@@ -9,7 +12,7 @@
 // Q or K; tcc.attention's scale is the product, with no score code.
 // CHECK-LABEL: func.func @prescaled_qk
 // CHECK-NOT: tcc.mul
-// CHECK: tcc.chain attributes {axis = 3 : i64, tcc.attention}
+// CHECK: tcc.chain attributes {axis = 3 : i64, tcc.attention, tcc.attention_plan
 // CHECK: %[[S:.*]] = tcc.matmul %arg0, %arg1 {transpose_b = true}
 // CHECK-NEXT: %[[C0:.*]] = tcc.constant {value = 3.535160e-01 : f16} : tensor<f16>
 // CHECK-NEXT: %[[S1:.*]] = tcc.mul %[[S]], %[[C0]]
@@ -45,7 +48,7 @@ func.func @prescaled_qk(%q: tensor<1x4x128x64xf16>, %k: tensor<1x4x256x64xf16>, 
 // as a captured tensor.
 // CHECK-LABEL: func.func @per_head_factor
 // CHECK-NOT: tcc.mul
-// CHECK: tcc.chain attributes {axis = 3 : i64, tcc.attention}
+// CHECK: tcc.chain attributes {axis = 3 : i64, tcc.attention, tcc.attention_plan
 // CHECK-NEXT: %[[S:.*]] = tcc.matmul %arg0, %arg1 {transpose_b = true}
 // CHECK-NEXT: tcc.mul %[[S]], %arg3 : tensor<1x4x128x256xf16>, tensor<1x4x1x1xf16>
 // FORM-LABEL: func.func @per_head_factor
@@ -72,7 +75,7 @@ func.func @per_head_factor(%q: tensor<1x4x128x64xf16>, %k: tensor<1x4x256x64xf16
 // left as it is, the matmul reads the scaled Q.
 // CHECK-LABEL: func.func @per_column_factor_kept
 // CHECK: %[[QS:.*]] = tcc.mul %arg0, %arg3
-// CHECK: tcc.chain attributes {axis = 3 : i64, tcc.attention}
+// CHECK: tcc.chain attributes {axis = 3 : i64, tcc.attention, tcc.attention_plan
 // CHECK-NEXT: tcc.matmul %[[QS]], %arg1 {transpose_b = true}
 func.func @per_column_factor_kept(%q: tensor<1x4x128x64xf16>, %k: tensor<1x4x256x64xf16>, %v: tensor<1x4x256x64xf16>, %f: tensor<1x1x1x64xf16>) -> tensor<1x4x128x64xf16> {
   %qs = tcc.mul %q, %f : tensor<1x4x128x64xf16>, tensor<1x1x1x64xf16> -> tensor<1x4x128x64xf16>

@@ -42,8 +42,9 @@ struct DeviceLaunch {
   /// tuning record.
   std::string templateName, scheduleJson;
   bool tuned = false;
-  /// A matmul template kernel's signature in tuning records (JSON text).
-  std::string signatureJson;
+  /// A template kernel's family in tuning records ("matmul", "conv") and
+  /// its signature there (JSON text); empty where it has none.
+  std::string tuningKernel, signatureJson;
 };
 
 /// How one kernel function of the model runs: launches in order, with

@@ -162,8 +162,10 @@ public:
           k["schedule"] = json::parse(l.scheduleJson, nullptr, false);
           if (l.tuned)
             k["tuning_record"] = true;
-          if (!l.signatureJson.empty())
+          if (!l.signatureJson.empty()) {
+            k["tuning_kernel"] = l.tuningKernel;
             k["signature"] = json::parse(l.signatureJson, nullptr, false);
+          }
         }
         // The template and schedule a fused attention kernel was built with
         // (tcc-gpu-attention-plan's attribute), for `tcc inspect`: template

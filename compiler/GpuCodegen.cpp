@@ -1206,13 +1206,17 @@ FailureOr<AttentionUse> takeAttention(func::FuncOp f, mlir::tcc::AttentionOp op,
 
 /// A matmul's signature in tuning records: its problem, as a record's
 /// "signature" object holds it.
-nlohmann::json matmulSignature(const ::tcc::gpu::MatmulProblem &p) {
-  auto name = [](Type t) {
-    std::string s;
-    llvm::raw_string_ostream os(s);
-    t.print(os);
+std::string typeName(Type t) {
+  std::string s;
+  if (!t)
     return s;
-  };
+  llvm::raw_string_ostream os(s);
+  t.print(os);
+  return s;
+}
+
+nlohmann::json matmulSignature(const ::tcc::gpu::MatmulProblem &p) {
+  auto name = typeName;
   return {{"a", name(p.aType)},
           {"b", name(p.bType)},
           {"c", name(p.cType)},
@@ -1227,64 +1231,54 @@ nlohmann::json matmulSignature(const ::tcc::gpu::MatmulProblem &p) {
           {"allow_tf32", p.allowTf32}};
 }
 
-} // namespace
-
-namespace tcc {
-std::vector<MatmulCandidate> matmulTuningSpace(const nlohmann::json &signature,
-                                               const TargetDesc &target,
-                                               mlir::MLIRContext &context,
-                                               std::string &error) {
-  mlir::Builder b(&context);
-  auto typeOf = [&](const char *key) -> Type {
-    std::string t = signature.value(key, "");
-    if (t == "bf16")
-      return b.getBF16Type();
-    if (t == "f16")
-      return b.getF16Type();
-    if (t == "f32")
-      return b.getF32Type();
-    return Type();
-  };
-  ::tcc::gpu::MatmulProblem mp;
-  try {
-    mp.aType = typeOf("a");
-    mp.bType = typeOf("b");
-    mp.cType = typeOf("c");
-    mp.m = signature.at("m").get<int64_t>();
-    mp.n = signature.at("n").get<int64_t>();
-    mp.k = signature.at("k").get<int64_t>();
-    mp.batch = signature.at("batch").get<int64_t>();
-    mp.aBatched = signature.at("a_batched").get<bool>();
-    mp.bBatched = signature.at("b_batched").get<bool>();
-    mp.transA = signature.at("trans_a").get<bool>();
-    mp.transB = signature.at("trans_b").get<bool>();
-    mp.allowTf32 = signature.at("allow_tf32").get<bool>();
-  } catch (const nlohmann::json::exception &) {
-    error = "a matmul signature needs m, n, k, batch, a_batched, b_batched, "
-            "trans_a, trans_b and allow_tf32";
-    return {};
-  }
-  if (!mp.aType || !mp.bType || !mp.cType) {
-    error = "a matmul signature's a, b and c must be bf16, f16 or f32";
-    return {};
-  }
-  std::vector<MatmulCandidate> out;
-  TemplateProblems tps = templateProblems(mp, target);
-  if (tps.wgmmaFits) {
-    for (::tcc::gpu::WgmmaSchedule s :
-         ::tcc::gpu::wgmmaScheduleSpace(tps.wgmma, target))
-      out.push_back({"wgmma", nlohmann::json::parse(knobsText(wgmmaKnobs(s)))});
-  }
-  for (::tcc::gpu::MatmulSchedule s :
-       ::tcc::gpu::matmulScheduleSpace(tps.mma, target))
-    out.push_back({"mma", nlohmann::json::parse(knobsText(mmaKnobs(s)))});
-  if (out.empty())
-    error = "no matmul template takes this signature on " + target.name;
-  return out;
+/// A convolution's signature in tuning records: its problem, with the
+/// epilogue it computes ("" for a type it lacks).
+nlohmann::json convSignature(const ::tcc::gpu::ConvProblem &p) {
+  return {{"input", typeName(p.inType)},
+          {"weight", typeName(p.weightType)},
+          {"output", typeName(p.outType)},
+          {"bias", typeName(p.biasType)},
+          {"residual", typeName(p.residualType)},
+          {"relu", p.relu},
+          {"n", p.n},
+          {"h", p.h},
+          {"w", p.w},
+          {"c", p.c},
+          {"o", p.o},
+          {"kh", p.kh},
+          {"kw", p.kw},
+          {"strides", {p.strideH, p.strideW}},
+          {"dilations", {p.dilationH, p.dilationW}},
+          {"pads", {p.padTop, p.padLeft, p.padBottom, p.padRight}},
+          {"groups", p.groups},
+          {"allow_tf32", p.allowTf32},
+          {"out_stride", p.outStride},
+          {"out_offset", p.outOffset},
+          {"raw_out", p.rawOut},
+          {"copy_out", p.copyOut},
+          {"shuffle", {p.shuffleH, p.shuffleW}}};
 }
-} // namespace tcc
 
-namespace {
+/// The wgmma template's knobs of a convolution: the matmul's and `tma`.
+std::string wgmmaConvKnobsText(::tcc::gpu::WgmmaSchedule s) {
+  nlohmann::json j = nlohmann::json::parse(knobsText(wgmmaKnobs(s)));
+  j["tma"] = s.tma;
+  return j.dump();
+}
+
+/// Sets `s` from a record's wgmma schedule of a convolution (`tma` a
+/// boolean); the first key that is no knob or of the wrong type, or
+/// nothing.
+std::optional<std::string> setWgmmaConvKnobs(nlohmann::json o,
+                                             ::tcc::gpu::WgmmaSchedule &s) {
+  if (o.contains("tma")) {
+    if (!o["tma"].is_boolean())
+      return std::string("tma");
+    s.tma = o["tma"].get<bool>();
+    o.erase("tma");
+  }
+  return setKnobs(o, wgmmaKnobs(s));
+}
 
 LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
                               const ::tcc::TargetDesc &target,
@@ -1379,42 +1373,97 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
   if (use.conv) {
     // The implicit GEMM: on wgmma (sm_90a) where chooseWgmmaConvSchedule
     // takes it, else on mma.sync. A "conv" or per-kernel schedule in
-    // --schedule keeps mma.sync, as a "matmul" one does for matmuls.
+    // --schedule keeps mma.sync, as a "matmul" one does for matmuls; a
+    // tuning record for its signature (unless --schedule names it) gives
+    // its template and schedule where the template takes them.
+    const ::tcc::gpu::ConvProblem &cp = *use.conv;
     std::vector<int> epiArgs;
     if (use.biasArg >= 0)
       epiArgs.push_back(use.biasArg);
     if (use.residualArg >= 0)
       epiArgs.push_back(use.residualArg);
+    bool explicitSchedule =
+        !overrides.conv.empty() || overrides.perKernel.contains(name);
     std::optional<::tcc::gpu::WgmmaSchedule> ws;
-    if (overrides.conv.empty() && !overrides.perKernel.contains(name))
-      ws = ::tcc::gpu::chooseWgmmaConvSchedule(*use.conv, target, convTma);
-    ::tcc::gpu::GemmEpilogue epi = ::tcc::gpu::convEpilogue(*use.conv);
+    if (!explicitSchedule)
+      ws = ::tcc::gpu::chooseWgmmaConvSchedule(cp, target, convTma);
+    std::optional<::tcc::gpu::ConvSchedule> tunedMma;
+    bool tuned = false;
+    if (!explicitSchedule && !records.empty()) {
+      std::vector<std::string> warnings;
+      const ::tcc::TuningRecord *record =
+          records.find("conv", convSignature(cp), target.name, warnings);
+      for (const std::string &w : warnings)
+        gpuModule.emitWarning("kernel ") << name << ": " << w;
+      std::string why;
+      if (record && record->templ == "wgmma") {
+        ::tcc::gpu::WgmmaSchedule rs = ws.value_or(::tcc::gpu::WgmmaSchedule());
+        if (std::optional<std::string> bad =
+                setWgmmaConvKnobs(record->schedule, rs))
+          why = "'" + *bad +
+                "' is not a knob of the template with a value of "
+                "its type";
+        else if (::tcc::gpu::wgmmaConvScheduleValid(cp, rs, target, why)) {
+          ws = rs;
+          tuned = true;
+        }
+      } else if (record && record->templ == "mma") {
+        ::tcc::gpu::ConvSchedule rs =
+            ::tcc::gpu::chooseConvSchedule(cp, target);
+        if (std::optional<std::string> bad =
+                setKnobs(record->schedule, mmaKnobs(rs))) {
+          why = "'" + *bad +
+                "' is not a knob of the template with an integer value";
+        } else {
+          ::tcc::gpu::chooseSplitKReduction(rs, target);
+          if (::tcc::gpu::convScheduleValid(cp, rs, target, why)) {
+            ws.reset();
+            tunedMma = rs;
+            tuned = true;
+          }
+        }
+      } else if (record) {
+        why = "no convolution template is named '" + record->templ + "'";
+      }
+      if (record && !tuned)
+        gpuModule.emitWarning("kernel ")
+            << name << ": its tuning record is not applied: " << why;
+    }
+    ::tcc::gpu::GemmEpilogue epi = ::tcc::gpu::convEpilogue(cp);
     if (ws) {
       symbol = name + "_conv_wgmma";
-      launch = ::tcc::gpu::buildWgmmaConvKernel(b, gpuModule, symbol, *use.conv,
-                                                *ws);
+      launch = ::tcc::gpu::buildWgmmaConvKernel(b, gpuModule, symbol, cp, *ws);
       if (failed(launch))
         return failure();
       std::vector<int> operands = {int(use.aArg), int(use.bArg)};
       // With split-K the epilogue's buffers go to the reduction.
       if (ws->splitK <= 1)
         operands.insert(operands.end(), epiArgs.begin(), epiArgs.end());
-      placeLaunch(deviceLaunch(symbol, *launch, {}), operands, ws->splitK <= 1);
+      ::tcc::DeviceLaunch l = deviceLaunch(symbol, *launch, {});
+      l.templateName = "wgmma";
+      l.scheduleJson = wgmmaConvKnobsText(*ws);
+      l.signatureJson = convSignature(cp).dump();
+      l.tuningKernel = "conv";
+      l.tuned = tuned;
+      placeLaunch(l, operands, ws->splitK <= 1);
       ::tcc::gpu::MatmulSchedule split;
       split.splitK = ws->splitK;
       addSplitK(split, epi, epiArgs);
       return success();
     }
-    ::tcc::gpu::ConvSchedule schedule =
-        ::tcc::gpu::chooseConvSchedule(*use.conv, target);
-    if (failed(overrides.apply(name, schedule, error, /*isConv=*/true)))
-      return gpuModule.emitError("kernel ") << name << ": " << error;
-    ::tcc::gpu::chooseSplitKReduction(schedule, target);
-    if (!::tcc::gpu::convScheduleValid(*use.conv, schedule, target, error))
-      return gpuModule.emitError("kernel ") << name << ": " << error;
+    ::tcc::gpu::ConvSchedule schedule;
+    if (tunedMma) {
+      schedule = *tunedMma;
+    } else {
+      schedule = ::tcc::gpu::chooseConvSchedule(cp, target);
+      if (failed(overrides.apply(name, schedule, error, /*isConv=*/true)))
+        return gpuModule.emitError("kernel ") << name << ": " << error;
+      ::tcc::gpu::chooseSplitKReduction(schedule, target);
+      if (!::tcc::gpu::convScheduleValid(cp, schedule, target, error))
+        return gpuModule.emitError("kernel ") << name << ": " << error;
+    }
     symbol = name + "_conv_mma";
-    launch =
-        ::tcc::gpu::buildConvKernel(b, gpuModule, symbol, *use.conv, schedule);
+    launch = ::tcc::gpu::buildConvKernel(b, gpuModule, symbol, cp, schedule);
     if (failed(launch))
       return failure();
     std::vector<int> operands = {int(use.aArg), int(use.bArg)};
@@ -1422,8 +1471,13 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
     // with a cluster split-K, which reduces in the kernel).
     if (schedule.splitK <= 1 || schedule.clusterSplitK)
       operands.insert(operands.end(), epiArgs.begin(), epiArgs.end());
-    placeLaunch(deviceLaunch(symbol, *launch, {}), operands,
-                schedule.splitK <= 1 || schedule.clusterSplitK);
+    ::tcc::DeviceLaunch l = deviceLaunch(symbol, *launch, {});
+    l.templateName = "mma";
+    l.scheduleJson = knobsText(mmaKnobs(schedule));
+    l.signatureJson = convSignature(cp).dump();
+    l.tuningKernel = "conv";
+    l.tuned = tuned;
+    placeLaunch(l, operands, schedule.splitK <= 1 || schedule.clusterSplitK);
     addSplitK(schedule, epi, epiArgs);
     return success();
   }
@@ -1516,6 +1570,7 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
       useWgmma ? knobsText(wgmmaKnobs(ws)) : knobsText(mmaKnobs(schedule));
   l.tuned = tuned;
   l.signatureJson = matmulSignature(mp).dump();
+  l.tuningKernel = "matmul";
   // Puts B's transpose in front: its buffer is the first scratch one.
   auto addTranspose = [&] {
     if (!transposeB)
@@ -1761,4 +1816,131 @@ LogicalResult compileGpuKernels(ModuleOp module, const GpuOptions &options,
   }
   return success();
 }
+
+/// A signature's type name ("bf16", "f16", "f32"; anything else: null).
+static Type typeNamed(mlir::MLIRContext &context, const std::string &t) {
+  mlir::Builder b(&context);
+  return t == "bf16"  ? Type(b.getBF16Type())
+         : t == "f16" ? Type(b.getF16Type())
+         : t == "f32" ? Type(b.getF32Type())
+                      : Type();
+}
+
+static std::vector<MatmulCandidate> matmulSpace(const nlohmann::json &signature,
+                                                const TargetDesc &target,
+                                                mlir::MLIRContext &context,
+                                                std::string &error) {
+  auto typeOf = [&](const char *key) {
+    return typeNamed(context, signature.value(key, ""));
+  };
+  ::tcc::gpu::MatmulProblem mp;
+  try {
+    mp.aType = typeOf("a");
+    mp.bType = typeOf("b");
+    mp.cType = typeOf("c");
+    mp.m = signature.at("m").get<int64_t>();
+    mp.n = signature.at("n").get<int64_t>();
+    mp.k = signature.at("k").get<int64_t>();
+    mp.batch = signature.at("batch").get<int64_t>();
+    mp.aBatched = signature.at("a_batched").get<bool>();
+    mp.bBatched = signature.at("b_batched").get<bool>();
+    mp.transA = signature.at("trans_a").get<bool>();
+    mp.transB = signature.at("trans_b").get<bool>();
+    mp.allowTf32 = signature.at("allow_tf32").get<bool>();
+  } catch (const nlohmann::json::exception &) {
+    error = "a matmul signature needs m, n, k, batch, a_batched, b_batched, "
+            "trans_a, trans_b and allow_tf32";
+    return {};
+  }
+  if (!mp.aType || !mp.bType || !mp.cType) {
+    error = "a matmul signature's a, b and c must be bf16, f16 or f32";
+    return {};
+  }
+  std::vector<MatmulCandidate> out;
+  TemplateProblems tps = templateProblems(mp, target);
+  if (tps.wgmmaFits) {
+    for (::tcc::gpu::WgmmaSchedule s :
+         ::tcc::gpu::wgmmaScheduleSpace(tps.wgmma, target))
+      out.push_back({"wgmma", nlohmann::json::parse(knobsText(wgmmaKnobs(s)))});
+  }
+  for (::tcc::gpu::MatmulSchedule s :
+       ::tcc::gpu::matmulScheduleSpace(tps.mma, target))
+    out.push_back({"mma", nlohmann::json::parse(knobsText(mmaKnobs(s)))});
+  if (out.empty())
+    error = "no matmul template takes this signature on " + target.name;
+  return out;
+}
+
+/// The convolution of a tuning signature (convSignature) and its spaces.
+static std::vector<MatmulCandidate> convSpace(const nlohmann::json &sig,
+                                              const TargetDesc &target,
+                                              mlir::MLIRContext &context,
+                                              std::string &error) {
+  auto typeOf = [&](const char *key) {
+    return typeNamed(context, sig.value(key, ""));
+  };
+  ::tcc::gpu::ConvProblem p;
+  try {
+    p.inType = typeOf("input");
+    p.weightType = typeOf("weight");
+    p.outType = typeOf("output");
+    p.biasType = typeOf("bias");
+    p.residualType = typeOf("residual");
+    p.relu = sig.at("relu").get<bool>();
+    p.n = sig.at("n").get<int64_t>();
+    p.h = sig.at("h").get<int64_t>();
+    p.w = sig.at("w").get<int64_t>();
+    p.c = sig.at("c").get<int64_t>();
+    p.o = sig.at("o").get<int64_t>();
+    p.kh = sig.at("kh").get<int64_t>();
+    p.kw = sig.at("kw").get<int64_t>();
+    auto pair = [&](const char *k, int64_t &x, int64_t &y) {
+      x = sig.at(k).at(0).get<int64_t>();
+      y = sig.at(k).at(1).get<int64_t>();
+    };
+    pair("strides", p.strideH, p.strideW);
+    pair("dilations", p.dilationH, p.dilationW);
+    pair("shuffle", p.shuffleH, p.shuffleW);
+    p.padTop = sig.at("pads").at(0).get<int64_t>();
+    p.padLeft = sig.at("pads").at(1).get<int64_t>();
+    p.padBottom = sig.at("pads").at(2).get<int64_t>();
+    p.padRight = sig.at("pads").at(3).get<int64_t>();
+    p.groups = sig.at("groups").get<int64_t>();
+    p.allowTf32 = sig.at("allow_tf32").get<bool>();
+    p.outStride = sig.at("out_stride").get<int64_t>();
+    p.outOffset = sig.at("out_offset").get<int64_t>();
+    p.rawOut = sig.at("raw_out").get<bool>();
+    p.copyOut = sig.at("copy_out").get<bool>();
+  } catch (const nlohmann::json::exception &) {
+    error = "a convolution signature needs the fields tcc inspect shows";
+    return {};
+  }
+  if (!p.inType || !p.weightType || !p.outType) {
+    error = "a convolution signature's types must be bf16, f16 or f32";
+    return {};
+  }
+  std::vector<MatmulCandidate> out;
+  for (const ::tcc::gpu::WgmmaSchedule &s :
+       ::tcc::gpu::wgmmaConvScheduleSpace(p, target))
+    out.push_back({"wgmma", nlohmann::json::parse(wgmmaConvKnobsText(s))});
+  for (::tcc::gpu::ConvSchedule s : ::tcc::gpu::convScheduleSpace(p, target))
+    out.push_back({"mma", nlohmann::json::parse(knobsText(mmaKnobs(s)))});
+  if (out.empty())
+    error = "no convolution template takes this signature on " + target.name;
+  return out;
+}
+
+std::vector<MatmulCandidate> tuningSpace(const std::string &kernel,
+                                         const nlohmann::json &signature,
+                                         const TargetDesc &target,
+                                         mlir::MLIRContext &context,
+                                         std::string &error) {
+  if (kernel == "matmul")
+    return matmulSpace(signature, target, context, error);
+  if (kernel == "conv")
+    return convSpace(signature, target, context, error);
+  error = "no template family is named '" + kernel + "'";
+  return {};
+}
+
 } // namespace tcc

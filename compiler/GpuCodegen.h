@@ -58,21 +58,23 @@ struct GpuOptions {
   mlir::TimingScope *timing = nullptr;
 };
 
-/// A point of a matmul template's schedule space: the template ("wgmma",
-/// "mma") and its knobs as a tuning record's schedule holds them.
+/// A point of a template's schedule space: the template ("wgmma", "mma")
+/// and its knobs as a tuning record's schedule holds them.
 struct MatmulCandidate {
   std::string templ;
   nlohmann::json schedule;
 };
 
-/// Every schedule the matmul templates take for a matmul with this tuning
-/// signature (as `tcc inspect` shows it) on `target`: wgmma's where it
-/// applies, then mma.sync's. Empty, with `error`, for a malformed signature
-/// or one no template takes.
-std::vector<MatmulCandidate> matmulTuningSpace(const nlohmann::json &signature,
-                                               const TargetDesc &target,
-                                               mlir::MLIRContext &context,
-                                               std::string &error);
+/// Every schedule the templates of `kernel` ("matmul", "conv": a
+/// manifest's `tuning_kernel`) take for that tuning signature (as `tcc
+/// inspect` shows it) on `target`: wgmma's where it applies, then
+/// mma.sync's. Empty, with `error`, for a malformed signature or one no
+/// template takes.
+std::vector<MatmulCandidate> tuningSpace(const std::string &kernel,
+                                         const nlohmann::json &signature,
+                                         const TargetDesc &target,
+                                         mlir::MLIRContext &context,
+                                         std::string &error);
 
 /// Compiles every function marked `tcc.kernel` in `module` (left unchanged)
 /// into one code object for the GPU `options.target`: PTX text for NVIDIA,

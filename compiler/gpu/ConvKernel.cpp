@@ -263,6 +263,43 @@ chooseWgmmaConvSchedule(const ConvProblem &p, const ::tcc::TargetDesc &target,
   return best;
 }
 
+bool wgmmaConvScheduleValid(const ConvProblem &p, const WgmmaSchedule &s,
+                            const ::tcc::TargetDesc &target, std::string &why) {
+  if (!convKernelSupports(p, why))
+    return false;
+  if (p.inType.isF32() && !p.allowTf32) {
+    why = "the wgmma template computes f32 convolutions as tf32 only";
+    return false;
+  }
+  GemmGather g = gatherOf(p);
+  return wgmmaKernelSupports(wgmmaOf(p), s, target, why, &g);
+}
+
+std::vector<WgmmaSchedule>
+wgmmaConvScheduleSpace(const ConvProblem &p, const ::tcc::TargetDesc &target) {
+  std::vector<WgmmaSchedule> space;
+  std::string why;
+  for (WgmmaSchedule s : wgmmaScheduleSpace(wgmmaOf(p), target))
+    for (bool tma : {false, true}) {
+      s.tma = tma;
+      if (wgmmaConvScheduleValid(p, s, target, why))
+        space.push_back(s);
+    }
+  return space;
+}
+
+std::vector<ConvSchedule> convScheduleSpace(const ConvProblem &p,
+                                            const ::tcc::TargetDesc &target) {
+  std::vector<ConvSchedule> space;
+  std::string why;
+  if (!convKernelSupports(p, why))
+    return space;
+  for (ConvSchedule s : matmulScheduleSpace(convGemm(p), target))
+    if (convScheduleValid(p, s, target, why))
+      space.push_back(s);
+  return space;
+}
+
 FailureOr<KernelLaunch> buildWgmmaConvKernel(OpBuilder &b,
                                              mlir::gpu::GPUModuleOp module,
                                              StringRef name,

@@ -16,6 +16,7 @@
 #include "compiler/gpu/WgmmaKernel.h"
 
 #include <optional>
+#include <vector>
 
 namespace tcc::gpu {
 
@@ -98,6 +99,21 @@ mlir::FailureOr<KernelLaunch> buildConvKernel(mlir::OpBuilder &b,
 std::optional<WgmmaSchedule>
 chooseWgmmaConvSchedule(const ConvProblem &p, const ::tcc::TargetDesc &target,
                         bool tma = true);
+
+/// Whether buildWgmmaConvKernel takes `p` with `s` on `target` (f32 only as
+/// tf32); `why` says why not.
+bool wgmmaConvScheduleValid(const ConvProblem &p, const WgmmaSchedule &s,
+                            const ::tcc::TargetDesc &target, std::string &why);
+
+/// The convolution templates' schedule spaces for `p` on `target`, as the
+/// matmul ones (wgmmaScheduleSpace, matmulScheduleSpace): wgmma's knobs
+/// and its TMA copies (`tma`) that wgmmaConvScheduleValid accepts, and the
+/// mma.sync template's that convScheduleValid accepts. A tuning record
+/// names a point of them; tuning searches them.
+std::vector<WgmmaSchedule>
+wgmmaConvScheduleSpace(const ConvProblem &p, const ::tcc::TargetDesc &target);
+std::vector<ConvSchedule> convScheduleSpace(const ConvProblem &p,
+                                            const ::tcc::TargetDesc &target);
 
 /// buildConvKernel on the wgmma template (sm_90a) with schedule `s`: the
 /// same arguments and results.

@@ -983,7 +983,10 @@ matmulScheduleSpace(const MatmulProblem &p, const ::tcc::TargetDesc &target) {
         for (int64_t wm : {1, 2, 4})
           for (int64_t wn : {1, 2, 4})
             for (int64_t st : {2, 3, 4})
-              for (int64_t sk : {1, 2, 4, 8}) {
+              // Every split chooseSplitK may pick (divisors of the k-tiles
+              // up to 32: the check keeps those), so that the heuristic's
+              // choice is a point of the space.
+              for (int64_t sk = 1; sk <= 32; ++sk) {
                 MatmulSchedule s;
                 s.tileM = tm;
                 s.tileN = tn;

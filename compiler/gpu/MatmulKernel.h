@@ -190,7 +190,7 @@ bool matmulScheduleValid(const MatmulProblem &p, const MatmulSchedule &s,
 
 /// The mma.sync template's schedule space for `p` on `target`: every
 /// combination of its knobs (tile_m and tile_n 32-256, tile_k 16-64, warps_m
-/// and warps_n 1-4, stages 2-4, split_k 1, 2, 4, 8; the split-K reduction as
+/// and warps_n 1-4, stages 2-4, split_k 1-32; the split-K reduction as
 /// chooseSplitKReduction sets it) that matmulScheduleValid accepts. A tuning
 /// record's schedule names a point of it; tuning searches it.
 std::vector<MatmulSchedule>

@@ -717,7 +717,7 @@ std::vector<WgmmaSchedule> wgmmaScheduleSpace(const WgmmaProblem &p,
     for (int64_t tn : {64, 128, 256})
       for (int64_t wg : {1, 2})
         for (int64_t st : {3, 4, 5, 6})
-          for (int64_t sk : {1, 2, 4, 8}) {
+          for (int64_t sk : {1, 2, 4, 8, 16}) {
             WgmmaSchedule s;
             s.tileM = tm;
             s.tileN = tn;

@@ -88,7 +88,7 @@ bool wgmmaKernelSupports(const WgmmaProblem &p, const WgmmaSchedule &s,
 
 /// The wgmma template's schedule space for `p` on `target` (a matmul: no
 /// gather, no TMA): every combination of its knobs (tile_m 64, 128;
-/// tile_n 64, 128, 256; warpgroups 1, 2; stages 3-6; split_k 1, 2, 4, 8)
+/// tile_n 64, 128, 256; warpgroups 1, 2; stages 3-6; split_k 1-16, powers of 2)
 /// that wgmmaKernelSupports accepts. A tuning record's schedule names a
 /// point of it; tuning searches it.
 std::vector<WgmmaSchedule> wgmmaScheduleSpace(const WgmmaProblem &p,

@@ -12,6 +12,7 @@
 #include "mlir/IR/MLIRContext.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -28,12 +29,12 @@ namespace {
 /// A matmul signature of the model, the kernels that have it, and the
 /// schedule the heuristics gave them.
 struct Signature {
+  std::string kind; ///< the template family: "matmul" or "conv"
   json signature;
   std::vector<std::string> kernels;
   MatmulCandidate heuristic;
   std::vector<MatmulCandidate> space;
   SearchSpace search;
-  std::string model; ///< the matmul alone, as a model file
 };
 
 struct Measured {
@@ -72,7 +73,7 @@ int64_t get(const json &o, const char *key, int64_t dflt) {
 }
 
 /// A schedule's relaxed coordinates: wgmma or not, log2 of tile_m, tile_n
-/// and tile_k, warps, stages, log2 of split_k.
+/// and tile_k, warps, stages, log2 of split_k, TMA copies or not.
 std::vector<double> coordinates(const MatmulCandidate &c) {
   const json &s = c.schedule;
   bool wg = c.templ == "wgmma";
@@ -84,27 +85,55 @@ std::vector<double> coordinates(const MatmulCandidate &c) {
           wg ? 6.0 : std::log2(double(get(s, "tile_k", 32))),
           warps,
           double(get(s, "stages", 3)),
-          std::log2(double(get(s, "split_k", 1)))};
+          std::log2(double(get(s, "split_k", 1))),
+          s.value("tma", false) ? 1.0 : 0.0};
 }
 
-/// The cost model's features at coordinates `c` for `signature`: the
-/// coordinates, the problem (log2 sizes, element bytes) and smooth forms of
-/// what the time follows (log2 of the blocks, of the waves of them over the
-/// multiprocessors, of a block's work and of its shared-memory stages).
-std::vector<double> features(const json &signature, double processors,
-                             const std::vector<double> &c) {
-  auto lg = [&](const char *k) {
-    return std::log2(double(std::max<int64_t>(1, get(signature, k, 1))));
+/// The GEMM a signature computes: log2 of M, N, K and the batch, and the
+/// operands' element bytes (a convolution's implicit GEMM: output pixels,
+/// output channels, the window's taps by a group's input channels).
+std::array<double, 5> gemmView(const std::string &kind, const json &sig) {
+  auto lg = [](int64_t v) {
+    return std::log2(double(std::max<int64_t>(1, v)));
   };
-  double bytes = signature.value("a", "") == "f32" ? 4.0 : 2.0;
-  double lm = lg("m"), ln = lg("n"), lk = lg("k"), lb = lg("batch");
+  if (kind == "conv") {
+    auto at = [&](const char *k, size_t i) {
+      json a = sig.value(k, json::array());
+      return a.is_array() && a.size() > i && a[i].is_number_integer()
+                 ? a[i].get<int64_t>()
+                 : int64_t(1);
+    };
+    int64_t oh = (get(sig, "h", 1) + at("pads", 0) + at("pads", 2) -
+                  at("dilations", 0) * (get(sig, "kh", 1) - 1) - 1) /
+                     std::max<int64_t>(1, at("strides", 0)) +
+                 1;
+    int64_t ow = (get(sig, "w", 1) + at("pads", 1) + at("pads", 3) -
+                  at("dilations", 1) * (get(sig, "kw", 1) - 1) - 1) /
+                     std::max<int64_t>(1, at("strides", 1)) +
+                 1;
+    return {lg(get(sig, "n", 1) * oh * ow), lg(get(sig, "o", 1)),
+            lg(get(sig, "kh", 1) * get(sig, "kw", 1) * get(sig, "c", 1) /
+               std::max<int64_t>(1, get(sig, "groups", 1))),
+            0.0, sig.value("input", "") == "f32" ? 4.0 : 2.0};
+  }
+  return {lg(get(sig, "m", 1)), lg(get(sig, "n", 1)), lg(get(sig, "k", 1)),
+          lg(get(sig, "batch", 1)), sig.value("a", "") == "f32" ? 4.0 : 2.0};
+}
+
+/// The cost model's features at coordinates `c` for a problem `g`
+/// (gemmView): the coordinates, the problem and smooth forms of what the
+/// time follows (log2 of the blocks, of the waves of them over the
+/// multiprocessors, of a block's work and of its shared-memory stages).
+std::vector<double> features(const std::array<double, 5> &g, double processors,
+                             const std::vector<double> &c) {
+  auto [lm, ln, lk, lb, bytes] = g;
   double blocks =
       std::max(0.0, lm - c[1]) + std::max(0.0, ln - c[2]) + lb + c[6];
   double waves = std::log2(1.0 + std::exp2(blocks - std::log2(processors)));
   double work = c[1] + c[2] + lk - c[6];
   double smem = std::log2(std::exp2(c[1]) + std::exp2(c[2])) + c[3] +
                 std::log2(bytes) + std::log2(std::max(1.0, c[5]));
-  return {c[0], c[1], c[2], c[3],  c[4],   c[5],  c[6], lm,
+  return {c[0], c[1], c[2], c[3],  c[4],   c[5],  c[6], c[7], lm,
           ln,   lk,   lb,   bytes, blocks, waves, work, smem};
 }
 
@@ -145,18 +174,86 @@ json standaloneModel(const json &sig, size_t index) {
                {"out_dtype", sig.value("c", "f32")}}}}}}};
 }
 
-/// The matmul template kernels of a manifest, by signature.
+/// The convolution of `sig` alone (with its bias, residual and ReLU), as
+/// a model file's JSON: NCHW as the model format has it, the weight and
+/// bias params drawn when the bundle loads (their layout change runs then,
+/// untimed).
+json standaloneConv(const json &sig, size_t index) {
+  auto at = [&](const char *k, size_t i) {
+    return sig.at(k).at(i).get<int64_t>();
+  };
+  int64_t n = get(sig, "n", 1), c = get(sig, "c", 1), o = get(sig, "o", 1),
+          g = std::max<int64_t>(1, get(sig, "groups", 1));
+  int64_t oh = (get(sig, "h", 1) + at("pads", 0) + at("pads", 2) -
+                at("dilations", 0) * (get(sig, "kh", 1) - 1) - 1) /
+                   at("strides", 0) +
+               1;
+  int64_t ow = (get(sig, "w", 1) + at("pads", 1) + at("pads", 3) -
+                at("dilations", 1) * (get(sig, "kw", 1) - 1) - 1) /
+                   at("strides", 1) +
+               1;
+  std::string t = sig.value("input", "f32");
+  json random = {
+      {"random", "normal"}, {"mean", 0.0}, {"std", 0.05}, {"seed", 1}};
+  json inputs =
+      json::array({{{"name", "x"},
+                    {"dtype", t},
+                    {"shape", {n, c, get(sig, "h", 1), get(sig, "w", 1)}}}});
+  json params =
+      json::array({{{"name", "w"},
+                    {"dtype", sig.value("weight", t)},
+                    {"shape", {o, c / g, get(sig, "kh", 1), get(sig, "kw", 1)}},
+                    {"init", random}}});
+  json convIn = {"x", "w"};
+  if (!sig.value("bias", "").empty()) {
+    params.push_back({{"name", "b"},
+                      {"dtype", sig.value("bias", t)},
+                      {"shape", {o}},
+                      {"init", random}});
+    convIn.push_back("b");
+  }
+  json nodes = json::array({{{"op", "conv2d"},
+                             {"inputs", convIn},
+                             {"outputs", {"y0"}},
+                             {"attrs",
+                              {{"strides", sig.at("strides")},
+                               {"pads", sig.at("pads")},
+                               {"dilations", sig.at("dilations")},
+                               {"groups", g}}}}});
+  std::string y = "y0";
+  if (!sig.value("residual", "").empty()) {
+    inputs.push_back({{"name", "r"},
+                      {"dtype", sig.value("residual", t)},
+                      {"shape", {n, o, oh, ow}}});
+    nodes.push_back({{"op", "add"}, {"inputs", {y, "r"}}, {"outputs", {"y1"}}});
+    y = "y1";
+  }
+  if (sig.value("relu", false)) {
+    nodes.push_back({{"op", "relu"}, {"inputs", {y}}, {"outputs", {"y2"}}});
+    y = "y2";
+  }
+  return {{"format", "tcc-model"},
+          {"version", 1},
+          {"name", "tune_conv_" + std::to_string(index)},
+          {"inputs", inputs},
+          {"params", params},
+          {"outputs", {y}},
+          {"nodes", nodes}};
+}
+
+/// The template kernels of a manifest, by family and signature.
 std::vector<Signature> signaturesOf(const json &manifest) {
   std::vector<Signature> out;
   for (const json &k : manifest.value("kernels", json::array())) {
     if (!k.contains("signature") || !k.contains("template"))
       continue;
+    std::string kind = k.value("tuning_kernel", "matmul");
     auto it = std::find_if(out.begin(), out.end(), [&](const Signature &s) {
-      return s.signature == k["signature"];
+      return s.kind == kind && s.signature == k["signature"];
     });
     if (it == out.end()) {
       out.push_back(
-          {k["signature"], {}, {k["template"], k["schedule"]}, {}, {}, {}});
+          {kind, k["signature"], {}, {k["template"], k["schedule"]}, {}, {}});
       it = std::prev(out.end());
     }
     it->kernels.push_back(k.value("name", "?"));
@@ -164,11 +261,13 @@ std::vector<Signature> signaturesOf(const json &manifest) {
   return out;
 }
 
-/// Whether `manifest` has a kernel of `sig` built with `c` from a record.
-bool builtWith(const json &manifest, const json &sig,
+/// Whether `manifest` has a `kind` kernel of `sig` built with `c` from a
+/// record.
+bool builtWith(const json &manifest, const std::string &kind, const json &sig,
                const MatmulCandidate &c) {
   for (const json &k : manifest.value("kernels", json::array()))
-    if (k.value("signature", json()) == sig &&
+    if (k.value("tuning_kernel", "matmul") == kind &&
+        k.value("signature", json()) == sig &&
         k.value("template", "") == c.templ &&
         k.value("schedule", json()) == c.schedule &&
         k.value("tuning_record", false))
@@ -218,20 +317,22 @@ int tuneStep(const std::string &modelPath, const TuneOptions &options,
     return 1;
   std::vector<Signature> sigs = signaturesOf(manifest);
   if (sigs.empty())
-    return fail(err, modelPath + ": no matmul template kernel to tune on " +
+    return fail(err, modelPath +
+                         ": no matmul or convolution template kernel "
+                         "to tune on " +
                          options.target);
   mlir::MLIRContext context;
   double processors = double(target->multiprocessorsForHeuristics());
   for (size_t i = 0; i < sigs.size(); ++i) {
     Signature &s = sigs[i];
-    s.space = matmulTuningSpace(s.signature, *target, context, error);
+    s.space = tuningSpace(s.kind, s.signature, *target, context, error);
     if (s.space.empty())
       return fail(err, "kernel " + s.kernels.front() + ": " + error);
     for (const MatmulCandidate &c : s.space)
       s.search.points.push_back(coordinates(c));
-    json sig = s.signature;
-    s.search.features = [sig, processors](const std::vector<double> &c) {
-      return features(sig, processors, c);
+    std::array<double, 5> g = gemmView(s.kind, s.signature);
+    s.search.features = [g, processors](const std::vector<double> &c) {
+      return features(g, processors, c);
     };
   }
   auto pointOf = [&](size_t sig, const std::string &templ,
@@ -270,7 +371,8 @@ int tuneStep(const std::string &modelPath, const TuneOptions &options,
       if (c == byId.end())
         continue;
       for (size_t i = 0; i < sigs.size(); ++i)
-        if (sigs[i].signature == c->second.value("signature", json()))
+        if (sigs[i].kind == c->second.value("kernel", "matmul") &&
+            sigs[i].signature == c->second.value("signature", json()))
           if (auto p = pointOf(i, c->second.value("template", ""),
                                c->second.value("schedule", json())))
             measured.push_back(
@@ -299,13 +401,12 @@ int tuneStep(const std::string &modelPath, const TuneOptions &options,
     const Measured *b = best(i);
     size_t n = std::count_if(measured.begin(), measured.end(),
                              [&](const Measured &m) { return m.sig == i; });
-    out << "signature " << i << " (" << sigs[i].kernels.size() << " kernel"
-        << (sigs[i].kernels.size() > 1 ? "s" : "") << ", "
-        << sigs[i].signature.value("m", 0) << "x"
-        << sigs[i].signature.value("n", 0) << "x"
-        << sigs[i].signature.value("k", 0) << " "
-        << sigs[i].signature.value("a", "") << "): " << sigs[i].space.size()
-        << " schedules, " << n << " measured";
+    std::array<double, 5> g = gemmView(sigs[i].kind, sigs[i].signature);
+    out << "signature " << i << " (" << sigs[i].kernels.size() << " "
+        << sigs[i].kind << " kernel" << (sigs[i].kernels.size() > 1 ? "s" : "")
+        << ", GEMM " << std::lround(std::exp2(g[0])) << "x"
+        << std::lround(std::exp2(g[1])) << "x" << std::lround(std::exp2(g[2]))
+        << "): " << sigs[i].space.size() << " schedules, " << n << " measured";
     if (b) {
       double h = heuristicMs(i);
       out << ", best " << b->ms << " ms (" << sigs[i].space[b->point].templ
@@ -321,7 +422,7 @@ int tuneStep(const std::string &modelPath, const TuneOptions &options,
     for (size_t i = 0; i < sigs.size(); ++i)
       if (const Measured *b = best(i))
         records.push_back({{"gpu", options.target},
-                           {"kernel", "matmul"},
+                           {"kernel", sigs[i].kind},
                            {"template", sigs[i].space[b->point].templ},
                            {"template_version",
                             templateVersion(sigs[i].space[b->point].templ)},
@@ -439,13 +540,17 @@ int tuneStep(const std::string &modelPath, const TuneOptions &options,
       }
     }
     fs::path modelFile =
-        dir / "models" / ("matmul" + std::to_string(i) + ".json");
-    if (!writeJson(modelFile, standaloneModel(sigs[i].signature, i), error))
+        dir / "models" / (sigs[i].kind + std::to_string(i) + ".json");
+    if (!writeJson(modelFile,
+                   sigs[i].kind == "conv"
+                       ? standaloneConv(sigs[i].signature, i)
+                       : standaloneModel(sigs[i].signature, i),
+                   error))
       return fail(err, error);
     for (size_t p : next) {
       const MatmulCandidate &c = sigs[i].space[p];
       json record = {{"gpu", options.target},
-                     {"kernel", "matmul"},
+                     {"kernel", sigs[i].kind},
                      {"template", c.templ},
                      {"template_version", templateVersion(c.templ)},
                      {"signature", sigs[i].signature},
@@ -462,7 +567,7 @@ int tuneStep(const std::string &modelPath, const TuneOptions &options,
         return 1;
       // The matmul alone must have the model's signature, and the record
       // must have given it this schedule.
-      if (!builtWith(m, sigs[i].signature, c)) {
+      if (!builtWith(m, sigs[i].kind, sigs[i].signature, c)) {
         out << "note: signature " << i << ": " << c.templ << " "
             << c.schedule.dump() << " not built from its record; skipped\n";
         continue;
@@ -473,6 +578,7 @@ int tuneStep(const std::string &modelPath, const TuneOptions &options,
         return fail(err, error);
       candidates.push_back({{"id", id},
                             {"bundle", name},
+                            {"kernel", sigs[i].kind},
                             {"signature", sigs[i].signature},
                             {"template", c.templ},
                             {"schedule", c.schedule}});

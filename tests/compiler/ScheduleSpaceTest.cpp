@@ -4,6 +4,7 @@
 // every point must be one the template accepts, the heuristic's choice one
 // of them, and a problem the template cannot take an empty space.
 #include "compiler/Target.h"
+#include "compiler/gpu/ConvKernel.h"
 #include "compiler/gpu/MatmulKernel.h"
 #include "compiler/gpu/WgmmaKernel.h"
 
@@ -81,4 +82,53 @@ TEST_CASE("mma.sync schedule space", "[tuning]") {
            s.warpsM == h.warpsM && s.warpsN == h.warpsN &&
            s.stages == h.stages && s.splitK == h.splitK;
   }));
+}
+
+TEST_CASE("convolution schedule spaces", "[tuning]") {
+  mlir::MLIRContext ctx;
+  mlir::Builder b(&ctx);
+  TargetDesc sm90a = target("sm_90a");
+  std::mt19937 rng(std::random_device{}());
+  for (int trial = 0; trial < 4; ++trial) {
+    ConvProblem p;
+    p.n = 1 + rng() % 2;
+    p.h = p.w = 14 << (rng() % 3);
+    p.c = 32 << (rng() % 3);
+    p.o = 64 << (rng() % 3);
+    p.kh = p.kw = trial % 2 ? 3 : 1;
+    p.padTop = p.padLeft = p.padBottom = p.padRight = p.kh / 2;
+    p.strideH = p.strideW = 1 + rng() % 2;
+    p.inType = p.weightType = p.outType = b.getF16Type();
+    p.biasType = trial % 3 ? b.getF16Type() : mlir::Type();
+    p.relu = trial % 2;
+    INFO("n " << p.n << " hw " << p.h << " c " << p.c << " o " << p.o << " k "
+              << p.kh << " stride " << p.strideH);
+    std::string why;
+    std::vector<WgmmaSchedule> wspace = wgmmaConvScheduleSpace(p, sm90a);
+    for (const WgmmaSchedule &s : wspace)
+      CHECK(wgmmaConvScheduleValid(p, s, sm90a, why));
+    // The heuristics' choices are points of the spaces: tuning starts from
+    // them and can only keep or beat them.
+    if (std::optional<WgmmaSchedule> h = chooseWgmmaConvSchedule(p, sm90a))
+      CHECK(std::any_of(
+          wspace.begin(), wspace.end(), [&](const WgmmaSchedule &s) {
+            return s.tileM == h->tileM && s.tileN == h->tileN &&
+                   s.warpgroups == h->warpgroups && s.stages == h->stages &&
+                   s.splitK == h->splitK && s.tma == h->tma;
+          }));
+    std::vector<ConvSchedule> space = convScheduleSpace(p, sm90a);
+    REQUIRE(space.size() > 10);
+    for (const ConvSchedule &s : space)
+      CHECK(convScheduleValid(p, s, sm90a, why));
+    ConvSchedule h = chooseConvSchedule(p, sm90a);
+    INFO("heuristic " << h.tileM << "x" << h.tileN << "x" << h.tileK
+                      << " warps " << h.warpsM << "x" << h.warpsN << " stages "
+                      << h.stages << " split " << h.splitK);
+    INFO("space of " << space.size());
+    CHECK(std::any_of(space.begin(), space.end(), [&](const ConvSchedule &s) {
+      return s.tileM == h.tileM && s.tileN == h.tileN && s.tileK == h.tileK &&
+             s.warpsM == h.warpsM && s.warpsN == h.warpsN &&
+             s.stages == h.stages && s.splitK == h.splitK;
+    }));
+  }
 }

@@ -137,6 +137,61 @@ ok = len(applied) == 2 and all(
     for kk in applied)
 check('the model compiles with the records applied', ok, r.stderr or applied)
 
+# A convolution (ResNet's form: bias, residual, ReLU), its schedules
+# (wgmma's with or without TMA copies, and mma.sync's) tuned the same way;
+# the stand-in favours mma.sync here, so that its records are applied too.
+c, o, hw = rng.choice([64, 128]), rng.choice([64, 128, 256]), rng.choice([14, 28, 56])
+stride = rng.choice([1, 2])
+ohw = (hw + 2 - 3) // stride + 1
+conv = {'format': 'tcc-model', 'version': 1, 'name': 'conv',
+        'inputs': [{'name': 'x', 'dtype': 'f16', 'shape': [1, c, hw, hw]},
+                   {'name': 'r', 'dtype': 'f16', 'shape': [1, o, ohw, ohw]}],
+        'params': [{'name': 'w', 'dtype': 'f16', 'shape': [o, c, 3, 3],
+                    'init': {'random': 'normal', 'mean': 0, 'std': 0.05, 'seed': 1}},
+                   {'name': 'b', 'dtype': 'f16', 'shape': [o], 'init': {'fill': 0.1}}],
+        'outputs': ['y'],
+        'nodes': [{'op': 'conv2d', 'inputs': ['x', 'w', 'b'], 'outputs': ['t'],
+                   'attrs': {'strides': [stride, stride], 'pads': [1, 1, 1, 1]}},
+                  {'op': 'add', 'inputs': ['t', 'r'], 'outputs': ['u']},
+                  {'op': 'relu', 'inputs': ['u'], 'outputs': ['y']}]}
+cpath = os.path.join(work, 'conv.json')
+json.dump(conv, open(cpath, 'w'))
+cw = os.path.join(work, 'conv-tune')
+ctimes = {}
+for rnd in (1, 2):
+    r = tcc('tune', cpath, '--target', 'sm_90a', '--work', cw, '--round-size', 10, '--seed', seed)
+    cands = json.load(open(os.path.join(cw, 'round-%d' % rnd, 'candidates.json')))['candidates'] \
+        if r.returncode == 0 else []
+    ok = len(cands) >= 8 and all(cc['kernel'] == 'conv' for cc in cands)
+    for cc in cands:
+        kernels = [kk for kk in inspect(os.path.join(cw, 'round-%d' % rnd, cc['bundle']))['kernels']
+                   if kk.get('tuning_kernel') == 'conv']
+        ok &= bool(kernels) and kernels[0]['schedule'] == cc['schedule'] and \
+            kernels[0]['template'] == cc['template'] and kernels[0].get('tuning_record', False)
+    check('convolution round %d: candidates built with their schedules' % rnd, ok, r.stderr)
+    meas = []
+    for cc in cands:
+        ms = (2.0 if cc['template'] == 'wgmma' else 1.0) * (1 + 0.01 * cc['schedule']['stages'])
+        ctimes[(cc['template'], json.dumps(cc['schedule'], sort_keys=True))] = ms
+        meas.append({'id': cc['id'], 'ms': ms})
+    json.dump({'measurements': meas},
+              open(os.path.join(cw, 'round-%d' % rnd, 'measurements.json'), 'w'))
+r = tcc('tune', cpath, '--target', 'sm_90a', '--work', cw, '--finish')
+recs = json.load(open(os.path.join(cw, 'records.json')))['records'] if r.returncode == 0 else []
+best = min(ctimes.values()) if ctimes else None
+check('the convolution\'s record is its fastest measured schedule',
+      len(recs) == 1 and recs[0]['kernel'] == 'conv' and recs[0]['ms'] == best and
+      ctimes.get((recs[0]['template'], json.dumps(recs[0]['schedule'], sort_keys=True))) == best,
+      recs)
+out = os.path.join(work, 'conv-tuned.tccb')
+r = tcc('compile', cpath, '--target', 'sm_90a', '--tuning-records', os.path.join(cw, 'records.json'),
+        '-o', out)
+applied = [kk for kk in inspect(out)['kernels'] if kk.get('tuning_kernel') == 'conv'] \
+    if r.returncode == 0 else []
+check('the convolution compiles with its record', recs and len(applied) == 1 and
+      applied[0].get('tuning_record') and applied[0]['schedule'] == recs[0]['schedule'] and
+      applied[0]['template'] == recs[0]['template'], r.stderr or applied)
+
 # tune-measure on host bundles: one good candidate, one that is no bundle.
 rd = os.path.join(work, 'host-round')
 os.makedirs(rd)
@@ -205,7 +260,7 @@ json.dump(dict(small, nodes=[{'op': 'relu', 'inputs': ['x'], 'outputs': ['y']}],
                inputs=small['inputs'][:1]), open(os.path.join(work, 'nomm.json'), 'w'))
 check('tune of a model with no matmul', one_line_error(
     tcc('tune', os.path.join(work, 'nomm.json'), '--target', 'sm_90a', '--work', tw),
-    'no matmul template kernel'))
+    'no matmul or convolution template kernel'))
 check('--finish with nothing measured', one_line_error(
     tcc('tune', path, '--target', 'sm_90a', '--work', os.path.join(work, 'empty'), '--finish'),
     'nothing measured'))

@@ -1403,6 +1403,8 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
           why = "'" + *bad +
                 "' is not a knob of the template with a value of "
                 "its type";
+        else if (rs.tma && !convTma)
+          why = "it copies by TMA, which --gpu-conv-tma=false turns off";
         else if (::tcc::gpu::wgmmaConvScheduleValid(cp, rs, target, why)) {
           ws = rs;
           tuned = true;
@@ -1919,6 +1921,9 @@ static std::vector<MatmulCandidate> convSpace(const nlohmann::json &sig,
     error = "a convolution signature's types must be bf16, f16 or f32";
     return {};
   }
+  // Sizes first: the spaces divide by the strides.
+  if (!::tcc::gpu::convKernelSupports(p, error))
+    return {};
   std::vector<MatmulCandidate> out;
   for (const ::tcc::gpu::WgmmaSchedule &s :
        ::tcc::gpu::wgmmaConvScheduleSpace(p, target))

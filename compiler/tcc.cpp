@@ -330,11 +330,13 @@ static bool parseTargetOptions(tcc::CompileOptions &options) {
 }
 
 /// Compiles the model at `path`; prints one line per problem on failure.
+/// `records` overrides --tuning-records; a `standalone` model (tcc tune's
+/// kernel alone) takes no --input-shape and keeps its params as recipes.
 static bool compilePath(const std::string &path,
                         const tcc::CompileOptions &targetOptions,
                         tcc::CompileOutput &out,
                         const std::string *records = nullptr,
-                        bool withInputShapes = true) {
+                        bool standalone = false) {
   mlir::DialectRegistry registry;
   tcc::registerAllDialects(registry);
   mlir::MLIRContext context(registry);
@@ -366,12 +368,12 @@ static bool compilePath(const std::string &path,
   std::vector<std::string> errors;
   // Kept recipes need no bytes at compile time.
   tcc::ImportLimits limits;
-  limits.deferRecipes = paramRecipes == ParamRecipes::Keep;
+  limits.deferRecipes = standalone || paramRecipes == ParamRecipes::Keep;
   std::optional<tcc::ImportedModel> model;
   if (tcc::isOnnxPath(path)) {
     tcc::InputShapes shapes;
     std::vector<std::string> specs;
-    if (withInputShapes)
+    if (!standalone)
       specs.assign(inputShapes.begin(), inputShapes.end());
     for (const std::string &spec : specs)
       if (std::string e = tcc::parseInputShape(spec, shapes); !e.empty()) {
@@ -379,7 +381,7 @@ static bool compilePath(const std::string &path,
         return false;
       }
     model = tcc::importOnnxFile(path, context, errors, shapes, limits);
-  } else if (withInputShapes && !inputShapes.empty()) {
+  } else if (!standalone && !inputShapes.empty()) {
     fail("--input-shape applies to ONNX models (.onnx) only");
     return false;
   } else {
@@ -415,7 +417,7 @@ static bool compilePath(const std::string &path,
   options.fusion = fusionMode;
   options.convLayout = convLayout;
   options.regionFusion = regionFusion;
-  options.keepParamRecipes = paramRecipes == ParamRecipes::Keep;
+  options.keepParamRecipes = standalone || paramRecipes == ParamRecipes::Keep;
   return mlir::succeeded(tcc::compileModel(*model, options, out));
 }
 
@@ -486,8 +488,9 @@ static int doTune() {
   auto compile = [&](const std::string &model, const std::string &records,
                      std::vector<uint8_t> &bundle) {
     tcc::CompileOutput out;
-    // --input-shape is the model's; the matmuls alone are JSON models.
-    if (!compilePath(model, options, out, &records, model == inputPath))
+    // --input-shape is the model's; the kernels alone are JSON models whose
+    // random weights stay recipes (small candidate bundles).
+    if (!compilePath(model, options, out, &records, model != inputPath))
       return false;
     bundle = out.bundle.serialize();
     return true;

@@ -10,11 +10,13 @@
 #include "runtime/src/FileIO.h"
 
 #include "mlir/IR/MLIRContext.h"
+#include "llvm/ADT/StringRef.h"
 
 #include <algorithm>
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -174,10 +176,12 @@ json standaloneModel(const json &sig, size_t index) {
                {"out_dtype", sig.value("c", "f32")}}}}}}};
 }
 
-/// The convolution of `sig` alone (with its bias, residual and ReLU), as
-/// a model file's JSON: NCHW as the model format has it, the weight and
-/// bias params drawn when the bundle loads (their layout change runs then,
-/// untimed).
+/// The convolution of `sig` alone (with its bias, residual, ReLU and the
+/// value before it where the model keeps that), as a model file's JSON:
+/// NCHW as the model format has it, the weight and bias params random
+/// recipes (kept as recipes: drawn, and laid out, when the bundle loads).
+/// One written into a concat in place (out_stride, copy_out) is not
+/// reproduced: its candidates are not built from their records.
 json standaloneConv(const json &sig, size_t index) {
   auto at = [&](const char *k, size_t i) {
     return sig.at(k).at(i).get<int64_t>();
@@ -228,16 +232,21 @@ json standaloneConv(const json &sig, size_t index) {
     nodes.push_back({{"op", "add"}, {"inputs", {y, "r"}}, {"outputs", {"y1"}}});
     y = "y1";
   }
+  json outputs = json::array();
   if (sig.value("relu", false)) {
+    // The value before the ReLU too, where the model stores it (raw_out).
+    if (sig.value("raw_out", false))
+      outputs.push_back(y);
     nodes.push_back({{"op", "relu"}, {"inputs", {y}}, {"outputs", {"y2"}}});
     y = "y2";
   }
+  outputs.push_back(y);
   return {{"format", "tcc-model"},
           {"version", 1},
           {"name", "tune_conv_" + std::to_string(index)},
           {"inputs", inputs},
           {"params", params},
-          {"outputs", {y}},
+          {"outputs", outputs},
           {"nodes", nodes}};
 }
 
@@ -261,18 +270,24 @@ std::vector<Signature> signaturesOf(const json &manifest) {
   return out;
 }
 
-/// Whether `manifest` has a `kind` kernel of `sig` built with `c` from a
-/// record.
-bool builtWith(const json &manifest, const std::string &kind, const json &sig,
-               const MatmulCandidate &c) {
+/// The kernel function of `manifest` with a `kind` kernel of `sig` built
+/// with `c` from a record (its launches' symbols start with it: the
+/// template kernel, a split-K reduction, B's transpose), or "".
+std::string builtWith(const json &manifest, const std::string &kind,
+                      const json &sig, const MatmulCandidate &c) {
   for (const json &k : manifest.value("kernels", json::array()))
     if (k.value("tuning_kernel", "matmul") == kind &&
         k.value("signature", json()) == sig &&
         k.value("template", "") == c.templ &&
         k.value("schedule", json()) == c.schedule &&
-        k.value("tuning_record", false))
-      return true;
-  return false;
+        k.value("tuning_record", false)) {
+      std::string name = k.value("name", "");
+      for (const char *suffix : {"_conv_wgmma", "_conv_mma", "_wgmma", "_mma"})
+        if (llvm::StringRef(name).ends_with(suffix))
+          return name.substr(0, name.size() - std::strlen(suffix));
+      return name;
+    }
+  return "";
 }
 
 int roundNumber(const fs::path &p) {
@@ -567,10 +582,14 @@ int tuneStep(const std::string &modelPath, const TuneOptions &options,
         return 1;
       // The matmul alone must have the model's signature, and the record
       // must have given it this schedule.
-      if (!builtWith(m, sigs[i].kind, sigs[i].signature, c)) {
-        out << "note: signature " << i << ": " << c.templ << " "
-            << c.schedule.dump() << " not built from its record; skipped\n";
-        continue;
+      std::string function = builtWith(m, sigs[i].kind, sigs[i].signature, c);
+      if (function.empty()) {
+        // The kernel alone does not reproduce the signature (a convolution
+        // writing into a concat in place): nothing of it can be tuned so.
+        out << "note: signature " << i << " (kernel " << sigs[i].kernels.front()
+            << ") is not reproduced by its " << sigs[i].kind
+            << " alone; not tuned\n";
+        break;
       }
       std::string name = "c" + std::to_string(id) + ".tccb";
       if (!io::writeFileAtomically((dir / name).string(), cand.data(),
@@ -579,6 +598,7 @@ int tuneStep(const std::string &modelPath, const TuneOptions &options,
       candidates.push_back({{"id", id},
                             {"bundle", name},
                             {"kernel", sigs[i].kind},
+                            {"kernel_prefix", function},
                             {"signature", sigs[i].signature},
                             {"template", c.templ},
                             {"schedule", c.schedule}});

@@ -98,7 +98,8 @@ for rnd in (1, 2):
         kernels = [kk for kk in inspect(os.path.join(round_dir(rnd), c['bundle']))['kernels']
                    if kk.get('signature') == c['signature']]
         if not (kernels and kernels[0]['template'] == c['template'] and
-                kernels[0]['schedule'] == c['schedule'] and kernels[0].get('tuning_record')):
+                kernels[0]['schedule'] == c['schedule'] and kernels[0].get('tuning_record') and
+                kernels[0]['name'].startswith(c['kernel_prefix'] + '_')):
             bad.append(c['id'])
     check('round %d bundles are built with their schedules' % rnd, not bad, bad)
     # The stand-in's measurements, one candidate left out (a failed run).
@@ -192,6 +193,38 @@ check('the convolution compiles with its record', recs and len(applied) == 1 and
       applied[0].get('tuning_record') and applied[0]['schedule'] == recs[0]['schedule'] and
       applied[0]['template'] == recs[0]['template'], r.stderr or applied)
 
+# A record that copies by TMA is not applied under --gpu-conv-tma=false
+# (said in a warning); without the flag it is.
+base = os.path.join(work, 'conv-base.tccb')
+tcc('compile', cpath, '--target', 'sm_90a', '-o', base)
+k0 = [kk for kk in inspect(base)['kernels'] if kk.get('tuning_kernel') == 'conv']
+if k0 and k0[0]['template'] == 'wgmma':
+    sched = dict(k0[0]['schedule'], tma=True)
+    rec = os.path.join(work, 'tma-record.json')
+    json.dump({'version': 1, 'records': [{
+        'gpu': 'sm_90a', 'kernel': 'conv', 'template': 'wgmma', 'template_version': 1,
+        'signature': k0[0]['signature'], 'schedule': sched, 'ms': 1.0}]}, open(rec, 'w'))
+    out = os.path.join(work, 'conv-notma.tccb')
+    r = tcc('compile', cpath, '--target', 'sm_90a', '--gpu-conv-tma=false',
+            '--tuning-records', rec, '-o', out)
+    kk = [x for x in inspect(out)['kernels'] if x.get('tuning_kernel') == 'conv']
+    check('a TMA record is refused under --gpu-conv-tma=false',
+          r.returncode == 0 and '--gpu-conv-tma=false' in r.stderr and kk and
+          not kk[0].get('tuning_record') and not kk[0]['schedule'].get('tma'), r.stderr)
+    r = tcc('compile', cpath, '--target', 'sm_90a', '--tuning-records', rec, '-o', out)
+    kk = [x for x in inspect(out)['kernels'] if x.get('tuning_kernel') == 'conv']
+    check('... and applied without it', r.returncode == 0 and kk and
+          kk[0].get('tuning_record') and kk[0]['schedule'] == sched, r.stderr)
+# A convolution whose value before the ReLU is an output too (raw_out).
+raw = dict(conv, inputs=conv['inputs'][:1], outputs=['y', 't'],
+           nodes=[conv['nodes'][0], {'op': 'relu', 'inputs': ['t'], 'outputs': ['y']}])
+rpath = os.path.join(work, 'raw.json')
+json.dump(raw, open(rpath, 'w'))
+r = tcc('tune', rpath, '--target', 'sm_90a', '--work', os.path.join(work, 'raw'), '--round-size', 4)
+n = len(json.load(open(os.path.join(work, 'raw', 'round-1', 'candidates.json')))['candidates']) \
+    if r.returncode == 0 else 0
+check('a convolution keeping its value before the ReLU is tuned', n == 4, r.stdout + r.stderr)
+
 # tune-measure on host bundles: one good candidate, one that is no bundle.
 rd = os.path.join(work, 'host-round')
 os.makedirs(rd)
@@ -201,14 +234,17 @@ small = dict(model, inputs=[{'name': 'x', 'dtype': 'f32', 'shape': [8, 16]},
 json.dump(small, open(os.path.join(work, 'small.json'), 'w'))
 r = tcc('compile', os.path.join(work, 'small.json'), '-o', os.path.join(rd, 'c0.tccb'))
 open(os.path.join(rd, 'c1.tccb'), 'w').write('not a bundle')
-json.dump({'candidates': [{'id': 0, 'bundle': 'c0.tccb'}, {'id': 1, 'bundle': 'c1.tccb'}]},
+fn = inspect(os.path.join(rd, 'c0.tccb'))['kernels'][0]['name']
+json.dump({'candidates': [{'id': 0, 'bundle': 'c0.tccb', 'kernel_prefix': fn},
+                          {'id': 1, 'bundle': 'c1.tccb'},
+                          {'id': 2, 'bundle': 'c0.tccb', 'kernel_prefix': 'k99_none'}]},
           open(os.path.join(rd, 'candidates.json'), 'w'))
 r = tcc('tune-measure', rd, '--iters', 5, '--warmup', 1)
 meas = json.load(open(os.path.join(rd, 'measurements.json')))['measurements'] \
     if os.path.exists(os.path.join(rd, 'measurements.json')) else []
-check('tune-measure times the bundles it can run and reports the other',
+check('tune-measure times the kernel it is told (from a profile) and reports what it cannot',
       r.returncode == 0 and [x['id'] for x in meas] == [0] and meas[0]['ms'] > 0 and
-      'not measured' in r.stdout, r.stdout + r.stderr)
+      meas[0]['bundle_ms'] > 0 and r.stdout.count('not measured') == 2, r.stdout + r.stderr)
 json.dump({'candidates': [{'id': 1, 'bundle': 'c1.tccb'}]}, open(os.path.join(rd, 'candidates.json'), 'w'))
 check('tune-measure with nothing measurable fails in one line',
       one_line_error(tcc('tune-measure', rd), 'could be measured'))

@@ -34,6 +34,9 @@ struct Signature {
   std::string kind; ///< the template family: "matmul" or "conv"
   json signature;
   std::vector<std::string> kernels;
+  /// Launches a run of the model makes of them (kernels that are equal
+  /// but for their name are one kernel launched several times).
+  int64_t launches = 0;
   MatmulCandidate heuristic;
   std::vector<MatmulCandidate> space;
   SearchSpace search;
@@ -250,10 +253,17 @@ json standaloneConv(const json &sig, size_t index) {
           {"nodes", nodes}};
 }
 
-/// The template kernels of a manifest, by family and signature.
+/// The template kernels of a manifest, by family and signature, with the
+/// launches a run makes of them.
 std::vector<Signature> signaturesOf(const json &manifest) {
   std::vector<Signature> out;
+  std::map<int64_t, int64_t> launchesOf;
+  for (const json &l : manifest.value("launches", json::array()))
+    if (l.is_object())
+      ++launchesOf[get(l, "kernel", -1)];
+  int64_t index = -1;
   for (const json &k : manifest.value("kernels", json::array())) {
+    ++index;
     if (!k.contains("signature") || !k.contains("template"))
       continue;
     std::string kind = k.value("tuning_kernel", "matmul");
@@ -261,11 +271,17 @@ std::vector<Signature> signaturesOf(const json &manifest) {
       return s.kind == kind && s.signature == k["signature"];
     });
     if (it == out.end()) {
-      out.push_back(
-          {kind, k["signature"], {}, {k["template"], k["schedule"]}, {}, {}});
+      out.push_back({kind,
+                     k["signature"],
+                     {},
+                     0,
+                     {k["template"], k["schedule"]},
+                     {},
+                     {}});
       it = std::prev(out.end());
     }
     it->kernels.push_back(k.value("name", "?"));
+    it->launches += launchesOf[index];
   }
   return out;
 }
@@ -417,11 +433,11 @@ int tuneStep(const std::string &modelPath, const TuneOptions &options,
     size_t n = std::count_if(measured.begin(), measured.end(),
                              [&](const Measured &m) { return m.sig == i; });
     std::array<double, 5> g = gemmView(sigs[i].kind, sigs[i].signature);
-    out << "signature " << i << " (" << sigs[i].kernels.size() << " "
-        << sigs[i].kind << " kernel" << (sigs[i].kernels.size() > 1 ? "s" : "")
-        << ", GEMM " << std::lround(std::exp2(g[0])) << "x"
-        << std::lround(std::exp2(g[1])) << "x" << std::lround(std::exp2(g[2]))
-        << "): " << sigs[i].space.size() << " schedules, " << n << " measured";
+    out << "signature " << i << " (" << sigs[i].launches << " " << sigs[i].kind
+        << " launch" << (sigs[i].launches != 1 ? "es" : "") << ", GEMM "
+        << std::lround(std::exp2(g[0])) << "x" << std::lround(std::exp2(g[1]))
+        << "x" << std::lround(std::exp2(g[2])) << "): " << sigs[i].space.size()
+        << " schedules, " << n << " measured";
     if (b) {
       double h = heuristicMs(i);
       out << ", best " << b->ms << " ms (" << sigs[i].space[b->point].templ
@@ -464,7 +480,7 @@ int tuneStep(const std::string &modelPath, const TuneOptions &options,
       bool all = true;
       for (size_t i = 0; i < sigs.size(); ++i) {
         all &= bestSoFar[i] > 0;
-        total += bestSoFar[i] * sigs[i].kernels.size();
+        total += bestSoFar[i] * sigs[i].launches;
       }
       if (all)
         csv += std::to_string(n + 1) + "," + std::to_string(seconds) + "," +
@@ -501,10 +517,26 @@ int tuneStep(const std::string &modelPath, const TuneOptions &options,
   if (ec)
     return fail(err, "cannot create " + dir.string() + ": " + ec.message());
   std::mt19937_64 rng(options.seed * 7919 + round);
-  size_t quota = std::max<size_t>(2, options.roundSize / sigs.size());
+  // The round's candidates go where the model's time is: each signature's
+  // share is its launches times its fastest time measured (before any,
+  // its FLOPs), at least 2 (Felix weighs its tasks so).
+  std::vector<double> weight(sigs.size());
+  bool allMeasured = true;
+  for (size_t i = 0; i < sigs.size(); ++i)
+    allMeasured &= best(i) != nullptr;
+  double weights = 0;
+  for (size_t i = 0; i < sigs.size(); ++i) {
+    std::array<double, 5> g = gemmView(sigs[i].kind, sigs[i].signature);
+    weight[i] =
+        std::max<int64_t>(1, sigs[i].launches) *
+        (allMeasured ? best(i)->ms : std::exp2(g[0] + g[1] + g[2] + g[3]));
+    weights += weight[i];
+  }
   json candidates = json::array();
   int64_t id = 0;
   for (size_t i = 0; i < sigs.size(); ++i) {
+    size_t quota = std::max<size_t>(
+        2, size_t(std::lround(options.roundSize * weight[i] / weights)));
     std::set<size_t> done;
     std::vector<std::pair<double, size_t>> order;
     for (const Measured &m : measured)

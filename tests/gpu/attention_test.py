@@ -98,7 +98,9 @@ PRESCALED = {'prescaled_q_bf16': (0.125, None, 'bf16'),
              'prescaled_qk_f16_300': (float(L.rnd('f16', SQRT_SCALE[64])),) * 2 + ('f16',),
              'prescaled_qk_kt_bf16_333': (float(L.rnd('bf16', SQRT_SCALE[128])),) * 2 + ('bf16',),
              'prescaled_qk_f32_200': (float(L.rnd('f32', SQRT_SCALE[64])),) * 2 + ('f32',),
-             'prescaled_perhead_input_f16_256': ('qf', None, 'f16')}
+             'prescaled_perhead_input_f16_256': ('qf', None, 'f16'),
+             'decode_prescaled_qk_f16_q1_3001': (float(L.rnd('f16', SQRT_SCALE[128])),) * 2
+             + ('f16',)}
 
 
 def model(name, dt, qshape, kshape, mods, repeat=None, layout='', prescale=None,
@@ -621,6 +623,16 @@ def decode_cases():
     out.append(('decode_causal_f16_q4_1000', model('dcausalh', 'f16', [1, 2, 4, 128],
                                                    [1, 2, 1000, 128], mods), 1.0,
                 lambda s, r, c, off=off: np.where(r + off >= c, s * invh, -1e30)))
+    # Decode as SDPA's export writes it: Q and K^T scaled by sqrt(1/sqrt(D)),
+    # a padding mask added as 0/-inf (batch 1 keeps no key: NaN rows).
+    qc, kc, _ = PRESCALED['decode_prescaled_qk_f16_q1_3001']
+    mods = [node('reshape', ['mask'], 'mask4', shape=[2, 1, 1, 3001]), const('zero', 'f16', 0.0),
+            const('neg', 'f16', '-inf'), node('select', ['mask4', 'zero', 'neg'], 'bias'),
+            node('add', ['s', 'bias'], 's_mod')]
+    out.append(('decode_prescaled_qk_f16_q1_3001', model(
+        'dprescaled', 'f16', [2, 4, 1, 128], [2, 4, 3001, 128], mods, prescale=qc,
+        kprescale=kc, kt='swap', captured=[('mask', 'bool', [2, 3001])]),
+        1.0, lambda s, r, c, env: np.where(env['mask'][:, None, None, :], s, -np.inf)))
     # ALiBi (one slope) against the decode positions.
     alibi = scaled('bf16') + positions(1, 1000, 999) + [
         node('sub', ['col', 'row'], 'dist'), node('cast', ['dist'], 'distf', to='bf16'),

@@ -1228,7 +1228,9 @@ nlohmann::json matmulSignature(const ::tcc::gpu::MatmulProblem &p) {
           {"b_batched", p.bBatched},
           {"trans_a", p.transA},
           {"trans_b", p.transB},
-          {"allow_tf32", p.allowTf32}};
+          // Only f32 operands round to tf32: a 16-bit matmul's record holds
+          // with or without --allow-tf32.
+          {"allow_tf32", p.allowTf32 && p.aType && p.aType.isF32()}};
 }
 
 /// A convolution's signature in tuning records: its problem, with the
@@ -1251,7 +1253,7 @@ nlohmann::json convSignature(const ::tcc::gpu::ConvProblem &p) {
           {"dilations", {p.dilationH, p.dilationW}},
           {"pads", {p.padTop, p.padLeft, p.padBottom, p.padRight}},
           {"groups", p.groups},
-          {"allow_tf32", p.allowTf32},
+          {"allow_tf32", p.allowTf32 && p.inType && p.inType.isF32()},
           {"out_stride", p.outStride},
           {"out_offset", p.outOffset},
           {"raw_out", p.rawOut},

@@ -665,17 +665,17 @@ with tempfile.TemporaryDirectory() as d:
           {'o': (att, lin_tol(np.abs(v).max() * 4, 2 * att_l * att_d))}, d)
     path = os.path.join(d, 'sdpa_export.onnx')
     onnx.save(sdpa, path)
-    bundle = os.path.join(d, 'sdpa_export.tccb')
-    rc, _, err = L.run_tcc([TCC, 'compile', path, '--target', 'sm_90a', '-o', bundle])
-    launched = []
-    if rc == 0:
-        rc, out, err = L.run_tcc([TCC, 'inspect', bundle])
-        info = json.loads(out) if rc == 0 else {'kernels': [], 'launches': []}
-        # Run-time launches (the scale's sqrt runs once, when the bundle loads).
-        launched = [info['kernels'][la['kernel']]['symbol'] for la in info['launches']]
-    report(len(launched) == 1 and '_attn' in launched[0],
-           'SDPA-exported attention is one attention launch on sm_90a',
-           'exit %d, launches %s: %s' % (rc, launched, L.first_line(err)))
+    for gpu in ('sm_90a', 'gfx942'):
+        bundle = os.path.join(d, 'sdpa_export_%s.tccb' % gpu)
+        rc, _, err = L.run_tcc([TCC, 'compile', path, '--target', gpu, '-o', bundle])
+        launched = []
+        if rc == 0:
+            rc, out, err = L.run_tcc([TCC, 'inspect', bundle])
+            info = json.loads(out) if rc == 0 else {'kernels': [], 'launches': []}
+            launched = [info['kernels'][la['kernel']]['symbol'] for la in info['launches']]
+        report(len(launched) == 1 and '_attn' in launched[0],
+               'SDPA-exported attention is one attention launch on ' + gpu,
+               'exit %d, launches %s: %s' % (rc, launched, L.first_line(err)))
     idx = rng.integers(-4, 4, (2, 3, 5)).astype(np.int64)
     check('GatherElements axis=1, negative indices', model(
         [oh.make_node('GatherElements', ['x', 'i'], ['y'], axis=1)], {'x': x, 'i': idx}, ['y']),

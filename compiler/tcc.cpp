@@ -462,6 +462,16 @@ static int doCompile() {
   return 0;
 }
 
+/// --iters and --warmup of `command` (tune, tune-measure); false after
+/// printing why not.
+static bool tuneTimingValid(const char *command) {
+  if (tuneIters >= 1 && tuneWarmup >= 0)
+    return true;
+  fail(std::string(command) +
+       ": --iters must be at least 1, --warmup at least 0");
+  return false;
+}
+
 /// tcc tune MODEL --target T --work DIR: a round of candidates, or the
 /// records (compiler/tuning/Tuner.h).
 static int doTune() {
@@ -483,8 +493,8 @@ static int doTune() {
   t.budgetSeconds = tuneBudget;
   if (tuneRounds < 0 || tuneBudget < 0)
     return fail("--rounds and --budget must not be negative");
-  if (tuneIters < 1 || tuneWarmup < 0)
-    return fail("tune: --iters must be at least 1, --warmup at least 0");
+  if (!tuneTimingValid("tune"))
+    return 1;
   auto compile = [&](const std::string &model, const std::string &records,
                      std::vector<uint8_t> &bundle) {
     tcc::CompileOutput out;
@@ -563,9 +573,8 @@ int main(int argc, char **argv) {
     return doTune();
   if (tuneMeasureCmd) {
     throwOnOutOfMemory();
-    if (tuneIters < 1 || tuneWarmup < 0)
-      return fail("tune-measure: --iters must be at least 1, --warmup at "
-                  "least 0");
+    if (!tuneTimingValid("tune-measure"))
+      return 1;
     return tcc::runner::tuneMeasure(inputPath, tuneWarmup, tuneIters, std::cout,
                                     std::cerr);
   }

@@ -94,6 +94,23 @@ std::vector<double> coordinates(const MatmulCandidate &c) {
           s.value("tma", false) ? 1.0 : 0.0};
 }
 
+/// A convolution signature's output height and width.
+std::pair<int64_t, int64_t> convOutput(const json &sig) {
+  auto at = [&](const char *k, size_t i) {
+    json a = sig.value(k, json::array());
+    return a.is_array() && a.size() > i && a[i].is_number_integer()
+               ? a[i].get<int64_t>()
+               : int64_t(1);
+  };
+  auto size = [&](const char *in, const char *window, size_t axis) {
+    return (get(sig, in, 1) + at("pads", axis) + at("pads", axis + 2) -
+            at("dilations", axis) * (get(sig, window, 1) - 1) - 1) /
+               std::max<int64_t>(1, at("strides", axis)) +
+           1;
+  };
+  return {size("h", "kh", 0), size("w", "kw", 1)};
+}
+
 /// The GEMM a signature computes: log2 of M, N, K and the batch, and the
 /// operands' element bytes (a convolution's implicit GEMM: output pixels,
 /// output channels, the window's taps by a group's input channels).
@@ -102,20 +119,7 @@ std::array<double, 5> gemmView(const std::string &kind, const json &sig) {
     return std::log2(double(std::max<int64_t>(1, v)));
   };
   if (kind == "conv") {
-    auto at = [&](const char *k, size_t i) {
-      json a = sig.value(k, json::array());
-      return a.is_array() && a.size() > i && a[i].is_number_integer()
-                 ? a[i].get<int64_t>()
-                 : int64_t(1);
-    };
-    int64_t oh = (get(sig, "h", 1) + at("pads", 0) + at("pads", 2) -
-                  at("dilations", 0) * (get(sig, "kh", 1) - 1) - 1) /
-                     std::max<int64_t>(1, at("strides", 0)) +
-                 1;
-    int64_t ow = (get(sig, "w", 1) + at("pads", 1) + at("pads", 3) -
-                  at("dilations", 1) * (get(sig, "kw", 1) - 1) - 1) /
-                     std::max<int64_t>(1, at("strides", 1)) +
-                 1;
+    auto [oh, ow] = convOutput(sig);
     return {lg(get(sig, "n", 1) * oh * ow), lg(get(sig, "o", 1)),
             lg(get(sig, "kh", 1) * get(sig, "kw", 1) * get(sig, "c", 1) /
                std::max<int64_t>(1, get(sig, "groups", 1))),
@@ -186,19 +190,9 @@ json standaloneModel(const json &sig, size_t index) {
 /// One written into a concat in place (out_stride, copy_out) is not
 /// reproduced: its candidates are not built from their records.
 json standaloneConv(const json &sig, size_t index) {
-  auto at = [&](const char *k, size_t i) {
-    return sig.at(k).at(i).get<int64_t>();
-  };
   int64_t n = get(sig, "n", 1), c = get(sig, "c", 1), o = get(sig, "o", 1),
           g = std::max<int64_t>(1, get(sig, "groups", 1));
-  int64_t oh = (get(sig, "h", 1) + at("pads", 0) + at("pads", 2) -
-                at("dilations", 0) * (get(sig, "kh", 1) - 1) - 1) /
-                   at("strides", 0) +
-               1;
-  int64_t ow = (get(sig, "w", 1) + at("pads", 1) + at("pads", 3) -
-                at("dilations", 1) * (get(sig, "kw", 1) - 1) - 1) /
-                   at("strides", 1) +
-               1;
+  auto [oh, ow] = convOutput(sig);
   std::string t = sig.value("input", "f32");
   json random = {
       {"random", "normal"}, {"mean", 0.0}, {"std", 0.05}, {"seed", 1}};

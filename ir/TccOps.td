@@ -473,7 +473,12 @@ def Tcc_AttentionOp : Tcc_Op<"attention", [IsolatedFromAbove,
     batch, head, query and key indices (i32), then one argument per
     captured tensor (a bias, a mask, per-head slopes: any tensor
     broadcastable to the scores), read by `tensor.extract` at clamped
-    indices; it yields the changed score (f32). Empty when the change is
+    indices; it yields the changed score (f32). `captured_views` lists the
+    captured tensors the model reshaped (adding or dropping axes of size
+    1) before reading them, which the regions read through the view: their
+    own last two axes are not the scores' (a [B, lk] padding mask read as
+    [B, 1, 1, lk] while lq is B), so no template takes them for a
+    [lq, lk] plane. Empty when the change is
     the `scale` factor alone. `key_keep` (batch, head, key index, captured
     tensors) yields whether a key is kept for every query (a padding mask
     applied with -inf; `key_mask_per_head`: it reads the head index;
@@ -499,7 +504,8 @@ def Tcc_AttentionOp : Tcc_Op<"attention", [IsolatedFromAbove,
                        OptionalAttr<F64Attr>:$scale,
                        DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$mask,
                        UnitAttr:$key_mask_per_head, UnitAttr:$key_mask_alone,
-                       UnitAttr:$masked_to_infinity);
+                       UnitAttr:$masked_to_infinity,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$captured_views);
   let results = (outs Tcc_Tensor:$result);
   let regions = (region AnyRegion:$score, AnyRegion:$key_keep);
   let assemblyFormat = [{

@@ -612,7 +612,21 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
   // Captured tensors are not counted: a float bias holding -inf where a
   // finite mask keeps keys is rare, and counting it would cost causal
   // tile skipping to every bias and slope tensor.
-  bool othersInfinite = mayBeInfinite(mods, /*captured=*/false);
+  // The selects of positions against a huge negative value (the mask's
+  // candidates, below) are not counted: they are taken as one conjunction
+  // that leaves every row a key.
+  auto isMaskSelect = [&](Operation *op) {
+    auto select = dyn_cast_or_null<SelectOp>(op);
+    std::optional<double> masked =
+        select ? constantValue(select.getB()) : std::nullopt;
+    return select && positional(select.getCond(), &body) && masked &&
+           *masked <= -1e20 && positional(select.getB(), &body);
+  };
+  SmallVector<Operation *> notMasks;
+  for (Operation *op : mods)
+    if (!isMaskSelect(op))
+      notMasks.push_back(op);
+  bool othersInfinite = mayBeInfinite(notMasks, /*captured=*/false);
   // A select of a position condition against a huge negative value is the
   // mask: as linear constraints it lets whole tiles be skipped. Only when
   // no row loses every key (such a row would average V in the model, with
@@ -620,20 +634,23 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
   // finite value, when no other change visibly makes a score -inf (a row
   // whose kept keys all became -inf would average the masked ones in the
   // model).
+  // Several such selects (a causal mask, then a window; or a mask split
+  // from one it shared with a padding mask) are one conjunction, taken
+  // select by select while no row loses every key. A masked value the
+  // other taken selects make -inf is what the model computes too: a kept
+  // key of a row stays finite, so the masked ones weigh 0 either way.
   for (Operation *&op : mods) {
-    auto select = dyn_cast<SelectOp>(op);
-    if (!select || !m.mask.empty() || !positional(select.getCond(), &body))
+    if (!isMaskSelect(op))
       continue;
-    std::optional<double> masked = constantValue(select.getB());
-    if (!masked || *masked > -1e20 || !positional(select.getB(), &body) ||
-        (othersInfinite && !std::isinf(*masked)))
+    auto select = cast<SelectOp>(op);
+    if (othersInfinite && !std::isinf(*constantValue(select.getB())))
       continue;
-    SmallVector<LinearConstraint> mask;
+    SmallVector<LinearConstraint> mask(m.mask);
     if (!constraintsOf(select.getCond(), typeOf(m.scores).getRank(), mask) ||
         someRowEmpty(mask, m.lq, m.lk))
       continue;
     m.mask = mask;
-    m.maskSelect = op;
+    m.maskSelects.push_back(op);
     op = nullptr;
   }
   for (Operation *op : mods)
@@ -644,20 +661,11 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
   // positions only), in order of first use.
   std::function<void(Value)> capture = [&](Value v) {
     if (isOutside(v, &body)) {
-      // A view is read through its input, unless that input's last two
-      // axes would pass for a [Lq, Lk] plane that the view does not read
-      // as one (the wgmma template stages planes by their shape).
+      // A view is read through its input (tcc.attention's captured_views:
+      // no template takes it for a [Lq, Lk] plane by its shape).
       if (Value src = unitReshapeSource(v)) {
-        ArrayRef<int64_t> in = typeOf(src).getShape(),
-                          shown = typeOf(v).getShape();
-        auto plane = [&](ArrayRef<int64_t> s) {
-          return s.size() >= 2 && s[s.size() - 2] == m.lq &&
-                 s[s.size() - 1] == m.lk;
-        };
-        if (!plane(in) || plane(shown)) {
-          m.capturedViews[v] = src;
-          v = src;
-        }
+        m.capturedViews[v] = src;
+        v = src;
       }
       if (!llvm::is_contained(m.captured, v))
         m.captured.push_back(v);
@@ -761,6 +769,18 @@ AttentionOp AttentionMatch::buildOp(OpBuilder &b) const {
   SmallVector<int64_t> flat;
   for (const LinearConstraint &c : mask)
     flat.append({c.a, c.b, c.c});
+  // The captured tensors read only through a view (reshaped by the model).
+  SmallVector<int64_t> views;
+  for (auto [i, tensor] : llvm::enumerate(captured)) {
+    Value c = tensor;
+    bool viaView = llvm::any_of(capturedViews,
+                                [&](const auto &kv) { return kv.second == c; });
+    bool direct = llvm::any_of(c.getUses(), [&](OpOperand &use) {
+      return chain->isProperAncestor(use.getOwner());
+    });
+    if (viaView && !direct)
+      views.push_back(int64_t(i));
+  }
   auto op = AttentionOp::create(
       b, loc, chain->getResult(0).getType(), q, k, v, captured,
       b.getI64IntegerAttr(batch), b.getI64IntegerAttr(heads),
@@ -769,7 +789,7 @@ AttentionOp AttentionMatch::buildOp(OpBuilder &b) const {
       strides(qStrides), strides(kStrides), strides(vStrides),
       strides(oStrides), scale ? b.getF64FloatAttr(*scale) : FloatAttr(),
       b.getDenseI64ArrayAttr(flat), flag(keyMaskPerHead), flag(keyMaskAlone),
-      flag(maskedToInfinity));
+      flag(maskedToInfinity), b.getDenseI64ArrayAttr(views));
   OpBuilder::InsertionGuard guard(b);
   Type i32 = b.getI32Type(), f32 = b.getF32Type();
   // A block taking `lead`, then the captured tensors.
@@ -1051,9 +1071,11 @@ Value AttentionMatch::buildValue(OpBuilder &b, Location loc, Value target,
     values[v] = r;
     return r;
   };
-  // The template applies the mask: the select passes the score through.
-  if (maskSelect && score)
-    values[maskSelect->getResult(0)] = get(maskSelect->getOperand(1));
+  // The template applies the mask: the selects pass the score through
+  // (the innermost first, so that an outer one reads it passed).
+  if (score)
+    for (Operation *select : maskSelects)
+      values[select->getResult(0)] = get(select->getOperand(1));
   return get(target);
 }
 
@@ -1131,6 +1153,31 @@ static bool scalesScores(Value f, RankedTensorType scores) {
   return true;
 }
 
+/// The repeat over heads `ops` (from `unrepeated`, innermost first) made
+/// again on `base`, each result's last two axes swapped when `swapLast`
+/// (the repeat never moves them), just before the outermost of `ops`, to
+/// replace `use`; the old ops are erased when nothing else reads them.
+static void repeatOn(OpOperand &use, ArrayRef<Operation *> ops, Value base,
+                     bool swapLast) {
+  OpBuilder b(ops.back());
+  Value v = base;
+  for (Operation *op : ops) {
+    auto t = cast<RankedTensorType>(op->getResult(0).getType());
+    SmallVector<int64_t> shape(t.getShape());
+    if (swapLast)
+      std::swap(shape[shape.size() - 2], shape[shape.size() - 1]);
+    OperationState state(op->getLoc(), op->getName());
+    state.addOperands(v);
+    state.addTypes(t.clone(shape));
+    state.addAttributes(op->getAttrs());
+    v = b.create(state)->getResult(0);
+  }
+  use.set(v);
+  for (Operation *op : llvm::reverse(ops))
+    if (op->use_empty())
+      op->erase();
+}
+
 /// Q or K scaled before Q·Kᵀ (`q * f`, `q / f`; PyTorch's SDPA
 /// decomposition and its ONNX export scale both by sqrt(1/sqrt(D))) by a
 /// factor that is one number per head (scalesScores): the matmul reads the
@@ -1157,22 +1204,38 @@ bool foldPrescales(ChainOp chain, const AttentionMatch &m,
   };
   SmallVector<Factor> factors;
   for (OpOperand *use : {&qk.getAMutable(), &qk.getBMutable()}) {
-    Operation *op = use->get().getDefiningOp();
+    // K scaled before its repeat over query heads (GQA written with
+    // reshapes): the repeat is made again on the unscaled K.
+    int64_t heads;
+    SmallVector<Operation *> repeat;
+    Value scaled = use->getOperandNumber() == 1
+                       ? unrepeated(use->get(), heads, repeat)
+                       : use->get();
+    Operation *op = scaled.getDefiningOp();
     if (!op || op->getBlock() == &body || !isa<MulOp, DivOp>(op))
       continue;
     bool divide = isa<DivOp>(op);
     Value x = op->getOperand(0), f = op->getOperand(1);
-    if (!scalesScores(f, st) && !divide)
+    auto st1 = st;
+    if (!repeat.empty()) // one number per key/value head is one per query head
+      st1 = st.clone(llvm::to_vector(typeOf(scaled).getShape()));
+    auto scales = [&](Value f) {
+      return scalesScores(f, st) && scalesScores(f, st1);
+    };
+    if (!scales(f) && !divide)
       std::swap(x, f);
     // The factor must not widen the tensor (a broadcast) or change its type.
-    if (!scalesScores(f, st) || x.getType() != use->get().getType() ||
+    if (!scales(f) || x.getType() != scaled.getType() ||
         getElementTypeOrSelf(f.getType()) != st.getElementType())
       continue;
     std::optional<double> c = uniformValue(f);
     if (c && !std::isfinite(*c))
       c.reset();
     factors.push_back({divide, f, c});
-    use->set(x);
+    if (repeat.empty())
+      use->set(x);
+    else
+      repeatOn(*use, repeat, x, false);
     if (detached)
       detached->push_back(op);
   }
@@ -1206,7 +1269,13 @@ bool foldKTranspose(const AttentionMatch &m,
                     SmallVectorImpl<Operation *> *created) {
   auto t = m.k.getDefiningOp<TransposeOp>();
   auto qk = m.scores.getDefiningOp<MatmulOp>();
-  if (!m.kTransposed || !t || qk.getB() != m.k)
+  if (!m.kTransposed || !t)
+    return false;
+  // K transposed before its repeat over query heads: the repeat is made
+  // again on the untransposed K.
+  int64_t heads;
+  SmallVector<Operation *> repeat;
+  if (unrepeated(qk.getB(), heads, repeat) != m.k)
     return false;
   SmallVector<int64_t> perm(t.getPerm());
   int64_t r = perm.size();
@@ -1224,7 +1293,10 @@ bool foldKTranspose(const AttentionMatch &m,
     if (created)
       created->push_back(k.getDefiningOp());
   }
-  qk.getBMutable().assign(k);
+  if (repeat.empty())
+    qk.getBMutable().assign(k);
+  else
+    repeatOn(qk.getBMutable(), repeat, k, true);
   qk.setTransposeB(true);
   if (t->use_empty())
     t->erase();

@@ -80,9 +80,9 @@ struct AttentionMatch {
   llvm::DenseMap<Value, Value> capturedViews;
   Value scores, softmaxInput;
   /// The mask as constraints (empty: no mask, or one applied in `mods`),
-  /// and the select that applied it in the model.
+  /// and the selects that applied it in the model, innermost first.
   SmallVector<LinearConstraint> mask;
-  Operation *maskSelect = nullptr;
+  SmallVector<Operation *> maskSelects;
   /// A positive factor when the changes are only S * scale (or S / 1/scale).
   std::optional<double> scale;
   /// A boolean value of captured tensors, of size 1 on the query axis, where

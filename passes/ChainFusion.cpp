@@ -619,8 +619,22 @@ private:
       return;
     case CorrectionRule::Scale: {
       if (!isTrivial(r.logFactor, Expr::Zero)) {
+        // A part whose elements were all -inf reads its max as 0 (safe)
+        // and holds 0; against a finite max of -1e30 (a mask's stand-in
+        // for -inf) its factor exp(0 - -1e30) overflows, and 0 * inf
+        // would be NaN: a zero accumulator stays zero. Where the new max
+        // is -inf too (d = +inf: a row of nothing but -inf) the NaN stays,
+        // as the unfused chain computes it.
         Value d = delta(r.logFactor);
-        acc = binary<MulOp>(acc, ExpOp::create(b, loc, d.getType(), d));
+        Value scaled =
+            binary<MulOp>(acc, ExpOp::create(b, loc, d.getType(), d));
+        Value dFinite = NotEqualOp::create(
+            b, loc, RankedTensorType::get(shapeOf(d), b.getI1Type()), d,
+            scalar(d, std::numeric_limits<double>::infinity()));
+        Value keep = equal(acc, 0.0);
+        keep = AndOp::create(b, loc, typeLike(keep, broadcast({keep, dFinite})),
+                             keep, dFinite);
+        acc = select(keep, acc, scaled);
       }
       if (!isTrivial(r.plainFactor, Expr::One))
         acc = binary<MulOp>(acc, binary<DivOp>(evaluate(r.plainFactor, en),

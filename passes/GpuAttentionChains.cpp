@@ -85,6 +85,17 @@ void pullPositions(mlir::tcc::ChainOp chain) {
   });
 }
 
+/// NumPy broadcasting of two shapes (equal ranks after padding with 1s).
+SmallVector<int64_t> broadcast(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
+  SmallVector<int64_t> out(std::max(a.size(), b.size()), 1);
+  for (size_t i = 0; i < out.size(); ++i) {
+    int64_t x = i < a.size() ? a[a.size() - 1 - i] : 1;
+    int64_t y = i < b.size() ? b[b.size() - 1 - i] : 1;
+    out[out.size() - 1 - i] = x == 1 ? y : x;
+  }
+  return out;
+}
+
 /// Masks added to the scores, s + select(c, 0, -inf) (or select(c, -inf,
 /// 0)), as exporters write a boolean attention mask (PyTorch's SDPA turns
 /// `attn_mask` into such a float tensor), become select(c, s, -inf): the
@@ -98,16 +109,6 @@ bool foldAdditiveMasks(mlir::tcc::ChainOp chain) {
   for (Operation &op : body)
     if (auto add = dyn_cast<mlir::tcc::AddOp>(op))
       adds.push_back(add);
-  // NumPy broadcasting of two shapes (equal ranks after padding with 1s).
-  auto broadcast = [](ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
-    SmallVector<int64_t> out(std::max(a.size(), b.size()), 1);
-    for (size_t i = 0; i < out.size(); ++i) {
-      int64_t x = i < a.size() ? a[a.size() - 1 - i] : 1;
-      int64_t y = i < b.size() ? b[b.size() - 1 - i] : 1;
-      out[out.size() - 1 - i] = x == 1 ? y : x;
-    }
-    return out;
-  };
   bool folded = false;
   for (mlir::tcc::AddOp add : adds) {
     for (int side = 0; side < 2; ++side) {
@@ -149,6 +150,77 @@ bool foldAdditiveMasks(mlir::tcc::ChainOp chain) {
   return folded;
 }
 
+/// A mask whose condition and-s positions with tensors, select(p & c, s,
+/// v) (a causal mask and a padding mask made one, as Hugging Face builds
+/// its 4-D mask), becomes select(p, select(c, s, v), v): the same scores,
+/// in the forms the match reads apart, p as linear constraints (tiles
+/// skipped at compile time) and c as a key mask (tiles skipped at run
+/// time) rather than the whole as score code. Returns whether it split
+/// any; the positions are pulled in afterwards.
+bool splitMixedMasks(mlir::tcc::ChainOp chain) {
+  Block &body = chain.getBody().front();
+  Block *outer = chain->getBlock();
+  auto isPositions = [&](Value v) {
+    Operation *def = v.getDefiningOp();
+    return def && (def->getBlock() == &body || def->getBlock() == outer) &&
+           mlir::tcc::isPositional(v, def->getBlock());
+  };
+  bool split = false;
+  for (Operation &op : llvm::make_early_inc_range(body)) {
+    auto select = dyn_cast<mlir::tcc::SelectOp>(op);
+    Value s = select ? select.getA() : Value();
+    if (!select || select.getType() != s.getType() ||
+        !mlir::tcc::uniformValue(select.getB()) ||
+        !select.getCond().getDefiningOp<mlir::tcc::AndOp>())
+      continue;
+    SmallVector<Value> positions, tensors;
+    std::function<void(Value)> leaves = [&](Value v) {
+      if (auto a = v.getDefiningOp<mlir::tcc::AndOp>();
+          a && !isPositions(v)) {
+        leaves(a.getLhs());
+        leaves(a.getRhs());
+        return;
+      }
+      (isPositions(v) ? positions : tensors).push_back(v);
+    };
+    leaves(select.getCond());
+    if (positions.empty() || tensors.empty())
+      continue;
+    OpBuilder b(select);
+    Location loc = select.getLoc();
+    auto conjunction = [&](ArrayRef<Value> vs) {
+      Value r = vs.front();
+      for (Value v : vs.drop_front()) {
+        auto t = cast<RankedTensorType>(r.getType());
+        auto shape = broadcast(t.getShape(),
+                               cast<RankedTensorType>(v.getType()).getShape());
+        r = mlir::tcc::AndOp::create(b, loc, t.clone(shape), r, v);
+      }
+      return r;
+    };
+    Value inner = mlir::tcc::SelectOp::create(
+        b, loc, s.getType(), conjunction(tensors), s, select.getB());
+    Value masked = mlir::tcc::SelectOp::create(
+        b, loc, s.getType(), conjunction(positions), inner, select.getB());
+    Value cond = select.getCond();
+    select.replaceAllUsesWith(masked);
+    select->erase();
+    // The old conjunction, where only the select read it in the chain.
+    std::function<void(Value)> erase = [&](Value v) {
+      auto a = v.getDefiningOp<mlir::tcc::AndOp>();
+      if (!a || a->getBlock() != &body || !a->use_empty())
+        return;
+      Value l = a.getLhs(), r = a.getRhs();
+      a->erase();
+      erase(l);
+      erase(r);
+    };
+    erase(cond);
+    split = true;
+  }
+  return split;
+}
+
 struct TccGpuAttentionChains
     : mlir::tcc::impl::TccGpuAttentionChainsBase<TccGpuAttentionChains> {
   void runOnOperation() override {
@@ -163,6 +235,8 @@ struct TccGpuAttentionChains
       pullPositions(chain);
       if (foldAdditiveMasks(chain))
         pullPositions(chain); // the -inf of a mask made outside the chain
+      if (splitMixedMasks(chain))
+        pullPositions(chain); // the positions of a condition made outside
       std::string why;
       std::optional<mlir::tcc::AttentionMatch> m =
           mlir::tcc::matchAttention(chain, why);

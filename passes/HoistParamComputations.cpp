@@ -14,6 +14,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace mlir::tcc {
@@ -85,22 +86,28 @@ struct TccHoistParamComputations
     // than what it is made from (a large broadcast stays a per-run view of
     // its operand).
     SmallVector<Operation *> hoisted;
+    // Sources computed from positions (iotas): ALiBi's distances, masks.
+    llvm::DenseSet<Value> positional;
     for (Operation &op : body.without_terminator()) {
       if (!mayHoist(op))
         continue;
       if (op.getNumOperands() == 0) {
-        for (Value r : op.getResults())
+        for (Value r : op.getResults()) {
           origin[r] = Origin::Source;
+          if (isa<IotaOp>(op))
+            positional.insert(r);
+        }
         continue;
       }
       int64_t largest = -1;
-      bool onlyParams = true, anyHoisted = false;
+      bool onlyParams = true, anyHoisted = false, anyPositional = false;
       for (Value v : op.getOperands()) {
         Origin o = originOf(v);
         if (o == Origin::Run) {
           onlyParams = false;
           break;
         }
+        anyPositional |= positional.contains(v);
         if (o == Origin::Source)
           continue;
         anyHoisted |= o == Origin::Hoisted;
@@ -110,15 +117,22 @@ struct TccHoistParamComputations
         continue;
       if (largest < 0) {
         // Sources alone (a broadcast constant): a source too.
-        for (Value r : op.getResults())
+        for (Value r : op.getResults()) {
           origin[r] = Origin::Source;
+          if (anyPositional)
+            positional.insert(r);
+        }
         continue;
       }
       // Small results may grow: a per-channel vector repeated a few times
       // (a transposed convolution's bias, once per output phase) costs a
-      // few KB once and saves a kernel per run.
+      // few KB once and saves a kernel per run. Not a param spread over
+      // positions (ALiBi's per-head slopes times distances): its consumer
+      // computes each element from the param as cheaply as it would read
+      // a stored plane, and a fused kernel (attention's) reads the param.
       if (llvm::any_of(op.getResults(), [&](Value r) {
-            return numElements(r) > std::max(largest, kSmallDerived);
+            return numElements(r) >
+                   (anyPositional ? largest : std::max(largest, kSmallDerived));
           }))
         continue;
       // A reshape of a raw param is a view: copying it at load would only

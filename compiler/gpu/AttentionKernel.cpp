@@ -1356,6 +1356,14 @@ FailureOr<KernelLaunch> buildAttentionKernel(OpBuilder &b,
   return launch;
 }
 
+bool capturedIsPlane(const AttentionProblem &p, size_t i) {
+  if (i < p.capturedPlane.size())
+    return p.capturedPlane[i];
+  auto t = cast<ShapedType>(p.captured[i]);
+  int64_t r = t.getRank();
+  return r >= 2 && t.getDimSize(r - 2) == p.lq && t.getDimSize(r - 1) == p.lk;
+}
+
 int64_t decodeRows(const AttentionProblem &p) {
   return p.headsKV > 0 ? p.headsQ / p.headsKV * p.lq : 0;
 }

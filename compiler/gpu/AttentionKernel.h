@@ -105,6 +105,10 @@ struct AttentionProblem {
   /// shapes, identity layout), passed to every kernel that applies scoreMod
   /// after its usual arguments, in this order.
   llvm::SmallVector<mlir::Type, 2> captured;
+  /// Per captured tensor, whether scoreMod reads it as an [lq, lk] plane
+  /// (capturedIsPlane): false for one the model reshaped whose own last
+  /// axes only look like one. Empty: judged by the shapes.
+  llvm::SmallVector<bool, 2> capturedPlane;
   /// The mask: a conjunction of linear constraints (empty: keep all).
   llvm::SmallVector<MaskConstraint, 2> mask;
   /// Keys dropped for every row, read from captured tensors (null: none):
@@ -209,6 +213,10 @@ struct DecodeKernels {
 };
 
 /// The query rows a decode block packs: headsQ / headsKV x lq.
+/// Whether captured tensor `i` holds a full [lq, lk] plane of scores (a
+/// bias): its last two axes are lq and lk, and it is read as such.
+bool capturedIsPlane(const AttentionProblem &p, size_t i);
+
 int64_t decodeRows(const AttentionProblem &p);
 
 /// Whether `p` should take the decode form: at most 16 packed rows (a

@@ -106,8 +106,8 @@ SmallVector<int64_t> stagedCaptured(const AttentionProblem &p,
     auto mt = cast<MemRefType>(t);
     int64_t r = mt.getRank();
     if (r < 2 || r > 4 || mt.getElementType() != p.elemType ||
-        mt.getDimSize(r - 2) != p.lq || mt.getDimSize(r - 1) != p.lk ||
-        p.lk % 8 || s.blockKV < 64 || used + per > kShared)
+        !capturedIsPlane(p, i) || p.lk % 8 || s.blockKV < 64 ||
+        used + per > kShared)
       continue;
     out.push_back(int64_t(i));
     used += per;
@@ -1441,12 +1441,8 @@ WgmmaAttentionSchedule chooseWgmmaAttentionSchedule(const AttentionProblem &p) {
   // A captured [lq, lk] plane (a bias) is read per score: staged through
   // shared memory, or from global memory where its rows are not 16-byte
   // aligned, whose addresses the overlapped loop has no registers for.
-  bool plane = llvm::any_of(p.captured, [&](Type t) {
-    auto mt = cast<MemRefType>(t);
-    int64_t r = mt.getRank();
-    return r >= 2 && mt.getDimSize(r - 2) == p.lq &&
-           mt.getDimSize(r - 1) == p.lk;
-  });
+  bool plane = llvm::any_of(llvm::seq<size_t>(0, p.captured.size()),
+                            [&](size_t i) { return capturedIsPlane(p, i); });
   bool fastScores = !p.scoreMod && !p.correction && !p.contribution;
   bool upperBoundsOnly =
       llvm::all_of(p.mask, [](const MaskConstraint &mc) { return mc.b < 0; });

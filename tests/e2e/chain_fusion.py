@@ -9,8 +9,10 @@ model holds softmax, log-softmax, log-sum-exp, layer norm, RMS norm and a
 cross-entropy; the attention model plain, causal, ALiBi, softcapped, x30
 scaled and masked, and biased (a bias input) attention with grouped K/V
 heads (GQA). Rows include scores scaled x30, rows of -1e30 (uniform
-softmax), rows of -inf (NaN, as unfused and as NumPy), and rows whose first
-60% are -inf (chunks with no finite element before the first that has one).
+softmax), rows of -inf (NaN, as unfused and as NumPy), rows whose first
+60% are -inf (chunks with no finite element before the first that has one),
+and rows of -1e30 and -inf only (chunks of -inf beside one whose max is
+-1e30).
 
 Tolerances: c (2^-24 for f32, 2^-8 for bf16: half an ulp, one rounding) times
 the number of roundings on the path (K) plus the amplification of exp, which
@@ -153,6 +155,14 @@ def rows_inputs(rng, dt, n):
     x[2, 1] = -np.inf                # -inf: NaN, as NumPy
     x[2, 2, :int(0.6 * n)] = -np.inf  # chunks with no finite element first
     x[2, 3, :int(0.6 * n)] = NEG
+    # Rows of masked stand-ins and -inf only: a chunk whose max is -1e30
+    # beside chunks of nothing but -inf, after it and before it (their
+    # factor exp(0 - -1e30) overflows; their sums are 0): uniform over the
+    # -1e30s.
+    x[2, 4] = -np.inf
+    x[2, 4, :int(0.1 * n)] = NEG
+    x[2, 5] = -np.inf
+    x[2, 5, int(0.6 * n):] = NEG
     t = rng.random((3, 16, n))
     t /= t.sum(-1, keepdims=True)
     ins = {'x': x, 'gamma': rng.standard_normal(n), 'beta': rng.standard_normal(n), 't': t}
@@ -192,7 +202,7 @@ def rows_refs(ins, dt):
     # A row of +-1e30 overflows f32 in (x - mean)^2 and x * x: the norms
     # of such rows are not compared (docs/fusion.md).
     huge = np.zeros(x.shape[:-1] + (1,), bool)
-    huge[2, 0] = huge[2, 3] = True
+    huge[2, 0] = huge[2, 3] = huge[2, 4] = huge[2, 5] = True
     for name in ('layer_norm', 'rms_norm'):
         refs[name] += (huge,)
     return refs

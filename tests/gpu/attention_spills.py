@@ -7,7 +7,7 @@ fails on any kernel that spills (a spill is local memory traffic inside the
 key loop: a slow kernel, not a wrong one, so nothing else catches it).
 
 usage: attention_spills.py TCC [--ptxas PTXAS] [--all] [--only PREFIX]...
-                            [--target T]...
+                            [--target T]... [--mix N[:SEED]]
     TCC        the compiler
     --ptxas    the CUDA toolkit's ptxas (default: searched for); without
                one the check reports SKIPPED (exit status 77)
@@ -85,6 +85,9 @@ def main():
     ap.add_argument('--target', action='append', default=[],
                     help='sm_80 ... sm_90a (repeatable; default sm_90, sm_90a, sm_80)')
     ap.add_argument('--jobs', type=int, default=2)
+    ap.add_argument('--mix', metavar='N[:SEED]',
+                    help='also N random mixes of the forms (attention_mix.py; a fresh draw '
+                         'unless SEED), f32 ones left out as in the subset')
     args = ap.parse_args()
     ptxas = args.ptxas or find_ptxas()
     if not ptxas or not os.access(ptxas, os.X_OK):
@@ -94,7 +97,14 @@ def main():
     # toolkit skips without needing NumPy.
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import attention_test as A
+    if args.mix:
+        count, _, seed = args.mix.partition(':')
+        A.MIX_DRAW['count'] = int(count)
+        A.MIX_DRAW['seed'] = int(seed) if seed else int.from_bytes(os.urandom(4), 'little') >> 1
+        print('mixes: --mix %d:%d' % (A.MIX_DRAW['count'], A.MIX_DRAW['seed']))
     forms = [(n, m) for n, m, _, _ in A.cases()]
+    mixes = [(n, m) for n, m in forms
+             if n in A.MIX and m['inputs'][0]['dtype'] != 'f32']
     if args.only:
         forms = [(n, m) for n, m in forms if n.startswith(tuple(args.only))]
     elif not args.all:
@@ -103,7 +113,7 @@ def main():
         if missing:
             print('FAIL the subset names forms attention_test.py lacks: %s' % missing)
             return 1
-        forms = [(n, m) for n, m in forms if n in SUBSET]
+        forms = [(n, m) for n, m in forms if n in SUBSET] + mixes
     targets = args.target or ['sm_90', 'sm_90a', 'sm_80']
     failed = 0
     with tempfile.TemporaryDirectory() as tmp, \

@@ -39,15 +39,26 @@ a few units of the last place of the largest output are expected: 2^-6 of
 max|O| for bf16 (8 bits of mantissa), 2^-8 for f16.
 
 f32 cases run on CUDA cores in true f32 (one kernel, *_attn_simt, decode
-shapes included), so their tolerance is f32's: (32 + 2 sqrt(Lk)) units of
-2^-24 of max|O|. The output is a sum of Lk f32 terms p·v accumulated in
+shapes included), so their tolerance is f32's: (32 + 2 sqrt(Lk) + 4 smax)
+units of 2^-24 of max|O|, smax the largest finite |score| after the
+change. The output is a sum of Lk f32 terms p·v accumulated in
 order (and l one of Lk terms p), whose rounding errors grow like sqrt(Lk)
 units of the partial sums; each p carries the rounding of Q·Kᵀ's D-term
 dot product and of ex2.approx's argument, and ex2.approx's 2 ulp. An f32
 emulation of the kernel's order of operations (ex2.approx as a random 2^-22
 relative error) against float64 errs by 6 to 16 units at Lk 256 to 8192
 (NumPy's f32 attention: 7 to 35): the bound leaves a margin of 5 or more,
-and a wrong score, mask or row is off by far more.
+and a wrong score, mask or row is off by far more. A score's rounding is
+relative to its size and exp makes it p's relative error: scores in the
+tens (unscaled, or scaled per head by an input, as the random mixes draw)
+add 4 smax units.
+
+--mix N[:SEED] adds N random combinations of all the forms
+(attention_mix.py), each with its reference composed from its choices.
+--target host records the cases for this machine's CPU, where tcc computes
+the model op by op, each op rounded to its dtype: a check of the cases and
+their references (within the tolerance or 4x the plain peer's error),
+not of the fused kernels.
 """
 import argparse
 import hashlib
@@ -62,6 +73,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'e2e'))
 import e2elib as L  # noqa: E402
+import attention_mix  # noqa: E402
 
 
 def const(name, dtype, value):
@@ -87,6 +99,11 @@ def positions(lq, lk, offset=0):
 # layout), transposed to and from [B, H, L, D] in the model: the kernels read
 # and write them so, with strides (one kernel, no transposes).
 LAYOUT = {}
+# Random mixes of the forms (attention_mix.py, --mix): name -> (a function
+# of the inputs giving Q, K and V as attention sees them, what the mix
+# expects: decode or not, the SIMT template or not).
+MIX = {}
+MIX_DRAW = {'count': 0, 'seed': 0}
 # Cases whose Q the model computes before attention (q * 0.125 before Q·Kᵀ):
 # the kernels besides attention's must all be elementwise, and the reference
 # sees the inputs as attention does.
@@ -254,6 +271,11 @@ def cases():
     out += ktrans_cases()
     out += layout_cases()
     out += rank2_cases()
+    for name, m, qscale, change, qkv, expect in attention_mix.cases(
+            sys.modules[__name__], MIX_DRAW['count'], MIX_DRAW['seed']):
+        MIX[name] = (qkv, expect)
+        LAYOUT[name] = expect['layout']
+        out.append((name, m, qscale, change))
     return out
 
 
@@ -1097,15 +1119,18 @@ def rank2_cases():
     return out
 
 
-def tolerance(dtype, lk):
-    """The largest error allowed, as a fraction of max|O| (module doc)."""
+def tolerance(dtype, lk, smax=0.0):
+    """The largest error allowed, as a fraction of max|O| (module doc);
+    `smax`: the largest finite |score| after the change."""
     if dtype == 'f32':
-        return 2.0 ** -24 * (32 + 2 * np.sqrt(lk))
+        return 2.0 ** -24 * (32 + 2 * np.sqrt(lk) + 4 * smax)
     return 2.0 ** -6 if dtype == 'bf16' else 2.0 ** -8
 
 
 def attention_inputs(name, env):
     """Q, K and V as attention sees them, from the model's inputs."""
+    if name in MIX:
+        return MIX[name][0](env)
     if name in LAYOUT:
         return [np.swapaxes(env[t + 'in'], 1, 2) if t in LAYOUT[name] else env[t]
                 for t in 'qkv']
@@ -1142,6 +1167,19 @@ def reference(q, k, v, change, env, rnd=None):
         s = s - s.max(axis=-1, keepdims=True)  # a row of -inf gives NaN
         p = np.exp(s)
         return rnd(rnd(p / p.sum(axis=-1, keepdims=True)) @ v)
+
+
+def score_max(name, env, change):
+    """The largest finite |score| after the change (masked stand-ins such
+    as -1e30 left out): f32's rounding of the scores is relative to it."""
+    q, k, _ = attention_inputs(name, env)
+    g = q.shape[1] // k.shape[1] if q.ndim > 2 else 1
+    s = q @ np.swapaxes(np.repeat(k, g, axis=1) if g > 1 else k, -1, -2)
+    _, f = change_at(name, env, change)
+    with np.errstate(all='ignore'):
+        s = np.abs(f(s))
+    s = s[np.isfinite(s) & (s < 1e29)]
+    return float(s.max()) if s.size else 0.0
 
 
 def plain_peer(name, env, change, dt):
@@ -1321,7 +1359,8 @@ def make_inputs(m, qscale, seed):
                 x[-1] = False
         elif dt == 'bool':
             x = rng.random(i['shape']) < 0.75
-            x[-1] = False
+            if not i['name'].startswith('keep'):  # keep*: no batch emptied
+                x[-1] = False
         elif i['name'].startswith('doc'):
             # Document ids along the last axis: runs of 1 to 300 positions,
             # each a new id (packed sequences).
@@ -1348,11 +1387,40 @@ def reference_of(name, env, change):
     return np.swapaxes(ref, 1, 2) if 'o' in LAYOUT.get(name, '') else ref
 
 
+def expected_kernels(name, m, target):
+    """The kernels' symbol suffixes a case may compile to (lists, the first
+    the one named in a failure)."""
+    dt = m['inputs'][0]['dtype']
+    d = m['inputs'][0]['shape'][-1]
+    # sm_90a builds prefill on warpgroup MMA (head dims 64 and 128); f32
+    # takes the SIMT template on every target, decode shapes included, and
+    # so do bf16 and f16 head sizes that are not multiples of 8.
+    wgmma = target == 'sm_90a' and d in (64, 128)
+    prefill = '_attn_wgmma' if wgmma else '_attn'
+    if name in MIX:
+        expect = MIX[name][1]
+        if expect['decode']:
+            # One chunk (the pairs fill the GPU) needs no combine.
+            return [['_decode', '_combine'], ['_decode']]
+        return [['_attn_simt' if expect['simt'] else prefill]]
+    # 16-bit head sizes that are not a multiple of 8 take the SIMT one,
+    # and so does K given transposed with rows of keys that are not
+    # 16-byte chunks.
+    if dt == 'f32' or d % 8 or name in KTRANS_SIMT:
+        decode = '_decode' in name or name.startswith('decode_')
+        return [['_decode', '_combine'] if decode else ['_attn_simt']]
+    if name.startswith('decode_wide_'):
+        return [['_decode']]  # one chunk: no combine
+    return [['_decode', '_combine'] if name.startswith('decode_') else [prefill]]
+
+
 def record(tcc, root, target, only='', count_only=False, with_ref=True):
     os.makedirs(root, exist_ok=True)
     failed = 0
     for name, m, qscale, change in cases():
         if not name.startswith(tuple(only.split(","))):
+            continue
+        if target == 'host' and name in MIX and not MIX[name][1]['host']:
             continue
         d = os.path.join(root, name)
         os.makedirs(d, exist_ok=True)
@@ -1370,23 +1438,13 @@ def record(tcc, root, target, only='', count_only=False, with_ref=True):
                                          text=True).stdout)
         symbols = [k['symbol'] for k in info['kernels']]
         dt = m['inputs'][0]['dtype']
-        # sm_90a builds prefill on warpgroup MMA (head dims 64 and 128); f32
-        # takes the SIMT template on every target, decode shapes included, and
-        # so do bf16 and f16 head sizes that are not multiples of 8.
-        wgmma = target == 'sm_90a' and m['inputs'][0]['shape'][-1] in (64, 128)
-        prefill = '_attn_wgmma' if wgmma else '_attn'
-        # 16-bit head sizes that are not a multiple of 8 take the SIMT one,
-        # and so does K given transposed with rows of keys that are not
-        # 16-byte chunks.
-        if dt == 'f32' or m['inputs'][0]['shape'][-1] % 8 or name in KTRANS_SIMT:
-            decode = '_decode' in name or name.startswith('decode_')
-            want = ['_decode', '_combine'] if decode else ['_attn_simt']
-        else:
-            want = ['_decode', '_combine'] if name.startswith('decode_') else [prefill]
-            if name.startswith('decode_wide_'):
-                want = ['_decode']  # one chunk: no combine
-        ok = len(info['launches']) == len(want) and len(symbols) == len(want) and all(
-            s.endswith(w) for s, w in zip(symbols, want))
+        wants = expected_kernels(name, m, target)
+        # The host computes the model op by op (no fused template): a check
+        # of the case and its reference, not of a kernel.
+        ok = target == 'host' or len(info['launches']) == len(symbols) and any(
+            len(symbols) == len(want) and all(s.endswith(w) for s, w in zip(symbols, want))
+            for want in wants)
+        want = wants[0]
         if not ok:
             print('FAIL %s: expected kernels *%s, got %s' % (name, ', *'.join(want), symbols))
             failed += 1
@@ -1402,7 +1460,7 @@ def record(tcc, root, target, only='', count_only=False, with_ref=True):
         ref = reference_of(name, env, change).astype(np.float32) if with_ref else None
         with open(os.path.join(d, 'case.pkl'), 'wb') as f:
             pickle.dump({'dtype': dt, 'ref': ref, 'seed': seed,
-                         'qscale': qscale,
+                         'qscale': qscale, 'host': target == 'host',
                          'digest': digest}, f)
         print('recorded %s (%s)' % (name, ', '.join(symbols)))
     return failed
@@ -1446,12 +1504,26 @@ def replay(tcc, root):
             failed += 1
             continue
         lk = m['inputs'][2]['shape'][1 if 'v' in LAYOUT.get(name, '') else -2]  # V's
-        bound = tolerance(case['dtype'], lk) * np.abs(ref[~nan]).max()
+        bound = tolerance(case['dtype'], lk, score_max(name, env, change)) * np.abs(
+            ref[~nan]).max()
         same = (np.isnan(got) == nan).all() and np.isfinite(got[~nan]).all()
         err = np.abs(got[~nan] - ref[~nan]).max() if same else np.inf
         ok = err <= bound
         peer = ''
-        if case['dtype'] != 'f32':
+        if case.get('host'):
+            # Op by op on the host, each op of the change rounded to the
+            # dtype as the model computes it: within the tolerance or 4x
+            # the error of the plain peer (scores, change, P and O rounded
+            # once each; the model rounds each op of the change, up to
+            # eight times), which large scores make the larger. A wrong
+            # case or reference errs by far more.
+            o = plain_peer(name, env, change, case['dtype'])
+            if o.shape != ref.shape:
+                o = np.swapaxes(o, 1, 2)
+            perr = np.abs(o[~nan] - ref[~nan]).max()
+            ok = err <= max(bound, 4 * perr)
+            peer = ', plain %s %.3g (%.2fx)' % (case['dtype'], perr, err / perr)
+        elif case['dtype'] != 'f32':
             # Also at most 1.5x the error of attention computed plainly in
             # the same dtype (issue 13's bound), on these inputs; the 90
             # 16-bit cases of session 31 measured at most 1.02x.
@@ -1461,9 +1533,9 @@ def replay(tcc, root):
             perr = np.abs(o[~nan] - ref[~nan]).max()
             ok = ok and err <= 1.5 * perr
             peer = ', plain %s %.3g (%.2fx)' % (case['dtype'], perr, err / perr)
-        o = sdpa_peer(name, env, change, case['dtype'])
+        o = None if case.get('host') else sdpa_peer(name, env, change, case['dtype'])
         label = 'SDPA'
-        if o is None:
+        if o is None and not case.get('host'):
             # A softcap: FlexAttention given the same score_mod, as the
             # issue states for the forms SDPA cannot run.
             o = flex_peer(name, env, change, case['dtype'])
@@ -1499,7 +1571,16 @@ def main():
                     help='with --record: compile and check the kernels only (no inputs, '
                          'no reference; the ctest attention-kernels, without a GPU)')
     ap.add_argument('--replay')
-    ap.add_argument('--target', default='sm_90', help='sm_90 or sm_90a (with --record)')
+    ap.add_argument('--host', metavar='DIR',
+                    help='record for the host (--target host) into DIR and replay there: '
+                         'a check of the cases and their references on this machine')
+    ap.add_argument('--mix', default='0', metavar='N[:SEED]',
+                    help='add N random mixes of the forms drawn from SEED (attention_mix.py; '
+                         'default seed: a fresh one, printed); a replay draws what its '
+                         'record drew')
+    ap.add_argument('--target', default='sm_90',
+                    help='sm_90 or sm_90a (with --record); host: the model op by op on this '
+                         'machine, a check of the cases and their references')
     ap.add_argument('--no-reference', action='store_true',
                     help='with --record: leave the float64 reference to the replay (a '
                          'smaller record to carry)')
@@ -1507,12 +1588,37 @@ def main():
                     help='record only the cases whose name starts with PREFIX (f32_: the '
                          'SIMT template); --replay runs what was recorded')
     args = ap.parse_args()
+    count, _, seed = args.mix.partition(':')
+    MIX_DRAW['count'] = int(count)
+    MIX_DRAW['seed'] = int(seed) if seed else int(np.random.default_rng().integers(1 << 31))
+    # A record keeps its draw (mix.json), which its replay reuses.
+    drawn = os.path.join(os.path.abspath(args.replay or args.record or args.host or '.'),
+                         'mix.json')
+    if args.replay and os.path.exists(drawn):
+        with open(drawn) as f:
+            MIX_DRAW.update(json.load(f))
+    if MIX_DRAW['count']:
+        print('mixes: --mix %d:%d' % (MIX_DRAW['count'], MIX_DRAW['seed']))
+        if args.record or args.host:
+            os.makedirs(os.path.dirname(drawn), exist_ok=True)
+            with open(drawn, 'w') as f:
+                json.dump(MIX_DRAW, f)
+    if args.host:
+        # Record for this machine's CPU and replay here at once (a ctest).
+        root = os.path.abspath(args.host)
+        shutil.rmtree(root, ignore_errors=True)
+        os.makedirs(root)
+        with open(drawn, 'w') as f:  # the draw, to replay a failure
+            json.dump(MIX_DRAW, f)
+        if record(args.tcc, root, 'host', args.only, False, True):
+            return 1
+        return replay(args.tcc, root)
     if args.record:
         return 1 if record(args.tcc, os.path.abspath(args.record), args.target, args.only,
                            args.count_only, not args.no_reference) else 0
     if args.replay:
         return replay(args.tcc, os.path.abspath(args.replay))
-    ap.error('--record DIR or --replay DIR')
+    ap.error('--record DIR, --replay DIR or --host DIR')
 
 
 if __name__ == '__main__':

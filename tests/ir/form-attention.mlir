@@ -358,12 +358,14 @@ func.func @padding_mask_2d(%q: tensor<2x2x48x64xf16>, %k: tensor<2x2x48x64xf16>,
 
 // -----
 
-// Not read through: a per-head, per-key bias kept [H, Lk] with H = Lq,
-// whose shape would pass for an [Lq, Lk] plane (staged by its shape), made
-// [1, H, 1, Lk]; and a reshape that regroups axes ([2, 24] -> [1, 48]).
-// Both are captured as the reshapes' results.
+// A per-head, per-key bias kept [H, Lk] with H = Lq, made [1, H, 1, Lk]:
+// read through too, and listed in captured_views, since its own shape
+// would pass for an [Lq, Lk] plane (which the wgmma template stages by its
+// shape). A reshape that regroups axes ([2, 24] -> [1, 48]) is no view of
+// attention's axes: captured as the reshape's result.
 // CHECK-LABEL: func.func @views_kept
-// CHECK: tcc.attention %arg0, %arg1, %arg2 captures(%{{.*}}, %{{.*}} : tensor<1x48x1x48xf16>, tensor<1x48xf16>)
+// CHECK: tcc.attention %arg0, %arg1, %arg2 captures(%arg3, %{{.*}} : tensor<48x48xf16>, tensor<1x48xf16>)
+// CHECK-SAME: captured_views = array<i64: 0>
 func.func @views_kept(%q: tensor<1x48x48x16xf16>, %k: tensor<1x48x48x16xf16>, %v: tensor<1x48x48x16xf16>, %hb: tensor<48x48xf16>, %kb: tensor<2x24xf16>) -> tensor<1x48x48x16xf16> {
   %hb4 = tcc.reshape %hb : tensor<48x48xf16> -> tensor<1x48x1x48xf16>
   %kb2 = tcc.reshape %kb : tensor<2x24xf16> -> tensor<1x48xf16>

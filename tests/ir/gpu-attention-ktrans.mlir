@@ -163,3 +163,36 @@ func.func @kt_f32_unaligned(%q: tensor<1x4x128x64xf32>, %kt: tensor<1x4x64x254xf
   }
   return %0 : tensor<1x4x128x64xf32>
 }
+
+// -----
+
+// K transposed by a swap before its repeat over query heads (GQA 2 -> 4
+// written as reshape, broadcast_to, reshape): the repeat is made again on
+// K itself, [B, Hkv, L, D], and the scores read it with transpose_b.
+// CHECK-LABEL: func.func @kt_swap_before_repeat
+// CHECK-NOT: tcc.transpose
+// CHECK: tcc.chain attributes {axis = 3 : i64, tcc.attention}
+// CHECK: tcc.reshape %arg1 : tensor<1x2x256x64xbf16> -> tensor<1x2x1x256x64xbf16>
+// CHECK-NEXT: tcc.broadcast_to {{.*}} -> tensor<1x2x2x256x64xbf16>
+// CHECK-NEXT: %[[K:.*]] = tcc.reshape {{.*}} -> tensor<1x4x256x64xbf16>
+// CHECK: tcc.matmul %arg0, %[[K]] {transpose_b = true}
+func.func @kt_swap_before_repeat(%q: tensor<1x4x128x64xbf16>, %k: tensor<1x2x256x64xbf16>, %v: tensor<1x2x256x64xbf16>) -> tensor<1x4x128x64xbf16> {
+  %kt = tcc.transpose %k {perm = array<i64: 0, 1, 3, 2>} : tensor<1x2x256x64xbf16> -> tensor<1x2x64x256xbf16>
+  %k5 = tcc.reshape %kt : tensor<1x2x64x256xbf16> -> tensor<1x2x1x64x256xbf16>
+  %kb = tcc.broadcast_to %k5 : tensor<1x2x1x64x256xbf16> -> tensor<1x2x2x64x256xbf16>
+  %kk = tcc.reshape %kb : tensor<1x2x2x64x256xbf16> -> tensor<1x4x64x256xbf16>
+  %v5 = tcc.reshape %v : tensor<1x2x256x64xbf16> -> tensor<1x2x1x256x64xbf16>
+  %vb = tcc.broadcast_to %v5 : tensor<1x2x1x256x64xbf16> -> tensor<1x2x2x256x64xbf16>
+  %vv = tcc.reshape %vb : tensor<1x2x2x256x64xbf16> -> tensor<1x4x256x64xbf16>
+  %0 = tcc.chain attributes {axis = 3 : i64} -> tensor<1x4x128x64xbf16> {
+    %5 = tcc.matmul %q, %kk : tensor<1x4x128x64xbf16>, tensor<1x4x64x256xbf16> -> tensor<1x4x128x256xbf16>
+    %9 = tcc.reduce_max %5 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x128x256xbf16> -> tensor<1x4x128x1xbf16>
+    %10 = tcc.sub %5, %9 : tensor<1x4x128x256xbf16>, tensor<1x4x128x1xbf16> -> tensor<1x4x128x256xbf16>
+    %11 = tcc.exp %10 : tensor<1x4x128x256xbf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x128x256xbf16> -> tensor<1x4x128x1xbf16>
+    %13 = tcc.div %11, %12 : tensor<1x4x128x256xbf16>, tensor<1x4x128x1xbf16> -> tensor<1x4x128x256xbf16>
+    %14 = tcc.matmul %13, %vv : tensor<1x4x128x256xbf16>, tensor<1x4x256x64xbf16> -> tensor<1x4x128x64xbf16>
+    tcc.yield %14 : tensor<1x4x128x64xbf16>
+  }
+  return %0 : tensor<1x4x128x64xbf16>
+}

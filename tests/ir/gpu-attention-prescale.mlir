@@ -91,3 +91,39 @@ func.func @per_column_factor_kept(%q: tensor<1x4x128x64xf16>, %k: tensor<1x4x256
   }
   return %0 : tensor<1x4x128x64xf16>
 }
+
+// -----
+
+// K scaled before its repeat over query heads (GQA 2 -> 4 written as
+// reshape, broadcast_to, reshape): the repeat is made again on K itself,
+// and the scores are scaled instead (0.125, no score code).
+// CHECK-LABEL: func.func @k_scaled_before_repeat
+// CHECK-NOT: tcc.mul
+// CHECK: tcc.chain attributes {axis = 3 : i64, tcc.attention, tcc.attention_plan
+// CHECK: tcc.reshape %arg1 : tensor<1x2x256x64xf16> -> tensor<1x2x1x256x64xf16>
+// CHECK: %[[S:.*]] = tcc.matmul %arg0, %{{.*}} {transpose_b = true}
+// CHECK-NEXT: %[[C:.*]] = tcc.constant {value = 1.250000e-01 : f16} : tensor<f16>
+// CHECK-NEXT: tcc.mul %[[S]], %[[C]]
+// FORM-LABEL: func.func @k_scaled_before_repeat
+// FORM: tcc.attention %arg0, %arg1, %arg2 attributes {{.*}}kv_heads = 2 : i64{{.*}}scale = 1.250000e-01 : f64
+func.func @k_scaled_before_repeat(%q: tensor<1x4x128x64xf16>, %k: tensor<1x2x256x64xf16>, %v: tensor<1x2x256x64xf16>) -> tensor<1x4x128x64xf16> {
+  %c = tcc.constant {value = 1.250000e-01 : f16} : tensor<f16>
+  %ks = tcc.mul %k, %c : tensor<1x2x256x64xf16>, tensor<f16> -> tensor<1x2x256x64xf16>
+  %k5 = tcc.reshape %ks : tensor<1x2x256x64xf16> -> tensor<1x2x1x256x64xf16>
+  %kb = tcc.broadcast_to %k5 : tensor<1x2x1x256x64xf16> -> tensor<1x2x2x256x64xf16>
+  %kk = tcc.reshape %kb : tensor<1x2x2x256x64xf16> -> tensor<1x4x256x64xf16>
+  %v5 = tcc.reshape %v : tensor<1x2x256x64xf16> -> tensor<1x2x1x256x64xf16>
+  %vb = tcc.broadcast_to %v5 : tensor<1x2x1x256x64xf16> -> tensor<1x2x2x256x64xf16>
+  %vv = tcc.reshape %vb : tensor<1x2x2x256x64xf16> -> tensor<1x4x256x64xf16>
+  %0 = tcc.chain attributes {axis = 3 : i64} -> tensor<1x4x128x64xf16> {
+    %5 = tcc.matmul %q, %kk {transpose_b = true} : tensor<1x4x128x64xf16>, tensor<1x4x256x64xf16> -> tensor<1x4x128x256xf16>
+    %9 = tcc.reduce_max %5 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x128x256xf16> -> tensor<1x4x128x1xf16>
+    %10 = tcc.sub %5, %9 : tensor<1x4x128x256xf16>, tensor<1x4x128x1xf16> -> tensor<1x4x128x256xf16>
+    %11 = tcc.exp %10 : tensor<1x4x128x256xf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x128x256xf16> -> tensor<1x4x128x1xf16>
+    %13 = tcc.div %11, %12 : tensor<1x4x128x256xf16>, tensor<1x4x128x1xf16> -> tensor<1x4x128x256xf16>
+    %14 = tcc.matmul %13, %vv : tensor<1x4x128x256xf16>, tensor<1x4x256x64xf16> -> tensor<1x4x128x64xf16>
+    tcc.yield %14 : tensor<1x4x128x64xf16>
+  }
+  return %0 : tensor<1x4x128x64xf16>
+}

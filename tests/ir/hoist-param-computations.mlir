@@ -122,3 +122,26 @@ func.func @main(%x: tensor<3x64xf32> {tcc.kind = "input"},
   %a = tcc.add %x, %f : tensor<3x64xf32>, tensor<64xf32> -> tensor<3x64xf32>
   return %a : tensor<3x64xf32>
 }
+
+// -----
+
+// Per-head slopes kept as a param times distances of positions (ALiBi):
+// a param spread over positions is not derived at load, however small,
+// since its consumer computes each element from the param as cheaply (the
+// fused attention kernel reads the slopes themselves).
+// CHECK-LABEL: func.func @main
+// CHECK-NOT: tcc.derived
+// CHECK: tcc.mul %{{.*}}, %arg1
+// CHECK-NOT: func.func @main_init
+func.func @main(%s: tensor<1x4x8x8xf32> {tcc.kind = "input"},
+                %slopes: tensor<1x4x1x1xf32> {tcc.kind = "param"}) -> tensor<1x4x8x8xf32>
+    attributes {tcc.entry} {
+  %r = tcc.iota {axis = 0 : i64} : tensor<8x8xi32>
+  %c = tcc.iota {axis = 1 : i64} : tensor<8x8xi32>
+  %d = tcc.sub %r, %c : tensor<8x8xi32>, tensor<8x8xi32> -> tensor<8x8xi32>
+  %a = tcc.abs %d : tensor<8x8xi32>
+  %f = tcc.cast %a {to = f32} : tensor<8x8xi32> -> tensor<8x8xf32>
+  %b = tcc.mul %f, %slopes : tensor<8x8xf32>, tensor<1x4x1x1xf32> -> tensor<1x4x8x8xf32>
+  %y = tcc.sub %s, %b : tensor<1x4x8x8xf32>, tensor<1x4x8x8xf32> -> tensor<1x4x8x8xf32>
+  return %y : tensor<1x4x8x8xf32>
+}

@@ -615,12 +615,17 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
   // The selects of positions against a huge negative value (the mask's
   // candidates, below) are not counted: they are taken as one conjunction
   // that leaves every row a key.
+  // Huge: -1e20 or below, or f16's lowest, -65504 (torch.finfo(f16).min,
+  // which Hugging Face masks with), beside which any score's exp is 0.
   auto isMaskSelect = [&](Operation *op) {
     auto select = dyn_cast_or_null<SelectOp>(op);
     std::optional<double> masked =
         select ? constantValue(select.getB()) : std::nullopt;
-    return select && positional(select.getCond(), &body) && masked &&
-           *masked <= -1e20 && positional(select.getB(), &body);
+    bool huge = masked && (*masked <= -1e20 ||
+                           (typeOf(select.getB()).getElementType().isF16() &&
+                            *masked <= -65504.0));
+    return select && positional(select.getCond(), &body) && huge &&
+           positional(select.getB(), &body);
   };
   SmallVector<Operation *> notMasks;
   for (Operation *op : mods)

@@ -453,7 +453,12 @@ private:
       if (set.contains(op) || banned.contains(op) || op->use_empty() ||
           op->getNumResults() != 1)
         continue;
-      bool fits = (isChainElementwise(op) &&
+      // An elementwise op only matmuls read makes their operands (Q or K
+      // scaled before Q·Kᵀ, V before P·V), not values of the space, even
+      // where its shape is the space's (head size equal to the key count).
+      bool operandOnly = llvm::all_of(
+          op->getUsers(), [](Operation *u) { return isa<MatmulOp>(u); });
+      bool fits = (isChainElementwise(op) && !operandOnly &&
                    space.broadcastsInto(op->getResult(0))) ||
                   isProducerMatmul(op, space);
       if (fits && llvm::all_of(op->getUsers(), [&](Operation *u) {

@@ -24,7 +24,8 @@ a few; these draw a combination of all of them from a seed:
                 the padding mask or the causal mask added as 0/-inf; with
                 -inf or a finite stand-in (-1e30, f16's -65504), one select
                 each or and-ed
-  softmax       the op, or written by hand: exp(s - max) or exp(s), P·V
+  softmax       the op (in 16-bit, maybe on the scores cast to f32, P
+                cast back), or written by hand: exp(s - max) or exp(s), P·V
                 divided by the sum afterwards, or P = e * reciprocal(sum)
 
 Each mix is a case of attention_test.py (named mix_<seed>_<i>_...; decode
@@ -328,7 +329,14 @@ def draw(T, seed, index):
         else:  # (e · v) / sum
             o = m.add('div', [m.add('matmul', [e, v]), total])
     else:
-        o = m.add('matmul', [m.add('softmax', [s], axis=-1), v])
+        if dt != 'f32' and m.chance(0.3):
+            # Softmax in f32, P cast back for P·V (Hugging Face's eager
+            # attention: softmax(s, dtype=float32).to(q.dtype)).
+            p32 = m.add('softmax', [m.add('cast', [s], to='f32')], axis=-1)
+            o = m.add('matmul', [m.add('cast', [p32], to=dt), v])
+            tags.append('softmax32')
+        else:
+            o = m.add('matmul', [m.add('softmax', [s], axis=-1), v])
     if 'o' in layout:
         o = m.add('transpose', [o], perm=[0, 2, 1, 3])
     m.nodes[-1]['outputs'] = ['o']

@@ -190,6 +190,32 @@ func.func @attention(%q: tensor<2x16x8xf32>, %k: tensor<2x16x8xf32>, %v: tensor<
 
 // -----
 
+// Q and V scaled before the matmuls with a head size equal to the key count
+// (16): their shape is the scores' by coincidence, yet they are the
+// matmuls' operands, not values of the chain, and stay outside it (the
+// attention match wants Q, K and V from outside).
+// CHECK-LABEL: func.func @operands_shaped_like_scores
+// CHECK: %[[QS:.*]] = tcc.mul %arg0
+// CHECK: %[[VS:.*]] = tcc.mul %arg2
+// CHECK: tcc.chain attributes {axis = 2 : i64}
+// CHECK:   tcc.matmul %[[QS]], %arg1 {transpose_b = true}
+// CHECK:   tcc.matmul %{{.*}}, %[[VS]]
+func.func @operands_shaped_like_scores(%q: tensor<2x16x16xf32>, %k: tensor<2x16x16xf32>, %v: tensor<2x16x16xf32>) -> tensor<2x16x16xf32> {
+  %c = tcc.constant {value = 0.25 : f32} : tensor<f32>
+  %qs = tcc.mul %q, %c : tensor<2x16x16xf32>, tensor<f32> -> tensor<2x16x16xf32>
+  %vs = tcc.mul %v, %c : tensor<2x16x16xf32>, tensor<f32> -> tensor<2x16x16xf32>
+  %s = tcc.matmul %qs, %k {transpose_b = true} : tensor<2x16x16xf32>, tensor<2x16x16xf32> -> tensor<2x16x16xf32>
+  %m = tcc.reduce_max %s {axes = array<i64: 2>, keepdims = true} : tensor<2x16x16xf32> -> tensor<2x16x1xf32>
+  %d = tcc.sub %s, %m : tensor<2x16x16xf32>, tensor<2x16x1xf32> -> tensor<2x16x16xf32>
+  %e = tcc.exp %d : tensor<2x16x16xf32>
+  %sum = tcc.reduce_sum %e {axes = array<i64: 2>, keepdims = true} : tensor<2x16x16xf32> -> tensor<2x16x1xf32>
+  %p = tcc.div %e, %sum : tensor<2x16x16xf32>, tensor<2x16x1xf32> -> tensor<2x16x16xf32>
+  %o = tcc.matmul %p, %vs : tensor<2x16x16xf32>, tensor<2x16x16xf32> -> tensor<2x16x16xf32>
+  return %o : tensor<2x16x16xf32>
+}
+
+// -----
+
 // A matmul whose contraction is longer than max-matmul-extent (300 > 256)
 // stays outside: the chain starts at the max reduction.
 // CHECK-LABEL: func.func @long_scores

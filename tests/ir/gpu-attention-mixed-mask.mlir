@@ -68,3 +68,32 @@ func.func @causal_then_window(%q: tensor<1x4x256x64xbf16>, %k: tensor<1x4x256x64
   }
   return %0 : tensor<1x4x256x64xbf16>
 }
+
+// -----
+
+// A causal mask with f16's lowest value, -65504 (torch.finfo(f16).min, as
+// Hugging Face masks in f16): a mask of positions like -inf's (every row
+// keeps a key, beside which exp(-65504 - max) is 0), not score code.
+// FORM-LABEL: func.func @causal_f16_lowest
+// FORM: tcc.attention %arg0, %arg1, %arg2 attributes {{.*}}mask = array<i64: 1, -1, 0>{{.*}}scale = 1.250000e-01 : f64
+// FORM-NEXT: } key_keep {
+func.func @causal_f16_lowest(%q: tensor<1x4x128x64xf16>, %k: tensor<1x4x128x64xf16>, %v: tensor<1x4x128x64xf16>) -> tensor<1x4x128x64xf16> {
+  %0 = tcc.chain attributes {axis = 3 : i64} -> tensor<1x4x128x64xf16> {
+    %5 = tcc.matmul %q, %k {transpose_b = true} : tensor<1x4x128x64xf16>, tensor<1x4x128x64xf16> -> tensor<1x4x128x128xf16>
+    %s = tcc.constant {value = 1.250000e-01 : f16} : tensor<f16>
+    %6 = tcc.mul %5, %s : tensor<1x4x128x128xf16>, tensor<f16> -> tensor<1x4x128x128xf16>
+    %r = tcc.iota {axis = 0 : i64} : tensor<128x128xi32>
+    %c = tcc.iota {axis = 1 : i64} : tensor<128x128xi32>
+    %causal = tcc.greater_equal %r, %c : tensor<128x128xi32>, tensor<128x128xi32> -> tensor<128x128xi1>
+    %low = tcc.constant {value = -6.550400e+04 : f16} : tensor<f16>
+    %7 = tcc.select %causal, %6, %low : tensor<128x128xi1>, tensor<1x4x128x128xf16>, tensor<f16> -> tensor<1x4x128x128xf16>
+    %9 = tcc.reduce_max %7 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x128x128xf16> -> tensor<1x4x128x1xf16>
+    %10 = tcc.sub %7, %9 : tensor<1x4x128x128xf16>, tensor<1x4x128x1xf16> -> tensor<1x4x128x128xf16>
+    %11 = tcc.exp %10 : tensor<1x4x128x128xf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x128x128xf16> -> tensor<1x4x128x1xf16>
+    %13 = tcc.div %11, %12 : tensor<1x4x128x128xf16>, tensor<1x4x128x1xf16> -> tensor<1x4x128x128xf16>
+    %14 = tcc.matmul %13, %v : tensor<1x4x128x128xf16>, tensor<1x4x128x64xf16> -> tensor<1x4x128x64xf16>
+    tcc.yield %14 : tensor<1x4x128x64xf16>
+  }
+  return %0 : tensor<1x4x128x64xf16>
+}

@@ -544,6 +544,11 @@ LogicalResult AttentionOp::verify() {
     return failure();
   if (getMask().size() % 3)
     return emitOpError("mask must hold (a, b, c) triples");
+  ArrayRef<int64_t> views = getCapturedViews();
+  for (auto [i, c] : llvm::enumerate(views))
+    if (c < 0 || c >= int64_t(getCaptured().size()) || (i && c <= views[i - 1]))
+      return emitOpError("captured_views must name captured tensors by "
+                         "increasing index");
   if (FloatAttr s = getScaleAttr();
       s && !(s.getValueAsDouble() > 0 && std::isfinite(s.getValueAsDouble())))
     return emitOpError("scale must be positive and finite");

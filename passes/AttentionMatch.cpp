@@ -609,55 +609,69 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
              (makesInfinity(op) || llvm::any_of(op->getOperands(), infinite));
     });
   };
-  // Captured tensors are not counted: a float bias holding -inf where a
-  // finite mask keeps keys is rare, and counting it would cost causal
-  // tile skipping to every bias and slope tensor.
-  // The selects of positions against a huge negative value (the mask's
-  // candidates, below) are not counted: they are taken as one conjunction
-  // that leaves every row a key.
-  // Huge: -1e20 or below, or f16's lowest, -65504 (torch.finfo(f16).min,
-  // which Hugging Face masks with), beside which any score's exp is 0.
+  // A select of a position condition against a huge negative value is the
+  // mask: as linear constraints it lets whole tiles be skipped. Huge: -1e20
+  // or below, or f16's lowest, -65504 (torch.finfo(f16).min, which Hugging
+  // Face masks with), beside which any score's exp is 0. Several such
+  // selects (a causal mask, then a window; or a mask split from one it
+  // shared with a padding mask) are one conjunction, taken select by
+  // select while no row loses every key (such a row would average V in the
+  // model, with a finite value, and be computed by the select instead).
+  auto hugeNegative = [&](Value v) {
+    std::optional<double> c = constantValue(v);
+    return c && (*c <= -1e20 ||
+                 (getElementTypeOrSelf(v.getType()).isF16() && *c <= -65504.0));
+  };
   auto isMaskSelect = [&](Operation *op) {
     auto select = dyn_cast_or_null<SelectOp>(op);
-    std::optional<double> masked =
-        select ? constantValue(select.getB()) : std::nullopt;
-    bool huge = masked && (*masked <= -1e20 ||
-                           (typeOf(select.getB()).getElementType().isF16() &&
-                            *masked <= -65504.0));
-    return select && positional(select.getCond(), &body) && huge &&
-           positional(select.getB(), &body);
+    return select && positional(select.getCond(), &body) &&
+           hugeNegative(select.getB()) && positional(select.getB(), &body);
   };
-  SmallVector<Operation *> notMasks;
-  for (Operation *op : mods)
-    if (!isMaskSelect(op))
-      notMasks.push_back(op);
-  bool othersInfinite = mayBeInfinite(notMasks, /*captured=*/false);
-  // A select of a position condition against a huge negative value is the
-  // mask: as linear constraints it lets whole tiles be skipped. Only when
-  // no row loses every key (such a row would average V in the model, with
-  // a finite value, and be computed by the select instead), and, for a
-  // finite value, when no other change visibly makes a score -inf (a row
-  // whose kept keys all became -inf would average the masked ones in the
-  // model).
-  // Several such selects (a causal mask, then a window; or a mask split
-  // from one it shared with a padding mask) are one conjunction, taken
-  // select by select while no row loses every key. A masked value the
-  // other taken selects make -inf is what the model computes too: a kept
-  // key of a row stays finite, so the masked ones weigh 0 either way.
-  for (Operation *&op : mods) {
-    if (!isMaskSelect(op))
-      continue;
-    auto select = cast<SelectOp>(op);
-    if (othersInfinite && !std::isinf(*constantValue(select.getB())))
-      continue;
-    SmallVector<LinearConstraint> mask(m.mask);
-    if (!constraintsOf(select.getCond(), typeOf(m.scores).getRank(), mask) ||
-        someRowEmpty(mask, m.lq, m.lk))
-      continue;
-    m.mask = mask;
-    m.maskSelects.push_back(op);
-    op = nullptr;
+  auto isFinite = [&](Operation *op) {
+    return !std::isinf(*constantValue(cast<SelectOp>(op).getB()));
+  };
+  SmallVector<bool> taken(mods.size(), false);
+  auto takeMasks = [&](bool finiteToo) {
+    m.mask.clear();
+    m.maskSelects.clear();
+    for (auto [i, op] : llvm::enumerate(mods)) {
+      taken[i] = false;
+      if (!isMaskSelect(op) || (!finiteToo && isFinite(op)))
+        continue;
+      SmallVector<LinearConstraint> mask(m.mask);
+      if (!constraintsOf(cast<SelectOp>(op).getCond(),
+                         typeOf(m.scores).getRank(), mask) ||
+          someRowEmpty(mask, m.lq, m.lk))
+        continue;
+      m.mask = mask;
+      m.maskSelects.push_back(op);
+      taken[i] = true;
+    }
+  };
+  takeMasks(/*finiteToo=*/true);
+  // A finite masked value is what the model computes only where no change
+  // left as score code makes a kept score -inf or as low (a select against
+  // -1e30 of a padding mask, a rejected mask select, a log): a row whose
+  // kept keys all became so weighs the masked ones too in the model. Then
+  // the finite selects stay score code. Captured tensors are not counted:
+  // a float bias holding -inf where a finite mask keeps keys is rare, and
+  // counting it would cost causal tile skipping to every bias and slope
+  // tensor.
+  if (llvm::any_of(m.maskSelects, isFinite)) {
+    SmallVector<Operation *> rest;
+    for (auto [i, op] : llvm::enumerate(mods))
+      if (!taken[i])
+        rest.push_back(op);
+    bool low = mayBeInfinite(rest, /*captured=*/false) ||
+               llvm::any_of(rest, [&](Operation *op) {
+                 return llvm::any_of(op->getOperands(), hugeNegative);
+               });
+    if (low)
+      takeMasks(/*finiteToo=*/false);
   }
+  for (size_t i = 0; i < mods.size(); ++i)
+    if (taken[i])
+      mods[i] = nullptr;
   for (Operation *op : mods)
     if (op)
       m.mods.push_back(op);

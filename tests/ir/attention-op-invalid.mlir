@@ -47,6 +47,17 @@ func.func @strides(%q: tensor<1x4x128x64xbf16>, %k: tensor<1x4x128x64xbf16>, %v:
 
 // -----
 
+// captured_views naming a tensor the op does not capture.
+func.func @views(%q: tensor<1x4x128x64xbf16>, %k: tensor<1x4x128x64xbf16>, %v: tensor<1x4x128x64xbf16>) -> tensor<1x4x128x64xbf16> {
+  // expected-error @+1 {{captured_views must name captured tensors by increasing index}}
+  %0 = tcc.attention %q, %k, %v attributes {batch = 1 : i64, captured_views = array<i64: 0>, head_dim = 64 : i64, heads = 4 : i64, kv_heads = 4 : i64, lk = 128 : i64, lq = 128 : i64, scale = 1.250000e-01 : f64} : tensor<1x4x128x64xbf16>, tensor<1x4x128x64xbf16>, tensor<1x4x128x64xbf16> -> tensor<1x4x128x64xbf16> score {
+  } key_keep {
+  }
+  return %0 : tensor<1x4x128x64xbf16>
+}
+
+// -----
+
 // A constraint of two numbers.
 func.func @mask(%q: tensor<1x4x128x64xbf16>, %k: tensor<1x4x128x64xbf16>, %v: tensor<1x4x128x64xbf16>) -> tensor<1x4x128x64xbf16> {
   // expected-error @+1 {{mask must hold (a, b, c) triples}}

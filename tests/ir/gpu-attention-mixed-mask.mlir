@@ -97,3 +97,64 @@ func.func @causal_f16_lowest(%q: tensor<1x4x128x64xf16>, %k: tensor<1x4x128x64xf
   }
   return %0 : tensor<1x4x128x64xf16>
 }
+
+// -----
+
+// The same with -1e30: split too, but the padding select, finite, is no
+// key mask and stays score code, so the causal one may not become
+// constraints (a row whose causal keys the padding all drops averages V
+// over every key in the model, -1e30 everywhere): both stay score code.
+// FORM-LABEL: func.func @causal_and_padding_finite
+// FORM: tcc.attention %arg0, %arg1, %arg2 captures(%arg3 : tensor<2x1x1x128xi1>) attributes {batch = 2 : i64, head_dim = 64 : i64, heads = 4 : i64, kv_heads = 4 : i64, lk = 128 : i64, lq = 128 : i64, tcc.attention_plan
+func.func @causal_and_padding_finite(%q: tensor<2x4x128x64xbf16>, %k: tensor<2x4x128x64xbf16>, %v: tensor<2x4x128x64xbf16>, %pad: tensor<2x1x1x128xi1>) -> tensor<2x4x128x64xbf16> {
+  %r = tcc.iota {axis = 0 : i64} : tensor<128x128xi32>
+  %c = tcc.iota {axis = 1 : i64} : tensor<128x128xi32>
+  %causal = tcc.greater_equal %r, %c : tensor<128x128xi32>, tensor<128x128xi32> -> tensor<128x128xi1>
+  %keep = tcc.and %causal, %pad : tensor<128x128xi1>, tensor<2x1x1x128xi1> -> tensor<2x1x128x128xi1>
+  %0 = tcc.chain attributes {axis = 3 : i64} -> tensor<2x4x128x64xbf16> {
+    %5 = tcc.matmul %q, %k {transpose_b = true} : tensor<2x4x128x64xbf16>, tensor<2x4x128x64xbf16> -> tensor<2x4x128x128xbf16>
+    %s = tcc.constant {value = 1.250000e-01 : bf16} : tensor<bf16>
+    %6 = tcc.mul %5, %s : tensor<2x4x128x128xbf16>, tensor<bf16> -> tensor<2x4x128x128xbf16>
+    %big = tcc.constant {value = -1.0e30 : bf16} : tensor<bf16>
+    %7 = tcc.select %keep, %6, %big : tensor<2x1x128x128xi1>, tensor<2x4x128x128xbf16>, tensor<bf16> -> tensor<2x4x128x128xbf16>
+    %9 = tcc.reduce_max %7 {axes = array<i64: 3>, keepdims = true} : tensor<2x4x128x128xbf16> -> tensor<2x4x128x1xbf16>
+    %10 = tcc.sub %7, %9 : tensor<2x4x128x128xbf16>, tensor<2x4x128x1xbf16> -> tensor<2x4x128x128xbf16>
+    %11 = tcc.exp %10 : tensor<2x4x128x128xbf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<2x4x128x128xbf16> -> tensor<2x4x128x1xbf16>
+    %13 = tcc.div %11, %12 : tensor<2x4x128x128xbf16>, tensor<2x4x128x1xbf16> -> tensor<2x4x128x128xbf16>
+    %14 = tcc.matmul %13, %v : tensor<2x4x128x128xbf16>, tensor<2x4x128x64xbf16> -> tensor<2x4x128x64xbf16>
+    tcc.yield %14 : tensor<2x4x128x64xbf16>
+  }
+  return %0 : tensor<2x4x128x64xbf16>
+}
+
+// -----
+
+// A select of positions that would empty a row (col > row: the last row
+// keeps nothing) is no mask and stays score code, -inf; a finite mask
+// after it (col <= row, -1e30) is then not taken either: in row 0 the
+// model averages V over keys 1.. (-1e30 beats -inf), which constraints
+// keeping key 0 alone would not.
+// FORM-LABEL: func.func @rejected_infinite_then_finite
+// FORM: tcc.attention %arg0, %arg1, %arg2 attributes {batch = 1 : i64, head_dim = 64 : i64, heads = 4 : i64, kv_heads = 4 : i64, lk = 128 : i64, lq = 128 : i64, masked_to_infinity, tcc.attention_plan
+func.func @rejected_infinite_then_finite(%q: tensor<1x4x128x64xbf16>, %k: tensor<1x4x128x64xbf16>, %v: tensor<1x4x128x64xbf16>) -> tensor<1x4x128x64xbf16> {
+  %0 = tcc.chain attributes {axis = 3 : i64} -> tensor<1x4x128x64xbf16> {
+    %5 = tcc.matmul %q, %k {transpose_b = true} : tensor<1x4x128x64xbf16>, tensor<1x4x128x64xbf16> -> tensor<1x4x128x128xbf16>
+    %r = tcc.iota {axis = 0 : i64} : tensor<128x128xi32>
+    %c = tcc.iota {axis = 1 : i64} : tensor<128x128xi32>
+    %future = tcc.greater %c, %r : tensor<128x128xi32>, tensor<128x128xi32> -> tensor<128x128xi1>
+    %ninf = tcc.constant {value = 0xFF80 : bf16} : tensor<bf16>
+    %6 = tcc.select %future, %5, %ninf : tensor<128x128xi1>, tensor<1x4x128x128xbf16>, tensor<bf16> -> tensor<1x4x128x128xbf16>
+    %past = tcc.less_equal %c, %r : tensor<128x128xi32>, tensor<128x128xi32> -> tensor<128x128xi1>
+    %big = tcc.constant {value = -1.0e30 : bf16} : tensor<bf16>
+    %7 = tcc.select %past, %6, %big : tensor<128x128xi1>, tensor<1x4x128x128xbf16>, tensor<bf16> -> tensor<1x4x128x128xbf16>
+    %9 = tcc.reduce_max %7 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x128x128xbf16> -> tensor<1x4x128x1xbf16>
+    %10 = tcc.sub %7, %9 : tensor<1x4x128x128xbf16>, tensor<1x4x128x1xbf16> -> tensor<1x4x128x128xbf16>
+    %11 = tcc.exp %10 : tensor<1x4x128x128xbf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x128x128xbf16> -> tensor<1x4x128x1xbf16>
+    %13 = tcc.div %11, %12 : tensor<1x4x128x128xbf16>, tensor<1x4x128x1xbf16> -> tensor<1x4x128x128xbf16>
+    %14 = tcc.matmul %13, %v : tensor<1x4x128x128xbf16>, tensor<1x4x128x64xbf16> -> tensor<1x4x128x64xbf16>
+    tcc.yield %14 : tensor<1x4x128x64xbf16>
+  }
+  return %0 : tensor<1x4x128x64xbf16>
+}

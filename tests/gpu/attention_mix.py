@@ -95,8 +95,6 @@ def draw(T, seed, index):
     else:
         lq = int(rng.integers(40, 700))
         lk = lq if m.chance(0.7) else int(rng.integers(40, 700))
-        if g * lq <= 16 and lk >= 512:
-            lq = 17  # a prefill shape, not decode's
     off = max(lk - lq, 0) if decode or m.chance(0.5) else 0  # the rows' first position
     layout = ''.join(t for t in 'qkvo' if m.chance(0.25))
     kt = m.pick((None, None, None, 'input', 'swap', 'blhd'))

@@ -1469,7 +1469,9 @@ def record(tcc, root, target, only='', count_only=False, with_ref=True):
 def replay(tcc, root):
     failed = passed = 0
     ratios = []
+    drawn = set()
     for name, _, _, change in cases():
+        drawn.add(name)
         d = os.path.join(root, name)
         if not os.path.exists(os.path.join(d, 'case.pkl')):
             continue
@@ -1556,6 +1558,12 @@ def replay(tcc, root):
                                                          bound, peer))
         passed += ok
         failed += not ok
+    # Mixes recorded but not drawn again (their record's mix.json lost).
+    lost = [n for n in os.listdir(root) if n.startswith('mix_') and n not in drawn]
+    if lost:
+        print('FAIL %d recorded mixes not drawn again (no mix.json in %s?): %s' % (
+            len(lost), root, ', '.join(sorted(lost)[:3])))
+        failed += len(lost)
     if ratios:
         print('error / the peer\'s (SDPA, Flex for softcap): %d cases, median %.2f, largest %.2f' % (
             len(ratios), np.median(ratios), max(ratios)))

@@ -20,6 +20,8 @@
 #include "passes/AttentionMatch.h"
 #include "passes/Passes.h"
 
+#include "ir/ShapeInference.h"
+
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/SetVector.h"
@@ -85,15 +87,12 @@ void pullPositions(mlir::tcc::ChainOp chain) {
   });
 }
 
-/// NumPy broadcasting of two shapes (equal ranks after padding with 1s).
-SmallVector<int64_t> broadcast(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
-  SmallVector<int64_t> out(std::max(a.size(), b.size()), 1);
-  for (size_t i = 0; i < out.size(); ++i) {
-    int64_t x = i < a.size() ? a[a.size() - 1 - i] : 1;
-    int64_t y = i < b.size() ? b[b.size() - 1 - i] : 1;
-    out[out.size() - 1 - i] = x == 1 ? y : x;
-  }
-  return out;
+/// NumPy broadcasting of two shapes (ir/ShapeInference.h); empty when
+/// they do not broadcast.
+::tcc::Shape broadcast(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
+  ::tcc::ShapeOrError r = ::tcc::broadcastShapes(
+      ::tcc::Shape(a.begin(), a.end()), ::tcc::Shape(b.begin(), b.end()));
+  return r.ok() ? r.shape : ::tcc::Shape();
 }
 
 /// Masks added to the scores, s + select(c, 0, -inf) (or select(c, -inf,

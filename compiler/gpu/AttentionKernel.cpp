@@ -1357,8 +1357,8 @@ FailureOr<KernelLaunch> buildAttentionKernel(OpBuilder &b,
 }
 
 bool capturedIsPlane(const AttentionProblem &p, size_t i) {
-  if (i < p.capturedPlane.size())
-    return p.capturedPlane[i];
+  if (i < p.capturedView.size() && p.capturedView[i])
+    return false;
   auto t = cast<ShapedType>(p.captured[i]);
   int64_t r = t.getRank();
   return r >= 2 && t.getDimSize(r - 2) == p.lq && t.getDimSize(r - 1) == p.lk;

@@ -105,10 +105,10 @@ struct AttentionProblem {
   /// shapes, identity layout), passed to every kernel that applies scoreMod
   /// after its usual arguments, in this order.
   llvm::SmallVector<mlir::Type, 2> captured;
-  /// Per captured tensor, whether scoreMod reads it as an [lq, lk] plane
-  /// (capturedIsPlane): false for one the model reshaped whose own last
-  /// axes only look like one. Empty: judged by the shapes.
-  llvm::SmallVector<bool, 2> capturedPlane;
+  /// Per captured tensor, whether scoreMod reads it through a view (the
+  /// model reshaped it: its own last axes are not the scores', whatever
+  /// their sizes; capturedIsPlane). Empty: none is.
+  llvm::SmallVector<bool, 2> capturedView;
   /// The mask: a conjunction of linear constraints (empty: keep all).
   llvm::SmallVector<MaskConstraint, 2> mask;
   /// Keys dropped for every row, read from captured tensors (null: none):

@@ -104,10 +104,8 @@ AttentionProblem attentionProblemOf(mlir::tcc::AttentionOp op,
   for (auto [i, c] : llvm::enumerate(op.getCaptured())) {
     auto t = cast<RankedTensorType>(c.getType());
     p.captured.push_back(MemRefType::get(t.getShape(), t.getElementType()));
-    int64_t r = t.getRank();
-    p.capturedPlane.push_back(
-        r >= 2 && t.getDimSize(r - 2) == p.lq && t.getDimSize(r - 1) == p.lk &&
-        !llvm::is_contained(op.getCapturedViews(), int64_t(i)));
+    p.capturedView.push_back(
+        llvm::is_contained(op.getCapturedViews(), int64_t(i)));
   }
   // A scale beside a key mask: the tensor-core templates apply the mask per
   // key (keyKeepApply) and keep their folded-scale softmax; the SIMT one

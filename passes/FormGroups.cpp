@@ -159,8 +159,22 @@ SmallVector<SmallVector<int64_t>, 1> rowShapesOf(ChainOp chain) {
 
 /// A gather of one value a row along its axis.
 bool isRowGather(Operation *op) {
-  auto take = dyn_cast<TakeAlongAxisOp>(op);
-  return take && take.getType().getDimSize(take.getAxis()) == 1;
+  if (auto take = dyn_cast<TakeAlongAxisOp>(op))
+    return take.getType().getDimSize(take.getAxis()) == 1;
+  // A lookup in a 1-D table by one index a row (a loss's class weights at
+  // the targets): its result has the indices' shape.
+  if (auto gather = dyn_cast<GatherOp>(op))
+    return gather.getData().getType().getRank() == 1 &&
+           llvm::all_of(gather.getIndices().getType().getShape().take_back(1),
+                        [](int64_t d) { return d == 1; });
+  return false;
+}
+
+/// The indices of a row gather.
+Value rowGatherIndices(Operation *op) {
+  if (auto take = dyn_cast<TakeAlongAxisOp>(op))
+    return take.getIndices();
+  return cast<GatherOp>(op).getIndices();
 }
 
 class Grouper {
@@ -318,11 +332,17 @@ private:
     // one value a row (an ONNX loss's [N] targets made [N, 1], the
     // ignore_index entries sent to class 0): the row kernel computes them
     // beside it instead of writing them out for it.
-    if (rowMembers && isRowGather(op) && grp.kind == GroupKind::Elementwise) {
+    // So does it another row gather's group of the same rows (the class
+    // weights' lookup at the targets the logits' gather read).
+    if (rowMembers && isRowGather(op)) {
       ArrayRef<int64_t> rows =
-          cast<TakeAlongAxisOp>(op).getIndices().getType().getShape();
+          cast<ShapedType>(rowGatherIndices(op).getType()).getShape();
+      bool gathers = llvm::any_of(grp.ops, isRowGather);
+      if (grp.kind != GroupKind::Elementwise && !gathers)
+        return false;
       return llvm::all_of(grp.ops, [&](Operation *m) {
-        return isa<ReshapeOp>(m) || shapeOfResult(m) == rows;
+        return isa<ReshapeOp, IndexCheckOp>(m) ||
+               ((isLight(m) || isRowGather(m)) && shapeOfResult(m) == rows);
       });
     }
     if (auto chain = dyn_cast<ChainOp>(op))
@@ -368,7 +388,7 @@ private:
     for (Operation *m : members) {
       if (!isRowGather(m))
         continue;
-      for (Operation *user : cast<TakeAlongAxisOp>(m).getIndices().getUsers()) {
+      for (Operation *user : rowGatherIndices(m).getUsers()) {
         auto it = groupOf.find(user);
         if (!isa<IndexCheckOp>(user) || it == groupOf.end())
           continue;

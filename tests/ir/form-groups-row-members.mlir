@@ -184,3 +184,50 @@ func.func @not_in_the_row_kernel(%x: tensor<6x7xf32>) -> (tensor<1x1xi64>, tenso
   %c = tcc.sub %l, %y : tensor<6x1xf32>, tensor<1x1xf32> -> tensor<6x1xf32>
   return %a, %c : tensor<1x1xi64>, tensor<6x1xf32>
 }
+
+// -----
+
+// SoftmaxCrossEntropyLoss with class weights and ignore_index: the lookup
+// of each row's weight (a gather from the 1-D weights at the targets)
+// joins the logits' gather's group, so the chain takes both; the weighted
+// loss's sum and the weights' sum join the chain, and their division is a
+// group of its own.
+// CHECK-LABEL: func.func @weighted
+// CHECK: tcc.group "chain"
+// CHECK-DAG: tcc.take_along_axis
+// CHECK-DAG: tcc.gather
+// CHECK-DAG: tcc.index_check
+// CHECK: tcc.chain
+// CHECK-COUNT-2: tcc.reduce_sum {{.*}} -> tensor<f32>
+// CHECK: tcc.group "elementwise"
+// CHECK-NEXT: tcc.div
+// CHECK-NOT: tcc.group
+func.func @weighted(%x: tensor<6x7xf32>, %t: tensor<6xi64>, %w: tensor<7xf32>) -> (tensor<f32>, tensor<i32>) {
+  %r = tcc.reshape %t : tensor<6xi64> -> tensor<6x1xi64>
+  %ign = tcc.constant {value = -100 : i64} : tensor<i64>
+  %zi = tcc.constant {value = 0 : i64} : tensor<i64>
+  %keep = tcc.not_equal %r, %ign : tensor<6x1xi64>, tensor<i64> -> tensor<6x1xi1>
+  %safe = tcc.select %keep, %r, %zi : tensor<6x1xi1>, tensor<6x1xi64>, tensor<i64> -> tensor<6x1xi64>
+  %p = tcc.take_along_axis %x, %safe {axis = 1 : i64} : tensor<6x7xf32>, tensor<6x1xi64> -> tensor<6x1xf32>
+  %c = tcc.index_check %safe {bound = 7 : i64} : tensor<6x1xi64> -> tensor<i32>
+  %wt = tcc.gather %w, %safe {axis = 0 : i64} : tensor<7xf32>, tensor<6x1xi64> -> tensor<6x1xf32>
+  %zf = tcc.constant {value = 0.0 : f32} : tensor<f32>
+  %kw = tcc.select %keep, %wt, %zf : tensor<6x1xi1>, tensor<6x1xf32>, tensor<f32> -> tensor<6x1xf32>
+  %l = tcc.chain attributes {axis = 1 : i64} -> tensor<6x1xf32> {
+    %m = tcc.reduce_max %x {axes = array<i64: 1>, keepdims = true} : tensor<6x7xf32> -> tensor<6x1xf32>
+    %d = tcc.sub %x, %m : tensor<6x7xf32>, tensor<6x1xf32> -> tensor<6x7xf32>
+    %e = tcc.exp %d : tensor<6x7xf32>
+    %s = tcc.reduce_sum %e {axes = array<i64: 1>, keepdims = true} : tensor<6x7xf32> -> tensor<6x1xf32>
+    %g = tcc.log %s : tensor<6x1xf32>
+    %a = tcc.sub %p, %m : tensor<6x1xf32>, tensor<6x1xf32> -> tensor<6x1xf32>
+    %b = tcc.sub %a, %g : tensor<6x1xf32>, tensor<6x1xf32> -> tensor<6x1xf32>
+    %n = tcc.neg %b : tensor<6x1xf32>
+    %nw = tcc.mul %n, %wt : tensor<6x1xf32>, tensor<6x1xf32> -> tensor<6x1xf32>
+    %k = tcc.select %keep, %nw, %zf : tensor<6x1xi1>, tensor<6x1xf32>, tensor<f32> -> tensor<6x1xf32>
+    tcc.yield %k : tensor<6x1xf32>
+  }
+  %total = tcc.reduce_sum %l {axes = array<i64: 0, 1>, keepdims = false} : tensor<6x1xf32> -> tensor<f32>
+  %wsum = tcc.reduce_sum %kw {axes = array<i64: 0, 1>, keepdims = false} : tensor<6x1xf32> -> tensor<f32>
+  %y = tcc.div %total, %wsum : tensor<f32>, tensor<f32> -> tensor<f32>
+  return %y, %c : tensor<f32>, tensor<i32>
+}

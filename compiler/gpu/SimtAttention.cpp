@@ -367,7 +367,11 @@ void SimtBuilder::copyTile(Value src, Value hd, Value row0, int64_t bound,
   // (an opaque trip count) nor ptxas (a nounroll pragma) unrolls, so that
   // ptxas does not compute every address ahead (and spill, decode's tiles
   // of 128 keys at head dim 192).
-  constexpr int64_t kPerIteration = 4;
+  // A round of rows that travel element by element (a head size not a
+  // multiple of 4) holds 4 loads and their selects: a loop round each
+  // (decode at head dim 50 in f32 spilled its 7 unrolled rounds at 128
+  // registers).
+  int64_t kPerIteration = (keysByD ? p.lk % 4 : p.headDim % 4) ? 1 : 4;
   // Round `it` of the copy, with `e` (tid + it * threads) its item.
   auto round = [&](Value e, bool last) {
     // A last round past the tile repeats its last chunk (the same bytes

@@ -153,19 +153,22 @@ def draw(T, seed, index):
         k = repeat(k, [d, lk] if kt else [lk, d])
         v = repeat(v, [lk, d])
 
-    def qkv(env):
+    def qkv(env, exact=False):
+        """Q, K, V as attention reads them: a prescaled operand rounded to
+        dt as the model computes it, or exact (the float64 reference)."""
+        r = (lambda x: x) if exact else (lambda x: L.narrow(dt, x).astype(np.float64))
         q = np.swapaxes(env['q_in'], 1, 2) if 'q' in layout else env['q_in']
         if qc is not None:
-            q = L.narrow(dt, q * qc).astype(np.float64)
+            q = r(q * qc)
         elif scale_form == 'preq_input':
-            q = L.narrow(dt, q * env['qf']).astype(np.float64)
+            q = r(q * env['qf'])
         k = env['k_in']
         if kt == 'input':
             k = np.swapaxes(k, -1, -2)
         elif kt == 'blhd' or (not kt and 'k' in layout):
             k = np.swapaxes(k, 1, 2)
         if kc is not None:
-            k = L.narrow(dt, k * kc).astype(np.float64)
+            k = r(k * kc)
         v = np.swapaxes(env['v_in'], 1, 2) if 'v' in layout else env['v_in']
         return [q, k, v]
 

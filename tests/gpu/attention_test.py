@@ -15,8 +15,11 @@
 Every case must compile to one kernel (the fused attention template), or,
 for decode cases (at most 16 query rows a key/value head, long keys), to the
 split-K pair (partial, combine); its output must match a float64 NumPy
-reference computed from the same rounded inputs. Rows whose every score is
--inf are NaN in the reference and must be NaN in the output.
+reference computed from the same rounded inputs (the model's arithmetic in
+float64: Q or K scaled by the model is the exact product there, while the
+peers are given the product rounded to the dtype, as PyTorch computes it).
+Rows whose every score is -inf are NaN in the reference and must be NaN in
+the output.
 
 Cases with captured tensors (a bias, a boolean mask or slopes given as model
 inputs, read per score by the kernel) draw them from the same seed: floats

@@ -363,15 +363,15 @@ void SimtBuilder::copyTile(Value src, Value hd, Value row0, int64_t bound,
   // Tiles start at multiples of `rows`, so only a ragged bound needs checks.
   bool needRow = bound % rows != 0;
   // The copies hold no registers but their addresses: past two groups of
-  // kPerIteration rounds, the whole groups run in a loop that neither LLVM
+  // perIteration rounds, the whole groups run in a loop that neither LLVM
   // (an opaque trip count) nor ptxas (a nounroll pragma) unrolls, so that
   // ptxas does not compute every address ahead (and spill, decode's tiles
   // of 128 keys at head dim 192).
   // A round of rows that travel element by element (a head size not a
   // multiple of 4) holds 4 loads and their selects: a loop round each
-  // (decode at head dim 50 in f32 spilled its 7 unrolled rounds at 128
-  // registers).
-  int64_t kPerIteration = (keysByD ? p.lk % 4 : p.headDim % 4) ? 1 : 4;
+  // (f32 head dim 50 in 32 x 128 tiles spilled its 7 unrolled rounds at
+  // 128 registers).
+  int64_t perIteration = (keysByD ? p.lk % 4 : p.headDim % 4) ? 1 : 4;
   // Round `it` of the copy, with `e` (tid + it * threads) its item.
   auto round = [&](Value e, bool last) {
     // A last round past the tile repeats its last chunk (the same bytes
@@ -442,7 +442,7 @@ void SimtBuilder::copyTile(Value src, Value hd, Value row0, int64_t bound,
         b.getUnitAttr());
   };
   int64_t rounds = ceilDiv(items, threads);
-  int64_t groups = items / threads / kPerIteration;
+  int64_t groups = items / threads / perIteration;
   int64_t first = 0;
   if (groups >= 2) {
     // (AMD: a constant; LLVM's unrolling there is checked by the spill
@@ -452,10 +452,10 @@ void SimtBuilder::copyTile(Value src, Value hd, Value row0, int64_t bound,
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(loop.getBody());
     noUnroll();
-    Value e0 = add(tid, mul(loop.getInductionVar(), kPerIteration * threads));
-    for (int64_t it = 0; it < kPerIteration; ++it)
+    Value e0 = add(tid, mul(loop.getInductionVar(), perIteration * threads));
+    for (int64_t it = 0; it < perIteration; ++it)
       round(add(e0, it * threads), false);
-    first = groups * kPerIteration;
+    first = groups * perIteration;
   }
   for (int64_t it = first; it < rounds; ++it)
     round(add(tid, it * threads), it + 1 == rounds);

@@ -111,7 +111,8 @@ class TorchOps(NumpyOps):
         return x.cpu().numpy()
 
     def round(self, dt, x):
-        t = {'f32': torch.float32, 'f16': torch.float16, 'bf16': torch.bfloat16}[dt]
+        t = {'f32': torch.float32, 'f16': torch.float16, 'bf16': torch.bfloat16,
+             'f8e4m3': torch.float8_e4m3fn}[dt]
         # f64 -> f32 -> dt, both round to nearest even: the same as L.narrow.
         return x.float().to(t).double()
 
@@ -161,8 +162,13 @@ def make_inputs(ops, case):
     dt = case['dtype']
     if case['kind'] == 'gemm':
         m, k, n = mkn(case)
+        bshape = (n, k) if case.get('trans_b') else (k, n)
+        if dt == 'i8':
+            rng = np.random.default_rng(SEED)
+            return {'a': ops.asarray(rng.integers(-128, 128, (m, k))),
+                    'b': ops.asarray(rng.integers(-128, 128, bshape))}
         return {'a': ops.round(dt, ops.randn((m, k), SEED)),
-                'b': ops.round(dt, ops.randn((k, n), SEED + 1))}
+                'b': ops.round(dt, ops.randn(bshape, SEED + 1))}
     ins = {'x': ops.round(dt, ops.randn(tuple(case['shape']), SEED + 2))}
     if case['kind'] == 'cross_entropy':
         ins['t'] = targets(case)
@@ -210,8 +216,17 @@ def reference(ops, case, ins, exact=False):
     r = (lambda v: v) if exact else (lambda v: ops.round(dt, v))  # noqa: E731
     if kind == 'gemm':
         a, b = ins['a'], ins['b']
+        if case.get('trans_b'):
+            b = b.T
         k = a.shape[-1]
         prod = ops.matmul(a, b)
+        if dt == 'i8':
+            # i8 x i8 sums exactly in i32 (|sum| <= 128^2 K fits): exact,
+            # and float64 holds it exactly too.
+            return prod, 0.0, 0.0, 0.0
+        # f8 products are exact in f32; the sum is f32's as for 16-bit
+        # operands, then rounded to the output dtype.
+        dt = case.get('out_dtype', dt)
         sum_ab = ops.matmul(ops.abs(a), ops.abs(b))
         atol = (4 * math.sqrt(k) + 4) * EPS['f32'] * sum_ab
         if case['tf32']:
@@ -307,7 +322,9 @@ def run_cmd(args, timeout):
 
 
 def npy_for(dt, v):
-    """How tcc run takes a dt input: bf16 values as exact float32."""
+    """How tcc run takes a dt input: bf16 and f8 values as exact float32."""
+    if dt == 'i8':
+        return v.astype(np.int8)
     return v.astype(np.float16 if dt == 'f16' else np.float32)
 
 
@@ -408,7 +425,6 @@ def time_cuda(fn, budget_ms=BUDGET_MS):
 def peers(args, case):
     """[(peer name, ms)] for a case; a peer that fails is reported, not fatal."""
     import torch.nn.functional as F
-    dt = {'bf16': torch.bfloat16, 'f16': torch.float16, 'f32': torch.float32}[case['dtype']]
     g = torch.Generator(device='cuda').manual_seed(SEED)
     out = []
 
@@ -419,6 +435,23 @@ def peers(args, case):
             out.append((name, None))
             print('  peer %s failed: %s' % (name, str(e).splitlines()[0][:200]), flush=True)
 
+    if case['kind'] == 'gemm' and case['dtype'] in ('f8e4m3', 'i8'):
+        # cuBLAS's 8-bit GEMMs take B column-major: b [N, K] transposed.
+        m, k, n = mkn(case)
+        if case['dtype'] == 'i8':
+            a = torch.randint(-128, 128, (m, k), device='cuda', generator=g, dtype=torch.int8)
+            b = torch.randint(-128, 128, (n, k), device='cuda', generator=g, dtype=torch.int8)
+            add('cuBLAS int8 (_int_mm)', lambda: torch._int_mm(a, b.t()))
+        else:
+            f8 = torch.float8_e4m3fn
+            a = torch.randn(m, k, device='cuda', generator=g).to(f8)
+            b = torch.randn(n, k, device='cuda', generator=g).to(f8)
+            one = torch.ones((), device='cuda')
+            add('cuBLAS fp8 (_scaled_mm)',
+                lambda: torch._scaled_mm(a, b.t(), scale_a=one, scale_b=one,
+                                         out_dtype=torch.bfloat16))
+        return out
+    dt = {'bf16': torch.bfloat16, 'f16': torch.float16, 'f32': torch.float32}[case['dtype']]
     if case['kind'] == 'gemm':
         m, k, n = mkn(case)
         a = torch.randn(m, k, device='cuda', generator=g).to(dt)

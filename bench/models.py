@@ -47,6 +47,17 @@ def gemm_model(n, dt, mkn=None):
                  [node('matmul', ['a', 'b'], 'c')], ['c'])
 
 
+def lowp_gemm_model(mkn, dt):
+    """An 8-bit GEMM as torch._scaled_mm and torch._int_mm take it: B stored
+    [N, K] (K-major, what 8-bit wgmma reads), f8 giving bf16 and i8 giving
+    i32."""
+    m, k, n = mkn
+    name = 'gemm_%dx%dx%d_%s' % (m, k, n, dt)
+    out = 'i32' if dt == 'i8' else 'bf16'
+    return model(name, [('a', dt, [m, k]), ('b', dt, [n, k])],
+                 [node('matmul', ['a', 'b'], 'c', transpose_b=True, out_dtype=out)], ['c'])
+
+
 def rowwise_models(rows, cols, dt='bf16'):
     """The memory-bound cases over one [rows, cols] tensor x -> y in `dt`."""
     shape = [rows, cols]
@@ -129,6 +140,17 @@ def cases(small):
     m = gemm_model(0, 'f32', mkn)
     out.append((m['name'] + '_tf32_sm90a', m, ['--allow-tf32', '--target', 'sm_90a'],
                 {'kind': 'gemm', 'dtype': 'f32', 'n': 0, 'mkn': list(mkn), 'tf32': True}))
+    # 8-bit operands (issue 16) on wgmma, against torch._scaled_mm and
+    # torch._int_mm; an odd M and N, and a K that is not a multiple of 16
+    # (16-byte rows: the generic kernels, correctness only).
+    lowp = [(n, n, n) for n in sizes] + ([(61, 80, 33), (61, 70, 33)] if small
+                                         else [(1000, 3008, 517), (1000, 3001, 517)])
+    for dt in ('f8e4m3', 'i8'):
+        for mkn_ in lowp:
+            m = lowp_gemm_model(mkn_, dt)
+            out.append((m['name'] + '_sm90a', m, ['--target', 'sm_90a'],
+                        {'kind': 'gemm', 'dtype': dt, 'n': 0, 'mkn': list(mkn_), 'tf32': False,
+                         'trans_b': True, 'out_dtype': 'i32' if dt == 'i8' else 'bf16'}))
     def rowwise_info(kind, m, shape, dt='bf16'):
         info = {'kind': kind, 'dtype': dt, 'shape': shape,
                 'params': {p['name']: p['init'] for p in m['params']}}

@@ -795,6 +795,51 @@ std::optional<MatmulUse> takeRegion(func::FuncOp f,
   return use;
 }
 
+/// Whether `p`'s operands are ones only the wgmma template takes: f8 (f32
+/// accumulation) and i8 (i32 accumulation, an i32 C).
+bool wgmmaOnlyTypes(const ::tcc::gpu::MatmulProblem &p) {
+  if (!p.aType || p.aType != p.bType)
+    return false;
+  if (isa<Float8E4M3FNType, Float8E5M2Type>(p.aType))
+    return true;
+  return p.aType.isInteger(8) && p.cType && p.cType.isInteger(32);
+}
+
+/// A matmul as the two templates compute it, for addMatmulLaunch's choice
+/// and the tuner's space alike: tf32, f8 and i8 read B stored [N][K]
+/// (transposed into scratch first when the model gives [K][N]); wgmma
+/// takes 16-bit, tf32, f8 and i8 operands, A row-major and at least 64 rows
+/// (fewer would leave most of every 64-row wgmma idle; mma.sync's smaller
+/// tiles serve the 16- and 32-bit ones).
+struct TemplateProblems {
+  ::tcc::gpu::MatmulProblem mma;
+  ::tcc::gpu::WgmmaProblem wgmma;
+  bool transposeB = false, wgmmaFits = false;
+};
+
+TemplateProblems templateProblems(const ::tcc::gpu::MatmulProblem &mp,
+                                  const ::tcc::TargetDesc &target) {
+  TemplateProblems t;
+  bool tf32 = mp.aType.isF32() && mp.allowTf32;
+  bool eightBit = wgmmaOnlyTypes(mp);
+  t.transposeB = (tf32 || eightBit) && !mp.transB;
+  t.mma = mp;
+  t.mma.transB = mp.transB || t.transposeB;
+  ::tcc::gpu::WgmmaProblem &wp = t.wgmma;
+  wp.m = mp.m;
+  wp.n = mp.n;
+  wp.k = mp.k;
+  wp.batch = mp.batch;
+  wp.aBatched = mp.aBatched;
+  wp.bBatched = mp.bBatched;
+  wp.transB = t.mma.transB;
+  wp.abType = mp.aType;
+  wp.cType = mp.cType;
+  t.wgmmaFits = target.wgmma && mp.m >= 64 && !mp.transA &&
+                (mp.aType.isBF16() || mp.aType.isF16() || tf32 || eightBit);
+  return t;
+}
+
 /// Whether the kernel function `f` (on tensors) begins with a matmul of two
 /// of its arguments that the tensor-core template computes; if so, cuts the
 /// matmul out of `f` as MatmulUse says.
@@ -852,9 +897,21 @@ std::optional<MatmulUse> takeMatmul(func::FuncOp f,
   p.cType = cTy.getElementType();
   p.allowTf32 = options.allowTf32;
   std::string why;
-  if (p.m == 0 || p.n == 0 || p.k == 0 || p.batch == 0 ||
-      !::tcc::gpu::matmulKernelSupports(p, why))
+  if (p.m == 0 || p.n == 0 || p.k == 0 || p.batch == 0)
     return std::nullopt;
+  // 8-bit operands run on wgmma alone (mma.sync's template takes 16- and
+  // 32-bit ones): the template takes them where the wgmma kernel does with
+  // its heuristic's schedule, else the generic kernels compute them.
+  if (wgmmaOnlyTypes(p)) {
+    TemplateProblems tps = templateProblems(p, options.target);
+    if (!tps.wgmmaFits ||
+        !::tcc::gpu::wgmmaKernelSupports(
+            tps.wgmma, ::tcc::gpu::chooseWgmmaSchedule(tps.wgmma),
+            options.target, why))
+      return std::nullopt;
+  } else if (!::tcc::gpu::matmulKernelSupports(p, why)) {
+    return std::nullopt;
+  }
 
   MatmulUse use;
   use.problem = p;
@@ -904,39 +961,6 @@ std::string knobsText(const Knobs &knobs) {
   for (const auto &[name, field] : knobs)
     j[name] = *field;
   return j.dump();
-}
-
-/// A matmul as the two templates compute it, for addMatmulLaunch's choice
-/// and the tuner's space alike: tf32 reads B stored [N][K] (transposed into
-/// scratch first when the model gives [K][N]); wgmma takes 16-bit or tf32
-/// operands, A row-major and at least 64 rows (fewer would leave most of
-/// every 64-row wgmma idle; mma.sync's smaller tiles serve them).
-struct TemplateProblems {
-  ::tcc::gpu::MatmulProblem mma;
-  ::tcc::gpu::WgmmaProblem wgmma;
-  bool transposeB = false, wgmmaFits = false;
-};
-
-TemplateProblems templateProblems(const ::tcc::gpu::MatmulProblem &mp,
-                                  const ::tcc::TargetDesc &target) {
-  TemplateProblems t;
-  bool tf32 = mp.aType.isF32() && mp.allowTf32;
-  t.transposeB = tf32 && !mp.transB;
-  t.mma = mp;
-  t.mma.transB = mp.transB || t.transposeB;
-  ::tcc::gpu::WgmmaProblem &wp = t.wgmma;
-  wp.m = mp.m;
-  wp.n = mp.n;
-  wp.k = mp.k;
-  wp.batch = mp.batch;
-  wp.aBatched = mp.aBatched;
-  wp.bBatched = mp.bBatched;
-  wp.transB = t.mma.transB;
-  wp.abType = mp.aType;
-  wp.cType = mp.cType;
-  t.wgmmaFits = target.wgmma && mp.m >= 64 && !mp.transA &&
-                (mp.aType.isBF16() || mp.aType.isF16() || tf32);
-  return t;
 }
 
 /// Schedules from --schedule: {"matmul": {...}, "conv": {...}, "kernels":
@@ -1547,10 +1571,35 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
       gpuModule.emitWarning("kernel ")
           << name << ": its tuning record is not applied: " << why;
   }
+  bool eightBit = wgmmaOnlyTypes(mp);
   bool useWgmma =
       tuned ? record->templ == "wgmma"
             : wgmmaFits && !explicitSchedule &&
                   ::tcc::gpu::wgmmaKernelSupports(wp, ws, target, error);
+  if (eightBit && !useWgmma) {
+    // Only wgmma takes 8-bit operands (takeMatmul checked its heuristic's
+    // schedule): a --schedule sets its knobs.
+    if (!tuned && explicitSchedule)
+      for (const nlohmann::json *o :
+           {&overrides.all, overrides.perKernel.contains(name)
+                                ? &overrides.perKernel[name]
+                                : nullptr}) {
+        if (!o)
+          continue;
+        if (!o->is_object())
+          return gpuModule.emitError("kernel ")
+                 << name << ": a matmul schedule is a JSON object";
+        if (std::optional<std::string> bad = setKnobs(*o, wgmmaKnobs(ws)))
+          return gpuModule.emitError("kernel ")
+                 << name << ": '" << *bad
+                 << "' is not one of tile_m, tile_n, warpgroups, stages, "
+                    "split_k (8-bit operands run on the wgmma template "
+                    "alone) with an integer value";
+      }
+    if (!::tcc::gpu::wgmmaKernelSupports(wp, ws, target, error))
+      return gpuModule.emitError("kernel ") << name << ": " << error;
+    useWgmma = true;
+  }
   if (useWgmma) {
     symbol = name + "_wgmma";
     launch = ::tcc::gpu::buildWgmmaKernel(b, gpuModule, symbol, wp, ws);
@@ -1585,7 +1634,8 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
           ++*a;
     int64_t bb = mp.bBatched ? mp.batch : 1;
     plan.scratchBytes.insert(plan.scratchBytes.begin(),
-                             uint64_t(bb * mp.k * mp.n) * 4);
+                             uint64_t(bb * mp.k * mp.n) *
+                                 (mp.bType.getIntOrFloatBitWidth() / 8));
     plan.launches.front().args[1] = numBuffers;
     std::string tsym = name + "_transpose_b";
     ::tcc::gpu::KernelLaunch t = ::tcc::gpu::buildTransposeKernel(
@@ -1824,10 +1874,14 @@ LogicalResult compileGpuKernels(ModuleOp module, const GpuOptions &options,
 /// A signature's type name ("bf16", "f16", "f32"; anything else: null).
 static Type typeNamed(mlir::MLIRContext &context, const std::string &t) {
   mlir::Builder b(&context);
-  return t == "bf16"  ? Type(b.getBF16Type())
-         : t == "f16" ? Type(b.getF16Type())
-         : t == "f32" ? Type(b.getF32Type())
-                      : Type();
+  return t == "bf16"       ? Type(b.getBF16Type())
+         : t == "f16"      ? Type(b.getF16Type())
+         : t == "f32"      ? Type(b.getF32Type())
+         : t == "f8E4M3FN" ? Type(b.getType<Float8E4M3FNType>())
+         : t == "f8E5M2"   ? Type(b.getType<Float8E5M2Type>())
+         : t == "i8"       ? Type(b.getI8Type())
+         : t == "i32"      ? Type(b.getI32Type())
+                           : Type();
 }
 
 static std::vector<MatmulCandidate> matmulSpace(const nlohmann::json &signature,
@@ -1857,7 +1911,8 @@ static std::vector<MatmulCandidate> matmulSpace(const nlohmann::json &signature,
     return {};
   }
   if (!mp.aType || !mp.bType || !mp.cType) {
-    error = "a matmul signature's a, b and c must be bf16, f16 or f32";
+    error = "a matmul signature's a, b and c must be bf16, f16, f32, "
+            "f8E4M3FN, f8E5M2, i8 or i32";
     return {};
   }
   std::vector<MatmulCandidate> out;

@@ -1,6 +1,7 @@
 //===- Pipeline.cpp - from an imported model to a bundle ------------------===//
 #include "compiler/Pipeline.h"
 #include "compiler/BundleBuilder.h"
+#include "compiler/PrecisionPlan.h"
 #include "compiler/gpu/Passes.h"
 #include "passes/Passes.h"
 #include "passes/RegionCostModel.h"
@@ -123,6 +124,11 @@ LogicalResult tcc::compileModel(ImportedModel &model,
   if (target.isAmd() && options.fusion == "rolling")
     return module.emitError("--fusion=rolling is not supported for AMD "
                             "targets yet (use splitk or off)");
+  if (!options.precisionPlan.empty()) {
+    std::string error;
+    if (!applyPrecisionPlan(model, options.precisionPlan, error))
+      return module.emitError(error);
+  }
   mlir::PassManager pm(module.getContext());
   if (mlir::failed(mlir::applyPassManagerCLOptions(pm)))
     return mlir::failure();
@@ -131,6 +137,9 @@ LogicalResult tcc::compileModel(ImportedModel &model,
     scope = options.host.timing->nest("graph passes");
     pm.enableTiming(scope);
   }
+  // Planned matmuls first: every pass after sees the tcc ops they stand for.
+  pm.addNestedPass<mlir::func::FuncOp>(
+      mlir::tcc::createTccExpandPrecisionPlans());
   pm.addNestedPass<mlir::func::FuncOp>(mlir::createCanonicalizerPass());
   pm.addNestedPass<mlir::func::FuncOp>(mlir::createCSEPass());
   // Inference batch norms become the weight and bias of the convolution

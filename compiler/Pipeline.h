@@ -34,6 +34,9 @@ struct CompileOptions {
   /// Store params made by a recipe (fill, random) as the recipe, computed
   /// by the runtime at load, instead of their bytes (--param-recipes=keep).
   bool keepParamRecipes = false;
+  /// A --precision-plan file (docs/precision.md): its matmuls' output tiles
+  /// compute in the precisions it names. Empty: none.
+  std::string precisionPlan;
 };
 
 struct CompileOutput {

@@ -16,6 +16,7 @@
 #include "compiler/LibEmitter.h"
 #include "compiler/Pipeline.h"
 #include "compiler/Registration.h"
+#include "compiler/tuning/PrecisionTuner.h"
 #include "compiler/tuning/Tuner.h"
 #include "frontend/ModelImporter.h"
 #include "frontend/OnnxImporter.h"
@@ -35,6 +36,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <filesystem>
 #include <iostream>
 #include <new>
 #include <sstream>
@@ -52,15 +54,21 @@ static cl::SubCommand tuneCmd("tune",
                               "time (docs/cli.md)");
 static cl::SubCommand tuneMeasureCmd("tune-measure",
                                      "Time a round of tcc tune's candidates");
+static cl::SubCommand
+    tunePrecisionCmd("tune-precision",
+                     "Plan the precision of a model's matmul tiles under an "
+                     "error budget (docs/precision.md)");
 
 static cl::opt<std::string>
     inputPath(cl::Positional, cl::Required,
               cl::desc("<model.json | model.onnx | bundle>"),
               cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd),
-              cl::sub(inspectCmd), cl::sub(tuneCmd), cl::sub(tuneMeasureCmd));
+              cl::sub(inspectCmd), cl::sub(tuneCmd), cl::sub(tuneMeasureCmd),
+              cl::sub(tunePrecisionCmd));
 static cl::opt<std::string> outputPath("o", cl::desc("Output path"),
                                        cl::value_desc("path"),
-                                       cl::sub(compileCmd));
+                                       cl::sub(compileCmd),
+                                       cl::sub(tunePrecisionCmd));
 static cl::opt<std::string>
     target("target",
            cl::desc("Target: host (compile's default), sm_80, sm_86, sm_89, "
@@ -160,6 +168,12 @@ static cl::opt<std::string> regionFusion(
              "alternative groupings with predicted times written to FILE); "
              "or FILE[:ID] (force alternative ID of such a file)"),
     cl::init("off"), cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
+static cl::opt<std::string> precisionPlan(
+    "precision-plan",
+    cl::desc("A precision plan file (docs/precision.md): the precision each "
+             "output tile of the matmuls it names computes in"),
+    cl::value_desc("FILE"), cl::sub(compileCmd), cl::sub(runCmd),
+    cl::sub(benchCmd));
 static cl::opt<std::string> convLayout(
     "conv-layout",
     cl::desc("Layout of convolutions: auto (NHWC where they run on tensor "
@@ -206,7 +220,8 @@ static cl::list<std::string> inputShapes(
     "input-shape",
     cl::desc("NAME=D0xD1x... : fixes the shape of an ONNX graph input "
              "(repeatable; e.g. x=1x3x224x224)"),
-    cl::sub(compileCmd), cl::sub(tuneCmd), cl::sub(runCmd), cl::sub(benchCmd));
+    cl::sub(compileCmd), cl::sub(tuneCmd), cl::sub(runCmd), cl::sub(benchCmd),
+    cl::sub(tunePrecisionCmd));
 static cl::opt<std::string> outputDir("output-dir",
                                       cl::desc("Where outputs are written"),
                                       cl::init("."), cl::sub(runCmd));
@@ -257,6 +272,43 @@ static cl::opt<int> tuneWarmup("warmup", cl::desc("Untimed runs"), cl::init(10),
                                cl::sub(tuneMeasureCmd), cl::sub(tuneCmd));
 static cl::opt<int> tuneIters("iters", cl::desc("Timed runs"), cl::init(50),
                               cl::sub(tuneMeasureCmd), cl::sub(tuneCmd));
+
+static cl::opt<std::string> calibrationDir(
+    "calibration",
+    cl::desc("Calibration data: NAME.npy (or NAME.0.npy, NAME.1.npy, ...; "
+             "the last of several held out) per model input"),
+    cl::value_desc("dir"), cl::sub(tunePrecisionCmd));
+static cl::opt<double> errorBudget(
+    "error-budget",
+    cl::desc("The largest relative error of each planned matmul's output "
+             "(Frobenius norm, against float64)"),
+    cl::init(0), cl::sub(tunePrecisionCmd));
+static cl::opt<double> planMargin(
+    "margin",
+    cl::desc("Plan to this fraction of the budget on the calibration data "
+             "(0.9), leaving room for data it did not see"),
+    cl::init(0.9), cl::sub(tunePrecisionCmd));
+static cl::opt<std::string>
+    precisionReport("report",
+                    cl::desc("Write report.md, pareto.json and SVG plots here"),
+                    cl::value_desc("dir"), cl::sub(tunePrecisionCmd));
+static cl::opt<std::string>
+    planTile("tile", cl::desc("The plan's tile, ROWSxCOLUMNS (128x128)"),
+             cl::init("128x128"), cl::sub(tunePrecisionCmd));
+static cl::list<std::string> planPrecisions(
+    "precisions", cl::CommaSeparated,
+    cl::desc("Precisions a tile may take (f32,bf16,f16,f8e4m3,f8e5m2,i8)"),
+    cl::sub(tunePrecisionCmd));
+static cl::opt<uint64_t> planSeed("seed", cl::desc("Seed of the search"),
+                                  cl::init(0), cl::sub(tunePrecisionCmd));
+static cl::opt<double>
+    planSeconds("search-seconds",
+                cl::desc("The evolutionary search's time per matmul"),
+                cl::init(2.0), cl::sub(tunePrecisionCmd));
+static cl::opt<int64_t> planSamples(
+    "samples-per-tile",
+    cl::desc("Output elements sampled per tile for its error (0: all)"),
+    cl::init(64), cl::sub(tunePrecisionCmd));
 
 /// MLIR's options (--mlir-print-ir-after-all, --mlir-timing, ...) register
 /// at the top level; make them valid after every subcommand too.
@@ -332,6 +384,44 @@ static bool parseTargetOptions(tcc::CompileOptions &options) {
 /// Compiles the model at `path`; prints one line per problem on failure.
 /// `records` overrides --tuning-records; a `standalone` model (tcc tune's
 /// kernel alone) takes no --input-shape and keeps its params as recipes.
+/// Imports the model file at `path` (JSON or ONNX, with --input-shape)
+/// into `context`; std::nullopt after printing the errors. `standalone`:
+/// a model tcc wrote (no --input-shape).
+static std::optional<tcc::ImportedModel> importPath(const std::string &path,
+                                                    mlir::MLIRContext &context,
+                                                    bool standalone,
+                                                    bool deferRecipes) {
+  std::vector<std::string> errors;
+  tcc::ImportLimits limits;
+  limits.deferRecipes = deferRecipes;
+  std::optional<tcc::ImportedModel> model;
+  if (tcc::isOnnxPath(path)) {
+    tcc::InputShapes shapes;
+    std::vector<std::string> specs;
+    if (!standalone)
+      specs.assign(inputShapes.begin(), inputShapes.end());
+    for (const std::string &spec : specs)
+      if (std::string e = tcc::parseInputShape(spec, shapes); !e.empty()) {
+        fail(e);
+        return std::nullopt;
+      }
+    model = tcc::importOnnxFile(path, context, errors, shapes, limits);
+  } else if (!standalone && !inputShapes.empty()) {
+    fail("--input-shape applies to ONNX models (.onnx) only");
+    return std::nullopt;
+  } else {
+    model = tcc::importModelFile(path, context, errors, limits);
+  }
+  if (!model) {
+    for (const std::string &e : errors)
+      llvm::errs() << e << "\n";
+    if (errors.empty())
+      llvm::errs() << path << ": error: cannot import the model\n";
+    return std::nullopt;
+  }
+  return model;
+}
+
 static bool compilePath(const std::string &path,
                         const tcc::CompileOptions &targetOptions,
                         tcc::CompileOutput &out,
@@ -365,35 +455,12 @@ static bool compilePath(const std::string &path,
     llvm::errs() << path << ": remark: " << where << msg << "\n";
     return mlir::success();
   });
-  std::vector<std::string> errors;
   // Kept recipes need no bytes at compile time.
-  tcc::ImportLimits limits;
-  limits.deferRecipes = standalone || paramRecipes == ParamRecipes::Keep;
-  std::optional<tcc::ImportedModel> model;
-  if (tcc::isOnnxPath(path)) {
-    tcc::InputShapes shapes;
-    std::vector<std::string> specs;
-    if (!standalone)
-      specs.assign(inputShapes.begin(), inputShapes.end());
-    for (const std::string &spec : specs)
-      if (std::string e = tcc::parseInputShape(spec, shapes); !e.empty()) {
-        fail(e);
-        return false;
-      }
-    model = tcc::importOnnxFile(path, context, errors, shapes, limits);
-  } else if (!standalone && !inputShapes.empty()) {
-    fail("--input-shape applies to ONNX models (.onnx) only");
+  std::optional<tcc::ImportedModel> model =
+      importPath(path, context, standalone,
+                 standalone || paramRecipes == ParamRecipes::Keep);
+  if (!model)
     return false;
-  } else {
-    model = tcc::importModelFile(path, context, errors, limits);
-  }
-  if (!model) {
-    for (const std::string &e : errors)
-      llvm::errs() << e << "\n";
-    if (errors.empty())
-      llvm::errs() << path << ": error: cannot import the model\n";
-    return false;
-  }
   mlir::DefaultTimingManager timingManager;
   mlir::applyDefaultTimingManagerCLOptions(timingManager);
   mlir::TimingScope timing = timingManager.getRootScope();
@@ -417,6 +484,7 @@ static bool compilePath(const std::string &path,
   options.fusion = fusionMode;
   options.convLayout = convLayout;
   options.regionFusion = regionFusion;
+  options.precisionPlan = precisionPlan;
   options.keepParamRecipes = standalone || paramRecipes == ParamRecipes::Keep;
   return mlir::succeeded(tcc::compileModel(*model, options, out));
 }
@@ -525,6 +593,86 @@ static int doTune() {
                            measure);
 }
 
+static int doTunePrecision() {
+  if (calibrationDir.empty() && errorBudget == 0)
+    return fail("tune-precision needs --calibration DIR and --error-budget E");
+  tcc::tuning::PrecisionTuneOptions o;
+  o.calibrationDir = calibrationDir;
+  o.errorBudget = errorBudget;
+  o.margin = planMargin;
+  o.outPlan = outputPath;
+  o.reportDir = precisionReport;
+  o.seed = planSeed;
+  o.searchSeconds = planSeconds;
+  o.samplesPerTile = planSamples;
+  if (!planPrecisions.empty())
+    o.precisions.assign(planPrecisions.begin(), planPrecisions.end());
+  llvm::StringRef tile = planTile;
+  auto [rows, cols] = tile.split('x');
+  if (rows.getAsInteger(10, o.tileM) || cols.getAsInteger(10, o.tileN))
+    return fail("--tile must be ROWSxCOLUMNS, e.g. 128x128");
+  if (!(planSeconds >= 0) || planSamples < 0)
+    return fail("--search-seconds and --samples-per-tile must not be "
+                "negative");
+  mlir::DialectRegistry registry;
+  tcc::registerAllDialects(registry);
+  mlir::MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &d) {
+    if (d.getSeverity() == mlir::DiagnosticSeverity::Error) {
+      std::string msg = d.str();
+      std::replace(msg.begin(), msg.end(), '\n', ' ');
+      llvm::errs() << inputPath << ": error: " << msg << "\n";
+    }
+    return mlir::success();
+  });
+  std::optional<tcc::ImportedModel> model =
+      importPath(inputPath, context, false, false);
+  if (!model)
+    return 1;
+  // Operands the model computes: the probe compiled for the host and run
+  // once per calibration sample.
+  auto probe = [&](tcc::ImportedModel &m,
+                   const std::vector<std::vector<std::string>> &specs,
+                   const std::vector<std::string> &outDirs,
+                   std::string &error) {
+    tcc::CompileOptions options;
+    std::optional<tcc::TargetDesc> host = tcc::parseTarget("host", error);
+    if (!host)
+      return false;
+    options.target = *host;
+    if (mlir::failed(tcc::resolveHostCpu(hostCpu, options.host.cpu,
+                                         options.host.cpuFeatures, error)))
+      return false;
+    tcc::CompileOutput out;
+    if (mlir::failed(tcc::compileModel(m, options, out))) {
+      error = "the model does not compile for the host";
+      return false;
+    }
+    std::vector<uint8_t> bundle = out.bundle.serialize();
+    for (size_t s = 0; s < specs.size(); ++s) {
+      tcc::runner::RunOptions run;
+      run.target = "host";
+      run.inputSpecs = specs[s];
+      run.outputDir = outDirs[s];
+      std::error_code ec;
+      std::filesystem::create_directories(outDirs[s], ec);
+      std::ostringstream quiet, errs;
+      if (tcc::runner::runBundle(bundle, "probe", run, quiet, errs) != 0) {
+        std::string msg = errs.str();
+        msg = msg.substr(0, msg.find('\n'));
+        if (msg.rfind("tcc: error: ", 0) == 0)
+          msg = msg.substr(12);
+        error = msg;
+        return false;
+      }
+    }
+    return true;
+  };
+  return tcc::tuning::tunePrecision(*model, inputPath, o, probe, std::cout,
+                                    std::cerr);
+}
+
 /// The bundle for run/bench: read, or compiled from a model file.
 static bool loadOrCompile(std::vector<uint8_t> &bundle) {
   throwOnOutOfMemory();
@@ -566,11 +714,15 @@ int main(int argc, char **argv) {
                               "  tcc bench MODEL.json|MODEL.onnx|BUNDLE\n"
                               "  tcc inspect BUNDLE\n"
                               "  tcc tune MODEL --target T --work DIR\n"
-                              "  tcc tune-measure DIR/round-N\n");
+                              "  tcc tune-measure DIR/round-N\n"
+                              "  tcc tune-precision MODEL --calibration DIR "
+                              "--error-budget E -o PLAN\n");
   if (compileCmd)
     return doCompile();
   if (tuneCmd)
     return doTune();
+  if (tunePrecisionCmd)
+    return doTunePrecision();
   if (tuneMeasureCmd) {
     throwOnOutOfMemory();
     if (!tuneTimingValid("tune-measure"))

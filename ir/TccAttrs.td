@@ -116,4 +116,24 @@ def Tcc_RegionPlanAttr : Tcc_Attr<"RegionPlan", "region_plan"> {
   }];
 }
 
+def Tcc_PrecisionPlanAttr : Tcc_Attr<"PrecisionPlan", "precision_plan"> {
+  let summary = "the precisions a planned matmul's output tiles compute in";
+  let description = [{
+    Platensor's tile-level precision (issue 16, docs/precision.md): the
+    output C [.., M, N] of a `tcc.planned_matmul` is cut into tiles of
+    `tile = [m, n]` (the last ones partial); its codes operand, [ceil(M/m),
+    ceil(N/n)] i8, names each tile's precision by its index in
+    `precisions` (f32, bf16, f16, f8E4M3FN, f8E5M2 or i8). The row block of
+    A and the column block of B a tile reads are rounded to its precision;
+    f16, f8 and i8 blocks are scaled first by their largest magnitude.
+  }];
+  let parameters = (ins "int64_t":$tileM, "int64_t":$tileN,
+                        ArrayRefParameter<"::mlir::Type">:$precisions);
+  let assemblyFormat = [{
+    `<` `tile` `=` `[` $tileM `,` $tileN `]` `,` `precisions` `=` `[`
+    $precisions `]` `>`
+  }];
+  let genVerifyDecl = 1;
+}
+
 #endif // TCC_ATTRS_TD

@@ -188,6 +188,52 @@ LogicalResult MatmulOp::verify() {
                                         getTransposeA(), getTransposeB()));
 }
 
+/// Whether `t` is a precision a plan may name (docs/precision.md).
+static bool isPlanPrecision(Type t) {
+  return t.isF32() || t.isBF16() || t.isF16() ||
+         isa<Float8E4M3FNType, Float8E5M2Type>(t) || t.isInteger(8);
+}
+
+LogicalResult
+PrecisionPlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                          int64_t tileM, int64_t tileN,
+                          ArrayRef<Type> precisions) {
+  if (tileM < 1 || tileN < 1)
+    return emitError() << "a precision plan's tiles must be at least 1 x 1";
+  if (precisions.empty() || precisions.size() > 127)
+    return emitError() << "a precision plan names 1 to 127 precisions";
+  for (auto [i, t] : llvm::enumerate(precisions)) {
+    if (!isPlanPrecision(t))
+      return emitError() << "precision " << t
+                         << " is not one of f32, bf16, f16, f8E4M3FN, "
+                            "f8E5M2, i8";
+    if (llvm::is_contained(precisions.take_front(i), t))
+      return emitError() << "precision " << t << " is named twice";
+  }
+  return success();
+}
+
+LogicalResult PlannedMatmulOp::verify() {
+  if (failed(checkSameElement(*this, getA(), getB())))
+    return failure();
+  if (elementType(getA()) != elementType(getResult()))
+    return emitOpError("the result's element type is not the operands'");
+  if (failed(checkResult(*this, getType(),
+                         ::tcc::matmulShape(shapeOf(getA()), shapeOf(getB()),
+                                            getTransposeA(), getTransposeB()))))
+    return failure();
+  ArrayRef<int64_t> c = getType().getShape();
+  int64_t m = c[c.size() - 2], n = c[c.size() - 1];
+  PrecisionPlanAttr plan = getPlan();
+  ::tcc::Shape grid = {(m + plan.getTileM() - 1) / plan.getTileM(),
+                       (n + plan.getTileN() - 1) / plan.getTileN()};
+  if (getCodes().getType().getShape() != ArrayRef<int64_t>(grid))
+    return emitOpError("codes should be the tile grid ")
+           << ::tcc::shapeToString(grid) << ", not "
+           << ::tcc::shapeToString(shapeOf(getCodes()));
+  return success();
+}
+
 LogicalResult ReshapeOp::verify() {
   if (elementType(getInput()) != elementType(getResult()))
     return emitOpError("reshape changes the element type");

@@ -3,6 +3,7 @@
 #ifndef TCC_IR_TCCOPS_H
 #define TCC_IR_TCCOPS_H
 
+#include "ir/TccAttrs.h"
 #include "ir/TccDialect.h"
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/Builders.h"

@@ -11,6 +11,7 @@
 #define TCC_OPS_TD
 
 include "ir/TccBase.td"
+include "ir/TccAttrs.td"
 include "mlir/IR/BuiltinAttributes.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/ControlFlowInterfaces.td"
@@ -203,6 +204,28 @@ def Tcc_MatmulOp : Tcc_Op<"matmul", [Pure]> {
   let results = (outs Tcc_NumTensor:$result);
   let assemblyFormat = [{
     $a `,` $b attr-dict `:` type($a) `,` type($b) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tcc_PlannedMatmulOp : Tcc_Op<"planned_matmul", [Pure]> {
+  let summary = "a matmul whose output tiles compute in planned precisions";
+  let description = [{
+    `tcc.matmul` of float operands under a precision plan (`plan`, see
+    #tcc.precision_plan): `codes` [ceil(M/tile_m), ceil(N/tile_n)] holds each
+    output tile's index into the plan's precisions (a param the driver
+    makes from `--precision-plan`). The result has the operands' element
+    type. tcc-expand-precision-plans rewrites it into the quantizations
+    and matmuls it stands for (docs/precision.md).
+  }];
+  let arguments = (ins Tcc_FloatTensor:$a, Tcc_FloatTensor:$b,
+                       TensorOf<[I8]>:$codes, Tcc_PrecisionPlanAttr:$plan,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_a,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_b);
+  let results = (outs Tcc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $a `,` $b `,` $codes attr-dict `:` type($a) `,` type($b) `,` type($codes)
+    `->` type($result)
   }];
   let hasVerifier = 1;
 }

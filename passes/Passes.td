@@ -526,6 +526,20 @@ def TccChainFusion : Pass<"tcc-chain-fusion", "func::FuncOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def TccExpandPrecisionPlans
+    : Pass<"tcc-expand-precision-plans", "func::FuncOp"> {
+  let summary = "Write a planned matmul out as the quantized matmuls it "
+                "stands for";
+  let description = [{
+    Each tcc.planned_matmul becomes, per precision of its plan, the row
+    blocks of A and the column blocks of B rounded to that precision (f16,
+    f8 and i8 scaled per block by its largest magnitude first), a tcc.matmul
+    of them accumulating in f32 (i32 for i8), the scales multiplied back,
+    and a select of each tile's precision by its code (docs/precision.md).
+  }];
+  let dependentDialects = ["::mlir::tcc::TccDialect"];
+}
+
 def TccFoldBatchNorm : Pass<"tcc-fold-batch-norm", "func::FuncOp"> {
   let summary = "Fold inference batch norms into the convolution before them";
   let description = [{

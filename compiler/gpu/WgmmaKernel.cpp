@@ -20,13 +20,12 @@
 // after its copies land and before the barrier.
 //
 // Shared layout (128-byte swizzle, what the descriptors' mode 1 expects):
-// rows of 128 bytes (one k-tile: 64 bf16/f16 or 32 tf32 elements), the
-// 16-byte chunk c of row r stored at
-// chunk c ^ (r & 7), 8-row atoms of 1024 bytes aligned to 1024 bytes (the
-// swizzle is a function of the address bits, so the base is aligned at run
-// time). K-major tiles (A [M][K], B [N][K]) are tile rows x 128 bytes;
-// B [K][N] (N-major, transposed for wgmma) is tileN/64 column blocks of
-// 64 k rows x 64 n each.
+// rows of 128 bytes (one k-tile: 64 bf16/f16, 32 tf32 or 128 f8/i8 elements),
+// the 16-byte chunk c of row r stored at chunk c ^ (r & 7), 8-row atoms of 1024
+// bytes aligned to 1024 bytes (the swizzle is a function of the address bits,
+// so the base is aligned at run time). K-major tiles (A [M][K], B [N][K]) are
+// tile rows x 128 bytes; B [K][N] (N-major, transposed for wgmma) is tileN/64
+// column blocks of 64 k rows x 64 n each.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/gpu/WgmmaKernel.h"
@@ -264,9 +263,18 @@ SmallVector<Value> KernelBuilder::mmaStep(Value stage, ValueRange acc) {
       : p.abType.isF16()                ? NVVM::WGMMATypes::f16
       : isa<Float8E4M3FNType>(p.abType) ? NVVM::WGMMATypes::e4m3
       : isa<Float8E5M2Type>(p.abType)   ? NVVM::WGMMATypes::e5m2
+      : p.abType.isInteger(8)           ? NVVM::WGMMATypes::s8
                                         : NVVM::WGMMATypes::tf32;
+  // i8 accumulates exactly in i32; wrapping as the i32 sum it equals
+  // (127^2 x K stays inside i32 for K below 133,000).
+  bool integer = p.abType.isInteger(8);
+  NVVM::WGMMATypes dT = integer ? NVVM::WGMMATypes::s32 : NVVM::WGMMATypes::f32;
+  auto overflow =
+      integer
+          ? NVVM::MMAIntOverflowAttr::get(ctx, NVVM::MMAIntOverflow::wrapped)
+          : NVVM::MMAIntOverflowAttr();
   // One wgmma reads 32 bytes of K: k16 of 16-bit elements, k8 of tf32,
-  // k32 of 8-bit floats.
+  // k32 of 8-bit floats and integers.
   int64_t mmaK = 32 / elemBytes;
   auto typeAttr = [&](NVVM::WGMMATypes t) {
     return NVVM::WGMMATypesAttr::get(ctx, t);
@@ -286,10 +294,10 @@ SmallVector<Value> KernelBuilder::mmaStep(Value stage, ValueRange acc) {
       out[i] = NVVM::WgmmaMmaAsyncOp::create(
           b, loc, accT, out[i], da, db,
           NVVM::MMAShapeAttr::get(ctx, 64, s.tileN, mmaK), typeAttr(abT),
-          typeAttr(abT), typeAttr(NVVM::WGMMATypes::f32),
+          typeAttr(abT), typeAttr(dT),
           NVVM::WGMMAScaleOutAttr::get(ctx, NVVM::WGMMAScaleOut::one), one, one,
           NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row), layoutB,
-          NVVM::MMAIntOverflowAttr());
+          overflow);
     }
   }
   NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
@@ -304,7 +312,9 @@ void KernelBuilder::epilogue(ValueRange acc) {
   Value row0 = add(add(blockM0, mul(wg, s.tileM / s.warpgroups)),
                    add(mul(warp, 16), div(lane, 4)));
   Value col0 = add(blockN0, mul(rem(lane, 4), 2));
-  VectorType pairT = VectorType::get({2}, b.getF32Type());
+  // i8's accumulators are i32 and C is i32 (wgmmaShapeValid): no conversion.
+  Type accElem = p.abType.isInteger(8) ? Type(b.getI32Type()) : b.getF32Type();
+  VectorType pairT = VectorType::get({2}, accElem);
   Type cT = partial ? b.getF32Type() : p.cType;
   VectorType outT = VectorType::get({2}, cT);
   bool epilogueOps = !partial && (epi.biasType || epi.residualType || epi.relu);
@@ -315,7 +325,7 @@ void KernelBuilder::epilogue(ValueRange acc) {
     if (epilogueOps)
       v = gemmEpilogue(epi, v, bias, residual, batchC, row, col, p.m, p.n,
                        epi.rawOut ? &raw : nullptr);
-    if (!cT.isF32()) {
+    if (cT.getIntOrFloatBitWidth() == 16) {
       v = arith::TruncFOp::create(b, loc, outT, v);
       if (raw)
         raw = arith::TruncFOp::create(b, loc, outT, raw);
@@ -341,7 +351,8 @@ void KernelBuilder::epilogue(ValueRange acc) {
   // thread stores 16 bytes at a time, eight threads a 128-byte row segment
   // (pairs from the fragments wrote 8 rows x 16 bytes an instruction: U-Net's
   // 256x256 layers spent about a third of their time storing).
-  bool staged = !partial && !epi.rawOut && !cT.isF32() && p.n % 8 == 0;
+  bool staged = !partial && !epi.rawOut && cT.getIntOrFloatBitWidth() == 16 &&
+                p.n % 8 == 0;
   int64_t stagedRow = s.tileN + 8; // 16 bytes apart: no bank conflicts
   Value cTile;
   if (staged) {
@@ -551,8 +562,9 @@ void KernelBuilder::build(Value aArg, Value bArg, Value biasArg,
     token = commitGroup();
   }
 
-  SmallVector<Type> f32s(s.tileN / 2, b.getF32Type());
-  accT = LLVM::LLVMStructType::getLiteral(ctx, f32s);
+  Type accElem = p.abType.isInteger(8) ? Type(b.getI32Type()) : b.getF32Type();
+  SmallVector<Type> accs(s.tileN / 2, accElem);
+  accT = LLVM::LLVMStructType::getLiteral(ctx, accs);
   SmallVector<Value> init(slices, LLVM::ZeroOp::create(b, loc, accT));
 
   auto loop = scf::ForOp::create(b, loc, cst(0), myTiles, cst(1), init);
@@ -624,16 +636,27 @@ static bool wgmmaShapeValid(const WgmmaProblem &p, const WgmmaSchedule &s,
     return false;
   };
   bool f8 = p.abType && isa<Float8E4M3FNType, Float8E5M2Type>(p.abType);
+  bool i8 = p.abType && p.abType.isInteger(8);
   if (!p.abType ||
-      !(p.abType.isBF16() || p.abType.isF16() || p.abType.isF32() || f8))
-    return fail("A and B must be bf16, f16, f32 (as tf32), f8E4M3FN or "
-                "f8E5M2");
-  if ((p.abType.isF32() || f8) && !p.transB)
-    return fail(std::string(f8 ? "f8" : "tf32") +
+      !(p.abType.isBF16() || p.abType.isF16() || p.abType.isF32() || f8 || i8))
+    return fail("A and B must be bf16, f16, f32 (as tf32), f8E4M3FN, "
+                "f8E5M2 or i8");
+  if ((p.abType.isF32() || f8 || i8) && !p.transB)
+    return fail(std::string(f8   ? "f8"
+                            : i8 ? "i8"
+                                 : "tf32") +
                 " needs B stored [N][K] (wgmma reads 8- and 32-bit operands "
                 "K-major only)");
-  if (!p.cType || !(p.cType.isF32() || p.cType.isBF16() || p.cType.isF16()))
+  if (i8) {
+    // The i32 sums are exact; an f32 partial or output would round them.
+    if (!p.cType || !p.cType.isInteger(32))
+      return fail("i8 operands give an i32 C");
+    if (s.splitK != 1)
+      return fail("i8 has no split-K (its partials would be f32)");
+  } else if (!p.cType ||
+             !(p.cType.isF32() || p.cType.isBF16() || p.cType.isF16())) {
     return fail("C must be f32, bf16 or f16");
+  }
   if (s.warpgroups < 1 || s.warpgroups > 2)
     return fail("1 or 2 warpgroups per block");
   if (s.tileM < 64 || s.tileM % (64 * s.warpgroups) != 0 ||
@@ -752,6 +775,9 @@ buildWgmmaKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module, StringRef name,
   if (!wgmmaShapeValid(p, s, gather, why) ||
       !gemmOutputsValid(epilogue, p.batch * p.m, p.n, why))
     return module.emitError(why);
+  if (p.abType.isInteger(8) && (epilogue.biasType || epilogue.residualType ||
+                                epilogue.relu || epilogue.secondOut()))
+    return module.emitError("wgmma kernel: an i8 GEMM takes no epilogue");
   OpBuilder::InsertionGuard guard(b);
   loadTemplateDialects(b.getContext());
   auto memref = [&](bool batched, int64_t rows, int64_t cols, Type t) {

@@ -1,7 +1,8 @@
 //===- WgmmaKernel.h - the Hopper warpgroup-MMA GEMM template ---*- C++ -*-===//
 //
-// Builds one `gpu.func` computing C = A x B (bf16 or f16 operands, or f32
-// ones read as tf32 with B stored [N][K]; f32 accumulation) with Hopper's
+// Builds one `gpu.func` computing C = A x B (bf16 or f16 operands, f32
+// ones read as tf32, or f8 with B stored [N][K], f32 accumulation; i8 with
+// B stored [N][K], i32 accumulation) with Hopper's
 // warpgroup MMA (wgmma.mma_async, sm_90a only), from MLIR's
 // gpu/nvgpu/nvvm/scf/arith/memref builders:
 //   - global -> shared through a multi-stage cp.async pipeline
@@ -43,10 +44,13 @@ struct WgmmaProblem {
   int64_t m = 0, n = 0, k = 0, batch = 1;
   bool aBatched = false, bBatched = false;
   bool transB = false;
-  /// bf16 or f16 (A and B alike), or f32 computed as tf32 (needs transB:
-  /// wgmma reads 32-bit operands K-major only).
+  /// bf16 or f16 (A and B alike), f32 computed as tf32, f8E4M3FN or
+  /// f8E5M2, or i8 (32- and 8-bit operands need transB: wgmma reads them
+  /// K-major only).
   mlir::Type abType;
-  mlir::Type cType; ///< f32, bf16 or f16; accumulation is always f32.
+  /// f32, bf16 or f16, accumulated in f32; i32 for i8, accumulated exactly
+  /// in i32.
+  mlir::Type cType;
 };
 
 /// A block computes tileM x tileN of C with `warpgroups` warpgroups, each

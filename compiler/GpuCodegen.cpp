@@ -1578,14 +1578,10 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
                   ::tcc::gpu::wgmmaKernelSupports(wp, ws, target, error);
   if (eightBit && !useWgmma) {
     // Only wgmma takes 8-bit operands (takeMatmul checked its heuristic's
-    // schedule): a --schedule sets its knobs.
-    if (!tuned && explicitSchedule)
-      for (const nlohmann::json *o :
-           {&overrides.all, overrides.perKernel.contains(name)
-                                ? &overrides.perKernel[name]
-                                : nullptr}) {
-        if (!o)
-          continue;
+    // schedule): the kernel's own --schedule entry sets its knobs (the
+    // "matmul" entry holds mma.sync's, for the other matmuls).
+    if (!tuned && overrides.perKernel.contains(name))
+      for (const nlohmann::json *o : {&overrides.perKernel[name]}) {
         if (!o->is_object())
           return gpuModule.emitError("kernel ")
                  << name << ": a matmul schedule is a JSON object";
@@ -1644,7 +1640,14 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
                          deviceLaunch(tsym, t, {int(use.bArg), numBuffers}));
   };
   placeLaunch(l, {int(use.aArg), int(use.bArg)});
-  addSplitK(schedule, ::tcc::gpu::GemmEpilogue(), {});
+  // A wgmma split-K (a tuning record's or a --schedule's) writes f32
+  // partials too, which the same reduction kernel sums into C.
+  ::tcc::gpu::MatmulSchedule split = schedule;
+  if (useWgmma) {
+    split = ::tcc::gpu::MatmulSchedule();
+    split.splitK = ws.splitK;
+  }
+  addSplitK(split, ::tcc::gpu::GemmEpilogue(), {});
   addTranspose();
   return success();
 }
@@ -1871,7 +1874,8 @@ LogicalResult compileGpuKernels(ModuleOp module, const GpuOptions &options,
   return success();
 }
 
-/// A signature's type name ("bf16", "f16", "f32"; anything else: null).
+/// A signature's type name, as typeName prints it ("bf16", "f16", "f32",
+/// "f8E4M3FN", "f8E5M2", "i8", "i32"; anything else: null).
 static Type typeNamed(mlir::MLIRContext &context, const std::string &t) {
   mlir::Builder b(&context);
   return t == "bf16"       ? Type(b.getBF16Type())
@@ -1975,7 +1979,8 @@ static std::vector<MatmulCandidate> convSpace(const nlohmann::json &sig,
     return {};
   }
   if (!p.inType || !p.weightType || !p.outType) {
-    error = "a convolution signature's types must be bf16, f16 or f32";
+    error = "a convolution signature's types must be bf16, f16 or f32 (the "
+            "convolution templates' types)";
     return {};
   }
   // Sizes first: the spaces divide by the strides.

@@ -83,7 +83,8 @@ bool ::tcc::applyPrecisionPlan(::tcc::ImportedModel &model,
     if (key != "format" && key != "version" && key != "matmuls")
       return fail("unknown key \"" + key +
                   "\" (a plan holds format, version and matmuls)");
-  if (j.value("format", "") != "tcc-precision-plan" ||
+  // value() with a json default: a key of another type is no exception.
+  if (j.value("format", json()) != json("tcc-precision-plan") ||
       !j.value("version", json()).is_number_integer() ||
       j["version"].get<int64_t>() != 1)
     return fail("not a precision plan: expected \"format\": "
@@ -235,7 +236,11 @@ bool ::tcc::applyPrecisionPlan(::tcc::ImportedModel &model,
   }
 
   // Every entry checked: now the model changes. Each plan's codes become a
-  // param after the last argument.
+  // param after the last argument, named after the node, uniquely.
+  std::set<std::string> names;
+  for (unsigned i = 0; i < entry.getNumArguments(); ++i)
+    if (auto n = entry.getArgAttrOfType<StringAttr>(i, "tcc.name"))
+      names.insert(n.getValue().str());
   for (Entry &e : entries) {
     ArrayRef<int64_t> shape = e.op.getType().getShape();
     int64_t gm = llvm::divideCeil(shape[shape.size() - 2], e.tileM);
@@ -244,8 +249,12 @@ bool ::tcc::applyPrecisionPlan(::tcc::ImportedModel &model,
     auto codesType = RankedTensorType::get({gm, gn}, b.getI8Type());
     unsigned argNo = entry.getNumArguments();
     // The node's name where it has one, else its pointer.
-    std::string name =
+    std::string base =
         ::tcc::planNodeKeys(e.op.getLoc()).back() + ".precision_codes";
+    std::string name = base;
+    for (int k = 2; names.count(name); ++k)
+      name = base + "." + std::to_string(k);
+    names.insert(name);
     if (failed(entry.insertArgument(argNo, codesType, {}, e.op.getLoc())))
       return fail("could not add the plan's codes to the model");
     entry.setArgAttr(argNo, "tcc.name", b.getStringAttr(name));

@@ -381,9 +381,6 @@ static bool parseTargetOptions(tcc::CompileOptions &options) {
   return true;
 }
 
-/// Compiles the model at `path`; prints one line per problem on failure.
-/// `records` overrides --tuning-records; a `standalone` model (tcc tune's
-/// kernel alone) takes no --input-shape and keeps its params as recipes.
 /// Imports the model file at `path` (JSON or ONNX, with --input-shape)
 /// into `context`; std::nullopt after printing the errors. `standalone`:
 /// a model tcc wrote (no --input-shape).
@@ -422,6 +419,9 @@ static std::optional<tcc::ImportedModel> importPath(const std::string &path,
   return model;
 }
 
+/// Compiles the model at `path`; prints one line per problem on failure.
+/// `records` overrides --tuning-records; a `standalone` model (tcc tune's
+/// kernel alone) takes no --input-shape and keeps its params as recipes.
 static bool compilePath(const std::string &path,
                         const tcc::CompileOptions &targetOptions,
                         tcc::CompileOutput &out,
@@ -594,8 +594,9 @@ static int doTune() {
 }
 
 static int doTunePrecision() {
-  if (calibrationDir.empty() && errorBudget == 0)
-    return fail("tune-precision needs --calibration DIR and --error-budget E");
+  if (calibrationDir.empty())
+    return fail("tune-precision needs --calibration DIR (and --error-budget "
+                "E)");
   tcc::tuning::PrecisionTuneOptions o;
   o.calibrationDir = calibrationDir;
   o.errorBudget = errorBudget;

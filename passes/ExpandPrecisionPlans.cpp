@@ -82,7 +82,9 @@ public:
     // Each tile's code, spread over its elements: [gm, gn] -> [M, N].
     Value result = results.back();
     if (results.size() > 1) {
-      int64_t tm = plan.getTileM(), tn = plan.getTileN();
+      // A tile larger than the output is the output (the grid is 1 there).
+      int64_t tm = std::min(plan.getTileM(), m),
+              tn = std::min(plan.getTileN(), n);
       int64_t gm = llvm::divideCeil(m, tm), gn = llvm::divideCeil(n, tn);
       Type i8 = b.getI8Type();
       Value codes = reshape(op.getCodes(), {gm, 1, gn, 1});
@@ -160,6 +162,7 @@ private:
     RankedTensorType t = typeOf(x);
     int64_t rank = t.getRank();
     int64_t len = t.getDimSize(rank + axis);
+    tile = std::min(tile, std::max<int64_t>(len, 1)); // one block of all
     int64_t other = axis == -2 ? rank - 1 : rank - 2;
     SmallVector<int64_t> batch(t.getShape().drop_back(2));
     SmallVector<int64_t> kept(t.getShape());

@@ -265,8 +265,8 @@ SmallVector<Value> KernelBuilder::mmaStep(Value stage, ValueRange acc) {
       : isa<Float8E5M2Type>(p.abType)   ? NVVM::WGMMATypes::e5m2
       : p.abType.isInteger(8)           ? NVVM::WGMMATypes::s8
                                         : NVVM::WGMMATypes::tf32;
-  // i8 accumulates exactly in i32; wrapping as the i32 sum it equals
-  // (127^2 x K stays inside i32 for K below 133,000).
+  // i8 accumulates exactly in i32, wrapping (128^2 x K stays inside i32
+  // for K below 131,072).
   bool integer = p.abType.isInteger(8);
   NVVM::WGMMATypes dT = integer ? NVVM::WGMMATypes::s32 : NVVM::WGMMATypes::f32;
   auto overflow =

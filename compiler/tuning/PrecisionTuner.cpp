@@ -123,6 +123,13 @@ public:
 
   int64_t tiles() const { return gm * gn; }
 
+  /// A result rounded to the operands' dtype, as the planned matmul's.
+  double roundOut(float v) const {
+    uint8_t buf[8];
+    encodeScalar(p.dtype, v, buf);
+    return decodeScalar(p.dtype, buf);
+  }
+
   /// Adds one calibration sample's errors to `table`; its block statistics
   /// (largest magnitude over RMS) to the rules' when `stats`.
   void measure(const Operand &a, const Operand &b, ErrorTable &table,
@@ -253,7 +260,10 @@ public:
             double sum = 0;
             for (int64_t i : rowsPicked[size_t(I)])
               for (int64_t j : colsPicked[size_t(J)]) {
-                double c = dot(qRows[i], qCols[j]) * sa * sb;
+                // The f32 product, rounded to the operands' dtype (the
+                // planned matmul's result type).
+                float c32 = float(float(dot(qRows[i], qCols[j]) * sa) * sb);
+                double c = roundOut(c32);
                 double d = c - exact[{i, j}];
                 sum += d * d;
               }
@@ -717,6 +727,8 @@ int tunePrecision(ImportedModel &model, const std::string &modelPath,
     p.batch = 1;
     for (int64_t d : cTy.getShape().drop_back(2))
       p.batch *= d;
+    if (p.m == 0 || p.n == 0 || p.k == 0 || p.batch == 0)
+      return note("an empty matmul");
     if (bTy.getRank() != 2 ||
         (aTy.getRank() != 2 &&
          aTy.getShape().drop_back(2) != cTy.getShape().drop_back(2)))
@@ -848,10 +860,14 @@ int tunePrecision(ImportedModel &model, const std::string &modelPath,
       pe.setResultAttr(
           first + unsigned(i), "tcc.name",
           StringAttr::get(module.getContext(), "tccprobe" + std::to_string(i)));
+    // A folder of its own (mkdtemp): no other user's files are read back.
     std::error_code ec;
-    probeRoot = std::filesystem::temp_directory_path(ec) /
-                ("tcc-probe-" + std::to_string(::getpid()) + "-" +
-                 std::to_string(o.seed));
+    std::string tmpl =
+        (std::filesystem::temp_directory_path(ec) / "tcc-probe-XXXXXX")
+            .string();
+    if (!::mkdtemp(tmpl.data()))
+      return fail("cannot make a temporary folder for the probe");
+    probeRoot = tmpl;
     cleanup.path = probeRoot;
     std::vector<std::vector<std::string>> specs;
     for (size_t s = 0; s < samples; ++s) {
@@ -959,9 +975,13 @@ int tunePrecision(ImportedModel &model, const std::string &modelPath,
     }
     if (!greedy.codes.empty())
       seeds.push_back(greedy.codes);
-    Plan best = planner.evolve(table, seeds, archive, rng);
-    if (best.error > planner.target)
-      best = {accurate, planner.seconds(accurate), floorErr};
+    planner.evolve(table, seeds, archive, rng);
+    // The fastest plan evaluated within the target (the search's, or the
+    // relaxation's), else the most accurate one.
+    Plan best{accurate, planner.seconds(accurate), floorErr};
+    for (const Plan &pl : archive)
+      if (pl.error <= planner.target && pl.seconds < best.seconds)
+        best = pl;
     std::vector<Plan> front = paretoFront(archive);
 
     // The plan file: the precisions the tiles use, in first-use order.

@@ -144,7 +144,9 @@ def main():
         path = os.path.join(d, 'e4m3_nt.json')
         sched = os.path.join(d, 'sched.json')
         with open(sched, 'w') as f:
-            json.dump({'matmul': {'tile_n': 256, 'stages': 4}}, f)
+            # The "matmul" entry (mma.sync's knobs) leaves 8-bit kernels alone.
+            json.dump({'matmul': {'tile_k': 64, 'warps_m': 2},
+                       'kernels': {'k0_matmul': {'tile_n': 256, 'stages': 4}}}, f)
         bundle = os.path.join(d, 's.tccb')
         rc, _, err = run(args.tcc, 'compile', path, '--target', 'sm_90a', '--schedule', sched,
                          '-o', bundle)
@@ -154,17 +156,29 @@ def main():
         if k0.get('template') != 'wgmma' or k0['schedule']['tile_n'] != 256 \
                 or k0['schedule']['stages'] != 4:
             fail('--schedule not applied to the f8 wgmma kernel: %s' % k0)
+        # A split-K's f32 partials are summed into C by a reduction kernel.
+        with open(sched, 'w') as f:
+            json.dump({'kernels': {'k0_matmul': {'split_k': 2}}}, f)
+        rc, _, err = run(args.tcc, 'compile', path, '--target', 'sm_90a', '--schedule', sched,
+                         '-o', bundle)
+        if rc:
+            fail('split_k 2 on an f8 matmul: %s' % err.strip())
+        m = json.loads(run(args.tcc, 'inspect', bundle)[1])
+        names = [m['kernels'][x['kernel']]['name'] for x in m['launches']]
+        if len(names) != 2 or not names[1].endswith('_splitk') or \
+                m['kernels'][m['launches'][0]['kernel']]['schedule']['split_k'] != 2:
+            fail('split_k 2: launches %s, expected the wgmma kernel and its reduction' % names)
         for bad_knobs, what in (({'tile_k': 64}, "'tile_k' is not one of"),
                                 ({'tile_n': 96}, 'tileN must be')):
             with open(sched, 'w') as f:
-                json.dump({'matmul': bad_knobs}, f)
+                json.dump({'kernels': {'k0_matmul': bad_knobs}}, f)
             rc, _, err = run(args.tcc, 'compile', path, '--target', 'sm_90a', '--schedule',
                              sched, '-o', bundle)
             lines = err.strip().splitlines()
             if rc != 1 or len(lines) != 1 or what not in lines[0]:
                 fail('schedule %s: expected one error line with "%s", got rc %d: %s'
                      % (bad_knobs, what, rc, err.strip()))
-        print('ok --schedule (applied; unknown knob and bad tile refused)')
+        print('ok --schedule (applied; split-K reduced; unknown knob and bad tile refused)')
     print('all passed')
 
 

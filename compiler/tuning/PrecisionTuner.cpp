@@ -278,16 +278,34 @@ public:
   /// per precision the plan uses, a pass converting the operands that are
   /// not params (a param's conversion runs once at load) unless they are
   /// already of that precision.
-  double seconds(const std::vector<int8_t> &codes) const {
+  /// With `expanded`, the plan as tcc runs it today instead
+  /// (tcc-expand-precision-plans): a whole GEMM per precision it uses, and
+  /// a pass selecting each tile's result.
+  double seconds(const std::vector<int8_t> &codes,
+                 bool expanded = false) const {
     double t = 0;
     std::vector<bool> used(precs.size(), false);
+    double whole = 2.0 * double(p.m) * double(p.n) * double(p.k) *
+                   double(p.batch);
     for (int64_t I = 0; I < gm; ++I)
       for (int64_t J = 0; J < gn; ++J) {
         const Precision *q = precs[size_t(codes[size_t(I * gn + J)])];
         used[size_t(codes[size_t(I * gn + J)])] = true;
-        t += 2.0 * double(rowsOf(I)) * double(colsOf(J)) * double(p.k) *
-             double(p.batch) / (q->tflops * 1e12);
+        if (!expanded)
+          t += 2.0 * double(rowsOf(I)) * double(colsOf(J)) * double(p.k) *
+               double(p.batch) / (q->tflops * 1e12);
       }
+    if (expanded) {
+      int64_t classes = 0;
+      for (size_t pi = 0; pi < precs.size(); ++pi)
+        if (used[pi]) {
+          t += whole / (precs[pi]->tflops * 1e12);
+          ++classes;
+        }
+      if (classes > 1)
+        t += double(classes + 1) * double(p.batch) * p.m * p.n * 4.0 *
+             kSecondsPerByte;
+    }
     for (size_t pi = 0; pi < precs.size(); ++pi) {
       if (!used[pi] || precs[pi]->dtype == p.dtype)
         continue;
@@ -897,7 +915,11 @@ int tunePrecision(ImportedModel &model, const std::string &modelPath,
      << "tiles " << o.tileM << " x " << o.tileN << ", " << train
      << " calibration sample(s)" << (heldOut ? ", 1 held out" : "")
      << ". Times are the model's (cuBLAS's peak rates per precision: "
-        "placeholders until the mixed kernel is measured).\n\n";
+        "placeholders until the mixed kernel is measured), for a kernel "
+        "computing each tile once in its precision; tcc runs a plan of "
+        "several precisions today as one whole GEMM per precision and a "
+        "select (the second time column), so a mixed plan is not faster "
+        "than uniform ones yet.\n\n";
   for (const Problem &p : problems) {
     Planner planner(p, o, precs);
     auto operand = [&](const std::string &input, int64_t param, int64_t probe,
@@ -1017,7 +1039,9 @@ int tunePrecision(ImportedModel &model, const std::string &modelPath,
         << ", " << planner.gm << " x " << planner.gn << " tiles\n";
     auto line = [&](const std::string &what, const Plan &pl) {
       out << "  " << what << ": " << fmt(pl.seconds * 1e6, "%.2f")
-          << " us (model), error " << fmt(pl.error)
+          << " us (model; as run today "
+          << fmt(planner.seconds(pl.codes, true) * 1e6, "%.2f")
+          << "), error " << fmt(pl.error)
           << (heldOut ? ", held out " + fmt(heldErr(pl.codes)) : "")
           << (pl.error <= o.errorBudget ? "" : "  (over the budget)") << "\n";
     };
@@ -1031,10 +1055,12 @@ int tunePrecision(ImportedModel &model, const std::string &modelPath,
     md << "## " << p.shown << "\n\n"
        << p.m << " x " << p.n << " x " << p.k << ", " << planner.gm << " x "
        << planner.gn << " tiles of " << o.tileM << " x " << o.tileN
-       << ".\n\n| plan | time (us, model) | error | held-out error |\n"
-       << "| --- | ---: | ---: | ---: |\n";
+       << ".\n\n| plan | time (us, model: mixed kernel) | as run today "
+          "(a GEMM per precision) | error | held-out error |\n"
+       << "| --- | ---: | ---: | ---: | ---: |\n";
     auto mdLine = [&](const std::string &what, const Plan &pl) {
       md << "| " << what << " | " << fmt(pl.seconds * 1e6, "%.2f") << " | "
+         << fmt(planner.seconds(pl.codes, true) * 1e6, "%.2f") << " | "
          << fmt(pl.error) << " | "
          << (heldOut ? fmt(heldErr(pl.codes)) : std::string("-")) << " |\n";
     };

@@ -251,6 +251,10 @@ struct MatmulUse {
   /// A direct convolution with a second output (its value before the ReLU,
   /// or a copy of C): that result's index (-1: none); C is the other.
   int secondResult = -1;
+  /// A precision of a planned matmul (tcc.tile_matmul): its tile mask and
+  /// the arguments of the codes and the scales (-1: none).
+  std::optional<::tcc::gpu::WgmmaProblem::TileMask> tileMask;
+  int codesArg = -1, rowScaleArg = -1, colScaleArg = -1;
 };
 
 /// Marks `f` as computed whole by the template (`direct`), or cuts `op`
@@ -843,9 +847,13 @@ TemplateProblems templateProblems(const ::tcc::gpu::MatmulProblem &mp,
 /// Whether the kernel function `f` (on tensors) begins with a matmul of two
 /// of its arguments that the tensor-core template computes; if so, cuts the
 /// matmul out of `f` as MatmulUse says.
+std::optional<MatmulUse> takeTileMatmul(func::FuncOp f);
+
 std::optional<MatmulUse> takeMatmul(func::FuncOp f,
                                     const ::tcc::GpuOptions &options) {
   auto kind = f->getAttrOfType<StringAttr>("tcc.kind");
+  if (kind && kind.getValue() == "tile_matmul")
+    return takeTileMatmul(f);
   if (!kind || kind.getValue() != "matmul")
     return std::nullopt;
   mlir::tcc::MatmulOp mm;
@@ -918,6 +926,50 @@ std::optional<MatmulUse> takeMatmul(func::FuncOp f,
   use.aArg = aArg.getArgNumber();
   use.bArg = bArg.getArgNumber();
   cutTemplateOp(f, mm, use);
+  return use;
+}
+
+/// A kernel function beginning with a tcc.tile_matmul of its arguments
+/// (tcc-expand-precision-plans made it only where the wgmma template takes
+/// it: addMatmulLaunch builds the template with its tile mask).
+std::optional<MatmulUse> takeTileMatmul(func::FuncOp f) {
+  auto tm = dyn_cast<mlir::tcc::TileMatmulOp>(&f.getBody().front().front());
+  if (!tm)
+    return std::nullopt;
+  auto argOf = [](Value v) {
+    auto a = dyn_cast_or_null<BlockArgument>(v);
+    return a ? int(a.getArgNumber()) : -1;
+  };
+  MatmulUse use;
+  int aArg = argOf(tm.getA()), bArg = argOf(tm.getB());
+  use.codesArg = argOf(tm.getCodes());
+  if (aArg < 0 || bArg < 0 || use.codesArg < 0 ||
+      (tm.getRowScale() && argOf(tm.getRowScale()) < 0) ||
+      (tm.getColScale() && argOf(tm.getColScale()) < 0))
+    return std::nullopt;
+  use.rowScaleArg = argOf(tm.getRowScale());
+  use.colScaleArg = argOf(tm.getColScale());
+  auto aTy = cast<RankedTensorType>(tm.getA().getType());
+  auto cTy = cast<RankedTensorType>(tm.getType());
+  ::tcc::gpu::MatmulProblem &p = use.problem;
+  p.aBatched = p.bBatched = false; // one matrix each
+  p.transB = tm.getTransposeB();
+  p.m = cTy.getDimSize(0);
+  p.n = cTy.getDimSize(1);
+  p.k = aTy.getDimSize(1);
+  p.aType = p.bType = aTy.getElementType();
+  p.cType = cTy.getElementType();
+  ::tcc::gpu::WgmmaProblem::TileMask mask;
+  mask.code = tm.getCode();
+  mask.planTileM = tm.getTileM();
+  mask.planTileN = tm.getTileN();
+  mask.planGridN = (p.n + mask.planTileN - 1) / mask.planTileN;
+  mask.rowScale = use.rowScaleArg >= 0;
+  mask.colScale = use.colScaleArg >= 0;
+  use.tileMask = mask;
+  use.aArg = unsigned(aArg);
+  use.bArg = unsigned(bArg);
+  cutTemplateOp(f, tm, use);
   return use;
 }
 
@@ -1384,6 +1436,58 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
     if (failed(launch))
       return failure();
     placeLaunch(deviceLaunch(symbol, *launch, {}), use.regionArgs);
+    return success();
+  }
+  if (use.tileMask) {
+    // One precision of a planned matmul: the wgmma template with its tile
+    // mask, a kernel tile dividing the plan's (8-bit B transposed first).
+    // (i8 as its i32 product, for the template's checks; C is f32.)
+    ::tcc::gpu::MatmulProblem tp = mp;
+    tp.cType = mp.aType.isInteger(8) ? Type(b.getI32Type()) : b.getF32Type();
+    TemplateProblems tps = templateProblems(tp, target);
+    ::tcc::gpu::WgmmaProblem wp = tps.wgmma;
+    wp.cType = b.getF32Type();
+    wp.mask = use.tileMask;
+    ::tcc::gpu::WgmmaSchedule ws = ::tcc::gpu::chooseWgmmaSchedule(wp);
+    if (use.tileMask->planTileM % ws.tileM != 0) {
+      ws.tileM = 64;
+      ws.warpgroups = 1;
+    }
+    while (ws.tileN > 64 && use.tileMask->planTileN % ws.tileN != 0)
+      ws.tileN /= 2;
+    if (!tps.wgmmaFits ||
+        !::tcc::gpu::wgmmaKernelSupports(wp, ws, target, error))
+      return gpuModule.emitError("kernel ")
+             << name << ": a planned precision's tiles: "
+             << (tps.wgmmaFits ? error : "not a problem wgmma takes");
+    symbol = name + "_wgmma";
+    launch = ::tcc::gpu::buildWgmmaKernel(b, gpuModule, symbol, wp, ws);
+    if (failed(launch))
+      return failure();
+    ::tcc::DeviceLaunch l = deviceLaunch(symbol, *launch, {});
+    l.templateName = "wgmma";
+    l.scheduleJson = knobsText(wgmmaKnobs(ws));
+    std::vector<int> operands = {int(use.aArg), int(use.bArg), use.codesArg};
+    if (use.rowScaleArg >= 0)
+      operands.push_back(use.rowScaleArg);
+    if (use.colScaleArg >= 0)
+      operands.push_back(use.colScaleArg);
+    placeLaunch(l, operands);
+    if (tps.transposeB) {
+      for (::tcc::DeviceLaunch &other : plan.launches)
+        for (int *a : launchBufferRefs(other))
+          if (*a >= numBuffers)
+            ++*a;
+      plan.scratchBytes.insert(plan.scratchBytes.begin(),
+                               uint64_t(mp.k * mp.n) *
+                                   (mp.bType.getIntOrFloatBitWidth() / 8));
+      plan.launches.front().args[1] = numBuffers;
+      std::string tsym = name + "_transpose_b";
+      ::tcc::gpu::KernelLaunch t = ::tcc::gpu::buildTransposeKernel(
+          b, gpuModule, tsym, 1, mp.k, mp.n, mp.bType);
+      plan.launches.insert(plan.launches.begin(),
+                           deviceLaunch(tsym, t, {int(use.bArg), numBuffers}));
+    }
     return success();
   }
   if (use.depthwise) {

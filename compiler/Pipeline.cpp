@@ -138,8 +138,10 @@ LogicalResult tcc::compileModel(ImportedModel &model,
     pm.enableTiming(scope);
   }
   // Planned matmuls first: every pass after sees the tcc ops they stand for.
+  mlir::tcc::TccExpandPrecisionPlansOptions plans;
+  plans.tileKernels = options.precisionPlanTiles && target.wgmma;
   pm.addNestedPass<mlir::func::FuncOp>(
-      mlir::tcc::createTccExpandPrecisionPlans());
+      mlir::tcc::createTccExpandPrecisionPlans(plans));
   pm.addNestedPass<mlir::func::FuncOp>(mlir::createCanonicalizerPass());
   pm.addNestedPass<mlir::func::FuncOp>(mlir::createCSEPass());
   // Inference batch norms become the weight and bias of the convolution

@@ -37,6 +37,10 @@ struct CompileOptions {
   /// A --precision-plan file (docs/precision.md): its matmuls' output tiles
   /// compute in the precisions it names. Empty: none.
   std::string precisionPlan;
+  /// Experimental (not yet run on a GPU): on sm_90a, a plan's precisions
+  /// the wgmma template takes compute only their tiles (tcc.tile_matmul)
+  /// instead of a whole GEMM each (--precision-plan-tiles).
+  bool precisionPlanTiles = false;
 };
 
 struct CompileOutput {

@@ -174,6 +174,12 @@ static cl::opt<std::string> precisionPlan(
              "output tile of the matmuls it names computes in"),
     cl::value_desc("FILE"), cl::sub(compileCmd), cl::sub(runCmd),
     cl::sub(benchCmd));
+static cl::opt<bool> precisionPlanTiles(
+    "precision-plan-tiles",
+    cl::desc("Experimental, not yet run on a GPU: on sm_90a each precision "
+             "of a plan computes only its tiles (one masked wgmma GEMM each) "
+             "instead of a whole GEMM"),
+    cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
 static cl::opt<std::string> convLayout(
     "conv-layout",
     cl::desc("Layout of convolutions: auto (NHWC where they run on tensor "
@@ -485,6 +491,7 @@ static bool compilePath(const std::string &path,
   options.convLayout = convLayout;
   options.regionFusion = regionFusion;
   options.precisionPlan = precisionPlan;
+  options.precisionPlanTiles = precisionPlanTiles;
   options.keepParamRecipes = standalone || paramRecipes == ParamRecipes::Keep;
   return mlir::succeeded(tcc::compileModel(*model, options, out));
 }

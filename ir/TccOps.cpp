@@ -234,6 +234,30 @@ LogicalResult PlannedMatmulOp::verify() {
   return success();
 }
 
+LogicalResult TileMatmulOp::verify() {
+  if (failed(checkSameElement(*this, getA(), getB())))
+    return failure();
+  if (failed(checkResult(*this, getType(),
+                         ::tcc::matmulShape(shapeOf(getA()), shapeOf(getB()),
+                                            false, getTransposeB()))))
+    return failure();
+  ArrayRef<int64_t> c = getType().getShape();
+  int64_t m = c[c.size() - 2], n = c[c.size() - 1];
+  int64_t tm = int64_t(getTileM()), tn = int64_t(getTileN());
+  if (tm < 1 || tn < 1)
+    return emitOpError("tiles must be at least 1 x 1");
+  ::tcc::Shape grid = {(m + tm - 1) / tm, (n + tn - 1) / tn};
+  if (shapeOf(getCodes()) != grid)
+    return emitOpError("codes should be the tile grid ")
+           << ::tcc::shapeToString(grid) << ", not "
+           << ::tcc::shapeToString(shapeOf(getCodes()));
+  if (getRowScale() && shapeOf(getRowScale()) != ::tcc::Shape{m, 1})
+    return emitOpError("row_scale should be [M, 1]");
+  if (getColScale() && shapeOf(getColScale()) != ::tcc::Shape{1, n})
+    return emitOpError("col_scale should be [1, N]");
+  return success();
+}
+
 LogicalResult ReshapeOp::verify() {
   if (elementType(getInput()) != elementType(getResult()))
     return emitOpError("reshape changes the element type");

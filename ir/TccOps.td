@@ -230,6 +230,33 @@ def Tcc_PlannedMatmulOp : Tcc_Op<"planned_matmul", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Tcc_TileMatmulOp : Tcc_Op<"tile_matmul", [Pure, AttrSizedOperandSegments]> {
+  let summary = "a matmul of one precision class's tiles, scaled";
+  let description = [{
+    One precision of a planned matmul (tcc-expand-precision-plans with
+    tile kernels): `result[.., i, j] = (sum_k op(a)[i, k] op(b)[k, j]) *
+    row_scale[i] * col_scale[j]` in f32 (the sum exact in i32 for i8) for
+    the elements of the output tiles of `tile = [tile_m, tile_n]` whose code
+    in `codes` is `code`; elsewhere the result is unspecified (a select of
+    the plan's precisions reads only this class's tiles). The scales are
+    [M, 1] and [1, N] f32 (absent: 1). GPU code generation computes only
+    the class's tiles, once each (the wgmma template's tile mask).
+  }];
+  let arguments = (ins Tcc_NumTensor:$a, Tcc_NumTensor:$b,
+                       TensorOf<[I8]>:$codes,
+                       Optional<TensorOf<[F32]>>:$row_scale,
+                       Optional<TensorOf<[F32]>>:$col_scale,
+                       I64Attr:$code, I64Attr:$tile_m, I64Attr:$tile_n,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_b);
+  let results = (outs TensorOf<[F32]>:$result);
+  let assemblyFormat = [{
+    $a `,` $b `,` $codes (`row_scale` $row_scale^)? (`col_scale` $col_scale^)?
+    attr-dict `:` type($a) `,` type($b) `,` type($codes)
+    (`,` type($row_scale)^)? (`,` type($col_scale)^)? `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Shape and data movement
 //===----------------------------------------------------------------------===//

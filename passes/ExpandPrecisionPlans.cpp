@@ -42,7 +42,28 @@ double scaledMax(Type t) {
 
 class Expander {
 public:
-  Expander(OpBuilder &b, Location loc) : b(b), loc(loc) {}
+  Expander(OpBuilder &b, Location loc, bool tileKernels)
+      : b(b), loc(loc), tileKernels(tileKernels) {}
+
+  /// Whether the wgmma template computes precision `p`'s tiles of `op`
+  /// (tcc.tile_matmul): one matrix, A row-major, at least 64 rows, rows of
+  /// 16 bytes, a plan tile of whole 64 x 64 kernel tiles; not f32 (wgmma's
+  /// f32 is tf32).
+  bool takesTiles(PlannedMatmulOp op, Type p) const {
+    auto aTy = cast<RankedTensorType>(op.getA().getType());
+    auto bTy = cast<RankedTensorType>(op.getB().getType());
+    PrecisionPlanAttr plan = op.getPlan();
+    if (!tileKernels || p.isF32() || aTy.getRank() != 2 ||
+        bTy.getRank() != 2 || op.getTransposeA())
+      return false;
+    int64_t m = aTy.getDimSize(0), k = aTy.getDimSize(1);
+    int64_t n = op.getTransposeB() ? bTy.getDimSize(0) : bTy.getDimSize(1);
+    int64_t perRow = 128 / p.getIntOrFloatBitWidth(); // elements in 16 bytes
+    bool eightBit = p.getIntOrFloatBitWidth() == 8;
+    return m >= 64 && k % perRow == 0 &&
+           (op.getTransposeB() || eightBit || n % perRow == 0) &&
+           plan.getTileM() % 64 == 0 && plan.getTileN() % 64 == 0;
+  }
 
   void expand(PlannedMatmulOp op) {
     PrecisionPlanAttr plan = op.getPlan();
@@ -66,6 +87,16 @@ public:
       }
       qa = round(qa, p);
       qb = round(qb, p);
+      if (takesTiles(op, p)) {
+        // Only this precision's tiles, the scales in the epilogue.
+        results.push_back(TileMatmulOp::create(
+            b, loc, cType.clone(f32), qa, qb, op.getCodes(),
+            sa ? toAxis(sa, -2) : Value(), sb ? toAxis(sb, -1) : Value(),
+            b.getI64IntegerAttr(int64_t(results.size())),
+            b.getI64IntegerAttr(plan.getTileM()),
+            b.getI64IntegerAttr(plan.getTileN()), b.getBoolAttr(transB)));
+        continue;
+      }
       Type acc = p.isInteger(8) ? Type(b.getI32Type()) : f32;
       Value c = MatmulOp::create(b, loc, cType.clone(acc), qa, qb,
                                  b.getBoolAttr(transA), b.getBoolAttr(transB));
@@ -226,16 +257,18 @@ private:
 
   OpBuilder &b;
   Location loc;
+  bool tileKernels;
 };
 
 struct ExpandPrecisionPlans
     : mlir::tcc::impl::TccExpandPrecisionPlansBase<ExpandPrecisionPlans> {
+  using TccExpandPrecisionPlansBase::TccExpandPrecisionPlansBase;
   void runOnOperation() override {
     SmallVector<PlannedMatmulOp> ops;
     getOperation().walk([&](PlannedMatmulOp op) { ops.push_back(op); });
     for (PlannedMatmulOp op : ops) {
       OpBuilder b(op);
-      Expander(b, op.getLoc()).expand(op);
+      Expander(b, op.getLoc(), tileKernels).expand(op);
     }
   }
 };

@@ -536,7 +536,14 @@ def TccExpandPrecisionPlans
     f8 and i8 scaled per block by its largest magnitude first), a tcc.matmul
     of them accumulating in f32 (i32 for i8), the scales multiplied back,
     and a select of each tile's precision by its code (docs/precision.md).
+    With `tile-kernels` (sm_90a), a precision the wgmma template takes
+    becomes a tcc.tile_matmul instead: only its tiles computed, the scales
+    in the GEMM's epilogue.
   }];
+  let options = [
+    Option<"tileKernels", "tile-kernels", "bool", "false",
+           "Emit tcc.tile_matmul for the precisions the wgmma template takes">,
+  ];
   let dependentDialects = ["::mlir::tcc::TccDialect"];
 }
 

@@ -86,6 +86,12 @@ public:
 
   void build(Value aArg, Value bArg, Value biasArg, Value residualArg,
              Value cArg, Value rawArg);
+  /// p.mask: the tile codes and the scales (null where absent).
+  void setMask(Value codesArg, Value rowScaleArg, Value colScaleArg) {
+    codes = codesArg;
+    rowScale = rowScaleArg;
+    colScale = colScaleArg;
+  }
   /// s.tma: the tensor maps of A (im2col) and B (tiled), generic pointers
   /// to the kernel's by-value parameters.
   void setTensorMaps(Value a, Value b) {
@@ -139,6 +145,7 @@ private:
   Value descA, descB; // descriptors of stage 0's A and B tiles
   Value tid, wg, wgTid;
   Value blockM0, blockN0;
+  Value codes, rowScale, colScale; // p.mask's buffers
   Value batchA, batchB, batchC; // this block's matrix of each operand
   // Split-K (s.splitK > 1): c is the f32 partials, batchC this block's
   // split, kBase its first k-tile.
@@ -322,6 +329,30 @@ void KernelBuilder::epilogue(ValueRange acc) {
   // (epi.copyOut) the same again, for the second buffer.
   Value raw;
   auto finish = [&](Value v, Value row, Value col) {
+    if (p.mask) {
+      // A planned precision's tile: the i32 sum converted, the block
+      // scales multiplied in (row then column, in f32).
+      if (isa<IntegerType>(accElem))
+        v = arith::SIToFPOp::create(
+            b, loc, VectorType::get({2}, b.getF32Type()), v);
+      VectorType f2 = VectorType::get({2}, b.getF32Type());
+      if (rowScale) {
+        Value r = memref::LoadOp::create(b, loc, rowScale, ValueRange{row});
+        v = arith::MulFOp::create(
+            b, loc, v, vector::BroadcastOp::create(b, loc, f2, r));
+      }
+      if (colScale) {
+        // The pair's second column may lie past N (N odd): clamped, and
+        // then not stored.
+        Value c1 = arith::MinUIOp::create(b, loc, add(col, 1), cst(p.n - 1));
+        Value s0 = memref::LoadOp::create(b, loc, colScale, ValueRange{col});
+        Value s1 = memref::LoadOp::create(b, loc, colScale, ValueRange{c1});
+        v = arith::MulFOp::create(
+            b, loc, v,
+            vector::FromElementsOp::create(b, loc, f2, ValueRange{s0, s1}));
+      }
+      return v;
+    }
     if (epilogueOps)
       v = gemmEpilogue(epi, v, bias, residual, batchC, row, col, p.m, p.n,
                        epi.rawOut ? &raw : nullptr);
@@ -462,6 +493,20 @@ void KernelBuilder::build(Value aArg, Value bArg, Value biasArg,
                   tilesM, tilesN);
   blockM0 = mul(pidM, s.tileM);
   blockN0 = mul(pidN, s.tileN);
+  // A tile mask: blocks of another precision's tiles do nothing (the
+  // condition is the block's, so its barriers stay uniform).
+  scf::IfOp maskIf;
+  if (p.mask) {
+    Value at = add(mul(div(blockM0, p.mask->planTileM), p.mask->planGridN),
+                   div(blockN0, p.mask->planTileN));
+    Value code = memref::LoadOp::create(b, loc, codes, ValueRange{at});
+    Value mine = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::eq, code,
+        arith::ConstantOp::create(b, loc,
+                                  b.getI8IntegerAttr(int8_t(p.mask->code))));
+    maskIf = scf::IfOp::create(b, loc, mine, /*withElseRegion=*/false);
+    b.setInsertionPointToStart(maskIf.thenBlock());
+  }
   batchC = mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::z);
   batchA = p.aBatched ? batchC : cst(0);
   batchB = p.bBatched ? batchC : cst(0);
@@ -611,6 +656,8 @@ void KernelBuilder::build(Value aArg, Value bArg, Value biasArg,
   }
   NVVM::WgmmaWaitGroupSyncOp::create(b, loc, b.getI64IntegerAttr(0));
   epilogue(loop.getResults());
+  if (maskIf)
+    b.setInsertionPointAfter(maskIf);
 }
 
 } // namespace
@@ -647,7 +694,16 @@ static bool wgmmaShapeValid(const WgmmaProblem &p, const WgmmaSchedule &s,
                                  : "tf32") +
                 " needs B stored [N][K] (wgmma reads 8- and 32-bit operands "
                 "K-major only)");
-  if (i8) {
+  if (p.mask) {
+    if (!p.cType || !p.cType.isF32())
+      return fail("a tile-masked GEMM gives an f32 C");
+    if (p.batch != 1 || s.splitK != 1)
+      return fail("a tile-masked GEMM takes one matrix and no split-K");
+    if (p.mask->planTileM % s.tileM != 0 || p.mask->planTileN % s.tileN != 0)
+      return fail("the kernel tile must divide the plan's tile");
+    if (p.mask->planGridN != ceilDiv(p.n, p.mask->planTileN))
+      return fail("the plan's grid is not the output's");
+  } else if (i8) {
     // The i32 sums are exact; an f32 partial or output would round them.
     if (!p.cType || !p.cType.isInteger(32))
       return fail("i8 operands give an i32 C");
@@ -790,6 +846,20 @@ buildWgmmaKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module, StringRef name,
           : memref(p.aBatched, p.m, p.k, p.abType),
       p.transB ? memref(p.bBatched, p.n, p.k, p.abType)
                : memref(p.bBatched, p.k, p.n, p.abType)};
+  // A tile mask's codes and scales, after B.
+  if (p.mask) {
+    if (epilogue.biasType || epilogue.residualType || epilogue.relu ||
+        epilogue.secondOut())
+      return module.emitError("wgmma kernel: a tile mask takes no epilogue");
+    int64_t rows = ceilDiv(p.m, p.mask->planTileM);
+    args.push_back(MemRefType::get({rows * p.mask->planGridN},
+                                   b.getIntegerType(8)));
+    if (p.mask->rowScale)
+      args.push_back(MemRefType::get({p.m}, b.getF32Type()));
+    if (p.mask->colScale)
+      args.push_back(MemRefType::get({p.n}, b.getF32Type()));
+  }
+  unsigned maskArgs = unsigned(args.size()) - 2;
   // Split-K: the f32 partials, and the reduction applies the epilogue.
   GemmEpilogue epi = s.splitK > 1 ? GemmEpilogue() : epilogue;
   if (epi.biasType)
@@ -816,8 +886,14 @@ buildWgmmaKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module, StringRef name,
     kb.setTensorMaps(func.getArgument(nBuffers),
                      func.getArgument(nBuffers + 1));
   unsigned nC = nBuffers - (epi.secondOut() ? 2 : 1);
+  if (p.mask) {
+    unsigned next = 3;
+    Value rs = p.mask->rowScale ? func.getArgument(next++) : Value();
+    Value cs = p.mask->colScale ? func.getArgument(next++) : Value();
+    kb.setMask(func.getArgument(2), rs, cs);
+  }
   kb.build(func.getArgument(0), func.getArgument(1),
-           epi.biasType ? func.getArgument(2) : Value(),
+           epi.biasType ? func.getArgument(2 + maskArgs) : Value(),
            epi.residualType ? func.getArgument(nC - 1) : Value(),
            func.getArgument(nC),
            epi.secondOut() ? func.getArgument(nC + 1) : Value());

@@ -34,6 +34,7 @@
 #include "llvm/ADT/StringRef.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace tcc::gpu {
@@ -49,8 +50,19 @@ struct WgmmaProblem {
   /// K-major only).
   mlir::Type abType;
   /// f32, bf16 or f16, accumulated in f32; i32 for i8, accumulated exactly
-  /// in i32.
+  /// in i32 (f32 with a tile mask: the i32 sum converted).
   mlir::Type cType;
+  /// One precision of a planned matmul (tcc.tile_matmul): only the output
+  /// tiles of `planTileM` x `planTileN` whose code (an i8 buffer [grid rows
+  /// x `planGridN`], after B) is `code` are computed (other blocks exit),
+  /// multiplied by the row and column scales (f32 buffers [M] and [N] after
+  /// the codes) where given. One matrix, no split-K; C is f32; the kernel
+  /// tile must divide the plan's.
+  struct TileMask {
+    int64_t code = 0, planTileM = 0, planTileN = 0, planGridN = 0;
+    bool rowScale = false, colScale = false;
+  };
+  std::optional<TileMask> mask;
 };
 
 /// A block computes tileM x tileN of C with `warpgroups` warpgroups, each

@@ -179,6 +179,37 @@ def main():
                 fail('schedule %s: expected one error line with "%s", got rc %d: %s'
                      % (bad_knobs, what, rc, err.strip()))
         print('ok --schedule (applied; split-K reduced; unknown knob and bad tile refused)')
+
+        # --precision-plan-tiles (experimental): each precision the wgmma
+        # template takes is one tile-masked kernel, f32 a whole matmul.
+        path = os.path.join(d, 'planned.json')
+        m = model('planned', 'f32', 512, 256, 384, True)
+        m['nodes'][0]['attrs'].pop('out_dtype')
+        m['nodes'][0]['name'] = 'mm'
+        with open(path, 'w') as f:
+            json.dump(m, f)
+        plan = os.path.join(d, 'plan.json')
+        with open(plan, 'w') as f:
+            json.dump({'format': 'tcc-precision-plan', 'version': 1, 'matmuls': [
+                {'node': 'mm', 'tile': [128, 128], 'precisions': ['bf16', 'f8e4m3', 'i8', 'f32'],
+                 'tiles': [[0, 1, 2], [3, 0, 1], [2, 3, 0], [1, 2, 3]]}]}, f)
+        ptx = os.path.join(d, 'planned.ptx')
+        for extra in (['-o', bundle], ['--emit', 'asm', '-o', ptx]):
+            rc, _, err = run(args.tcc, 'compile', path, '--target', 'sm_90a', '--precision-plan',
+                             plan, '--precision-plan-tiles', *extra)
+            if rc:
+                fail('--precision-plan-tiles: %s' % err.strip())
+        ks = json.loads(run(args.tcc, 'inspect', bundle)[1])['kernels']
+        tiles = [k['name'] for k in ks if 'tile_matmul' in k['name'] and k.get('template') == 'wgmma']
+        if len(tiles) != 3:
+            fail('--precision-plan-tiles: %d tile-masked wgmma kernels, expected 3 (bf16, f8, i8): %s'
+                 % (len(tiles), [k['name'] for k in ks]))
+        if args.ptxas:
+            rc, _, err = run(args.ptxas, '-arch=sm_90a', '-v', ptx, '-o', os.devnull)
+            spills = [int(x) for x in re.findall(r'(\d+) bytes spill stores', err)]
+            if rc or any(spills):
+                fail('--precision-plan-tiles: ptxas rc %d, spills %s' % (rc, spills))
+        print('ok --precision-plan-tiles (3 tile-masked wgmma kernels, f32 whole)')
     print('all passed')
 
 

@@ -68,3 +68,21 @@ func.func @int8(%a: tensor<3x40x32xf32>, %b: tensor<50x32xf32>, %codes: tensor<2
   %c = tcc.planned_matmul %a, %b, %codes {plan = #tcc.precision_plan<tile = [32, 64], precisions = [i8]>, transpose_b = true} : tensor<3x40x32xf32>, tensor<50x32xf32>, tensor<2x1xi8> -> tensor<3x40x50xf32>
   return %c : tensor<3x40x50xf32>
 }
+
+// -----
+
+// With tile-kernels (sm_90a): the precisions the wgmma template takes
+// become tcc.tile_matmul, each computing only its code's tiles, the block
+// scales (row [M, 1], column [1, N]) in its epilogue; bf16 is unscaled.
+// f32 stays a whole matmul (wgmma's f32 is tf32). The select is the same.
+// RUN: tcc-opt %s --split-input-file --tcc-expand-precision-plans="tile-kernels=true" | FileCheck %s --check-prefix=TILES
+// TILES-LABEL: func.func @tiles
+// TILES: %[[BF:.*]] = tcc.tile_matmul %{{.*}}, %{{.*}}, %arg2 {code = 0 : i64, tile_m = 128 : i64, tile_n = 128 : i64, transpose_b = true} : tensor<256x64xbf16>, tensor<200x64xbf16>, tensor<2x2xi8> -> tensor<256x200xf32>
+// TILES: %[[F8:.*]] = tcc.tile_matmul %{{.*}}, %{{.*}}, %arg2 row_scale %{{.*}} col_scale %{{.*}} {code = 1 : i64, tile_m = 128 : i64, tile_n = 128 : i64, transpose_b = true} : tensor<256x64xf8E4M3FN>, tensor<200x64xf8E4M3FN>, tensor<2x2xi8>, tensor<256x1xf32>, tensor<1x200xf32> -> tensor<256x200xf32>
+// TILES: %[[F32:.*]] = tcc.matmul %{{.*}}, %{{.*}} {transpose_b = true} : tensor<256x64xf32>, tensor<200x64xf32> -> tensor<256x200xf32>
+// TILES: tcc.select {{.*}}, %[[F8]], %[[F32]]
+// TILES: tcc.select {{.*}}, %[[BF]], %{{.*}}
+func.func @tiles(%a: tensor<256x64xf32>, %b: tensor<200x64xf32>, %codes: tensor<2x2xi8>) -> tensor<256x200xf32> {
+  %c = tcc.planned_matmul %a, %b, %codes {plan = #tcc.precision_plan<tile = [128, 128], precisions = [bf16, f8E4M3FN, f32]>, transpose_b = true} : tensor<256x64xf32>, tensor<200x64xf32>, tensor<2x2xi8> -> tensor<256x200xf32>
+  return %c : tensor<256x200xf32>
+}

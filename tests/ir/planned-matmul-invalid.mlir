@@ -42,3 +42,19 @@ func.func @dtype(%a: tensor<100x64xbf16>, %b: tensor<64x70xbf16>, %codes: tensor
   %c = tcc.planned_matmul %a, %b, %codes {plan = #tcc.precision_plan<tile = [64, 64], precisions = [bf16]>} : tensor<100x64xbf16>, tensor<64x70xbf16>, tensor<2x2xi8> -> tensor<100x70xf32>
   return %c : tensor<100x70xf32>
 }
+
+// -----
+
+func.func @tile_grid(%a: tensor<256x64xbf16>, %b: tensor<200x64xbf16>, %codes: tensor<2x1xi8>) -> tensor<256x200xf32> {
+  // expected-error @+1 {{codes should be the tile grid [2, 2], not [2, 1]}}
+  %c = tcc.tile_matmul %a, %b, %codes {code = 0 : i64, tile_m = 128 : i64, tile_n = 128 : i64, transpose_b = true} : tensor<256x64xbf16>, tensor<200x64xbf16>, tensor<2x1xi8> -> tensor<256x200xf32>
+  return %c : tensor<256x200xf32>
+}
+
+// -----
+
+func.func @tile_scale(%a: tensor<256x64xbf16>, %b: tensor<200x64xbf16>, %codes: tensor<2x2xi8>, %s: tensor<1x256xf32>) -> tensor<256x200xf32> {
+  // expected-error @+1 {{row_scale should be [M, 1]}}
+  %c = tcc.tile_matmul %a, %b, %codes row_scale %s {code = 0 : i64, tile_m = 128 : i64, tile_n = 128 : i64, transpose_b = true} : tensor<256x64xbf16>, tensor<200x64xbf16>, tensor<2x2xi8>, tensor<1x256xf32> -> tensor<256x200xf32>
+  return %c : tensor<256x200xf32>
+}

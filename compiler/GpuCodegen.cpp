@@ -933,7 +933,13 @@ std::optional<MatmulUse> takeMatmul(func::FuncOp f,
 /// (tcc-expand-precision-plans made it only where the wgmma template takes
 /// it: addMatmulLaunch builds the template with its tile mask).
 std::optional<MatmulUse> takeTileMatmul(func::FuncOp f) {
-  auto tm = dyn_cast<mlir::tcc::TileMatmulOp>(&f.getBody().front().front());
+  mlir::tcc::TileMatmulOp tm;
+  for (Operation &op : f.getBody().front())
+    if (auto t = dyn_cast<mlir::tcc::TileMatmulOp>(op)) {
+      if (tm)
+        return std::nullopt;
+      tm = t;
+    }
   if (!tm)
     return std::nullopt;
   auto argOf = [](Value v) {

@@ -53,8 +53,8 @@ public:
     auto aTy = cast<RankedTensorType>(op.getA().getType());
     auto bTy = cast<RankedTensorType>(op.getB().getType());
     PrecisionPlanAttr plan = op.getPlan();
-    if (!tileKernels || p.isF32() || aTy.getRank() != 2 ||
-        bTy.getRank() != 2 || op.getTransposeA())
+    if (!tileKernels || p.isF32() || aTy.getRank() != 2 || bTy.getRank() != 2 ||
+        op.getTransposeA())
       return false;
     int64_t m = aTy.getDimSize(0), k = aTy.getDimSize(1);
     int64_t n = op.getTransposeB() ? bTy.getDimSize(0) : bTy.getDimSize(1);

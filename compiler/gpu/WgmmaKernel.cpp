@@ -333,13 +333,13 @@ void KernelBuilder::epilogue(ValueRange acc) {
       // A planned precision's tile: the i32 sum converted, the block
       // scales multiplied in (row then column, in f32).
       if (isa<IntegerType>(accElem))
-        v = arith::SIToFPOp::create(
-            b, loc, VectorType::get({2}, b.getF32Type()), v);
+        v = arith::SIToFPOp::create(b, loc,
+                                    VectorType::get({2}, b.getF32Type()), v);
       VectorType f2 = VectorType::get({2}, b.getF32Type());
       if (rowScale) {
         Value r = memref::LoadOp::create(b, loc, rowScale, ValueRange{row});
-        v = arith::MulFOp::create(
-            b, loc, v, vector::BroadcastOp::create(b, loc, f2, r));
+        v = arith::MulFOp::create(b, loc, v,
+                                  vector::BroadcastOp::create(b, loc, f2, r));
       }
       if (colScale) {
         // The pair's second column may lie past N (N odd): clamped, and
@@ -852,8 +852,8 @@ buildWgmmaKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module, StringRef name,
         epilogue.secondOut())
       return module.emitError("wgmma kernel: a tile mask takes no epilogue");
     int64_t rows = ceilDiv(p.m, p.mask->planTileM);
-    args.push_back(MemRefType::get({rows * p.mask->planGridN},
-                                   b.getIntegerType(8)));
+    args.push_back(
+        MemRefType::get({rows * p.mask->planGridN}, b.getIntegerType(8)));
     if (p.mask->rowScale)
       args.push_back(MemRefType::get({p.m}, b.getF32Type()));
     if (p.mask->colScale)

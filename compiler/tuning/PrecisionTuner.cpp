@@ -285,8 +285,8 @@ public:
                  bool expanded = false) const {
     double t = 0;
     std::vector<bool> used(precs.size(), false);
-    double whole = 2.0 * double(p.m) * double(p.n) * double(p.k) *
-                   double(p.batch);
+    double whole =
+        2.0 * double(p.m) * double(p.n) * double(p.k) * double(p.batch);
     for (int64_t I = 0; I < gm; ++I)
       for (int64_t J = 0; J < gn; ++J) {
         const Precision *q = precs[size_t(codes[size_t(I * gn + J)])];
@@ -1040,8 +1040,8 @@ int tunePrecision(ImportedModel &model, const std::string &modelPath,
     auto line = [&](const std::string &what, const Plan &pl) {
       out << "  " << what << ": " << fmt(pl.seconds * 1e6, "%.2f")
           << " us (model; as run today "
-          << fmt(planner.seconds(pl.codes, true) * 1e6, "%.2f")
-          << "), error " << fmt(pl.error)
+          << fmt(planner.seconds(pl.codes, true) * 1e6, "%.2f") << "), error "
+          << fmt(pl.error)
           << (heldOut ? ", held out " + fmt(heldErr(pl.codes)) : "")
           << (pl.error <= o.errorBudget ? "" : "  (over the budget)") << "\n";
     };

@@ -25,7 +25,6 @@ NumPy, or torch on the GPU) and, with --time, times them against torch
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -34,6 +33,8 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, 'tests', 'e2e'))
 import e2elib as L  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, 'bench'))
+from precision_apps import plan_and_compile, run  # noqa: E402
 
 K = 10
 DB_INIT = {'random': 'normal', 'mean': 0.0, 'std': 1.0, 'seed': 17}
@@ -79,10 +80,6 @@ def queries(x, q, seed):
     return (rows + 0.5 * rng.standard_normal(rows.shape)).astype(np.float32)
 
 
-def run(*args, timeout=3600):
-    p = subprocess.run(list(args), capture_output=True, text=True, timeout=timeout)
-    return p.returncode, p.stdout, p.stderr
-
 
 def prepare(args):
     os.makedirs(args.out, exist_ok=True)
@@ -95,19 +92,7 @@ def prepare(args):
     os.makedirs(cal, exist_ok=True)
     for i in range(3):
         np.save(os.path.join(cal, 'q.%d.npy' % i), queries(x, args.queries, 100 + i))
-    plan = os.path.join(args.out, 'plan.json')
-    rc, out, err = run(args.tcc, 'tune-precision', path, '--calibration', cal,
-                       '--error-budget', str(args.budget), '-o', plan,
-                       '--report', os.path.join(args.out, 'report'), '--search-seconds', '2')
-    print(out.strip())
-    if rc:
-        sys.exit('tune-precision failed: ' + err.strip())
-    for name, extra in (('planned', ['--precision-plan', plan]), ('plain', [])):
-        rc, _, err = run(args.tcc, 'compile', path, '--target', args.target,
-                         '--param-recipes=keep', '-o', os.path.join(args.out, name + '.tccb'),
-                         *extra)
-        if rc:
-            sys.exit('compile %s failed: %s' % (name, err.strip()))
+    plan_and_compile(args.tcc, path, cal, args.out, args.budget, args.target, 2)
     with open(os.path.join(args.out, 'knn-manifest.json'), 'w') as f:
         json.dump({'n': args.n, 'd': args.d, 'queries': args.queries,
                    'candidates': args.candidates, 'budget': args.budget,

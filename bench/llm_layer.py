@@ -20,7 +20,6 @@ the same process.
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -29,6 +28,8 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, 'tests', 'e2e'))
 import e2elib as L  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, 'bench'))
+from precision_apps import plan_and_compile, run  # noqa: E402
 
 MATS = ('wq', 'wk', 'wv', 'wo', 'wgate', 'wup', 'wdown')
 
@@ -122,10 +123,6 @@ def activations(t, h, seed):
     return x.astype(np.float32)
 
 
-def run(*args, timeout=3600):
-    p = subprocess.run(list(args), capture_output=True, text=True, timeout=timeout)
-    return p.returncode, p.stdout, p.stderr
-
 
 def prepare(args):
     os.makedirs(args.out, exist_ok=True)
@@ -136,19 +133,7 @@ def prepare(args):
     os.makedirs(cal, exist_ok=True)
     for i in range(3):
         np.save(os.path.join(cal, 'x.%d.npy' % i), activations(args.tokens, args.hidden, 200 + i))
-    plan = os.path.join(args.out, 'plan.json')
-    rc, out, err = run(args.tcc, 'tune-precision', path, '--calibration', cal,
-                       '--error-budget', str(args.budget), '-o', plan,
-                       '--report', os.path.join(args.out, 'report'), '--search-seconds', '1')
-    print(out.strip())
-    if rc:
-        sys.exit('tune-precision failed: ' + err.strip())
-    for name, extra in (('planned', ['--precision-plan', plan]), ('plain', [])):
-        rc, _, err = run(args.tcc, 'compile', path, '--target', args.target,
-                         '--param-recipes=keep', '-o', os.path.join(args.out, name + '.tccb'),
-                         *extra)
-        if rc:
-            sys.exit('compile %s failed: %s' % (name, err.strip()))
+    plan_and_compile(args.tcc, path, cal, args.out, args.budget, args.target, 1)
     with open(os.path.join(args.out, 'llm-manifest.json'), 'w') as f:
         json.dump({'tokens': args.tokens, 'hidden': args.hidden, 'heads': args.heads,
                    'ffn': args.ffn, 'budget': args.budget, 'target': args.target}, f)

@@ -1435,6 +1435,25 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
     plan.launches.insert(plan.launches.begin() + 1,
                          deviceLaunch(rsym, r, std::move(args)));
   };
+  // B [K][N] transposed into scratch first (tf32 and 8-bit operands: wgmma
+  // reads them K-major only), its launch in front; the template's reads the
+  // copy, the first scratch buffer.
+  auto prependTransposeB = [&] {
+    for (::tcc::DeviceLaunch &other : plan.launches)
+      for (int *a : launchBufferRefs(other))
+        if (*a >= numBuffers)
+          ++*a;
+    int64_t bb = mp.bBatched ? mp.batch : 1;
+    plan.scratchBytes.insert(plan.scratchBytes.begin(),
+                             uint64_t(bb * mp.k * mp.n) *
+                                 (mp.bType.getIntOrFloatBitWidth() / 8));
+    plan.launches.front().args[1] = numBuffers;
+    std::string tsym = name + "_transpose_b";
+    ::tcc::gpu::KernelLaunch t = ::tcc::gpu::buildTransposeKernel(
+        b, gpuModule, tsym, bb, mp.k, mp.n, mp.bType);
+    plan.launches.insert(plan.launches.begin(),
+                         deviceLaunch(tsym, t, {int(use.bArg), numBuffers}));
+  };
   if (use.region) {
     symbol = name + "_region";
     launch = ::tcc::gpu::buildRegionKernel(b, gpuModule, symbol, *use.region,
@@ -1479,21 +1498,8 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
     if (use.colScaleArg >= 0)
       operands.push_back(use.colScaleArg);
     placeLaunch(l, operands);
-    if (tps.transposeB) {
-      for (::tcc::DeviceLaunch &other : plan.launches)
-        for (int *a : launchBufferRefs(other))
-          if (*a >= numBuffers)
-            ++*a;
-      plan.scratchBytes.insert(plan.scratchBytes.begin(),
-                               uint64_t(mp.k * mp.n) *
-                                   (mp.bType.getIntOrFloatBitWidth() / 8));
-      plan.launches.front().args[1] = numBuffers;
-      std::string tsym = name + "_transpose_b";
-      ::tcc::gpu::KernelLaunch t = ::tcc::gpu::buildTransposeKernel(
-          b, gpuModule, tsym, 1, mp.k, mp.n, mp.bType);
-      plan.launches.insert(plan.launches.begin(),
-                           deviceLaunch(tsym, t, {int(use.bArg), numBuffers}));
-    }
+    if (tps.transposeB)
+      prependTransposeB();
     return success();
   }
   if (use.depthwise) {
@@ -1730,25 +1736,6 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
   l.tuned = tuned;
   l.signatureJson = matmulSignature(mp).dump();
   l.tuningKernel = "matmul";
-  // Puts B's transpose in front: its buffer is the first scratch one.
-  auto addTranspose = [&] {
-    if (!transposeB)
-      return;
-    for (::tcc::DeviceLaunch &other : plan.launches)
-      for (int *a : launchBufferRefs(other))
-        if (*a >= numBuffers)
-          ++*a;
-    int64_t bb = mp.bBatched ? mp.batch : 1;
-    plan.scratchBytes.insert(plan.scratchBytes.begin(),
-                             uint64_t(bb * mp.k * mp.n) *
-                                 (mp.bType.getIntOrFloatBitWidth() / 8));
-    plan.launches.front().args[1] = numBuffers;
-    std::string tsym = name + "_transpose_b";
-    ::tcc::gpu::KernelLaunch t = ::tcc::gpu::buildTransposeKernel(
-        b, gpuModule, tsym, bb, mp.k, mp.n, mp.bType);
-    plan.launches.insert(plan.launches.begin(),
-                         deviceLaunch(tsym, t, {int(use.bArg), numBuffers}));
-  };
   placeLaunch(l, {int(use.aArg), int(use.bArg)});
   // A wgmma split-K (a tuning record's or a --schedule's) writes f32
   // partials too, which the same reduction kernel sums into C.
@@ -1758,7 +1745,8 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
     split.splitK = ws.splitK;
   }
   addSplitK(split, ::tcc::gpu::GemmEpilogue(), {});
-  addTranspose();
+  if (transposeB)
+    prependTransposeB();
   return success();
 }
 

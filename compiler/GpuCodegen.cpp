@@ -26,6 +26,7 @@
 #include "compiler/gpu/WgmmaKernel.h"
 #include "ir/TccAttrs.h"
 #include "ir/TccOps.h"
+#include "passes/ScalarForm.h"
 #include "runtime/src/FileIO.h"
 
 #include "mlir/Dialect/DLTI/DLTI.h"
@@ -35,6 +36,7 @@
 #include "mlir/Dialect/LLVMIR/ROCDLDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Target/LLVMIR/Export.h"
@@ -255,6 +257,10 @@ struct MatmulUse {
   /// the arguments of the codes and the scales (-1: none).
   std::optional<::tcc::gpu::WgmmaProblem::TileMask> tileMask;
   int codesArg = -1, rowScaleArg = -1, colScaleArg = -1;
+  /// A matmul whose kernel's elementwise code after it the template applies
+  /// (absorbEpilogue): the code, and the kernel arguments it reads.
+  ::tcc::gpu::GemmEpilogue epilogue;
+  std::vector<int> epilogueArgs;
 };
 
 /// Marks `f` as computed whole by the template (`direct`), or cuts `op`
@@ -849,8 +855,182 @@ TemplateProblems templateProblems(const ::tcc::gpu::MatmulProblem &mp,
 /// matmul out of `f` as MatmulUse says.
 std::optional<MatmulUse> takeTileMatmul(func::FuncOp f);
 
+/// Whether tensor shape `from` broadcasts to `to` (NumPy rules).
+bool broadcastsTo(ArrayRef<int64_t> from, ArrayRef<int64_t> to) {
+  if (from.size() > to.size())
+    return false;
+  size_t lead = to.size() - from.size();
+  for (auto [i, d] : llvm::enumerate(from))
+    if (d != 1 && d != to[lead + i])
+      return false;
+  return true;
+}
+
+/// The most buffers an absorbed epilogue reads (kernel parameters stay few).
+constexpr size_t kMaxEpilogueBuffers = 8;
+
+/// Absorbs into `use` (the template of `mm`, the GEMM `p`) the rest of
+/// kernel `f` when it is elementwise code on mm's result returning one
+/// tensor of C's shape: scales per row, column or tensor, a bias, an
+/// activation, a cast, reading `f`'s arguments that broadcast to C and
+/// splat constants. The template then applies it per element before its
+/// store (GemmEpilogue::elementFn) and computes `f` whole: C makes no round
+/// trip through memory and no second kernel runs. Each op computes as the
+/// generic kernels compute it (buildElementwiseScalar), on the accumulator
+/// rounded to the matmul's dtype: the same values, one kernel fewer. The
+/// code is read from a copy of `f` in `holder`, which must outlive the
+/// template's building.
+bool absorbEpilogue(func::FuncOp f, mlir::tcc::MatmulOp mm,
+                    const ::tcc::gpu::MatmulProblem &p, ModuleOp holder,
+                    MatmulUse &use) {
+  Block &body = f.getBody().front();
+  if (f.getNumResults() != 1)
+    return false;
+  Value acc = mm.getResult(), root = body.getTerminator()->getOperand(0);
+  auto cTy = cast<RankedTensorType>(acc.getType());
+  auto rootTy = dyn_cast<RankedTensorType>(root.getType());
+  if (root == acc || !rootTy || rootTy.getShape() != cTy.getShape())
+    return false;
+  Type outType = rootTy.getElementType();
+  if (!(outType.isF32() || outType.isBF16() || outType.isF16() ||
+        outType.isInteger(32)))
+    return false;
+  ArrayRef<int64_t> shape = cTy.getShape();
+  std::vector<int> args;
+  for (Operation &op : body.without_terminator()) {
+    if (&op == mm.getOperation())
+      continue;
+    if (op.getNumResults() != 1 || !(isa<mlir::tcc::ConstantOp>(op) ||
+                                     mlir::tcc::hasElementwiseScalar(&op)))
+      return false;
+    auto t = dyn_cast<RankedTensorType>(op.getResult(0).getType());
+    if (!t || !broadcastsTo(t.getShape(), shape))
+      return false;
+    if (isa<mlir::tcc::ConstantOp>(op)) {
+      if (!mlir::tcc::constantValue(op.getResult(0)))
+        return false; // not a splat
+      continue;
+    }
+    for (Value v : op.getOperands()) {
+      auto arg = dyn_cast<BlockArgument>(v);
+      if (!arg)
+        continue;
+      auto at = dyn_cast<RankedTensorType>(arg.getType());
+      if (!at || !broadcastsTo(at.getShape(), shape) ||
+          isa<ComplexType>(at.getElementType()))
+        return false;
+      if (!llvm::is_contained(args, int(arg.getArgNumber())))
+        args.push_back(int(arg.getArgNumber()));
+    }
+  }
+  if (args.size() > kMaxEpilogueBuffers)
+    return false;
+  // The code, read from a copy that outlives `f` (templates are built after
+  // the kernels' functions are gone).
+  IRMapping map;
+  auto copy = cast<func::FuncOp>(f->clone(map));
+  holder.getBody()->push_back(copy);
+  Value accCopy = map.lookup(acc), rootCopy = map.lookup(root);
+  SmallVector<Value> argCopies;
+  for (int a : args)
+    argCopies.push_back(copy.getArgument(unsigned(a)));
+  int64_t m = p.m, n = p.n, rank = int64_t(shape.size());
+  SmallVector<int64_t> dims(shape.begin(), shape.end());
+  ::tcc::gpu::GemmEpilogue &epi = use.epilogue;
+  epi.outType = outType;
+  for (int a : args) {
+    auto t = cast<RankedTensorType>(f.getArgument(unsigned(a)).getType());
+    epi.captured.push_back(MemRefType::get(t.getShape(), t.getElementType()));
+  }
+  epi.elementFn = [=](OpBuilder &b, Location loc, Value accV, Value batch,
+                      Value row, Value col, ValueRange captured) -> Value {
+    auto index = [&](Value v) -> Value {
+      return v.getType().isIndex()
+                 ? v
+                 : arith::IndexCastUIOp::create(b, loc, b.getIndexType(), v)
+                       .getResult();
+    };
+    auto cIdx = [&](int64_t v) -> Value {
+      return arith::ConstantIndexOp::create(b, loc, v);
+    };
+    auto minU = [&](Value v, int64_t hi) -> Value {
+      return arith::MinUIOp::create(b, loc, v, cIdx(hi));
+    };
+    // C's indices: the flat row (the leading axes and M) unflattened, then
+    // the column; clamped, for tile elements past C's edges.
+    Value flat = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, index(batch), cIdx(m)),
+        minU(index(row), m - 1));
+    SmallVector<Value> idx(rank);
+    idx[rank - 1] = minU(index(col), n - 1);
+    int64_t stride = 1;
+    for (int64_t d = rank - 2; d >= 0; --d) {
+      Value q =
+          stride == 1
+              ? flat
+              : arith::DivUIOp::create(b, loc, flat, cIdx(stride)).getResult();
+      idx[d] =
+          d == 0 ? q
+                 : arith::RemUIOp::create(b, loc, q, cIdx(dims[d])).getResult();
+      stride *= dims[d];
+    }
+    Value zero = cIdx(0);
+    llvm::DenseMap<Value, Value> values;
+    // The accumulator (f32, or i8's i32) as the matmul's dtype rounds it.
+    Type accElem = cast<RankedTensorType>(accCopy.getType()).getElementType();
+    if (accElem != accV.getType())
+      accV = arith::TruncFOp::create(b, loc, accElem, accV);
+    values[accCopy] = accV;
+    std::function<Value(Value)> get = [&](Value v) -> Value {
+      if (auto it = values.find(v); it != values.end())
+        return it->second;
+      auto t = cast<RankedTensorType>(v.getType());
+      Type elem = t.getElementType();
+      Value r;
+      if (auto *it = llvm::find(argCopies, v); it != argCopies.end()) {
+        // Its element at C's indices, broadcast (NumPy: aligned at the last
+        // axis; axes of size 1 read index 0).
+        SmallVector<Value> at;
+        for (auto [j, size] : llvm::enumerate(t.getShape()))
+          at.push_back(size == 1 ? zero : idx[j + rank - t.getRank()]);
+        r = memref::LoadOp::create(b, loc, captured[it - argCopies.begin()],
+                                   at);
+      } else if (auto c = v.getDefiningOp<mlir::tcc::ConstantOp>()) {
+        // A splat (absorbEpilogue checked): its element, of `elem`.
+        Attribute a = c.getValue();
+        if (auto dense = dyn_cast<DenseElementsAttr>(a))
+          a = dense.getSplatValue<Attribute>();
+        auto typed = dyn_cast<TypedAttr>(a);
+        if (!typed || typed.getType() != elem) {
+          double x = *mlir::tcc::constantValue(v);
+          typed = isa<FloatType>(elem)
+                      ? TypedAttr(b.getFloatAttr(elem, x))
+                      : TypedAttr(b.getIntegerAttr(elem, int64_t(x)));
+        }
+        r = arith::ConstantOp::create(b, loc, typed);
+      } else {
+        Operation *op = v.getDefiningOp();
+        SmallVector<Value> in;
+        for (Value o : op->getOperands())
+          in.push_back(get(o));
+        r = mlir::tcc::buildElementwiseScalar(b, loc, op, in);
+      }
+      values[v] = r;
+      return r;
+    };
+    return get(rootCopy);
+  };
+  use.epilogueArgs = std::move(args);
+  use.numOperands = f.getNumArguments();
+  use.numResults = 1;
+  use.direct = true;
+  f->setAttr("tcc.template", UnitAttr::get(f.getContext()));
+  return true;
+}
+
 std::optional<MatmulUse> takeMatmul(func::FuncOp f,
-                                    const ::tcc::GpuOptions &options) {
+                                    const ::tcc::GpuOptions &options,
+                                    ModuleOp epilogues) {
   auto kind = f->getAttrOfType<StringAttr>("tcc.kind");
   if (kind && kind.getValue() == "tile_matmul")
     return takeTileMatmul(f);
@@ -925,7 +1105,8 @@ std::optional<MatmulUse> takeMatmul(func::FuncOp f,
   use.problem = p;
   use.aArg = aArg.getArgNumber();
   use.bArg = bArg.getArgNumber();
-  cutTemplateOp(f, mm, use);
+  if (!(options.matmulEpilogues && absorbEpilogue(f, mm, p, epilogues, use)))
+    cutTemplateOp(f, mm, use);
   return use;
 }
 
@@ -1712,9 +1893,11 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
       return gpuModule.emitError("kernel ") << name << ": " << error;
     useWgmma = true;
   }
+  const ::tcc::gpu::GemmEpilogue &epi = use.epilogue;
   if (useWgmma) {
     symbol = name + "_wgmma";
-    launch = ::tcc::gpu::buildWgmmaKernel(b, gpuModule, symbol, wp, ws);
+    launch = ::tcc::gpu::buildWgmmaKernel(b, gpuModule, symbol, wp, ws, nullptr,
+                                          epi);
   } else {
     if (!tuned) {
       schedule = ::tcc::gpu::chooseMatmulSchedule(tp, target);
@@ -1725,7 +1908,8 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
         return gpuModule.emitError("kernel ") << name << ": " << error;
     }
     symbol = name + "_mma";
-    launch = ::tcc::gpu::buildMatmulKernel(b, gpuModule, symbol, tp, schedule);
+    launch =
+        ::tcc::gpu::buildMatmulKernel(b, gpuModule, symbol, tp, schedule, epi);
   }
   if (failed(launch))
     return failure();
@@ -1736,7 +1920,6 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
   l.tuned = tuned;
   l.signatureJson = matmulSignature(mp).dump();
   l.tuningKernel = "matmul";
-  placeLaunch(l, {int(use.aArg), int(use.bArg)});
   // A wgmma split-K (a tuning record's or a --schedule's) writes f32
   // partials too, which the same reduction kernel sums into C.
   ::tcc::gpu::MatmulSchedule split = schedule;
@@ -1744,7 +1927,15 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
     split = ::tcc::gpu::MatmulSchedule();
     split.splitK = ws.splitK;
   }
-  addSplitK(split, ::tcc::gpu::GemmEpilogue(), {});
+  // The absorbed epilogue's buffers go to the kernel that applies it: the
+  // GEMM, or the reduction of its split-K partials.
+  bool reduced = split.splitK > 1 && !split.clusterSplitK;
+  std::vector<int> operands = {int(use.aArg), int(use.bArg)};
+  if (!reduced)
+    operands.insert(operands.end(), use.epilogueArgs.begin(),
+                    use.epilogueArgs.end());
+  placeLaunch(l, operands);
+  addSplitK(split, epi, use.epilogueArgs);
   if (transposeB)
     prependTransposeB();
   return success();
@@ -1773,6 +1964,9 @@ LogicalResult compileGpuKernels(ModuleOp module, const GpuOptions &options,
   // pipeline) are built here, from the op on tensors, and join the other
   // device functions after outlining.
   OwningOpRef<ModuleOp> templates = ModuleOp::create(module.getLoc());
+  // Copies of kernels whose elementwise code a GEMM template absorbs
+  // (absorbEpilogue): read when the template is built.
+  OwningOpRef<ModuleOp> epilogues = ModuleOp::create(module.getLoc());
   OpBuilder tb = OpBuilder::atBlockEnd(templates->getBody());
   auto attentionModule =
       mlir::gpu::GPUModuleOp::create(tb, module.getLoc(), "tcc_attention");
@@ -1808,7 +2002,8 @@ LogicalResult compileGpuKernels(ModuleOp module, const GpuOptions &options,
           matmuls[f.getSymName()] = *use;
         else if (!why.empty())
           f.emitWarning("region group runs unfused: ") << why;
-        else if (std::optional<MatmulUse> use = takeMatmul(f, options))
+        else if (std::optional<MatmulUse> use =
+                     takeMatmul(f, options, *epilogues))
           matmuls[f.getSymName()] = *use;
         else if (std::optional<MatmulUse> use = takeConv(f, options))
           matmuls[f.getSymName()] = *use;

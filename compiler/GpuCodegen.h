@@ -42,6 +42,10 @@ struct GpuOptions {
   /// Convolutions on the wgmma template copy their operands by TMA (an
   /// im2col map for the input) where the shapes allow.
   bool convTma = true;
+  /// A matmul's elementwise code after it (scales, bias, activation, cast)
+  /// runs in the GEMM template's epilogue, where it is all the rest of the
+  /// matmul's kernel.
+  bool matmulEpilogues = true;
   /// Compute attention chains (matmul, score changes, softmax, matmul) with
   /// the fused attention template (compiler/gpu/AttentionKernel.cpp).
   bool attention = true;

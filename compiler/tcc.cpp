@@ -143,6 +143,12 @@ static cl::opt<bool> gpuConvTma(
              "(an im2col tensor map) and weights by TMA where the shapes "
              "allow (sm_90a; default on; =false for cp.async copies)"),
     cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
+static cl::opt<bool> gpuMatmulEpilogues(
+    "gpu-matmul-epilogues", cl::init(true),
+    cl::desc("A matmul's elementwise code after it (scales, bias, "
+             "activation, cast) runs in the GEMM template's epilogue "
+             "(NVIDIA; default on; =false for a kernel of its own)"),
+    cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
 static cl::opt<bool> gpuAttention(
     "gpu-attention", cl::init(true),
     cl::desc("Attention chains as one fused attention kernel (NVIDIA, AMD; "
@@ -485,6 +491,7 @@ static bool compilePath(const std::string &path,
   options.gpu.rowFusion = gpuRowFusion;
   options.gpu.concatInPlace = gpuConcatInPlace;
   options.gpu.convTma = gpuConvTma;
+  options.gpu.matmulEpilogues = gpuMatmulEpilogues;
   options.gpu.attention = gpuAttention;
   options.gpu.timing = &timing;
   options.fusion = fusionMode;

@@ -118,6 +118,31 @@ Value GemmParts::gemmEpilogue(const GemmEpilogue &epi, Value vals, Value bias,
   return vals;
 }
 
+Value applyElementFn(OpBuilder &b, Location loc, const GemmEpilogue &epi,
+                     Value vals, ValueRange captured, Value batch, Value row,
+                     Value col) {
+  auto vt = cast<VectorType>(vals.getType());
+  SmallVector<Value> out;
+  for (int64_t i = 0, e = vt.getNumElements(); i < e; ++i) {
+    Value acc = vector::ExtractOp::create(b, loc, vals, ArrayRef<int64_t>{i});
+    Value c = col;
+    if (i)
+      c = arith::AddIOp::create(
+          b, loc, col,
+          arith::ConstantOp::create(b, loc,
+                                    b.getIntegerAttr(col.getType(), i)));
+    out.push_back(epi.elementFn(b, loc, acc, batch, row, c, captured));
+  }
+  Value v = vector::FromElementsOp::create(
+      b, loc, VectorType::get({vt.getNumElements()}, out[0].getType()), out);
+  // Rounded once, where it is stored (f32 code, a 16-bit C).
+  Type st = epi.outType;
+  if (st != out[0].getType())
+    v = arith::TruncFOp::create(b, loc,
+                                VectorType::get({vt.getNumElements()}, st), v);
+  return v;
+}
+
 MemRefType gemmOutBufferType(const GemmEpilogue &epi, int64_t batch, int64_t m,
                              int64_t n, Type t) {
   int64_t phases = epi.shuffleH * epi.shuffleW;
@@ -175,6 +200,16 @@ SmallVector<Value, 3> gemmOutIndices(OpBuilder &b, Location loc,
 
 bool gemmOutputsValid(const GemmEpilogue &epi, int64_t m, int64_t n,
                       std::string &why) {
+  if (epi.elementFn) {
+    Type t = epi.outType;
+    if (epi.biasType || epi.residualType || epi.relu || epi.secondOut() ||
+        epi.shuffled() || epi.outStride ||
+        !(t && (t.isF32() || t.isBF16() || t.isF16() || t.isInteger(32)))) {
+      why = "elementwise epilogue code stores f32, bf16, f16 or i32 to a C "
+            "of its own, with nothing else in the epilogue";
+      return false;
+    }
+  }
   if (epi.rawOut && (!epi.relu || epi.outStride)) {
     why = "a raw output needs a ReLU and no output slice";
     return false;

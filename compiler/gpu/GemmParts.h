@@ -15,6 +15,15 @@
 
 namespace tcc::gpu {
 
+/// `vals` (a vector of accumulators of C row `row`, columns col..col+L-1 of
+/// batch `batch`) through epi.elementFn, element by element, rounded to
+/// epi.outType: the values to store. `captured`: the kernel's buffers of
+/// epi.captured.
+mlir::Value applyElementFn(mlir::OpBuilder &b, mlir::Location loc,
+                           const GemmEpilogue &epi, mlir::Value vals,
+                           mlir::ValueRange captured, mlir::Value batch,
+                           mlir::Value row, mlir::Value col);
+
 class GemmParts : protected TemplateBuilder {
 protected:
   GemmParts(mlir::OpBuilder &b, mlir::Location loc) : TemplateBuilder(b, loc) {}

@@ -85,6 +85,10 @@ public:
 
   void build(Value a, Value bMat, Value bias, Value residual, Value c,
              Value raw);
+  /// epi.elementFn's buffers.
+  void setCaptured(ValueRange args) {
+    captured.assign(args.begin(), args.end());
+  }
 
 private:
   /// Copies k-tile `kt` of one operand into shared stage `stage`.
@@ -154,6 +158,7 @@ private:
   Value c2;           // the second buffer (epi.secondOut()), or null
   Value bias;         // the epilogue's bias (or null)
   Value residual;     // the epilogue's residual (or null)
+  SmallVector<Value> captured; // epi.elementFn's buffers
   // The A rows a thread copies (gatherRows): their pixels, computed once.
   SmallVector<GatherRow> gRows;
   Value smemA, smemB; // 1-D views of the shared stages
@@ -540,7 +545,7 @@ void KernelBuilder::storeRow(Value row, Value col, Value vals) {
     memref::StoreOp::create(b, loc, vals, view, ValueRange{div(at, len)});
     return;
   }
-  Type cT = partial ? b.getF32Type() : p.cType;
+  Type cT = partial ? b.getF32Type() : epi.storedType(p.cType);
   bool needRow = p.m % s.tileM != 0, needCol = p.n % s.tileN != 0;
   // A bias or residual is read inside the bounds check of a whole-vector
   // store. (The split-K workspace gets raw sums: epi is empty then.)
@@ -549,6 +554,8 @@ void KernelBuilder::storeRow(Value row, Value col, Value vals) {
   // (epi.copyOut) the same again, for the second buffer.
   Value raw;
   auto finish = [&](Value v) {
+    if (epi.elementFn && !partial)
+      return applyElementFn(b, loc, epi, v, captured, batchC, row, col);
     v = epi.biasType || epi.residualType || epi.relu
             ? applyEpilogue(v, row, col, epi.rawOut ? &raw : nullptr)
             : v;
@@ -1056,8 +1063,9 @@ MatmulSchedule chooseMatmulSchedule(const MatmulProblem &p,
 
 FailureOr<KernelLaunch>
 buildMatmulKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module, StringRef name,
-                  const MatmulProblem &p, const MatmulSchedule &s) {
-  return buildGemmKernel(b, module, name, p, s, nullptr, GemmEpilogue());
+                  const MatmulProblem &p, const MatmulSchedule &s,
+                  const GemmEpilogue &epilogue) {
+  return buildGemmKernel(b, module, name, p, s, nullptr, epilogue);
 }
 
 FailureOr<KernelLaunch>
@@ -1084,7 +1092,8 @@ buildGemmKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module, StringRef name,
     aT = memrefOf({gather->batch * gather->h * gather->w * gather->c}, p.aType);
   Type bT = p.transB ? memrefOf({bb, p.n, p.k}, p.bType)
                      : memrefOf({bb, p.k, p.n}, p.bType);
-  Type cT = gemmOutBufferType(epilogue, p.batch, p.m, p.n, p.cType);
+  Type cT = gemmOutBufferType(epilogue, p.batch, p.m, p.n,
+                              epilogue.storedType(p.cType));
   // Split-K: the workspace in C's place; the epilogue runs in the reduction
   // (in the kernel itself with a cluster split-K).
   bool split = s.splitK > 1 && !s.clusterSplitK;
@@ -1092,6 +1101,9 @@ buildGemmKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module, StringRef name,
   if (split)
     cT = memrefOf({s.splitK, p.m, p.n}, b.getF32Type());
   SmallVector<Type> args = {aT, bT, cT};
+  // epi.elementFn's buffers after B.
+  if (epi.elementFn)
+    args.insert(args.begin() + 2, epi.captured.begin(), epi.captured.end());
   if (epi.biasType)
     args.insert(args.begin() + 2, memrefOf({p.n}, epi.biasType));
   if (epi.residualType)
@@ -1108,6 +1120,8 @@ buildGemmKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module, StringRef name,
   Location loc = module.getLoc();
   KernelBuilder kb(b, loc, p, s, gather, epi);
   unsigned nC = entry.getNumArguments() - (epi.secondOut() ? 2 : 1);
+  if (epi.elementFn)
+    kb.setCaptured(entry.getArguments().slice(2, epi.captured.size()));
   kb.build(entry.getArgument(0), entry.getArgument(1),
            epi.biasType ? entry.getArgument(2) : Value(),
            epi.residualType ? entry.getArgument(nC - 1) : Value(),
@@ -1138,8 +1152,8 @@ public:
                       int64_t splits, const GemmEpilogue &epi, int64_t len)
       : TemplateBuilder(b, loc), p(p), splits(splits), epi(epi), len(len) {}
 
-  void build(Value ws, Value bias, Value residual, Value c, Value raw,
-             int64_t block) {
+  void build(Value ws, ValueRange captured, Value bias, Value residual, Value c,
+             Value raw, int64_t block) {
     Value tid = mlir::gpu::ThreadIdOp::create(b, loc, mlir::gpu::Dimension::x);
     Value blk = mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::x);
     Value linear = add(mul(blk, block), tid);
@@ -1163,6 +1177,13 @@ public:
     for (int64_t sp = 1; sp < splits; ++sp)
       sum = arith::AddFOp::create(b, loc, sum,
                                   load(ws, f32, ValueRange{cst(sp), row, col}));
+    if (epi.elementFn) {
+      Type st = epi.storedType(p.cType);
+      vector::StoreOp::create(
+          b, loc, applyElementFn(b, loc, epi, sum, captured, zero, row, col), c,
+          ValueRange{zero, row, col}, false, llvm::Align(len * bytesOf(st)));
+      return;
+    }
     if (epi.biasType)
       sum = arith::AddFOp::create(b, loc, sum,
                                   load(bias, epi.biasType, ValueRange{col}));
@@ -1213,11 +1234,14 @@ KernelLaunch buildSplitKReduceKernel(OpBuilder &b,
     len *= 2;
   SmallVector<Type> args = {
       MemRefType::get({splits, p.m, p.n}, b.getF32Type())};
+  if (epilogue.elementFn)
+    args.append(epilogue.captured.begin(), epilogue.captured.end());
   if (epilogue.biasType)
     args.push_back(MemRefType::get({p.n}, epilogue.biasType));
   if (epilogue.residualType)
     args.push_back(MemRefType::get({1, p.m, p.n}, epilogue.residualType));
-  args.push_back(gemmOutBufferType(epilogue, 1, p.m, p.n, p.cType));
+  args.push_back(
+      gemmOutBufferType(epilogue, 1, p.m, p.n, epilogue.storedType(p.cType)));
   if (epilogue.secondOut())
     args.push_back(MemRefType::get({1, p.m, p.n}, p.cType));
   int64_t total = p.m * (p.n / len);
@@ -1228,6 +1252,8 @@ KernelLaunch buildSplitKReduceKernel(OpBuilder &b,
   unsigned nC = entry.getNumArguments() - (epilogue.secondOut() ? 2 : 1);
   SplitKReduceBuilder(b, loc, p, splits, epilogue, len)
       .build(entry.getArgument(0),
+             entry.getArguments().slice(
+                 1, epilogue.elementFn ? epilogue.captured.size() : 0),
              epilogue.biasType ? entry.getArgument(1) : Value(),
              epilogue.residualType ? entry.getArgument(nC - 1) : Value(),
              gemmOutView(b, loc, epilogue, entry.getArgument(nC), p.n),

@@ -23,6 +23,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -122,6 +123,20 @@ struct GemmGather {
 /// (row, col) is stored at pixel (image, y * shuffleH + r_h, x * shuffleW +
 /// r_w) of an output of n / (shuffleH * shuffleW) channels (or of that slice
 /// of outStride ones).
+///
+/// Or (instead of all of those) `elementFn`: the model's elementwise code
+/// after the GEMM (scales per row, column or tensor, a bias of any
+/// broadcast, an activation, a cast), applied to each accumulator element
+/// (an f32 scalar; i32 for i8 operands) at its (batch, row, col) (index
+/// values, possibly past C's edges: clamp before reading), reading the
+/// buffers of types `captured` (passed after B, and after a tile mask's
+/// buffers). It returns the value in its compute type (f32 for floats),
+/// which the template rounds to `outType` (f32, bf16 or f16 from f32; i32
+/// from i32) and stores in a C of that type.
+using GemmElementFn = std::function<mlir::Value(
+    mlir::OpBuilder &b, mlir::Location loc, mlir::Value acc, mlir::Value batch,
+    mlir::Value row, mlir::Value col, mlir::ValueRange captured)>;
+
 struct GemmEpilogue {
   mlir::Type biasType;
   mlir::Type residualType;
@@ -130,10 +145,17 @@ struct GemmEpilogue {
   bool rawOut = false;
   bool copyOut = false;
   int64_t shuffleH = 1, shuffleW = 1, rowsH = 1, rowsW = 1;
+  GemmElementFn elementFn;
+  llvm::SmallVector<mlir::Type, 2> captured;
+  mlir::Type outType; ///< C's stored type with elementFn
 
   /// Whether a second buffer follows C (rawOut or copyOut).
   bool secondOut() const { return rawOut || copyOut; }
   bool shuffled() const { return shuffleH * shuffleW > 1; }
+  /// The type C is stored in, for a GEMM whose result type is `cType`.
+  mlir::Type storedType(mlir::Type cType) const {
+    return elementFn ? outType : cType;
+  }
 };
 
 /// The buffer C is stored in: [batch, m, outStride (or n)] of `t`; shuffled,
@@ -203,11 +225,10 @@ matmulScheduleSpace(const MatmulProblem &p, const ::tcc::TargetDesc &target);
 /// reads `gpu.dynamic_shared_memory` of KernelLaunch::sharedBytes bytes.
 /// Fails (with a diagnostic at the module) when the problem or the schedule
 /// is not supported.
-mlir::FailureOr<KernelLaunch> buildMatmulKernel(mlir::OpBuilder &b,
-                                                mlir::gpu::GPUModuleOp module,
-                                                llvm::StringRef name,
-                                                const MatmulProblem &p,
-                                                const MatmulSchedule &s);
+mlir::FailureOr<KernelLaunch>
+buildMatmulKernel(mlir::OpBuilder &b, mlir::gpu::GPUModuleOp module,
+                  llvm::StringRef name, const MatmulProblem &p,
+                  const MatmulSchedule &s, const GemmEpilogue &epilogue = {});
 
 /// buildMatmulKernel with an optional gathered A (then A is the 1-D input
 /// buffer, p.m = batch * oh * ow, p.k = kh * kw * c, with p.batch 1 and
@@ -222,7 +243,8 @@ buildGemmKernel(mlir::OpBuilder &b, mlir::gpu::GPUModuleOp module,
 /// The second kernel of a split-K GEMM (schedule splitK = `splits`):
 /// `gpu.func @name(%partials, [%bias,] [%residual,] %c) kernel` sums the f32
 /// partials [splits, M, N] in split order, applies `epilogue` (bias per
-/// column, residual [1, M, N], ReLU) and stores C [1, M, N] in p.cType.
+/// column, residual [1, M, N], ReLU; or its elementFn, whose buffers follow
+/// the partials) and stores C [1, M, N] in p.cType (epilogue.outType).
 ::tcc::gpu::KernelLaunch
 buildSplitKReduceKernel(mlir::OpBuilder &b, mlir::gpu::GPUModuleOp module,
                         llvm::StringRef name, const MatmulProblem &p,

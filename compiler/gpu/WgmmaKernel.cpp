@@ -92,6 +92,10 @@ public:
     rowScale = rowScaleArg;
     colScale = colScaleArg;
   }
+  /// epi.elementFn's buffers.
+  void setCaptured(ValueRange args) {
+    captured.assign(args.begin(), args.end());
+  }
   /// s.tma: the tensor maps of A (im2col) and B (tiled), generic pointers
   /// to the kernel's by-value parameters.
   void setTensorMaps(Value a, Value b) {
@@ -146,6 +150,7 @@ private:
   Value tid, wg, wgTid;
   Value blockM0, blockN0;
   Value codes, rowScale, colScale; // p.mask's buffers
+  SmallVector<Value> captured;     // epi.elementFn's buffers
   Value batchA, batchB, batchC; // this block's matrix of each operand
   // Split-K (s.splitK > 1): c is the f32 partials, batchC this block's
   // split, kBase its first k-tile.
@@ -322,7 +327,7 @@ void KernelBuilder::epilogue(ValueRange acc) {
   // i8's accumulators are i32 and C is i32 (wgmmaShapeValid): no conversion.
   Type accElem = p.abType.isInteger(8) ? Type(b.getI32Type()) : b.getF32Type();
   VectorType pairT = VectorType::get({2}, accElem);
-  Type cT = partial ? b.getF32Type() : p.cType;
+  Type cT = partial ? b.getF32Type() : epi.storedType(p.cType);
   VectorType outT = VectorType::get({2}, cT);
   bool epilogueOps = !partial && (epi.biasType || epi.residualType || epi.relu);
   // The stored values, and in `raw` (epi.rawOut) those before the ReLU or
@@ -353,6 +358,8 @@ void KernelBuilder::epilogue(ValueRange acc) {
       }
       return v;
     }
+    if (epi.elementFn && !partial)
+      return applyElementFn(b, loc, epi, v, captured, batchC, row, col);
     if (epilogueOps)
       v = gemmEpilogue(epi, v, bias, residual, batchC, row, col, p.m, p.n,
                        epi.rawOut ? &raw : nullptr);
@@ -833,7 +840,12 @@ buildWgmmaKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module, StringRef name,
     return module.emitError(why);
   if (p.abType.isInteger(8) && (epilogue.biasType || epilogue.residualType ||
                                 epilogue.relu || epilogue.secondOut()))
-    return module.emitError("wgmma kernel: an i8 GEMM takes no epilogue");
+    return module.emitError("wgmma kernel: an i8 GEMM takes no bias, "
+                            "residual or ReLU (elementwise code only)");
+  if (epilogue.elementFn && (p.mask || gather))
+    return module.emitError(
+        "wgmma kernel: elementwise epilogue code with a tile mask or a "
+        "gathered A");
   OpBuilder::InsertionGuard guard(b);
   loadTemplateDialects(b.getContext());
   auto memref = [&](bool batched, int64_t rows, int64_t cols, Type t) {
@@ -859,16 +871,20 @@ buildWgmmaKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module, StringRef name,
     if (p.mask->colScale)
       args.push_back(MemRefType::get({p.n}, b.getF32Type()));
   }
-  unsigned maskArgs = unsigned(args.size()) - 2;
   // Split-K: the f32 partials, and the reduction applies the epilogue.
   GemmEpilogue epi = s.splitK > 1 ? GemmEpilogue() : epilogue;
+  unsigned firstCaptured = unsigned(args.size());
+  if (epi.elementFn)
+    args.append(epi.captured.begin(), epi.captured.end());
+  unsigned maskArgs = unsigned(args.size()) - 2;
   if (epi.biasType)
     args.push_back(MemRefType::get({p.n}, epi.biasType));
   if (epi.residualType)
     args.push_back(memref(true, p.m, p.n, epi.residualType));
-  args.push_back(s.splitK > 1
-                     ? MemRefType::get({s.splitK, p.m, p.n}, b.getF32Type())
-                     : gemmOutBufferType(epi, p.batch, p.m, p.n, p.cType));
+  args.push_back(
+      s.splitK > 1
+          ? MemRefType::get({s.splitK, p.m, p.n}, b.getF32Type())
+          : gemmOutBufferType(epi, p.batch, p.m, p.n, epi.storedType(p.cType)));
   // After C: the values before the ReLU, or a copy of C's.
   if (epi.secondOut())
     args.push_back(memref(true, p.m, p.n, p.cType));
@@ -892,6 +908,9 @@ buildWgmmaKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module, StringRef name,
     Value cs = p.mask->colScale ? func.getArgument(next++) : Value();
     kb.setMask(func.getArgument(2), rs, cs);
   }
+  if (epi.elementFn)
+    kb.setCaptured(
+        func.getArguments().slice(firstCaptured, epi.captured.size()));
   kb.build(func.getArgument(0), func.getArgument(1),
            epi.biasType ? func.getArgument(2 + maskArgs) : Value(),
            epi.residualType ? func.getArgument(nC - 1) : Value(),

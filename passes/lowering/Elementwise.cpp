@@ -6,6 +6,7 @@
 // select, the logical ops and cast move or convert elements directly.
 //
 //===----------------------------------------------------------------------===//
+#include "passes/ScalarForm.h"
 #include "passes/lowering/Patterns.h"
 #include "passes/lowering/Utils.h"
 
@@ -13,6 +14,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
 
@@ -360,24 +362,51 @@ struct IotaLowering : OpRewritePattern<IotaOp> {
 
 } // namespace
 
+// The elementwise ops by how they compute: in the compute type, rounded once
+// (ComputeLowering), or on their stored values (RawLowering).
+#define TCC_COMPUTE_OPS                                                        \
+  NegOp, AbsOp, ExpOp, LogOp, SqrtOp, RsqrtOp, ReciprocalOp, TanhOp,           \
+      SigmoidOp, ReluOp, SiluOp, ErfOp, FloorOp, CeilOp, GeluOp, ClampOp,      \
+      AddOp, SubOp, MulOp, DivOp, MaximumOp, MinimumOp, PowOp, EqualOp,        \
+      NotEqualOp, LessOp, LessEqualOp, GreaterOp, GreaterEqualOp
+#define TCC_RAW_OPS SelectOp, AndOp, OrOp, NotOp, CastOp
+
+namespace {
+template <typename... Ops> void addComputeLowerings(RewritePatternSet &p) {
+  p.add<ComputeLowering<Ops>...>(p.getContext());
+}
+template <typename... Ops> void addRawLowerings(RewritePatternSet &p) {
+  p.add<RawLowering<Ops>...>(p.getContext());
+}
+} // namespace
+
 void mlir::tcc::populateElementwiseLoweringPatterns(
     RewritePatternSet &patterns) {
-  MLIRContext *ctx = patterns.getContext();
-  patterns.add<
-      ComputeLowering<NegOp>, ComputeLowering<AbsOp>, ComputeLowering<ExpOp>,
-      ComputeLowering<LogOp>, ComputeLowering<SqrtOp>,
-      ComputeLowering<RsqrtOp>, ComputeLowering<ReciprocalOp>,
-      ComputeLowering<TanhOp>, ComputeLowering<SigmoidOp>,
-      ComputeLowering<ReluOp>, ComputeLowering<SiluOp>, ComputeLowering<ErfOp>,
-      ComputeLowering<FloorOp>, ComputeLowering<CeilOp>,
-      ComputeLowering<GeluOp>, ComputeLowering<ClampOp>,
-      ComputeLowering<AddOp>, ComputeLowering<SubOp>, ComputeLowering<MulOp>,
-      ComputeLowering<DivOp>, ComputeLowering<MaximumOp>,
-      ComputeLowering<MinimumOp>, ComputeLowering<PowOp>,
-      ComputeLowering<EqualOp>, ComputeLowering<NotEqualOp>,
-      ComputeLowering<LessOp>, ComputeLowering<LessEqualOp>,
-      ComputeLowering<GreaterOp>, ComputeLowering<GreaterEqualOp>>(ctx);
-  patterns.add<RawLowering<SelectOp>, RawLowering<AndOp>, RawLowering<OrOp>,
-               RawLowering<NotOp>, RawLowering<CastOp>>(ctx);
-  patterns.add<ConstantLowering, IotaLowering>(ctx);
+  addComputeLowerings<TCC_COMPUTE_OPS>(patterns);
+  addRawLowerings<TCC_RAW_OPS>(patterns);
+  patterns.add<ConstantLowering, IotaLowering>(patterns.getContext());
 }
+
+bool mlir::tcc::hasElementwiseScalar(Operation *op) {
+  return isa<TCC_COMPUTE_OPS, TCC_RAW_OPS>(op);
+}
+
+Value mlir::tcc::buildElementwiseScalar(OpBuilder &builder, Location loc,
+                                        Operation *op, ValueRange args) {
+  ImplicitLocOpBuilder b(loc, builder);
+  Type resultElt =
+      cast<ShapedType>(op->getResult(0).getType()).getElementType();
+  return llvm::TypeSwitch<Operation *, Value>(op)
+      .Case<TCC_COMPUTE_OPS>([&](auto concrete) {
+        SmallVector<Value> c;
+        for (Value v : args)
+          c.push_back(toCompute(b, v));
+        return convertScalar(b, computeScalar(concrete, b, c), resultElt);
+      })
+      .Case<TCC_RAW_OPS>([&](auto concrete) {
+        return rawScalar<decltype(concrete)>(b, args, resultElt);
+      })
+      .Default([](Operation *) { return Value(); });
+}
+#undef TCC_COMPUTE_OPS
+#undef TCC_RAW_OPS

@@ -16,8 +16,8 @@
 namespace tcc::gpu {
 
 /// `vals` (a vector of accumulators of C row `row`, columns col..col+L-1 of
-/// batch `batch`) through epi.elementFn, element by element, rounded to
-/// epi.outType: the values to store. `captured`: the kernel's buffers of
+/// batch `batch`) through epi.elementFn, element by element: the values to
+/// store, of epi.outType. `captured`: the kernel's buffers of
 /// epi.captured.
 mlir::Value applyElementFn(mlir::OpBuilder &b, mlir::Location loc,
                            const GemmEpilogue &epi, mlir::Value vals,

@@ -1181,7 +1181,8 @@ public:
       Type st = epi.storedType(p.cType);
       vector::StoreOp::create(
           b, loc, applyElementFn(b, loc, epi, sum, captured, zero, row, col), c,
-          ValueRange{zero, row, col}, false, llvm::Align(len * bytesOf(st)));
+          ValueRange{zero, row, col}, false,
+          llvm::Align(std::min<int64_t>(16, len * bytesOf(st))));
       return;
     }
     if (epi.biasType)

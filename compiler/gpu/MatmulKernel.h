@@ -130,9 +130,8 @@ struct GemmGather {
 /// (an f32 scalar; i32 for i8 operands) at its (batch, row, col) (index
 /// values, possibly past C's edges: clamp before reading), reading the
 /// buffers of types `captured` (passed after B, and after a tile mask's
-/// buffers). It returns the value in its compute type (f32 for floats),
-/// which the template rounds to `outType` (f32, bf16 or f16 from f32; i32
-/// from i32) and stores in a C of that type.
+/// buffers). It returns the value to store, of `outType` (f32, bf16, f16
+/// or i32), the type of C.
 using GemmElementFn = std::function<mlir::Value(
     mlir::OpBuilder &b, mlir::Location loc, mlir::Value acc, mlir::Value batch,
     mlir::Value row, mlir::Value col, mlir::ValueRange captured)>;

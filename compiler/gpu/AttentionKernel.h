@@ -101,6 +101,9 @@ struct AttentionProblem {
   double scale = 1.0;
   /// Applied to each scaled score; null: none.
   ScoreModFn scoreMod;
+  /// The ops scoreMod builds per score, constants left out (a measure of
+  /// the registers the score code holds live).
+  int64_t scoreModOps = 0;
   /// Tensors scoreMod reads (a bias, a mask, slopes): memref types (static
   /// shapes, identity layout), passed to every kernel that applies scoreMod
   /// after its usual arguments, in this order.

@@ -118,6 +118,8 @@ AttentionProblem attentionProblemOf(mlir::tcc::AttentionOp op,
     p.scale = scale.getValueAsDouble();
     p.keyKeepApply = keyAsMask;
   } else {
+    for (Operation &o : op.getRegion(0).front().without_terminator())
+      p.scoreModOps += !isa<arith::ConstantOp>(o);
     p.scoreMod = [attention](OpBuilder &b, Location loc, Value s, Value batch,
                              Value head, Value qi, Value ki,
                              ValueRange captured) {

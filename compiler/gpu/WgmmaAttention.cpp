@@ -1405,6 +1405,9 @@ SmallVector<Value> FlashBuilder::overlappedLoop(Value tStart,
 
 } // namespace
 
+/// Score code (ops per score) that keeps the overlapped loop out.
+constexpr int64_t kHeavyScoreOps = 12;
+
 WgmmaAttentionSchedule chooseWgmmaAttentionSchedule(const AttentionProblem &p) {
   // Two warpgroups (128 query rows) and 128-key tiles: S (64) and O (64 at
   // D 128) accumulators and P (32 registers) fit one thread's registers.
@@ -1422,7 +1425,11 @@ WgmmaAttentionSchedule chooseWgmmaAttentionSchedule(const AttentionProblem &p) {
   // loop bodies: session 16.)
   // Key masks keep the kernel without a producer (its skipped tiles are
   // measured there), and a captured bias plane keeps the simple loop with
-  // 2 stages (the room to stage it through shared memory).
+  // 2 stages (the room to stage it through shared memory). So does score
+  // code of kHeavyScoreOps ops or more: beside the overlapped loop's two
+  // live score tiles it spilled (ptxas, 168 registers: 4-412 bytes in 5 of
+  // 43 random D64/D128 forms with 12 to 22 ops; none with the simple loop
+  // or with 64-key tiles).
   WgmmaAttentionSchedule s{2, 128, 2, false};
   if (p.headDim <= 64)
     s.stages = 3;
@@ -1451,8 +1458,9 @@ WgmmaAttentionSchedule chooseWgmmaAttentionSchedule(const AttentionProblem &p) {
   op.overlap = true;
   op.stages = 3;
   op.pingpong = !unmasked;
-  if (plane || !(unmasked || (upperBoundsOnly &&
-                              (fastScores || reversedKeysSuffice(p, op)))))
+  if (plane || p.scoreModOps >= kHeavyScoreOps ||
+      !(unmasked ||
+        (upperBoundsOnly && (fastScores || reversedKeysSuffice(p, op)))))
     return withTma(pd);
   return withTma(op);
 }

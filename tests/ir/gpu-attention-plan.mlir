@@ -312,3 +312,39 @@ func.func @kt_producer(%q: tensor<1x4x128x64xbf16>, %kt: tensor<1x4x64x256xbf16>
   }
   return %0 : tensor<1x4x128x64xbf16>
 }
+
+// -----
+
+// Heavy score code (a softcap, ALiBi from positions with per-head slopes
+// and a key bias, under a causal mask: 12 ops or more a score) keeps the
+// producer's simple loop: beside the overlapped loop's two live score tiles
+// such code spilled (ptxas, 168 registers).
+// CHECK-LABEL: func.func @heavy_score_causal_d128
+// SM90A: tcc.attention_plan = #tcc.wgmma_attention<warpgroups = 2, blockKV = 128, stages = 2, overlap = false, producer = true, pingpong = false, tma = true>
+func.func @heavy_score_causal_d128(%q: tensor<1x4x256x128xbf16>, %k: tensor<1x4x256x128xbf16>, %v: tensor<1x4x256x128xbf16>, %slopes: tensor<1x4x1x1xbf16>, %kb: tensor<1x1x1x256xbf16>) -> tensor<1x4x256x128xbf16> {
+  %0 = tcc.chain attributes {axis = 3 : i64, tcc.attention} -> tensor<1x4x256x128xbf16> {
+    %2 = tcc.iota {axis = 0 : i64} : tensor<256x256xi32>
+    %3 = tcc.iota {axis = 1 : i64} : tensor<256x256xi32>
+    %4 = tcc.constant {value = -1.0e+30 : bf16} : tensor<bf16>
+    %c30 = tcc.constant {value = 3.0e+01 : bf16} : tensor<bf16>
+    %5 = tcc.matmul %q, %k {transpose_b = true} : tensor<1x4x256x128xbf16>, tensor<1x4x256x128xbf16> -> tensor<1x4x256x256xbf16>
+    %d = tcc.div %5, %c30 : tensor<1x4x256x256xbf16>, tensor<bf16> -> tensor<1x4x256x256xbf16>
+    %t = tcc.tanh %d : tensor<1x4x256x256xbf16>
+    %sc = tcc.mul %t, %c30 : tensor<1x4x256x256xbf16>, tensor<bf16> -> tensor<1x4x256x256xbf16>
+    %rel = tcc.sub %3, %2 : tensor<256x256xi32>, tensor<256x256xi32> -> tensor<256x256xi32>
+    %relf = tcc.cast %rel {to = bf16} : tensor<256x256xi32> -> tensor<256x256xbf16>
+    %al = tcc.mul %relf, %slopes : tensor<256x256xbf16>, tensor<1x4x1x1xbf16> -> tensor<1x4x256x256xbf16>
+    %s1 = tcc.add %sc, %al : tensor<1x4x256x256xbf16>, tensor<1x4x256x256xbf16> -> tensor<1x4x256x256xbf16>
+    %s2 = tcc.add %s1, %kb : tensor<1x4x256x256xbf16>, tensor<1x1x1x256xbf16> -> tensor<1x4x256x256xbf16>
+    %7 = tcc.greater_equal %2, %3 : tensor<256x256xi32>, tensor<256x256xi32> -> tensor<256x256xi1>
+    %8 = tcc.select %7, %s2, %4 : tensor<256x256xi1>, tensor<1x4x256x256xbf16>, tensor<bf16> -> tensor<1x4x256x256xbf16>
+    %9 = tcc.reduce_max %8 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x256x256xbf16> -> tensor<1x4x256x1xbf16>
+    %10 = tcc.sub %8, %9 : tensor<1x4x256x256xbf16>, tensor<1x4x256x1xbf16> -> tensor<1x4x256x256xbf16>
+    %11 = tcc.exp %10 : tensor<1x4x256x256xbf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x256x256xbf16> -> tensor<1x4x256x1xbf16>
+    %13 = tcc.div %11, %12 : tensor<1x4x256x256xbf16>, tensor<1x4x256x1xbf16> -> tensor<1x4x256x256xbf16>
+    %14 = tcc.matmul %13, %v : tensor<1x4x256x256xbf16>, tensor<1x4x256x128xbf16> -> tensor<1x4x256x128xbf16>
+    tcc.yield %14 : tensor<1x4x256x128xbf16>
+  }
+  return %0 : tensor<1x4x256x128xbf16>
+}

@@ -876,8 +876,8 @@ constexpr size_t kMaxEpilogueBuffers = 8;
 /// splat constants. The template then applies it per element before its
 /// store (GemmEpilogue::elementFn) and computes `f` whole: C makes no round
 /// trip through memory and no second kernel runs. Each op computes as the
-/// generic kernels compute it (buildElementwiseScalar), on the accumulator
-/// rounded to the matmul's dtype: the same values, one kernel fewer. The
+/// generic kernels compute it (buildElementwiseScalar), on the f32 (or i32)
+/// accumulator: a 16-bit product is not rounded first. The
 /// code is read from a copy of `f` in `holder`, which must outlive the
 /// template's building.
 bool absorbEpilogue(func::FuncOp f, mlir::tcc::MatmulOp mm,
@@ -976,10 +976,11 @@ bool absorbEpilogue(func::FuncOp f, mlir::tcc::MatmulOp mm,
     }
     Value zero = cIdx(0);
     llvm::DenseMap<Value, Value> values;
-    // The accumulator (f32, or i8's i32) as the matmul's dtype rounds it.
-    Type accElem = cast<RankedTensorType>(accCopy.getType()).getElementType();
-    if (accElem != accV.getType())
-      accV = arith::TruncFOp::create(b, loc, accElem, accV);
+    // The accumulator (f32, or i8's i32) goes to the code unrounded where
+    // the matmul's dtype is 16-bit: the ops compute in f32 anyway, and LLVM
+    // folded the rounding with the next op into bf16 arithmetic (add.rn.bf16)
+    // on which ptxas serialised every wgmma (C7514). Ops that move values
+    // (select) get it rounded.
     values[accCopy] = accV;
     std::function<Value(Value)> get = [&](Value v) -> Value {
       if (auto it = values.find(v); it != values.end())
@@ -1011,8 +1012,13 @@ bool absorbEpilogue(func::FuncOp f, mlir::tcc::MatmulOp mm,
       } else {
         Operation *op = v.getDefiningOp();
         SmallVector<Value> in;
-        for (Value o : op->getOperands())
-          in.push_back(get(o));
+        for (Value o : op->getOperands()) {
+          Value x = get(o);
+          Type want = cast<RankedTensorType>(o.getType()).getElementType();
+          if (x.getType() != want && isa<mlir::tcc::SelectOp>(op))
+            x = arith::TruncFOp::create(b, loc, want, x);
+          in.push_back(x);
+        }
         r = mlir::tcc::buildElementwiseScalar(b, loc, op, in);
       }
       values[v] = r;

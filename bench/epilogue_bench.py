@@ -12,8 +12,8 @@ Cases (sm_90a):
     the scaling in PyTorch);
   - bf16 [M, K] x [K, N] + bias then GELU (tanh form), 4096^3 (torch eager:
     cuBLAS and an elementwise kernel; torch.compile).
-`prepare` compiles each with the epilogue fused (the default) and with
---gpu-matmul-epilogues=false. `run` checks both against float64 from the
+`prepare` compiles each with --gpu-matmul-epilogues=true (fused) and
+=false. `run` checks both against float64 from the
 same inputs and times them (CUDA graph) beside the peers.
 """
 import argparse
@@ -76,7 +76,7 @@ def prepare(args):
             json.dump(mo, f)
         for fused in (True, False):
             bundle = mo['name'] + ('' if fused else '_unfused') + '.tccb'
-            extra = [] if fused else ['--gpu-matmul-epilogues=false']
+            extra = ['--gpu-matmul-epilogues=%s' % ('true' if fused else 'false')]
             rc, _, err = run(args.tcc, 'compile', path, '--target', 'sm_90a', '-o',
                              os.path.join(args.out, bundle), *extra)
             if rc:

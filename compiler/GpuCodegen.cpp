@@ -855,17 +855,6 @@ TemplateProblems templateProblems(const ::tcc::gpu::MatmulProblem &mp,
 /// matmul out of `f` as MatmulUse says.
 std::optional<MatmulUse> takeTileMatmul(func::FuncOp f);
 
-/// Whether tensor shape `from` broadcasts to `to` (NumPy rules).
-bool broadcastsTo(ArrayRef<int64_t> from, ArrayRef<int64_t> to) {
-  if (from.size() > to.size())
-    return false;
-  size_t lead = to.size() - from.size();
-  for (auto [i, d] : llvm::enumerate(from))
-    if (d != 1 && d != to[lead + i])
-      return false;
-  return true;
-}
-
 /// The most buffers an absorbed epilogue reads (kernel parameters stay few).
 constexpr size_t kMaxEpilogueBuffers = 8;
 
@@ -904,7 +893,7 @@ bool absorbEpilogue(func::FuncOp f, mlir::tcc::MatmulOp mm,
                                      mlir::tcc::hasElementwiseScalar(&op)))
       return false;
     auto t = dyn_cast<RankedTensorType>(op.getResult(0).getType());
-    if (!t || !broadcastsTo(t.getShape(), shape))
+    if (!t || !mlir::tcc::broadcastsTo(t.getShape(), shape))
       return false;
     if (isa<mlir::tcc::ConstantOp>(op)) {
       if (!mlir::tcc::constantValue(op.getResult(0)))
@@ -916,7 +905,7 @@ bool absorbEpilogue(func::FuncOp f, mlir::tcc::MatmulOp mm,
       if (!arg)
         continue;
       auto at = dyn_cast<RankedTensorType>(arg.getType());
-      if (!at || !broadcastsTo(at.getShape(), shape) ||
+      if (!at || !mlir::tcc::broadcastsTo(at.getShape(), shape) ||
           isa<ComplexType>(at.getElementType()))
         return false;
       if (!llvm::is_contained(args, int(arg.getArgNumber())))

@@ -64,17 +64,6 @@ bool isOutside(Value v, Block *body) {
             : cast<BlockArgument>(v).getOwner() != body;
 }
 
-/// Whether a tensor of shape `from` broadcasts to `to` (NumPy rules).
-bool broadcastsTo(ArrayRef<int64_t> from, ArrayRef<int64_t> to) {
-  if (from.size() > to.size())
-    return false;
-  size_t lead = to.size() - from.size();
-  for (size_t i = 0; i < from.size(); ++i)
-    if (from[i] != 1 && from[i] != to[lead + i])
-      return false;
-  return true;
-}
-
 /// A value the score changes may read besides the score, for scores of
 /// shape `scores`: positions, tensors captured from outside the chain that
 /// broadcast to the scores (read per score by the kernel), and scalar ops

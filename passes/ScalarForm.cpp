@@ -42,6 +42,16 @@ std::optional<std::tuple<float, float, bool>> divisorReciprocal(Value v) {
   return std::make_tuple(cf, rc, std::fabs(std::frexp(cf, &exponent)) == 0.5f);
 }
 
+bool broadcastsTo(ArrayRef<int64_t> from, ArrayRef<int64_t> to) {
+  if (from.size() > to.size())
+    return false;
+  size_t lead = to.size() - from.size();
+  for (size_t i = 0; i < from.size(); ++i)
+    if (from[i] != 1 && from[i] != to[lead + i])
+      return false;
+  return true;
+}
+
 bool isScalarOp(Operation *op) {
   return isa<NegOp, AbsOp, ExpOp, LogOp, SqrtOp, RsqrtOp, ReciprocalOp, TanhOp,
              SigmoidOp, ReluOp, FloorOp, CeilOp, NotOp, AddOp, SubOp, MulOp,

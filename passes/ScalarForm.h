@@ -27,6 +27,9 @@ std::optional<double> constantValue(Value v);
 /// is exact: c a power of two), when c and 1/c are normal numbers.
 std::optional<std::tuple<float, float, bool>> divisorReciprocal(Value v);
 
+/// Whether a tensor of shape `from` broadcasts to `to` (NumPy rules).
+bool broadcastsTo(ArrayRef<int64_t> from, ArrayRef<int64_t> to);
+
 /// Elementwise ops with a scalar meaning (buildScalarOp builds them), and
 /// constants and iotas.
 bool isScalarOp(Operation *op);

@@ -54,13 +54,15 @@ namespace {
 /// On NVIDIA targets, tcc-gpu-occupancy asks ptxas for full residency of
 /// the generic kernels (`blocksPerSm` 0), or for that many blocks.
 std::string launchPipeline(bool rowFusion, int64_t rowValuesPerThread,
-                           int64_t rowClusterThreads, bool nvidia,
-                           int64_t blocksPerSm, bool clusters) {
+                           int64_t rowClusterThreads, bool rowLastBlock,
+                           bool nvidia, int64_t blocksPerSm, bool clusters) {
   // A row may span a cluster of 8 blocks (the portable cluster size).
   std::string fusion = "tcc-gpu-row-fusion{values-per-thread=" +
                        std::to_string(rowValuesPerThread) +
                        " max-cluster=" + std::string(clusters ? "8" : "1") +
                        " cluster-threads=" + std::to_string(rowClusterThreads) +
+                       " sync-scope=" + (nvidia ? "device" : "agent") +
+                       " last-block=" + (rowLastBlock ? "true" : "false") +
                        "}, ";
   std::string occupancy =
       nvidia ? ", gpu.module(tcc-gpu-occupancy{blocks-per-sm=" +
@@ -1168,11 +1170,9 @@ Knobs mmaKnobs(::tcc::gpu::MatmulSchedule &s) {
 }
 
 Knobs wgmmaKnobs(::tcc::gpu::WgmmaSchedule &s) {
-  return {{"tile_m", &s.tileM},
-          {"tile_n", &s.tileN},
-          {"warpgroups", &s.warpgroups},
-          {"stages", &s.stages},
-          {"split_k", &s.splitK}};
+  return {{"tile_m", &s.tileM},          {"tile_n", &s.tileN},
+          {"warpgroups", &s.warpgroups}, {"stages", &s.stages},
+          {"split_k", &s.splitK},        {"promote", &s.promote}};
 }
 
 /// Sets `knobs` from the object `o`; the first key that names no knob or
@@ -1211,6 +1211,7 @@ struct ScheduleOverrides {
   int64_t rowValuesPerThread = 0; ///< 0: the pass's default
   int64_t rowClusterThreads = 256; ///< a long row's cluster's blocks
   int64_t blocksPerSm = 0;        ///< tcc-gpu-occupancy's option
+  bool rowLastBlock = true;       ///< tcc-gpu-row-fusion's last-block
 
   LogicalResult load(const std::string &path, std::string &error) {
     if (path.empty())
@@ -1248,10 +1249,13 @@ struct ScheduleOverrides {
                      (v.get<int64_t>() == 256 || v.get<int64_t>() == 512 ||
                       v.get<int64_t>() == 1024)) {
             rowClusterThreads = v.get<int64_t>();
+          } else if (k == "last_block" && v.is_boolean()) {
+            rowLastBlock = v.get<bool>();
           } else {
             error = path + ": \"rows\" holds values_per_thread (an integer "
-                           "from 1 to 64), blocks_per_sm (-1 to 32) and "
-                           "cluster_threads (256, 512 or 1024)";
+                           "from 1 to 64), blocks_per_sm (-1 to 32), "
+                           "cluster_threads (256, 512 or 1024) and "
+                           "last_block (true or false)";
             return failure();
           }
         }
@@ -2026,12 +2030,12 @@ LogicalResult compileGpuKernels(ModuleOp module, const GpuOptions &options,
     if (f->hasAttr("tcc.template") || f->hasAttr("tcc.concat_in_place"))
       f.erase();
   if (failed(bufferizeKernels(*device, options.timing)) ||
-      failed(runPipeline(*device,
-                         launchPipeline(options.rowFusion,
-                                        overrides.rowValuesPerThread,
-                                        overrides.rowClusterThreads, nvidia,
-                                        overrides.blocksPerSm, target.clusters),
-                         "mapping to GPU launches", options.timing)))
+      failed(runPipeline(
+          *device,
+          launchPipeline(options.rowFusion, overrides.rowValuesPerThread,
+                         overrides.rowClusterThreads, overrides.rowLastBlock,
+                         nvidia, overrides.blocksPerSm, target.clusters),
+          "mapping to GPU launches", options.timing)))
     return failure();
 
   for (const std::string &name : names) {

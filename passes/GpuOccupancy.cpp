@@ -61,27 +61,33 @@ struct TccGpuOccupancy : mlir::tcc::impl::TccGpuOccupancyBase<TccGpuOccupancy> {
       // 32). One block keeps ptxas's choice.
       if (threads < kMinBlockThreads || 2 * threads >= threadsPerSm)
         continue;
+      bool temporaries = func.walk([](Operation *op) {
+                               return needsTemporaries(op)
+                                          ? WalkResult::interrupt()
+                                          : WalkResult::advance();
+                             })
+                             .wasInterrupted();
       // A row spread over a cluster's blocks holds up to 32 values a thread:
       // held to the full residency's registers it spilled (layer norm over
       // rows of 131072 f32 in blocks of 512: 476 bytes, 2.1x slower;
       // docs/performance.md, session 34). Such kernels ask for half the
       // multiprocessor's threads (64 registers each), as a block of 1024
-      // gets.
+      // gets; by default not those with exp or log (softmax, cross-entropy):
+      // ptxas then takes all 64 where it needs 32 to 54, and cross-entropy
+      // over 131072 f16 took 0.101 ms against 0.071 with ptxas's own choice
+      // (4 blocks a multiprocessor; session 40).
       if (func.walk(
                   [](NVVM::ClusterArriveOp) { return WalkResult::interrupt(); })
               .wasInterrupted()) {
+        if (blocksPerSm == 0 && temporaries)
+          continue;
         int64_t blocks = threadsPerSm / 2 / threads;
         if (blocksPerSm > 0)
           blocks = std::min<int64_t>(blocks, blocksPerSm);
         func->setAttr(attrName, b.getI32IntegerAttr(int32_t(blocks)));
         continue;
       }
-      if (blocksPerSm == 0 && func.walk([](Operation *op) {
-                                    return needsTemporaries(op)
-                                               ? WalkResult::interrupt()
-                                               : WalkResult::advance();
-                                  })
-                                  .wasInterrupted())
+      if (blocksPerSm == 0 && temporaries)
         continue;
       int64_t blocks = threadsPerSm / threads;
       if (blocksPerSm > 0)

@@ -13,11 +13,11 @@
 //
 // A reduction of per-row values to one value (a loss's mean, an index
 // check's count) runs in the same launch: each block combines its rows'
-// values and writes one partial; a reduction of the partials after the
-// launch (tcc-gpu-row-reductions maps it) adds them to the output, whose
-// initial value (its fill) is written before the launch. Single-value ops
-// that fill or read such an output (a mean's division) run as their own
-// launches, before or after.
+// values and writes one partial; the last block to finish adds them to the
+// output, whose initial value (its fill) is written before the launch, and
+// runs the single-value ops that read such an output (a mean's division).
+// Separate launches for those cost more than the reduction itself on a
+// loss over long rows (five launches instead of two).
 //
 //===----------------------------------------------------------------------===//
 #include "passes/BufferUtils.h"
@@ -43,6 +43,9 @@ using namespace mlir::tcc::gpuutil;
 using mlir::tcc::rootOf;
 
 namespace {
+
+/// The most partials a thread of the last block combines (see generate).
+constexpr int64_t kMostPartials = 16;
 
 /// How an op touches a buffer, as a function of (row, position in the row).
 enum class Access { Row, RowScalar, Vector, Scalar };
@@ -1112,13 +1115,6 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
     }
     if (rowExists)
       part = arith::SelectOp::create(*b, loc, rowExists, part, partNeutral);
-    // The blocks of a row's cluster agree on its value: the first counts it.
-    if (rank)
-      part = arith::SelectOp::create(
-          *b, loc,
-          arith::CmpIOp::create(*b, loc, arith::CmpIPredicate::eq, rank,
-                                cIndex(*b, loc, 0)),
-          part, partNeutral);
     int64_t blockThreads = layout.threads * layout.rowsPerBlock;
     auto fold = [&](int64_t n) {
       Value total = memref::LoadOp::create(*b, loc, shared,
@@ -1165,8 +1161,16 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
     }
     Value first = arith::CmpIOp::create(*b, loc, arith::CmpIPredicate::eq, tid,
                                         cIndex(*b, loc, 0));
+    // The blocks of a row's cluster agree on its value: the first writes
+    // the cluster's partial (a row's: one row a cluster).
+    if (rank)
+      first = arith::AndIOp::create(
+          *b, loc, first,
+          arith::CmpIOp::create(*b, loc, arith::CmpIPredicate::eq, rank,
+                                cIndex(*b, loc, 0)));
+    Value at = rank ? row : block;
     guarded(first, [&] {
-      memref::StoreOp::create(*b, loc, total, partials, ValueRange{block});
+      memref::StoreOp::create(*b, loc, total, partials, ValueRange{at});
     });
   }
 
@@ -1201,6 +1205,132 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
             v = arith::ExtFOp::create(nb, l, args[1].getType(), v);
           linalg::YieldOp::create(nb, l, combine(nb, combiner, args[1], v));
         });
+  }
+
+  /// A fence of the GPU's memory at device scope (`syncScope`).
+  void deviceFence() {
+    LLVM::FenceOp::create(*b, loc, LLVM::AtomicOrdering::acq_rel,
+                          syncScope.empty() ? StringRef()
+                                            : StringRef(syncScope));
+  }
+
+  /// In the launch, after the blocks wrote their partials: the last block
+  /// to finish combines each whole reduction's partials into its output
+  /// and runs the single-value ops `after` (a mean's division), so that
+  /// the reductions cost no launches of their own. Each block's first
+  /// thread, once the block's writes are done (the barrier, then a fence),
+  /// adds one to `counter`; the one that reads `parts - 1` was the last
+  /// (the fence after the add makes every block's writes visible to it).
+  /// `flag` tells the block's threads. The partials are combined in the
+  /// same order on every run (no atomics on values).
+  void finishWhole(ArrayRef<std::pair<const OpPlan *, Value>> wholes,
+                   ArrayRef<BlockArgument> shared, Value flag, Value counter,
+                   int64_t parts, Value tid,
+                   ArrayRef<linalg::GenericOp> after) {
+    Value zero = cIndex(*b, loc, 0);
+    Value first =
+        arith::CmpIOp::create(*b, loc, arith::CmpIPredicate::eq, tid, zero);
+    // The block's writes (its partial, and its rows, which a single-value
+    // op after the reductions may read) are done.
+    gpu::BarrierOp::create(*b, loc);
+    // In a cluster, its first block counts for it: the cluster's barrier
+    // ordered the other blocks' writes before its own.
+    Value leader, counts = first;
+    if (rank) {
+      leader =
+          arith::CmpIOp::create(*b, loc, arith::CmpIPredicate::eq, rank, zero);
+      counts = arith::AndIOp::create(*b, loc, first, leader);
+    }
+    Value last = leader; // with one partial: its block (none: every block)
+    if (parts > 1) {
+      guarded(counts, [&] {
+        deviceFence();
+        Value old = memref::AtomicRMWOp::create(
+            *b, loc, arith::AtomicRMWKind::addi,
+            arith::ConstantOp::create(*b, loc, b->getI32IntegerAttr(1)),
+            counter, ValueRange{});
+        Value isLast = arith::CmpIOp::create(
+            *b, loc, arith::CmpIPredicate::eq, old,
+            arith::ConstantOp::create(*b, loc,
+                                      b->getI32IntegerAttr(parts - 1)));
+        deviceFence();
+        memref::StoreOp::create(
+            *b, loc, arith::ExtUIOp::create(*b, loc, b->getI32Type(), isLast),
+            flag, ValueRange{zero});
+      });
+      gpu::BarrierOp::create(*b, loc);
+      last = arith::CmpIOp::create(
+          *b, loc, arith::CmpIPredicate::ne,
+          memref::LoadOp::create(*b, loc, flag, ValueRange{zero}),
+          arith::ConstantOp::create(*b, loc, b->getI32IntegerAttr(0)));
+      if (leader) // the others never wrote their flag
+        last = arith::AndIOp::create(*b, loc, last, leader);
+    }
+    int64_t blockThreads = layout.threads * layout.rowsPerBlock;
+    // The block's threads share the partials when it has whole warps (it
+    // has unless it is the only block); else its first thread takes all.
+    bool together = blockThreads % kWarp == 0;
+    guarded(last, [&] {
+      for (size_t i = 0; i < wholes.size(); ++i) {
+        const OpPlan &plan = *wholes[i].first;
+        Value partials = wholes[i].second;
+        // In the accumulator's type: a narrowed sum's f32 partials widen
+        // first (as many as there are blocks; a block's rows were few).
+        Value neutral = arith::ConstantOp::create(*b, loc, plan.neutral);
+        auto loop = scf::ForOp::create(
+            *b, loc, together ? tid : zero, cIndex(*b, loc, parts),
+            cIndex(*b, loc, together ? blockThreads : 1), ValueRange{neutral});
+        {
+          OpBuilder::InsertionGuard guard(*b);
+          b->setInsertionPointToStart(loop.getBody());
+          Value v = memref::LoadOp::create(*b, loc, partials,
+                                           ValueRange{loop.getInductionVar()});
+          if (v.getType() != neutral.getType())
+            v = arith::ExtFOp::create(*b, loc, neutral.getType(), v);
+          scf::YieldOp::create(
+              *b, loc,
+              combine(*b, plan.combiner, loop.getRegionIterArgs()[0], v));
+        }
+        Value total = loop.getResult(0);
+        if (together) {
+          total = warpReduce(*b, loc, plan.combiner, total);
+          if (blockThreads > kWarp) {
+            Value slots = shared[i];
+            Value warpFirst = arith::CmpIOp::create(
+                *b, loc, arith::CmpIPredicate::eq,
+                arith::RemUIOp::create(*b, loc, tid, cIndex(*b, loc, kWarp)),
+                zero);
+            guarded(warpFirst, [&] {
+              memref::StoreOp::create(
+                  *b, loc, total, slots,
+                  ValueRange{arith::DivUIOp::create(*b, loc, tid,
+                                                    cIndex(*b, loc, kWarp))});
+            });
+            gpu::BarrierOp::create(*b, loc);
+            total = memref::LoadOp::create(*b, loc, slots, ValueRange{zero});
+            for (int64_t w = 1; w < blockThreads / kWarp; ++w)
+              total =
+                  combine(*b, plan.combiner, total,
+                          memref::LoadOp::create(
+                              *b, loc, slots, ValueRange{cIndex(*b, loc, w)}));
+          }
+        }
+        guarded(first, [&] {
+          linalg::GenericOp op = plan.op;
+          Value out = op.getDpsInitOperand(0)->get();
+          SmallVector<Value> at(cast<MemRefType>(out.getType()).getRank(),
+                                zero);
+          Value old = memref::LoadOp::create(*b, loc, out, at);
+          memref::StoreOp::create(
+              *b, loc, combine(*b, plan.combiner, old, total), out, at);
+        });
+      }
+      // Then, in program order, the single-value ops after the reductions.
+      guarded(first, [&] {
+        for (linalg::GenericOp o : after)
+          b->clone(*o.getOperation());
+      });
+    });
   }
 
   /// Writes what the ops left in buffers outside the kernel, once.
@@ -1297,15 +1427,64 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
                                                  MemRefLayoutAttrInterface(),
                                                  workgroup));
 
-    // After the last op: every view the ops use is defined by then.
+    // The last block to finish combines the whole reductions' partials
+    // (shared memory for its warps' values) and runs the single-value ops
+    // after them; a flag tells the block's threads it is the last. Not
+    // when its threads would take more than kMostPartials each: their
+    // loads, few in flight, would then cost more than launches of their
+    // own (a reduction of the partials, split over blocks, then the
+    // single-value ops), as they run where there are that many. Nor over
+    // clusters: a cluster's first block, waiting for its count (two fences
+    // and an atomic), delays the next cluster's start on its processors;
+    // cross-entropy over 131072 values' row kernel took 109 us against 103
+    // (H200, session 40), more than the three launches it saved.
+    int64_t blockThreads = layout.threads * layout.rowsPerBlock;
+    // A partial a block, or a cluster (its first block writes the row's).
+    int64_t parts = blocks / layout.cluster;
+    bool finishHere =
+        lastBlock && layout.cluster == 1 &&
+        llvm::any_of(plans, [](const OpPlan &p) { return p.whole; }) &&
+        parts <= kMostPartials * blockThreads;
+    unsigned firstFinishShared = attributions.size();
+    bool finishWarps =
+        finishHere && blockThreads % kWarp == 0 && blockThreads > kWarp;
+    if (finishWarps)
+      for (const OpPlan &p : plans)
+        if (p.whole)
+          attributions.push_back(MemRefType::get(
+              {blockThreads / kWarp}, p.combiner->getResult(0).getType(),
+              MemRefLayoutAttrInterface(), workgroup));
+    unsigned flagAt = attributions.size();
+    if (finishHere && parts > 1)
+      attributions.push_back(MemRefType::get({1}, IntegerType::get(ctx, 32),
+                                             MemRefLayoutAttrInterface(),
+                                             workgroup));
+
+    // After the last op: every view the ops use is defined by then. With
+    // the last block finishing, at the end: the single-value ops after the
+    // last op join the launch, and what they use is defined by then.
     OpBuilder builder(ctx);
     b = &builder;
-    b->setInsertionPointAfter(plans.back().op);
+    if (finishHere)
+      b->setInsertionPoint(func.getBody().front().getTerminator());
+    else
+      b->setInsertionPointAfter(plans.back().op);
     llvm::DenseMap<Operation *, Value> partialsOf;
     for (const OpPlan &p : plans)
       if (p.whole)
         partialsOf[p.op] = memref::AllocOp::create(
-            *b, loc, MemRefType::get({blocks}, partTypeOf(p)));
+            *b, loc, MemRefType::get({parts}, partTypeOf(p)));
+    // The blocks count themselves in on `counter`, zeroed before the
+    // launch (with the outputs' fills: one serial launch).
+    Value counter;
+    if (finishHere && parts > 1) {
+      counter = memref::AllocOp::create(
+          *b, loc, MemRefType::get({}, IntegerType::get(ctx, 32)));
+      linalg::FillOp::create(*b, loc,
+                             ValueRange{arith::ConstantOp::create(
+                                 *b, loc, b->getI32IntegerAttr(0))},
+                             ValueRange{counter});
+    }
     Value one = cIndex(*b, loc, 1);
     Value clusterX =
         layout.cluster > 1 ? cIndex(*b, loc, layout.cluster) : Value();
@@ -1408,16 +1587,37 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
     // shared memory.
     if (!clusterSlots.empty())
       clusterBarrier();
-    b->setInsertionPointAfter(launch);
-    for (const OpPlan &plan : plans)
-      if (plan.whole)
-        combinePartials(plan, partialsOf[plan.op]);
-    // What reads the whole reductions' outputs that planned ops before it
-    // wrote follows the launch, in program order (what stood after it
-    // stays).
-    for (linalg::GenericOp o : outside)
-      if (movesAfter(o))
-        o->moveBefore(b->getInsertionBlock(), b->getInsertionPoint());
+    if (!finishHere) {
+      b->setInsertionPointAfter(launch);
+      for (const OpPlan &plan : plans)
+        if (plan.whole)
+          combinePartials(plan, partialsOf[plan.op]);
+      // What reads the whole reductions' outputs that planned ops before it
+      // wrote follows the launch, in program order (what stood after it
+      // stays).
+      for (linalg::GenericOp o : outside)
+        if (movesAfter(o))
+          o->moveBefore(b->getInsertionBlock(), b->getInsertionPoint());
+    } else {
+      // What follows the whole reductions in program order: the ops that
+      // read their outputs (moved after the launch) and those standing
+      // after the last planned op.
+      SmallVector<linalg::GenericOp> after;
+      for (linalg::GenericOp o : outside)
+        if (movesAfter(o) || plans.back().op->isBeforeInBlock(o))
+          after.push_back(o);
+      SmallVector<std::pair<const OpPlan *, Value>> wholes;
+      for (const OpPlan &p : plans)
+        if (p.whole)
+          wholes.push_back({&p, partialsOf[p.op]});
+      finishWhole(wholes,
+                  finishWarps ? wg.slice(firstFinishShared, wholes.size())
+                              : ArrayRef<BlockArgument>(),
+                  counter ? Value(wg[flagAt]) : Value(), counter, parts, tid,
+                  after);
+      for (linalg::GenericOp o : after)
+        o.erase();
+    }
     for (OpPlan &plan : llvm::reverse(plans))
       plan.op.erase();
     // The kernel-local buffers now live in registers.

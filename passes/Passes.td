@@ -316,9 +316,13 @@ def TccGpuRowFusion : Pass<"tcc-gpu-row-fusion", "func::FuncOp"> {
     shuffles and, across warps, through shared memory. With `max-cluster`,
     a row longer than a block of 1024 threads holds (32 values a thread)
     spans the blocks of a cluster, which combine their reductions through
-    distributed shared memory. A buffer shared across rows, a write every
-    group would make, a row longer than that, or any other op leaves the
-    kernel to the other GPU passes.
+    distributed shared memory. Reductions of per-row values to one value
+    (a loss's mean, an index check) run in the launch too: each block
+    writes its partial, and the last block to finish (a counter, zeroed
+    before the launch) combines them, in a fixed order, and runs the
+    single-value ops that follow (a mean's division). A buffer shared
+    across rows, a write every group would make, a row longer than that,
+    or any other op leaves the kernel to the other GPU passes.
   }];
   let options = [
     Option<"valuesPerThread", "values-per-thread", "int64_t", /*default=*/"0",
@@ -332,7 +336,16 @@ def TccGpuRowFusion : Pass<"tcc-gpu-row-fusion", "func::FuncOp"> {
     Option<"clusterThreads", "cluster-threads", "int64_t", /*default=*/"256",
            "Threads a block of a row's cluster has at least (256, 512 or "
            "1024: twice as many where a cluster of 8 such blocks cannot "
-           "hold the row)">
+           "hold the row)">,
+    Option<"syncScope", "sync-scope", "std::string", /*default=*/"\"\"",
+           "LLVM's name of the GPU's device scope for the fences of the "
+           "last block's count (\"device\" on NVPTX, \"agent\" on AMDGPU; "
+           "empty: the system's, always correct, slower)">,
+    Option<"lastBlock", "last-block", "bool", /*default=*/"true",
+           "Reductions of per-row values finish in the launch's last block "
+           "(rows of one block or fewer); false: the partials are combined "
+           "after the launch, and the single-value ops after them run as "
+           "launches of their own">
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::arith::ArithDialect",

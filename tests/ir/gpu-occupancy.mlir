@@ -106,3 +106,28 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// The same with exp (softmax, cross-entropy over long rows) keeps ptxas's
+// choice by default: held to 64 registers ptxas takes all of them where it
+// needs 32 to 54, and fewer blocks fit.
+// CHECK-LABEL: gpu.func @cluster_rows_exp
+// CHECK-NOT: minctasm
+// TWO-LABEL: gpu.func @cluster_rows_exp
+// TWO-SAME: nvvm.minctasm = 2 : i32
+// NONE-LABEL: gpu.func @cluster_rows_exp
+// NONE-NOT: minctasm
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @cluster_rows_exp(%a: memref<4xf32>) kernel attributes {known_block_size = array<i32: 256, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %v = memref.load %a[%c0] : memref<4xf32>
+      %e = math.exp %v : f32
+      nvvm.cluster.arrive {aligned}
+      nvvm.cluster.wait {aligned}
+      memref.store %e, %a[%c0] : memref<4xf32>
+      gpu.return
+    }
+  }
+}

@@ -1,4 +1,5 @@
 // RUN: tcc-opt %s --split-input-file --tcc-gpu-row-fusion | FileCheck %s
+// RUN: tcc-opt %s --split-input-file --tcc-gpu-row-fusion="last-block=false" | FileCheck %s --check-prefix=AFTER
 
 // Cross-entropy's kernel (f32, rows of 7) with its row members: the index
 // check's count and the loss's sum over the rows (the gathered logit read
@@ -7,15 +8,31 @@
 // kernel writes no rows), 128 rows a block (3 blocks, the last one's 84
 // threads past the end counting nothing). Each block combines its rows by
 // shuffles and its four warps' values in shared memory, and writes one
-// partial; the partials are added to the outputs after the launch; the
-// fills run before it, the mean's division after.
+// partial. The last block to count itself in (the counter, zeroed with
+// the outputs' fills before the launch) adds the partials to the outputs
+// (its warps' values meet in shared memory again) and runs the mean's
+// division: two launches in all.
+// With last-block=false, the partials are combined after the launch and
+// the division runs after that (launches of their own).
+// AFTER-LABEL: func.func @cross_entropy_rows
+// AFTER-NOT: atomic_rmw
+// AFTER: gpu.terminator
+// AFTER: linalg.generic {{.*}} iterator_types = ["reduction"]} ins(%{{.*}} : memref<3xi32>) outs(%arg2 : memref<i32>)
+// AFTER: linalg.generic {{.*}} iterator_types = ["reduction"]} ins(%{{.*}} : memref<3xf32>) outs(%{{.*}} : memref<1xf64>)
+// AFTER: arith.extf %{{.*}} : f32 to f64
+// AFTER: linalg.generic {{.*}} outs(%arg3 : memref<1x1xf32>)
+// AFTER: arith.divf
+// AFTER-LABEL: func.func @cross_entropy_few_rows
 // CHECK-LABEL: func.func @cross_entropy_rows
 // CHECK: linalg.generic {{.*}} outs(%arg2 : memref<i32>)
 // CHECK: %[[ACC:.*]] = memref.alloc() {{.*}} : memref<1xf64>
 // CHECK: linalg.generic {{.*}} outs(%[[ACC]] : memref<1xf64>)
+// CHECK: %[[EXP:.*]] = memref.expand_shape %[[ACC]]
 // CHECK: %[[PC:.*]] = memref.alloc() : memref<3xi32>
 // CHECK: %[[PS:.*]] = memref.alloc() : memref<3xf32>
-// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c3{{[_0-9]*}}, {{.*}}) threads({{.*}}) in ({{.*}} = %c128{{[_0-9]*}}, {{.*}}) workgroup(%[[W0:.*]] : memref<4xi32, #gpu.address_space<workgroup>>, %[[W1:.*]] : memref<4xf32, #gpu.address_space<workgroup>>)
+// CHECK: %[[CNT:.*]] = memref.alloc() : memref<i32>
+// CHECK: linalg.fill ins(%{{.*}} : i32) outs(%[[CNT]] : memref<i32>)
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c3{{[_0-9]*}}, {{.*}}) threads({{.*}}) in ({{.*}} = %c128{{[_0-9]*}}, {{.*}}) workgroup(%[[W0:[^ ]*]] : memref<4xi32, #gpu.address_space<workgroup>>, %[[W1:[^ ]*]] : memref<4xf32, #gpu.address_space<workgroup>>, %[[F0:[^ ]*]] : memref<4xi32, #gpu.address_space<workgroup>>, %[[F1:[^ ]*]] : memref<4xf64, #gpu.address_space<workgroup>>, %[[FLAG:[^ ]*]] : memref<1xi32, #gpu.address_space<workgroup>>)
 // CHECK: %[[EXISTS:.*]] = arith.cmpi ule, %{{.*}}, %c299
 // The count: each row's, nothing past the end, then lanes 16..1 apart.
 // CHECK: arith.extui
@@ -37,14 +54,40 @@
 // CHECK: memref.store %{{.*}}, %[[W1]]
 // CHECK: gpu.barrier
 // CHECK: memref.store %{{.*}}, %[[PS]][%{{.*}}] : memref<3xf32>
-// CHECK: gpu.terminator
-// CHECK: linalg.generic {{.*}} iterator_types = ["reduction"]} ins(%[[PC]] : memref<3xi32>) outs(%arg2 : memref<i32>)
+// The block's first thread counts it in, fenced on both sides; the
+// last block (3 - 1 before it) combines the partials, thread by thread
+// and then across its warps, in the same order on every run.
+// CHECK: gpu.barrier
+// CHECK: llvm.fence acq_rel
+// CHECK: %[[OLD:.*]] = memref.atomic_rmw addi %{{.*}}, %[[CNT]][] : (i32, memref<i32>) -> i32
+// CHECK: arith.cmpi eq, %[[OLD]], %c2_i32
+// CHECK: llvm.fence acq_rel
+// CHECK: memref.store %{{.*}}, %[[FLAG]]
+// CHECK: gpu.barrier
+// CHECK: %[[IS:.*]] = memref.load %[[FLAG]]
+// CHECK: %[[LAST:.*]] = arith.cmpi ne, %[[IS]]
+// CHECK: scf.if %[[LAST]] {
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c3{{[_0-9]*}} step %c128{{[_0-9]*}} iter_args
+// CHECK: memref.load %[[PC]]
+// CHECK: gpu.shuffle xor
+// CHECK: memref.store %{{.*}}, %[[F0]]
+// CHECK: gpu.barrier
+// CHECK: memref.load %arg2[]
 // CHECK: arith.addi
-// CHECK: linalg.generic {{.*}} iterator_types = ["reduction"]} ins(%[[PS]] : memref<3xf32>) outs(%[[ACC]] : memref<1xf64>)
-// CHECK: arith.extf %{{.*}} : f32 to f64
-// CHECK: arith.addf
-// CHECK: linalg.generic {{.*}} outs(%arg3 : memref<1x1xf32>)
+// CHECK: memref.store %{{.*}}, %arg2[]
+// The loss's f32 partials widen to the f64 accumulator first.
+// CHECK: scf.for {{.*}} -> (f64)
+// CHECK: memref.load %[[PS]]
+// CHECK-NEXT: arith.extf %{{.*}} : f32 to f64
+// CHECK: memref.store %{{.*}}, %[[F1]]
+// CHECK: gpu.barrier
+// CHECK: memref.load %[[ACC]]
+// CHECK-NEXT: arith.addf
+// CHECK-NEXT: memref.store %{{.*}}, %[[ACC]]
+// CHECK: linalg.generic {{.*}} ins(%[[EXP]] : memref<1x1xf64>) outs(%arg3 : memref<1x1xf32>)
 // CHECK: arith.divf
+// CHECK: gpu.terminator
+// CHECK-NOT: linalg
 // CHECK: return
 #map = affine_map<(d0, d1) -> (d0, d1)>
 #map1 = affine_map<(d0, d1) -> ()>
@@ -123,14 +166,23 @@ func.func @cross_entropy_rows(%arg0: memref<300x7xf32>, %arg1: memref<300x1xi64>
 // -----
 
 // 6 rows: one block of 6 threads (not a whole warp): each row's thread
-// leaves its value in shared memory, read back in row order.
+// leaves its value in shared memory, read back in row order. The only
+// block needs no counter: its first thread adds the partials.
 // CHECK-LABEL: func.func @cross_entropy_few_rows
+// CHECK-NOT: memref.alloc() : memref<i32>
 // CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c1{{[_0-9]*}}, {{.*}}) threads({{.*}}) in ({{.*}} = %c6{{[_0-9]*}}, {{.*}}) workgroup(%[[W0:.*]] : memref<6xi32, #gpu.address_space<workgroup>>, %{{.*}} : memref<6xf32, #gpu.address_space<workgroup>>)
 // CHECK-NOT: gpu.shuffle
 // CHECK: memref.store %{{.*}}, %[[W0]]
 // CHECK: gpu.barrier
 // CHECK-COUNT-6: memref.load %[[W0]]
+// CHECK-NOT: atomic_rmw
+// CHECK: scf.for %{{.*}} = %c0{{[_0-9]*}} to %c1{{[_0-9]*}} step %c1{{[_0-9]*}}
+// CHECK-NOT: gpu.shuffle
+// CHECK: memref.store %{{.*}}, %arg2[]
+// CHECK: linalg.generic {{.*}} outs(%arg3 : memref<1x1xf32>)
 // CHECK: gpu.terminator
+// CHECK-NOT: linalg
+// CHECK: return
 #map = affine_map<(d0, d1) -> (d0, d1)>
 #map1 = affine_map<(d0, d1) -> ()>
 #map2 = affine_map<(d0, d1) -> (d0)>

@@ -124,7 +124,11 @@ private:
   Value descriptor(Value stageDesc, int64_t off) {
     return arith::AddIOp::create(b, loc, stageDesc, i64(off / 16));
   }
-  SmallVector<Value> mmaStep(Value stage, ValueRange acc);
+  /// One k-tile's wgmmas into `acc`; with `fresh`, the first discards
+  /// what `acc` held (scale-d 0).
+  SmallVector<Value> mmaStep(Value stage, ValueRange acc, bool fresh = false);
+  /// acc + part, element by element (the promotion of an f8 k-tile's sum).
+  SmallVector<Value> addAccumulators(ValueRange acc, ValueRange part);
   void epilogue(ValueRange acc);
 
   /// s.tma: the shared-window address (i32) of stage `stage`'s "full" mbarrier.
@@ -262,7 +266,24 @@ void KernelBuilder::copyGatheredA(Value kt, Value stage) {
   }
 }
 
-SmallVector<Value> KernelBuilder::mmaStep(Value stage, ValueRange acc) {
+SmallVector<Value> KernelBuilder::addAccumulators(ValueRange acc,
+                                                  ValueRange part) {
+  SmallVector<Value> out;
+  for (auto [a, q] : llvm::zip(acc, part)) {
+    Value sum = a;
+    for (int64_t j = 0; j < s.tileN / 2; ++j) {
+      Value x = LLVM::ExtractValueOp::create(b, loc, a, j);
+      Value y = LLVM::ExtractValueOp::create(b, loc, q, j);
+      sum = LLVM::InsertValueOp::create(b, loc, sum,
+                                        arith::AddFOp::create(b, loc, x, y), j);
+    }
+    out.push_back(sum);
+  }
+  return out;
+}
+
+SmallVector<Value> KernelBuilder::mmaStep(Value stage, ValueRange acc,
+                                          bool fresh) {
   MLIRContext *ctx = b.getContext();
   Value stageUnits = toI64(mul(stage, stageBytes(s) / 16));
   Value dA = arith::AddIOp::create(b, loc, descA, stageUnits);
@@ -307,9 +328,11 @@ SmallVector<Value> KernelBuilder::mmaStep(Value stage, ValueRange acc) {
           b, loc, accT, out[i], da, db,
           NVVM::MMAShapeAttr::get(ctx, 64, s.tileN, mmaK), typeAttr(abT),
           typeAttr(abT), typeAttr(dT),
-          NVVM::WGMMAScaleOutAttr::get(ctx, NVVM::WGMMAScaleOut::one), one, one,
-          NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row), layoutB,
-          overflow);
+          NVVM::WGMMAScaleOutAttr::get(ctx, fresh && ks == 0
+                                                ? NVVM::WGMMAScaleOut::zero
+                                                : NVVM::WGMMAScaleOut::one),
+          one, one, NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
+          layoutB, overflow);
     }
   }
   NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
@@ -617,7 +640,28 @@ void KernelBuilder::build(Value aArg, Value bArg, Value biasArg,
   Type accElem = p.abType.isInteger(8) ? Type(b.getI32Type()) : b.getF32Type();
   SmallVector<Type> accs(s.tileN / 2, accElem);
   accT = LLVM::LLVMStructType::getLiteral(ctx, accs);
-  SmallVector<Value> init(slices, LLVM::ZeroOp::create(b, loc, accT));
+  // With promotion, the loop carries the f32 sums and then the k-tile's
+  // registers (their values are discarded each k-tile: scale-d 0).
+  bool promote = s.promote > 0;
+  SmallVector<Value> init(promote ? 2 * slices : slices,
+                          LLVM::ZeroOp::create(b, loc, accT));
+  // The wgmmas of a k-tile: into the accumulators, or with promotion into
+  // the k-tile's registers, added to the sums once done (the wait after
+  // them is then for all of them).
+  int64_t inFlight = promote ? 0 : 1;
+  auto step = [&](Value stage, ValueRange carried) -> SmallVector<Value> {
+    if (!promote)
+      return mmaStep(stage, carried);
+    return mmaStep(stage, carried.drop_front(slices), /*fresh=*/true);
+  };
+  auto next = [&](ValueRange carried, SmallVector<Value> stepped) {
+    if (!promote)
+      return stepped;
+    SmallVector<Value> out =
+        addAccumulators(carried.take_front(slices), stepped);
+    out.append(stepped.begin(), stepped.end());
+    return out;
+  };
 
   auto loop = scf::ForOp::create(b, loc, cst(0), myTiles, cst(1), init);
   {
@@ -635,9 +679,9 @@ void KernelBuilder::build(Value aArg, Value bArg, Value biasArg,
       mlir::gpu::BarrierOp::create(b, loc);
       whenTrue(land(isThread0, cmp(arith::CmpIPredicate::ult, ahead, myTiles)),
                [&] { tmaStage(ahead, rem(ahead, s.stages)); });
-      SmallVector<Value> next = mmaStep(stage, loop.getRegionIterArgs());
-      NVVM::WgmmaWaitGroupSyncOp::create(b, loc, b.getI64IntegerAttr(1));
-      scf::YieldOp::create(b, loc, next);
+      SmallVector<Value> stepped = step(stage, loop.getRegionIterArgs());
+      NVVM::WgmmaWaitGroupSyncOp::create(b, loc, b.getI64IntegerAttr(inFlight));
+      scf::YieldOp::create(b, loc, next(loop.getRegionIterArgs(), stepped));
     } else {
       nvgpu::DeviceAsyncWaitOp::create(b, loc, token,
                                        b.getI32IntegerAttr(s.stages - 3));
@@ -645,8 +689,8 @@ void KernelBuilder::build(Value aArg, Value bArg, Value biasArg,
           b, loc, NVVM::ProxyKindAttr::get(ctx, NVVM::ProxyKind::async_shared),
           NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
       mlir::gpu::BarrierOp::create(b, loc);
-      SmallVector<Value> next =
-          mmaStep(rem(kt, s.stages), loop.getRegionIterArgs());
+      SmallVector<Value> stepped =
+          step(rem(kt, s.stages), loop.getRegionIterArgs());
       auto ifOp = scf::IfOp::create(
           b, loc, cmp(arith::CmpIPredicate::ult, ahead, myTiles),
           /*withElse=*/false);
@@ -657,12 +701,12 @@ void KernelBuilder::build(Value aArg, Value bArg, Value biasArg,
       }
       // Commit unconditionally so that group counting stays uniform.
       commitGroup();
-      NVVM::WgmmaWaitGroupSyncOp::create(b, loc, b.getI64IntegerAttr(1));
-      scf::YieldOp::create(b, loc, next);
+      NVVM::WgmmaWaitGroupSyncOp::create(b, loc, b.getI64IntegerAttr(inFlight));
+      scf::YieldOp::create(b, loc, next(loop.getRegionIterArgs(), stepped));
     }
   }
   NVVM::WgmmaWaitGroupSyncOp::create(b, loc, b.getI64IntegerAttr(0));
-  epilogue(loop.getResults());
+  epilogue(loop.getResults().take_front(slices));
   if (maskIf)
     b.setInsertionPointAfter(maskIf);
 }
@@ -676,6 +720,12 @@ WgmmaSchedule chooseWgmmaSchedule(const WgmmaProblem &p) {
   // whose smaller stages allow 5 (on the H200 at 4096^3: 128x256 S4 592
   // TFLOP/s, 128x128 S5 554, 128x128 S4 465).
   if (p.n % 256 != 0 || ceilDiv(p.m, 128) * (p.n / 256) * p.batch < 132) {
+    s.tileN = 128;
+    s.stages = 5;
+  }
+  // f8 sums to f32's accuracy: promoted each k-tile, in 128x128 tiles.
+  if (p.abType && isa<Float8E4M3FNType, Float8E5M2Type>(p.abType)) {
+    s.promote = 1;
     s.tileN = 128;
     s.stages = 5;
   }
@@ -729,6 +779,13 @@ static bool wgmmaShapeValid(const WgmmaProblem &p, const WgmmaSchedule &s,
     return fail("tileN must be 64, 128 or 256");
   if ((s.tileM / s.warpgroups / 64) * s.tileN > 256)
     return fail("more than 128 accumulators per thread");
+  if (s.promote < 0 || s.promote > 1)
+    return fail("promote is 0 or 1");
+  if (s.promote && !f8)
+    return fail("promotion is for f8 operands");
+  if (s.promote && (s.tileM / s.warpgroups / 64) * s.tileN > 128)
+    return fail("promotion doubles the accumulators: at most 64 per "
+                "thread (tileN 128 for 64 rows a warpgroup)");
   if (s.stages < 3)
     return fail("at least 3 stages");
   if (p.m < 1 || p.n < 1 || p.k < 1 || p.batch < 1)
@@ -810,6 +867,8 @@ std::vector<WgmmaSchedule> wgmmaScheduleSpace(const WgmmaProblem &p,
             s.warpgroups = wg;
             s.stages = st;
             s.splitK = sk;
+            // f8 keeps f32's accuracy (the space holds no fast sums).
+            s.promote = chooseWgmmaSchedule(p).promote;
             if (wgmmaKernelSupports(p, s, target, why))
               space.push_back(s);
           }

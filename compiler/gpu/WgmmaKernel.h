@@ -83,6 +83,15 @@ struct WgmmaSchedule {
   /// ~60%, Nsight Compute, session 26). Needs channels a multiple of the
   /// k-tile and 16-bit operands (wgmmaKernelSupports).
   bool tma = false;
+  /// f8 only, 1: each k-tile's wgmmas sum into fresh registers that are
+  /// then added to the f32 accumulators (two-level accumulation). Hopper's
+  /// f8 wgmma adds into its accumulator with fewer bits than f32 (about
+  /// 14: DeepSeek-V3's report), so long sums drift: outputs near zero of
+  /// 4096^3 GEMMs were off by 4.7x the f32-accumulation bound (H200,
+  /// session 40). Twice the accumulator registers (tileN 128 at most for
+  /// 128 rows) and a wait each k-tile. 0: the hardware's accumulation
+  /// (like torch._scaled_mm's use_fast_accum).
+  int64_t promote = 0;
 };
 
 /// The k-tile: one 128-byte swizzle row (64 bf16/f16 or 32 tf32 elements).

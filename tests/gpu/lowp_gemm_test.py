@@ -146,7 +146,7 @@ def main():
         with open(sched, 'w') as f:
             # The "matmul" entry (mma.sync's knobs) leaves 8-bit kernels alone.
             json.dump({'matmul': {'tile_k': 64, 'warps_m': 2},
-                       'kernels': {'k0_matmul': {'tile_n': 256, 'stages': 4}}}, f)
+                       'kernels': {'k0_matmul': {'tile_n': 256, 'stages': 4, 'promote': 0}}}, f)
         bundle = os.path.join(d, 's.tccb')
         rc, _, err = run(args.tcc, 'compile', path, '--target', 'sm_90a', '--schedule', sched,
                          '-o', bundle)
@@ -154,8 +154,13 @@ def main():
             fail('--schedule on an f8 matmul: %s' % err.strip())
         k0 = json.loads(run(args.tcc, 'inspect', bundle)[1])['kernels'][0]
         if k0.get('template') != 'wgmma' or k0['schedule']['tile_n'] != 256 \
-                or k0['schedule']['stages'] != 4:
+                or k0['schedule']['stages'] != 4 or k0['schedule']['promote'] != 0:
             fail('--schedule not applied to the f8 wgmma kernel: %s' % k0)
+        # By default f8 sums are promoted to f32 registers each k-tile.
+        rc, _, err = run(args.tcc, 'compile', path, '--target', 'sm_90a', '-o', bundle)
+        k0 = json.loads(run(args.tcc, 'inspect', bundle)[1])['kernels'][0] if rc == 0 else {}
+        if k0.get('schedule', {}).get('promote') != 1 or k0['schedule']['tile_n'] > 128:
+            fail('f8 not promoted by default: %s %s' % (k0, err.strip()))
         # A split-K's f32 partials are summed into C by a reduction kernel.
         with open(sched, 'w') as f:
             json.dump({'kernels': {'k0_matmul': {'split_k': 2}}}, f)
@@ -169,7 +174,8 @@ def main():
                 m['kernels'][m['launches'][0]['kernel']]['schedule']['split_k'] != 2:
             fail('split_k 2: launches %s, expected the wgmma kernel and its reduction' % names)
         for bad_knobs, what in (({'tile_k': 64}, "'tile_k' is not one of"),
-                                ({'tile_n': 96}, 'tileN must be')):
+                                ({'tile_n': 96}, 'tileN must be'),
+                                ({'tile_n': 256}, 'promotion doubles the accumulators')):
             with open(sched, 'w') as f:
                 json.dump({'kernels': {'k0_matmul': bad_knobs}}, f)
             rc, _, err = run(args.tcc, 'compile', path, '--target', 'sm_90a', '--schedule',
@@ -178,7 +184,7 @@ def main():
             if rc != 1 or len(lines) != 1 or what not in lines[0]:
                 fail('schedule %s: expected one error line with "%s", got rc %d: %s'
                      % (bad_knobs, what, rc, err.strip()))
-        print('ok --schedule (applied; split-K reduced; unknown knob and bad tile refused)')
+        print('ok --schedule (applied; promoted by default; split-K reduced; unknown knob, bad tile and promoted 256 refused)')
 
         # --precision-plan-tiles (experimental): each precision the wgmma
         # template takes is one tile-masked kernel, f32 a whole matmul.

@@ -640,35 +640,13 @@ void KernelBuilder::build(Value aArg, Value bArg, Value biasArg,
   Type accElem = p.abType.isInteger(8) ? Type(b.getI32Type()) : b.getF32Type();
   SmallVector<Type> accs(s.tileN / 2, accElem);
   accT = LLVM::LLVMStructType::getLiteral(ctx, accs);
-  // With promotion, the loop carries the f32 sums and then the k-tile's
-  // registers (their values are discarded each k-tile: scale-d 0).
-  bool promote = s.promote > 0;
-  SmallVector<Value> init(promote ? 2 * slices : slices,
-                          LLVM::ZeroOp::create(b, loc, accT));
-  // The wgmmas of a k-tile: into the accumulators, or with promotion into
-  // the k-tile's registers, added to the sums once done (the wait after
-  // them is then for all of them).
-  int64_t inFlight = promote ? 0 : 1;
-  auto step = [&](Value stage, ValueRange carried) -> SmallVector<Value> {
-    if (!promote)
-      return mmaStep(stage, carried);
-    return mmaStep(stage, carried.drop_front(slices), /*fresh=*/true);
-  };
-  auto next = [&](ValueRange carried, SmallVector<Value> stepped) {
-    if (!promote)
-      return stepped;
-    SmallVector<Value> out =
-        addAccumulators(carried.take_front(slices), stepped);
-    out.append(stepped.begin(), stepped.end());
-    return out;
-  };
-
-  auto loop = scf::ForOp::create(b, loc, cst(0), myTiles, cst(1), init);
-  {
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(loop.getBody());
-    Value kt = loop.getInductionVar();
+  // One k-tile: wait for its copies, `mma` (its wgmmas; stage in, the
+  // accumulators they wrote out), the copies of k-tile kt + S - 2, then a
+  // wait leaving `inFlight` wgmma groups running.
+  auto kTile = [&](Value kt, llvm::function_ref<SmallVector<Value>(Value)> mma,
+                   int64_t inFlight) {
     Value ahead = add(kt, s.stages - 2);
+    SmallVector<Value> stepped;
     if (s.tma) {
       // Stage kt % S holds k-tile kt once its mbarrier's phase kt / S
       // completed. After the barrier every warpgroup has waited for its
@@ -679,9 +657,7 @@ void KernelBuilder::build(Value aArg, Value bArg, Value biasArg,
       mlir::gpu::BarrierOp::create(b, loc);
       whenTrue(land(isThread0, cmp(arith::CmpIPredicate::ult, ahead, myTiles)),
                [&] { tmaStage(ahead, rem(ahead, s.stages)); });
-      SmallVector<Value> stepped = step(stage, loop.getRegionIterArgs());
-      NVVM::WgmmaWaitGroupSyncOp::create(b, loc, b.getI64IntegerAttr(inFlight));
-      scf::YieldOp::create(b, loc, next(loop.getRegionIterArgs(), stepped));
+      stepped = mma(stage);
     } else {
       nvgpu::DeviceAsyncWaitOp::create(b, loc, token,
                                        b.getI32IntegerAttr(s.stages - 3));
@@ -689,8 +665,7 @@ void KernelBuilder::build(Value aArg, Value bArg, Value biasArg,
           b, loc, NVVM::ProxyKindAttr::get(ctx, NVVM::ProxyKind::async_shared),
           NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
       mlir::gpu::BarrierOp::create(b, loc);
-      SmallVector<Value> stepped =
-          step(rem(kt, s.stages), loop.getRegionIterArgs());
+      stepped = mma(rem(kt, s.stages));
       auto ifOp = scf::IfOp::create(
           b, loc, cmp(arith::CmpIPredicate::ult, ahead, myTiles),
           /*withElse=*/false);
@@ -701,12 +676,51 @@ void KernelBuilder::build(Value aArg, Value bArg, Value biasArg,
       }
       // Commit unconditionally so that group counting stays uniform.
       commitGroup();
-      NVVM::WgmmaWaitGroupSyncOp::create(b, loc, b.getI64IntegerAttr(inFlight));
-      scf::YieldOp::create(b, loc, next(loop.getRegionIterArgs(), stepped));
     }
+    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, b.getI64IntegerAttr(inFlight));
+    return stepped;
+  };
+  auto fresh = [&](ValueRange regs) {
+    return [this, regs](Value stage) {
+      return mmaStep(stage, regs, /*fresh=*/true);
+    };
+  };
+  Value zeroAcc = LLVM::ZeroOp::create(b, loc, accT);
+  SmallVector<Value> sums;
+  if (s.promote == 0) {
+    // The wgmmas add into the accumulators; a k-tile's run while the
+    // next one's are issued.
+    auto loop = scf::ForOp::create(b, loc, cst(0), myTiles, cst(1),
+                                   SmallVector<Value>(slices, zeroAcc));
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(loop.getBody());
+    ValueRange acc = loop.getRegionIterArgs();
+    scf::YieldOp::create(b, loc,
+                         kTile(
+                             loop.getInductionVar(),
+                             [&](Value stage) { return mmaStep(stage, acc); },
+                             1));
+    b.setInsertionPointAfter(loop);
+    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, b.getI64IntegerAttr(0));
+    sums.assign(loop.getResults().begin(), loop.getResults().end());
+  } else {
+    // Each k-tile into fresh registers, added to the sums once done. (Two
+    // sets in turn, so that a k-tile's wgmmas run while the previous
+    // one's are added, took 255 registers and spilled at 128x128.)
+    SmallVector<Value> init(2 * slices, zeroAcc);
+    auto loop = scf::ForOp::create(b, loc, cst(0), myTiles, cst(1), init);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(loop.getBody());
+    ValueRange carried = loop.getRegionIterArgs();
+    SmallVector<Value> part =
+        kTile(loop.getInductionVar(), fresh(carried.drop_front(slices)), 0);
+    SmallVector<Value> out = addAccumulators(carried.take_front(slices), part);
+    out.append(part.begin(), part.end());
+    scf::YieldOp::create(b, loc, out);
+    b.setInsertionPointAfter(loop);
+    sums.assign(loop.getResults().begin(), loop.getResults().begin() + slices);
   }
-  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, b.getI64IntegerAttr(0));
-  epilogue(loop.getResults().take_front(slices));
+  epilogue(sums);
   if (maskIf)
     b.setInsertionPointAfter(maskIf);
 }

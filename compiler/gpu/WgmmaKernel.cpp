@@ -704,16 +704,42 @@ void KernelBuilder::build(Value aArg, Value bArg, Value biasArg,
     NVVM::WgmmaWaitGroupSyncOp::create(b, loc, b.getI64IntegerAttr(0));
     sums.assign(loop.getResults().begin(), loop.getResults().end());
   } else {
-    // Each k-tile into fresh registers, added to the sums once done. (Two
-    // sets in turn, so that a k-tile's wgmmas run while the previous
-    // one's are added, took 255 registers and spilled at 128x128.)
+    // Each run of `promote` k-tiles sums into fresh registers, added to the
+    // sums once done: one loop iteration a run, its last k-tile waiting for
+    // all (a run's last may be short). (Two sets in turn, so that a run's
+    // wgmmas go on while the previous run's are added, took 255 registers
+    // and spilled at 128x128.)
+    int64_t run = s.promote;
     SmallVector<Value> init(2 * slices, zeroAcc);
-    auto loop = scf::ForOp::create(b, loc, cst(0), myTiles, cst(1), init);
+    auto loop = scf::ForOp::create(b, loc, cst(0), myTiles, cst(run), init);
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(loop.getBody());
     ValueRange carried = loop.getRegionIterArgs();
+    Value kt = loop.getInductionVar();
     SmallVector<Value> part =
-        kTile(loop.getInductionVar(), fresh(carried.drop_front(slices)), 0);
+        kTile(kt, fresh(carried.drop_front(slices)), run == 1 ? 0 : 1);
+    for (int64_t r = 1; r < run; ++r) {
+      // k-tile kt + r, when there is one; the last waits for the run.
+      Value k = add(kt, r);
+      SmallVector<Type> types(slices, accT);
+      auto more = scf::IfOp::create(b, loc, types,
+                                    cmp(arith::CmpIPredicate::ult, k, myTiles),
+                                    /*withElse=*/true);
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(&more.getThenRegion().front());
+      SmallVector<Value> in = part;
+      scf::YieldOp::create(b, loc,
+                           kTile(
+                               k,
+                               [&](Value stage) { return mmaStep(stage, in); },
+                               r + 1 == run ? 0 : 1));
+      b.setInsertionPointToStart(&more.getElseRegion().front());
+      scf::YieldOp::create(b, loc, part);
+      b.setInsertionPointAfter(more);
+      part.assign(more.getResults().begin(), more.getResults().end());
+    }
+    if (run > 1)
+      NVVM::WgmmaWaitGroupSyncOp::create(b, loc, b.getI64IntegerAttr(0));
     SmallVector<Value> out = addAccumulators(carried.take_front(slices), part);
     out.append(part.begin(), part.end());
     scf::YieldOp::create(b, loc, out);
@@ -793,8 +819,8 @@ static bool wgmmaShapeValid(const WgmmaProblem &p, const WgmmaSchedule &s,
     return fail("tileN must be 64, 128 or 256");
   if ((s.tileM / s.warpgroups / 64) * s.tileN > 256)
     return fail("more than 128 accumulators per thread");
-  if (s.promote < 0 || s.promote > 1)
-    return fail("promote is 0 or 1");
+  if (s.promote < 0 || s.promote > 4)
+    return fail("promote is 0 to 4 (k-tiles a sum in fresh registers)");
   if (s.promote && !f8)
     return fail("promotion is for f8 operands");
   if (s.promote && (s.tileM / s.warpgroups / 64) * s.tileN > 128)

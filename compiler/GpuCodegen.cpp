@@ -1885,8 +1885,8 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
           return gpuModule.emitError("kernel ")
                  << name << ": '" << *bad
                  << "' is not one of tile_m, tile_n, warpgroups, stages, "
-                    "split_k (8-bit operands run on the wgmma template "
-                    "alone) with an integer value";
+                    "split_k, promote (8-bit operands run on the wgmma "
+                    "template alone) with an integer value";
       }
     if (!::tcc::gpu::wgmmaKernelSupports(wp, ws, target, error))
       return gpuModule.emitError("kernel ") << name << ": " << error;

@@ -1233,17 +1233,12 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
     // The block's writes (its partial, and its rows, which a single-value
     // op after the reductions may read) are done.
     gpu::BarrierOp::create(*b, loc);
-    // In a cluster, its first block counts for it: the cluster's barrier
-    // ordered the other blocks' writes before its own.
-    Value leader, counts = first;
-    if (rank) {
-      leader =
-          arith::CmpIOp::create(*b, loc, arith::CmpIPredicate::eq, rank, zero);
-      counts = arith::AndIOp::create(*b, loc, first, leader);
-    }
-    Value last = leader; // with one partial: its block (none: every block)
+    // Not over clusters (generate): a cluster's blocks would need its
+    // barrier before its first block counts for them.
+    assert(!rank && "the last block finishes only rows without clusters");
+    Value last; // none: the only block
     if (parts > 1) {
-      guarded(counts, [&] {
+      guarded(first, [&] {
         deviceFence();
         Value old = memref::AtomicRMWOp::create(
             *b, loc, arith::AtomicRMWKind::addi,
@@ -1263,8 +1258,6 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
           *b, loc, arith::CmpIPredicate::ne,
           memref::LoadOp::create(*b, loc, flag, ValueRange{zero}),
           arith::ConstantOp::create(*b, loc, b->getI32IntegerAttr(0)));
-      if (leader) // the others never wrote their flag
-        last = arith::AndIOp::create(*b, loc, last, leader);
     }
     int64_t blockThreads = layout.threads * layout.rowsPerBlock;
     // The block's threads share the partials when it has whole warps (it

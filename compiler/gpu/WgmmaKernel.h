@@ -90,7 +90,7 @@ struct WgmmaSchedule {
   /// 14: DeepSeek-V3's report), so long sums drift: outputs near zero of
   /// 4096^3 GEMMs were off by 4.7x the f32-accumulation bound (H200,
   /// session 40). Twice the accumulator registers (tileN 128 at most for
-  /// 128 rows) and a wait each k-tile. 0: the hardware's accumulation
+  /// 128 rows) and a wait each run. 0: the hardware's accumulation
   /// (like torch._scaled_mm's use_fast_accum).
   int64_t promote = 0;
 };

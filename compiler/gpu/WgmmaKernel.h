@@ -83,9 +83,9 @@ struct WgmmaSchedule {
   /// ~60%, Nsight Compute, session 26). Needs channels a multiple of the
   /// k-tile and 16-bit operands (wgmmaKernelSupports).
   bool tma = false;
-  /// f8 only, N (1 to 4): each run of N k-tiles' wgmmas sums into fresh
-  /// registers that are then added to the f32 accumulators (two-level
-  /// accumulation). Hopper's
+  /// f8 only, N (1 to 4; chooseWgmmaSchedule: 2): each run of N k-tiles'
+  /// wgmmas sums into fresh registers that are then added to the f32
+  /// accumulators (two-level accumulation). Hopper's
   /// f8 wgmma adds into its accumulator with fewer bits than f32 (about
   /// 14: DeepSeek-V3's report), so long sums drift: outputs near zero of
   /// 4096^3 GEMMs were off by 4.7x the f32-accumulation bound (H200,

@@ -936,6 +936,30 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
     return yielded;
   }
 
+  /// Every `group` threads' value `v` (that of the group's first thread,
+  /// `thread` numbering them) left in slot `thread / group` of `slots`;
+  /// after a barrier every thread folds the `n` slots in the same order.
+  Value throughShared(Operation *combiner, Value v, Value slots, Value thread,
+                      int64_t group, int64_t n) {
+    Value firstOfGroup = arith::CmpIOp::create(
+        *b, loc, arith::CmpIPredicate::eq,
+        arith::RemUIOp::create(*b, loc, thread, cIndex(*b, loc, group)),
+        cIndex(*b, loc, 0));
+    guarded(firstOfGroup, [&] {
+      memref::StoreOp::create(*b, loc, v, slots,
+                              ValueRange{arith::DivUIOp::create(
+                                  *b, loc, thread, cIndex(*b, loc, group))});
+    });
+    gpu::BarrierOp::create(*b, loc);
+    Value total =
+        memref::LoadOp::create(*b, loc, slots, ValueRange{cIndex(*b, loc, 0)});
+    for (int64_t i = 1; i < n; ++i)
+      total = combine(*b, combiner, total,
+                      memref::LoadOp::create(*b, loc, slots,
+                                             ValueRange{cIndex(*b, loc, i)}));
+    return total;
+  }
+
   /// Combines the threads' `v` across the row's group: every thread ends
   /// with the same value.
   Value acrossRow(const OpPlan &plan, Value v, Value partials) {
@@ -946,22 +970,8 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
       assert(layout.cluster == 1 && "a cluster's blocks have several warps");
       return v;
     }
-    Value warp = arith::DivUIOp::create(*b, loc, lane, cIndex(*b, loc, kWarp));
-    Value first = arith::CmpIOp::create(
-        *b, loc, arith::CmpIPredicate::eq,
-        arith::RemUIOp::create(*b, loc, lane, cIndex(*b, loc, kWarp)),
-        cIndex(*b, loc, 0));
-    guarded(first, [&] {
-      memref::StoreOp::create(*b, loc, v, partials, ValueRange{warp});
-    });
-    gpu::BarrierOp::create(*b, loc);
-    // Every thread folds the warps' values in the same order.
-    Value total =
-        memref::LoadOp::create(*b, loc, partials, ValueRange{cIndex(*b, loc, 0)});
-    for (int64_t w = 1; w < layout.threads / kWarp; ++w)
-      total = combine(
-          *b, plan.combiner, total,
-          memref::LoadOp::create(*b, loc, partials, ValueRange{cIndex(*b, loc, w)}));
+    Value total = throughShared(plan.combiner, v, partials, lane, kWarp,
+                                layout.threads / kWarp);
     if (layout.cluster == 1)
       return total;
     // The row's blocks: each block's first thread leaves its total in the
@@ -1116,21 +1126,6 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
     if (rowExists)
       part = arith::SelectOp::create(*b, loc, rowExists, part, partNeutral);
     int64_t blockThreads = layout.threads * layout.rowsPerBlock;
-    auto fold = [&](int64_t n) {
-      Value total = memref::LoadOp::create(*b, loc, shared,
-                                           ValueRange{cIndex(*b, loc, 0)});
-      for (int64_t i = 1; i < n; ++i)
-        total = combine(*b, plan.combiner, total,
-                        memref::LoadOp::create(*b, loc, shared,
-                                               ValueRange{cIndex(*b, loc, i)}));
-      return total;
-    };
-    auto isZero = [&](Value v, int64_t m) {
-      return arith::CmpIOp::create(
-          *b, loc, arith::CmpIPredicate::eq,
-          arith::RemUIOp::create(*b, loc, v, cIndex(*b, loc, m)),
-          cIndex(*b, loc, 0));
-    };
     Value total = part;
     if (layout.rowsPerBlock == 1) {
       // One row a block: its threads hold its value.
@@ -1139,25 +1134,13 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
       for (int64_t off = kWarp / 2; off >= layout.threads; off /= 2)
         total =
             combine(*b, plan.combiner, total, shuffleXor(*b, loc, total, off));
-      if (blockThreads > kWarp) {
-        guarded(isZero(tid, kWarp), [&] {
-          memref::StoreOp::create(*b, loc, total, shared,
-                                  ValueRange{arith::DivUIOp::create(
-                                      *b, loc, tid, cIndex(*b, loc, kWarp))});
-        });
-        gpu::BarrierOp::create(*b, loc);
-        total = fold(blockThreads / kWarp);
-      }
+      if (blockThreads > kWarp)
+        total = throughShared(plan.combiner, total, shared, tid, kWarp,
+                              blockThreads / kWarp);
     } else {
       // The only block, of fewer rows than a warp's lanes take.
-      guarded(isZero(tid, layout.threads), [&] {
-        memref::StoreOp::create(
-            *b, loc, total, shared,
-            ValueRange{arith::DivUIOp::create(
-                *b, loc, tid, cIndex(*b, loc, layout.threads))});
-      });
-      gpu::BarrierOp::create(*b, loc);
-      total = fold(layout.rowsPerBlock);
+      total = throughShared(plan.combiner, total, shared, tid, layout.threads,
+                            layout.rowsPerBlock);
     }
     Value first = arith::CmpIOp::create(*b, loc, arith::CmpIPredicate::eq, tid,
                                         cIndex(*b, loc, 0));
@@ -1287,26 +1270,9 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
         Value total = loop.getResult(0);
         if (together) {
           total = warpReduce(*b, loc, plan.combiner, total);
-          if (blockThreads > kWarp) {
-            Value slots = shared[i];
-            Value warpFirst = arith::CmpIOp::create(
-                *b, loc, arith::CmpIPredicate::eq,
-                arith::RemUIOp::create(*b, loc, tid, cIndex(*b, loc, kWarp)),
-                zero);
-            guarded(warpFirst, [&] {
-              memref::StoreOp::create(
-                  *b, loc, total, slots,
-                  ValueRange{arith::DivUIOp::create(*b, loc, tid,
-                                                    cIndex(*b, loc, kWarp))});
-            });
-            gpu::BarrierOp::create(*b, loc);
-            total = memref::LoadOp::create(*b, loc, slots, ValueRange{zero});
-            for (int64_t w = 1; w < blockThreads / kWarp; ++w)
-              total =
-                  combine(*b, plan.combiner, total,
-                          memref::LoadOp::create(
-                              *b, loc, slots, ValueRange{cIndex(*b, loc, w)}));
-          }
+          if (blockThreads > kWarp)
+            total = throughShared(plan.combiner, total, shared[i], tid, kWarp,
+                                  blockThreads / kWarp);
         }
         guarded(first, [&] {
           linalg::GenericOp op = plan.op;

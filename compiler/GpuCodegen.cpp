@@ -1172,7 +1172,8 @@ Knobs mmaKnobs(::tcc::gpu::MatmulSchedule &s) {
 Knobs wgmmaKnobs(::tcc::gpu::WgmmaSchedule &s) {
   return {{"tile_m", &s.tileM},          {"tile_n", &s.tileN},
           {"warpgroups", &s.warpgroups}, {"stages", &s.stages},
-          {"split_k", &s.splitK},        {"promote", &s.promote}};
+          {"split_k", &s.splitK},        {"promote", &s.promote},
+          {"producer", &s.producer}};
 }
 
 /// Sets `knobs` from the object `o`; the first key that names no knob or
@@ -1627,7 +1628,12 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
     plan.scratchBytes.insert(plan.scratchBytes.begin(),
                              uint64_t(bb * mp.k * mp.n) *
                                  (mp.bType.getIntOrFloatBitWidth() / 8));
-    plan.launches.front().args[1] = numBuffers;
+    ::tcc::DeviceLaunch &gemm = plan.launches.front();
+    gemm.args[1] = numBuffers;
+    // The wgmma template's tensor maps are A's, then B's: B's reads the
+    // transposed copy too (A may be the same buffer as B).
+    if (gemm.tensorMaps.size() == 2)
+      gemm.tensorMaps[1].arg = numBuffers;
     std::string tsym = name + "_transpose_b";
     ::tcc::gpu::KernelLaunch t = ::tcc::gpu::buildTransposeKernel(
         b, gpuModule, tsym, bb, mp.k, mp.n, mp.bType);
@@ -1885,7 +1891,8 @@ LogicalResult addMatmulLaunch(const MatmulUse &use, const std::string &name,
           return gpuModule.emitError("kernel ")
                  << name << ": '" << *bad
                  << "' is not one of tile_m, tile_n, warpgroups, stages, "
-                    "split_k, promote (8-bit operands run on the wgmma "
+                    "split_k, promote, producer (8-bit operands "
+                    "run on the wgmma "
                     "template alone) with an integer value";
       }
     if (!::tcc::gpu::wgmmaKernelSupports(wp, ws, target, error))

@@ -144,10 +144,10 @@ static cl::opt<bool> gpuConvTma(
              "allow (sm_90a; default on; =false for cp.async copies)"),
     cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
 static cl::opt<bool> gpuMatmulEpilogues(
-    "gpu-matmul-epilogues", cl::init(false),
+    "gpu-matmul-epilogues", cl::init(true),
     cl::desc("A matmul's elementwise code after it (scales, bias, "
              "activation, cast) runs in the GEMM template's epilogue "
-             "(NVIDIA; experimental, default off until checked on a GPU)"),
+             "(NVIDIA; default on; =false gives it a kernel of its own)"),
     cl::sub(compileCmd), cl::sub(runCmd), cl::sub(benchCmd));
 static cl::opt<bool> gpuAttention(
     "gpu-attention", cl::init(true),

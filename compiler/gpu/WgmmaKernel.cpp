@@ -57,8 +57,23 @@ int64_t stageBytes(const WgmmaSchedule &s) {
 }
 int64_t sharedBytesOf(const WgmmaSchedule &s) {
   // One extra atom so the base can be aligned to 1024 bytes at run time;
-  // with TMA, a "stage full" mbarrier per stage after the stages.
-  return s.stages * stageBytes(s) + kAtomBytes + (s.tma ? 8 * s.stages : 0);
+  // with TMA, a "stage full" mbarrier per stage after the stages (and, with
+  // a producer warpgroup, a "stage empty" one).
+  return s.stages * stageBytes(s) + kAtomBytes + (s.tma ? 8 * s.stages : 0) +
+         (s.producer ? 16 * s.stages : 0);
+}
+
+/// A producer warpgroup's and each computing warpgroup's registers a
+/// thread after setmaxnreg: a block of (warpgroups + 1) x 128 threads starts
+/// with 65536 / threads each (one block a multiprocessor: a warp of each
+/// warpgroup shares a quarter's 16384), the producer keeps few and the rest
+/// go to the others (2: 168 -> 40 and 232; 3: 128 -> 24 and 160).
+std::pair<int64_t, int64_t> producerRegisters(const WgmmaSchedule &s) {
+  int64_t entry = 65536 / (128 * (s.warpgroups + 1)) / 8 * 8;
+  int64_t producer = s.warpgroups >= 3 ? 24 : 40;
+  int64_t consumer = std::min<int64_t>(
+      ((s.warpgroups + 1) * entry - producer) / s.warpgroups / 8 * 8, 256);
+  return {producer, consumer};
 }
 
 int64_t elemBytesOf(const WgmmaProblem &p) {
@@ -131,8 +146,27 @@ private:
   SmallVector<Value> addAccumulators(ValueRange acc, ValueRange part);
   void epilogue(ValueRange acc);
 
-  /// s.tma: the shared-window address (i32) of stage `stage`'s "full" mbarrier.
+  /// s.tma or s.producer: the shared-window address (i32) of stage
+  /// `stage`'s "full" mbarrier; with a producer, of its "empty" one.
   Value fullBarrier(Value stage) { return asI32(add(barBase, mul(stage, 8))); }
+  Value emptyBarrier(Value stage) {
+    return asI32(add(barBase, add(mul(stage, 8), 8 * s.stages)));
+  }
+  /// A barrier of the computing threads: the block's, or (with a producer
+  /// warpgroup, which never reaches it) named barrier 1 of theirs alone.
+  void consumerBarrier() {
+    if (s.producer)
+      ptx("bar.sync 1, " + std::to_string(threads) + ";");
+    else
+      mlir::gpu::BarrierOp::create(b, loc);
+  }
+  /// s.producer: the producer thread's copy of k-tile `kt` (from kBase)
+  /// into stage `stage` by TMA, completing on its "full" mbarrier.
+  void tmaPlainStage(Value kt, Value stage);
+  /// s.producer: the producer warpgroup's loop (its first thread keeps the
+  /// stages filled), and the computing warpgroups' loops.
+  void producerLoop(Value myTiles);
+  SmallVector<Value> consumerLoop(Value myTiles);
   /// Thread 0: k-tile `kt` (from kBase) into stage `stage` by TMA, both
   /// copies completing on the stage's mbarrier.
   void tmaStage(Value kt, Value stage);
@@ -194,6 +228,32 @@ void KernelBuilder::tmaStage(Value kt, Value stage) {
   ptx("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::"
       "complete_tx::bytes [$0], [$1, {$2, $3}], [$4];",
       "r,l,r,r,r", ValueRange{dstB, mapB, mul(k, tileK), asI32(blockN0), bar});
+}
+
+void KernelBuilder::tmaPlainStage(Value kt, Value stage) {
+  // The maps are 3-D (K or N innermost, then rows, then the batch); the
+  // boxes' bytes count in full, the zeros past the edges too.
+  Value bar = fullBarrier(stage);
+  ptx("mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], " +
+          std::to_string(stageBytes(s)) + ";",
+      "r", bar);
+  Value dstA = asI32(add(stageBase, mul(stage, stageBytes(s))));
+  Value dstB = add(dstA, cstI32(tileABytes(s)));
+  Value k0 = asI32(mul(add(kBase, kt), tileK));
+  auto copy = [&](Value dst, Value map, Value inner, Value outer, Value batch) {
+    ptx("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::"
+        "complete_tx::bytes [$0], [$1, {$2, $3, $4}], [$5];",
+        "r,l,r,r,r,r", ValueRange{dst, map, inner, outer, batch, bar});
+  };
+  copy(dstA, mapA, k0, asI32(blockM0), asI32(batchA));
+  if (p.transB) {
+    copy(dstB, mapB, k0, asI32(blockN0), asI32(batchB));
+    return;
+  }
+  // B [K][N]: column blocks of 64 n (128 bytes) by the k-tile's rows.
+  for (int64_t cb = 0; cb < s.tileN / 64; ++cb)
+    copy(add(dstB, cstI32(cb * tileK * kRowBytes)), mapB,
+         asI32(add(blockN0, cb * 64)), k0, asI32(batchB));
 }
 
 void KernelBuilder::copyTile(bool isA, Value kt, Value stage) {
@@ -339,6 +399,103 @@ SmallVector<Value> KernelBuilder::mmaStep(Value stage, ValueRange acc,
   return out;
 }
 
+void KernelBuilder::producerLoop(Value myTiles) {
+  // Stage kt % S takes k-tile kt once its use by k-tile kt - S is over (the
+  // "empty" phase of that use, (kt / S - 1) % 2, completed).
+  whenTrue(cmp(arith::CmpIPredicate::eq, tid, cst(threads)), [&] {
+    auto loop = scf::ForOp::create(b, loc, cst(0), myTiles, cst(1));
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value kt = loop.getInductionVar();
+    Value stage = rem(kt, s.stages);
+    whenTrue(cmp(arith::CmpIPredicate::uge, kt, cst(s.stages)), [&] {
+      waitParity(emptyBarrier(stage),
+                 asI32(band(sub(div(kt, s.stages), cst(1)), 1)));
+    });
+    tmaPlainStage(kt, stage);
+  });
+}
+
+SmallVector<Value> KernelBuilder::consumerLoop(Value myTiles) {
+  Value laneZero = cmp(arith::CmpIPredicate::eq, rem(tid, 32), cst(0));
+  // Each computing warp's first thread hands a stage back once the warp's
+  // wgmmas reading it are done (the "empty" mbarrier counts 4 per
+  // warpgroup).
+  auto release = [&](Value kt) {
+    whenTrue(laneZero, [&] {
+      ptx("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [$0];\n}", "r",
+          emptyBarrier(rem(kt, s.stages)));
+    });
+  };
+  auto waitFull = [&](Value kt) {
+    waitParity(fullBarrier(rem(kt, s.stages)),
+               asI32(band(div(kt, s.stages), 1)));
+  };
+  Value zeroAcc = LLVM::ZeroOp::create(b, loc, accT);
+  if (s.promote == 0) {
+    // A k-tile's wgmmas run while the next one's are issued; the stage of
+    // k-tile kt - 1 goes back once they are done.
+    auto loop = scf::ForOp::create(b, loc, cst(0), myTiles, cst(1),
+                                   SmallVector<Value>(slices, zeroAcc));
+    {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value kt = loop.getInductionVar();
+      waitFull(kt);
+      SmallVector<Value> acc =
+          mmaStep(rem(kt, s.stages), loop.getRegionIterArgs());
+      NVVM::WgmmaWaitGroupSyncOp::create(b, loc, b.getI64IntegerAttr(1));
+      whenTrue(cmp(arith::CmpIPredicate::ugt, kt, cst(0)),
+               [&] { release(sub(kt, cst(1))); });
+      scf::YieldOp::create(b, loc, acc);
+    }
+    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, b.getI64IntegerAttr(0));
+    return SmallVector<Value>(loop.getResults());
+  }
+  // Runs of `promote` k-tiles, each summed into fresh registers (zeros,
+  // added to) and added to the sums once all are done; the stages go back
+  // then. (Starting the second warpgroup's runs half a run later, so that
+  // one's wait falls while the other's wgmmas run, measured slower: 0.130
+  // ms against 0.120 at 4096^3 on the H100, session 41.)
+  int64_t run = s.promote;
+  Value runs = div(add(myTiles, cst(run - 1)), run);
+  std::optional<int64_t> staticTiles = getConstantIntValue(myTiles);
+  auto loop = scf::ForOp::create(b, loc, cst(0), runs, cst(1),
+                                 SmallVector<Value>(slices, zeroAcc));
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPointToStart(loop.getBody());
+  Value first = mul(loop.getInductionVar(), run);
+  SmallVector<Value> part(slices, zeroAcc);
+  SmallVector<Value> valid(run);
+  for (int64_t r = 0; r < run; ++r) {
+    Value kt = add(first, r);
+    // Only the last run may end past the last k-tile.
+    bool always = r == 0 || (staticTiles && *staticTiles % run == 0);
+    if (always) {
+      waitFull(kt);
+      part = mmaStep(rem(kt, s.stages), part);
+      continue;
+    }
+    valid[r] = cmp(arith::CmpIPredicate::ult, kt, myTiles);
+    SmallVector<Type> types(slices, accT);
+    auto ifOp = scf::IfOp::create(b, loc, types, valid[r], /*withElse=*/true);
+    OpBuilder::InsertionGuard g2(b);
+    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    waitFull(kt);
+    scf::YieldOp::create(b, loc, mmaStep(rem(kt, s.stages), part));
+    b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+    scf::YieldOp::create(b, loc, part);
+    b.setInsertionPointAfter(ifOp);
+    part.assign(ifOp.getResults().begin(), ifOp.getResults().end());
+  }
+  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, b.getI64IntegerAttr(0));
+  for (int64_t r = 0; r < run; ++r)
+    whenTrue(valid[r], [&] { release(add(first, r)); });
+  scf::YieldOp::create(b, loc, addAccumulators(loop.getRegionIterArgs(), part));
+  b.setInsertionPointAfter(loop);
+  return SmallVector<Value>(loop.getResults());
+}
+
 void KernelBuilder::epilogue(ValueRange acc) {
   // m64nN f32 fragment: thread (warp w, lane l) holds, for each 8 columns j,
   // rows 16w + l/4 (elements 4j, 4j+1) and +8 (4j+2, 4j+3) at columns
@@ -419,7 +576,7 @@ void KernelBuilder::epilogue(ValueRange acc) {
   if (staged) {
     cTile = sharedView(rawSmem, s.tileM * stagedRow, cT, 0);
     // Every warpgroup's wgmmas (and the copies) are done with the stages.
-    mlir::gpu::BarrierOp::create(b, loc);
+    consumerBarrier();
   }
   for (int64_t i = 0; i < slices; ++i) {
     for (int64_t j = 0; j < s.tileN / 8; ++j) {
@@ -479,16 +636,20 @@ void KernelBuilder::epilogue(ValueRange acc) {
   }
   if (!staged)
     return;
-  mlir::gpu::BarrierOp::create(b, loc);
+  consumerBarrier();
   // Eight threads a row's 128 bytes; a vector of 8 columns is all in or
   // all out (N a multiple of 8) and, in a shuffled C, in one pixel.
+  // (192 columns: 24 chunks a row, and threads past whole rows idle.)
   int64_t chunks = s.tileN / 8, rowsPerPass = threads / chunks;
   VectorType chunkT = VectorType::get({8}, cT);
-  for (int64_t pass = 0; pass < s.tileM / rowsPerPass; ++pass) {
+  for (int64_t pass = 0; pass < ceilDiv(s.tileM, rowsPerPass); ++pass) {
     Value lr = add(div(tid, chunks), pass * rowsPerPass);
     Value lc = mul(rem(tid, chunks), 8);
     Value row = add(blockM0, lr), col = add(blockN0, lc);
-    whenTrue(land(needRow ? ult(row, p.m) : Value(),
+    bool partialPass =
+        threads % chunks != 0 || (pass + 1) * rowsPerPass > s.tileM;
+    whenTrue(land(land(partialPass ? ult(lr, s.tileM) : Value(),
+                       needRow ? ult(row, p.m) : Value()),
                   needCol ? ult(col, p.n) : Value()),
              [&] {
                Value v = vector::LoadOp::create(
@@ -597,6 +758,43 @@ void KernelBuilder::build(Value aArg, Value bArg, Value biasArg,
         gatherRows(*gather, add(asI32(blockM0), asI32(div(tid, 8))),
                    threads / 8, s.tileM * 8 / threads, p.m, p.m % s.tileM != 0);
   Value isThread0 = cmp(arith::CmpIPredicate::eq, tid, cst(0));
+  Type accElem = p.abType.isInteger(8) ? Type(b.getI32Type()) : b.getF32Type();
+  accT = LLVM::LLVMStructType::getLiteral(
+      ctx, SmallVector<Type>(s.tileN / 2, accElem));
+  if (s.producer) {
+    stageBase = add(rawAddr, pad);
+    barBase = add(stageBase, s.stages * stageBytes(s));
+    whenTrue(isThread0, [&] {
+      for (int64_t st = 0; st < s.stages; ++st) {
+        ptx("mbarrier.init.shared::cta.b64 [$0], 1;", "r",
+            fullBarrier(cst(st)));
+        ptx("mbarrier.init.shared::cta.b64 [$0], " +
+                std::to_string(4 * s.warpgroups) + ";",
+            "r", emptyBarrier(cst(st)));
+      }
+    });
+    mlir::gpu::BarrierOp::create(b, loc);
+    auto role = scf::IfOp::create(
+        b, loc, cmp(arith::CmpIPredicate::uge, tid, cst(threads)),
+        /*withElse=*/true);
+    {
+      OpBuilder::InsertionGuard g(b);
+      auto [producerRegs, consumerRegs] = producerRegisters(s);
+      b.setInsertionPointToStart(&role.getThenRegion().front());
+      if (s.warpgroups > 1)
+        ptx("setmaxnreg.dec.sync.aligned.u32 " + std::to_string(producerRegs) +
+            ";");
+      producerLoop(myTiles);
+      b.setInsertionPointToStart(&role.getElseRegion().front());
+      if (s.warpgroups > 1)
+        ptx("setmaxnreg.inc.sync.aligned.u32 " + std::to_string(consumerRegs) +
+            ";");
+      epilogue(consumerLoop(myTiles));
+    }
+    if (maskIf)
+      b.setInsertionPointAfter(maskIf);
+    return;
+  }
   if (s.tma) {
     // The window of the block's first output pixel, in input coordinates
     // (negative in the padding); the im2col map walks on from there.
@@ -637,9 +835,6 @@ void KernelBuilder::build(Value aArg, Value bArg, Value biasArg,
     token = commitGroup();
   }
 
-  Type accElem = p.abType.isInteger(8) ? Type(b.getI32Type()) : b.getF32Type();
-  SmallVector<Type> accs(s.tileN / 2, accElem);
-  accT = LLVM::LLVMStructType::getLiteral(ctx, accs);
   // One k-tile: wait for its copies, `mma` (its wgmmas; stage in, the
   // accumulators they wrote out), the copies of k-tile kt + S - 2, then a
   // wait leaving `inFlight` wgmma groups running.
@@ -763,14 +958,36 @@ WgmmaSchedule chooseWgmmaSchedule(const WgmmaProblem &p) {
     s.tileN = 128;
     s.stages = 5;
   }
-  // f8 sums to f32's accuracy: promoted every 2 k-tiles, in 128x128 tiles.
-  // On the H200 at 4096^3 (session 40): every k-tile 0.136 ms (worst error
-  // 0.48 of the f32 bound), every 2 0.125 (0.82), every 4 0.118 (1.5: out
-  // of bound); the hardware's sums 0.101 (4.7), cuBLAS 0.102.
+  // f8 sums to f32's accuracy: promoted every k-tile. On the H200 at
+  // 4096^3 (session 40): every k-tile 0.136 ms (worst error 0.48 of the f32
+  // bound), every 2 0.125 (0.82), every 4 0.118 (1.5: out of bound); the
+  // hardware's sums 0.101 (4.7), cuBLAS 0.102. Every 2 came within 0.96
+  // of the bound at 1000x3008x517 and past it on another draw at 4096^3
+  // (bench/epilogue_bench.py, session 41): every k-tile, at 4-5% of the
+  // time, keeps a margin.
   if (p.abType && isa<Float8E4M3FNType, Float8E5M2Type>(p.abType)) {
-    s.promote = 2;
+    s.promote = 1;
     s.tileN = 128;
     s.stages = 5;
+    if (p.mask)
+      return s;
+    // Fed by a producer warpgroup, whose registers let 128x192 tiles hold
+    // both accumulator sets. On the H100 (session 41, promoted every 2
+    // k-tiles; cuBLAS 0.102 and 0.889 ms): 4096^3 0.127 -> 0.118 ms (128x192
+    // 0.117), 8192^3 0.990 -> 0.931 (128x192 0.862, 4 stages 0.847; every
+    // k-tile 0.899). 128x192 computes a wave's
+    // tiles about 6% faster a flop, but its tiles fill the waves less
+    // evenly (4096^3: 704 tiles, 5.3 waves of 132): it is taken where its
+    // waves x 192 / 1.06 is less than 128's waves x 128.
+    s.producer = 1;
+    auto cost = [&](int64_t tileN, double speed) {
+      int64_t tiles = ceilDiv(p.m, s.tileM) * ceilDiv(p.n, tileN) * p.batch;
+      return double(ceilDiv(tiles, 132)) * double(tileN) / speed;
+    };
+    if (cost(192, 1.06) < cost(128, 1.0)) {
+      s.tileN = 192;
+      s.stages = 4;
+    }
   }
   return s;
 }
@@ -813,24 +1030,30 @@ static bool wgmmaShapeValid(const WgmmaProblem &p, const WgmmaSchedule &s,
              !(p.cType.isF32() || p.cType.isBF16() || p.cType.isF16())) {
     return fail("C must be f32, bf16 or f16");
   }
-  if (s.warpgroups < 1 || s.warpgroups > 2)
-    return fail("1 or 2 warpgroups per block");
+  if (s.warpgroups < 1 || s.warpgroups > (s.producer ? 3 : 2))
+    return fail("1 or 2 warpgroups per block (3 with a producer)");
   if (s.tileM < 64 || s.tileM % (64 * s.warpgroups) != 0 ||
       s.tileM / s.warpgroups > 128)
     return fail("tileM must be 64 or 128 rows per warpgroup");
-  if (s.tileN != 64 && s.tileN != 128 && s.tileN != 256)
-    return fail("tileN must be 64, 128 or 256");
+  if (s.tileN < 64 || s.tileN > 256 || s.tileN % 64 != 0)
+    return fail("tileN must be 64, 128, 192 or 256");
   if ((s.tileM / s.warpgroups / 64) * s.tileN > 256)
     return fail("more than 128 accumulators per thread");
   if (s.promote < 0 || s.promote > 4)
     return fail("promote is 0 to 4 (k-tiles a sum in fresh registers)");
   if (s.promote && !f8)
     return fail("promotion is for f8 operands");
-  if (s.promote && (s.tileM / s.warpgroups / 64) * s.tileN > 128)
-    return fail("promotion doubles the accumulators: at most 64 per "
-                "thread (tileN 128 for 64 rows a warpgroup)");
+  if (s.promote && (s.tileM / s.warpgroups / 64) * s.tileN > 192)
+    return fail("promotion doubles the accumulators: at most 96 per "
+                "thread (tileN 192 for 64 rows a warpgroup)");
   if (s.stages < 3)
     return fail("at least 3 stages");
+  if (s.producer < 0 || s.producer > 1)
+    return fail("producer is 0 or 1");
+  if (s.producer && (gather || s.tma))
+    return fail("a producer warpgroup feeds a plain matmul, not a convolution");
+  if (s.producer && std::max({p.m, p.n, p.k}) > (int64_t(1) << 32))
+    return fail("a producer's tensor maps take dims of at most 2^32");
   if (p.m < 1 || p.n < 1 || p.k < 1 || p.batch < 1)
     return fail("M, N, K and the batch must be positive");
   // The 16-byte copies need every row of A and B to start 16 bytes aligned
@@ -992,15 +1215,24 @@ buildWgmmaKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module, StringRef name,
     args.push_back(memref(true, p.m, p.n, p.cType));
   // With TMA, A's and B's tensor maps after the buffers (passed by value:
   // passTensorMapsByValue).
-  int64_t nBuffers = int64_t(args.size()), nMaps = s.tma ? 2 : 0;
+  bool maps = s.tma || s.producer;
+  int64_t nBuffers = int64_t(args.size()), nMaps = maps ? 2 : 0;
   args.append(nMaps, LLVM::LLVMPointerType::get(b.getContext()));
-  int64_t threads = 128 * s.warpgroups;
+  // A producer warpgroup after the computing ones (a warp would take the
+  // registers of one anyway: a quarter of the multiprocessor's registers
+  // serves a warp of each warpgroup).
+  int64_t threads = 128 * (s.warpgroups + (s.producer ? 1 : 0));
   mlir::gpu::GPUFuncOp func = createKernelFunc(b, module, name, args, threads);
-  if (s.tma)
+  // setmaxnreg needs the registers at entry known to ptxas: one block a
+  // multiprocessor.
+  if (s.producer)
+    func->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
+                  b.getI32IntegerAttr(1));
+  if (maps)
     func->setAttr(kTensorMapsAttr,
                   b.getDenseI64ArrayAttr({nBuffers, nBuffers + 1}));
   KernelBuilder kb(b, func.getLoc(), p, s, gather, epi);
-  if (s.tma)
+  if (maps)
     kb.setTensorMaps(func.getArgument(nBuffers),
                      func.getArgument(nBuffers + 1));
   unsigned nC = nBuffers - (epi.secondOut() ? 2 : 1);
@@ -1024,6 +1256,35 @@ buildWgmmaKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module, StringRef name,
                  p.batch};
   launch.block = {threads, 1, 1};
   launch.sharedBytes = sharedBytesOf(s);
+  if (s.producer) {
+    // A [batch or 1][M][K] in boxes of one k-tile by tileM rows; B [N][K]
+    // likewise, or B [K][N] in boxes of 64 columns (128 bytes) by the
+    // k-tile's rows. 128-byte swizzled, as the wgmma descriptors read them;
+    // elements past the edges load as zeros.
+    int64_t e = elemBytesOf(p), tileK = wgmmaTileK(p.abType);
+    std::string dtype = p.abType.isBF16()                 ? "bf16"
+                        : p.abType.isF16()                ? "f16"
+                        : p.abType.isF32()                ? "f32"
+                        : isa<Float8E4M3FNType>(p.abType) ? "f8e4m3"
+                        : isa<Float8E5M2Type>(p.abType)   ? "f8e5m2"
+                                                          : "i8";
+    auto map = [&](int64_t operand, int64_t inner, int64_t outer, int64_t batch,
+                   int64_t boxInner, int64_t boxOuter) {
+      TensorMapSpec t;
+      t.operand = operand;
+      t.dtype = dtype;
+      t.dims = {inner, outer, batch};
+      t.strides = {inner * e, inner * outer * e};
+      t.box = {boxInner, boxOuter, 1};
+      t.swizzle = "128B";
+      return t;
+    };
+    int64_t batchA = p.aBatched ? p.batch : 1,
+            batchB = p.bBatched ? p.batch : 1;
+    launch.tensorMaps = {map(0, p.k, p.m, batchA, tileK, s.tileM),
+                         p.transB ? map(1, p.k, p.n, batchB, tileK, s.tileN)
+                                  : map(1, p.n, p.k, batchB, 64, tileK)};
+  }
   if (s.tma) {
     // A: the NHWC input (dims C, W, H, N innermost first), one tap's k-tile
     // of channels for tileM pixels a copy; B: the weights [O][K], boxes of

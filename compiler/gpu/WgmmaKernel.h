@@ -83,7 +83,7 @@ struct WgmmaSchedule {
   /// ~60%, Nsight Compute, session 26). Needs channels a multiple of the
   /// k-tile and 16-bit operands (wgmmaKernelSupports).
   bool tma = false;
-  /// f8 only, N (1 to 4; chooseWgmmaSchedule: 2): each run of N k-tiles'
+  /// f8 only, N (1 to 4; chooseWgmmaSchedule: 1): each run of N k-tiles'
   /// wgmmas sums into fresh registers that are then added to the f32
   /// accumulators (two-level accumulation). Hopper's
   /// f8 wgmma adds into its accumulator with fewer bits than f32 (about
@@ -93,6 +93,13 @@ struct WgmmaSchedule {
   /// 128 rows) and a wait each run. 0: the hardware's accumulation
   /// (like torch._scaled_mm's use_fast_accum).
   int64_t promote = 0;
+  /// 1: a plain matmul's k-tiles come by TMA from a producer warpgroup (one
+  /// thread issues them; setmaxnreg gives its registers to the others),
+  /// handed over by
+  /// mbarriers ("full" per stage, "empty" once every computing warp is done
+  /// with it): no block-wide barrier a k-tile, so the warpgroups run free,
+  /// and all S stages are in flight; up to 3 warpgroups.
+  int64_t producer = 0;
 };
 
 /// The k-tile: one 128-byte swizzle row (64 bf16/f16 or 32 tf32 elements).

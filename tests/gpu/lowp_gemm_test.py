@@ -156,10 +156,10 @@ def main():
         if k0.get('template') != 'wgmma' or k0['schedule']['tile_n'] != 256 \
                 or k0['schedule']['stages'] != 4 or k0['schedule']['promote'] != 0:
             fail('--schedule not applied to the f8 wgmma kernel: %s' % k0)
-        # By default f8 sums are promoted to f32 registers every 2 k-tiles.
+        # By default f8 sums are promoted to f32 registers every k-tile.
         rc, _, err = run(args.tcc, 'compile', path, '--target', 'sm_90a', '-o', bundle)
         k0 = json.loads(run(args.tcc, 'inspect', bundle)[1])['kernels'][0] if rc == 0 else {}
-        if k0.get('schedule', {}).get('promote') != 2 or k0['schedule']['tile_n'] > 128:
+        if k0.get('schedule', {}).get('promote') != 1 or k0['schedule']['tile_n'] > 192:
             fail('f8 not promoted by default: %s %s' % (k0, err.strip()))
         # A split-K's f32 partials are summed into C by a reduction kernel.
         with open(sched, 'w') as f:
@@ -173,7 +173,45 @@ def main():
         if len(names) != 2 or not names[1].endswith('_splitk') or \
                 m['kernels'][m['launches'][0]['kernel']]['schedule']['split_k'] != 2:
             fail('split_k 2: launches %s, expected the wgmma kernel and its reduction' % names)
+        # producer 1: a producer warpgroup copies the k-tiles by TMA (3-D tensor
+        # maps of A and B, edges zero-filled: K 1040 is no multiple of the
+        # k-tile, and a batch sharing one B), the warpgroups wait on
+        # mbarriers; a producer warpgroup of 128 more threads.
+        for case in ('e4m3_nt', 'e5m2_nn', 'i8_batch'):
+            dt, m_, k_, n_, tb, batch, _ = CASES[case]
+            cpath = os.path.join(d, case + '.json')
+            with open(sched, 'w') as f:
+                json.dump({'kernels': {'k0_matmul': {'producer': 1}}}, f)
+            ptx = os.path.join(d, case + '-producer.ptx')
+            for extra in (['-o', bundle], ['--emit', 'asm', '-o', ptx]):
+                rc, _, err = run(args.tcc, 'compile', cpath, '--target', 'sm_90a',
+                                 '--schedule', sched, *extra)
+                if rc:
+                    fail('%s with a producer: %s' % (case, err.strip()))
+            m = json.loads(run(args.tcc, 'inspect', bundle)[1])
+            # (B stored [K, N] is transposed into scratch first: the maps
+            # read the buffers the kernel's A and B arguments are.)
+            launch = m['launches'][-1]
+            maps = launch.get('tensor_maps', [])
+            if [t['buffer'] for t in maps] != launch['args'][:2]:
+                fail('%s with a producer: maps of buffers %s, the kernel reads %s'
+                     % (case, [t['buffer'] for t in maps], launch['args'][:2]))
+            # (A batch sharing one B is one matrix of batch x M rows.)
+            dims = [[t['dims'][0], t['dims'][1] * t['dims'][2]] for t in maps]
+            if launch['block'][0] != 384 or dims != [[k_, m_ * (batch or 1)], [k_, n_]] or \
+                    [t['box'][0] for t in maps] != [128, 128]:
+                fail('%s with a producer: block %s, maps %s' % (case, launch['block'], maps))
+            text = open(ptx).read()
+            if 'cp.async.bulk.tensor.3d' not in text or 'mbarrier.try_wait.parity' not in text:
+                fail('%s with a producer: no TMA copies or mbarrier waits in the PTX' % case)
+            if args.ptxas:
+                rc, _, err = run(args.ptxas, '-arch=sm_90a', '-v', ptx, '-o', os.devnull)
+                spills = [int(x) for x in re.findall(r'(\d+) bytes spill stores', err)]
+                if rc or any(spills):
+                    fail('%s with a producer: ptxas rc %d, spills %s' % (case, rc, spills))
+        print('ok producer warpgroup (TMA maps of A and B, 384 threads, no spills)')
         for bad_knobs, what in (({'tile_k': 64}, "'tile_k' is not one of"),
+                                ({'producer': 2}, 'producer is 0 or 1'),
                                 ({'tile_n': 96}, 'tileN must be'),
                                 ({'tile_n': 256}, 'promotion doubles the accumulators')):
             with open(sched, 'w') as f:

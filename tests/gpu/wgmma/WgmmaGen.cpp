@@ -85,6 +85,9 @@ int main(int argc, char **argv) {
   p.aBatched = !sharedA && p.batch > 1;
   p.bBatched = !sharedB && p.batch > 1;
   tcc::gpu::WgmmaSchedule s = tcc::gpu::chooseWgmmaSchedule(p);
+  // The cp.async pipeline: a producer's kernel takes tensor maps, which
+  // these bundles do not carry (tcc compile's do: lowp_gemm_test.py).
+  s.producer = 0;
   if (!flags.schedule.empty()) {
     std::vector<int64_t> v =
         tcc::gen::parseIntList("--schedule", flags.schedule, 4);

@@ -1052,8 +1052,19 @@ static bool wgmmaShapeValid(const WgmmaProblem &p, const WgmmaSchedule &s,
     return fail("producer is 0 or 1");
   if (s.producer && (gather || s.tma))
     return fail("a producer warpgroup feeds a plain matmul, not a convolution");
-  if (s.producer && std::max({p.m, p.n, p.k}) > (int64_t(1) << 32))
-    return fail("a producer's tensor maps take dims of at most 2^32");
+  // TMA's coordinates are signed 32-bit and its boxes at most 256 rows.
+  if (s.producer && std::max({p.m, p.n, p.k}) >= (int64_t(1) << 31))
+    return fail("a producer's tensor maps take dims below 2^31");
+  if (s.producer && s.tileM > 256)
+    return fail("a producer's copies take at most 256 rows a tile");
+  // A run's k-tiles are handed back after its wait: a run longer than the
+  // stages would wait for a k-tile whose stage it holds itself.
+  if (s.producer && s.promote > s.stages)
+    return fail("a producer needs promote <= stages");
+  // 3 warpgroups keep 160 registers a thread (setmaxnreg).
+  if (s.warpgroups == 3 &&
+      (s.tileM / 3 / 64) * s.tileN / 2 * (s.promote ? 2 : 1) > 128)
+    return fail("3 warpgroups hold at most 128 accumulators a thread");
   if (p.m < 1 || p.n < 1 || p.k < 1 || p.batch < 1)
     return fail("M, N, K and the batch must be positive");
   // The 16-byte copies need every row of A and B to start 16 bytes aligned

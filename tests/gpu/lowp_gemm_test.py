@@ -212,6 +212,10 @@ def main():
         print('ok producer warpgroup (TMA maps of A and B, 384 threads, no spills)')
         for bad_knobs, what in (({'tile_k': 64}, "'tile_k' is not one of"),
                                 ({'producer': 2}, 'producer is 0 or 1'),
+                                ({'producer': 1, 'promote': 4, 'stages': 3},
+                                 'a producer needs promote <= stages'),
+                                ({'producer': 1, 'warpgroups': 3, 'tile_m': 384, 'tile_n': 64},
+                                 'at most 256 rows a tile'),
                                 ({'tile_n': 96}, 'tileN must be'),
                                 ({'tile_n': 256}, 'promotion doubles the accumulators')):
             with open(sched, 'w') as f:

@@ -160,6 +160,27 @@ private:
     else
       mlir::gpu::BarrierOp::create(b, loc);
   }
+  /// s.tma or s.producer: thread 0 sets up the stages' mbarriers ("full",
+  /// and with a producer "empty"), then the block's barrier.
+  void initStageBarriers(Value isThread0) {
+    whenTrue(isThread0, [&] {
+      for (int64_t st = 0; st < s.stages; ++st) {
+        ptx("mbarrier.init.shared::cta.b64 [$0], 1;", "r",
+            fullBarrier(cst(st)));
+        if (s.producer)
+          ptx("mbarrier.init.shared::cta.b64 [$0], " +
+                  std::to_string(4 * s.warpgroups) + ";",
+              "r", emptyBarrier(cst(st)));
+      }
+    });
+    mlir::gpu::BarrierOp::create(b, loc);
+  }
+  /// Waits until stage kt % S holds k-tile kt: its "full" mbarrier's phase
+  /// kt / S completed.
+  void waitStageFull(Value kt) {
+    waitParity(fullBarrier(rem(kt, s.stages)),
+               asI32(band(div(kt, s.stages), 1)));
+  }
   /// s.producer: the producer thread's copy of k-tile `kt` (from kBase)
   /// into stage `stage` by TMA, completing on its "full" mbarrier.
   void tmaPlainStage(Value kt, Value stage);
@@ -427,10 +448,6 @@ SmallVector<Value> KernelBuilder::consumerLoop(Value myTiles) {
           emptyBarrier(rem(kt, s.stages)));
     });
   };
-  auto waitFull = [&](Value kt) {
-    waitParity(fullBarrier(rem(kt, s.stages)),
-               asI32(band(div(kt, s.stages), 1)));
-  };
   Value zeroAcc = LLVM::ZeroOp::create(b, loc, accT);
   if (s.promote == 0) {
     // A k-tile's wgmmas run while the next one's are issued; the stage of
@@ -441,7 +458,7 @@ SmallVector<Value> KernelBuilder::consumerLoop(Value myTiles) {
       OpBuilder::InsertionGuard g(b);
       b.setInsertionPointToStart(loop.getBody());
       Value kt = loop.getInductionVar();
-      waitFull(kt);
+      waitStageFull(kt);
       SmallVector<Value> acc =
           mmaStep(rem(kt, s.stages), loop.getRegionIterArgs());
       NVVM::WgmmaWaitGroupSyncOp::create(b, loc, b.getI64IntegerAttr(1));
@@ -472,7 +489,7 @@ SmallVector<Value> KernelBuilder::consumerLoop(Value myTiles) {
     // Only the last run may end past the last k-tile.
     bool always = r == 0 || (staticTiles && *staticTiles % run == 0);
     if (always) {
-      waitFull(kt);
+      waitStageFull(kt);
       part = mmaStep(rem(kt, s.stages), part);
       continue;
     }
@@ -481,7 +498,7 @@ SmallVector<Value> KernelBuilder::consumerLoop(Value myTiles) {
     auto ifOp = scf::IfOp::create(b, loc, types, valid[r], /*withElse=*/true);
     OpBuilder::InsertionGuard g2(b);
     b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-    waitFull(kt);
+    waitStageFull(kt);
     scf::YieldOp::create(b, loc, mmaStep(rem(kt, s.stages), part));
     b.setInsertionPointToStart(&ifOp.getElseRegion().front());
     scf::YieldOp::create(b, loc, part);
@@ -764,16 +781,7 @@ void KernelBuilder::build(Value aArg, Value bArg, Value biasArg,
   if (s.producer) {
     stageBase = add(rawAddr, pad);
     barBase = add(stageBase, s.stages * stageBytes(s));
-    whenTrue(isThread0, [&] {
-      for (int64_t st = 0; st < s.stages; ++st) {
-        ptx("mbarrier.init.shared::cta.b64 [$0], 1;", "r",
-            fullBarrier(cst(st)));
-        ptx("mbarrier.init.shared::cta.b64 [$0], " +
-                std::to_string(4 * s.warpgroups) + ";",
-            "r", emptyBarrier(cst(st)));
-      }
-    });
-    mlir::gpu::BarrierOp::create(b, loc);
+    initStageBarriers(isThread0);
     auto role = scf::IfOp::create(
         b, loc, cmp(arith::CmpIPredicate::uge, tid, cst(threads)),
         /*withElse=*/true);
@@ -806,12 +814,7 @@ void KernelBuilder::build(Value aArg, Value bArg, Value biasArg,
     tileW = add(mul(rem(q, g.ow), g.strideW), -g.padLeft);
     stageBase = add(rawAddr, pad);
     barBase = add(stageBase, s.stages * stageBytes(s));
-    whenTrue(isThread0, [&] {
-      for (int64_t st = 0; st < s.stages; ++st)
-        ptx("mbarrier.init.shared::cta.b64 [$0], 1;", "r",
-            fullBarrier(cst(st)));
-    });
-    mlir::gpu::BarrierOp::create(b, loc);
+    initStageBarriers(isThread0);
     whenTrue(isThread0, [&] {
       for (int64_t st = 0; st + 2 < s.stages; ++st) {
         if (partial && st > 0)
@@ -843,12 +846,10 @@ void KernelBuilder::build(Value aArg, Value bArg, Value biasArg,
     Value ahead = add(kt, s.stages - 2);
     SmallVector<Value> stepped;
     if (s.tma) {
-      // Stage kt % S holds k-tile kt once its mbarrier's phase kt / S
-      // completed. After the barrier every warpgroup has waited for its
-      // wgmmas of kt - 2, so thread 0 refills that stage at once.
+      // After the barrier every warpgroup has waited for its wgmmas of
+      // kt - 2, so thread 0 refills that stage at once.
       Value stage = rem(kt, s.stages);
-      Value parity = asI32(band(div(kt, s.stages), 1));
-      waitParity(fullBarrier(stage), parity);
+      waitStageFull(kt);
       mlir::gpu::BarrierOp::create(b, loc);
       whenTrue(land(isThread0, cmp(arith::CmpIPredicate::ult, ahead, myTiles)),
                [&] { tmaStage(ahead, rem(ahead, s.stages)); });
@@ -975,10 +976,10 @@ WgmmaSchedule chooseWgmmaSchedule(const WgmmaProblem &p) {
     // both accumulator sets. On the H100 (session 41, promoted every 2
     // k-tiles; cuBLAS 0.102 and 0.889 ms): 4096^3 0.127 -> 0.118 ms (128x192
     // 0.117), 8192^3 0.990 -> 0.931 (128x192 0.862, 4 stages 0.847; every
-    // k-tile 0.899). 128x192 computes a wave's
-    // tiles about 6% faster a flop, but its tiles fill the waves less
-    // evenly (4096^3: 704 tiles, 5.3 waves of 132): it is taken where its
-    // waves x 192 / 1.06 is less than 128's waves x 128.
+    // k-tile 0.899). 128x192 computes a wave's tiles about 6% faster a
+    // flop, but fills the waves less evenly (4096^3: 704 tiles, 5.3 waves
+    // of 132): it is taken where its waves x 192 / 1.06 is less than 128's
+    // waves x 128.
     s.producer = 1;
     auto cost = [&](int64_t tileN, double speed) {
       int64_t tiles = ceilDiv(p.m, s.tileM) * ceilDiv(p.n, tileN) * p.batch;

@@ -55,7 +55,8 @@ namespace {
 /// the generic kernels (`blocksPerSm` 0), or for that many blocks.
 std::string launchPipeline(bool rowFusion, int64_t rowValuesPerThread,
                            int64_t rowClusterThreads, bool rowLastBlock,
-                           bool nvidia, int64_t blocksPerSm, bool clusters) {
+                           bool rowPairRounds, bool nvidia, int64_t blocksPerSm,
+                           bool clusters) {
   // A row may span a cluster of 8 blocks (the portable cluster size).
   std::string fusion = "tcc-gpu-row-fusion{values-per-thread=" +
                        std::to_string(rowValuesPerThread) +
@@ -63,6 +64,7 @@ std::string launchPipeline(bool rowFusion, int64_t rowValuesPerThread,
                        " cluster-threads=" + std::to_string(rowClusterThreads) +
                        " sync-scope=" + (nvidia ? "device" : "agent") +
                        " last-block=" + (rowLastBlock ? "true" : "false") +
+                       " pair-rounds=" + (rowPairRounds ? "true" : "false") +
                        "}, ";
   std::string occupancy =
       nvidia ? ", gpu.module(tcc-gpu-occupancy{blocks-per-sm=" +
@@ -1213,6 +1215,7 @@ struct ScheduleOverrides {
   int64_t rowClusterThreads = 256; ///< a long row's cluster's blocks
   int64_t blocksPerSm = 0;        ///< tcc-gpu-occupancy's option
   bool rowLastBlock = true;       ///< tcc-gpu-row-fusion's last-block
+  bool rowPairRounds = true;      ///< tcc-gpu-row-fusion's pair-rounds
 
   LogicalResult load(const std::string &path, std::string &error) {
     if (path.empty())
@@ -1252,11 +1255,13 @@ struct ScheduleOverrides {
             rowClusterThreads = v.get<int64_t>();
           } else if (k == "last_block" && v.is_boolean()) {
             rowLastBlock = v.get<bool>();
+          } else if (k == "pair_rounds" && v.is_boolean()) {
+            rowPairRounds = v.get<bool>();
           } else {
             error = path + ": \"rows\" holds values_per_thread (an integer "
                            "from 1 to 64), blocks_per_sm (-1 to 32), "
-                           "cluster_threads (256, 512 or 1024) and "
-                           "last_block (true or false)";
+                           "cluster_threads (256, 512 or 1024), "
+                           "last_block and pair_rounds (true or false)";
             return failure();
           }
         }
@@ -2041,7 +2046,8 @@ LogicalResult compileGpuKernels(ModuleOp module, const GpuOptions &options,
           *device,
           launchPipeline(options.rowFusion, overrides.rowValuesPerThread,
                          overrides.rowClusterThreads, overrides.rowLastBlock,
-                         nvidia, overrides.blocksPerSm, target.clusters),
+                         overrides.rowPairRounds, nvidia, overrides.blocksPerSm,
+                         target.clusters),
           "mapping to GPU launches", options.timing)))
     return failure();
 

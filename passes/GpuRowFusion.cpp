@@ -21,6 +21,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/BufferUtils.h"
+#include "passes/ExpForm.h"
 #include "passes/GpuUtils.h"
 #include "passes/Passes.h"
 
@@ -963,6 +964,12 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
   /// Combines the threads' `v` across the row's group: every thread ends
   /// with the same value.
   Value acrossRow(const OpPlan &plan, Value v, Value partials) {
+    Value total = acrossBlock(plan, v, partials);
+    return layout.cluster == 1 ? total : acrossCluster(plan, total);
+  }
+
+  /// Combines the threads' `v` across the row's threads in the block.
+  Value acrossBlock(const OpPlan &plan, Value v, Value partials) {
     int64_t width = std::min<int64_t>(layout.threads, kWarp);
     for (int64_t off = width / 2; off >= 1; off /= 2)
       v = combine(*b, plan.combiner, v, shuffleXor(*b, loc, v, off));
@@ -970,30 +977,43 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
       assert(layout.cluster == 1 && "a cluster's blocks have several warps");
       return v;
     }
-    Value total = throughShared(plan.combiner, v, partials, lane, kWarp,
-                                layout.threads / kWarp);
-    if (layout.cluster == 1)
-      return total;
-    // The row's blocks: each block's first thread leaves its total in the
-    // block's slot (a reduction's own, so never overwritten); after the
-    // cluster's barrier every thread folds the slots of the cluster's
-    // blocks, rank by rank, through distributed shared memory.
+    return throughShared(plan.combiner, v, partials, lane, kWarp,
+                         layout.threads / kWarp);
+  }
+
+  /// The row's blocks: each block's first thread leaves its total in the
+  /// block's slot (a reduction's own, so never overwritten); after the
+  /// cluster's barrier every thread folds the slots of the cluster's
+  /// blocks, rank by rank, through distributed shared memory.
+  Value acrossCluster(const OpPlan &plan, Value total) {
     Value slot = clusterSlots.lookup(plan.op);
-    Value zero = cIndex(*b, loc, 0);
-    guarded(
-        arith::CmpIOp::create(*b, loc, arith::CmpIPredicate::eq, lane, zero),
-        [&] {
-          memref::StoreOp::create(*b, loc, total, slot, ValueRange{zero});
-        });
+    guarded(isFirstLane(), [&] {
+      memref::StoreOp::create(*b, loc, total, slot,
+                              ValueRange{cIndex(*b, loc, 0)});
+    });
     clusterBarrier();
+    SmallVector<Value> ranks = clusterValues(slot, total.getType());
+    total = ranks[0];
+    for (Value v : ArrayRef(ranks).drop_front())
+      total = combine(*b, plan.combiner, total, v);
+    return total;
+  }
+
+  Value isFirstLane() {
+    return arith::CmpIOp::create(*b, loc, arith::CmpIPredicate::eq, lane,
+                                 cIndex(*b, loc, 0));
+  }
+
+  /// After the cluster's barrier: slot `slot` of every block of the
+  /// cluster, in rank order.
+  SmallVector<Value> clusterValues(Value slot, Type type) {
     Value addr = arith::IndexCastOp::create(
         *b, loc, b->getI32Type(),
         memref::ExtractAlignedPointerAsIndexOp::create(*b, loc, slot));
-    total = loadCluster(addr, 0, total.getType());
-    for (int64_t r = 1; r < layout.cluster; ++r)
-      total = combine(*b, plan.combiner, total,
-                      loadCluster(addr, r, total.getType()));
-    return total;
+    SmallVector<Value> out;
+    for (int64_t r = 0; r < layout.cluster; ++r)
+      out.push_back(loadCluster(addr, r, type));
+    return out;
   }
 
   /// barrier.cluster's arrive and wait, release and acquire: what the
@@ -1046,46 +1066,69 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
     return v;
   }
 
+  /// The thread's combination, as a tree (no chain of dependent ops), of
+  /// reduction `plan`'s shares of its positions; `shares` (if given)
+  /// receives each position's share before those outside the row are
+  /// masked.
+  Value threadTotal(const OpPlan &plan,
+                    SmallVectorImpl<Value> *shares = nullptr) {
+    Value neutral = arith::ConstantOp::create(*b, loc, plan.neutral);
+    Value partNeutral =
+        plan.narrowSum
+            ? arith::ConstantOp::create(*b, loc, b->getF32FloatAttr(-0.0f))
+                  .getResult()
+            : neutral;
+    SmallVector<Value> parts;
+    for (int64_t e = 0; e < layout.vectors * layout.vec; ++e) {
+      Value part = body(plan, e, neutral);
+      if (plan.narrowSum)
+        part = narrowed(part, neutral);
+      if (shares)
+        shares->push_back(part);
+      if (Value valid = inRow[e / layout.vec])
+        part = arith::SelectOp::create(*b, loc, valid, part, partNeutral);
+      parts.push_back(part);
+    }
+    while (parts.size() > 1) {
+      SmallVector<Value> next;
+      for (size_t i = 0; i + 1 < parts.size(); i += 2)
+        next.push_back(combine(*b, plan.combiner, parts[i], parts[i + 1]));
+      if (parts.size() % 2)
+        next.push_back(parts.back());
+      parts = next;
+    }
+    return parts[0];
+  }
+
+  /// The row's value of reduction `plan`: its `total` over the row, after
+  /// the output's `initial` value.
+  void setReduction(const OpPlan &plan, Value initial, Value total) {
+    if (plan.narrowSum)
+      total = arith::ExtFOp::create(*b, loc, b->getF64Type(), total);
+    Value result = combine(*b, plan.combiner, initial, total);
+    linalg::GenericOp op = plan.op;
+    rowScalars[rootOf(op.getDpsInitOperand(0)->get())] = result;
+    uniform.insert(result);
+  }
+
+  void noteWritten(linalg::GenericOp op) {
+    for (OpOperand &out : op.getDpsInitsMutable()) {
+      Value r = rootOf(out.get());
+      if (!r.getDefiningOp<memref::AllocOp>())
+        written.insert({r, out.get()});
+    }
+  }
+
   void emit(const OpPlan &plan, Value partials) {
     hoisted.clear();
     linalg::GenericOp op = plan.op;
-    OpOperand *init = op.getDpsInitOperand(0);
-    Value root = rootOf(init->get());
-    Value result;
     if (plan.combiner) {
-      // Each position's share, then a tree: no chain of dependent ops.
-      Value neutral = arith::ConstantOp::create(*b, loc, plan.neutral);
-      Value partNeutral =
-          plan.narrowSum
-              ? arith::ConstantOp::create(*b, loc, b->getF32FloatAttr(-0.0f))
-                    .getResult()
-              : neutral;
-      SmallVector<Value> parts;
-      for (int64_t e = 0; e < layout.vectors * layout.vec; ++e) {
-        Value part = body(plan, e, neutral);
-        if (plan.narrowSum)
-          part = narrowed(part, neutral);
-        if (Value valid = inRow[e / layout.vec])
-          part = arith::SelectOp::create(*b, loc, valid, part, partNeutral);
-        parts.push_back(part);
-      }
-      while (parts.size() > 1) {
-        SmallVector<Value> next;
-        for (size_t i = 0; i + 1 < parts.size(); i += 2)
-          next.push_back(combine(*b, plan.combiner, parts[i], parts[i + 1]));
-        if (parts.size() % 2)
-          next.push_back(parts.back());
-        parts = next;
-      }
+      Value part = threadTotal(plan);
       // The initial value first: before the barriers, so that no thread
       // reads it after another has stored the row's result over it.
-      Value initial = read(init->get(), Access::RowScalar)[0];
-      Value total = acrossRow(plan, parts[0], partials);
-      if (plan.narrowSum)
-        total = arith::ExtFOp::create(*b, loc, b->getF64Type(), total);
-      result = combine(*b, plan.combiner, initial, total);
-      rowScalars[root] = result;
-      uniform.insert(result);
+      Value initial =
+          read(op.getDpsInitOperand(0)->get(), Access::RowScalar)[0];
+      setReduction(plan, initial, acrossRow(plan, part, partials));
     } else if (plan.inner == length) {
       // One list of positions for each output (an op fused from several).
       SmallVector<SmallVector<Value>> values(op.getNumDpsInits());
@@ -1101,11 +1144,165 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
         uniform.insert(v);
       }
     }
-    for (OpOperand &out : op.getDpsInitsMutable()) {
-      Value r = rootOf(out.get());
-      if (!r.getDefiningOp<memref::AllocOp>())
-        written.insert({r, out.get()});
+    noteWritten(op);
+  }
+
+  /// The sum that plans[i], a max (or min) over a row's cluster, may pair
+  /// with (see emitPair): the next reduction, a float sum, with only
+  /// per-position or per-row ops between.
+  std::optional<size_t> pairedSum(size_t i) const {
+    const OpPlan &first = plans[i];
+    if (!pairRounds || layout.cluster == 1 || !first.combiner || first.whole ||
+        !isa<arith::MaximumFOp, arith::MinimumFOp>(first.combiner))
+      return std::nullopt;
+    auto neutral = dyn_cast<FloatAttr>(first.neutral);
+    if (!neutral || !neutral.getValue().isInfinity())
+      return std::nullopt;
+    for (size_t j = i + 1; j < plans.size(); ++j) {
+      if (plans[j].whole)
+        return std::nullopt;
+      if (plans[j].combiner) {
+        if (!isa<arith::AddFOp>(plans[j].combiner) || recomputesMath(i, j))
+          return std::nullopt;
+        return j;
+      }
     }
+    return std::nullopt;
+  }
+
+  /// Whether an op between plans[i] and plans[j] computes a math function
+  /// (an exponential) per position whose result is read after plans[j] or
+  /// stored: the pairing would compute it again against the row's max.
+  /// Softmax's e = exp(x - m), read again by its division, is such a value:
+  /// on the H100 the pairing then ran 16-bit softmax over 50257 values
+  /// 1.07-1.11x slower, and f32 over 131072 no faster, while log-softmax
+  /// and cross-entropy (whose exponentials only the sum reads) ran up to
+  /// 1.7x faster (docs/performance.md, session 42).
+  bool recomputesMath(size_t i, size_t j) const {
+    llvm::DenseSet<Value> costly;
+    for (size_t k = i + 1; k < j; ++k) {
+      linalg::GenericOp op = plans[k].op;
+      if (plans[k].inner != length ||
+          !llvm::any_of(op.getBlock()->getOperations(), [](Operation &o) {
+            return isa<math::MathDialect>(o.getDialect());
+          }))
+        continue;
+      for (OpOperand &out : op.getDpsInitsMutable()) {
+        Value root = rootOf(out.get());
+        if (!root.getDefiningOp<memref::AllocOp>())
+          return true; // stored
+        costly.insert(root);
+      }
+    }
+    for (size_t k = j + 1; k < plans.size(); ++k) {
+      linalg::GenericOp op = plans[k].op;
+      for (OpOperand *in : op.getDpsInputOperands())
+        if (costly.contains(rootOf(in->get())))
+          return true;
+    }
+    return false;
+  }
+
+  /// A max (or min) `plans[i]` and the sum `plans[j]` after it, when the
+  /// sum's shares read the max r only as exp(k·r)·h (softmax's max and sum
+  /// of exponentials: k = -1; ExpForm.h reads k off the shares emitted):
+  /// each block of the row's cluster computes both against its own max
+  /// m_b, and one cluster round exchanges the (m_b, s_b) pairs, each block's
+  /// sum corrected by exp(k·(m - m_b)), instead of one round for each. A
+  /// block without a value of the row (its max the neutral infinity) sums
+  /// against 0 and counts nothing. The ops between them (the exponentials,
+  /// the sum's fill) run again with the row's max for whatever reads their
+  /// results later, before the sum takes its value. Where the shares
+  /// have no such form, the max takes its own round first.
+  void emitPair(size_t i, size_t j, ArrayRef<Value> partials) {
+    const OpPlan &first = plans[i], &second = plans[j];
+    hoisted.clear();
+    linalg::GenericOp firstOp = first.op, secondOp = second.op;
+    Value firstInit = firstOp.getDpsInitOperand(0)->get();
+    Value part = threadTotal(first);
+    Value initial = read(firstInit, Access::RowScalar)[0];
+    Value own = acrossBlock(first, part, partials[i]);
+    Type maxType = own.getType();
+    Value neutral = arith::ConstantOp::create(*b, loc, first.neutral);
+    auto isEmpty = [&](Value m) {
+      return arith::CmpFOp::create(*b, loc, arith::CmpFPredicate::OEQ, m,
+                                   neutral);
+    };
+    Value against = arith::SelectOp::create(
+        *b, loc, isEmpty(own),
+        arith::ConstantOp::create(*b, loc, b->getZeroAttr(maxType)), own);
+    Value firstRoot = rootOf(firstInit);
+    rowScalars[firstRoot] = against;
+    uniform.insert(against);
+    auto between = [&] {
+      for (size_t k = i + 1; k < j; ++k)
+        emit(plans[k], Value());
+    };
+    between();
+    hoisted.clear();
+    SmallVector<Value> shares;
+    Value sharePart = threadTotal(second, &shares);
+    std::optional<double> k = mlir::tcc::commonExpExponent(shares, against);
+    bool isMax = isa<arith::MaximumFOp>(first.combiner);
+    noteWritten(first.op);
+    if (!k || (isMax ? *k > 0 : *k < 0)) {
+      // No such form (the shares above are left unused): a round each.
+      setReduction(first, initial, acrossCluster(first, own));
+      between();
+      emit(second, partials[j]);
+      return;
+    }
+    Value secondInitial =
+        read(secondOp.getDpsInitOperand(0)->get(), Access::RowScalar)[0];
+    Value sum = acrossBlock(second, sharePart, partials[j]);
+    Value maxSlot = clusterSlots.lookup(first.op),
+          sumSlot = clusterSlots.lookup(second.op);
+    guarded(isFirstLane(), [&] {
+      Value zero = cIndex(*b, loc, 0);
+      memref::StoreOp::create(*b, loc, own, maxSlot, ValueRange{zero});
+      memref::StoreOp::create(*b, loc, sum, sumSlot, ValueRange{zero});
+    });
+    clusterBarrier();
+    SmallVector<Value> maxes = clusterValues(maxSlot, maxType);
+    SmallVector<Value> sums = clusterValues(sumSlot, sum.getType());
+    Value rowMax = initial;
+    for (Value m : maxes)
+      rowMax = combine(*b, first.combiner, rowMax, m);
+    // The correction in f32 (f64 for a sum in f64).
+    Type sumType = sum.getType();
+    Type corrType = sumType.isF64() ? sumType : Type(b->getF32Type());
+    auto to = [&](Value v, Type t) -> Value {
+      unsigned from = v.getType().getIntOrFloatBitWidth(),
+               into = t.getIntOrFloatBitWidth();
+      if (from == into)
+        return v;
+      if (from < into)
+        return arith::ExtFOp::create(*b, loc, t, v);
+      return arith::TruncFOp::create(*b, loc, t, v);
+    };
+    Value scale =
+        arith::ConstantOp::create(*b, loc, b->getFloatAttr(corrType, *k));
+    Value zero = arith::ConstantOp::create(*b, loc, b->getZeroAttr(corrType));
+    Value rowMaxWide = to(rowMax, corrType);
+    Value total;
+    for (auto [m, s] : llvm::zip(maxes, sums)) {
+      Value factor = math::ExpOp::create(
+          *b, loc,
+          arith::MulFOp::create(
+              *b, loc, scale,
+              arith::SubFOp::create(*b, loc, rowMaxWide, to(m, corrType))));
+      Value term = arith::SelectOp::create(
+          *b, loc, isEmpty(m), zero,
+          arith::MulFOp::create(*b, loc, to(s, corrType), factor));
+      total = total ? arith::AddFOp::create(*b, loc, total, term).getResult()
+                    : term;
+    }
+    rowScalars[firstRoot] = rowMax;
+    uniform.insert(rowMax);
+    // Before the sum's value: the ops between include its output's fill.
+    between();
+    setReduction(second, secondInitial, to(total, sumType));
+    noteWritten(second.op);
   }
 
   /// A whole reduction: each row's value (its threads agree on it; rows
@@ -1530,16 +1727,25 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
         if (p.combiner && !p.whole)
           clusterSlots[p.op] = wg[next++];
     }
+    // Each reduction's per-warp slots.
+    SmallVector<Value> warpSlots(plans.size());
     unsigned nextPartials = 0, nextWhole = firstWholeShared;
-    for (const OpPlan &plan : plans) {
+    for (auto [i, p] : llvm::enumerate(plans))
+      if (p.combiner && !p.whole && layout.threads > kWarp)
+        warpSlots[i] = wg[nextPartials++];
+    for (size_t i = 0; i < plans.size(); ++i) {
+      const OpPlan &plan = plans[i];
       if (plan.whole) {
         emitWhole(plan, wholeShared ? Value(wg[nextWhole++]) : Value(),
                   partialsOf[plan.op], tid, block);
         continue;
       }
-      emit(plan, plan.combiner && layout.threads > kWarp
-                     ? Value(wg[nextPartials++])
-                     : Value());
+      if (std::optional<size_t> j = pairedSum(i)) {
+        emitPair(i, *j, warpSlots);
+        i = *j;
+        continue;
+      }
+      emit(plan, warpSlots[i]);
     }
     store();
     // No block leaves while another of its cluster may still read its

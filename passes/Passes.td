@@ -345,11 +345,16 @@ def TccGpuRowFusion : Pass<"tcc-gpu-row-fusion", "func::FuncOp"> {
            "Reductions of per-row values finish in the launch's last block "
            "(rows of one block or fewer); false: the partials are combined "
            "after the launch, and the single-value ops after them run as "
-           "launches of their own">
+           "launches of their own">,
+    Option<"pairRounds", "pair-rounds", "bool", /*default=*/"true",
+           "Over a row's cluster, a max and the sum of exponentials after "
+           "it (softmax's) combine in one round of (max, sum) pairs, each "
+           "block's sum corrected by its max; false: a round each">
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::affine::AffineDialect",
+                           "::mlir::math::MathDialect",
                            "::mlir::scf::SCFDialect",
                            "::mlir::vector::VectorDialect",
                            "::mlir::memref::MemRefDialect",

@@ -10,8 +10,10 @@
 // block's first thread leaves the block's total in the reduction's slot,
 // and after the cluster's barrier every thread folds the blocks' slots in
 // rank order through distributed shared memory; a last barrier keeps
-// every block until the others have read it. Without clusters the kernel
-// is left to the other GPU passes.
+// every block until the others have read it. (The max and the sum do not
+// pair into one round, gpu-row-fusion-cluster-pair.mlir: the division
+// reads the exponentials again, which the pairing would compute twice.)
+// Without clusters the kernel is left to the other GPU passes.
 // CHECK-LABEL: func.func @softmax_long_rows
 // CHECK: gpu.launch clusters({{.*}}) in ({{%.*}} = %c8, {{%.*}} = %c1, {{%.*}} = %c1) blocks({{.*}}) in ({{%.*}} = %c24, {{%.*}} = %c1, {{%.*}} = %c1) threads({{.*}}) in ({{%.*}} = %c256,
 // CHECK-SAME: workgroup({{%.*}} : memref<8xf32, #gpu.address_space<workgroup>>, {{%.*}} : memref<8xf32, #gpu.address_space<workgroup>>, [[SLOT0:%.*]] : memref<1xf32, #gpu.address_space<workgroup>>, [[SLOT1:%.*]] : memref<1xf32, #gpu.address_space<workgroup>>)

@@ -1,0 +1,366 @@
+#!/usr/bin/env python3
+"""Reduction chains over rows longer than a block holds (a row spans a
+thread-block cluster), as users write them.
+
+    long_rows_test.py check TCC [--ptxas PTXAS]
+    long_rows_test.py record TCC --out DIR
+    long_rows_test.py replay RUNTIME_TCC --dir DIR
+
+Forms: softmax, log-softmax, cross-entropy, log-sum-exp written out (also
+at temperature 2: exp((x - max)/2)), a padding mask given as a bool input
+(rows fully masked, masked but for a few positions at either end), a
+softcap (tanh), a soft minimum (exp(min - x)), and a sum of squares about
+the max; f32, f16 and bf16; lengths 131072, 100003, 70001 and 50257 (odd
+ones included).
+
+Over a cluster, a max and a later sum whose terms read it only as
+exp(k·max)·h (k < 0; k > 0 under a min) combine in one round of (max, sum)
+pairs, each block's sum corrected by exp(k·(m - m_b)) (tcc-gpu-row-fusion,
+pair-rounds), unless an exponential before the sum is read again after it
+(softmax's division: the pairing would compute it twice); any other chain
+(the squares) takes a round per reduction.
+
+`check` (no GPU): each case compiles for sm_90 to one row kernel with
+clusters and as many cluster barriers as its rounds (the pairs one fewer),
+ptxas assembles it, and the model on the host (3 rows) matches this
+script's NumPy reference. `record` writes sm_90 bundles with the pairing on
+and off; `replay` runs both on a GPU with fresh inputs against a float64
+reference: each must meet the dtype's tolerance, and the paired kernel's
+error must stay within 2x the unpaired one's plus 2 ulps of the dtype (its
+terms exp(x - m_b), rounded to a 16-bit dtype against another max, may
+move the rounded sum to its neighbour).
+
+The reference rounds each primitive to the dtype as the format says.
+Tolerance (relative to the row's values, |ref| + 1e-3 max|ref|): 64 ulps
+of f32 (the terms' exponents x - m, up to ~40 here, carry 40 ulps of their
+argument into exp; the sums add sqrt(n) ulps), plus 4 ulps of a 16-bit
+dtype: a sum in another order, or of terms exp(x - m_b) rounded against
+another max, may round to its neighbour, and each op after it with it.
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), 'e2e'))
+import e2elib as L  # noqa: E402
+
+ROWS = 24  # on the GPU; 3 on the host
+
+# (name, form, dtype, length, cluster rounds with the pairing)
+CASES = [
+    ('softmax_f32_131072', 'softmax', 'f32', 131072, 2),
+    ('softmax_f16_131072', 'softmax', 'f16', 131072, 2),
+    ('softmax_bf16_50257', 'softmax', 'bf16', 50257, 2),
+    ('log_softmax_f32_100003', 'log_softmax', 'f32', 100003, 1),
+    ('log_softmax_bf16_131072', 'log_softmax', 'bf16', 131072, 1),
+    ('cross_entropy_f32_131072', 'cross_entropy', 'f32', 131072, 1),
+    ('cross_entropy_f16_50257', 'cross_entropy', 'f16', 50257, 1),
+    ('masked_softmax_f32_100003', 'masked_softmax', 'f32', 100003, 2),
+    ('masked_log_softmax_bf16_131072', 'masked_log_softmax', 'bf16', 131072, 1),
+    ('softcap_log_softmax_bf16_70001', 'softcap_log_softmax', 'bf16', 70001, 1),
+    ('lse_t2_f32_131072', 'lse_t2', 'f32', 131072, 1),
+    ('logsumexp_f32_131072', 'logsumexp', 'f32', 131072, 1),
+    ('softmin_f16_100003', 'softmin', 'f16', 100003, 1),
+    ('squares_f32_131072', 'squares', 'f32', 131072, 2),
+]
+
+
+def node(op, inputs, output, **attrs):
+    n = {'op': op, 'inputs': inputs, 'outputs': [output]}
+    if attrs:
+        n['attrs'] = attrs
+    return n
+
+
+def make_model(form, dt, rows, length):
+    shape = [rows, length]
+    inputs = [{'name': 'x', 'dtype': dt, 'shape': shape}]
+    keep = [node('reduce_max', ['x'], 'm', axes=[-1], keepdims=True)]
+    if form == 'softmax':
+        nodes = [node('softmax', ['x'], 'y', axis=-1)]
+    elif form == 'log_softmax':
+        nodes = [node('log_softmax', ['x'], 'y', axis=-1)]
+    elif form == 'cross_entropy':
+        inputs.append({'name': 't', 'dtype': 'i64', 'shape': [rows, 1]})
+        nodes = [node('log_softmax', ['x'], 'lp', axis=-1),
+                 node('take_along_axis', ['lp', 't'], 'p', axis=1),
+                 node('neg', ['p'], 'n'),
+                 node('reduce_mean', ['n'], 'y', axes=[0], keepdims=True)]
+    elif form in ('masked_softmax', 'masked_log_softmax'):
+        inputs.append({'name': 'mask', 'dtype': 'bool', 'shape': shape})
+        nodes = [node('constant', [], 'ninf', dtype=dt, shape=[], value='-inf'),
+                 node('select', ['mask', 'x', 'ninf'], 's'),
+                 node(form[len('masked_'):], ['s'], 'y', axis=-1)]
+    elif form == 'softcap_log_softmax':
+        nodes = [node('constant', [], 'a', dtype=dt, shape=[], value=0.05),
+                 node('constant', [], 'c', dtype=dt, shape=[], value=20.0),
+                 node('mul', ['x', 'a'], 'xa'), node('tanh', ['xa'], 'th'),
+                 node('mul', ['th', 'c'], 's'), node('log_softmax', ['s'], 'y', axis=-1)]
+    elif form == 'lse_t2':
+        # Log-sum-exp at temperature 2 by hand: m + 2 log sum exp((x - m) / 2).
+        nodes = keep + [
+            node('constant', [], 'h', dtype=dt, shape=[], value=0.5),
+            node('constant', [], 'two', dtype=dt, shape=[], value=2.0),
+            node('sub', ['x', 'm'], 'd'), node('mul', ['d', 'h'], 'dh'),
+            node('exp', ['dh'], 'e'),
+            node('reduce_sum', ['e'], 'z', axes=[-1], keepdims=True),
+            node('log', ['z'], 'l'), node('mul', ['l', 'two'], 'l2'),
+            node('add', ['m', 'l2'], 'y')]
+    elif form == 'logsumexp':
+        nodes = keep + [
+            node('sub', ['x', 'm'], 'd'), node('exp', ['d'], 'e'),
+            node('reduce_sum', ['e'], 'z', axes=[-1], keepdims=True),
+            node('log', ['z'], 'l'), node('add', ['m', 'l'], 'y')]
+    elif form == 'softmin':
+        # A soft minimum: m - log sum exp(m - x), m the row's min.
+        nodes = [node('reduce_min', ['x'], 'm', axes=[-1], keepdims=True),
+                 node('sub', ['m', 'x'], 'd'), node('exp', ['d'], 'e'),
+                 node('reduce_sum', ['e'], 'z', axes=[-1], keepdims=True),
+                 node('log', ['z'], 'l'), node('sub', ['m', 'l'], 'y')]
+    elif form == 'squares':
+        nodes = keep + [
+            node('sub', ['x', 'm'], 'd'), node('mul', ['d', 'd'], 'q'),
+            node('reduce_sum', ['q'], 'y', axes=[-1], keepdims=True)]
+    else:
+        raise ValueError(form)
+    return {'format': 'tcc-model', 'version': 1, 'name': form, 'inputs': inputs,
+            'params': [], 'nodes': nodes, 'outputs': ['y']}
+
+
+def make_inputs(form, dt, rows, length, rng):
+    x = L.rnd(dt, 4.0 * rng.standard_normal((rows, length)))
+    vals = {'x': x}
+    if form == 'cross_entropy':
+        vals['t'] = rng.integers(0, length, (rows, 1))
+    if form.startswith('masked_'):
+        mask = rng.random((rows, length)) < 0.5
+        mask[0] = False                       # fully masked: NaN, as PyTorch
+        mask[1] = False
+        mask[1, :37] = True                   # the cluster's last blocks empty
+        if rows > 2:
+            mask[2] = False
+            mask[2, -5:] = True               # its first blocks empty
+        vals['mask'] = mask
+    return vals
+
+
+def reference(form, dt, vals):
+    """float64 from the same inputs, each primitive rounded to the dtype as
+    the format says (f16 and bf16 compute in f32 and round the result)."""
+    def r(v):
+        return L.narrow(dt, v)
+    x = vals['x']
+    with np.errstate(invalid='ignore', divide='ignore', over='ignore'):
+        if form in ('masked_softmax', 'masked_log_softmax'):
+            x = np.where(vals['mask'], x, -np.inf)
+            form = form[len('masked_'):]
+        if form == 'softcap_log_softmax':
+            x = r(r(np.tanh(r(x * L.rnd(dt, 0.05)))) * 20.0)
+            form = 'log_softmax'
+        if form == 'softmax':
+            return L.softmax(x, r=r)
+        if form == 'log_softmax':
+            return L.log_softmax(x, r=r)
+        if form == 'cross_entropy':
+            p = np.take_along_axis(L.log_softmax(x, r=r), vals['t'], axis=1)
+            return r(np.mean(-p, keepdims=True))
+        m = np.max(x, axis=-1, keepdims=True)
+        if form == 'lse_t2':
+            e = r(np.exp(r(r(x - m) * 0.5)))
+            return r(m + r(r(np.log(r(e.sum(-1, keepdims=True)))) * 2.0))
+        if form == 'logsumexp':
+            return r(m + r(np.log(r(r(np.exp(r(x - m))).sum(-1, keepdims=True)))))
+        if form == 'softmin':
+            mn = np.min(x, -1, keepdims=True)
+            e = r(np.exp(r(mn - x)))
+            return r(mn - r(np.log(r(e.sum(-1, keepdims=True)))))
+        if form == 'squares':
+            d = r(x - m)
+            return r(r(d * d).sum(-1, keepdims=True))
+    raise ValueError(form)
+
+
+def error(dt, got, ref):
+    """(max error relative to the row's scale, where NaN or inf differ)."""
+    scale = np.abs(ref) + 1e-3 * np.nanmax(np.where(np.isfinite(ref), np.abs(ref), 0),
+                                           axis=-1, keepdims=True)
+    special = ~np.isfinite(ref) | ~np.isfinite(got)
+    bad = special & ~((np.isnan(ref) & np.isnan(got)) | (ref == got))
+    with np.errstate(invalid='ignore'):
+        rel = np.where(special, 0.0, np.abs(got - ref) / scale)
+    return float(rel.max()), int(bad.sum())
+
+
+def tolerance(dt):
+    tol = 64 * L.eps('f32')
+    if dt in ('f16', 'bf16'):
+        tol += 4 * L.eps(dt)
+    return tol
+
+
+def run(*args):
+    p = subprocess.run(list(args), capture_output=True, text=True, timeout=600)
+    return p.returncode, p.stdout, p.stderr
+
+
+def save_inputs(d, name, model, vals):
+    files = []
+    for t in model['inputs']:
+        path = os.path.join(d, '%s.%s.npy' % (name, t['name']))
+        np.save(path, L.to_npy(t['dtype'], vals[t['name']]))
+        files += ['--input', '%s=%s' % (t['name'], path)]
+    return files
+
+
+def run_bundle(tcc, bundle, files, d):
+    out = os.path.join(d, 'out')
+    os.makedirs(out, exist_ok=True)
+    rc, _, err = run(tcc, 'run', bundle, '--output-dir', out, *files)
+    if rc:
+        return None, L.first_line(err)
+    return np.load(os.path.join(out, 'y.npy')).astype(np.float64), None
+
+
+def compare(name, dt, got, ref, other=None):
+    err, bad = error(dt, got, ref)
+    if bad:
+        return '%s: %d NaN/inf entries differ from the reference' % (name, bad)
+    if not err <= tolerance(dt):
+        return '%s: error %.3g over the tolerance %.3g' % (name, err, tolerance(dt))
+    if other is not None and not err <= 2 * other + 2 * L.eps(dt):
+        return '%s: error %.3g, the unpaired kernel\'s %.3g' % (name, err, other)
+    return None
+
+
+def schedule_file(d, pair):
+    path = os.path.join(d, 'pair-%s.json' % ('on' if pair else 'off'))
+    with open(path, 'w') as f:
+        json.dump({'rows': {'pair_rounds': pair}}, f)
+    return path
+
+
+def fail(msg):
+    print('FAILED: ' + msg)
+    sys.exit(1)
+
+
+def check(args):
+    failures = []
+    with tempfile.TemporaryDirectory() as d:
+        rng = np.random.default_rng()
+        for name, form, dt, length, rounds in CASES:
+            model = make_model(form, dt, ROWS, length)
+            path = os.path.join(d, name + '.json')
+            with open(path, 'w') as f:
+                json.dump(model, f)
+            ptx = os.path.join(d, name + '.ptx')
+            rc, _, err = run(args.tcc, 'compile', path, '--target', 'sm_90', '--emit',
+                             'asm', '-o', ptx)
+            if rc:
+                failures.append('%s: %s' % (name, L.first_line(err)))
+                continue
+            text = open(ptx).read()
+            # The row kernel's rounds and the last barrier before it exits.
+            waits = len(re.findall(r'barrier\.cluster\.wait', text))
+            if waits != rounds + 1:
+                failures.append('%s: %d cluster barriers, want %d' % (name, waits, rounds + 1))
+            if args.ptxas:
+                rc, _, err = run(args.ptxas, '-arch=sm_90', ptx, '-o', os.devnull)
+                if rc:
+                    failures.append('%s: ptxas: %s' % (name, L.first_line(err)))
+            # The model on the host, 3 rows, against the reference.
+            small = make_model(form, dt, 3, length)
+            with open(path, 'w') as f:
+                json.dump(small, f)
+            bundle = os.path.join(d, name + '.tccb')
+            rc, _, err = run(args.tcc, 'compile', path, '--target', 'host', '-o', bundle)
+            if rc:
+                failures.append('%s host: %s' % (name, L.first_line(err)))
+                continue
+            vals = make_inputs(form, dt, 3, length, rng)
+            got, err = run_bundle(args.tcc, bundle, save_inputs(d, name, small, vals), d)
+            if err:
+                failures.append('%s host: %s' % (name, err))
+                continue
+            msg = compare(name + ' host', dt, got, reference(form, dt, vals))
+            if msg:
+                failures.append(msg)
+            print('ok %s' % name if not any(f.startswith(name) for f in failures)
+                  else 'FAIL %s' % name)
+    if failures:
+        fail('; '.join(failures))
+    print('%d long-row chains: cluster rounds as expected, host correct' % len(CASES))
+
+
+def record(args):
+    os.makedirs(args.out, exist_ok=True)
+    manifest = []
+    for name, form, dt, length, rounds in CASES:
+        model = make_model(form, dt, ROWS, length)
+        path = os.path.join(args.out, name + '.json')
+        with open(path, 'w') as f:
+            json.dump(model, f)
+        for pair in (True, False):
+            bundle = '%s.%s.tccb' % (name, 'pair' if pair else 'rounds')
+            rc, _, err = run(args.tcc, 'compile', path, '--target', 'sm_90', '-o',
+                             os.path.join(args.out, bundle), '--schedule',
+                             schedule_file(args.out, pair))
+            if rc:
+                fail('%s: %s' % (name, L.first_line(err)))
+        manifest.append({'name': name, 'form': form, 'dtype': dt, 'length': length})
+        print('recorded %s' % name)
+    with open(os.path.join(args.out, 'manifest.json'), 'w') as f:
+        json.dump(manifest, f, indent=1)
+
+
+def replay(args):
+    manifest = json.load(open(os.path.join(args.dir, 'manifest.json')))
+    rng = np.random.default_rng()
+    failures = []
+    with tempfile.TemporaryDirectory() as d:
+        for c in manifest:
+            name, form, dt = c['name'], c['form'], c['dtype']
+            model = json.load(open(os.path.join(args.dir, name + '.json')))
+            vals = make_inputs(form, dt, ROWS, c['length'], rng)
+            files = save_inputs(d, name, model, vals)
+            ref = reference(form, dt, vals)
+            errs = {}
+            for kind in ('rounds', 'pair'):
+                got, err = run_bundle(args.tcc, os.path.join(args.dir, '%s.%s.tccb' % (
+                    name, kind)), files, d)
+                if err:
+                    failures.append('%s %s: %s' % (name, kind, err))
+                    break
+                errs[kind] = error(dt, got, ref)[0]
+                msg = compare('%s %s' % (name, kind), dt, got, ref,
+                              errs.get('rounds') if kind == 'pair' else None)
+                if msg:
+                    failures.append(msg)
+            print('%-32s error: paired %.3g, a round each %.3g (tolerance %.3g)' % (
+                name, errs.get('pair', float('nan')), errs.get('rounds', float('nan')),
+                tolerance(dt)))
+    if failures:
+        fail('; '.join(failures))
+    print('%d long-row chains correct on the GPU, paired and not' % len(manifest))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('mode', choices=['check', 'record', 'replay'])
+    ap.add_argument('tcc')
+    ap.add_argument('--ptxas')
+    ap.add_argument('--out')
+    ap.add_argument('--dir')
+    args = ap.parse_args()
+    {'check': check, 'record': record, 'replay': replay}[args.mode](args)
+
+
+if __name__ == '__main__':
+    main()

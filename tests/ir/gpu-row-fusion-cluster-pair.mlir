@@ -1,0 +1,167 @@
+// RUN: tcc-opt %s --tcc-gpu-row-fusion="max-cluster=8" | FileCheck %s
+
+// Which (max, sum) reductions over a row's cluster combine in one round:
+// those whose sum reads the max only as exp(k·max)·h, k < 0 (k > 0 under a
+// min), whatever is written around the exponential.
+
+#map = affine_map<(d0, d1) -> (d0, d1)>
+#map1 = affine_map<(d0, d1) -> (d0)>
+#map2 = affine_map<(d0, d1) -> (d0, 0)>
+
+// A scaled score, masked by a select on the position (from linalg.index)
+// and cast: exp(0.5·x - 0.5·max) pairs with k = -0.5. Each block sums
+// against its own max (0 where it holds no value of the row: the neutral
+// -inf), its first thread leaves the (max, sum) pair in the two slots, and
+// after one cluster barrier every thread folds the blocks' pairs, each sum
+// scaled by exp(-0.5·(m - m_b)) and an empty block's counted as 0; the log
+// reads the corrected sum and the row's max. One round before the last
+// barrier.
+// CHECK-LABEL: func.func @scaled_masked
+// CHECK: gpu.launch clusters({{.*}}) workgroup({{%.*}} : memref<8xf32, #gpu.address_space<workgroup>>, {{%.*}} : memref<8xf32, #gpu.address_space<workgroup>>, [[SLOT0:%.*]] : memref<1xf32, #gpu.address_space<workgroup>>, [[SLOT1:%.*]] : memref<1xf32, #gpu.address_space<workgroup>>)
+// CHECK: gpu.barrier
+// CHECK: [[EMPTY:%.*]] = arith.cmpf oeq, [[OWN:%.*]], %cst
+// CHECK: [[AGAINST:%.*]] = arith.select [[EMPTY]], %cst{{.*}}, [[OWN]]
+// CHECK: arith.mulf [[AGAINST]], %cst
+// CHECK: math.exp
+// CHECK: gpu.barrier
+// CHECK-NOT: nvvm.cluster.arrive
+// CHECK: memref.store [[OWN]], [[SLOT0]]
+// CHECK-NEXT: memref.store {{%.*}}, [[SLOT1]]
+// CHECK: nvvm.cluster.arrive {aligned}
+// CHECK-NEXT: nvvm.cluster.wait {aligned}
+// CHECK-COUNT-16: mapa.shared::cluster.u32
+// CHECK-COUNT-7: arith.maximumf
+// CHECK-NEXT: [[MAX:%.*]] = arith.maximumf
+// CHECK: [[D:%.*]] = arith.subf [[MAX]],
+// CHECK-NEXT: [[E:%.*]] = arith.mulf %cst{{.*}}, [[D]]
+// CHECK-NEXT: math.exp [[E]]
+// CHECK: [[TERM:%.*]] = arith.select
+// CHECK-COUNT-7: math.exp
+// CHECK: [[TOTAL:%.*]] = arith.addf {{%.*}}, {{%.*}} : f32
+// CHECK-NEXT: [[SUM:%.*]] = arith.addf %cst{{.*}}, [[TOTAL]] : f32
+// CHECK: [[LOG:%.*]] = math.log [[SUM]]
+// CHECK-NEXT: arith.addf [[MAX]], [[LOG]]
+// CHECK-NOT: mapa.shared::cluster.u32
+// CHECK: nvvm.cluster.arrive {aligned}
+// CHECK-NEXT: nvvm.cluster.wait {aligned}
+// CHECK-NEXT: gpu.terminator
+func.func @scaled_masked(%arg0: memref<3x50000xf32>, %arg1: memref<3x1xf32>) attributes {tcc.kernel, tcc.kind = "chain"} {
+  %ninf = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.000000e+00 : f32
+  %half = arith.constant 5.000000e-01 : f32
+  %alloc = memref.alloc() {alignment = 64 : i64} : memref<3xf32>
+  linalg.fill ins(%ninf : f32) outs(%alloc : memref<3xf32>)
+  linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "reduction"]} ins(%arg0 : memref<3x50000xf32>) outs(%alloc : memref<3xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.maximumf %out, %in : f32
+    linalg.yield %0 : f32
+  }
+  %m = memref.expand_shape %alloc [[0, 1]] output_shape [3, 1] : memref<3xf32> into memref<3x1xf32>
+  %alloc_2 = memref.alloc() {alignment = 64 : i64} : memref<3xf32>
+  linalg.fill ins(%zero : f32) outs(%alloc_2 : memref<3xf32>)
+  %s = memref.expand_shape %alloc_2 [[0, 1]] output_shape [3, 1] : memref<3xf32> into memref<3x1xf32>
+  linalg.generic {indexing_maps = [#map, #map2, #map2], iterator_types = ["parallel", "reduction"]} ins(%arg0, %m : memref<3x50000xf32>, memref<3x1xf32>) outs(%s : memref<3x1xf32>) {
+  ^bb0(%in: f32, %mx: f32, %out: f32):
+    %i = linalg.index 1 : index
+    %c = arith.constant 40000 : index
+    %keep = arith.cmpi ult, %i, %c : index
+    %a = arith.mulf %in, %half : f32
+    %b = arith.mulf %mx, %half : f32
+    %d = arith.subf %a, %b : f32
+    %e = math.exp %d : f32
+    %t = arith.truncf %e : f32 to f16
+    %w = arith.extf %t : f16 to f32
+    %v = arith.select %keep, %w, %zero : f32
+    %r = arith.addf %out, %v : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel"]} ins(%m, %s : memref<3x1xf32>, memref<3x1xf32>) outs(%arg1 : memref<3x1xf32>) {
+  ^bb0(%mx: f32, %sum: f32, %out: f32):
+    %l = math.log %sum : f32
+    %r = arith.addf %mx, %l : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// The sum of squares about the max reads it outside an exponential: a
+// round for each reduction.
+// CHECK-LABEL: func.func @squares
+// CHECK: gpu.launch clusters
+// CHECK-COUNT-3: nvvm.cluster.arrive
+// CHECK-NOT: nvvm.cluster.arrive
+// CHECK: return
+func.func @squares(%arg0: memref<3x50000xf32>, %arg1: memref<3x1xf32>) attributes {tcc.kernel, tcc.kind = "chain"} {
+  %ninf = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.000000e+00 : f32
+  %alloc = memref.alloc() {alignment = 64 : i64} : memref<3xf32>
+  linalg.fill ins(%ninf : f32) outs(%alloc : memref<3xf32>)
+  linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "reduction"]} ins(%arg0 : memref<3x50000xf32>) outs(%alloc : memref<3xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.maximumf %out, %in : f32
+    linalg.yield %0 : f32
+  }
+  %m = memref.expand_shape %alloc [[0, 1]] output_shape [3, 1] : memref<3xf32> into memref<3x1xf32>
+  linalg.fill ins(%zero : f32) outs(%arg1 : memref<3x1xf32>)
+  linalg.generic {indexing_maps = [#map, #map2, #map2], iterator_types = ["parallel", "reduction"]} ins(%arg0, %m : memref<3x50000xf32>, memref<3x1xf32>) outs(%arg1 : memref<3x1xf32>) {
+  ^bb0(%in: f32, %mx: f32, %out: f32):
+    %d = arith.subf %in, %mx : f32
+    %q = arith.mulf %d, %d : f32
+    %r = arith.addf %out, %q : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// exp(x - min) under a min grows as the min falls (k = -1 with a min): no
+// pairing; exp(min - x) (k = 1) pairs.
+// CHECK-LABEL: func.func @min_wrong_sign
+// CHECK-COUNT-3: nvvm.cluster.arrive
+// CHECK-NOT: nvvm.cluster.arrive
+// CHECK: return
+// CHECK-LABEL: func.func @min_right_sign
+// CHECK-COUNT-2: nvvm.cluster.arrive
+// CHECK-NOT: nvvm.cluster.arrive
+// CHECK: return
+func.func @min_wrong_sign(%arg0: memref<3x50000xf32>, %arg1: memref<3x1xf32>) attributes {tcc.kernel, tcc.kind = "chain"} {
+  %inf = arith.constant 0x7F800000 : f32
+  %zero = arith.constant 0.000000e+00 : f32
+  %alloc = memref.alloc() {alignment = 64 : i64} : memref<3xf32>
+  linalg.fill ins(%inf : f32) outs(%alloc : memref<3xf32>)
+  linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "reduction"]} ins(%arg0 : memref<3x50000xf32>) outs(%alloc : memref<3xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.minimumf %out, %in : f32
+    linalg.yield %0 : f32
+  }
+  %m = memref.expand_shape %alloc [[0, 1]] output_shape [3, 1] : memref<3xf32> into memref<3x1xf32>
+  linalg.fill ins(%zero : f32) outs(%arg1 : memref<3x1xf32>)
+  linalg.generic {indexing_maps = [#map, #map2, #map2], iterator_types = ["parallel", "reduction"]} ins(%arg0, %m : memref<3x50000xf32>, memref<3x1xf32>) outs(%arg1 : memref<3x1xf32>) {
+  ^bb0(%in: f32, %mx: f32, %out: f32):
+    %d = arith.subf %in, %mx : f32
+    %e = math.exp %d : f32
+    %r = arith.addf %out, %e : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+func.func @min_right_sign(%arg0: memref<3x50000xf32>, %arg1: memref<3x1xf32>) attributes {tcc.kernel, tcc.kind = "chain"} {
+  %inf = arith.constant 0x7F800000 : f32
+  %zero = arith.constant 0.000000e+00 : f32
+  %alloc = memref.alloc() {alignment = 64 : i64} : memref<3xf32>
+  linalg.fill ins(%inf : f32) outs(%alloc : memref<3xf32>)
+  linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "reduction"]} ins(%arg0 : memref<3x50000xf32>) outs(%alloc : memref<3xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.minimumf %out, %in : f32
+    linalg.yield %0 : f32
+  }
+  %m = memref.expand_shape %alloc [[0, 1]] output_shape [3, 1] : memref<3xf32> into memref<3x1xf32>
+  linalg.fill ins(%zero : f32) outs(%arg1 : memref<3x1xf32>)
+  linalg.generic {indexing_maps = [#map, #map2, #map2], iterator_types = ["parallel", "reduction"]} ins(%arg0, %m : memref<3x50000xf32>, memref<3x1xf32>) outs(%arg1 : memref<3x1xf32>) {
+  ^bb0(%in: f32, %mx: f32, %out: f32):
+    %d = arith.subf %mx, %in : f32
+    %e = math.exp %d : f32
+    %r = arith.addf %out, %e : f32
+    linalg.yield %r : f32
+  }
+  return
+}

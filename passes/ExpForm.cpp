@@ -4,24 +4,57 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/IR/OperationSupport.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/MapVector.h"
 
 using namespace mlir;
 
 namespace {
 
-/// How a value depends on r: not at all (Free), as a + k·r (Affine) or as
-/// exp(a + k·r)·h (Scaled), a and h free of r.
+/// A value with its exact widenings looked through (leaves compare so).
+Value unwiden(Value v) {
+  while (auto ext = v.getDefiningOp<arith::ExtFOp>())
+    v = ext.getIn();
+  return v;
+}
+
+/// How a value depends on r: not at all (Free), as a + k·r with a a sum
+/// of multiples of values free of r (Affine; `terms`, with `offset` where
+/// a constant is added), or as exp(a + k·r)·h, h free of r (Scaled).
 struct Form {
   enum Kind { Free, Affine, Scaled } kind = Free;
   double k = 0;
+  llvm::MapVector<Value, double> terms;
+  bool offset = false;
 };
 
-std::optional<double> floatConstant(Value v) {
+/// The value of `v` when it is a float constant, or arithmetic of such
+/// (the reciprocal 1/c that a division by c became is not folded yet).
+std::optional<double> floatConstant(Value v, int depth = 0) {
   APFloat f(0.0);
-  if (!matchPattern(v, m_ConstantFloat(&f)))
+  if (matchPattern(v, m_ConstantFloat(&f)))
+    return f.convertToDouble();
+  Operation *op = v.getDefiningOp();
+  if (!op || depth > 4 || op->getNumResults() != 1)
     return std::nullopt;
-  return f.convertToDouble();
+  SmallVector<double> in;
+  for (Value operand : op->getOperands()) {
+    std::optional<double> c = floatConstant(operand, depth + 1);
+    if (!c)
+      return std::nullopt;
+    in.push_back(*c);
+  }
+  if (isa<arith::DivFOp>(op) && in[1] != 0.0)
+    return in[0] / in[1];
+  if (isa<arith::MulFOp>(op))
+    return in[0] * in[1];
+  if (isa<arith::NegFOp>(op))
+    return -in[0];
+  if (isa<arith::ExtFOp>(op))
+    return in[0];
+  return std::nullopt;
 }
 
 bool isZero(Value v) {
@@ -29,13 +62,87 @@ bool isZero(Value v) {
   return c && *c == 0.0;
 }
 
+Form scaled(const Form &a, double by);
+Form added(const Form &a, const Form &b, double sign);
+
+/// A value free of r as an affine form of leaves: sums, differences and
+/// products by constants looked through (0.5·x is 0.5 times the leaf x),
+/// a constant an offset.
+Form linearOf(Value v, int depth = 0) {
+  Form a;
+  a.kind = Form::Affine;
+  if (std::optional<double> c = floatConstant(v)) {
+    a.offset = *c != 0.0;
+    return a;
+  }
+  Operation *op = v.getDefiningOp();
+  if (op && depth < 8) {
+    if (isa<arith::AddFOp, arith::SubFOp>(op))
+      return added(linearOf(op->getOperand(0), depth + 1),
+                   linearOf(op->getOperand(1), depth + 1),
+                   isa<arith::SubFOp>(op) ? -1.0 : 1.0);
+    if (isa<arith::NegFOp>(op))
+      return scaled(linearOf(op->getOperand(0), depth + 1), -1.0);
+    if (isa<arith::ExtFOp, arith::TruncFOp>(op))
+      return linearOf(op->getOperand(0), depth + 1);
+    if (isa<arith::MulFOp, arith::DivFOp>(op)) {
+      bool div = isa<arith::DivFOp>(op);
+      for (int i = 0; i < (div ? 1 : 2); ++i)
+        if (std::optional<double> c = floatConstant(op->getOperand(1 - i));
+            c && *c != 0.0)
+          return scaled(linearOf(op->getOperand(i), depth + 1),
+                        div ? 1.0 / *c : *c);
+    }
+  }
+  a.terms[unwiden(v)] = 1.0;
+  return a;
+}
+
+/// `f` (Free or Affine) as an affine form.
+Form asAffine(const Form &f, Value v) {
+  return f.kind == Form::Free ? linearOf(v) : f;
+}
+
+Form scaled(const Form &a, double by) {
+  Form f = a;
+  f.k *= by;
+  for (auto &t : f.terms)
+    t.second *= by;
+  return f;
+}
+
+Form added(const Form &a, const Form &b, double sign) {
+  Form f = a;
+  f.k += sign * b.k;
+  f.offset |= b.offset;
+  for (auto &[v, c] : b.terms)
+    f.terms[v] += sign * c;
+  return f;
+}
+
+bool sameForm(const Form &a, const Form &b) {
+  if (a.kind != b.kind || a.k != b.k || a.offset != b.offset ||
+      a.terms.size() != b.terms.size())
+    return false;
+  for (auto &[v, c] : a.terms) {
+    auto it = b.terms.find(v);
+    if (it == b.terms.end() || it->second != c)
+      return false;
+  }
+  return true;
+}
+
 class Analysis {
 public:
   explicit Analysis(Value r) : r(r) {}
 
   std::optional<Form> of(Value v) {
-    if (v == r)
-      return Form{Form::Affine, 1.0};
+    if (v == r) {
+      Form f;
+      f.kind = Form::Affine;
+      f.k = 1.0;
+      return f;
+    }
     auto it = memo.find(v);
     if (it != memo.end())
       return it->second;
@@ -79,13 +186,12 @@ private:
       return Form{};
 
     auto affine = [](const Form &f) { return f.kind != Form::Scaled; };
-    auto kOf = [](const Form &f) { return f.kind == Form::Free ? 0.0 : f.k; };
     Value lhs = op->getNumOperands() > 0 ? op->getOperand(0) : Value();
     Value rhs = op->getNumOperands() > 1 ? op->getOperand(1) : Value();
     if (isa<arith::AddFOp, arith::SubFOp>(op)) {
       double sign = isa<arith::SubFOp>(op) ? -1.0 : 1.0;
       if (affine(in[0]) && affine(in[1]))
-        return Form{Form::Affine, kOf(in[0]) + sign * kOf(in[1])};
+        return added(asAffine(in[0], lhs), asAffine(in[1], rhs), sign);
       // A scaled value plus zero (a sum's neutral) stays scaled.
       if (in[0].kind == Form::Scaled && isZero(rhs))
         return in[0];
@@ -103,24 +209,27 @@ private:
         if (a.kind == Form::Affine && o.kind == Form::Free)
           if (std::optional<double> c = floatConstant(i ? lhs : rhs);
               c && *c != 0.0)
-            return Form{Form::Affine, div ? a.k / *c : a.k * *c};
+            return scaled(a, div ? 1.0 / *c : *c);
         if (a.kind == Form::Scaled && o.kind == Form::Free)
           return a;
-        if (!div && a.kind == Form::Scaled && o.kind == Form::Scaled)
-          return Form{Form::Scaled, a.k + o.k};
+        if (!div && a.kind == Form::Scaled && o.kind == Form::Scaled) {
+          Form f = added(a, o, 1.0);
+          f.kind = Form::Scaled;
+          return f;
+        }
       }
       return std::nullopt;
     }
-    if (isa<arith::NegFOp, arith::ExtFOp, arith::TruncFOp>(op)) {
-      Form f = in[0];
-      if (isa<arith::NegFOp>(op) && f.kind == Form::Affine)
-        f.k = -f.k;
-      return f;
-    }
+    if (isa<arith::NegFOp>(op))
+      return in[0].kind == Form::Affine ? scaled(in[0], -1.0) : in[0];
+    if (isa<arith::ExtFOp, arith::TruncFOp>(op))
+      return in[0];
     if (isa<math::ExpOp>(op)) {
       if (in[0].kind != Form::Affine)
         return std::nullopt;
-      return Form{Form::Scaled, in[0].k};
+      Form f = in[0];
+      f.kind = Form::Scaled;
+      return f;
     }
     if (auto select = dyn_cast<arith::SelectOp>(op)) {
       if (in[0].kind != Form::Free)
@@ -131,7 +240,7 @@ private:
         return e.kind == Form::Scaled ? std::optional<Form>(e) : std::nullopt;
       if (e.kind == Form::Free && isZero(select.getFalseValue()))
         return t.kind == Form::Scaled ? std::optional<Form>(t) : std::nullopt;
-      if (t.kind == e.kind && t.k == e.k)
+      if (sameForm(t, e))
         return t;
       return std::nullopt;
     }
@@ -139,21 +248,59 @@ private:
   }
 };
 
+/// Whether `a` and `b` are the same value, or computed alike by pure ops
+/// from the same values (a score change a fusion cloned into the max's
+/// body and into the exponential's op).
+bool sameValue(Value a, Value b, int depth = 0) {
+  a = unwiden(a);
+  b = unwiden(b);
+  if (a == b)
+    return true;
+  Operation *x = a.getDefiningOp(), *y = b.getDefiningOp();
+  if (!x || !y || depth > 16 || x->getNumRegions() || y->getNumRegions() ||
+      !isMemoryEffectFree(x) || !isMemoryEffectFree(y) ||
+      cast<OpResult>(a).getResultNumber() !=
+          cast<OpResult>(b).getResultNumber())
+    return false;
+  return OperationEquivalence::isEquivalentTo(
+      x, y,
+      [&](Value l, Value r) { return success(sameValue(l, r, depth + 1)); },
+      /*markEquivalent=*/nullptr, OperationEquivalence::IgnoreLocations);
+}
+
 } // namespace
 
 std::optional<double> mlir::tcc::commonExpExponent(ArrayRef<Value> shares,
-                                                   Value r) {
+                                                   Value r,
+                                                   ArrayRef<Value> reduced) {
   Analysis analysis(r);
   std::optional<double> k;
-  for (Value s : shares) {
+  for (auto [s, v] : llvm::zip_equal(shares, reduced)) {
     std::optional<Form> f = analysis.of(s);
     if (!f)
       return std::nullopt;
     // A share that is zero whatever r is (a constant) fits any k.
     if (f->kind == Form::Free && isZero(s))
       continue;
-    if (f->kind != Form::Scaled || f->k == 0.0 || (k && *k != f->k))
+    if (f->kind != Form::Scaled || f->k == 0.0 || (k && *k != f->k) ||
+        f->offset)
       return std::nullopt;
+    // The exponent is k·(r - v), v what the max (min) reduced here: the
+    // same terms as v's, times -k (both read through the same products by
+    // constants, e.g. a softcap's).
+    Form want = scaled(linearOf(v), -f->k);
+    if (want.offset)
+      return std::nullopt;
+    auto nonzero = [](const Form &a) {
+      return llvm::count_if(a.terms, [](auto &t) { return t.second != 0.0; });
+    };
+    if (nonzero(*f) != nonzero(want) || nonzero(want) == 0)
+      return std::nullopt;
+    for (auto &[t, c] : f->terms)
+      if (c != 0.0 && llvm::none_of(want.terms, [&](auto &w) {
+            return w.second == c && sameValue(w.first, t);
+          }))
+        return std::nullopt;
     k = f->k;
   }
   return k;

@@ -1204,22 +1204,39 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
   }
 
   /// A max (or min) `plans[i]` and the sum `plans[j]` after it, when the
-  /// sum's shares read the max r only as exp(k·r)·h (softmax's max and sum
-  /// of exponentials: k = -1; ExpForm.h reads k off the shares emitted):
-  /// each block of the row's cluster computes both against its own max
-  /// m_b, and one cluster round exchanges the (m_b, s_b) pairs, each block's
-  /// sum corrected by exp(k·(m - m_b)), instead of one round for each. A
-  /// block without a value of the row (its max the neutral infinity) sums
-  /// against 0 and counts nothing. The ops between them (the exponentials,
-  /// the sum's fill) run again with the row's max for whatever reads their
-  /// results later, before the sum takes its value. Where the shares
-  /// have no such form, the max takes its own round first.
+  /// sum's shares are exp(k·(r - v))·h, r the max and v what it reduced at
+  /// the same position (log-softmax's max and sum of exponentials: k = -1;
+  /// ExpForm.h reads k off the shares emitted): each block of the row's
+  /// cluster computes both against its own max m_b, and one cluster round
+  /// exchanges the (m_b, s_b) pairs, each block's sum scaled by
+  /// exp(k·(m - m_b)), instead of one round for each. Against m_b every
+  /// exponential is at most 1 (no overflow the row's max would not have),
+  /// and a block without a value of the row (its max the neutral infinity,
+  /// every v too) sums against 0 to exactly 0, which counts 0 whatever its
+  /// factor; a row without a value sums to NaN, as unpaired. The ops
+  /// between the two (the exponentials, the sum's fill) run again against
+  /// the row's max, from what their outputs held before, for what reads
+  /// them later; then the sum takes its value. Where the shares have no
+  /// such form, the max takes its own round first.
   void emitPair(size_t i, size_t j, ArrayRef<Value> partials) {
     const OpPlan &first = plans[i], &second = plans[j];
     hoisted.clear();
     linalg::GenericOp firstOp = first.op, secondOp = second.op;
     Value firstInit = firstOp.getDpsInitOperand(0)->get();
-    Value part = threadTotal(first);
+    SmallVector<Value> maxShares;
+    Value part = threadTotal(first, &maxShares);
+    // What the max reduced at each position: its body's combination with
+    // the neutral value.
+    SmallVector<Value> reduced;
+    for (Value share : maxShares) {
+      Operation *c = share.getDefiningOp();
+      Value v;
+      if (c && c->getName() == first.combiner->getName())
+        for (unsigned o = 0; o < 2; ++o)
+          if (matchPattern(c->getOperand(1 - o), m_Constant()))
+            v = c->getOperand(o);
+      reduced.push_back(v);
+    }
     Value initial = read(firstInit, Access::RowScalar)[0];
     Value own = acrossBlock(first, part, partials[i]);
     Type maxType = own.getType();
@@ -1228,32 +1245,63 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
       return arith::CmpFOp::create(*b, loc, arith::CmpFPredicate::OEQ, m,
                                    neutral);
     };
-    Value against = arith::SelectOp::create(
-        *b, loc, isEmpty(own),
-        arith::ConstantOp::create(*b, loc, b->getZeroAttr(maxType)), own);
+    Value zeroMax = arith::ConstantOp::create(*b, loc, b->getZeroAttr(maxType));
+    auto againstOf = [&](Value m) -> Value {
+      return arith::SelectOp::create(*b, loc, isEmpty(m), zeroMax, m);
+    };
+    Value against = againstOf(own);
     Value firstRoot = rootOf(firstInit);
-    rowScalars[firstRoot] = against;
-    uniform.insert(against);
-    auto between = [&] {
+
+    // What the buffers the ops between write held before them (none of
+    // them: an entry absent), to emit those ops again from there.
+    llvm::SetVector<Value> betweenRoots;
+    for (size_t k = i + 1; k < j; ++k)
+      for (OpOperand &out : plans[k].op.getDpsInitsMutable())
+        betweenRoots.insert(rootOf(out.get()));
+    llvm::DenseMap<Value, std::optional<SmallVector<Value>>> rowsBefore;
+    llvm::DenseMap<Value, std::optional<Value>> scalarsBefore;
+    for (Value r : betweenRoots) {
+      auto v = rowValues.find(r);
+      rowsBefore[r] = v == rowValues.end()
+                          ? std::nullopt
+                          : std::optional<SmallVector<Value>>(v->second);
+      auto sc = rowScalars.find(r);
+      scalarsBefore[r] = sc == rowScalars.end()
+                             ? std::nullopt
+                             : std::optional<Value>(sc->second);
+    }
+    auto between = [&](Value maxValue) {
+      for (Value r : betweenRoots) {
+        if (rowsBefore[r])
+          rowValues[r] = *rowsBefore[r];
+        else
+          rowValues.erase(r);
+        if (scalarsBefore[r])
+          rowScalars[r] = *scalarsBefore[r];
+        else
+          rowScalars.erase(r);
+      }
+      rowScalars[firstRoot] = maxValue;
+      uniform.insert(maxValue);
       for (size_t k = i + 1; k < j; ++k)
         emit(plans[k], Value());
     };
-    between();
+    between(against);
     hoisted.clear();
     SmallVector<Value> shares;
     Value sharePart = threadTotal(second, &shares);
-    std::optional<double> k = mlir::tcc::commonExpExponent(shares, against);
     bool isMax = isa<arith::MaximumFOp>(first.combiner);
-    noteWritten(first.op);
+    std::optional<double> k;
+    if (llvm::all_of(reduced, [](Value v) { return bool(v); }))
+      k = mlir::tcc::commonExpExponent(shares, against, reduced);
     if (!k || (isMax ? *k > 0 : *k < 0)) {
       // No such form (the shares above are left unused): a round each.
       setReduction(first, initial, acrossCluster(first, own));
-      between();
+      noteWritten(firstOp);
+      between(rowScalars[firstRoot]);
       emit(second, partials[j]);
       return;
     }
-    Value secondInitial =
-        read(secondOp.getDpsInitOperand(0)->get(), Access::RowScalar)[0];
     Value sum = acrossBlock(second, sharePart, partials[j]);
     Value maxSlot = clusterSlots.lookup(first.op),
           sumSlot = clusterSlots.lookup(second.op);
@@ -1268,41 +1316,58 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
     Value rowMax = initial;
     for (Value m : maxes)
       rowMax = combine(*b, first.combiner, rowMax, m);
-    // The correction in f32 (f64 for a sum in f64).
+    // The correction in f32 (f64 for a sum in f64), the difference of the
+    // maxes in the wider of that and the max's type.
     Type sumType = sum.getType();
     Type corrType = sumType.isF64() ? sumType : Type(b->getF32Type());
+    Type diffType =
+        maxType.getIntOrFloatBitWidth() > corrType.getIntOrFloatBitWidth()
+            ? maxType
+            : corrType;
     auto to = [&](Value v, Type t) -> Value {
-      unsigned from = v.getType().getIntOrFloatBitWidth(),
-               into = t.getIntOrFloatBitWidth();
-      if (from == into)
+      if (v.getType() == t)
         return v;
-      if (from < into)
+      if (v.getType().getIntOrFloatBitWidth() < t.getIntOrFloatBitWidth())
         return arith::ExtFOp::create(*b, loc, t, v);
       return arith::TruncFOp::create(*b, loc, t, v);
     };
     Value scale =
         arith::ConstantOp::create(*b, loc, b->getFloatAttr(corrType, *k));
     Value zero = arith::ConstantOp::create(*b, loc, b->getZeroAttr(corrType));
-    Value rowMaxWide = to(rowMax, corrType);
+    Value rowMaxWide = to(rowMax, diffType);
     Value total;
     for (auto [m, s] : llvm::zip(maxes, sums)) {
+      Value diff = arith::SubFOp::create(*b, loc, rowMaxWide,
+                                         to(againstOf(m), diffType));
       Value factor = math::ExpOp::create(
-          *b, loc,
-          arith::MulFOp::create(
-              *b, loc, scale,
-              arith::SubFOp::create(*b, loc, rowMaxWide, to(m, corrType))));
+          *b, loc, arith::MulFOp::create(*b, loc, scale, to(diff, corrType)));
+      Value sWide = to(s, corrType);
       Value term = arith::SelectOp::create(
-          *b, loc, isEmpty(m), zero,
-          arith::MulFOp::create(*b, loc, to(s, corrType), factor));
+          *b, loc,
+          arith::CmpFOp::create(*b, loc, arith::CmpFPredicate::OEQ, sWide,
+                                zero),
+          zero, arith::MulFOp::create(*b, loc, sWide, factor));
       total = total ? arith::AddFOp::create(*b, loc, total, term).getResult()
                     : term;
     }
-    rowScalars[firstRoot] = rowMax;
-    uniform.insert(rowMax);
+    // A row without a value: its shares against the neutral max are NaN
+    // (exp(-inf - -inf)), as the unpaired sum.
+    total = arith::SelectOp::create(
+        *b, loc, isEmpty(rowMax),
+        arith::ConstantOp::create(
+            *b, loc,
+            b->getFloatAttr(corrType,
+                            std::numeric_limits<double>::quiet_NaN())),
+        total);
+    total = to(total, sumType);
+    setReduction(first, initial, rowMax);
+    noteWritten(firstOp);
     // Before the sum's value: the ops between include its output's fill.
-    between();
-    setReduction(second, secondInitial, to(total, sumType));
-    noteWritten(second.op);
+    between(rowScalars[firstRoot]);
+    Value secondInitial =
+        read(secondOp.getDpsInitOperand(0)->get(), Access::RowScalar)[0];
+    setReduction(second, secondInitial, total);
+    noteWritten(secondOp);
   }
 
   /// A whole reduction: each row's value (its threads agree on it; rows

@@ -9,14 +9,15 @@ thread-block cluster), as users write them.
 Forms: softmax, log-softmax, cross-entropy, log-sum-exp written out (also
 at temperature 2: exp((x - max)/2)), a padding mask given as a bool input
 (rows fully masked, masked but for a few positions at either end), a
-softcap (tanh), a soft minimum (exp(min - x)), and a sum of squares about
-the max; f32, f16 and bf16; lengths 131072, 100003, 70001 and 50257 (odd
+softcap (tanh), a soft minimum (exp(min - x)), a log-sum-exp masked by a
+0/1 factor after the exponential (whose masked terms would overflow
+against a block's own max), and a sum of squares about the max; f32, f16 and bf16; lengths 131072, 100003, 70001 and 50257 (odd
 ones included).
 
-Over a cluster, a max and a later sum whose terms read it only as
-exp(k·max)·h (k < 0; k > 0 under a min) combine in one round of (max, sum)
-pairs, each block's sum corrected by exp(k·(m - m_b)) (tcc-gpu-row-fusion,
-pair-rounds), unless an exponential before the sum is read again after it
+Over a cluster, a max and a later sum whose terms are exp(k·(max - v))·h,
+v what the max reduced (k < 0; k > 0 under a min), combine in one round of
+(max, sum) pairs, each block's sum corrected by exp(k·(m - m_b))
+(tcc-gpu-row-fusion, pair-rounds), unless an exponential before the sum is read again after it
 (softmax's division: the pairing would compute it twice); any other chain
 (the squares) takes a round per reduction.
 
@@ -53,22 +54,23 @@ import e2elib as L  # noqa: E402
 
 ROWS = 24  # on the GPU; 3 on the host
 
-# (name, form, dtype, length, cluster rounds with the pairing)
+# (name, form, dtype, length, paired: one (max, sum) round)
 CASES = [
-    ('softmax_f32_131072', 'softmax', 'f32', 131072, 2),
-    ('softmax_f16_131072', 'softmax', 'f16', 131072, 2),
-    ('softmax_bf16_50257', 'softmax', 'bf16', 50257, 2),
-    ('log_softmax_f32_100003', 'log_softmax', 'f32', 100003, 1),
-    ('log_softmax_bf16_131072', 'log_softmax', 'bf16', 131072, 1),
-    ('cross_entropy_f32_131072', 'cross_entropy', 'f32', 131072, 1),
-    ('cross_entropy_f16_50257', 'cross_entropy', 'f16', 50257, 1),
-    ('masked_softmax_f32_100003', 'masked_softmax', 'f32', 100003, 2),
-    ('masked_log_softmax_bf16_131072', 'masked_log_softmax', 'bf16', 131072, 1),
-    ('softcap_log_softmax_bf16_70001', 'softcap_log_softmax', 'bf16', 70001, 1),
-    ('lse_t2_f32_131072', 'lse_t2', 'f32', 131072, 1),
-    ('logsumexp_f32_131072', 'logsumexp', 'f32', 131072, 1),
-    ('softmin_f16_100003', 'softmin', 'f16', 100003, 1),
-    ('squares_f32_131072', 'squares', 'f32', 131072, 2),
+    ('softmax_f32_131072', 'softmax', 'f32', 131072, False),
+    ('softmax_f16_131072', 'softmax', 'f16', 131072, False),
+    ('softmax_bf16_50257', 'softmax', 'bf16', 50257, False),
+    ('log_softmax_f32_100003', 'log_softmax', 'f32', 100003, True),
+    ('log_softmax_bf16_131072', 'log_softmax', 'bf16', 131072, True),
+    ('cross_entropy_f32_131072', 'cross_entropy', 'f32', 131072, True),
+    ('cross_entropy_f16_50257', 'cross_entropy', 'f16', 50257, True),
+    ('masked_softmax_f32_100003', 'masked_softmax', 'f32', 100003, False),
+    ('masked_log_softmax_bf16_131072', 'masked_log_softmax', 'bf16', 131072, True),
+    ('softcap_log_softmax_bf16_70001', 'softcap_log_softmax', 'bf16', 70001, True),
+    ('lse_t2_f32_131072', 'lse_t2', 'f32', 131072, True),
+    ('logsumexp_f32_131072', 'logsumexp', 'f32', 131072, True),
+    ('softmin_f16_100003', 'softmin', 'f16', 100003, True),
+    ('mul_masked_lse_f32_131072', 'mul_masked_lse', 'f32', 131072, False),
+    ('squares_f32_131072', 'squares', 'f32', 131072, False),
 ]
 
 
@@ -124,6 +126,18 @@ def make_model(form, dt, rows, length):
                  node('sub', ['m', 'x'], 'd'), node('exp', ['d'], 'e'),
                  node('reduce_sum', ['e'], 'z', axes=[-1], keepdims=True),
                  node('log', ['z'], 'l'), node('sub', ['m', 'l'], 'y')]
+    elif form == 'mul_masked_lse':
+        # Log-sum-exp over the kept positions, the mask applied twice: -inf
+        # before the max, a 0/1 factor after the exponential (whose masked
+        # terms would overflow against a block's own max: not paired).
+        inputs.append({'name': 'mask', 'dtype': 'bool', 'shape': shape})
+        nodes = [node('constant', [], 'ninf', dtype=dt, shape=[], value='-inf'),
+                 node('select', ['mask', 'x', 'ninf'], 'xm'),
+                 node('reduce_max', ['xm'], 'm', axes=[-1], keepdims=True),
+                 node('sub', ['x', 'm'], 'd'), node('exp', ['d'], 'e'),
+                 node('cast', ['mask'], 'mf', to=dt), node('mul', ['e', 'mf'], 'em'),
+                 node('reduce_sum', ['em'], 'z', axes=[-1], keepdims=True),
+                 node('log', ['z'], 'l'), node('add', ['m', 'l'], 'y')]
     elif form == 'squares':
         nodes = keep + [
             node('sub', ['x', 'm'], 'd'), node('mul', ['d', 'd'], 'q'),
@@ -148,6 +162,16 @@ def make_inputs(form, dt, rows, length, rng):
             mask[2] = False
             mask[2, -5:] = True               # its first blocks empty
         vals['mask'] = mask
+    if form == 'mul_masked_lse':
+        mask = rng.random((rows, length)) < 0.5
+        half = length // 2
+        # Masked positions of the first half 100 above the kept ones, the
+        # kept ones of the second half 40 above: exp(x - m_b) overflows in
+        # the first half's blocks, exp(x - m) does not.
+        x = x + np.where(~mask & (np.arange(length) < half), 100.0, 0.0)
+        x = x + np.where(mask & (np.arange(length) >= half), 40.0, 0.0)
+        vals['x'] = L.rnd(dt, x)
+        vals['mask'] = mask
     return vals
 
 
@@ -171,6 +195,10 @@ def reference(form, dt, vals):
         if form == 'cross_entropy':
             p = np.take_along_axis(L.log_softmax(x, r=r), vals['t'], axis=1)
             return r(np.mean(-p, keepdims=True))
+        if form == 'mul_masked_lse':
+            m = np.max(np.where(vals['mask'], x, -np.inf), axis=-1, keepdims=True)
+            e = r(np.exp(r(x - m))) * vals['mask']
+            return r(m + r(np.log(r(e.sum(-1, keepdims=True)))))
         m = np.max(x, axis=-1, keepdims=True)
         if form == 'lse_t2':
             e = r(np.exp(r(r(x - m) * 0.5)))
@@ -255,7 +283,7 @@ def check(args):
     failures = []
     with tempfile.TemporaryDirectory() as d:
         rng = np.random.default_rng()
-        for name, form, dt, length, rounds in CASES:
+        for name, form, dt, length, paired in CASES:
             model = make_model(form, dt, ROWS, length)
             path = os.path.join(d, name + '.json')
             with open(path, 'w') as f:
@@ -267,10 +295,12 @@ def check(args):
                 failures.append('%s: %s' % (name, L.first_line(err)))
                 continue
             text = open(ptx).read()
-            # The row kernel's rounds and the last barrier before it exits.
+            # Paired: the pair's round and the last before the blocks exit;
+            # else a round each and the last.
             waits = len(re.findall(r'barrier\.cluster\.wait', text))
-            if waits != rounds + 1:
-                failures.append('%s: %d cluster barriers, want %d' % (name, waits, rounds + 1))
+            want = 2 if paired else 3
+            if waits != want:
+                failures.append('%s: %d cluster barriers, want %d' % (name, waits, want))
             if args.ptxas:
                 rc, _, err = run(args.ptxas, '-arch=sm_90', ptx, '-o', os.devnull)
                 if rc:
@@ -302,7 +332,7 @@ def check(args):
 def record(args):
     os.makedirs(args.out, exist_ok=True)
     manifest = []
-    for name, form, dt, length, rounds in CASES:
+    for name, form, dt, length, paired in CASES:
         model = make_model(form, dt, ROWS, length)
         path = os.path.join(args.out, name + '.json')
         with open(path, 'w') as f:

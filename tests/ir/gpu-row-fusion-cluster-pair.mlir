@@ -13,9 +13,9 @@
 // against its own max (0 where it holds no value of the row: the neutral
 // -inf), its first thread leaves the (max, sum) pair in the two slots, and
 // after one cluster barrier every thread folds the blocks' pairs, each sum
-// scaled by exp(-0.5·(m - m_b)) and an empty block's counted as 0; the log
-// reads the corrected sum and the row's max. One round before the last
-// barrier.
+// scaled by exp(-0.5·(m - m_b)) and a sum of 0 counted as 0; a row whose
+// max is -inf sums to NaN (as exp(-inf - -inf) unpaired). The log reads
+// that sum and the row's max. One round before the last barrier.
 // CHECK-LABEL: func.func @scaled_masked
 // CHECK: gpu.launch clusters({{.*}}) workgroup({{%.*}} : memref<8xf32, #gpu.address_space<workgroup>>, {{%.*}} : memref<8xf32, #gpu.address_space<workgroup>>, [[SLOT0:%.*]] : memref<1xf32, #gpu.address_space<workgroup>>, [[SLOT1:%.*]] : memref<1xf32, #gpu.address_space<workgroup>>)
 // CHECK: gpu.barrier
@@ -35,12 +35,15 @@
 // CHECK: [[D:%.*]] = arith.subf [[MAX]],
 // CHECK-NEXT: [[E:%.*]] = arith.mulf %cst{{.*}}, [[D]]
 // CHECK-NEXT: math.exp [[E]]
-// CHECK: [[TERM:%.*]] = arith.select
 // CHECK-COUNT-7: math.exp
 // CHECK: [[TOTAL:%.*]] = arith.addf {{%.*}}, {{%.*}} : f32
-// CHECK-NEXT: [[SUM:%.*]] = arith.addf %cst{{.*}}, [[TOTAL]] : f32
-// CHECK: [[LOG:%.*]] = math.log [[SUM]]
-// CHECK-NEXT: arith.addf [[MAX]], [[LOG]]
+// CHECK-NEXT: [[NONE:%.*]] = arith.cmpf oeq, [[MAX]], %cst
+// CHECK-NEXT: [[NAN:%.*]] = arith.constant 0x7FC00000 : f32
+// CHECK-NEXT: [[SUM:%.*]] = arith.select [[NONE]], [[NAN]], [[TOTAL]] : f32
+// CHECK: [[ROWMAX:%.*]] = arith.maximumf %cst{{.*}}, [[MAX]]
+// CHECK: [[S:%.*]] = arith.addf %cst{{.*}}, [[SUM]] : f32
+// CHECK-NEXT: [[LOG:%.*]] = math.log [[S]]
+// CHECK-NEXT: arith.addf [[ROWMAX]], [[LOG]]
 // CHECK-NOT: mapa.shared::cluster.u32
 // CHECK: nvvm.cluster.arrive {aligned}
 // CHECK-NEXT: nvvm.cluster.wait {aligned}
@@ -114,7 +117,7 @@ func.func @squares(%arg0: memref<3x50000xf32>, %arg1: memref<3x1xf32>) attribute
 }
 
 // exp(x - min) under a min grows as the min falls (k = -1 with a min): no
-// pairing; exp(min - x) (k = 1) pairs.
+// pairing; exp(min - x) (k = 1) pairs (the pair's round and the last).
 // CHECK-LABEL: func.func @min_wrong_sign
 // CHECK-COUNT-3: nvvm.cluster.arrive
 // CHECK-NOT: nvvm.cluster.arrive
@@ -159,6 +162,155 @@ func.func @min_right_sign(%arg0: memref<3x50000xf32>, %arg1: memref<3x1xf32>) at
   linalg.generic {indexing_maps = [#map, #map2, #map2], iterator_types = ["parallel", "reduction"]} ins(%arg0, %m : memref<3x50000xf32>, memref<3x1xf32>) outs(%arg1 : memref<3x1xf32>) {
   ^bb0(%in: f32, %mx: f32, %out: f32):
     %d = arith.subf %mx, %in : f32
+    %e = math.exp %d : f32
+    %r = arith.addf %out, %e : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// Ops between the reductions run a second time against the row's max from
+// what their outputs held before the first: a centring written in place
+// (c = x, then c = c - m) is x - m after the pair, not (x - m_b) - m.
+// CHECK-LABEL: func.func @in_place
+// CHECK: [[X0:%.*]] = vector.extract {{%.*}}[0] : f32 from vector<4xf32>
+// CHECK: nvvm.cluster.wait
+// CHECK: arith.constant 0x7FC00000 : f32
+// CHECK-NEXT: [[SUM:%.*]] = arith.select {{%.*}} : f32
+// CHECK-NEXT: [[ROWMAX:%.*]] = arith.maximumf
+// CHECK-NEXT: arith.subf [[X0]], [[ROWMAX]]
+func.func @in_place(%arg0: memref<3x50000xf32>, %arg1: memref<3x50000xf32>) attributes {tcc.kernel, tcc.kind = "chain"} {
+  %ninf = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.000000e+00 : f32
+  %alloc = memref.alloc() {alignment = 64 : i64} : memref<3xf32>
+  %c = memref.alloc() {alignment = 64 : i64} : memref<3x50000xf32>
+  linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%arg0 : memref<3x50000xf32>) outs(%c : memref<3x50000xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  linalg.fill ins(%ninf : f32) outs(%alloc : memref<3xf32>)
+  linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "reduction"]} ins(%arg0 : memref<3x50000xf32>) outs(%alloc : memref<3xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.maximumf %out, %in : f32
+    linalg.yield %0 : f32
+  }
+  %m = memref.expand_shape %alloc [[0, 1]] output_shape [3, 1] : memref<3xf32> into memref<3x1xf32>
+  linalg.generic {indexing_maps = [#map2, #map], iterator_types = ["parallel", "parallel"]} ins(%m : memref<3x1xf32>) outs(%c : memref<3x50000xf32>) {
+  ^bb0(%mx: f32, %out: f32):
+    %d = arith.subf %out, %mx : f32
+    linalg.yield %d : f32
+  }
+  %e = memref.alloc() {alignment = 64 : i64} : memref<3x50000xf32>
+  linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%c : memref<3x50000xf32>) outs(%e : memref<3x50000xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %x = math.exp %in : f32
+    linalg.yield %x : f32
+  }
+  %alloc_2 = memref.alloc() {alignment = 64 : i64} : memref<3xf32>
+  linalg.fill ins(%zero : f32) outs(%alloc_2 : memref<3xf32>)
+  %s = memref.expand_shape %alloc_2 [[0, 1]] output_shape [3, 1] : memref<3xf32> into memref<3x1xf32>
+  linalg.generic {indexing_maps = [#map, #map2], iterator_types = ["parallel", "reduction"]} ins(%e : memref<3x50000xf32>) outs(%s : memref<3x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.addf %out, %in : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#map, #map2, #map], iterator_types = ["parallel", "parallel"]} ins(%c, %s : memref<3x50000xf32>, memref<3x1xf32>) outs(%arg1 : memref<3x50000xf32>) {
+  ^bb0(%in: f32, %sum: f32, %out: f32):
+    %l = math.log %sum : f32
+    %r = arith.subf %in, %l : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// The sum's initial value written between the reductions from the max
+// (S = m, then S += sum exp(x - m)) is the row's max, read after the ops
+// between run again.
+// CHECK-LABEL: func.func @initial_from_max
+// CHECK: nvvm.cluster.wait
+// CHECK: arith.constant 0x7FC00000 : f32
+// CHECK-NEXT: [[SUM:%.*]] = arith.select {{%.*}} : f32
+// CHECK-NEXT: [[ROWMAX:%.*]] = arith.maximumf
+// CHECK-NEXT: arith.addf [[ROWMAX]], [[SUM]]
+func.func @initial_from_max(%arg0: memref<3x50000xf32>, %arg1: memref<3x1xf32>) attributes {tcc.kernel, tcc.kind = "chain"} {
+  %ninf = arith.constant 0xFF800000 : f32
+  %alloc = memref.alloc() {alignment = 64 : i64} : memref<3xf32>
+  linalg.fill ins(%ninf : f32) outs(%alloc : memref<3xf32>)
+  linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "reduction"]} ins(%arg0 : memref<3x50000xf32>) outs(%alloc : memref<3xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.maximumf %out, %in : f32
+    linalg.yield %0 : f32
+  }
+  %m = memref.expand_shape %alloc [[0, 1]] output_shape [3, 1] : memref<3xf32> into memref<3x1xf32>
+  linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%m : memref<3x1xf32>) outs(%arg1 : memref<3x1xf32>) {
+  ^bb0(%mx: f32, %out: f32):
+    linalg.yield %mx : f32
+  }
+  linalg.generic {indexing_maps = [#map, #map2, #map2], iterator_types = ["parallel", "reduction"]} ins(%arg0, %m : memref<3x50000xf32>, memref<3x1xf32>) outs(%arg1 : memref<3x1xf32>) {
+  ^bb0(%in: f32, %mx: f32, %out: f32):
+    %d = arith.subf %in, %mx : f32
+    %e = math.exp %d : f32
+    %r = arith.addf %out, %e : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// A division by a constant (which the pass emits as a product with 1/c)
+// keeps the form: exp((x - m) / 4) pairs with k = -0.25.
+// CHECK-LABEL: func.func @divided
+// CHECK: nvvm.cluster.arrive
+// CHECK: %[[K:.*]] = arith.constant -2.500000e-01 : f32
+// CHECK: arith.mulf %[[K]],
+// CHECK: nvvm.cluster.arrive
+// CHECK-NOT: nvvm.cluster.arrive
+// CHECK: return
+func.func @divided(%arg0: memref<3x50000xf32>, %arg1: memref<3x1xf32>) attributes {tcc.kernel, tcc.kind = "chain"} {
+  %ninf = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.000000e+00 : f32
+  %four = arith.constant 4.000000e+00 : f32
+  %alloc = memref.alloc() {alignment = 64 : i64} : memref<3xf32>
+  linalg.fill ins(%ninf : f32) outs(%alloc : memref<3xf32>)
+  linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "reduction"]} ins(%arg0 : memref<3x50000xf32>) outs(%alloc : memref<3xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.maximumf %out, %in : f32
+    linalg.yield %0 : f32
+  }
+  %m = memref.expand_shape %alloc [[0, 1]] output_shape [3, 1] : memref<3xf32> into memref<3x1xf32>
+  linalg.fill ins(%zero : f32) outs(%arg1 : memref<3x1xf32>)
+  linalg.generic {indexing_maps = [#map, #map2, #map2], iterator_types = ["parallel", "reduction"]} ins(%arg0, %m : memref<3x50000xf32>, memref<3x1xf32>) outs(%arg1 : memref<3x1xf32>) {
+  ^bb0(%in: f32, %mx: f32, %out: f32):
+    %d = arith.subf %in, %mx : f32
+    %q = arith.divf %d, %four : f32
+    %e = math.exp %q : f32
+    %r = arith.addf %out, %e : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// The exponent reads another value than the max reduced (max over x, sum
+// of exp(y - m)): against a block's own max its terms are not bounded by 1
+// and a block whose x are all -inf would hold terms of y: no pairing.
+// CHECK-LABEL: func.func @other_value
+// CHECK-COUNT-3: nvvm.cluster.arrive
+// CHECK-NOT: nvvm.cluster.arrive
+// CHECK: return
+func.func @other_value(%arg0: memref<3x50000xf32>, %y: memref<3x50000xf32>, %arg1: memref<3x1xf32>) attributes {tcc.kernel, tcc.kind = "chain"} {
+  %ninf = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.000000e+00 : f32
+  %alloc = memref.alloc() {alignment = 64 : i64} : memref<3xf32>
+  linalg.fill ins(%ninf : f32) outs(%alloc : memref<3xf32>)
+  linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "reduction"]} ins(%arg0 : memref<3x50000xf32>) outs(%alloc : memref<3xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.maximumf %out, %in : f32
+    linalg.yield %0 : f32
+  }
+  %m = memref.expand_shape %alloc [[0, 1]] output_shape [3, 1] : memref<3xf32> into memref<3x1xf32>
+  linalg.fill ins(%zero : f32) outs(%arg1 : memref<3x1xf32>)
+  linalg.generic {indexing_maps = [#map, #map2, #map2], iterator_types = ["parallel", "reduction"]} ins(%y, %m : memref<3x50000xf32>, memref<3x1xf32>) outs(%arg1 : memref<3x1xf32>) {
+  ^bb0(%in: f32, %mx: f32, %out: f32):
+    %d = arith.subf %in, %mx : f32
     %e = math.exp %d : f32
     %r = arith.addf %out, %e : f32
     linalg.yield %r : f32

@@ -83,7 +83,8 @@ Form linearOf(Value v, int depth = 0) {
                    isa<arith::SubFOp>(op) ? -1.0 : 1.0);
     if (isa<arith::NegFOp>(op))
       return scaled(linearOf(op->getOperand(0), depth + 1), -1.0);
-    if (isa<arith::ExtFOp, arith::TruncFOp>(op))
+    // Not through a truncation: bf16(x) may exceed the max of x.
+    if (isa<arith::ExtFOp>(op))
       return linearOf(op->getOperand(0), depth + 1);
     if (isa<arith::MulFOp, arith::DivFOp>(op)) {
       bool div = isa<arith::DivFOp>(op);
@@ -212,11 +213,8 @@ private:
             return scaled(a, div ? 1.0 / *c : *c);
         if (a.kind == Form::Scaled && o.kind == Form::Free)
           return a;
-        if (!div && a.kind == Form::Scaled && o.kind == Form::Scaled) {
-          Form f = added(a, o, 1.0);
-          f.kind = Form::Scaled;
-          return f;
-        }
+        // Not a product of two exponentials: either factor may overflow
+        // against a block's max where their product would not.
       }
       return std::nullopt;
     }
@@ -291,16 +289,26 @@ std::optional<double> mlir::tcc::commonExpExponent(ArrayRef<Value> shares,
     Form want = scaled(linearOf(v), -f->k);
     if (want.offset)
       return std::nullopt;
-    auto nonzero = [](const Form &a) {
-      return llvm::count_if(a.terms, [](auto &t) { return t.second != 0.0; });
-    };
-    if (nonzero(*f) != nonzero(want) || nonzero(want) == 0)
+    // Term by term, each of v's matched once (two clones of one term of
+    // v must not both match it).
+    SmallVector<std::pair<Value, double>> left;
+    for (auto &[t, c] : want.terms)
+      if (c != 0.0)
+        left.push_back({t, c});
+    if (left.empty())
       return std::nullopt;
-    for (auto &[t, c] : f->terms)
-      if (c != 0.0 && llvm::none_of(want.terms, [&](auto &w) {
-            return w.second == c && sameValue(w.first, t);
-          }))
+    for (auto &[t, c] : f->terms) {
+      if (c == 0.0)
+        continue;
+      auto it = llvm::find_if(left, [&, &t = t, &c = c](auto &w) {
+        return w.second == c && sameValue(w.first, t);
+      });
+      if (it == left.end())
         return std::nullopt;
+      left.erase(it);
+    }
+    if (!left.empty())
+      return std::nullopt;
     k = f->k;
   }
   return k;

@@ -1,7 +1,7 @@
 //===- ExpForm.h - shares of a sum scaled by exp of a row value -*- C++ -*-===//
 //
 // Softmax's sum Σ exp(x - m) depends on the row's max m only through a
-// factor: computed with any m', it is the sum with m times exp(m' - m).
+// factor: computed with any m', it is the sum with m times exp(m - m').
 // Blocks that each sum against their own max can therefore combine their
 // (max, sum) pairs in one round, correcting each sum by exp(k·(m - m_b)):
 // the chain algebra's Scale rule (ChainAlgebra.h), here read off the scalar

@@ -1245,13 +1245,23 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
       return arith::CmpFOp::create(*b, loc, arith::CmpFPredicate::OEQ, m,
                                    neutral);
     };
-    Value zeroMax = arith::ConstantOp::create(*b, loc, b->getZeroAttr(maxType));
-    auto againstOf = [&](Value m) -> Value {
-      return arith::SelectOp::create(*b, loc, isEmpty(m), zeroMax, m);
-    };
-    Value against = againstOf(own);
+    // Against the block's own max, even the neutral infinity: a block
+    // without a value of the row then sums what the unpaired code sums in
+    // a row without one (NaN for exp(-inf - -inf), 0 where a select masks
+    // it), which counts only in such a row.
+    Value against = own;
     Value firstRoot = rootOf(firstInit);
 
+    // What the ops between and the sum's initial value read from memory,
+    // read now: after the cluster's barrier a block of the row may already
+    // have stored its results there.
+    read(secondOp.getDpsInitOperand(0)->get(), Access::RowScalar);
+    for (size_t k = i + 1; k < j; ++k)
+      for (OpOperand &operand : plans[k].op->getOpOperands())
+        if (isa<MemRefType>(operand.get().getType()) &&
+            !rootOf(operand.get()).getDefiningOp<memref::AllocOp>() &&
+            accesses.count(&operand))
+          read(operand.get(), accesses.lookup(&operand));
     // What the buffers the ops between write held before them (none of
     // them: an entry absent), to emit those ops again from there.
     llvm::SetVector<Value> betweenRoots;
@@ -1333,32 +1343,23 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
     };
     Value scale =
         arith::ConstantOp::create(*b, loc, b->getFloatAttr(corrType, *k));
-    Value zero = arith::ConstantOp::create(*b, loc, b->getZeroAttr(corrType));
     Value rowMaxWide = to(rowMax, diffType);
+    Value zero = arith::ConstantOp::create(*b, loc, b->getZeroAttr(corrType));
+    Value rowEmpty = isEmpty(rowMax);
     Value total;
     for (auto [m, s] : llvm::zip(maxes, sums)) {
-      Value diff = arith::SubFOp::create(*b, loc, rowMaxWide,
-                                         to(againstOf(m), diffType));
+      // Against m_b <= m (>= under a min) the factor is at most 1.
+      Value diff = arith::SubFOp::create(*b, loc, rowMaxWide, to(m, diffType));
       Value factor = math::ExpOp::create(
           *b, loc, arith::MulFOp::create(*b, loc, scale, to(diff, corrType)));
       Value sWide = to(s, corrType);
       Value term = arith::SelectOp::create(
-          *b, loc,
-          arith::CmpFOp::create(*b, loc, arith::CmpFPredicate::OEQ, sWide,
-                                zero),
-          zero, arith::MulFOp::create(*b, loc, sWide, factor));
+          *b, loc, isEmpty(m),
+          arith::SelectOp::create(*b, loc, rowEmpty, sWide, zero),
+          arith::MulFOp::create(*b, loc, sWide, factor));
       total = total ? arith::AddFOp::create(*b, loc, total, term).getResult()
                     : term;
     }
-    // A row without a value: its shares against the neutral max are NaN
-    // (exp(-inf - -inf)), as the unpaired sum.
-    total = arith::SelectOp::create(
-        *b, loc, isEmpty(rowMax),
-        arith::ConstantOp::create(
-            *b, loc,
-            b->getFloatAttr(corrType,
-                            std::numeric_limits<double>::quiet_NaN())),
-        total);
     total = to(total, sumType);
     setReduction(first, initial, rowMax);
     noteWritten(firstOp);

@@ -1062,10 +1062,14 @@ static bool wgmmaShapeValid(const WgmmaProblem &p, const WgmmaSchedule &s,
   // stages would wait for a k-tile whose stage it holds itself.
   if (s.producer && s.promote > s.stages)
     return fail("a producer needs promote <= stages");
-  // 3 warpgroups keep 160 registers a thread (setmaxnreg).
+  // 3 warpgroups keep 160 registers a thread (setmaxnreg), but ptxas
+  // compiles them under the 128 of 512 threads: one wgmma of 256 columns
+  // (128 accumulators) does not fit that.
   if (s.warpgroups == 3 &&
       (s.tileM / 3 / 64) * s.tileN / 2 * (s.promote ? 2 : 1) > 128)
     return fail("3 warpgroups hold at most 128 accumulators a thread");
+  if (s.warpgroups == 3 && s.tileN > 192)
+    return fail("3 warpgroups take tiles of at most 192 columns");
   if (p.m < 1 || p.n < 1 || p.k < 1 || p.batch < 1)
     return fail("M, N, K and the batch must be positive");
   // The 16-byte copies need every row of A and B to start 16 bytes aligned
@@ -1134,22 +1138,28 @@ std::vector<WgmmaSchedule> wgmmaScheduleSpace(const WgmmaProblem &p,
                                               const ::tcc::TargetDesc &target) {
   std::vector<WgmmaSchedule> space;
   std::string why;
-  for (int64_t tm : {64, 128})
-    for (int64_t tn : {64, 128, 256})
-      for (int64_t wg : {1, 2})
-        for (int64_t st : {3, 4, 5, 6})
-          for (int64_t sk : {1, 2, 4, 8, 16}) {
-            WgmmaSchedule s;
-            s.tileM = tm;
-            s.tileN = tn;
-            s.warpgroups = wg;
-            s.stages = st;
-            s.splitK = sk;
-            // f8 keeps f32's accuracy (the space holds no fast sums).
-            s.promote = chooseWgmmaSchedule(p).promote;
-            if (wgmmaKernelSupports(p, s, target, why))
-              space.push_back(s);
-          }
+  // With a producer warpgroup (TMA copies, setmaxnreg), 128x192 tiles and
+  // 3 warpgroups (192 rows) fit too; wgmmaKernelSupports keeps the legal
+  // points.
+  int64_t promote = chooseWgmmaSchedule(p).promote;
+  for (int64_t producer : {0, 1})
+    for (int64_t tm : {64, 128, 192})
+      for (int64_t tn : {64, 128, 192, 256})
+        for (int64_t wg : {1, 2, 3})
+          for (int64_t st : {3, 4, 5, 6})
+            for (int64_t sk : {1, 2, 4, 8, 16}) {
+              WgmmaSchedule s;
+              s.producer = producer;
+              s.tileM = tm;
+              s.tileN = tn;
+              s.warpgroups = wg;
+              s.stages = st;
+              s.splitK = sk;
+              // f8 keeps f32's accuracy (the space holds no fast sums).
+              s.promote = promote;
+              if (wgmmaKernelSupports(p, s, target, why))
+                space.push_back(s);
+            }
   return space;
 }
 

@@ -78,7 +78,8 @@ int64_t get(const json &o, const char *key, int64_t dflt) {
 }
 
 /// A schedule's relaxed coordinates: wgmma or not, log2 of tile_m, tile_n
-/// and tile_k, warps, stages, log2 of split_k, TMA copies or not.
+/// and tile_k, warps, stages, log2 of split_k, TMA copies or not, a
+/// producer warpgroup or not.
 std::vector<double> coordinates(const MatmulCandidate &c) {
   const json &s = c.schedule;
   bool wg = c.templ == "wgmma";
@@ -91,7 +92,8 @@ std::vector<double> coordinates(const MatmulCandidate &c) {
           warps,
           double(get(s, "stages", 3)),
           std::log2(double(get(s, "split_k", 1))),
-          s.value("tma", false) ? 1.0 : 0.0};
+          s.value("tma", false) ? 1.0 : 0.0,
+          double(get(s, "producer", 0))};
 }
 
 /// A convolution signature's output height and width.
@@ -142,8 +144,8 @@ std::vector<double> features(const std::array<double, 5> &g, double processors,
   double work = c[1] + c[2] + lk - c[6];
   double smem = std::log2(std::exp2(c[1]) + std::exp2(c[2])) + c[3] +
                 std::log2(bytes) + std::log2(std::max(1.0, c[5]));
-  return {c[0], c[1], c[2], c[3],  c[4],   c[5],  c[6], c[7], lm,
-          ln,   lk,   lb,   bytes, blocks, waves, work, smem};
+  return {c[0], c[1], c[2], c[3], c[4],  c[5],   c[6],  c[7], c[8],
+          lm,   ln,   lk,   lb,   bytes, blocks, waves, work, smem};
 }
 
 /// The matmul of `signature` alone, as a model file's JSON.

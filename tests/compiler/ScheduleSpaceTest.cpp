@@ -50,8 +50,38 @@ TEST_CASE("wgmma schedule space", "[tuning]") {
           std::any_of(space.begin(), space.end(), [&](const WgmmaSchedule &s) {
             return s.tileM == h.tileM && s.tileN == h.tileN &&
                    s.warpgroups == h.warpgroups && s.stages == h.stages &&
-                   s.splitK == h.splitK;
+                   s.splitK == h.splitK && s.producer == h.producer;
           }));
+    // Both ways of feeding the stages are points of the space.
+    CHECK(std::any_of(space.begin(), space.end(),
+                      [](const WgmmaSchedule &s) { return s.producer; }));
+    CHECK(std::any_of(space.begin(), space.end(),
+                      [](const WgmmaSchedule &s) { return !s.producer; }));
+  }
+  // f8: the heuristic's producer schedule (128x192 tiles at 8192^3, promoted
+  // every k-tile) is a point of the space, and so are 3 warpgroups.
+  {
+    WgmmaProblem p;
+    p.m = p.n = p.k = 8192;
+    p.transB = true;
+    p.abType = b.getType<mlir::Float8E4M3FNType>();
+    p.cType = b.getBF16Type();
+    std::vector<WgmmaSchedule> space = wgmmaScheduleSpace(p, sm90a);
+    WgmmaSchedule h = chooseWgmmaSchedule(p);
+    std::string why;
+    REQUIRE(wgmmaKernelSupports(p, h, sm90a, why));
+    CHECK(h.producer == 1);
+    CHECK(std::any_of(space.begin(), space.end(), [&](const WgmmaSchedule &s) {
+      return s.tileM == h.tileM && s.tileN == h.tileN &&
+             s.warpgroups == h.warpgroups && s.stages == h.stages &&
+             s.splitK == h.splitK && s.producer == h.producer &&
+             s.promote == h.promote;
+    }));
+    CHECK(std::any_of(space.begin(), space.end(), [](const WgmmaSchedule &s) {
+      return s.warpgroups == 3 && s.producer;
+    }));
+    for (const WgmmaSchedule &s : space)
+      CHECK(wgmmaKernelSupports(p, s, sm90a, why));
   }
   // No wgmma on sm_90 (without the a): nothing to tune.
   WgmmaProblem p;

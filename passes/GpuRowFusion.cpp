@@ -1210,10 +1210,10 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
   /// cluster computes both against its own max m_b, and one cluster round
   /// exchanges the (m_b, s_b) pairs, each block's sum scaled by
   /// exp(k·(m - m_b)), instead of one round for each. Against m_b every
-  /// exponential is at most 1 (no overflow the row's max would not have),
-  /// and a block without a value of the row (its max the neutral infinity,
-  /// every v too) sums against 0 to exactly 0, which counts 0 whatever its
-  /// factor; a row without a value sums to NaN, as unpaired. The ops
+  /// exponential is at most 1 (no overflow the row's max would not have).
+  /// A block without a value of the row (its max the neutral infinity)
+  /// counts 0 in a row that has one; in a row without one, each block's
+  /// sum against the neutral is the unpaired sum's share. The ops
   /// between the two (the exponentials, the sum's fill) run again against
   /// the row's max, from what their outputs held before, for what reads
   /// them later; then the sum takes its value. Where the shares have no

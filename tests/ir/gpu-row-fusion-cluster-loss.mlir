@@ -1,16 +1,22 @@
 // RUN: tcc-opt %s --tcc-gpu-row-fusion="max-cluster=8 sync-scope=device" | FileCheck %s
+// RUN: tcc-opt %s --tcc-gpu-row-fusion="max-cluster=8 sync-scope=device last-block=false" | FileCheck %s --check-prefix=LAUNCHES
 
 // Cross-entropy over 3 rows of 50000 f32 (a loss over long rows, as a
 // vocabulary's): each row spans a cluster of 8 blocks of 256 threads. The
 // index check's count and the loss's sum over the rows are whole
 // reductions: a cluster's blocks agree on their row's value, so its first
 // block writes the row's partial (3 partials, not 24). They are combined
-// after the launch, not by its last block: a cluster's first block waiting
-// for its count delays the next cluster's start (measured slower).
+// by a launch of one block after the row launch, not by the row launch's
+// last block (a cluster's first block waiting for its count delayed the
+// next cluster's start, measured slower): its first thread fills the
+// outputs, its 256 threads combine the partials, and its first thread
+// adds them and runs the mean's division. With last-block=false, a
+// reduction launch for each and the division after them.
 // CHECK-LABEL: func.func @loss_long_rows
 // CHECK: %[[PC:.*]] = memref.alloc() : memref<3xi32>
 // CHECK: %[[PS:.*]] = memref.alloc() : memref<3xf32>
 // CHECK-NOT: memref.alloc() : memref<i32>
+// CHECK-NOT: linalg.generic
 // CHECK: gpu.launch clusters({{.*}}) in ({{%.*}} = %c8, {{.*}}) blocks(%[[BLOCK:[^,]*]], {{.*}}) in ({{%.*}} = %c24, {{.*}}) threads(%[[TID:[^,]*]], {{.*}}) in ({{%.*}} = %c256,
 // CHECK: %[[ROW:.*]] = arith.divui %[[BLOCK]], %c8
 // CHECK: %[[RANK:.*]] = arith.remui %[[BLOCK]], %c8
@@ -22,10 +28,28 @@
 // CHECK: memref.store %{{.*}}, %[[PS]][%[[ROW]]] : memref<3xf32>
 // CHECK-NOT: atomic_rmw
 // CHECK: gpu.terminator
-// CHECK: linalg.generic {{.*}} ins(%[[PC]] : memref<3xi32>) outs(%arg2 : memref<i32>)
-// CHECK: linalg.generic {{.*}} ins(%[[PS]] : memref<3xf32>)
+// CHECK-NEXT: }
+// CHECK-NOT: linalg.generic
+// CHECK: gpu.launch blocks({{.*}}) in ({{%.*}} = %c1{{.*}}, {{%.*}} = %c1{{.*}}, {{%.*}} = %c1{{.*}}) threads(%[[FT:[^,]*]], {{.*}}) in ({{%.*}} = %c256{{.*}}, {{%.*}} = %c1{{.*}}, {{%.*}} = %c1{{.*}}) workgroup({{%.*}} : memref<8xi32, #gpu.address_space<workgroup>>, {{%.*}} : memref<8xf64, #gpu.address_space<workgroup>>)
+// CHECK: scf.if
+// CHECK-NEXT: linalg.generic {{.*}} ins(%c0_i32 : i32) outs(%arg2 : memref<i32>)
+// CHECK: linalg.generic {{.*}} outs(%alloc : memref<1xf64>)
+// CHECK: scf.for {{.*}} = %[[FT]] to %c3{{.*}} step %c256
+// CHECK: memref.load %[[PC]]
+// CHECK: scf.for {{.*}} = %[[FT]] to %c3{{.*}} step %c256
+// CHECK: memref.load %[[PS]]
 // CHECK: arith.divf
-// CHECK: return
+// CHECK: gpu.terminator
+// CHECK-NEXT: }
+// CHECK-NEXT: return
+// LAUNCHES-LABEL: func.func @loss_long_rows
+// LAUNCHES: gpu.launch clusters
+// LAUNCHES-NOT: atomic_rmw
+// LAUNCHES: gpu.terminator
+// LAUNCHES: linalg.generic {{.*}} ins(%{{.*}} : memref<3xi32>) outs(%arg2 : memref<i32>)
+// LAUNCHES: linalg.generic {{.*}} ins(%{{.*}} : memref<3xf32>)
+// LAUNCHES: arith.divf
+// LAUNCHES: return
 #map = affine_map<(d0, d1) -> (d0, d1)>
 #map1 = affine_map<(d0, d1) -> ()>
 #map2 = affine_map<(d0, d1) -> (d0)>

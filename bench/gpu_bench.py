@@ -515,10 +515,11 @@ def work_of(case):
         m, k, n = mkn(case)
         return 2.0 * m * k * n, 'TFLOP/s'
     rows, cols = case['shape']
+    size = {'f32': 4, 'f16': 2, 'bf16': 2}[case.get('dtype', 'bf16')]
     if case['kind'] == 'cross_entropy':  # reads the logits, writes one value
-        return float(rows * cols * 2), 'GB/s'
-    out_bytes = 2  # every other rowwise case writes bf16
-    return float(rows * cols * (2 + out_bytes)), 'GB/s'
+        return float(rows * cols * size), 'GB/s'
+    # Every other rowwise case reads x and writes y in x's dtype.
+    return float(rows * cols * 2 * size), 'GB/s'
 
 
 def rate(amount, unit, ms):

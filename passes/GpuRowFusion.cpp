@@ -585,7 +585,7 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
     // each of the row's threads, and its loads alone hit the same lines
     // again; cross-entropy at rows of 7 ran 1.5-1.7x faster so
     // (docs/performance.md, session 33).
-    bool writesRows = llvm::any_of(
+    writesRows = llvm::any_of(
         globalWrites, [](const auto &w) { return w.second == Access::Row; });
     int64_t perThread = std::clamp<int64_t>(valuesPerThread, 1, 64);
     if (valuesPerThread <= 0) {
@@ -630,6 +630,15 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
   SmallVector<Value> starts, inRow;
   /// Null where every row of the launch exists, else whether this one does.
   Value rowExists;
+  /// The planned op whose round a cluster barrier emitted now ends (the
+  /// sum of a pair, whose max is `pairFirst`), and the most bytes of row
+  /// values held at one (see noteHeld).
+  size_t laterThan = 0;
+  std::optional<size_t> pairFirst;
+  int64_t heldBytes = 0;
+  /// Whether the kernel writes row values to memory (not only one value
+  /// a row or less).
+  bool writesRows = false;
   /// The thread's values of each buffer: its row positions (Row, Vector) or
   /// one value (RowScalar, Scalar).
   llvm::DenseMap<Value, SmallVector<Value>> rowValues, vectorValues;
@@ -1010,13 +1019,31 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
   /// After the cluster's barrier: slot `slot` of every block of the
   /// cluster, in rank order.
   SmallVector<Value> clusterValues(Value slot, Type type) {
-    Value addr = arith::IndexCastOp::create(
-        *b, loc, b->getI32Type(),
-        memref::ExtractAlignedPointerAsIndexOp::create(*b, loc, slot));
+    Value addr = sharedAddress(slot);
     SmallVector<Value> out;
     for (int64_t r = 0; r < layout.cluster; ++r)
-      out.push_back(loadCluster(addr, r, type));
+      out.push_back(loadCluster(
+          addr, arith::ConstantOp::create(*b, loc, b->getI32IntegerAttr(r)),
+          type));
     return out;
+  }
+
+  /// After the cluster's barrier: slot `slot` of the block of rank
+  /// lane % cluster. The lanes of each group of `cluster` lanes of a warp
+  /// then hold every rank's value once: butterflies over the group's width
+  /// combine them in as many registers as one value takes.
+  Value clusterValueOfLane(Value slot, Type type) {
+    Value r = arith::IndexCastOp::create(
+        *b, loc, b->getI32Type(),
+        arith::RemUIOp::create(*b, loc, lane, cIndex(*b, loc, layout.cluster)));
+    return loadCluster(sharedAddress(slot), r, type);
+  }
+
+  /// The shared-window address (i32) of `slot`.
+  Value sharedAddress(Value slot) {
+    return arith::IndexCastOp::create(
+        *b, loc, b->getI32Type(),
+        memref::ExtractAlignedPointerAsIndexOp::create(*b, loc, slot));
   }
 
   /// barrier.cluster's arrive and wait, release and acquire: what the
@@ -1025,14 +1052,72 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
   /// their intrinsics are convergent, so LLVM never copies them into the
   /// branches of a condition (an `.aligned` barrier that the threads of a
   /// warp reach at two copies hangs the cluster).
-  void clusterBarrier() {
+  void clusterBarrier(bool last = false) {
+    if (!last)
+      noteHeld();
     NVVM::ClusterArriveOp::create(*b, loc, b->getUnitAttr());
     NVVM::ClusterWaitOp::create(*b, loc, b->getUnitAttr());
   }
 
+  /// Bytes of row values a thread holds at a cluster barrier (not the
+  /// `last`, after every value is stored): those read from memory so far
+  /// (held while the block reduces them), or those that planned ops after
+  /// `laterThan` read, whichever is more. In a pair, the ops between run
+  /// again after the barrier: what they read is held instead of what they
+  /// wrote. Values computed count 32 bits at least (16-bit math runs in
+  /// f32, and LLVM sinks the narrowing past the barrier); values read 16
+  /// bytes at a time count their own width (two 16-bit values share a
+  /// register), one at a time 32 bits. The most over the kernel's barriers
+  /// is `heldBytes`.
+  void noteHeld() {
+    llvm::DenseSet<Value> live;
+    // What op k reads: its inputs, and its outputs where its body reads
+    // them (an op in place).
+    auto addReads = [&](size_t k) {
+      linalg::GenericOp op = plans[k].op;
+      for (OpOperand &operand : op->getOpOperands()) {
+        auto it = accesses.find(&operand);
+        if (it == accesses.end() || it->second != Access::Row)
+          continue;
+        if (op.isDpsInit(&operand) &&
+            op.getMatchingBlockArgument(&operand).use_empty())
+          continue;
+        live.insert(rootOf(operand.get()));
+      }
+    };
+    for (size_t k = laterThan + 1; k < plans.size(); ++k)
+      addReads(k);
+    if (pairFirst)
+      for (size_t k = laterThan - 1; k > *pairFirst; --k) {
+        linalg::GenericOp op = plans[k].op;
+        bool read = false;
+        for (OpOperand &out : op.getDpsInitsMutable())
+          read |= live.erase(rootOf(out.get()));
+        if (read)
+          addReads(k);
+      }
+    int64_t loaded = 0, held = 0;
+    for (auto &[root, values] : rowValues) {
+      bool computed =
+          root.getDefiningOp<memref::AllocOp>() || written.contains(root);
+      // Values read one at a time take a register each.
+      bool wide = computed || layout.vec == 1;
+      int64_t bytes = 0;
+      for (Value v : values) {
+        unsigned bits = v.getType().getIntOrFloatBitWidth();
+        bytes += (wide ? std::max(bits, 32u) : bits + 7) / 8;
+      }
+      if (!computed && !written.contains(root))
+        loaded += bytes;
+      if (live.contains(root))
+        held += bytes;
+    }
+    heldBytes = std::max({heldBytes, loaded, held});
+  }
+
   /// The `type` value (16, 32 or 64 bits) at shared-window address `addr`
-  /// (i32) of the cluster's block of rank `r`.
-  Value loadCluster(Value addr, int64_t r, Type type) {
+  /// (i32) of the cluster's block of rank `r` (i32).
+  Value loadCluster(Value addr, Value r, Type type) {
     unsigned bits = type.getIntOrFloatBitWidth();
     Type bitsType = b->getIntegerType(bits);
     const char *reg = bits == 16 ? "=h" : bits == 32 ? "=r" : "=l";
@@ -1042,10 +1127,7 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
         std::to_string(bits) + " $0, [ra];\n}";
     // Side effects, so that it stays after the cluster barrier.
     auto load = LLVM::InlineAsmOp::create(
-        *b, loc, bitsType,
-        ValueRange{addr,
-                   arith::ConstantOp::create(*b, loc, b->getI32IntegerAttr(r))},
-        b->getStringAttr(asmText),
+        *b, loc, bitsType, ValueRange{addr, r}, b->getStringAttr(asmText),
         b->getStringAttr(std::string(reg) + ",r,r,~{memory}"), b->getUnitAttr(),
         UnitAttr(), LLVM::TailCallKindAttr(), LLVM::AsmDialectAttr(),
         ArrayAttr());
@@ -1309,9 +1391,12 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
       k = mlir::tcc::commonExpExponent(shares, against, reduced);
     if (!k || (isMax ? *k > 0 : *k < 0)) {
       // No such form (the shares above are left unused): a round each.
+      pairFirst.reset();
+      laterThan = i;
       setReduction(first, initial, acrossCluster(first, own));
       noteWritten(firstOp);
       between(rowScalars[firstRoot]);
+      laterThan = j;
       emit(second, partials[j]);
       return;
     }
@@ -1324,11 +1409,19 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
       memref::StoreOp::create(*b, loc, sum, sumSlot, ValueRange{zero});
     });
     clusterBarrier();
-    SmallVector<Value> maxes = clusterValues(maxSlot, maxType);
-    SmallVector<Value> sums = clusterValues(sumSlot, sum.getType());
-    Value rowMax = initial;
-    for (Value m : maxes)
-      rowMax = combine(*b, first.combiner, rowMax, m);
+    // Each lane combines one rank's pair, then butterflies over the
+    // cluster's width (a lane and its partner add the same two terms, so
+    // every lane, warp and block of the row ends with the same bits). The
+    // ranks' pairs held at once took 57 registers against 37 unpaired on
+    // log-softmax over 131072 f16 values: 2 blocks a multiprocessor
+    // instead of 3, and 1.11x the time (session 42).
+    Value m = clusterValueOfLane(maxSlot, maxType);
+    Value s = clusterValueOfLane(sumSlot, sum.getType());
+    Value rowMax = m;
+    for (int64_t off = layout.cluster / 2; off >= 1; off /= 2)
+      rowMax =
+          combine(*b, first.combiner, rowMax, shuffleXor(*b, loc, rowMax, off));
+    rowMax = combine(*b, first.combiner, initial, rowMax);
     // The correction in f32 (f64 for a sum in f64), the difference of the
     // maxes in the wider of that and the max's type.
     Type sumType = sum.getType();
@@ -1349,20 +1442,18 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
     Value rowMaxWide = to(rowMax, diffType);
     Value zero = arith::ConstantOp::create(*b, loc, b->getZeroAttr(corrType));
     Value rowEmpty = isEmpty(rowMax);
-    Value total;
-    for (auto [m, s] : llvm::zip(maxes, sums)) {
-      // Against m_b <= m (>= under a min) the factor is at most 1.
-      Value diff = arith::SubFOp::create(*b, loc, rowMaxWide, to(m, diffType));
-      Value factor = math::ExpOp::create(
-          *b, loc, arith::MulFOp::create(*b, loc, scale, to(diff, corrType)));
-      Value sWide = to(s, corrType);
-      Value term = arith::SelectOp::create(
-          *b, loc, isEmpty(m),
-          arith::SelectOp::create(*b, loc, rowEmpty, sWide, zero),
-          arith::MulFOp::create(*b, loc, sWide, factor));
-      total = total ? arith::AddFOp::create(*b, loc, total, term).getResult()
-                    : term;
-    }
+    // Against m_b <= m (>= under a min) the factor is at most 1.
+    Value diff = arith::SubFOp::create(*b, loc, rowMaxWide, to(m, diffType));
+    Value factor = math::ExpOp::create(
+        *b, loc, arith::MulFOp::create(*b, loc, scale, to(diff, corrType)));
+    Value sWide = to(s, corrType);
+    Value total = arith::SelectOp::create(
+        *b, loc, isEmpty(m),
+        arith::SelectOp::create(*b, loc, rowEmpty, sWide, zero),
+        arith::MulFOp::create(*b, loc, sWide, factor));
+    for (int64_t off = layout.cluster / 2; off >= 1; off /= 2)
+      total = arith::AddFOp::create(*b, loc, total,
+                                    shuffleXor(*b, loc, total, off));
     total = to(total, sumType);
     setReduction(first, initial, rowMax);
     noteWritten(firstOp);
@@ -1860,6 +1951,7 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
     flatViews.clear();
     ArrayRef<BlockArgument> wg = launch.getWorkgroupAttributions();
     clusterSlots.clear();
+    heldBytes = 0;
     if (layout.cluster > 1) {
       unsigned next = firstClusterSlot;
       for (const OpPlan &p : plans)
@@ -1880,17 +1972,33 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
         continue;
       }
       if (std::optional<size_t> j = pairedSum(i)) {
+        laterThan = *j;
+        pairFirst = i;
         emitPair(i, *j, warpSlots);
+        pairFirst.reset();
         i = *j;
         continue;
       }
+      laterThan = i;
       emit(plan, warpSlots[i]);
     }
     store();
     // No block leaves while another of its cluster may still read its
     // shared memory.
-    if (!clusterSlots.empty())
-      clusterBarrier();
+    if (!clusterSlots.empty()) {
+      clusterBarrier(/*last=*/true);
+      // What the row values take in registers, for tcc-gpu-occupancy (a
+      // kernel with exp or log makes no residency request otherwise). Only
+      // where no row values are written: outputs computed per position
+      // after the last round (exp(y) beside a log-softmax, a sigmoid of it)
+      // need more than the count and spilled when held to it.
+      if (!writesRows) {
+        IntegerAttr held = b->getI64IntegerAttr(heldBytes);
+        launch.walk([&](NVVM::ClusterArriveOp arrive) {
+          arrive->setAttr("tcc.held_bytes", held);
+        });
+      }
+    }
     if (!finishHere && finishAfter) {
       finishInLaunch(launch, partialsOf, parts);
     } else if (!finishHere) {

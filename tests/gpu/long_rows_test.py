@@ -302,9 +302,14 @@ def check(args):
             if waits != want:
                 failures.append('%s: %d cluster barriers, want %d' % (name, waits, want))
             if args.ptxas:
-                rc, _, err = run(args.ptxas, '-arch=sm_90', ptx, '-o', os.devnull)
+                rc, _, err = run(args.ptxas, '-arch=sm_90', '-v', ptx, '-o', os.devnull)
                 if rc:
                     failures.append('%s: ptxas: %s' % (name, L.first_line(err)))
+                # A residency request (tcc-gpu-occupancy, from the row
+                # values the kernel holds) must not make ptxas spill.
+                spills = [int(n) for n in re.findall(r'(\d+) bytes spill stores', err)]
+                if any(spills):
+                    failures.append('%s: ptxas spills %s bytes' % (name, max(spills)))
             # The model on the host, 3 rows, against the reference.
             small = make_model(form, dt, 3, length)
             with open(path, 'w') as f:

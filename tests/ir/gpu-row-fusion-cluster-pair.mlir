@@ -12,8 +12,10 @@
 // A scaled score, masked by a select on the position (from linalg.index)
 // and cast: exp(0.5·x - 0.5·max) pairs with k = -0.5. Each block sums
 // against its own max, its first thread leaves the (max, sum) pair in the
-// two slots, and after one cluster barrier every thread folds the blocks'
-// pairs, each sum scaled by exp(-0.5·(m - m_b)); a block whose max is -inf
+// two slots, and after one cluster barrier lane l of every warp reads rank
+// l % 8's pair, scales its sum by exp(-0.5·(m - m_b)) once the butterflies
+// over 8 lanes have folded the maxes, and butterflies fold the sums (one
+// pair in registers, not 8); a block whose max is -inf
 // (no value of the row) counts 0, or, in a row without a value, its own sum
 // against -inf (what the unpaired code sums there). The log reads that sum
 // and the row's max. One round before the last barrier.
@@ -29,16 +31,21 @@
 // CHECK-NOT: nvvm.cluster.arrive
 // CHECK: memref.store [[OWN]], [[SLOT0]]
 // CHECK-NEXT: memref.store {{%.*}}, [[SLOT1]]
-// CHECK: nvvm.cluster.arrive {aligned}
+// CHECK: nvvm.cluster.arrive {aligned, tcc.held_bytes = 112 : i64}
 // CHECK-NEXT: nvvm.cluster.wait {aligned}
+// CHECK: [[RANK:%.*]] = arith.remui %{{.*}}, %c8
 // CHECK: memref.extract_aligned_pointer_as_index [[SLOT0]]
-// CHECK-COUNT-8: mapa.shared::cluster.u32
+// CHECK: mapa.shared::cluster.u32
+// CHECK-NEXT: [[M0:%.*]] = arith.bitcast
 // CHECK: memref.extract_aligned_pointer_as_index [[SLOT1]]
-// CHECK: [[S0:%.*]] = arith.bitcast
-// CHECK-COUNT-7: mapa.shared::cluster.u32
-// CHECK: arith.maximumf %cst{{.*}}, [[M0:%.*]] : f32
-// CHECK-COUNT-6: arith.maximumf
-// CHECK-NEXT: [[MAX:%.*]] = arith.maximumf
+// CHECK: mapa.shared::cluster.u32
+// CHECK-NEXT: [[S0:%.*]] = arith.bitcast
+// CHECK-NOT: mapa.shared::cluster.u32
+// CHECK: gpu.shuffle xor [[M0]], %c4
+// CHECK: gpu.shuffle xor {{.*}}, %c2
+// CHECK: gpu.shuffle xor {{.*}}, %c1
+// CHECK-NEXT: [[MAX8:%.*]] = arith.maximumf
+// CHECK-NEXT: [[MAX:%.*]] = arith.maximumf %cst{{.*}}, [[MAX8]]
 // CHECK: [[K:%.*]] = arith.constant -5.000000e-01 : f32
 // CHECK: [[ROWEMPTY:%.*]] = arith.cmpf oeq, [[MAX]], %cst
 // CHECK-NEXT: [[D:%.*]] = arith.subf [[MAX]], [[M0]]
@@ -47,15 +54,18 @@
 // CHECK-NEXT: [[EMPTY0:%.*]] = arith.cmpf oeq, [[M0]], %cst
 // CHECK-NEXT: [[OWNSUM:%.*]] = arith.select [[ROWEMPTY]], [[S0]], %cst
 // CHECK-NEXT: [[SCALED:%.*]] = arith.mulf [[S0]], [[F]]
-// CHECK-NEXT: arith.select [[EMPTY0]], [[OWNSUM]], [[SCALED]]
-// CHECK-COUNT-7: math.exp
-// CHECK: [[SUM:%.*]] = arith.addf {{%.*}}, {{%.*}} : f32
+// CHECK-NEXT: [[TERM:%.*]] = arith.select [[EMPTY0]], [[OWNSUM]], [[SCALED]]
+// CHECK: gpu.shuffle xor [[TERM]], %c4
+// CHECK: gpu.shuffle xor {{.*}}, %c2
+// CHECK: gpu.shuffle xor {{.*}}, %c1
+// CHECK-NEXT: [[SUM:%.*]] = arith.addf {{%.*}}, {{%.*}} : f32
+// CHECK-NOT: math.exp
 // CHECK: [[ROWMAX:%.*]] = arith.maximumf %cst{{.*}}, [[MAX]]
 // CHECK: [[S:%.*]] = arith.addf %cst{{.*}}, [[SUM]] : f32
 // CHECK-NEXT: [[LOG:%.*]] = math.log [[S]]
 // CHECK-NEXT: arith.addf [[ROWMAX]], [[LOG]]
 // CHECK-NOT: mapa.shared::cluster.u32
-// CHECK: nvvm.cluster.arrive {aligned}
+// CHECK: nvvm.cluster.arrive {aligned, tcc.held_bytes = 112 : i64}
 // CHECK-NEXT: nvvm.cluster.wait {aligned}
 // CHECK-NEXT: gpu.terminator
 func.func @scaled_masked(%arg0: memref<3x50000xf32>, %arg1: memref<3x1xf32>) attributes {tcc.kernel, tcc.kind = "chain"} {
@@ -185,7 +195,8 @@ func.func @min_right_sign(%arg0: memref<3x50000xf32>, %arg1: memref<3x1xf32>) at
 // CHECK-LABEL: func.func @in_place
 // CHECK: [[X0:%.*]] = vector.extract {{%.*}}[0] : f32 from vector<4xf32>
 // CHECK: nvvm.cluster.wait
-// CHECK-COUNT-8: math.exp
+// CHECK: math.exp
+// CHECK: gpu.shuffle xor {{.*}}, %c1
 // CHECK: [[ROWMAX:%.*]] = arith.maximumf
 // CHECK-NEXT: arith.subf [[X0]], [[ROWMAX]]
 func.func @in_place(%arg0: memref<3x50000xf32>, %arg1: memref<3x50000xf32>) attributes {tcc.kernel, tcc.kind = "chain"} {
@@ -237,8 +248,9 @@ func.func @in_place(%arg0: memref<3x50000xf32>, %arg1: memref<3x50000xf32>) attr
 // between run again.
 // CHECK-LABEL: func.func @initial_from_max
 // CHECK: nvvm.cluster.wait
-// CHECK-COUNT-8: math.exp
-// CHECK: [[SUM:%.*]] = arith.addf {{%.*}}, {{%.*}} : f32
+// CHECK: math.exp
+// CHECK: gpu.shuffle xor {{.*}}, %c1
+// CHECK-NEXT: [[SUM:%.*]] = arith.addf {{%.*}}, {{%.*}} : f32
 // CHECK-NEXT: [[ROWMAX:%.*]] = arith.maximumf
 // CHECK-NEXT: arith.addf [[ROWMAX]], [[SUM]]
 func.func @initial_from_max(%arg0: memref<3x50000xf32>, %arg1: memref<3x1xf32>) attributes {tcc.kernel, tcc.kind = "chain"} {

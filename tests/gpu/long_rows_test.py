@@ -63,6 +63,11 @@ CASES = [
     ('log_softmax_bf16_131072', 'log_softmax', 'bf16', 131072, True),
     ('cross_entropy_f32_131072', 'cross_entropy', 'f32', 131072, True),
     ('cross_entropy_f16_50257', 'cross_entropy', 'f16', 50257, True),
+    # Blocks of 512 holding 32 16-bit values, no row written: these ask
+    # for full residency (tcc-gpu-occupancy), which must not spill.
+    ('cross_entropy_f16_131072', 'cross_entropy', 'f16', 131072, True),
+    ('logsumexp_bf16_131072', 'logsumexp', 'bf16', 131072, True),
+    ('log_softmax_f16_50257', 'log_softmax', 'f16', 50257, True),
     ('masked_softmax_f32_100003', 'masked_softmax', 'f32', 100003, False),
     ('masked_log_softmax_bf16_131072', 'masked_log_softmax', 'bf16', 131072, True),
     ('softcap_log_softmax_bf16_70001', 'softcap_log_softmax', 'bf16', 70001, True),

@@ -25,14 +25,6 @@ namespace {
 /// Kernels with fewer threads a block get their residency from the block
 /// count limit already, and small blocks rarely need many registers.
 constexpr int64_t kMinBlockThreads = 256;
-/// A multiprocessor's 32-bit registers (sm_50 to sm_90).
-constexpr int64_t kRegistersPerSm = 65536;
-/// Registers a row kernel with exp or log needs beside its row values
-/// (indices, addresses, the math's temporaries): with 16 registers of
-/// values, cross-entropy and log-softmax over rows of 131072 f16 fit 32
-/// without spills; softmax, holding 32 registers of exponentials, spilled
-/// at 40 (ptxas, session 43).
-constexpr int64_t kTempRegisters = 16;
 
 /// Math that lowers to a sequence with temporaries (exp: range reduction
 /// around ex2; log, tanh, erf, ...) rather than one instruction. Measured
@@ -84,34 +76,15 @@ struct TccGpuOccupancy : mlir::tcc::impl::TccGpuOccupancyBase<TccGpuOccupancy> {
       // ptxas then takes all 64 where it needs 32 to 54, and cross-entropy
       // over 131072 f16 took 0.101 ms against 0.071 with ptxas's own choice
       // (4 blocks a multiprocessor; session 40).
-      bool clustered = false;
-      int64_t held = -1;
-      func.walk([&](NVVM::ClusterArriveOp arrive) {
-        clustered = true;
-        if (auto a = arrive->getAttrOfType<IntegerAttr>("tcc.held_bytes"))
-          held = std::max<int64_t>(held, a.getInt());
-      });
-      if (clustered) {
-        if (blocksPerSm == 0 && temporaries) {
-          // The row values' registers (tcc-gpu-row-fusion's count) and
-          // kTempRegisters for the rest decide whether the whole
-          // multiprocessor's threads fit: held to 32 registers,
-          // cross-entropy over 131072 f16 (16 registers of values) keeps 4
-          // blocks of 512 where ptxas alone took 49 registers, or 57, for
-          // 2 (4 blocks ran it in 0.071 ms against 0.101: session 40).
-          if (held < 0)
-            continue;
-          // Only the full residency is asked for: between, ptxas's own
-          // choice was as good (softmax over 50257 bf16 in blocks of 256:
-          // 40 registers, 6 blocks, where the count gives 48 and 5).
-          int64_t regs = llvm::alignTo((held + 3) / 4 + kTempRegisters, 8);
-          if (regs * threadsPerSm <= kRegistersPerSm)
-            func->setAttr(attrName,
-                          b.getI32IntegerAttr(int32_t(threadsPerSm / threads)));
+      if (func.walk(
+                  [](NVVM::ClusterArriveOp) { return WalkResult::interrupt(); })
+              .wasInterrupted()) {
+        if (blocksPerSm == 0 && temporaries)
           continue;
-        }
         int64_t blocks = threadsPerSm / 2 / threads;
-        // A schedule's residency is taken as given.
+        // A schedule's residency is taken as given (log-softmax over
+        // 131072 f16 ran 0.102 ms with 4 blocks of 512, 0.111 with
+        // ptxas's 3; session 43).
         if (blocksPerSm > 0)
           blocks = std::min<int64_t>(threadsPerSm / threads, blocksPerSm);
         func->setAttr(attrName, b.getI32IntegerAttr(int32_t(blocks)));

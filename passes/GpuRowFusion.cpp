@@ -630,12 +630,6 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
   SmallVector<Value> starts, inRow;
   /// Null where every row of the launch exists, else whether this one does.
   Value rowExists;
-  /// The planned op whose round a cluster barrier emitted now ends (the
-  /// sum of a pair, whose max is `pairFirst`), and the most bytes of row
-  /// values held at one (see noteHeld).
-  size_t laterThan = 0;
-  std::optional<size_t> pairFirst;
-  int64_t heldBytes = 0;
   /// Whether the kernel writes row values to memory (not only one value
   /// a row or less).
   bool writesRows = false;
@@ -1052,67 +1046,9 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
   /// their intrinsics are convergent, so LLVM never copies them into the
   /// branches of a condition (an `.aligned` barrier that the threads of a
   /// warp reach at two copies hangs the cluster).
-  void clusterBarrier(bool last = false) {
-    if (!last)
-      noteHeld();
+  void clusterBarrier() {
     NVVM::ClusterArriveOp::create(*b, loc, b->getUnitAttr());
     NVVM::ClusterWaitOp::create(*b, loc, b->getUnitAttr());
-  }
-
-  /// Bytes of row values a thread holds at a cluster barrier (not the
-  /// `last`, after every value is stored): those read from memory so far
-  /// (held while the block reduces them), or those that planned ops after
-  /// `laterThan` read, whichever is more. In a pair, the ops between run
-  /// again after the barrier: what they read is held instead of what they
-  /// wrote. Values computed count 32 bits at least (16-bit math runs in
-  /// f32, and LLVM sinks the narrowing past the barrier); values read 16
-  /// bytes at a time count their own width (two 16-bit values share a
-  /// register), one at a time 32 bits. The most over the kernel's barriers
-  /// is `heldBytes`.
-  void noteHeld() {
-    llvm::DenseSet<Value> live;
-    // What op k reads: its inputs, and its outputs where its body reads
-    // them (an op in place).
-    auto addReads = [&](size_t k) {
-      linalg::GenericOp op = plans[k].op;
-      for (OpOperand &operand : op->getOpOperands()) {
-        auto it = accesses.find(&operand);
-        if (it == accesses.end() || it->second != Access::Row)
-          continue;
-        if (op.isDpsInit(&operand) &&
-            op.getMatchingBlockArgument(&operand).use_empty())
-          continue;
-        live.insert(rootOf(operand.get()));
-      }
-    };
-    for (size_t k = laterThan + 1; k < plans.size(); ++k)
-      addReads(k);
-    if (pairFirst)
-      for (size_t k = laterThan - 1; k > *pairFirst; --k) {
-        linalg::GenericOp op = plans[k].op;
-        bool read = false;
-        for (OpOperand &out : op.getDpsInitsMutable())
-          read |= live.erase(rootOf(out.get()));
-        if (read)
-          addReads(k);
-      }
-    int64_t loaded = 0, held = 0;
-    for (auto &[root, values] : rowValues) {
-      bool computed =
-          root.getDefiningOp<memref::AllocOp>() || written.contains(root);
-      // Values read one at a time take a register each.
-      bool wide = computed || layout.vec == 1;
-      int64_t bytes = 0;
-      for (Value v : values) {
-        unsigned bits = v.getType().getIntOrFloatBitWidth();
-        bytes += (wide ? std::max(bits, 32u) : bits + 7) / 8;
-      }
-      if (!computed && !written.contains(root))
-        loaded += bytes;
-      if (live.contains(root))
-        held += bytes;
-    }
-    heldBytes = std::max({heldBytes, loaded, held});
   }
 
   /// The `type` value (16, 32 or 64 bits) at shared-window address `addr`
@@ -1391,12 +1327,9 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
       k = mlir::tcc::commonExpExponent(shares, against, reduced);
     if (!k || (isMax ? *k > 0 : *k < 0)) {
       // No such form (the shares above are left unused): a round each.
-      pairFirst.reset();
-      laterThan = i;
       setReduction(first, initial, acrossCluster(first, own));
       noteWritten(firstOp);
       between(rowScalars[firstRoot]);
-      laterThan = j;
       emit(second, partials[j]);
       return;
     }
@@ -1409,19 +1342,35 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
       memref::StoreOp::create(*b, loc, sum, sumSlot, ValueRange{zero});
     });
     clusterBarrier();
-    // Each lane combines one rank's pair, then butterflies over the
-    // cluster's width (a lane and its partner add the same two terms, so
-    // every lane, warp and block of the row ends with the same bits). The
-    // ranks' pairs held at once took 57 registers against 37 unpaired on
-    // log-softmax over 131072 f16 values: 2 blocks a multiprocessor
-    // instead of 3, and 1.11x the time (session 42).
-    Value m = clusterValueOfLane(maxSlot, maxType);
-    Value s = clusterValueOfLane(sumSlot, sum.getType());
-    Value rowMax = m;
-    for (int64_t off = layout.cluster / 2; off >= 1; off /= 2)
-      rowMax =
-          combine(*b, first.combiner, rowMax, shuffleXor(*b, loc, rowMax, off));
-    rowMax = combine(*b, first.combiner, initial, rowMax);
+    // In a kernel that writes rows, each lane combines one rank's pair,
+    // then butterflies over the cluster's width (a lane and its partner
+    // add the same two terms, so every lane, warp and block of the row
+    // ends with the same bits): its row values stay in registers across
+    // the round, and every rank's pair read by every thread at once took
+    // 57 registers against 40 so on log-softmax over 131072 f16 (2 blocks
+    // a multiprocessor instead of 3: 0.135 ms against 0.111; session 43).
+    // Otherwise every thread folds the ranks' pairs in rank order (one
+    // broadcast load a warp each): cross-entropy over 131072 values,
+    // whose row values are dead by then, ran 0.113 ms (f32) and 0.064
+    // (f16) so, 0.121 and 0.074 with the butterflies.
+    bool butterflies = writesRows;
+    SmallVector<Value> maxes, sums;
+    Value m, s, rowMax;
+    if (butterflies) {
+      m = clusterValueOfLane(maxSlot, maxType);
+      s = clusterValueOfLane(sumSlot, sum.getType());
+      rowMax = m;
+      for (int64_t off = layout.cluster / 2; off >= 1; off /= 2)
+        rowMax = combine(*b, first.combiner, rowMax,
+                         shuffleXor(*b, loc, rowMax, off));
+      rowMax = combine(*b, first.combiner, initial, rowMax);
+    } else {
+      maxes = clusterValues(maxSlot, maxType);
+      sums = clusterValues(sumSlot, sum.getType());
+      rowMax = initial;
+      for (Value v : maxes)
+        rowMax = combine(*b, first.combiner, rowMax, v);
+    }
     // The correction in f32 (f64 for a sum in f64), the difference of the
     // maxes in the wider of that and the max's type.
     Type sumType = sum.getType();
@@ -1442,18 +1391,31 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
     Value rowMaxWide = to(rowMax, diffType);
     Value zero = arith::ConstantOp::create(*b, loc, b->getZeroAttr(corrType));
     Value rowEmpty = isEmpty(rowMax);
-    // Against m_b <= m (>= under a min) the factor is at most 1.
-    Value diff = arith::SubFOp::create(*b, loc, rowMaxWide, to(m, diffType));
-    Value factor = math::ExpOp::create(
-        *b, loc, arith::MulFOp::create(*b, loc, scale, to(diff, corrType)));
-    Value sWide = to(s, corrType);
-    Value total = arith::SelectOp::create(
-        *b, loc, isEmpty(m),
-        arith::SelectOp::create(*b, loc, rowEmpty, sWide, zero),
-        arith::MulFOp::create(*b, loc, sWide, factor));
-    for (int64_t off = layout.cluster / 2; off >= 1; off /= 2)
-      total = arith::AddFOp::create(*b, loc, total,
-                                    shuffleXor(*b, loc, total, off));
+    // A rank's share: against m_b <= m (>= under a min) the factor is at
+    // most 1.
+    auto share = [&](Value m, Value s) -> Value {
+      Value diff = arith::SubFOp::create(*b, loc, rowMaxWide, to(m, diffType));
+      Value factor = math::ExpOp::create(
+          *b, loc, arith::MulFOp::create(*b, loc, scale, to(diff, corrType)));
+      Value sWide = to(s, corrType);
+      return arith::SelectOp::create(
+          *b, loc, isEmpty(m),
+          arith::SelectOp::create(*b, loc, rowEmpty, sWide, zero),
+          arith::MulFOp::create(*b, loc, sWide, factor));
+    };
+    Value total;
+    if (butterflies) {
+      total = share(m, s);
+      for (int64_t off = layout.cluster / 2; off >= 1; off /= 2)
+        total = arith::AddFOp::create(*b, loc, total,
+                                      shuffleXor(*b, loc, total, off));
+    } else {
+      for (auto [mb, sb] : llvm::zip(maxes, sums)) {
+        Value term = share(mb, sb);
+        total = total ? arith::AddFOp::create(*b, loc, total, term).getResult()
+                      : term;
+      }
+    }
     total = to(total, sumType);
     setReduction(first, initial, rowMax);
     noteWritten(firstOp);
@@ -1951,7 +1913,6 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
     flatViews.clear();
     ArrayRef<BlockArgument> wg = launch.getWorkgroupAttributions();
     clusterSlots.clear();
-    heldBytes = 0;
     if (layout.cluster > 1) {
       unsigned next = firstClusterSlot;
       for (const OpPlan &p : plans)
@@ -1972,33 +1933,17 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
         continue;
       }
       if (std::optional<size_t> j = pairedSum(i)) {
-        laterThan = *j;
-        pairFirst = i;
         emitPair(i, *j, warpSlots);
-        pairFirst.reset();
         i = *j;
         continue;
       }
-      laterThan = i;
       emit(plan, warpSlots[i]);
     }
     store();
     // No block leaves while another of its cluster may still read its
     // shared memory.
-    if (!clusterSlots.empty()) {
-      clusterBarrier(/*last=*/true);
-      // What the row values take in registers, for tcc-gpu-occupancy (a
-      // kernel with exp or log makes no residency request otherwise). Only
-      // where no row values are written: outputs computed per position
-      // after the last round (exp(y) beside a log-softmax, a sigmoid of it)
-      // need more than the count and spilled when held to it.
-      if (!writesRows) {
-        IntegerAttr held = b->getI64IntegerAttr(heldBytes);
-        launch.walk([&](NVVM::ClusterArriveOp arrive) {
-          arrive->setAttr("tcc.held_bytes", held);
-        });
-      }
-    }
+    if (!clusterSlots.empty())
+      clusterBarrier();
     if (!finishHere && finishAfter) {
       finishInLaunch(launch, partialsOf, parts);
     } else if (!finishHere) {

@@ -63,8 +63,9 @@ CASES = [
     ('log_softmax_bf16_131072', 'log_softmax', 'bf16', 131072, True),
     ('cross_entropy_f32_131072', 'cross_entropy', 'f32', 131072, True),
     ('cross_entropy_f16_50257', 'cross_entropy', 'f16', 50257, True),
-    # Blocks of 512 holding 32 16-bit values, no row written: these ask
-    # for full residency (tcc-gpu-occupancy), which must not spill.
+    # Blocks of 512 holding 32 16-bit values, no row written (ptxas's
+    # own choice gives them 4 blocks a multiprocessor: check its spills),
+    # and a 16-bit row read one value at a time.
     ('cross_entropy_f16_131072', 'cross_entropy', 'f16', 131072, True),
     ('logsumexp_bf16_131072', 'logsumexp', 'bf16', 131072, True),
     ('log_softmax_f16_50257', 'log_softmax', 'f16', 50257, True),
@@ -310,8 +311,8 @@ def check(args):
                 rc, _, err = run(args.ptxas, '-arch=sm_90', '-v', ptx, '-o', os.devnull)
                 if rc:
                     failures.append('%s: ptxas: %s' % (name, L.first_line(err)))
-                # A residency request (tcc-gpu-occupancy, from the row
-                # values the kernel holds) must not make ptxas spill.
+                # The row kernels hold up to 32 values a thread: a spill
+                # (a residency request, more values) costs them 1.2-2x.
                 spills = [int(n) for n in re.findall(r'(\d+) bytes spill stores', err)]
                 if any(spills):
                     failures.append('%s: ptxas spills %s bytes' % (name, max(spills)))

@@ -135,42 +135,19 @@ module attributes {gpu.container_module} {
 
 // -----
 
-// With the bytes of row values a thread holds (tcc-gpu-row-fusion's count
-// on the cluster barrier), such a kernel asks for the whole
-// multiprocessor when they and 16 registers more fit its registers: 64
-// bytes (32 f16 values) and 16 are 32 registers, 4 blocks of 512.
-// 128 bytes (32 f32 values) need 48: no request, as without the count. A
-// schedule's residency is taken as given, above half the multiprocessor
-// too.
-// CHECK-LABEL: gpu.func @held_f16
-// CHECK-SAME: nvvm.minctasm = 4 : i32
-// CHECK-LABEL: gpu.func @held_f32
-// CHECK-NOT: minctasm
-// CHECK: gpu.return
-// TWO-LABEL: gpu.func @held_f16
-// TWO-SAME: nvvm.minctasm = 2 : i32
-// NONE-LABEL: gpu.func @held_f16
-// NONE-NOT: minctasm
-// THREE-LABEL: gpu.func @held_f16
+// A schedule's residency is taken as given, above half the
+// multiprocessor too: 3 blocks of 512.
+// THREE-LABEL: gpu.func @cluster_512
 // THREE-SAME: nvvm.minctasm = 3 : i32
+// TWO-LABEL: gpu.func @cluster_512
+// TWO-SAME: nvvm.minctasm = 2 : i32
+// CHECK-LABEL: gpu.func @cluster_512
+// CHECK-SAME: nvvm.minctasm = 2 : i32
 module attributes {gpu.container_module} {
   gpu.module @m {
-    gpu.func @held_f16(%a: memref<4xf32>) kernel attributes {known_block_size = array<i32: 512, 1, 1>} {
-      %c0 = arith.constant 0 : index
-      %v = memref.load %a[%c0] : memref<4xf32>
-      %e = math.exp %v : f32
-      nvvm.cluster.arrive {aligned, tcc.held_bytes = 64 : i64}
+    gpu.func @cluster_512(%a: memref<4xf32>) kernel attributes {known_block_size = array<i32: 512, 1, 1>} {
+      nvvm.cluster.arrive {aligned}
       nvvm.cluster.wait {aligned}
-      memref.store %e, %a[%c0] : memref<4xf32>
-      gpu.return
-    }
-    gpu.func @held_f32(%a: memref<4xf32>) kernel attributes {known_block_size = array<i32: 512, 1, 1>} {
-      %c0 = arith.constant 0 : index
-      %v = memref.load %a[%c0] : memref<4xf32>
-      %e = math.exp %v : f32
-      nvvm.cluster.arrive {aligned, tcc.held_bytes = 128 : i64}
-      nvvm.cluster.wait {aligned}
-      memref.store %e, %a[%c0] : memref<4xf32>
       gpu.return
     }
   }

@@ -10,9 +10,7 @@
 // block's first thread leaves the block's total in the reduction's slot,
 // and after the cluster's barrier every thread folds the blocks' slots in
 // rank order through distributed shared memory; a last barrier keeps
-// every block until the others have read it. The kernel writes rows, so
-// its arrives carry no count of held bytes (tcc-gpu-occupancy then leaves
-// the residency to ptxas). (The max and the sum do not
+// every block until the others have read it. (The max and the sum do not
 // pair into one round, gpu-row-fusion-cluster-pair.mlir: the division
 // reads the exponentials again, which the pairing would compute twice.)
 // Without clusters the kernel is left to the other GPU passes.

@@ -18,7 +18,9 @@
 #ifndef TCC_RUNTIME_FILEIO_H
 #define TCC_RUNTIME_FILEIO_H
 
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cstdint>
 #include <cstring>
@@ -170,14 +172,27 @@ bool writeFileAtomicallyWith(const std::string &path, std::string &error,
   std::string base =
       slash == std::string::npos ? target : target.substr(slash + 1);
   // The temp name stays within NAME_MAX whatever the target's length.
-  std::string temp = dir + "." + base.substr(0, 200) + ".tmp-XXXXXX";
-  int fd = ::mkstemp(temp.data());
+  // The temp file is created with mode 0666 so that the kernel applies the
+  // umask (and a default ACL) as for any new file. Reading the umask with
+  // umask(0)/umask(mask) instead would race with other threads and could
+  // leave the host process's umask at 0.
+  std::string temp;
+  int fd = -1;
+  static std::atomic<unsigned> counter{0};
+  for (int attempt = 0; fd < 0 && attempt < 100; ++attempt) {
+    unsigned long salt = (unsigned long)::getpid() * 2654435761u ^
+                         (unsigned long)std::chrono::steady_clock::now()
+                             .time_since_epoch()
+                             .count() ^
+                         ((unsigned long)counter.fetch_add(1) << 20);
+    temp = dir + "." + base.substr(0, 200) + ".tmp-" + std::to_string(salt);
+    fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 && errno != EEXIST)
+      return failWith(std::strerror(errno));
+  }
   if (fd < 0)
     return failWith(std::strerror(errno));
-  mode_t mask = ::umask(0);
-  ::umask(mask);
-  mode_t mode = exists ? (st.st_mode & 07777) : (0666 & ~mask);
-  bool ok = ::fchmod(fd, mode) == 0 && write(fd);
+  bool ok = (!exists || ::fchmod(fd, st.st_mode & 07777) == 0) && write(fd);
   int saved = errno;
   if (::close(fd) != 0 && ok) {
     ok = false;

@@ -12,6 +12,7 @@
 
 #include "llvm/ADT/StringRef.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -79,6 +80,13 @@ struct TargetDesc {
   /// The multiprocessors the schedule heuristics fill: the known count, or a
   /// typical one for the family.
   int64_t multiprocessorsForHeuristics() const;
+  /// How many blocks of `bytes` of shared memory one NVIDIA multiprocessor
+  /// holds at once: it has 1 KiB more than a block may opt in to (sm_80:
+  /// 164 KiB, sm_86/89: 100, sm_90: 228) and reserves 1 KiB of it for each
+  /// block. At least 1 (a block that does not fit is refused elsewhere).
+  int64_t blocksByShared(int64_t bytes) const {
+    return std::max<int64_t>(1, (maxSharedPerBlock + 1024) / (bytes + 1024));
+  }
 };
 
 /// Parses a --target name. Unknown, malformed and unsupported names give

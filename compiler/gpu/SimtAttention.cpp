@@ -1110,14 +1110,20 @@ chooseSimtAttentionSchedule(const AttentionProblem &p,
   // 145 at headDim 128 in blocks of 256 threads: one block a
   // multiprocessor). A thread's O of up to 32 floats fits 128 registers
   // without spills (ptxas, headDim 16 to 256 with the tilings above), 64
-  // floats 168 (4 x 4) or 210 (8 x 4); minctasm bounds them (whether
-  // shared memory lets that many blocks in or not).
+  // floats 168 (4 x 4) or 210 (8 x 4); minctasm bounds them, but never
+  // below the registers of the blocks shared memory lets in: a bound that
+  // buys no residency only costs accuracy (the score blocks of 8 need 232
+  // registers, simtScoreBlock) and spills. Head dim 192 in 16 x 128 tiles
+  // (218 KiB, one block a multiprocessor) asked for 4 blocks' 128 registers.
   int64_t oFloats =
       s.tileRows * 4 * ceilDiv(paddedHeadDim(p) / 4, keyThreads(s));
   int64_t regs = oFloats <= 32 ? 128 : 232;
-  s.minBlocks = target.isNvidia()
-                    ? std::max<int64_t>(1, 65536 / (threadsOf(s) * regs))
-                    : 0;
+  s.minBlocks =
+      target.isNvidia()
+          ? std::max<int64_t>(
+                1, std::min(65536 / (threadsOf(s) * regs),
+                            target.blocksByShared(sharedBytesOf(p, s))))
+          : 0;
   // Decode (the query rows one tile): where the grid leaves multiprocessors
   // idle, the keys split into chunks of at least kMinChunk tiles (the
   // partial result's write and the combine's read are then a small part of

@@ -102,6 +102,28 @@ func.func @f32(%q: tensor<1x4x256x64xf32>, %k: tensor<1x4x256x64xf32>, %v: tenso
 
 // -----
 
+// f32 at head size 192 with few query rows: 16 x 128 tiles of 218 KiB of
+// shared memory, so one block a multiprocessor, and minctasm asks for no
+// more (4 blocks' 128 registers would buy nothing and cost the score
+// blocks of 8 their registers).
+// CHECK-LABEL: func.func @f32_shared_bound
+// CHECK: tcc.attention_plan = #tcc.simt_attention<blockQ = 16, blockKV = 128, tileRows = 4, tileKeys = 4, splitKV = true, minBlocks = 1, chunkTiles = 0
+func.func @f32_shared_bound(%q: tensor<2x4x448x192xf32>, %k: tensor<2x4x269x192xf32>, %v: tensor<2x4x269x192xf32>) -> tensor<2x4x448x192xf32> {
+  %0 = tcc.chain attributes {axis = 3 : i64, tcc.attention} -> tensor<2x4x448x192xf32> {
+    %5 = tcc.matmul %q, %k {transpose_b = true} : tensor<2x4x448x192xf32>, tensor<2x4x269x192xf32> -> tensor<2x4x448x269xf32>
+    %9 = tcc.reduce_max %5 {axes = array<i64: 3>, keepdims = true} : tensor<2x4x448x269xf32> -> tensor<2x4x448x1xf32>
+    %10 = tcc.sub %5, %9 : tensor<2x4x448x269xf32>, tensor<2x4x448x1xf32> -> tensor<2x4x448x269xf32>
+    %11 = tcc.exp %10 : tensor<2x4x448x269xf32>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<2x4x448x269xf32> -> tensor<2x4x448x1xf32>
+    %13 = tcc.div %11, %12 : tensor<2x4x448x269xf32>, tensor<2x4x448x1xf32> -> tensor<2x4x448x269xf32>
+    %14 = tcc.matmul %13, %v : tensor<2x4x448x269xf32>, tensor<2x4x269x192xf32> -> tensor<2x4x448x192xf32>
+    tcc.yield %14 : tensor<2x4x448x192xf32>
+  }
+  return %0 : tensor<2x4x448x192xf32>
+}
+
+// -----
+
 // f32 at head size 128 with enough query tiles for one 128-row block per
 // multiprocessor: 8 x 4 register tiles, 256 threads (1.14x 4 x 4's speed).
 // CHECK-LABEL: func.func @f32_wide

@@ -47,9 +47,19 @@ namespace {
 
 /// The most partials a thread of the last block combines (see generate).
 constexpr int64_t kMostPartials = 16;
-/// The threads of the launch that finishes the reductions of per-row values
-/// after a row launch over clusters.
+/// The fewest and the most threads of the launch that finishes the
+/// reductions of per-row values after a row launch (finishInLaunch): enough
+/// that each combines at most kMostPartials partials.
 constexpr int64_t kFinishThreads = 256;
+constexpr int64_t kMostFinishThreads = 1024;
+
+/// The threads of a finish launch over `parts` partials: a power of two
+/// from kFinishThreads up.
+int64_t finishThreadsFor(int64_t parts) {
+  int64_t need = (parts + kMostPartials - 1) / kMostPartials;
+  return std::clamp<int64_t>(int64_t(llvm::PowerOf2Ceil(need)), kFinishThreads,
+                             kMostFinishThreads);
+}
 
 /// How an op touches a buffer, as a function of (row, position in the row).
 enum class Access { Row, RowScalar, Vector, Scalar };
@@ -1610,8 +1620,9 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
     });
   }
 
-  /// After row launch `rows` over clusters: one block combines the whole
-  /// reductions' partials (one a row) into their outputs and runs the
+  /// After row launch `rows` (over clusters, or with more partials than its
+  /// last block would combine): one block combines the whole
+  /// reductions' partials (one a row or block) into their outputs and runs the
   /// single-value ops after them (finishWhole, without a count); the fills
   /// of those outputs, which nothing before reads, run in it first (its
   /// first thread, which then reads them).
@@ -1640,17 +1651,18 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
         gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
     SmallVector<std::pair<const OpPlan *, Value>> wholes;
     SmallVector<Type> attributions;
+    int64_t threads = finishThreadsFor(parts);
     for (const OpPlan &p : plans)
       if (p.whole) {
         wholes.push_back({&p, partialsOf[p.op]});
         attributions.push_back(MemRefType::get(
-            {kFinishThreads / kWarp}, p.combiner->getResult(0).getType(),
+            {threads / kWarp}, p.combiner->getResult(0).getType(),
             MemRefLayoutAttrInterface(), workgroup));
       }
     Value one = cIndex(*b, loc, 1);
     auto fin = gpu::LaunchOp::create(
-        *b, loc, one, one, one, cIndex(*b, loc, kFinishThreads), one, one,
-        nullptr, nullptr, ValueRange{}, attributions);
+        *b, loc, one, one, one, cIndex(*b, loc, threads), one, one, nullptr,
+        nullptr, ValueRange{}, attributions);
     Block &body = fin.getBody().front();
     b->setInsertionPointToEnd(&body);
     auto end = gpu::TerminatorOp::create(*b, loc);
@@ -1665,7 +1677,7 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
                 b->clone(*o.getOperation());
             });
     finishWhole(wholes, fin.getWorkgroupAttributions(), Value(), Value(), parts,
-                tid, kFinishThreads, after);
+                tid, threads, after);
     for (linalg::GenericOp o : after)
       o.erase();
     for (linalg::GenericOp o : fills)
@@ -1784,15 +1796,18 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
         lastBlock && layout.cluster == 1 &&
         llvm::any_of(plans, [](const OpPlan &p) { return p.whole; }) &&
         parts <= kMostPartials * blockThreads;
-    // Over clusters, a launch of one block after the row launch does the
+    // Otherwise (over clusters, or more partials than the last block's
+    // threads take), a launch of one block after the row launch does the
     // same: its fills, the combination and the single-value ops, in place
     // of a fill launch, a reduction launch for each, and launches for the
     // ops after (cross-entropy over 131072 f32 values: one launch of about
-    // 4 us in place of four of 4-5 us each, timed one by one).
+    // 4 us in place of four of 4-5 us each, timed one by one; over 1025
+    // rows of 1000, whose blocks of 64 threads finish 1024 partials at
+    // most, 2 launches in place of 5).
     bool finishAfter =
-        lastBlock && layout.cluster > 1 &&
+        lastBlock && !finishHere &&
         llvm::any_of(plans, [](const OpPlan &p) { return p.whole; }) &&
-        parts <= kMostPartials * kFinishThreads;
+        parts <= kMostPartials * kMostFinishThreads;
     unsigned firstFinishShared = attributions.size();
     bool finishWarps =
         finishHere && blockThreads % kWarp == 0 && blockThreads > kWarp;

@@ -358,3 +358,105 @@ func.func @bodyload(%x: memref<64x8xf32>, %y: memref<64x8xf32>, %s: memref<f32>)
   }
   return
 }
+
+// -----
+
+// Cross-entropy over 1025 rows of 1000 (blocks of 64 threads, a row each):
+// 1025 partials, more than the last block's 64 threads take (16 each). A
+// launch of one block after the row launch, 256 threads of at most 16
+// partials each, combines them and runs the mean's division: two
+// launches, not a reduction launch of their own for each and one for the
+// division. With last-block=false, launches of their own as before.
+// CHECK-LABEL: func.func @cross_entropy_many_rows
+// CHECK: %[[PC:.*]] = memref.alloc() : memref<1025xi32>
+// CHECK: %[[PS:.*]] = memref.alloc() : memref<1025xf32>
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c1025{{[_0-9]*}}, {{.*}}) threads({{.*}}) in ({{.*}} = %c64{{[_0-9]*}}, {{.*}})
+// CHECK: memref.store %{{.*}}, %[[PC]][%{{.*}}] : memref<1025xi32>
+// CHECK: memref.store %{{.*}}, %[[PS]][%{{.*}}] : memref<1025xf32>
+// CHECK: gpu.terminator
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c1{{[_0-9]*}}, {{.*}} = %c1{{[_0-9]*}}, {{.*}} = %c1{{[_0-9]*}}) threads({{.*}}) in ({{.*}} = %c256{{[_0-9]*}}, {{.*}})
+// CHECK: scf.for
+// CHECK: memref.load %[[PC]]
+// CHECK: scf.for
+// CHECK: memref.load %[[PS]]
+// CHECK: arith.divf
+// CHECK: gpu.terminator
+// CHECK-NOT: linalg.generic
+// CHECK: return
+// AFTER-LABEL: func.func @cross_entropy_many_rows
+// AFTER: gpu.launch
+// AFTER: gpu.terminator
+// AFTER-NOT: gpu.launch
+// AFTER: linalg.generic {{.*}} iterator_types = ["reduction"]} ins(%{{.*}} : memref<1025xi32>) outs(%arg2 : memref<i32>)
+#map = affine_map<(d0, d1) -> (d0, d1)>
+#map1 = affine_map<(d0, d1) -> ()>
+#map2 = affine_map<(d0, d1) -> (d0)>
+#map3 = affine_map<(d0, d1) -> (d0, 0)>
+#map4 = affine_map<() -> ()>
+func.func @cross_entropy_many_rows(%arg0: memref<1025x1000xf32>, %arg1: memref<1025x1xi64>, %arg2: memref<i32>, %arg3: memref<f32>) attributes {tcc.kernel, tcc.kind = "chain"} {
+  %cst = arith.constant 1.025000e+03 : f64
+  %cst_0 = arith.constant 0.000000e+00 : f64
+  %cst_1 = arith.constant 0xFF800000 : f32
+  %c-1000_i64 = arith.constant -1000 : i64
+  %c0_i32 = arith.constant 0 : i32
+  %c999_i64 = arith.constant 999 : i64
+  %c1000_i64 = arith.constant 1000 : i64
+  %c0_i64 = arith.constant 0 : i64
+  linalg.fill ins(%c0_i32 : i32) outs(%arg2 : memref<i32>)
+  linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["reduction", "reduction"]} ins(%arg1 : memref<1025x1xi64>) outs(%arg2 : memref<i32>) {
+  ^bb0(%in: i64, %out: i32):
+    %0 = arith.cmpi slt, %in, %c-1000_i64 : i64
+    %1 = arith.cmpi sge, %in, %c1000_i64 : i64
+    %2 = arith.ori %0, %1 : i1
+    %3 = arith.extui %2 : i1 to i32
+    %4 = arith.addi %out, %3 : i32
+    linalg.yield %4 : i32
+  }
+  %alloc = memref.alloc() {alignment = 64 : i64} : memref<1025xf32>
+  linalg.fill ins(%cst_1 : f32) outs(%alloc : memref<1025xf32>)
+  linalg.generic {indexing_maps = [#map, #map2], iterator_types = ["parallel", "reduction"]} ins(%arg0 : memref<1025x1000xf32>) outs(%alloc : memref<1025xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.maximumf %out, %in : f32
+    linalg.yield %0 : f32
+  }
+  %expand_shape = memref.expand_shape %alloc [[0, 1]] output_shape [1025, 1] : memref<1025xf32> into memref<1025x1xf32>
+  %alloc_2 = memref.alloc() {alignment = 64 : i64} : memref<1025xf64>
+  linalg.fill ins(%cst_0 : f64) outs(%alloc_2 : memref<1025xf64>)
+  linalg.generic {indexing_maps = [#map, #map3, #map2], iterator_types = ["parallel", "reduction"]} ins(%arg0, %expand_shape : memref<1025x1000xf32>, memref<1025x1xf32>) outs(%alloc_2 : memref<1025xf64>) {
+  ^bb0(%in: f32, %in_5: f32, %out: f64):
+    %0 = arith.subf %in, %in_5 : f32
+    %1 = math.exp %0 : f32
+    %2 = arith.extf %1 : f32 to f64
+    %3 = arith.addf %out, %2 : f64
+    linalg.yield %3 : f64
+  }
+  %expand_shape_3 = memref.expand_shape %alloc_2 [[0, 1]] output_shape [1025, 1] : memref<1025xf64> into memref<1025x1xf64>
+  %alloc_4 = memref.alloc() {alignment = 64 : i64} : memref<f64>
+  linalg.fill ins(%cst_0 : f64) outs(%alloc_4 : memref<f64>)
+  linalg.generic {indexing_maps = [#map, #map, #map, #map1], iterator_types = ["reduction", "reduction"]} ins(%expand_shape_3, %arg1, %expand_shape : memref<1025x1xf64>, memref<1025x1xi64>, memref<1025x1xf32>) outs(%alloc_4 : memref<f64>) {
+  ^bb0(%in: f64, %in_5: i64, %in_6: f32, %out: f64):
+    %0 = linalg.index 0 : index
+    %1 = arith.addi %in_5, %c1000_i64 : i64
+    %2 = arith.cmpi slt, %in_5, %c0_i64 : i64
+    %3 = arith.select %2, %1, %in_5 : i64
+    %4 = arith.maxsi %3, %c0_i64 : i64
+    %5 = arith.minsi %4, %c999_i64 : i64
+    %6 = arith.index_cast %5 : i64 to index
+    %7 = memref.load %arg0[%0, %6] : memref<1025x1000xf32>
+    %8 = arith.truncf %in : f64 to f32
+    %9 = math.log %8 : f32
+    %10 = arith.subf %7, %in_6 : f32
+    %11 = arith.subf %10, %9 : f32
+    %12 = arith.negf %11 : f32
+    %13 = arith.extf %12 : f32 to f64
+    %14 = arith.addf %out, %13 : f64
+    linalg.yield %14 : f64
+  }
+  linalg.generic {indexing_maps = [#map4, #map4], iterator_types = []} ins(%alloc_4 : memref<f64>) outs(%arg3 : memref<f32>) {
+  ^bb0(%in: f64, %out: f32):
+    %0 = arith.divf %in, %cst : f64
+    %1 = arith.truncf %0 : f64 to f32
+    linalg.yield %1 : f32
+  }
+  return
+}

@@ -415,39 +415,38 @@ private:
   }
 
   /// An iota on a chunk: positions along the axis count from the chunk's
-  /// start (k · C + c when split).
+  /// start (k · C + c when split). A float iota's positions are counted in
+  /// i64 and converted once: the model's iota rounds each position to its
+  /// dtype once, and a sum of rounded parts rounds twice (f16 positions
+  /// past 2048, bf16 past 256, came out off by up to the spacing).
   Value iotaChunk(IotaOp iota, const ChunkSpace &sp) {
     Shape s = shapeOf(iota);
     int64_t p = axisDim(s);
     Type elt = getElementTypeOrSelf(iota.getType());
     Shape cs = chunkShape(s, p, sp, true);
     int64_t a = iota.getAxis() + int64_t(cs.size() - s.size());
+    if (p < 0 || int64_t(iota.getAxis()) != p ||
+        sp.kind == ChunkSpace::Identity ||
+        (sp.kind == ChunkSpace::Slice && !sp.dynOffset && sp.offset == 0))
+      return IotaOp::create(b, loc, RankedTensorType::get(cs, elt), a)
+          .getResult();
+    Type outElt = elt;
+    if (isa<FloatType>(elt))
+      elt = b.getI64Type();
     Value out =
         IotaOp::create(b, loc, RankedTensorType::get(cs, elt), a).getResult();
-    if (p < 0 || int64_t(iota.getAxis()) != p ||
-        sp.kind == ChunkSpace::Identity)
-      return out;
     Value start;
     if (sp.kind == ChunkSpace::Split) {
       Value k = IotaOp::create(b, loc, RankedTensorType::get(cs, elt), 0);
       start = binary<MulOp>(k, constant({}, elt, double(sp.size)));
     } else if (sp.dynOffset) {
-      Value i = sp.dynOffset;
-      Value x;
-      if (isa<IntegerType>(elt)) {
-        x = arith::IndexCastOp::create(b, loc, elt, i);
-      } else {
-        Value i64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), i);
-        x = arith::SIToFPOp::create(b, loc, elt, i64);
-      }
+      Value x = arith::IndexCastOp::create(b, loc, elt, sp.dynOffset);
       start = tensor::FromElementsOp::create(
           b, loc, RankedTensorType::get({}, elt), ValueRange{x});
     } else {
-      if (sp.offset == 0)
-        return out;
       start = constant({}, elt, double(sp.offset));
     }
-    return binary<AddOp>(out, start);
+    return convert(binary<AddOp>(out, start), outElt);
   }
 
   //===--------------------------------------------------------------------===//

@@ -313,6 +313,42 @@ def check_refused(tcc, root, rng):
         'PASS' if ok else 'FAIL', e2elib.first_line(err).split('warning: ')[-1], maxerr, detail)]
 
 
+def check_positions(tcc, root, rng):
+    """Key positions from an f16 iota past 2048 (a bias 0.25 * position,
+    decode: one query row): the chunked forms count a chunk's positions
+    from its start and must round each position to f16 once, as the model's
+    iota does, not the chunk's start and the offset apart (which moved
+    positions by up to the spacing: 0.36 of the output). Each mode against
+    the unfused run: the same arithmetic in another order, within a few
+    f16 roundings of the output (its values are means of V's, |v| <= 4)."""
+    n, d = 5003, 8
+    g = Graph('positions', 'f16')
+    q, k, v = g.input('q', [1, 1, 1, d]), g.input('k', [1, 1, n, d]), g.input('v', [1, 1, n, d])
+    s = g.op('mul', g.op('matmul', q, k, transpose_b=True), g.const(0.125))
+    pos = g.op('mul', g.op('iota', dtype='f16', shape=[1, n], axis=1), g.const(0.25))
+    g.output('o', g.op('matmul', g.op('softmax', g.op('add', s, pos), axis=-1), v))
+    ins = {t: e2elib.rnd('f16', np.clip(rng.standard_normal(shape), -4, 4))
+           for t, shape in (('q', (1, 1, 1, d)), ('k', (1, 1, n, d)), ('v', (1, 1, n, d)))}
+    dts = {'q': 'f16', 'k': 'f16', 'v': 'f16'}
+    outs, lines = {}, []
+    for mode in MODES:
+        work = os.path.join(root, 'positions-' + mode)
+        os.makedirs(work)
+        path = os.path.join(work, 'model.json')
+        with open(path, 'w') as f:
+            json.dump(g.m, f)
+        rc, err = run(tcc, path, mode, ins, dts, work)
+        if rc != 0:
+            return ['FAIL positions %s: tcc exit %d: %s' % (mode, rc, e2elib.first_line(err))]
+        outs[mode] = e2elib.from_npy('f16', np.load(os.path.join(work, 'o.npy')))
+    for mode in MODES[1:]:
+        err = np.abs(outs[mode] - outs['off']).max()
+        ok = err <= 8 * 2.0 ** -11 * 4
+        lines.append('%s positions %s against off: max difference %.3g' % (
+            'PASS' if ok else 'FAIL', mode, err))
+    return lines
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument('--tcc', required=True)
@@ -342,6 +378,7 @@ def main():
         futures = [pool.submit(check, args.tcc, root, label, model, mode, ins, refs, dts, dt)
                    for label, model, ins, refs, dts, dt in jobs for mode in MODES]
         futures.append(pool.submit(check_refused, args.tcc, root, rng))
+        futures.append(pool.submit(check_positions, args.tcc, root, rng))
         for f in futures:
             for line in f.result():
                 print(line)

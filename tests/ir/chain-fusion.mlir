@@ -208,6 +208,39 @@ func.func @attention(%q: tensor<2x16x8xf32>, %k: tensor<2x16x8xf32>, %v: tensor<
 
 // -----
 
+// An f16 iota of key positions (a bias 0.25 · position): a chunk's
+// positions are counted in i64 from its start and converted to f16 once,
+// as the model's iota rounds each (f16 past 2048 is coarser than 1: a sum
+// of a rounded start and a rounded offset would round twice).
+// ROLL-LABEL: func.func @f16_positions
+// ROLL: scf.for
+// ROLL:   %[[C:.*]] = tcc.iota {axis = 1 : i64} : tensor<1x3xi64>
+// ROLL:   %[[O:.*]] = tensor.from_elements %{{.*}} : tensor<i64>
+// ROLL:   %[[P:.*]] = tcc.add %[[C]], %[[O]] : tensor<1x3xi64>, tensor<i64> -> tensor<1x3xi64>
+// ROLL:   tcc.cast %[[P]] : tensor<1x3xi64> -> tensor<1x3xf16>
+// SPLIT-LABEL: func.func @f16_positions
+// SPLIT: %[[C:.*]] = tcc.iota {axis = 3 : i64} : tensor<3x1x1x3xi64>
+// SPLIT: %[[K:.*]] = tcc.iota {axis = 0 : i64} : tensor<3x1x1x3xi64>
+// SPLIT: %[[S:.*]] = tcc.mul %[[K]], %{{.*}} : tensor<3x1x1x3xi64>, tensor<i64>
+// SPLIT: %[[P:.*]] = tcc.add %[[C]], %[[S]] : tensor<3x1x1x3xi64>, tensor<3x1x1x3xi64>
+// SPLIT: tcc.cast %[[P]] : tensor<3x1x1x3xi64> -> tensor<3x1x1x3xf16>
+func.func @f16_positions(%q: tensor<1x1x8xf16>, %k: tensor<1x9x8xf16>, %v: tensor<1x9x8xf16>) -> tensor<1x1x8xf16> {
+  %s = tcc.matmul %q, %k {transpose_b = true} : tensor<1x1x8xf16>, tensor<1x9x8xf16> -> tensor<1x1x9xf16>
+  %col = tcc.iota {axis = 1 : i64} : tensor<1x9xf16>
+  %c = tcc.constant {value = 0.25 : f16} : tensor<f16>
+  %bias = tcc.mul %col, %c : tensor<1x9xf16>, tensor<f16> -> tensor<1x9xf16>
+  %sb = tcc.add %s, %bias : tensor<1x1x9xf16>, tensor<1x9xf16> -> tensor<1x1x9xf16>
+  %m = tcc.reduce_max %sb {axes = array<i64: 2>, keepdims = true} : tensor<1x1x9xf16> -> tensor<1x1x1xf16>
+  %d = tcc.sub %sb, %m : tensor<1x1x9xf16>, tensor<1x1x1xf16> -> tensor<1x1x9xf16>
+  %e = tcc.exp %d : tensor<1x1x9xf16>
+  %sum = tcc.reduce_sum %e {axes = array<i64: 2>, keepdims = true} : tensor<1x1x9xf16> -> tensor<1x1x1xf16>
+  %p = tcc.div %e, %sum : tensor<1x1x9xf16>, tensor<1x1x1xf16> -> tensor<1x1x9xf16>
+  %o = tcc.matmul %p, %v : tensor<1x1x9xf16>, tensor<1x9x8xf16> -> tensor<1x1x8xf16>
+  return %o : tensor<1x1x8xf16>
+}
+
+// -----
+
 // No factorization: tanh(x - m) is neither A(m)·B(x) nor a(m) + B(x).
 // The chain stays as it is.
 // ROLL-LABEL: func.func @refused_tanh

@@ -11,7 +11,11 @@
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 namespace mlir::tcc {
 #define GEN_PASS_DEF_TCCGPUOCCUPANCY
@@ -25,6 +29,48 @@ namespace {
 /// Kernels with fewer threads a block get their residency from the block
 /// count limit already, and small blocks rarely need many registers.
 constexpr int64_t kMinBlockThreads = 256;
+
+/// A multiprocessor's 32-bit registers (sm_50 to sm_90).
+constexpr int64_t kRegistersPerSm = 65536;
+/// Registers a generic kernel needs beside the values it loads (indices,
+/// addresses, the arithmetic's temporaries): layer norm over rows of 4096
+/// f32 (16 values a thread, in 16-byte loads) fits 32 without spills.
+constexpr int64_t kTempRegisters = 16;
+
+/// 32-bit registers of the values a thread loads from global memory in
+/// straight-line code (loops reuse theirs), which a row kernel holds while
+/// its block reduces them: a vector load its bits (16-bit values share a
+/// register), a scalar load two (ptxas, sm_90, held to 32 registers: layer
+/// norm's 15-16 values a thread in scalar loads, rows of 4097-12289 not a
+/// multiple of 4, spilled 36-44 bytes, the same 16 in four 16-byte loads
+/// none), and one more under a guard (a row's tail: its predicate). RMS
+/// norm with its weight (16 more values in vector loads) spilled 4-8 bytes.
+int64_t loadedRegisters(gpu::GPUFuncOp func) {
+  int64_t regs = 0;
+  func.walk([&](Operation *op) {
+    Value base;
+    Type type;
+    if (auto load = dyn_cast<memref::LoadOp>(op)) {
+      base = load.getMemRef();
+      type = load.getType();
+    } else if (auto load = dyn_cast<vector::LoadOp>(op)) {
+      base = load.getBase();
+      type = load.getType();
+    } else {
+      return;
+    }
+    auto memory = dyn_cast<MemRefType>(base.getType());
+    if (!memory || memory.getMemorySpace() || op->getParentOfType<scf::ForOp>())
+      return;
+    auto vector = dyn_cast<VectorType>(type);
+    int64_t bits = getElementTypeOrSelf(type).getIntOrFloatBitWidth() *
+                   (vector ? vector.getNumElements() : 1);
+    bool scalar = !vector || vector.getNumElements() == 1;
+    regs += (scalar ? 2 : (bits + 31) / 32) +
+            (isa<scf::IfOp>(op->getParentOp()) ? 1 : 0);
+  });
+  return regs;
+}
 
 /// Math that lowers to a sequence with temporaries (exp: range reduction
 /// around ex2; log, tanh, erf, ...) rather than one instruction. Measured
@@ -93,6 +139,13 @@ struct TccGpuOccupancy : mlir::tcc::impl::TccGpuOccupancyBase<TccGpuOccupancy> {
       if (blocksPerSm == 0 && temporaries)
         continue;
       int64_t blocks = threadsPerSm / threads;
+      // The full residency only where the loaded values fit its registers
+      // (whole multiples of 8, as ptxas allocates them); else ptxas's own
+      // choice, as for temporaries.
+      int64_t regs = kRegistersPerSm / (blocks * threads) / 8 * 8;
+      if (blocksPerSm == 0 &&
+          loadedRegisters(func) + kTempRegisters > std::min<int64_t>(regs, 255))
+        continue;
       if (blocksPerSm > 0)
         blocks = std::min<int64_t>(blocks, blocksPerSm);
       func->setAttr(attrName, b.getI32IntegerAttr(int32_t(blocks)));

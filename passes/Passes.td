@@ -374,8 +374,10 @@ def TccGpuOccupancy : Pass<"tcc-gpu-occupancy", "::mlir::gpu::GPUModuleOp"> {
     layer norm's 512-thread row kernel 36 registers, which leaves 3 blocks
     a multiprocessor instead of 4. By default, kernels with math that
     lowers to sequences with temporaries (exp, log, tanh: softmax) are left
-    alone, as they spill when held to the registers of full residency.
-    Template kernels (GEMM, attention) are built after this pass and choose
+    alone, as they spill when held to the registers of full residency, and
+    so are kernels whose values loaded in straight-line code need more
+    registers than full residency leaves (16 scalar loads a thread: layer
+    norm over rows not a multiple of 4). Template kernels (GEMM, attention) are built after this pass and choose
     their own residency.
   }];
   let options = [

@@ -152,3 +152,80 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// The values a thread loads must fit the full residency's registers with
+// 16 to spare: four 16-byte loads (16 registers) fit 32, so @vectors asks
+// for 8 blocks of 256; sixteen scalar loads (2 registers each, the last
+// under a guard: 33) do not, so @scalars keeps ptxas's choice (layer norm
+// over rows of 4097 spilled 36 bytes held to 32). A load in a loop reuses
+// its registers, and shared memory is not counted. A schedule's
+// blocks_per_sm is taken as given.
+// CHECK-LABEL: gpu.func @vectors
+// CHECK-SAME: nvvm.minctasm = 8 : i32
+// CHECK-LABEL: gpu.func @scalars
+// CHECK-NOT: minctasm
+// CHECK-LABEL: gpu.func @looped
+// CHECK-SAME: nvvm.minctasm = 8 : i32
+// TWO-LABEL: gpu.func @scalars
+// TWO-SAME: nvvm.minctasm = 2 : i32
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @vectors(%a: memref<4096xf32>) kernel attributes {known_block_size = array<i32: 256, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1024 : index
+      %c2 = arith.constant 2048 : index
+      %c3 = arith.constant 3072 : index
+      %0 = vector.load %a[%c0] : memref<4096xf32>, vector<4xf32>
+      %1 = vector.load %a[%c1] : memref<4096xf32>, vector<4xf32>
+      %2 = vector.load %a[%c2] : memref<4096xf32>, vector<4xf32>
+      %3 = vector.load %a[%c3] : memref<4096xf32>, vector<4xf32>
+      gpu.return
+    }
+    gpu.func @scalars(%a: memref<4097xf32>, %w: memref<4xf32, #gpu.address_space<workgroup>>, %p: i1) kernel attributes {known_block_size = array<i32: 256, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %0 = vector.load %a[%c0] : memref<4097xf32>, vector<1xf32>
+      %1 = vector.load %a[%c0] : memref<4097xf32>, vector<1xf32>
+      %2 = vector.load %a[%c0] : memref<4097xf32>, vector<1xf32>
+      %3 = vector.load %a[%c0] : memref<4097xf32>, vector<1xf32>
+      %4 = vector.load %a[%c0] : memref<4097xf32>, vector<1xf32>
+      %5 = vector.load %a[%c0] : memref<4097xf32>, vector<1xf32>
+      %6 = vector.load %a[%c0] : memref<4097xf32>, vector<1xf32>
+      %7 = vector.load %a[%c0] : memref<4097xf32>, vector<1xf32>
+      %8 = memref.load %a[%c0] : memref<4097xf32>
+      %9 = memref.load %a[%c0] : memref<4097xf32>
+      %10 = memref.load %a[%c0] : memref<4097xf32>
+      %11 = memref.load %a[%c0] : memref<4097xf32>
+      %12 = memref.load %a[%c0] : memref<4097xf32>
+      %13 = memref.load %a[%c0] : memref<4097xf32>
+      %14 = memref.load %a[%c0] : memref<4097xf32>
+      %15 = scf.if %p -> (f32) {
+        %l = memref.load %a[%c0] : memref<4097xf32>
+        scf.yield %l : f32
+      } else {
+        %z = arith.constant 0.0 : f32
+        scf.yield %z : f32
+      }
+      %16 = memref.load %w[%c0] : memref<4xf32, #gpu.address_space<workgroup>>
+      gpu.return
+    }
+    gpu.func @looped(%a: memref<4097xf32>) kernel attributes {known_block_size = array<i32: 256, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c64 = arith.constant 64 : index
+      scf.for %i = %c0 to %c64 step %c1 {
+        %0 = memref.load %a[%i] : memref<4097xf32>
+        %1 = memref.load %a[%i] : memref<4097xf32>
+        %2 = memref.load %a[%i] : memref<4097xf32>
+        %3 = memref.load %a[%i] : memref<4097xf32>
+        %4 = memref.load %a[%i] : memref<4097xf32>
+        %5 = memref.load %a[%i] : memref<4097xf32>
+        %6 = memref.load %a[%i] : memref<4097xf32>
+        %7 = memref.load %a[%i] : memref<4097xf32>
+        %8 = memref.load %a[%i] : memref<4097xf32>
+      }
+      gpu.return
+    }
+  }
+}

@@ -34,6 +34,11 @@
 // values alone, form its *epilogue* and join the chain, which then yields the
 // normalised result instead of both P·V and the sum.
 //
+// A matmul pair with exp between them (attention) whose K or V is broadcast
+// by the matmul's own batch rules (MQA as K [B, 1, L, D] against Q
+// [B, H, L, D]) first gets the broadcast as an explicit broadcast_to, the
+// form the attention match reads.
+//
 // A reduction without keepdims whose every user reshapes it back to the kept
 // shape (a hand-written `reshape(reduce_max(x, axes=[-1]), [.., 1])`) is
 // first made the reduction with keepdims: the same values, and the form the
@@ -161,6 +166,69 @@ void keepReshapedAxes(Block &block) {
       user->erase();
     }
     op->erase();
+  }
+}
+
+/// Makes the batch broadcast of attention's matmuls explicit: a matmul
+/// broadcasts its operands' batch dimensions (NumPy rules), so MQA is
+/// often written q·kᵀ with K [B, 1, L, D] against Q [B, H, L, D], and V
+/// the same in P·V. Chains take matmuls batched like their space only, so
+/// such attention stayed unfused (a GEMM, softmax and another GEMM); an
+/// explicit broadcast_to is the MQA form the attention match reads (a head
+/// broadcast folds into the kernel's K and V indexing). Only for a matmul
+/// pair with exp between them (P·V reading, through other ops, the
+/// exponentials of a matmul's result), and operands with batch dimensions
+/// of their own: a 2-D weight shared by a linear layer's batch stays
+/// broadcast by the GEMM, never copied.
+void broadcastAttentionOperands(Block &block) {
+  auto batchOf = [](Value v) { return shapeOf(v).drop_back(2); };
+  auto explicitBroadcast = [&](MatmulOp mm) {
+    ArrayRef<int64_t> batch = batchOf(mm.getResult());
+    for (OpOperand &operand : mm->getOpOperands()) {
+      Value x = operand.get();
+      // A 2-D operand is a weight shared by every batch (a linear layer),
+      // not a head's K or V: left to the GEMM.
+      if (batchOf(x) == batch || shapeOf(x).size() < 3)
+        continue;
+      SmallVector<int64_t> shape(batch);
+      llvm::append_range(shape, shapeOf(x).take_back(2));
+      OpBuilder b(mm);
+      operand.set(BroadcastToOp::create(
+          b, mm.getLoc(), cast<RankedTensorType>(x.getType()).clone(shape), x));
+    }
+  };
+  SmallVector<std::pair<MatmulOp, MatmulOp>> pairs;
+  for (auto pv : block.getOps<MatmulOp>()) {
+    if (shapeOf(pv.getResult()).size() < 3)
+      continue;
+    // Back from P through anything but matmuls (a bounded walk): softmax's
+    // exp, then the scores' matmul.
+    SmallVector<std::pair<Value, int>> work = {{pv.getA(), 0}};
+    llvm::SmallPtrSet<Operation *, 32> seen;
+    llvm::SmallSetVector<Operation *, 2> matmuls;
+    bool exp = false;
+    while (!work.empty()) {
+      auto [v, depth] = work.pop_back_val();
+      Operation *def = v.getDefiningOp();
+      if (!def || depth > 24 || !seen.insert(def).second)
+        continue;
+      if (isa<MatmulOp>(def)) {
+        matmuls.insert(def);
+        continue;
+      }
+      exp |= isa<ExpOp>(def);
+      for (Value o : def->getOperands())
+        work.push_back({o, depth + 1});
+    }
+    if (!exp || matmuls.size() != 1)
+      continue;
+    auto qk = cast<MatmulOp>(matmuls.front());
+    if (batchOf(qk.getResult()) == batchOf(pv.getResult()))
+      pairs.push_back({qk, pv});
+  }
+  for (auto [qk, pv] : pairs) {
+    explicitBroadcast(qk);
+    explicitBroadcast(pv);
   }
 }
 
@@ -617,6 +685,7 @@ struct TccFormChains : mlir::tcc::impl::TccFormChainsBase<TccFormChains> {
     if (func.isExternal() || !func.getBody().hasOneBlock())
       return;
     keepReshapedAxes(func.getBody().front());
+    broadcastAttentionOperands(func.getBody().front());
     ChainFormer(func.getBody().front(), maxMatmulExtent, unbatchedAttention,
                 remarkUnfusedAttention)
         .run();

@@ -8,7 +8,8 @@ a few; these draw a combination of all of them from a seed:
   head size     32 to 256 (multiples of 8; sometimes of 2 only: SIMT)
   shape         prefill (odd lengths, self or cross) or decode (1-4 rows
                 a head, 600-5000 keys); batch 1-2; MHA, GQA or MQA written
-                as reshape + broadcast_to + reshape (MQA: or broadcast_to)
+                as reshape + broadcast_to + reshape (MQA: or broadcast_to, or
+                the matmuls' own batch broadcast)
   layout        any of Q, K, V, O kept [B, L, H, D] and transposed
   K             [B, H, L, D], or transposed: an input [B, H, D, L], a swap
                 of its last axes, or a [B, L, H, D] permuted by (0, 2, 3, 1)
@@ -33,6 +34,7 @@ ones mix_..._decode_...), with its float64 reference composed from the
 same choices, so --record / --replay / --count-only treat it as any other.
 """
 import functools
+import zlib
 
 import numpy as np
 
@@ -141,10 +143,16 @@ def draw(T, seed, index):
         v = m.input('v_in', dt, kshape)
     if g > 1:
         mqa_broadcast = hkv == 1 and m.chance(0.5)
+        # Half of those leave the broadcast to the matmuls (NumPy batch
+        # rules: K [B, 1, L, D] against Q [B, H, L, D]). Decided by the
+        # name, not the generator, so that the other draws stay as they were.
+        implicit = mqa_broadcast and zlib.crc32(m.name.encode()) % 2 == 0
         if mqa_broadcast:
-            tags.append('mqa')
+            tags.append('mqai' if implicit else 'mqa')
 
         def repeat(x, rows):
+            if implicit:  # MQA: the matmul broadcasts the one head
+                return x
             if mqa_broadcast:  # MQA: the one head broadcast
                 return m.add('broadcast_to', [x], shape=[b, h] + rows)
             x = m.add('reshape', [x], shape=[b, hkv, 1] + rows)

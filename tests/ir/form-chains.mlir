@@ -236,6 +236,53 @@ func.func @long_scores(%q: tensor<2x16x300xf32>, %k: tensor<2x16x300xf32>, %v: t
 
 // -----
 
+// MQA written with the matmuls' own batch broadcast (K and V [2, 1, 16, 8]
+// against Q [2, 4, 16, 8]): the broadcasts are made explicit, the form the
+// attention match folds, and both matmuls join the chain.
+// CHECK-LABEL: func.func @mqa_implicit
+// CHECK-DAG: %[[K:.*]] = tcc.broadcast_to %arg1 : tensor<2x1x16x8xf32> -> tensor<2x4x16x8xf32>
+// CHECK-DAG: %[[V:.*]] = tcc.broadcast_to %arg2 : tensor<2x1x16x8xf32> -> tensor<2x4x16x8xf32>
+// CHECK: %[[C:.*]] = tcc.chain attributes {axis = 3 : i64} -> tensor<2x4x16x8xf32> {
+// CHECK:   tcc.matmul %arg0, %[[K]] {transpose_b = true}
+// CHECK:   tcc.exp
+// CHECK:   %[[O:.*]] = tcc.matmul %{{.*}}, %[[V]]
+// CHECK:   tcc.yield %[[O]]
+// CHECK: return %[[C]]
+func.func @mqa_implicit(%q: tensor<2x4x16x8xf32>, %k: tensor<2x1x16x8xf32>, %v: tensor<2x1x16x8xf32>) -> tensor<2x4x16x8xf32> {
+  %s = tcc.matmul %q, %k {transpose_b = true} : tensor<2x4x16x8xf32>, tensor<2x1x16x8xf32> -> tensor<2x4x16x16xf32>
+  %m = tcc.reduce_max %s {axes = array<i64: 3>, keepdims = true} : tensor<2x4x16x16xf32> -> tensor<2x4x16x1xf32>
+  %d = tcc.sub %s, %m : tensor<2x4x16x16xf32>, tensor<2x4x16x1xf32> -> tensor<2x4x16x16xf32>
+  %e = tcc.exp %d : tensor<2x4x16x16xf32>
+  %sum = tcc.reduce_sum %e {axes = array<i64: 3>, keepdims = true} : tensor<2x4x16x16xf32> -> tensor<2x4x16x1xf32>
+  %p = tcc.div %e, %sum : tensor<2x4x16x16xf32>, tensor<2x4x16x1xf32> -> tensor<2x4x16x16xf32>
+  %o = tcc.matmul %p, %v : tensor<2x4x16x16xf32>, tensor<2x1x16x8xf32> -> tensor<2x4x16x8xf32>
+  return %o : tensor<2x4x16x8xf32>
+}
+
+// -----
+
+// Softmax between two linear layers whose weights are 2-D (shared by the
+// batch): nothing is broadcast, and the matmuls stay GEMMs.
+// CHECK-LABEL: func.func @linear_softmax_linear
+// CHECK-NOT: tcc.broadcast_to
+// CHECK: tcc.matmul %arg0, %arg1
+// CHECK: tcc.chain
+// CHECK-NOT: tcc.matmul
+// CHECK: tcc.yield
+// CHECK: tcc.matmul
+func.func @linear_softmax_linear(%x: tensor<2x16x8xf32>, %w1: tensor<8x16xf32>, %w2: tensor<16x8xf32>) -> tensor<2x16x8xf32> {
+  %s = tcc.matmul %x, %w1 : tensor<2x16x8xf32>, tensor<8x16xf32> -> tensor<2x16x16xf32>
+  %m = tcc.reduce_max %s {axes = array<i64: 2>, keepdims = true} : tensor<2x16x16xf32> -> tensor<2x16x1xf32>
+  %d = tcc.sub %s, %m : tensor<2x16x16xf32>, tensor<2x16x1xf32> -> tensor<2x16x16xf32>
+  %e = tcc.exp %d : tensor<2x16x16xf32>
+  %sum = tcc.reduce_sum %e {axes = array<i64: 2>, keepdims = true} : tensor<2x16x16xf32> -> tensor<2x16x1xf32>
+  %p = tcc.div %e, %sum : tensor<2x16x16xf32>, tensor<2x16x1xf32> -> tensor<2x16x16xf32>
+  %o = tcc.matmul %p, %w2 : tensor<2x16x16xf32>, tensor<16x8xf32> -> tensor<2x16x8xf32>
+  return %o : tensor<2x16x8xf32>
+}
+
+// -----
+
 // A matmul with a weight shared by every row (a linear layer after layer
 // norm) is a GEMM, not part of the chain, though it contracts the axis.
 // CHECK-LABEL: func.func @norm_then_linear

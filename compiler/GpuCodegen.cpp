@@ -1352,6 +1352,14 @@ struct AttentionUse {
 /// The tcc.attention op of kernel `f` (on tensors), or null when it has
 /// none; an error when the op is not the whole kernel, over its arguments
 /// (tcc-form-groups gives each one a kernel of its own).
+/// The kernel argument an attention operand reads: itself, or the argument
+/// it reshapes (a view of the same buffer).
+Value attentionArg(Value v) {
+  if (auto r = v.getDefiningOp<mlir::tcc::ReshapeOp>())
+    return r.getInput();
+  return v;
+}
+
 FailureOr<mlir::tcc::AttentionOp> attentionOf(func::FuncOp f) {
   mlir::tcc::AttentionOp op;
   f.walk([&](mlir::tcc::AttentionOp a) {
@@ -1361,14 +1369,19 @@ FailureOr<mlir::tcc::AttentionOp> attentionOf(func::FuncOp f) {
   if (!op)
     return op;
   Block &entry = f.getBody().front();
+  // Operands are arguments, or reshapes of arguments (views of their
+  // buffers, which the kernel reads through the op's strides: FormGroups'
+  // input views); nothing else is in the kernel.
   auto operandsAreArgs = llvm::all_of(op->getOperands(), [&](Value v) {
-    auto arg = dyn_cast<BlockArgument>(v);
+    auto arg = dyn_cast<BlockArgument>(attentionArg(v));
     return arg && arg.getOwner() == &entry;
   });
+  bool onlyViews = llvm::all_of(entry.without_terminator(), [&](Operation &o) {
+    return &o == op.getOperation() || isa<mlir::tcc::ReshapeOp>(o);
+  });
   auto ret = dyn_cast<func::ReturnOp>(entry.getTerminator());
-  if (op->getBlock() != &entry || entry.getOperations().size() != 2 ||
-      !operandsAreArgs || !ret || ret.getNumOperands() != 1 ||
-      ret.getOperand(0) != op.getResult())
+  if (op->getBlock() != &entry || !onlyViews || !operandsAreArgs || !ret ||
+      ret.getNumOperands() != 1 || ret.getOperand(0) != op.getResult())
     return op.emitError("kernel ")
            << f.getSymName()
            << ": tcc.attention must be the whole kernel, reading its "
@@ -1389,12 +1402,13 @@ FailureOr<AttentionUse> takeAttention(func::FuncOp f, mlir::tcc::AttentionOp op,
   Attribute plan = op->getAttr(::tcc::gpu::kAttentionPlanAttrName);
   if (!plan)
     return refuse("tcc.attention has no plan (tcc-gpu-attention-plan)");
-  auto q = cast<BlockArgument>(op.getQ()), k = cast<BlockArgument>(op.getK()),
-       v = cast<BlockArgument>(op.getV());
+  auto q = cast<BlockArgument>(attentionArg(op.getQ())),
+       k = cast<BlockArgument>(attentionArg(op.getK())),
+       v = cast<BlockArgument>(attentionArg(op.getV()));
   // The captured tensors (bias, mask, slopes) are kernel arguments too.
   std::vector<int> capturedArgs;
   for (Value c : op.getCaptured())
-    capturedArgs.push_back(cast<BlockArgument>(c).getArgNumber());
+    capturedArgs.push_back(cast<BlockArgument>(attentionArg(c)).getArgNumber());
   std::string why;
   ::tcc::gpu::AttentionProblem p = ::tcc::gpu::attentionProblemOf(op, target);
   if (!::tcc::gpu::attentionPlanValid(p, plan, target, why))

@@ -6,6 +6,9 @@
 // Rules, applied in program order:
 //  - constants and iotas are cloned into each group that reads them (they are
 //    recomputed, never stored), unless a function result reads them directly;
+//    so is a reshape of a function input read only by tcc.attention ops (a
+//    view of the input's buffer, which the attention kernel reads through
+//    its strides: Q, K, V given [B, L, H·D]), instead of a copy kernel;
 //  - an elementwise or data-movement op joins the group of an operand's
 //    producer when that group is elementwise, or is anchored by a reduction
 //    or heavy op whose result has the op's shape (an epilogue);
@@ -97,6 +100,18 @@ int64_t regionGroupOf(Operation *op) {
 
 bool isSource(Operation *op) { return isa<ConstantOp, IotaOp>(op); }
 
+/// A reshape of a function input read only by attention ops (Q, K, V in
+/// [B, L, H·D] reshaped to [B, L, H, D]): a view of the input's buffer,
+/// which the attention kernel reads through its strides. Cloned into each
+/// attention group like a source, instead of a copy kernel of its own.
+bool isInputView(Operation *op) {
+  auto reshape = dyn_cast<ReshapeOp>(op);
+  return reshape && isa<BlockArgument>(reshape.getInput()) &&
+         !reshape->use_empty() &&
+         llvm::all_of(reshape->getUsers(),
+                      [](Operation *u) { return isa<AttentionOp>(u); });
+}
+
 /// Attention the GPU templates compute whole: a chain marked so, or the
 /// tcc.attention op formed from one.
 bool isAttention(Operation *op) {
@@ -187,7 +202,7 @@ public:
       if (!isa<TccDialect>(op.getDialect()) || isa<GroupOp>(op) ||
           (isa<ChainOp>(op) && op.getNumResults() == 0))
         continue;
-      if (isSource(&op) && !feedsTerminator(&op))
+      if ((isSource(&op) && !feedsTerminator(&op)) || isInputView(&op))
         continue;
       place(&op);
     }
@@ -514,7 +529,8 @@ private:
         // Sources read by this op are recomputed inside the group.
         for (Value v : inputsOf(op))
           if (Operation *def = v.getDefiningOp())
-            if (isSource(def) && !groupOf.count(def) && !map.contains(v))
+            if ((isSource(def) || isInputView(def)) && !groupOf.count(def) &&
+                !map.contains(v))
               map.map(v, inner.clone(*def)->getResult(0));
         inner.clone(*op, map);
       }
@@ -537,7 +553,8 @@ private:
     for (Operation *op : llvm::reverse(grouped))
       op->erase();
     for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
-      if (isSource(&op) && op.use_empty())
+      if ((isSource(&op) || isa<ReshapeOp>(op)) && op.use_empty() &&
+          !groupOf.count(&op))
         op.erase();
   }
 

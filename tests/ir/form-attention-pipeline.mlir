@@ -122,3 +122,36 @@ func.func @head320(%q: tensor<1x2x64x320xbf16>, %k: tensor<1x2x64x320xbf16>, %v:
   %o = tcc.matmul %p, %v : tensor<1x2x64x64xbf16>, tensor<1x2x64x320xbf16> -> tensor<1x2x64x320xbf16>
   return %o : tensor<1x2x64x320xbf16>
 }
+
+// -----
+
+// Q, K and V given as [B, L, H·D] (a projection's output) and reshaped to
+// [B, L, H, D], then transposed: the transposes are the op's strides, and
+// the reshapes, views of the inputs, are cloned into its kernel instead of
+// copy kernels of their own (GpuCodegen reads the arguments they reshape).
+// CHECK-LABEL: func.func @main
+// CHECK-NEXT: %[[A:.*]] = call @k{{[0-9]+}}_chain(%arg0, %arg1, %arg2)
+// CHECK-NEXT: return %[[A]]
+// CHECK-LABEL: func.func private @k{{[0-9]+}}_chain
+// CHECK-DAG: tcc.reshape %arg0 : tensor<2x90x128xbf16> -> tensor<2x90x2x64xbf16>
+// CHECK-DAG: tcc.reshape %arg1 : tensor<2x90x128xbf16> -> tensor<2x90x2x64xbf16>
+// CHECK-DAG: tcc.reshape %arg2 : tensor<2x90x128xbf16> -> tensor<2x90x2x64xbf16>
+// CHECK: tcc.attention
+func.func @main(%qp: tensor<2x90x128xbf16>, %kp: tensor<2x90x128xbf16>, %vp: tensor<2x90x128xbf16>) -> tensor<2x2x90x64xbf16> attributes {tcc.entry} {
+  %q4 = tcc.reshape %qp : tensor<2x90x128xbf16> -> tensor<2x90x2x64xbf16>
+  %k4 = tcc.reshape %kp : tensor<2x90x128xbf16> -> tensor<2x90x2x64xbf16>
+  %v4 = tcc.reshape %vp : tensor<2x90x128xbf16> -> tensor<2x90x2x64xbf16>
+  %q = tcc.transpose %q4 {perm = array<i64: 0, 2, 1, 3>} : tensor<2x90x2x64xbf16> -> tensor<2x2x90x64xbf16>
+  %k = tcc.transpose %k4 {perm = array<i64: 0, 2, 1, 3>} : tensor<2x90x2x64xbf16> -> tensor<2x2x90x64xbf16>
+  %v = tcc.transpose %v4 {perm = array<i64: 0, 2, 1, 3>} : tensor<2x90x2x64xbf16> -> tensor<2x2x90x64xbf16>
+  %c = tcc.constant {value = 1.250000e-01 : bf16} : tensor<bf16>
+  %s = tcc.matmul %q, %k {transpose_b = true} : tensor<2x2x90x64xbf16>, tensor<2x2x90x64xbf16> -> tensor<2x2x90x90xbf16>
+  %ss = tcc.mul %s, %c : tensor<2x2x90x90xbf16>, tensor<bf16> -> tensor<2x2x90x90xbf16>
+  %m = tcc.reduce_max %ss {axes = array<i64: 3>, keepdims = true} : tensor<2x2x90x90xbf16> -> tensor<2x2x90x1xbf16>
+  %d = tcc.sub %ss, %m : tensor<2x2x90x90xbf16>, tensor<2x2x90x1xbf16> -> tensor<2x2x90x90xbf16>
+  %e = tcc.exp %d : tensor<2x2x90x90xbf16>
+  %sum = tcc.reduce_sum %e {axes = array<i64: 3>, keepdims = true} : tensor<2x2x90x90xbf16> -> tensor<2x2x90x1xbf16>
+  %p = tcc.div %e, %sum : tensor<2x2x90x90xbf16>, tensor<2x2x90x1xbf16> -> tensor<2x2x90x90xbf16>
+  %o = tcc.matmul %p, %v : tensor<2x2x90x90xbf16>, tensor<2x2x90x64xbf16> -> tensor<2x2x90x64xbf16>
+  return %o : tensor<2x2x90x64xbf16>
+}

@@ -176,12 +176,15 @@ void keepReshapedAxes(Block &block) {
 /// such attention stayed unfused (a GEMM, softmax and another GEMM); an
 /// explicit broadcast_to is the MQA form the attention match reads (a head
 /// broadcast folds into the kernel's K and V indexing). Only for a matmul
-/// pair with exp between them (P·V reading, through other ops, the
-/// exponentials of a matmul's result), and operands with batch dimensions
-/// of their own: a 2-D weight shared by a linear layer's batch stays
-/// broadcast by the GEMM, never copied.
+/// pair of rank 3 or 4 with softmax between them (P·V reading, through
+/// other ops, exponentials of a matmul's result that are summed over the
+/// last axis), and operands with batch dimensions of their own: a 2-D
+/// weight shared by a linear layer's batch stays broadcast by the GEMM,
+/// never copied, and so do a mixture's [1, K, N] weights around an exp.
 void broadcastAttentionOperands(Block &block) {
   auto batchOf = [](Value v) { return shapeOf(v).drop_back(2); };
+  // One broadcast a value and shape, shared by its readers.
+  llvm::DenseMap<std::pair<Value, Type>, Value> made;
   auto explicitBroadcast = [&](MatmulOp mm) {
     ArrayRef<int64_t> batch = batchOf(mm.getResult());
     for (OpOperand &operand : mm->getOpOperands()) {
@@ -192,21 +195,41 @@ void broadcastAttentionOperands(Block &block) {
         continue;
       SmallVector<int64_t> shape(batch);
       llvm::append_range(shape, shapeOf(x).take_back(2));
-      OpBuilder b(mm);
-      operand.set(BroadcastToOp::create(
-          b, mm.getLoc(), cast<RankedTensorType>(x.getType()).clone(shape), x));
+      Type type = cast<RankedTensorType>(x.getType()).clone(shape);
+      Value &b = made[{x, type}];
+      if (!b) {
+        OpBuilder builder(block.getParentOp()->getContext());
+        builder.setInsertionPointAfterValue(x);
+        b = BroadcastToOp::create(builder, mm.getLoc(), type, x);
+      }
+      operand.set(b);
     }
+  };
+  // Softmax's exponentials: summed over the last axis (through casts).
+  auto summedOverKeys = [](Operation *exp) {
+    int64_t last = int64_t(shapeOf(exp->getResult(0)).size()) - 1;
+    SmallVector<Operation *> users(exp->getUsers());
+    for (size_t i = 0; i < users.size(); ++i) {
+      if (isa<CastOp>(users[i]))
+        llvm::append_range(users, users[i]->getUsers());
+      if (auto sum = dyn_cast<ReduceSumOp>(users[i]);
+          sum && sum.getAxes() == ArrayRef<int64_t>{last})
+        return true;
+    }
+    return false;
   };
   SmallVector<std::pair<MatmulOp, MatmulOp>> pairs;
   for (auto pv : block.getOps<MatmulOp>()) {
-    if (shapeOf(pv.getResult()).size() < 3)
+    // Ranks the attention templates take (a batch and heads at most).
+    size_t rank = shapeOf(pv.getResult()).size();
+    if (rank < 3 || rank > 4)
       continue;
     // Back from P through anything but matmuls (a bounded walk): softmax's
     // exp, then the scores' matmul.
     SmallVector<std::pair<Value, int>> work = {{pv.getA(), 0}};
     llvm::SmallPtrSet<Operation *, 32> seen;
     llvm::SmallSetVector<Operation *, 2> matmuls;
-    bool exp = false;
+    bool softmax = false;
     while (!work.empty()) {
       auto [v, depth] = work.pop_back_val();
       Operation *def = v.getDefiningOp();
@@ -216,14 +239,15 @@ void broadcastAttentionOperands(Block &block) {
         matmuls.insert(def);
         continue;
       }
-      exp |= isa<ExpOp>(def);
+      softmax |= isa<ExpOp>(def) && summedOverKeys(def);
       for (Value o : def->getOperands())
         work.push_back({o, depth + 1});
     }
-    if (!exp || matmuls.size() != 1)
+    if (!softmax || matmuls.size() != 1)
       continue;
     auto qk = cast<MatmulOp>(matmuls.front());
-    if (batchOf(qk.getResult()) == batchOf(pv.getResult()))
+    if (shapeOf(qk.getResult()).size() == rank &&
+        batchOf(qk.getResult()) == batchOf(pv.getResult()))
       pairs.push_back({qk, pv});
   }
   for (auto [qk, pv] : pairs) {

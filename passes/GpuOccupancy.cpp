@@ -63,9 +63,11 @@ int64_t loadedRegisters(gpu::GPUFuncOp func) {
     if (!memory || memory.getMemorySpace() || op->getParentOfType<scf::ForOp>())
       return;
     auto vector = dyn_cast<VectorType>(type);
-    int64_t bits = getElementTypeOrSelf(type).getIntOrFloatBitWidth() *
-                   (vector ? vector.getNumElements() : 1);
     bool scalar = !vector || vector.getNumElements() == 1;
+    Type elem = getElementTypeOrSelf(type);
+    int64_t bits = elem.isIntOrFloat() && vector
+                       ? elem.getIntOrFloatBitWidth() * vector.getNumElements()
+                       : 64;
     regs += (scalar ? 2 : (bits + 31) / 32) +
             (isa<scf::IfOp>(op->getParentOp()) ? 1 : 0);
   });

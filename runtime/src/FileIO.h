@@ -172,10 +172,12 @@ bool writeFileAtomicallyWith(const std::string &path, std::string &error,
   std::string base =
       slash == std::string::npos ? target : target.substr(slash + 1);
   // The temp name stays within NAME_MAX whatever the target's length.
-  // The temp file is created with mode 0666 so that the kernel applies the
-  // umask (and a default ACL) as for any new file. Reading the umask with
-  // umask(0)/umask(mask) instead would race with other threads and could
-  // leave the host process's umask at 0.
+  // A new file's temp file is created with mode 0666 so that the kernel
+  // applies the umask (and a default ACL) as for any new file. Reading the
+  // umask with umask(0)/umask(mask) instead would race with other threads
+  // and could leave the host process's umask at 0. Replacing a file, it is
+  // created 0600 and given the old mode once open: another user never gets
+  // a moment with more access than the old file allowed.
   std::string temp;
   int fd = -1;
   static std::atomic<unsigned> counter{0};
@@ -186,7 +188,8 @@ bool writeFileAtomicallyWith(const std::string &path, std::string &error,
                              .count() ^
                          ((unsigned long)counter.fetch_add(1) << 20);
     temp = dir + "." + base.substr(0, 200) + ".tmp-" + std::to_string(salt);
-    fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+                exists ? 0600 : 0666);
     if (fd < 0 && errno != EEXIST)
       return failWith(std::strerror(errno));
   }

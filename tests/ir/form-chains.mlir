@@ -283,6 +283,21 @@ func.func @linear_softmax_linear(%x: tensor<2x16x8xf32>, %w1: tensor<8x16xf32>, 
 
 // -----
 
+// An exp between two matmuls whose [1, K, N] weights the matmuls
+// broadcast, with no sum of the exponentials over the last axis: no
+// softmax, so no attention, and the weights are not copied.
+// CHECK-LABEL: func.func @mixture_exp
+// CHECK-NOT: tcc.broadcast_to
+// CHECK: return
+func.func @mixture_exp(%x: tensor<8x16x32xf32>, %w1: tensor<1x32x64xf32>, %w2: tensor<1x64x32xf32>) -> tensor<8x16x32xf32> {
+  %h = tcc.matmul %x, %w1 : tensor<8x16x32xf32>, tensor<1x32x64xf32> -> tensor<8x16x64xf32>
+  %e = tcc.exp %h : tensor<8x16x64xf32>
+  %o = tcc.matmul %e, %w2 : tensor<8x16x64xf32>, tensor<1x64x32xf32> -> tensor<8x16x32xf32>
+  return %o : tensor<8x16x32xf32>
+}
+
+// -----
+
 // A matmul with a weight shared by every row (a linear layer after layer
 // norm) is a GEMM, not part of the chain, though it contracts the axis.
 // CHECK-LABEL: func.func @norm_then_linear

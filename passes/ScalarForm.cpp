@@ -53,6 +53,10 @@ bool broadcastsTo(ArrayRef<int64_t> from, ArrayRef<int64_t> to) {
 }
 
 bool isScalarOp(Operation *op) {
+  // A clamp of floats (scores clipped to a range); an integer one's bounds
+  // round as the lowering's do, not here.
+  if (auto clamp = dyn_cast<ClampOp>(op))
+    return isa<FloatType>(cast<ShapedType>(clamp.getType()).getElementType());
   return isa<NegOp, AbsOp, ExpOp, LogOp, SqrtOp, RsqrtOp, ReciprocalOp, TanhOp,
              SigmoidOp, ReluOp, FloorOp, CeilOp, NotOp, AddOp, SubOp, MulOp,
              DivOp, MaximumOp, MinimumOp, EqualOp, NotEqualOp, LessOp,
@@ -147,7 +151,24 @@ Value buildScalarOp(OpBuilder &b, Location loc, Operation *op, ValueRange in) {
                  b, loc, in[0],
                  arith::ConstantOp::create(b, loc, b.getIntegerAttr(st, 0)))
                  .getResult();
-  else if (isa<ExpOp>(op))
+  else if (auto clamp = dyn_cast<ClampOp>(op)) {
+    // maximumf, then minimumf: NaN propagates; min > max gives max, as
+    // the lowering and torch.clamp. Bounds are rounded to the op's type
+    // first, as the model's are.
+    r = in[0];
+    auto bound = [&](double v) {
+      APFloat f(v);
+      bool lost;
+      f.convert(cast<FloatType>(elem).getFloatSemantics(),
+                APFloat::rmNearestTiesToEven, &lost);
+      return arith::ConstantOp::create(
+          b, loc, b.getFloatAttr(f32, f.convertToDouble()));
+    };
+    if (auto lo = clamp.getMin())
+      r = arith::MaximumFOp::create(b, loc, r, bound(lo->convertToDouble()));
+    if (auto hi = clamp.getMax())
+      r = arith::MinimumFOp::create(b, loc, r, bound(hi->convertToDouble()));
+  } else if (isa<ExpOp>(op))
     r = math::ExpOp::create(b, loc, in[0]);
   else if (isa<LogOp>(op))
     r = math::LogOp::create(b, loc, in[0]);

@@ -211,6 +211,12 @@ def cases():
     out.append(('softcap_x30_bf16', model('softcap', 'bf16', [1, 2, 300, 64], [1, 2, 300, 64],
                                           softcap), 30.0,
                 lambda s, r, c: 50 * np.tanh(s / 50)))
+    # Scores clipped to a range (a clamp: its scalar form in the score code).
+    clamp = [const('c', 'bf16', 0.125), node('mul', ['s', 'c'], 'ss'),
+             node('clamp', ['ss'], 's_mod', min=-1.0, max=1.0)]
+    out.append(('clamp_x30_bf16', model('clamp', 'bf16', [1, 2, 300, 64], [1, 2, 300, 64],
+                                        clamp), 30.0,
+                lambda s, r, c: np.clip(s * 0.125, -1.0, 1.0)))
     alibi = [const('c', 'bf16', 0.125), node('mul', ['s', 'c'], 'ss')] + positions(384, 384) + [
         node('sub', ['col', 'row'], 'dist'), node('cast', ['dist'], 'distf', to='bf16'),
         const('slope', 'bf16', 0.5), node('mul', ['distf', 'slope'], 'bias'),

@@ -385,3 +385,31 @@ func.func @views_kept(%q: tensor<1x48x48x16xf16>, %k: tensor<1x48x48x16xf16>, %v
   }
   return %0 : tensor<1x48x48x16xf16>
 }
+
+// -----
+
+// Scores clipped to [-1, 1] (a clamp of floats): its scalar form, the max
+// then the min, in the score region.
+// CHECK-LABEL: func.func @clamped
+// CHECK: tcc.attention %arg0, %arg1, %arg2
+// CHECK-SAME: score {
+// CHECK: %[[X:.*]] = arith.mulf
+// CHECK: %[[LO:.*]] = arith.maximumf %[[X]], %{{.*}} : f32
+// CHECK: %[[HI:.*]] = arith.minimumf %[[LO]], %{{.*}} : f32
+// CHECK-NEXT: tcc.yield %[[HI]] : f32
+func.func @clamped(%q: tensor<1x4x64x64xbf16>, %k: tensor<1x4x64x64xbf16>, %v: tensor<1x4x64x64xbf16>) -> tensor<1x4x64x64xbf16> {
+  %0 = tcc.chain attributes {axis = 3 : i64} -> tensor<1x4x64x64xbf16> {
+    %s = tcc.matmul %q, %k {transpose_b = true} : tensor<1x4x64x64xbf16>, tensor<1x4x64x64xbf16> -> tensor<1x4x64x64xbf16>
+    %c = tcc.constant {value = 1.250000e-01 : bf16} : tensor<bf16>
+    %ss = tcc.mul %s, %c : tensor<1x4x64x64xbf16>, tensor<bf16> -> tensor<1x4x64x64xbf16>
+    %cl = tcc.clamp %ss {min = -1.0 : f64, max = 1.0 : f64} : tensor<1x4x64x64xbf16>
+    %9 = tcc.reduce_max %cl {axes = array<i64: 3>, keepdims = true} : tensor<1x4x64x64xbf16> -> tensor<1x4x64x1xbf16>
+    %10 = tcc.sub %cl, %9 : tensor<1x4x64x64xbf16>, tensor<1x4x64x1xbf16> -> tensor<1x4x64x64xbf16>
+    %11 = tcc.exp %10 : tensor<1x4x64x64xbf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x64x64xbf16> -> tensor<1x4x64x1xbf16>
+    %13 = tcc.div %11, %12 : tensor<1x4x64x64xbf16>, tensor<1x4x64x1xbf16> -> tensor<1x4x64x64xbf16>
+    %14 = tcc.matmul %13, %v : tensor<1x4x64x64xbf16>, tensor<1x4x64x64xbf16> -> tensor<1x4x64x64xbf16>
+    tcc.yield %14 : tensor<1x4x64x64xbf16>
+  }
+  return %0 : tensor<1x4x64x64xbf16>
+}

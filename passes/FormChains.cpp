@@ -39,10 +39,11 @@
 // [B, H, L, D]) first gets the broadcast as an explicit broadcast_to, the
 // form the attention match reads.
 //
-// A reduction without keepdims whose every user reshapes it back to the kept
-// shape (a hand-written `reshape(reduce_max(x, axes=[-1]), [.., 1])`) is
-// first made the reduction with keepdims: the same values, and the form the
-// chain's reductions and their users are recognised in.
+// A reduction without keepdims that a user reshapes back to the kept shape
+// (a hand-written `reshape(reduce_max(x, axes=[-1]), [.., 1])`) is first
+// made the reduction with keepdims: the same values, and the form the
+// chain's reductions and their users are recognised in; its other users
+// (log-sum-exp's `+ max`) read it reshaped back to the reduced shape.
 //
 // A chain must not read, through ops left outside, a value it produces:
 // members that would are left out and the chain is formed again without them.
@@ -137,33 +138,48 @@ struct Space {
   }
 };
 
-/// Replaces each reduction without keepdims over one axis whose every user
-/// reshapes it to the shape with the axis kept (as 1) by that reduction
-/// with keepdims: a reshape that only reinserts the reduced axis leaves the
-/// values in place.
+/// Replaces each reduction without keepdims over one axis that a user
+/// reshapes to the shape with the axis kept (as 1) by that reduction with
+/// keepdims: a reshape that only reinserts the reduced axis leaves the
+/// values in place. Other users read the new reduction reshaped back.
 void keepReshapedAxes(Block &block) {
   SmallVector<Operation *> reductions;
+  auto keptShape = [](Operation *op) {
+    SmallVector<int64_t> kept(shapeOf(op->getOperand(0)));
+    kept[*chainAxisOf(op)] = 1;
+    return kept;
+  };
+  auto reshapesToKept = [&](Operation *op, Operation *u) {
+    return isa<ReshapeOp>(u) &&
+           shapeOf(u->getResult(0)) == ArrayRef(keptShape(op));
+  };
   for (Operation &op : block) {
     auto keep = op.getAttrOfType<BoolAttr>("keepdims");
     if (!chainAxisOf(&op) || !keep || keep.getValue() || op.use_empty())
       continue;
-    SmallVector<int64_t> kept(shapeOf(op.getOperand(0)));
-    kept[*chainAxisOf(&op)] = 1;
-    if (llvm::all_of(op.getUsers(), [&](Operation *u) {
-          return isa<ReshapeOp>(u) &&
-                 shapeOf(u->getResult(0)) == ArrayRef(kept);
-        }))
+    if (llvm::any_of(op.getUsers(),
+                     [&](Operation *u) { return reshapesToKept(&op, u); }))
       reductions.push_back(&op);
   }
   for (Operation *op : reductions) {
     OpBuilder b(op);
     Operation *withKept = b.clone(*op);
     withKept->setAttr("keepdims", b.getBoolAttr(true));
-    Operation *reshape = *op->getUsers().begin();
-    withKept->getResult(0).setType(reshape->getResult(0).getType());
+    auto type = cast<RankedTensorType>(op->getResult(0).getType());
+    withKept->getResult(0).setType(type.clone(keptShape(op)));
     for (Operation *user : llvm::make_early_inc_range(op->getUsers())) {
+      if (!reshapesToKept(op, user))
+        continue;
       user->getResult(0).replaceAllUsesWith(withKept->getResult(0));
       user->erase();
+    }
+    // Other readers of the reduced shape (log-sum-exp's + max) read the
+    // kept result reshaped back: a view, and the chain's own value.
+    if (!op->use_empty()) {
+      b.setInsertionPointAfter(withKept);
+      Value back =
+          ReshapeOp::create(b, op->getLoc(), type, withKept->getResult(0));
+      op->getResult(0).replaceAllUsesWith(back);
     }
     op->erase();
   }

@@ -524,10 +524,15 @@ func.func @softmax_reshaped_back(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 
 // -----
 
-// A reduction without keepdims also used as it is stays so.
+// A reduction without keepdims also used as it is: it becomes the chain's
+// reduction with keepdims, and the other reader (here the function's
+// result; log-sum-exp's `+ max` alike) reads it reshaped back.
 // CHECK-LABEL: func.func @max_used_unreshaped
-// CHECK: tcc.reduce_max %{{.*}} keepdims = false
-// CHECK: tcc.reshape
+// CHECK: %[[C:.*]]:2 = tcc.chain
+// CHECK: tcc.reduce_max %{{.*}} keepdims = true
+// CHECK: tcc.yield
+// CHECK: %[[M:.*]] = tcc.reshape %[[C]]#0 : tensor<4x1xf32> -> tensor<4xf32>
+// CHECK: return %[[C]]#1, %[[M]]
 func.func @max_used_unreshaped(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4xf32>) {
   %m = tcc.reduce_max %x {axes = array<i64: 1>, keepdims = false} : tensor<4x8xf32> -> tensor<4xf32>
   %mk = tcc.reshape %m : tensor<4xf32> -> tensor<4x1xf32>

@@ -1349,9 +1349,6 @@ struct AttentionUse {
   std::vector<uint64_t> scratchBytes;
 };
 
-/// The tcc.attention op of kernel `f` (on tensors), or null when it has
-/// none; an error when the op is not the whole kernel, over its arguments
-/// (tcc-form-groups gives each one a kernel of its own).
 /// The kernel argument an attention operand reads: itself, or the argument
 /// it reshapes (a view of the same buffer).
 Value attentionArg(Value v) {
@@ -1360,6 +1357,9 @@ Value attentionArg(Value v) {
   return v;
 }
 
+/// The tcc.attention op of kernel `f` (on tensors), or null when it has
+/// none; an error when the op is not the whole kernel, over its arguments
+/// or views of them (tcc-form-groups gives each one a kernel of its own).
 FailureOr<mlir::tcc::AttentionOp> attentionOf(func::FuncOp f) {
   mlir::tcc::AttentionOp op;
   f.walk([&](mlir::tcc::AttentionOp a) {

@@ -553,8 +553,8 @@ private:
     for (Operation *op : llvm::reverse(grouped))
       op->erase();
     for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
-      if ((isSource(&op) || isa<ReshapeOp>(op)) && op.use_empty() &&
-          !groupOf.count(&op))
+      // What is left ungrouped: sources and input views, once cloned.
+      if ((isSource(&op) || isa<ReshapeOp>(op)) && op.use_empty())
         op.erase();
   }
 

@@ -189,6 +189,15 @@ def cases(small):
                     continue
                 name = '%s_%d_%s' % (kind, n, dt)
                 out.append((name, dict(m, name=name), [], rowwise_info(kind, m, [r, n], dt)))
+    # Norms over rows of 4097-12289 not a multiple of 4, where a full
+    # residency request spilled before session 44 (docs/performance.md).
+    for dt in (() if small else ('f16', 'f32')):
+        n = 8191
+        r = (1 << 26) // n
+        for kind, m in rowwise_models(r, n, dt).items():
+            if kind in ('layer_norm', 'rms_norm'):
+                name = '%s_%d_%s' % (kind, n, dt)
+                out.append((name, dict(m, name=name), [], rowwise_info(kind, m, [r, n], dt)))
     return out
 
 

@@ -112,9 +112,15 @@ SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
 
 /// How `operand` of `plan.op` is read or written, or nullopt when its
 /// flattened offset is not row * S + inner * c with S in {length, 1, 0} and
-/// c in {1, 0}.
+/// c in {1, 0}. With `rowCoefs`, an offset whose row part is any sum of the
+/// op's row loops (a mask [B, 1, 1, S] or slopes [1, H, 1, 1] read by rows
+/// (b, h, l)) is a Row (c 1) or RowScalar (c 0) read at that sum, whose
+/// coefficients fill `rowCoefs` (left empty for the plain reads).
 std::optional<Access> classify(const OpPlan &plan, OpOperand &operand,
-                               ArrayRef<int64_t> ranges, int64_t length) {
+                               ArrayRef<int64_t> ranges, int64_t length,
+                               SmallVectorImpl<int64_t> *rowCoefs = nullptr) {
+  if (rowCoefs)
+    rowCoefs->clear();
   auto type = dyn_cast<MemRefType>(operand.get().getType());
   if (!type || !type.hasStaticShape() || !type.getLayout().isIdentity())
     return std::nullopt;
@@ -155,24 +161,35 @@ std::optional<Access> classify(const OpPlan &plan, OpOperand &operand,
       scaleOf(rowRanges, rowStrides, ArrayRef(coef).take_front(plan.numRow));
   std::optional<int64_t> innerScale = scaleOf(
       innerRanges, innerStrides, ArrayRef(coef).drop_front(plan.numRow));
-  if (!rowScale || !innerScale)
+  if (!innerScale)
     return std::nullopt;
   int64_t rowsMoved = ShapedType::getNumElements(rowRanges),
           innerMoved = ShapedType::getNumElements(innerRanges);
   // A dimension of extent 1 says nothing: pick the reading that fits.
   if (innerMoved == 1)
-    innerScale = *rowScale == length ? 1 : 0;
+    innerScale = rowScale && *rowScale == length ? 1 : 0;
   if (rowsMoved == 1)
     rowScale = *innerScale == 1 ? length : 1;
-  if (*innerScale == 1 && *rowScale == length)
-    return Access::Row;
-  if (*innerScale == 0 && *rowScale == 1)
-    return Access::RowScalar;
-  if (*innerScale == 1 && *rowScale == 0)
-    return Access::Vector;
-  if (*innerScale == 0 && *rowScale == 0)
-    return Access::Scalar;
-  return std::nullopt;
+  if (rowScale) {
+    if (*innerScale == 1 && *rowScale == length)
+      return Access::Row;
+    if (*innerScale == 0 && *rowScale == 1)
+      return Access::RowScalar;
+    if (*innerScale == 1 && *rowScale == 0)
+      return Access::Vector;
+    if (*innerScale == 0 && *rowScale == 0)
+      return Access::Scalar;
+  }
+  if (!rowCoefs || *innerScale > 1)
+    return std::nullopt;
+  ArrayRef<int64_t> rowCoef = ArrayRef(coef).take_front(plan.numRow);
+  // A row read whole takes vectors at multiples of their width: its rows
+  // start at multiples of the length (which the width divides).
+  if (*innerScale == 1 &&
+      llvm::any_of(rowCoef, [&](int64_t c) { return c % length != 0; }))
+    return std::nullopt;
+  rowCoefs->assign(rowCoef.begin(), rowCoef.end());
+  return *innerScale == 1 ? Access::Row : Access::RowScalar;
 }
 
 /// How the threads of a launch share the rows: `threads` consecutive threads
@@ -241,6 +258,18 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
   llvm::MapVector<Value, Access> scratch;
   /// How each operand of the planned ops is accessed.
   llvm::DenseMap<OpOperand *, Access> accesses;
+  /// A read broadcast along some rows (classify's rowCoefs): its row's
+  /// offset is the sum of `coefs` times the op's row loop indices, the row
+  /// index delinearized over `ranges`.
+  struct RowBase {
+    SmallVector<int64_t> ranges, coefs;
+    bool operator==(const RowBase &o) const {
+      return ranges == o.ranges && coefs == o.coefs;
+    }
+  };
+  /// The distinct row bases, and the one of each broadcast read.
+  SmallVector<RowBase> rowBaseList;
+  llvm::DenseMap<OpOperand *, unsigned> rowBases;
   /// Outputs of whole reductions (roots): memory, not registers.
   llvm::SetVector<Value> wholeRoots;
   /// Single-value ops that fill or read those outputs: their own launches.
@@ -360,6 +389,8 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
     plans.clear();
     scratch.clear();
     accesses.clear();
+    rowBases.clear();
+    rowBaseList.clear();
     wholeRoots.clear();
     outside.clear();
     rows = length = 0;
@@ -507,13 +538,28 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
       for (OpOperand &operand : op->getOpOperands()) {
         if (!isa<ShapedType>(operand.get().getType()))
           continue; // a scalar (a fill's value)
-        std::optional<Access> access = classify(plan, operand, ranges, length);
+        SmallVector<int64_t> rowCoefs;
+        std::optional<Access> access =
+            classify(plan, operand, ranges, length, &rowCoefs);
         if (!access)
           return false;
         accesses[&operand] = *access;
         Value root = rootOf(operand.get());
         bool written = op.isDpsInit(&operand);
         bool local = bool(root.getDefiningOp<memref::AllocOp>());
+        // A read broadcast along some rows: only of memory the kernel does
+        // not write (checked below), read at its own row offset.
+        if (!rowCoefs.empty()) {
+          if (written || local)
+            return false;
+          RowBase base{
+              SmallVector<int64_t>(ArrayRef(ranges).take_front(plan.numRow)),
+              rowCoefs};
+          auto known = llvm::find(rowBaseList, base);
+          rowBases[&operand] = known - rowBaseList.begin();
+          if (known == rowBaseList.end())
+            rowBaseList.push_back(base);
+        }
         // What an op writes: a per-row value from a reduction or a per-row
         // op, a row from the others.
         if (written && *access != (plan.inner == length && !plan.combiner
@@ -554,6 +600,8 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
       auto it = globalWrites.find(rootOf(operand->get()));
       if (it == globalWrites.end())
         continue;
+      if (rowBases.count(operand))
+        return false;
       auto op = cast<linalg::GenericOp>(operand->getOwner());
       bool perRow = op.getStaticLoopRanges().empty() ||
                     llvm::any_of(plans, [&](const OpPlan &p) {
@@ -647,6 +695,8 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
   /// one value (RowScalar, Scalar).
   llvm::DenseMap<Value, SmallVector<Value>> rowValues, vectorValues;
   llvm::DenseMap<Value, Value> rowScalars, scalars;
+  /// The thread's values of reads broadcast along rows, by root and base.
+  llvm::DenseMap<std::pair<Value, unsigned>, SmallVector<Value>> baseValues;
   /// Buffers outside the kernel the ops wrote, in order, with a view of each.
   llvm::MapVector<Value, Value> written;
   llvm::DenseMap<Value, Value> flatViews;
@@ -727,16 +777,12 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
     return t.isIntOrFloat() && t.getIntOrFloatBitWidth() % 8 == 0;
   }
 
-  /// The thread's positions of `view`, `scale` * row + position: one vector
-  /// load each (zeros outside the row).
-  SmallVector<Value> loadPositions(Value view, int64_t scale) {
+  /// The thread's positions of `view`, `rowScaled` (null: 0) + position:
+  /// one vector load each (zeros outside the row).
+  SmallVector<Value> loadPositions(Value view, Value rowScaled) {
     Value f = flat(view);
     Type elem = cast<MemRefType>(f.getType()).getElementType();
     int64_t vec = layout.vec;
-    Value rowScaled =
-        scale ? arith::MulIOp::create(*b, loc, row, cIndex(*b, loc, scale))
-                    .getResult()
-              : Value();
     SmallVector<Value> out;
     auto vType = VectorType::get({vec}, elem);
     for (auto [start, valid] : llvm::zip(starts, inRow)) {
@@ -811,7 +857,12 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
         values.assign(layout.vectors * layout.vec,
                       arith::ConstantOp::create(*b, loc, b->getZeroAttr(elem)));
       else
-        values = loadPositions(view, access == Access::Row ? length : 0);
+        values = loadPositions(
+            view,
+            access == Access::Row
+                ? arith::MulIOp::create(*b, loc, row, cIndex(*b, loc, length))
+                      .getResult()
+                : Value());
       return cache[root] = values;
     }
     case Access::RowScalar:
@@ -831,6 +882,46 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
     }
     }
     llvm_unreachable("unknown access");
+  }
+
+  /// The offset of the row in a read of row base `id` (RowBase).
+  Value rowOffsetOf(unsigned id) {
+    const RowBase &base = rowBaseList[id];
+    SmallVector<Value> indices = delinearize(*b, loc, row, base.ranges);
+    Value sum;
+    for (auto [index, c] : llvm::zip(indices, base.coefs)) {
+      if (c == 0)
+        continue;
+      Value term =
+          c == 1 ? index
+                 : arith::MulIOp::create(*b, loc, index, cIndex(*b, loc, c))
+                       .getResult();
+      sum = sum ? arith::AddIOp::create(*b, loc, sum, term).getResult() : term;
+    }
+    return sum ? sum : cIndex(*b, loc, 0);
+  }
+
+  /// What `operand` of a planned op reads, as read() gives it; a read
+  /// broadcast along rows loads at its own row offset.
+  SmallVector<Value> readOperand(OpOperand &operand) {
+    Access access = accesses.lookup(&operand);
+    auto base = rowBases.find(&operand);
+    if (base == rowBases.end())
+      return read(operand.get(), access);
+    auto key = std::make_pair(rootOf(operand.get()), base->second);
+    auto it = baseValues.find(key);
+    if (it != baseValues.end())
+      return it->second;
+    Value at = rowOffsetOf(base->second);
+    SmallVector<Value> values;
+    if (access == Access::Row) {
+      values = loadPositions(operand.get(), at);
+    } else {
+      Value v = loadAt(flat(operand.get()), at);
+      uniform.insert(v);
+      values.push_back(v);
+    }
+    return baseValues[key] = values;
   }
 
   /// The loop indices of `plan.op` at row position `pos` (null: a per-row
@@ -878,15 +969,17 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
       Access access = accesses.lookup(&operand);
       if (e < 0 && (access == Access::Row || access == Access::Vector)) {
         // A per-row op reads position 0 (of the row or of the vector).
-        Value at = access == Access::Row
-                       ? arith::MulIOp::create(*b, loc, row,
-                                               cIndex(*b, loc, length))
-                             .getResult()
-                       : cIndex(*b, loc, 0);
+        auto base = rowBases.find(&operand);
+        Value at =
+            base != rowBases.end() ? rowOffsetOf(base->second)
+            : access == Access::Row
+                ? arith::MulIOp::create(*b, loc, row, cIndex(*b, loc, length))
+                      .getResult()
+                : cIndex(*b, loc, 0);
         map.map(arg, loadAt(flat(operand.get()), at));
         continue;
       }
-      SmallVector<Value> values = read(operand.get(), access);
+      SmallVector<Value> values = readOperand(operand);
       map.map(arg, values.size() == 1 ? values[0] : values[e]);
     }
     SmallVector<Value> ivs;
@@ -1292,7 +1385,7 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
         if (isa<MemRefType>(operand.get().getType()) &&
             !rootOf(operand.get()).getDefiningOp<memref::AllocOp>() &&
             accesses.count(&operand))
-          read(operand.get(), accesses.lookup(&operand));
+          readOperand(operand);
     // What the buffers the ops between write held before them (none of
     // them: an entry absent), to emit those ops again from there.
     llvm::SetVector<Value> betweenRoots;
@@ -1924,6 +2017,7 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
     vectorValues.clear();
     rowScalars.clear();
     scalars.clear();
+    baseValues.clear();
     written.clear();
     flatViews.clear();
     ArrayRef<BlockArgument> wg = launch.getWorkgroupAttributions();

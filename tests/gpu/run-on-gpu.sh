@@ -84,6 +84,12 @@ if [ "${1:-}" = prepare ]; then
     # The same on Hopper's warpgroup MMA (sm_90a).
     /usr/bin/python3 "$root/tests/gpu/attention_test.py" --tcc "$tcc" \
       --record "$carry/attention-sm90a" --target sm_90a
+    # Row chains over a cluster of blocks, and chains reading tensors
+    # broadcast along their leading axes (masks, per-head scales, biases).
+    /usr/bin/python3 "$root/tests/gpu/long_rows_test.py" record "$tcc" \
+      --out "$carry/long-rows"
+    /usr/bin/python3 "$root/tests/gpu/row_broadcast_test.py" record "$tcc" \
+      --out "$carry/row-broadcast"
     # ONNX cross-entropy losses (ignore_index, weights, vocabulary-length
     # rows over a cluster of blocks) for sm_90a; inputs made there.
     /usr/bin/python3 "$root/tests/gpu/onnx_losses.py" prepare --tcc "$tcc" \
@@ -217,6 +223,17 @@ for a in attention attention-sm90a; do
   rc=$?
   cat "$out/$a.log"
   result "$a with --gpu-attention" $rc
+done
+
+for t in long_rows row_broadcast; do
+  d="$carry/$(echo $t | tr _ -)"
+  [ -d "$d" ] || continue
+  step "$t on the GPU"
+  python3 "$root/tests/gpu/${t}_test.py" replay "$build/runtime/tcc" --dir "$d" \
+    > "$out/$t.log" 2>&1
+  rc=$?
+  tail -3 "$out/$t.log"
+  result "$t" $rc
 done
 
 if [ -d "$carry/onnx-losses" ]; then

@@ -257,3 +257,76 @@ func.func @narrowed_sum(%x: memref<8x4096xbf16>, %y: memref<8xf64>) attributes {
   }
   return
 }
+
+// -----
+
+// Scores scaled per head ([1, H, 1, 1] slopes) plus a padding mask
+// [B, 1, 1, S], then softmax, over rows (b, h, l): the row index is taken
+// apart over (2, 3, 4); the slope is one load at h, the mask a row of
+// vectors at b * 64 (a multiple of the length: its vectors stay aligned).
+// One launch; the broadcast operands are read once each.
+// CHECK-LABEL: func.func @broadcast_reads
+// CHECK: gpu.launch
+// CHECK: %[[X:.*]] = memref.collapse_shape %arg0
+// CHECK-COUNT-4: vector.load %[[X]]
+// CHECK: %[[H0:.*]] = arith.divui %[[ROW:.*]], %c4
+// CHECK: %[[H:.*]] = arith.remui %[[H0]], %c3
+// CHECK: %[[S:.*]] = memref.collapse_shape %arg2 {{.*}} into memref<3xf32>
+// CHECK: memref.load %[[S]][%[[H]]]
+// CHECK: %[[B:.*]] = arith.divui %{{.*}}, %c3
+// CHECK: %[[BS:.*]] = arith.muli %[[B]], %c64
+// CHECK: %[[M:.*]] = memref.collapse_shape %arg1 {{.*}} into memref<128xf32>
+// CHECK: %[[AT:.*]] = arith.addi %[[BS]], %{{.*}}
+// CHECK: vector.load %[[M]][%[[AT]]] {alignment = 16 : i64}
+// CHECK-COUNT-3: vector.load %[[M]]
+// CHECK-NOT: vector.load %[[M]]
+// CHECK-NOT: memref.load %[[S]]
+// CHECK-NOT: linalg.
+// CHECK: return
+#rows = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#row = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+#mask = affine_map<(d0, d1, d2, d3) -> (d0, 0, 0, d3)>
+#head = affine_map<(d0, d1, d2, d3) -> (0, d1, 0, 0)>
+func.func @broadcast_reads(%x: memref<2x3x4x64xf32>, %mask: memref<2x1x1x64xf32>, %slope: memref<1x3x1x1xf32>, %y: memref<2x3x4x64xf32>) attributes {tcc.kernel} {
+  %ninf = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.0 : f32
+  %z = memref.alloc() : memref<2x3x4x64xf32>
+  linalg.generic {indexing_maps = [#rows, #head, #mask, #rows], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%x, %slope, %mask : memref<2x3x4x64xf32>, memref<1x3x1x1xf32>, memref<2x1x1x64xf32>) outs(%z : memref<2x3x4x64xf32>) {
+  ^bb0(%a: f32, %s: f32, %k: f32, %o: f32):
+    %p = arith.mulf %a, %s : f32
+    %q = arith.addf %p, %k : f32
+    linalg.yield %q : f32
+  }
+  %m = memref.alloc() : memref<2x3x4xf32>
+  linalg.fill ins(%ninf : f32) outs(%m : memref<2x3x4xf32>)
+  linalg.generic {indexing_maps = [#rows, #row], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%z : memref<2x3x4x64xf32>) outs(%m : memref<2x3x4xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.maximumf %a, %acc : f32
+    linalg.yield %r : f32
+  }
+  %e = memref.alloc() : memref<2x3x4x64xf32>
+  linalg.generic {indexing_maps = [#rows, #row, #rows], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%z, %m : memref<2x3x4x64xf32>, memref<2x3x4xf32>) outs(%e : memref<2x3x4x64xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    %x2 = math.exp %d : f32
+    linalg.yield %x2 : f32
+  }
+  %s = memref.alloc() : memref<2x3x4xf32>
+  linalg.fill ins(%zero : f32) outs(%s : memref<2x3x4xf32>)
+  linalg.generic {indexing_maps = [#rows, #row], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%e : memref<2x3x4x64xf32>) outs(%s : memref<2x3x4xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.addf %a, %acc : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#rows, #row, #rows], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%e, %s : memref<2x3x4x64xf32>, memref<2x3x4xf32>) outs(%y : memref<2x3x4x64xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %q = arith.divf %a, %b : f32
+    linalg.yield %q : f32
+  }
+  return
+}

@@ -172,6 +172,27 @@ SmallVector<SmallVector<int64_t>, 1> rowShapesOf(ChainOp chain) {
   return shapes;
 }
 
+/// Whether shapes `a` and `b` hold the same values in the same order: equal
+/// but for axes of extent 1. A chain's per-row values given as [R], [R, 1]
+/// or [1, R] (a loss's 1-D targets, its [R] terms) are then one row shape.
+bool sameRows(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
+  auto nonUnit = [](ArrayRef<int64_t> s) {
+    SmallVector<int64_t> out;
+    for (int64_t d : s)
+      if (d != 1)
+        out.push_back(d);
+    return out;
+  };
+  return nonUnit(a) == nonUnit(b);
+}
+
+bool containsRows(ArrayRef<SmallVector<int64_t>> shapes,
+                  ArrayRef<int64_t> shape) {
+  return llvm::any_of(shapes, [&](const SmallVector<int64_t> &s) {
+    return sameRows(s, shape);
+  });
+}
+
 /// A gather of one value a row along its axis.
 bool isRowGather(Operation *op) {
   if (auto take = dyn_cast<TakeAlongAxisOp>(op))
@@ -337,11 +358,21 @@ private:
       if (grp.kind == GroupKind::Elementwise)
         return true;
       // Not an op of a whole reduction's result (l - mean(l)): the row
-      // kernel has it only after its launch.
+      // kernel has it only after its launch. A single value computed from
+      // such results alone (a loss's total over its count) the row
+      // kernel's last block computes.
       if (llvm::any_of(op->getOperands(),
                        [&](Value v) { return grp.wholeResults.contains(v); }))
-        return false;
-      return llvm::is_contained(grp.anchorShapes, shapeOfResult(op));
+        return cast<ShapedType>(op->getResult(0).getType()).getNumElements() ==
+                   1 &&
+               llvm::all_of(op->getOperands(), [&](Value v) {
+                 return grp.wholeResults.contains(v) ||
+                        isa_and_nonnull<ConstantOp>(v.getDefiningOp());
+               });
+      // A chain's per-row values in another shape of the same rows (its
+      // [R, 1] losses reshaped to [R], masked by [R] targets) too.
+      return llvm::is_contained(grp.anchorShapes, shapeOfResult(op)) ||
+             (rowMembers && containsRows(grp.rowShapes, shapeOfResult(op)));
     }
     // A row gather takes in the elementwise group that computes its indices
     // one value a row (an ONNX loss's [N] targets made [N, 1], the
@@ -357,7 +388,8 @@ private:
         return false;
       return llvm::all_of(grp.ops, [&](Operation *m) {
         return isa<ReshapeOp, IndexCheckOp>(m) ||
-               ((isLight(m) || isRowGather(m)) && shapeOfResult(m) == rows);
+               ((isLight(m) || isRowGather(m)) &&
+                sameRows(shapeOfResult(m), rows));
       });
     }
     if (auto chain = dyn_cast<ChainOp>(op))
@@ -376,7 +408,7 @@ private:
     return llvm::all_of(grp.ops, [&](Operation *member) {
       return isa<IndexCheckOp, ReshapeOp>(member) ||
              ((isRowGather(member) || isLight(member)) &&
-              llvm::is_contained(rows, shapeOfResult(member)));
+              containsRows(rows, shapeOfResult(member)));
     });
   }
 
@@ -390,7 +422,7 @@ private:
     auto in = cast<RankedTensorType>(op->getOperand(0).getType());
     auto out = cast<RankedTensorType>(op->getResult(0).getType());
     return out.getNumElements() == 1 && in.getNumElements() > 1 &&
-           llvm::is_contained(grp.rowShapes, in.getShape());
+           containsRows(grp.rowShapes, in.getShape());
   }
 
   /// Merges into chain group `g` the index checks of the row gathers it
@@ -486,6 +518,16 @@ private:
     groupOf[op] = target;
     if (rowMembers && isa<ChainOp>(op) && !grp.rowShapes.empty())
       takeIndexChecks(target);
+    // A check placed after the chain group took its gather (the indices
+    // reshaped from [R] after the chain's ops) joins it then.
+    if (rowMembers && isa<IndexCheckOp>(op))
+      for (Operation *user : op->getOperand(0).getUsers())
+        if (auto it = groupOf.find(user);
+            isRowGather(user) && it != groupOf.end() &&
+            !groups[find(it->second)].rowShapes.empty()) {
+          takeIndexChecks(find(it->second));
+          break;
+        }
     if (isLight(op))
       for (int h : operandGroups(op))
         if (h != target && canMerge(target, h))

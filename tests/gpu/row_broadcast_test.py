@@ -12,15 +12,18 @@ Forms: softmax of scores plus an additive padding mask [B, 1, 1, S] (0 or
 1, S], log-softmax of scores scaled per head ([1, H, 1, 1], slopes), softmax
 of scores plus a bias [1, H, L, S] shared by the batch, and a norm whose
 scale is per head and position ([1, H, 1, S]) and whose shift is per batch
-([B, 1, 1, 1]); f32, f16 and bf16; rows of 7 (several a block), 1001, 3001
+([B, 1, 1, 1]); cross-entropy with 1-D targets [R] and an ignore_index
+(its [R, 1] losses reshaped to [R], masked, and their sum divided by the
+kept count); f32, f16 and bf16; rows of 7 (several a block), 1001, 3001
 and 50257 (a cluster of blocks a row).
 
 tcc-gpu-row-fusion reads such a tensor at the row's own offset (the row
 index taken apart over B, H, L), so each chain is one row kernel.
 
 `check` (no GPU): each compiles for sm_90 to one kernel launch (`tcc
-inspect`), ptxas assembles it without spills, and the model on the host
-(small B, H, L) matches this script's NumPy reference. `record` writes
+inspect`; the loss two: its row kernel and the finish launch), ptxas
+assembles it without spills, and the model on the host (small B, H, L)
+matches this script's NumPy reference. `record` writes
 sm_90 bundles; `replay` runs them on a GPU with fresh inputs against a
 float64 reference that rounds each primitive to the dtype as the format
 says. Tolerance (relative to the row's values, |ref| + 1e-3 max|ref|; the
@@ -55,7 +58,14 @@ CASES = [
     ('shared_bias_f32_50257', 'shared_bias', 'f32', [2, 2, 2, 50257]),
     ('head_norm_bf16_1001', 'head_norm', 'bf16', [2, 3, 16, 1001]),
     ('head_norm_f32_3001', 'head_norm', 'f32', [2, 2, 8, 3001]),
+    # Cross-entropy over [B * H * L, S] logits with 1-D targets and an
+    # ignore_index: the chain's [R, 1] losses reshaped to the targets' [R],
+    # masked, summed and divided by the kept count in the row kernel's
+    # launch and its finish launch.
+    ('ce_flat_targets_f32_1001', 'ce_flat_targets', 'f32', [1, 1, 3000, 1001]),
+    ('ce_flat_targets_bf16_32000', 'ce_flat_targets', 'bf16', [1, 1, 64, 32000]),
 ]
+IGNORE = -100
 
 
 def node(op, inputs, output, **attrs):
@@ -73,6 +83,8 @@ def operand_shape(form, shape):
 
 
 def make_model(form, dt, shape):
+    if form == 'ce_flat_targets':
+        return ce_model(dt, shape)
     inputs = [{'name': 'x', 'dtype': dt, 'shape': shape},
               {'name': 'a', 'dtype': 'bool' if form == 'padmask_select' else dt,
                'shape': operand_shape(form, shape)}]
@@ -99,8 +111,37 @@ def make_model(form, dt, shape):
             'params': [], 'nodes': nodes, 'outputs': ['y']}
 
 
+def ce_model(dt, shape):
+    r, c = shape[0] * shape[1] * shape[2], shape[3]
+    f = 'f32'
+    nodes = [node('log_softmax', ['x'], 'lp', axis=-1),
+             node('constant', [], 'ign', dtype='i64', shape=[], value=IGNORE),
+             node('not_equal', ['a', 'ign'], 'keep'),
+             node('constant', [], 'zi', dtype='i64', shape=[], value=0),
+             node('select', ['keep', 'a', 'zi'], 'ts'),
+             node('reshape', ['ts'], 't2', shape=[r, 1]),
+             node('take_along_axis', ['lp', 't2'], 'p', axis=1),
+             node('reshape', ['p'], 'p1', shape=[r]),
+             node('cast', ['p1'], 'pf', to=f), node('neg', ['pf'], 'nll'),
+             node('constant', [], 'zf', dtype=f, shape=[], value=0.0),
+             node('select', ['keep', 'nll', 'zf'], 'nm'),
+             node('reduce_sum', ['nm'], 'tot', axes=[0], keepdims=False),
+             node('cast', ['keep'], 'kf', to=f),
+             node('reduce_sum', ['kf'], 'cnt', axes=[0], keepdims=False),
+             node('div', ['tot', 'cnt'], 'y')]
+    return {'format': 'tcc-model', 'version': 1, 'name': 'ce_flat_targets',
+            'inputs': [{'name': 'x', 'dtype': dt, 'shape': [r, c]},
+                       {'name': 'a', 'dtype': 'i64', 'shape': [r]}],
+            'params': [], 'nodes': nodes, 'outputs': ['y']}
+
+
 def make_inputs(form, dt, shape, rng):
     b, h, l, s = shape
+    if form == 'ce_flat_targets':
+        r = b * h * l
+        t = rng.integers(0, s, r)
+        t[rng.random(r) < 0.2] = IGNORE
+        return {'x': L.rnd(dt, 3.0 * rng.standard_normal((r, s))), 'a': t}
     vals = {'x': L.rnd(dt, 3.0 * rng.standard_normal(shape))}
     a_shape = operand_shape(form, shape)
     if form.startswith('padmask'):
@@ -135,6 +176,11 @@ def reference(form, dt, vals):
             return L.softmax(np.where(a, x, -np.inf), r=r)
         if form == 'head_scale':
             return L.log_softmax(r(x * a), r=r)
+        if form == 'ce_flat_targets':
+            lp = L.log_softmax(x, r=r)
+            keep = a != IGNORE
+            picked = lp[np.flatnonzero(keep), a[keep]]
+            return np.array([-picked.sum() / keep.sum()])
         if form == 'head_norm':
             m = r(x.mean(-1, keepdims=True))
             d = r(x - m)
@@ -189,7 +235,7 @@ def run_bundle(tcc, bundle, files, d):
 
 
 def compare(name, form, dt, got, ref):
-    err, bad = error(form, got, ref)
+    err, bad = error(form, got.reshape(ref.shape), ref)
     if bad:
         return '%s: %d NaN/inf entries differ from the reference' % (name, bad), err
     if not err <= tolerance(dt):
@@ -217,8 +263,10 @@ def check(args):
                 continue
             rc, out, err = run(args.tcc, 'inspect', bundle)
             launches = len(json.loads(out)['launches']) if rc == 0 else -1
-            if launches != 1:
-                failures.append('%s: %d launches on sm_90, want 1' % (name, launches))
+            # A loss's division waits for every row: the finish launch.
+            want = 2 if form == 'ce_flat_targets' else 1
+            if launches != want:
+                failures.append('%s: %d launches on sm_90, want %d' % (name, launches, want))
             if args.ptxas:
                 ptx = os.path.join(d, name + '.ptx')
                 rc, _, err = run(args.tcc, 'compile', path, '--target', 'sm_90', '--emit',

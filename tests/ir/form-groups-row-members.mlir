@@ -116,8 +116,8 @@ func.func @lone_row_gather(%x: tensor<6x7xf32>, %t: tensor<6x1xi64>) -> (tensor<
 // SoftmaxCrossEntropyLoss with ignore_index (-100, as PyTorch exports it):
 // the kept entries' mask and the targets sent to class 0 are per-row
 // elementwise ops that the gather takes in; the loss's select, the count of
-// kept entries and both sums join the chain: one group, and the division
-// of the two totals a group of its own.
+// kept entries, both sums and the division of the two totals (which the
+// row kernel's last block computes) join the chain: one group.
 // CHECK-LABEL: func.func @ignore_index
 // CHECK: tcc.group "chain"
 // CHECK-DAG: tcc.not_equal
@@ -125,8 +125,8 @@ func.func @lone_row_gather(%x: tensor<6x7xf32>, %t: tensor<6x1xi64>) -> (tensor<
 // CHECK-DAG: tcc.index_check
 // CHECK: tcc.chain
 // CHECK-COUNT-2: tcc.reduce_sum {{.*}} -> tensor<f32>
-// CHECK: tcc.group "elementwise"
-// CHECK-NEXT: tcc.div
+// CHECK: tcc.div
+// CHECK: tcc.yield
 // CHECK-NOT: tcc.group
 func.func @ignore_index(%x: tensor<6x7xf32>, %t: tensor<6xi64>) -> (tensor<f32>, tensor<i32>) {
   %r = tcc.reshape %t : tensor<6xi64> -> tensor<6x1xi64>
@@ -190,8 +190,7 @@ func.func @not_in_the_row_kernel(%x: tensor<6x7xf32>) -> (tensor<1x1xi64>, tenso
 // SoftmaxCrossEntropyLoss with class weights and ignore_index: the lookup
 // of each row's weight (a gather from the 1-D weights at the targets)
 // joins the logits' gather's group, so the chain takes both; the weighted
-// loss's sum and the weights' sum join the chain, and their division is a
-// group of its own.
+// loss's sum, the weights' sum and their division join the chain.
 // CHECK-LABEL: func.func @weighted
 // CHECK: tcc.group "chain"
 // CHECK-DAG: tcc.take_along_axis
@@ -199,8 +198,8 @@ func.func @not_in_the_row_kernel(%x: tensor<6x7xf32>) -> (tensor<1x1xi64>, tenso
 // CHECK-DAG: tcc.index_check
 // CHECK: tcc.chain
 // CHECK-COUNT-2: tcc.reduce_sum {{.*}} -> tensor<f32>
-// CHECK: tcc.group "elementwise"
-// CHECK-NEXT: tcc.div
+// CHECK: tcc.div
+// CHECK: tcc.yield
 // CHECK-NOT: tcc.group
 func.func @weighted(%x: tensor<6x7xf32>, %t: tensor<6xi64>, %w: tensor<7xf32>) -> (tensor<f32>, tensor<i32>) {
   %r = tcc.reshape %t : tensor<6xi64> -> tensor<6x1xi64>
@@ -229,5 +228,55 @@ func.func @weighted(%x: tensor<6x7xf32>, %t: tensor<6xi64>, %w: tensor<7xf32>) -
   %total = tcc.reduce_sum %l {axes = array<i64: 0, 1>, keepdims = false} : tensor<6x1xf32> -> tensor<f32>
   %wsum = tcc.reduce_sum %kw {axes = array<i64: 0, 1>, keepdims = false} : tensor<6x1xf32> -> tensor<f32>
   %y = tcc.div %total, %wsum : tensor<f32>, tensor<f32> -> tensor<f32>
+  return %y, %c : tensor<f32>, tensor<i32>
+}
+
+// -----
+
+// Cross-entropy with 1-D targets [R] and an ignore_index, as a user writes
+// it: the targets' mask and class in [R], reshaped to [R, 1] for the
+// gather; the chain's [R, 1] losses reshaped back to [R], masked, summed,
+// and divided by the count of kept targets. [R] and [R, 1] hold the same
+// per-row values: one group takes the index ops, the gather, its check
+// (which stands after the chain), both sums and the division.
+// CHECK-LABEL: func.func @cross_entropy_flat_targets
+// CHECK: %[[G:.*]]:2 = tcc.group "chain"
+// CHECK:   tcc.not_equal
+// CHECK:   tcc.take_along_axis
+// CHECK:   tcc.chain
+// CHECK:   tcc.index_check
+// CHECK:   tcc.reduce_sum
+// CHECK:   tcc.reduce_sum
+// CHECK:   tcc.div
+// CHECK: }
+// CHECK-NOT: tcc.group
+// HOST-LABEL: func.func @cross_entropy_flat_targets
+// HOST-COUNT-5: tcc.group
+func.func @cross_entropy_flat_targets(%x: tensor<6x7xf32>, %t: tensor<6xi64>) -> (tensor<f32>, tensor<i32>) {
+  %ign = tcc.constant {value = -100 : i64} : tensor<i64>
+  %keep = tcc.not_equal %t, %ign : tensor<6xi64>, tensor<i64> -> tensor<6xi1>
+  %zi = tcc.constant {value = 0 : i64} : tensor<i64>
+  %ts = tcc.select %keep, %t, %zi : tensor<6xi1>, tensor<6xi64>, tensor<i64> -> tensor<6xi64>
+  %t2 = tcc.reshape %ts : tensor<6xi64> -> tensor<6x1xi64>
+  %p = tcc.take_along_axis %x, %t2 {axis = 1 : i64} : tensor<6x7xf32>, tensor<6x1xi64> -> tensor<6x1xf32>
+  %l = tcc.chain attributes {axis = 1 : i64} -> tensor<6x1xf32> {
+    %m = tcc.reduce_max %x {axes = array<i64: 1>, keepdims = true} : tensor<6x7xf32> -> tensor<6x1xf32>
+    %d = tcc.sub %x, %m : tensor<6x7xf32>, tensor<6x1xf32> -> tensor<6x7xf32>
+    %e = tcc.exp %d : tensor<6x7xf32>
+    %s = tcc.reduce_sum %e {axes = array<i64: 1>, keepdims = true} : tensor<6x7xf32> -> tensor<6x1xf32>
+    %lg = tcc.log %s : tensor<6x1xf32>
+    %a = tcc.sub %p, %m : tensor<6x1xf32>, tensor<6x1xf32> -> tensor<6x1xf32>
+    %r = tcc.sub %a, %lg : tensor<6x1xf32>, tensor<6x1xf32> -> tensor<6x1xf32>
+    tcc.yield %r : tensor<6x1xf32>
+  }
+  %c = tcc.index_check %t2 {bound = 7 : i64} : tensor<6x1xi64> -> tensor<i32>
+  %flat = tcc.reshape %l : tensor<6x1xf32> -> tensor<6xf32>
+  %n = tcc.neg %flat : tensor<6xf32>
+  %zf = tcc.constant {value = 0.0 : f32} : tensor<f32>
+  %nm = tcc.select %keep, %n, %zf : tensor<6xi1>, tensor<6xf32>, tensor<f32> -> tensor<6xf32>
+  %tot = tcc.reduce_sum %nm {axes = array<i64: 0>, keepdims = false} : tensor<6xf32> -> tensor<f32>
+  %kf = tcc.cast %keep : tensor<6xi1> -> tensor<6xf32>
+  %cnt = tcc.reduce_sum %kf {axes = array<i64: 0>, keepdims = false} : tensor<6xf32> -> tensor<f32>
+  %y = tcc.div %tot, %cnt : tensor<f32>, tensor<f32> -> tensor<f32>
   return %y, %c : tensor<f32>, tensor<i32>
 }

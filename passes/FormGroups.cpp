@@ -516,6 +516,12 @@ private:
         grp.preds.insert(h);
     grp.ops.push_back(op);
     groupOf[op] = target;
+    // A single value computed from whole results is one too, for what
+    // reads it next (a narrowed total's division, the quotient's cast).
+    if (rowMembers && isLight(op) &&
+        llvm::any_of(op->getOperands(),
+                     [&](Value v) { return grp.wholeResults.contains(v); }))
+      grp.wholeResults.insert(op->getResult(0));
     if (rowMembers && isa<ChainOp>(op) && !grp.rowShapes.empty())
       takeIndexChecks(target);
     // A check placed after the chain group took its gather (the indices

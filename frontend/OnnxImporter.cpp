@@ -1315,6 +1315,30 @@ bool buildNllLoss(NodeCtx &c, bool logSoftmax) {
     return c.fail("the target's shape " + shapeStr(ts) + " must be " +
                   shapeStr(want) + " (the scores' without the class axis)");
   DType dt = c.dtype(x);
+  Shape outShape = ts;
+  // [N, C, d..] scores (a per-position loss) are taken as [N·d.., C] rows,
+  // the class axis last, so that the loss is one row chain (a reduction
+  // over the middle axis is a launch an op), for one transpose; unless
+  // the log-probabilities are an output too, in their own layout.
+  bool wantsLogp =
+      logSoftmax && c.n.output_size() > 1 && !c.n.output(1).empty();
+  if (xs.size() > 2 && !wantsLogp) {
+    Ints perm = {0};
+    for (int64_t i = 2; i < int64_t(xs.size()); ++i)
+      perm.push_back(i);
+    perm.push_back(1);
+    int64_t rows = 1;
+    for (int64_t d : ts)
+      rows *= d;
+    x = c.emit("transpose", {x}, Json{{"perm", perm}});
+    x = x ? c.emit("reshape", {x}, Json{{"shape", Ints{rows, xs[1]}}})
+          : Value();
+    t = c.emit("reshape", {t}, Json{{"shape", Ints{rows}}});
+    if (!x || !t)
+      return false;
+    xs = {rows, xs[1]};
+    ts = {rows};
+  }
   Value logp = logSoftmax ? c.emit("log_softmax", {x}, Json{{"axis", 1}}) : x;
   Shape picked = xs;
   picked[1] = 1;
@@ -1358,7 +1382,7 @@ bool buildNllLoss(NodeCtx &c, bool logSoftmax) {
     return false;
   Value y;
   if (reduction == "none")
-    y = c.emit("reshape", {loss}, Json{{"shape", Ints(ts)}});
+    y = c.emit("reshape", {loss}, Json{{"shape", Ints(outShape)}});
   else if (reduction == "sum" || !weight)
     y = c.emit(reduction == "sum" ? "reduce_sum" : "reduce_mean", {loss});
   else {
@@ -1376,7 +1400,7 @@ bool buildNllLoss(NodeCtx &c, bool logSoftmax) {
       y = c.emit("cast", {y}, Json{{"to", dtypeName(dt)}});
   }
   c.outputs = {y};
-  if (y && logSoftmax && c.n.output_size() > 1 && !c.n.output(1).empty())
+  if (y && wantsLogp)
     c.outputs.push_back(logp);
   return (bool)y;
 }

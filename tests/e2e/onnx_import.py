@@ -732,6 +732,21 @@ with tempfile.TemporaryDirectory() as d:
             {'x': lp.astype(np.float32), 't': t},
             {'y': (nll_ref(lp.astype(np.float32).astype(np.float64), t,
                            w if weighted else None, ignore, reduction), tol)}, d)
+    # [N, C, d] scores with the loss alone as output: taken as [N·d, C] rows
+    # (transposed, the class axis last).
+    xs = rand(4, 5, 3) * 3
+    t = rng.integers(0, 5, (4, 3)).astype(np.int64)
+    t.flat[::4] = -100
+    w = (rng.random(5) + 0.5).astype(np.float32)
+    lp = log_softmax(xs.astype(np.float64))
+    for weighted in (False, True):
+        ref = nll_ref(lp, t, w if weighted else None, -100, 'mean')
+        check('SoftmaxCrossEntropyLoss [4, 5, 3] mean, ignore_index -100%s (the loss alone)' % (
+            ', weights' if weighted else ''), model(
+            [oh.make_node('SoftmaxCrossEntropyLoss', ['x', 't'] + (['w'] if weighted else []),
+                          ['y'], ignore_index=-100)],
+            {'x': xs, 't': t}, ['y'], {'w': w} if weighted else {}),
+            {'x': xs, 't': t}, {'y': (ref, elem_tol(64, np.abs(lp).max() + 1 + abs(ref)))}, d)
     # f16 with weights: the losses' sum (about 2e5) overflows f16, their
     # weighted mean does not; the importer sums in f32.
     xs = (rand(20000, 10) * 8).astype(np.float16)

@@ -211,6 +211,16 @@ def cases():
     out.append(('softcap_x30_bf16', model('softcap', 'bf16', [1, 2, 300, 64], [1, 2, 300, 64],
                                           softcap), 30.0,
                 lambda s, r, c: 50 * np.tanh(s / 50)))
+    # A softcap (score code) with a padding mask that keeps keys 0-31 and
+    # 332 of 664 (a key tile kept in part, then tiles kept in none): the
+    # kept run was lost on the GPU in session 45 (docs/performance.md),
+    # while the same mask without a score change (the per-key mask) held.
+    sparse = softcap[:-1] + [node('mul', ['th', 'c'], 'capped'), const('neg', 'bf16', '-inf'),
+                             node('select', ['sparse_keep', 'capped', 'neg'], 's_mod')]
+    out.append(('softcap_sparse_padmask_bf16_664', model(
+        'sparse_pad', 'bf16', [1, 2, 664, 64], [1, 2, 664, 64], sparse,
+        captured=[('sparse_keep', 'bool', [1, 1, 1, 664])]), 30.0,
+        lambda s, r, c, env: np.where(env['sparse_keep'], 50 * np.tanh(s / 50), -np.inf)))
     # Scores clipped to a range (a clamp: its scalar form in the score code).
     clamp = [const('c', 'bf16', 0.125), node('mul', ['s', 'c'], 'ss'),
              node('clamp', ['ss'], 's_mod', min=-1.0, max=1.0)]
@@ -1384,6 +1394,12 @@ def make_inputs(m, qscale, seed):
                 row[len(row) // 2] = True
             if x.shape[0] > 1:
                 x[-1] = False
+        elif dt == 'bool' and i['name'] == 'sparse_keep':
+            # Keys 0-31 and 332 kept (a key tile kept in part, then tiles
+            # kept in none, then a lone key).
+            x = np.zeros(i['shape'], bool)
+            x[..., :32] = True
+            x[..., 332] = True
         elif dt == 'bool':
             x = rng.random(i['shape']) < 0.75
             if not i['name'].startswith('keep'):  # keep*: no batch emptied

@@ -243,6 +243,39 @@ def device_missing(tcc, target, work):
     return None
 
 
+def save_inputs(d, name, model, vals):
+    """Writes `vals` (by input name) as `d/name.INPUT.npy` in the model's
+    dtypes; returns the `--input NAME=FILE` arguments of `tcc run`."""
+    files = []
+    for t in model['inputs']:
+        path = os.path.join(d, '%s.%s.npy' % (name, t['name']))
+        np.save(path, to_npy(t['dtype'], vals[t['name']]))
+        files += ['--input', '%s=%s' % (t['name'], path)]
+    return files
+
+
+def run_bundle(tcc, bundle, files, d, output='y'):
+    """Runs `bundle` with the `files` inputs; returns (output `output` as
+    float64, None), or (None, the error's first line)."""
+    out = os.path.join(d, 'out')
+    os.makedirs(out, exist_ok=True)
+    rc, _, err = run_tcc([tcc, 'run', bundle, '--output-dir', out] + list(files))
+    if rc:
+        return None, first_line(err)
+    return np.load(os.path.join(out, output + '.npy')).astype(np.float64), None
+
+
+def chain_tolerance(dt):
+    """A row chain's error bound relative to its row's values: 64 ulps of
+    f32 (exponents up to ~40 carry their argument's ulps into exp; sums add
+    sqrt(n) ulps), plus 4 ulps of a 16-bit dtype (a sum in another order
+    rounds to its neighbour, and each op after it with it)."""
+    tol = 64 * eps('f32')
+    if dt in ('f16', 'bf16'):
+        tol += 4 * eps(dt)
+    return tol
+
+
 def first_line(text):
     """The message of a failed run: its first line that is not a note
     (tcc notes input conversions before any error)."""

@@ -42,7 +42,6 @@ import argparse
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 
@@ -232,42 +231,16 @@ def error(dt, got, ref):
     return float(rel.max()), int(bad.sum())
 
 
-def tolerance(dt):
-    tol = 64 * L.eps('f32')
-    if dt in ('f16', 'bf16'):
-        tol += 4 * L.eps(dt)
-    return tol
-
-
 def run(*args):
-    p = subprocess.run(list(args), capture_output=True, text=True, timeout=600)
-    return p.returncode, p.stdout, p.stderr
-
-
-def save_inputs(d, name, model, vals):
-    files = []
-    for t in model['inputs']:
-        path = os.path.join(d, '%s.%s.npy' % (name, t['name']))
-        np.save(path, L.to_npy(t['dtype'], vals[t['name']]))
-        files += ['--input', '%s=%s' % (t['name'], path)]
-    return files
-
-
-def run_bundle(tcc, bundle, files, d):
-    out = os.path.join(d, 'out')
-    os.makedirs(out, exist_ok=True)
-    rc, _, err = run(tcc, 'run', bundle, '--output-dir', out, *files)
-    if rc:
-        return None, L.first_line(err)
-    return np.load(os.path.join(out, 'y.npy')).astype(np.float64), None
+    return L.run_tcc(list(args))
 
 
 def compare(name, dt, got, ref, other=None):
     err, bad = error(dt, got, ref)
     if bad:
         return '%s: %d NaN/inf entries differ from the reference' % (name, bad)
-    if not err <= tolerance(dt):
-        return '%s: error %.3g over the tolerance %.3g' % (name, err, tolerance(dt))
+    if not err <= L.chain_tolerance(dt):
+        return '%s: error %.3g over the tolerance %.3g' % (name, err, L.chain_tolerance(dt))
     if other is not None and not err <= 2 * other + 2 * L.eps(dt):
         return '%s: error %.3g, the unpaired kernel\'s %.3g' % (name, err, other)
     return None
@@ -326,7 +299,7 @@ def check(args):
                 failures.append('%s host: %s' % (name, L.first_line(err)))
                 continue
             vals = make_inputs(form, dt, 3, length, rng)
-            got, err = run_bundle(args.tcc, bundle, save_inputs(d, name, small, vals), d)
+            got, err = L.run_bundle(args.tcc, bundle, L.save_inputs(d, name, small, vals), d)
             if err:
                 failures.append('%s host: %s' % (name, err))
                 continue
@@ -370,11 +343,11 @@ def replay(args):
             name, form, dt = c['name'], c['form'], c['dtype']
             model = json.load(open(os.path.join(args.dir, name + '.json')))
             vals = make_inputs(form, dt, ROWS, c['length'], rng)
-            files = save_inputs(d, name, model, vals)
+            files = L.save_inputs(d, name, model, vals)
             ref = reference(form, dt, vals)
             errs = {}
             for kind in ('rounds', 'pair'):
-                got, err = run_bundle(args.tcc, os.path.join(args.dir, '%s.%s.tccb' % (
+                got, err = L.run_bundle(args.tcc, os.path.join(args.dir, '%s.%s.tccb' % (
                     name, kind)), files, d)
                 if err:
                     failures.append('%s %s: %s' % (name, kind, err))
@@ -386,7 +359,7 @@ def replay(args):
                     failures.append(msg)
             print('%-32s error: paired %.3g, a round each %.3g (tolerance %.3g)' % (
                 name, errs.get('pair', float('nan')), errs.get('rounds', float('nan')),
-                tolerance(dt)))
+                L.chain_tolerance(dt)))
     if failures:
         fail('; '.join(failures))
     print('%d long-row chains correct on the GPU, paired and not' % len(manifest))

@@ -36,7 +36,6 @@ import argparse
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 
@@ -204,42 +203,16 @@ def error(form, got, ref):
     return float(rel.max()), int(bad.sum())
 
 
-def tolerance(dt):
-    tol = 64 * L.eps('f32')
-    if dt in ('f16', 'bf16'):
-        tol += 4 * L.eps(dt)
-    return tol
-
-
 def run(*args):
-    p = subprocess.run(list(args), capture_output=True, text=True, timeout=600)
-    return p.returncode, p.stdout, p.stderr
-
-
-def save_inputs(d, name, model, vals):
-    files = []
-    for t in model['inputs']:
-        path = os.path.join(d, '%s.%s.npy' % (name, t['name']))
-        np.save(path, L.to_npy(t['dtype'], vals[t['name']]))
-        files += ['--input', '%s=%s' % (t['name'], path)]
-    return files
-
-
-def run_bundle(tcc, bundle, files, d):
-    out = os.path.join(d, 'out')
-    os.makedirs(out, exist_ok=True)
-    rc, _, err = run(tcc, 'run', bundle, '--output-dir', out, *files)
-    if rc:
-        return None, L.first_line(err)
-    return np.load(os.path.join(out, 'y.npy')).astype(np.float64), None
+    return L.run_tcc(list(args))
 
 
 def compare(name, form, dt, got, ref):
     err, bad = error(form, got.reshape(ref.shape), ref)
     if bad:
         return '%s: %d NaN/inf entries differ from the reference' % (name, bad), err
-    if not err <= tolerance(dt):
-        return '%s: error %.3g over the tolerance %.3g' % (name, err, tolerance(dt)), err
+    if not err <= L.chain_tolerance(dt):
+        return '%s: error %.3g over the tolerance %.3g' % (name, err, L.chain_tolerance(dt)), err
     return None, err
 
 
@@ -286,7 +259,7 @@ def check(args):
                 failures.append('%s host: %s' % (name, L.first_line(err)))
                 continue
             vals = make_inputs(form, dt, small, rng)
-            got, err = run_bundle(args.tcc, bundle, save_inputs(d, name, model, vals), d)
+            got, err = L.run_bundle(args.tcc, bundle, L.save_inputs(d, name, model, vals), d)
             if err:
                 failures.append('%s host: %s' % (name, err))
                 continue
@@ -326,15 +299,15 @@ def replay(args):
             name, form, dt, shape = c['name'], c['form'], c['dtype'], c['shape']
             model = json.load(open(os.path.join(args.dir, name + '.json')))
             vals = make_inputs(form, dt, shape, rng)
-            got, err = run_bundle(args.tcc, os.path.join(args.dir, name + '.tccb'),
-                                  save_inputs(d, name, model, vals), d)
+            got, err = L.run_bundle(args.tcc, os.path.join(args.dir, name + '.tccb'),
+                                  L.save_inputs(d, name, model, vals), d)
             if err:
                 failures.append('%s: %s' % (name, err))
                 continue
             msg, e = compare(name, form, dt, got, reference(form, dt, vals))
             if msg:
                 failures.append(msg)
-            print('%-28s error %.3g (tolerance %.3g)' % (name, e, tolerance(dt)))
+            print('%-28s error %.3g (tolerance %.3g)' % (name, e, L.chain_tolerance(dt)))
     if failures:
         print('FAILED: ' + '; '.join(failures))
         sys.exit(1)

@@ -233,13 +233,17 @@ public:
   /// k0 + lane + Wj of the tile, W the warp's (wave's) lanes (keys past lk
   /// count as dropped). Loads only: warpAny() combines the lanes.
   mlir::Value laneKeeps(mlir::Value tile, int64_t blockKV) {
-    return laneKeepFlags(tile, blockKV).first;
+    return laneKeepFlags(tile, blockKV, /*withAll=*/false).first;
   }
-  /// The lane's parts of "tile `tile` keeps a key" and "keeps every key"
-  /// (keys past lk count as dropped for the first, kept for the second: a
-  /// tile constraint drops them), from one set of loads.
-  std::pair<mlir::Value, mlir::Value> laneKeepFlags(mlir::Value tile,
-                                                    int64_t blockKV) {
+  /// The lane's parts of "tile `tile` keeps a key" and, with `withAll`,
+  /// "keeps every key" (keys past lk count as dropped for the first, kept
+  /// for the second: a tile constraint drops them), from one set of loads.
+  /// The second is built only where it is used: ptxas (the CUDA 13 JIT on
+  /// the H100) miscompiled the first or of the lane's "any" into an and
+  /// where the "every" chain beside it fed only an unused vote.all, and
+  /// tiles that kept some of their first 2W keys were skipped (session 46).
+  std::pair<mlir::Value, mlir::Value>
+  laneKeepFlags(mlir::Value tile, int64_t blockKV, bool withAll) {
     int64_t lanes = waveSize;
     mlir::Value laneI32 = toI32(mlir::arith::RemUIOp::create(
         b, loc, mlir::gpu::ThreadIdOp::create(b, loc, mlir::gpu::Dimension::x),
@@ -254,7 +258,8 @@ public:
                   cmp(mlir::arith::CmpIPredicate::slt, off, cstI32(blockKV)));
       mlir::Value keep = p.keyKeep(b, loc, keepBatch, keepHead, k, captured);
       any = lor(any, land(in, keep));
-      all = land(all, lor(notI1(in), keep));
+      if (withAll)
+        all = land(all, lor(notI1(in), keep));
     }
     return {any, all};
   }
@@ -297,13 +302,16 @@ public:
     llvm::SmallVector<mlir::Value> liveF, allF;
     if (!skipsKeys())
       return {};
+    bool withAll = p.keyKeepApply;
     for (int64_t st = 0; st + 1 < stages; ++st) {
-      auto [any, every] = laneKeepFlags(add(tStart, st), blockKV);
+      auto [any, every] = laneKeepFlags(add(tStart, st), blockKV, withAll);
       liveF.push_back(warpAny(any));
-      allF.push_back(warpAll(every));
+      if (withAll)
+        allF.push_back(warpAll(every));
     }
     live.assign(liveF.begin(), liveF.end());
-    auto [any, every] = laneKeepFlags(add(tStart, stages - 1), blockKV);
+    auto [any, every] =
+        laneKeepFlags(add(tStart, stages - 1), blockKV, withAll);
     llvm::SmallVector<mlir::Value> out(liveF);
     if (p.keyKeepApply)
       out.append(allF.begin(), allF.end());
@@ -337,7 +345,7 @@ public:
       r.allNow = all.front();
       allNext = warpAll(flags[2 * n + 1]);
     }
-    auto [any, every] = laneKeepFlags(add(next, 1), blockKV);
+    auto [any, every] = laneKeepFlags(add(next, 1), blockKV, withAll);
     llvm::append_range(r.yield, live.drop_front());
     r.yield.push_back(r.liveNext);
     if (withAll) {

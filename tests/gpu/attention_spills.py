@@ -4,7 +4,11 @@
 Compiles forms of attention_test.py (the models it records) for sm_90,
 sm_90a and sm_80 with --gpu-attention --emit asm, assembles the PTX with ptxas -v and
 fails on any kernel that spills (a spill is local memory traffic inside the
-key loop: a slow kernel, not a wrong one, so nothing else catches it).
+key loop: a slow kernel, not a wrong one, so nothing else catches it), or
+whose PTX holds a warp vote whose result nothing reads: beside such a dead
+vote.all, the CUDA 13 JIT turned the live "any" flags of the key-skipping
+prologue into "all" flags on the H100 (session 46), and tiles a padding mask
+kept in part were skipped (a wrong answer no ptxas report shows).
 
 usage: attention_spills.py TCC [--ptxas PTXAS] [--all] [--only PREFIX]...
                             [--target T]... [--mix N[:SEED]]
@@ -38,6 +42,7 @@ import tempfile
 # pair; of the f32 forms (the SIMT template), rows copied element by element.
 SUBSET = (
     'plain_bf16', 'causal_bf16_1000', 'cross_f16_100x3001', 'softcap_x30_bf16',
+    'softcap_sparse_padmask_bf16_664',
     'alibi_slopes_input_bf16', 'window64_bf16', 'gqa_8_2_bf16',
     'keymask_perhead_drop_f16_1000', 'keymask_runs_causal_bf16_700',
     'bias_plane_causal_f16_520', 'bias_unaligned_f16_777',
@@ -58,6 +63,15 @@ def find_ptxas():
     return found if isinstance(found, str) else (found[0] if found else None)
 
 
+VOTE = re.compile(r'vote\.sync\.\w+\.pred\s+(%p\d+)')
+
+
+def dead_votes(ptx):
+    """The predicates of warp votes that the PTX never reads (a register
+    named once: its definition)."""
+    return [r for r in VOTE.findall(ptx) if len(re.findall(re.escape(r) + r'\b', ptx)) == 1]
+
+
 def check(tcc, ptxas, tmp, name, m, target):
     """(name, target, [(kernel, registers, stores, loads)], error or None)."""
     base = os.path.join(tmp, '%s-%s' % (name, target))
@@ -67,6 +81,10 @@ def check(tcc, ptxas, tmp, name, m, target):
                         '--emit', 'asm', '-o', base + '.ptx'], capture_output=True, text=True)
     if p.returncode:
         return name, target, [], 'compile: ' + p.stderr.strip()[:300]
+    with open(base + '.ptx') as f:
+        dead = dead_votes(f.read())
+    if dead:
+        return name, target, [], 'votes nothing reads: %s' % ' '.join(dead)
     p = subprocess.run([ptxas, '-arch=' + target, '-v', base + '.ptx', '-o', base + '.cubin'],
                        capture_output=True, text=True)
     if p.returncode:

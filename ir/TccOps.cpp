@@ -266,6 +266,70 @@ LogicalResult ReshapeOp::verify() {
   return success();
 }
 
+/// A reduction over axes of extent 1 whose result has the input's type
+/// (keepdims) is its input: a sum, max, min or mean of one element is that
+/// element (a loss's mean over the one row of a [1, C] batch).
+static OpFoldResult foldUnitReduction(Value input, ArrayRef<int64_t> axes,
+                                      Type resultType) {
+  auto t = dyn_cast<RankedTensorType>(input.getType());
+  if (!t || t != resultType)
+    return {};
+  for (int64_t a : axes)
+    if (a < 0 || a >= t.getRank() || t.getDimSize(a) != 1)
+      return {};
+  return input;
+}
+namespace {
+/// A reduction over axes of extent 1 that drops them (keepdims false) is a
+/// reshape of its input: one element reduces to itself.
+template <typename Op> struct UnitReductionToReshape : OpRewritePattern<Op> {
+  using OpRewritePattern<Op>::OpRewritePattern;
+  LogicalResult matchAndRewrite(Op op,
+                                PatternRewriter &rewriter) const override {
+    auto t = dyn_cast<RankedTensorType>(op.getInput().getType());
+    auto rt = dyn_cast<RankedTensorType>(op.getType());
+    if (!t || !rt || t == rt || t.getElementType() != rt.getElementType() ||
+        t.getNumElements() != rt.getNumElements())
+      return failure();
+    for (int64_t a : op.getAxes())
+      if (a < 0 || a >= t.getRank() || t.getDimSize(a) != 1)
+        return failure();
+    rewriter.replaceOpWithNewOp<ReshapeOp>(op, rt, op.getInput());
+    return success();
+  }
+};
+} // namespace
+
+void ReduceSumOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                              MLIRContext *context) {
+  results.add<UnitReductionToReshape<ReduceSumOp>>(context);
+}
+void ReduceMaxOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                              MLIRContext *context) {
+  results.add<UnitReductionToReshape<ReduceMaxOp>>(context);
+}
+void ReduceMinOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                              MLIRContext *context) {
+  results.add<UnitReductionToReshape<ReduceMinOp>>(context);
+}
+void ReduceMeanOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                               MLIRContext *context) {
+  results.add<UnitReductionToReshape<ReduceMeanOp>>(context);
+}
+
+OpFoldResult ReduceSumOp::fold(FoldAdaptor) {
+  return foldUnitReduction(getInput(), getAxes(), getType());
+}
+OpFoldResult ReduceMaxOp::fold(FoldAdaptor) {
+  return foldUnitReduction(getInput(), getAxes(), getType());
+}
+OpFoldResult ReduceMinOp::fold(FoldAdaptor) {
+  return foldUnitReduction(getInput(), getAxes(), getType());
+}
+OpFoldResult ReduceMeanOp::fold(FoldAdaptor) {
+  return foldUnitReduction(getInput(), getAxes(), getType());
+}
+
 OpFoldResult TransposeOp::fold(FoldAdaptor) {
   auto identity = [](ArrayRef<int64_t> perm) {
     for (auto [i, p] : llvm::enumerate(perm))

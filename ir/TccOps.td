@@ -157,6 +157,10 @@ class Tcc_ReduceOp<string mnemonic>
   let results = (outs Tcc_NumTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+  // Over axes of extent 1: the input (folded), or its reshape where the
+  // axes are dropped (canonicalized).
+  let hasFolder = 1;
+  let hasCanonicalizer = 1;
 }
 
 def Tcc_ReduceSumOp : Tcc_ReduceOp<"reduce_sum">;

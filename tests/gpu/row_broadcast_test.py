@@ -63,6 +63,9 @@ CASES = [
     # launch and its finish launch.
     ('ce_flat_targets_f32_1001', 'ce_flat_targets', 'f32', [1, 1, 3000, 1001]),
     ('ce_flat_targets_bf16_32000', 'ce_flat_targets', 'bf16', [1, 1, 64, 32000]),
+    # A single row: the sums over the one target fold to reshapes (4
+    # launches before session 46).
+    ('ce_flat_targets_f32_1x50257', 'ce_flat_targets', 'f32', [1, 1, 1, 50257]),
 ]
 IGNORE = -100
 

@@ -55,8 +55,8 @@ namespace {
 /// the generic kernels (`blocksPerSm` 0), or for that many blocks.
 std::string launchPipeline(bool rowFusion, int64_t rowValuesPerThread,
                            int64_t rowClusterThreads, bool rowLastBlock,
-                           bool rowPairRounds, bool nvidia, int64_t blocksPerSm,
-                           bool clusters) {
+                           bool rowPairRounds, bool rowStream, bool nvidia,
+                           int64_t blocksPerSm, bool clusters) {
   // A row may span a cluster of 8 blocks (the portable cluster size).
   std::string fusion = "tcc-gpu-row-fusion{values-per-thread=" +
                        std::to_string(rowValuesPerThread) +
@@ -65,7 +65,7 @@ std::string launchPipeline(bool rowFusion, int64_t rowValuesPerThread,
                        " sync-scope=" + (nvidia ? "device" : "agent") +
                        " last-block=" + (rowLastBlock ? "true" : "false") +
                        " pair-rounds=" + (rowPairRounds ? "true" : "false") +
-                       "}, ";
+                       " stream-rows=" + (rowStream ? "true" : "false") + "}, ";
   std::string occupancy =
       nvidia ? ", gpu.module(tcc-gpu-occupancy{blocks-per-sm=" +
                    std::to_string(blocksPerSm) + "})"
@@ -1231,6 +1231,7 @@ struct ScheduleOverrides {
   int64_t blocksPerSm = 0;        ///< tcc-gpu-occupancy's option
   bool rowLastBlock = true;       ///< tcc-gpu-row-fusion's last-block
   bool rowPairRounds = true;      ///< tcc-gpu-row-fusion's pair-rounds
+  bool rowStream = true;          ///< tcc-gpu-row-fusion's stream-rows
 
   LogicalResult load(const std::string &path, std::string &error) {
     if (path.empty())
@@ -1272,11 +1273,14 @@ struct ScheduleOverrides {
             rowLastBlock = v.get<bool>();
           } else if (k == "pair_rounds" && v.is_boolean()) {
             rowPairRounds = v.get<bool>();
+          } else if (k == "stream" && v.is_boolean()) {
+            rowStream = v.get<bool>();
           } else {
             error = path + ": \"rows\" holds values_per_thread (an integer "
                            "from 1 to 64), blocks_per_sm (-1 to 32), "
                            "cluster_threads (256, 512 or 1024), "
-                           "last_block and pair_rounds (true or false)";
+                           "last_block, pair_rounds and stream (true or "
+                           "false)";
             return failure();
           }
         }
@@ -2075,8 +2079,8 @@ LogicalResult compileGpuKernels(ModuleOp module, const GpuOptions &options,
           *device,
           launchPipeline(options.rowFusion, overrides.rowValuesPerThread,
                          overrides.rowClusterThreads, overrides.rowLastBlock,
-                         overrides.rowPairRounds, nvidia, overrides.blocksPerSm,
-                         target.clusters),
+                         overrides.rowPairRounds, overrides.rowStream, nvidia,
+                         overrides.blocksPerSm, target.clusters),
           "mapping to GPU launches", options.timing)))
     return failure();
 

@@ -349,7 +349,14 @@ def TccGpuRowFusion : Pass<"tcc-gpu-row-fusion", "func::FuncOp"> {
     Option<"pairRounds", "pair-rounds", "bool", /*default=*/"true",
            "Over a row's cluster, a max and the sum of exponentials after "
            "it (softmax's) combine in one round of (max, sum) pairs, each "
-           "block's sum corrected by its max; false: a round each">
+           "block's sum corrected by its max; false: a round each">,
+    Option<"streamRows", "stream-rows", "bool", /*default=*/"false",
+           "A kernel that writes no rows and whose row values only a max "
+           "and the sum of exponentials after it read (a loss) streams a "
+           "row longer than a block's registers hold through one block, "
+           "chunk by chunk, each thread keeping a running (max, sum) pair, "
+           "instead of spanning a cluster (rows read in vectors of 4 or "
+           "more; tcc compile turns it on)">
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::arith::ArithDialect",

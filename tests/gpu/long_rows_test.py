@@ -21,11 +21,18 @@ v what the max reduced (k < 0; k > 0 under a min), combine in one round of
 (softmax's division: the pairing would compute it twice); any other chain
 (the squares) takes a round per reduction.
 
-`check` (no GPU): each case compiles for sm_90 to one row kernel with
+A chain that writes no rows and whose row values only the pair reads
+(cross-entropy, log-sum-exp), on a row read in vectors of 4 or more,
+streams through one block a row by default (stream-rows: a running (max,
+sum) a thread over the row's chunks, no cluster); `"rows": {"stream":
+false}` gives it the cluster form, which the checks below use.
+
+`check` (no GPU): each case compiles for sm_90 (stream off) to one row kernel with
 clusters and as many cluster barriers as its rounds (the pairs one fewer),
+the streamed cases by default to one without cluster barriers,
 ptxas assembles it, and the model on the host (3 rows) matches this
 script's NumPy reference. `record` writes sm_90 bundles with the pairing on
-and off; `replay` runs both on a GPU with fresh inputs against a float64
+and off (and the streamed one); `replay` runs them on a GPU with fresh inputs against a float64
 reference: each must meet the dtype's tolerance, and the paired kernel's
 error must stay within 2x the unpaired one's plus 2 ulps of the dtype (its
 terms exp(x - m_b), rounded to a 16-bit dtype against another max, may
@@ -247,10 +254,17 @@ def compare(name, dt, got, ref, other=None):
 
 
 def schedule_file(d, pair):
+    """The cluster form, paired or not (streaming off)."""
     path = os.path.join(d, 'pair-%s.json' % ('on' if pair else 'off'))
     with open(path, 'w') as f:
-        json.dump({'rows': {'pair_rounds': pair}}, f)
+        json.dump({'rows': {'pair_rounds': pair, 'stream': False}}, f)
     return path
+
+
+def streamed(form, length):
+    """Whether the default compile streams the case's rows: no row written,
+    only the pair reads the row, the row read in vectors of 4 or more."""
+    return form in ('cross_entropy', 'logsumexp', 'lse_t2') and length % 4 == 0
 
 
 def fail(msg):
@@ -268,8 +282,21 @@ def check(args):
             with open(path, 'w') as f:
                 json.dump(model, f)
             ptx = os.path.join(d, name + '.ptx')
+            if streamed(form, length):
+                rc, _, err = run(args.tcc, 'compile', path, '--target', 'sm_90', '--emit',
+                                 'asm', '-o', ptx)
+                if rc:
+                    failures.append('%s: %s' % (name, L.first_line(err)))
+                    continue
+                waits = len(re.findall(r'barrier\.cluster\.wait', open(ptx).read()))
+                if waits:
+                    failures.append('%s: %d cluster barriers streamed, want 0' % (name, waits))
+                if args.ptxas:
+                    rc, _, err = run(args.ptxas, '-arch=sm_90', '-v', ptx, '-o', os.devnull)
+                    if rc or any(int(n) for n in re.findall(r'(\d+) bytes spill stores', err)):
+                        failures.append('%s streamed: ptxas rc %d or spills' % (name, rc))
             rc, _, err = run(args.tcc, 'compile', path, '--target', 'sm_90', '--emit',
-                             'asm', '-o', ptx)
+                             'asm', '-o', ptx, '--schedule', schedule_file(d, True))
             if rc:
                 failures.append('%s: %s' % (name, L.first_line(err)))
                 continue
@@ -328,6 +355,11 @@ def record(args):
                              schedule_file(args.out, pair))
             if rc:
                 fail('%s: %s' % (name, L.first_line(err)))
+        if streamed(form, length):
+            rc, _, err = run(args.tcc, 'compile', path, '--target', 'sm_90', '-o',
+                             os.path.join(args.out, '%s.stream.tccb' % name))
+            if rc:
+                fail('%s: %s' % (name, L.first_line(err)))
         manifest.append({'name': name, 'form': form, 'dtype': dt, 'length': length})
         print('recorded %s' % name)
     with open(os.path.join(args.out, 'manifest.json'), 'w') as f:
@@ -346,7 +378,8 @@ def replay(args):
             files = L.save_inputs(d, name, model, vals)
             ref = reference(form, dt, vals)
             errs = {}
-            for kind in ('rounds', 'pair'):
+            kinds = ('rounds', 'pair') + (('stream',) if streamed(form, c['length']) else ())
+            for kind in kinds:
                 got, err = L.run_bundle(args.tcc, os.path.join(args.dir, '%s.%s.tccb' % (
                     name, kind)), files, d)
                 if err:
@@ -354,11 +387,12 @@ def replay(args):
                     break
                 errs[kind] = error(dt, got, ref)[0]
                 msg = compare('%s %s' % (name, kind), dt, got, ref,
-                              errs.get('rounds') if kind == 'pair' else None)
+                              errs.get('rounds') if kind != 'rounds' else None)
                 if msg:
                     failures.append(msg)
-            print('%-32s error: paired %.3g, a round each %.3g (tolerance %.3g)' % (
+            print('%-32s error: paired %.3g, a round each %.3g%s (tolerance %.3g)' % (
                 name, errs.get('pair', float('nan')), errs.get('rounds', float('nan')),
+                ', streamed %.3g' % errs['stream'] if 'stream' in errs else '',
                 L.chain_tolerance(dt)))
     if failures:
         fail('; '.join(failures))

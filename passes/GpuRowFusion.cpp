@@ -1388,6 +1388,37 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
     return false;
   }
 
+  /// A (max, sum) pair's correction exp(k·(m - m_b)) is computed in f32
+  /// (f64 for a sum in f64), the difference of the maxes in the wider of
+  /// that and the max's type.
+  static Type correctionType(Type sumType) {
+    return sumType.isF64() ? sumType : Float32Type::get(sumType.getContext());
+  }
+  static Type differenceType(Type maxType, Type corrType) {
+    return maxType.getIntOrFloatBitWidth() > corrType.getIntOrFloatBitWidth()
+               ? maxType
+               : corrType;
+  }
+  /// `v` extended or truncated to the float type `t`.
+  Value toFloat(Value v, Type t) {
+    if (v.getType() == t)
+      return v;
+    if (v.getType().getIntOrFloatBitWidth() < t.getIntOrFloatBitWidth())
+      return arith::ExtFOp::create(*b, loc, t, v);
+    return arith::TruncFOp::create(*b, loc, t, v);
+  }
+  /// exp(k·(m - mb)) in `corrType`, the difference taken in `diffType`.
+  Value correctionFactor(double k, Value m, Value mb, Type diffType,
+                         Type corrType) {
+    Value scale =
+        arith::ConstantOp::create(*b, loc, b->getFloatAttr(corrType, k));
+    Value diff = arith::SubFOp::create(*b, loc, toFloat(m, diffType),
+                                       toFloat(mb, diffType));
+    return math::ExpOp::create(
+        *b, loc,
+        arith::MulFOp::create(*b, loc, scale, toFloat(diff, corrType)));
+  }
+
   /// A max (or min) `plans[i]` and the sum `plans[j]` after it, when the
   /// sum's shares are exp(k·(r - v))·h, r the max and v what it reduced at
   /// the same position (log-softmax's max and sum of exponentials: k = -1;
@@ -1535,33 +1566,16 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
       for (Value v : maxes)
         rowMax = combine(*b, first.combiner, rowMax, v);
     }
-    // The correction in f32 (f64 for a sum in f64), the difference of the
-    // maxes in the wider of that and the max's type.
     Type sumType = sum.getType();
-    Type corrType = sumType.isF64() ? sumType : Type(b->getF32Type());
-    Type diffType =
-        maxType.getIntOrFloatBitWidth() > corrType.getIntOrFloatBitWidth()
-            ? maxType
-            : corrType;
-    auto to = [&](Value v, Type t) -> Value {
-      if (v.getType() == t)
-        return v;
-      if (v.getType().getIntOrFloatBitWidth() < t.getIntOrFloatBitWidth())
-        return arith::ExtFOp::create(*b, loc, t, v);
-      return arith::TruncFOp::create(*b, loc, t, v);
-    };
-    Value scale =
-        arith::ConstantOp::create(*b, loc, b->getFloatAttr(corrType, *k));
-    Value rowMaxWide = to(rowMax, diffType);
+    Type corrType = correctionType(sumType);
+    Type diffType = differenceType(maxType, corrType);
     Value zero = arith::ConstantOp::create(*b, loc, b->getZeroAttr(corrType));
     Value rowEmpty = isEmpty(rowMax);
     // A rank's share: against m_b <= m (>= under a min) the factor is at
     // most 1.
     auto share = [&](Value m, Value s) -> Value {
-      Value diff = arith::SubFOp::create(*b, loc, rowMaxWide, to(m, diffType));
-      Value factor = math::ExpOp::create(
-          *b, loc, arith::MulFOp::create(*b, loc, scale, to(diff, corrType)));
-      Value sWide = to(s, corrType);
+      Value factor = correctionFactor(*k, rowMax, m, diffType, corrType);
+      Value sWide = toFloat(s, corrType);
       return arith::SelectOp::create(
           *b, loc, isEmpty(m),
           arith::SelectOp::create(*b, loc, rowEmpty, sWide, zero),
@@ -1580,7 +1594,7 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
                       : term;
       }
     }
-    total = to(total, sumType);
+    total = toFloat(total, sumType);
     setReduction(first, initial, rowMax);
     noteWritten(firstOp);
     // Before the sum's value: the ops between include its output's fill.
@@ -1612,18 +1626,8 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
     Type maxType = neutral.getType();
     Type sumType = second.narrowSum ? Type(b->getF32Type())
                                     : second.combiner->getResult(0).getType();
-    Type corrType = sumType.isF64() ? sumType : Type(b->getF32Type());
-    Type diffType =
-        maxType.getIntOrFloatBitWidth() > corrType.getIntOrFloatBitWidth()
-            ? maxType
-            : corrType;
-    auto to = [&](Value v, Type t) -> Value {
-      if (v.getType() == t)
-        return v;
-      if (v.getType().getIntOrFloatBitWidth() < t.getIntOrFloatBitWidth())
-        return arith::ExtFOp::create(*b, loc, t, v);
-      return arith::TruncFOp::create(*b, loc, t, v);
-    };
+    Type corrType = correctionType(sumType);
+    Type diffType = differenceType(maxType, corrType);
     auto isEmpty = [&](Value m) {
       return arith::CmpFOp::create(*b, loc, arith::CmpFPredicate::OEQ, m,
                                    neutral);
@@ -1692,15 +1696,10 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
         k.reset();
         scf::YieldOp::create(*b, loc, ValueRange{mOld, sOld});
       } else {
-        Value scale =
-            arith::ConstantOp::create(*b, loc, b->getFloatAttr(corrType, *k));
-        Value diff = arith::SubFOp::create(*b, loc, to(mNew, diffType),
-                                           to(mOld, diffType));
-        Value factor = math::ExpOp::create(
-            *b, loc, arith::MulFOp::create(*b, loc, scale, to(diff, corrType)));
-        Value kept =
-            to(arith::MulFOp::create(*b, loc, to(sOld, corrType), factor),
-               sumType);
+        Value factor = correctionFactor(*k, mNew, mOld, diffType, corrType);
+        Value kept = toFloat(
+            arith::MulFOp::create(*b, loc, toFloat(sOld, corrType), factor),
+            sumType);
         Value sum = arith::AddFOp::create(
             *b, loc,
             arith::SelectOp::create(*b, loc, isEmpty(mOld), zero, kept),
@@ -1723,17 +1722,13 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
     // against the row's max m is at most 1).
     Value mThread = loop.getResult(0), sThread = loop.getResult(1);
     Value rowMax = acrossBlock(first, mThread, partials[i]);
-    Value scale =
-        arith::ConstantOp::create(*b, loc, b->getFloatAttr(corrType, *k));
-    Value diff = arith::SubFOp::create(*b, loc, to(rowMax, diffType),
-                                       to(mThread, diffType));
-    Value factor = math::ExpOp::create(
-        *b, loc, arith::MulFOp::create(*b, loc, scale, to(diff, corrType)));
+    Value factor = correctionFactor(*k, rowMax, mThread, diffType, corrType);
     Value share = arith::SelectOp::create(
         *b, loc, isEmpty(mThread),
         arith::SelectOp::create(*b, loc, isEmpty(rowMax), sThread, zero),
-        to(arith::MulFOp::create(*b, loc, to(sThread, corrType), factor),
-           sumType));
+        toFloat(
+            arith::MulFOp::create(*b, loc, toFloat(sThread, corrType), factor),
+            sumType));
     Value total = acrossBlock(second, share, partials[j]);
     setReduction(first, initial, rowMax);
     noteWritten(firstOp);

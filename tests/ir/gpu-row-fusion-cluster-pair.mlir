@@ -41,8 +41,8 @@
 // CHECK: arith.maximumf %cst{{.*}}, [[M0:%.*]] : f32
 // CHECK-COUNT-6: arith.maximumf
 // CHECK-NEXT: [[MAX:%.*]] = arith.maximumf
-// CHECK: [[K:%.*]] = arith.constant -5.000000e-01 : f32
 // CHECK: [[ROWEMPTY:%.*]] = arith.cmpf oeq, [[MAX]], %cst
+// CHECK-NEXT: [[K:%.*]] = arith.constant -5.000000e-01 : f32
 // CHECK-NEXT: [[D:%.*]] = arith.subf [[MAX]], [[M0]]
 // CHECK-NEXT: [[E:%.*]] = arith.mulf [[K]], [[D]]
 // CHECK-NEXT: [[F:%.*]] = math.exp [[E]]

@@ -355,8 +355,8 @@ def TccGpuRowFusion : Pass<"tcc-gpu-row-fusion", "func::FuncOp"> {
            "and the sum of exponentials after it read (a loss) streams a "
            "row longer than a block's registers hold through one block, "
            "chunk by chunk, each thread keeping a running (max, sum) pair, "
-           "instead of spanning a cluster (rows read in vectors of 4 or "
-           "more; tcc compile turns it on)">
+           "instead of spanning a cluster or a block of 1024 threads (rows "
+           "read in vectors of 4 or more; tcc compile turns it on)">
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::arith::ArithDialect",

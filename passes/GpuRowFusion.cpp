@@ -692,8 +692,12 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
         st.threads = 512;
         st.vectors = std::max<int64_t>(1, 2 * perThread / vec);
         st.chunks = ceilDivI(length / vec, st.threads * st.vectors);
-        layout = st;
-        streamPair = pair;
+        // A row of one chunk is the unstreamed kernel with fewer threads
+        // (not measured): left as it was.
+        if (st.chunks > 1) {
+          layout = st;
+          streamPair = pair;
+        }
       }
     return true;
   }

@@ -691,7 +691,8 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
         st.vec = vec;
         st.threads = 512;
         st.vectors = std::max<int64_t>(1, 2 * perThread / vec);
-        st.chunks = ceilDivI(length / vec, st.threads * st.vectors);
+        st.chunks = int64_t(
+            llvm::divideCeil(uint64_t(length / vec), st.threads * st.vectors));
         // A row of one chunk is the unstreamed kernel with fewer threads
         // (not measured): left as it was.
         if (st.chunks > 1) {
@@ -701,8 +702,6 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
       }
     return true;
   }
-
-  static int64_t ceilDivI(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
   /// The plans (i, j) a streamed row takes: a max (or min) i from an
   /// infinite neutral and the float sum j after it, with every op that
@@ -1396,6 +1395,24 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
     return false;
   }
 
+  /// What the max (or min) `plan` reduced at each position, from its
+  /// per-position `shares`: the body's combination with the neutral value
+  /// (null where a share is not such a combination).
+  SmallVector<Value> reducedValues(const OpPlan &plan,
+                                   ArrayRef<Value> shares) const {
+    SmallVector<Value> reduced;
+    for (Value share : shares) {
+      Operation *c = share.getDefiningOp();
+      Value v;
+      if (c && c->getName() == plan.combiner->getName())
+        for (unsigned o = 0; o < 2; ++o)
+          if (matchPattern(c->getOperand(1 - o), m_Constant()))
+            v = c->getOperand(o);
+      reduced.push_back(v);
+    }
+    return reduced;
+  }
+
   /// A (max, sum) pair's correction exp(k·(m - m_b)) is computed in f32
   /// (f64 for a sum in f64), the difference of the maxes in the wider of
   /// that and the max's type.
@@ -1449,18 +1466,7 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
     Value firstInit = firstOp.getDpsInitOperand(0)->get();
     SmallVector<Value> maxShares;
     Value part = threadTotal(first, &maxShares);
-    // What the max reduced at each position: its body's combination with
-    // the neutral value.
-    SmallVector<Value> reduced;
-    for (Value share : maxShares) {
-      Operation *c = share.getDefiningOp();
-      Value v;
-      if (c && c->getName() == first.combiner->getName())
-        for (unsigned o = 0; o < 2; ++o)
-          if (matchPattern(c->getOperand(1 - o), m_Constant()))
-            v = c->getOperand(o);
-      reduced.push_back(v);
-    }
+    SmallVector<Value> reduced = reducedValues(first, maxShares);
     Value initial = read(firstInit, Access::RowScalar)[0];
     Value own = acrossBlock(first, part, partials[i]);
     Type maxType = own.getType();
@@ -1679,16 +1685,7 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
       }
       SmallVector<Value> maxShares;
       Value part = threadTotal(first, &maxShares);
-      SmallVector<Value> reduced;
-      for (Value share : maxShares) {
-        Operation *op = share.getDefiningOp();
-        Value v;
-        if (op && op->getName() == first.combiner->getName())
-          for (unsigned o = 0; o < 2; ++o)
-            if (matchPattern(op->getOperand(1 - o), m_Constant()))
-              v = op->getOperand(o);
-        reduced.push_back(v);
-      }
+      SmallVector<Value> reduced = reducedValues(first, maxShares);
       Value mNew = combine(*b, first.combiner, mOld, part);
       rowScalars[firstRoot] = mNew;
       uniform.insert(mNew);

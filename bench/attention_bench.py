@@ -273,10 +273,17 @@ def inputs(case):
     b, hq, hkv, l, d = (case[k] for k in ('b', 'hq', 'hkv', 'l', 'd'))
     qkv = [torch.randn(shape, device='cuda', generator=g).to(torch_dtype(case))
            for shape in ((b, hq, lq_of(case), d), (b, hkv, l, d), (b, hkv, l, d))]
+    env = {}
     if case.get('layout'):
         # Stored [B, L, H, D]; everyone sees the [B, H, L, D] views.
         qkv = [t.transpose(1, 2).contiguous().transpose(1, 2) for t in qkv]
-    env = {}
+    if case.get('packed'):
+        # One [B, L, 3·H·D] tensor (the model's input); everyone else sees
+        # its thirds viewed [B, L, H, D] and transposed.
+        env['qkv'] = torch.randn((b, l, 3 * hq * d), device='cuda',
+                                 generator=g).to(torch_dtype(case))
+        qkv = [t.view(b, l, hq, d).transpose(1, 2)
+               for t in env['qkv'].split(hq * d, dim=2)]
     v = case['variant']
     if v == 'bias':
         g2 = torch.Generator(device='cuda').manual_seed(SEED + 1)
@@ -331,6 +338,8 @@ def correctness(args, case, q, k, v, env=None, flex=None):
             # K given transposed: the model's input is [B, H, D, L].
             qkv[1] = k.transpose(-1, -2)
         given = list(zip('qkv', qkv)) + [(n, env[n]) for n in case.get('inputs', [])]
+        if case.get('packed'):
+            given = [('qkv', env['qkv'])]
         for name, t in given:
             path = os.path.join(work, name + '.npy')
             # bool stays bool (the mask); floats go as f32, tcc rounds them
@@ -345,6 +354,8 @@ def correctness(args, case, q, k, v, env=None, flex=None):
         got = torch.from_numpy(np.load(os.path.join(out, 'o.npy')).astype(np.float64)).cuda()
         if case.get('layout'):
             got = got.transpose(1, 2)
+        if case.get('packed'):  # [B, L, H·D]
+            got = got.view(case['b'], case['l'], case['hq'], case['d']).transpose(1, 2)
     err = float((got - ref).abs().max()) if torch.isfinite(got).all() else math.inf
     if case['variant'] in CAPTURED:
         # Against the most accurate fused peer that ran (SDPA's math

@@ -202,7 +202,7 @@ def cases(small):
 
 
 def attention_model(name, b, hq, hkv, l, d, variant, lq=None, dt='bf16', layout=False,
-                    written=''):
+                    written='', packed=False):
     """Prefill attention written plainly (the ten Neptune operators' prefill
     half): scores, the variant's changes, softmax, P·V; K and V repeated
     over query heads by reshape and broadcast when hkv < hq (GQA). With
@@ -211,7 +211,10 @@ def attention_model(name, b, hq, hkv, l, d, variant, lq=None, dt='bf16', layout=
     [B, L, H, D] (a projection's layout), transposed to and from attention's
     [B, H, L, D] in the model. `written`: 'ktrans' (K the input
     [B, Hkv, D, L], the scores matmul(q, k)), 'handwritten' (softmax as
-    exp(s - max), its sum, and P·V divided by the sum afterwards)."""
+    exp(s - max), its sum, and P·V divided by the sum afterwards). `packed`
+    (hkv = hq, prefill): Q, K and V cut from one input [B, L, 3·H·D] (a fused
+    QKV projection: three slices, each reshaped to [B, L, H, D] and
+    transposed), the output transposed back and its heads merged, [B, L, H·D]."""
     lq = lq or l
     nodes = []
     kk, vv = 'k', 'v'
@@ -281,6 +284,20 @@ def attention_model(name, b, hq, hkv, l, d, variant, lq=None, dt='bf16', layout=
         nodes = [node('transpose', [t], t + 'h', perm=[0, 2, 1, 3]) for t in 'qkv'] + nodes + [
             node('transpose', ['oh'], 'o', perm=[0, 2, 1, 3])]
         shapes = [[x[0], x[2], x[1], x[3]] for x in shapes]
+    if packed:
+        names = {'q': 'qh', 'k': 'kh', 'v': 'vh', 'o': 'oh'}
+        for n in nodes:
+            n['inputs'] = [names.get(i, i) for i in n['inputs']]
+            n['outputs'] = [names.get(o, o) for o in n['outputs']]
+        views = []
+        for i, t in enumerate('qkv'):
+            views += [node('slice', ['qkv'], t + 's', starts=[i * hq * d],
+                           ends=[(i + 1) * hq * d], axes=[2]),
+                      node('reshape', [t + 's'], t + 'r', shape=[b, l, hq, d]),
+                      node('transpose', [t + 'r'], t + 'h', perm=[0, 2, 1, 3])]
+        nodes = views + nodes + [node('transpose', ['oh'], 'ot', perm=[0, 2, 1, 3]),
+                                 node('reshape', ['ot'], 'o', shape=[b, l, hq * d])]
+        return model(name, [('qkv', dt, [b, l, 3 * hq * d])], nodes, ['o'])
     return model(name, [(t, dt, sh) for t, sh in zip('qkv', shapes)], nodes, ['o'])
 
 
@@ -390,6 +407,18 @@ def attention_cases(small):
             out.append((name, m, ['--gpu-attention'],
                         {'kind': 'attention', 'variant': variant, 'dtype': 'f16', 'b': b,
                          'hq': hq, 'hkv': hkv, 'l': seq, 'd': d, 'layout': True,
+                         'scale': rounded_scale(d, 'f16')}))
+    # Q, K and V cut from one packed projection [B, L, 3·H·D] (GPT-2's
+    # c_attn split in three), the output's heads merged: read and written
+    # through the views. The peers get the split, viewed and transposed
+    # tensors, as a PyTorch user hands them to SDPA.
+    for variant, hq, hkv in variants[:2]:
+        for b in (1, 8):
+            name = 'attn_%s_packed_b%d_f16' % (variant, b)
+            m = attention_model(name, b, hq, hq, seq, d, variant, dt='f16', packed=True)
+            out.append((name, m, ['--gpu-attention'],
+                        {'kind': 'attention', 'variant': variant, 'dtype': 'f16', 'b': b,
+                         'hq': hq, 'hkv': hq, 'l': seq, 'd': d, 'packed': True,
                          'scale': rounded_scale(d, 'f16')}))
     for l in ((1024,) if small else (8192, 32768)):
         for b in (1, 8):

@@ -35,6 +35,8 @@ struct DeviceLaunch {
     bool im2col = false;
     int64_t channels = 0, pixels = 0;
     std::vector<int64_t> lower, upper, elementStrides;
+    /// Bytes into the buffer where the map starts (manifest version 6).
+    int64_t offset = 0;
   };
   std::vector<TensorMap> tensorMaps;
   /// A template kernel's template and schedule (JSON text), for `tcc

@@ -254,7 +254,7 @@ public:
       return failure();
     // Older runtimes refuse it by its version.
     if (usesTensorMaps)
-      manifest["format_version"] = usesIm2col ? 5 : 4;
+      manifest["format_version"] = usesMapOffsets ? 6 : usesIm2col ? 5 : 4;
 
     for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
       if (stringAttr(entry, i, "tcc.kind", true) == "status") {
@@ -453,6 +453,10 @@ private:
             } else {
               map["box"] = m.box;
             }
+            if (m.offset) {
+              map["offset"] = m.offset;
+              usesMapOffsets = true;
+            }
             maps.push_back(map);
           }
           j["tensor_maps"] = maps;
@@ -555,7 +559,7 @@ private:
   func::FuncOp init; ///< tcc-hoist-param-computations' init function, if any
   json buffers = json::array();
   /// Some launch passes tensor maps (manifest version 4).
-  bool usesTensorMaps = false, usesIm2col = false;
+  bool usesTensorMaps = false, usesIm2col = false, usesMapOffsets = false;
   std::vector<int> first, last;
   /// Per call (numbered as `launch`): the last call its buffers are held
   /// through (holdForConcurrency); empty on the host.

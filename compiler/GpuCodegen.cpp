@@ -1354,7 +1354,7 @@ std::vector<int *> launchBufferRefs(::tcc::DeviceLaunch &l) {
     l.tensorMaps.push_back({args.empty() ? int(m.operand) : args[m.operand],
                             m.dtype, m.dims, m.strides, m.box, m.swizzle,
                             m.im2col, m.channels, m.pixels, m.lower, m.upper,
-                            m.elementStrides});
+                            m.elementStrides, m.offset});
   l.args = std::move(args);
   return l;
 }

@@ -1084,6 +1084,72 @@ bool buildSlice(NodeCtx &c) {
   return (bool)y;
 }
 
+/// Split: one slice along `axis` per output, sized by the `split` input,
+/// else equal parts (opset 18's `num_outputs`: ceil(n / num_outputs) each,
+/// the last what is left).
+bool buildSplit(NodeCtx &c) {
+  Value x;
+  int64_t axis, numOutputs;
+  if (!c.in(0, x) || !c.getInt("axis", axis, 0) ||
+      !c.getInt("num_outputs", numOutputs, 0))
+    return false;
+  int64_t r = (int64_t)c.shape(x).size();
+  if (axis < -r || axis >= r)
+    return c.fail("axis " + std::to_string(axis) + " out of range for rank " +
+                  std::to_string(r));
+  if (axis < 0)
+    axis += r;
+  int64_t n = c.shape(x)[axis];
+  int64_t outputs = c.n.output_size();
+  Ints sizes;
+  if (c.hasInput(1)) {
+    if (!c.constInts(1, sizes))
+      return false;
+    if ((int64_t)sizes.size() != outputs)
+      return c.fail("split has " + std::to_string(sizes.size()) +
+                    " sizes for " + std::to_string(outputs) + " outputs");
+    int64_t total = 0;
+    for (int64_t v : sizes) {
+      if (v < 0 || v > n)
+        return c.fail("split size " + std::to_string(v) + " out of range");
+      total += v;
+    }
+    if (total != n)
+      return c.fail("split sizes add up to " + std::to_string(total) +
+                    ", not the axis' " + std::to_string(n));
+  } else if (numOutputs) {
+    if (numOutputs != outputs || numOutputs > n)
+      return c.fail("num_outputs " + std::to_string(numOutputs) +
+                    " does not fit " + std::to_string(outputs) +
+                    " outputs of an axis of " + std::to_string(n));
+    int64_t part = (n + numOutputs - 1) / numOutputs;
+    for (int64_t i = 0; i < numOutputs; ++i)
+      sizes.push_back(std::min(part, n - i * part));
+    if (sizes.back() < 1)
+      return c.fail("num_outputs " + std::to_string(numOutputs) +
+                    " leaves an output empty on an axis of " +
+                    std::to_string(n));
+  } else {
+    if (n % outputs)
+      return c.fail("an axis of " + std::to_string(n) +
+                    " does not split into " + std::to_string(outputs) +
+                    " equal parts");
+    sizes.assign(outputs, n / outputs);
+  }
+  int64_t start = 0;
+  for (int64_t size : sizes) {
+    Value y = c.emit("slice", {x},
+                     Json{{"starts", Ints{start}},
+                          {"ends", Ints{start + size}},
+                          {"axes", Ints{axis}}});
+    if (!y)
+      return false;
+    c.outputs.push_back(y);
+    start += size;
+  }
+  return true;
+}
+
 bool buildGather(NodeCtx &c) {
   Value x, idx;
   int64_t axis;
@@ -1679,6 +1745,7 @@ const std::map<std::string, OpEntry> &opTable() {
                        }};
     t["Concat"] = {S{"axis"}, buildConcat};
     t["Slice"] = {S{}, buildSlice};
+    t["Split"] = {S{"axis", "num_outputs"}, buildSplit, 1 << 16};
     t["Gather"] = {S{"axis"}, buildGather};
     t["Pad"] = {S{"mode"}, buildPad};
     t["LayerNormalization"] = {S{"axis", "epsilon", "stash_type"},

@@ -617,9 +617,17 @@ LogicalResult AttentionOp::verify() {
   auto rankOf = [](Value v) {
     return cast<RankedTensorType>(v.getType()).getRank();
   };
-  int64_t rank = rankOf(getQ());
-  if (rank < 2 || rank > 4 || rankOf(getK()) != rank ||
-      rankOf(getV()) != rank || getResult().getType().getRank() != rank)
+  // The result's rank is attention's, unless it is written through
+  // o_strides (a reshape of the result's layout: heads merged back): then
+  // theirs. An operand read through strides (a view of a larger tensor) may
+  // have any rank.
+  int64_t rank = getOStrides().empty() ? getResult().getType().getRank()
+                                       : int64_t(getOStrides().size());
+  auto rankFits = [&](Value v, ArrayRef<int64_t> strides) {
+    return !strides.empty() || rankOf(v) == rank;
+  };
+  if (rank < 2 || rank > 4 || !rankFits(getQ(), getQStrides()) ||
+      !rankFits(getK(), getKStrides()) || !rankFits(getV(), getVStrides()))
     return emitOpError("Q, K, V and the result must have one rank, 2 to 4");
   Type elem = elementType(getQ());
   if (!(elem.isBF16() || elem.isF16() || elem.isF32()) ||
@@ -635,32 +643,6 @@ LogicalResult AttentionOp::verify() {
     return emitOpError("sizes must be positive, kv_heads dividing heads");
   // Each operand holds its (batch, heads, length, head_dim) elements, in
   // attention's order when packed (strides name another layout's order).
-  int64_t lq = sizes[3], lk = sizes[4], hd = sizes[5];
-  auto holds = [&](Value v, int64_t heads, int64_t rows, int64_t cols,
-                   ArrayRef<int64_t> strides, StringRef what) -> LogicalResult {
-    ::tcc::Shape shape = shapeOf(v);
-    int64_t want = sizes[0], got = 1;
-    bool overflow = false;
-    for (int64_t n : {heads, rows, cols})
-      overflow |= llvm::MulOverflow(want, n, want);
-    for (int64_t n : shape)
-      overflow |= llvm::MulOverflow(got, n, got);
-    if (overflow || got != want ||
-        (strides.empty() &&
-         (shape[rank - 2] != rows || shape[rank - 1] != cols)))
-      return emitOpError() << what << " must hold " << sizes[0] << "x" << heads
-                           << "x" << rows << "x" << cols
-                           << " elements (batch, heads, rows, columns), the "
-                              "last two axes when packed";
-    return success();
-  };
-  int64_t kRows = getKTransposed() ? hd : lk,
-          kCols = getKTransposed() ? lk : hd;
-  if (failed(holds(getQ(), sizes[1], lq, hd, getQStrides(), "Q")) ||
-      failed(holds(getK(), sizes[2], kRows, kCols, getKStrides(), "K")) ||
-      failed(holds(getV(), sizes[2], lk, hd, getVStrides(), "V")) ||
-      failed(holds(getResult(), sizes[1], lq, hd, getOStrides(), "the result")))
-    return failure();
   auto stridesFit = [&](ArrayRef<int64_t> s, int64_t r,
                         StringRef what) -> LogicalResult {
     if (!s.empty() && int64_t(s.size()) != r)
@@ -675,6 +657,57 @@ LogicalResult AttentionOp::verify() {
       failed(stridesFit(getKStrides(), rank, "k_strides")) ||
       failed(stridesFit(getVStrides(), rank, "v_strides")) ||
       failed(stridesFit(getOStrides(), rank, "o_strides")))
+    return failure();
+  int64_t lq = sizes[3], lk = sizes[4], hd = sizes[5];
+  auto holds = [&](Value v, int64_t heads, int64_t rows, int64_t cols,
+                   ArrayRef<int64_t> strides, int64_t offset,
+                   StringRef what) -> LogicalResult {
+    ::tcc::Shape shape = shapeOf(v);
+    int64_t want = sizes[0], got = 1;
+    bool overflow = false;
+    for (int64_t n : {heads, rows, cols})
+      overflow |= llvm::MulOverflow(want, n, want);
+    for (int64_t n : shape)
+      overflow |= llvm::MulOverflow(got, n, got);
+    if (offset < 0 || (offset && strides.empty()))
+      return emitOpError() << what
+                           << "'s offset must be 0, or positive with strides";
+    // A view (strides given) reaches offset + sum((n - 1) * stride); the
+    // logical shape's leading axes the rank lacks are of size 1.
+    if (!overflow && !strides.empty() && int64_t(strides.size()) == rank) {
+      int64_t dims[] = {sizes[0], heads, rows, cols};
+      int64_t last = offset;
+      for (int64_t i = 0; i < rank; ++i) {
+        int64_t step;
+        overflow |= llvm::MulOverflow(dims[4 - rank + i] - 1,
+                                      std::max<int64_t>(strides[i], 0), step);
+        overflow |= llvm::AddOverflow(last, step, last);
+      }
+      if (!overflow && last < got && want <= got)
+        return success();
+      return emitOpError() << what << " must hold the " << sizes[0] << "x"
+                           << heads << "x" << rows << "x" << cols
+                           << " elements its strides and offset reach";
+    }
+    if (overflow || got != want ||
+        (strides.empty() &&
+         (shape[rank - 2] != rows || shape[rank - 1] != cols)))
+      return emitOpError() << what << " must hold " << sizes[0] << "x" << heads
+                           << "x" << rows << "x" << cols
+                           << " elements (batch, heads, rows, columns), the "
+                              "last two axes when packed";
+    return success();
+  };
+  int64_t kRows = getKTransposed() ? hd : lk,
+          kCols = getKTransposed() ? lk : hd;
+  if (failed(
+          holds(getQ(), sizes[1], lq, hd, getQStrides(), getQOffset(), "Q")) ||
+      failed(holds(getK(), sizes[2], kRows, kCols, getKStrides(), getKOffset(),
+                   "K")) ||
+      failed(
+          holds(getV(), sizes[2], lk, hd, getVStrides(), getVOffset(), "V")) ||
+      failed(
+          holds(getResult(), sizes[1], lq, hd, getOStrides(), 0, "the result")))
     return failure();
   if (getMask().size() % 3)
     return emitOpError("mask must hold (a, b, c) triples");

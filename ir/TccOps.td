@@ -520,8 +520,14 @@ def Tcc_AttentionOp : Tcc_Op<"attention", [IsolatedFromAbove,
     a layout the chain transposed them from is read with `q_strides`,
     `k_strides`, `v_strides` (element strides of attention's axes, as the
     scores read them; empty: packed), and the result is written with
-    `o_strides`. Leading axes are (batch, heads) as far as the rank has
-    them; K and V have `kv_heads` heads (GQA, MQA: a divisor of `heads`).
+    `o_strides`. Where Q, K or V is a view the model cut from a larger
+    tensor (a slice of a packed QKV projection, reshaped and transposed),
+    the operand is that tensor and the view is read through: the strides
+    are over its packed layout, starting `q_offset`, `k_offset`,
+    `v_offset` elements in (0 unless strides are given); the operand must
+    hold every element the view reaches. Leading axes are (batch, heads)
+    as far as the rank has them; K and V have `kv_heads` heads (GQA, MQA: a
+    divisor of `heads`).
 
     `score` changes the score: its block takes the score S (f32), then the
     batch, head, query and key indices (i32), then one argument per
@@ -555,6 +561,9 @@ def Tcc_AttentionOp : Tcc_Op<"attention", [IsolatedFromAbove,
                        DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$k_strides,
                        DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$v_strides,
                        DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$o_strides,
+                       DefaultValuedAttr<I64Attr, "0">:$q_offset,
+                       DefaultValuedAttr<I64Attr, "0">:$k_offset,
+                       DefaultValuedAttr<I64Attr, "0">:$v_offset,
                        OptionalAttr<F64Attr>:$scale,
                        DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$mask,
                        UnitAttr:$key_mask_per_head, UnitAttr:$key_mask_alone,

@@ -457,7 +457,8 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
   m.kvHeads = kHeads;
   // Q, K and V transposed from the model's layout in the chain: read with
   // strides from the untransposed tensors.
-  auto throughLayout = [&](Value v, SmallVector<int64_t> &strides) -> Value {
+  auto throughLayout = [&](Value v, SmallVector<int64_t> &strides,
+                           SmallVector<int64_t> &axes) -> Value {
     auto t = v.getDefiningOp<TransposeOp>();
     if (!t || t->getBlock() != &body || !isLayoutTranspose(t))
       return v;
@@ -465,16 +466,19 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
         packedStrides(typeOf(t.getInput()).getShape());
     for (int64_t axis : t.getPerm())
       strides.push_back(packed[axis]);
+    axes.assign(t.getPerm().begin(), t.getPerm().end());
     m.layoutOps.push_back(t);
     return t.getInput();
   };
   Value qL = m.q, kL = m.k, vL = m.v;
-  m.q = throughLayout(qL, m.qStrides);
-  m.k = throughLayout(kL, m.kStrides);
+  m.q = throughLayout(qL, m.qStrides, m.qAxes);
+  m.k = throughLayout(kL, m.kStrides, m.kAxes);
   // K and V may be one tensor (its transpose read twice).
-  m.v = vL == kL ? m.k : throughLayout(vL, m.vStrides);
-  if (vL == kL)
+  m.v = vL == kL ? m.k : throughLayout(vL, m.vStrides, m.vAxes);
+  if (vL == kL) {
     m.vStrides = m.kStrides;
+    m.vAxes = m.kAxes;
+  }
   if (oLayout) {
     m.oStrides = oStrides;
     m.layoutOps.push_back(oLayout);
@@ -730,8 +734,128 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
   return m;
 }
 
+/// The strides of a reshape's result over the layout its input has
+/// (`strides`, one per input axis), if the reshape is a view of it: each
+/// run of input axes it merges or splits must be contiguous in memory.
+static std::optional<SmallVector<int64_t>>
+reshapedStrides(ArrayRef<int64_t> from, ArrayRef<int64_t> strides,
+                ArrayRef<int64_t> to) {
+  SmallVector<int64_t> out(to.size(), 0);
+  int64_t i = int64_t(from.size()) - 1, j = int64_t(to.size()) - 1;
+  // Innermost first: take the smallest runs of input and output axes of
+  // equal element counts; within an input run each axis must step over the
+  // ones inside it exactly (axes of size 1 are skipped: any stride).
+  while (i >= 0 || j >= 0) {
+    while (i >= 0 && from[i] == 1)
+      --i;
+    while (j >= 0 && to[j] == 1)
+      out[j--] = 1;
+    if (i < 0 || j < 0)
+      break;
+    int64_t unit = strides[i], inCount = from[i--], outCount = 1;
+    int64_t next = unit * inCount;
+    auto takeOut = [&] {
+      out[j] = unit * outCount;
+      outCount *= to[j--];
+    };
+    takeOut();
+    while (inCount != outCount) {
+      if (inCount < outCount) {
+        while (i >= 0 && from[i] == 1)
+          --i;
+        if (i < 0 || strides[i] != next)
+          return std::nullopt;
+        inCount *= from[i];
+        next = strides[i] * from[i];
+        --i;
+      } else {
+        if (j < 0)
+          return std::nullopt;
+        takeOut();
+      }
+    }
+  }
+  if (i >= 0 || j >= 0)
+    return std::nullopt;
+  return out;
+}
+
+AttentionOperandView readThroughViews(Value v, ArrayRef<int64_t> axes,
+                                      ArrayRef<int64_t> strides,
+                                      ChainOp chain) {
+  AttentionOperandView same{v, SmallVector<int64_t>(strides), 0};
+  auto vt = cast<RankedTensorType>(v.getType());
+  int64_t rank = vt.getRank();
+  unsigned bits = vt.getElementType().getIntOrFloatBitWidth();
+  if (bits % 8 || !vt.hasStaticShape())
+    return same;
+  int64_t bytes = bits / 8;
+  // The views, from v up.
+  SmallVector<Operation *> views;
+  for (Value cur = v; Operation *def = cur.getDefiningOp();
+       cur = def->getOperand(0)) {
+    if (chain->isAncestor(def) || !isa<ReshapeOp, SliceOp, TransposeOp>(def) ||
+        !typeOf(def->getOperand(0)).hasStaticShape())
+      break;
+    if (auto s = dyn_cast<SliceOp>(def);
+        s && llvm::any_of(s.getSteps(), [](int64_t n) { return n < 1; }))
+      break;
+    views.push_back(def);
+  }
+  // The longest run of views whose composition the templates can read.
+  for (size_t n = views.size(); n > 0; --n) {
+    Value base = views[n - 1]->getOperand(0);
+    SmallVector<int64_t> st = packedStrides(typeOf(base).getShape());
+    int64_t offset = 0;
+    bool ok = true;
+    for (size_t i = n; ok && i-- > 0;) {
+      Operation *op = views[i];
+      ArrayRef<int64_t> from = typeOf(op->getOperand(0)).getShape();
+      if (auto s = dyn_cast<SliceOp>(op)) {
+        for (auto [a, start] : llvm::enumerate(s.getStarts())) {
+          offset += start * st[a];
+          st[a] *= s.getSteps()[a];
+        }
+      } else if (auto t = dyn_cast<TransposeOp>(op)) {
+        SmallVector<int64_t> moved;
+        for (int64_t a : t.getPerm())
+          moved.push_back(st[a]);
+        st = moved;
+      } else {
+        std::optional<SmallVector<int64_t>> r =
+            reshapedStrides(from, st, typeOf(op->getResult(0)).getShape());
+        ok = r.has_value();
+        if (ok)
+          st = *r;
+      }
+    }
+    if (!ok)
+      continue;
+    SmallVector<int64_t> out;
+    for (int64_t a = 0; a < rank; ++a)
+      out.push_back(st[axes.empty() ? a : axes[a]]);
+    // The innermost attention axis contiguous, rows and the start 16-byte
+    // aligned (axes of size 1 take any stride).
+    ArrayRef<int64_t> shape = vt.getShape();
+    bool aligned = (offset * bytes) % 16 == 0;
+    for (int64_t a = 0; a < rank; ++a) {
+      int64_t extent = shape[axes.empty() ? a : axes[a]];
+      if (extent == 1)
+        continue;
+      aligned &= a + 1 == rank ? out[a] == 1
+                               : out[a] > 0 && (out[a] * bytes) % 16 == 0;
+    }
+    if (aligned)
+      return {base, out, offset};
+  }
+  return same;
+}
+
 AttentionOp AttentionMatch::buildOp(OpBuilder &b) const {
   Location loc = chain->getLoc();
+  AttentionOperandView qv = readThroughViews(q, qAxes, qStrides, chain),
+                       kv = readThroughViews(k, kAxes, kStrides, chain),
+                       vv = readThroughViews(v, vAxes, vStrides, chain);
   auto strides = [&](ArrayRef<int64_t> s) { return b.getDenseI64ArrayAttr(s); };
   auto flag = [&](bool on) { return on ? b.getUnitAttr() : UnitAttr(); };
   SmallVector<int64_t> flat;
@@ -750,12 +874,14 @@ AttentionOp AttentionMatch::buildOp(OpBuilder &b) const {
       views.push_back(int64_t(i));
   }
   auto op = AttentionOp::create(
-      b, loc, chain->getResult(0).getType(), q, k, v, captured,
-      b.getI64IntegerAttr(batch), b.getI64IntegerAttr(heads),
+      b, loc, chain->getResult(0).getType(), qv.base, kv.base, vv.base,
+      captured, b.getI64IntegerAttr(batch), b.getI64IntegerAttr(heads),
       b.getI64IntegerAttr(kvHeads), b.getI64IntegerAttr(lq),
       b.getI64IntegerAttr(lk), b.getI64IntegerAttr(headDim), flag(kTransposed),
-      strides(qStrides), strides(kStrides), strides(vStrides),
-      strides(oStrides), scale ? b.getF64FloatAttr(*scale) : FloatAttr(),
+      strides(qv.strides), strides(kv.strides), strides(vv.strides),
+      strides(oStrides), b.getI64IntegerAttr(qv.offset),
+      b.getI64IntegerAttr(kv.offset), b.getI64IntegerAttr(vv.offset),
+      scale ? b.getF64FloatAttr(*scale) : FloatAttr(),
       b.getDenseI64ArrayAttr(flat), flag(keyMaskPerHead), flag(keyMaskAlone),
       flag(maskedToInfinity), b.getDenseI64ArrayAttr(views));
   OpBuilder::InsertionGuard guard(b);

@@ -62,6 +62,9 @@ struct AttentionMatch {
   /// of attention's axes (Q [.., Lq, D], K as the scores read it, V
   /// [.., Lk, D], the result [.., Lq, D]). Empty: packed.
   SmallVector<int64_t> qStrides, kStrides, vStrides, oStrides;
+  /// Per attention axis of Q, K and V, the axis of `q`, `k`, `v` it is
+  /// (the layout transpose's permutation); empty: the same axis.
+  SmallVector<int64_t> qAxes, kAxes, vAxes;
   SmallVector<Operation *> layoutOps;
   Type elemType; ///< bf16, f16 or f32, of Q, K, V and the result
   /// The changes of the scores, in order (the mask's select left out when
@@ -112,7 +115,12 @@ struct AttentionMatch {
                      Value kIdx, ValueRange capturedArgs) const;
 
   /// The chain as tcc.attention at `b`'s insertion point (the chain is left
-  /// as it is): its regions hold what buildScoreMod and buildKeyKeep build
+  /// as it is). Q, K and V that are views the model cut from a larger
+  /// tensor outside the chain (slices, reshapes, transposes: a packed QKV
+  /// projection split in three) are read through them: the op takes the
+  /// larger tensor with strides and an offset (readThroughViews), where the
+  /// view keeps the head dim innermost and its rows 16-byte aligned. Its
+  /// regions hold what buildScoreMod and buildKeyKeep build
   /// for tensor arguments (a captured tensor read by tensor.extract), the
   /// score region only where the templates take score code (no scale, or a
   /// scale beside a key mask applied alone).
@@ -161,6 +169,23 @@ bool foldKTranspose(const AttentionMatch &m,
 /// transpose kernels and no copies between the projections and attention.
 /// The result's transpose moves in only where it is the result's one use.
 void pullLayouts(ChainOp chain, const AttentionMatch &m);
+
+/// An operand of attention as a view of a larger tensor: `base`, read
+/// with element `strides` (one per attention axis) from `offset`.
+struct AttentionOperandView {
+  Value base;
+  SmallVector<int64_t> strides;
+  int64_t offset = 0;
+};
+
+/// `v` (attention's axes being `v`'s `axes`, or its own when empty; its
+/// strides `strides`, empty when packed) read through the views (reshapes,
+/// slices with positive steps, transposes) that made it from a tensor
+/// outside `chain`, as far as the composed view keeps the innermost axis
+/// contiguous and the others and the offset multiples of 16 bytes (the
+/// templates copy rows in 16-byte chunks); `v` itself when none does.
+AttentionOperandView readThroughViews(Value v, ArrayRef<int64_t> axes,
+                                      ArrayRef<int64_t> strides, ChainOp chain);
 
 /// `chain` as attention, or nullopt with the reason in `why`.
 std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why);

@@ -16,6 +16,7 @@
 #include "passes/Passes.h"
 
 #include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/SetVector.h"
 
 #include <string>
 
@@ -24,6 +25,31 @@ namespace mlir::tcc {
 #include "passes/Passes.h.inc"
 
 namespace {
+
+/// A reshape that is the result's one use (heads merged back, [B, L, H, D]
+/// to [B, L, H·D], as every transformer does before its output projection)
+/// is a view of the result's buffer: the op yields the reshaped tensor,
+/// written through its o_strides (the attention result's own layout, which
+/// the reshape keeps), instead of a copy kernel after it.
+void writeThroughReshape(AttentionOp op) {
+  Value result = op.getResult();
+  if (!result.hasOneUse())
+    return;
+  auto reshape = dyn_cast<ReshapeOp>(*result.getUsers().begin());
+  if (!reshape)
+    return;
+  if (op.getOStrides().empty()) {
+    ArrayRef<int64_t> shape =
+        cast<RankedTensorType>(result.getType()).getShape();
+    SmallVector<int64_t> packed(shape.size(), 1);
+    for (int64_t i = int64_t(shape.size()) - 2; i >= 0; --i)
+      packed[i] = packed[i + 1] * shape[i + 1];
+    op.setOStrides(packed);
+  }
+  result.setType(reshape.getType());
+  reshape.replaceAllUsesWith(result);
+  reshape->erase();
+}
 
 struct TccFormAttention : impl::TccFormAttentionBase<TccFormAttention> {
   void runOnOperation() override {
@@ -49,6 +75,28 @@ struct TccFormAttention : impl::TccFormAttentionBase<TccFormAttention> {
                   chain->getAttr(kAttentionPlanAttrName));
       chain.getResult(0).replaceAllUsesWith(op.getResult());
       chain.erase();
+      writeThroughReshape(op);
+      // Views of Q, K and V the op reads through (buildOp) are dead now
+      // unless something else reads them: no copy kernel of their own.
+      // (K and V may be one tensor, or views of one: each op once.)
+      llvm::SetVector<Operation *> views;
+      for (Value v : {m->q, m->k, m->v})
+        for (Operation *def = v.getDefiningOp();
+             def && isa<ReshapeOp, SliceOp, TransposeOp>(def);
+             def = def->getOperand(0).getDefiningOp())
+          views.insert(def);
+      // Users before producers: a view's input is inserted after it.
+      bool erased = true;
+      while (erased) {
+        erased = false;
+        for (Operation *op : views)
+          if (op && op->use_empty()) {
+            op->erase();
+            views.remove(op);
+            erased = true;
+            break;
+          }
+      }
     }
   }
 };

@@ -56,14 +56,15 @@ inline bool maskBoundsExact(llvm::ArrayRef<MaskConstraint> mask) {
   return !lower || !upper || lower->a * upper->b == upper->a * lower->b;
 }
 
-/// The memref type of `shape` with `strides` (elements): the identity
-/// layout when they are the packed row-major ones (the kernels' PTX is then
-/// what it was before strides existed), a static strided layout otherwise.
+/// The memref type of `shape` with `strides` (elements) from `offset`: the
+/// identity layout when they are the packed row-major ones from 0 (the kernels'
+/// PTX is then what it was before strides existed), a static strided layout
+/// otherwise.
 inline mlir::MemRefType stridedType(llvm::ArrayRef<int64_t> shape,
                                     llvm::ArrayRef<int64_t> strides,
-                                    mlir::Type elem) {
+                                    mlir::Type elem, int64_t offset = 0) {
   int64_t packed = 1;
-  bool identity = true;
+  bool identity = offset == 0;
   for (size_t i = shape.size(); i-- > 0;) {
     identity &= strides[i] == packed;
     packed *= shape[i];
@@ -72,7 +73,7 @@ inline mlir::MemRefType stridedType(llvm::ArrayRef<int64_t> shape,
     return mlir::MemRefType::get(shape, elem);
   return mlir::MemRefType::get(
       shape, elem,
-      mlir::StridedLayoutAttr::get(elem.getContext(), /*offset=*/0, strides));
+      mlir::StridedLayoutAttr::get(elem.getContext(), offset, strides));
 }
 
 /// The stride of one axis of size nOuter * nInner that indexes two axes

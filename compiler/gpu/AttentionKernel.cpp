@@ -1141,10 +1141,26 @@ SmallVector<int64_t, 4> attentionOperandStrides(const AttentionProblem &p,
   return out;
 }
 
+int64_t attentionOperandOffset(const AttentionProblem &p,
+                               AttentionOperand which) {
+  switch (which) {
+  case AttentionOperand::Q:
+    return p.qOffset;
+  case AttentionOperand::K:
+    return p.kOffset;
+  case AttentionOperand::V:
+    return p.vOffset;
+  case AttentionOperand::O:
+    return 0;
+  }
+  llvm_unreachable("an attention operand");
+}
+
 MemRefType attentionOperandType(const AttentionProblem &p,
                                 AttentionOperand which) {
   return stridedType(attentionOperandShape(p, which),
-                     attentionOperandStrides(p, which), p.elemType);
+                     attentionOperandStrides(p, which), p.elemType,
+                     attentionOperandOffset(p, which));
 }
 
 bool attentionStridesValid(const AttentionProblem &p, std::string &why,
@@ -1159,13 +1175,20 @@ bool attentionStridesValid(const AttentionProblem &p, std::string &why,
     AttentionOperand which = operand.first;
     const char *name = operand.second;
     ArrayRef<int64_t> given = givenStrides(p, which);
-    if (given.empty())
+    int64_t offset = attentionOperandOffset(p, which);
+    if (given.empty() && offset == 0)
       continue;
     SmallVector<int64_t, 4> shape = attentionOperandShape(p, which);
     auto fail = [&](const std::string &msg) {
       why = std::string(name) + "'s strides " + msg;
       return false;
     };
+    if (given.empty() || offset < 0 || offset > (int64_t(1) << 48))
+      return fail("must be given with an offset (from 0 to 2^48)");
+    // The first row starts a 16-byte chunk too.
+    if (alignedRows && (offset * elemBytes) % 16)
+      return fail("start " + std::to_string(offset) +
+                  " elements in, not at a 16-byte boundary");
     if (given.size() != shape.size())
       return fail("must be one per axis (4)");
     // Bounded before any arithmetic on them (attentionOperandStrides').
@@ -1468,10 +1491,10 @@ buildDecodeKernels(OpBuilder &b, mlir::gpu::GPUModuleOp module,
   std::optional<int64_t> oRow = mergedStride(group, os[1], p.lq, os[2]);
   std::optional<int64_t> oBH =
       mergedStride(p.batch, os[0], p.headsKV, group * os[1]);
-  Type qT =
-      qRow ? Type(stridedType({p.batch, p.headsKV, rows, p.headDim},
-                              {qs[0], group * qs[1], *qRow, 1}, p.elemType))
-           : Type(attentionOperandType(p, AttentionOperand::Q));
+  Type qT = qRow ? Type(stridedType({p.batch, p.headsKV, rows, p.headDim},
+                                    {qs[0], group * qs[1], *qRow, 1},
+                                    p.elemType, p.qOffset))
+                 : Type(attentionOperandType(p, AttentionOperand::Q));
   Type partT =
       MemRefType::get({p.batch, p.headsKV, chunks, rows, p.headDim}, f32);
   Type statsT = MemRefType::get({p.batch, p.headsKV, chunks, rows, 2}, f32);

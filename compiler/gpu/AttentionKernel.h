@@ -97,6 +97,10 @@ struct AttentionProblem {
   /// template the untransposed tensor: strides [L*H*D, D, H*D, 1]. O's must
   /// not overlap.
   llvm::SmallVector<int64_t, 4> qStrides, kStrides, vStrides, oStrides;
+  /// Where Q, K and V start in their buffers (elements; with strides only):
+  /// a view of a larger tensor, such as a third of a packed QKV
+  /// projection. Their bytes are multiples of 16 for the 16-byte copies.
+  int64_t qOffset = 0, kOffset = 0, vOffset = 0;
   /// Multiplies Q K^T before scoreMod (usually 1/sqrt(headDim)).
   double scale = 1.0;
   /// Applied to each scaled score; null: none.
@@ -148,8 +152,11 @@ llvm::SmallVector<int64_t, 4> attentionOperandShape(const AttentionProblem &p,
 /// a packed tensor has the packed strides whatever it was given there).
 llvm::SmallVector<int64_t, 4> attentionOperandStrides(const AttentionProblem &p,
                                                       AttentionOperand which);
+/// Where `which` starts in its buffer, in elements (O: 0).
+int64_t attentionOperandOffset(const AttentionProblem &p,
+                               AttentionOperand which);
 /// The memref type of `which` as the kernels take it: its logical shape with
-/// its strides (the identity layout when packed).
+/// its strides and offset (the identity layout when packed).
 mlir::MemRefType attentionOperandType(const AttentionProblem &p,
                                       AttentionOperand which);
 /// Whether p's strides are ones the templates can take: four per tensor

@@ -101,6 +101,9 @@ AttentionProblem attentionProblemOf(mlir::tcc::AttentionOp op,
   p.kStrides = strides4(op.getKStrides());
   p.vStrides = strides4(op.getVStrides());
   p.oStrides = strides4(op.getOStrides());
+  p.qOffset = op.getQOffset();
+  p.kOffset = op.getKOffset();
+  p.vOffset = op.getVOffset();
   for (auto [i, c] : llvm::enumerate(op.getCaptured())) {
     auto t = cast<RankedTensorType>(c.getType());
     p.captured.push_back(MemRefType::get(t.getShape(), t.getElementType()));

@@ -76,6 +76,9 @@ struct TensorMapSpec {
   std::string dtype; ///< The manifest's dtype name ("bf16", "f16").
   std::vector<int64_t> dims, strides, box;
   std::string swizzle; ///< "none", "32B", "64B" or "128B".
+  /// Bytes into the buffer where the mapped tensor starts (a multiple of
+  /// 16): a view of part of it (manifest version 6).
+  int64_t offset = 0;
   /// An im2col map (cuTensorMapEncodeIm2col; `box` empty): a copy moves
   /// `pixels` pixels of `channels` channels, walking the box between the
   /// corner offsets `lower` and `upper` (spatial dims, innermost first) by

@@ -1561,6 +1561,7 @@ static TensorMapSpec kvTensorMap(const AttentionProblem &p,
   }
   m.box = {64, s.blockKV, 1, 1};
   m.swizzle = "128B";
+  m.offset = attentionOperandOffset(p, which) * 2;
   return m;
 }
 

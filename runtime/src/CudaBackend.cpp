@@ -915,6 +915,9 @@ private:
       if (i + 1 < rank)
         strides[i] = t.strides[i];
     }
+    // The mapped tensor starts `offset` bytes in (a multiple of 16).
+    void *start =
+        const_cast<char *>(static_cast<const char *>(map.base)) + t.offset;
     CUtensorMap encoded;
     CUresult r;
     if (t.im2col) {
@@ -928,17 +931,16 @@ private:
       for (size_t i = 0; i < rank; ++i)
         elementStrides[i] = t.elementStrides[i];
       r = d.tensorMapEncodeIm2col(
-          &encoded, tensorMapType(t.dtype), (cuuint32_t)rank,
-          const_cast<void *>(map.base), dims, strides, lower, upper, t.channels,
-          t.pixels, elementStrides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-          tensorMapSwizzle(t.swizzle), CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+          &encoded, tensorMapType(t.dtype), (cuuint32_t)rank, start, dims,
+          strides, lower, upper, t.channels, t.pixels, elementStrides,
+          CU_TENSOR_MAP_INTERLEAVE_NONE, tensorMapSwizzle(t.swizzle),
+          CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     } else {
       r = d.tensorMapEncodeTiled(
-          &encoded, tensorMapType(t.dtype), (cuuint32_t)rank,
-          const_cast<void *>(map.base), dims, strides, box, ones,
-          CU_TENSOR_MAP_INTERLEAVE_NONE, tensorMapSwizzle(t.swizzle),
-          CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+          &encoded, tensorMapType(t.dtype), (cuuint32_t)rank, start, dims,
+          strides, box, ones, CU_TENSOR_MAP_INTERLEAVE_NONE,
+          tensorMapSwizzle(t.swizzle), CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     }
     if (!d.check(r, call, error)) {

@@ -920,6 +920,19 @@ private:
       return r.fail(ptr + "/box", "an im2col map has no box");
     if (!im2col && !r.array(e, ptr, "box", box))
       return false;
+    // Version 6: the map starts `offset` bytes into its buffer.
+    if (e.contains("offset")) {
+      if (manifestVersion < 6)
+        return r.fail(ptr + "/offset",
+                      "tensor map offsets need manifest version 6 (this one "
+                      "is " +
+                          std::to_string(manifestVersion) + ")");
+      if (!r.unsignedField(e, ptr, "offset", kMaxBytes, t.offset))
+        return false;
+      if (t.offset % 16 != 0)
+        return r.fail(ptr + "/offset", "offset " + std::to_string(t.offset) +
+                                           " is not a multiple of 16 bytes");
+    }
     // Every dtype of the format has 1, 2, 4 or 8 bytes, which TMA moves (the
     // 1-byte ones as bytes); the zeros it fills in read as 0 in each.
     auto dt = parseDType(dtype);
@@ -990,7 +1003,7 @@ private:
     // The last byte the map can reach, bounded by kMaxBytes at every step
     // (dims < 2^33 and strides < 2^40 would overflow a plain product).
     const BufferDesc &b = desc.buffers[t.buffer];
-    uint64_t reach = t.dims[0] * elem; // < 2^36
+    uint64_t reach = t.offset + t.dims[0] * elem; // < 2^41
     for (size_t d = 1; d < rank && reach <= kMaxBytes; ++d) {
       uint64_t n = t.dims[d] - 1, s = t.strides[d - 1];
       if (s && n > (kMaxBytes - reach) / s)

@@ -1,6 +1,6 @@
 //===- Manifest.h - the typed view of a bundle manifest -------*- C++ -*-===//
 //
-// The manifest schema (versions 1 to 5) is the contract between the compiler
+// The manifest schema (versions 1 to 6) is the contract between the compiler
 // and the runtime; docs/bundle-format.md specifies it. parseModelDesc checks
 // every field, reference and size, so the backends work from these structs and
 // never from raw JSON.
@@ -132,6 +132,10 @@ struct TensorMapDesc {
   std::vector<uint64_t> strides;
   std::vector<uint32_t> box; ///< The tile a copy moves, rank entries.
   TensorMapSwizzle swizzle = TensorMapSwizzle::None;
+  /// Version 6: where the mapped tensor starts in the buffer, in bytes (a
+  /// multiple of 16): a view of part of it, such as Q, K or V cut from a
+  /// packed QKV projection.
+  uint64_t offset = 0;
   /// Version 5: an im2col map (cuTensorMapEncodeIm2col) instead of a tiled
   /// one; `box` is then empty. A copy moves `pixels` pixels of `channels`
   /// channels each, walking the box between the corners (rank - 2 offsets
@@ -198,14 +202,14 @@ constexpr size_t kMaxRank = 32;
 /// compiler writes 2, 3 or 4 only when a bundle uses what they add, so that
 /// older runtimes refuse it by its version rather than by a missing blob, by
 /// running without the init or by launching without the maps.
-constexpr uint64_t kManifestVersion = 5;
+constexpr uint64_t kManifestVersion = 6;
 
 /// A param's recipe in the manifest (docs/bundle-format.md):
 /// {"fill": "0x3c00"} (the element's bits) or {"random": "normal", "mean",
 /// "std", "seed"} or {"random": "uniform", "low", "high", "seed"}.
 nlohmann::json recipeToJson(const ParamRecipe &recipe, DType dtype);
 
-/// Validates `manifest` against the schema (versions 1 to 5); `blobSizes` are
+/// Validates `manifest` against the schema (versions 1 to 6); `blobSizes` are
 /// the bundle's blobs (name -> size) that params and code refer to. On failure
 /// returns false with a one-line `error` naming the JSON pointer.
 bool parseModelDesc(const nlohmann::json &manifest,

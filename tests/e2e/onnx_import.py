@@ -387,6 +387,28 @@ with tempfile.TemporaryDirectory() as d:
          'idx': np.array([[0, 5], [-1, 2]], np.int64)}),
         {'x': x}, {'y': (xd[:, ::-2][:, :, 1::2], Tol()),
                    'z': (np.take(xd, [[0, 5], [5, 2]], axis=1), Tol())}, d)
+    # Split (torch's chunk and split, a fused QKV projection's three parts):
+    # sizes as an input, equal parts, and opset 18's num_outputs
+    # (ceil-sized parts, the last smaller).
+    check('Split with sizes (opset 13)', model(
+        [oh.make_node('Split', ['x', 'sz'], ['a', 'b', 'c'], axis=1)], {'x': x},
+        ['a', 'b', 'c'], {'sz': np.array([1, 3, 2], np.int64)}),
+        {'x': x}, {'a': (xd[:, :1], Tol()), 'b': (xd[:, 1:4], Tol()), 'c': (xd[:, 4:], Tol())}, d)
+    check('Split with sizes, a negative axis', model(
+        [oh.make_node('Split', ['x', 'sz'], ['a', 'b'], axis=-1)], {'x': x},
+        ['a', 'b'], {'sz': np.array([2, 3], np.int64)}),
+        {'x': x}, {'a': (xd[..., :2], Tol()), 'b': (xd[..., 2:], Tol())}, d)
+    check('Split into equal parts', model(
+        [oh.make_node('Split', ['x'], ['a', 'b', 'c'], axis=1)], {'x': x}, ['a', 'b', 'c']),
+        {'x': x}, {k: (xd[:, 2 * i:2 * i + 2], Tol()) for i, k in enumerate('abc')}, d)
+    check('Split by num_outputs (opset 18)', model(
+        [oh.make_node('Split', ['x'], ['a', 'b'], axis=2, num_outputs=2)], {'x': x},
+        ['a', 'b'], opset=18),
+        {'x': x}, {'a': (xd[..., :3], Tol()), 'b': (xd[..., 3:], Tol())}, d)
+    expect_error('Split sizes that miss the axis', model(
+        [oh.make_node('Split', ['x', 'sz'], ['a', 'b'], axis=1)], {'x': x}, ['a', 'b'],
+        {'sz': np.array([2, 3], np.int64)}), d,
+        ['Split', 'split sizes add up to 5, not the axis\' 6'])
     check('Pad constant (opset 13)', model(
         [oh.make_node('Pad', ['x', 'pads', 'cv'], ['y'])], {'x': x}, ['y'],
         {'pads': np.array([0, 1, 2, 1, 0, 3], np.int64), 'cv': np.array(1.5, np.float32)}),
@@ -675,6 +697,51 @@ with tempfile.TemporaryDirectory() as d:
             launched = [info['kernels'][la['kernel']]['symbol'] for la in info['launches']]
         report(len(launched) == 1 and '_attn' in launched[0],
                'SDPA-exported attention is one attention launch on ' + gpu,
+               'exit %d, launches %s: %s' % (rc, launched, L.first_line(err)))
+    # GPT-2's attention as exported: the fused projection's output Split in
+    # three, each reshaped to heads and transposed (K to [B, H, D, L]), the
+    # result transposed back and merged. On a GPU target the slices, reshapes
+    # and transposes are views the attention kernel reads through: one launch.
+    gb, gl, gh, gd = 2, 33, 2, 16
+    qkv = rand(gb, gl, 3 * gh * gd)
+    parts = np.split(qkv.astype(np.float64), 3, axis=2)
+    qh, kh, vh = (np.swapaxes(t.reshape(gb, gl, gh, gd), 1, 2) for t in parts)
+    sc = qh @ np.swapaxes(kh, -1, -2) * 0.25
+    p_ = np.exp(sc - sc.max(-1, keepdims=True))
+    gpt = np.swapaxes((p_ / p_.sum(-1, keepdims=True)) @ vh, 1, 2).reshape(gb, gl, gh * gd)
+    heads = np.array([gb, gl, gh, gd], np.int64)
+    gpt2 = model(
+        [oh.make_node('Split', ['qkv', 'sizes'], ['q0', 'k0', 'v0'], axis=2),
+         oh.make_node('Reshape', ['q0', 'heads'], ['q1']),
+         oh.make_node('Reshape', ['k0', 'heads'], ['k1']),
+         oh.make_node('Reshape', ['v0', 'heads'], ['v1']),
+         oh.make_node('Transpose', ['q1'], ['qh'], perm=[0, 2, 1, 3]),
+         oh.make_node('Transpose', ['k1'], ['kt'], perm=[0, 2, 3, 1]),
+         oh.make_node('Transpose', ['v1'], ['vh'], perm=[0, 2, 1, 3]),
+         oh.make_node('MatMul', ['qh', 'kt'], ['s0']),
+         oh.make_node('Mul', ['s0', 'scale'], ['s1']),
+         oh.make_node('Softmax', ['s1'], ['p'], axis=-1),
+         oh.make_node('MatMul', ['p', 'vh'], ['oh']),
+         oh.make_node('Transpose', ['oh'], ['o1'], perm=[0, 2, 1, 3]),
+         oh.make_node('Reshape', ['o1', 'merged'], ['o'])],
+        {'qkv': qkv}, ['o'],
+        {'sizes': np.array([gh * gd] * 3, np.int64), 'heads': heads,
+         'scale': np.array(0.25, np.float32),
+         'merged': np.array([gb, gl, gh * gd], np.int64)})
+    check('attention as GPT-2 exports it: a fused QKV projection Split in three',
+          gpt2, {'qkv': qkv}, {'o': (gpt, lin_tol(np.abs(qkv).max() * 4, 2 * gl * gd))}, d)
+    path = os.path.join(d, 'gpt2_attention.onnx')
+    onnx.save(gpt2, path)
+    for gpu in ('sm_90a', 'sm_90', 'gfx942'):
+        bundle = os.path.join(d, 'gpt2_attention_%s.tccb' % gpu)
+        rc, _, err = L.run_tcc([TCC, 'compile', path, '--target', gpu, '-o', bundle])
+        launched = []
+        if rc == 0:
+            rc, out, err = L.run_tcc([TCC, 'inspect', bundle])
+            info = json.loads(out) if rc == 0 else {'kernels': [], 'launches': []}
+            launched = [info['kernels'][la['kernel']]['symbol'] for la in info['launches']]
+        report(len(launched) == 1 and '_attn' in launched[0],
+               'GPT-2-exported attention (Split QKV) is one attention launch on ' + gpu,
                'exit %d, launches %s: %s' % (rc, launched, L.first_line(err)))
     idx = rng.integers(-4, 4, (2, 3, 5)).astype(np.int64)
     check('GatherElements axis=1, negative indices', model(

@@ -934,9 +934,30 @@ TEST_CASE("tensor maps (manifest version 4)", "[gpu-schema]") {
       {[](json &m) { m["format_version"] = 3; },
        P + "/launches/0/tensor_maps: tensor maps need manifest version 4 "
            "(this one is 3)"},
-      {[](json &m) { m["format_version"] = 6; },
-       P + "/format_version: unsupported manifest version 6 (this runtime "
-           "reads versions 1 to 5)"},
+      {[](json &m) { m["format_version"] = 7; },
+       P + "/format_version: unsupported manifest version 7 (this runtime "
+           "reads versions 1 to 6)"},
+      // Version 6: a map starting `offset` bytes in (a view of part of the
+      // buffer), still inside it.
+      {[&](json &m) {
+         m["format_version"] = 6;
+         map(m)["dims"] = {40, 36};
+         map(m)["offset"] = 160;
+       },
+       ""},
+      {[&](json &m) {
+         m["format_version"] = 6;
+         map(m)["offset"] = 16;
+       },
+       M + ": the map reaches 5936 bytes into buffer 0, which has 5920"},
+      {[&](json &m) {
+         m["format_version"] = 6;
+         map(m)["offset"] = 8;
+       },
+       M + "/offset: offset 8 is not a multiple of 16 bytes"},
+      {[&](json &m) { map(m)["offset"] = 16; },
+       M + "/offset: tensor map offsets need manifest version 6 (this one "
+           "is 4)"},
       {[](json &m) { m["code"][0]["target"] = "gfx942"; },
        P + "/launches/0/tensor_maps: only CUDA kernels take tensor maps "
            "(this launch's kernel has code for gfx942)"},

@@ -102,6 +102,10 @@ def positions(lq, lk, offset=0):
 # layout), transposed to and from [B, H, L, D] in the model: the kernels read
 # and write them so, with strides (one kernel, no transposes).
 LAYOUT = {}
+# Cases whose Q, K and V the model cuts from packed tensors (packed_cases):
+# name -> (head size, env -> [q, k, v] in [B, H, L, D], O [B, H, L, D] ->
+# the layout the model writes).
+PACKED = {}
 # Random mixes of the forms (attention_mix.py, --mix): name -> (a function
 # of the inputs giving Q, K and V as attention sees them, what the mix
 # expects: decode or not, the SIMT template or not).
@@ -290,6 +294,7 @@ def cases():
     out += ktrans_cases()
     out += layout_cases()
     out += rank2_cases()
+    out += packed_cases()
     for name, m, qscale, change, qkv, expect in attention_mix.cases(
             sys.modules[__name__], MIX_DRAW['count'], MIX_DRAW['seed']):
         MIX[name] = (qkv, expect)
@@ -1080,6 +1085,99 @@ def layout_cases():
     return out
 
 
+def packed_cases():
+    """Q, K and V cut from packed tensors by slices, reshapes and
+    transposes (a fused QKV projection, a KV cache [B, L, 2, Hkv, D]): the
+    kernels read them through the views, K's and V's at offsets into the
+    same buffer (one kernel, or the decode pair; no copy kernels). PACKED
+    holds each case's head size and its Q, K, V in [B, H, L, D]."""
+    out = []
+    bhld = lambda x: np.swapaxes(x, 1, 2)
+
+    def attention(dt, c, mods, lq, lk, repeat=None):
+        rep, kk, vv = [], 'k', 'v'
+        if repeat:
+            b, hkv, g, d = repeat
+            for t in 'kv':
+                rep += [node('reshape', [t], t + '5', shape=[b, hkv, 1, lk, d]),
+                        node('broadcast_to', [t + '5'], t + 'b', shape=[b, hkv, g, lk, d]),
+                        node('reshape', [t + 'b'], t + t, shape=[b, hkv * g, lk, d])]
+            kk, vv = 'kk', 'vv'
+        return rep + [node('matmul', ['q', kk], 's', transpose_b=True),
+                      const('c', dt, c), node('mul', ['s', 'c'], 'ss')] + mods + [
+            node('softmax', ['s_mod'], 'p', axis=-1), node('matmul', ['p', vv], 'o')]
+
+    def causal(dt, lq, lk, off=0):
+        return positions(lq, lk, off) + [
+            node('greater_equal', ['row', 'col'], 'keep'), const('neg', dt, -1e30),
+            node('select', ['keep', 'ss', 'neg'], 's_mod')]
+
+    def add(name, inputs, nodes, d, qkv, change, out_layout=lambda o: o):
+        PACKED[name] = (d, qkv, out_layout)
+        out.append((name, {'format': 'tcc-model', 'version': 1, 'name': name,
+                           'inputs': [{'name': n, 'dtype': t, 'shape': sh}
+                                      for n, t, sh in inputs],
+                           'params': [], 'outputs': ['o'], 'nodes': nodes}, 1.0, change))
+
+    # GPT-2's c_attn output [B, L, 3·H·D] split in three along its last
+    # axis; causal, an odd length (ragged tiles), K and V at offsets H·D and
+    # 2·H·D.
+    for dt, b, n, h, d in (('bf16', 2, 777, 3, 64), ('f16', 1, 500, 2, 128),
+                           ('f32', 1, 301, 2, 64)):
+        nodes = []
+        for i, t in enumerate('qkv'):
+            nodes += [node('slice', ['qkv'], t + 's', starts=[i * h * d],
+                           ends=[(i + 1) * h * d], axes=[2]),
+                      node('reshape', [t + 's'], t + 'r', shape=[b, n, h, d]),
+                      node('transpose', [t + 'r'], t, perm=[0, 2, 1, 3])]
+        c = float(L.narrow(dt, np.float64(1 / np.sqrt(d)))) if dt != 'f32' else \
+            float(np.float32(1 / np.sqrt(d)))
+        # The result transposed back and its heads merged, [B, L, H·D]:
+        # written through the view (no copy kernel after attention).
+        merge = [node('transpose', ['om'], 'ot', perm=[0, 2, 1, 3]),
+                 node('reshape', ['ot'], 'o', shape=[b, n, h * d])]
+        body = nodes + attention(dt, c, causal(dt, n, n), n, n)
+        body[-1] = node('matmul', ['p', 'v'], 'om')
+        add('packed_qkv_causal_%s_%d' % (dt, n), [('qkv', dt, [b, n, 3 * h * d])],
+            body + merge, d,
+            lambda env, b=b, n=n, h=h, d=d: [bhld(x) for x in np.moveaxis(
+                env['qkv'].reshape(b, n, 3, h, d), 2, 0)],
+            lambda s, r, c, c0=c: np.where(r >= c, s * c0, -1e30),
+            lambda o, b=b, n=n, h=h, d=d: bhld(o).reshape(b, n, h * d))
+    # A fused projection viewed per head, [B, L, H, 3·D], split on its last
+    # axis (offsets D and 2·D, rows of 3·D), with a padding mask input.
+    b, n, h, d = 2, 600, 2, 128
+    nodes = []
+    for i, t in enumerate('qkv'):
+        nodes += [node('slice', ['qkv'], t + 's', starts=[i * d], ends=[(i + 1) * d], axes=[3]),
+                  node('transpose', [t + 's'], t, perm=[0, 2, 1, 3])]
+    pad = [const('neg', 'f16', '-inf'), node('select', ['runs', 'ss', 'neg'], 's_mod')]
+    c = float(np.float16(1 / np.sqrt(d)))
+    add('packed_perhead_padmask_f16_600', [('qkv', 'f16', [b, n, h, 3 * d]),
+                                           ('runs', 'bool', [b, 1, 1, n])],
+        nodes + attention('f16', c, pad, n, n), d,
+        lambda env: [bhld(env['qkv'][..., i * 128:(i + 1) * 128]) for i in range(3)],
+        lambda s, r, c, env, c0=c: np.where(env['runs'], s * c0, -np.inf))
+    # Decode from a KV cache [B, L, 2, Hkv, D]: K and V its two halves
+    # (slice, reshape dropping the axis, transpose), repeated over 4 query
+    # heads each (GQA 8/2).
+    b, n, hkv, g, d = 2, 3001, 2, 4, 128
+    nodes = []
+    for i, t in enumerate('kv'):
+        nodes += [node('slice', ['kvc'], t + 's', starts=[i], ends=[i + 1], axes=[2]),
+                  node('reshape', [t + 's'], t + 'r', shape=[b, n, hkv, d]),
+                  node('transpose', [t + 'r'], t, perm=[0, 2, 1, 3])]
+    c = float(L.narrow('bf16', np.float64(1 / np.sqrt(d))))
+    add('decode_packed_kvcache_gqa_bf16_3001', [('q', 'bf16', [b, hkv * g, 1, d]),
+                                                ('kvc', 'bf16', [b, n, 2, hkv, d])],
+        nodes + attention('bf16', c, [const('one', 'bf16', 1.0),
+                                      node('mul', ['ss', 'one'], 's_mod')], 1, n,
+                          (b, hkv, g, d)), d,
+        lambda env: [env['q']] + [bhld(env['kvc'][:, :, i]) for i in range(2)],
+        lambda s, r, c, c0=c: s * c0)
+    return out
+
+
 def rank2_cases():
     """Single-head attention written at rank 2 (Q [Lq, D], K [Lk, D], V
     [Lk, D]: no batch or head axis, as a squeezed export or a toy model
@@ -1164,6 +1262,8 @@ def attention_inputs(name, env, exact=False):
     the tens make the rounded operand's error several times SDPA's own)."""
     if name in MIX:
         return MIX[name][0](env, exact)
+    if name in PACKED:
+        return PACKED[name][1](env)
     if name in LAYOUT:
         return [np.swapaxes(env[t + 'in'], 1, 2) if t in LAYOUT[name] else env[t]
                 for t in 'qkv']
@@ -1427,14 +1527,23 @@ def make_inputs(m, qscale, seed):
 def reference_of(name, env, change):
     """The float64 reference, in the layout the model writes O."""
     ref = reference(*attention_inputs(name, env, exact=True), change, env)
+    if name in PACKED:
+        return PACKED[name][2](ref)
     return np.swapaxes(ref, 1, 2) if 'o' in LAYOUT.get(name, '') else ref
+
+
+def model_layout(name, o, ref):
+    """A peer's O ([B, H, L, D]) in the layout the model writes (`ref`'s)."""
+    if name in PACKED:
+        return PACKED[name][2](o)
+    return np.swapaxes(o, 1, 2) if o.shape != ref.shape else o
 
 
 def expected_kernels(name, m, target):
     """The kernels' symbol suffixes a case may compile to (lists, the first
     the one named in a failure)."""
     dt = m['inputs'][0]['dtype']
-    d = m['inputs'][0]['shape'][-1]
+    d = PACKED[name][0] if name in PACKED else m['inputs'][0]['shape'][-1]
     # sm_90a builds prefill on warpgroup MMA (head dims 64 and 128); f32
     # takes the SIMT template on every target, decode shapes included, and
     # so do bf16 and f16 head sizes that are not multiples of 8.
@@ -1548,7 +1657,8 @@ def replay(tcc, root):
             print('FAIL %s: the reference is NaN throughout (a broken case)' % name)
             failed += 1
             continue
-        lk = m['inputs'][2]['shape'][1 if 'v' in LAYOUT.get(name, '') else -2]  # V's
+        lk = (attention_inputs(name, env)[2].shape[-2] if name in PACKED else
+              m['inputs'][2]['shape'][1 if 'v' in LAYOUT.get(name, '') else -2])  # V's
         bound = tolerance(case['dtype'], lk, score_max(name, env, change)) * np.abs(
             ref[~nan]).max()
         same = (np.isnan(got) == nan).all() and np.isfinite(got[~nan]).all()
@@ -1563,8 +1673,7 @@ def replay(tcc, root):
             # eight times), which large scores make the larger. A wrong
             # case or reference errs by far more.
             o = plain_peer(name, env, change, case['dtype'])
-            if o.shape != ref.shape:
-                o = np.swapaxes(o, 1, 2)
+            o = model_layout(name, o, ref)
             perr = np.abs(o[~nan] - ref[~nan]).max()
             ok = err <= max(bound, 4 * perr)
             peer = ', plain %s %.3g (%.2fx)' % (case['dtype'], perr, err / perr)
@@ -1573,8 +1682,7 @@ def replay(tcc, root):
             # the same dtype (issue 13's bound), on these inputs; the 90
             # 16-bit cases of session 31 measured at most 1.02x.
             o = plain_peer(name, env, change, case['dtype'])
-            if o.shape != ref.shape:  # [B, L, H, D] results
-                o = np.swapaxes(o, 1, 2)
+            o = model_layout(name, o, ref)  # [B, L, H, D] results
             perr = np.abs(o[~nan] - ref[~nan]).max()
             ok = ok and err <= 1.5 * perr
             peer = ', plain %s %.3g (%.2fx)' % (case['dtype'], perr, err / perr)
@@ -1596,8 +1704,7 @@ def replay(tcc, root):
             # error of SDPA in the same dtype, on these inputs. Rows SDPA
             # leaves non-finite (a fully masked row, where backends differ)
             # are left out of its error.
-            if o.shape != ref.shape:
-                o = np.swapaxes(o, 1, 2)
+            o = model_layout(name, o, ref)
             fin = ~nan & np.isfinite(o)
             serr = np.abs(o[fin] - ref[fin]).max()
             ok = ok and err <= 1.5 * serr

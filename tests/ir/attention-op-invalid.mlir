@@ -220,3 +220,36 @@ func.func @negative_stride(%q: tensor<1x4x128x64xbf16>, %k: tensor<1x4x128x64xbf
   }
   return %0 : tensor<1x4x128x64xbf16>
 }
+
+// -----
+
+// An offset without strides: a view is read through strides.
+func.func @offset_packed(%q: tensor<1x4x128x64xbf16>, %k: tensor<1x4x128x64xbf16>, %v: tensor<1x4x128x64xbf16>) -> tensor<1x4x128x64xbf16> {
+  // expected-error @+1 {{K's offset must be 0, or positive with strides}}
+  %0 = tcc.attention %q, %k, %v attributes {batch = 1 : i64, head_dim = 64 : i64, heads = 4 : i64, k_offset = 64 : i64, kv_heads = 4 : i64, lk = 128 : i64, lq = 128 : i64, scale = 1.250000e-01 : f64} : tensor<1x4x128x64xbf16>, tensor<1x4x128x64xbf16>, tensor<1x4x128x64xbf16> -> tensor<1x4x128x64xbf16> score {
+  } key_keep {
+  }
+  return %0 : tensor<1x4x128x64xbf16>
+}
+
+// -----
+
+// V, a third of a packed [1, 128, 3·256] tensor, starting past the second
+// third: its last row would end beyond the tensor.
+func.func @view_past_end(%qkv: tensor<1x128x768xbf16>) -> tensor<1x4x128x64xbf16> {
+  // expected-error @+1 {{V must hold the 1x4x128x64 elements its strides and offset reach}}
+  %0 = tcc.attention %qkv, %qkv, %qkv attributes {batch = 1 : i64, head_dim = 64 : i64, heads = 4 : i64, k_offset = 256 : i64, k_strides = array<i64: 98304, 64, 768, 1>, kv_heads = 4 : i64, lk = 128 : i64, lq = 128 : i64, q_strides = array<i64: 98304, 64, 768, 1>, scale = 1.250000e-01 : f64, v_offset = 513 : i64, v_strides = array<i64: 98304, 64, 768, 1>} : tensor<1x128x768xbf16>, tensor<1x128x768xbf16>, tensor<1x128x768xbf16> -> tensor<1x4x128x64xbf16> score {
+  } key_keep {
+  }
+  return %0 : tensor<1x4x128x64xbf16>
+}
+
+// -----
+
+// The same view starting at the last third: valid, an operand of rank 3.
+func.func @view_ok(%qkv: tensor<1x128x768xbf16>) -> tensor<1x4x128x64xbf16> {
+  %0 = tcc.attention %qkv, %qkv, %qkv attributes {batch = 1 : i64, head_dim = 64 : i64, heads = 4 : i64, k_offset = 256 : i64, k_strides = array<i64: 98304, 64, 768, 1>, kv_heads = 4 : i64, lk = 128 : i64, lq = 128 : i64, q_strides = array<i64: 98304, 64, 768, 1>, scale = 1.250000e-01 : f64, v_offset = 512 : i64, v_strides = array<i64: 98304, 64, 768, 1>} : tensor<1x128x768xbf16>, tensor<1x128x768xbf16>, tensor<1x128x768xbf16> -> tensor<1x4x128x64xbf16> score {
+  } key_keep {
+  }
+  return %0 : tensor<1x4x128x64xbf16>
+}

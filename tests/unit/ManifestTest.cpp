@@ -140,9 +140,9 @@ TEST_CASE("every schema rule is enforced with its pointer", "[manifest]") {
   };
   const std::string P = "invalid bundle: manifest: ";
   std::vector<Case> cases = {
-      {[](json &m) { m["format_version"] = 6; },
-       P + "/format_version: unsupported manifest version 6 (this runtime "
-           "reads versions 1 to 5)"},
+      {[](json &m) { m["format_version"] = 7; },
+       P + "/format_version: unsupported manifest version 7 (this runtime "
+           "reads versions 1 to 6)"},
       {[](json &m) { m["format_version"] = "1"; },
        P + "/format_version: expected a non-negative integer"},
       {[](json &m) { m.erase("model"); }, P + "/: missing field \"model\""},

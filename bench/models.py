@@ -399,27 +399,21 @@ def attention_cases(small):
                                  'hq': hq, 'hkv': hkv, 'l': l, 'lq': 1, 'd': d,
                                  'scale': rounded_scale(d, dt)}))
     # Q, K, V and the output kept [B, L, H, D] by the model and transposed
-    # (issue 13): the peers get the transposed views.
-    for variant, hq, hkv in variants[:2]:
-        for b in (1, 8):
-            name = 'attn_%s_layout_b%d_f16' % (variant, b)
-            m = attention_model(name, b, hq, hkv, seq, d, variant, dt='f16', layout=True)
-            out.append((name, m, ['--gpu-attention'],
-                        {'kind': 'attention', 'variant': variant, 'dtype': 'f16', 'b': b,
-                         'hq': hq, 'hkv': hkv, 'l': seq, 'd': d, 'layout': True,
-                         'scale': rounded_scale(d, 'f16')}))
-    # Q, K and V cut from one packed projection [B, L, 3·H·D] (GPT-2's
-    # c_attn split in three), the output's heads merged: read and written
-    # through the views. The peers get the split, viewed and transposed
-    # tensors, as a PyTorch user hands them to SDPA.
-    for variant, hq, hkv in variants[:2]:
-        for b in (1, 8):
-            name = 'attn_%s_packed_b%d_f16' % (variant, b)
-            m = attention_model(name, b, hq, hq, seq, d, variant, dt='f16', packed=True)
-            out.append((name, m, ['--gpu-attention'],
-                        {'kind': 'attention', 'variant': variant, 'dtype': 'f16', 'b': b,
-                         'hq': hq, 'hkv': hq, 'l': seq, 'd': d, 'packed': True,
-                         'scale': rounded_scale(d, 'f16')}))
+    # (issue 13): the peers get the transposed views. `packed`: Q, K and V
+    # cut from one projection [B, L, 3·H·D] (GPT-2's c_attn split in three),
+    # the output's heads merged, read and written through the views; the
+    # peers get the split, viewed and transposed tensors, as a PyTorch user
+    # hands them to SDPA.
+    for form in ('layout', 'packed'):
+        for variant, hq, hkv in variants[:2]:
+            for b in (1, 8):
+                name = 'attn_%s_%s_b%d_f16' % (variant, form, b)
+                m = attention_model(name, b, hq, hkv, seq, d, variant, dt='f16',
+                                    **{form: True})
+                out.append((name, m, ['--gpu-attention'],
+                            {'kind': 'attention', 'variant': variant, 'dtype': 'f16', 'b': b,
+                             'hq': hq, 'hkv': hkv, 'l': seq, 'd': d, form: True,
+                             'scale': rounded_scale(d, 'f16')}))
     for l in ((1024,) if small else (8192, 32768)):
         for b in (1, 8):
             name = 'decode_causal_layout_%d_b%d_f16' % (l, b)

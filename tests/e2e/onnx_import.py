@@ -136,6 +136,24 @@ def expect_error(name, path_or_model, d, needles, extra=()):
 
 # --- references from the ONNX specs -----------------------------------------
 
+def one_attention_launch(m, name, gpus, what, d):
+    """Compiles model `m` for each GPU target and checks (tcc inspect) that
+    it runs as one launch, of an attention template kernel."""
+    path = os.path.join(d, name + '.onnx')
+    onnx.save(m, path)
+    for gpu in gpus:
+        bundle = os.path.join(d, '%s_%s.tccb' % (name, gpu))
+        rc, _, err = L.run_tcc([TCC, 'compile', path, '--target', gpu, '-o', bundle])
+        launched = []
+        if rc == 0:
+            rc, out, err = L.run_tcc([TCC, 'inspect', bundle])
+            info = json.loads(out) if rc == 0 else {'kernels': [], 'launches': []}
+            launched = [info['kernels'][la['kernel']]['symbol'] for la in info['launches']]
+        report(len(launched) == 1 and '_attn' in launched[0],
+               '%s is one attention launch on %s' % (what, gpu),
+               'exit %d, launches %s: %s' % (rc, launched, L.first_line(err)))
+
+
 def same_pads(size, kernel, strides, dilations, upper):
     """auto_pad SAME_*: output ceil(in / stride); the odd pad goes at the end
     (SAME_UPPER) or the beginning (SAME_LOWER)."""
@@ -685,19 +703,8 @@ with tempfile.TemporaryDirectory() as d:
     check('attention as SDPA exports it: Q and K^T scaled by sqrt(1/sqrt(D)), an additive '
           'mask from a boolean one', sdpa, {'q': q, 'k': k, 'v': v, 'pad': pad},
           {'o': (att, lin_tol(np.abs(v).max() * 4, 2 * att_l * att_d))}, d)
-    path = os.path.join(d, 'sdpa_export.onnx')
-    onnx.save(sdpa, path)
-    for gpu in ('sm_90a', 'gfx942'):
-        bundle = os.path.join(d, 'sdpa_export_%s.tccb' % gpu)
-        rc, _, err = L.run_tcc([TCC, 'compile', path, '--target', gpu, '-o', bundle])
-        launched = []
-        if rc == 0:
-            rc, out, err = L.run_tcc([TCC, 'inspect', bundle])
-            info = json.loads(out) if rc == 0 else {'kernels': [], 'launches': []}
-            launched = [info['kernels'][la['kernel']]['symbol'] for la in info['launches']]
-        report(len(launched) == 1 and '_attn' in launched[0],
-               'SDPA-exported attention is one attention launch on ' + gpu,
-               'exit %d, launches %s: %s' % (rc, launched, L.first_line(err)))
+    one_attention_launch(sdpa, 'sdpa_export', ('sm_90a', 'gfx942'),
+                         'SDPA-exported attention', d)
     # GPT-2's attention as exported: the fused projection's output Split in
     # three, each reshaped to heads and transposed (K to [B, H, D, L]), the
     # result transposed back and merged. On a GPU target the slices, reshapes
@@ -730,19 +737,8 @@ with tempfile.TemporaryDirectory() as d:
          'merged': np.array([gb, gl, gh * gd], np.int64)})
     check('attention as GPT-2 exports it: a fused QKV projection Split in three',
           gpt2, {'qkv': qkv}, {'o': (gpt, lin_tol(np.abs(qkv).max() * 4, 2 * gl * gd))}, d)
-    path = os.path.join(d, 'gpt2_attention.onnx')
-    onnx.save(gpt2, path)
-    for gpu in ('sm_90a', 'sm_90', 'gfx942'):
-        bundle = os.path.join(d, 'gpt2_attention_%s.tccb' % gpu)
-        rc, _, err = L.run_tcc([TCC, 'compile', path, '--target', gpu, '-o', bundle])
-        launched = []
-        if rc == 0:
-            rc, out, err = L.run_tcc([TCC, 'inspect', bundle])
-            info = json.loads(out) if rc == 0 else {'kernels': [], 'launches': []}
-            launched = [info['kernels'][la['kernel']]['symbol'] for la in info['launches']]
-        report(len(launched) == 1 and '_attn' in launched[0],
-               'GPT-2-exported attention (Split QKV) is one attention launch on ' + gpu,
-               'exit %d, launches %s: %s' % (rc, launched, L.first_line(err)))
+    one_attention_launch(gpt2, 'gpt2_attention', ('sm_90a', 'sm_90', 'gfx942'),
+                         'GPT-2-exported attention (Split QKV)', d)
     idx = rng.integers(-4, 4, (2, 3, 5)).astype(np.int64)
     check('GatherElements axis=1, negative indices', model(
         [oh.make_node('GatherElements', ['x', 'i'], ['y'], axis=1)], {'x': x, 'i': idx}, ['y']),

@@ -1144,6 +1144,25 @@ def packed_cases():
                 env['qkv'].reshape(b, n, 3, h, d), 2, 0)],
             lambda s, r, c, c0=c: np.where(r >= c, s * c0, -1e30),
             lambda o, b=b, n=n, h=h, d=d: bhld(o).reshape(b, n, h * d))
+    # Llama's fused projection with fewer key/value heads, [B, L, (H + 2·Hkv)·D]:
+    # slices of unequal widths, K and V repeated over the query heads (GQA
+    # 8/2).
+    b, n, h, hkv, d = 2, 1000, 8, 2, 128
+    nodes, off = [], 0
+    for t, ht in (('q', h), ('k', hkv), ('v', hkv)):
+        nodes += [node('slice', ['qkv'], t + 's', starts=[off], ends=[off + ht * d], axes=[2]),
+                  node('reshape', [t + 's'], t + 'r', shape=[b, n, ht, d]),
+                  node('transpose', [t + 'r'], t, perm=[0, 2, 1, 3])]
+        off += ht * d
+    c = float(L.narrow('bf16', np.float64(1 / np.sqrt(d))))
+    add('packed_gqa_qkv_bf16_1000', [('qkv', 'bf16', [b, n, (h + 2 * hkv) * d])],
+        nodes + attention('bf16', c, [const('one', 'bf16', 1.0),
+                                      node('mul', ['ss', 'one'], 's_mod')], n, n,
+                          (b, hkv, h // hkv, d)), d,
+        lambda env, b=b, n=n, h=h, hkv=hkv, d=d: [
+            bhld(env['qkv'][..., a:a + w * d].reshape(b, n, w, d))
+            for a, w in ((0, h), (h * d, hkv), ((h + hkv) * d, hkv))],
+        lambda s, r, c, c0=c: s * c0)
     # A fused projection viewed per head, [B, L, H, 3·D], split on its last
     # axis (offsets D and 2·D, rows of 3·D), with a padding mask input.
     b, n, h, d = 2, 600, 2, 128

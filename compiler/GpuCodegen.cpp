@@ -65,7 +65,8 @@ std::string launchPipeline(bool rowFusion, int64_t rowValuesPerThread,
                        " sync-scope=" + (nvidia ? "device" : "agent") +
                        " last-block=" + (rowLastBlock ? "true" : "false") +
                        " pair-rounds=" + (rowPairRounds ? "true" : "false") +
-                       " stream-rows=" + (rowStream ? "true" : "false") + "}, ";
+                       " stream-rows=" + (rowStream ? "true" : "false") +
+                       "}, tcc-gpu-column-chains, ";
   std::string occupancy =
       nvidia ? ", gpu.module(tcc-gpu-occupancy{blocks-per-sm=" +
                    std::to_string(blocksPerSm) + "})"

@@ -228,6 +228,38 @@ def TccMapToGpu : Pass<"tcc-map-to-gpu", "func::FuncOp"> {
                            "::mlir::scf::SCFDialect"];
 }
 
+def TccGpuColumnChains : Pass<"tcc-gpu-column-chains", "func::FuncOp"> {
+  let summary = "A chain along an axis that is not the innermost as one GPU launch";
+  let description = [{
+    Runs on bufferized kernel functions (`tcc.kernel`) after
+    tcc-gpu-row-fusion, on kernels that are one reduction chain along a
+    loop that is not the innermost (softmax over the channels of
+    [N, C, H, W], over axis 1 of [B, L, D]): every op a `linalg.generic`
+    over the chain's loops (elementwise, or reducing the chain's loop) or
+    over its columns (the chain's loop of extent 1), with fills and views
+    of unit dims. They become one `gpu.launch` in which a column (the
+    positions along the chain's loop at fixed other loops) belongs to one
+    lane of one to eight warps: the lanes of a warp take consecutive
+    columns (coalesced reads), the warps of a column consecutive slices of
+    it. A reduction is one pass over the slice from the combiner's neutral
+    element; the warps' partial values meet in shared memory and are
+    combined, in warp order, with the output's initial value. Elementwise
+    values are recomputed where they are read, from the inputs, so nothing
+    but the kernel's results is written: a softmax reads its input three
+    times and writes once, where the generic mapping ran a launch per op
+    with the intermediates in memory.
+  }];
+  let options = [
+    Option<"minColumns", "min-columns", "int64_t", /*default=*/"32",
+           "The fewest consecutive columns (the innermost loops' extent) "
+           "a chain needs to be taken">
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 def TccGpuRowReductions : Pass<"tcc-gpu-row-reductions", "func::FuncOp"> {
   let summary = "Reduce along contiguous rows with cooperating GPU threads";
   let description = [{

@@ -1,0 +1,256 @@
+#!/usr/bin/env python3
+"""Reduction chains along an axis that is not the last, as users write them
+(softmax over the channels of NCHW scores, over axis 1 or -2, a norm over
+axis 1 with a per-channel scale, a plain sum over the middle axis):
+
+    column_chains_test.py check TCC [--ptxas PTXAS]
+    column_chains_test.py record TCC --out DIR
+    column_chains_test.py replay RUNTIME_TCC --dir DIR
+
+tcc-gpu-column-chains makes each one GPU launch: lanes take consecutive
+columns, warps slices of a column. Shapes with column counts that are not
+multiples of 32 (the last tile's lanes past the end), chains of 21 to 3001
+positions (one warp a column to 32), f32, f16 and bf16.
+
+`check` (no GPU): each compiles for sm_90 to one launch (`tcc inspect`),
+ptxas assembles it without spills, and the model on the host (a smaller
+shape) matches this script's NumPy reference. `record` writes sm_90
+bundles; `replay` runs them on a GPU with fresh inputs against a float64
+reference that rounds each primitive to the dtype as the format says.
+Tolerance (e2elib.chain_tolerance, relative to |ref| + 1e-3 max|ref| along
+the chain's axis; the norm's, which may cancel, to max|ref|): 64 ulps of
+f32 plus 4 ulps of a 16-bit dtype.
+"""
+import argparse
+import json
+import os
+import re
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), 'e2e'))
+import e2elib as L  # noqa: E402
+
+# (name, form, dtype, shape, axis) on the GPU; `check` runs the host on
+# SMALL[name]'s shape.
+CASES = [
+    ('softmax_ax1_f32_1000x300', 'softmax', 'f32', [4, 1000, 300], 1),
+    ('softmax_nchw_f16_21', 'softmax', 'f16', [2, 21, 40, 96], 1),
+    ('log_softmax_axm2_bf16_777', 'log_softmax', 'bf16', [6, 777, 130], -2),
+    ('log_softmax_ax0_f32_5000', 'log_softmax', 'f32', [5000, 40], 0),
+    ('rms_ax1_f32_512', 'rms', 'f32', [3, 512, 200], 1),
+    ('rms_ax1_f16_3001', 'rms', 'f16', [2, 3001, 64], 1),
+    ('sum_ax1_bf16_3001', 'sum', 'bf16', [16, 3001, 64], 1),
+]
+SMALL = {
+    'softmax_ax1_f32_1000x300': [2, 100, 40],
+    'softmax_nchw_f16_21': [1, 21, 4, 40],
+    'log_softmax_axm2_bf16_777': [2, 77, 33],
+    'log_softmax_ax0_f32_5000': [300, 40],
+    'rms_ax1_f32_512': [2, 64, 40],
+    'rms_ax1_f16_3001': [1, 301, 40],
+    'sum_ax1_bf16_3001': [2, 301, 40],
+}
+
+
+def node(op, inputs, output, **attrs):
+    return {'op': op, 'inputs': inputs, 'outputs': [output], 'attrs': attrs}
+
+
+def scale_shape(shape, axis):
+    """A per-position scale along the chain's axis, broadcast elsewhere."""
+    return [n if i == axis % len(shape) else 1 for i, n in enumerate(shape)]
+
+
+def make_model(form, dt, shape, axis):
+    inputs = [{'name': 'x', 'dtype': dt, 'shape': shape}]
+    if form in ('softmax', 'log_softmax'):
+        nodes = [node(form, ['x'], 'y', axis=axis)]
+    elif form == 'rms':
+        # x * rsqrt(mean(x * x) + eps) * g, g a per-position input.
+        inputs.append({'name': 'g', 'dtype': dt, 'shape': scale_shape(shape, axis)})
+        nodes = [node('mul', ['x', 'x'], 'sq'),
+                 node('reduce_mean', ['sq'], 'ms', axes=[axis], keepdims=True),
+                 node('constant', [], 'eps', dtype=dt, shape=[], value=1e-5),
+                 node('add', ['ms', 'eps'], 'v'), node('rsqrt', ['v'], 'r'),
+                 node('mul', ['x', 'r'], 'n'), node('mul', ['n', 'g'], 'y')]
+    else:
+        nodes = [node('reduce_sum', ['x'], 'y', axes=[axis], keepdims=False)]
+    return {'format': 'tcc-model', 'version': 1, 'name': 'column_' + form,
+            'inputs': inputs, 'params': [], 'nodes': nodes, 'outputs': ['y']}
+
+
+def make_inputs(form, dt, shape, axis, rng):
+    vals = {'x': L.rnd(dt, 3.0 * rng.standard_normal(shape))}
+    if form == 'rms':
+        vals['g'] = L.rnd(dt, 1.0 + 0.5 * rng.standard_normal(scale_shape(shape, axis)))
+    return vals
+
+
+def reference(form, dt, vals, axis):
+    """float64, each primitive rounded to the dtype (sums in f64, as the
+    format's accumulation in f32 or wider is exact enough here)."""
+    r = lambda v: L.rnd(dt, v)  # noqa: E731
+    x = vals['x']
+    if form == 'softmax':
+        e = r(np.exp(r(x - x.max(axis=axis, keepdims=True))))
+        return r(e / r(e.sum(axis=axis, keepdims=True)))
+    if form == 'log_softmax':
+        t = r(x - x.max(axis=axis, keepdims=True))
+        return r(t - r(np.log(r(r(np.exp(t)).sum(axis=axis, keepdims=True)))))
+    if form == 'rms':
+        ms = r(r(x * x).sum(axis=axis, keepdims=True) / x.shape[axis])
+        return r(r(x * r(1 / np.sqrt(r(ms + r(1e-5))))) * vals['g'])
+    return r(x.sum(axis=axis))
+
+
+def error(form, got, ref, axis):
+    """(max error relative to the chain's scale, entries where NaN or inf
+    differ)."""
+    finite = np.where(np.isfinite(ref), np.abs(ref), 0)
+    if form == 'sum':
+        scale = np.abs(ref) + 1e-3 * finite.max()
+    else:
+        floor = 1.0 if form == 'rms' else 1e-3
+        scale = np.abs(ref) + floor * np.max(finite, axis=axis, keepdims=True)
+    special = ~np.isfinite(ref) | ~np.isfinite(got)
+    bad = special & ~((np.isnan(ref) & np.isnan(got)) | (ref == got))
+    with np.errstate(invalid='ignore', divide='ignore'):
+        rel = np.where(special, 0.0, np.abs(got - ref) / np.where(scale > 0, scale, 1))
+    return float(rel.max()), int(bad.sum())
+
+
+def tolerance(form, dt, n):
+    # A plain sum of n 16-bit values rounds once at the end, but its
+    # reference and the kernel add in different orders: sqrt(n) ulps of f32.
+    tol = L.chain_tolerance(dt)
+    return tol + (np.sqrt(n) * L.eps('f32') if form == 'sum' else 0)
+
+
+def compare(name, form, dt, got, ref, axis):
+    err, bad = error(form, got.reshape(ref.shape), ref, axis)
+    tol = tolerance(form, dt, ref.size)
+    if bad:
+        return '%s: %d NaN or inf entries differ' % (name, bad), err
+    if err > tol:
+        return '%s: error %.3g over the tolerance %.3g' % (name, err, tol), err
+    return None, err
+
+
+def write(path, model):
+    with open(path, 'w') as f:
+        json.dump(model, f)
+
+
+def check(args):
+    failures = []
+    rng = np.random.default_rng()
+    with tempfile.TemporaryDirectory() as d:
+        for name, form, dt, shape, axis in CASES:
+            before = len(failures)
+            path = os.path.join(d, name + '.json')
+            write(path, make_model(form, dt, shape, axis))
+            bundle = os.path.join(d, name + '.gpu.tccb')
+            rc, _, err = L.run_tcc([args.tcc, 'compile', path, '--target', 'sm_90', '-o',
+                                    bundle])
+            if rc:
+                failures.append('%s: %s' % (name, L.first_line(err)))
+                continue
+            rc, out, err = L.run_tcc([args.tcc, 'inspect', bundle])
+            launches = len(json.loads(out)['launches']) if rc == 0 else -1
+            if launches != 1:
+                failures.append('%s: %d launches on sm_90, want 1' % (name, launches))
+            if args.ptxas:
+                ptx = os.path.join(d, name + '.ptx')
+                L.run_tcc([args.tcc, 'compile', path, '--target', 'sm_90', '--emit', 'asm',
+                           '-o', ptx])
+                rc, _, err = L.run_tcc([args.ptxas, '-arch=sm_90', '-v', ptx, '-o', os.devnull])
+                if rc:
+                    failures.append('%s: ptxas: %s' % (name, L.first_line(err)))
+                elif any(int(n) for n in re.findall(r'(\d+) bytes spill stores', err)):
+                    failures.append('%s: ptxas spills' % name)
+            small = SMALL[name]
+            model = make_model(form, dt, small, axis)
+            write(path, model)
+            bundle = os.path.join(d, name + '.host.tccb')
+            rc, _, err = L.run_tcc([args.tcc, 'compile', path, '--target', 'host', '-o',
+                                    bundle])
+            if rc:
+                failures.append('%s host: %s' % (name, L.first_line(err)))
+                continue
+            vals = make_inputs(form, dt, small, axis, rng)
+            got, err = L.run_bundle(args.tcc, bundle, L.save_inputs(d, name, model, vals), d)
+            if err:
+                failures.append('%s host: %s' % (name, err))
+                continue
+            msg, _ = compare(name + ' host', form, dt, got, reference(form, dt, vals, axis),
+                             axis)
+            if msg:
+                failures.append(msg)
+            print('%s %s' % ('ok' if len(failures) == before else 'FAIL', name))
+    if failures:
+        print('FAILED: ' + '; '.join(failures))
+        sys.exit(1)
+    print('%d chains along a non-last axis: one launch each, host correct' % len(CASES))
+
+
+def record(args):
+    os.makedirs(args.out, exist_ok=True)
+    manifest = []
+    for name, form, dt, shape, axis in CASES:
+        path = os.path.join(args.out, name + '.json')
+        write(path, make_model(form, dt, shape, axis))
+        rc, _, err = L.run_tcc([args.tcc, 'compile', path, '--target', 'sm_90', '-o',
+                                os.path.join(args.out, name + '.tccb')])
+        if rc:
+            print('FAILED: %s: %s' % (name, L.first_line(err)))
+            sys.exit(1)
+        manifest.append({'name': name, 'form': form, 'dtype': dt, 'shape': shape,
+                         'axis': axis})
+    with open(os.path.join(args.out, 'manifest.json'), 'w') as f:
+        json.dump(manifest, f, indent=1)
+    print('recorded %d chains' % len(manifest))
+
+
+def replay(args):
+    manifest = json.load(open(os.path.join(args.dir, 'manifest.json')))
+    rng = np.random.default_rng()
+    failures = []
+    with tempfile.TemporaryDirectory() as d:
+        for c in manifest:
+            name, form, dt, shape, axis = (c[k] for k in ('name', 'form', 'dtype', 'shape',
+                                                          'axis'))
+            model = json.load(open(os.path.join(args.dir, name + '.json')))
+            vals = make_inputs(form, dt, shape, axis, rng)
+            got, err = L.run_bundle(args.tcc, os.path.join(args.dir, name + '.tccb'),
+                                    L.save_inputs(d, name, model, vals), d)
+            if err:
+                failures.append('%s: %s' % (name, err))
+                continue
+            ref = reference(form, dt, vals, axis)
+            msg, e = compare(name, form, dt, got, ref, axis)
+            if msg:
+                failures.append(msg)
+            print('%-28s error %.3g (tolerance %.3g)' % (name, e, tolerance(form, dt, ref.size)))
+    if failures:
+        print('FAILED: ' + '; '.join(failures))
+        sys.exit(1)
+    print('%d chains along a non-last axis correct on the GPU' % len(manifest))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('mode', choices=['check', 'record', 'replay'])
+    ap.add_argument('tcc')
+    ap.add_argument('--ptxas')
+    ap.add_argument('--out')
+    ap.add_argument('--dir')
+    args = ap.parse_args()
+    {'check': check, 'record': record, 'replay': replay}[args.mode](args)
+
+
+if __name__ == '__main__':
+    main()

@@ -161,6 +161,10 @@ struct TccGpuColumnChains
     // columns would leave lanes idle.
     if (inner < minColumns || length < 2)
       return false;
+    // The blocks (32 columns each at least) fit the grid's x limit.
+    constexpr int64_t kMostBlocks = (int64_t(1) << 31) - 1;
+    if (outer > kMostBlocks / ((inner + kWarp - 1) / kWarp))
+      return false;
     SmallVector<int64_t> columnRanges = ranges, columnLoops = ranges;
     columnRanges[axis] = 1;
     columnLoops.erase(columnLoops.begin() + axis);

@@ -8,6 +8,7 @@ misreading in the compiler shows up as a difference.
 import json
 import os
 import math
+import re
 import struct
 import subprocess
 
@@ -263,6 +264,30 @@ def run_bundle(tcc, bundle, files, d, output='y'):
     if rc:
         return None, first_line(err)
     return np.load(os.path.join(out, output + '.npy')).astype(np.float64), None
+
+
+def gpu_kernel_failures(tcc, ptxas, path, d, name, want):
+    """Compiles the model at `path` for sm_90: (whether it compiled, the
+    failures: the compile's, or a launch count other than `want` (`tcc
+    inspect`) and, with `ptxas`, PTX that does not assemble or spills)."""
+    bundle = os.path.join(d, name + '.gpu.tccb')
+    rc, _, err = run_tcc([tcc, 'compile', path, '--target', 'sm_90', '-o', bundle])
+    if rc:
+        return False, ['%s: %s' % (name, first_line(err))]
+    failures = []
+    rc, out, err = run_tcc([tcc, 'inspect', bundle])
+    launches = len(json.loads(out)['launches']) if rc == 0 else -1
+    if launches != want:
+        failures.append('%s: %d launches on sm_90, want %d' % (name, launches, want))
+    if ptxas:
+        ptx = os.path.join(d, name + '.ptx')
+        run_tcc([tcc, 'compile', path, '--target', 'sm_90', '--emit', 'asm', '-o', ptx])
+        rc, _, err = run_tcc([ptxas, '-arch=sm_90', '-v', ptx, '-o', os.devnull])
+        if rc:
+            failures.append('%s: ptxas: %s' % (name, first_line(err)))
+        elif any(int(n) for n in re.findall(r'(\d+) bytes spill stores', err)):
+            failures.append('%s: ptxas spills' % name)
+    return True, failures
 
 
 def chain_tolerance(dt):

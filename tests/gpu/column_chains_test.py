@@ -24,7 +24,6 @@ f32 plus 4 ulps of a 16-bit dtype.
 import argparse
 import json
 import os
-import re
 import sys
 import tempfile
 
@@ -153,25 +152,10 @@ def check(args):
             before = len(failures)
             path = os.path.join(d, name + '.json')
             write(path, make_model(form, dt, shape, axis))
-            bundle = os.path.join(d, name + '.gpu.tccb')
-            rc, _, err = L.run_tcc([args.tcc, 'compile', path, '--target', 'sm_90', '-o',
-                                    bundle])
-            if rc:
-                failures.append('%s: %s' % (name, L.first_line(err)))
+            compiled, found = L.gpu_kernel_failures(args.tcc, args.ptxas, path, d, name, 1)
+            failures += found
+            if not compiled:
                 continue
-            rc, out, err = L.run_tcc([args.tcc, 'inspect', bundle])
-            launches = len(json.loads(out)['launches']) if rc == 0 else -1
-            if launches != 1:
-                failures.append('%s: %d launches on sm_90, want 1' % (name, launches))
-            if args.ptxas:
-                ptx = os.path.join(d, name + '.ptx')
-                L.run_tcc([args.tcc, 'compile', path, '--target', 'sm_90', '--emit', 'asm',
-                           '-o', ptx])
-                rc, _, err = L.run_tcc([args.ptxas, '-arch=sm_90', '-v', ptx, '-o', os.devnull])
-                if rc:
-                    failures.append('%s: ptxas: %s' % (name, L.first_line(err)))
-                elif any(int(n) for n in re.findall(r'(\d+) bytes spill stores', err)):
-                    failures.append('%s: ptxas spills' % name)
             small = SMALL[name]
             model = make_model(form, dt, small, axis)
             write(path, model)

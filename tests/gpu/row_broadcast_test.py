@@ -35,7 +35,6 @@ its neighbour, and each op after it with it).
 import argparse
 import json
 import os
-import re
 import sys
 import tempfile
 
@@ -232,26 +231,12 @@ def check(args):
             before = len(failures)
             path = os.path.join(d, name + '.json')
             write(path, make_model(form, dt, shape))
-            bundle = os.path.join(d, name + '.gpu.tccb')
-            rc, _, err = run(args.tcc, 'compile', path, '--target', 'sm_90', '-o', bundle)
-            if rc:
-                failures.append('%s: %s' % (name, L.first_line(err)))
-                continue
-            rc, out, err = run(args.tcc, 'inspect', bundle)
-            launches = len(json.loads(out)['launches']) if rc == 0 else -1
             # A loss's division waits for every row: the finish launch.
             want = 2 if form == 'ce_flat_targets' else 1
-            if launches != want:
-                failures.append('%s: %d launches on sm_90, want %d' % (name, launches, want))
-            if args.ptxas:
-                ptx = os.path.join(d, name + '.ptx')
-                rc, _, err = run(args.tcc, 'compile', path, '--target', 'sm_90', '--emit',
-                                 'asm', '-o', ptx)
-                rc, _, err = run(args.ptxas, '-arch=sm_90', '-v', ptx, '-o', os.devnull)
-                if rc:
-                    failures.append('%s: ptxas: %s' % (name, L.first_line(err)))
-                elif any(int(n) for n in re.findall(r'(\d+) bytes spill stores', err)):
-                    failures.append('%s: ptxas spills' % name)
+            compiled, found = L.gpu_kernel_failures(args.tcc, args.ptxas, path, d, name, want)
+            failures += found
+            if not compiled:
+                continue
             # The host, two rows a head.
             small = [shape[0], shape[1], 2, shape[3]]
             model = make_model(form, dt, small)

@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/BufferUtils.h"
+#include "passes/ExpForm.h"
 #include "passes/GpuUtils.h"
 #include "passes/Passes.h"
 
@@ -46,6 +47,13 @@ enum class Kind {
   Column  ///< elementwise over the columns (the chain's loop of extent 1)
 };
 
+/// Values of one position made while emitting it: recomputed elementwise
+/// results (by root buffer) and loads (by view and indexing map).
+struct Cache {
+  DenseMap<Value, Value> full;
+  DenseMap<std::pair<Value, AffineMap>, Value> loads;
+};
+
 struct Step {
   linalg::GenericOp op;
   Kind kind;
@@ -73,7 +81,8 @@ struct TccGpuColumnChains
   int64_t outer = 1, length = 1, inner = 1;
   SmallVector<Step> steps;
   /// Root buffer -> the fill that initialises it (a reduction's output).
-  DenseMap<Value, linalg::FillOp> fills;
+  /// (A fill is a linalg.fill or a generic yielding its scalar input.)
+  DenseMap<Value, std::pair<Operation *, Value>> fills;
   /// Root buffer -> the step writing it.
   DenseMap<Value, unsigned> writer;
 
@@ -103,6 +112,19 @@ struct TccGpuColumnChains
     return dims == want;
   }
 
+  /// The scalar a generic writes everywhere (a fill generalized: its one
+  /// input not a buffer, yielded as is), or null.
+  static Value filledScalar(linalg::GenericOp g) {
+    if (g.getNumDpsInputs() != 1 || g.getNumReductionLoops() != 0)
+      return Value();
+    Value in = g.getDpsInputOperand(0)->get();
+    auto yield = cast<linalg::YieldOp>(g.getBlock()->getTerminator());
+    if (isa<ShapedType>(in.getType()) ||
+        yield.getOperand(0) != g.getBlock()->getArgument(0))
+      return Value();
+    return in;
+  }
+
   /// Whether the kernel is one chain this pass takes; fills `steps`.
   bool analyze(func::FuncOp func) {
     // (The pass object runs on one function after another.)
@@ -127,13 +149,25 @@ struct TccGpuColumnChains
       }
       if (auto f = dyn_cast<linalg::FillOp>(op)) {
         if (f.getOutputs().size() != 1 ||
-            !fills.try_emplace(rootOf(f.getOutputs()[0]), f).second)
+            !fills
+                 .try_emplace(
+                     rootOf(f.getOutputs()[0]),
+                     std::make_pair(f.getOperation(), f.getInputs()[0]))
+                 .second)
           return false;
         continue;
       }
       auto g = dyn_cast<linalg::GenericOp>(op);
       if (!g || !g.hasPureBufferSemantics() || g.getNumDpsInits() != 1)
         return false;
+      if (Value scalar = filledScalar(g)) {
+        if (!fills
+                 .try_emplace(rootOf(g.getDpsInitOperand(0)->get()),
+                              std::make_pair(g.getOperation(), scalar))
+                 .second)
+          return false;
+        continue;
+      }
       generics.push_back(g);
     }
     // The chain's loops: a reduction's, which reduces exactly one.
@@ -157,13 +191,18 @@ struct TccGpuColumnChains
     outer = length = inner = 1;
     for (unsigned d = 0; d < ranges.size(); ++d)
       (d < axis ? outer : d == axis ? length : inner) *= ranges[d];
-    // Rows (the chain's loop innermost) are tcc-gpu-row-fusion's; few
+    // Rows (the chain's loop innermost) are tcc-gpu-row-fusion's, but for
+    // those it leaves that are long enough to split over blocks; few
     // columns would leave lanes idle.
-    if (inner < minColumns || length < 2)
+    bool longRows = inner == 1 && length >= minRowLength;
+    if ((inner < minColumns && !longRows) || length < 2)
       return false;
-    // The blocks (32 columns each at least) fit the grid's x limit.
+    // The blocks (32 columns each at least, or a part of a row) fit the
+    // grid's x limit.
     constexpr int64_t kMostBlocks = (int64_t(1) << 31) - 1;
-    if (outer > kMostBlocks / ((inner + kWarp - 1) / kWarp))
+    int64_t blocksPerOuter = longRows ? kTargetThreads / (kWarp * kWarps)
+                                      : (inner + kWarp - 1) / kWarp;
+    if (outer > kMostBlocks / blocksPerOuter)
       return false;
     SmallVector<int64_t> columnRanges = ranges, columnLoops = ranges;
     columnRanges[axis] = 1;
@@ -234,8 +273,36 @@ struct TccGpuColumnChains
         if (auto w = writer.find(rootOf(in->get()));
             w != writer.end() && !steps[w->second].op->isBeforeInBlock(s.op))
           return false;
+    // Every fill initialises a reduction's output (the launch writes no
+    // other).
+    for (auto &[root, fill] : fills) {
+      auto w = writer.find(root);
+      if (w == writer.end() || steps[w->second].kind != Kind::Reduce)
+        return false;
+    }
     return llvm::any_of(steps,
                         [](const Step &s) { return s.kind == Kind::Reduce; });
+  }
+
+  /// The steps (i, j) one pass over the slice takes together: a max (or
+  /// min) i from an infinite neutral and the float sum j, the next
+  /// reduction after it (the ops between are elementwise).
+  std::optional<std::pair<unsigned, unsigned>> streamPair() const {
+    for (unsigned i = 0; i < steps.size(); ++i) {
+      if (steps[i].kind != Kind::Reduce)
+        continue;
+      auto neutral = dyn_cast<FloatAttr>(steps[i].neutral);
+      if (!isa<arith::MaximumFOp, arith::MinimumFOp>(steps[i].combiner) ||
+          !neutral || !neutral.getValue().isInfinity())
+        return std::nullopt;
+      for (unsigned j = i + 1; j < steps.size(); ++j)
+        if (steps[j].kind == Kind::Reduce)
+          return isa<arith::AddFOp>(steps[j].combiner)
+                     ? std::optional(std::make_pair(i, j))
+                     : std::nullopt;
+      return std::nullopt;
+    }
+    return std::nullopt;
   }
 
   void runOnOperation() override {
@@ -249,87 +316,24 @@ struct TccGpuColumnChains
     Block &body = func.getBody().front();
     Location loc = func.getLoc();
     OpBuilder b(body.getTerminator());
-    // Enough warps a column to fill the GPU, with at least a warp's worth
-    // of positions a slice; few columns take up to a block's 32 warps.
-    int64_t columns = outer * inner;
-    int64_t most = std::clamp<int64_t>(
-        int64_t(llvm::bit_floor(uint64_t(length / kWarp))), 1, 1024 / kWarp);
-    int64_t warpsPerColumn =
-        std::clamp<int64_t>(int64_t(llvm::bit_floor(uint64_t(
-                                (kTargetThreads + columns - 1) / columns))),
-                            std::min(most, kWarps), most);
-    int64_t warpsPerBlock = std::max(kWarps, warpsPerColumn);
-    int64_t tilesPerBlock = warpsPerBlock / warpsPerColumn;
-    int64_t tileColumns = kWarp * tilesPerBlock;
-    int64_t blocksPerOuter = (inner + tileColumns - 1) / tileColumns;
-    int64_t chunk = (length + warpsPerColumn - 1) / warpsPerColumn;
 
-    // Shared memory: the warps' partial values of each reduction.
-    SmallVector<Type> shared;
-    for (const Step &s : steps)
-      if (s.kind == Kind::Reduce)
-        shared.push_back(MemRefType::get(
-            {warpsPerBlock, kWarp}, s.combiner->getResult(0).getType(),
-            MemRefLayoutAttrInterface(),
-            gpu::AddressSpaceAttr::get(func.getContext(),
-                                       gpu::AddressSpace::Workgroup)));
-    Value one = cIndex(b, loc, 1);
-    auto launch = gpu::LaunchOp::create(
-        b, loc, cIndex(b, loc, outer * blocksPerOuter), one, one,
-        cIndex(b, loc, kWarp), cIndex(b, loc, warpsPerBlock), one,
-        /*dynamicSharedMemorySize=*/nullptr, /*asyncTokenType=*/nullptr,
-        /*asyncDependencies=*/ValueRange{}, shared);
-    Block &kernel = launch.getBody().front();
-    b.setInsertionPointToEnd(&kernel);
-    auto end = gpu::TerminatorOp::create(b, loc);
-    b.setInsertionPoint(end);
-
-    // This thread's column and slice of it.
-    Value lane = launch.getThreadIds().x, warp = launch.getThreadIds().y;
-    Value tile =
-        arith::DivUIOp::create(b, loc, warp, cIndex(b, loc, warpsPerColumn));
-    Value part =
-        arith::RemUIOp::create(b, loc, warp, cIndex(b, loc, warpsPerColumn));
-    Value block = launch.getBlockIds().x;
-    Value o =
-        arith::DivUIOp::create(b, loc, block, cIndex(b, loc, blocksPerOuter));
-    Value t =
-        arith::RemUIOp::create(b, loc, block, cIndex(b, loc, blocksPerOuter));
-    Value s = arith::AddIOp::create(
-        b, loc,
-        arith::MulIOp::create(
-            b, loc,
-            arith::AddIOp::create(
-                b, loc,
-                arith::MulIOp::create(b, loc, t, cIndex(b, loc, tilesPerBlock)),
-                tile),
-            cIndex(b, loc, kWarp)),
-        lane);
-    // Lanes past the last column read the last one (every thread reaches
-    // the barriers) and write nothing.
-    Value valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, s,
-                                        cIndex(b, loc, inner));
-    Value sc = arith::MinUIOp::create(b, loc, s, cIndex(b, loc, inner - 1));
+    // What the emitters below read, set for the launch being built.
+    gpu::TerminatorOp end;
+    Value lane, warp, zero;
+    /// The thread's positions along the chain: [cBegin, cEnd) by `stride`.
+    Value cBegin, cEnd;
+    int64_t stride = 1;
+    SmallVector<Value> outerIvs, innerIvs;
     SmallVector<int64_t> outerSizes(ranges.begin(), ranges.begin() + axis),
         innerSizes(ranges.begin() + axis + 1, ranges.end());
-    SmallVector<Value> outerIvs = delinearize(b, loc, o, outerSizes);
-    SmallVector<Value> innerIvs = delinearize(b, loc, sc, innerSizes);
     auto ivsAt = [&](Value c) {
       SmallVector<Value> ivs(outerIvs);
       ivs.push_back(c);
       ivs.append(innerIvs);
       return ivs;
     };
-    Value cBegin = arith::MulIOp::create(b, loc, part, cIndex(b, loc, chunk));
-    Value cEnd = arith::MinUIOp::create(
-        b, loc, arith::AddIOp::create(b, loc, cBegin, cIndex(b, loc, chunk)),
-        cIndex(b, loc, length));
-    cBegin = arith::MinUIOp::create(b, loc, cBegin, cEnd);
-    Value zero = cIndex(b, loc, 0);
-    Value first = arith::AndIOp::create(
-        b, loc, valid,
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, part, zero));
-
+    // Each reduction's shared array in the launch being built, by step.
+    DenseMap<unsigned, Value> sharedOf;
     DenseMap<Value, Value> columnValues;   // root buffer -> this column's value
     DenseMap<Value, unsigned> virtualFull; // root alloc -> its Full step
     for (unsigned i = 0; i < steps.size(); ++i)
@@ -339,11 +343,13 @@ struct TccGpuColumnChains
 
     // The value `g` computes at loop indices `ivs` (`acc`: a reduction's
     // running value), its inputs read or recomputed; `cache` holds the
-    // recomputed values of this position.
-    std::function<Value(linalg::GenericOp, ArrayRef<Value>, Value,
-                        DenseMap<Value, Value> &)>
+    // values of this position. `reduced` (with `acc`) receives what the
+    // combiner `combiner` folds into the running value at this position.
+    std::function<Value(linalg::GenericOp, ArrayRef<Value>, Value, Cache &,
+                        Operation *, Value *)>
         evaluate = [&](linalg::GenericOp g, ArrayRef<Value> ivs, Value acc,
-                       DenseMap<Value, Value> &cache) -> Value {
+                       Cache &cache, Operation *combiner = nullptr,
+                       Value *reduced = nullptr) -> Value {
       IRMapping map;
       Block *gb = g.getBlock();
       for (OpOperand *in : g.getDpsInputOperands()) {
@@ -352,15 +358,19 @@ struct TccGpuColumnChains
         if (auto c = columnValues.find(root); c != columnValues.end()) {
           v = c->second;
         } else if (auto f = virtualFull.find(root); f != virtualFull.end()) {
-          auto hit = cache.find(root);
-          v = hit != cache.end()
+          auto hit = cache.full.find(root);
+          v = hit != cache.full.end()
                   ? hit->second
-                  : evaluate(steps[f->second].op, ivs, Value(), cache);
-          cache[root] = v;
+                  : evaluate(steps[f->second].op, ivs, Value(), cache, nullptr,
+                             nullptr);
+          cache.full[root] = v;
         } else {
-          v = memref::LoadOp::create(
-              b, loc, in->get(),
-              applyMap(b, loc, g.getMatchingIndexingMap(in), ivs));
+          AffineMap m = g.getMatchingIndexingMap(in);
+          Value &hit = cache.loads[{in->get(), m}];
+          if (!hit)
+            hit = memref::LoadOp::create(b, loc, in->get(),
+                                         applyMap(b, loc, m, ivs));
+          v = hit;
         }
         map.map(gb->getArgument(in->getOperandNumber()), v);
       }
@@ -373,28 +383,39 @@ struct TccGpuColumnChains
         }
         b.clone(op, map);
       }
+      if (reduced) {
+        Value accArg = g.getRegionOutputArgs()[0];
+        *reduced = map.lookupOrDefault(combiner->getOperand(0) == accArg
+                                           ? combiner->getOperand(1)
+                                           : combiner->getOperand(0));
+      }
       return map.lookup(
           cast<linalg::YieldOp>(gb->getTerminator()).getOperand(0));
     };
 
-    // The slice [cBegin, cEnd) of the column, kUnroll positions at a time
-    // then one by one: `fn(c, carried)` returns the new carried values.
-    // `flush` runs after each iteration's positions: the stores of the
-    // last pass, which come after all of its loads (the kernel's buffers
-    // may alias as far as LLVM knows, so a store would keep the next
-    // position's loads from starting early).
+    // The thread's positions, kUnroll at a time then one by one:
+    // `fn(positions, carried)` returns the new carried values. `flush`
+    // runs after each iteration's positions: the stores of the last pass,
+    // which come after all of its loads (the kernel's buffers may alias as
+    // far as LLVM knows, so a store would keep the next position's loads
+    // from starting early).
     auto overSlice =
         [&](
             ValueRange init,
-            function_ref<SmallVector<Value>(Value, ValueRange)> fn,
+            function_ref<SmallVector<Value>(ArrayRef<Value>, ValueRange)> fn,
             function_ref<void()> flush = [] {}) -> SmallVector<Value> {
       Value n = arith::SubIOp::create(b, loc, cEnd, cBegin);
+      if (stride != 1)
+        n = arith::DivUIOp::create(
+            b, loc,
+            arith::AddIOp::create(b, loc, n, cIndex(b, loc, stride - 1)),
+            cIndex(b, loc, stride));
       Value mainEnd = arith::AddIOp::create(
           b, loc, cBegin,
           arith::MulIOp::create(
               b, loc,
               arith::DivUIOp::create(b, loc, n, cIndex(b, loc, kUnroll)),
-              cIndex(b, loc, kUnroll)));
+              cIndex(b, loc, kUnroll * stride)));
       // (A loop without carried values comes with its yield: replaced.)
       auto bodyOf = [&](scf::ForOp loop) {
         Block *blk = loop.getBody();
@@ -402,138 +423,656 @@ struct TccGpuColumnChains
           blk->back().erase();
         b.setInsertionPointToEnd(blk);
       };
-      auto unrolled = scf::ForOp::create(b, loc, cBegin, mainEnd,
-                                         cIndex(b, loc, kUnroll), init);
+      auto unrolled = scf::ForOp::create(
+          b, loc, cBegin, mainEnd, cIndex(b, loc, kUnroll * stride), init);
       {
         OpBuilder::InsertionGuard guard(b);
         bodyOf(unrolled);
-        SmallVector<Value> carried(unrolled.getRegionIterArgs());
+        SmallVector<Value> positions;
         for (int64_t k = 0; k < kUnroll; ++k)
-          carried = fn(arith::AddIOp::create(b, loc, unrolled.getInductionVar(),
-                                             cIndex(b, loc, k)),
-                       carried);
+          positions.push_back(arith::AddIOp::create(
+              b, loc, unrolled.getInductionVar(), cIndex(b, loc, k * stride)));
+        SmallVector<Value> carried =
+            fn(positions, unrolled.getRegionIterArgs());
         flush();
         scf::YieldOp::create(b, loc, carried);
       }
-      auto rest = scf::ForOp::create(b, loc, mainEnd, cEnd, cIndex(b, loc, 1),
-                                     unrolled.getResults());
+      auto rest = scf::ForOp::create(
+          b, loc, mainEnd, cEnd, cIndex(b, loc, stride), unrolled.getResults());
       {
         OpBuilder::InsertionGuard guard(b);
         bodyOf(rest);
         SmallVector<Value> carried =
-            fn(rest.getInductionVar(), rest.getRegionIterArgs());
+            fn(Value(rest.getInductionVar()), rest.getRegionIterArgs());
         flush();
         scf::YieldOp::create(b, loc, carried);
       }
       return rest.getResults();
     };
+    // A store under `cond` (none: always).
     auto storeIf = [&](Value cond, Value v, Value buffer,
                        SmallVector<Value> idx) {
+      if (!cond) {
+        memref::StoreOp::create(b, loc, v, buffer, idx);
+        return;
+      }
       auto branch = scf::IfOp::create(b, loc, cond, /*withElse=*/false);
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPoint(branch.thenBlock()->getTerminator());
       memref::StoreOp::create(b, loc, v, buffer, idx);
     };
-
-    unsigned sharedIndex = 0;
-    SmallVector<unsigned> stores;
-    for (unsigned i = 0; i < steps.size(); ++i) {
-      Step &st = steps[i];
-      OpOperand *init = st.op.getDpsInitOperand(0);
-      Value out = rootOf(init->get());
-      SmallVector<Value> columnIvs = ivsAt(zero);
+    auto columnIvsOf = [&](const Step &st) {
+      SmallVector<Value> ivs = ivsAt(zero);
       if (st.dropsAxis)
-        columnIvs.erase(columnIvs.begin() + axis);
-      if (st.kind == Kind::Full) {
-        if (isa<BlockArgument>(out))
-          stores.push_back(i);
-        continue;
-      }
-      Value v;
-      if (st.kind == Kind::Column) {
-        DenseMap<Value, Value> cache;
-        v = evaluate(st.op, columnIvs, Value(), cache);
-      } else {
-        Value neutral = arith::ConstantOp::create(b, loc, st.neutral);
-        Value partial = overSlice(ValueRange{neutral}, [&](Value c,
-                                                           ValueRange acc) {
-          DenseMap<Value, Value> cache;
-          return SmallVector<Value>{evaluate(st.op, ivsAt(c), acc[0], cache)};
-        })[0];
-        // The warps' partial values meet in shared memory, combined in
-        // warp order with the output's initial value.
-        Value sh = kernel.getArgument(kernel.getNumArguments() - shared.size() +
-                                      sharedIndex++);
-        memref::StoreOp::create(b, loc, partial, sh, ValueRange{warp, lane});
-        gpu::BarrierOp::create(b, loc);
-        auto fill = fills.find(out);
-        v = fill != fills.end()
-                ? fill->second.getInputs()[0]
-                : memref::LoadOp::create(
-                      b, loc, init->get(),
-                      applyMap(b, loc, st.op.getMatchingIndexingMap(init),
-                               columnIvs))
-                      .getResult();
-        Value base =
-            arith::MulIOp::create(b, loc, tile, cIndex(b, loc, warpsPerColumn));
-        for (int64_t w = 0; w < warpsPerColumn; ++w) {
-          Value row = arith::AddIOp::create(b, loc, base, cIndex(b, loc, w));
-          v = combine(
-              b, st.combiner, v,
-              memref::LoadOp::create(b, loc, sh, ValueRange{row, lane}));
-        }
-      }
-      columnValues[out] = v;
-      if (isa<BlockArgument>(out))
-        storeIf(
-            first, v, init->get(),
-            applyMap(b, loc, st.op.getMatchingIndexingMap(init), columnIvs));
+        ivs.erase(ivs.begin() + axis);
+      return ivs;
+    };
+    // The initial value of reduction `st`'s output at this column.
+    auto initialOf = [&](Step &st) -> Value {
+      OpOperand *init = st.op.getDpsInitOperand(0);
+      auto fill = fills.find(rootOf(init->get()));
+      if (fill != fills.end())
+        return fill->second.second;
+      return memref::LoadOp::create(b, loc, init->get(),
+                                    applyMap(b, loc,
+                                             st.op.getMatchingIndexingMap(init),
+                                             columnIvsOf(st)));
+    };
+    // A reduction's running value over the thread's positions, from the
+    // neutral value.
+    auto threadPartial = [&](Step &st) -> Value {
+      Value neutral = arith::ConstantOp::create(b, loc, st.neutral);
+      return overSlice(
+          ValueRange{neutral}, [&](ArrayRef<Value> positions, ValueRange acc) {
+            Value v = acc[0];
+            for (Value c : positions) {
+              Cache cache;
+              v = evaluate(st.op, ivsAt(c), v, cache, nullptr, nullptr);
+            }
+            return SmallVector<Value>{v};
+          })[0];
+    };
+
+    // A max (or min) and the float sum after it whose shares are
+    // exp(k·(r - v))·h, r the max and v what it reduced at the position
+    // (softmax's Σ exp(x - m); ExpForm.h reads k off the emitted shares):
+    // one pass over the thread's positions for both, the running sum
+    // scaled by exp(k·(m_new - m_old)) where the running max moves (once
+    // every kUnroll positions), instead of one pass each. Pairs combine
+    // as the row kernels' blocks do (GpuRowFusion's emitStreamPair): a
+    // pair without a value (its max the neutral) counts 0 where the
+    // combination has one; where neither has, its sum against the neutral
+    // is the unpaired sum's share.
+    std::optional<std::pair<unsigned, unsigned>> pair = streamPair();
+    std::optional<double> pairK;
+    Type maxType, sumType, corrType;
+    if (pair) {
+      maxType = steps[pair->first].combiner->getResult(0).getType();
+      sumType = steps[pair->second].combiner->getResult(0).getType();
+      // The factor is at most 1: f32 unless the max is wider.
+      corrType =
+          maxType.getIntOrFloatBitWidth() > 32 ? maxType : Type(b.getF32Type());
     }
-    // The kernel's results along the chain: one more pass over the slice.
-    if (!stores.empty()) {
+    auto toType = [&](Value v, Type t) -> Value {
+      if (v.getType() == t)
+        return v;
+      if (v.getType().getIntOrFloatBitWidth() < t.getIntOrFloatBitWidth())
+        return arith::ExtFOp::create(b, loc, t, v);
+      return arith::TruncFOp::create(b, loc, t, v);
+    };
+    auto isEmpty = [&](Value m) {
+      return arith::CmpFOp::create(
+          b, loc, arith::CmpFPredicate::OEQ, m,
+          arith::ConstantOp::create(b, loc, steps[pair->first].neutral));
+    };
+    auto sumZero = [&]() -> Value {
+      return arith::ConstantOp::create(b, loc, b.getZeroAttr(sumType));
+    };
+    // exp(k·(m - mb)) in the sum's type.
+    auto factor = [&](Value m, Value mb) {
+      Value d = arith::SubFOp::create(b, loc, toType(m, corrType),
+                                      toType(mb, corrType));
+      Value e = math::ExpOp::create(
+          b, loc,
+          arith::MulFOp::create(b, loc,
+                                arith::ConstantOp::create(
+                                    b, loc, b.getFloatAttr(corrType, *pairK)),
+                                d));
+      return toType(e, sumType);
+    };
+    // The sum `s` against the max `mb` as a share of one against `m`.
+    auto shareAt = [&](Value mb, Value s, Value m) -> Value {
+      return arith::SelectOp::create(
+          b, loc, isEmpty(mb),
+          arith::SelectOp::create(b, loc, isEmpty(m), s, sumZero()),
+          arith::MulFOp::create(b, loc, s, factor(m, mb)));
+    };
+    auto foldPair = [&](Value m1, Value s1, Value m2,
+                        Value s2) -> std::pair<Value, Value> {
+      Value m = combine(b, steps[pair->first].combiner, m1, m2);
+      return {m, arith::AddFOp::create(b, loc, shareAt(m1, s1, m),
+                                       shareAt(m2, s2, m))};
+    };
+    // The thread's running (max, sum) over its positions; nothing emitted
+    // and nullopt where the shares have no exp(k·(r - v))·h form.
+    auto pairLoop = [&]() -> std::optional<std::pair<Value, Value>> {
+      unsigned i = pair->first, j = pair->second;
+      Step &mx = steps[i], &sm = steps[j];
+      Value maxRoot = rootOf(mx.op.getDpsInitOperand(0)->get());
+      Operation *mark = end->getPrevNode();
+      bool isMax = isa<arith::MaximumFOp>(mx.combiner);
+      // The buffers whose values move with the running max: recomputed
+      // for the shares, the others (a mask's select) are the max's own.
+      DenseSet<Value> movesWithMax{maxRoot};
+      for (unsigned q = i + 1; q < j; ++q)
+        for (OpOperand *in : steps[q].op.getDpsInputOperands())
+          if (movesWithMax.contains(rootOf(in->get())))
+            movesWithMax.insert(
+                rootOf(steps[q].op.getDpsInitOperand(0)->get()));
+      bool failed = false;
+      Value neutral = arith::ConstantOp::create(b, loc, mx.neutral);
+      SmallVector<Value> carried = overSlice(
+          ValueRange{neutral, sumZero()},
+          [&](ArrayRef<Value> positions, ValueRange run) -> SmallVector<Value> {
+            Value mOld = run[0], sOld = run[1];
+            Value m = mOld;
+            SmallVector<Value> reduced, shares;
+            // (The shares read the loads the max read.)
+            SmallVector<Cache> caches(positions.size());
+            for (auto [c, cache] : llvm::zip(positions, caches)) {
+              Value v;
+              m = evaluate(mx.op, ivsAt(c), m, cache, mx.combiner, &v);
+              reduced.push_back(v);
+              for (Value root : movesWithMax)
+                cache.full.erase(root);
+            }
+            columnValues[maxRoot] = m;
+            for (unsigned q = i + 1; q < j; ++q)
+              if (steps[q].kind == Kind::Column) {
+                Cache cache;
+                columnValues[rootOf(steps[q].op.getDpsInitOperand(0)->get())] =
+                    evaluate(steps[q].op, columnIvsOf(steps[q]), Value(), cache,
+                             nullptr, nullptr);
+              }
+            Value part = arith::ConstantOp::create(b, loc, sm.neutral);
+            for (auto [c, cache] : llvm::zip(positions, caches)) {
+              Value share;
+              part =
+                  evaluate(sm.op, ivsAt(c), part, cache, sm.combiner, &share);
+              shares.push_back(share);
+            }
+            std::optional<double> here =
+                llvm::all_of(reduced, [](Value v) { return bool(v); })
+                    ? mlir::tcc::commonExpExponent(shares, m, reduced)
+                    : std::nullopt;
+            if (!here || (isMax ? *here > 0 : *here < 0) ||
+                (pairK && *pairK != *here)) {
+              failed = true;
+              return {mOld, sOld};
+            }
+            pairK = here;
+            Value kept = arith::MulFOp::create(b, loc, sOld, factor(m, mOld));
+            Value sum = arith::AddFOp::create(
+                b, loc,
+                arith::SelectOp::create(b, loc, isEmpty(mOld), sumZero(), kept),
+                part);
+            return {m, sum};
+          });
+      for (unsigned q = i; q < j; ++q)
+        columnValues.erase(rootOf(steps[q].op.getDpsInitOperand(0)->get()));
+      if (failed || !pairK) {
+        for (Operation *op = end->getPrevNode(); op != mark;) {
+          Operation *prev = op->getPrevNode();
+          op->erase();
+          op = prev;
+        }
+        pairK.reset();
+        return std::nullopt;
+      }
+      return std::make_pair(carried[0], carried[1]);
+    };
+    // The column's (max, sum) from the combined pair (m, s) and the
+    // outputs' initial values.
+    auto withInitials = [&](Value m, Value s) -> std::pair<Value, Value> {
+      Value total = combine(b, steps[pair->first].combiner,
+                            initialOf(steps[pair->first]), m);
+      return {total,
+              arith::AddFOp::create(b, loc, initialOf(steps[pair->second]),
+                                    shareAt(m, s, total))};
+    };
+
+    auto eraseChain = [&] {
+      // The generics and fills are launches now; the views and buffers
+      // that only they used go too.
+      for (const Step &st : llvm::reverse(steps))
+        st.op->erase();
+      for (auto &[buffer, fill] : fills)
+        fill.first->erase();
+      bool erased = true;
+      while (erased) {
+        erased = false;
+        for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))
+          if (isa<memref::AllocOp, memref::ExpandShapeOp,
+                  memref::CollapseShapeOp, arith::ConstantOp>(op) &&
+              op.use_empty()) {
+            op.erase();
+            erased = true;
+          }
+      }
+    };
+    // The kernel's results along the chain: a pass over the thread's
+    // positions storing them (under `valid`).
+    auto storeRows = [&](ArrayRef<unsigned> stores, Value valid) {
+      if (stores.empty())
+        return;
       // (value, buffer, indices) computed and not stored yet.
       SmallVector<std::tuple<Value, Value, SmallVector<Value>>> pending;
       overSlice(
           ValueRange{},
-          [&](Value c, ValueRange) {
-            SmallVector<Value> ivs = ivsAt(c);
-            DenseMap<Value, Value> cache;
-            for (unsigned i : stores) {
-              linalg::GenericOp g = steps[i].op;
-              OpOperand *init = g.getDpsInitOperand(0);
-              pending.push_back(
-                  {evaluate(g, ivs, Value(), cache), init->get(),
-                   applyMap(b, loc, g.getMatchingIndexingMap(init), ivs)});
+          [&](ArrayRef<Value> positions, ValueRange) {
+            for (Value c : positions) {
+              SmallVector<Value> ivs = ivsAt(c);
+              Cache cache;
+              for (unsigned i : stores) {
+                linalg::GenericOp g = steps[i].op;
+                OpOperand *init = g.getDpsInitOperand(0);
+                pending.push_back(
+                    {evaluate(g, ivs, Value(), cache, nullptr, nullptr),
+                     init->get(),
+                     applyMap(b, loc, g.getMatchingIndexingMap(init), ivs)});
+              }
             }
             return SmallVector<Value>{};
           },
           [&] {
-            auto branch = scf::IfOp::create(b, loc, valid, /*withElse=*/false);
-            OpBuilder::InsertionGuard guard(b);
-            b.setInsertionPoint(branch.thenBlock()->getTerminator());
+            std::optional<OpBuilder::InsertionGuard> guard;
+            if (valid) {
+              auto branch =
+                  scf::IfOp::create(b, loc, valid, /*withElse=*/false);
+              guard.emplace(b);
+              b.setInsertionPoint(branch.thenBlock()->getTerminator());
+            }
             for (auto &[v, buffer, idx] : pending)
               memref::StoreOp::create(b, loc, v, buffer, idx);
             pending.clear();
           });
-    }
-
-    // The generics and fills are the launch now; the views and buffers
-    // that only they used go too.
-    for (const Step &st : llvm::reverse(steps))
-      st.op->erase();
-    for (auto &[buffer, fill] : fills)
-      fill->erase();
-    bool erased = true;
-    while (erased) {
-      erased = false;
-      for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))
-        if (isa<memref::AllocOp, memref::ExpandShapeOp, memref::CollapseShapeOp,
-                arith::ConstantOp>(op) &&
-            op.use_empty()) {
-          op.erase();
-          erased = true;
+    };
+    auto workgroup = [&](int64_t n, Type t, int64_t lanes) {
+      SmallVector<int64_t> shape{n};
+      if (lanes > 1)
+        shape.push_back(lanes);
+      return MemRefType::get(
+          shape, t, MemRefLayoutAttrInterface(),
+          gpu::AddressSpaceAttr::get(func.getContext(),
+                                     gpu::AddressSpace::Workgroup));
+    };
+    // A launch of `blocks` blocks of 32 x `warps` threads with a shared
+    // array a reduction (`lanes` values a warp); the builder inside it.
+    auto newLaunch = [&](int64_t blocks, int64_t warps,
+                         int64_t lanes) -> gpu::LaunchOp {
+      b.setInsertionPoint(body.getTerminator());
+      SmallVector<Type> shared;
+      SmallVector<unsigned> reduces;
+      for (unsigned i = 0; i < steps.size(); ++i)
+        if (steps[i].kind == Kind::Reduce) {
+          shared.push_back(workgroup(
+              warps, steps[i].combiner->getResult(0).getType(), lanes));
+          reduces.push_back(i);
         }
-    }
+      Value one = cIndex(b, loc, 1);
+      auto launch = gpu::LaunchOp::create(
+          b, loc, cIndex(b, loc, blocks), one, one, cIndex(b, loc, kWarp),
+          cIndex(b, loc, warps), one,
+          /*dynamicSharedMemorySize=*/nullptr, /*asyncTokenType=*/nullptr,
+          /*asyncDependencies=*/ValueRange{}, shared);
+      Block &kernel = launch.getBody().front();
+      b.setInsertionPointToEnd(&kernel);
+      end = gpu::TerminatorOp::create(b, loc);
+      b.setInsertionPoint(end);
+      sharedOf.clear();
+      for (auto [n, i] : llvm::enumerate(reduces))
+        sharedOf[i] =
+            kernel.getArgument(kernel.getNumArguments() - shared.size() + n);
+      lane = launch.getThreadIds().x;
+      warp = launch.getThreadIds().y;
+      zero = cIndex(b, loc, 0);
+      columnValues.clear();
+      return launch;
+    };
+
+    // Columns: one launch. Lanes take consecutive columns, one to 32
+    // warps a column slices of it (enough to fill the GPU, with at least a
+    // warp's worth of positions a slice; few columns take up to a block's
+    // 32 warps). The warps' partial values meet in shared memory.
+    auto emitColumns = [&] {
+      int64_t columns = outer * inner;
+      int64_t most = std::clamp<int64_t>(
+          int64_t(llvm::bit_floor(uint64_t(length / kWarp))), 1, 1024 / kWarp);
+      int64_t warpsPerColumn =
+          std::clamp<int64_t>(int64_t(llvm::bit_floor(uint64_t(
+                                  (kTargetThreads + columns - 1) / columns))),
+                              std::min(most, kWarps), most);
+      int64_t warpsPerBlock = std::max(kWarps, warpsPerColumn);
+      int64_t tilesPerBlock = warpsPerBlock / warpsPerColumn;
+      int64_t tileColumns = kWarp * tilesPerBlock;
+      int64_t blocksPerOuter = (inner + tileColumns - 1) / tileColumns;
+      int64_t chunk = (length + warpsPerColumn - 1) / warpsPerColumn;
+      gpu::LaunchOp launch =
+          newLaunch(outer * blocksPerOuter, warpsPerBlock, kWarp);
+      // This thread's column and slice of it.
+      Value tile =
+          arith::DivUIOp::create(b, loc, warp, cIndex(b, loc, warpsPerColumn));
+      Value part =
+          arith::RemUIOp::create(b, loc, warp, cIndex(b, loc, warpsPerColumn));
+      Value block = launch.getBlockIds().x;
+      Value o =
+          arith::DivUIOp::create(b, loc, block, cIndex(b, loc, blocksPerOuter));
+      Value t =
+          arith::RemUIOp::create(b, loc, block, cIndex(b, loc, blocksPerOuter));
+      Value s = arith::AddIOp::create(
+          b, loc,
+          arith::MulIOp::create(
+              b, loc,
+              arith::AddIOp::create(
+                  b, loc,
+                  arith::MulIOp::create(b, loc, t,
+                                        cIndex(b, loc, tilesPerBlock)),
+                  tile),
+              cIndex(b, loc, kWarp)),
+          lane);
+      // Lanes past the last column read the last one (every thread reaches
+      // the barriers) and write nothing.
+      Value valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, s,
+                                          cIndex(b, loc, inner));
+      Value sc = arith::MinUIOp::create(b, loc, s, cIndex(b, loc, inner - 1));
+      outerIvs = delinearize(b, loc, o, outerSizes);
+      innerIvs = delinearize(b, loc, sc, innerSizes);
+      stride = 1;
+      cBegin = arith::MulIOp::create(b, loc, part, cIndex(b, loc, chunk));
+      cEnd = arith::MinUIOp::create(
+          b, loc, arith::AddIOp::create(b, loc, cBegin, cIndex(b, loc, chunk)),
+          cIndex(b, loc, length));
+      cBegin = arith::MinUIOp::create(b, loc, cBegin, cEnd);
+      Value first = arith::AndIOp::create(
+          b, loc, valid,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, part, zero));
+      Value warpBase =
+          arith::MulIOp::create(b, loc, tile, cIndex(b, loc, warpsPerColumn));
+      auto warpRow = [&](int64_t w) -> Value {
+        return arith::AddIOp::create(b, loc, warpBase, cIndex(b, loc, w));
+      };
+
+      bool paired = false;
+      Value pairMax, pairSum;
+      SmallVector<unsigned> stores;
+      for (unsigned i = 0; i < steps.size(); ++i) {
+        Step &st = steps[i];
+        OpOperand *init = st.op.getDpsInitOperand(0);
+        Value out = rootOf(init->get());
+        SmallVector<Value> columnIvs = columnIvsOf(st);
+        if (st.kind == Kind::Full) {
+          if (isa<BlockArgument>(out))
+            stores.push_back(i);
+          continue;
+        }
+        Value v;
+        std::optional<std::pair<Value, Value>> run;
+        if (st.kind == Kind::Column) {
+          Cache cache;
+          v = evaluate(st.op, columnIvs, Value(), cache, nullptr, nullptr);
+        } else if (pair && i == pair->first && (run = pairLoop())) {
+          // The column's max first, then each warp's sum scaled to it.
+          Value shMax = sharedOf[pair->first], shSum = sharedOf[pair->second];
+          memref::StoreOp::create(b, loc, run->first, shMax,
+                                  ValueRange{warp, lane});
+          memref::StoreOp::create(b, loc, run->second, shSum,
+                                  ValueRange{warp, lane});
+          gpu::BarrierOp::create(b, loc);
+          // Groups of 4 warps: each group's max, then its warps' sums
+          // scaled to it; the groups' pairs folded in order. (All 32 pairs
+          // at once took 63 registers, 8 at once 48: half the residency of
+          // 32 in blocks of 1024 threads.)
+          constexpr int64_t kGroup = 4;
+          Value m, sum;
+          for (int64_t g = 0; g < warpsPerColumn; g += kGroup) {
+            SmallVector<Value> ms, ss;
+            Value gm;
+            for (int64_t w = g; w < std::min(g + kGroup, warpsPerColumn); ++w) {
+              ms.push_back(memref::LoadOp::create(
+                  b, loc, shMax, ValueRange{warpRow(w), lane}));
+              ss.push_back(memref::LoadOp::create(
+                  b, loc, shSum, ValueRange{warpRow(w), lane}));
+              gm = w > g ? combine(b, st.combiner, gm, ms.back()) : ms.back();
+            }
+            Value gs;
+            for (auto [mw, sw] : llvm::zip(ms, ss)) {
+              Value share = shareAt(mw, sw, gm);
+              gs = gs ? arith::AddFOp::create(b, loc, gs, share).getResult()
+                      : share;
+            }
+            if (g == 0)
+              std::tie(m, sum) = std::make_pair(gm, gs);
+            else
+              std::tie(m, sum) = foldPair(m, sum, gm, gs);
+          }
+          std::tie(pairMax, pairSum) = withInitials(m, sum);
+          paired = true;
+          v = pairMax;
+        } else if (paired && i == pair->second) {
+          v = pairSum;
+        } else {
+          // The warps' partial values meet in shared memory, combined in
+          // warp order with the output's initial value.
+          Value sh = sharedOf[i];
+          memref::StoreOp::create(b, loc, threadPartial(st), sh,
+                                  ValueRange{warp, lane});
+          gpu::BarrierOp::create(b, loc);
+          v = initialOf(st);
+          for (int64_t w = 0; w < warpsPerColumn; ++w)
+            v = combine(b, st.combiner, v,
+                        memref::LoadOp::create(b, loc, sh,
+                                               ValueRange{warpRow(w), lane}));
+        }
+        columnValues[out] = v;
+        if (isa<BlockArgument>(out))
+          storeIf(
+              first, v, init->get(),
+              applyMap(b, loc, st.op.getMatchingIndexingMap(init), columnIvs));
+      }
+      storeRows(stores, valid);
+    };
+
+    // Rows longer than a cluster holds (GpuRowFusion leaves them): a launch
+    // for each reduction (or (max, sum) pair) in which `parts` blocks a row
+    // each reduce a consecutive part of it, 256 threads at consecutive
+    // positions, and write a partial value; a last launch writes the
+    // results. Each launch first combines the partials of the reductions
+    // before it (every block of the row the same way, so every block sees
+    // the same bits). The input is read once a reduction and once for the
+    // results; a row of 2^20 f32 values stays in the H100's and H200's L2
+    // between the launches.
+    auto emitRows = [&] {
+      constexpr int64_t threads = kWarp * kWarps;
+      int64_t rows = outer;
+      int64_t parts = std::clamp<int64_t>(
+          (kTargetThreads / threads + rows - 1) / rows, 1,
+          std::max<int64_t>(1, length / (threads * kUnroll)));
+      // Parts start at multiples of 32 positions (whole 128-byte lines of
+      // f32 where the row's start is aligned).
+      int64_t chunk =
+          ((length + parts - 1) / parts + kWarp - 1) / kWarp * kWarp;
+      parts = (length + chunk - 1) / chunk;
+      DenseMap<unsigned, Value> partialsOf;
+      b.setInsertionPoint(body.getTerminator());
+      for (unsigned i = 0; i < steps.size(); ++i)
+        if (steps[i].kind == Kind::Reduce)
+          partialsOf[i] = memref::AllocOp::create(
+              b, loc,
+              MemRefType::get({rows, parts},
+                              steps[i].combiner->getResult(0).getType()));
+      Value r, p, t, threadZero;
+      auto rowsLaunch = [&](int64_t blocksPerRow) {
+        gpu::LaunchOp launch = newLaunch(rows * blocksPerRow, kWarps, 1);
+        Value block = launch.getBlockIds().x;
+        r = arith::DivUIOp::create(b, loc, block, cIndex(b, loc, blocksPerRow));
+        p = arith::RemUIOp::create(b, loc, block, cIndex(b, loc, blocksPerRow));
+        t = arith::AddIOp::create(
+            b, loc, arith::MulIOp::create(b, loc, warp, cIndex(b, loc, kWarp)),
+            lane);
+        threadZero =
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, t, zero);
+        outerIvs = delinearize(b, loc, r, outerSizes);
+        innerIvs = delinearize(b, loc, zero, innerSizes);
+        Value start = arith::MulIOp::create(b, loc, p, cIndex(b, loc, chunk));
+        cEnd = arith::MinUIOp::create(
+            b, loc, arith::AddIOp::create(b, loc, start, cIndex(b, loc, chunk)),
+            cIndex(b, loc, length));
+        cBegin = arith::MinUIOp::create(
+            b, loc, arith::AddIOp::create(b, loc, start, t), cEnd);
+        stride = threads;
+      };
+      // The block's value of `v` in every thread: the warps' values by
+      // butterflies, then each thread folds the warps' in order.
+      auto blockAll = [&](Operation *combiner, Value v, Value sh) -> Value {
+        v = warpReduce(b, loc, combiner, v);
+        Value lane0 =
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, zero);
+        storeIf(lane0, v, sh, {warp});
+        gpu::BarrierOp::create(b, loc);
+        Value total = memref::LoadOp::create(b, loc, sh, ValueRange{zero});
+        for (int64_t w = 1; w < kWarps; ++w)
+          total = combine(b, combiner, total,
+                          memref::LoadOp::create(
+                              b, loc, sh, ValueRange{cIndex(b, loc, w)}));
+        return total;
+      };
+      auto blockAllPair = [&](Value m, Value s) -> std::pair<Value, Value> {
+        for (int64_t off = kWarp / 2; off >= 1; off /= 2)
+          std::tie(m, s) = foldPair(m, s, shuffleXor(b, loc, m, off),
+                                    shuffleXor(b, loc, s, off));
+        Value shMax = sharedOf[pair->first], shSum = sharedOf[pair->second];
+        Value lane0 =
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, zero);
+        storeIf(lane0, m, shMax, {warp});
+        storeIf(lane0, s, shSum, {warp});
+        gpu::BarrierOp::create(b, loc);
+        m = memref::LoadOp::create(b, loc, shMax, ValueRange{zero});
+        s = memref::LoadOp::create(b, loc, shSum, ValueRange{zero});
+        for (int64_t w = 1; w < kWarps; ++w) {
+          Value at = cIndex(b, loc, w);
+          std::tie(m, s) =
+              foldPair(m, s, memref::LoadOp::create(b, loc, shMax, at),
+                       memref::LoadOp::create(b, loc, shSum, at));
+        }
+        return {m, s};
+      };
+      // The thread's fold of the row's partials t, t + 256, ... of the
+      // reductions `ks` (one, or the pair), from `init`.
+      auto partialsFold =
+          [&](ArrayRef<unsigned> ks, ValueRange init,
+              function_ref<SmallVector<Value>(ValueRange, ValueRange)> fold) {
+            auto loop = scf::ForOp::create(b, loc, t, cIndex(b, loc, parts),
+                                           cIndex(b, loc, threads), init);
+            OpBuilder::InsertionGuard guard(b);
+            b.setInsertionPointToStart(loop.getBody());
+            SmallVector<Value> got;
+            for (unsigned k : ks)
+              got.push_back(memref::LoadOp::create(
+                  b, loc, partialsOf[k],
+                  ValueRange{r, loop.getInductionVar()}));
+            scf::YieldOp::create(b, loc, fold(loop.getRegionIterArgs(), got));
+            return SmallVector<Value>(loop.getResults());
+          };
+      bool paired = false;
+      // The values of the steps before `upTo` at the row (reductions from
+      // their partials); with `write`, the kernel's results among them.
+      auto recompute = [&](unsigned upTo, bool write) {
+        for (unsigned k = 0; k < upTo; ++k) {
+          Step &st = steps[k];
+          if (st.kind == Kind::Full || (paired && k == pair->second))
+            continue;
+          OpOperand *init = st.op.getDpsInitOperand(0);
+          Value v;
+          if (st.kind == Kind::Column) {
+            Cache cache;
+            v = evaluate(st.op, columnIvsOf(st), Value(), cache, nullptr,
+                         nullptr);
+          } else if (paired && k == pair->first) {
+            Value neutral = arith::ConstantOp::create(b, loc, st.neutral);
+            SmallVector<Value> run = partialsFold(
+                {pair->first, pair->second}, ValueRange{neutral, sumZero()},
+                [&](ValueRange acc, ValueRange got) {
+                  auto [m, s] = foldPair(acc[0], acc[1], got[0], got[1]);
+                  return SmallVector<Value>{m, s};
+                });
+            auto [m, s] = blockAllPair(run[0], run[1]);
+            auto [total, sum] = withInitials(m, s);
+            Step &sm = steps[pair->second];
+            OpOperand *sumInit = sm.op.getDpsInitOperand(0);
+            columnValues[rootOf(sumInit->get())] = sum;
+            if (write && isa<BlockArgument>(rootOf(sumInit->get())))
+              storeIf(arith::AndIOp::create(
+                          b, loc, threadZero,
+                          arith::CmpIOp::create(
+                              b, loc, arith::CmpIPredicate::eq, p, zero)),
+                      sum, sumInit->get(),
+                      applyMap(b, loc, sm.op.getMatchingIndexingMap(sumInit),
+                               columnIvsOf(sm)));
+            v = total;
+          } else {
+            Value neutral = arith::ConstantOp::create(b, loc, st.neutral);
+            Value part = partialsFold(
+                {k}, ValueRange{neutral}, [&](ValueRange acc, ValueRange got) {
+                  return SmallVector<Value>{
+                      combine(b, st.combiner, acc[0], got[0])};
+                })[0];
+            v = combine(b, st.combiner, initialOf(st),
+                        blockAll(st.combiner, part, sharedOf[k]));
+          }
+          columnValues[rootOf(init->get())] = v;
+          if (write && isa<BlockArgument>(rootOf(init->get())))
+            storeIf(arith::AndIOp::create(
+                        b, loc, threadZero,
+                        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                              p, zero)),
+                    v, init->get(),
+                    applyMap(b, loc, st.op.getMatchingIndexingMap(init),
+                             columnIvsOf(st)));
+        }
+      };
+      for (unsigned k = 0; k < steps.size(); ++k) {
+        Step &st = steps[k];
+        if (st.kind != Kind::Reduce || (paired && k == pair->second))
+          continue;
+        rowsLaunch(parts);
+        recompute(k, /*write=*/false);
+        if (pair && k == pair->first) {
+          if (std::optional<std::pair<Value, Value>> run = pairLoop()) {
+            paired = true;
+            auto [m, s] = blockAllPair(run->first, run->second);
+            storeIf(threadZero, m, partialsOf[pair->first], {r, p});
+            storeIf(threadZero, s, partialsOf[pair->second], {r, p});
+            continue;
+          }
+        }
+        Value v = blockAll(st.combiner, threadPartial(st), sharedOf[k]);
+        storeIf(threadZero, v, partialsOf[k], {r, p});
+      }
+      SmallVector<unsigned> stores;
+      for (unsigned i = 0; i < steps.size(); ++i)
+        if (steps[i].kind == Kind::Full &&
+            isa<BlockArgument>(rootOf(steps[i].op.getDpsInitOperand(0)->get())))
+          stores.push_back(i);
+      rowsLaunch(stores.empty() ? 1 : parts);
+      recompute(steps.size(), /*write=*/true);
+      storeRows(stores, Value());
+    };
+
+    if (inner > 1)
+      emitColumns();
+    else
+      emitRows();
+    eraseChain();
   }
 };
 

@@ -229,30 +229,45 @@ def TccMapToGpu : Pass<"tcc-map-to-gpu", "func::FuncOp"> {
 }
 
 def TccGpuColumnChains : Pass<"tcc-gpu-column-chains", "func::FuncOp"> {
-  let summary = "A chain along an axis that is not the innermost as one GPU launch";
+  let summary = "A chain along a non-innermost axis as one GPU launch, and "
+                "rows too long for a row kernel split over blocks";
   let description = [{
     Runs on bufferized kernel functions (`tcc.kernel`) after
-    tcc-gpu-row-fusion, on kernels that are one reduction chain along a
-    loop that is not the innermost (softmax over the channels of
-    [N, C, H, W], over axis 1 of [B, L, D]): every op a `linalg.generic`
-    over the chain's loops (elementwise, or reducing the chain's loop) or
-    over its columns (the chain's loop of extent 1), with fills and views
-    of unit dims. They become one `gpu.launch` in which a column (the
-    positions along the chain's loop at fixed other loops) belongs to one
-    lane of one to eight warps: the lanes of a warp take consecutive
-    columns (coalesced reads), the warps of a column consecutive slices of
-    it. A reduction is one pass over the slice from the combiner's neutral
-    element; the warps' partial values meet in shared memory and are
-    combined, in warp order, with the output's initial value. Elementwise
-    values are recomputed where they are read, from the inputs, so nothing
-    but the kernel's results is written: a softmax reads its input three
-    times and writes once, where the generic mapping ran a launch per op
-    with the intermediates in memory.
+    tcc-gpu-row-fusion, on kernels that are one reduction chain along one
+    loop: every op a `linalg.generic` over the chain's loops (elementwise,
+    or reducing the chain's loop) or over its columns (the chain's loop of
+    extent 1), with fills and views of unit dims.
+
+    A chain along a loop that is not the innermost (softmax over the
+    channels of [N, C, H, W], over axis 1 of [B, L, D]) becomes one
+    `gpu.launch` in which a column (the positions along the chain's loop
+    at fixed other loops) belongs to one lane of one to 32 warps: the
+    lanes of a warp take consecutive columns (coalesced reads), the warps
+    of a column consecutive slices of it. A reduction is one pass over the
+    slice from the combiner's neutral element; the warps' partial values
+    meet in shared memory and are combined, in warp order, with the
+    output's initial value. A max (or min) and the float sum after it
+    whose shares are exp(k·(max - v))·h (softmax, log-softmax) are one
+    pass: the running sum is scaled by exp(k·(m_new - m_old)) where the
+    running max moves. Elementwise values are recomputed where they are
+    read, from the inputs, so nothing but the kernel's results is
+    written: a softmax reads its input twice and writes once, where the
+    generic mapping ran a launch per op with the intermediates in memory.
+
+    A chain along the innermost loop that tcc-gpu-row-fusion left (rows
+    longer than a cluster of blocks holds) of at least `min-row-length`
+    positions is split over blocks: a launch for each reduction (or
+    paired max and sum) in which the blocks of a row each reduce a part of
+    it to a partial value, and a last launch that writes the results,
+    each launch combining the partials of the reductions before it.
   }];
   let options = [
     Option<"minColumns", "min-columns", "int64_t", /*default=*/"32",
            "The fewest consecutive columns (the innermost loops' extent) "
-           "a chain needs to be taken">
+           "a chain needs to be taken">,
+    Option<"minRowLength", "min-row-length", "int64_t", /*default=*/"16384",
+           "The shortest row (a chain along the innermost loop) split over "
+           "blocks, where tcc-gpu-row-fusion left it">
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::arith::ArithDialect",

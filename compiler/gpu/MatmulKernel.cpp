@@ -1116,6 +1116,15 @@ buildGemmKernel(OpBuilder &b, mlir::gpu::GPUModuleOp module, StringRef name,
   OpBuilder::InsertionGuard g(b);
   int64_t threads = 32 * s.warpsM * s.warpsN;
   auto func = createKernelFunc(b, module, name, args, threads);
+  // One warp a block comes from a grid that leaves multiprocessors idle
+  // (chooseMatmulSchedule's smallest tiles): nothing is gained by the
+  // occupancy ptxas aims for on its own, 72 registers at 32 threads, under
+  // which a 32x32 tile with GELU in its epilogue spilled (CI's draw of
+  // matmul_epilogue_test, seed 4025007556). As many blocks as leave a
+  // thread 255 registers (attention's setResidency).
+  if (threads == 32)
+    func->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
+                  b.getI32IntegerAttr(65536 / (threads * 255)));
   Block &entry = func.getBody().front();
   Location loc = module.getLoc();
   KernelBuilder kb(b, loc, p, s, gather, epi);

@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """Reduction chains along an axis that is not the last, as users write them
 (softmax over the channels of NCHW scores, over axis 1 or -2, a norm over
-axis 1 with a per-channel scale, a plain sum over the middle axis):
+axis 1 with a per-channel scale, a plain sum over the middle axis, softmax
+with positions dropped by a bool mask, columns dropping all of them):
 
     column_chains_test.py check TCC [--ptxas PTXAS]
     column_chains_test.py record TCC --out DIR
     column_chains_test.py replay RUNTIME_TCC --dir DIR
 
 tcc-gpu-column-chains makes each one GPU launch: lanes take consecutive
-columns, warps slices of a column. Shapes with column counts that are not
+columns, warps slices of a column. Rows too long for the row kernels
+(over 262144 values) split over blocks: two launches. Shapes with column counts that are not
 multiples of 32 (the last tile's lanes past the end), chains of 21 to 3001
 positions (one warp a column to 32), f32, f16 and bf16.
 
@@ -43,7 +45,19 @@ CASES = [
     ('rms_ax1_f32_512', 'rms', 'f32', [3, 512, 200], 1),
     ('rms_ax1_f16_3001', 'rms', 'f16', [2, 3001, 64], 1),
     ('sum_ax1_bf16_3001', 'sum', 'bf16', [16, 3001, 64], 1),
+    ('masked_softmax_ax1_f32_2000', 'masked_softmax', 'f32', [3, 2000, 100], 1),
+    ('masked_softmax_axm2_f16_777', 'masked_softmax', 'f16', [5, 777, 48], -2),
+    # Rows longer than a cluster of blocks holds (262144): split over blocks,
+    # a launch a reduction (the max and the sum of exponentials paired) and
+    # one for the results.
+    ('softmax_rows_f32_300007', 'softmax', 'f32', [3, 300007], -1),
+    ('log_softmax_rows_bf16_524288', 'log_softmax', 'bf16', [2, 524288], -1),
+    ('rms_rows_f16_400001', 'rms', 'f16', [2, 400001], -1),
+    ('masked_softmax_rows_f32_2m', 'masked_softmax', 'f32', [2, 1 << 21], -1),
+    ('sum_rows_bf16_300000', 'sum', 'bf16', [4, 300000], -1),
 ]
+# Launches a case takes (1 unless named).
+LAUNCHES = {name: 2 for name, *_ in CASES if '_rows_' in name}
 SMALL = {
     'softmax_ax1_f32_1000x300': [2, 100, 40],
     'softmax_nchw_f16_21': [1, 21, 4, 40],
@@ -52,6 +66,13 @@ SMALL = {
     'rms_ax1_f32_512': [2, 64, 40],
     'rms_ax1_f16_3001': [1, 301, 40],
     'sum_ax1_bf16_3001': [2, 301, 40],
+    'masked_softmax_ax1_f32_2000': [2, 200, 40],
+    'masked_softmax_axm2_f16_777': [2, 77, 33],
+    'softmax_rows_f32_300007': [2, 3001],
+    'log_softmax_rows_bf16_524288': [2, 5003],
+    'rms_rows_f16_400001': [2, 4001],
+    'masked_softmax_rows_f32_2m': [3, 3001],
+    'sum_rows_bf16_300000': [2, 3000],
 }
 
 
@@ -68,6 +89,12 @@ def make_model(form, dt, shape, axis):
     inputs = [{'name': 'x', 'dtype': dt, 'shape': shape}]
     if form in ('softmax', 'log_softmax'):
         nodes = [node(form, ['x'], 'y', axis=axis)]
+    elif form == 'masked_softmax':
+        # Positions dropped by a bool input, as -inf.
+        inputs.append({'name': 'keep', 'dtype': 'bool', 'shape': shape})
+        nodes = [node('constant', [], 'neg', dtype=dt, shape=[], value='-inf'),
+                 node('select', ['keep', 'x', 'neg'], 's'),
+                 node('softmax', ['s'], 'y', axis=axis)]
     elif form == 'rms':
         # x * rsqrt(mean(x * x) + eps) * g, g a per-position input.
         inputs.append({'name': 'g', 'dtype': dt, 'shape': scale_shape(shape, axis)})
@@ -86,6 +113,18 @@ def make_inputs(form, dt, shape, axis, rng):
     vals = {'x': L.rnd(dt, 3.0 * rng.standard_normal(shape))}
     if form == 'rms':
         vals['g'] = L.rnd(dt, 1.0 + 0.5 * rng.standard_normal(scale_shape(shape, axis)))
+    if form == 'masked_softmax':
+        # Each column keeps its positions from a random cut on: the slices
+        # (and warps) before it hold only -inf, the running max starts
+        # there; a few columns keep nothing (NaN, as unfused) or all.
+        a = axis % len(shape)
+        n = shape[a]
+        cshape = [1 if i == a else k for i, k in enumerate(shape)]
+        cut = rng.integers(0, n, size=cshape)
+        cut = np.where(rng.random(cshape) < 0.05, n, cut)
+        cut = np.where(rng.random(cshape) < 0.05, 0, cut)
+        pos = np.arange(n).reshape([n if i == a else 1 for i in range(len(shape))])
+        vals['keep'] = np.broadcast_to(pos >= cut, shape).copy()
     return vals
 
 
@@ -94,8 +133,12 @@ def reference(form, dt, vals, axis):
     format's accumulation in f32 or wider is exact enough here)."""
     r = lambda v: L.rnd(dt, v)  # noqa: E731
     x = vals['x']
+    if form == 'masked_softmax':
+        x = np.where(vals['keep'], x, -np.inf)
+        form = 'softmax'
     if form == 'softmax':
-        e = r(np.exp(r(x - x.max(axis=axis, keepdims=True))))
+        with np.errstate(invalid='ignore'):
+            e = r(np.exp(r(x - x.max(axis=axis, keepdims=True))))
         return r(e / r(e.sum(axis=axis, keepdims=True)))
     if form == 'log_softmax':
         t = r(x - x.max(axis=axis, keepdims=True))
@@ -152,7 +195,8 @@ def check(args):
             before = len(failures)
             path = os.path.join(d, name + '.json')
             write(path, make_model(form, dt, shape, axis))
-            compiled, found = L.gpu_kernel_failures(args.tcc, args.ptxas, path, d, name, 1)
+            compiled, found = L.gpu_kernel_failures(args.tcc, args.ptxas, path, d, name,
+                                                    LAUNCHES.get(name, 1))
             failures += found
             if not compiled:
                 continue

@@ -3,22 +3,33 @@
 // Softmax over axis 1 of [32, 1000, 1024] (the generic mapping ran a launch
 // per op, the exponentials written to memory): one launch of 1024 blocks of
 // 32 lanes (consecutive columns) by 8 warps (slices of 125 positions). The
-// max and the sum are each a pass over the slice, 4 positions at a time,
-// their warps' partial values meeting in shared memory; the exponentials are
-// recomputed in the sum's pass and the last one, which stores the result.
-// No linalg op or buffer of the chain is left.
+// max and the sum of exponentials are one pass over the slice, 4 positions
+// at a time: the group's max first, then its exponentials against it, the
+// running sum scaled by exp(m_old - m_new) (the pair's correction, k = -1:
+// the constant -1 times m_new - m_old). The warps' (max, sum) pairs meet
+// in shared memory, each sum scaled by exp(-(M - m_w)) to the column's max
+// M; the exponentials are recomputed in the last pass, which stores the
+// result. No linalg op or buffer of the chain is left.
 // CHECK-LABEL: func.func @k0_chain
 // CHECK-NOT: linalg.
 // CHECK-NOT: memref.alloc
 // CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c1024, {{.*}}) threads({{.*}}) in ({{.*}} = %c32, {{.*}} = %c8, {{.*}}) workgroup({{.*}} : memref<8x32xf32, #gpu.address_space<workgroup>>, {{.*}} : memref<8x32xf64, #gpu.address_space<workgroup>>)
-// CHECK: scf.for {{.*}} step %c4
-// CHECK: arith.maximumf
-// CHECK: scf.for {{.*}} step %c1
-// CHECK: gpu.barrier
-// CHECK: scf.for {{.*}} step %c4
+// CHECK: scf.for {{.*}} step %c4{{.*}} iter_args(%[[M:.*]] = %{{.*}}, %[[S:.*]] = %{{.*}}) -> (f32, f64)
+// CHECK-COUNT-4: arith.maximumf
 // CHECK: math.exp
 // CHECK: arith.addf {{.*}} : f64
+// CHECK-COUNT-3: math.exp
+// CHECK: %[[D:.*]] = arith.subf %[[NEW:.*]], %[[M]] : f32
+// CHECK: %[[CORR:.*]] = arith.constant -1.000000e+00 : f32
+// CHECK: %[[X:.*]] = arith.mulf %[[CORR]], %[[D]] : f32
+// CHECK: math.exp %[[X]]
+// CHECK: arith.mulf %[[S]]
+// CHECK: arith.cmpf oeq, %[[M]]
+// CHECK: scf.yield %[[NEW]]
+// CHECK: scf.for {{.*}} step %c1
+// CHECK-NOT: scf.for
 // CHECK: gpu.barrier
+// CHECK-NOT: gpu.barrier
 // CHECK: scf.for {{.*}} step %c4
 // CHECK: math.exp
 // CHECK: arith.divf
@@ -287,3 +298,129 @@ func.func @k1_reduce_sum(%arg0: memref<16x3001x64xbf16>, %arg1: memref<16x64xbf1
   }
   return
 }
+
+// -----
+
+// A max and a sum after it whose shares are not exp(k·(m - x))·h (here
+// x - m: shifted, not scaled, by the max) are not one pass: the pair's
+// loop is tried and dropped, and the max and the sum each take a pass
+// (two barriers), as any two reductions do.
+// CHECK-LABEL: func.func @k0_centered_sum
+// CHECK: gpu.launch
+// CHECK-NOT: iter_args({{.*}}) -> (f32, f64)
+// CHECK: scf.for {{.*}} -> (f32)
+// CHECK: gpu.barrier
+// CHECK: scf.for {{.*}} -> (f64)
+// CHECK-NOT: math.exp
+// CHECK: gpu.barrier
+// CHECK: memref.store {{.*}}, %arg1[{{.*}}] : memref<16x64xf32>
+// CHECK-NOT: linalg.
+func.func @k0_centered_sum(%arg0: memref<16x3001x64xf32>, %arg1: memref<16x64xf32>) attributes {tcc.kernel, tcc.kind = "chain"} {
+  %cst = arith.constant 0.000000e+00 : f64
+  %cst_0 = arith.constant 0xFF800000 : f32
+  %alloc = memref.alloc() {alignment = 64 : i64} : memref<16x64xf32>
+  linalg.fill ins(%cst_0 : f32) outs(%alloc : memref<16x64xf32>)
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d2)>], iterator_types = ["parallel", "reduction", "parallel"]} ins(%arg0 : memref<16x3001x64xf32>) outs(%alloc : memref<16x64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.maximumf %out, %in : f32
+    linalg.yield %0 : f32
+  }
+  %expand_shape = memref.expand_shape %alloc [[0], [1, 2]] output_shape [16, 1, 64] : memref<16x64xf32> into memref<16x1x64xf32>
+  %alloc_1 = memref.alloc() {alignment = 64 : i64} : memref<16x64xf64>
+  linalg.fill ins(%cst : f64) outs(%alloc_1 : memref<16x64xf64>)
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, 0, d2)>, affine_map<(d0, d1, d2) -> (d0, d2)>], iterator_types = ["parallel", "reduction", "parallel"]} ins(%arg0, %expand_shape : memref<16x3001x64xf32>, memref<16x1x64xf32>) outs(%alloc_1 : memref<16x64xf64>) {
+  ^bb0(%in: f32, %in_2: f32, %out: f64):
+    %0 = arith.subf %in, %in_2 : f32
+    %1 = arith.extf %0 : f32 to f64
+    %2 = arith.addf %out, %1 : f64
+    linalg.yield %2 : f64
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%alloc_1 : memref<16x64xf64>) outs(%arg1 : memref<16x64xf32>) {
+  ^bb0(%in: f64, %out: f32):
+    %0 = arith.truncf %in : f64 to f32
+    linalg.yield %0 : f32
+  }
+  return
+}
+
+// -----
+
+// Softmax over rows of 2^20 f32 ([8, 1048576]: longer than a cluster of
+// blocks holds, so row fusion left it, with its fills generalized to
+// generics): split over blocks. 132 parts a row of 7968 positions (a
+// multiple of 32), 1056 blocks of 256 threads, two launches. The first runs
+// the paired max and sum (one pass, the thread's positions 256 apart, 4 a
+// step), folds the block's pairs (butterflies over the lanes, the warps'
+// through shared memory) and writes the block's pair to the partials. The
+// second folds each row's 132 partial pairs (thread t the t-th) the same
+// way in every block, then writes its part of the result.
+// CHECK-LABEL: func.func @k0_long_rows
+// CHECK-DAG: %[[PM:.*]] = memref.alloc() : memref<8x132xf32>
+// CHECK-DAG: %[[PS:.*]] = memref.alloc() : memref<8x132xf64>
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c1056, {{.*}}) threads({{.*}}) in ({{.*}} = %c32, {{.*}} = %c8, {{.*}}) workgroup({{.*}} : memref<8xf32, #gpu.address_space<workgroup>>, {{.*}} : memref<8xf64, #gpu.address_space<workgroup>>)
+// CHECK: scf.for {{.*}} step %c1024{{.*}} -> (f32, f64)
+// CHECK: scf.for {{.*}} step %c256{{.*}} -> (f32, f64)
+// CHECK: gpu.shuffle xor
+// CHECK: gpu.barrier
+// CHECK: memref.store {{.*}}, %[[PM]][
+// CHECK: memref.store {{.*}}, %[[PS]][
+// CHECK: gpu.terminator
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c1056{{.*}}, {{.*}})
+// CHECK: scf.for {{.*}} to %c132{{.*}} step %c256{{.*}} -> (f32, f64)
+// CHECK: memref.load %[[PM]]
+// CHECK: memref.load %[[PS]]
+// CHECK: gpu.barrier
+// CHECK: scf.for {{.*}} step %c1024
+// CHECK: math.exp
+// CHECK: arith.divf
+// CHECK: memref.store {{.*}}, %arg1[
+// CHECK: gpu.terminator
+// CHECK-NOT: gpu.launch
+// CHECK-NOT: linalg.
+func.func @k0_long_rows(%arg0: memref<8x1048576xf32>, %arg1: memref<8x1048576xf32>) attributes {tcc.kernel, tcc.kind = "chain"} {
+  %cst = arith.constant 0.000000e+00 : f64
+  %cst_0 = arith.constant 0xFF800000 : f32
+  %alloc = memref.alloc() {alignment = 64 : i64} : memref<8xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0) -> ()>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%cst_0 : f32) outs(%alloc : memref<8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]} ins(%arg0 : memref<8x1048576xf32>) outs(%alloc : memref<8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.maximumf %out, %in : f32
+    linalg.yield %0 : f32
+  }
+  %expand_shape = memref.expand_shape %alloc [[0, 1]] output_shape [8, 1] : memref<8xf32> into memref<8x1xf32>
+  %alloc_1 = memref.alloc() {alignment = 64 : i64} : memref<8x1048576xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, 0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%arg0, %expand_shape : memref<8x1048576xf32>, memref<8x1xf32>) outs(%alloc_1 : memref<8x1048576xf32>) {
+  ^bb0(%in: f32, %in_5: f32, %out: f32):
+    %0 = arith.subf %in, %in_5 : f32
+    %1 = math.exp %0 : f32
+    linalg.yield %1 : f32
+  }
+  %alloc_2 = memref.alloc() {alignment = 64 : i64} : memref<8xf64>
+  linalg.generic {indexing_maps = [affine_map<(d0) -> ()>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%cst : f64) outs(%alloc_2 : memref<8xf64>) {
+  ^bb0(%in: f64, %out: f64):
+    linalg.yield %in : f64
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]} ins(%alloc_1 : memref<8x1048576xf32>) outs(%alloc_2 : memref<8xf64>) {
+  ^bb0(%in: f32, %out: f64):
+    %0 = arith.extf %in : f32 to f64
+    %1 = arith.addf %out, %0 : f64
+    linalg.yield %1 : f64
+  }
+  %expand_shape_3 = memref.expand_shape %alloc_2 [[0, 1]] output_shape [8, 1] : memref<8xf64> into memref<8x1xf64>
+  %alloc_4 = memref.alloc() {alignment = 64 : i64} : memref<8x1xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%expand_shape_3 : memref<8x1xf64>) outs(%alloc_4 : memref<8x1xf32>) {
+  ^bb0(%in: f64, %out: f32):
+    %0 = arith.truncf %in : f64 to f32
+    linalg.yield %0 : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, 0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%alloc_1, %alloc_4 : memref<8x1048576xf32>, memref<8x1xf32>) outs(%arg1 : memref<8x1048576xf32>) {
+  ^bb0(%in: f32, %in_5: f32, %out: f32):
+    %0 = arith.divf %in, %in_5 : f32
+    linalg.yield %0 : f32
+  }
+  return
+}
+

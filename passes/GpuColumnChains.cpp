@@ -757,104 +757,264 @@ struct TccGpuColumnChains
       int64_t tileColumns = kWarp * tilesPerBlock;
       int64_t blocksPerOuter = (inner + tileColumns - 1) / tileColumns;
       int64_t chunk = (length + warpsPerColumn - 1) / warpsPerColumn;
-      gpu::LaunchOp launch =
-          newLaunch(outer * blocksPerOuter, warpsPerBlock, kWarp);
-      // This thread's column and slice of it.
-      Value tile =
-          arith::DivUIOp::create(b, loc, warp, cIndex(b, loc, warpsPerColumn));
-      Value part =
-          arith::RemUIOp::create(b, loc, warp, cIndex(b, loc, warpsPerColumn));
-      Value block = launch.getBlockIds().x;
-      Value o =
-          arith::DivUIOp::create(b, loc, block, cIndex(b, loc, blocksPerOuter));
-      Value t =
-          arith::RemUIOp::create(b, loc, block, cIndex(b, loc, blocksPerOuter));
-      Value s = arith::AddIOp::create(
-          b, loc,
-          arith::MulIOp::create(
+      // Few columns leave most of the GPU idle even at 32 warps a column:
+      // their positions are then split into parts over blocks too (at
+      // least a warp's worth a slice), a launch a reduction (partials
+      // [column, part]) and one for the results, as long rows are.
+      int64_t blocks = outer * blocksPerOuter;
+      int64_t parts = std::clamp<int64_t>(
+          kTargetThreads / (blocks * warpsPerBlock * kWarp), 1,
+          std::max<int64_t>(1, length / (warpsPerColumn * kWarp)));
+      int64_t partLength = (length + parts - 1) / parts;
+      parts = (length + partLength - 1) / partLength;
+      if (parts > 1)
+        chunk = (partLength + warpsPerColumn - 1) / warpsPerColumn;
+      Value tile, part, valid, first, warpBase, column, p;
+      // A launch of `launchParts` blocks for each column tile; the
+      // thread's column, part and slice.
+      auto columnsLaunch = [&](int64_t launchParts) {
+        gpu::LaunchOp launch =
+            newLaunch(blocks * launchParts, warpsPerBlock, kWarp);
+        // This thread's column and slice of it.
+        tile = arith::DivUIOp::create(b, loc, warp,
+                                      cIndex(b, loc, warpsPerColumn));
+        part = arith::RemUIOp::create(b, loc, warp,
+                                      cIndex(b, loc, warpsPerColumn));
+        Value block = launch.getBlockIds().x;
+        p = zero;
+        if (launchParts > 1) {
+          p = arith::RemUIOp::create(b, loc, block,
+                                     cIndex(b, loc, launchParts));
+          block = arith::DivUIOp::create(b, loc, block,
+                                         cIndex(b, loc, launchParts));
+        }
+        Value o = arith::DivUIOp::create(b, loc, block,
+                                         cIndex(b, loc, blocksPerOuter));
+        Value t = arith::RemUIOp::create(b, loc, block,
+                                         cIndex(b, loc, blocksPerOuter));
+        Value s = arith::AddIOp::create(
+            b, loc,
+            arith::MulIOp::create(
+                b, loc,
+                arith::AddIOp::create(
+                    b, loc,
+                    arith::MulIOp::create(b, loc, t,
+                                          cIndex(b, loc, tilesPerBlock)),
+                    tile),
+                cIndex(b, loc, kWarp)),
+            lane);
+        // Lanes past the last column read the last one (every thread
+        // reaches the barriers) and write nothing.
+        valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, s,
+                                      cIndex(b, loc, inner));
+        Value sc = arith::MinUIOp::create(b, loc, s, cIndex(b, loc, inner - 1));
+        outerIvs = delinearize(b, loc, o, outerSizes);
+        innerIvs = delinearize(b, loc, sc, innerSizes);
+        stride = 1;
+        Value partBegin = zero, partEnd = cIndex(b, loc, length);
+        if (parts > 1) {
+          column = arith::AddIOp::create(
+              b, loc, arith::MulIOp::create(b, loc, o, cIndex(b, loc, inner)),
+              sc);
+          partBegin =
+              arith::MulIOp::create(b, loc, p, cIndex(b, loc, partLength));
+          partEnd = arith::MinUIOp::create(
               b, loc,
-              arith::AddIOp::create(
-                  b, loc,
-                  arith::MulIOp::create(b, loc, t,
-                                        cIndex(b, loc, tilesPerBlock)),
-                  tile),
-              cIndex(b, loc, kWarp)),
-          lane);
-      // Lanes past the last column read the last one (every thread reaches
-      // the barriers) and write nothing.
-      Value valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, s,
-                                          cIndex(b, loc, inner));
-      Value sc = arith::MinUIOp::create(b, loc, s, cIndex(b, loc, inner - 1));
-      outerIvs = delinearize(b, loc, o, outerSizes);
-      innerIvs = delinearize(b, loc, sc, innerSizes);
-      stride = 1;
-      cBegin = arith::MulIOp::create(b, loc, part, cIndex(b, loc, chunk));
-      cEnd = arith::MinUIOp::create(
-          b, loc, arith::AddIOp::create(b, loc, cBegin, cIndex(b, loc, chunk)),
-          cIndex(b, loc, length));
-      cBegin = arith::MinUIOp::create(b, loc, cBegin, cEnd);
-      Value first = arith::AndIOp::create(
-          b, loc, valid,
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, part, zero));
-      Value warpBase =
-          arith::MulIOp::create(b, loc, tile, cIndex(b, loc, warpsPerColumn));
+              arith::AddIOp::create(b, loc, partBegin,
+                                    cIndex(b, loc, partLength)),
+              partEnd);
+        }
+        cBegin = arith::MulIOp::create(b, loc, part, cIndex(b, loc, chunk));
+        if (parts > 1)
+          cBegin = arith::AddIOp::create(b, loc, partBegin, cBegin);
+        cEnd = arith::MinUIOp::create(
+            b, loc,
+            arith::AddIOp::create(b, loc, cBegin, cIndex(b, loc, chunk)),
+            partEnd);
+        cBegin = arith::MinUIOp::create(b, loc, cBegin, cEnd);
+        first = arith::AndIOp::create(
+            b, loc, valid,
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, part,
+                                  zero));
+        warpBase =
+            arith::MulIOp::create(b, loc, tile, cIndex(b, loc, warpsPerColumn));
+      };
       auto warpRow = [&](int64_t w) -> Value {
         return arith::AddIOp::create(b, loc, warpBase, cIndex(b, loc, w));
       };
+      // The column's pair from its warps' in shared memory, by a tree:
+      // warp w < h folds in warp w + h's pair and leaves the result in its
+      // slot, h = 16, 8, ..., 1, a barrier after each round; every thread
+      // then reads the first warp's. (The warps' pairs folded in one thread
+      // took 63 registers, half the residency of 32 in blocks of 1024
+      // threads, or spilled where LLVM hoisted their loads together.)
+      auto warpsPair = [&](Value mThread, Value sThread) {
+        Value shMax = sharedOf[pair->first], shSum = sharedOf[pair->second];
+        memref::StoreOp::create(b, loc, mThread, shMax, ValueRange{warp, lane});
+        memref::StoreOp::create(b, loc, sThread, shSum, ValueRange{warp, lane});
+        gpu::BarrierOp::create(b, loc);
+        Value m = mThread, sum = sThread;
+        for (int64_t half = warpsPerColumn / 2; half >= 1; half /= 2) {
+          Value active = arith::CmpIOp::create(
+              b, loc, arith::CmpIPredicate::ult, part, cIndex(b, loc, half));
+          auto branch = scf::IfOp::create(
+              b, loc, TypeRange{m.getType(), sum.getType()}, active,
+              /*withElseRegion=*/true);
+          {
+            OpBuilder::InsertionGuard guard(b);
+            b.setInsertionPointToStart(branch.thenBlock());
+            Value other =
+                arith::AddIOp::create(b, loc, warp, cIndex(b, loc, half));
+            auto [fm, fs] = foldPair(
+                m, sum,
+                memref::LoadOp::create(b, loc, shMax, ValueRange{other, lane}),
+                memref::LoadOp::create(b, loc, shSum, ValueRange{other, lane}));
+            memref::StoreOp::create(b, loc, fm, shMax, ValueRange{warp, lane});
+            memref::StoreOp::create(b, loc, fs, shSum, ValueRange{warp, lane});
+            scf::YieldOp::create(b, loc, ValueRange{fm, fs});
+            b.setInsertionPointToStart(branch.elseBlock());
+            scf::YieldOp::create(b, loc, ValueRange{m, sum});
+          }
+          m = branch.getResult(0);
+          sum = branch.getResult(1);
+          gpu::BarrierOp::create(b, loc);
+        }
+        return std::make_pair(Value(memref::LoadOp::create(
+                                  b, loc, shMax, ValueRange{warpBase, lane})),
+                              Value(memref::LoadOp::create(
+                                  b, loc, shSum, ValueRange{warpBase, lane})));
+      };
+      // The warps' partial values of reduction `st` in shared memory,
+      // combined in warp order onto `v` (null: from the first warp's).
+      auto warpsValue = [&](Step &st, Value partial, Value sh, Value v) {
+        memref::StoreOp::create(b, loc, partial, sh, ValueRange{warp, lane});
+        gpu::BarrierOp::create(b, loc);
+        for (int64_t w = 0; w < warpsPerColumn; ++w) {
+          Value got =
+              memref::LoadOp::create(b, loc, sh, ValueRange{warpRow(w), lane});
+          v = v ? combine(b, st.combiner, v, got) : got;
+        }
+        return v;
+      };
+      SmallVector<unsigned> stores;
+      for (unsigned i = 0; i < steps.size(); ++i)
+        if (steps[i].kind == Kind::Full &&
+            isa<BlockArgument>(rootOf(steps[i].op.getDpsInitOperand(0)->get())))
+          stores.push_back(i);
+      if (parts > 1) {
+        DenseMap<unsigned, Value> partialsOf;
+        b.setInsertionPoint(body.getTerminator());
+        for (unsigned i = 0; i < steps.size(); ++i)
+          if (steps[i].kind == Kind::Reduce)
+            partialsOf[i] = memref::AllocOp::create(
+                b, loc,
+                MemRefType::get({outer * inner, parts},
+                                steps[i].combiner->getResult(0).getType()));
+        bool paired = false;
+        // The column's values of the steps before `upTo` (reductions from
+        // their partials, in part order); with `write`, the kernel's
+        // results among them (by the column's first thread of part 0).
+        auto recompute = [&](unsigned upTo, bool write) {
+          Value writer = arith::AndIOp::create(
+              b, loc, first,
+              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, p, zero));
+          auto output = [&](Step &st, Value v) {
+            OpOperand *init = st.op.getDpsInitOperand(0);
+            columnValues[rootOf(init->get())] = v;
+            if (write && isa<BlockArgument>(rootOf(init->get())))
+              storeIf(writer, v, init->get(),
+                      applyMap(b, loc, st.op.getMatchingIndexingMap(init),
+                               columnIvsOf(st)));
+          };
+          for (unsigned k = 0; k < upTo; ++k) {
+            Step &st = steps[k];
+            if (st.kind == Kind::Full || (paired && k == pair->second))
+              continue;
+            if (st.kind == Kind::Column) {
+              Cache cache;
+              output(st, evaluate(st.op, columnIvsOf(st), Value(), cache,
+                                  nullptr, nullptr));
+              continue;
+            }
+            bool both = paired && k == pair->first;
+            SmallVector<Value> init{
+                arith::ConstantOp::create(b, loc, st.neutral)};
+            if (both)
+              init.push_back(sumZero());
+            auto loop = scf::ForOp::create(b, loc, zero, cIndex(b, loc, parts),
+                                           cIndex(b, loc, 1), init);
+            {
+              OpBuilder::InsertionGuard guard(b);
+              b.setInsertionPointToStart(loop.getBody());
+              Value q = loop.getInductionVar();
+              ValueRange acc = loop.getRegionIterArgs();
+              Value got = memref::LoadOp::create(b, loc, partialsOf[k],
+                                                 ValueRange{column, q});
+              if (both) {
+                Value gotSum = memref::LoadOp::create(
+                    b, loc, partialsOf[pair->second], ValueRange{column, q});
+                auto [m, sum] = foldPair(acc[0], acc[1], got, gotSum);
+                scf::YieldOp::create(b, loc, ValueRange{m, sum});
+              } else {
+                scf::YieldOp::create(b, loc,
+                                     combine(b, st.combiner, acc[0], got));
+              }
+            }
+            if (both) {
+              auto [m, sum] =
+                  withInitials(loop.getResult(0), loop.getResult(1));
+              output(st, m);
+              output(steps[pair->second], sum);
+            } else {
+              output(st,
+                     combine(b, st.combiner, initialOf(st), loop.getResult(0)));
+            }
+          }
+        };
+        Value partialWriter;
+        for (unsigned k = 0; k < steps.size(); ++k) {
+          Step &st = steps[k];
+          if (st.kind != Kind::Reduce || (paired && k == pair->second))
+            continue;
+          columnsLaunch(parts);
+          recompute(k, /*write=*/false);
+          SmallVector<Value> at{column, p};
+          if (pair && k == pair->first) {
+            if (std::optional<std::pair<Value, Value>> run = pairLoop()) {
+              paired = true;
+              auto [m, sum] = warpsPair(run->first, run->second);
+              storeIf(first, m, partialsOf[pair->first], at);
+              storeIf(first, sum, partialsOf[pair->second], at);
+              continue;
+            }
+          }
+          storeIf(first,
+                  warpsValue(st, threadPartial(st), sharedOf[k], Value()),
+                  partialsOf[k], at);
+        }
+        columnsLaunch(stores.empty() ? 1 : parts);
+        recompute(steps.size(), /*write=*/true);
+        storeRows(stores, valid);
+        return;
+      }
+      columnsLaunch(1);
 
       bool paired = false;
       Value pairMax, pairSum;
-      SmallVector<unsigned> stores;
       for (unsigned i = 0; i < steps.size(); ++i) {
         Step &st = steps[i];
         OpOperand *init = st.op.getDpsInitOperand(0);
         Value out = rootOf(init->get());
         SmallVector<Value> columnIvs = columnIvsOf(st);
-        if (st.kind == Kind::Full) {
-          if (isa<BlockArgument>(out))
-            stores.push_back(i);
+        if (st.kind == Kind::Full)
           continue;
-        }
         Value v;
         std::optional<std::pair<Value, Value>> run;
         if (st.kind == Kind::Column) {
           Cache cache;
           v = evaluate(st.op, columnIvs, Value(), cache, nullptr, nullptr);
         } else if (pair && i == pair->first && (run = pairLoop())) {
-          // The column's max first, then each warp's sum scaled to it.
-          Value shMax = sharedOf[pair->first], shSum = sharedOf[pair->second];
-          memref::StoreOp::create(b, loc, run->first, shMax,
-                                  ValueRange{warp, lane});
-          memref::StoreOp::create(b, loc, run->second, shSum,
-                                  ValueRange{warp, lane});
-          gpu::BarrierOp::create(b, loc);
-          // Groups of 4 warps: each group's max, then its warps' sums
-          // scaled to it; the groups' pairs folded in order. (All 32 pairs
-          // at once took 63 registers, 8 at once 48: half the residency of
-          // 32 in blocks of 1024 threads.)
-          constexpr int64_t kGroup = 4;
-          Value m, sum;
-          for (int64_t g = 0; g < warpsPerColumn; g += kGroup) {
-            SmallVector<Value> ms, ss;
-            Value gm;
-            for (int64_t w = g; w < std::min(g + kGroup, warpsPerColumn); ++w) {
-              ms.push_back(memref::LoadOp::create(
-                  b, loc, shMax, ValueRange{warpRow(w), lane}));
-              ss.push_back(memref::LoadOp::create(
-                  b, loc, shSum, ValueRange{warpRow(w), lane}));
-              gm = w > g ? combine(b, st.combiner, gm, ms.back()) : ms.back();
-            }
-            Value gs;
-            for (auto [mw, sw] : llvm::zip(ms, ss)) {
-              Value share = shareAt(mw, sw, gm);
-              gs = gs ? arith::AddFOp::create(b, loc, gs, share).getResult()
-                      : share;
-            }
-            if (g == 0)
-              std::tie(m, sum) = std::make_pair(gm, gs);
-            else
-              std::tie(m, sum) = foldPair(m, sum, gm, gs);
-          }
+          auto [m, sum] = warpsPair(run->first, run->second);
           std::tie(pairMax, pairSum) = withInitials(m, sum);
           paired = true;
           v = pairMax;
@@ -863,15 +1023,7 @@ struct TccGpuColumnChains
         } else {
           // The warps' partial values meet in shared memory, combined in
           // warp order with the output's initial value.
-          Value sh = sharedOf[i];
-          memref::StoreOp::create(b, loc, threadPartial(st), sh,
-                                  ValueRange{warp, lane});
-          gpu::BarrierOp::create(b, loc);
-          v = initialOf(st);
-          for (int64_t w = 0; w < warpsPerColumn; ++w)
-            v = combine(b, st.combiner, v,
-                        memref::LoadOp::create(b, loc, sh,
-                                               ValueRange{warpRow(w), lane}));
+          v = warpsValue(st, threadPartial(st), sharedOf[i], initialOf(st));
         }
         columnValues[out] = v;
         if (isa<BlockArgument>(out))

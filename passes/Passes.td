@@ -253,6 +253,8 @@ def TccGpuColumnChains : Pass<"tcc-gpu-column-chains", "func::FuncOp"> {
     read, from the inputs, so nothing but the kernel's results is
     written: a softmax reads its input twice and writes once, where the
     generic mapping ran a launch per op with the intermediates in memory.
+    Columns too few to fill the GPU split their positions into parts over
+    blocks too, run as long rows are (below).
 
     A chain along the innermost loop that tcc-gpu-row-fusion left (rows
     longer than a cluster of blocks holds) of at least `min-row-length`

@@ -7,9 +7,10 @@
 // at a time: the group's max first, then its exponentials against it, the
 // running sum scaled by exp(m_old - m_new) (the pair's correction, k = -1:
 // the constant -1 times m_new - m_old). The warps' (max, sum) pairs meet
-// in shared memory, each sum scaled by exp(-(M - m_w)) to the column's max
-// M; the exponentials are recomputed in the last pass, which stores the
-// result. No linalg op or buffer of the chain is left.
+// in shared memory by a tree, warp w < h folding in warp w + h's pair (h =
+// 4, 2, 1, a barrier after each round); the exponentials are recomputed in
+// the last pass, which stores the result. No linalg op or buffer of the
+// chain is left.
 // CHECK-LABEL: func.func @k0_chain
 // CHECK-NOT: linalg.
 // CHECK-NOT: memref.alloc
@@ -29,7 +30,13 @@
 // CHECK: scf.for {{.*}} step %c1
 // CHECK-NOT: scf.for
 // CHECK: gpu.barrier
-// CHECK-NOT: gpu.barrier
+// CHECK: %[[H:.*]] = arith.constant 4 : index
+// CHECK: arith.cmpi ult, %{{.*}}, %[[H]]
+// CHECK: scf.if {{.*}} -> (f32, f64)
+// CHECK-COUNT-2: scf.if {{.*}} -> (f32, f64)
+// CHECK-NOT: scf.for
+// CHECK: gpu.barrier
+// CHECK-NOT: scf.for
 // CHECK: scf.for {{.*}} step %c4
 // CHECK: math.exp
 // CHECK: arith.divf
@@ -80,13 +87,24 @@ func.func @k0_chain(%arg0: memref<32x1000x1024xf32>, %arg1: memref<32x1000x1024x
 
 // A plain sum over the middle axis of [16, 3001, 64] bf16 (accumulated in
 // f64, then rounded to bf16 by a column op without the chain's loop): few
-// columns (1024), so each takes a block's 32 warps; the first warp of the
-// column stores it.
+// columns (1024), so each takes a block's 32 warps, and 32 blocks still
+// leave most of the GPU idle: each column's positions split into 2 parts
+// over blocks (64 blocks), the first warp of each column writing the part's
+// partial sum into [1024 columns, 2 parts]; a second launch (32 blocks: it
+// writes no positions) folds a column's partials in order and its first
+// warp stores the sum.
 // CHECK-LABEL: func.func @k0_reduce_sum
-// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c32, {{.*}}) threads({{.*}}) in ({{.*}} = %c32{{.*}}, {{.*}} = %c32{{.*}}, {{.*}}) workgroup({{.*}} : memref<32x32xf64, #gpu.address_space<workgroup>>)
+// CHECK: %[[P:.*]] = memref.alloc() : memref<1024x2xf64>
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c64, {{.*}}) threads({{.*}}) in ({{.*}} = %c32{{.*}}, {{.*}} = %c32{{.*}}, {{.*}}) workgroup({{.*}} : memref<32x32xf64, #gpu.address_space<workgroup>>)
 // CHECK: gpu.barrier
 // CHECK: scf.if
+// CHECK: memref.store {{.*}}, %[[P]][{{.*}}] : memref<1024x2xf64>
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c32{{.*}}, {{.*}})
+// CHECK: scf.for {{.*}} = %c0{{.*}} to %c2{{.*}} step %c1{{.*}} -> (f64)
+// CHECK: memref.load %[[P]]
+// CHECK: scf.if
 // CHECK: memref.store {{.*}}, %arg1[{{.*}}] : memref<16x64xbf16>
+// CHECK-NOT: gpu.launch
 // CHECK-NOT: linalg.
 func.func @k0_reduce_sum(%arg0: memref<16x3001x64xbf16>, %arg1: memref<16x64xbf16>) attributes {tcc.kernel, tcc.kind = "reduce_sum"} {
   %c-4035207673937920001_i64 = arith.constant -4035207673937920001 : i64

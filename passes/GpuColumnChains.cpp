@@ -604,6 +604,27 @@ struct TccGpuColumnChains
                   evaluate(sm.op, ivsAt(c), part, cache, sm.combiner, &share);
               shares.push_back(share);
             }
+            // Shares widened from f32 (the lowering's f64 sum of f32
+            // exponentials) are added in f32 within the step, then once
+            // to the f64 sum: each is at most 1, so 4 of them lose no
+            // more than a few f32 ulps, and the f64 adds (two registers
+            // each) took the row kernel to 40 registers, 6 blocks of 256
+            // a multiprocessor for a grid planned at 8.
+            if (positions.size() > 1 && sumType.isF64() &&
+                llvm::all_of(shares, [](Value v) {
+                  auto ext = v.getDefiningOp<arith::ExtFOp>();
+                  return ext && ext.getIn().getType().isF32();
+                })) {
+              Value narrow;
+              for (Value v : shares) {
+                Value x = v.getDefiningOp<arith::ExtFOp>().getIn();
+                narrow =
+                    narrow
+                        ? arith::AddFOp::create(b, loc, narrow, x).getResult()
+                        : x;
+              }
+              part = arith::ExtFOp::create(b, loc, sumType, narrow);
+            }
             std::optional<double> here =
                 llvm::all_of(reduced, [](Value v) { return bool(v); })
                     ? mlir::tcc::commonExpExponent(shares, m, reduced)
@@ -1099,38 +1120,68 @@ struct TccGpuColumnChains
       };
       // The block's value of `v` in every thread: the warps' values by
       // butterflies, then each thread folds the warps' in order.
+      // The warps' values (`vs`, one a buffer of `shs`, each warp's the same
+      // in all its lanes) folded by a tree through shared memory: warp w <
+      // h folds in warp w + h's, h = 4, 2, 1, a barrier after each round;
+      // every thread then reads the first warp's. (Folded by each thread in
+      // turn, the 8 warps' loads were hoisted together: 40 registers, 6
+      // blocks of 256 a multiprocessor for a grid planned at 8.)
+      auto warpsTree =
+          [&](SmallVector<Value> vs, ArrayRef<Value> shs,
+              function_ref<SmallVector<Value>(ValueRange, ValueRange)> fold) {
+            Value lane0 = arith::CmpIOp::create(
+                b, loc, arith::CmpIPredicate::eq, lane, zero);
+            for (auto [v, sh] : llvm::zip(vs, shs))
+              storeIf(lane0, v, sh, {warp});
+            gpu::BarrierOp::create(b, loc);
+            for (int64_t half = kWarps / 2; half >= 1; half /= 2) {
+              Value active = arith::AndIOp::create(
+                  b, loc, lane0,
+                  arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, warp,
+                                        cIndex(b, loc, half)));
+              auto branch = scf::IfOp::create(b, loc, active,
+                                              /*withElseRegion=*/false);
+              {
+                OpBuilder::InsertionGuard guard(b);
+                b.setInsertionPoint(branch.thenBlock()->getTerminator());
+                Value other =
+                    arith::AddIOp::create(b, loc, warp, cIndex(b, loc, half));
+                SmallVector<Value> mine, theirs;
+                for (Value sh : shs) {
+                  mine.push_back(
+                      memref::LoadOp::create(b, loc, sh, ValueRange{warp}));
+                  theirs.push_back(
+                      memref::LoadOp::create(b, loc, sh, ValueRange{other}));
+                }
+                for (auto [v, sh] : llvm::zip(fold(mine, theirs), shs))
+                  memref::StoreOp::create(b, loc, v, sh, ValueRange{warp});
+              }
+              gpu::BarrierOp::create(b, loc);
+            }
+            SmallVector<Value> out;
+            for (Value sh : shs)
+              out.push_back(
+                  memref::LoadOp::create(b, loc, sh, ValueRange{zero}));
+            return out;
+          };
       auto blockAll = [&](Operation *combiner, Value v, Value sh) -> Value {
-        v = warpReduce(b, loc, combiner, v);
-        Value lane0 =
-            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, zero);
-        storeIf(lane0, v, sh, {warp});
-        gpu::BarrierOp::create(b, loc);
-        Value total = memref::LoadOp::create(b, loc, sh, ValueRange{zero});
-        for (int64_t w = 1; w < kWarps; ++w)
-          total = combine(b, combiner, total,
-                          memref::LoadOp::create(
-                              b, loc, sh, ValueRange{cIndex(b, loc, w)}));
-        return total;
+        return warpsTree({warpReduce(b, loc, combiner, v)}, {sh},
+                         [&](ValueRange x, ValueRange y) {
+                           return SmallVector<Value>{
+                               combine(b, combiner, x[0], y[0])};
+                         })[0];
       };
       auto blockAllPair = [&](Value m, Value s) -> std::pair<Value, Value> {
         for (int64_t off = kWarp / 2; off >= 1; off /= 2)
           std::tie(m, s) = foldPair(m, s, shuffleXor(b, loc, m, off),
                                     shuffleXor(b, loc, s, off));
-        Value shMax = sharedOf[pair->first], shSum = sharedOf[pair->second];
-        Value lane0 =
-            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, zero);
-        storeIf(lane0, m, shMax, {warp});
-        storeIf(lane0, s, shSum, {warp});
-        gpu::BarrierOp::create(b, loc);
-        m = memref::LoadOp::create(b, loc, shMax, ValueRange{zero});
-        s = memref::LoadOp::create(b, loc, shSum, ValueRange{zero});
-        for (int64_t w = 1; w < kWarps; ++w) {
-          Value at = cIndex(b, loc, w);
-          std::tie(m, s) =
-              foldPair(m, s, memref::LoadOp::create(b, loc, shMax, at),
-                       memref::LoadOp::create(b, loc, shSum, at));
-        }
-        return {m, s};
+        SmallVector<Value> out =
+            warpsTree({m, s}, {sharedOf[pair->first], sharedOf[pair->second]},
+                      [&](ValueRange x, ValueRange y) {
+                        auto [fm, fs] = foldPair(x[0], x[1], y[0], y[1]);
+                        return SmallVector<Value>{fm, fs};
+                      });
+        return {out[0], out[1]};
       };
       // The thread's fold of the row's partials t, t + 256, ... of the
       // reductions `ks` (one, or the pair), from `init`.

@@ -80,7 +80,10 @@ struct TccGpuColumnChains
   using Base::Base;
 
   SmallVector<int64_t> ranges;
-  unsigned axis = 0;
+  /// The chain's loops: `axes` consecutive loops from `axis` (a mean over
+  /// H and W of NHWC is one chain of H·W positions).
+  unsigned axis = 0, axes = 1;
+  bool onAxis(unsigned d) const { return d >= axis && d < axis + axes; }
   int64_t outer = 1, length = 1, inner = 1;
   SmallVector<Step> steps;
   /// Root buffer -> the fill that initialises it (a reduction's output).
@@ -107,10 +110,10 @@ struct TccGpuColumnChains
         dims.push_back(d.getPosition());
     }
     SmallVector<unsigned> want;
-    // (A column op may have no loop for the chain's axis at all.)
+    // (A column op may have no loop for the chain's axes at all.)
     bool skipAxis = column && loops.size() == ranges.size();
     for (unsigned d = 0; d < loops.size(); ++d)
-      if (loops[d] != 1 && !(skipAxis && d == axis))
+      if (loops[d] != 1 && !(skipAxis && onAxis(d)))
         want.push_back(d);
     return dims == want;
   }
@@ -136,6 +139,7 @@ struct TccGpuColumnChains
     fills.clear();
     writer.clear();
     axis = 0;
+    axes = 1;
     Block &body = func.getBody().front();
     SmallVector<linalg::GenericOp> generics;
     for (Operation &op : body.without_terminator()) {
@@ -173,27 +177,28 @@ struct TccGpuColumnChains
       }
       generics.push_back(g);
     }
-    // The chain's loops: a reduction's, which reduces exactly one.
+    // The chain's loops: a reduction's, which reduces consecutive ones.
     for (linalg::GenericOp g : generics) {
       if (g.getNumReductionLoops() == 0)
         continue;
       ranges = g.getStaticLoopRanges();
       SmallVector<utils::IteratorType> iters = g.getIteratorTypesArray();
-      int found = 0;
+      SmallVector<unsigned> reduced;
       for (unsigned d = 0; d < iters.size(); ++d)
-        if (iters[d] == utils::IteratorType::reduction && ranges[d] != 1) {
-          axis = d;
-          ++found;
-        }
-      if (found != 1)
+        if (iters[d] == utils::IteratorType::reduction && ranges[d] != 1)
+          reduced.push_back(d);
+      if (reduced.empty() ||
+          reduced.back() - reduced.front() + 1 != reduced.size())
         return false;
+      axis = reduced.front();
+      axes = reduced.size();
       break;
     }
     if (ranges.empty() || llvm::any_of(ranges, ShapedType::isDynamic))
       return false;
     outer = length = inner = 1;
     for (unsigned d = 0; d < ranges.size(); ++d)
-      (d < axis ? outer : d == axis ? length : inner) *= ranges[d];
+      (d < axis ? outer : onAxis(d) ? length : inner) *= ranges[d];
     // Rows (the chain's loop innermost) are tcc-gpu-row-fusion's, but for
     // those it leaves that are long enough to split over blocks; few
     // columns would leave lanes idle.
@@ -208,8 +213,10 @@ struct TccGpuColumnChains
     if (outer > kMostBlocks / blocksPerOuter)
       return false;
     SmallVector<int64_t> columnRanges = ranges, columnLoops = ranges;
-    columnRanges[axis] = 1;
-    columnLoops.erase(columnLoops.begin() + axis);
+    for (unsigned d = axis; d < axis + axes; ++d)
+      columnRanges[d] = 1;
+    columnLoops.erase(columnLoops.begin() + axis,
+                      columnLoops.begin() + axis + axes);
     for (linalg::GenericOp g : generics) {
       Step s{g, Kind::Full};
       SmallVector<int64_t> r = g.getStaticLoopRanges();
@@ -217,7 +224,7 @@ struct TccGpuColumnChains
       bool reduces = g.getNumReductionLoops() != 0;
       if (r == ranges && reduces) {
         for (unsigned d = 0; d < iters.size(); ++d)
-          if ((iters[d] == utils::IteratorType::reduction) != (d == axis))
+          if ((iters[d] == utils::IteratorType::reduction) != onAxis(d))
             return false;
         SmallVector<Operation *> combiners;
         if (!matchReduction(g.getRegionOutputArgs(), 0, combiners) ||
@@ -328,10 +335,14 @@ struct TccGpuColumnChains
     int64_t stride = 1;
     SmallVector<Value> outerIvs, innerIvs;
     SmallVector<int64_t> outerSizes(ranges.begin(), ranges.begin() + axis),
-        innerSizes(ranges.begin() + axis + 1, ranges.end());
+        axisSizes(ranges.begin() + axis, ranges.begin() + axis + axes),
+        innerSizes(ranges.begin() + axis + axes, ranges.end());
     auto ivsAt = [&](Value c) {
       SmallVector<Value> ivs(outerIvs);
-      ivs.push_back(c);
+      if (axes == 1)
+        ivs.push_back(c);
+      else
+        ivs.append(delinearize(b, loc, c, axisSizes));
       ivs.append(innerIvs);
       return ivs;
     };
@@ -467,7 +478,7 @@ struct TccGpuColumnChains
     auto columnIvsOf = [&](const Step &st) {
       SmallVector<Value> ivs = ivsAt(zero);
       if (st.dropsAxis)
-        ivs.erase(ivs.begin() + axis);
+        ivs.erase(ivs.begin() + axis, ivs.begin() + axis + axes);
       return ivs;
     };
     // The initial value of reduction `st`'s output at this column.

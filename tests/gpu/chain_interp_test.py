@@ -61,6 +61,9 @@ CASES = [
     ('log_softmax_rows_bf16', 'log_softmax', 'bf16', [1, 400000], -1, 2, True),
     ('rms_rows_f16', 'rms', 'f16', [1, 300001], -1, 2, False),
     ('sum_rows_bf16', 'sum', 'bf16', [3, 270000], -1, 2, False),
+    # A mean over H and W of NHWC: one chain of H·W positions.
+    ('gap_nhwc_f16', 'gap', 'f16', [4, 14, 14, 96], [1, 2], 1, False),
+    ('gap_nhwc_f32_few', 'gap', 'f32', [2, 64, 64, 64], [1, 2], 2, False),
 ]
 
 FLOATS = {'f64': np.float64, 'f32': np.float32, 'f16': np.float32, 'bf16': np.float32}

@@ -56,13 +56,17 @@ CASES = [
     ('rms_rows_f16_400001', 'rms', 'f16', [2, 400001], -1),
     ('masked_softmax_rows_f32_2m', 'masked_softmax', 'f32', [2, 1 << 21], -1),
     ('sum_rows_bf16_300000', 'sum', 'bf16', [4, 300000], -1),
+    # A mean over H and W of NHWC (global average pooling): the two loops
+    # one chain of H·W positions.
+    ('gap_nhwc_f16_14x14', 'gap', 'f16', [32, 14, 14, 512], [1, 2]),
+    ('gap_nhwc_f32_64x64', 'gap', 'f32', [2, 64, 64, 64], [1, 2]),
 ]
 # Launches a case takes (1 unless named): two where the columns' blocks
 # would leave most of the GPU idle (their positions split into parts over
 # blocks: a launch of partials, one for the results), as for long rows.
 LAUNCHES = {name: 2 for name, *_ in CASES if '_rows_' in name}
 LAUNCHES.update({'log_softmax_ax0_f32_5000': 2, 'rms_ax1_f16_3001': 2,
-                 'sum_ax1_bf16_3001': 2})
+                 'sum_ax1_bf16_3001': 2, 'gap_nhwc_f32_64x64': 2})
 SMALL = {
     'softmax_ax1_f32_1000x300': [2, 100, 40],
     'softmax_nchw_f16_21': [1, 21, 4, 40],
@@ -78,6 +82,8 @@ SMALL = {
     'rms_rows_f16_400001': [2, 4001],
     'masked_softmax_rows_f32_2m': [3, 3001],
     'sum_rows_bf16_300000': [2, 3000],
+    'gap_nhwc_f16_14x14': [2, 7, 7, 64],
+    'gap_nhwc_f32_64x64': [2, 9, 5, 40],
 }
 
 
@@ -108,6 +114,8 @@ def make_model(form, dt, shape, axis):
                  node('constant', [], 'eps', dtype=dt, shape=[], value=1e-5),
                  node('add', ['ms', 'eps'], 'v'), node('rsqrt', ['v'], 'r'),
                  node('mul', ['x', 'r'], 'n'), node('mul', ['n', 'g'], 'y')]
+    elif form == 'gap':
+        nodes = [node('reduce_mean', ['x'], 'y', axes=list(axis), keepdims=True)]
     else:
         nodes = [node('reduce_sum', ['x'], 'y', axes=[axis], keepdims=False)]
     return {'format': 'tcc-model', 'version': 1, 'name': 'column_' + form,
@@ -133,11 +141,20 @@ def make_inputs(form, dt, shape, axis, rng):
     return vals
 
 
+def axis_of(axis):
+    """An axis, or several (a JSON list) as NumPy's tuple."""
+    return tuple(axis) if isinstance(axis, (list, tuple)) else axis
+
+
 def reference(form, dt, vals, axis):
     """float64, each primitive rounded to the dtype (sums in f64, as the
     format's accumulation in f32 or wider is exact enough here)."""
     r = lambda v: L.rnd(dt, v)  # noqa: E731
     x = vals['x']
+    axis = axis_of(axis)
+    if form == 'gap':
+        n = int(np.prod([x.shape[a] for a in axis]))
+        return r(x.sum(axis=axis, keepdims=True) / n)
     if form == 'masked_softmax':
         x = np.where(vals['keep'], x, -np.inf)
         form = 'softmax'
@@ -158,7 +175,8 @@ def error(form, got, ref, axis):
     """(max error relative to the chain's scale, entries where NaN or inf
     differ)."""
     finite = np.where(np.isfinite(ref), np.abs(ref), 0)
-    if form == 'sum':
+    axis = axis_of(axis)
+    if form in ('sum', 'gap'):
         scale = np.abs(ref) + 1e-3 * finite.max()
     else:
         floor = 1.0 if form == 'rms' else 1e-3
@@ -174,7 +192,7 @@ def tolerance(form, dt, n):
     # A plain sum of n 16-bit values rounds once at the end, but its
     # reference and the kernel add in different orders: sqrt(n) ulps of f32.
     tol = L.chain_tolerance(dt)
-    return tol + (np.sqrt(n) * L.eps('f32') if form == 'sum' else 0)
+    return tol + (np.sqrt(n) * L.eps('f32') if form in ('sum', 'gap') else 0)
 
 
 def compare(name, form, dt, got, ref, axis):

@@ -987,8 +987,13 @@ struct TccGpuColumnChains
                 arith::ConstantOp::create(b, loc, st.neutral)};
             if (both)
               init.push_back(sumZero());
-            auto loop = scf::ForOp::create(b, loc, zero, cIndex(b, loc, parts),
-                                           cIndex(b, loc, 1), init);
+            // The column's warps share its partials (warp w folds parts
+            // w, w + warps, ...) and then fold their values together, as
+            // for their slices: every thread folding all 32 partials of
+            // [4, 32768, 64]'s softmax (2 exponentials each) ran 0.90x
+            // torch.compile.
+            auto loop = scf::ForOp::create(b, loc, part, cIndex(b, loc, parts),
+                                           cIndex(b, loc, warpsPerColumn), init);
             {
               OpBuilder::InsertionGuard guard(b);
               b.setInsertionPointToStart(loop.getBody());
@@ -1007,17 +1012,16 @@ struct TccGpuColumnChains
               }
             }
             if (both) {
-              auto [m, sum] =
-                  withInitials(loop.getResult(0), loop.getResult(1));
+              auto [wm, ws] = warpsPair(loop.getResult(0), loop.getResult(1));
+              auto [m, sum] = withInitials(wm, ws);
               output(st, m);
               output(steps[pair->second], sum);
             } else {
-              output(st,
-                     combine(b, st.combiner, initialOf(st), loop.getResult(0)));
+              output(st, warpsValue(st, loop.getResult(0), sharedOf[k],
+                                    initialOf(st)));
             }
           }
         };
-        Value partialWriter;
         for (unsigned k = 0; k < steps.size(); ++k) {
           Step &st = steps[k];
           if (st.kind != Kind::Reduce || (paired && k == pair->second))

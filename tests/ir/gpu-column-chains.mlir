@@ -91,8 +91,9 @@ func.func @k0_chain(%arg0: memref<32x1000x1024xf32>, %arg1: memref<32x1000x1024x
 // leave most of the GPU idle: each column's positions split into 2 parts
 // over blocks (64 blocks), the first warp of each column writing the part's
 // partial sum into [1024 columns, 2 parts]; a second launch (32 blocks: it
-// writes no positions) folds a column's partials in order and its first
-// warp stores the sum.
+// writes no positions) has warp w of a column fold parts w, w + 32, ...,
+// the warps' values then combined through shared memory in warp order, and
+// the column's first warp stores the sum.
 // CHECK-LABEL: func.func @k0_reduce_sum
 // CHECK: %[[P:.*]] = memref.alloc() : memref<1024x2xf64>
 // CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c64, {{.*}}) threads({{.*}}) in ({{.*}} = %c32{{.*}}, {{.*}} = %c32{{.*}}, {{.*}}) workgroup({{.*}} : memref<32x32xf64, #gpu.address_space<workgroup>>)
@@ -100,8 +101,9 @@ func.func @k0_chain(%arg0: memref<32x1000x1024xf32>, %arg1: memref<32x1000x1024x
 // CHECK: scf.if
 // CHECK: memref.store {{.*}}, %[[P]][{{.*}}] : memref<1024x2xf64>
 // CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c32{{.*}}, {{.*}})
-// CHECK: scf.for {{.*}} = %c0{{.*}} to %c2{{.*}} step %c1{{.*}} -> (f64)
+// CHECK: scf.for {{.*}} to %c2{{.*}} step %c32{{.*}} -> (f64)
 // CHECK: memref.load %[[P]]
+// CHECK: gpu.barrier
 // CHECK: scf.if
 // CHECK: memref.store {{.*}}, %arg1[{{.*}}] : memref<16x64xbf16>
 // CHECK-NOT: gpu.launch

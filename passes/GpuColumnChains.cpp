@@ -775,6 +775,65 @@ struct TccGpuColumnChains
       return launch;
     };
 
+    // The steps whose results along the chain the kernel writes.
+    auto resultSteps = [&] {
+      SmallVector<unsigned> stores;
+      for (unsigned i = 0; i < steps.size(); ++i)
+        if (steps[i].kind == Kind::Full &&
+            isa<BlockArgument>(rootOf(steps[i].op.getDpsInitOperand(0)->get())))
+          stores.push_back(i);
+      return stores;
+    };
+    // Each reduction's partial values, [columns or rows, parts], before
+    // the launches.
+    auto partialBuffers = [&](int64_t n, int64_t parts) {
+      DenseMap<unsigned, Value> partialsOf;
+      b.setInsertionPoint(body.getTerminator());
+      for (unsigned i = 0; i < steps.size(); ++i)
+        if (steps[i].kind == Kind::Reduce)
+          partialsOf[i] = memref::AllocOp::create(
+              b, loc,
+              MemRefType::get({n, parts},
+                              steps[i].combiner->getResult(0).getType()));
+      return partialsOf;
+    };
+    // The split mappings' launches (few columns, long rows): one for each
+    // reduction (or paired max and sum) after `recompute` gave it the
+    // values before it, whose block folds its threads' values
+    // (`blockPair`, `blockValue`) and whose `writer` stores them into the
+    // partials `at`; then one for the results. `launch`, `writer`, `at` and
+    // `valid` are the mapping's (the last three read per launch).
+    auto emitLevels =
+        [&](int64_t parts, DenseMap<unsigned, Value> &partialsOf, bool &paired,
+            function_ref<void(int64_t)> launch,
+            function_ref<void(unsigned, bool)> recompute,
+            function_ref<std::pair<Value, Value>(Value, Value)> blockPair,
+            function_ref<Value(Step &, Value, unsigned)> blockValue,
+            function_ref<Value()> writer, function_ref<SmallVector<Value>()> at,
+            function_ref<Value()> valid, ArrayRef<unsigned> stores) {
+          for (unsigned k = 0; k < steps.size(); ++k) {
+            Step &st = steps[k];
+            if (st.kind != Kind::Reduce || (paired && k == pair->second))
+              continue;
+            launch(parts);
+            recompute(k, /*write=*/false);
+            if (pair && k == pair->first) {
+              if (std::optional<std::pair<Value, Value>> run = pairLoop()) {
+                paired = true;
+                auto [m, sum] = blockPair(run->first, run->second);
+                storeIf(writer(), m, partialsOf[pair->first], at());
+                storeIf(writer(), sum, partialsOf[pair->second], at());
+                continue;
+              }
+            }
+            storeIf(writer(), blockValue(st, threadPartial(st), k),
+                    partialsOf[k], at());
+          }
+          launch(stores.empty() ? 1 : parts);
+          recompute(steps.size(), /*write=*/true);
+          storeRows(stores, valid());
+        };
+
     // Columns: one launch. Lanes take consecutive columns, one to 32
     // warps a column slices of it (enough to fill the GPU, with at least a
     // warp's worth of positions a slice; few columns take up to a block's
@@ -942,20 +1001,10 @@ struct TccGpuColumnChains
         }
         return v;
       };
-      SmallVector<unsigned> stores;
-      for (unsigned i = 0; i < steps.size(); ++i)
-        if (steps[i].kind == Kind::Full &&
-            isa<BlockArgument>(rootOf(steps[i].op.getDpsInitOperand(0)->get())))
-          stores.push_back(i);
+      SmallVector<unsigned> stores = resultSteps();
       if (parts > 1) {
-        DenseMap<unsigned, Value> partialsOf;
-        b.setInsertionPoint(body.getTerminator());
-        for (unsigned i = 0; i < steps.size(); ++i)
-          if (steps[i].kind == Kind::Reduce)
-            partialsOf[i] = memref::AllocOp::create(
-                b, loc,
-                MemRefType::get({outer * inner, parts},
-                                steps[i].combiner->getResult(0).getType()));
+        DenseMap<unsigned, Value> partialsOf =
+            partialBuffers(outer * inner, parts);
         bool paired = false;
         // The column's values of the steps before `upTo` (reductions from
         // their partials, in part order); with `write`, the kernel's
@@ -1022,29 +1071,14 @@ struct TccGpuColumnChains
             }
           }
         };
-        for (unsigned k = 0; k < steps.size(); ++k) {
-          Step &st = steps[k];
-          if (st.kind != Kind::Reduce || (paired && k == pair->second))
-            continue;
-          columnsLaunch(parts);
-          recompute(k, /*write=*/false);
-          SmallVector<Value> at{column, p};
-          if (pair && k == pair->first) {
-            if (std::optional<std::pair<Value, Value>> run = pairLoop()) {
-              paired = true;
-              auto [m, sum] = warpsPair(run->first, run->second);
-              storeIf(first, m, partialsOf[pair->first], at);
-              storeIf(first, sum, partialsOf[pair->second], at);
-              continue;
-            }
-          }
-          storeIf(first,
-                  warpsValue(st, threadPartial(st), sharedOf[k], Value()),
-                  partialsOf[k], at);
-        }
-        columnsLaunch(stores.empty() ? 1 : parts);
-        recompute(steps.size(), /*write=*/true);
-        storeRows(stores, valid);
+        emitLevels(
+            parts, partialsOf, paired, columnsLaunch, recompute, warpsPair,
+            [&](Step &st, Value partial, unsigned k) {
+              return warpsValue(st, partial, sharedOf[k], Value());
+            },
+            [&] { return first; },
+            [&] { return SmallVector<Value>{column, p}; },
+            [&] { return valid; }, stores);
         return;
       }
       columnsLaunch(1);
@@ -1104,14 +1138,7 @@ struct TccGpuColumnChains
       int64_t chunk =
           ((length + parts - 1) / parts + kWarp - 1) / kWarp * kWarp;
       parts = (length + chunk - 1) / chunk;
-      DenseMap<unsigned, Value> partialsOf;
-      b.setInsertionPoint(body.getTerminator());
-      for (unsigned i = 0; i < steps.size(); ++i)
-        if (steps[i].kind == Kind::Reduce)
-          partialsOf[i] = memref::AllocOp::create(
-              b, loc,
-              MemRefType::get({rows, parts},
-                              steps[i].combiner->getResult(0).getType()));
+      DenseMap<unsigned, Value> partialsOf = partialBuffers(rows, parts);
       Value r, p, t, threadZero;
       auto rowsLaunch = [&](int64_t blocksPerRow) {
         gpu::LaunchOp launch = newLaunch(rows * blocksPerRow, kWarps, 1);
@@ -1272,32 +1299,13 @@ struct TccGpuColumnChains
                              columnIvsOf(st)));
         }
       };
-      for (unsigned k = 0; k < steps.size(); ++k) {
-        Step &st = steps[k];
-        if (st.kind != Kind::Reduce || (paired && k == pair->second))
-          continue;
-        rowsLaunch(parts);
-        recompute(k, /*write=*/false);
-        if (pair && k == pair->first) {
-          if (std::optional<std::pair<Value, Value>> run = pairLoop()) {
-            paired = true;
-            auto [m, s] = blockAllPair(run->first, run->second);
-            storeIf(threadZero, m, partialsOf[pair->first], {r, p});
-            storeIf(threadZero, s, partialsOf[pair->second], {r, p});
-            continue;
-          }
-        }
-        Value v = blockAll(st.combiner, threadPartial(st), sharedOf[k]);
-        storeIf(threadZero, v, partialsOf[k], {r, p});
-      }
-      SmallVector<unsigned> stores;
-      for (unsigned i = 0; i < steps.size(); ++i)
-        if (steps[i].kind == Kind::Full &&
-            isa<BlockArgument>(rootOf(steps[i].op.getDpsInitOperand(0)->get())))
-          stores.push_back(i);
-      rowsLaunch(stores.empty() ? 1 : parts);
-      recompute(steps.size(), /*write=*/true);
-      storeRows(stores, Value());
+      emitLevels(
+          parts, partialsOf, paired, rowsLaunch, recompute, blockAllPair,
+          [&](Step &st, Value partial, unsigned k) {
+            return blockAll(st.combiner, partial, sharedOf[k]);
+          },
+          [&] { return threadZero; }, [&] { return SmallVector<Value>{r, p}; },
+          [&] { return Value(); }, resultSteps());
     };
 
     if (inner > 1)

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""Reduction chains along an axis that is not the last, as users write them
-(softmax over the channels of NCHW scores, over axis 1 or -2, a norm over
-axis 1 with a per-channel scale, a plain sum over the middle axis, softmax
-with positions dropped by a bool mask, columns dropping all of them):
+"""Reduction chains that the row kernels leave, as users write them: along
+an axis that is not the last (softmax over the channels of NCHW scores, over
+axis 1 or -2, a norm over axis 1 with a per-channel scale, a plain sum over
+the middle axis, softmax with positions dropped by a bool mask, columns
+dropping all of them), over H and W of NHWC (a mean), and along rows longer
+than a cluster of blocks holds:
 
     column_chains_test.py check TCC [--ptxas PTXAS]
     column_chains_test.py record TCC --out DIR
@@ -289,7 +291,7 @@ def replay(args):
     if failures:
         print('FAILED: ' + '; '.join(failures))
         sys.exit(1)
-    print('%d chains along a non-last axis correct on the GPU' % len(manifest))
+    print('%d chains correct on the GPU' % len(manifest))
 
 
 def main():

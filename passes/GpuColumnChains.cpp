@@ -527,13 +527,7 @@ struct TccGpuColumnChains
       corrType =
           maxType.getIntOrFloatBitWidth() > 32 ? maxType : Type(b.getF32Type());
     }
-    auto toType = [&](Value v, Type t) -> Value {
-      if (v.getType() == t)
-        return v;
-      if (v.getType().getIntOrFloatBitWidth() < t.getIntOrFloatBitWidth())
-        return arith::ExtFOp::create(b, loc, t, v);
-      return arith::TruncFOp::create(b, loc, t, v);
-    };
+    auto toType = [&](Value v, Type t) { return castFloat(b, loc, v, t); };
     auto isEmpty = [&](Value m) {
       return arith::CmpFOp::create(
           b, loc, arith::CmpFPredicate::OEQ, m,

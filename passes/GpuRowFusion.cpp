@@ -1425,13 +1425,7 @@ struct TccGpuRowFusion : mlir::tcc::impl::TccGpuRowFusionBase<TccGpuRowFusion> {
                : corrType;
   }
   /// `v` extended or truncated to the float type `t`.
-  Value toFloat(Value v, Type t) {
-    if (v.getType() == t)
-      return v;
-    if (v.getType().getIntOrFloatBitWidth() < t.getIntOrFloatBitWidth())
-      return arith::ExtFOp::create(*b, loc, t, v);
-    return arith::TruncFOp::create(*b, loc, t, v);
-  }
+  Value toFloat(Value v, Type t) { return castFloat(*b, loc, v, t); }
   /// exp(k·(m - mb)) in `corrType`, the difference taken in `diffType`.
   Value correctionFactor(double k, Value m, Value mb, Type diffType,
                          Type corrType) {

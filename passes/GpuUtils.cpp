@@ -91,6 +91,14 @@ Value combine(OpBuilder &b, Operation *combiner, Value lhs, Value rhs) {
   return b.create(state)->getResult(0);
 }
 
+Value castFloat(OpBuilder &b, Location loc, Value v, Type t) {
+  if (v.getType() == t)
+    return v;
+  if (v.getType().getIntOrFloatBitWidth() < t.getIntOrFloatBitWidth())
+    return arith::ExtFOp::create(b, loc, t, v);
+  return arith::TruncFOp::create(b, loc, t, v);
+}
+
 /// Combines `v` across the 32 lanes of each warp: every lane ends with the
 /// warp's value.
 Value warpReduce(OpBuilder &b, Location loc, Operation *combiner, Value v) {

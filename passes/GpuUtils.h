@@ -31,6 +31,9 @@ Value shuffleXor(OpBuilder &b, Location loc, Value v, int64_t offset);
 /// A new op of the combiner's kind (a binary arith op) on `lhs` and `rhs`.
 Value combine(OpBuilder &b, Operation *combiner, Value lhs, Value rhs);
 
+/// The float `v` extended or truncated to the float type `t`.
+Value castFloat(OpBuilder &b, Location loc, Value v, Type t);
+
 /// Combines `v` across the 32 lanes of each warp: every lane ends with the
 /// warp's value.
 Value warpReduce(OpBuilder &b, Location loc, Operation *combiner, Value v);

@@ -11,6 +11,7 @@ import math
 import re
 import struct
 import subprocess
+import sys
 
 
 import numpy as np
@@ -264,6 +265,44 @@ def run_bundle(tcc, bundle, files, d, output='y'):
     if rc:
         return None, first_line(err)
     return np.load(os.path.join(out, output + '.npy')).astype(np.float64), None
+
+
+def write_json(path, obj, indent=None):
+    with open(path, 'w') as f:
+        json.dump(obj, f, indent=indent)
+
+
+def read_manifest(d):
+    """The cases a GPU model test's `record` wrote into `d`."""
+    with open(os.path.join(d, 'manifest.json')) as f:
+        return json.load(f)
+
+
+def write_manifest(d, manifest):
+    write_json(os.path.join(d, 'manifest.json'), manifest, indent=1)
+
+
+def report(failures, done):
+    """Ends a test: its failures on one line and exit status 1, or `done`."""
+    if failures:
+        print('FAILED: ' + '; '.join(failures))
+        sys.exit(1)
+    print(done)
+
+
+def gpu_test_main(modes):
+    """The command line of the GPU model tests: `check TCC [--ptxas P]`
+    (no GPU), `record TCC --out DIR`, `replay RUNTIME_TCC --dir DIR`; runs
+    modes[mode](args)."""
+    import argparse
+    ap = argparse.ArgumentParser()
+    ap.add_argument('mode', choices=sorted(modes))
+    ap.add_argument('tcc')
+    ap.add_argument('--ptxas')
+    ap.add_argument('--out')
+    ap.add_argument('--dir')
+    args = ap.parse_args()
+    modes[args.mode](args)
 
 
 def gpu_kernel_failures(tcc, ptxas, path, d, name, want):

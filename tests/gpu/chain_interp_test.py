@@ -27,7 +27,6 @@ What the interpreter cannot see: timing, and the GPU's exp2 and log2
 approximations (it computes them exactly). column_chains_test.py's replay
 checks those on a GPU.
 """
-import json
 import os
 import re
 import struct
@@ -396,7 +395,7 @@ def main():
         for name, form, dt, shape, axis, launches, paired in CASES:
             model = C.make_model(form, dt, shape, axis)
             path = os.path.join(d, name + '.json')
-            C.write(path, model)
+            C.L.write_json(path, model)
             try:
                 text, order = kernel_ir(tcc, path)
             except RuntimeError as e:

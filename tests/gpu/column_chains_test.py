@@ -26,7 +26,6 @@ Tolerance (e2elib.chain_tolerance, relative to |ref| + 1e-3 max|ref| along
 the chain's axis; the norm's, which may cancel, to max|ref|): 64 ulps of
 f32 plus 4 ulps of a 16-bit dtype.
 """
-import argparse
 import json
 import os
 import sys
@@ -207,11 +206,6 @@ def compare(name, form, dt, got, ref, axis):
     return None, err
 
 
-def write(path, model):
-    with open(path, 'w') as f:
-        json.dump(model, f)
-
-
 def check(args):
     failures = []
     rng = np.random.default_rng()
@@ -219,7 +213,7 @@ def check(args):
         for name, form, dt, shape, axis in CASES:
             before = len(failures)
             path = os.path.join(d, name + '.json')
-            write(path, make_model(form, dt, shape, axis))
+            L.write_json(path, make_model(form, dt, shape, axis))
             compiled, found = L.gpu_kernel_failures(args.tcc, args.ptxas, path, d, name,
                                                     LAUNCHES.get(name, 1))
             failures += found
@@ -227,7 +221,7 @@ def check(args):
                 continue
             small = SMALL[name]
             model = make_model(form, dt, small, axis)
-            write(path, model)
+            L.write_json(path, model)
             bundle = os.path.join(d, name + '.host.tccb')
             rc, _, err = L.run_tcc([args.tcc, 'compile', path, '--target', 'host', '-o',
                                     bundle])
@@ -244,10 +238,8 @@ def check(args):
             if msg:
                 failures.append(msg)
             print('%s %s' % ('ok' if len(failures) == before else 'FAIL', name))
-    if failures:
-        print('FAILED: ' + '; '.join(failures))
-        sys.exit(1)
-    print('%d chains along one axis: their launches each, host correct' % len(CASES))
+    L.report(failures, '%d chains along one axis: their launches each, host correct'
+             % len(CASES))
 
 
 def record(args):
@@ -255,7 +247,7 @@ def record(args):
     manifest = []
     for name, form, dt, shape, axis in CASES:
         path = os.path.join(args.out, name + '.json')
-        write(path, make_model(form, dt, shape, axis))
+        L.write_json(path, make_model(form, dt, shape, axis))
         rc, _, err = L.run_tcc([args.tcc, 'compile', path, '--target', 'sm_90', '-o',
                                 os.path.join(args.out, name + '.tccb')])
         if rc:
@@ -263,13 +255,12 @@ def record(args):
             sys.exit(1)
         manifest.append({'name': name, 'form': form, 'dtype': dt, 'shape': shape,
                          'axis': axis})
-    with open(os.path.join(args.out, 'manifest.json'), 'w') as f:
-        json.dump(manifest, f, indent=1)
+    L.write_manifest(args.out, manifest)
     print('recorded %d chains' % len(manifest))
 
 
 def replay(args):
-    manifest = json.load(open(os.path.join(args.dir, 'manifest.json')))
+    manifest = L.read_manifest(args.dir)
     rng = np.random.default_rng()
     failures = []
     with tempfile.TemporaryDirectory() as d:
@@ -288,21 +279,11 @@ def replay(args):
             if msg:
                 failures.append(msg)
             print('%-28s error %.3g (tolerance %.3g)' % (name, e, tolerance(form, dt, ref.size)))
-    if failures:
-        print('FAILED: ' + '; '.join(failures))
-        sys.exit(1)
-    print('%d chains correct on the GPU' % len(manifest))
+    L.report(failures, '%d chains correct on the GPU' % len(manifest))
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument('mode', choices=['check', 'record', 'replay'])
-    ap.add_argument('tcc')
-    ap.add_argument('--ptxas')
-    ap.add_argument('--out')
-    ap.add_argument('--dir')
-    args = ap.parse_args()
-    {'check': check, 'record': record, 'replay': replay}[args.mode](args)
+    L.gpu_test_main({'check': check, 'record': record, 'replay': replay})
 
 
 if __name__ == '__main__':

@@ -45,7 +45,6 @@ argument into exp; the sums add sqrt(n) ulps), plus 4 ulps of a 16-bit
 dtype: a sum in another order, or of terms exp(x - m_b) rounded against
 another max, may round to its neighbour, and each op after it with it.
 """
-import argparse
 import json
 import os
 import re
@@ -362,12 +361,11 @@ def record(args):
                 fail('%s: %s' % (name, L.first_line(err)))
         manifest.append({'name': name, 'form': form, 'dtype': dt, 'length': length})
         print('recorded %s' % name)
-    with open(os.path.join(args.out, 'manifest.json'), 'w') as f:
-        json.dump(manifest, f, indent=1)
+    L.write_manifest(args.out, manifest)
 
 
 def replay(args):
-    manifest = json.load(open(os.path.join(args.dir, 'manifest.json')))
+    manifest = L.read_manifest(args.dir)
     rng = np.random.default_rng()
     failures = []
     with tempfile.TemporaryDirectory() as d:
@@ -400,14 +398,7 @@ def replay(args):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument('mode', choices=['check', 'record', 'replay'])
-    ap.add_argument('tcc')
-    ap.add_argument('--ptxas')
-    ap.add_argument('--out')
-    ap.add_argument('--dir')
-    args = ap.parse_args()
-    {'check': check, 'record': record, 'replay': replay}[args.mode](args)
+    L.gpu_test_main({'check': check, 'record': record, 'replay': replay})
 
 
 if __name__ == '__main__':

@@ -32,7 +32,6 @@ ulps of f32 (exponents up to ~30 carry their ulps into exp; sums add
 sqrt(n)), plus 4 ulps of a 16-bit dtype (a sum in another order rounds to
 its neighbour, and each op after it with it).
 """
-import argparse
 import json
 import os
 import sys
@@ -218,11 +217,6 @@ def compare(name, form, dt, got, ref):
     return None, err
 
 
-def write(path, model):
-    with open(path, 'w') as f:
-        json.dump(model, f)
-
-
 def check(args):
     failures = []
     rng = np.random.default_rng()
@@ -230,7 +224,7 @@ def check(args):
         for name, form, dt, shape in CASES:
             before = len(failures)
             path = os.path.join(d, name + '.json')
-            write(path, make_model(form, dt, shape))
+            L.write_json(path, make_model(form, dt, shape))
             # A loss's division waits for every row: the finish launch.
             want = 2 if form == 'ce_flat_targets' else 1
             compiled, found = L.gpu_kernel_failures(args.tcc, args.ptxas, path, d, name, want)
@@ -240,7 +234,7 @@ def check(args):
             # The host, two rows a head.
             small = [shape[0], shape[1], 2, shape[3]]
             model = make_model(form, dt, small)
-            write(path, model)
+            L.write_json(path, model)
             bundle = os.path.join(d, name + '.host.tccb')
             rc, _, err = run(args.tcc, 'compile', path, '--target', 'host', '-o', bundle)
             if rc:
@@ -255,10 +249,8 @@ def check(args):
             if msg:
                 failures.append(msg)
             print('%s %s' % ('ok' if len(failures) == before else 'FAIL', name))
-    if failures:
-        print('FAILED: ' + '; '.join(failures))
-        sys.exit(1)
-    print('%d chains reading broadcast tensors: one launch each, host correct' % len(CASES))
+    L.report(failures, '%d chains reading broadcast tensors: one launch each, host correct'
+             % len(CASES))
 
 
 def record(args):
@@ -266,20 +258,19 @@ def record(args):
     manifest = []
     for name, form, dt, shape in CASES:
         path = os.path.join(args.out, name + '.json')
-        write(path, make_model(form, dt, shape))
+        L.write_json(path, make_model(form, dt, shape))
         rc, _, err = run(args.tcc, 'compile', path, '--target', 'sm_90', '-o',
                          os.path.join(args.out, name + '.tccb'))
         if rc:
             print('FAILED: %s: %s' % (name, L.first_line(err)))
             sys.exit(1)
         manifest.append({'name': name, 'form': form, 'dtype': dt, 'shape': shape})
-    with open(os.path.join(args.out, 'manifest.json'), 'w') as f:
-        json.dump(manifest, f, indent=1)
+    L.write_manifest(args.out, manifest)
     print('recorded %d chains' % len(manifest))
 
 
 def replay(args):
-    manifest = json.load(open(os.path.join(args.dir, 'manifest.json')))
+    manifest = L.read_manifest(args.dir)
     rng = np.random.default_rng()
     failures = []
     with tempfile.TemporaryDirectory() as d:
@@ -296,21 +287,11 @@ def replay(args):
             if msg:
                 failures.append(msg)
             print('%-28s error %.3g (tolerance %.3g)' % (name, e, L.chain_tolerance(dt)))
-    if failures:
-        print('FAILED: ' + '; '.join(failures))
-        sys.exit(1)
-    print('%d chains reading broadcast tensors correct on the GPU' % len(manifest))
+    L.report(failures, '%d chains reading broadcast tensors correct on the GPU' % len(manifest))
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument('mode', choices=['check', 'record', 'replay'])
-    ap.add_argument('tcc')
-    ap.add_argument('--ptxas')
-    ap.add_argument('--out')
-    ap.add_argument('--dir')
-    args = ap.parse_args()
-    {'check': check, 'record': record, 'replay': replay}[args.mode](args)
+    L.gpu_test_main({'check': check, 'record': record, 'replay': replay})
 
 
 if __name__ == '__main__':

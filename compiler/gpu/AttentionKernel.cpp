@@ -58,13 +58,22 @@ using namespace mlir;
 namespace tcc::gpu {
 namespace {
 
+/// f32 problems run on tensor cores as three tf32 MMAs a product (3xTF32,
+/// below): an f32 operand is the sum of two tf32 values.
+bool splitF32(const AttentionProblem &p) { return p.elemType.isF32(); }
+
+/// The bytes of an element of Q, K, V and O, and the elements of a 16-byte
+/// chunk (the unit of every copy and of the swizzle).
+int64_t elemBytes(const AttentionProblem &p) { return splitF32(p) ? 4 : 2; }
+int64_t chunkElems(const AttentionProblem &p) { return 16 / elemBytes(p); }
+
 /// The head size the MMAs compute on: the head size rounded up to 16 (one
-/// k-step of Q K^T, and an even number of n-tiles of P V). Head sizes are
-/// multiples of 8, one 16-byte chunk: the padding's chunks are zero-filled
-/// in shared memory, add nothing to the scores, and their columns of O are
-/// never stored.
+/// k-step of Q K^T, and an even number of n-tiles of P V); f32 to 32 (P V's
+/// B fragments come 4 n-tiles at a time, below). Head sizes are whole
+/// 16-byte chunks: the padding's chunks are zero-filled in shared memory,
+/// add nothing to the scores, and their columns of O are never stored.
 int64_t computeDim(const AttentionProblem &p) {
-  return llvm::alignTo(p.headDim, 16);
+  return llvm::alignTo(p.headDim, splitF32(p) ? 32 : 16);
 }
 
 /// The row length of the shared tiles: the head size rounded up to a power
@@ -90,7 +99,7 @@ int64_t kStageElems(const AttentionProblem &p, int64_t blockKV) {
 int64_t sharedBytesOf(const AttentionProblem &p, const AttentionSchedule &s) {
   return (s.blockQ * tileRow(p) +
           s.stages * (kStageElems(p, s.blockKV) + s.blockKV * tileRow(p))) *
-         2;
+         elemBytes(p);
 }
 
 /// The decode partial kernel as the builder sees it: a 16-row query tile.
@@ -139,22 +148,22 @@ public:
                    const AttentionSchedule &s,
                    const DecodeSchedule *decode = nullptr)
       : AttentionArith(b, loc, p), s(s), decode(decode), threads(32 * s.warps),
-        ld(tileRow(p)), cpr(ld / 8),
+        ce(chunkElems(p)), ld(tileRow(p)), cpr(ld / ce),
         ldK(p.kTransposed ? kTransposedRow(s.blockKV) : ld),
         rowsPerWarp(decode ? 16 : s.blockQ / s.warps), mTiles(rowsPerWarp / 16),
         keysPerWarp(decode ? s.blockKV / s.warps : s.blockKV),
-        nS(keysPerWarp / 8), nO(computeDim(p) / 8),
-        nOStored(p.headDim / 8) {
+        nS(keysPerWarp / 8), nO(computeDim(p) / 8), nOStored(p.headDim / 8) {
     elemT = p.elemType;
+    split = splitF32(p);
     // Softmax's own algebra with no score modification: the row max is kept
     // over raw Q K^T and scale * log2(e) folds into one FMA before ex2.
     fast = !p.scoreMod && !p.correction && !p.contribution && p.scale > 0;
     constraints.assign(p.mask.begin(), p.mask.end());
     if (p.lk % s.blockKV)
       constraints.push_back({0, -1, p.lk - 1});
-    // Q's fragments take 4 registers a k-step: beside the accumulators of
-    // heads above 128 they would spill.
-    qInRegs = mTiles == 1 && computeDim(p) <= 128;
+    // Q's fragments take 4 registers a k-step (of 16 elements in 16 bits,
+    // 8 in f32): beside the accumulators of wider heads they would spill.
+    qInRegs = mTiles == 1 && computeDim(p) * elemBytes(p) <= 256;
     if (decode) {
       // Q and O are the 4-D tensors where no merged view exists
       // (buildDecodeKernels).
@@ -208,9 +217,9 @@ private:
   void copyKTransposed(Value tile, Value dstBase);
 
   Value ldmatrix(Value mem, Value off, bool transpose) {
-    return nvgpu::LdMatrixOp::create(b, loc, VectorType::get({4, 2}, elemT),
-                                     mem, ValueRange{off}, transpose,
-                                     /*numTiles=*/4);
+    return nvgpu::LdMatrixOp::create(
+        b, loc, VectorType::get({4, split ? 1 : 2}, elemT), mem,
+        ValueRange{off}, transpose, /*numTiles=*/4);
   }
   /// The B fragment `half` (0 or 1) of an ldmatrix x4 pair.
   Value half(Value pair, int64_t h) {
@@ -219,6 +228,27 @@ private:
         ArrayRef<int64_t>{1, 1});
   }
   Value mma(Value aFrag, Value bFrag, Value acc);
+  /// An f32 fragment as tf32 (big, small): big rounds it, small rounds the
+  /// rest (3xTF32).
+  std::pair<Value, Value> splitTf32(Value frag) {
+    Value big = roundToTf32(frag);
+    return {big, roundToTf32(arith::SubFOp::create(b, loc, frag, big))};
+  }
+  /// acc + a x b from split fragments: the small products first, then the
+  /// big one (a_small x b_small, below f32's precision, is left out).
+  Value mma3(std::pair<Value, Value> a, std::pair<Value, Value> bf, Value acc) {
+    acc = mmaTf32(a.second, bf.first, acc);
+    acc = mmaTf32(a.first, bf.second, acc);
+    return mmaTf32(a.first, bf.first, acc);
+  }
+  Value mmaTf32(Value aFrag, Value bFrag, Value acc) {
+    return nvgpu::MmaSyncOp::create(b, loc, aFrag, bFrag, acc,
+                                    ArrayRef<int64_t>{16, 8, 8},
+                                    /*tf32Enabled=*/true);
+  }
+  /// O += P V for one key tile in f32 (3xTF32; see tileStep).
+  void pvF32(ArrayRef<Value> pv, Value vBase, SmallVectorImpl<Value> &oAcc);
+  void epilogueF32(ValueRange carried);
   /// Q's A fragment for m-tile i, k-step kk (from shared memory).
   Value qFragment(int64_t i, int64_t kk);
   /// The per-thread ldmatrix bases tA.
@@ -284,10 +314,11 @@ private:
   const DecodeSchedule *decode;
   // nO: n-tiles of O computed (computeDim / 8); nOStored: of them, those
   // inside the head size.
-  int64_t threads, ld, cpr, ldK, rowsPerWarp, mTiles, keysPerWarp, nS, nO,
+  // ce: elements of a 16-byte chunk.
+  int64_t threads, ce, ld, cpr, ldK, rowsPerWarp, mTiles, keysPerWarp, nS, nO,
       nOStored;
   Type elemT;
-  bool fast, qInRegs;
+  bool fast, qInRegs, split;
   SmallVector<MaskConstraint, 3> constraints;
 
   Value qArg, kArg, vArg, oArg;
@@ -315,25 +346,25 @@ void AttentionBuilder::copyRows(Value src, Value hd, Value row0, int64_t bound,
   bool needRow = bound % rows != 0;
   Value cChunk = rem(tid, cpr);
   Value rBase = div(tid, cpr);
-  Value col = mul(cChunk, 8);
+  Value col = mul(cChunk, ce);
   // Chunks past the head size (a padded tile row) read 0 bytes of column 0:
   // zero-filled.
   Value inHead;
   if (ld != p.headDim) {
-    inHead = ult(cChunk, p.headDim / 8);
+    inHead = ult(cChunk, p.headDim / ce);
     col = select(inHead, col, cst(0));
   }
   // When rowStep is a multiple of 8, every row of this thread has the same
   // swizzle and the rows differ by a constant.
   bool sameSwizzle = rowStep % 8 == 0;
-  Value dstThread = add(dstBase, mul(swizzle(rBase, cChunk, cpr), 8));
+  Value dstThread = add(dstBase, mul(swizzle(rBase, cChunk, cpr), ce));
   for (int64_t it = 0; it < chunks / threads; ++it) {
     Value row = add(add(row0, rBase), it * rowStep);
     Value dstOff =
         sameSwizzle
             ? add(dstThread, it * rowStep * ld)
             : add(dstBase,
-                  mul(swizzle(add(rBase, it * rowStep), cChunk, cpr), 8));
+                  mul(swizzle(add(rBase, it * rowStep), cChunk, cpr), ce));
     Value n;
     Value ok = inHead;
     if (needRow) {
@@ -344,11 +375,11 @@ void AttentionBuilder::copyRows(Value src, Value hd, Value row0, int64_t bound,
       ok = land(ok, inRows);
     }
     if (ok)
-      n = select(ok, cst(8), cst(0));
+      n = select(ok, cst(ce), cst(0));
     nvgpu::DeviceAsyncCopyOp::create(
         b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), dst,
         ValueRange{dstOff}, src, rowIndices(src, hd, row, col),
-        b.getIndexAttr(8), n, b.getUnitAttr());
+        b.getIndexAttr(ce), n, b.getUnitAttr());
   }
 }
 
@@ -421,8 +452,9 @@ Value AttentionBuilder::mma(Value aFrag, Value bFrag, Value acc) {
 }
 
 Value AttentionBuilder::qFragment(int64_t i, int64_t kk) {
-  return ldmatrix(
-      smemQ, add(add(qBase, tA[kk % 4]), (kk / 4) * 64 + i * 16 * ld), false);
+  return ldmatrix(smemQ,
+                  add(add(qBase, tA[kk % 4]), (kk / 4) * 8 * ce + i * 16 * ld),
+                  false);
 }
 
 void AttentionBuilder::fragmentBases() {
@@ -438,7 +470,7 @@ void AttentionBuilder::fragmentBases() {
   Value l16 = band(lane, 15), lHi = div(lane, 16), l8 = band(lane, 7);
   for (int64_t x = 0; x < 4; ++x) {
     Value chunk = arith::XOrIOp::create(b, loc, add(lHi, 2 * x), l8);
-    tA.push_back(add(mul(l16, ld), mul(chunk, 8)));
+    tA.push_back(add(mul(l16, ld), mul(chunk, ce)));
   }
   if (!p.kTransposed)
     return;
@@ -531,32 +563,45 @@ SmallVector<Value> AttentionBuilder::tileStep(Value stage, Value k0,
   Value zero4 = arith::ConstantOp::create(
       b, loc, DenseElementsAttr::get(VectorType::get({2, 2}, f32), 0.0f));
   SmallVector<Value> sv(mTiles * nS, zero4);
-  for (int64_t kk = 0; kk < nO / 2; ++kk) {
+  // A k-step is two 16-byte chunks of d (16 elements in 16 bits, 8 in f32),
+  // read into fragments by the same ldmatrix lane mapping: for 32-bit
+  // elements an 8 x 8 b16 matrix is 8 rows of 4, and lane l gets row l/4,
+  // element l%4, the tf32 A (and [n][k] B) fragment layout.
+  SmallVector<std::pair<Value, Value>> aSplit(mTiles);
+  for (int64_t kk = 0; kk < computeDim(p) / (2 * ce); ++kk) {
     SmallVector<Value> aFrag;
-    for (int64_t i = 0; i < mTiles; ++i)
+    for (int64_t i = 0; i < mTiles; ++i) {
       aFrag.push_back(qInRegs ? qFrags[kk] : qFragment(i, kk));
+      if (split)
+        aSplit[i] = splitTf32(aFrag.back());
+    }
     for (int64_t jp = 0; jp < nS / 2; ++jp) {
       // K is stored [key][d], the B operand's [n][k]: the matrices are
       // (keys 0-7|8-15) x (d chunk 0|1), so key n-tile h takes 2 and h + 2.
       // Given transposed, [d][key] is the B operand's [k][n], read as V is:
       // (d 0-7|8-15) x (key chunk 0|1), key n-tile h takes 2h and 2h + 1.
-      Value pair = p.kTransposed ? ldmatrix(smemK,
-                                            add(add(kTBase, tAK[jp % 4]),
-                                                (jp / 4) * 64 + kk * 16 * ldK),
-                                            true)
-                                 : ldmatrix(smemK,
-                                            add(add(kBase, tA[kk % 4]),
-                                                (kk / 4) * 64 + jp * 16 * ld),
-                                            false);
+      Value pair = p.kTransposed
+                       ? ldmatrix(smemK,
+                                  add(add(kTBase, tAK[jp % 4]),
+                                      (jp / 4) * 64 + kk * 16 * ldK),
+                                  true)
+                       : ldmatrix(smemK,
+                                  add(add(kBase, tA[kk % 4]),
+                                      (kk / 4) * 8 * ce + jp * 16 * ld),
+                                  false);
       for (int64_t h = 0; h < 2; ++h) {
         Value bFrag = p.kTransposed
                           ? half(pair, h)
                           : vector::ShuffleOp::create(
                                 b, loc, pair, pair, ArrayRef<int64_t>{h, h + 2})
                                 .getResult();
+        std::pair<Value, Value> bSplit;
+        if (split)
+          bSplit = splitTf32(bFrag);
         for (int64_t i = 0; i < mTiles; ++i) {
           Value &acc = sv[i * nS + jp * 2 + h];
-          acc = mma(aFrag[i], bFrag, acc);
+          acc =
+              split ? mma3(aSplit[i], bSplit, acc) : mma(aFrag[i], bFrag, acc);
         }
       }
     }
@@ -697,6 +742,16 @@ SmallVector<Value> AttentionBuilder::tileStep(Value stage, Value k0,
       oAcc[i * nO + dn] = fmul(oAcc[i * nO + dn], corrVec);
   }
 
+  if (split) {
+    waitGroups(2 * s.stages - 2);
+    mlir::gpu::BarrierOp::create(b, loc);
+    pvF32(pv, kBase, oAcc);
+    SmallVector<Value> out(oAcc);
+    out.append(mRun);
+    out.append(lRun);
+    return out;
+  }
+
   // P as A fragments: for keys 16kk..16kk+15, the accumulators of n-tiles
   // 2kk and 2kk+1 are exactly the m16n8k16 A layout.
   VectorType fragF32 = VectorType::get({4, 2}, f32);
@@ -735,7 +790,104 @@ SmallVector<Value> AttentionBuilder::tileStep(Value stage, Value k0,
   return out;
 }
 
+void AttentionBuilder::pvF32(ArrayRef<Value> pv, Value vBase,
+                             SmallVectorImpl<Value> &oAcc) {
+  // The tf32 m16n8k8 A fragment holds (row g, k t), (g + 8, t), (g, t + 4),
+  // (g + 8, t + 4) for lane 4g + t, while S's accumulator of key n-tile jn
+  // holds keys 2t and 2t + 1: so P V's k-step jn takes its k index t as
+  // key 8jn + 2t and t + 4 as key 8jn + 2t + 1, and P's fragment is the
+  // accumulator as it is. V's B fragment, (k t, n g) and (k t + 4, n g), is
+  // then V[8jn + 2t][d(g)] and V[8jn + 2t + 1][d(g)], which ldmatrix cannot
+  // give (32-bit data, transposed). Plain loads do, and with O's columns
+  // permuted they are 16-byte loads: over a group of 32 columns (4 n-tiles),
+  // n-tile j's column n is d = 4n + j, so lane (g, t) reads d 4g..4g+3 of
+  // each of its two keys, one B element of each of the 4 n-tiles. The
+  // 8 lanes of an access phase read chunk g ^ (key % 8) of keys 2t (+1):
+  // 8 distinct bank groups.
+  int64_t groups = computeDim(p) / 32;
+  VectorType v4 = VectorType::get({4}, f32);
+  VectorType bT = VectorType::get({2, 1}, f32);
+  for (int64_t jn = 0; jn < nS; ++jn) {
+    SmallVector<std::pair<Value, Value>> pSplit;
+    for (int64_t i = 0; i < mTiles; ++i) {
+      auto at = [&](int64_t h, int64_t x) {
+        return pv[((i * nS + jn) * 2 + h) * 2 + x];
+      };
+      Value f = vector::FromElementsOp::create(
+          b, loc, VectorType::get({4, 1}, f32),
+          ValueRange{at(0, 0), at(1, 0), at(0, 1), at(1, 1)});
+      pSplit.push_back(splitTf32(f));
+    }
+    for (int64_t g = 0; g < groups; ++g) {
+      Value rows[2];
+      for (int64_t x = 0; x < 2; ++x) {
+        Value key = add(mul(tq, 2), jn * 8 + x);
+        // swizzle() counts chunks from the tile's start, rows included.
+        Value off = add(vBase, mul(swizzle(key, add(gq, g * 8), cpr), ce));
+        rows[x] =
+            vector::LoadOp::create(b, loc, v4, smemV, ValueRange{off},
+                                   /*nontemporal=*/false, llvm::Align(16));
+      }
+      for (int64_t j = 0; j < 4; ++j) {
+        Value bFrag = vector::FromElementsOp::create(
+            b, loc, bT,
+            ValueRange{extract(rows[0], {j}), extract(rows[1], {j})});
+        std::pair<Value, Value> bSplit = splitTf32(bFrag);
+        for (int64_t i = 0; i < mTiles; ++i) {
+          Value &acc = oAcc[i * nO + g * 4 + j];
+          acc = mma3(pSplit[i], bSplit, acc);
+        }
+      }
+    }
+  }
+}
+
+void AttentionBuilder::epilogueF32(ValueRange carried) {
+  // Lane (g, t) holds, for its rows, n-tile (group G, j)'s columns n = 2t
+  // and 2t + 1, that is d = 32G + 8t + j and 32G + 8t + 4 + j (pvF32): 8
+  // consecutive columns, stored as two 16-byte vectors.
+  int64_t nOAll = mTiles * nO, groups = computeDim(p) / 32;
+  bool needRow = p.lq % s.blockQ != 0;
+  VectorType v4 = VectorType::get({4}, f32);
+  for (int64_t i = 0; i < mTiles; ++i)
+    for (int64_t h = 0; h < 2; ++h) {
+      Value l = carried[nOAll + 2 * mTiles + i * 2 + h];
+      l = fadd(l, shuffleXor(l, 1));
+      l = fadd(l, shuffleXor(l, 2));
+      Value inv = inverseSum(l);
+      Value row = add(q0, add(add(warpRow, i * 16 + h * 8), gq));
+      std::optional<OpBuilder::InsertionGuard> guard;
+      if (needRow) {
+        guard.emplace(b);
+        auto ifOp = scf::IfOp::create(b, loc, ult(row, p.lq),
+                                      /*withElse=*/false);
+        b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+      }
+      for (int64_t g = 0; g < groups; ++g)
+        for (int64_t x = 0; x < 2; ++x) {
+          SmallVector<Value> e;
+          for (int64_t j = 0; j < 4; ++j)
+            e.push_back(
+                fmul(extract(carried[i * nO + g * 4 + j], {h, x}), inv));
+          Value col = add(mul(tq, 8), g * 32 + x * 4);
+          // Whole chunks: the head size is a multiple of 4.
+          std::optional<OpBuilder::InsertionGuard> colGuard;
+          if ((g + 1) * 32 > p.headDim) {
+            colGuard.emplace(b);
+            auto ifOp = scf::IfOp::create(b, loc, ult(col, p.headDim),
+                                          /*withElse=*/false);
+            b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+          }
+          vector::StoreOp::create(
+              b, loc, vector::FromElementsOp::create(b, loc, v4, e), oArg,
+              ValueRange{batch, head, row, col}, false, llvm::Align(16));
+        }
+    }
+}
+
 void AttentionBuilder::epilogue(ValueRange carried) {
+  if (split)
+    return epilogueF32(carried);
   int64_t nOAll = mTiles * nO;
   bool needRow = p.lq % s.blockQ != 0;
   VectorType v2 = VectorType::get({2}, f32);
@@ -994,9 +1146,10 @@ void AttentionBuilder::build(Value q, Value k, Value v, Value o, Value stats) {
   int64_t qElems = s.blockQ * ld;
   int64_t kvElems = s.stages * s.blockKV * ld;
   int64_t kElems = s.stages * kStageElems(p, s.blockKV);
+  int64_t eb = elemBytes(p);
   smemQ = sharedView(raw, qElems, elemT, 0);
-  smemK = sharedView(raw, kElems, elemT, qElems * 2);
-  smemV = sharedView(raw, kvElems, elemT, (qElems + kElems) * 2);
+  smemK = sharedView(raw, kElems, elemT, qElems * eb);
+  smemV = sharedView(raw, kvElems, elemT, (qElems + kElems) * eb);
 
   copyRows(qArg, head, q0, decode ? decodeRows(p) : p.lq, s.blockQ, smemQ,
            cst(0));
@@ -1029,7 +1182,7 @@ void AttentionBuilder::build(Value q, Value k, Value v, Value o, Value stats) {
     // Q's fragments stay in registers for the whole loop.
     waitGroups(2 * (s.stages - 1));
     mlir::gpu::BarrierOp::create(b, loc);
-    for (int64_t kk = 0; kk < nO / 2; ++kk)
+    for (int64_t kk = 0; kk < computeDim(p) / (2 * ce); ++kk)
       qFrags.push_back(qFragment(0, kk));
   }
 
@@ -1078,7 +1231,7 @@ void AttentionBuilder::build(Value q, Value k, Value v, Value o, Value stats) {
     epilogue(results);
 }
 
-bool isElemType(Type t) { return t && (t.isBF16() || t.isF16()); }
+bool isElemType(Type t) { return t && (t.isBF16() || t.isF16() || t.isF32()); }
 
 } // namespace
 
@@ -1239,15 +1392,19 @@ bool attentionKernelSupports(const AttentionProblem &p, std::string &why) {
     return false;
   };
   if (!isElemType(p.elemType))
-    return fail("Q, K, V must be bf16 or f16");
+    return fail("Q, K, V must be bf16, f16 or f32");
   if (p.batch < 1 || p.headsQ < 1 || p.headsKV < 1 || p.lq < 1 || p.lk < 1)
     return fail("batch, heads, lq and lk must be >= 1");
   if (p.headsQ % p.headsKV)
     return fail("query heads must be a multiple of key/value heads");
   // Multiples of 16: one k-step of the Q K^T MMA, and an even number of
   // n-tiles of P V (shared rows are padded, tileRow).
-  if (p.headDim < 8 || p.headDim > 256 || p.headDim % 8)
-    return fail("head dim must be a multiple of 8 from 8 to 256");
+  if (p.headDim < 8 || p.headDim > 256 || p.headDim % chunkElems(p))
+    return fail(std::string("head dim must be a multiple of ") +
+                (splitF32(p) ? "4" : "8") + " from 8 to 256");
+  // ldmatrix cannot transpose 32-bit data (the SIMT template takes it).
+  if (splitF32(p) && p.kTransposed)
+    return fail("f32 with K given transposed");
   if (p.batch > 65535 || p.headsQ > 65535)
     return fail("batch and query heads must be <= 65535 (grid limits)");
   if (p.lq > (int64_t(1) << 30) || p.lk > (int64_t(1) << 30))
@@ -1294,7 +1451,7 @@ static bool attentionShapeValid(const AttentionProblem &p,
     return fail("each warp needs a multiple of 16 query rows");
   if (s.blockKV < 16)
     return fail("blockKV must be >= 16");
-  int64_t threads = 32 * s.warps, cpr = tileRow(p) / 8;
+  int64_t threads = 32 * s.warps, cpr = tileRow(p) / chunkElems(p);
   if (p.kTransposed && s.blockKV / 8 > threads)
     return fail("a row of K given transposed has more chunks than threads");
   if (threads % cpr || (s.blockKV * cpr) % threads ||
@@ -1331,6 +1488,16 @@ AttentionSchedule chooseAttentionSchedule(const AttentionProblem &p,
   // registers an m-tile.
   if (computeDim(p) > 128)
     s = {128, 32, 8, 2};
+  // f32 (3xTF32): 16 rows a warp, whose 3 MMAs a product leave K's and V's
+  // fragments used 3 times each anyway; 128 rows of 8 warps share each K
+  // and V tile (one block a multiprocessor at head size 128: 128 KiB).
+  // Above 128, 64 rows and 16-key tiles (the Q tile alone is 128 KiB at
+  // 128 rows; at head size 256 ptxas spills 60 bytes with 32 keys, 28
+  // with 16).
+  if (splitF32(p))
+    s = computeDim(p) <= 64    ? AttentionSchedule{128, 64, 8, 3}
+        : computeDim(p) <= 128 ? AttentionSchedule{128, 32, 8, 2}
+                               : AttentionSchedule{64, 16, 4, 2};
   // Fewer rows a block while the grid leaves multiprocessors idle.
   while (ceilDiv(p.lq, s.blockQ) * p.headsQ * p.batch < sms && s.blockQ > 64) {
     s.blockQ /= 2;
@@ -1404,6 +1571,9 @@ static bool decodeShapeValid(const AttentionProblem &p, const DecodeSchedule &s,
   };
   if (!attentionKernelSupports(p, why))
     return false;
+  // f32 decode is bound by memory: the SIMT template's split-K pair.
+  if (splitF32(p))
+    return fail("f32 takes the SIMT template's decode pair");
   if (decodeRows(p) > 16)
     return fail("more than 16 query rows share a key/value head");
   if (p.headsKV > 65535)
@@ -1421,7 +1591,7 @@ static bool decodeShapeValid(const AttentionProblem &p, const DecodeSchedule &s,
     return fail("each warp needs a multiple of 16 keys of a tile");
   if (s.chunkTiles < 1 || s.chunkTiles > kMaxChunkTiles)
     return fail("a chunk holds 1 to 2^30 key tiles");
-  int64_t threads = 32 * s.warps, cpr = tileRow(p) / 8;
+  int64_t threads = 32 * s.warps, cpr = tileRow(p) / chunkElems(p);
   if (p.kTransposed && s.blockKV / 8 > threads)
     return fail("a row of K given transposed has more chunks than threads");
   if (threads % cpr || (s.blockKV * cpr) % threads || (16 * cpr) % threads)

@@ -77,6 +77,17 @@ Value instantiate(OpBuilder &b, Location loc, Region &r, ValueRange lead,
 
 } // namespace
 
+bool takesSimt(const AttentionProblem &p, const ::tcc::TargetDesc &target) {
+  if (!target.mmaSync)
+    return true;
+  if (!p.elemType.isF32())
+    return false;
+  std::string why;
+  return preferDecode(p) ||
+         !attentionScheduleValid(p, chooseAttentionSchedule(p, target), target,
+                                 why);
+}
+
 AttentionProblem attentionProblemOf(mlir::tcc::AttentionOp op,
                                     const ::tcc::TargetDesc &target) {
   AttentionProblem p;
@@ -110,26 +121,7 @@ AttentionProblem attentionProblemOf(mlir::tcc::AttentionOp op,
     p.capturedView.push_back(
         llvm::is_contained(op.getCapturedViews(), int64_t(i)));
   }
-  // A scale beside a key mask: the tensor-core templates apply the mask per
-  // key (keyKeepApply) and keep their folded-scale softmax; the SIMT one
-  // takes the changes as score code.
-  bool keyMaskAlone = op.getKeyMaskAlone();
-  bool keyAsMask = keyMaskAlone && !target.simtAttentionFor(p.elemType.isF32());
-  FloatAttr scale = op.getScaleAttr();
   Operation *attention = op;
-  if (scale && (!keyMaskAlone || keyAsMask)) {
-    p.scale = scale.getValueAsDouble();
-    p.keyKeepApply = keyAsMask;
-  } else {
-    for (Operation &o : op.getRegion(0).front().without_terminator())
-      p.scoreModOps += !isa<arith::ConstantOp>(o);
-    p.scoreMod = [attention](OpBuilder &b, Location loc, Value s, Value batch,
-                             Value head, Value qi, Value ki,
-                             ValueRange captured) {
-      return instantiate(b, loc, attention->getRegion(0),
-                         {s, batch, head, qi, ki}, captured);
-    };
-  }
   ArrayRef<int64_t> mask = op.getMask();
   for (size_t i = 0; i + 2 < mask.size(); i += 3)
     p.mask.push_back({mask[i], mask[i + 1], mask[i + 2]});
@@ -143,17 +135,43 @@ AttentionProblem attentionProblemOf(mlir::tcc::AttentionOp op,
   }
   p.maskedRows =
       op.getMaskedToInfinity() ? MaskedRowPolicy::NaN : MaskedRowPolicy::Zero;
+  // A scale beside a key mask: the tensor-core templates apply the mask per
+  // key (keyKeepApply) and keep their folded-scale softmax; the SIMT one
+  // takes the changes as score code (decided from the sizes, layouts and
+  // mask above; a plan choosing SIMT anyway still applies keyKeepApply).
+  bool keyMaskAlone = op.getKeyMaskAlone();
+  bool keyAsMask = keyMaskAlone && !takesSimt(p, target);
+  FloatAttr scale = op.getScaleAttr();
+  if (scale && (!keyMaskAlone || keyAsMask)) {
+    p.scale = scale.getValueAsDouble();
+    p.keyKeepApply = keyAsMask;
+  } else {
+    for (Operation &o : op.getRegion(0).front().without_terminator())
+      p.scoreModOps += !isa<arith::ConstantOp>(o);
+    p.scoreMod = [attention](OpBuilder &b, Location loc, Value s, Value batch,
+                             Value head, Value qi, Value ki,
+                             ValueRange captured) {
+      return instantiate(b, loc, attention->getRegion(0),
+                         {s, batch, head, qi, ki}, captured);
+    };
+  }
   return p;
 }
 
 Attribute chooseAttentionPlan(MLIRContext *ctx, const AttentionProblem &p,
                               const ::tcc::TargetDesc &target,
                               std::string &why) {
-  // f32 runs on CUDA cores in true f32 (as PyTorch's SDPA computes f32; the
-  // tensor-core templates take bf16 and f16), one kernel for every shape,
-  // or its split-K pair for decode shapes. Targets without NVIDIA's
-  // tensor-core templates (AMD) run bf16 and f16 so too, in f32.
-  if (target.simtAttentionFor(p.elemType.isF32())) {
+  // f32 prefill runs on tensor cores as 3xTF32 (the mma.sync template),
+  // decode shapes and what that template refuses on CUDA cores in true f32
+  // (the SIMT template, one kernel for every shape, or its split-K pair for
+  // decode shapes). Targets without NVIDIA's tensor-core templates (AMD)
+  // run bf16 and f16 so too, in f32.
+  if (p.elemType.isF32() && !takesSimt(p, target)) {
+    AttentionSchedule s = chooseAttentionSchedule(p, target);
+    return attentionScheduleValid(p, s, target, why) ? planOf(ctx, s)
+                                                     : Attribute();
+  }
+  if (takesSimt(p, target)) {
     if (!simtAttentionSupports(p, why))
       return {};
     SimtAttentionSchedule s = chooseSimtAttentionSchedule(p, target);
@@ -192,12 +210,6 @@ Attribute chooseAttentionPlan(MLIRContext *ctx, const AttentionProblem &p,
 
 bool attentionPlanValid(const AttentionProblem &p, Attribute plan,
                         const ::tcc::TargetDesc &target, std::string &why) {
-  bool f32 = p.elemType.isF32();
-  auto wrongType = [&](const char *what) {
-    why = std::string("the attention plan is for ") + what + ", the problem " +
-          (f32 ? "f32 (the SIMT template)" : "bf16 or f16");
-    return false;
-  };
   // The SIMT template takes every dtype on every GPU target (16-bit inputs
   // widened to f32 on NVIDIA too: slower than the tensor-core templates, a
   // user's choice).
@@ -210,8 +222,6 @@ bool attentionPlanValid(const AttentionProblem &p, Attribute plan,
           target.name + " does not have: its attention takes the SIMT template";
     return false;
   }
-  if (f32)
-    return wrongType("bf16 or f16");
   if (!attentionKernelSupports(p, why))
     return false;
   if (auto a = dyn_cast<mlir::tcc::MmaDecodeAttr>(plan))

@@ -28,6 +28,12 @@ namespace tcc::gpu {
 constexpr llvm::StringLiteral kAttentionPlanAttrName =
     mlir::tcc::kAttentionPlanAttrName;
 
+/// Whether `p` runs on the SIMT template unless a plan says otherwise: on
+/// targets without mma.sync (AMD), and f32 where the mma.sync template's
+/// 3xTF32 form does not take it (decode shapes, K given transposed, head
+/// sizes that are not multiples of 4, shared memory).
+bool takesSimt(const AttentionProblem &p, const ::tcc::TargetDesc &target);
+
 /// The attention problem of a tcc.attention op: sizes, layouts (strides),
 /// the mask, and the hooks that build its regions per score (score change,
 /// key mask). `captured` holds memref types of the op's captured tensors,
@@ -38,10 +44,11 @@ AttentionProblem attentionProblemOf(mlir::tcc::AttentionOp op,
                                     const ::tcc::TargetDesc &target);
 
 /// The template and schedule for `p` on `target`, or null with the reason
-/// in `why`: f32 takes the SIMT template (on AMD targets every dtype does,
-/// its split-K pair for decode shapes); bf16 and f16 the split-K decode
-/// pair for few query rows against many keys, else wgmma where the target
-/// has it and the template takes the problem, else mma.sync.
+/// in `why`: where takesSimt, the SIMT template (its split-K pair for decode
+/// shapes); f32 otherwise the mma.sync template as 3xTF32; bf16 and f16 the
+/// split-K decode pair for few query rows against many keys, else wgmma
+/// where the target has it and the template takes the problem, else
+/// mma.sync.
 mlir::Attribute chooseAttentionPlan(mlir::MLIRContext *ctx,
                                     const AttentionProblem &p,
                                     const ::tcc::TargetDesc &target,

@@ -113,8 +113,6 @@ private:
   SmallVector<Value> mmaStep(Value stage, ValueRange acc,
                              llvm::function_ref<void()> afterFirstLoads);
   SmallVector<Value> simtStep(Value stage, ValueRange acc);
-  /// `frag`'s f32 elements rounded to tf32 (to nearest, ties away).
-  Value roundToTf32(Value frag);
 
   /// tf32 with B stored [k][n]: ldmatrix cannot transpose 32-bit data, so
   /// each group of 4 n-tiles (32 columns) permutes its columns instead: the
@@ -292,21 +290,6 @@ Value KernelBuilder::copyStage(Value kt, Value stage) {
   copyTile(/*isA=*/true, kt, stage);
   copyTile(/*isA=*/false, kt, stage);
   return commitGroup();
-}
-
-Value KernelBuilder::roundToTf32(Value frag) {
-  auto vt = cast<VectorType>(frag.getType());
-  auto flat = VectorType::get({vt.getNumElements()}, vt.getElementType());
-  Value v = vector::ShapeCastOp::create(b, loc, flat, frag);
-  SmallVector<Value> e;
-  for (int64_t i = 0; i < flat.getNumElements(); ++i) {
-    Value x = vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{i});
-    auto cvt = NVVM::ConvertFloatToTF32Op::create(b, loc, b.getI32Type(), x);
-    cvt.setRnd(NVVM::FPRoundingMode::RNA);
-    e.push_back(arith::BitcastOp::create(b, loc, b.getF32Type(), cvt));
-  }
-  return vector::ShapeCastOp::create(
-      b, loc, vt, vector::FromElementsOp::create(b, loc, flat, e));
 }
 
 SmallVector<Value>

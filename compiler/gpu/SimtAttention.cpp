@@ -580,6 +580,19 @@ SmallVector<Value> SimtBuilder::tileStep(Value j, Value k0,
                         add(kThreadI32, j * kT));
       }
   }
+  if (p.keyKeepApply) {
+    // The key mask is the problem's whole mask (scoreMod leaves it out): a
+    // plan that chose this template over a tensor-core one still gets it.
+    Value negInf = cstF(-std::numeric_limits<double>::infinity());
+    for (int64_t j = 0; j < kKeys; ++j) {
+      Value keep = p.keyKeep(b, loc, batchI32, headI32, add(kThreadI32, j * kT),
+                             captured);
+      for (int64_t i = 0; i < kRows; ++i) {
+        Value &sc = sv[i * kKeys + j];
+        sc = select(keep, sc, negInf);
+      }
+    }
+  }
   if (!constraints.empty())
     sv = yieldIf(
         tilePartial(constraints, k0, s.blockKV),

@@ -168,4 +168,19 @@ Value TemplateBuilder::mmaBf16(Value aFrag, Value bFrag, Value acc) {
                                         e);
 }
 
+Value TemplateBuilder::roundToTf32(Value frag) {
+  auto vt = cast<VectorType>(frag.getType());
+  auto flat = VectorType::get({vt.getNumElements()}, vt.getElementType());
+  Value v = vector::ShapeCastOp::create(b, loc, flat, frag);
+  SmallVector<Value> e;
+  for (int64_t i = 0; i < flat.getNumElements(); ++i) {
+    Value x = vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{i});
+    auto cvt = NVVM::ConvertFloatToTF32Op::create(b, loc, b.getI32Type(), x);
+    cvt.setRnd(NVVM::FPRoundingMode::RNA);
+    e.push_back(arith::BitcastOp::create(b, loc, b.getF32Type(), cvt));
+  }
+  return vector::ShapeCastOp::create(
+      b, loc, vt, vector::FromElementsOp::create(b, loc, flat, e));
+}
+
 } // namespace tcc::gpu

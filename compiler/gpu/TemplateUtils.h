@@ -176,6 +176,8 @@ protected:
   /// nvgpu.mma.sync does not lower bf16 operands (MLIR 22), so this goes to
   /// nvvm.mma.sync directly: operands as b32 registers holding two bf16 each.
   mlir::Value mmaBf16(mlir::Value aFrag, mlir::Value bFrag, mlir::Value acc);
+  /// `frag`'s f32 elements rounded to tf32 (to nearest, ties away), as f32.
+  mlir::Value roundToTf32(mlir::Value frag);
 
   mlir::OpBuilder &b;
   mlir::Location loc;

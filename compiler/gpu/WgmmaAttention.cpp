@@ -1475,6 +1475,9 @@ static bool wgmmaAttentionShapeValid(const AttentionProblem &p,
   };
   if (!attentionKernelSupports(p, why))
     return false;
+  if (!p.elemType.isBF16() && !p.elemType.isF16())
+    return fail("Q, K, V must be bf16 or f16 (f32 takes the mma.sync "
+                "template, as 3xTF32)");
   if (p.headDim != 64 && p.headDim != 128)
     return fail("head dim must be 64 or 128");
   if (s.warpgroups < 1 || s.warpgroups > 3)

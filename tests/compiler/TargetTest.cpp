@@ -78,9 +78,8 @@ TEST_CASE("AMD targets and the host", "[target]") {
   CHECK(gfx90a.hasAttentionTemplates());
   CHECK(sm90.hasAttentionTemplates());
   CHECK_FALSE(host.hasAttentionTemplates());
-  CHECK(gfx90a.simtAttentionFor(/*elemIsF32=*/false));
-  CHECK(sm90.simtAttentionFor(/*elemIsF32=*/true));
-  CHECK_FALSE(sm90.simtAttentionFor(/*elemIsF32=*/false));
+  CHECK_FALSE(gfx90a.mmaSync);
+  CHECK(sm90.mmaSync);
 }
 
 TEST_CASE("unsupported and malformed targets are refused in one line",

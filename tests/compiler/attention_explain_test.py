@@ -229,8 +229,10 @@ def run_schedules(tcc, work, check):
           len(plans) == 1 and re.fullmatch(
               r'#tcc\.mma_attention<blockQ = 64, blockKV = \d+, warps = 4, stages = \d+>',
               plans[0] or '') is not None, plans)
-    # The f32 template's 8 x 4 register tile: (128 / 8) x (64 / 4) threads.
-    p, got = compile_with('f32', 'sm_90', {'tile_rows': 8, 'block_q': 128, 'block_kv': 64})
+    # The SIMT template (f32 prefill's default is 3xTF32 on mma.sync) with
+    # its 8 x 4 register tile: (128 / 8) x (64 / 4) threads.
+    p, got = compile_with('f32', 'sm_90', {'template': 'simt', 'tile_rows': 8,
+                                           'block_q': 128, 'block_kv': 64})
     check('schedule: the SIMT template with 8 x 4 register tiles',
           p.returncode == 0 and len(got) == 1 and got[0][0].endswith('_attn_simt') and
           got[0][1:] == (256, 8), '%r %s' % (p.stderr, got))
@@ -239,10 +241,10 @@ def run_schedules(tcc, work, check):
              'needs a target with wgmma'),
             ('an unknown field', 'bf16', 'sm_90', {'template': 'mma', 'tile_rows': 8},
              "'tile_rows' is not a field of the mma template"),
-            ('a field of the wrong type', 'f32', 'sm_90', {'split_kv': 1},
+            ('a field of the wrong type', 'f32', 'sm_90', {'template': 'simt', 'split_kv': 1},
              "'split_kv' takes true or false"),
-            ('a template for another dtype', 'f32', 'sm_90', {'template': 'mma'},
-             'the attention plan is for bf16 or f16'),
+            ('a template for another dtype', 'f32', 'sm_90a', {'template': 'wgmma'},
+             'f32 takes the mma.sync template'),
             ('an unknown template', 'bf16', 'sm_90', {'template': 'tma'},
              "template 'tma' is not one of"),
             ('a schedule the template refuses', 'bf16', 'sm_90', {'block_q': 48},
@@ -257,9 +259,9 @@ def run_schedules(tcc, work, check):
              {'template': 'mma_decode', 'block_kv': 1 << 62}, 'blockKV must be <= 1024'),
             ('a huge decode chunk', 'dec', 'sm_90',
              {'template': 'mma_decode', 'chunk_tiles': 1 << 62}, '1 to 2^30 key tiles'),
-            ('a huge SIMT chunk', 'f32', 'sm_90', {'chunk_tiles': 1 << 62},
+            ('a huge SIMT chunk', 'f32', 'sm_90', {'template': 'simt', 'chunk_tiles': 1 << 62},
              'chunkTiles must be in [0, 2^30]'),
-            ('a huge min_blocks', 'f32', 'sm_90', {'min_blocks': 1 << 62},
+            ('a huge min_blocks', 'f32', 'sm_90', {'template': 'simt', 'min_blocks': 1 << 62},
              'minBlocks must be in [0, 32]')):
         p, _ = compile_with(model, target, schedule)
         lines = p.stderr.splitlines()

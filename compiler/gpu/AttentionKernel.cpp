@@ -97,7 +97,10 @@ int64_t kStageElems(const AttentionProblem &p, int64_t blockKV) {
 }
 
 int64_t sharedBytesOf(const AttentionProblem &p, const AttentionSchedule &s) {
-  return (s.blockQ * tileRow(p) +
+  // 3xTF32 keeps Q split: the tile holds the big parts, a second one the
+  // small parts.
+  int64_t qTiles = splitF32(p) ? 2 : 1;
+  return (qTiles * s.blockQ * tileRow(p) +
           s.stages * (kStageElems(p, s.blockKV) + s.blockKV * tileRow(p))) *
          elemBytes(p);
 }
@@ -163,7 +166,7 @@ public:
       constraints.push_back({0, -1, p.lk - 1});
     // Q's fragments take 4 registers a k-step (of 16 elements in 16 bits,
     // 8 in f32): beside the accumulators of wider heads they would spill.
-    qInRegs = mTiles == 1 && computeDim(p) * elemBytes(p) <= 256;
+    qInRegs = !split && mTiles == 1 && computeDim(p) * elemBytes(p) <= 256;
     if (decode) {
       // Q and O are the 4-D tensors where no merged view exists
       // (buildDecodeKernels).
@@ -241,16 +244,27 @@ private:
     acc = mmaTf32(a.first, bf.second, acc);
     return mmaTf32(a.first, bf.first, acc);
   }
+  /// An f32 rounded to tf32 (as f32) by an asm LLVM neither merges nor
+  /// hoists.
+  Value tf32Asm(Value x) {
+    auto op = LLVM::InlineAsmOp::create(
+        b, loc, f32, ValueRange{x}, b.getStringAttr("cvt.rna.tf32.f32 $0, $1;"),
+        b.getStringAttr("=r,r"), b.getUnitAttr(), UnitAttr(),
+        LLVM::TailCallKindAttr(), LLVM::AsmDialectAttr(), ArrayAttr());
+    return op.getRes();
+  }
   Value mmaTf32(Value aFrag, Value bFrag, Value acc) {
     return nvgpu::MmaSyncOp::create(b, loc, aFrag, bFrag, acc,
                                     ArrayRef<int64_t>{16, 8, 8},
                                     /*tf32Enabled=*/true);
   }
   /// O += P V for one key tile in f32 (3xTF32; see tileStep).
-  void pvF32(ArrayRef<Value> pv, Value vBase, SmallVectorImpl<Value> &oAcc);
+  void pvF32(ArrayRef<Value> pv, ArrayRef<Value> corrVecs, Value vBase,
+             SmallVectorImpl<Value> &oAcc);
   void epilogueF32(ValueRange carried);
-  /// Q's A fragment for m-tile i, k-step kk (from shared memory).
-  Value qFragment(int64_t i, int64_t kk);
+  /// Q's A fragment for m-tile i, k-step kk (from shared memory: smemQ, or
+  /// `from`, a tile of the same layout).
+  Value qFragment(int64_t i, int64_t kk, Value from = {});
   /// The per-thread ldmatrix bases tA.
   void fragmentBases();
   /// `v`, through an asm that LLVM cannot see through or hoist.
@@ -323,6 +337,7 @@ private:
 
   Value qArg, kArg, vArg, oArg;
   Value smemQ, smemK, smemV; // 1-D element views of the shared tiles
+  Value smemQSmall;          // 3xTF32: Q's small parts (smemQ: the big)
   Value tid, lane, warpRow, gq, tq;
   Value batch, head, kvHead, tEnd;
   Value batchI32, headI32, qThreadI32;
@@ -451,8 +466,8 @@ Value AttentionBuilder::mma(Value aFrag, Value bFrag, Value acc) {
   return mmaBf16(aFrag, bFrag, acc);
 }
 
-Value AttentionBuilder::qFragment(int64_t i, int64_t kk) {
-  return ldmatrix(smemQ,
+Value AttentionBuilder::qFragment(int64_t i, int64_t kk, Value from) {
+  return ldmatrix(from ? from : smemQ,
                   add(add(qBase, tA[kk % 4]), (kk / 4) * 8 * ce + i * 16 * ld),
                   false);
 }
@@ -568,12 +583,22 @@ SmallVector<Value> AttentionBuilder::tileStep(Value stage, Value k0,
   // elements an 8 x 8 b16 matrix is 8 rows of 4, and lane l gets row l/4,
   // element l%4, the tf32 A (and [n][k] B) fragment layout.
   SmallVector<std::pair<Value, Value>> aSplit(mTiles);
-  for (int64_t kk = 0; kk < computeDim(p) / (2 * ce); ++kk) {
+  // 3xTF32: the tensor cores add each MMA's products to the accumulator
+  // with truncation, so a long chain of MMAs into one accumulator biases it
+  // (48 at head size 128: 2-10x the error of SDPA's f32 kernel measured on
+  // the H100, session 49). Scores are summed in blocks of kScoreBlock
+  // k-steps (12 MMAs), each from zero, the blocks added in f32.
+  constexpr int64_t kScoreBlock = 4;
+  int64_t kSteps = computeDim(p) / (2 * ce);
+  SmallVector<Value> sTotal;
+  for (int64_t kk = 0; kk < kSteps; ++kk) {
     SmallVector<Value> aFrag;
     for (int64_t i = 0; i < mTiles; ++i) {
+      if (split) {
+        aSplit[i] = {qFragment(i, kk), qFragment(i, kk, smemQSmall)};
+        continue;
+      }
       aFrag.push_back(qInRegs ? qFrags[kk] : qFragment(i, kk));
-      if (split)
-        aSplit[i] = splitTf32(aFrag.back());
     }
     for (int64_t jp = 0; jp < nS / 2; ++jp) {
       // K is stored [key][d], the B operand's [n][k]: the matrices are
@@ -605,7 +630,17 @@ SmallVector<Value> AttentionBuilder::tileStep(Value stage, Value k0,
         }
       }
     }
+    if (split && ((kk + 1) % kScoreBlock == 0 || kk + 1 == kSteps)) {
+      if (sTotal.empty())
+        sTotal = sv;
+      else
+        for (size_t e = 0; e < sv.size(); ++e)
+          sTotal[e] = fadd(sTotal[e], sv[e]);
+      sv.assign(sv.size(), zero4);
+    }
   }
+  if (split)
+    sv = sTotal;
 
   // Scale and modify (the fast path keeps raw scores), then mask.
   if (!fast) {
@@ -679,6 +714,7 @@ SmallVector<Value> AttentionBuilder::tileStep(Value stage, Value k0,
   auto at = [&](int64_t i, int64_t jn, int64_t h, int64_t x) -> Value & {
     return pv[((i * nS + jn) * 2 + h) * 2 + x];
   };
+  SmallVector<Value> corrVecs; // per m-tile, [h][x] = corr[h]
   for (int64_t i = 0; i < mTiles; ++i) {
     Value corr[2];
     for (int64_t h = 0; h < 2; ++h) {
@@ -714,7 +750,13 @@ SmallVector<Value> AttentionBuilder::tileStep(Value stage, Value k0,
       if (fast) {
         Value mScaled = fmul(mUse, c);
         Value negM = arith::NegFOp::create(b, loc, mScaled);
-        corr[h] = exp2(fma(mOld, c, negM));
+        // 3xTF32 (f32 O): the correction from the difference, exactly 1
+        // while the max stays. FA2's fma(mOld, c, -m*c) leaves m*c's
+        // rounding there, the same at every tile: a drift of up to 2^-23 a
+        // tile, 16x SDPA's f32 error at 4096 keys in 16-key tiles (H100,
+        // session 49), which 16-bit outputs never show.
+        corr[h] =
+            split ? exp2(fmul(fsub(mOld, mUse), c)) : exp2(fma(mOld, c, negM));
         for (Value sc : vals)
           pr.push_back(exp2(fma(sc, c, negM)));
       } else {
@@ -738,14 +780,17 @@ SmallVector<Value> AttentionBuilder::tileStep(Value stage, Value k0,
     Value corrVec = vector::FromElementsOp::create(
         b, loc, VectorType::get({2, 2}, f32),
         ValueRange{corr[0], corr[0], corr[1], corr[1]});
-    for (int64_t dn = 0; dn < nO; ++dn)
-      oAcc[i * nO + dn] = fmul(oAcc[i * nO + dn], corrVec);
+    corrVecs.push_back(corrVec);
+    // 3xTF32 folds the correction in with the tile's P V (pvF32).
+    if (!split)
+      for (int64_t dn = 0; dn < nO; ++dn)
+        oAcc[i * nO + dn] = fmul(oAcc[i * nO + dn], corrVec);
   }
 
   if (split) {
     waitGroups(2 * s.stages - 2);
     mlir::gpu::BarrierOp::create(b, loc);
-    pvF32(pv, kBase, oAcc);
+    pvF32(pv, corrVecs, kBase, oAcc);
     SmallVector<Value> out(oAcc);
     out.append(mRun);
     out.append(lRun);
@@ -790,8 +835,8 @@ SmallVector<Value> AttentionBuilder::tileStep(Value stage, Value k0,
   return out;
 }
 
-void AttentionBuilder::pvF32(ArrayRef<Value> pv, Value vBase,
-                             SmallVectorImpl<Value> &oAcc) {
+void AttentionBuilder::pvF32(ArrayRef<Value> pv, ArrayRef<Value> corrVecs,
+                             Value vBase, SmallVectorImpl<Value> &oAcc) {
   // The tf32 m16n8k8 A fragment holds (row g, k t), (g + 8, t), (g, t + 4),
   // (g + 8, t + 4) for lane 4g + t, while S's accumulator of key n-tile jn
   // holds keys 2t and 2t + 1: so P V's k-step jn takes its k index t as
@@ -804,21 +849,38 @@ void AttentionBuilder::pvF32(ArrayRef<Value> pv, Value vBase,
   // each of its two keys, one B element of each of the 4 n-tiles. The
   // 8 lanes of an access phase read chunk g ^ (key % 8) of keys 2t (+1):
   // 8 distinct bank groups.
+  // The tile's P V goes into accumulators of its own, group by group, and
+  // O = O * corr + that in f32 (the tensor cores' truncating adds stay
+  // within a tile: see the scores' blocks).
   int64_t groups = computeDim(p) / 32;
   VectorType v4 = VectorType::get({4}, f32);
   VectorType bT = VectorType::get({2, 1}, f32);
-  for (int64_t jn = 0; jn < nS; ++jn) {
-    SmallVector<std::pair<Value, Value>> pSplit;
-    for (int64_t i = 0; i < mTiles; ++i) {
-      auto at = [&](int64_t h, int64_t x) {
-        return pv[((i * nS + jn) * 2 + h) * 2 + x];
-      };
-      Value f = vector::FromElementsOp::create(
-          b, loc, VectorType::get({4, 1}, f32),
-          ValueRange{at(0, 0), at(1, 0), at(0, 1), at(1, 1)});
-      pSplit.push_back(splitTf32(f));
+  // P's fragment of (m-tile i, k-step jn), split where it is used: split
+  // once for all groups, the fragments would hold twice P's registers
+  // through the loop (ptxas spilled at head size 128).
+  // The conversions go through asm that LLVM does not merge across groups.
+  auto pSplit = [&](int64_t i, int64_t jn) {
+    SmallVector<Value> big, small;
+    for (auto [h, x] :
+         {std::pair<int64_t, int64_t>{0, 0}, {1, 0}, {0, 1}, {1, 1}}) {
+      Value v = pv[((i * nS + jn) * 2 + h) * 2 + x];
+      Value hi = tf32Asm(v);
+      big.push_back(hi);
+      small.push_back(tf32Asm(fsub(v, hi)));
     }
-    for (int64_t g = 0; g < groups; ++g) {
+    VectorType t = VectorType::get({4, 1}, f32);
+    return std::make_pair(
+        Value(vector::FromElementsOp::create(b, loc, t, big)),
+        Value(vector::FromElementsOp::create(b, loc, t, small)));
+  };
+  Value zero4 = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(VectorType::get({2, 2}, f32), 0.0f));
+  for (int64_t g = 0; g < groups; ++g) {
+    SmallVector<Value> tile(mTiles * 4, zero4);
+    for (int64_t jn = 0; jn < nS; ++jn) {
+      SmallVector<std::pair<Value, Value>> pFrag;
+      for (int64_t i = 0; i < mTiles; ++i)
+        pFrag.push_back(pSplit(i, jn));
       Value rows[2];
       for (int64_t x = 0; x < 2; ++x) {
         Value key = add(mul(tq, 2), jn * 8 + x);
@@ -834,11 +896,16 @@ void AttentionBuilder::pvF32(ArrayRef<Value> pv, Value vBase,
             ValueRange{extract(rows[0], {j}), extract(rows[1], {j})});
         std::pair<Value, Value> bSplit = splitTf32(bFrag);
         for (int64_t i = 0; i < mTiles; ++i) {
-          Value &acc = oAcc[i * nO + g * 4 + j];
-          acc = mma3(pSplit[i], bSplit, acc);
+          Value &acc = tile[i * 4 + j];
+          acc = mma3(pFrag[i], bSplit, acc);
         }
       }
     }
+    for (int64_t i = 0; i < mTiles; ++i)
+      for (int64_t j = 0; j < 4; ++j) {
+        Value &o = oAcc[i * nO + g * 4 + j];
+        o = vector::FMAOp::create(b, loc, o, corrVecs[i], tile[i * 4 + j]);
+      }
   }
 }
 
@@ -1150,6 +1217,9 @@ void AttentionBuilder::build(Value q, Value k, Value v, Value o, Value stats) {
   smemQ = sharedView(raw, qElems, elemT, 0);
   smemK = sharedView(raw, kElems, elemT, qElems * eb);
   smemV = sharedView(raw, kvElems, elemT, (qElems + kElems) * eb);
+  if (split)
+    smemQSmall =
+        sharedView(raw, qElems, elemT, (qElems + kElems + kvElems) * eb);
 
   copyRows(qArg, head, q0, decode ? decodeRows(p) : p.lq, s.blockQ, smemQ,
            cst(0));
@@ -1178,6 +1248,27 @@ void AttentionBuilder::build(Value q, Value k, Value v, Value o, Value stats) {
   }
   fragmentBases();
   qBase = mul(warpRow, ld);
+  if (split) {
+    // Q is split once: every thread rounds its 16-byte chunks of the tile
+    // in place (the big parts) and writes the rest's rounding beside (the
+    // small parts), at the same offsets, so the fragments of both come
+    // from the same ldmatrix addresses. Split per key tile instead, Q's
+    // fragments cost 3 ALU operations an element a tile (192 a thread at
+    // head size 128), as many as the tile's MMAs.
+    waitGroups(2 * (s.stages - 1));
+    mlir::gpu::BarrierOp::create(b, loc);
+    VectorType v4 = VectorType::get({4}, f32);
+    for (int64_t it = 0; it < ceilDiv(s.blockQ * cpr, threads); ++it) {
+      Value off = mul(add(tid, it * threads), ce);
+      auto [big, small] = splitTf32(vector::LoadOp::create(
+          b, loc, v4, smemQ, ValueRange{off}, false, llvm::Align(16)));
+      vector::StoreOp::create(b, loc, big, smemQ, ValueRange{off}, false,
+                              llvm::Align(16));
+      vector::StoreOp::create(b, loc, small, smemQSmall, ValueRange{off}, false,
+                              llvm::Align(16));
+    }
+    mlir::gpu::BarrierOp::create(b, loc);
+  }
   if (qInRegs) {
     // Q's fragments stay in registers for the whole loop.
     waitGroups(2 * (s.stages - 1));
@@ -1490,12 +1581,12 @@ AttentionSchedule chooseAttentionSchedule(const AttentionProblem &p,
     s = {128, 32, 8, 2};
   // f32 (3xTF32): 16 rows a warp, whose 3 MMAs a product leave K's and V's
   // fragments used 3 times each anyway; 128 rows of 8 warps share each K
-  // and V tile (one block a multiprocessor at head size 128: 128 KiB).
-  // Above 128, 64 rows and 16-key tiles (the Q tile alone is 128 KiB at
-  // 128 rows; at head size 256 ptxas spills 60 bytes with 32 keys, 28
-  // with 16).
+  // and V tile (one block a multiprocessor). 32-key tiles at head sizes up
+  // to 128 (253 registers at 128; 5.33 ms against 16-key tiles' 5.62 at
+  // sequence 4096 on the H100, session 49), 3 stages up to 64. Above 128,
+  // 64 rows and 16 keys (Q's two halves alone are 256 KiB at 128 rows).
   if (splitF32(p))
-    s = computeDim(p) <= 64    ? AttentionSchedule{128, 64, 8, 3}
+    s = computeDim(p) <= 64    ? AttentionSchedule{128, 32, 8, 3}
         : computeDim(p) <= 128 ? AttentionSchedule{128, 32, 8, 2}
                                : AttentionSchedule{64, 16, 4, 2};
   // Fewer rows a block while the grid leaves multiprocessors idle.

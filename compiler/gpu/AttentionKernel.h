@@ -9,7 +9,9 @@
 //     multi-stage cp.async pipeline into XOR-swizzled shared memory;
 //   - S = Q K^T and O += P V with mma.sync m16n8k16 (bf16 or f16 operands,
 //     f32 accumulation), the online softmax in registers, P turned into the
-//     A fragment of the P V mma without a shared-memory round trip;
+//     A fragment of the P V mma without a shared-memory round trip; f32
+//     operands as 3xTF32 (each split into two tf32 values, three m16n8k8
+//     MMAs a product; a plan's choice, f32's default being SimtAttention);
 //   - the chain-specific parts (score modification, mask, the softmax
 //     algebra) come in as hooks.
 // Every size is static (baked into the kernel), and so are the strides of Q,
@@ -84,7 +86,9 @@ using ContributionFn = std::function<mlir::Value(
 struct AttentionProblem {
   int64_t batch = 1, headsQ = 1, headsKV = 1;
   int64_t lq = 0, lk = 0, headDim = 0;
-  mlir::Type elemType; ///< bf16 or f16: Q, K, V and O.
+  /// Q, K, V and O: bf16 or f16 (f32 in this template as 3xTF32, prefill
+  /// only; the SIMT template takes every dtype).
+  mlir::Type elemType;
   /// K is given transposed: [batch, headsKV, headDim, lk] (lk a multiple of
   /// 8, so that its rows are 16-byte aligned).
   bool kTransposed = false;

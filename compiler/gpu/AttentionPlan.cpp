@@ -78,14 +78,7 @@ Value instantiate(OpBuilder &b, Location loc, Region &r, ValueRange lead,
 } // namespace
 
 bool takesSimt(const AttentionProblem &p, const ::tcc::TargetDesc &target) {
-  if (!target.mmaSync)
-    return true;
-  if (!p.elemType.isF32())
-    return false;
-  std::string why;
-  return preferDecode(p) ||
-         !attentionScheduleValid(p, chooseAttentionSchedule(p, target), target,
-                                 why);
+  return !target.mmaSync || p.elemType.isF32();
 }
 
 AttentionProblem attentionProblemOf(mlir::tcc::AttentionOp op,
@@ -161,16 +154,11 @@ AttentionProblem attentionProblemOf(mlir::tcc::AttentionOp op,
 Attribute chooseAttentionPlan(MLIRContext *ctx, const AttentionProblem &p,
                               const ::tcc::TargetDesc &target,
                               std::string &why) {
-  // f32 prefill runs on tensor cores as 3xTF32 (the mma.sync template),
-  // decode shapes and what that template refuses on CUDA cores in true f32
-  // (the SIMT template, one kernel for every shape, or its split-K pair for
-  // decode shapes). Targets without NVIDIA's tensor-core templates (AMD)
-  // run bf16 and f16 so too, in f32.
-  if (p.elemType.isF32() && !takesSimt(p, target)) {
-    AttentionSchedule s = chooseAttentionSchedule(p, target);
-    return attentionScheduleValid(p, s, target, why) ? planOf(ctx, s)
-                                                     : Attribute();
-  }
+  // f32 runs on CUDA cores in true f32 (the SIMT template: one kernel for
+  // every shape, or its split-K pair for decode shapes), its error a third
+  // of SDPA's; the mma.sync template's 3xTF32 form is faster but a plan's
+  // choice (takesSimt). Targets without NVIDIA's tensor-core templates
+  // (AMD) run bf16 and f16 so too, in f32.
   if (takesSimt(p, target)) {
     if (!simtAttentionSupports(p, why))
       return {};

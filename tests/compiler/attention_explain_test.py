@@ -236,6 +236,13 @@ def run_schedules(tcc, work, check):
     check('schedule: the SIMT template with 8 x 4 register tiles',
           p.returncode == 0 and len(got) == 1 and got[0][0].endswith('_attn_simt') and
           got[0][1:] == (256, 8), '%r %s' % (p.stderr, got))
+    # f32 on tensor cores as 3xTF32: the mma.sync template, asked for (the
+    # default is the SIMT template, true f32), on sm_90 and sm_90a alike.
+    for target in ('sm_90', 'sm_90a'):
+        p, got = compile_with('f32', target, {'template': 'mma'})
+        check('schedule: f32 on the mma.sync template (3xTF32) on %s' % target,
+              p.returncode == 0 and len(got) == 1 and got[0][0].endswith('_attn'),
+              '%r %s' % (p.stderr, got))
     for what, model, target, schedule, reason in (
             ('wgmma on sm_90', 'bf16', 'sm_90', {'template': 'wgmma'},
              'needs a target with wgmma'),

@@ -41,9 +41,8 @@ as FlashAttention does, and the output is stored in bf16 (f16), so errors of
 a few units of the last place of the largest output are expected: 2^-6 of
 max|O| for bf16 (8 bits of mantissa), 2^-8 for f16.
 
-f32 cases whose head size is not a multiple of 4, or with K given
-transposed, and f32 decode shapes run on CUDA cores in true f32 (one kernel,
-*_attn_simt, or the decode pair), so their tolerance is f32's: (32 + 2 sqrt(Lk) + 4 smax)
+f32 cases run on CUDA cores in true f32 (one kernel, *_attn_simt, decode
+shapes included), so their tolerance is f32's: (32 + 2 sqrt(Lk) + 4 smax)
 units of 2^-24 of max|O|, smax the largest finite |score| after the
 change. The output is a sum of Lk f32 terms p·v accumulated in
 order (and l one of Lk terms p), whose rounding errors grow like sqrt(Lk)
@@ -57,7 +56,8 @@ relative to its size and exp makes it p's relative error: scores in the
 tens (unscaled, or scaled per head by an input, as the random mixes draw)
 add 4 smax units.
 
-Other f32 prefill runs on tensor cores as 3xTF32 (*_attn): each operand is
+The tf32x3_ cases run f32 prefill on tensor cores as 3xTF32 (*_attn, asked
+for by --schedule; not the default): each operand is
 the sum of two tf32 values (big rounds it, small rounds the rest) and each
 product is three tf32 MMAs (the small x small term left out). A product's
 error is then at most about 3 * 2^-22 of |q k| (each operand's second
@@ -897,6 +897,13 @@ def f32_cases():
                                             [2, 8, 1100, 128], mods,
                                             captured=[('runs', 'bool', [2, 1, 1, 1100])]),
                 1.0, lambda s, r, c, env: np.where(env['runs'], s * inv128, -np.inf)))
+    # The same attention on tensor cores as 3xTF32 (asked for by schedule,
+    # record()): plain, causal, a bias and a padding mask input, head size
+    # 256, odd lengths.
+    for name, m, qscale, change in list(out):
+        if name in ('f32_plain_64', 'f32_causal_128_1000', 'f32_bias_input_777',
+                    'f32_padding_mask_333', 'f32_d256_200', 'f32_d80_301'):
+            out.append(('tf32x3_' + name[4:], m, qscale, change))
     return out
 
 
@@ -1580,10 +1587,9 @@ def expected_kernels(name, m, target):
     dt = m['inputs'][0]['dtype']
     d = PACKED[name][0] if name in PACKED else m['inputs'][0]['shape'][-1]
     # sm_90a builds 16-bit prefill on warpgroup MMA (head dims 64 and 128);
-    # f32 prefill takes the mma.sync template as 3xTF32 on every target
-    # where its head size is a multiple of 4 and K is not given transposed,
-    # else the SIMT template, as f32 decode shapes do and bf16 and f16 head
-    # sizes that are not multiples of 8.
+    # f32 takes the SIMT template on every target, decode shapes included,
+    # and so do bf16 and f16 head sizes that are not multiples of 8; the
+    # tf32x3_ cases ask for the mma.sync template (3xTF32) by schedule.
     wgmma = target == 'sm_90a' and d in (64, 128) and dt != 'f32'
     prefill = '_attn_wgmma' if wgmma else '_attn'
     if name in MIX:
@@ -1599,7 +1605,7 @@ def expected_kernels(name, m, target):
         decode = '_decode' in name or name.startswith('decode_')
         if decode:
             return [['_decode', '_combine']]
-        if dt == 'f32' and d % 4 == 0 and name not in KTRANS_K:
+        if name.startswith('tf32x3_'):
             return [[prefill]]
         return [['_attn_simt']]
     if name.startswith('decode_wide_'):
@@ -1621,8 +1627,15 @@ def record(tcc, root, target, only='', count_only=False, with_ref=True):
         with open(path, 'w') as f:
             json.dump(m, f)
         bundle = os.path.join(d, 'model.tccb')
-        p = subprocess.run([tcc, 'compile', path, '-o', bundle, '--target', target,
-                            '--gpu-attention'], capture_output=True, text=True)
+        flags = ['--gpu-attention']
+        if name.startswith('tf32x3_'):
+            # f32 on tensor cores as 3xTF32: a plan's choice, not the default.
+            sched = os.path.join(d, 'schedule.json')
+            with open(sched, 'w') as f:
+                json.dump({'attention': {'template': 'mma'}}, f)
+            flags += ['--schedule', sched]
+        p = subprocess.run([tcc, 'compile', path, '-o', bundle, '--target', target] + flags,
+                           capture_output=True, text=True)
         if p.returncode != 0:
             print('FAIL %s: compile: %s' % (name, p.stderr.strip()))
             failed += 1

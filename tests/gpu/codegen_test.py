@@ -349,9 +349,8 @@ def check_attention(args, work):
     """--gpu-attention: attention chains become one template kernel (scale
     folded, a causal mask as constraints, a softcap as score code, a bias,
     mask or slopes given as inputs read per score), or two for decode
-    (split-K partial and combine); f32 prefill the mma.sync kernel as
-    3xTF32 on every target (wgmma takes 16-bit operands), f32 decode the
-    SIMT template's split-K pair (CUDA cores)."""
+    (split-K partial and combine); f32 the SIMT kernel (CUDA cores), or its
+    split-K pair for decode."""
     def const(name, dtype, value):
         return {'op': 'constant', 'inputs': [], 'outputs': [name],
                 'attrs': {'dtype': dtype, 'shape': [], 'value': value}}
@@ -370,7 +369,7 @@ def check_attention(args, work):
                {'op': 'mul', 'inputs': ['th', 'c'], 'outputs': ['s_mod']}]
     plain32 = [{'op': 'neg', 'inputs': ['s'], 'outputs': ['ns']},
                {'op': 'neg', 'inputs': ['ns'], 'outputs': ['s_mod']}]
-    one, two, tf32x3 = ['_attn'], ['_decode', '_combine'], ['_attn', 'f32']
+    one, two, simt = ['_attn'], ['_decode', '_combine'], ['_attn_simt']
 
     def captured(m, name, dtype, shape):
         # Scores read a tensor from outside attention (a model input).
@@ -420,7 +419,7 @@ def check_attention(args, work):
              ('ALiBi slopes input bf16 [1,4,1,1], causal', alibi, one),
              ('decode padding mask input [2,1,1,2048]', dpad, two),
              ('softcap f16 [8,256,64]', attention_model('f16', [8, 256, 64], softcap), one),
-             ('f32 [4,64,64] (3xTF32)', attention_model('f32', [4, 64, 64], plain32), tf32x3),
+             ('f32 [4,64,64] (SIMT)', attention_model('f32', [4, 64, 64], plain32), simt),
              ('f32 padding mask input [2,1,1,2048], decode (SIMT)', f32pad, two),
              ('GQA 8/2 bf16', gqa_model(), one),
              ('decode GQA 16/2 bf16 [1,16,1,128] x 4096 keys', decode_model(), two)]
@@ -431,8 +430,6 @@ def check_attention(args, work):
     for (name, m, kernels), target in itertools.product(cases, ('sm_90', 'sm_90a')):
         if target == 'sm_90a' and kernels == one:
             kernels = ['_attn_wgmma']
-        if kernels == tf32x3:
-            kernels = one
         with open(model, 'w') as f:
             json.dump(m, f)
         p = subprocess.run([args.tcc, 'compile', model, '-o', bundle, '--target', target,
@@ -644,8 +641,8 @@ def softcap_model(work):
 
 
 def f32_attention_model(work):
-    """f32 attention, causal, head size 80, odd length, compiled for every
-    target (tensor cores as 3xTF32 on NVIDIA when attention is fused)."""
+    """f32 attention, causal, head size 80, odd length: the SIMT template on
+    NVIDIA targets, the generic kernels on AMD ones."""
     c = {'op': 'constant', 'inputs': [], 'outputs': ['c'],
          'attrs': {'dtype': 'f32', 'shape': [], 'value': 0.125}}
     neg = {'op': 'constant', 'inputs': [], 'outputs': ['neg'],

@@ -261,7 +261,8 @@ private:
   /// O += P V for one key tile in f32 (3xTF32; see tileStep).
   void pvF32(ArrayRef<Value> pv, ArrayRef<Value> corrVecs, Value vBase,
              SmallVectorImpl<Value> &oAcc);
-  void epilogueF32(ValueRange carried);
+  /// 3xTF32: stores row half h of m-tile i (O's columns permuted, pvF32).
+  void storeRowF32(ValueRange oAcc, int64_t i, int64_t h, Value row, Value inv);
   /// Q's A fragment for m-tile i, k-step kk (from shared memory: smemQ, or
   /// `from`, a tile of the same layout).
   Value qFragment(int64_t i, int64_t kk, Value from = {});
@@ -909,52 +910,33 @@ void AttentionBuilder::pvF32(ArrayRef<Value> pv, ArrayRef<Value> corrVecs,
   }
 }
 
-void AttentionBuilder::epilogueF32(ValueRange carried) {
+void AttentionBuilder::storeRowF32(ValueRange oAcc, int64_t i, int64_t h,
+                                   Value row, Value inv) {
   // Lane (g, t) holds, for its rows, n-tile (group G, j)'s columns n = 2t
   // and 2t + 1, that is d = 32G + 8t + j and 32G + 8t + 4 + j (pvF32): 8
   // consecutive columns, stored as two 16-byte vectors.
-  int64_t nOAll = mTiles * nO, groups = computeDim(p) / 32;
-  bool needRow = p.lq % s.blockQ != 0;
   VectorType v4 = VectorType::get({4}, f32);
-  for (int64_t i = 0; i < mTiles; ++i)
-    for (int64_t h = 0; h < 2; ++h) {
-      Value l = carried[nOAll + 2 * mTiles + i * 2 + h];
-      l = fadd(l, shuffleXor(l, 1));
-      l = fadd(l, shuffleXor(l, 2));
-      Value inv = inverseSum(l);
-      Value row = add(q0, add(add(warpRow, i * 16 + h * 8), gq));
-      std::optional<OpBuilder::InsertionGuard> guard;
-      if (needRow) {
-        guard.emplace(b);
-        auto ifOp = scf::IfOp::create(b, loc, ult(row, p.lq),
-                                      /*withElse=*/false);
+  for (int64_t g = 0; g < computeDim(p) / 32; ++g)
+    for (int64_t x = 0; x < 2; ++x) {
+      SmallVector<Value> e;
+      for (int64_t j = 0; j < 4; ++j)
+        e.push_back(fmul(extract(oAcc[i * nO + g * 4 + j], {h, x}), inv));
+      Value col = add(mul(tq, 8), g * 32 + x * 4);
+      // Whole chunks: the head size is a multiple of 4.
+      std::optional<OpBuilder::InsertionGuard> colGuard;
+      if ((g + 1) * 32 > p.headDim) {
+        colGuard.emplace(b);
+        auto ifOp =
+            scf::IfOp::create(b, loc, ult(col, p.headDim), /*withElse=*/false);
         b.setInsertionPointToStart(&ifOp.getThenRegion().front());
       }
-      for (int64_t g = 0; g < groups; ++g)
-        for (int64_t x = 0; x < 2; ++x) {
-          SmallVector<Value> e;
-          for (int64_t j = 0; j < 4; ++j)
-            e.push_back(
-                fmul(extract(carried[i * nO + g * 4 + j], {h, x}), inv));
-          Value col = add(mul(tq, 8), g * 32 + x * 4);
-          // Whole chunks: the head size is a multiple of 4.
-          std::optional<OpBuilder::InsertionGuard> colGuard;
-          if ((g + 1) * 32 > p.headDim) {
-            colGuard.emplace(b);
-            auto ifOp = scf::IfOp::create(b, loc, ult(col, p.headDim),
-                                          /*withElse=*/false);
-            b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-          }
-          vector::StoreOp::create(
-              b, loc, vector::FromElementsOp::create(b, loc, v4, e), oArg,
-              ValueRange{batch, head, row, col}, false, llvm::Align(16));
-        }
+      vector::StoreOp::create(
+          b, loc, vector::FromElementsOp::create(b, loc, v4, e), oArg,
+          ValueRange{batch, head, row, col}, false, llvm::Align(16));
     }
 }
 
 void AttentionBuilder::epilogue(ValueRange carried) {
-  if (split)
-    return epilogueF32(carried);
   int64_t nOAll = mTiles * nO;
   bool needRow = p.lq % s.blockQ != 0;
   VectorType v2 = VectorType::get({2}, f32);
@@ -972,6 +954,10 @@ void AttentionBuilder::epilogue(ValueRange carried) {
         auto ifOp = scf::IfOp::create(b, loc, ult(row, p.lq),
                                       /*withElse=*/false);
         b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+      }
+      if (split) {
+        storeRowF32(carried.take_front(nOAll), i, h, row, inv);
+        continue;
       }
       for (int64_t dn = 0; dn < nOStored; ++dn) {
         Value vals = fmul(extract(carried[i * nO + dn], {h}), invVec);

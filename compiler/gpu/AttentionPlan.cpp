@@ -130,8 +130,8 @@ AttentionProblem attentionProblemOf(mlir::tcc::AttentionOp op,
       op.getMaskedToInfinity() ? MaskedRowPolicy::NaN : MaskedRowPolicy::Zero;
   // A scale beside a key mask: the tensor-core templates apply the mask per
   // key (keyKeepApply) and keep their folded-scale softmax; the SIMT one
-  // takes the changes as score code (decided from the sizes, layouts and
-  // mask above; a plan choosing SIMT anyway still applies keyKeepApply).
+  // takes the changes as score code (takesSimt: by dtype and target; a plan
+  // choosing SIMT anyway still applies keyKeepApply).
   bool keyMaskAlone = op.getKeyMaskAlone();
   bool keyAsMask = keyMaskAlone && !takesSimt(p, target);
   FloatAttr scale = op.getScaleAttr();

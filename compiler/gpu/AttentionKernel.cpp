@@ -244,15 +244,6 @@ private:
     acc = mmaTf32(a.first, bf.second, acc);
     return mmaTf32(a.first, bf.first, acc);
   }
-  /// An f32 rounded to tf32 (as f32) by an asm LLVM neither merges nor
-  /// hoists.
-  Value tf32Asm(Value x) {
-    auto op = LLVM::InlineAsmOp::create(
-        b, loc, f32, ValueRange{x}, b.getStringAttr("cvt.rna.tf32.f32 $0, $1;"),
-        b.getStringAttr("=r,r"), b.getUnitAttr(), UnitAttr(),
-        LLVM::TailCallKindAttr(), LLVM::AsmDialectAttr(), ArrayAttr());
-    return op.getRes();
-  }
   Value mmaTf32(Value aFrag, Value bFrag, Value acc) {
     return nvgpu::MmaSyncOp::create(b, loc, aFrag, bFrag, acc,
                                     ArrayRef<int64_t>{16, 8, 8},
@@ -856,23 +847,14 @@ void AttentionBuilder::pvF32(ArrayRef<Value> pv, ArrayRef<Value> corrVecs,
   int64_t groups = computeDim(p) / 32;
   VectorType v4 = VectorType::get({4}, f32);
   VectorType bT = VectorType::get({2, 1}, f32);
-  // P's fragment of (m-tile i, k-step jn), split where it is used: split
-  // once for all groups, the fragments would hold twice P's registers
-  // through the loop (ptxas spilled at head size 128).
-  // The conversions go through asm that LLVM does not merge across groups.
+  // P's fragment of (m-tile i, k-step jn): the accumulator as it is.
   auto pSplit = [&](int64_t i, int64_t jn) {
-    SmallVector<Value> big, small;
-    for (auto [h, x] :
-         {std::pair<int64_t, int64_t>{0, 0}, {1, 0}, {0, 1}, {1, 1}}) {
-      Value v = pv[((i * nS + jn) * 2 + h) * 2 + x];
-      Value hi = tf32Asm(v);
-      big.push_back(hi);
-      small.push_back(tf32Asm(fsub(v, hi)));
-    }
-    VectorType t = VectorType::get({4, 1}, f32);
-    return std::make_pair(
-        Value(vector::FromElementsOp::create(b, loc, t, big)),
-        Value(vector::FromElementsOp::create(b, loc, t, small)));
+    auto at = [&](int64_t h, int64_t x) {
+      return pv[((i * nS + jn) * 2 + h) * 2 + x];
+    };
+    return splitTf32(vector::FromElementsOp::create(
+        b, loc, VectorType::get({4, 1}, f32),
+        ValueRange{at(0, 0), at(1, 0), at(0, 1), at(1, 1)}));
   };
   Value zero4 = arith::ConstantOp::create(
       b, loc, DenseElementsAttr::get(VectorType::get({2, 2}, f32), 0.0f));
@@ -946,7 +928,6 @@ void AttentionBuilder::epilogue(ValueRange carried) {
       l = fadd(l, shuffleXor(l, 1));
       l = fadd(l, shuffleXor(l, 2));
       Value inv = inverseSum(l);
-      Value invVec = vector::BroadcastOp::create(b, loc, v2, inv);
       Value row = add(q0, add(add(warpRow, i * 16 + h * 8), gq));
       std::optional<OpBuilder::InsertionGuard> guard;
       if (needRow) {
@@ -959,6 +940,7 @@ void AttentionBuilder::epilogue(ValueRange carried) {
         storeRowF32(carried.take_front(nOAll), i, h, row, inv);
         continue;
       }
+      Value invVec = vector::BroadcastOp::create(b, loc, v2, inv);
       for (int64_t dn = 0; dn < nOStored; ++dn) {
         Value vals = fmul(extract(carried[i * nO + dn], {h}), invVec);
         vals =

@@ -77,10 +77,6 @@ Value instantiate(OpBuilder &b, Location loc, Region &r, ValueRange lead,
 
 } // namespace
 
-bool takesSimt(const AttentionProblem &p, const ::tcc::TargetDesc &target) {
-  return !target.mmaSync || p.elemType.isF32();
-}
-
 AttentionProblem attentionProblemOf(mlir::tcc::AttentionOp op,
                                     const ::tcc::TargetDesc &target) {
   AttentionProblem p;
@@ -114,27 +110,14 @@ AttentionProblem attentionProblemOf(mlir::tcc::AttentionOp op,
     p.capturedView.push_back(
         llvm::is_contained(op.getCapturedViews(), int64_t(i)));
   }
-  Operation *attention = op;
-  ArrayRef<int64_t> mask = op.getMask();
-  for (size_t i = 0; i + 2 < mask.size(); i += 3)
-    p.mask.push_back({mask[i], mask[i + 1], mask[i + 2]});
-  if (!op.getKeyKeep().empty()) {
-    p.keyKeep = [attention](OpBuilder &b, Location loc, Value batch, Value head,
-                            Value ki, ValueRange captured) {
-      return instantiate(b, loc, attention->getRegion(1), {batch, head, ki},
-                         captured);
-    };
-    p.keyKeepPerHead = op.getKeyMaskPerHead();
-  }
-  p.maskedRows =
-      op.getMaskedToInfinity() ? MaskedRowPolicy::NaN : MaskedRowPolicy::Zero;
   // A scale beside a key mask: the tensor-core templates apply the mask per
   // key (keyKeepApply) and keep their folded-scale softmax; the SIMT one
-  // takes the changes as score code (takesSimt: by dtype and target; a plan
-  // choosing SIMT anyway still applies keyKeepApply).
+  // takes the changes as score code (a plan choosing SIMT anyway still
+  // applies keyKeepApply).
   bool keyMaskAlone = op.getKeyMaskAlone();
-  bool keyAsMask = keyMaskAlone && !takesSimt(p, target);
+  bool keyAsMask = keyMaskAlone && !target.simtAttentionFor(p.elemType.isF32());
   FloatAttr scale = op.getScaleAttr();
+  Operation *attention = op;
   if (scale && (!keyMaskAlone || keyAsMask)) {
     p.scale = scale.getValueAsDouble();
     p.keyKeepApply = keyAsMask;
@@ -148,6 +131,19 @@ AttentionProblem attentionProblemOf(mlir::tcc::AttentionOp op,
                          {s, batch, head, qi, ki}, captured);
     };
   }
+  ArrayRef<int64_t> mask = op.getMask();
+  for (size_t i = 0; i + 2 < mask.size(); i += 3)
+    p.mask.push_back({mask[i], mask[i + 1], mask[i + 2]});
+  if (!op.getKeyKeep().empty()) {
+    p.keyKeep = [attention](OpBuilder &b, Location loc, Value batch, Value head,
+                            Value ki, ValueRange captured) {
+      return instantiate(b, loc, attention->getRegion(1), {batch, head, ki},
+                         captured);
+    };
+    p.keyKeepPerHead = op.getKeyMaskPerHead();
+  }
+  p.maskedRows =
+      op.getMaskedToInfinity() ? MaskedRowPolicy::NaN : MaskedRowPolicy::Zero;
   return p;
 }
 
@@ -157,9 +153,9 @@ Attribute chooseAttentionPlan(MLIRContext *ctx, const AttentionProblem &p,
   // f32 runs on CUDA cores in true f32 (the SIMT template: one kernel for
   // every shape, or its split-K pair for decode shapes), its error a third
   // of SDPA's; the mma.sync template's 3xTF32 form is faster but a plan's
-  // choice (takesSimt). Targets without NVIDIA's tensor-core templates
+  // choice. Targets without NVIDIA's tensor-core templates
   // (AMD) run bf16 and f16 so too, in f32.
-  if (takesSimt(p, target)) {
+  if (target.simtAttentionFor(p.elemType.isF32())) {
     if (!simtAttentionSupports(p, why))
       return {};
     SimtAttentionSchedule s = chooseSimtAttentionSchedule(p, target);

@@ -28,13 +28,6 @@ namespace tcc::gpu {
 constexpr llvm::StringLiteral kAttentionPlanAttrName =
     mlir::tcc::kAttentionPlanAttrName;
 
-/// Whether `p` runs on the SIMT template unless a plan says otherwise: on
-/// targets without mma.sync (AMD), and f32 everywhere (true f32; the
-/// mma.sync template's 3xTF32 form, 1.04-1.10x SDPA's speed at sequence
-/// 4096 but up to 8-16x its error there on the H100, session 49, is a
-/// plan's choice: `--schedule` with {"attention": {"template": "mma"}}).
-bool takesSimt(const AttentionProblem &p, const ::tcc::TargetDesc &target);
-
 /// The attention problem of a tcc.attention op: sizes, layouts (strides),
 /// the mask, and the hooks that build its regions per score (score change,
 /// key mask). `captured` holds memref types of the op's captured tensors,
@@ -45,10 +38,11 @@ AttentionProblem attentionProblemOf(mlir::tcc::AttentionOp op,
                                     const ::tcc::TargetDesc &target);
 
 /// The template and schedule for `p` on `target`, or null with the reason
-/// in `why`: where takesSimt, the SIMT template (its split-K pair for decode
-/// shapes); bf16 and f16 the split-K decode pair for few query rows against
-/// many keys, else wgmma where the target has it and the template takes
-/// the problem, else mma.sync.
+/// in `why`: f32 takes the SIMT template (on AMD targets every dtype does,
+/// its split-K pair for decode shapes; the mma.sync template's 3xTF32 form
+/// is a plan's choice); bf16 and f16 the split-K decode pair for few query
+/// rows against many keys, else wgmma where the target has it and the
+/// template takes the problem, else mma.sync.
 mlir::Attribute chooseAttentionPlan(mlir::MLIRContext *ctx,
                                     const AttentionProblem &p,
                                     const ::tcc::TargetDesc &target,

@@ -78,8 +78,9 @@ TEST_CASE("AMD targets and the host", "[target]") {
   CHECK(gfx90a.hasAttentionTemplates());
   CHECK(sm90.hasAttentionTemplates());
   CHECK_FALSE(host.hasAttentionTemplates());
-  CHECK_FALSE(gfx90a.mmaSync);
-  CHECK(sm90.mmaSync);
+  CHECK(gfx90a.simtAttentionFor(/*elemIsF32=*/false));
+  CHECK(sm90.simtAttentionFor(/*elemIsF32=*/true));
+  CHECK_FALSE(sm90.simtAttentionFor(/*elemIsF32=*/false));
 }
 
 TEST_CASE("unsupported and malformed targets are refused in one line",

@@ -98,10 +98,13 @@ int64_t kStageElems(const AttentionProblem &p, int64_t blockKV) {
 
 int64_t sharedBytesOf(const AttentionProblem &p, const AttentionSchedule &s) {
   // 3xTF32 keeps Q split: the tile holds the big parts, a second one the
-  // small parts.
+  // small parts; the current K or V tile's small parts take one more key
+  // tile (AttentionBuilder::splitTile).
   int64_t qTiles = splitF32(p) ? 2 : 1;
+  int64_t smallKV = splitF32(p) ? s.blockKV * tileRow(p) : 0;
   return (qTiles * s.blockQ * tileRow(p) +
-          s.stages * (kStageElems(p, s.blockKV) + s.blockKV * tileRow(p))) *
+          s.stages * (kStageElems(p, s.blockKV) + s.blockKV * tileRow(p)) +
+          smallKV) *
          elemBytes(p);
 }
 
@@ -252,6 +255,10 @@ private:
   /// O += P V for one key tile in f32 (3xTF32; see tileStep).
   void pvF32(ArrayRef<Value> pv, ArrayRef<Value> corrVecs, Value vBase,
              SmallVectorImpl<Value> &oAcc);
+  /// 3xTF32: splits the key tile at `base` of `tile` (K or V) in place, its
+  /// small parts to smemKVSmall at the same offsets, between barriers (the
+  /// first left to the caller when it has just passed one).
+  void splitTile(Value tile, Value base, bool leadingBarrier);
   /// 3xTF32: stores row half h of m-tile i (O's columns permuted, pvF32).
   void storeRowF32(ValueRange oAcc, int64_t i, int64_t h, Value row, Value inv);
   /// Q's A fragment for m-tile i, k-step kk (from shared memory: smemQ, or
@@ -330,6 +337,8 @@ private:
   Value qArg, kArg, vArg, oArg;
   Value smemQ, smemK, smemV; // 1-D element views of the shared tiles
   Value smemQSmall;          // 3xTF32: Q's small parts (smemQ: the big)
+  Value smemKVSmall;         // 3xTF32: the current K or V tile's small parts
+  Value smallBase;           // 0, opaque inside the key loop (see tileStep)
   Value tid, lane, warpRow, gq, tq;
   Value batch, head, kvHead, tEnd;
   Value batchI32, headI32, qThreadI32;
@@ -575,6 +584,12 @@ SmallVector<Value> AttentionBuilder::tileStep(Value stage, Value k0,
   // elements an 8 x 8 b16 matrix is 8 rows of 4, and lane l gets row l/4,
   // element l%4, the tf32 A (and [n][k] B) fragment layout.
   SmallVector<std::pair<Value, Value>> aSplit(mTiles);
+  if (split) {
+    splitTile(smemK, kBase, /*leadingBarrier=*/false); // the loop's
+    // The small parts' offsets are loop-invariant: LLVM would hoist one
+    // address per fragment out of the loop (as Q's, qBase) and spill.
+    smallBase = opaque(cst(0));
+  }
   // 3xTF32: the tensor cores add each MMA's products to the accumulator
   // with truncation, so a long chain of MMAs into one accumulator biases it
   // (48 at head size 128: 2-10x the error of SDPA's f32 kernel measured on
@@ -597,24 +612,30 @@ SmallVector<Value> AttentionBuilder::tileStep(Value stage, Value k0,
       // (keys 0-7|8-15) x (d chunk 0|1), so key n-tile h takes 2 and h + 2.
       // Given transposed, [d][key] is the B operand's [k][n], read as V is:
       // (d 0-7|8-15) x (key chunk 0|1), key n-tile h takes 2h and 2h + 1.
-      Value pair = p.kTransposed
-                       ? ldmatrix(smemK,
-                                  add(add(kTBase, tAK[jp % 4]),
-                                      (jp / 4) * 64 + kk * 16 * ldK),
-                                  true)
-                       : ldmatrix(smemK,
-                                  add(add(kBase, tA[kk % 4]),
-                                      (kk / 4) * 8 * ce + jp * 16 * ld),
-                                  false);
+      // K [key][d], from `base` (3xTF32: the tile is split already, the
+      // small parts at the same offsets in smemKVSmall).
+      auto kPair = [&](Value mem, Value base) {
+        return ldmatrix(
+            mem, add(add(base, tA[kk % 4]), (kk / 4) * 8 * ce + jp * 16 * ld),
+            false);
+      };
+      Value pair = p.kTransposed ? ldmatrix(smemK,
+                                            add(add(kTBase, tAK[jp % 4]),
+                                                (jp / 4) * 64 + kk * 16 * ldK),
+                                            true)
+                                 : kPair(smemK, kBase);
+      Value pairSmall = split ? kPair(smemKVSmall, smallBase) : Value();
+      auto bOf = [&](Value pr, int64_t h) -> Value {
+        if (p.kTransposed)
+          return half(pr, h);
+        return vector::ShuffleOp::create(b, loc, pr, pr,
+                                         ArrayRef<int64_t>{h, h + 2});
+      };
       for (int64_t h = 0; h < 2; ++h) {
-        Value bFrag = p.kTransposed
-                          ? half(pair, h)
-                          : vector::ShuffleOp::create(
-                                b, loc, pair, pair, ArrayRef<int64_t>{h, h + 2})
-                                .getResult();
+        Value bFrag = bOf(pair, h);
         std::pair<Value, Value> bSplit;
         if (split)
-          bSplit = splitTf32(bFrag);
+          bSplit = {bFrag, bOf(pairSmall, h)};
         for (int64_t i = 0; i < mTiles; ++i) {
           Value &acc = sv[i * nS + jp * 2 + h];
           acc =
@@ -781,7 +802,7 @@ SmallVector<Value> AttentionBuilder::tileStep(Value stage, Value k0,
 
   if (split) {
     waitGroups(2 * s.stages - 2);
-    mlir::gpu::BarrierOp::create(b, loc);
+    splitTile(smemV, kBase, /*leadingBarrier=*/true);
     pvF32(pv, corrVecs, kBase, oAcc);
     SmallVector<Value> out(oAcc);
     out.append(mRun);
@@ -864,20 +885,27 @@ void AttentionBuilder::pvF32(ArrayRef<Value> pv, ArrayRef<Value> corrVecs,
       SmallVector<std::pair<Value, Value>> pFrag;
       for (int64_t i = 0; i < mTiles; ++i)
         pFrag.push_back(pSplit(i, jn));
-      Value rows[2];
+      // The tile is split already (splitTile): big parts in smemV, small
+      // ones at the same offsets in smemKVSmall.
+      Value rows[2], smallRows[2];
       for (int64_t x = 0; x < 2; ++x) {
         Value key = add(mul(tq, 2), jn * 8 + x);
         // swizzle() counts chunks from the tile's start, rows included.
-        Value off = add(vBase, mul(swizzle(key, add(gq, g * 8), cpr), ce));
-        rows[x] =
-            vector::LoadOp::create(b, loc, v4, smemV, ValueRange{off},
-                                   /*nontemporal=*/false, llvm::Align(16));
+        Value inTile = mul(swizzle(key, add(gq, g * 8), cpr), ce);
+        rows[x] = vector::LoadOp::create(
+            b, loc, v4, smemV, ValueRange{add(vBase, inTile)},
+            /*nontemporal=*/false, llvm::Align(16));
+        smallRows[x] = vector::LoadOp::create(
+            b, loc, v4, smemKVSmall, ValueRange{add(smallBase, inTile)},
+            /*nontemporal=*/false, llvm::Align(16));
       }
+      auto column = [&](Value *r, int64_t j) -> Value {
+        return vector::FromElementsOp::create(
+            b, loc, bT, ValueRange{extract(r[0], {j}), extract(r[1], {j})});
+      };
       for (int64_t j = 0; j < 4; ++j) {
-        Value bFrag = vector::FromElementsOp::create(
-            b, loc, bT,
-            ValueRange{extract(rows[0], {j}), extract(rows[1], {j})});
-        std::pair<Value, Value> bSplit = splitTf32(bFrag);
+        std::pair<Value, Value> bSplit = {column(rows, j),
+                                          column(smallRows, j)};
         for (int64_t i = 0; i < mTiles; ++i) {
           Value &acc = tile[i * 4 + j];
           acc = mma3(pFrag[i], bSplit, acc);
@@ -890,6 +918,37 @@ void AttentionBuilder::pvF32(ArrayRef<Value> pv, ArrayRef<Value> corrVecs,
         o = vector::FMAOp::create(b, loc, o, corrVecs[i], tile[i * 4 + j]);
       }
   }
+}
+
+void AttentionBuilder::splitTile(Value tile, Value base, bool leadingBarrier) {
+  // Every warp reads every element of a K or V tile, so split in the
+  // fragments each of the block's warps would repeat the tile's roundings
+  // (2 conversions an element, at a quarter of the FP32 rate on sm_90: the
+  // bound of the kernel, 9K cycles a 32-key tile at head size 128 against
+  // 5K for its MMAs). Split here, each element is rounded once a block.
+  // Chunks are taken in storage order: the swizzle only permutes them.
+  if (leadingBarrier)
+    mlir::gpu::BarrierOp::create(b, loc);
+  VectorType v4 = VectorType::get({4}, f32);
+  int64_t chunks = s.blockKV * cpr;
+  for (int64_t it = 0; it < ceilDiv(chunks, threads); ++it) {
+    std::optional<OpBuilder::InsertionGuard> guard;
+    Value c = add(tid, it * threads);
+    if ((it + 1) * threads > chunks) {
+      guard.emplace(b);
+      auto ifOp = scf::IfOp::create(b, loc, ult(c, chunks), /*withElse=*/false);
+      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    }
+    Value off = mul(c, ce);
+    Value at = add(base, off);
+    auto [big, small] = splitTf32(vector::LoadOp::create(
+        b, loc, v4, tile, ValueRange{at}, false, llvm::Align(16)));
+    vector::StoreOp::create(b, loc, big, tile, ValueRange{at}, false,
+                            llvm::Align(16));
+    vector::StoreOp::create(b, loc, small, smemKVSmall, ValueRange{off}, false,
+                            llvm::Align(16));
+  }
+  mlir::gpu::BarrierOp::create(b, loc);
 }
 
 void AttentionBuilder::storeRowF32(ValueRange oAcc, int64_t i, int64_t h,
@@ -1185,9 +1244,12 @@ void AttentionBuilder::build(Value q, Value k, Value v, Value o, Value stats) {
   smemQ = sharedView(raw, qElems, elemT, 0);
   smemK = sharedView(raw, kElems, elemT, qElems * eb);
   smemV = sharedView(raw, kvElems, elemT, (qElems + kElems) * eb);
-  if (split)
+  if (split) {
     smemQSmall =
         sharedView(raw, qElems, elemT, (qElems + kElems + kvElems) * eb);
+    smemKVSmall = sharedView(raw, s.blockKV * ld, elemT,
+                             (2 * qElems + kElems + kvElems) * eb);
+  }
 
   copyRows(qArg, head, q0, decode ? decodeRows(p) : p.lq, s.blockQ, smemQ,
            cst(0));

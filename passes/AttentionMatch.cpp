@@ -414,35 +414,77 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
   AttentionMatch m;
   m.chain = chain;
   m.softmaxInput = x;
-  // The score changes, back from softmax's input to Q·Kᵀ.
-  Value s = m.softmaxInput;
-  SmallVector<Operation *> mods;
+  // The score changes: the element-wise ops from Q·Kᵀ to softmax's input.
+  // A change may read the score more than once (s · sigmoid(s), a leaky
+  // select): the changes are a DAG, computed per score as written. They
+  // are found back from softmax's input; `mods` lists them in the block's
+  // order, which is topological.
+  const char *badChange = nullptr;
+  llvm::SmallPtrSet<Operation *, 16> inChanges;
   MatmulOp qk;
-  while (true) {
+  std::function<void(Value)> visit = [&](Value s) {
     Operation *op = s.getDefiningOp();
-    if (!op || op->getBlock() != &body)
-      return fail("the scores do not come from Q·Kᵀ in the chain");
-    if ((qk = dyn_cast<MatmulOp>(op)))
-      break;
-    if (!isScalarOp(op) || isa<ConstantOp, IotaOp>(op))
-      return fail("a change of the scores has no scalar form");
-    Value next;
+    if (badChange || (op && inChanges.contains(op)))
+      return;
+    if (!op || op->getBlock() != &body) {
+      badChange = "the scores do not come from Q·Kᵀ in the chain";
+      return;
+    }
+    if (auto mm = dyn_cast<MatmulOp>(op)) {
+      if (qk && qk != mm)
+        badChange = "the scores come from two products";
+      qk = mm;
+      return;
+    }
+    if (!isScalarOp(op) || isa<ConstantOp, IotaOp>(op)) {
+      badChange = "a change of the scores has no scalar form";
+      return;
+    }
+    inChanges.insert(op);
     ArrayRef<int64_t> scoreShape = typeOf(op->getResult(0)).getShape();
+    bool readsScore = false;
     for (Value o : op->getOperands()) {
       if (scoreFree(o, &body, scoreShape))
         continue;
-      if (next)
-        return fail("a change of the scores reads two score values");
-      next = o;
+      readsScore = true;
+      if (typeOf(o).getShape() != scoreShape) {
+        badChange = "a change of the scores broadcasts them";
+        return;
+      }
+      visit(o);
     }
-    if (!next)
-      return fail("a change of the scores reads no score");
-    if (typeOf(op->getResult(0)).getShape() != typeOf(next).getShape())
-      return fail("a change of the scores broadcasts them");
-    mods.push_back(op);
-    s = next;
+    if (!readsScore && !badChange)
+      badChange = "a change of the scores reads no score";
+  };
+  visit(m.softmaxInput);
+  if (badChange || !qk)
+    return fail(badChange ? badChange : "the scores are not Q·Kᵀ");
+  SmallVector<Operation *> mods;
+  for (Operation &op : body)
+    if (inChanges.contains(&op))
+      mods.push_back(&op);
+  // The tail: the changes from the last one back that read one score value
+  // each, the one before; what precedes it (a change reading the score
+  // twice and its operands) is score code as a whole. Masks, key masks and
+  // scales are taken from the tail only: they move to the end of the
+  // changes, which only a chain of them allows.
+  size_t tailStart = mods.size();
+  for (Value s = m.softmaxInput; tailStart > 0;) {
+    Operation *op = s.getDefiningOp();
+    if (op != mods[tailStart - 1])
+      break;
+    Value read;
+    int reads = 0;
+    for (Value o : op->getOperands())
+      if (!scoreFree(o, &body, typeOf(op->getResult(0)).getShape())) {
+        read = o;
+        ++reads;
+      }
+    if (reads != 1)
+      break;
+    --tailStart;
+    s = read;
   }
-  std::reverse(mods.begin(), mods.end());
   // Q·Kᵀ with K [.., Lk, D], or Q·Kt with K given transposed, [.., D, Lk].
   if (qk.getTransposeA())
     return fail("the scores are not Q·Kᵀ");
@@ -497,10 +539,12 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
         !(op.getNumResults() == 1 &&
           scoreFree(op.getResult(0), &body, scoreShape)))
       return fail("the chain holds ops besides attention");
-  // Uses: each intermediate is read only by the next step.
+  // Uses: each intermediate is read only by the changes.
   for (Operation *op : mods)
-    if (!op->getResult(0).hasOneUse() && op->getResult(0) != m.softmaxInput)
-      return fail("a changed score is read twice");
+    if (op->getResult(0) != m.softmaxInput &&
+        llvm::any_of(op->getResult(0).getUsers(),
+                     [&](Operation *u) { return !inChanges.contains(u); }))
+      return fail("a changed score is read besides the changes");
 
   RankedTensorType qt = typeOf(qL), kt = typeOf(kL), vt = typeOf(vL),
                    ot = typeOf(result);
@@ -589,7 +633,7 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
     m.maskSelects.clear();
     for (auto [i, op] : llvm::enumerate(mods)) {
       taken[i] = false;
-      if (!isMaskSelect(op) || (!finiteToo && isFinite(op)))
+      if (i < tailStart || !isMaskSelect(op) || (!finiteToo && isFinite(op)))
         continue;
       SmallVector<LinearConstraint> mask(m.mask);
       if (!constraintsOf(cast<SelectOp>(op).getCond(),
@@ -658,9 +702,10 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
   // so a key tile where it is false throughout contributes nothing: the
   // templates skip such tiles at run time. A finite value (a row of them
   // averages V in the model) does not qualify.
+  // (The changes before the tail are all in m.mods, first.)
   for (auto [idx, op] : llvm::enumerate(m.mods)) {
     auto select = dyn_cast<SelectOp>(op);
-    if (!select)
+    if (!select || idx < tailStart)
       continue;
     std::optional<double> masked = constantValue(select.getB());
     Value cond = select.getCond();

@@ -51,8 +51,11 @@ def refused_models():
     softmax = over_queries['nodes'][-2]
     assert softmax['op'] == 'softmax'
     softmax['attrs']['axis'] = -2
-    squared = A.model('squared', 'bf16', [1, 2, 128, 64], [1, 2, 128, 64],
-                      [A.node('mul', ['s', 's'], 's_mod')])
+    # The scores transposed (keys as rows): no element-wise change, so the
+    # chain is formed without Q·Kᵀ. (A change reading the score twice,
+    # s · s, is fused: attention_test.py's dag_ cases.)
+    transposed = A.model('transposed', 'bf16', [1, 2, 128, 64], [1, 2, 128, 64],
+                         [A.node('transpose', ['s'], 's_mod', perm=[0, 1, 3, 2])])
     # A causal-like mask whose constraint (1e8·q - k >= 0) overflows the
     # template's 32-bit positions: matched, then refused by the kernel.
     steep = scale[:1] + [A.node('mul', ['s', 'c'], 'ss')] + A.positions(64, 64) + [
@@ -81,7 +84,8 @@ def refused_models():
                            A.node('select', ['keep', 'ss', 'neg'], 's_mod')],
                        layout='qkv')
     return [('over_queries', over_queries, 'the chain does not end in P·V', True),
-            ('squared', squared, 'a change of the scores reads two score values', True),
+            ('transposed_scores', transposed,
+             'the scores do not come from Q·Kᵀ in the chain', True),
             ('steep_mask', steep,
              "attention kernel: a mask constraint's values exceed the 32-bit range", False),
             ('steep_mask_layout', steep_layout,

@@ -295,6 +295,7 @@ def cases():
         [node('neg', ['s'], 'ns'), node('neg', ['ns'], 's_mod')],
         prescale=qc, kprescale=kc), 1.0, lambda s, r, c: s))
     out += captured_cases()
+    out += dag_cases()
     out += decode_cases()
     out += head_size_cases()
     out += key_mask_cases()
@@ -648,6 +649,62 @@ def captured_cases():
                                                      [2, 4, 1000, 128], mods,
                                                      captured=[('mask', 'bool', [2, 1, 1, 1000])]),
                 1.0, lambda s, r, c, env: np.where(env['mask'], s * 0.125, -np.inf)))
+    return out
+
+
+def dag_cases():
+    """Score changes that read the score more than once (a DAG of element-
+    wise ops, fused as score code): leaky, swish, squared; a causal mask
+    after the DAG (the changes' tail: a constraint) or inside it (score
+    code); prefill and decode; bf16, f16 and f32 (the SIMT template). No
+    SDPA or FlexAttention peer here: the bound is the dtype's and 1.5x
+    PyTorch eager's emulated error (plain_peer)."""
+    out = []
+
+    def leaky(dt, src='ss', dst='s_mod'):
+        # src > 0 ? src : src / 4 (0.25 exact in every dtype).
+        return [const('z', dt, 0.0), node('greater', [src, 'z'], 'pos'),
+                const('sl', dt, 0.25), node('mul', [src, 'sl'], 'low'),
+                node('select', ['pos', src, 'low'], dst)]
+
+    def leaky_ref(t):
+        return np.where(t > 0, t, 0.25 * t)
+
+    def scaled(dt, to='ss'):
+        return [const('c', dt, 0.125), node('mul', ['s', 'c'], to)]
+
+    def causal_after(dt, lq, lk, src):
+        return positions(lq, lk) + [node('greater_equal', ['row', 'col'], 'keep'),
+                                    const('neg', dt, -1e30),
+                                    node('select', ['keep', src, 'neg'], 's_mod')]
+    out.append(('dag_leaky_causal_bf16_777', model(
+        'dag_leaky_causal', 'bf16', [1, 2, 777, 64], [1, 2, 777, 64],
+        scaled('bf16') + leaky('bf16', dst='lk') + causal_after('bf16', 777, 777, 'lk')),
+        1.0, lambda s, r, c: np.where(r >= c, leaky_ref(s * 0.125), -1e30)))
+    out.append(('dag_swish_f16_300', model(
+        'dag_swish', 'f16', [1, 2, 300, 128], [1, 2, 300, 128],
+        scaled('f16') + [node('sigmoid', ['ss'], 'sg'), node('mul', ['ss', 'sg'], 's_mod')]),
+        1.0, lambda s, r, c: (s * 0.125) / (1 + np.exp(-s * 0.125))))
+    # The mask inside the DAG (the masked score is read twice): score code,
+    # masked scores -2.5e29 after the change.
+    out.append(('dag_mask_inside_bf16_500', model(
+        'dag_mask_inside', 'bf16', [1, 2, 500, 64], [1, 2, 500, 64],
+        scaled('bf16') + positions(500, 500) + [
+            node('greater_equal', ['row', 'col'], 'keep'), const('neg', 'bf16', -1e30),
+            node('select', ['keep', 'ss', 'neg'], 'masked')] + leaky('bf16', src='masked')),
+        1.0, lambda s, r, c: leaky_ref(np.where(r >= c, s * 0.125,
+                                               np.float64(L.narrow('bf16', -1e30))))))
+    # f32 (SIMT): the scaled score squared.
+    out.append(('dag_squared_f32_257', model(
+        'dag_squared', 'f32', [1, 2, 257, 64], [1, 2, 257, 64],
+        scaled('f32', 'ss0') + [const('c2', 'f32', 0.5), node('mul', ['ss0', 'c2'], 'ss'),
+                                node('mul', ['ss', 'ss'], 's_mod')]),
+        1.0, lambda s, r, c: (s * 0.0625) ** 2))
+    # Decode: one query row, GQA 8/2, leaky over 3001 keys.
+    out.append(('decode_dag_leaky_gqa_q1_3001', model(
+        'ddag_leaky', 'bf16', [1, 8, 1, 128], [1, 2, 3001, 128],
+        scaled('bf16') + leaky('bf16'), repeat=(2, 4)),
+        1.0, lambda s, r, c: leaky_ref(s * 0.125)))
     return out
 
 

@@ -413,3 +413,78 @@ func.func @clamped(%q: tensor<1x4x64x64xbf16>, %k: tensor<1x4x64x64xbf16>, %v: t
   }
   return %0 : tensor<1x4x64x64xbf16>
 }
+
+// -----
+
+// A change reading the score twice (leaky: s > 0 ? s : 0.1 s), then a
+// causal mask: the DAG is score code as written (the compare and both
+// select operands read the one score), the mask on the changes' tail
+// stays a constraint.
+// CHECK-LABEL: func.func @leaky_then_causal
+// CHECK: tcc.attention %arg0, %arg1, %arg2 attributes {{{.*}}mask = array<i64: 1, -1, 0>
+// CHECK-NOT: scale =
+// CHECK-SAME: score {
+// CHECK-NEXT: ^bb0(%[[S:.*]]: f32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32):
+// CHECK-DAG: %[[T:.*]] = arith.mulf %[[S]], %{{.*}} : f32
+// CHECK-DAG: %[[C:.*]] = arith.cmpf ogt, %[[T]], %{{.*}} : f32
+// CHECK-DAG: %[[L:.*]] = arith.mulf %[[T]], %{{.*}} : f32
+// CHECK: %[[R:.*]] = arith.select %[[C]], %[[T]], %[[L]] : f32
+// CHECK-NEXT: tcc.yield %[[R]] : f32
+// CHECK-NEXT: } key_keep {
+func.func @leaky_then_causal(%q: tensor<1x4x128x64xbf16>, %k: tensor<1x4x128x64xbf16>, %v: tensor<1x4x128x64xbf16>) -> tensor<1x4x128x64xbf16> {
+  %0 = tcc.chain attributes {axis = 3 : i64} -> tensor<1x4x128x64xbf16> {
+    %1 = tcc.constant {value = 1.250000e-01 : bf16} : tensor<bf16>
+    %z = tcc.constant {value = 0.0 : bf16} : tensor<bf16>
+    %slope = tcc.constant {value = 1.000000e-01 : bf16} : tensor<bf16>
+    %2 = tcc.iota {axis = 0 : i64} : tensor<128x128xi32>
+    %3 = tcc.iota {axis = 1 : i64} : tensor<128x128xi32>
+    %4 = tcc.constant {value = -1.0e+30 : bf16} : tensor<bf16>
+    %5 = tcc.matmul %q, %k {transpose_b = true} : tensor<1x4x128x64xbf16>, tensor<1x4x128x64xbf16> -> tensor<1x4x128x128xbf16>
+    %6 = tcc.mul %5, %1 : tensor<1x4x128x128xbf16>, tensor<bf16> -> tensor<1x4x128x128xbf16>
+    %pos = tcc.greater %6, %z : tensor<1x4x128x128xbf16>, tensor<bf16> -> tensor<1x4x128x128xi1>
+    %low = tcc.mul %6, %slope : tensor<1x4x128x128xbf16>, tensor<bf16> -> tensor<1x4x128x128xbf16>
+    %lk = tcc.select %pos, %6, %low : tensor<1x4x128x128xi1>, tensor<1x4x128x128xbf16>, tensor<1x4x128x128xbf16> -> tensor<1x4x128x128xbf16>
+    %7 = tcc.greater_equal %2, %3 : tensor<128x128xi32>, tensor<128x128xi32> -> tensor<128x128xi1>
+    %8 = tcc.select %7, %lk, %4 : tensor<128x128xi1>, tensor<1x4x128x128xbf16>, tensor<bf16> -> tensor<1x4x128x128xbf16>
+    %9 = tcc.reduce_max %8 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x128x128xbf16> -> tensor<1x4x128x1xbf16>
+    %10 = tcc.sub %8, %9 : tensor<1x4x128x128xbf16>, tensor<1x4x128x1xbf16> -> tensor<1x4x128x128xbf16>
+    %11 = tcc.exp %10 : tensor<1x4x128x128xbf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x128x128xbf16> -> tensor<1x4x128x1xbf16>
+    %13 = tcc.div %11, %12 : tensor<1x4x128x128xbf16>, tensor<1x4x128x1xbf16> -> tensor<1x4x128x128xbf16>
+    %14 = tcc.matmul %13, %v : tensor<1x4x128x128xbf16>, tensor<1x4x128x64xbf16> -> tensor<1x4x128x64xbf16>
+    tcc.yield %14 : tensor<1x4x128x64xbf16>
+  }
+  return %0 : tensor<1x4x128x64xbf16>
+}
+
+// -----
+
+// A causal mask read twice (m · sigmoid(m), m the masked score): inside the
+// DAG it does not move to the end, so it stays score code (no `mask`
+// attribute; the select is in the score region).
+// CHECK-LABEL: func.func @mask_inside_dag
+// CHECK: tcc.attention %arg0, %arg1, %arg2 attributes {
+// CHECK-NOT: mask =
+// CHECK-SAME: score {
+// CHECK: arith.select
+// CHECK: } key_keep {
+func.func @mask_inside_dag(%q: tensor<1x4x128x64xbf16>, %k: tensor<1x4x128x64xbf16>, %v: tensor<1x4x128x64xbf16>) -> tensor<1x4x128x64xbf16> {
+  %0 = tcc.chain attributes {axis = 3 : i64} -> tensor<1x4x128x64xbf16> {
+    %2 = tcc.iota {axis = 0 : i64} : tensor<128x128xi32>
+    %3 = tcc.iota {axis = 1 : i64} : tensor<128x128xi32>
+    %4 = tcc.constant {value = -1.0e+30 : bf16} : tensor<bf16>
+    %5 = tcc.matmul %q, %k {transpose_b = true} : tensor<1x4x128x64xbf16>, tensor<1x4x128x64xbf16> -> tensor<1x4x128x128xbf16>
+    %7 = tcc.greater_equal %2, %3 : tensor<128x128xi32>, tensor<128x128xi32> -> tensor<128x128xi1>
+    %8 = tcc.select %7, %5, %4 : tensor<128x128xi1>, tensor<1x4x128x128xbf16>, tensor<bf16> -> tensor<1x4x128x128xbf16>
+    %sg = tcc.sigmoid %8 : tensor<1x4x128x128xbf16>
+    %sw = tcc.mul %8, %sg : tensor<1x4x128x128xbf16>, tensor<1x4x128x128xbf16> -> tensor<1x4x128x128xbf16>
+    %9 = tcc.reduce_max %sw {axes = array<i64: 3>, keepdims = true} : tensor<1x4x128x128xbf16> -> tensor<1x4x128x1xbf16>
+    %10 = tcc.sub %sw, %9 : tensor<1x4x128x128xbf16>, tensor<1x4x128x1xbf16> -> tensor<1x4x128x128xbf16>
+    %11 = tcc.exp %10 : tensor<1x4x128x128xbf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x128x128xbf16> -> tensor<1x4x128x1xbf16>
+    %13 = tcc.div %11, %12 : tensor<1x4x128x128xbf16>, tensor<1x4x128x1xbf16> -> tensor<1x4x128x128xbf16>
+    %14 = tcc.matmul %13, %v : tensor<1x4x128x128xbf16>, tensor<1x4x128x64xbf16> -> tensor<1x4x128x64xbf16>
+    tcc.yield %14 : tensor<1x4x128x64xbf16>
+  }
+  return %0 : tensor<1x4x128x64xbf16>
+}

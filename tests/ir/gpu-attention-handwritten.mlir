@@ -188,21 +188,48 @@ func.func @softmax_over_queries(%q: tensor<1x2x64x64xbf16>, %k: tensor<1x2x64x64
 
 // -----
 
-// Refused: a score change that reads two score values (s · s).
+// A score change that reads the score twice (s · s), then a causal mask:
+// taken (the changes are a DAG, computed per score as written).
 // CHECK-LABEL: func.func @squared_scores
-// CHECK-NOT: tcc.chain
-// CHECK: return
+// CHECK: tcc.chain attributes {axis = 3 : i64, tcc.attention}
+// CHECK:   tcc.mul %[[S:.*]], %[[S]]
 func.func @squared_scores(%q: tensor<1x2x64x64xbf16>, %k: tensor<1x2x64x64xbf16>, %v: tensor<1x2x64x64xbf16>) -> tensor<1x2x64x64xbf16> {
   %s = tcc.matmul %q, %k {transpose_b = true} : tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16> -> tensor<1x2x64x64xbf16>
   %ss = tcc.mul %s, %s : tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16> -> tensor<1x2x64x64xbf16>
+  %row = tcc.iota {axis = 0 : i64} : tensor<64x64xi32>
+  %col = tcc.iota {axis = 1 : i64} : tensor<64x64xi32>
+  %keep = tcc.greater_equal %row, %col : tensor<64x64xi32>, tensor<64x64xi32> -> tensor<64x64xi1>
+  %neg = tcc.constant {value = 0xFF80 : bf16} : tensor<bf16>
+  %sm = tcc.select %keep, %ss, %neg : tensor<64x64xi1>, tensor<1x2x64x64xbf16>, tensor<bf16> -> tensor<1x2x64x64xbf16>
+  %m = tcc.reduce_max %sm {axes = array<i64: 3>, keepdims = true} : tensor<1x2x64x64xbf16> -> tensor<1x2x64x1xbf16>
+  %d = tcc.sub %sm, %m : tensor<1x2x64x64xbf16>, tensor<1x2x64x1xbf16> -> tensor<1x2x64x64xbf16>
+  %e = tcc.exp %d : tensor<1x2x64x64xbf16>
+  %sum = tcc.reduce_sum %e {axes = array<i64: 3>, keepdims = true} : tensor<1x2x64x64xbf16> -> tensor<1x2x64x1xbf16>
+  %p = tcc.div %e, %sum : tensor<1x2x64x64xbf16>, tensor<1x2x64x1xbf16> -> tensor<1x2x64x64xbf16>
+  %o = tcc.matmul %p, %v : tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16> -> tensor<1x2x64x64xbf16>
+  return %o : tensor<1x2x64x64xbf16>
+}
+
+// -----
+
+// Refused: a changed score read besides the changes (s · 0.125 is also
+// added to the result): the chain forms without Q·Kᵀ, whose result leaves it.
+// CHECK-LABEL: func.func @score_read_besides
+// CHECK-NOT: tcc.attention
+// CHECK: return
+func.func @score_read_besides(%q: tensor<1x2x64x64xbf16>, %k: tensor<1x2x64x64xbf16>, %v: tensor<1x2x64x64xbf16>) -> tensor<1x2x64x64xbf16> {
+  %s = tcc.matmul %q, %k {transpose_b = true} : tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16> -> tensor<1x2x64x64xbf16>
+  %c = tcc.constant {value = 1.250000e-01 : bf16} : tensor<bf16>
+  %ss = tcc.mul %s, %c : tensor<1x2x64x64xbf16>, tensor<bf16> -> tensor<1x2x64x64xbf16>
   %m = tcc.reduce_max %ss {axes = array<i64: 3>, keepdims = true} : tensor<1x2x64x64xbf16> -> tensor<1x2x64x1xbf16>
   %d = tcc.sub %ss, %m : tensor<1x2x64x64xbf16>, tensor<1x2x64x1xbf16> -> tensor<1x2x64x64xbf16>
   %e = tcc.exp %d : tensor<1x2x64x64xbf16>
   %sum = tcc.reduce_sum %e {axes = array<i64: 3>, keepdims = true} : tensor<1x2x64x64xbf16> -> tensor<1x2x64x1xbf16>
   %p = tcc.div %e, %sum : tensor<1x2x64x64xbf16>, tensor<1x2x64x1xbf16> -> tensor<1x2x64x64xbf16>
-  // expected-remark @below {{attention not fused: a change of the scores reads two score values}}
+  // expected-remark @below {{attention not fused: the scores do not come from Q·Kᵀ in the chain}}
   %o = tcc.matmul %p, %v : tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16> -> tensor<1x2x64x64xbf16>
-  return %o : tensor<1x2x64x64xbf16>
+  %r = tcc.add %o, %ss : tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16> -> tensor<1x2x64x64xbf16>
+  return %r : tensor<1x2x64x64xbf16>
 }
 
 // -----

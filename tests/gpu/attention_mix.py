@@ -19,7 +19,8 @@ a few; these draw a combination of all of them from a seed:
   score change  a softcap (s / cap or s * (1 / cap)); ALiBi
                 (-slope * |row - col|) with one slope, or
                 per head as an input or a param; a bias input of any
-                broadcast shape; a per-key bias
+                broadcast shape; a per-key bias; then a change reading
+                the score twice (leaky, swish: a DAG)
   masks         causal, sliding window, prefix-LM, document ids, a padding
                 mask input ([B, 1, 1, L] or [B, L] reshaped; runs of keys),
                 the padding mask or the causal mask added as 0/-inf; with
@@ -249,6 +250,21 @@ def draw(T, seed, index):
         s = m.add('add', [s, m.input('bias', dt, shape)])
         fs.append(lambda x, r, c, env: x + env['bias'])
         tags.append('bias%d' % len(shape) + ('k' if shape[-2] == 1 else ''))
+
+    # A change reading the score twice (a DAG of element-wise ops), drawn
+    # from a generator of its own so that the other choices of a seed's
+    # mixes stay those of earlier sessions' draws.
+    dag = np.random.default_rng([seed, index, 1])
+    if dag.random() < 0.2:
+        if dag.random() < 0.5:  # leaky: s > 0 ? s : s / 4
+            low = m.add('mul', [s, m.const(dt, 0.25)])
+            s = m.add('select', [m.add('greater', [s, m.const(dt, 0.0)]), s, low])
+            fs.append(lambda x, r, c, env: np.where(x > 0, x, 0.25 * x))
+            tags.append('leaky')
+        else:  # swish: s * sigmoid(s)
+            s = m.add('mul', [s, m.add('sigmoid', [s])])
+            fs.append(lambda x, r, c, env: x / (1 + np.exp(-x)))
+            tags.append('swish')
 
     # Masks, last (a finite stand-in then stays as written).
     # -inf, or a finite stand-in: -1e30, or f16's lowest (-65504).

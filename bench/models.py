@@ -105,8 +105,9 @@ def rowwise_models(rows, cols, dt='bf16'):
 
 
 NO_RESIDENCY = os.path.join(ROOT, 'bench', 'rows-no-residency.json')
-# The f32 attention template's 8 x 4 register tile (not the default until
-# timed: docs/architecture.md, "f32 attention").
+# The f32 SIMT attention template (true f32 on CUDA cores) with its 8 x 4
+# register tile: f32 prefill's default is 3xTF32 on tensor cores, this
+# the true-f32 form beside it (docs/architecture.md, "f32 attention").
 SIMT_8X4 = os.path.join(ROOT, 'bench', 'attention-simt-8x4.json')
 
 
@@ -438,8 +439,9 @@ def attention_cases(small):
                 if written == 'ktrans':
                     info['ktrans'] = True
                 out.append((name, m, ['--gpu-attention'], info))
-    # f32 (issue 13: the CUDA-core template), at sequence 4096 and 8192:
-    # SDPA's efficient backend is the fused peer that takes f32.
+    # f32 (issue 13: 3xTF32 on tensor cores; `_8x4` the SIMT template in
+    # true f32), at sequence 4096 and 8192: SDPA's efficient backend is the
+    # fused peer that takes f32.
     for s4 in ((256,) if small else (4096, seq)):
         for variant in ('global', 'causal'):
             for b in ((1,) if s4 != seq else (1, 8)):

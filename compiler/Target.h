@@ -73,12 +73,11 @@ struct TargetDesc {
   bool hasAttentionTemplates() const {
     return (isNvidia() && mmaSync) || isAmd();
   }
-  /// Whether attention in `elemType` takes the SIMT template (f32 FMAs)
-  /// rather than a tensor-core one: f32 everywhere (3xTF32 on the mma.sync
-  /// template is a plan's choice: 8-16x SDPA's error at 4096 keys measured,
-  /// session 49), every dtype where the target has no tensor-core attention
-  /// template (no mma.sync).
-  bool simtAttentionFor(bool elemIsF32) const { return elemIsF32 || !mmaSync; }
+  /// Whether every attention takes the SIMT template (f32 FMAs), whatever
+  /// its dtype: where the target has no tensor-core attention template (no
+  /// mma.sync: AMD). Elsewhere only f32 decode shapes and what the
+  /// tensor-core templates refuse do (chooseAttentionPlan).
+  bool simtAttentionOnly() const { return !mmaSync; }
   /// The multiprocessors the schedule heuristics fill: the known count, or a
   /// typical one for the family.
   int64_t multiprocessorsForHeuristics() const;

@@ -99,9 +99,10 @@ int64_t kStageElems(const AttentionProblem &p, int64_t blockKV) {
 int64_t sharedBytesOf(const AttentionProblem &p, const AttentionSchedule &s) {
   // 3xTF32 keeps Q split: the tile holds the big parts, a second one the
   // small parts; the current K or V tile's small parts take one more key
-  // tile (AttentionBuilder::splitTile).
+  // tile, and V's big parts, interleaved by key pairs, another
+  // (AttentionBuilder::splitK, splitV).
   int64_t qTiles = splitF32(p) ? 2 : 1;
-  int64_t smallKV = splitF32(p) ? s.blockKV * tileRow(p) : 0;
+  int64_t smallKV = splitF32(p) ? 2 * s.blockKV * tileRow(p) : 0;
   return (qTiles * s.blockQ * tileRow(p) +
           s.stages * (kStageElems(p, s.blockKV) + s.blockKV * tileRow(p)) +
           smallKV) *
@@ -229,8 +230,9 @@ private:
   }
   /// The B fragment `half` (0 or 1) of an ldmatrix x4 pair.
   Value half(Value pair, int64_t h) {
+    int64_t cols = cast<VectorType>(pair.getType()).getDimSize(1);
     return vector::ExtractStridedSliceOp::create(
-        b, loc, pair, ArrayRef<int64_t>{2 * h, 0}, ArrayRef<int64_t>{2, 2},
+        b, loc, pair, ArrayRef<int64_t>{2 * h, 0}, ArrayRef<int64_t>{2, cols},
         ArrayRef<int64_t>{1, 1});
   }
   Value mma(Value aFrag, Value bFrag, Value acc);
@@ -253,12 +255,18 @@ private:
                                     /*tf32Enabled=*/true);
   }
   /// O += P V for one key tile in f32 (3xTF32; see tileStep).
-  void pvF32(ArrayRef<Value> pv, ArrayRef<Value> corrVecs, Value vBase,
+  void pvF32(ArrayRef<Value> pv, ArrayRef<Value> corrVecs,
              SmallVectorImpl<Value> &oAcc);
-  /// 3xTF32: splits the key tile at `base` of `tile` (K or V) in place, its
-  /// small parts to smemKVSmall at the same offsets, between barriers (the
-  /// first left to the caller when it has just passed one).
-  void splitTile(Value tile, Value base, bool leadingBarrier);
+  /// 3xTF32: splits K's tile at `base` in place, its small parts to
+  /// smemKVSmall at the same offsets, then barriers (the loop's barrier
+  /// before it).
+  void splitK(Value base);
+  /// 3xTF32: splits V's tile at `base` into smemVBig and smemKVSmall,
+  /// interleaved by key pairs (pvF32), between barriers.
+  void splitV(Value base);
+  /// 3xTF32: the element offset of V's (key pair `pair`, 16-byte chunk
+  /// `chunk`) in smemVBig and smemKVSmall (splitV).
+  Value vPairOffset(Value pair, Value chunk);
   /// 3xTF32: stores row half h of m-tile i (O's columns permuted, pvF32).
   void storeRowF32(ValueRange oAcc, int64_t i, int64_t h, Value row, Value inv);
   /// Q's A fragment for m-tile i, k-step kk (from shared memory: smemQ, or
@@ -338,6 +346,7 @@ private:
   Value smemQ, smemK, smemV; // 1-D element views of the shared tiles
   Value smemQSmall;          // 3xTF32: Q's small parts (smemQ: the big)
   Value smemKVSmall;         // 3xTF32: the current K or V tile's small parts
+  Value smemVBig;            // 3xTF32: the current V tile's big parts
   Value smallBase;           // 0, opaque inside the key loop (see tileStep)
   Value tid, lane, warpRow, gq, tq;
   Value batch, head, kvHead, tEnd;
@@ -348,6 +357,8 @@ private:
   SmallVector<Value> qFrags;       // when qInRegs: [kk]
   SmallVector<Value> tA;           // fragment bases (elements), by chunk pair
   SmallVector<Value> tAK;          // K's, when given transposed (rows of ldK)
+  SmallVector<Value> tBK;          // 3xTF32: K's, B fragments adjacent
+  Value tV[2];                     // 3xTF32: V's pair loads (pvF32)
   Value qBase; // the warp's first Q row (opaque inside the loop)
   Value token;
   // Decode: Q (partial kernel) and O (combine) given as the 4-D tensors,
@@ -488,6 +499,21 @@ void AttentionBuilder::fragmentBases() {
     Value chunk = arith::XOrIOp::create(b, loc, add(lHi, 2 * x), l8);
     tA.push_back(add(mul(l16, ld), mul(chunk, ce)));
   }
+  if (split && !p.kTransposed) {
+    // K's B fragments (tileStep): lane l addresses row l%8 + 8 (l/16) and
+    // chunk bit (l/8)%2, giving matrices (rows 0-7|8-15) x (chunk 0|1) in
+    // row-major order.
+    Value row = add(l8, mul(lHi, 8)), bit = band(div(lane, 8), 1);
+    for (int64_t x = 0; x < 4; ++x) {
+      Value chunk = arith::XOrIOp::create(b, loc, add(bit, 2 * x), l8);
+      tBK.push_back(add(mul(row, ld), mul(chunk, ce)));
+    }
+    // V's (pvF32): lane (g, t)'s key pair t, chunks 2g and 2g + 1, of key
+    // n-tile 0 and group 0 (the others add constants: f(pair) depends on t
+    // alone).
+    for (int64_t u = 0; u < 2; ++u)
+      tV[u] = vPairOffset(tq, add(mul(gq, 2), u));
+  }
   if (!p.kTransposed)
     return;
   // K given transposed is read as V is (ldmatrix.trans, rows the k-steps):
@@ -585,7 +611,7 @@ SmallVector<Value> AttentionBuilder::tileStep(Value stage, Value k0,
   // element l%4, the tf32 A (and [n][k] B) fragment layout.
   SmallVector<std::pair<Value, Value>> aSplit(mTiles);
   if (split) {
-    splitTile(smemK, kBase, /*leadingBarrier=*/false); // the loop's
+    splitK(kBase);
     // The small parts' offsets are loop-invariant: LLVM would hoist one
     // address per fragment out of the loop (as Q's, qBase) and spill.
     smallBase = opaque(cst(0));
@@ -612,12 +638,18 @@ SmallVector<Value> AttentionBuilder::tileStep(Value stage, Value k0,
       // (keys 0-7|8-15) x (d chunk 0|1), so key n-tile h takes 2 and h + 2.
       // Given transposed, [d][key] is the B operand's [k][n], read as V is:
       // (d 0-7|8-15) x (key chunk 0|1), key n-tile h takes 2h and 2h + 1.
+      // 3xTF32 reads its (split) tiles with tBK's lane mapping, whose
+      // matrices are (keys 0-7, chunk 0|1), (keys 8-15, chunk 0|1): key
+      // n-tile h takes 2h and 2h + 1, adjacent registers, as the MMA reads
+      // its B operand (with {h, h + 2}, ptxas moved 4 registers an n-tile:
+      // 450 moves a key tile at head size 128, session 50's SASS).
       // K [key][d], from `base` (3xTF32: the tile is split already, the
       // small parts at the same offsets in smemKVSmall).
       auto kPair = [&](Value mem, Value base) {
-        return ldmatrix(
-            mem, add(add(base, tA[kk % 4]), (kk / 4) * 8 * ce + jp * 16 * ld),
-            false);
+        return ldmatrix(mem,
+                        add(add(base, split ? tBK[kk % 4] : tA[kk % 4]),
+                            (kk / 4) * 8 * ce + jp * 16 * ld),
+                        false);
       };
       Value pair = p.kTransposed ? ldmatrix(smemK,
                                             add(add(kTBase, tAK[jp % 4]),
@@ -626,7 +658,7 @@ SmallVector<Value> AttentionBuilder::tileStep(Value stage, Value k0,
                                  : kPair(smemK, kBase);
       Value pairSmall = split ? kPair(smemKVSmall, smallBase) : Value();
       auto bOf = [&](Value pr, int64_t h) -> Value {
-        if (p.kTransposed)
+        if (p.kTransposed || split)
           return half(pr, h);
         return vector::ShuffleOp::create(b, loc, pr, pr,
                                          ArrayRef<int64_t>{h, h + 2});
@@ -802,8 +834,8 @@ SmallVector<Value> AttentionBuilder::tileStep(Value stage, Value k0,
 
   if (split) {
     waitGroups(2 * s.stages - 2);
-    splitTile(smemV, kBase, /*leadingBarrier=*/true);
-    pvF32(pv, corrVecs, kBase, oAcc);
+    splitV(kBase);
+    pvF32(pv, corrVecs, oAcc);
     SmallVector<Value> out(oAcc);
     out.append(mRun);
     out.append(lRun);
@@ -849,19 +881,20 @@ SmallVector<Value> AttentionBuilder::tileStep(Value stage, Value k0,
 }
 
 void AttentionBuilder::pvF32(ArrayRef<Value> pv, ArrayRef<Value> corrVecs,
-                             Value vBase, SmallVectorImpl<Value> &oAcc) {
+                             SmallVectorImpl<Value> &oAcc) {
   // The tf32 m16n8k8 A fragment holds (row g, k t), (g + 8, t), (g, t + 4),
   // (g + 8, t + 4) for lane 4g + t, while S's accumulator of key n-tile jn
   // holds keys 2t and 2t + 1: so P V's k-step jn takes its k index t as
   // key 8jn + 2t and t + 4 as key 8jn + 2t + 1, and P's fragment is the
   // accumulator as it is. V's B fragment, (k t, n g) and (k t + 4, n g), is
-  // then V[8jn + 2t][d(g)] and V[8jn + 2t + 1][d(g)], which ldmatrix cannot
-  // give (32-bit data, transposed). Plain loads do, and with O's columns
-  // permuted they are 16-byte loads: over a group of 32 columns (4 n-tiles),
-  // n-tile j's column n is d = 4n + j, so lane (g, t) reads d 4g..4g+3 of
-  // each of its two keys, one B element of each of the 4 n-tiles. The
-  // 8 lanes of an access phase read chunk g ^ (key % 8) of keys 2t (+1):
-  // 8 distinct bank groups.
+  // then V[8jn + 2t][d(g)] and V[8jn + 2t + 1][d(g)]: splitV stores V
+  // interleaved by key pairs, (d, key 2p) beside (d, key 2p + 1), so a
+  // fragment is 8 adjacent bytes, in adjacent registers as the MMA reads
+  // them. With O's columns permuted, over a group of 32 columns (4
+  // n-tiles) n-tile j's column n is d = 4n + j, so lane (g, t) reads d
+  // 4g..4g+3 of its key pair, the B fragments of the 4 n-tiles, as two
+  // 16-byte loads (vPairOffset spreads an access phase's 8 lanes over 8
+  // bank groups).
   // The tile's P V goes into accumulators of its own, group by group, and
   // O = O * corr + that in f32 (the tensor cores' truncating adds stay
   // within a tile: see the scores' blocks).
@@ -885,27 +918,24 @@ void AttentionBuilder::pvF32(ArrayRef<Value> pv, ArrayRef<Value> corrVecs,
       SmallVector<std::pair<Value, Value>> pFrag;
       for (int64_t i = 0; i < mTiles; ++i)
         pFrag.push_back(pSplit(i, jn));
-      // The tile is split already (splitTile): big parts in smemV, small
-      // ones at the same offsets in smemKVSmall.
-      Value rows[2], smallRows[2];
-      for (int64_t x = 0; x < 2; ++x) {
-        Value key = add(mul(tq, 2), jn * 8 + x);
-        // swizzle() counts chunks from the tile's start, rows included.
-        Value inTile = mul(swizzle(key, add(gq, g * 8), cpr), ce);
-        rows[x] = vector::LoadOp::create(
-            b, loc, v4, smemV, ValueRange{add(vBase, inTile)},
-            /*nontemporal=*/false, llvm::Align(16));
-        smallRows[x] = vector::LoadOp::create(
-            b, loc, v4, smemKVSmall, ValueRange{add(smallBase, inTile)},
-            /*nontemporal=*/false, llvm::Align(16));
+      // Loads u = 0, 1 hold n-tiles 2u and 2u + 1 (vPairBases).
+      Value big[2], small[2];
+      for (int64_t u = 0; u < 2; ++u) {
+        Value off = add(add(smallBase, tV[u]), jn * 8 * ld + g * 64);
+        big[u] = vector::LoadOp::create(b, loc, v4, smemVBig, ValueRange{off},
+                                        /*nontemporal=*/false, llvm::Align(16));
+        small[u] =
+            vector::LoadOp::create(b, loc, v4, smemKVSmall, ValueRange{off},
+                                   /*nontemporal=*/false, llvm::Align(16));
       }
-      auto column = [&](Value *r, int64_t j) -> Value {
-        return vector::FromElementsOp::create(
-            b, loc, bT, ValueRange{extract(r[0], {j}), extract(r[1], {j})});
+      auto fragment = [&](Value *r, int64_t j) -> Value {
+        Value two = vector::ExtractStridedSliceOp::create(
+            b, loc, r[j / 2], ArrayRef<int64_t>{2 * (j % 2)},
+            ArrayRef<int64_t>{2}, ArrayRef<int64_t>{1});
+        return vector::ShapeCastOp::create(b, loc, bT, two);
       };
       for (int64_t j = 0; j < 4; ++j) {
-        std::pair<Value, Value> bSplit = {column(rows, j),
-                                          column(smallRows, j)};
+        std::pair<Value, Value> bSplit = {fragment(big, j), fragment(small, j)};
         for (int64_t i = 0; i < mTiles; ++i) {
           Value &acc = tile[i * 4 + j];
           acc = mma3(pFrag[i], bSplit, acc);
@@ -920,15 +950,23 @@ void AttentionBuilder::pvF32(ArrayRef<Value> pv, ArrayRef<Value> corrVecs,
   }
 }
 
-void AttentionBuilder::splitTile(Value tile, Value base, bool leadingBarrier) {
+Value AttentionBuilder::vPairOffset(Value pair, Value chunk) {
+  // Pair p's row holds 2 ld elements: chunk c (d 2c and 2c + 1 of keys 2p
+  // and 2p + 1) at c ^ f(p), f(p) = (p & 1) | (p & 2) << 1. pvF32's phase of
+  // 8 lanes (g = 0, 1 or 2, 3; t = 0..3) reads chunks 2g (+1) of pairs
+  // 4jn + t: f(t) in {0, 1, 4, 5} puts them in 8 distinct bank groups.
+  Value f = arith::OrIOp::create(b, loc, band(pair, 1), mul(band(pair, 2), 2));
+  return add(mul(pair, 2 * ld),
+             mul(arith::XOrIOp::create(b, loc, chunk, f), ce));
+}
+
+void AttentionBuilder::splitK(Value base) {
   // Every warp reads every element of a K or V tile, so split in the
   // fragments each of the block's warps would repeat the tile's roundings
-  // (2 conversions an element, at a quarter of the FP32 rate on sm_90: the
-  // bound of the kernel, 9K cycles a 32-key tile at head size 128 against
-  // 5K for its MMAs). Split here, each element is rounded once a block.
-  // Chunks are taken in storage order: the swizzle only permutes them.
-  if (leadingBarrier)
-    mlir::gpu::BarrierOp::create(b, loc);
+  // (2 conversions an element, each 4 ALU instructions on sm_90 (SASS):
+  // the kernel's bound, about 9K cycles a 32-key tile at head size 128).
+  // Split here, each element is rounded once a block. Chunks are taken in
+  // storage order: the swizzle only permutes them.
   VectorType v4 = VectorType::get({4}, f32);
   int64_t chunks = s.blockKV * cpr;
   for (int64_t it = 0; it < ceilDiv(chunks, threads); ++it) {
@@ -942,11 +980,52 @@ void AttentionBuilder::splitTile(Value tile, Value base, bool leadingBarrier) {
     Value off = mul(c, ce);
     Value at = add(base, off);
     auto [big, small] = splitTf32(vector::LoadOp::create(
-        b, loc, v4, tile, ValueRange{at}, false, llvm::Align(16)));
-    vector::StoreOp::create(b, loc, big, tile, ValueRange{at}, false,
+        b, loc, v4, smemK, ValueRange{at}, false, llvm::Align(16)));
+    vector::StoreOp::create(b, loc, big, smemK, ValueRange{at}, false,
                             llvm::Align(16));
     vector::StoreOp::create(b, loc, small, smemKVSmall, ValueRange{off}, false,
                             llvm::Align(16));
+  }
+  mlir::gpu::BarrierOp::create(b, loc);
+}
+
+void AttentionBuilder::splitV(Value base) {
+  // As splitK, into pvF32's layout: an item is a key pair's d chunk q (4
+  // values of each key), written as pair chunks 2q and 2q + 1. The barrier
+  // first: V has landed, and every warp is past Q K^T's reads of
+  // smemKVSmall.
+  mlir::gpu::BarrierOp::create(b, loc);
+  VectorType v4 = VectorType::get({4}, f32);
+  int64_t items = s.blockKV / 2 * cpr;
+  for (int64_t it = 0; it < ceilDiv(items, threads); ++it) {
+    std::optional<OpBuilder::InsertionGuard> guard;
+    Value c = add(tid, it * threads);
+    if ((it + 1) * threads > items) {
+      guard.emplace(b);
+      auto ifOp = scf::IfOp::create(b, loc, ult(c, items), /*withElse=*/false);
+      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    }
+    Value pair = div(c, cpr), q = rem(c, cpr);
+    Value x[2];
+    for (int64_t k = 0; k < 2; ++k) {
+      Value key = add(mul(pair, 2), k);
+      x[k] = vector::LoadOp::create(
+          b, loc, v4, smemV,
+          ValueRange{add(base, mul(swizzle(key, q, cpr), ce))}, false,
+          llvm::Align(16));
+    }
+    for (int64_t hf = 0; hf < 2; ++hf) {
+      Value inter = vector::FromElementsOp::create(
+          b, loc, v4,
+          ValueRange{extract(x[0], {2 * hf}), extract(x[1], {2 * hf}),
+                     extract(x[0], {2 * hf + 1}), extract(x[1], {2 * hf + 1})});
+      auto [big, small] = splitTf32(inter);
+      Value off = vPairOffset(pair, add(mul(q, 2), hf));
+      vector::StoreOp::create(b, loc, big, smemVBig, ValueRange{off}, false,
+                              llvm::Align(16));
+      vector::StoreOp::create(b, loc, small, smemKVSmall, ValueRange{off},
+                              false, llvm::Align(16));
+    }
   }
   mlir::gpu::BarrierOp::create(b, loc);
 }
@@ -1249,6 +1328,9 @@ void AttentionBuilder::build(Value q, Value k, Value v, Value o, Value stats) {
         sharedView(raw, qElems, elemT, (qElems + kElems + kvElems) * eb);
     smemKVSmall = sharedView(raw, s.blockKV * ld, elemT,
                              (2 * qElems + kElems + kvElems) * eb);
+    smemVBig =
+        sharedView(raw, s.blockKV * ld, elemT,
+                   (2 * qElems + kElems + kvElems + s.blockKV * ld) * eb);
   }
 
   copyRows(qArg, head, q0, decode ? decodeRows(p) : p.lq, s.blockQ, smemQ,

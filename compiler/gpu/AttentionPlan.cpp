@@ -115,7 +115,7 @@ AttentionProblem attentionProblemOf(mlir::tcc::AttentionOp op,
   // takes the changes as score code (a plan choosing SIMT anyway still
   // applies keyKeepApply).
   bool keyMaskAlone = op.getKeyMaskAlone();
-  bool keyAsMask = keyMaskAlone && !target.simtAttentionFor(p.elemType.isF32());
+  bool keyAsMask = keyMaskAlone && !target.simtAttentionOnly();
   FloatAttr scale = op.getScaleAttr();
   Operation *attention = op;
   if (scale && (!keyMaskAlone || keyAsMask)) {
@@ -150,12 +150,12 @@ AttentionProblem attentionProblemOf(mlir::tcc::AttentionOp op,
 Attribute chooseAttentionPlan(MLIRContext *ctx, const AttentionProblem &p,
                               const ::tcc::TargetDesc &target,
                               std::string &why) {
-  // f32 runs on CUDA cores in true f32 (the SIMT template: one kernel for
-  // every shape, or its split-K pair for decode shapes), its error a third
-  // of SDPA's; the mma.sync template's 3xTF32 form is faster but a plan's
-  // choice. Targets without NVIDIA's tensor-core templates
-  // (AMD) run bf16 and f16 so too, in f32.
-  if (target.simtAttentionFor(p.elemType.isF32())) {
+  // Targets without NVIDIA's tensor-core templates (AMD) run every dtype
+  // on the SIMT template, in f32. f32 prefill takes the mma.sync template
+  // as 3xTF32 (1.1-1.2x SDPA's memory-efficient kernel at sequence 4096
+  // and 8192 on the H100, its error 0.7-1.1x SDPA's: session 50); f32
+  // decode, bound by memory, the SIMT template's split-K pair in true f32.
+  if (target.simtAttentionOnly() || (p.elemType.isF32() && preferDecode(p))) {
     if (!simtAttentionSupports(p, why))
       return {};
     SimtAttentionSchedule s = chooseSimtAttentionSchedule(p, target);

@@ -71,16 +71,16 @@ TEST_CASE("AMD targets and the host", "[target]") {
   CHECK_FALSE(gfx942.mmaSync);
   CHECK(host.isHost());
   CHECK_FALSE(host.isGpu());
-  // Attention: AMD's SIMT template takes every dtype, NVIDIA's f32 alone
-  // (its tensor-core templates take bf16 and f16); the host has none.
+  // Attention: AMD's SIMT template takes every dtype; NVIDIA's tensor-core
+  // templates take every dtype (f32 as 3xTF32); the host has none.
   TargetDesc sm90 = parsed("sm_90");
   CHECK(gfx942.hasAttentionTemplates());
   CHECK(gfx90a.hasAttentionTemplates());
   CHECK(sm90.hasAttentionTemplates());
   CHECK_FALSE(host.hasAttentionTemplates());
-  CHECK(gfx90a.simtAttentionFor(/*elemIsF32=*/false));
-  CHECK(sm90.simtAttentionFor(/*elemIsF32=*/true));
-  CHECK_FALSE(sm90.simtAttentionFor(/*elemIsF32=*/false));
+  CHECK(gfx90a.simtAttentionOnly());
+  CHECK(gfx942.simtAttentionOnly());
+  CHECK_FALSE(sm90.simtAttentionOnly());
 }
 
 TEST_CASE("unsupported and malformed targets are refused in one line",

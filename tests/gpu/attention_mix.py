@@ -381,7 +381,10 @@ def draw(T, seed, index):
     inputs = sorted(m.inputs, key=lambda i: first.get(i['name'], 3))
     model = {'format': 'tcc-model', 'version': 1, 'name': 'mix_%d_%d' % (seed, index),
              'inputs': inputs, 'params': m.params, 'outputs': ['o'], 'nodes': m.nodes}
-    simt = dt == 'f32' or d % 8 or (kt == 'input' and lk % 8)
+    # f32 prefill runs as 3xTF32 on the mma.sync template unless its head
+    # size is not a multiple of 4 or K is given transposed.
+    simt = (d % 4 or kt == 'input') if dt == 'f32' else (
+        d % 8 or (kt == 'input' and lk % 8))
     prefer_decode = g * lq <= 16 and lk >= 512
     # The host computes the model op by op in its dtype: unscaled 16-bit
     # scores (tens, rounded to 2^-4 or coarser) make it inexact where the

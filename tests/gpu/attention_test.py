@@ -41,8 +41,10 @@ as FlashAttention does, and the output is stored in bf16 (f16), so errors of
 a few units of the last place of the largest output are expected: 2^-6 of
 max|O| for bf16 (8 bits of mantissa), 2^-8 for f16.
 
-f32 cases run on CUDA cores in true f32 (one kernel, *_attn_simt, decode
-shapes included), so their tolerance is f32's: (32 + 2 sqrt(Lk) + 4 smax)
+f32 decode shapes, f32 with K given transposed or a head size that is not
+a multiple of 4, and the simt32_ cases (asked for by --schedule) run on CUDA
+cores in true f32 (one kernel, *_attn_simt, or the decode pair), so their
+tolerance is f32's: (32 + 2 sqrt(Lk) + 4 smax)
 units of 2^-24 of max|O|, smax the largest finite |score| after the
 change. The output is a sum of Lk f32 terms p·v accumulated in
 order (and l one of Lk terms p), whose rounding errors grow like sqrt(Lk)
@@ -56,8 +58,8 @@ relative to its size and exp makes it p's relative error: scores in the
 tens (unscaled, or scaled per head by an input, as the random mixes draw)
 add 4 smax units.
 
-The tf32x3_ cases run f32 prefill on tensor cores as 3xTF32 (*_attn, asked
-for by --schedule; not the default): each operand is
+Other f32 prefill runs on tensor cores as 3xTF32 (*_attn, the default):
+each operand is
 the sum of two tf32 values (big rounds it, small rounds the rest) and each
 product is three tf32 MMAs (the small x small term left out). A product's
 error is then at most about 3 * 2^-22 of |q k| (each operand's second
@@ -954,13 +956,15 @@ def f32_cases():
                                             [2, 8, 1100, 128], mods,
                                             captured=[('runs', 'bool', [2, 1, 1, 1100])]),
                 1.0, lambda s, r, c, env: np.where(env['runs'], s * inv128, -np.inf)))
-    # The same attention on tensor cores as 3xTF32 (asked for by schedule,
-    # record()): plain, causal, a bias and a padding mask input, head size
-    # 256, odd lengths.
+    # The same attention on CUDA cores in true f32 (the SIMT template,
+    # asked for by schedule, record(); the default is 3xTF32): plain,
+    # causal, a bias and a padding mask input, head size 256, odd lengths,
+    # and the 8 x 4 register tile's case.
     for name, m, qscale, change in list(out):
         if name in ('f32_plain_64', 'f32_causal_128_1000', 'f32_bias_input_777',
-                    'f32_padding_mask_333', 'f32_d256_200', 'f32_d80_301'):
-            out.append(('tf32x3_' + name[4:], m, qscale, change))
+                    'f32_padding_mask_333', 'f32_d256_200', 'f32_d80_301',
+                    'f32_wide_runs_1100'):
+            out.append(('simt32_' + name[4:], m, qscale, change))
     return out
 
 
@@ -1644,9 +1648,11 @@ def expected_kernels(name, m, target):
     dt = m['inputs'][0]['dtype']
     d = PACKED[name][0] if name in PACKED else m['inputs'][0]['shape'][-1]
     # sm_90a builds 16-bit prefill on warpgroup MMA (head dims 64 and 128);
-    # f32 takes the SIMT template on every target, decode shapes included,
-    # and so do bf16 and f16 head sizes that are not multiples of 8; the
-    # tf32x3_ cases ask for the mma.sync template (3xTF32) by schedule.
+    # f32 prefill takes the mma.sync template as 3xTF32 on every target
+    # where its head size is a multiple of 4 and K is not given transposed,
+    # else the SIMT template, as f32 decode shapes do (its split-K pair),
+    # bf16 and f16 head sizes that are not multiples of 8, and the simt32_
+    # cases (by schedule).
     wgmma = target == 'sm_90a' and d in (64, 128) and dt != 'f32'
     prefill = '_attn_wgmma' if wgmma else '_attn'
     if name in MIX:
@@ -1662,7 +1668,8 @@ def expected_kernels(name, m, target):
         decode = '_decode' in name or name.startswith('decode_')
         if decode:
             return [['_decode', '_combine']]
-        if name.startswith('tf32x3_'):
+        if (dt == 'f32' and d % 4 == 0 and name not in KTRANS_K and
+                not name.startswith('simt32_')):
             return [[prefill]]
         return [['_attn_simt']]
     if name.startswith('decode_wide_'):
@@ -1685,11 +1692,12 @@ def record(tcc, root, target, only='', count_only=False, with_ref=True):
             json.dump(m, f)
         bundle = os.path.join(d, 'model.tccb')
         flags = ['--gpu-attention']
-        if name.startswith('tf32x3_'):
-            # f32 on tensor cores as 3xTF32: a plan's choice, not the default.
+        if name.startswith('simt32_'):
+            # f32 on CUDA cores in true f32: a plan's choice (the default
+            # is 3xTF32).
             sched = os.path.join(d, 'schedule.json')
             with open(sched, 'w') as f:
-                json.dump({'attention': {'template': 'mma'}}, f)
+                json.dump({'attention': {'template': 'simt'}}, f)
             flags += ['--schedule', sched]
         p = subprocess.run([tcc, 'compile', path, '-o', bundle, '--target', target] + flags,
                            capture_output=True, text=True)

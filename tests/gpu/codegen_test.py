@@ -349,8 +349,9 @@ def check_attention(args, work):
     """--gpu-attention: attention chains become one template kernel (scale
     folded, a causal mask as constraints, a softcap as score code, a bias,
     mask or slopes given as inputs read per score), or two for decode
-    (split-K partial and combine); f32 the SIMT kernel (CUDA cores), or its
-    split-K pair for decode."""
+    (split-K partial and combine); f32 prefill the mma.sync kernel as
+    3xTF32 on both targets (wgmma takes 16-bit operands), f32 decode the
+    SIMT template's split-K pair (CUDA cores)."""
     def const(name, dtype, value):
         return {'op': 'constant', 'inputs': [], 'outputs': [name],
                 'attrs': {'dtype': dtype, 'shape': [], 'value': value}}
@@ -369,7 +370,7 @@ def check_attention(args, work):
                {'op': 'mul', 'inputs': ['th', 'c'], 'outputs': ['s_mod']}]
     plain32 = [{'op': 'neg', 'inputs': ['s'], 'outputs': ['ns']},
                {'op': 'neg', 'inputs': ['ns'], 'outputs': ['s_mod']}]
-    one, two, simt = ['_attn'], ['_decode', '_combine'], ['_attn_simt']
+    one, two, tf32x3 = ['_attn'], ['_decode', '_combine'], ['_attn']
 
     def captured(m, name, dtype, shape):
         # Scores read a tensor from outside attention (a model input).
@@ -419,7 +420,7 @@ def check_attention(args, work):
              ('ALiBi slopes input bf16 [1,4,1,1], causal', alibi, one),
              ('decode padding mask input [2,1,1,2048]', dpad, two),
              ('softcap f16 [8,256,64]', attention_model('f16', [8, 256, 64], softcap), one),
-             ('f32 [4,64,64] (SIMT)', attention_model('f32', [4, 64, 64], plain32), simt),
+             ('f32 [4,64,64] (3xTF32)', attention_model('f32', [4, 64, 64], plain32), tf32x3),
              ('f32 padding mask input [2,1,1,2048], decode (SIMT)', f32pad, two),
              ('GQA 8/2 bf16', gqa_model(), one),
              ('decode GQA 16/2 bf16 [1,16,1,128] x 4096 keys', decode_model(), two)]
@@ -428,7 +429,7 @@ def check_attention(args, work):
     # sm_90a builds prefill on warpgroup MMA (every case here has D 64 or
     # 128); decode keeps its pair.
     for (name, m, kernels), target in itertools.product(cases, ('sm_90', 'sm_90a')):
-        if target == 'sm_90a' and kernels == one:
+        if target == 'sm_90a' and kernels is one:
             kernels = ['_attn_wgmma']
         with open(model, 'w') as f:
             json.dump(m, f)

@@ -83,9 +83,10 @@ func.func @decode_wide(%q: tensor<8x32x1x128xbf16>, %k: tensor<8x32x2048x128xbf1
 
 // -----
 
-// f32: the SIMT template on CUDA cores, prefill (no chunks).
+// f32 prefill: the mma.sync template as 3xTF32 on both targets (wgmma
+// takes 16-bit operands); 8 query tiles, so 64-row blocks of 4 warps.
 // CHECK-LABEL: func.func @f32
-// CHECK: tcc.attention_plan = #tcc.simt_attention<blockQ = {{[0-9]+}}, blockKV = {{[0-9]+}}, tileRows = 4, tileKeys = 4, splitKV = {{true|false}}, minBlocks = {{[0-9]+}}, chunkTiles = 0
+// CHECK: tcc.attention_plan = #tcc.mma_attention<blockQ = 64, blockKV = 32, warps = 4, stages = 3>
 func.func @f32(%q: tensor<1x4x256x64xf32>, %k: tensor<1x4x256x64xf32>, %v: tensor<1x4x256x64xf32>) -> tensor<1x4x256x64xf32> {
   %0 = tcc.chain attributes {axis = 3 : i64, tcc.attention} -> tensor<1x4x256x64xf32> {
     %5 = tcc.matmul %q, %k {transpose_b = true} : tensor<1x4x256x64xf32>, tensor<1x4x256x64xf32> -> tensor<1x4x256x256xf32>
@@ -102,15 +103,16 @@ func.func @f32(%q: tensor<1x4x256x64xf32>, %k: tensor<1x4x256x64xf32>, %v: tenso
 
 // -----
 
-// f32 at head size 192 with few query rows: 16 x 128 tiles of 218 KiB of
-// shared memory, so one block a multiprocessor, and minctasm asks for no
+// f32 with K given transposed (which ldmatrix cannot read as tf32: the SIMT
+// template) at head size 192 with few query rows: 16 x 128 tiles of 218 KiB
+// of shared memory, so one block a multiprocessor, and minctasm asks for no
 // more (4 blocks' 128 registers would buy nothing and cost the score
 // blocks of 8 their registers).
 // CHECK-LABEL: func.func @f32_shared_bound
 // CHECK: tcc.attention_plan = #tcc.simt_attention<blockQ = 16, blockKV = 128, tileRows = 4, tileKeys = 4, splitKV = true, minBlocks = 1, chunkTiles = 0
-func.func @f32_shared_bound(%q: tensor<2x4x448x192xf32>, %k: tensor<2x4x269x192xf32>, %v: tensor<2x4x269x192xf32>) -> tensor<2x4x448x192xf32> {
+func.func @f32_shared_bound(%q: tensor<2x4x448x192xf32>, %k: tensor<2x4x192x269xf32>, %v: tensor<2x4x269x192xf32>) -> tensor<2x4x448x192xf32> {
   %0 = tcc.chain attributes {axis = 3 : i64, tcc.attention} -> tensor<2x4x448x192xf32> {
-    %5 = tcc.matmul %q, %k {transpose_b = true} : tensor<2x4x448x192xf32>, tensor<2x4x269x192xf32> -> tensor<2x4x448x269xf32>
+    %5 = tcc.matmul %q, %k : tensor<2x4x448x192xf32>, tensor<2x4x192x269xf32> -> tensor<2x4x448x269xf32>
     %9 = tcc.reduce_max %5 {axes = array<i64: 3>, keepdims = true} : tensor<2x4x448x269xf32> -> tensor<2x4x448x1xf32>
     %10 = tcc.sub %5, %9 : tensor<2x4x448x269xf32>, tensor<2x4x448x1xf32> -> tensor<2x4x448x269xf32>
     %11 = tcc.exp %10 : tensor<2x4x448x269xf32>
@@ -124,13 +126,14 @@ func.func @f32_shared_bound(%q: tensor<2x4x448x192xf32>, %k: tensor<2x4x269x192x
 
 // -----
 
-// f32 at head size 128 with enough query tiles for one 128-row block per
-// multiprocessor: 8 x 4 register tiles, 256 threads (1.14x 4 x 4's speed).
+// f32 with K given transposed (the SIMT template) at head size 128 with
+// enough query tiles for one 128-row block per multiprocessor: 8 x 4
+// register tiles, 256 threads (1.14x 4 x 4's speed).
 // CHECK-LABEL: func.func @f32_wide
 // CHECK: tcc.attention_plan = #tcc.simt_attention<blockQ = 128, blockKV = 64, tileRows = 8, tileKeys = 4, splitKV = {{true|false}}, minBlocks = {{[0-9]+}}, chunkTiles = 0
-func.func @f32_wide(%q: tensor<1x32x4096x128xf32>, %k: tensor<1x32x4096x128xf32>, %v: tensor<1x32x4096x128xf32>) -> tensor<1x32x4096x128xf32> {
+func.func @f32_wide(%q: tensor<1x32x4096x128xf32>, %k: tensor<1x32x128x4096xf32>, %v: tensor<1x32x4096x128xf32>) -> tensor<1x32x4096x128xf32> {
   %0 = tcc.chain attributes {axis = 3 : i64, tcc.attention} -> tensor<1x32x4096x128xf32> {
-    %5 = tcc.matmul %q, %k {transpose_b = true} : tensor<1x32x4096x128xf32>, tensor<1x32x4096x128xf32> -> tensor<1x32x4096x4096xf32>
+    %5 = tcc.matmul %q, %k : tensor<1x32x4096x128xf32>, tensor<1x32x128x4096xf32> -> tensor<1x32x4096x4096xf32>
     %9 = tcc.reduce_max %5 {axes = array<i64: 3>, keepdims = true} : tensor<1x32x4096x4096xf32> -> tensor<1x32x4096x1xf32>
     %10 = tcc.sub %5, %9 : tensor<1x32x4096x4096xf32>, tensor<1x32x4096x1xf32> -> tensor<1x32x4096x4096xf32>
     %11 = tcc.exp %10 : tensor<1x32x4096x4096xf32>
@@ -393,13 +396,12 @@ func.func @f32_decode(%q: tensor<1x8x1x64xf32>, %k: tensor<1x8x2048x64xf32>, %v:
 
 // -----
 
-// f32 prefill on tensor cores as 3xTF32 (the mma.sync template) is a
-// plan's choice, not the default (its error at 4096 keys measured 8-16x
-// SDPA's, session 49): a plan given by hand is checked and kept.
+// f32 prefill on tensor cores as 3xTF32 (the mma.sync template): a plan
+// given by hand (16-key tiles, not the heuristic's 32) is checked and kept.
 // CHECK-LABEL: func.func @f32_tf32x3
-// CHECK: tcc.attention_plan = #tcc.mma_attention<blockQ = 128, blockKV = 32, warps = 8, stages = 2>
+// CHECK: tcc.attention_plan = #tcc.mma_attention<blockQ = 128, blockKV = 16, warps = 8, stages = 2>
 func.func @f32_tf32x3(%q: tensor<1x32x4096x128xf32>, %k: tensor<1x32x4096x128xf32>, %v: tensor<1x32x4096x128xf32>) -> tensor<1x32x4096x128xf32> {
-  %0 = tcc.chain attributes {axis = 3 : i64, tcc.attention, tcc.attention_plan = #tcc.mma_attention<blockQ = 128, blockKV = 32, warps = 8, stages = 2>} -> tensor<1x32x4096x128xf32> {
+  %0 = tcc.chain attributes {axis = 3 : i64, tcc.attention, tcc.attention_plan = #tcc.mma_attention<blockQ = 128, blockKV = 16, warps = 8, stages = 2>} -> tensor<1x32x4096x128xf32> {
     %5 = tcc.matmul %q, %k {transpose_b = true} : tensor<1x32x4096x128xf32>, tensor<1x32x4096x128xf32> -> tensor<1x32x4096x4096xf32>
     %9 = tcc.reduce_max %5 {axes = array<i64: 3>, keepdims = true} : tensor<1x32x4096x4096xf32> -> tensor<1x32x4096x1xf32>
     %10 = tcc.sub %5, %9 : tensor<1x32x4096x4096xf32>, tensor<1x32x4096x1xf32> -> tensor<1x32x4096x4096xf32>

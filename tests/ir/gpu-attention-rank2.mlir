@@ -54,9 +54,9 @@ func.func @decode_keymask(%q: tensor<4x128xbf16>, %k: tensor<3001x128xbf16>, %v:
 
 // -----
 
-// f32, K given [Lk, D]: the SIMT template.
+// f32, K given [Lk, D]: the mma.sync template as 3xTF32 on both targets.
 // CHECK-LABEL: func.func @f32_plain
-// CHECK: tcc.chain attributes {axis = 1 : i64, tcc.attention, tcc.attention_plan = #tcc.simt_attention<
+// CHECK: tcc.chain attributes {axis = 1 : i64, tcc.attention, tcc.attention_plan = #tcc.mma_attention<
 func.func @f32_plain(%q: tensor<300x64xf32>, %k: tensor<300x64xf32>, %v: tensor<300x64xf32>) -> tensor<300x64xf32> {
   %s = tcc.matmul %q, %k {transpose_b = true} : tensor<300x64xf32>, tensor<300x64xf32> -> tensor<300x300xf32>
   %m = tcc.reduce_max %s {axes = array<i64: 1>, keepdims = true} : tensor<300x300xf32> -> tensor<300x1xf32>

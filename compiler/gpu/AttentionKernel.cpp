@@ -257,9 +257,12 @@ private:
   /// O += P V for one key tile in f32 (3xTF32; see tileStep).
   void pvF32(ArrayRef<Value> pv, ArrayRef<Value> corrVecs,
              SmallVectorImpl<Value> &oAcc);
-  /// 3xTF32: splits K's tile at `base` in place, its small parts to
-  /// smemKVSmall at the same offsets, then barriers (the loop's barrier
-  /// before it).
+  /// 3xTF32: splits the `chunks` 16-byte chunks of `tile` from `base` in
+  /// place (the big parts), the small parts to `small` at the same offsets
+  /// from its start.
+  void splitInPlace(Value tile, Value base, Value small, int64_t chunks);
+  /// 3xTF32: splits K's tile at `base` (splitInPlace, the small parts to
+  /// smemKVSmall), then barriers (the loop's barrier before it).
   void splitK(Value base);
   /// 3xTF32: splits V's tile at `base` into smemVBig and smemKVSmall,
   /// interleaved by key pairs (pvF32), between barriers.
@@ -960,15 +963,9 @@ Value AttentionBuilder::vPairOffset(Value pair, Value chunk) {
              mul(arith::XOrIOp::create(b, loc, chunk, f), ce));
 }
 
-void AttentionBuilder::splitK(Value base) {
-  // Every warp reads every element of a K or V tile, so split in the
-  // fragments each of the block's warps would repeat the tile's roundings
-  // (2 conversions an element, each 4 ALU instructions on sm_90 (SASS):
-  // the kernel's bound, about 9K cycles a 32-key tile at head size 128).
-  // Split here, each element is rounded once a block. Chunks are taken in
-  // storage order: the swizzle only permutes them.
+void AttentionBuilder::splitInPlace(Value tile, Value base, Value small,
+                                    int64_t chunks) {
   VectorType v4 = VectorType::get({4}, f32);
-  int64_t chunks = s.blockKV * cpr;
   for (int64_t it = 0; it < ceilDiv(chunks, threads); ++it) {
     std::optional<OpBuilder::InsertionGuard> guard;
     Value c = add(tid, it * threads);
@@ -979,13 +976,23 @@ void AttentionBuilder::splitK(Value base) {
     }
     Value off = mul(c, ce);
     Value at = add(base, off);
-    auto [big, small] = splitTf32(vector::LoadOp::create(
-        b, loc, v4, smemK, ValueRange{at}, false, llvm::Align(16)));
-    vector::StoreOp::create(b, loc, big, smemK, ValueRange{at}, false,
+    auto [big, rest] = splitTf32(vector::LoadOp::create(
+        b, loc, v4, tile, ValueRange{at}, false, llvm::Align(16)));
+    vector::StoreOp::create(b, loc, big, tile, ValueRange{at}, false,
                             llvm::Align(16));
-    vector::StoreOp::create(b, loc, small, smemKVSmall, ValueRange{off}, false,
+    vector::StoreOp::create(b, loc, rest, small, ValueRange{off}, false,
                             llvm::Align(16));
   }
+}
+
+void AttentionBuilder::splitK(Value base) {
+  // Every warp reads every element of a K or V tile, so split in the
+  // fragments each of the block's warps would repeat the tile's roundings
+  // (2 conversions an element, each 4 ALU instructions on sm_90 (SASS):
+  // the kernel's bound, about 9K cycles a 32-key tile at head size 128).
+  // Split here, each element is rounded once a block. Chunks are taken in
+  // storage order: the swizzle only permutes them.
+  splitInPlace(smemK, base, smemKVSmall, s.blockKV * cpr);
   mlir::gpu::BarrierOp::create(b, loc);
 }
 
@@ -1369,16 +1376,7 @@ void AttentionBuilder::build(Value q, Value k, Value v, Value o, Value stats) {
     // head size 128), as many as the tile's MMAs.
     waitGroups(2 * (s.stages - 1));
     mlir::gpu::BarrierOp::create(b, loc);
-    VectorType v4 = VectorType::get({4}, f32);
-    for (int64_t it = 0; it < ceilDiv(s.blockQ * cpr, threads); ++it) {
-      Value off = mul(add(tid, it * threads), ce);
-      auto [big, small] = splitTf32(vector::LoadOp::create(
-          b, loc, v4, smemQ, ValueRange{off}, false, llvm::Align(16)));
-      vector::StoreOp::create(b, loc, big, smemQ, ValueRange{off}, false,
-                              llvm::Align(16));
-      vector::StoreOp::create(b, loc, small, smemQSmall, ValueRange{off}, false,
-                              llvm::Align(16));
-    }
+    splitInPlace(smemQ, cst(0), smemQSmall, s.blockQ * cpr);
     mlir::gpu::BarrierOp::create(b, loc);
   }
   if (qInRegs) {

@@ -261,6 +261,9 @@ private:
   /// place (the big parts), the small parts to `small` at the same offsets
   /// from its start.
   void splitInPlace(Value tile, Value base, Value small, int64_t chunks);
+  /// Calls `body` with items tid, tid + threads, ... below `items`, the
+  /// last round guarded where it would pass them.
+  void forEachItem(int64_t items, llvm::function_ref<void(Value)> body);
   /// 3xTF32: splits K's tile at `base` (splitInPlace, the small parts to
   /// smemKVSmall), then barriers (the loop's barrier before it).
   void splitK(Value base);
@@ -963,17 +966,23 @@ Value AttentionBuilder::vPairOffset(Value pair, Value chunk) {
              mul(arith::XOrIOp::create(b, loc, chunk, f), ce));
 }
 
+void AttentionBuilder::forEachItem(int64_t items,
+                                   llvm::function_ref<void(Value)> body) {
+  for (int64_t it = 0; it < ceilDiv(items, threads); ++it) {
+    OpBuilder::InsertionGuard guard(b);
+    Value c = add(tid, it * threads);
+    if ((it + 1) * threads > items) {
+      auto ifOp = scf::IfOp::create(b, loc, ult(c, items), /*withElse=*/false);
+      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    }
+    body(c);
+  }
+}
+
 void AttentionBuilder::splitInPlace(Value tile, Value base, Value small,
                                     int64_t chunks) {
   VectorType v4 = VectorType::get({4}, f32);
-  for (int64_t it = 0; it < ceilDiv(chunks, threads); ++it) {
-    std::optional<OpBuilder::InsertionGuard> guard;
-    Value c = add(tid, it * threads);
-    if ((it + 1) * threads > chunks) {
-      guard.emplace(b);
-      auto ifOp = scf::IfOp::create(b, loc, ult(c, chunks), /*withElse=*/false);
-      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-    }
+  forEachItem(chunks, [&](Value c) {
     Value off = mul(c, ce);
     Value at = add(base, off);
     auto [big, rest] = splitTf32(vector::LoadOp::create(
@@ -982,7 +991,7 @@ void AttentionBuilder::splitInPlace(Value tile, Value base, Value small,
                             llvm::Align(16));
     vector::StoreOp::create(b, loc, rest, small, ValueRange{off}, false,
                             llvm::Align(16));
-  }
+  });
 }
 
 void AttentionBuilder::splitK(Value base) {
@@ -1003,15 +1012,7 @@ void AttentionBuilder::splitV(Value base) {
   // smemKVSmall.
   mlir::gpu::BarrierOp::create(b, loc);
   VectorType v4 = VectorType::get({4}, f32);
-  int64_t items = s.blockKV / 2 * cpr;
-  for (int64_t it = 0; it < ceilDiv(items, threads); ++it) {
-    std::optional<OpBuilder::InsertionGuard> guard;
-    Value c = add(tid, it * threads);
-    if ((it + 1) * threads > items) {
-      guard.emplace(b);
-      auto ifOp = scf::IfOp::create(b, loc, ult(c, items), /*withElse=*/false);
-      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-    }
+  forEachItem(s.blockKV / 2 * cpr, [&](Value c) {
     Value pair = div(c, cpr), q = rem(c, cpr);
     Value x[2];
     for (int64_t k = 0; k < 2; ++k) {
@@ -1033,7 +1034,7 @@ void AttentionBuilder::splitV(Value base) {
       vector::StoreOp::create(b, loc, small, smemKVSmall, ValueRange{off},
                               false, llvm::Align(16));
     }
-  }
+  });
   mlir::gpu::BarrierOp::create(b, loc);
 }
 

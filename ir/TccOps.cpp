@@ -108,6 +108,26 @@ LogicalResult CastOp::verify() {
   return success();
 }
 
+/// Whether every value of element type `from` converts to `to` exactly.
+static bool convertsExactly(Type from, Type to) {
+  auto ff = dyn_cast<FloatType>(from), ft = dyn_cast<FloatType>(to);
+  if (ff && ft)
+    return llvm::APFloatBase::isRepresentableBy(ff.getFloatSemantics(),
+                                                ft.getFloatSemantics());
+  auto inf = dyn_cast<IntegerType>(from), it = dyn_cast<IntegerType>(to);
+  // Integers are signed (i1, bool, is 0 or 1: exact in any wider one).
+  return inf && it && inf.getWidth() <= it.getWidth();
+}
+
+OpFoldResult CastOp::fold(FoldAdaptor) {
+  auto inner = getInput().getDefiningOp<CastOp>();
+  if (inner && inner.getInput().getType() == getType() &&
+      convertsExactly(elementType(inner.getInput()),
+                      elementType(inner.getResult())))
+    return inner.getInput();
+  return {};
+}
+
 LogicalResult ConstantOp::verify() {
   Type elt = elementType(getResult());
   if (getValue().getType() != elt)
@@ -372,6 +392,50 @@ LogicalResult BroadcastToOp::verify() {
            << ::tcc::shapeToString(shapeOf(getInput())) << " to "
            << ::tcc::shapeToString(target);
   return success();
+}
+
+namespace {
+/// An element-wise op reading a broadcast_to whose input its other
+/// operands broadcast to the same result shape reads the input.
+struct BroadcastIntoElementwise : OpRewritePattern<BroadcastToOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(BroadcastToOp op,
+                                PatternRewriter &rewriter) const override {
+    bool changed = false;
+    for (OpOperand &use : llvm::make_early_inc_range(op->getUses())) {
+      Operation *user = use.getOwner();
+      if (!user->hasTrait<OpTrait::tcc::ElementwiseMap>() ||
+          user->getNumResults() != 1 || user->getNumOperands() < 2)
+        continue;
+      ::tcc::ShapeOrError shape;
+      shape.shape = {};
+      bool ok = true;
+      for (OpOperand &o : user->getOpOperands()) {
+        Value v = &o == &use ? op.getInput() : o.get();
+        auto t = dyn_cast<RankedTensorType>(v.getType());
+        if (!t) {
+          ok = false;
+          break;
+        }
+        shape = ::tcc::broadcastShapes(shape.shape, shapeOf(v));
+        if (!shape.ok()) {
+          ok = false;
+          break;
+        }
+      }
+      if (!ok || shape.shape != shapeOf(user->getResult(0)))
+        continue;
+      rewriter.modifyOpInPlace(user, [&] { use.set(op.getInput()); });
+      changed = true;
+    }
+    return success(changed);
+  }
+};
+} // namespace
+
+void BroadcastToOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                                MLIRContext *context) {
+  results.add<BroadcastIntoElementwise>(context);
 }
 
 LogicalResult ConcatOp::verify() {

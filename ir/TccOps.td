@@ -118,11 +118,17 @@ def Tcc_CastOp : Tcc_Op<"cast", [Pure, Tcc_Elementwise]> {
     Float to int truncates toward zero (NaN gives 0, out-of-range values
     saturate); float to f8 rounds to nearest even and saturates to the largest
     finite value; anything to bool is `x != 0`.
+
+    Folds: a cast back to the type of a cast's input is that input where the
+    first cast is exact (to a float type holding every value of the input's,
+    f16 to f32 and back; an integer to a wider one): attention's P·V kept in
+    f32 and cast back to f16 costs no kernel.
   }];
   let arguments = (ins Tcc_Tensor:$input);
   let results = (outs Tcc_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -289,10 +295,17 @@ def Tcc_TransposeOp : Tcc_Op<"transpose", [Pure, Tcc_DataMovement]> {
 
 def Tcc_BroadcastToOp : Tcc_Op<"broadcast_to", [Pure, Tcc_DataMovement]> {
   let summary = "NumPy broadcast to the result type";
+  let description = [{
+    Canonicalized: an element-wise op whose other operands broadcast to its
+    result's shape without it reads the input instead (NumPy broadcasting
+    within the op), so a mask expanded to the scores' shape (PyTorch's
+    `expand`) is read where it is, not copied to its full size.
+  }];
   let arguments = (ins Tcc_Tensor:$input);
   let results = (outs Tcc_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+  let hasCanonicalizer = 1;
 }
 
 def Tcc_ConcatOp : Tcc_Op<"concat", [Pure, Tcc_DataMovement]> {

@@ -88,6 +88,9 @@ std::optional<LinearConstraint> affineOf(Value v, int64_t rank) {
     return std::nullopt;
   if (auto c = constantValue(v))
     return LinearConstraint{0, 0, int64_t(*c)};
+  // Broadcasting aligns trailing axes: the positions are the input's.
+  if (auto b = dyn_cast<BroadcastToOp>(op))
+    return affineOf(b.getInput(), rank);
   if (auto iota = dyn_cast<IotaOp>(op)) {
     RankedTensorType t = typeOf(v);
     int64_t axis = iota.getAxis() + (rank - t.getRank());
@@ -252,6 +255,13 @@ Value unrepeated(Value v, int64_t &kvHeads, SmallVector<Operation *> &ops) {
   return split.getInput();
 }
 
+/// Whether `op` is a cast from one float type to another.
+bool isFloatCast(Operation *op) {
+  auto c = dyn_cast<CastOp>(op);
+  return c && isa<FloatType>(typeOf(c.getInput()).getElementType()) &&
+         isa<FloatType>(typeOf(c.getResult()).getElementType());
+}
+
 /// `v` less the casts between float types that produced it, which are
 /// appended to `ops` (a model in f16 casts P to V's dtype, or sums in f32).
 Value uncast(Value v, SmallVectorImpl<Operation *> &ops) {
@@ -394,19 +404,28 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
   pattern.append({exp, sum, pv});
   // exp(s - max(s)), the max maybe broadcast to the scores' shape; or
   // exp(s): the same softmax, which the template computes less the max.
+  // Float casts may stand on either side (the format's softmax over 16-bit
+  // scores takes the max in their dtype, then subtracts in f32): they are
+  // the softmax's, as the template computes it in f32.
   Value x = exp.getInput();
   auto sub = x.getDefiningOp<SubOp>();
-  Value rowMax = sub ? sub.getRhs() : Value();
+  SmallVector<Operation *> maxPath;
+  Value rowMax = sub ? uncast(sub.getRhs(), maxPath) : Value();
   auto broadcast =
       rowMax ? rowMax.getDefiningOp<BroadcastToOp>() : BroadcastToOp();
   if (broadcast)
-    rowMax = broadcast.getInput();
+    rowMax = uncast(broadcast.getInput(), maxPath);
   auto max = rowMax ? rowMax.getDefiningOp<ReduceMaxOp>() : ReduceMaxOp();
   if (max) {
-    if (max.getInput() != sub.getLhs() || !isLastAxisKeepdims(max, rank))
+    SmallVector<Operation *> lhsCasts;
+    Value maxIn = uncast(max.getInput(), maxPath);
+    if (uncast(sub.getLhs(), lhsCasts) != maxIn ||
+        !isLastAxisKeepdims(max, rank))
       return fail("the exponent is not the scores less their max");
-    x = sub.getLhs();
+    x = maxIn;
     pattern.append({sub, max});
+    pattern.append(maxPath);
+    pattern.append(lhsCasts);
     if (broadcast)
       pattern.push_back(broadcast);
   }
@@ -453,8 +472,17 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
       }
       visit(o);
     }
+    // Reading no score: the scores come from outside (a full-size operand
+    // from before the chain: the cast of the format's softmax over them),
+    // or the change is a constant.
     if (!readsScore && !badChange)
-      badChange = "a change of the scores reads no score";
+      badChange = llvm::any_of(op->getOperands(),
+                               [&](Value o) {
+                                 return isOutside(o, &body) &&
+                                        typeOf(o).getShape() == scoreShape;
+                               })
+                      ? "the scores do not come from Q·Kᵀ in the chain"
+                      : "a change of the scores reads no score";
   };
   visit(m.softmaxInput);
   if (badChange || !qk)
@@ -558,9 +586,12 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
     return fail("Q, K and V differ in their leading dimensions");
   m.elemType = qt.getElementType();
   if (!(m.elemType.isBF16() || m.elemType.isF16() || m.elemType.isF32()) ||
-      kt.getElementType() != m.elemType || vt.getElementType() != m.elemType ||
-      ot.getElementType() != m.elemType)
-    return fail("Q, K, V and the result are not all bf16, all f16 or all f32");
+      kt.getElementType() != m.elemType || vt.getElementType() != m.elemType)
+    return fail("Q, K and V are not all bf16, all f16 or all f32");
+  // A result of another float type (P·V kept in f32, or cast after it) is
+  // the kernel's result cast: it accumulates O in f32 and rounds it once.
+  if (!isa<FloatType>(ot.getElementType()))
+    return fail("the result is not a float tensor");
   m.lq = qt.getDimSize(qt.getRank() - 2);
   m.headDim = qt.getDimSize(qt.getRank() - 1);
   int64_t kKeyAxis = kt.getRank() - (m.kTransposed ? 1 : 2);
@@ -594,7 +625,10 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
     std::function<bool(Value)> infinite = [&](Value v) {
       if (isOutside(v, &body))
         return captured && isa<FloatType>(typeOf(v).getElementType());
-      if (v == m.scores || changes.contains(v.getDefiningOp()))
+      // A taken mask's select is moved to the end: a change after it (a
+      // cast) reads the score, not its -inf.
+      if (v == m.scores || changes.contains(v.getDefiningOp()) ||
+          llvm::is_contained(m.maskSelects, v.getDefiningOp()))
         return false;
       if (std::optional<double> c = constantValue(v))
         return std::isinf(*c);
@@ -718,7 +752,7 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
       continue;
     bool keepsInfinity = llvm::all_of(
         ArrayRef<Operation *>(m.mods).drop_front(idx + 1), [&](Operation *o) {
-          if (isa<AddOp>(o))
+          if (isa<AddOp>(o) || isFloatCast(o))
             return true;
           if (isa<SubOp>(o))
             return !scoreFree(o->getOperand(0), &body,
@@ -741,18 +775,23 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
   // A positive scale alone (the common case) needs no score code; nor does
   // a scale beside a key mask, which the templates apply as a mask (a
   // positive factor keeps -inf, so the order does not matter).
+  // Casts between float types are no code either: the templates compute
+  // every score in f32 (softmax written in f32 between casts, as the
+  // format's softmax over 16-bit values is, is the same softmax).
   SmallVector<Operation *> others;
   for (Operation *op : m.mods)
-    if (!m.keyMask || !isa<SelectOp>(op) ||
-        cast<SelectOp>(op).getCond() != m.keyMask)
+    if ((!m.keyMask || !isa<SelectOp>(op) ||
+         cast<SelectOp>(op).getCond() != m.keyMask) &&
+        !isFloatCast(op))
       others.push_back(op);
   if (m.keyMask && others.empty()) {
     m.scale = 1.0;
     m.keyMaskAlone = true;
   }
   // No change at all (attention written without a scale, perhaps with a
-  // linear mask): the scale 1, so the templates' fast softmax takes it.
-  if (m.mods.empty())
+  // linear mask; casts are none): the scale 1, so the templates' fast
+  // softmax takes it.
+  if (others.empty())
     m.scale = 1.0;
   // Products and quotients by positive constants only (a scale, or Q's and
   // K's prescales moved onto the scores): one scale, their product. Each
@@ -918,14 +957,17 @@ AttentionOp AttentionMatch::buildOp(OpBuilder &b) const {
     if (viaView && !direct)
       views.push_back(int64_t(i));
   }
+  // The result in Q's type; FormAttention casts it to the chain's.
   auto op = AttentionOp::create(
-      b, loc, chain->getResult(0).getType(), qv.base, kv.base, vv.base,
-      captured, b.getI64IntegerAttr(batch), b.getI64IntegerAttr(heads),
-      b.getI64IntegerAttr(kvHeads), b.getI64IntegerAttr(lq),
-      b.getI64IntegerAttr(lk), b.getI64IntegerAttr(headDim), flag(kTransposed),
-      strides(qv.strides), strides(kv.strides), strides(vv.strides),
-      strides(oStrides), b.getI64IntegerAttr(qv.offset),
-      b.getI64IntegerAttr(kv.offset), b.getI64IntegerAttr(vv.offset),
+      b, loc,
+      cast<RankedTensorType>(chain->getResult(0).getType()).clone(elemType),
+      qv.base, kv.base, vv.base, captured, b.getI64IntegerAttr(batch),
+      b.getI64IntegerAttr(heads), b.getI64IntegerAttr(kvHeads),
+      b.getI64IntegerAttr(lq), b.getI64IntegerAttr(lk),
+      b.getI64IntegerAttr(headDim), flag(kTransposed), strides(qv.strides),
+      strides(kv.strides), strides(vv.strides), strides(oStrides),
+      b.getI64IntegerAttr(qv.offset), b.getI64IntegerAttr(kv.offset),
+      b.getI64IntegerAttr(vv.offset),
       scale ? b.getF64FloatAttr(*scale) : FloatAttr(),
       b.getDenseI64ArrayAttr(flat), flag(keyMaskPerHead), flag(keyMaskAlone),
       flag(maskedToInfinity), b.getDenseI64ArrayAttr(views));
@@ -1128,11 +1170,13 @@ std::optional<double> uniformValue(Value v, int depth) {
       return std::nullopt;
     return rounded(isa<SqrtOp>(op) ? std::sqrt(*x) : 1.0 / std::sqrt(*x));
   }
-  if (isa<MulOp, DivOp, AddOp, SubOp>(op)) {
+  if (isa<MulOp, DivOp, AddOp, SubOp, PowOp>(op)) {
     std::optional<double> x = uniformValue(op->getOperand(0), depth + 1);
     std::optional<double> y = uniformValue(op->getOperand(1), depth + 1);
     if (!x || !y)
       return std::nullopt;
+    if (isa<PowOp>(op))
+      return rounded(std::pow(*x, *y));
     if (isa<MulOp>(op))
       return rounded(*x * *y);
     if (isa<DivOp>(op))

@@ -51,6 +51,29 @@ void writeThroughReshape(AttentionOp op) {
   reshape->erase();
 }
 
+/// A layout transpose that is the result's one use (the heads moved back
+/// to [B, L, H, D] after a cast the chain ended before: P·V kept in f32,
+/// cast back) is written through o_strides, as the match takes one inside
+/// the chain.
+void writeThroughTranspose(AttentionOp op) {
+  Value result = op.getResult();
+  if (!result.hasOneUse() || !op.getOStrides().empty())
+    return;
+  auto t = dyn_cast<TransposeOp>(*result.getUsers().begin());
+  if (!t || !isLayoutTranspose(t))
+    return;
+  ArrayRef<int64_t> shape = cast<RankedTensorType>(t.getType()).getShape();
+  SmallVector<int64_t> packed(shape.size(), 1), strides(shape.size());
+  for (int64_t i = int64_t(shape.size()) - 2; i >= 0; --i)
+    packed[i] = packed[i + 1] * shape[i + 1];
+  for (auto [j, axis] : llvm::enumerate(t.getPerm()))
+    strides[axis] = packed[j];
+  op.setOStrides(strides);
+  result.setType(t.getType());
+  t.replaceAllUsesWith(result);
+  t->erase();
+}
+
 struct TccFormAttention : impl::TccFormAttentionBase<TccFormAttention> {
   void runOnOperation() override {
     SmallVector<ChainOp> chains;
@@ -73,8 +96,28 @@ struct TccFormAttention : impl::TccFormAttentionBase<TccFormAttention> {
       AttentionOp op = m->buildOp(b);
       op->setAttr(kAttentionPlanAttrName,
                   chain->getAttr(kAttentionPlanAttrName));
-      chain.getResult(0).replaceAllUsesWith(op.getResult());
+      Value result = op.getResult();
+      CastOp widened;
+      if (result.getType() != chain.getResult(0).getType())
+        widened = CastOp::create(b, chain.getLoc(),
+                                 chain.getResult(0).getType(), result);
+      chain.getResult(0).replaceAllUsesWith(widened ? widened : result);
+      if (widened) {
+        // Casts back to the op's type (P·V kept in f32, then cast to f16
+        // by the model) read the op's result: no kernel for either.
+        for (Operation *user : llvm::make_early_inc_range(widened->getUsers()))
+          if (auto back = dyn_cast<CastOp>(user);
+              back &&
+              back.fold(CastOp::FoldAdaptor(SmallVector<Attribute>(1), back)) ==
+                  OpFoldResult(result)) {
+            back.replaceAllUsesWith(result);
+            back.erase();
+          }
+        if (widened->use_empty())
+          widened.erase();
+      }
       chain.erase();
+      writeThroughTranspose(op);
       writeThroughReshape(op);
       // Views of Q, K and V the op reads through (buildOp) are dead now
       // unless something else reads them: no copy kernel of their own.

@@ -57,11 +57,17 @@ bool isScalarOp(Operation *op) {
   // round as the lowering's do, not here.
   if (auto clamp = dyn_cast<ClampOp>(op))
     return isa<FloatType>(cast<ShapedType>(clamp.getType()).getElementType());
+  // pow of floats (a scale written pow(d, -0.5), scores squared); an
+  // integer pow's loop is the lowering's.
+  if (auto pow = dyn_cast<PowOp>(op))
+    return isa<FloatType>(cast<ShapedType>(pow.getType()).getElementType());
+  // A broadcast is the element it reads (the kernel reads captured
+  // tensors at the score's position, broadcast).
   return isa<NegOp, AbsOp, ExpOp, LogOp, SqrtOp, RsqrtOp, ReciprocalOp, TanhOp,
              SigmoidOp, ReluOp, FloorOp, CeilOp, NotOp, AddOp, SubOp, MulOp,
              DivOp, MaximumOp, MinimumOp, EqualOp, NotEqualOp, LessOp,
              LessEqualOp, GreaterOp, GreaterEqualOp, AndOp, OrOp, SelectOp,
-             CastOp, ConstantOp, IotaOp>(op);
+             CastOp, ConstantOp, IotaOp, BroadcastToOp>(op);
 }
 
 Value buildScalarOp(OpBuilder &b, Location loc, Operation *op, ValueRange in) {
@@ -107,6 +113,10 @@ Value buildScalarOp(OpBuilder &b, Location loc, Operation *op, ValueRange in) {
     }
   } else if (isa<DivOp>(op))
     r = bin(std::pair<arith::DivFOp, arith::DivSIOp>());
+  else if (isa<BroadcastToOp>(op))
+    r = in[0];
+  else if (isa<PowOp>(op))
+    r = math::PowFOp::create(b, loc, in[0], in[1]);
   else if (isa<MaximumOp>(op))
     r = bin(std::pair<arith::MaximumFOp, arith::MaxSIOp>());
   else if (isa<MinimumOp>(op))

@@ -255,6 +255,9 @@ def draw(T, seed, index):
     # from a generator of its own so that the other choices of a seed's
     # mixes stay those of earlier sessions' draws.
     dag = np.random.default_rng([seed, index, 1])
+    # Forms written around attention (a mask expanded to the scores'
+    # shape, P·V kept in f32): a generator of their own too.
+    around = np.random.default_rng([seed, index, 2])
     if dag.random() < 0.2:
         if dag.random() < 0.5:  # leaky: s > 0 ? s : s / 4
             low = m.add('mul', [s, m.const(dt, 0.25)])
@@ -309,6 +312,10 @@ def draw(T, seed, index):
         else:
             mk = m.add('reshape', [m.input(mname, 'bool', [b, lk])], shape=[b, 1, 1, lk])
             get = lambda env, mname=mname: env[mname][:, None, None, :]
+        if around.random() < 0.3:
+            # Expanded to the scores' shape (PyTorch's expand).
+            mk = m.add('broadcast_to', [mk], shape=[b, h, lq, lk])
+            tags.append('expand')
         keeps.append((mk, lambda r, c, env, get=get: get(env)))
         tags.append('pad_' + mname)
     if keeps and m.chance(0.5):
@@ -366,6 +373,12 @@ def draw(T, seed, index):
             tags.append('softmax32')
         else:
             o = m.add('matmul', [m.add('softmax', [s], axis=-1), v])
+    if dt != 'f32' and m.nodes[-1]['op'] == 'matmul' and around.random() < 0.15:
+        # P·V kept in f32 (out_dtype), cast back to the dtype.
+        pv = m.nodes[-1]
+        pv['attrs'] = dict(pv.get('attrs', {}), out_dtype='f32')
+        o = m.add('cast', [o], to=dt)
+        tags.append('pvf32')
     if 'o' in layout:
         o = m.add('transpose', [o], perm=[0, 2, 1, 3])
     m.nodes[-1]['outputs'] = ['o']

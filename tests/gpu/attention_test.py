@@ -301,6 +301,7 @@ def cases():
     out += decode_cases()
     out += head_size_cases()
     out += key_mask_cases()
+    out += written_cases()
     out += handwritten_cases()
     out += bias_cases()
     out += f32_cases()
@@ -651,6 +652,76 @@ def captured_cases():
                                                      [2, 4, 1000, 128], mods,
                                                      captured=[('mask', 'bool', [2, 1, 1, 1000])]),
                 1.0, lambda s, r, c, env: np.where(env['mask'], s * 0.125, -np.inf)))
+    return out
+
+
+def written_cases():
+    """Forms users write that reach attention through other ops: a padding
+    mask expanded to the scores' shape (PyTorch's `expand`, a broadcast_to),
+    document ids broadcast both ways, and P·V (or Q·Kᵀ too) kept in f32
+    and cast back to the inputs' dtype (one rounding of the f32 result, as
+    the kernel's)."""
+    out = []
+    inv = 1 / np.sqrt(64)
+    b, h, n = 2, 3, 900
+    out.append(('keymask_expand_bf16_900', model(
+        'expand', 'bf16', [b, h, n, 64], [b, h, n, 64],
+        [const('c', 'bf16', inv), node('mul', ['s', 'c'], 'ss'), const('neg', 'bf16', '-inf'),
+         node('reshape', ['runs'], 'r4', shape=[b, 1, 1, n]),
+         node('broadcast_to', ['r4'], 'rb', shape=[b, h, n, n]),
+         node('select', ['rb', 'ss', 'neg'], 's_mod')],
+        captured=[('runs', 'bool', [b, n])]), 1.0,
+        lambda s, r, c, env: np.where(env['runs'][:, None, None, :], s * inv, -np.inf)))
+    L0 = 600
+    out.append(('docmask_expand_f16_600', model(
+        'doc_expand', 'f16', [1, 2, L0, 64], [1, 2, L0, 64],
+        [const('c', 'f16', inv), node('mul', ['s', 'c'], 'ss'), const('neg', 'f16', '-inf'),
+         node('reshape', ['doc'], 'dq', shape=[L0, 1]),
+         node('broadcast_to', ['dq'], 'dqb', shape=[L0, L0]),
+         node('broadcast_to', ['doc'], 'dkb', shape=[L0, L0]),
+         node('equal', ['dqb', 'dkb'], 'same'), node('select', ['same', 'ss', 'neg'], 's_mod')],
+        captured=[('doc', 'i32', [L0])]), 1.0,
+        lambda s, r, c, env: np.where(env['doc'][r] == env['doc'][c], s * inv, -np.inf)))
+
+    def pv_f32(m, scores_f32=False):
+        """P·V kept in f32 and cast back (and Q·Kᵀ in f32, P cast to the
+        dtype, when `scores_f32`)."""
+        dt = m['inputs'][0]['dtype']
+        nodes = []
+        for nd in m['nodes']:
+            if nd['op'] == 'matmul' and nd['inputs'][0] == 'p':
+                out = nd['outputs'][0]
+                nd = dict(nd, outputs=['o32'], attrs={'out_dtype': 'f32'})
+                nodes += [nd, node('cast', ['o32'], out, to=dt)]
+                continue
+            if scores_f32 and nd['op'] == 'matmul':
+                nd = dict(nd, attrs=dict(nd.get('attrs', {}), out_dtype='f32'))
+            if scores_f32 and nd['op'] == 'constant' and nd['attrs']['dtype'] == dt:
+                nd = dict(nd, attrs=dict(nd['attrs'], dtype='f32'))
+            if scores_f32 and nd['op'] == 'softmax':
+                nodes += [dict(nd, outputs=['p32']), node('cast', ['p32'], 'p', to=dt)]
+                continue
+            nodes.append(nd)
+        return dict(m, nodes=nodes)
+    invh = np.float64(np.float16(1 / np.sqrt(128)))
+    out.append(('pv_f32_cast_f16_777', pv_f32(model(
+        'pv_f32', 'f16', [1, 2, 777, 128], [1, 2, 777, 128],
+        [const('c', 'f16', 1 / np.sqrt(128)), node('mul', ['s', 'c'], 's_mod')])),
+        1.0, lambda s, r, c: s * invh))
+    LAYOUT['decode_pv_f32_layout_bf16_q4_2000'] = 'qkvo'
+    # Decode, the result moved back to [B, L, H, D] after the cast: written
+    # through strides by the decode pair (no copy kernel).
+    out.append(('decode_pv_f32_layout_bf16_q4_2000', pv_f32(model(
+        'dpv_f32', 'bf16', [1, 8, 4, 128], [1, 8, 2000, 128],
+        [const('c', 'bf16', 1 / np.sqrt(128)), node('mul', ['s', 'c'], 's_mod')],
+        layout='qkvo')), 1.0, lambda s, r, c: s * np.float64(L.narrow('bf16', 1 / np.sqrt(128)))))
+    inv32 = np.float64(np.float32(inv))
+    out.append(('scores_f32_causal_bf16_500', pv_f32(model(
+        'scores_f32', 'bf16', [1, 2, 500, 64], [1, 2, 500, 64],
+        [const('c', 'bf16', inv), node('mul', ['s', 'c'], 'ss')] + positions(500, 500) + [
+            node('greater_equal', ['row', 'col'], 'keep'), const('neg', 'bf16', '-inf'),
+            node('select', ['keep', 'ss', 'neg'], 's_mod')]), scores_f32=True),
+        1.0, lambda s, r, c: np.where(r >= c, s * inv32, -np.inf)))
     return out
 
 

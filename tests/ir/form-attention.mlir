@@ -488,3 +488,97 @@ func.func @mask_inside_dag(%q: tensor<1x4x128x64xbf16>, %k: tensor<1x4x128x64xbf
   }
   return %0 : tensor<1x4x128x64xbf16>
 }
+
+// -----
+
+// The format's softmax over bf16 scores: its chain in f32 between two
+// casts. The casts are no code: the padding mask before them is still the
+// key mask beside a scale, and the causal mask a constraint.
+// CHECK-LABEL: func.func @softmax_in_f32
+// CHECK: tcc.attention %arg0, %arg1, %arg2 captures(%arg3 : tensor<2x1x1x64xi1>) attributes {batch = 2 : i64, {{.*}}key_mask_alone, {{.*}}mask = array<i64: 1, -1, 0>, masked_to_infinity, scale = 1.250000e-01 : f64
+func.func @softmax_in_f32(%q: tensor<2x4x64x64xbf16>, %k: tensor<2x4x64x64xbf16>, %v: tensor<2x4x64x64xbf16>, %mask: tensor<2x1x1x64xi1>) -> tensor<2x4x64x64xbf16> {
+  %0 = tcc.chain attributes {axis = 3 : i64} -> tensor<2x4x64x64xbf16> {
+    %s = tcc.matmul %q, %k {transpose_b = true} : tensor<2x4x64x64xbf16>, tensor<2x4x64x64xbf16> -> tensor<2x4x64x64xbf16>
+    %c = tcc.constant {value = 1.250000e-01 : bf16} : tensor<bf16>
+    %ss = tcc.mul %s, %c : tensor<2x4x64x64xbf16>, tensor<bf16> -> tensor<2x4x64x64xbf16>
+    %neg = tcc.constant {value = 0xFF80 : bf16} : tensor<bf16>
+    %sm = tcc.select %mask, %ss, %neg : tensor<2x1x1x64xi1>, tensor<2x4x64x64xbf16>, tensor<bf16> -> tensor<2x4x64x64xbf16>
+    %row = tcc.iota {axis = 0 : i64} : tensor<64x64xi32>
+    %col = tcc.iota {axis = 1 : i64} : tensor<64x64xi32>
+    %keep = tcc.greater_equal %row, %col : tensor<64x64xi32>, tensor<64x64xi32> -> tensor<64x64xi1>
+    %sc = tcc.select %keep, %sm, %neg : tensor<64x64xi1>, tensor<2x4x64x64xbf16>, tensor<bf16> -> tensor<2x4x64x64xbf16>
+    %w = tcc.cast %sc : tensor<2x4x64x64xbf16> -> tensor<2x4x64x64xf32>
+    %9 = tcc.reduce_max %w {axes = array<i64: 3>, keepdims = true} : tensor<2x4x64x64xf32> -> tensor<2x4x64x1xf32>
+    %10 = tcc.sub %w, %9 : tensor<2x4x64x64xf32>, tensor<2x4x64x1xf32> -> tensor<2x4x64x64xf32>
+    %11 = tcc.exp %10 : tensor<2x4x64x64xf32>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<2x4x64x64xf32> -> tensor<2x4x64x1xf32>
+    %13 = tcc.div %11, %12 : tensor<2x4x64x64xf32>, tensor<2x4x64x1xf32> -> tensor<2x4x64x64xf32>
+    %p = tcc.cast %13 : tensor<2x4x64x64xf32> -> tensor<2x4x64x64xbf16>
+    %14 = tcc.matmul %p, %v : tensor<2x4x64x64xbf16>, tensor<2x4x64x64xbf16> -> tensor<2x4x64x64xbf16>
+    tcc.yield %14 : tensor<2x4x64x64xbf16>
+  }
+  return %0 : tensor<2x4x64x64xbf16>
+}
+
+// -----
+
+// P·V kept in f32 (out_dtype) and cast back to bf16 by the model: the op
+// yields bf16 (O accumulated in f32, rounded once) and the casts fold away.
+// CHECK-LABEL: func.func @pv_in_f32
+// CHECK: %[[A:.*]] = tcc.attention %arg0, %arg1, %arg2 attributes {{.*}} -> tensor<1x4x128x64xbf16>
+// CHECK-NOT: tcc.cast
+// CHECK: return %[[A]]
+func.func @pv_in_f32(%q: tensor<1x4x128x64xbf16>, %k: tensor<1x4x128x64xbf16>, %v: tensor<1x4x128x64xbf16>) -> tensor<1x4x128x64xbf16> {
+  %0 = tcc.chain attributes {axis = 3 : i64} -> tensor<1x4x128x64xf32> {
+    %1 = tcc.constant {value = 1.250000e-01 : bf16} : tensor<bf16>
+    %5 = tcc.matmul %q, %k {transpose_b = true} : tensor<1x4x128x64xbf16>, tensor<1x4x128x64xbf16> -> tensor<1x4x128x128xbf16>
+    %6 = tcc.mul %5, %1 : tensor<1x4x128x128xbf16>, tensor<bf16> -> tensor<1x4x128x128xbf16>
+    %9 = tcc.reduce_max %6 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x128x128xbf16> -> tensor<1x4x128x1xbf16>
+    %10 = tcc.sub %6, %9 : tensor<1x4x128x128xbf16>, tensor<1x4x128x1xbf16> -> tensor<1x4x128x128xbf16>
+    %11 = tcc.exp %10 : tensor<1x4x128x128xbf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x128x128xbf16> -> tensor<1x4x128x1xbf16>
+    %13 = tcc.div %11, %12 : tensor<1x4x128x128xbf16>, tensor<1x4x128x1xbf16> -> tensor<1x4x128x128xbf16>
+    %14 = tcc.matmul %13, %v : tensor<1x4x128x128xbf16>, tensor<1x4x128x64xbf16> -> tensor<1x4x128x64xf32>
+    tcc.yield %14 : tensor<1x4x128x64xf32>
+  }
+  %r = tcc.cast %0 : tensor<1x4x128x64xf32> -> tensor<1x4x128x64xbf16>
+  return %r : tensor<1x4x128x64xbf16>
+}
+
+// -----
+
+// A padding mask expanded to the scores' shape and combined with a causal
+// one: the causal part a constraint, the mask score code reading it where
+// it is (the broadcast is the element it reads); the scale written
+// pow(64, -0.5) is score code too beside it (a pow of constants).
+// CHECK-LABEL: func.func @pow_scale_expanded_mask
+// CHECK: tcc.attention %arg0, %arg1, %arg2 captures(%arg3 : tensor<2x1x1x64xi1>) attributes {{{.*}}mask = array<i64: 1, -1, 0>
+// CHECK-SAME: score {
+// CHECK: %[[M:.*]] = tensor.extract
+// CHECK: %[[P:.*]] = math.powf
+// CHECK: %[[S:.*]] = arith.mulf %{{.*}}, %[[P]]
+// CHECK: arith.select %[[M]], %[[S]]
+func.func @pow_scale_expanded_mask(%q: tensor<2x4x64x64xf32>, %k: tensor<2x4x64x64xf32>, %v: tensor<2x4x64x64xf32>, %mask: tensor<2x1x1x64xi1>) -> tensor<2x4x64x64xf32> {
+  %0 = tcc.chain attributes {axis = 3 : i64} -> tensor<2x4x64x64xf32> {
+    %d = tcc.constant {value = 6.400000e+01 : f32} : tensor<f32>
+    %e = tcc.constant {value = -5.000000e-01 : f32} : tensor<f32>
+    %c = tcc.pow %d, %e : tensor<f32>, tensor<f32> -> tensor<f32>
+    %s = tcc.matmul %q, %k {transpose_b = true} : tensor<2x4x64x64xf32>, tensor<2x4x64x64xf32> -> tensor<2x4x64x64xf32>
+    %ss = tcc.mul %s, %c : tensor<2x4x64x64xf32>, tensor<f32> -> tensor<2x4x64x64xf32>
+    %row = tcc.iota {axis = 0 : i64} : tensor<64x64xi32>
+    %col = tcc.iota {axis = 1 : i64} : tensor<64x64xi32>
+    %causal = tcc.greater_equal %row, %col : tensor<64x64xi32>, tensor<64x64xi32> -> tensor<64x64xi1>
+    %mb = tcc.broadcast_to %mask : tensor<2x1x1x64xi1> -> tensor<2x4x64x64xi1>
+    %keep = tcc.and %causal, %mb : tensor<64x64xi1>, tensor<2x4x64x64xi1> -> tensor<2x4x64x64xi1>
+    %neg = tcc.constant {value = 0xFF800000 : f32} : tensor<f32>
+    %sm = tcc.select %keep, %ss, %neg : tensor<2x4x64x64xi1>, tensor<2x4x64x64xf32>, tensor<f32> -> tensor<2x4x64x64xf32>
+    %9 = tcc.reduce_max %sm {axes = array<i64: 3>, keepdims = true} : tensor<2x4x64x64xf32> -> tensor<2x4x64x1xf32>
+    %10 = tcc.sub %sm, %9 : tensor<2x4x64x64xf32>, tensor<2x4x64x1xf32> -> tensor<2x4x64x64xf32>
+    %11 = tcc.exp %10 : tensor<2x4x64x64xf32>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<2x4x64x64xf32> -> tensor<2x4x64x1xf32>
+    %13 = tcc.div %11, %12 : tensor<2x4x64x64xf32>, tensor<2x4x64x1xf32> -> tensor<2x4x64x64xf32>
+    %14 = tcc.matmul %13, %v : tensor<2x4x64x64xf32>, tensor<2x4x64x64xf32> -> tensor<2x4x64x64xf32>
+    tcc.yield %14 : tensor<2x4x64x64xf32>
+  }
+  return %0 : tensor<2x4x64x64xf32>
+}

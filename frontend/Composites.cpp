@@ -1,9 +1,13 @@
 //===- Composites.cpp - composite ops as their primitive chains -----------===//
 //
 // The format defines softmax, log_softmax, layer_norm, rms_norm and linear by
-// a chain of primitives; the frontend emits exactly that chain, op for op, so
-// a model that writes the chain by hand compiles to the same kernels (the
-// graph passes recognise chains, never composite names).
+// a chain of primitives; the frontend emits that chain, so a model that
+// writes the chain by hand compiles to the same kernels (the graph passes
+// recognise chains, never composite names). A composite over 16-bit or f8
+// values is one op: it computes in f32 and rounds its result once, as the
+// format's arithmetic rule says and PyTorch does. Its chain is emitted in f32
+// between two casts: the primitives written in f16 would round each partial
+// result, and a sum of exponentials or a square past 65504 is inf in f16.
 //
 //===----------------------------------------------------------------------===//
 #include "frontend/Importer.h"
@@ -54,6 +58,29 @@ bool checkAffine(NodeBuilder &nb, size_t i) {
   return true;
 }
 
+/// The type a composite over `t` computes in: f32 for narrower floats.
+DType computeType(DType t) {
+  return t == DType::F16 || t == DType::BF16 || t == DType::F8E4M3 ||
+                 t == DType::F8E5M2
+             ? DType::F32
+             : t;
+}
+
+/// `x` cast to dtype `t` (itself when it has it).
+Value castTo(NodeBuilder &nb, Value x, DType t) {
+  if (nb.dtype(x) == t)
+    return x;
+  return nb.create<T::CastOp>(nb.tensorType(nb.shape(x), t), x);
+}
+
+/// The max of `x` along `axis` (keepdims) in type `t`: taken over `x`'s own
+/// values and cast (exact: the widening is monotone), so the row is read
+/// in its dtype up to the max, as the chain in x's dtype did.
+Value rowMax(NodeBuilder &nb, Value x, int64_t axis, DType t) {
+  Value m = nb.reduce<T::ReduceMaxOp>(x, {axis}, true);
+  return m ? castTo(nb, m, t) : m;
+}
+
 } // namespace
 
 // e = exp(x - reduce_max(x, axis, keepdims)); e / reduce_sum(e, axis, keepdims)
@@ -62,14 +89,15 @@ bool buildSoftmax(NodeBuilder &nb, Values &r) {
   if (!nb.requireFloat(0) ||
       !nb.attrAxis("axis", (int64_t)nb.shape(nb.inputs[0]).size(), axis, -1))
     return false;
-  Value x = nb.inputs[0];
-  Value m = nb.reduce<T::ReduceMaxOp>(x, {axis}, true);
+  DType t = nb.dtype(nb.inputs[0]), ct = computeType(t);
+  Value m = rowMax(nb, nb.inputs[0], axis, ct);
   if (!m)
     return false;
+  Value x = castTo(nb, nb.inputs[0], ct);
   Value d = nb.binary<T::SubOp>(x, m, nb.pointer);
   Value e = nb.unary<T::ExpOp>(d);
   Value s = nb.reduce<T::ReduceSumOp>(e, {axis}, true);
-  r.push_back(nb.binary<T::DivOp>(e, s, nb.pointer));
+  r.push_back(castTo(nb, nb.binary<T::DivOp>(e, s, nb.pointer), t));
   return true;
 }
 
@@ -79,15 +107,16 @@ bool buildLogSoftmax(NodeBuilder &nb, Values &r) {
   if (!nb.requireFloat(0) ||
       !nb.attrAxis("axis", (int64_t)nb.shape(nb.inputs[0]).size(), axis, -1))
     return false;
-  Value x = nb.inputs[0];
-  Value m = nb.reduce<T::ReduceMaxOp>(x, {axis}, true);
+  DType type = nb.dtype(nb.inputs[0]), ct = computeType(type);
+  Value m = rowMax(nb, nb.inputs[0], axis, ct);
   if (!m)
     return false;
+  Value x = castTo(nb, nb.inputs[0], ct);
   Value t = nb.binary<T::SubOp>(x, m, nb.pointer);
   Value e = nb.unary<T::ExpOp>(t);
   Value s = nb.reduce<T::ReduceSumOp>(e, {axis}, true);
   Value l = nb.unary<T::LogOp>(s);
-  r.push_back(nb.binary<T::SubOp>(t, l, nb.pointer));
+  r.push_back(castTo(nb, nb.binary<T::SubOp>(t, l, nb.pointer), type));
   return true;
 }
 
@@ -102,20 +131,21 @@ bool buildLayerNorm(NodeBuilder &nb, Values &r) {
       return false;
   if (!readEps(nb, 1e-5, eps))
     return false;
-  Value x = nb.inputs[0];
+  DType t = nb.dtype(nb.inputs[0]), ct = computeType(t);
+  Value x = castTo(nb, nb.inputs[0], ct);
   Value m = nb.reduce<T::ReduceMeanOp>(x, axes, true);
   Value d = nb.binary<T::SubOp>(x, m, nb.pointer);
   Value sq = nb.binary<T::MulOp>(d, d, nb.pointer);
   Value v = nb.reduce<T::ReduceMeanOp>(sq, axes, true);
-  Value c = nb.constant(nb.dtype(x), {}, eps);
+  Value c = nb.constant(ct, {}, eps);
   Value ve = nb.binary<T::AddOp>(v, c, nb.pointer);
   Value rs = nb.unary<T::RsqrtOp>(ve);
   Value y = nb.binary<T::MulOp>(d, rs, nb.pointer);
   if (nb.inputs.size() > 1)
-    y = nb.binary<T::MulOp>(y, nb.inputs[1], nb.pointer);
+    y = nb.binary<T::MulOp>(y, castTo(nb, nb.inputs[1], ct), nb.pointer);
   if (nb.inputs.size() > 2)
-    y = nb.binary<T::AddOp>(y, nb.inputs[2], nb.pointer);
-  r.push_back(y);
+    y = nb.binary<T::AddOp>(y, castTo(nb, nb.inputs[2], ct), nb.pointer);
+  r.push_back(castTo(nb, y, t));
   return true;
 }
 
@@ -129,16 +159,17 @@ bool buildRmsNorm(NodeBuilder &nb, Values &r) {
     return false;
   if (!readEps(nb, 1e-6, eps))
     return false;
-  Value x = nb.inputs[0];
+  DType t = nb.dtype(nb.inputs[0]), ct = computeType(t);
+  Value x = castTo(nb, nb.inputs[0], ct);
   Value sq = nb.binary<T::MulOp>(x, x, nb.pointer);
   Value ms = nb.reduce<T::ReduceMeanOp>(sq, axes, true);
-  Value c = nb.constant(nb.dtype(x), {}, eps);
+  Value c = nb.constant(ct, {}, eps);
   Value a = nb.binary<T::AddOp>(ms, c, nb.pointer);
   Value rs = nb.unary<T::RsqrtOp>(a);
   Value y = nb.binary<T::MulOp>(x, rs, nb.pointer);
   if (nb.inputs.size() > 1)
-    y = nb.binary<T::MulOp>(y, nb.inputs[1], nb.pointer);
-  r.push_back(y);
+    y = nb.binary<T::MulOp>(y, castTo(nb, nb.inputs[1], ct), nb.pointer);
+  r.push_back(castTo(nb, y, t));
   return true;
 }
 

@@ -430,18 +430,23 @@ def sigmoid(x):
         return 1.0 / (1.0 + np.exp(-np.asarray(x, dtype=np.float64)))
 
 
-def softmax(x, axis=-1, r=lambda v: v):
-    """The format's chain; r rounds after each primitive (identity for f64)."""
+def softmax(x, axis=-1, r=lambda v: v, out=None):
+    """The format's chain; r rounds after each primitive (identity for f64),
+    out the result (default r). Over f16, bf16 and f8 the composite computes
+    in f32 and rounds its result once: pass out=the dtype's rounding and
+    leave r the identity (composite_rounding)."""
+    out = out or r
     with np.errstate(invalid='ignore'):
         m = r(np.max(x, axis=axis, keepdims=True))
         e = r(np.exp(r(x - m)))
-        return r(e / r(np.sum(e, axis=axis, keepdims=True)))
+        return out(e / r(np.sum(e, axis=axis, keepdims=True)))
 
 
-def log_softmax(x, axis=-1, r=lambda v: v):
+def log_softmax(x, axis=-1, r=lambda v: v, out=None):
+    out = out or r
     with np.errstate(invalid='ignore', divide='ignore'):
         t = r(x - r(np.max(x, axis=axis, keepdims=True)))
-        return r(t - r(np.log(r(np.sum(r(np.exp(t)), axis=axis, keepdims=True)))))
+        return out(t - r(np.log(r(np.sum(r(np.exp(t)), axis=axis, keepdims=True)))))
 
 
 def nll_loss(lp, t, w=None, ignore=None, reduction='mean'):
@@ -463,7 +468,8 @@ def nll_loss(lp, t, w=None, ignore=None, reduction='mean'):
             else loss.mean()
 
 
-def layer_norm(x, gamma=None, beta=None, axis=-1, eps_=1e-5, r=lambda v: v):
+def layer_norm(x, gamma=None, beta=None, axis=-1, eps_=1e-5, r=lambda v: v, out=None):
+    out = out or r
     axes = tuple(range(axis % x.ndim if x.ndim else 0, x.ndim))
     m = r(np.mean(x, axis=axes, keepdims=True))
     d = r(x - m)
@@ -473,16 +479,26 @@ def layer_norm(x, gamma=None, beta=None, axis=-1, eps_=1e-5, r=lambda v: v):
         y = r(y * gamma)
     if beta is not None:
         y = r(y + beta)
-    return y
+    return out(y)
 
 
-def rms_norm(x, gamma=None, axis=-1, eps_=1e-6, r=lambda v: v):
+def rms_norm(x, gamma=None, axis=-1, eps_=1e-6, r=lambda v: v, out=None):
+    out = out or r
     axes = tuple(range(axis % x.ndim if x.ndim else 0, x.ndim))
     ms = r(np.mean(r(x * x), axis=axes, keepdims=True))
     y = r(x * r(1.0 / np.sqrt(r(ms + eps_))))
     if gamma is not None:
         y = r(y * gamma)
-    return y
+    return out(y)
+
+
+def composite_rounding(dt, r):
+    """The keywords (r, out) for a composite over dtype dt whose primitives
+    round by r: over f16, bf16 and f8 it computes in f32 and rounds its
+    result once (the f32 steps are left exact); otherwise each step rounds."""
+    if dt in NARROW:
+        return {'r': lambda v: v, 'out': r}
+    return {'r': r, 'out': r}
 
 
 def conv2d(x, w, b=None, strides=(1, 1), pads=(0, 0, 0, 0), dilations=(1, 1), groups=1):

@@ -77,18 +77,19 @@ def ref_decoder_block_bf16(e):
     kernel, with Q, K and V computed by the layer."""
     def block(r):
         x = e['x']
-        h = L.rms_norm(x, e['norm1.weight'], -1, 1e-5, r)
+        h = L.rms_norm(x, e['norm1.weight'], -1, 1e-5, out=r)
         q, k, v = (heads(r(h @ e['attn.%s.weight' % n].T), 2, 128, 4) for n in 'qkv')
         s = r(r(q @ k.transpose(0, 1, 3, 2)) * 0.125)
         causal = np.arange(128)[:, None] >= np.arange(128)[None, :]
-        p = L.softmax(np.where(causal, s, -np.inf), -1, r)
+        p = L.softmax(np.where(causal, s, -np.inf), -1, out=r)
         o = r(p @ v).transpose(0, 2, 1, 3).reshape(2, 128, 256)
         x1 = r(x + r(o @ e['attn.out.weight'].T))
-        h2 = L.rms_norm(x1, e['norm2.weight'], -1, 1e-5, r)
+        h2 = L.rms_norm(x1, e['norm2.weight'], -1, 1e-5, out=r)
         f1 = r(r(h2 @ e['mlp.fc1.weight'].T) + e['mlp.fc1.bias'])
         g1 = r(f1 * L.sigmoid(f1))
         return r(x1 + r(g1 @ e['mlp.fc2.weight'].T))
-    # The format rounds every primitive's result to bf16; tcc rounds fewer
+    # The format rounds every primitive's result to bf16 (a composite's
+    # once, rms_norm's and softmax's); tcc rounds fewer
     # (fused kernels keep f32 inside). Any rounding schedule between none and
     # all lands about as far from either as the two are from each other (each
     # rounding moves a value by at most half a bf16 ulp, 2^-9 relative), so
@@ -233,7 +234,7 @@ def ref_attention(e):
     s = r(r(e['q'] @ e['k'].transpose(0, 1, 3, 2)) * 0.125)
     n = s.shape[-1]
     causal = np.arange(n)[:, None] >= np.arange(n)[None, :]
-    p = L.softmax(np.where(causal, s, r(-1e30)), -1, r)
+    p = L.softmax(np.where(causal, s, r(-1e30)), -1, out=r)
     o = r(p @ e['v'])
     # Two matmuls and the softmax chain, each rounding to bf16. A fused
     # kernel that keeps f32 inside (or rounds only p, as GPU kernels do)

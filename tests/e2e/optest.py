@@ -8,8 +8,9 @@ from --seed, else $E2E_SEED, else is drawn fresh; it is printed first so that
 any failure can be reproduced (`--seed N --only OP`).
 
 Reference semantics for f16/bf16/f8: an op computes in f32 from the rounded
-inputs and rounds its result to the dtype (round to nearest even); composites
-are the format's primitive chains, rounded after each primitive.
+inputs and rounds its result to the dtype (round to nearest even); so does a
+composite (softmax, log_softmax, layer_norm, rms_norm): its chain in f32, its
+result rounded once.
 
 Output: one line per case, "PASS|FAIL op dtype shapes maxerr=...", then
 "N passed, M failed". A failing case's single-case model and inputs are kept
@@ -366,7 +367,9 @@ class Gen:
 
 
 def rounding(dt):
-    """The per-primitive rounding of a composite chain in dtype dt."""
+    """The rounding of an op's result in dtype dt (a composite's too: it
+    computes in f32 over narrow dtypes and rounds once); f32 and f64 are
+    referenced exactly."""
     return (lambda v: narrow(dt, v)) if dt in NARROW else (lambda v: v)
 
 
@@ -1089,7 +1092,7 @@ def edge_cross_entropy(g, dt):
             c.error = 'index out of range in /nodes/1'
             cases.append(c)
             continue
-        nl = -np.take_along_axis(L.log_softmax(x, -1, rounding(dt)),
+        nl = -np.take_along_axis(L.log_softmax(x, -1, out=rounding(dt)),
                                  np.where(t < 0, t + n, t), axis=1)
         y = np.sum(nl, axis=0, keepdims=True)
         scale = np.sum(np.abs(nl)) + rows
@@ -1126,7 +1129,8 @@ def cross_entropy_ignore(g, dt, x, t):
     c.node('reduce_sum', ['w'], ['count'], {'axes': [0, 1], 'keepdims': False})
     c.node('div', ['total', 'count'], ['y'])
     keep = t != -100
-    nl = -np.take_along_axis(L.log_softmax(x, -1, rounding(dt)), np.where(keep, t, 0), axis=1)
+    nl = -np.take_along_axis(L.log_softmax(x, -1, out=rounding(dt)), np.where(keep, t, 0),
+                            axis=1)
     kept = int(keep.sum())
     with np.errstate(invalid='ignore', divide='ignore'):
         y = np.sum(np.where(keep, nl, 0)) / np.float64(kept)
@@ -1271,12 +1275,11 @@ def gen_batch_norm(g, dt):
 
 def chain_tol(dt, n, scale, store_ulps):
     """A composite chain: f32 (f64) error a few ulp times sqrt of the reduced
-    count, relative to the chain's scale. Narrow types round after each
-    primitive; an implementation that keeps f32 between primitives (fusion)
-    differs from that reference by a few ulps of the output dtype at the
-    chain's scale. The ulps below were measured: on thousands of random rows
-    with n = 1..1000, the per-step reference and the exact result rounded
-    once differ by at most half of what is allowed."""
+    count, relative to the chain's scale; a narrow type's result rounded once
+    more (the store ulps). The ulps below were measured when the narrow
+    chains rounded after each primitive: on thousands of random rows with
+    n = 1..1000, that per-step result and the exact result rounded once
+    differed by at most half of what is allowed."""
     return ftol(dt, 16 + 4 * math.sqrt(n), scale, store_ulps, scale)
 
 
@@ -1297,7 +1300,7 @@ def gen_softmax(op):
         x = g.normal(dt, s, 3)
         c.node(op, [c.inp('x', dt, x)], ['y'], {'axis': ax})
         f = L.softmax if op == 'softmax' else L.log_softmax
-        r = f(x, a, rounding(dt))
+        r = f(x, a, out=rounding(dt))
         c.out('y', dt, r, softmax_tol(op, dt, s[a], r))
         return c
     return gen
@@ -1320,12 +1323,17 @@ def edge_softmax_inf(g, dt):
     long_x = g.normal(dt, [3, m], 3)
     long_x[:, g.int(0, m - 1)] = -np.inf
     cases = []
-    for x, n, what in ((x, n, '-inf/NaN rows'), (long_x, m, 'long rows')):
+    rows = [(x, n, '-inf/NaN rows'), (long_x, m, 'long rows')]
+    if dt == 'f16':
+        # Sums of exponentials past 65504, f16's largest value: the chain
+        # in f16 would give 0 and -inf; the composite sums in f32.
+        rows.append((g.normal(dt, [2, 70001], 0.01), 70001, 'f16 sums past 65504'))
+    for x, n, what in rows:
         for op in ('softmax', 'log_softmax'):
             c = Case(op, dt, '[%d,%d] %s' % (x.shape[0], n, what))
             c.node(op, [c.inp('x', dt, x)], ['y'], {'axis': -1})
             f = L.softmax if op == 'softmax' else L.log_softmax
-            r = f(x, -1, rounding(dt))
+            r = f(x, -1, out=rounding(dt))
             c.out('y', dt, r, softmax_tol(op, dt, n, r))
             cases.append(c)
     return cases
@@ -1353,10 +1361,12 @@ def gen_norm(op):
         c.node(op, ins, ['y'], {'axis': ax, 'eps': eps_})
         n = int(np.prod(nshape))
         axes = tuple(range(a, r))
-        # The chain adds eps as a constant of the dtype.
-        e = float(rnd(dt, (1e-5 if op == 'layer_norm' else 1e-6) if eps_ is None else eps_))
+        # The chain adds eps as a constant of the type it computes in (f32
+        # over narrow dtypes).
+        e = float(rnd('f32' if dt in NARROW else dt,
+                      (1e-5 if op == 'layer_norm' else 1e-6) if eps_ is None else eps_))
         if op == 'layer_norm':
-            ref = L.layer_norm(x, gamma, beta, a, e, rounding(dt))
+            ref = L.layer_norm(x, gamma, beta, a, e, out=rounding(dt))
             # The mean is rounded at its own size: an error of ulp(m) / sigma
             # in normalised units (<= 3 ulps measured, with the scale below).
             m = np.abs(x.mean(axis=axes, keepdims=True))
@@ -1364,7 +1374,7 @@ def gen_norm(op):
             g_ = 1 if gamma is None else np.abs(gamma)
             c.out('y', dt, ref, chain_tol(dt, n, np.abs(ref) + 1 + g_ * m / sd, 4))
         else:
-            ref = L.rms_norm(x, gamma, a, e, rounding(dt))
+            ref = L.rms_norm(x, gamma, a, e, out=rounding(dt))
             c.out('y', dt, ref, chain_tol(dt, n, np.abs(ref) + 1, 2))
         return c
     return gen
@@ -1474,7 +1484,32 @@ def edge_layer_norm(g, dt):
             gen_norm('rms_norm')(g.forced(shape=[4, 3, 33], axis=-2), dt),
             # Rows longer than a block's registers hold (GPU: a cluster).
             gen_norm('layer_norm')(g.forced(shape=[3, g.pick([50257, 131072])], axis=-1), dt),
-            gen_norm('rms_norm')(g.forced(shape=[2, g.pick([65537, 200003])], axis=-1), dt)]
+            gen_norm('rms_norm')(g.forced(shape=[2, g.pick([65537, 200003])], axis=-1), dt)] + \
+        norms_past_range(g, dt)
+
+
+def norms_past_range(g, dt):
+    """Norms of values whose squares pass f16's 65504 (activations of a
+    few hundred): the composite computes in f32, where the chain in f16
+    would give 0 throughout."""
+    if dt != 'f16':
+        return []
+    cases = []
+    for op, n in (('layer_norm', 257), ('rms_norm', 3001)):
+        x = g.normal(dt, [3, n], 1000.0, mean=g.pick([0.0, 500.0]))
+        c = Case(op, dt, '[3,%d] values near 1000' % n)
+        c.node(op, [c.inp('x', dt, x)], ['y'], {'axis': -1})
+        if op == 'layer_norm':
+            ref = L.layer_norm(x, None, None, -1, float(rnd('f32', 1e-5)), out=rounding(dt))
+            # The mean's f32 rounding, relative to the spread (mean / sd).
+            m = np.abs(x.mean(axis=-1, keepdims=True))
+            sd = np.sqrt(x.var(axis=-1, keepdims=True))
+            c.out('y', dt, ref, chain_tol(dt, n, np.abs(ref) + 1 + m / sd, 4))
+        else:
+            ref = L.rms_norm(x, None, -1, float(rnd('f32', 1e-6)), out=rounding(dt))
+            c.out('y', dt, ref, chain_tol(dt, n, np.abs(ref) + 1, 2))
+        cases.append(c)
+    return cases
 
 
 def edge_slice(g, dt):
@@ -1502,7 +1537,7 @@ EDGES = {
     'conv2d': (edge_conv, ('f32', 'bf16')),
     'conv_transpose2d': (edge_conv_transpose, ('f32', 'bf16')),
     'avg_pool2d': (edge_pools, ('f32', 'bf16')),
-    'layer_norm': (edge_layer_norm, ('f32', 'bf16')),
+    'layer_norm': (edge_layer_norm, ('f32', 'bf16', 'f16')),
     'reduce_max': (edge_reduce_inf_nan, STD_FLOATS),
     'softmax': (edge_softmax_inf, STD_FLOATS),
     'gather': (edge_index_errors, ('f32',)),

@@ -452,16 +452,27 @@ TEST_CASE("composites expand to the spec's chains", "[ops][composites]") {
           "tcc.sub"},
          {"tensor<2x3x8xf32>"},
          {"axes = array<i64: 1>, keepdims = true"}});
-  check({"layer_norm",
-         list({in("x", "bf16", "[2, 3, 8]"), in("g", "bf16", "[3, 8]"),
-               in("b", "bf16", "[8]")}),
-         R"({"op": "layer_norm", "inputs": ["x", "g", "b"], "outputs": ["y"],
+  // Over bf16: the chain in f32 between casts, eps an f32 constant (the
+  // composite computes in f32 and rounds its result once); softmax's max
+  // in the input's dtype, then cast (exact).
+  check(
+      {"layer_norm",
+       list({in("x", "bf16", "[2, 3, 8]"), in("g", "bf16", "[3, 8]"),
+             in("b", "bf16", "[8]")}),
+       R"({"op": "layer_norm", "inputs": ["x", "g", "b"], "outputs": ["y"],
              "attrs": {"axis": 1, "eps": 0.001}})",
-         {"tcc.reduce_mean", "tcc.sub", "tcc.mul", "tcc.reduce_mean",
-          "tcc.constant", "tcc.add", "tcc.rsqrt", "tcc.mul", "tcc.mul",
-          "tcc.add"},
-         {"tensor<2x3x8xbf16>"},
-         {"axes = array<i64: 1, 2>", "9.994500e-04 : bf16"}});
+       {"tcc.cast", "tcc.reduce_mean", "tcc.sub", "tcc.mul", "tcc.reduce_mean",
+        "tcc.constant", "tcc.add", "tcc.rsqrt", "tcc.mul", "tcc.cast",
+        "tcc.mul", "tcc.cast", "tcc.add", "tcc.cast"},
+       {"tensor<2x3x8xbf16>"},
+       {"axes = array<i64: 1, 2>", "1.000000e-03 : f32", "tensor<2x3x8xf32>"}});
+  check({"softmax over f16",
+         list({in("x", "f16", "[4, 8]")}),
+         R"({"op": "softmax", "inputs": ["x"], "outputs": ["y"]})",
+         {"tcc.reduce_max", "tcc.cast", "tcc.cast", "tcc.sub", "tcc.exp",
+          "tcc.reduce_sum", "tcc.div", "tcc.cast"},
+         {"tensor<4x8xf16>"},
+         {"tensor<4x1xf32>"}});
   check({"layer_norm without affine",
          x,
          R"({"op": "layer_norm", "inputs": ["x"], "outputs": ["y"]})",

@@ -199,12 +199,14 @@ def reference(form, dt, vals):
         if form == 'softcap_log_softmax':
             x = r(r(np.tanh(r(x * L.rnd(dt, 0.05)))) * 20.0)
             form = 'log_softmax'
+        # The composites compute in f32 over f16 and bf16, rounding once.
+        cr = L.composite_rounding(dt, r)
         if form == 'softmax':
-            return L.softmax(x, r=r)
+            return L.softmax(x, **cr)
         if form == 'log_softmax':
-            return L.log_softmax(x, r=r)
+            return L.log_softmax(x, **cr)
         if form == 'cross_entropy':
-            p = np.take_along_axis(L.log_softmax(x, r=r), vals['t'], axis=1)
+            p = np.take_along_axis(L.log_softmax(x, **cr), vals['t'], axis=1)
             return r(np.mean(-p, keepdims=True))
         if form == 'mul_masked_lse':
             m = np.max(np.where(vals['mask'], x, -np.inf), axis=-1, keepdims=True)

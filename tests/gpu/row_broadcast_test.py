@@ -169,15 +169,17 @@ def reference(form, dt, vals):
     def r(v):
         return L.narrow(dt, v)
     x, a = vals['x'], vals['a']
+    # The composites compute in f32 over f16 and bf16, rounding once.
+    cr = L.composite_rounding(dt, r)
     with np.errstate(invalid='ignore', divide='ignore', over='ignore'):
         if form in ('padmask_add', 'shared_bias'):
-            return L.softmax(r(x + a), r=r)
+            return L.softmax(r(x + a), **cr)
         if form == 'padmask_select':
-            return L.softmax(np.where(a, x, -np.inf), r=r)
+            return L.softmax(np.where(a, x, -np.inf), **cr)
         if form == 'head_scale':
-            return L.log_softmax(r(x * a), r=r)
+            return L.log_softmax(r(x * a), **cr)
         if form == 'ce_flat_targets':
-            lp = L.log_softmax(x, r=r)
+            lp = L.log_softmax(x, **cr)
             keep = a != IGNORE
             picked = lp[np.flatnonzero(keep), a[keep]]
             return np.array([-picked.sum() / keep.sum()])

@@ -2,6 +2,7 @@
 """Writes the benchmark models and compiles them, on the build machine.
 
     /usr/bin/python3 bench/models.py [--out DIR] [--tcc TCC] [--target sm_90] [--small]
+                                     [--only PREFIX,...]
 
 For each case: DIR/models/NAME.json (the model, as a user writes it),
 DIR/NAME.tccb (the bundle), and DIR/manifest.json, which tells
@@ -488,12 +489,19 @@ def main():
     ap.add_argument('--tcc', default=os.path.join(ROOT, 'build', 'compiler', 'tcc'))
     ap.add_argument('--target', default='sm_90')
     ap.add_argument('--small', action='store_true', help='tiny shapes, for a trial run')
+    ap.add_argument('--only', help='comma-separated name prefixes: only these cases')
     args = ap.parse_args()
+    only = tuple(args.only.split(',')) if args.only else None
+
+    def wanted(name):
+        return only is None or name.startswith(only)
 
     os.makedirs(os.path.join(args.out, 'models'), exist_ok=True)
     manifest = {'target': args.target, 'small': args.small, 'cases': []}
     failed = 0
     for name, m, flags, info in cases(args.small):
+        if not wanted(name):
+            continue
         path = os.path.join(args.out, 'models', m['name'] + '.json')
         with open(path, 'w') as f:
             json.dump(m, f, indent=1)
@@ -518,6 +526,8 @@ def main():
     target = 'sm_90a' if args.target == 'sm_90' else args.target
     attention = {'target': target, 'small': args.small, 'cases': []}
     for name, m, flags, info in attention_cases(args.small):
+        if not wanted(name):
+            continue
         path = os.path.join(args.out, 'models', m['name'] + '.json')
         with open(path, 'w') as f:
             json.dump(m, f, indent=1)

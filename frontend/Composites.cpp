@@ -5,9 +5,10 @@
 // writes the chain by hand compiles to the same kernels (the graph passes
 // recognise chains, never composite names). A composite over 16-bit or f8
 // values is one op: it computes in f32 and rounds its result once, as the
-// format's arithmetic rule says and PyTorch does. Its chain is emitted in f32
-// between two casts: the primitives written in f16 would round each partial
-// result, and a sum of exponentials or a square past 65504 is inf in f16.
+// format's arithmetic rule says and PyTorch does. Its chain is emitted in
+// f32 between two casts: the primitives written in f16 would round each
+// partial result, and a sum of exponentials or a square past 65504 is inf
+// in f16.
 //
 //===----------------------------------------------------------------------===//
 #include "frontend/Importer.h"
@@ -81,6 +82,19 @@ Value rowMax(NodeBuilder &nb, Value x, int64_t axis, DType t) {
   return m ? castTo(nb, m, t) : m;
 }
 
+/// A norm's gamma or beta `g` in type `t` for the product with `y`: widened
+/// as `y`'s whole shape (a broadcast, then the cast), so that the cast is
+/// computed where the row is, reading `g` as stored; cast alone, `g` would
+/// become a derived param of twice the bytes, read once a row.
+Value widenedAffine(NodeBuilder &nb, Value g, Value y, DType t) {
+  if (nb.dtype(g) == t)
+    return g;
+  Shape ys = nb.shape(y);
+  if (nb.shape(g) != ys)
+    g = nb.create<T::BroadcastToOp>(nb.tensorType(ys, nb.dtype(g)), g);
+  return castTo(nb, g, t);
+}
+
 } // namespace
 
 // e = exp(x - reduce_max(x, axis, keepdims)); e / reduce_sum(e, axis, keepdims)
@@ -142,9 +156,11 @@ bool buildLayerNorm(NodeBuilder &nb, Values &r) {
   Value rs = nb.unary<T::RsqrtOp>(ve);
   Value y = nb.binary<T::MulOp>(d, rs, nb.pointer);
   if (nb.inputs.size() > 1)
-    y = nb.binary<T::MulOp>(y, castTo(nb, nb.inputs[1], ct), nb.pointer);
+    y = nb.binary<T::MulOp>(y, widenedAffine(nb, nb.inputs[1], y, ct),
+                            nb.pointer);
   if (nb.inputs.size() > 2)
-    y = nb.binary<T::AddOp>(y, castTo(nb, nb.inputs[2], ct), nb.pointer);
+    y = nb.binary<T::AddOp>(y, widenedAffine(nb, nb.inputs[2], y, ct),
+                            nb.pointer);
   r.push_back(castTo(nb, y, t));
   return true;
 }
@@ -168,7 +184,8 @@ bool buildRmsNorm(NodeBuilder &nb, Values &r) {
   Value rs = nb.unary<T::RsqrtOp>(a);
   Value y = nb.binary<T::MulOp>(x, rs, nb.pointer);
   if (nb.inputs.size() > 1)
-    y = nb.binary<T::MulOp>(y, castTo(nb, nb.inputs[1], ct), nb.pointer);
+    y = nb.binary<T::MulOp>(y, widenedAffine(nb, nb.inputs[1], y, ct),
+                            nb.pointer);
   r.push_back(castTo(nb, y, t));
   return true;
 }

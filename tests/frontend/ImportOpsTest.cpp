@@ -454,7 +454,8 @@ TEST_CASE("composites expand to the spec's chains", "[ops][composites]") {
          {"axes = array<i64: 1>, keepdims = true"}});
   // Over bf16: the chain in f32 between casts, eps an f32 constant (the
   // composite computes in f32 and rounds its result once); softmax's max
-  // in the input's dtype, then cast (exact).
+  // in the input's dtype, then cast (exact); gamma and beta broadcast to
+  // the row's shape, then cast (converted where the row is read).
   check(
       {"layer_norm",
        list({in("x", "bf16", "[2, 3, 8]"), in("g", "bf16", "[3, 8]"),
@@ -462,8 +463,9 @@ TEST_CASE("composites expand to the spec's chains", "[ops][composites]") {
        R"({"op": "layer_norm", "inputs": ["x", "g", "b"], "outputs": ["y"],
              "attrs": {"axis": 1, "eps": 0.001}})",
        {"tcc.cast", "tcc.reduce_mean", "tcc.sub", "tcc.mul", "tcc.reduce_mean",
-        "tcc.constant", "tcc.add", "tcc.rsqrt", "tcc.mul", "tcc.cast",
-        "tcc.mul", "tcc.cast", "tcc.add", "tcc.cast"},
+        "tcc.constant", "tcc.add", "tcc.rsqrt", "tcc.mul", "tcc.broadcast_to",
+        "tcc.cast", "tcc.mul", "tcc.broadcast_to", "tcc.cast", "tcc.add",
+        "tcc.cast"},
        {"tensor<2x3x8xbf16>"},
        {"axes = array<i64: 1, 2>", "1.000000e-03 : f32", "tensor<2x3x8xf32>"}});
   check({"softmax over f16",

@@ -266,8 +266,7 @@ bool isFloatCast(Operation *op) {
 /// appended to `ops` (a model in f16 casts P to V's dtype, or sums in f32).
 Value uncast(Value v, SmallVectorImpl<Operation *> &ops) {
   while (auto c = v.getDefiningOp<CastOp>()) {
-    if (!isa<FloatType>(typeOf(c.getInput()).getElementType()) ||
-        !isa<FloatType>(typeOf(v).getElementType()))
+    if (!isFloatCast(c))
       break;
     ops.push_back(c);
     v = c.getInput();
@@ -316,7 +315,8 @@ ReduceSumOp quotientBySum(Value x, Value &numerator,
   return sum;
 }
 
-/// Row-major element strides of `shape`.
+} // namespace
+
 SmallVector<int64_t> packedStrides(ArrayRef<int64_t> shape) {
   SmallVector<int64_t> strides(shape.size(), 1);
   for (int64_t i = int64_t(shape.size()) - 2; i >= 0; --i)
@@ -324,7 +324,13 @@ SmallVector<int64_t> packedStrides(ArrayRef<int64_t> shape) {
   return strides;
 }
 
-} // namespace
+SmallVector<int64_t> stridesThroughTranspose(TransposeOp t) {
+  SmallVector<int64_t> packed = packedStrides(typeOf(t.getResult()).getShape());
+  SmallVector<int64_t> strides(packed.size());
+  for (auto [j, axis] : llvm::enumerate(t.getPerm()))
+    strides[axis] = packed[j];
+  return strides;
+}
 
 bool isLayoutTranspose(TransposeOp t) {
   ArrayRef<int64_t> perm = t.getPerm();
@@ -369,10 +375,7 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
   Operation *oLayout = nullptr;
   if (auto t = result.getDefiningOp<TransposeOp>();
       t && t->getBlock() == &body && isLayoutTranspose(t)) {
-    SmallVector<int64_t> packed = packedStrides(typeOf(result).getShape());
-    oStrides.resize(packed.size());
-    for (auto [j, axis] : llvm::enumerate(t.getPerm()))
-      oStrides[axis] = packed[j];
+    oStrides = stridesThroughTranspose(t);
     oLayout = t;
     result = t.getInput();
   }

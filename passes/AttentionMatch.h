@@ -194,6 +194,13 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why);
 /// or attention's result that the templates read and write with strides.
 bool isLayoutTranspose(TransposeOp t);
 
+/// Row-major element strides of `shape`.
+SmallVector<int64_t> packedStrides(ArrayRef<int64_t> shape);
+
+/// The strides of `t`'s input axes in its packed result: the input written
+/// through them is the result.
+SmallVector<int64_t> stridesThroughTranspose(TransposeOp t);
+
 /// Where remarks about attention chain `chain` go: the node of its result
 /// (P·V or the division after it; under a layout transpose moved into the
 /// chain, the node it transposes).

@@ -38,14 +38,9 @@ void writeThroughReshape(AttentionOp op) {
   auto reshape = dyn_cast<ReshapeOp>(*result.getUsers().begin());
   if (!reshape)
     return;
-  if (op.getOStrides().empty()) {
-    ArrayRef<int64_t> shape =
-        cast<RankedTensorType>(result.getType()).getShape();
-    SmallVector<int64_t> packed(shape.size(), 1);
-    for (int64_t i = int64_t(shape.size()) - 2; i >= 0; --i)
-      packed[i] = packed[i + 1] * shape[i + 1];
-    op.setOStrides(packed);
-  }
+  if (op.getOStrides().empty())
+    op.setOStrides(
+        packedStrides(cast<RankedTensorType>(result.getType()).getShape()));
   result.setType(reshape.getType());
   reshape.replaceAllUsesWith(result);
   reshape->erase();
@@ -62,13 +57,7 @@ void writeThroughTranspose(AttentionOp op) {
   auto t = dyn_cast<TransposeOp>(*result.getUsers().begin());
   if (!t || !isLayoutTranspose(t))
     return;
-  ArrayRef<int64_t> shape = cast<RankedTensorType>(t.getType()).getShape();
-  SmallVector<int64_t> packed(shape.size(), 1), strides(shape.size());
-  for (int64_t i = int64_t(shape.size()) - 2; i >= 0; --i)
-    packed[i] = packed[i + 1] * shape[i + 1];
-  for (auto [j, axis] : llvm::enumerate(t.getPerm()))
-    strides[axis] = packed[j];
-  op.setOStrides(strides);
+  op.setOStrides(stridesThroughTranspose(t));
   result.setType(t.getType());
   t.replaceAllUsesWith(result);
   t->erase();

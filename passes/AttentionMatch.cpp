@@ -213,6 +213,22 @@ Value unrepeated(Value v, int64_t &kvHeads, SmallVector<Operation *> &ops) {
   if (rank < 3)
     return v;
   ArrayRef<int64_t> shape = t.getShape();
+  // Heads as two axes, [B, Hkv, G, L, D]: K broadcast over the groups
+  // (tcc-form-chains makes a matmul's broadcast explicit), or over both
+  // (MQA). Its heads are those of its axes 1 and 2 (the match checks that
+  // they map query heads to theirs as h / G).
+  if (rank == 5) {
+    if (auto b = v.getDefiningOp<BroadcastToOp>()) {
+      ArrayRef<int64_t> in = typeOf(b.getInput()).getShape();
+      if (in.size() == 5 && in[2] == 1 && (in[1] == 1 || in[1] == shape[1]) &&
+          in[0] == shape[0] && in.take_back(2) == shape.take_back(2)) {
+        ops.push_back(b);
+        v = b.getInput();
+      }
+    }
+    kvHeads = typeOf(v).getDimSize(1) * typeOf(v).getDimSize(2);
+    return v;
+  }
   // MQA: one head broadcast to all.
   if (auto b = v.getDefiningOp<BroadcastToOp>()) {
     ArrayRef<int64_t> in = typeOf(b.getInput()).getShape();
@@ -253,6 +269,47 @@ Value unrepeated(Value v, int64_t &kvHeads, SmallVector<Operation *> &ops) {
   ops.append({split, b, merge});
   kvHeads = base[h];
   return split.getInput();
+}
+
+/// The strides of rank 4 of a tensor of rank 5 whose heads are axes 1 and
+/// 2 (`shape`, `strides`: attention's logical axes), those axes merged:
+/// one of them of size 1, or axis 1 stepping over axis 2 whole. nullopt
+/// when the heads are not one axis in memory.
+std::optional<SmallVector<int64_t>> mergeGroups(ArrayRef<int64_t> shape,
+                                                ArrayRef<int64_t> strides) {
+  int64_t heads;
+  if (shape[2] == 1)
+    heads = strides[1];
+  else if (shape[1] == 1 || strides[1] == strides[2] * shape[2])
+    heads = strides[2];
+  else
+    return std::nullopt;
+  return SmallVector<int64_t>{strides[0], heads, strides[3], strides[4]};
+}
+
+/// Q, K or V of rank 5 (`mergeGroups`) as the op reads it: through the
+/// views readThroughViews finds, or as it is (`axes` and `strides` its
+/// layout), with strides of rank 4.
+std::optional<AttentionOperandView> groupedView(Value v, ArrayRef<int64_t> axes,
+                                                ArrayRef<int64_t> strides,
+                                                ChainOp chain) {
+  ArrayRef<int64_t> own = typeOf(v).getShape();
+  SmallVector<int64_t> shape;
+  for (int64_t a = 0; a < int64_t(own.size()); ++a)
+    shape.push_back(own[axes.empty() ? a : axes[a]]);
+  AttentionOperandView view = readThroughViews(v, axes, strides, chain);
+  for (bool through : {true, false}) {
+    if (!through)
+      view = {v, SmallVector<int64_t>(strides), 0};
+    SmallVector<int64_t> given =
+        view.strides.empty() ? packedStrides(shape) : view.strides;
+    auto merged = mergeGroups(shape, given);
+    if (merged) {
+      view.strides = *merged;
+      return view;
+    }
+  }
+  return std::nullopt;
 }
 
 /// Whether `op` is a cast from one float type to another.
@@ -580,8 +637,8 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
   RankedTensorType qt = typeOf(qL), kt = typeOf(kL), vt = typeOf(vL),
                    ot = typeOf(result);
   if (qt.getRank() != kt.getRank() || qt.getRank() != vt.getRank() ||
-      qt.getRank() < 2 || qt.getRank() > 4)
-    return fail("Q, K and V are not all of rank 2 to 4");
+      qt.getRank() < 2 || qt.getRank() > 5)
+    return fail("Q, K and V are not all of rank 2 to 5");
   // K and V as the matmuls read them (repeated) match Q.
   RankedTensorType kmt = typeOf(qk.getB()), vmt = typeOf(pv.getB());
   if (qt.getShape().drop_back(2) != kmt.getShape().drop_back(2) ||
@@ -604,7 +661,33 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
       vt.getDimSize(vt.getRank() - 2) != m.lk ||
       vt.getDimSize(vt.getRank() - 1) != m.headDim)
     return fail("K and V do not match Q's head size and K's length");
-  if (qt.getRank() == 4) {
+  if (qt.getRank() == 5) {
+    // Query head h is (h / G, h % G): K and V have one head per group (or
+    // one in all, or one per query head), which the templates read as
+    // head h / (heads / kvHeads).
+    ArrayRef<int64_t> qs = qt.getShape(), ks = kt.getShape(),
+                      vs = vt.getShape();
+    auto byGroup = [&](ArrayRef<int64_t> s) {
+      return s[0] == qs[0] && (s[2] == 1 ? s[1] == 1 || s[1] == qs[1]
+                                         : s[1] == qs[1] && s[2] == qs[2]);
+    };
+    if (!byGroup(ks) || !byGroup(vs) || ks.take_front(3) != vs.take_front(3))
+      return fail("K and V are not shared by the query heads' groups");
+    m.batch = qs[0];
+    m.heads = qs[1] * qs[2];
+    m.groups = qs[2];
+    SmallVector<Value> operands = {m.q, m.k, m.v};
+    SmallVector<ArrayRef<int64_t>> axes = {m.qAxes, m.kAxes, m.vAxes},
+                                   strides = {m.qStrides, m.kStrides,
+                                              m.vStrides};
+    for (int i = 0; i < 3; ++i)
+      if (!groupedView(operands[i], axes[i], strides[i], chain))
+        return fail("the query heads' two axes are not one in memory");
+    SmallVector<int64_t> o =
+        m.oStrides.empty() ? packedStrides(ot.getShape()) : m.oStrides;
+    if (!mergeGroups(ot.getShape(), o))
+      return fail("the query heads' two axes are not one in memory");
+  } else if (qt.getRank() == 4) {
     m.batch = qt.getDimSize(0);
     m.heads = qt.getDimSize(1);
   } else if (qt.getRank() == 3) {
@@ -772,7 +855,8 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
       break;
     m.keyMask = cond;
     int64_t hAxis = int64_t(cs.size()) - 3;
-    m.keyMaskPerHead = hAxis >= 0 && cs[hAxis] != 1;
+    m.keyMaskPerHead = (hAxis >= 0 && cs[hAxis] != 1) ||
+                       (m.groups && hAxis >= 1 && cs[hAxis - 1] != 1);
     break;
   }
   // A positive scale alone (the common case) needs no score code; nor does
@@ -940,9 +1024,22 @@ AttentionOperandView readThroughViews(Value v, ArrayRef<int64_t> axes,
 
 AttentionOp AttentionMatch::buildOp(OpBuilder &b) const {
   Location loc = chain->getLoc();
-  AttentionOperandView qv = readThroughViews(q, qAxes, qStrides, chain),
-                       kv = readThroughViews(k, kAxes, kStrides, chain),
-                       vv = readThroughViews(v, vAxes, vStrides, chain);
+  AttentionOperandView qv, kv, vv;
+  SmallVector<int64_t> oLayout(oStrides);
+  if (groups) {
+    // Heads as two axes: read and written through strides of rank 4 (the
+    // match checked that the views merge them).
+    qv = *groupedView(q, qAxes, qStrides, chain);
+    kv = *groupedView(k, kAxes, kStrides, chain);
+    vv = *groupedView(v, vAxes, vStrides, chain);
+    SmallVector<int64_t> shape = {batch, heads / groups, groups, lq, headDim};
+    oLayout =
+        *mergeGroups(shape, oStrides.empty() ? packedStrides(shape) : oStrides);
+  } else {
+    qv = readThroughViews(q, qAxes, qStrides, chain);
+    kv = readThroughViews(k, kAxes, kStrides, chain);
+    vv = readThroughViews(v, vAxes, vStrides, chain);
+  }
   auto strides = [&](ArrayRef<int64_t> s) { return b.getDenseI64ArrayAttr(s); };
   auto flag = [&](bool on) { return on ? b.getUnitAttr() : UnitAttr(); };
   SmallVector<int64_t> flat;
@@ -957,7 +1054,12 @@ AttentionOp AttentionMatch::buildOp(OpBuilder &b) const {
     bool direct = llvm::any_of(c.getUses(), [&](OpOperand &use) {
       return chain->isProperAncestor(use.getOwner());
     });
-    if (viaView && !direct)
+    // With the heads as two axes, a tensor varying by head or batch is no
+    // plane the templates stage by (batch, head): the regions read it.
+    ArrayRef<int64_t> shape = typeOf(c).getShape();
+    bool grouped = groups && llvm::any_of(shape.drop_back(2),
+                                          [](int64_t n) { return n != 1; });
+    if ((viaView && !direct) || grouped)
       views.push_back(int64_t(i));
   }
   // The result in Q's type; FormAttention casts it to the chain's.
@@ -968,7 +1070,7 @@ AttentionOp AttentionMatch::buildOp(OpBuilder &b) const {
       b.getI64IntegerAttr(heads), b.getI64IntegerAttr(kvHeads),
       b.getI64IntegerAttr(lq), b.getI64IntegerAttr(lk),
       b.getI64IntegerAttr(headDim), flag(kTransposed), strides(qv.strides),
-      strides(kv.strides), strides(vv.strides), strides(oStrides),
+      strides(kv.strides), strides(vv.strides), strides(oLayout),
       b.getI64IntegerAttr(qv.offset), b.getI64IntegerAttr(kv.offset),
       b.getI64IntegerAttr(vv.offset),
       scale ? b.getF64FloatAttr(*scale) : FloatAttr(),
@@ -1027,6 +1129,28 @@ Value AttentionMatch::buildValue(OpBuilder &b, Location loc, Value target,
   llvm::DenseMap<Value, Value> values;
   if (score)
     values[scores] = score;
+  // The index of the scores' axis `axis`: the key, the query, the head (as
+  // two axes, h / G and h % G, where `groups` splits it) and the batch.
+  Value group, groupHead;
+  auto indexOn = [&](int64_t axis) -> Value {
+    if (axis == rank - 1)
+      return kIdx;
+    if (axis == rank - 2)
+      return qIdx;
+    if (!groups)
+      return axis == rank - 3 ? head : batchIdx;
+    if (axis == rank - 3 || axis == rank - 4) {
+      Value &v = axis == rank - 3 ? group : groupHead;
+      if (!v) {
+        Value g = arith::ConstantIntOp::create(b, loc, b.getI32Type(), groups);
+        v = axis == rank - 3
+                ? arith::RemSIOp::create(b, loc, head, g).getResult()
+                : arith::DivSIOp::create(b, loc, head, g).getResult();
+      }
+      return v;
+    }
+    return batchIdx;
+  };
   // Scalars of the compute types: f32 for floats, i32 or i64, i1.
   auto scalarType = [&](Type t) -> Type {
     return isa<FloatType>(t) ? f32 : t;
@@ -1066,11 +1190,7 @@ Value AttentionMatch::buildValue(OpBuilder &b, Location loc, Value target,
           idx.push_back(arith::ConstantIndexOp::create(b, loc, 0));
           continue;
         }
-        int64_t axis = axes[next++];
-        Value i = axis == rank - 1   ? kIdx
-                  : axis == rank - 2 ? qIdx
-                  : axis == rank - 3 ? head
-                                     : batchIdx;
+        Value i = indexOn(axes[next++]);
         // Tail tiles run q and k past the ends, and decode's padding rows
         // the head (their scores are dropped): clamped, every read stays in
         // the tensor.
@@ -1100,10 +1220,7 @@ Value AttentionMatch::buildValue(OpBuilder &b, Location loc, Value target,
       Value idx = t.getDimSize(iota.getAxis()) == 1
                       ? arith::ConstantIntOp::create(b, loc, b.getI32Type(), 0)
                             .getResult()
-                  : axis == rank - 1 ? kIdx
-                  : axis == rank - 2 ? qIdx
-                  : axis == rank - 3 ? head
-                                     : batchIdx;
+                      : indexOn(axis);
       if (isa<FloatType>(st))
         r = arith::SIToFPOp::create(b, loc, st, idx);
       else if (st.getIntOrFloatBitWidth() > 32)

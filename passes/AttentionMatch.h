@@ -54,6 +54,13 @@ struct AttentionMatch {
   /// that do, from `k` and `v` to the matmuls' operands.
   int64_t batch = 1, heads = 1, kvHeads = 1, lq = 0, lk = 0, headDim = 0;
   SmallVector<Operation *> kvOps;
+  /// GQA written with the query heads as two axes: Q [B, Hkv, G, Lq, D]
+  /// and the scores [B, Hkv, G, Lq, Lk], K and V [B, Hkv, 1, Lk, D] (or
+  /// [B, 1, 1, Lk, D], MQA) broadcast by the matmuls. Then `groups` is G,
+  /// `heads` Hkv·G, and head h is (h / G, h % G) on those axes: the op
+  /// reads Q, K, V and writes its result through strides of rank 4. 0
+  /// otherwise (scores of rank 2 to 4).
+  int64_t groups = 0;
   /// How `q`, `k`, `v` and the chain's result lie in memory: a model that
   /// keeps them [B, L, H, D] transposes them to attention's [B, H, L, D]
   /// (and the result back) in the chain (`layoutOps`: tcc-gpu-attention-

@@ -191,8 +191,10 @@ void keepReshapedAxes(Block &block) {
 /// the same in P·V. Chains take matmuls batched like their space only, so
 /// such attention stayed unfused (a GEMM, softmax and another GEMM); an
 /// explicit broadcast_to is the MQA form the attention match reads (a head
-/// broadcast folds into the kernel's K and V indexing). Only for a matmul
-/// pair of rank 3 or 4 with softmax between them (P·V reading, through
+/// broadcast folds into the kernel's K and V indexing); so is GQA written
+/// with the query heads as two axes, Q [B, Hkv, G, L, D] against K
+/// [B, Hkv, 1, L, D]. Only for a matmul pair of rank 3 to 5 with softmax
+/// between them (P·V reading, through
 /// other ops, exponentials of a matmul's result that are summed over the
 /// last axis), and operands with batch dimensions of their own: a 2-D
 /// weight shared by a linear layer's batch stays broadcast by the GEMM,
@@ -236,9 +238,10 @@ void broadcastAttentionOperands(Block &block) {
   };
   SmallVector<std::pair<MatmulOp, MatmulOp>> pairs;
   for (auto pv : block.getOps<MatmulOp>()) {
-    // Ranks the attention templates take (a batch and heads at most).
+    // Ranks the attention templates take: a batch and heads (as one axis, or
+    // two of GQA's groups) at most.
     size_t rank = shapeOf(pv.getResult()).size();
-    if (rank < 3 || rank > 4)
+    if (rank < 3 || rank > 5)
       continue;
     // Back from P through anything but matmuls (a bounded walk): softmax's
     // exp, then the scores' matmul.

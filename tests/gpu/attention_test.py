@@ -302,6 +302,7 @@ def cases():
     out += head_size_cases()
     out += key_mask_cases()
     out += written_cases()
+    out += grouped_cases()
     out += handwritten_cases()
     out += bias_cases()
     out += f32_cases()
@@ -1343,6 +1344,89 @@ def packed_cases():
                           (b, hkv, g, d)), d,
         lambda env: [env['q']] + [bhld(env['kvc'][:, :, i]) for i in range(2)],
         lambda s, r, c, c0=c: s * c0)
+    return out
+
+
+def grouped_cases():
+    """GQA written with the query heads as two axes, Q [B, Hkv, G, L, D]
+    against K and V [B, Hkv, 1, L, D] (or [B, 1, 1, L, D], MQA), broadcast
+    by the matmuls or by an explicit broadcast_to, as PyTorch code that
+    views q as (B, Hkv, G, L, D) writes it: one kernel (or the decode pair),
+    query head h = (h / G, h % G) reading key head h / G. The captured
+    tensors are read at both head axes (slopes [1, Hkv, G, 1, 1]). PACKED
+    holds each case's Q, K, V as [B, H, L, D] and O back in the model's
+    shape."""
+    out = []
+
+    def add(name, dt, b, hkv, g, lq, lk, d, mods, change, captured=(), kv_heads=None,
+            expand=False, merge_out=False, p_cast=None):
+        kvh = hkv if kv_heads is None else kv_heads
+        nodes, kk, vv = [], 'k', 'v'
+        if expand:  # K and V broadcast over the groups by the model
+            for t in 'kv':
+                nodes.append(node('broadcast_to', [t], t + 'b', shape=[b, hkv, g, lk, d]))
+            kk, vv = 'kb', 'vb'
+        # `p_cast`: softmax in f32, P cast to the dtype for P·V.
+        soft = [node('softmax', ['s_mod'], 'p32', axis=-1), node('cast', ['p32'], 'p', to=dt)] \
+            if p_cast else [node('softmax', ['s_mod'], 'p', axis=-1)]
+        nodes += [node('matmul', ['q', kk], 's', transpose_b=True)] + mods + soft + [
+            node('matmul', ['p', vv], 'o5' if merge_out else 'o')]
+        if merge_out:  # heads merged back, [B, H, L, D]: written through
+            nodes.append(node('reshape', ['o5'], 'o', shape=[b, hkv * g, lq, d]))
+        PACKED[name] = (
+            d,
+            lambda env: [env['q'].reshape(b, hkv * g, lq, d),
+                         env['k'].reshape(b, kvh, lk, d), env['v'].reshape(b, kvh, lk, d)],
+            (lambda o: o) if merge_out else (lambda o: o.reshape(b, hkv, g, lq, d)))
+        out.append((name, {'format': 'tcc-model', 'version': 1, 'name': name,
+                           'inputs': [{'name': 'q', 'dtype': dt, 'shape': [b, hkv, g, lq, d]},
+                                      {'name': 'k', 'dtype': dt, 'shape': [b, kvh, 1, lk, d]},
+                                      {'name': 'v', 'dtype': dt, 'shape': [b, kvh, 1, lk, d]}] +
+                           [{'name': n, 'dtype': t, 'shape': sh} for n, t, sh in captured],
+                           'params': [], 'outputs': ['o'], 'nodes': nodes}, 1.0, change))
+
+    def scaled(dt, c):
+        return [const('c', dt, c), node('mul', ['s', 'c'], 'ss')]
+
+    def causal(dt, lq, lk, off=0):
+        return positions(lq, lk, off) + [
+            node('greater_equal', ['row', 'col'], 'keep'), const('neg', dt, -1e30),
+            node('select', ['keep', 'ss', 'neg'], 's_mod')]
+    # Causal, an odd length; GQA 6/2.
+    add('gqa5_causal_bf16_1001', 'bf16', 2, 2, 3, 1001, 1001, 64,
+        scaled('bf16', 0.125) + causal('bf16', 1001, 1001),
+        lambda s, r, c: np.where(r >= c, s * 0.125, -1e30))
+    # ALiBi slopes per query head as both axes [1, Hkv, G, 1, 1], a padding
+    # mask [B, 1, 1, 1, Lk] and causal, softmax in f32 between casts.
+    b, hkv, g, n = 2, 2, 3, 600
+    invh = float(np.float16(1 / np.sqrt(128)))
+    mods = scaled('f16', invh) + [node('cast', ['ss'], 's32', to='f32')] + positions(n, n) + [
+        node('sub', ['col', 'row'], 'rel'), node('cast', ['rel'], 'relf', to='f32'),
+        node('mul', ['relf', 'slopes'], 'bias'), node('add', ['s32', 'bias'], 'sb'),
+        const('ninf', 'f32', '-inf'), node('select', ['runs', 'sb', 'ninf'], 'sm'),
+        node('greater_equal', ['row', 'col'], 'keep'),
+        node('select', ['keep', 'sm', 'ninf'], 's_mod')]
+    add('gqa5_alibi_padmask_f16_600', 'f16', b, hkv, g, n, n, 128, mods,
+        lambda s, r, c, env, b=b, n=n: np.where(
+            env['runs'].reshape(b, 1, 1, n) & (r >= c),
+            s * invh + (c - r) * env['slopes'].reshape(1, hkv * g, 1, 1), -np.inf),
+        captured=[('slopes', 'f32', [1, hkv, g, 1, 1]), ('runs', 'bool', [b, 1, 1, 1, n])],
+        p_cast=True)
+    # MQA (one key head for 2x4 query heads), K and V expanded by the model,
+    # the result's heads merged back to [B, H, L, D].
+    add('mqa5_expand_bf16_520', 'bf16', 1, 2, 4, 520, 520, 128,
+        scaled('bf16', 0.0625) + [const('one', 'bf16', 1.0),
+                                  node('mul', ['ss', 'one'], 's_mod')],
+        lambda s, r, c: s * 0.0625, kv_heads=1, expand=True, merge_out=True)
+    # f32 (3xTF32 prefill), 333 queries and keys.
+    add('f32_gqa5_plain_333', 'f32', 1, 2, 2, 333, 333, 64,
+        [const('c', 'f32', 0.125), node('mul', ['s', 'c'], 's_mod')],
+        lambda s, r, c: s * 0.125)
+    # Decode: one query row of 4 heads per key head, 3001 keys.
+    add('decode_gqa5_bf16_q1_3001', 'bf16', 1, 2, 4, 1, 3001, 128,
+        scaled('bf16', 0.125) + [const('one', 'bf16', 1.0),
+                                 node('mul', ['ss', 'one'], 's_mod')],
+        lambda s, r, c: s * 0.125)
     return out
 
 

@@ -582,3 +582,43 @@ func.func @pow_scale_expanded_mask(%q: tensor<2x4x64x64xf32>, %k: tensor<2x4x64x
   }
   return %0 : tensor<2x4x64x64xf32>
 }
+
+// -----
+
+// GQA with the query heads as two axes, K broadcast over the groups, ALiBi
+// slopes per query head [1, 2, 3, 1, 1]: 6 heads over 2, read and written
+// through strides of rank 4 (the heads merged), the slopes read at
+// (h / 3, h % 3) by the score code, and not a plane the templates stage.
+// CHECK-LABEL: func.func @gqa_rank5_slopes
+// CHECK: tcc.attention %arg0, %arg1, %arg2 captures(%arg3 : tensor<1x2x3x1x1xf32>) attributes {batch = 2 : i64, captured_views = array<i64: 0>, head_dim = 8 : i64, heads = 6 : i64, k_strides = array<i64: 256, 128, 8, 1>, kv_heads = 2 : i64
+// CHECK-SAME: o_strides = array<i64: 768, 128, 8, 1>, q_strides = array<i64: 768, 128, 8, 1>
+// CHECK-SAME: v_strides = array<i64: 256, 128, 8, 1>
+// CHECK-SAME: -> tensor<2x2x3x16x8xbf16> score {
+// CHECK: ^bb0(%{{[a-z0-9]+}}: f32, %{{[a-z0-9]+}}: i32, %[[H:[a-z0-9]+]]: i32,
+// CHECK-DAG: arith.divsi %[[H]], %c3_i32{{.*}} : i32
+// CHECK-DAG: arith.remsi %[[H]], %c3_i32{{.*}} : i32
+// CHECK: tensor.extract %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : tensor<1x2x3x1x1xf32>
+func.func @gqa_rank5_slopes(%q: tensor<2x2x3x16x8xbf16>, %k: tensor<2x2x1x16x8xbf16>, %v: tensor<2x2x1x16x8xbf16>, %slopes: tensor<1x2x3x1x1xf32>) -> tensor<2x2x3x16x8xbf16> {
+  %0 = tcc.chain attributes {axis = 4 : i64} -> tensor<2x2x3x16x8xbf16> {
+    %kb = tcc.broadcast_to %k : tensor<2x2x1x16x8xbf16> -> tensor<2x2x3x16x8xbf16>
+    %vb = tcc.broadcast_to %v : tensor<2x2x1x16x8xbf16> -> tensor<2x2x3x16x8xbf16>
+    %s = tcc.matmul %q, %kb {transpose_b = true} : tensor<2x2x3x16x8xbf16>, tensor<2x2x3x16x8xbf16> -> tensor<2x2x3x16x16xbf16>
+    %s32 = tcc.cast %s : tensor<2x2x3x16x16xbf16> -> tensor<2x2x3x16x16xf32>
+    %row = tcc.iota {axis = 0 : i64} : tensor<16x16xi32>
+    %col = tcc.iota {axis = 1 : i64} : tensor<16x16xi32>
+    %rel = tcc.sub %col, %row : tensor<16x16xi32>, tensor<16x16xi32> -> tensor<16x16xi32>
+    %relf = tcc.cast %rel : tensor<16x16xi32> -> tensor<16x16xf32>
+    %bias = tcc.mul %relf, %slopes : tensor<16x16xf32>, tensor<1x2x3x1x1xf32> -> tensor<1x2x3x16x16xf32>
+    %sb = tcc.add %s32, %bias : tensor<2x2x3x16x16xf32>, tensor<1x2x3x16x16xf32> -> tensor<2x2x3x16x16xf32>
+    %m = tcc.reduce_max %sb {axes = array<i64: 4>, keepdims = true} : tensor<2x2x3x16x16xf32> -> tensor<2x2x3x16x1xf32>
+    %d = tcc.sub %sb, %m : tensor<2x2x3x16x16xf32>, tensor<2x2x3x16x1xf32> -> tensor<2x2x3x16x16xf32>
+    %e = tcc.exp %d : tensor<2x2x3x16x16xf32>
+    %sum = tcc.reduce_sum %e {axes = array<i64: 4>, keepdims = true} : tensor<2x2x3x16x16xf32> -> tensor<2x2x3x16x1xf32>
+    %p32 = tcc.div %e, %sum : tensor<2x2x3x16x16xf32>, tensor<2x2x3x16x1xf32> -> tensor<2x2x3x16x16xf32>
+    %p = tcc.cast %p32 : tensor<2x2x3x16x16xf32> -> tensor<2x2x3x16x16xbf16>
+    %o = tcc.matmul %p, %vb : tensor<2x2x3x16x16xbf16>, tensor<2x2x3x16x8xbf16> -> tensor<2x2x3x16x8xbf16>
+    tcc.yield %o : tensor<2x2x3x16x8xbf16>
+  }
+  return %0 : tensor<2x2x3x16x8xbf16>
+}
+

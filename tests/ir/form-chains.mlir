@@ -261,6 +261,30 @@ func.func @mqa_implicit(%q: tensor<2x4x16x8xf32>, %k: tensor<2x1x16x8xf32>, %v: 
 
 // -----
 
+// GQA written with the query heads as two axes (Q [2, 2, 3, 16, 8], K and V
+// [2, 2, 1, 16, 8], broadcast by the matmuls over the groups): made explicit
+// too, and one chain.
+// CHECK-LABEL: func.func @gqa_rank5_implicit
+// CHECK-DAG: %[[K:.*]] = tcc.broadcast_to %arg1 : tensor<2x2x1x16x8xf32> -> tensor<2x2x3x16x8xf32>
+// CHECK-DAG: %[[V:.*]] = tcc.broadcast_to %arg2 : tensor<2x2x1x16x8xf32> -> tensor<2x2x3x16x8xf32>
+// CHECK: %[[C:.*]] = tcc.chain attributes {axis = 4 : i64} -> tensor<2x2x3x16x8xf32> {
+// CHECK:   tcc.matmul %arg0, %[[K]] {transpose_b = true}
+// CHECK:   %[[O:.*]] = tcc.matmul %{{.*}}, %[[V]]
+// CHECK:   tcc.yield %[[O]]
+// CHECK: return %[[C]]
+func.func @gqa_rank5_implicit(%q: tensor<2x2x3x16x8xf32>, %k: tensor<2x2x1x16x8xf32>, %v: tensor<2x2x1x16x8xf32>) -> tensor<2x2x3x16x8xf32> {
+  %s = tcc.matmul %q, %k {transpose_b = true} : tensor<2x2x3x16x8xf32>, tensor<2x2x1x16x8xf32> -> tensor<2x2x3x16x16xf32>
+  %m = tcc.reduce_max %s {axes = array<i64: 4>, keepdims = true} : tensor<2x2x3x16x16xf32> -> tensor<2x2x3x16x1xf32>
+  %d = tcc.sub %s, %m : tensor<2x2x3x16x16xf32>, tensor<2x2x3x16x1xf32> -> tensor<2x2x3x16x16xf32>
+  %e = tcc.exp %d : tensor<2x2x3x16x16xf32>
+  %sum = tcc.reduce_sum %e {axes = array<i64: 4>, keepdims = true} : tensor<2x2x3x16x16xf32> -> tensor<2x2x3x16x1xf32>
+  %p = tcc.div %e, %sum : tensor<2x2x3x16x16xf32>, tensor<2x2x3x16x1xf32> -> tensor<2x2x3x16x16xf32>
+  %o = tcc.matmul %p, %v : tensor<2x2x3x16x16xf32>, tensor<2x2x1x16x8xf32> -> tensor<2x2x3x16x8xf32>
+  return %o : tensor<2x2x3x16x8xf32>
+}
+
+// -----
+
 // Softmax between two linear layers whose weights are 2-D (shared by the
 // batch): nothing is broadcast, and the matmuls stay GEMMs.
 // CHECK-LABEL: func.func @linear_softmax_linear

@@ -128,6 +128,52 @@ OpFoldResult CastOp::fold(FoldAdaptor) {
   return {};
 }
 
+/// Whether `v` is a constant whose every element is one.
+static bool isConstantOne(Value v) {
+  auto c = v.getDefiningOp<ConstantOp>();
+  if (!c)
+    return false;
+  if (auto f = dyn_cast<FloatAttr>(c.getValue()))
+    return f.getValue().isExactlyValue(1.0);
+  auto i = dyn_cast<IntegerAttr>(c.getValue());
+  return i && i.getValue().isOne();
+}
+
+OpFoldResult MulOp::fold(FoldAdaptor) {
+  for (auto [x, c] : {std::pair(getLhs(), getRhs()), {getRhs(), getLhs()}})
+    if (x.getType() == getType() && isConstantOne(c))
+      return x;
+  return {};
+}
+
+OpFoldResult DivOp::fold(FoldAdaptor) {
+  if (getLhs().getType() == getType() && isConstantOne(getRhs()))
+    return getLhs();
+  return {};
+}
+
+namespace {
+/// x + neg(y) (or neg(y) + x) is x - y.
+struct AddOfNeg : OpRewritePattern<AddOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AddOp op,
+                                PatternRewriter &rewriter) const override {
+    for (auto [x, n] :
+         {std::pair(op.getLhs(), op.getRhs()), {op.getRhs(), op.getLhs()}})
+      if (auto neg = n.getDefiningOp<NegOp>()) {
+        rewriter.replaceOpWithNewOp<SubOp>(op, op.getType(), x, neg.getInput());
+        return success();
+      }
+    return failure();
+  }
+};
+} // namespace
+
+void AddOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                        MLIRContext *context) {
+  results.add<AddOfNeg>(context);
+}
+
 LogicalResult ConstantOp::verify() {
   Type elt = elementType(getResult());
   if (getValue().getType() != elt)

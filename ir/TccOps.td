@@ -82,10 +82,20 @@ class Tcc_BinaryOp<string mnemonic, Type operandTy, Type resultTy,
   let hasVerifier = 1;
 }
 
-def Tcc_AddOp : Tcc_BinaryOp<"add", Tcc_NumTensor, Tcc_NumTensor>;
+// x + neg(y) is x - y (exactly, in every dtype): the form the softmax and
+// attention matches read (exp(s + neg(max s)), as some exporters write it).
+def Tcc_AddOp : Tcc_BinaryOp<"add", Tcc_NumTensor, Tcc_NumTensor> {
+  let hasCanonicalizer = 1;
+}
 def Tcc_SubOp : Tcc_BinaryOp<"sub", Tcc_NumTensor, Tcc_NumTensor>;
-def Tcc_MulOp : Tcc_BinaryOp<"mul", Tcc_NumTensor, Tcc_NumTensor>;
-def Tcc_DivOp : Tcc_BinaryOp<"div", Tcc_NumTensor, Tcc_NumTensor>;
+// A product or quotient by the constant 1 that broadcasts nothing is its
+// operand (exact: x * 1 is x, signed zeros and NaN included).
+def Tcc_MulOp : Tcc_BinaryOp<"mul", Tcc_NumTensor, Tcc_NumTensor> {
+  let hasFolder = 1;
+}
+def Tcc_DivOp : Tcc_BinaryOp<"div", Tcc_NumTensor, Tcc_NumTensor> {
+  let hasFolder = 1;
+}
 def Tcc_MaximumOp : Tcc_BinaryOp<"maximum", Tcc_NumTensor, Tcc_NumTensor>;
 def Tcc_MinimumOp : Tcc_BinaryOp<"minimum", Tcc_NumTensor, Tcc_NumTensor>;
 def Tcc_PowOp : Tcc_BinaryOp<"pow", Tcc_NumTensor, Tcc_NumTensor>;

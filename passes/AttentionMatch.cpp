@@ -312,6 +312,15 @@ std::optional<AttentionOperandView> groupedView(Value v, ArrayRef<int64_t> axes,
   return std::nullopt;
 }
 
+/// Whether `t` swaps the last two axes and keeps the others.
+bool isLastTwoSwap(TransposeOp t) {
+  ArrayRef<int64_t> perm = t.getPerm();
+  int64_t r = perm.size();
+  if (r < 2 || perm[r - 2] != r - 1 || perm[r - 1] != r - 2)
+    return false;
+  return llvm::equal(perm.drop_back(2), llvm::seq<int64_t>(0, r - 2));
+}
+
 /// Whether `op` is a cast from one float type to another.
 bool isFloatCast(Operation *op) {
   auto c = dyn_cast<CastOp>(op);
@@ -467,32 +476,68 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
   // Float casts may stand on either side (the format's softmax over 16-bit
   // scores takes the max in their dtype, then subtracts in f32): they are
   // the softmax's, as the template computes it in f32.
-  Value x = exp.getInput();
-  auto sub = x.getDefiningOp<SubOp>();
-  SmallVector<Operation *> maxPath;
-  Value rowMax = sub ? uncast(sub.getRhs(), maxPath) : Value();
-  auto broadcast =
-      rowMax ? rowMax.getDefiningOp<BroadcastToOp>() : BroadcastToOp();
-  if (broadcast)
-    rowMax = uncast(broadcast.getInput(), maxPath);
-  auto max = rowMax ? rowMax.getDefiningOp<ReduceMaxOp>() : ReduceMaxOp();
-  if (max) {
-    SmallVector<Operation *> lhsCasts;
-    Value maxIn = uncast(max.getInput(), maxPath);
-    if (uncast(sub.getLhs(), lhsCasts) != maxIn ||
-        !isLastAxisKeepdims(max, rank))
-      return fail("the exponent is not the scores less their max");
-    x = maxIn;
-    pattern.append({sub, max});
-    pattern.append(maxPath);
-    pattern.append(lhsCasts);
+  // `v` as s - max(s) (its ops in `ops`, s in `in`; `ok` false when the
+  // max is another value's); nullopt when it subtracts no max.
+  struct Shift {
+    Value in;
+    SmallVector<Operation *> ops;
+    bool ok = true;
+  };
+  auto shiftOf = [&](Value v) -> std::optional<Shift> {
+    auto sub = v.getDefiningOp<SubOp>();
+    if (!sub)
+      return std::nullopt;
+    Shift sh;
+    Value rowMax = uncast(sub.getRhs(), sh.ops);
+    auto broadcast = rowMax.getDefiningOp<BroadcastToOp>();
     if (broadcast)
-      pattern.push_back(broadcast);
+      rowMax = uncast(broadcast.getInput(), sh.ops);
+    auto max = rowMax.getDefiningOp<ReduceMaxOp>();
+    if (!max)
+      return std::nullopt;
+    sh.in = uncast(max.getInput(), sh.ops);
+    sh.ok =
+        uncast(sub.getLhs(), sh.ops) == sh.in && isLastAxisKeepdims(max, rank);
+    sh.ops.append({sub, max});
+    if (broadcast)
+      sh.ops.push_back(broadcast);
+    return sh;
+  };
+  Value x = exp.getInput();
+  std::optional<Shift> shift = shiftOf(x);
+  // exp(c · (s - max s)) with a constant c > 0 (a temperature applied after
+  // the shift): the softmax of c · s, whose max is c · max s.
+  double expFactor = 1.0;
+  if (!shift) {
+    SmallVector<Operation *> ops;
+    Operation *op = uncast(x, ops).getDefiningOp();
+    for (int i : {1, 0}) {
+      if (!isa_and_nonnull<MulOp, DivOp>(op) || (i == 0 && isa<DivOp>(op)))
+        break;
+      std::optional<double> c = uniformValue(op->getOperand(i));
+      if (!c || !(*c > 0) || !std::isfinite(*c) ||
+          typeOf(op->getOperand(1 - i)) != typeOf(op->getResult(0)))
+        continue;
+      shift = shiftOf(uncast(op->getOperand(1 - i), ops));
+      if (shift) {
+        expFactor = isa<MulOp>(op) ? *c : 1.0 / *c;
+        shift->ops.append(ops);
+        shift->ops.push_back(op);
+      }
+      break;
+    }
+  }
+  if (shift) {
+    if (!shift->ok)
+      return fail("the exponent is not the scores less their max");
+    x = shift->in;
+    pattern.append(shift->ops);
   }
 
   AttentionMatch m;
   m.chain = chain;
   m.softmaxInput = x;
+  m.expFactor = expFactor;
   // The score changes: the element-wise ops from Q·Kᵀ to softmax's input.
   // A change may read the score more than once (s · sigmoid(s), a leaky
   // select): the changes are a DAG, computed per score as written. They
@@ -580,7 +625,25 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
   m.scores = qk.getResult();
   m.q = qk.getA();
   int64_t kHeads, vHeads;
-  m.k = unrepeated(qk.getB(), kHeads, m.kvOps);
+  // K repeated over query heads, then its last two axes swapped (GQA's
+  // repeat_kv, then k.transpose(2, 3), as Hugging Face writes it): the
+  // swap is Q·Kᵀ's, the repeat K's as ever.
+  // (The repeat's ops come first in kvOps: producers before users.)
+  Value kOperand = qk.getB();
+  TransposeOp swap;
+  if (auto t = kOperand.getDefiningOp<TransposeOp>();
+      t && m.kTransposed && isLastTwoSwap(t)) {
+    SmallVector<Operation *> repeat;
+    int64_t heads;
+    if (unrepeated(t.getInput(), heads, repeat) != t.getInput()) {
+      swap = t;
+      kOperand = t.getInput();
+      m.kTransposed = false;
+    }
+  }
+  m.k = unrepeated(kOperand, kHeads, m.kvOps);
+  if (swap)
+    m.kvOps.push_back(swap);
   m.v = unrepeated(pv.getB(), vHeads, m.kvOps);
   if (kHeads != vHeads)
     return fail("K and V are repeated over different numbers of heads");
@@ -615,6 +678,24 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
   }
   if (!outside(m.q) || !outside(m.k) || !outside(m.v))
     return fail("Q, K or V is computed in the chain");
+  // Q and K widened to f32 from V's 16-bit type (Q·Kᵀ in f32, as careful
+  // models write it): products of 16-bit values are exact in f32, so the
+  // 16-bit template's f32 scores are the model's. It reads the 16-bit
+  // tensors; the widened copies are left unread.
+  auto widenedFrom = [&](Value v) -> Value {
+    auto c = v.getDefiningOp<CastOp>();
+    if (!c || !isFloatCast(c) || !typeOf(v).getElementType().isF32())
+      return Value();
+    Type from = typeOf(c.getInput()).getElementType();
+    return from.isF16() || from.isBF16() ? c.getInput() : Value();
+  };
+  Value q16 = widenedFrom(m.q), k16 = widenedFrom(m.k);
+  Type vElem = typeOf(m.v).getElementType();
+  if (q16 && k16 && typeOf(q16).getElementType() == vElem &&
+      typeOf(k16).getElementType() == vElem) {
+    m.q = q16;
+    m.k = k16;
+  }
   // Every other op of the chain belongs to the pattern or to positions.
   llvm::SmallPtrSet<Operation *, 16> known(mods.begin(), mods.end());
   known.insert(pattern.begin(), pattern.end());
@@ -644,9 +725,9 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
   if (qt.getShape().drop_back(2) != kmt.getShape().drop_back(2) ||
       qt.getShape().drop_back(2) != vmt.getShape().drop_back(2))
     return fail("Q, K and V differ in their leading dimensions");
-  m.elemType = qt.getElementType();
+  m.elemType = typeOf(m.q).getElementType();
   if (!(m.elemType.isBF16() || m.elemType.isF16() || m.elemType.isF32()) ||
-      kt.getElementType() != m.elemType || vt.getElementType() != m.elemType)
+      typeOf(m.k).getElementType() != m.elemType || vElem != m.elemType)
     return fail("Q, K and V are not all bf16, all f16 or all f32");
   // A result of another float type (P·V kept in f32, or cast after it) is
   // the kernel's result cast: it accumulates O in f32 and rounds it once.
@@ -872,14 +953,14 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
         !isFloatCast(op))
       others.push_back(op);
   if (m.keyMask && others.empty()) {
-    m.scale = 1.0;
+    m.scale = m.expFactor;
     m.keyMaskAlone = true;
   }
   // No change at all (attention written without a scale, perhaps with a
-  // linear mask; casts are none): the scale 1, so the templates' fast
-  // softmax takes it.
+  // linear mask; casts are none): the scale 1 (or the exponent's factor),
+  // so the templates' fast softmax takes it.
   if (others.empty())
-    m.scale = 1.0;
+    m.scale = m.expFactor;
   // Products and quotients by positive constants only (a scale, or Q's and
   // K's prescales moved onto the scores): one scale, their product. Each
   // takes the one before it (the changes depend on S, the constant does
@@ -898,6 +979,8 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
     }
     *product *= isa<MulOp>(op) ? *c : 1.0 / *c;
   }
+  if (product)
+    *product *= m.expFactor;
   if (!others.empty() && product && std::isnormal(*product)) {
     m.scale = *product;
     m.keyMaskAlone = m.keyMask != nullptr;
@@ -1107,8 +1190,13 @@ AttentionOp AttentionMatch::buildOp(OpBuilder &b) const {
 Value AttentionMatch::buildScoreMod(OpBuilder &b, Location loc, Value score,
                                     Value batchIdx, Value head, Value qIdx,
                                     Value kIdx, ValueRange capturedArgs) const {
-  return buildValue(b, loc, softmaxInput, score, batchIdx, head, qIdx, kIdx,
-                    capturedArgs);
+  Value r = buildValue(b, loc, softmaxInput, score, batchIdx, head, qIdx, kIdx,
+                       capturedArgs);
+  if (expFactor == 1.0)
+    return r;
+  return arith::MulFOp::create(
+      b, loc, r,
+      arith::ConstantOp::create(b, loc, b.getF32FloatAttr(expFactor)));
 }
 
 Value AttentionMatch::buildKeyKeep(OpBuilder &b, Location loc, Value batchIdx,

@@ -89,6 +89,10 @@ struct AttentionMatch {
   /// reshape costs no copy of its own. Keyed by the reshape's result.
   llvm::DenseMap<Value, Value> capturedViews;
   Value scores, softmaxInput;
+  /// The exponent is this factor times softmax's input less its max
+  /// (exp(c · (s - max s)), a temperature written after the shift): the
+  /// softmax of the changed scores times it. 1 otherwise.
+  double expFactor = 1.0;
   /// The mask as constraints (empty: no mask, or one applied in `mods`),
   /// and the selects that applied it in the model, innermost first.
   SmallVector<LinearConstraint> mask;

@@ -106,6 +106,13 @@ struct TccFormAttention : impl::TccFormAttentionBase<TccFormAttention> {
           widened.erase();
       }
       chain.erase();
+      // Q and K widened to f32 for Q·Kᵀ, which the op reads narrow (the
+      // match): the widened copies are dead unless something else reads
+      // them.
+      for (Value v : {m->q, m->k})
+        for (Operation *user : llvm::make_early_inc_range(v.getUsers()))
+          if (isa<CastOp>(user) && user->use_empty())
+            user->erase();
       writeThroughTranspose(op);
       writeThroughReshape(op);
       // Views of Q, K and V the op reads through (buildOp) are dead now

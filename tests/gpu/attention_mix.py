@@ -27,8 +27,9 @@ a few; these draw a combination of all of them from a seed:
                 -inf or a finite stand-in (-1e30, f16's -65504), one select
                 each or and-ed
   softmax       the op (in 16-bit, maybe on the scores cast to f32, P
-                cast back), or written by hand: exp(s - max) or exp(s), P·V
-                divided by the sum afterwards, or P = e * reciprocal(sum)
+                cast back), or written by hand: exp(s - max), exp(s +
+                neg(max)), exp((s - max) * 2) or exp(s), P·V divided by the
+                sum afterwards, or P = e * reciprocal(sum)
 
 Each mix is a case of attention_test.py (named mix_<seed>_<i>_...; decode
 ones mix_..._decode_...), with its float64 reference composed from the
@@ -358,7 +359,19 @@ def draw(T, seed, index):
             e = m.add('exp', [s])
         else:
             mx = m.add('reduce_max', [s], axes=[-1], keepdims=True)
-            e = m.add('exp', [m.add('sub', [s, mx])])
+            # The shift as an add of its negation, or a temperature after
+            # it (exp((s - max) * 2): softmax of 2s), from a generator of
+            # their own (the other draws stay those of earlier sessions).
+            shift = np.random.default_rng([seed, index, 3]).random()
+            if shift < 0.2:
+                e = m.add('exp', [m.add('add', [s, m.add('neg', [mx])])])
+                tags.append('negadd')
+            elif shift < 0.4:
+                e = m.add('exp', [m.add('mul', [m.add('sub', [s, mx]), m.const(dt, 2.0)])])
+                fs.append(lambda x, r, c, env: 2 * x)
+                tags.append('temp2')
+            else:
+                e = m.add('exp', [m.add('sub', [s, mx])])
         total = m.add('reduce_sum', [e], axes=[-1], keepdims=True)
         if hand_form == 'reciprocal':  # p = e * (1 / sum), then p · v
             o = m.add('matmul', [m.add('mul', [e, m.add('reciprocal', [total])]), v])

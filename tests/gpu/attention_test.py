@@ -723,6 +723,32 @@ def written_cases():
             node('greater_equal', ['row', 'col'], 'keep'), const('neg', 'bf16', '-inf'),
             node('select', ['keep', 'ss', 'neg'], 's_mod')]), scores_f32=True),
         1.0, lambda s, r, c: np.where(r >= c, s * inv32, -np.inf)))
+
+    def qk_f32(m):
+        """Q and K widened to f32 for Q·Kᵀ (scores, their changes and the
+        softmax in f32), P cast back to V's dtype."""
+        dt = m['inputs'][0]['dtype']
+        nodes = [node('cast', ['q'], 'q32', to='f32'), node('cast', ['k'], 'k32', to='f32')]
+        for nd in m['nodes']:
+            if nd['op'] == 'matmul' and nd['inputs'] == ['q', 'k']:
+                nd = dict(nd, inputs=['q32', 'k32'])
+            if nd['op'] == 'constant' and nd['attrs']['dtype'] == dt:
+                nd = dict(nd, attrs=dict(nd['attrs'], dtype='f32'))
+            if nd['op'] == 'softmax':
+                nodes += [dict(nd, outputs=['p32']), node('cast', ['p32'], 'p', to=dt)]
+                continue
+            nodes.append(nd)
+        return dict(m, nodes=nodes)
+    out.append(('qk_f32_causal_f16_555', qk_f32(model(
+        'qk_f32', 'f16', [2, 2, 555, 64], [2, 2, 555, 64],
+        [const('c', 'f16', inv), node('mul', ['s', 'c'], 'ss')] + positions(555, 555) + [
+            node('greater_equal', ['row', 'col'], 'keep'), const('neg', 'f16', '-inf'),
+            node('select', ['keep', 'ss', 'neg'], 's_mod')])),
+        1.0, lambda s, r, c: np.where(r >= c, s * inv32, -np.inf)))
+    out.append(('decode_qk_f32_bf16_q2_3001', qk_f32(model(
+        'dqk_f32', 'bf16', [1, 4, 2, 128], [1, 4, 3001, 128],
+        [const('c', 'bf16', 1 / np.sqrt(128)), node('mul', ['s', 'c'], 's_mod')])),
+        1.0, lambda s, r, c: s * np.float64(np.float32(1 / np.sqrt(128)))))
     return out
 
 
@@ -947,6 +973,23 @@ def handwritten_cases():
          node('matmul', ['e', 'v'], 'pv'), node('reduce_sum', ['e'], 'l', axes=[-1]),
          node('reshape', ['l'], 'lk', shape=[b, h, lq, 1]), node('div', ['pv', 'lk'], 'o')]),
         1.0, ref))
+    # The shift written as an add of its negation (exp(s + neg(max s)), as
+    # some exporters write it), and a temperature after the shift,
+    # exp((s - max s) · 2): the softmax of 2 · s; softmax's P times 1.
+    out.append(('hand_add_neg_max_f16_333', handwritten(
+        'hand_add_neg', 'f16', [1, 2, 333, 64], [1, 2, 333, 64], scale('f16'),
+        [node('reduce_max', ['s_mod'], 'mx', axes=[-1], keepdims=True),
+         node('neg', ['mx'], 'nmx'), node('add', ['s_mod', 'nmx'], 'd'), node('exp', ['d'], 'e'),
+         node('reduce_sum', ['e'], 'l', axes=[-1], keepdims=True), node('div', ['e', 'l'], 'p'),
+         node('matmul', ['p', 'v'], 'o')]), 1.0, ref))
+    out.append(('hand_temperature_bf16_700', handwritten(
+        'hand_temperature', 'bf16', [2, 2, 700, 128], [2, 2, 700, 128], scale('bf16'),
+        stable('s_mod')[:2] + [const('temp', 'bf16', 2.0), node('mul', ['d', 'temp'], 'dt'),
+                               node('exp', ['dt'], 'e'),
+                               node('reduce_sum', ['e'], 'l', axes=[-1], keepdims=True),
+                               node('div', ['e', 'l'], 'p0'), const('one', 'bf16', 1.0),
+                               node('mul', ['p0', 'one'], 'p'), node('matmul', ['p', 'v'], 'o')]),
+        1.0, lambda s, r, c: s * 0.25))
     return out
 
 

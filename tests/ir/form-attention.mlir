@@ -622,3 +622,109 @@ func.func @gqa_rank5_slopes(%q: tensor<2x2x3x16x8xbf16>, %k: tensor<2x2x1x16x8xb
   return %0 : tensor<2x2x3x16x8xbf16>
 }
 
+
+// -----
+
+// Softmax written by hand with its temperature after the shift,
+// exp((s - max s) / 0.5): the softmax of 2 · s, so the scale is 0.125 · 2;
+// beside a bias (score code), the code ends multiplying by 2.
+// CHECK-LABEL: func.func @temperature_after_shift
+// CHECK: tcc.attention %arg0, %arg1, %arg2 attributes {{{.*}}scale = 2.500000e-01 : f64
+// CHECK: tcc.attention %{{.*}}, %{{.*}}, %{{.*}} captures(%arg3 : tensor<1x2x64x64xf32>)
+// CHECK: %[[B:.*]] = arith.addf
+// CHECK: %[[C:.*]] = arith.constant 2.000000e+00 : f32
+// CHECK: arith.mulf %[[B]], %[[C]] : f32
+// CHECK-NEXT: tcc.yield
+func.func @temperature_after_shift(%q: tensor<1x2x64x64xbf16>, %k: tensor<1x2x64x64xbf16>, %v: tensor<1x2x64x64xbf16>, %bias: tensor<1x2x64x64xf32>) -> (tensor<1x2x64x64xbf16>, tensor<1x2x64x64xf32>) {
+  %0 = tcc.chain attributes {axis = 3 : i64} -> tensor<1x2x64x64xbf16> {
+    %c = tcc.constant {value = 1.250000e-01 : bf16} : tensor<bf16>
+    %t = tcc.constant {value = 5.000000e-01 : bf16} : tensor<bf16>
+    %s = tcc.matmul %q, %k {transpose_b = true} : tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16> -> tensor<1x2x64x64xbf16>
+    %ss = tcc.mul %s, %c : tensor<1x2x64x64xbf16>, tensor<bf16> -> tensor<1x2x64x64xbf16>
+    %m = tcc.reduce_max %ss {axes = array<i64: 3>, keepdims = true} : tensor<1x2x64x64xbf16> -> tensor<1x2x64x1xbf16>
+    %d = tcc.sub %ss, %m : tensor<1x2x64x64xbf16>, tensor<1x2x64x1xbf16> -> tensor<1x2x64x64xbf16>
+    %u = tcc.div %d, %t : tensor<1x2x64x64xbf16>, tensor<bf16> -> tensor<1x2x64x64xbf16>
+    %e = tcc.exp %u : tensor<1x2x64x64xbf16>
+    %sum = tcc.reduce_sum %e {axes = array<i64: 3>, keepdims = true} : tensor<1x2x64x64xbf16> -> tensor<1x2x64x1xbf16>
+    %p = tcc.div %e, %sum : tensor<1x2x64x64xbf16>, tensor<1x2x64x1xbf16> -> tensor<1x2x64x64xbf16>
+    %o = tcc.matmul %p, %v : tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16> -> tensor<1x2x64x64xbf16>
+    tcc.yield %o : tensor<1x2x64x64xbf16>
+  }
+  %q32 = tcc.cast %q : tensor<1x2x64x64xbf16> -> tensor<1x2x64x64xf32>
+  %k32 = tcc.cast %k : tensor<1x2x64x64xbf16> -> tensor<1x2x64x64xf32>
+  %v32 = tcc.cast %v : tensor<1x2x64x64xbf16> -> tensor<1x2x64x64xf32>
+  %1 = tcc.chain attributes {axis = 3 : i64} -> tensor<1x2x64x64xf32> {
+    %two = tcc.constant {value = 2.000000e+00 : f32} : tensor<f32>
+    %s = tcc.matmul %q32, %k32 {transpose_b = true} : tensor<1x2x64x64xf32>, tensor<1x2x64x64xf32> -> tensor<1x2x64x64xf32>
+    %sb = tcc.add %s, %bias : tensor<1x2x64x64xf32>, tensor<1x2x64x64xf32> -> tensor<1x2x64x64xf32>
+    %m = tcc.reduce_max %sb {axes = array<i64: 3>, keepdims = true} : tensor<1x2x64x64xf32> -> tensor<1x2x64x1xf32>
+    %d = tcc.sub %sb, %m : tensor<1x2x64x64xf32>, tensor<1x2x64x1xf32> -> tensor<1x2x64x64xf32>
+    %u = tcc.mul %two, %d : tensor<f32>, tensor<1x2x64x64xf32> -> tensor<1x2x64x64xf32>
+    %e = tcc.exp %u : tensor<1x2x64x64xf32>
+    %sum = tcc.reduce_sum %e {axes = array<i64: 3>, keepdims = true} : tensor<1x2x64x64xf32> -> tensor<1x2x64x1xf32>
+    %p = tcc.div %e, %sum : tensor<1x2x64x64xf32>, tensor<1x2x64x1xf32> -> tensor<1x2x64x64xf32>
+    %o = tcc.matmul %p, %v32 : tensor<1x2x64x64xf32>, tensor<1x2x64x64xf32> -> tensor<1x2x64x64xf32>
+    tcc.yield %o : tensor<1x2x64x64xf32>
+  }
+  return %0, %1 : tensor<1x2x64x64xbf16>, tensor<1x2x64x64xf32>
+}
+
+// -----
+
+// Q and K widened to f32 for Q·Kᵀ, P cast back to V's bf16: the op reads
+// the bf16 tensors (products of bf16 values are exact in f32), and the
+// widened copies are gone.
+// CHECK-LABEL: func.func @qk_in_f32
+// CHECK-NOT: tcc.cast
+// CHECK: tcc.attention %arg0, %arg1, %arg2 attributes {{{.*}}scale = 1.250000e-01 : f64{{.*}}} : tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16> -> tensor<1x2x64x64xbf16>
+// CHECK-NOT: tcc.cast
+func.func @qk_in_f32(%q: tensor<1x2x64x64xbf16>, %k: tensor<1x2x64x64xbf16>, %v: tensor<1x2x64x64xbf16>) -> tensor<1x2x64x64xbf16> {
+  %q32 = tcc.cast %q : tensor<1x2x64x64xbf16> -> tensor<1x2x64x64xf32>
+  %k32 = tcc.cast %k : tensor<1x2x64x64xbf16> -> tensor<1x2x64x64xf32>
+  %0 = tcc.chain attributes {axis = 3 : i64} -> tensor<1x2x64x64xbf16> {
+    %c = tcc.constant {value = 1.250000e-01 : f32} : tensor<f32>
+    %s = tcc.matmul %q32, %k32 {transpose_b = true} : tensor<1x2x64x64xf32>, tensor<1x2x64x64xf32> -> tensor<1x2x64x64xf32>
+    %ss = tcc.mul %s, %c : tensor<1x2x64x64xf32>, tensor<f32> -> tensor<1x2x64x64xf32>
+    %m = tcc.reduce_max %ss {axes = array<i64: 3>, keepdims = true} : tensor<1x2x64x64xf32> -> tensor<1x2x64x1xf32>
+    %d = tcc.sub %ss, %m : tensor<1x2x64x64xf32>, tensor<1x2x64x1xf32> -> tensor<1x2x64x64xf32>
+    %e = tcc.exp %d : tensor<1x2x64x64xf32>
+    %sum = tcc.reduce_sum %e {axes = array<i64: 3>, keepdims = true} : tensor<1x2x64x64xf32> -> tensor<1x2x64x1xf32>
+    %p32 = tcc.div %e, %sum : tensor<1x2x64x64xf32>, tensor<1x2x64x1xf32> -> tensor<1x2x64x64xf32>
+    %p = tcc.cast %p32 : tensor<1x2x64x64xf32> -> tensor<1x2x64x64xbf16>
+    %o = tcc.matmul %p, %v : tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16> -> tensor<1x2x64x64xbf16>
+    tcc.yield %o : tensor<1x2x64x64xbf16>
+  }
+  return %0 : tensor<1x2x64x64xbf16>
+}
+
+// -----
+
+// K repeated over the query heads, then its last two axes swapped (Hugging
+// Face's repeat_kv, then k.transpose(2, 3)): GQA 4/2 read as K [B, 2, L, D],
+// not K given transposed.
+// CHECK-LABEL: func.func @repeat_then_transpose
+// CHECK: tcc.attention %arg0, %arg1, %arg2 attributes {{{.*}}kv_heads = 2 : i64
+// CHECK-NOT: k_transposed
+// CHECK-SAME: : tensor<1x4x64x64xf16>, tensor<1x2x64x64xf16>, tensor<1x2x64x64xf16> -> tensor<1x4x64x64xf16>
+func.func @repeat_then_transpose(%q: tensor<1x4x64x64xf16>, %k: tensor<1x2x64x64xf16>, %v: tensor<1x2x64x64xf16>) -> tensor<1x4x64x64xf16> {
+  %0 = tcc.chain attributes {axis = 3 : i64} -> tensor<1x4x64x64xf16> {
+    %k5 = tcc.reshape %k : tensor<1x2x64x64xf16> -> tensor<1x2x1x64x64xf16>
+    %kb = tcc.broadcast_to %k5 : tensor<1x2x1x64x64xf16> -> tensor<1x2x2x64x64xf16>
+    %kk = tcc.reshape %kb : tensor<1x2x2x64x64xf16> -> tensor<1x4x64x64xf16>
+    %kt = tcc.transpose %kk {perm = array<i64: 0, 1, 3, 2>} : tensor<1x4x64x64xf16> -> tensor<1x4x64x64xf16>
+    %v5 = tcc.reshape %v : tensor<1x2x64x64xf16> -> tensor<1x2x1x64x64xf16>
+    %vb = tcc.broadcast_to %v5 : tensor<1x2x1x64x64xf16> -> tensor<1x2x2x64x64xf16>
+    %vv = tcc.reshape %vb : tensor<1x2x2x64x64xf16> -> tensor<1x4x64x64xf16>
+    %c = tcc.constant {value = 1.250000e-01 : f16} : tensor<f16>
+    %s = tcc.matmul %q, %kt : tensor<1x4x64x64xf16>, tensor<1x4x64x64xf16> -> tensor<1x4x64x64xf16>
+    %ss = tcc.mul %s, %c : tensor<1x4x64x64xf16>, tensor<f16> -> tensor<1x4x64x64xf16>
+    %m = tcc.reduce_max %ss {axes = array<i64: 3>, keepdims = true} : tensor<1x4x64x64xf16> -> tensor<1x4x64x1xf16>
+    %d = tcc.sub %ss, %m : tensor<1x4x64x64xf16>, tensor<1x4x64x1xf16> -> tensor<1x4x64x64xf16>
+    %e = tcc.exp %d : tensor<1x4x64x64xf16>
+    %sum = tcc.reduce_sum %e {axes = array<i64: 3>, keepdims = true} : tensor<1x4x64x64xf16> -> tensor<1x4x64x1xf16>
+    %p = tcc.div %e, %sum : tensor<1x4x64x64xf16>, tensor<1x4x64x1xf16> -> tensor<1x4x64x64xf16>
+    %o = tcc.matmul %p, %vv : tensor<1x4x64x64xf16>, tensor<1x4x64x64xf16> -> tensor<1x4x64x64xf16>
+    tcc.yield %o : tensor<1x4x64x64xf16>
+  }
+  return %0 : tensor<1x4x64x64xf16>
+}

@@ -1263,6 +1263,55 @@ bool buildWhere(NodeCtx &c) {
   return (bool)c.outputs[0];
 }
 
+/// `t`'s first element as the format's constant value (infinities and NaN
+/// as the strings JSON needs).
+Json scalarJson(const ConstTensor &t) {
+  if (t.dtype == DType::Bool)
+    return t.intAt(0) != 0;
+  if (!isFloat(t.dtype))
+    return t.intAt(0);
+  double f = t.floatAt(0);
+  return std::isnan(f)   ? Json("nan")
+         : std::isinf(f) ? Json(f < 0 ? "-inf" : "inf")
+                         : Json(f);
+}
+
+/// ConstantOfShape's `value` (a one-element tensor; float 0 when absent)
+/// into `out`.
+bool constantOfShapeValue(NodeCtx &c, ConstTensor &out) {
+  for (const onnx::AttributeProto &a : c.n.attribute()) {
+    if (a.name() != "value")
+      continue;
+    if (a.type() != onnx::AttributeProto::TENSOR)
+      return c.fail("attribute \"value\" must be TENSOR, got " +
+                    attrTypeName(a.type()));
+    if (!c.o.decodeTensor(a.t(), c.o.describe(c.index, c.n) + ": value", out))
+      return false;
+    if (out.numel() != 1)
+      return c.fail("attribute \"value\" must hold one element, got " +
+                    std::to_string(out.numel()));
+    return true;
+  }
+  out.dtype = DType::F32;
+  out.shape = {1};
+  out.bytes = std::make_shared<std::vector<uint8_t>>(4, 0);
+  return true;
+}
+
+/// ConstantOfShape: the constant shape given, every element `value` (a
+/// constant op of that shape: no bytes of its own).
+bool buildConstantOfShape(NodeCtx &c) {
+  Ints shape;
+  ConstTensor v;
+  if (!c.constInts(0, shape) || !constantOfShapeValue(c, v))
+    return false;
+  c.outputs = {c.emit("constant", {},
+                      Json{{"dtype", dtypeName(v.dtype)},
+                           {"shape", shape},
+                           {"value", scalarJson(v)}})};
+  return (bool)c.outputs[0];
+}
+
 /// Expand: broadcast both ways (NumPy rules) to the constant shape.
 bool buildExpand(NodeCtx &c) {
   Value x;
@@ -1318,11 +1367,8 @@ bool buildTrilu(NodeCtx &c) {
     for (int64_t i = 1; i < t.numel() && same; ++i)
       same = std::memcmp(p, p + i * size, size) == 0;
     if (same) {
-      Json v = t.dtype == DType::Bool ? Json(t.intAt(0) != 0)
-               : isFloat(t.dtype)     ? Json(t.floatAt(0))
-                                      : Json(t.intAt(0));
       x = c.emit("constant", {},
-                 Json{{"dtype", dtypeName(t.dtype)}, {"value", v}});
+                 Json{{"dtype", dtypeName(t.dtype)}, {"value", scalarJson(t)}});
       if (!x)
         return false;
     }
@@ -1773,6 +1819,7 @@ const std::map<std::string, OpEntry> &opTable() {
     t["Not"] = {S{}, [](NodeCtx &c) { return unary(c, "not"); }};
     t["Where"] = {S{}, buildWhere};
     t["Expand"] = {S{}, buildExpand};
+    t["ConstantOfShape"] = {S{"value"}, buildConstantOfShape};
     t["GatherElements"] = {S{"axis"}, buildGatherElements};
     t["Trilu"] = {S{"upper"}, buildTrilu};
     t["NegativeLogLikelihoodLoss"] = {
@@ -1804,7 +1851,8 @@ const std::map<std::string, OpEntry> &opTable() {
 bool OnnxImporter::foldIntegers(const onnx::NodeProto &n,
                                 const std::string &where, bool &folded) {
   static const std::set<std::string> foldable = {
-      "Gather", "Concat", "Unsqueeze", "Squeeze", "Cast", "Add", "Sub", "Mul"};
+      "Gather", "Concat", "Unsqueeze", "Squeeze", "Cast",           "Add",
+      "Sub",    "Mul",    "Equal",     "Where",   "ConstantOfShape"};
   constexpr int64_t kMaxFolded = 1024;
   folded = false;
   if (!foldable.count(n.op_type()) || n.output_size() != 1 ||
@@ -1816,7 +1864,11 @@ bool OnnxImporter::foldIntegers(const onnx::NodeProto &n,
     if (in.empty() || it == consts.end())
       return true;
     const ConstTensor &t = it->second;
-    if ((t.dtype != DType::I64 && t.dtype != DType::I32) ||
+    // Where's condition is bool (PyTorch's Expand writes its shape as
+    // Where(Equal(shape, -1), 1, shape)).
+    bool cond = n.op_type() == "Where" && ins.empty();
+    if ((cond ? t.dtype != DType::Bool
+              : t.dtype != DType::I64 && t.dtype != DType::I32) ||
         t.shape.size() > 1 || t.numel() > kMaxFolded)
       return true;
     ins.push_back(&t);
@@ -1836,13 +1888,64 @@ bool OnnxImporter::foldIntegers(const onnx::NodeProto &n,
     return dflt;
   };
   for (const onnx::AttributeProto &a : n.attribute())
-    if (a.name() != "axis" && a.name() != "to")
+    if (a.name() != "axis" && a.name() != "to" &&
+        !(a.name() == "value" && n.op_type() == "ConstantOfShape"))
       return true;
   Ints out;
   Shape shape;
   DType dt = ins[0]->dtype;
   const std::string &op = n.op_type();
-  if (op == "Gather") {
+  // Elementwise over equal sizes or a one-element operand: the size, and
+  // the shape of the larger (or of higher rank).
+  auto sizes = [&](ArrayRef<const ConstTensor *> ts) -> std::optional<size_t> {
+    size_t size = 1;
+    for (const ConstTensor *t : ts) {
+      size_t n = (size_t)t->numel();
+      if (n == 0 || (n != 1 && size != 1 && n != size))
+        return std::nullopt;
+      size = std::max(size, n);
+    }
+    for (const ConstTensor *t : ts)
+      if ((size_t)t->numel() == size && t->shape.size() >= shape.size())
+        shape = t->shape;
+    return size;
+  };
+  auto at = [](const ConstTensor *t, size_t i) {
+    return t->intAt(t->numel() == 1 ? 0 : (int64_t)i);
+  };
+  if (op == "ConstantOfShape") {
+    // A small integer tensor (the shape arithmetic around Expand).
+    // (An ill-formed value is left to the op, which reports it.)
+    const onnx::AttributeProto *value = nullptr;
+    for (const onnx::AttributeProto &a : n.attribute())
+      value = a.name() == "value" ? &a : value;
+    ConstTensor v;
+    if (!value || value->type() != onnx::AttributeProto::TENSOR ||
+        ins[0]->shape.size() != 1 || ins[0]->numel() != 1 ||
+        ins[0]->intAt(0) < 0 || ins[0]->intAt(0) > kMaxFolded)
+      return true;
+    if (!decodeTensor(value->t(), where + ": value", v))
+      return false;
+    if ((v.dtype != DType::I64 && v.dtype != DType::I32) || v.numel() != 1)
+      return true;
+    dt = v.dtype;
+    out.assign(ins[0]->intAt(0), v.intAt(0));
+    shape = {ins[0]->intAt(0)};
+  } else if (op == "Equal") {
+    std::optional<size_t> n = sizes(ins);
+    if (ins.size() != 2 || ins[1]->dtype != dt || !n)
+      return true;
+    for (size_t i = 0; i < *n; ++i)
+      out.push_back(at(ins[0], i) == at(ins[1], i));
+    dt = DType::Bool;
+  } else if (op == "Where") {
+    std::optional<size_t> n = sizes(ins);
+    if (ins.size() != 3 || ins[1]->dtype != ins[2]->dtype || !n)
+      return true;
+    dt = ins[1]->dtype;
+    for (size_t i = 0; i < *n; ++i)
+      out.push_back(at(ins[0], i) ? at(ins[1], i) : at(ins[2], i));
+  } else if (op == "Gather") {
     std::optional<int64_t> axis = findInt("axis", 0);
     if (ins.size() != 2 || !axis || *axis != 0 || ins[0]->shape.size() != 1)
       return true;

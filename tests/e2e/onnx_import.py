@@ -739,6 +739,57 @@ with tempfile.TemporaryDirectory() as d:
           gpt2, {'qkv': qkv}, {'o': (gpt, lin_tol(np.abs(qkv).max() * 4, 2 * gl * gd))}, d)
     one_attention_launch(gpt2, 'gpt2_attention', ('sm_90a', 'sm_90', 'gfx942'),
                          'GPT-2-exported attention (Split QKV)', d)
+    # GQA as Hugging Face writes it (repeat_kv: K and V unsqueezed, expanded
+    # over 2 query heads each and reshaped; then k.transpose(2, 3)), the
+    # causal mask a full(-inf).triu(1) constant added, softmax in f32, as
+    # torch.onnx.export (PyTorch 1.13) writes it: Expand's shape computed
+    # by ConstantOfShape, Mul, Equal and Where on constants (folded), the
+    # mask a Trilu of a constant. One attention launch on GPU targets.
+    ab, hkv, grp, al, ad = 1, 2, 2, 12, 8
+    q, k, v = rand(ab, hkv * grp, al, ad), rand(ab, hkv, al, ad), rand(ab, hkv, al, ad)
+    kr, vr = (np.repeat(t.astype(np.float64), grp, axis=1) for t in (k, v))
+    sc = q.astype(np.float64) @ np.swapaxes(kr, -1, -2) / np.sqrt(ad)
+    sc = sc + np.triu(np.full((al, al), -np.inf), 1)
+    p_ = np.exp(sc - sc.max(-1, keepdims=True))
+    gqa_ref = (p_ / p_.sum(-1, keepdims=True)) @ vr
+    nodes, inits = [], {'ax2': np.array([2], np.int64), 'five': np.array([5], np.int64),
+                        'minus1': np.array(-1, np.int64),
+                        'want': np.array([ab, hkv, grp, al, ad], np.int64),
+                        'merged': np.array([ab, hkv * grp, al, ad], np.int64),
+                        'dim': np.array(ad, np.float32), 'half': np.array(0.5, np.float32),
+                        'ninf': np.full((al, al), -np.inf, np.float32),
+                        'diag': np.array(1, np.int64)}
+    for t in 'kv':
+        nodes += [oh.make_node('Unsqueeze', [t, 'ax2'], [t + '5']),
+                  oh.make_node('ConstantOfShape', ['five'], [t + 'ones'],
+                               value=nh.from_array(np.array([1], np.int64))),
+                  oh.make_node('Mul', [t + 'ones', 'minus1'], [t + 'neg']),
+                  oh.make_node('Equal', ['want', t + 'neg'], [t + 'eq']),
+                  oh.make_node('Where', [t + 'eq', t + 'ones', 'want'], [t + 'shape']),
+                  oh.make_node('Expand', [t + '5', t + 'shape'], [t + 'x']),
+                  oh.make_node('Reshape', [t + 'x', 'merged'], [t + 'r'])]
+    nodes += [oh.make_node('Transpose', ['kr'], ['kt'], perm=[0, 1, 3, 2]),
+              oh.make_node('MatMul', ['q', 'kt'], ['s0']),
+              oh.make_node('Pow', ['dim', 'half'], ['sd']),
+              oh.make_node('Div', ['s0', 'sd'], ['s1']),
+              oh.make_node('Trilu', ['ninf', 'diag'], ['tri'], upper=1),
+              oh.make_node('Add', ['s1', 'tri'], ['s2']),
+              oh.make_node('Softmax', ['s2'], ['p'], axis=-1),
+              oh.make_node('MatMul', ['p', 'vr'], ['o'])]
+    hf_gqa = model(nodes, {'q': q, 'k': k, 'v': v}, ['o'], inits, opset=14)
+    check('GQA as PyTorch 1.13 exports repeat_kv: ConstantOfShape, Equal, Where folded into '
+          "Expand's shape; a Trilu of a -inf constant", hf_gqa, {'q': q, 'k': k, 'v': v},
+          {'o': (gqa_ref, lin_tol(np.abs(v).max() * 4, 2 * al * ad))}, d)
+    one_attention_launch(hf_gqa, 'hf_gqa_export', ('sm_90a', 'sm_90', 'gfx942'),
+                         'GQA exported as repeat_kv, K transposed after the repeat', d)
+    # ConstantOfShape as a tensor (a float fill, and the default 0).
+    check('ConstantOfShape: a filled tensor and the default zeros', model(
+        [oh.make_node('ConstantOfShape', ['shape'], ['c'],
+                      value=nh.from_array(np.array([-2.5], np.float32))),
+         oh.make_node('ConstantOfShape', ['shape'], ['z']),
+         oh.make_node('Add', ['x', 'c'], ['y']), oh.make_node('Add', ['x', 'z'], ['w'])],
+        {'x': x}, ['y', 'w'], {'shape': np.array(x.shape, np.int64)}),
+        {'x': x}, {'y': ((x + np.float32(-2.5)).astype(np.float64), Tol()), 'w': (xd, Tol())}, d)
     idx = rng.integers(-4, 4, (2, 3, 5)).astype(np.int64)
     check('GatherElements axis=1, negative indices', model(
         [oh.make_node('GatherElements', ['x', 'i'], ['y'], axis=1)], {'x': x, 'i': idx}, ['y']),

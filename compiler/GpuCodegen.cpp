@@ -15,6 +15,7 @@
 #include "compiler/TuningRecords.h"
 #include "compiler/gpu/AttentionKernel.h"
 #include "compiler/gpu/AttentionPlan.h"
+#include "compiler/gpu/AttentionTemplate.h"
 #include "compiler/gpu/ConvKernel.h"
 #include "compiler/gpu/DepthwiseKernel.h"
 #include "compiler/gpu/MatmulKernel.h"
@@ -1437,73 +1438,31 @@ FailureOr<AttentionUse> takeAttention(func::FuncOp f, mlir::tcc::AttentionOp op,
   b.setInsertionPointToEnd(gpuModule.getBody());
   AttentionUse use;
   int out = f.getNumArguments();
-  // The prefill kernels' buffers: Q, K, V, O, the captured tensors.
-  std::vector<int> kernelArgs{int(q.getArgNumber()), int(k.getArgNumber()),
-                              int(v.getArgNumber()), out};
-  llvm::append_range(kernelArgs, capturedArgs);
-  // The decode forms' pair: the partial kernel reads the operands and writes
-  // scratch (out + 1, + 2), the combine writes the result.
-  auto decodeUse = [&](const std::string &partial, const std::string &combine,
-                       const ::tcc::gpu::KernelLaunch &partialLaunch,
-                       const ::tcc::gpu::KernelLaunch &combineLaunch,
-                       uint64_t partialOBytes, uint64_t statsBytes) {
-    std::vector<int> args{int(q.getArgNumber()), int(k.getArgNumber()),
-                          int(v.getArgNumber()), out + 1, out + 2};
+  // The template the plan names builds its kernels (AttentionTemplate.h).
+  FailureOr<::tcc::gpu::AttentionKernels> built =
+      ::tcc::gpu::attentionTemplateOf(plan)->build(b, gpuModule, f.getSymName(),
+                                                   p, plan, target, why);
+  if (failed(built))
+    return refuse(why);
+  std::vector<int> args{int(q.getArgNumber()), int(k.getArgNumber()),
+                        int(v.getArgNumber()), out};
+  if (built->combine.empty()) {
+    // One kernel: Q, K, V, O, the captured tensors.
     llvm::append_range(args, capturedArgs);
-    use.launches = {
-        deviceLaunch(partial, partialLaunch, std::move(args)),
-        deviceLaunch(combine, combineLaunch, {out + 1, out + 2, out})};
-    use.scratchBytes = {partialOBytes, statsBytes};
-    f->setAttr("tcc.template", UnitAttr::get(f.getContext()));
-    return FailureOr<AttentionUse>(use);
-  };
-  auto prefillUse = [&](const std::string &symbol,
-                        FailureOr<::tcc::gpu::KernelLaunch> launch)
-      -> FailureOr<AttentionUse> {
-    if (failed(launch))
-      return refuse("the attention kernel could not be built");
-    use.launches = {deviceLaunch(symbol, *launch, std::move(kernelArgs))};
-    f->setAttr("tcc.template", UnitAttr::get(f.getContext()));
-    return FailureOr<AttentionUse>(use);
-  };
-  std::string name = f.getSymName().str();
-  std::string partial = name + "_decode", combine = name + "_combine";
-  if (auto a = dyn_cast<mlir::tcc::SimtAttentionAttr>(plan)) {
-    ::tcc::gpu::SimtAttentionSchedule ss = ::tcc::gpu::scheduleOf(a);
-    if (ss.chunkTiles) {
-      // Decode: the keys split over blocks, then a combine.
-      FailureOr<::tcc::gpu::SimtDecodeKernels> dk =
-          ::tcc::gpu::buildSimtDecodeKernels(b, gpuModule, partial, combine, p,
-                                             ss, target);
-      if (failed(dk))
-        return refuse("the SIMT decode kernels could not be built");
-      return decodeUse(partial, combine, dk->partial, dk->combine,
-                       dk->partialOBytes, dk->partialStatsBytes);
-    }
-    return prefillUse(name + "_attn_simt",
-                      ::tcc::gpu::buildSimtAttentionKernel(
-                          b, gpuModule, name + "_attn_simt", p, ss, target));
+    use.launches = {deviceLaunch(built->kernel, built->launch, args)};
+  } else {
+    // The decode forms' pair: the partial kernel reads the operands and
+    // writes scratch (out + 1, + 2), the combine writes the result.
+    args.back() = out + 1;
+    args.push_back(out + 2);
+    llvm::append_range(args, capturedArgs);
+    use.launches = {deviceLaunch(built->kernel, built->launch, args),
+                    deviceLaunch(built->combine, built->combineLaunch,
+                                 {out + 1, out + 2, out})};
+    use.scratchBytes = {built->partialOBytes, built->statsBytes};
   }
-  if (auto a = dyn_cast<mlir::tcc::MmaDecodeAttr>(plan)) {
-    FailureOr<::tcc::gpu::DecodeKernels> dk = ::tcc::gpu::buildDecodeKernels(
-        b, gpuModule, partial, combine, p, ::tcc::gpu::scheduleOf(a));
-    if (failed(dk))
-      return refuse("the decode kernels could not be built");
-    if (dk->single())
-      return prefillUse(partial, dk->partial);
-    return decodeUse(partial, combine, dk->partial, dk->combine,
-                     dk->partialOBytes, dk->partialStatsBytes);
-  }
-  if (auto a = dyn_cast<mlir::tcc::WgmmaAttentionAttr>(plan))
-    return prefillUse(
-        name + "_attn_wgmma",
-        ::tcc::gpu::buildWgmmaAttentionKernel(
-            b, gpuModule, name + "_attn_wgmma", p, ::tcc::gpu::scheduleOf(a)));
-  return prefillUse(
-      name + "_attn",
-      ::tcc::gpu::buildAttentionKernel(
-          b, gpuModule, name + "_attn", p,
-          ::tcc::gpu::scheduleOf(cast<mlir::tcc::MmaAttentionAttr>(plan))));
+  f->setAttr("tcc.template", UnitAttr::get(f.getContext()));
+  return FailureOr<AttentionUse>(use);
 }
 
 /// A matmul's signature in tuning records: its problem, as a record's

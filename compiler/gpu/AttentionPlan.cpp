@@ -1,5 +1,6 @@
 //===- AttentionPlan.cpp - which attention template, which schedule -------===//
 #include "compiler/gpu/AttentionPlan.h"
+#include "compiler/gpu/AttentionTemplate.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -150,46 +151,44 @@ AttentionProblem attentionProblemOf(mlir::tcc::AttentionOp op,
 Attribute chooseAttentionPlan(MLIRContext *ctx, const AttentionProblem &p,
                               const ::tcc::TargetDesc &target,
                               std::string &why) {
+  const AttentionTemplate &simt = *attentionTemplateNamed("simt"),
+                          &decode = *attentionTemplateNamed("mma_decode"),
+                          &wgmma = *attentionTemplateNamed("wgmma"),
+                          &mma = *attentionTemplateNamed("mma");
+  // A template's heuristic plan, if it builds.
+  auto planned = [&](const AttentionTemplate &t) -> Attribute {
+    Attribute plan = t.choose(ctx, p, target);
+    return t.validate(p, plan, target, why) ? plan : Attribute();
+  };
   // Targets without NVIDIA's tensor-core templates (AMD) run every dtype
   // on the SIMT template, in f32. f32 prefill takes the mma.sync template
   // as 3xTF32 (1.1-1.2x SDPA's memory-efficient kernel at sequence 4096
   // and 8192 on the H100, its error 0.7-1.1x SDPA's: session 50); f32
   // decode, bound by memory, the SIMT template's split-K pair in true f32.
-  if (target.simtAttentionOnly() || (p.elemType.isF32() && preferDecode(p))) {
-    if (!simtAttentionSupports(p, why))
-      return {};
-    SimtAttentionSchedule s = chooseSimtAttentionSchedule(p, target);
-    return simtAttentionScheduleValid(p, s, target, why) ? planOf(ctx, s)
-                                                         : Attribute();
-  }
-  if (!attentionKernelSupports(p, why)) {
+  if (target.simtAttentionOnly() || (p.elemType.isF32() && preferDecode(p)))
+    return simt.supports(p, target, why) ? planned(simt) : Attribute();
+  if (!mma.supports(p, target, why)) {
     // What the tensor-core templates refuse in bf16 or f16 (head sizes that
     // are not a whole number of 16-byte chunks, K given transposed with keys
     // that are not) still runs fused where the SIMT template takes it, on
     // CUDA cores with the inputs widened to f32, as on AMD.
     std::string simtWhy;
-    if (!simtAttentionSupports(p, simtWhy)) {
+    if (!simt.supports(p, target, simtWhy)) {
       why += "; " + simtWhy;
       return {};
     }
-    SimtAttentionSchedule s = chooseSimtAttentionSchedule(p, target);
-    return simtAttentionScheduleValid(p, s, target, why) ? planOf(ctx, s)
-                                                         : Attribute();
+    return planned(simt);
   }
-  if (preferDecode(p)) {
-    DecodeSchedule s = chooseDecodeSchedule(p, target);
-    if (decodeScheduleValid(p, s, target, why))
-      return planOf(ctx, s);
-  }
+  if (preferDecode(p))
+    if (Attribute plan = planned(decode))
+      return plan;
   // With wgmma (sm_90a), Hopper's warpgroup MMA (1.3-1.6x the mma.sync
   // template at sequence 8192, docs/performance.md) where it takes the
   // problem (head dims 64 and 128).
-  WgmmaAttentionSchedule ws = chooseWgmmaAttentionSchedule(p);
-  if (target.wgmma && wgmmaAttentionSupports(p, ws, target, why))
-    return planOf(ctx, ws);
-  AttentionSchedule s = chooseAttentionSchedule(p, target);
-  return attentionScheduleValid(p, s, target, why) ? planOf(ctx, s)
-                                                   : Attribute();
+  if (target.wgmma)
+    if (Attribute plan = planned(wgmma))
+      return plan;
+  return planned(mma);
 }
 
 bool attentionPlanValid(const AttentionProblem &p, Attribute plan,
@@ -197,30 +196,12 @@ bool attentionPlanValid(const AttentionProblem &p, Attribute plan,
   // The SIMT template takes every dtype on every GPU target (16-bit inputs
   // widened to f32 on NVIDIA too: slower than the tensor-core templates, a
   // user's choice).
-  if (auto a = dyn_cast<mlir::tcc::SimtAttentionAttr>(plan)) {
-    return simtAttentionSupports(p, why) &&
-           simtAttentionScheduleValid(p, scheduleOf(a), target, why);
-  }
-  if (!target.mmaSync) {
-    why = "the attention plan names a tensor-core template (mma.sync), which " +
-          target.name + " does not have: its attention takes the SIMT template";
+  const AttentionTemplate *t = attentionTemplateOf(plan);
+  if (!t) {
+    why = "the attention plan is not one of the attention templates";
     return false;
   }
-  if (!attentionKernelSupports(p, why))
-    return false;
-  if (auto a = dyn_cast<mlir::tcc::MmaDecodeAttr>(plan))
-    return decodeScheduleValid(p, scheduleOf(a), target, why);
-  if (auto a = dyn_cast<mlir::tcc::WgmmaAttentionAttr>(plan)) {
-    if (!target.wgmma) {
-      why = "the wgmma attention template needs a target with wgmma (sm_90a)";
-      return false;
-    }
-    return wgmmaAttentionSupports(p, scheduleOf(a), target, why);
-  }
-  if (auto a = dyn_cast<mlir::tcc::MmaAttentionAttr>(plan))
-    return attentionScheduleValid(p, scheduleOf(a), target, why);
-  why = "the attention plan is not one of the attention templates";
-  return false;
+  return t->validate(p, plan, target, why);
 }
 
 Attribute applyAttentionSchedule(MLIRContext *ctx, const AttentionProblem &p,
@@ -233,13 +214,8 @@ Attribute applyAttentionSchedule(MLIRContext *ctx, const AttentionProblem &p,
     why = "attention schedule: not a JSON object";
     return {};
   }
-  std::string current =
-      isa_and_present<mlir::tcc::SimtAttentionAttr>(plan)    ? "simt"
-      : isa_and_present<mlir::tcc::MmaDecodeAttr>(plan)      ? "mma_decode"
-      : isa_and_present<mlir::tcc::WgmmaAttentionAttr>(plan) ? "wgmma"
-      : isa_and_present<mlir::tcc::MmaAttentionAttr>(plan)   ? "mma"
-                                                             : "";
-  std::string name = current;
+  const AttentionTemplate *current = attentionTemplateOf(plan);
+  std::string name = current ? current->name().str() : "";
   if (j.contains("template")) {
     if (!j["template"].is_string()) {
       why = "attention schedule: \"template\" takes a string";
@@ -252,81 +228,19 @@ Attribute applyAttentionSchedule(MLIRContext *ctx, const AttentionProblem &p,
           "), and the schedule names none";
     return {};
   }
-  // The template's schedule: the plan's when it is that template's, else
-  // the template's own heuristic.
-  AttentionSchedule mma = chooseAttentionSchedule(p, target);
-  DecodeSchedule dec = chooseDecodeSchedule(p, target);
-  WgmmaAttentionSchedule wg = chooseWgmmaAttentionSchedule(p);
-  SimtAttentionSchedule simt = chooseSimtAttentionSchedule(p, target);
-  if (name == current) {
-    if (auto a = dyn_cast<mlir::tcc::MmaAttentionAttr>(plan))
-      mma = scheduleOf(a);
-    else if (auto a = dyn_cast<mlir::tcc::MmaDecodeAttr>(plan))
-      dec = scheduleOf(a);
-    else if (auto a = dyn_cast<mlir::tcc::WgmmaAttentionAttr>(plan))
-      wg = scheduleOf(a);
-    else if (auto a = dyn_cast<mlir::tcc::SimtAttentionAttr>(plan))
-      simt = scheduleOf(a);
-  }
-  std::map<std::string, int64_t *> ints;
-  std::map<std::string, bool *> flags;
-  if (name == "mma") {
-    ints = {{"block_q", &mma.blockQ},
-            {"block_kv", &mma.blockKV},
-            {"warps", &mma.warps},
-            {"stages", &mma.stages}};
-  } else if (name == "mma_decode") {
-    ints = {{"block_kv", &dec.blockKV},
-            {"warps", &dec.warps},
-            {"stages", &dec.stages},
-            {"chunk_tiles", &dec.chunkTiles}};
-  } else if (name == "wgmma") {
-    ints = {{"warpgroups", &wg.warpgroups},
-            {"block_kv", &wg.blockKV},
-            {"stages", &wg.stages}};
-    flags = {{"overlap", &wg.overlap},
-             {"producer", &wg.producer},
-             {"pingpong", &wg.pingpong},
-             {"tma", &wg.tma}};
-  } else if (name == "simt") {
-    ints = {{"block_q", &simt.blockQ},       {"block_kv", &simt.blockKV},
-            {"tile_rows", &simt.tileRows},   {"tile_keys", &simt.tileKeys},
-            {"min_blocks", &simt.minBlocks}, {"chunk_tiles", &simt.chunkTiles}};
-    flags = {{"split_kv", &simt.splitKV}};
-  } else {
+  const AttentionTemplate *t = attentionTemplateNamed(name);
+  if (!t) {
     why = "attention schedule: template '" + name +
           "' is not one of mma, mma_decode, wgmma, simt";
     return {};
   }
-  for (auto &[key, value] : j.items()) {
-    if (key == "template")
-      continue;
-    if (auto it = ints.find(key); it != ints.end() && value.is_number_integer())
-      *it->second = value.get<int64_t>();
-    else if (auto f = flags.find(key); f != flags.end() && value.is_boolean())
-      *f->second = value.get<bool>();
-    else {
-      if (ints.count(key)) {
-        why = "'" + key + "' takes an integer";
-      } else if (flags.count(key)) {
-        why = "'" + key + "' takes true or false";
-      } else {
-        why = "'" + key + "' is not a field of the " + name + " template (";
-        for (auto &f : ints)
-          why += f.first + " ";
-        for (auto &f : flags)
-          why += f.first + " ";
-        why.back() = ')';
-      }
-      why = "attention schedule: " + why;
-      return {};
-    }
-  }
-  Attribute result = name == "mma"          ? planOf(ctx, mma)
-                     : name == "mma_decode" ? planOf(ctx, dec)
-                     : name == "wgmma"      ? planOf(ctx, wg)
-                                            : planOf(ctx, simt);
-  if (attentionPlanValid(p, result, target, why))
+  // The fields given over the plan's schedule when it is that template's,
+  // else over the template's own heuristic.
+  Attribute base = t == current ? plan : t->choose(ctx, p, target);
+  Attribute result = t->withFields(ctx, base, j, why);
+  if (!result)
+    return {};
+  if (t->validate(p, result, target, why))
     return result;
   // The mma and SIMT templates' reasons already say so.
   if (!llvm::StringRef(why).contains("attention schedule: "))

@@ -347,6 +347,10 @@ public:
   bool readRecipeHint(const onnx::TensorProto &t, const std::string &what,
                       ConstTensor &c);
   bool valueOf(const std::string &name, const std::string &what, Value &out);
+  /// `t` as positions where it is a triangle of two values (rank 2, or
+  /// leading axes of size 1): iotas compared with its diagonal (selecting
+  /// the values unless they are true and false); null otherwise.
+  Value triangleOf(const ConstTensor &t, Location loc);
   bool checkName(const std::string &name, const std::string &what);
   bool importNode(size_t index, const onnx::NodeProto &n, int64_t opset);
   bool foldIntegers(const onnx::NodeProto &n, const std::string &where,
@@ -457,6 +461,78 @@ bool OnnxImporter::checkName(const std::string &name, const std::string &what) {
   return true;
 }
 
+Value OnnxImporter::triangleOf(const ConstTensor &t, Location loc) {
+  size_t rank = t.shape.size();
+  if (rank < 2 || t.recipe || t.numel() < 4 ||
+      llvm::any_of(
+          ArrayRef(t.shape).drop_back(2), [](int64_t d) { return d != 1; }))
+    return {};
+  int64_t rows = t.shape[rank - 2], cols = t.shape[rank - 1];
+  size_t size = dtypeSize(t.dtype);
+  const uint8_t *p = t.bytes->data();
+  auto at = [&](int64_t r, int64_t c) { return p + (r * cols + c) * size; };
+  auto same = [&](const uint8_t *a, const uint8_t *b) {
+    return std::memcmp(a, b, size) == 0;
+  };
+  // Kept (the value at (0, 0)) on one side of a diagonal, col - row <= k
+  // (lower) or >= k (upper), the other value elsewhere; both present.
+  const uint8_t *kept = at(0, 0), *other = nullptr;
+  for (int64_t i = 0; i < rows * cols && !other; ++i)
+    if (!same(p + i * size, kept))
+      other = p + i * size;
+  if (!other)
+    return {};
+  bool lower = !same(at(0, cols - 1), kept);
+  // k from the first row holding both values.
+  std::optional<int64_t> k;
+  for (int64_t r = 0; r < rows && !k; ++r)
+    for (int64_t c = 1; c < cols && !k; ++c)
+      if (!same(at(r, c), at(r, c - 1)))
+        k = lower ? c - 1 - r : c - r;
+  if (!k)
+    return {};
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      bool in = lower ? c - r <= *k : c - r >= *k;
+      if (!same(at(r, c), in ? kept : other))
+        return {};
+    }
+  OpBuilder &b = im.builder;
+  Type i64 = b.getI64Type(), i1 = b.getI1Type();
+  // In the tensor's own shape (no reshape: the positions stay positions).
+  auto plane = [&](Type e) { return RankedTensorType::get(t.shape, e); };
+  Value row = mlir::tcc::IotaOp::create(b, loc, plane(i64), uint64_t(rank - 2));
+  Value col = mlir::tcc::IotaOp::create(b, loc, plane(i64), uint64_t(rank - 1));
+  Value diff = mlir::tcc::SubOp::create(b, loc, plane(i64), col, row);
+  Value kc = mlir::tcc::ConstantOp::create(
+      b, loc, RankedTensorType::get({}, i64), b.getI64IntegerAttr(*k));
+  Value cond =
+      lower ? mlir::tcc::LessEqualOp::create(b, loc, plane(i1), diff, kc)
+                  .getResult()
+            : mlir::tcc::GreaterEqualOp::create(b, loc, plane(i1), diff, kc)
+                  .getResult();
+  Type et = elementTypeOf(ctx, t.dtype);
+  Value v = cond;
+  if (!et.isInteger(1) || decodeScalar(t.dtype, kept) == 0) {
+    // Two values: a select of them (a 0 / -inf mask; a mask of false
+    // where kept, its negation).
+    auto scalar = [&](const uint8_t *e) -> Value {
+      double d = decodeScalar(t.dtype, e);
+      TypedAttr a =
+          isa<FloatType>(et)
+              ? TypedAttr(FloatAttr::get(et, d))
+              : TypedAttr(IntegerAttr::get(
+                    et, APInt(et.getIntOrFloatBitWidth(), uint64_t(int64_t(d)),
+                              /*isSigned=*/!et.isInteger(1))));
+      return mlir::tcc::ConstantOp::create(b, loc,
+                                           RankedTensorType::get({}, et), a);
+    };
+    v = mlir::tcc::SelectOp::create(b, loc, plane(et), cond, scalar(kept),
+                                    scalar(other));
+  }
+  return v;
+}
+
 bool OnnxImporter::valueOf(const std::string &name, const std::string &what,
                            Value &out) {
   auto it = values.find(name);
@@ -492,6 +568,13 @@ bool OnnxImporter::valueOf(const std::string &name, const std::string &what,
       values[name] = out;
       return true;
     }
+  }
+  // A triangle of two values (a causal mask an exporter folded into an
+  // initializer: torch.tril(ones) sliced, full(-inf).triu(1)) becomes the
+  // positions it is: the attention templates skip its masked tiles.
+  if (Value v = triangleOf(t, NameLoc::get(StringAttr::get(&ctx, name)))) {
+    values[name] = out = v;
+    return true;
   }
   if (paramBytes + t.bytes->size() > limits.maxParamBytes)
     return fail(what + " \"" + name + "\": the params exceed " +

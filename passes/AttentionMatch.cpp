@@ -786,7 +786,7 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
         return true;
       if (!isa<DivOp, ReciprocalOp, RsqrtOp>(op))
         return false;
-      std::optional<double> d = constantValue(op->getOperands().back());
+      std::optional<double> d = uniformValue(op->getOperands().back());
       return !d || *d == 0;
     };
     std::function<bool(Value)> infinite = [&](Value v) {
@@ -925,9 +925,9 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
             return !scoreFree(o->getOperand(0), &body,
                               typeOf(m.scores).getShape());
           if (isa<MulOp, DivOp>(o)) {
-            std::optional<double> c = constantValue(o->getOperand(1));
+            std::optional<double> c = uniformValue(o->getOperand(1));
             if (!c && isa<MulOp>(o))
-              c = constantValue(o->getOperand(0));
+              c = uniformValue(o->getOperand(0));
             return c && *c > 0 && std::isfinite(*c);
           }
           return false;
@@ -969,9 +969,9 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
   for (Operation *op : others) {
     std::optional<double> c;
     if (isa<MulOp, DivOp>(op)) {
-      c = constantValue(op->getOperand(1));
+      c = uniformValue(op->getOperand(1));
       if (!c && isa<MulOp>(op))
-        c = constantValue(op->getOperand(0));
+        c = uniformValue(op->getOperand(0));
     }
     if (!c || !(*c > 0) || !std::isfinite(*c)) {
       product = std::nullopt;

@@ -782,6 +782,49 @@ with tempfile.TemporaryDirectory() as d:
           {'o': (gqa_ref, lin_tol(np.abs(v).max() * 4, 2 * al * ad))}, d)
     one_attention_launch(hf_gqa, 'hf_gqa_export', ('sm_90a', 'sm_90', 'gfx942'),
                          'GQA exported as repeat_kv, K transposed after the repeat', d)
+    # GPT-2's attention as torch.onnx.export (PyTorch 1.13) folds it: the
+    # causal buffer's slice an initializer [1, 1, L, L] of bools, applied
+    # with Where against finfo(f32).min; the scale a division by
+    # ConstantOfShape's zeros plus Pow(64, 0.5). The triangle is read as the
+    # positions it is (a linear mask whose tiles the kernel skips), and an
+    # additive triu(-inf, 1) initializer [L, L] so too; one attention launch.
+    gl2 = 40
+    q, k, v = (rand(1, 2, gl2, 64) for _ in range(3))
+    sc = q.astype(np.float64) @ np.swapaxes(k.astype(np.float64), -1, -2) / 8
+    tri = np.tril(np.ones((gl2, gl2), bool))
+    for name, masked, mask_nodes, mask_init in (
+            ('gpt2_export_causal', np.where(tri, sc, np.finfo(np.float32).min),
+             [oh.make_node('Where', ['causal', 's1', 'fmin'], ['s2'])],
+             {'causal': tri.reshape(1, 1, gl2, gl2),
+              'fmin': np.array(np.finfo(np.float32).min, np.float32)}),
+            ('additive_triu_export', np.where(tri, sc, -np.inf),
+             [oh.make_node('Add', ['s1', 'triu'], ['s2'])],
+             {'triu': np.triu(np.full((gl2, gl2), -np.inf, np.float32), 1)})):
+        p_ = np.exp(masked - masked.max(-1, keepdims=True))
+        ref = (p_ / p_.sum(-1, keepdims=True)) @ v.astype(np.float64)
+        m2 = model(
+            [oh.make_node('Transpose', ['k'], ['kt'], perm=[0, 1, 3, 2]),
+             oh.make_node('MatMul', ['q', 'kt'], ['s0']),
+             oh.make_node('Pow', ['d', 'half'], ['sd']),
+             oh.make_node('ConstantOfShape', ['none'], ['zero']),
+             oh.make_node('Add', ['zero', 'sd'], ['div']),
+             oh.make_node('Div', ['s0', 'div'], ['s1'])] + mask_nodes + [
+             oh.make_node('Softmax', ['s2'], ['p'], axis=-1),
+             oh.make_node('MatMul', ['p', 'v'], ['o'])],
+            {'q': q, 'k': k, 'v': v}, ['o'],
+            dict({'d': np.array(64, np.float32), 'half': np.array(0.5, np.float32),
+                  'none': np.zeros(0, np.int64)}, **mask_init), opset=14)
+        check('%s: a triangle initializer as positions' % name, m2, {'q': q, 'k': k, 'v': v},
+              {'o': (ref, lin_tol(np.abs(v).max() * 4, 2 * gl2 * 64))}, d)
+        one_attention_launch(m2, name, ('sm_90a', 'gfx942'), name, d)
+        path = os.path.join(d, name + '.onnx')
+        mlir = os.path.join(d, name + '.mlir')
+        rc, _, err = L.run_tcc([TCC, 'compile', path, '--target', 'sm_90a', '--emit', 'mlir',
+                                '-o', mlir])
+        out = open(mlir).read() if rc == 0 else ''
+        report(rc == 0 and 'mask = array<i64: 1, -1, 0>' in out and 'scale = 1.25' in out,
+               '%s: the causal mask is linear constraints and the scale folded' % name,
+               'exit %d: %s' % (rc, L.first_line(err)))
     # ConstantOfShape as a tensor (a float fill, and the default 0).
     check('ConstantOfShape: a filled tensor and the default zeros', model(
         [oh.make_node('ConstantOfShape', ['shape'], ['c'],

@@ -65,14 +65,45 @@ FailureOr<AttentionKernels> oneKernel(const std::string &name,
   return k;
 }
 
+/// A user schedule's fields: integers and flags of a template's schedule.
+struct Fields {
+  std::map<std::string, int64_t *> ints;
+  std::map<std::string, bool *> flags;
+};
+
+/// What every template does alike over its plan attribute `AttrT` and its
+/// schedule `Sched`: owns the attribute, reads the plan's schedule, and
+/// sets a user schedule's fields (`fieldsOf`) on it.
+template <typename AttrT, typename Sched, typename Base = AttentionTemplate>
+class Typed : public Base {
+protected:
+  static Sched schedule(Attribute plan) {
+    return scheduleOf(cast<AttrT>(plan));
+  }
+  /// The fields of `s` a user schedule may set, by name.
+  virtual Fields fieldsOf(Sched &s) const = 0;
+
+public:
+  bool owns(Attribute plan) const override {
+    return isa_and_present<AttrT>(plan);
+  }
+  Attribute withFields(MLIRContext *ctx, Attribute plan,
+                       const nlohmann::json &fields,
+                       std::string &why) const override {
+    Sched s = schedule(plan);
+    Fields f = fieldsOf(s);
+    if (!setFields(fields, f.ints, f.flags, this->name(), why))
+      return {};
+    return planOf(ctx, s);
+  }
+};
+
 /// The f32 SIMT template (every dtype widened to f32; AMD's only one), in
 /// one kernel or split over the keys (chunkTiles > 0) with a combine.
-class SimtTemplate final : public AttentionTemplate {
+class SimtTemplate final
+    : public Typed<mlir::tcc::SimtAttentionAttr, SimtAttentionSchedule> {
 public:
   llvm::StringRef name() const override { return "simt"; }
-  bool owns(Attribute plan) const override {
-    return isa_and_present<mlir::tcc::SimtAttentionAttr>(plan);
-  }
   bool supports(const AttentionProblem &p, const ::tcc::TargetDesc &,
                 std::string &why) const override {
     return simtAttentionSupports(p, why);
@@ -85,33 +116,14 @@ public:
                 const ::tcc::TargetDesc &target,
                 std::string &why) const override {
     return supports(p, target, why) &&
-           simtAttentionScheduleValid(
-               p, scheduleOf(cast<mlir::tcc::SimtAttentionAttr>(plan)), target,
-               why);
-  }
-  Attribute withFields(MLIRContext *ctx, Attribute plan,
-                       const nlohmann::json &fields,
-                       std::string &why) const override {
-    SimtAttentionSchedule s =
-        scheduleOf(cast<mlir::tcc::SimtAttentionAttr>(plan));
-    if (!setFields(fields,
-                   {{"block_q", &s.blockQ},
-                    {"block_kv", &s.blockKV},
-                    {"tile_rows", &s.tileRows},
-                    {"tile_keys", &s.tileKeys},
-                    {"min_blocks", &s.minBlocks},
-                    {"chunk_tiles", &s.chunkTiles}},
-                   {{"split_kv", &s.splitKV}}, name(), why))
-      return {};
-    return planOf(ctx, s);
+           simtAttentionScheduleValid(p, schedule(plan), target, why);
   }
   FailureOr<AttentionKernels> build(OpBuilder &b, mlir::gpu::GPUModuleOp module,
                                     llvm::StringRef name,
                                     const AttentionProblem &p, Attribute plan,
                                     const ::tcc::TargetDesc &target,
                                     std::string &why) const override {
-    SimtAttentionSchedule s =
-        scheduleOf(cast<mlir::tcc::SimtAttentionAttr>(plan));
+    SimtAttentionSchedule s = schedule(plan);
     if (!s.chunkTiles) {
       std::string kernel = (name + "_attn_simt").str();
       return oneKernel(
@@ -134,6 +146,17 @@ public:
     k.statsBytes = dk->partialStatsBytes;
     return k;
   }
+
+protected:
+  Fields fieldsOf(SimtAttentionSchedule &s) const override {
+    return {{{"block_q", &s.blockQ},
+             {"block_kv", &s.blockKV},
+             {"tile_rows", &s.tileRows},
+             {"tile_keys", &s.tileKeys},
+             {"min_blocks", &s.minBlocks},
+             {"chunk_tiles", &s.chunkTiles}},
+            {{"split_kv", &s.splitKV}}};
+  }
 };
 
 /// What the tensor-core templates (mma.sync and wgmma: bf16 and f16, f32
@@ -155,12 +178,10 @@ public:
 };
 
 /// The mma.sync prefill template.
-class MmaTemplate final : public TensorCoreTemplate {
+class MmaTemplate final : public Typed<mlir::tcc::MmaAttentionAttr,
+                                       AttentionSchedule, TensorCoreTemplate> {
 public:
   llvm::StringRef name() const override { return "mma"; }
-  bool owns(Attribute plan) const override {
-    return isa_and_present<mlir::tcc::MmaAttentionAttr>(plan);
-  }
   Attribute choose(MLIRContext *ctx, const AttentionProblem &p,
                    const ::tcc::TargetDesc &target) const override {
     return planOf(ctx, chooseAttentionSchedule(p, target));
@@ -169,22 +190,7 @@ public:
                 const ::tcc::TargetDesc &target,
                 std::string &why) const override {
     return supports(p, target, why) &&
-           attentionScheduleValid(
-               p, scheduleOf(cast<mlir::tcc::MmaAttentionAttr>(plan)), target,
-               why);
-  }
-  Attribute withFields(MLIRContext *ctx, Attribute plan,
-                       const nlohmann::json &fields,
-                       std::string &why) const override {
-    AttentionSchedule s = scheduleOf(cast<mlir::tcc::MmaAttentionAttr>(plan));
-    if (!setFields(fields,
-                   {{"block_q", &s.blockQ},
-                    {"block_kv", &s.blockKV},
-                    {"warps", &s.warps},
-                    {"stages", &s.stages}},
-                   {}, name(), why))
-      return {};
-    return planOf(ctx, s);
+           attentionScheduleValid(p, schedule(plan), target, why);
   }
   FailureOr<AttentionKernels> build(OpBuilder &b, mlir::gpu::GPUModuleOp module,
                                     llvm::StringRef name,
@@ -193,21 +199,27 @@ public:
                                     std::string &why) const override {
     std::string kernel = (name + "_attn").str();
     return oneKernel(kernel,
-                     buildAttentionKernel(
-                         b, module, kernel, p,
-                         scheduleOf(cast<mlir::tcc::MmaAttentionAttr>(plan))),
+                     buildAttentionKernel(b, module, kernel, p, schedule(plan)),
                      why);
+  }
+
+protected:
+  Fields fieldsOf(AttentionSchedule &s) const override {
+    return {{{"block_q", &s.blockQ},
+             {"block_kv", &s.blockKV},
+             {"warps", &s.warps},
+             {"stages", &s.stages}},
+            {}};
   }
 };
 
 /// The mma.sync split-K decode pair (one kernel where one chunk holds
 /// every key).
-class MmaDecodeTemplate final : public TensorCoreTemplate {
+class MmaDecodeTemplate final
+    : public Typed<mlir::tcc::MmaDecodeAttr, DecodeSchedule,
+                   TensorCoreTemplate> {
 public:
   llvm::StringRef name() const override { return "mma_decode"; }
-  bool owns(Attribute plan) const override {
-    return isa_and_present<mlir::tcc::MmaDecodeAttr>(plan);
-  }
   Attribute choose(MLIRContext *ctx, const AttentionProblem &p,
                    const ::tcc::TargetDesc &target) const override {
     return planOf(ctx, chooseDecodeSchedule(p, target));
@@ -216,22 +228,7 @@ public:
                 const ::tcc::TargetDesc &target,
                 std::string &why) const override {
     return supports(p, target, why) &&
-           decodeScheduleValid(p,
-                               scheduleOf(cast<mlir::tcc::MmaDecodeAttr>(plan)),
-                               target, why);
-  }
-  Attribute withFields(MLIRContext *ctx, Attribute plan,
-                       const nlohmann::json &fields,
-                       std::string &why) const override {
-    DecodeSchedule s = scheduleOf(cast<mlir::tcc::MmaDecodeAttr>(plan));
-    if (!setFields(fields,
-                   {{"block_kv", &s.blockKV},
-                    {"warps", &s.warps},
-                    {"stages", &s.stages},
-                    {"chunk_tiles", &s.chunkTiles}},
-                   {}, name(), why))
-      return {};
-    return planOf(ctx, s);
+           decodeScheduleValid(p, schedule(plan), target, why);
   }
   FailureOr<AttentionKernels> build(OpBuilder &b, mlir::gpu::GPUModuleOp module,
                                     llvm::StringRef name,
@@ -242,8 +239,7 @@ public:
     k.kernel = (name + "_decode").str();
     std::string combine = (name + "_combine").str();
     FailureOr<DecodeKernels> dk =
-        buildDecodeKernels(b, module, k.kernel, combine, p,
-                           scheduleOf(cast<mlir::tcc::MmaDecodeAttr>(plan)));
+        buildDecodeKernels(b, module, k.kernel, combine, p, schedule(plan));
     if (failed(dk)) {
       why = "the decode kernels could not be built";
       return failure();
@@ -257,15 +253,23 @@ public:
     k.statsBytes = dk->partialStatsBytes;
     return k;
   }
+
+protected:
+  Fields fieldsOf(DecodeSchedule &s) const override {
+    return {{{"block_kv", &s.blockKV},
+             {"warps", &s.warps},
+             {"stages", &s.stages},
+             {"chunk_tiles", &s.chunkTiles}},
+            {}};
+  }
 };
 
 /// Hopper's warpgroup-MMA prefill template (sm_90a).
-class WgmmaTemplate final : public TensorCoreTemplate {
+class WgmmaTemplate final
+    : public Typed<mlir::tcc::WgmmaAttentionAttr, WgmmaAttentionSchedule,
+                   TensorCoreTemplate> {
 public:
   llvm::StringRef name() const override { return "wgmma"; }
-  bool owns(Attribute plan) const override {
-    return isa_and_present<mlir::tcc::WgmmaAttentionAttr>(plan);
-  }
   Attribute choose(MLIRContext *ctx, const AttentionProblem &p,
                    const ::tcc::TargetDesc &) const override {
     return planOf(ctx, chooseWgmmaAttentionSchedule(p));
@@ -273,31 +277,13 @@ public:
   bool validate(const AttentionProblem &p, Attribute plan,
                 const ::tcc::TargetDesc &target,
                 std::string &why) const override {
-    if (!TensorCoreTemplate::supports(p, target, why))
+    if (!supports(p, target, why))
       return false;
     if (!target.wgmma) {
       why = "the wgmma attention template needs a target with wgmma (sm_90a)";
       return false;
     }
-    return wgmmaAttentionSupports(
-        p, scheduleOf(cast<mlir::tcc::WgmmaAttentionAttr>(plan)), target, why);
-  }
-  Attribute withFields(MLIRContext *ctx, Attribute plan,
-                       const nlohmann::json &fields,
-                       std::string &why) const override {
-    WgmmaAttentionSchedule s =
-        scheduleOf(cast<mlir::tcc::WgmmaAttentionAttr>(plan));
-    if (!setFields(fields,
-                   {{"warpgroups", &s.warpgroups},
-                    {"block_kv", &s.blockKV},
-                    {"stages", &s.stages}},
-                   {{"overlap", &s.overlap},
-                    {"producer", &s.producer},
-                    {"pingpong", &s.pingpong},
-                    {"tma", &s.tma}},
-                   name(), why))
-      return {};
-    return planOf(ctx, s);
+    return wgmmaAttentionSupports(p, schedule(plan), target, why);
   }
   FailureOr<AttentionKernels> build(OpBuilder &b, mlir::gpu::GPUModuleOp module,
                                     llvm::StringRef name,
@@ -305,11 +291,20 @@ public:
                                     const ::tcc::TargetDesc &,
                                     std::string &why) const override {
     std::string kernel = (name + "_attn_wgmma").str();
-    return oneKernel(kernel,
-                     buildWgmmaAttentionKernel(
-                         b, module, kernel, p,
-                         scheduleOf(cast<mlir::tcc::WgmmaAttentionAttr>(plan))),
-                     why);
+    return oneKernel(
+        kernel, buildWgmmaAttentionKernel(b, module, kernel, p, schedule(plan)),
+        why);
+  }
+
+protected:
+  Fields fieldsOf(WgmmaAttentionSchedule &s) const override {
+    return {{{"warpgroups", &s.warpgroups},
+             {"block_kv", &s.blockKV},
+             {"stages", &s.stages}},
+            {{"overlap", &s.overlap},
+             {"producer", &s.producer},
+             {"pingpong", &s.pingpong},
+             {"tma", &s.tma}}};
   }
 };
 

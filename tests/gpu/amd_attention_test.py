@@ -77,6 +77,15 @@ FORMS.update({
     'layout_hd36_unaligned_f16': 'prefill',
     'decode_ktrans_unaligned_f16_q2_3003': 'decode',
 })
+# Session 52's: GQA with the query heads as two axes (slopes read at both
+# head axes; decode), a temperature after softmax's shift, Q and K widened
+# to f32 before Q·Kᵀ.
+FORMS.update({
+    'gqa5_alibi_padmask_f16_600': 'prefill',
+    'decode_gqa5_bf16_q1_3001': 'decode',
+    'hand_temperature_bf16_700': 'prefill',
+    'qk_f32_causal_f16_555': 'prefill',
+})
 # Head dim 256: a thread's O and its tile's P·V are 256 floats; past the
 # 256 architectural VGPRs the back end keeps them in AGPRs (the unified 512
 # registers of gfx90a and gfx942), not in scratch.

@@ -337,6 +337,8 @@ def correctness(args, case, q, k, v, env=None, flex=None):
         if case.get('ktrans'):
             # K given transposed: the model's input is [B, H, D, L].
             qkv[1] = k.transpose(-1, -2)
+        if case.get('flat'):  # heads flattened, [B·H, L, D]
+            qkv = [t.reshape(-1, t.shape[-2], t.shape[-1]) for t in qkv]
         given = list(zip('qkv', qkv)) + [(n, env[n]) for n in case.get('inputs', [])]
         if case.get('packed'):
             given = [('qkv', env['qkv'])]
@@ -356,6 +358,8 @@ def correctness(args, case, q, k, v, env=None, flex=None):
             got = got.transpose(1, 2)
         if case.get('packed'):  # [B, L, H·D]
             got = got.view(case['b'], case['l'], case['hq'], case['d']).transpose(1, 2)
+        if case.get('flat'):  # [B·H, L, D]
+            got = got.view(case['b'], case['hq'], -1, case['d'])
     err = float((got - ref).abs().max()) if torch.isfinite(got).all() else math.inf
     if case['variant'] in CAPTURED:
         # Against the most accurate fused peer that ran (SDPA's math

@@ -213,7 +213,9 @@ def attention_model(name, b, hq, hkv, l, d, variant, lq=None, dt='bf16', layout=
     [B, L, H, D] (a projection's layout), transposed to and from attention's
     [B, H, L, D] in the model. `written`: 'ktrans' (K the input
     [B, Hkv, D, L], the scores matmul(q, k)), 'handwritten' (softmax as
-    exp(s - max), its sum, and P·V divided by the sum afterwards). `packed`
+    exp(s - max), its sum, and P·V divided by the sum afterwards), 'flat'
+    (Q, K, V and the output [B·H, L, D], the scores viewed [B, H, L, S]
+    around the mask, as torch.bmm code writes it). `packed`
     (hkv = hq, prefill): Q, K and V cut from one input [B, L, 3·H·D] (a fused
     QKV projection: three slices, each reshaped to [B, L, H, D] and
     transposed), the output transposed back and its heads merged, [B, L, H·D]."""
@@ -232,6 +234,11 @@ def attention_model(name, b, hq, hkv, l, d, variant, lq=None, dt='bf16', layout=
               node('constant', [], 'scale', dtype=dt, shape=[], value=scale),
               node('mul', ['s', 'scale'], 'ss')]
     cur = 'ss'
+    if written == 'flat':
+        # Heads flattened ([B·H, L, D], torch.bmm): the scores viewed
+        # [B, H, L, S] for the mask and merged back for the softmax.
+        nodes.append(node('reshape', [cur], 'ss4', shape=[b, hq, lq, l]))
+        cur = 'ss4'
     pos = [node('iota', [], 'col', dtype='i32', shape=[lq, l], axis=-1)]
     if lq == l:
         pos.append(node('iota', [], 'row', dtype='i32', shape=[lq, l], axis=-2))
@@ -268,6 +275,9 @@ def attention_model(name, b, hq, hkv, l, d, variant, lq=None, dt='bf16', layout=
         nodes += [node('constant', [], 'neg', dtype=dt, shape=[], value=-1e30),
                   node('select', [keep, cur, 'neg'], 'masked')]
         cur = 'masked'
+    if written == 'flat':
+        nodes.append(node('reshape', [cur], 's3', shape=[b * hq, lq, l]))
+        cur = 's3'
     if written == 'handwritten':
         nodes += [node('reduce_max', [cur], 'mx', axes=[-1], keepdims=True),
                   node('sub', [cur, 'mx'], 'sh'), node('exp', ['sh'], 'e'),
@@ -277,6 +287,9 @@ def attention_model(name, b, hq, hkv, l, d, variant, lq=None, dt='bf16', layout=
         nodes += [node('softmax', [cur], 'p', axis=-1), node('matmul', ['p', vv], 'o')]
     shapes = [[b, hq, lq, d], [b, hkv, d, l] if written == 'ktrans' else [b, hkv, l, d],
               [b, hkv, l, d]]
+    if written == 'flat':
+        assert hkv == hq, 'flattened heads: one K and V head a query head'
+        shapes = [[b * hq, lq, d], [b * hq, l, d], [b * hq, l, d]]
     if layout:
         # Attention reads qh, kh, vh and writes oh; q, k, v, o are [B, L, H, D].
         names = {'q': 'qh', 'k': 'kh', 'v': 'vh', 'o': 'oh'}
@@ -426,9 +439,10 @@ def attention_cases(small):
                          'scale': rounded_scale(d, 'f16')}))
     # The same attention written differently (issue 13): K given transposed
     # (an input [B, H, D, L]; the peers get K's [B, H, L, D] view) and
-    # softmax by hand (P·V divided by the sum afterwards); f16, global and
-    # causal, batch 1 and 8.
-    for written in ('ktrans', 'handwritten'):
+    # softmax by hand (P·V divided by the sum afterwards), heads flattened
+    # (torch.bmm on [B·H, L, D]; the peers get the [B, H, L, D] views of the
+    # same tensors); f16, global and causal, batch 1 and 8.
+    for written in ('ktrans', 'handwritten', 'flat'):
         for variant, hq, hkv in variants[:2]:
             for b in (1, 8):
                 name = 'attn_%s_%s_b%d_f16' % (variant, written, b)
@@ -437,8 +451,8 @@ def attention_cases(small):
                 info = {'kind': 'attention', 'variant': variant, 'dtype': 'f16', 'b': b,
                         'hq': hq, 'hkv': hkv, 'l': seq, 'd': d,
                         'scale': rounded_scale(d, 'f16')}
-                if written == 'ktrans':
-                    info['ktrans'] = True
+                if written in ('ktrans', 'flat'):
+                    info[written] = True
                 out.append((name, m, ['--gpu-attention'], info))
     # f32 (issue 13: 3xTF32 on tensor cores; `_8x4` the SIMT template in
     # true f32), at sequence 4096 and 8192: SDPA's efficient backend is the

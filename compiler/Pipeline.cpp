@@ -144,6 +144,9 @@ LogicalResult tcc::compileModel(ImportedModel &model,
       mlir::tcc::createTccExpandPrecisionPlans(plans));
   pm.addNestedPass<mlir::func::FuncOp>(mlir::createCanonicalizerPass());
   pm.addNestedPass<mlir::func::FuncOp>(mlir::createCSEPass());
+  // Attention over flattened heads ([B*H, L, S], viewed [B, H, L, S] for a
+  // mask) becomes one chain over [B, H]: batch reshapes leave it.
+  pm.addNestedPass<mlir::func::FuncOp>(mlir::tcc::createTccBatchReshapes());
   // Inference batch norms become the weight and bias of the convolution
   // before them (computations on params); then convolutions that run on
   // tensor cores go channels last, transposes at the graph's edges.

@@ -1447,9 +1447,10 @@ static void repeatOn(OpOperand &use, ArrayRef<Operation *> ops, Value base,
 /// the model's up to the rounding of the scaled operand, which the kernel's
 /// f32 scores no longer see. Returns whether it rewrote the matmul; the
 /// scaling ops it no longer reads go to `detached` (erased by the caller
-/// when nothing else uses them).
+/// when nothing else uses them), views it made again to `created`.
 bool foldPrescales(ChainOp chain, const AttentionMatch &m,
-                   SmallVectorImpl<Operation *> *detached) {
+                   SmallVectorImpl<Operation *> *detached,
+                   SmallVectorImpl<Operation *> *created) {
   Block &body = chain.getBody().front();
   auto qk = m.scores.getDefiningOp<MatmulOp>();
   if (!qk || qk->getBlock() != &body)
@@ -1469,6 +1470,17 @@ bool foldPrescales(ChainOp chain, const AttentionMatch &m,
     Value scaled = use->getOperandNumber() == 1
                        ? unrepeated(use->get(), heads, repeat)
                        : use->get();
+    // Q or K scaled and then viewed (reshaped or transposed: BART scales
+    // its projection, then splits and merges the heads, and layout
+    // transposes are in the chain by now): the views are made again on the
+    // unscaled tensor, when the factor is one number (the chain may be a
+    // copy: the views it shares stay as they are).
+    SmallVector<Operation *> views; // outermost first
+    while (repeat.empty() &&
+           isa_and_nonnull<ReshapeOp, TransposeOp>(scaled.getDefiningOp())) {
+      views.push_back(scaled.getDefiningOp());
+      scaled = views.back()->getOperand(0);
+    }
     Operation *op = scaled.getDefiningOp();
     if (!op || op->getBlock() == &body || !isa<MulOp, DivOp>(op))
       continue;
@@ -1482,6 +1494,11 @@ bool foldPrescales(ChainOp chain, const AttentionMatch &m,
     };
     if (!scales(f) && !divide)
       std::swap(x, f);
+    // Through a view, the factor must be one number.
+    if (!views.empty() &&
+        (!isa<RankedTensorType>(f.getType()) ||
+         cast<RankedTensorType>(f.getType()).getNumElements() != 1))
+      continue;
     // The factor must not widen the tensor (a broadcast) or change its type.
     if (!scales(f) || x.getType() != scaled.getType() ||
         getElementTypeOrSelf(f.getType()) != st.getElementType())
@@ -1490,10 +1507,33 @@ bool foldPrescales(ChainOp chain, const AttentionMatch &m,
     if (c && !std::isfinite(*c))
       c.reset();
     factors.push_back({divide, f, c});
+    for (Operation *view : llvm::reverse(views)) {
+      OpBuilder vb(view);
+      vb.setInsertionPointAfter(view);
+      Operation *again = vb.clone(*view);
+      again->setOperand(0, x);
+      x = again->getResult(0);
+      // Those outside the chain: the caller erases them if the fold is
+      // dropped (the chain's own go with it).
+      if (created && !chain->isAncestor(again))
+        created->insert(created->begin(), again); // outermost first
+    }
     if (repeat.empty())
       use->set(x);
     else
       repeatOn(*use, repeat, x, false);
+    // The old views: the chain's own erased, the first outside it detached
+    // (the caller erases it, and what it reads, when nothing else does).
+    for (Operation *view : views) {
+      if (!chain->isAncestor(view)) {
+        if (detached)
+          detached->push_back(view);
+        break;
+      }
+      if (!view->use_empty())
+        break;
+      view->erase();
+    }
     if (detached)
       detached->push_back(op);
   }

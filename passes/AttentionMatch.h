@@ -159,8 +159,12 @@ std::optional<double> uniformValue(Value v, int depth = 0);
 /// computes the folded chain (generic loops would compute the unscaled
 /// scores in the model's dtype, which may overflow f16). Returns whether it
 /// rewrote the matmul; the scaling ops it no longer reads go to `detached`.
+/// Q or K viewed after the scaling (reshapes, transposes) by a factor that
+/// is one number: the views are made again on the unscaled tensor, into
+/// `created` (outermost first).
 bool foldPrescales(ChainOp chain, const AttentionMatch &m,
-                   SmallVectorImpl<Operation *> *detached = nullptr);
+                   SmallVectorImpl<Operation *> *detached = nullptr,
+                   SmallVectorImpl<Operation *> *created = nullptr);
 
 /// Scores Q·Kt where Kt is a transpose of a tensor from outside the chain
 /// whose last axis is the head dim (K [.., Lk, D] with the last two axes

@@ -597,25 +597,6 @@ struct TransposeToReshape : OpRewritePattern<TransposeOp> {
   }
 };
 
-/// reshape(reshape(x)) -> reshape(x), or x where the shapes match.
-struct FoldReshapes : OpRewritePattern<ReshapeOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(ReshapeOp op,
-                                PatternRewriter &rewriter) const override {
-    Value in = op.getInput();
-    if (auto inner = in.getDefiningOp<ReshapeOp>())
-      in = inner.getInput();
-    if (in.getType() == op.getType()) {
-      rewriter.replaceOp(op, in);
-      return success();
-    }
-    if (in == op.getInput())
-      return failure();
-    rewriter.replaceOpWithNewOp<ReshapeOp>(op, op.getType(), in);
-    return success();
-  }
-};
-
 struct TccConvLayout : mlir::tcc::impl::TccConvLayoutBase<TccConvLayout> {
   using TccConvLayoutBase::TccConvLayoutBase;
   void runOnOperation() override {
@@ -665,7 +646,8 @@ struct TccConvLayout : mlir::tcc::impl::TccConvLayoutBase<TccConvLayout> {
     // Only once nothing moves: a transpose that became a reshape would no
     // longer pass through the ops after it.
     RewritePatternSet reshapes(ctx);
-    reshapes.add<TransposeToReshape, FoldReshapes>(ctx);
+    reshapes.add<TransposeToReshape>(ctx);
+    addReshapeFolds(reshapes);
     if (failed(
             applyPatternsGreedily(getOperation(), std::move(reshapes), config)))
       signalPassFailure();

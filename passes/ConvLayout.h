@@ -2,7 +2,8 @@
 //
 // Shared by tcc-conv-layout and tcc-fold-batch-norm, and meant for the GPU
 // code generation too: the one predicate that says whether a convolution runs
-// on tensor cores (and so is laid out NHWC under --conv-layout=auto).
+// on tensor cores (and so is laid out NHWC under --conv-layout=auto). The
+// reshape helpers serve tcc-batch-reshapes too.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TCC_PASSES_CONVLAYOUT_H
@@ -34,6 +35,9 @@ Value castElements(PatternRewriter &rewriter, Location loc, Value v, Type elt);
 /// `v` reshaped to `shape` (tcc.reshape), or `v` when it has it.
 Value reshapeTo(PatternRewriter &rewriter, Location loc, Value v,
                 ArrayRef<int64_t> shape);
+/// reshape(reshape(x)) -> reshape(x), or x where the shapes match
+/// (tcc-batch-reshapes, tcc-conv-layout).
+void addReshapeFolds(RewritePatternSet &patterns);
 
 } // namespace mlir::tcc
 

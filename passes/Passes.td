@@ -623,6 +623,27 @@ def TccExpandPrecisionPlans
   let dependentDialects = ["::mlir::tcc::TccDialect"];
 }
 
+def TccBatchReshapes : Pass<"tcc-batch-reshapes", "func::FuncOp"> {
+  let summary = "Move reshapes of batch axes out of matmul chains";
+  let description = [{
+    A batch reshape keeps the last two axes and regroups the ones before
+    (both sides of rank 3 or more): [B*H, L, S] <-> [B, H, L, S]. Merges move
+    towards the outputs past element-wise ops, keepdims reductions over the
+    last two axes and matmuls whose left operand is the merge
+    (f(merge(x), y) -> merge(f(x, split(y)))); splits move towards the inputs
+    past such ops when they are the op's one use, and past transposes that
+    keep the batch axes, where those ops lead to a matmul or to a merge the
+    split cancels. Operands broadcast along every batch axis (rank 2 or
+    less, or batch axes of 1) stay as they are; an op with an operand
+    broadcast along some batch axes stays where it is, and so does a merge
+    of a broadcast (K and V repeated over grouped heads, which the attention
+    match reads as written). Reshape pairs fold.
+    Attention written over flattened heads (torch.bmm) becomes one chain
+    over [B, H] whose Q, K and V are reshapes of the inputs.
+  }];
+  let dependentDialects = ["::mlir::tcc::TccDialect"];
+}
+
 def TccFoldBatchNorm : Pass<"tcc-fold-batch-norm", "func::FuncOp"> {
   let summary = "Fold inference batch norms into the convolution before them";
   let description = [{

@@ -116,7 +116,7 @@ struct TccGpuAttentionPlan
             mlir::tcc::matchAttention(copy, whyCopy);
         Attribute plan;
         SmallVector<Operation *> created;
-        if (mc && mlir::tcc::foldPrescales(copy, *mc, &detached) &&
+        if (mc && mlir::tcc::foldPrescales(copy, *mc, &detached, &created) &&
             (mc = mlir::tcc::matchAttention(copy, whyCopy))) {
           // What tcc-gpu-attention-chains did for the chain, now that Q and
           // K are the unscaled tensors: K's transpose into transpose_b, and

@@ -782,6 +782,54 @@ with tempfile.TemporaryDirectory() as d:
           {'o': (gqa_ref, lin_tol(np.abs(v).max() * 4, 2 * al * ad))}, d)
     one_attention_launch(hf_gqa, 'hf_gqa_export', ('sm_90a', 'sm_90', 'gfx942'),
                          'GQA exported as repeat_kv, K transposed after the repeat', d)
+    # Attention over flattened heads as BART's torch.bmm code exports it: Q
+    # scaled after its projection, each of Q, K, V viewed [B, L, H, D],
+    # transposed and merged to [B*H, L, D]; bmm(q, k.transpose(1, 2)); the
+    # scores viewed [B, H, L, S] to add the padding mask (finfo.min) and
+    # merged back for the softmax; bmm with V, viewed back, heads merged.
+    # tcc-batch-reshapes leaves one chain over [B, H]: one attention launch.
+    bb, bh, bl, bd = 2, 3, 10, 8
+    qp, kp, vp = (rand(bb, bl, bh * bd) for _ in range(3))
+    keep = rng.random((bb, 1, 1, bl)) < 0.7
+    keep[..., 0] = True
+    amask = np.broadcast_to(np.where(keep, 0, np.finfo(np.float32).min),
+                            (bb, 1, bl, bl)).astype(np.float32)
+    scaling = np.float32(bd ** -0.5)
+
+    def heads(t):
+        return t.astype(np.float64).reshape(bb, bl, bh, bd).transpose(0, 2, 1, 3)
+    sc = heads(qp * scaling) @ np.swapaxes(heads(kp), -1, -2) + amask
+    p_ = np.exp(sc - sc.max(-1, keepdims=True))
+    bart_ref = ((p_ / p_.sum(-1, keepdims=True)) @ heads(vp)).transpose(0, 2, 1, 3).reshape(
+        bb, bl, bh * bd)
+    nodes = [oh.make_node('Mul', ['qp', 'scaling'], ['qs'])]
+    for t, src in (('q', 'qs'), ('k', 'kp'), ('v', 'vp')):
+        nodes += [oh.make_node('Reshape', [src, 'split'], [t + '4']),
+                  oh.make_node('Transpose', [t + '4'], [t + 'h'], perm=[0, 2, 1, 3]),
+                  oh.make_node('Reshape', [t + 'h', 'flat'], [t + '3'])]
+    nodes += [oh.make_node('Transpose', ['k3'], ['kt'], perm=[0, 2, 1]),
+              oh.make_node('MatMul', ['q3', 'kt'], ['s']),
+              oh.make_node('Reshape', ['s', 'scores4'], ['s4']),
+              oh.make_node('Add', ['s4', 'mask'], ['sm']),
+              oh.make_node('Reshape', ['sm', 'scores3'], ['s3']),
+              oh.make_node('Softmax', ['s3'], ['p'], axis=-1),
+              oh.make_node('MatMul', ['p', 'v3'], ['o3']),
+              oh.make_node('Reshape', ['o3', 'out4'], ['o4']),
+              oh.make_node('Transpose', ['o4'], ['ot'], perm=[0, 2, 1, 3]),
+              oh.make_node('Reshape', ['ot', 'merged'], ['o'])]
+    bart = model(nodes, {'qp': qp, 'kp': kp, 'vp': vp, 'mask': amask}, ['o'], {
+        'scaling': np.array(scaling, np.float32),
+        'split': np.array([bb, bl, bh, bd], np.int64),
+        'flat': np.array([bb * bh, bl, bd], np.int64),
+        'scores4': np.array([bb, bh, bl, bl], np.int64),
+        'scores3': np.array([bb * bh, bl, bl], np.int64),
+        'out4': np.array([bb, bh, bl, bd], np.int64),
+        'merged': np.array([bb, bl, bh * bd], np.int64)}, opset=14)
+    check('attention over flattened heads (BART: torch.bmm on [B*H, L, D], the scores viewed '
+          '[B, H, L, S] for the mask)', bart, {'qp': qp, 'kp': kp, 'vp': vp, 'mask': amask},
+          {'o': (bart_ref, lin_tol(np.abs(vp).max() * 4, 2 * bl * bd))}, d)
+    one_attention_launch(bart, 'bart_flat_heads', ('sm_90a', 'sm_90', 'gfx942'),
+                         'attention over flattened heads (BART)', d)
     # GPT-2's attention as torch.onnx.export (PyTorch 1.13) folds it: the
     # causal buffer's slice an initializer [1, 1, L, L] of bools, applied
     # with Where against finfo(f32).min; the scale a division by

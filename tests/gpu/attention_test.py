@@ -303,6 +303,7 @@ def cases():
     out += key_mask_cases()
     out += written_cases()
     out += grouped_cases()
+    out += flattened_cases()
     out += handwritten_cases()
     out += bias_cases()
     out += f32_cases()
@@ -1470,6 +1471,112 @@ def grouped_cases():
         scaled('bf16', 0.125) + [const('one', 'bf16', 1.0),
                                  node('mul', ['ss', 'one'], 's_mod')],
         lambda s, r, c: s * 0.125)
+    return out
+
+
+def flattened_cases():
+    """Attention over flattened heads, as torch.bmm code (BART, Whisper,
+    fairseq) writes it: Q, K and V [B*H, L, D], given so or merged from
+    [B, H, L, D] by the model, the scores viewed [B, H, L, S] for a mask and
+    merged back for the softmax, the result viewed [B, H, L, D] or left
+    [B*H, L, D]. tcc-batch-reshapes makes it one chain over [B, H]: one
+    kernel (the decode pair). PACKED holds each case's Q, K, V as
+    [B, H, L, D] and O back in the model's shape."""
+    out = []
+
+    def add(name, dt, b, h, lq, lk, d, mods, change, captured=(), merged=False,
+            kt=False, view_out=False):
+        nodes, qq, kk, vv = [], 'q', 'k', 'v'
+        if merged:  # the model flattens [B, H, L, D] itself
+            for t, n in (('q', lq), ('k', lk), ('v', lk)):
+                nodes.append(node('reshape', [t], t + '3', shape=[b * h, n, d]))
+            qq, kk, vv = 'q3', 'k3', 'v3'
+        if kt:  # torch.bmm(q, k.transpose(1, 2))
+            nodes += [node('transpose', [kk], 'kt', perm=[0, 2, 1]),
+                      node('matmul', [qq, 'kt'], 's')]
+        else:
+            nodes.append(node('matmul', [qq, kk], 's', transpose_b=True))
+        # `mods` take 's' to 's_mod' [B, H, L, S]; merged back for softmax.
+        nodes += mods + [node('reshape', ['s_mod'], 's3', shape=[b * h, lq, lk]),
+                         node('softmax', ['s3'], 'p', axis=-1),
+                         node('matmul', ['p', vv], 'o3' if view_out else 'o')]
+        if view_out:
+            nodes.append(node('reshape', ['o3'], 'o', shape=[b, h, lq, d]))
+        PACKED[name] = (
+            d,
+            lambda env: [env[t].reshape(b, h, -1, d) for t in 'qkv'],
+            (lambda o: o) if view_out else (lambda o: o.reshape(b * h, lq, d)))
+        qs, ks = ([b, h, lq, d], [b, h, lk, d]) if merged else ([b * h, lq, d], [b * h, lk, d])
+        out.append((name, {'format': 'tcc-model', 'version': 1, 'name': name,
+                           'inputs': [{'name': 'q', 'dtype': dt, 'shape': qs},
+                                      {'name': 'k', 'dtype': dt, 'shape': ks},
+                                      {'name': 'v', 'dtype': dt, 'shape': ks}] +
+                           [{'name': n, 'dtype': t, 'shape': sh} for n, t, sh in captured],
+                           'params': [], 'outputs': ['o'], 'nodes': nodes}, 1.0, change))
+
+    def view(b, h, lq, lk, src='ss3', dst='ss'):
+        return [node('reshape', [src], dst, shape=[b, h, lq, lk])]
+    # Given flattened; scaled before the view, an additive mask [B, 1, L, S].
+    b, h, n = 2, 3, 333
+    add('flat_addmask_f16_333', 'f16', b, h, n, n, 64,
+        [const('c', 'f16', 0.125), node('mul', ['s', 'c'], 'ss3')] + view(b, h, n, n) +
+        [node('add', ['ss', 'mask'], 's_mod')],
+        lambda s, r, c, env: s * 0.125 + env['mask'],
+        captured=[('mask', 'f16', [b, 1, n, n])])
+    # BART: merged by the model, K transposed for bmm, viewed for a padding
+    # mask (bool, -inf) and causal, scaled after the view; result viewed back.
+    b, h, n = 2, 4, 520
+    add('flat_bart_padmask_bf16_520', 'bf16', b, h, n, n, 128,
+        view(b, h, n, n, 's', 'sv') + [const('c', 'bf16', 0.0625), node('mul', ['sv', 'c'], 'ss'),
+                                       const('neg', 'bf16', '-inf'),
+                                       node('select', ['runs', 'ss', 'neg'], 'sm')] +
+        positions(n, n) + [node('greater_equal', ['row', 'col'], 'keep'),
+                           node('select', ['keep', 'sm', 'neg'], 's_mod')],
+        lambda s, r, c, env: np.where(env['runs'] & (r >= c), s * 0.0625, -np.inf),
+        captured=[('runs', 'bool', [b, 1, 1, n])], merged=True, kt=True, view_out=True)
+    # f32 (3xTF32 prefill), causal applied to the view.
+    b, h, n = 1, 2, 300
+    add('f32_flat_causal_300', 'f32', b, h, n, n, 64,
+        [const('c', 'f32', 0.125), node('mul', ['s', 'c'], 'ss3')] + view(b, h, n, n) +
+        positions(n, n) + [node('greater_equal', ['row', 'col'], 'keep'),
+                           const('neg', 'f32', '-inf'),
+                           node('select', ['keep', 'ss', 'neg'], 's_mod')],
+        lambda s, r, c: np.where(r >= c, s * 0.125, -np.inf))
+    # BART's whole form: projections [B, L, H*D], Q scaled before its views
+    # (the scale moves onto the scores through them), each split into heads,
+    # transposed and merged; the result viewed, transposed back and merged.
+    b, h, n, d = 2, 3, 400, 64
+    nodes = [const('c', 'f16', 0.125), node('mul', ['q', 'c'], 'qs')]
+    for t, src in (('q', 'qs'), ('k', 'k'), ('v', 'v')):
+        nodes += [node('reshape', [src], t + '4', shape=[b, n, h, d]),
+                  node('transpose', [t + '4'], t + 'h', perm=[0, 2, 1, 3]),
+                  node('reshape', [t + 'h'], t + '3', shape=[b * h, n, d])]
+    nodes += [node('transpose', ['k3'], 'kt', perm=[0, 2, 1]), node('matmul', ['q3', 'kt'], 's'),
+              node('reshape', ['s'], 's4', shape=[b, h, n, n]), node('add', ['s4', 'mask'], 'sm'),
+              node('reshape', ['sm'], 's3', shape=[b * h, n, n]),
+              node('softmax', ['s3'], 'p', axis=-1), node('matmul', ['p', 'v3'], 'o3'),
+              node('reshape', ['o3'], 'o4', shape=[b, h, n, d]),
+              node('transpose', ['o4'], 'ot', perm=[0, 2, 1, 3]),
+              node('reshape', ['ot'], 'o', shape=[b, n, h * d])]
+    PACKED['flat_bart_proj_f16_400'] = (
+        d, lambda env, b=b, n=n, h=h, d=d: [
+            env[t].reshape(b, n, h, d).transpose(0, 2, 1, 3) * (0.125 if t == 'q' else 1)
+            for t in 'qkv'],
+        lambda o, b=b, n=n, h=h, d=d: o.transpose(0, 2, 1, 3).reshape(b, n, h * d))
+    out.append(('flat_bart_proj_f16_400', {
+        'format': 'tcc-model', 'version': 1, 'name': 'flat_bart_proj',
+        'inputs': [{'name': t, 'dtype': 'f16', 'shape': [b, n, h * d]} for t in 'qkv'] +
+        [{'name': 'mask', 'dtype': 'f16', 'shape': [b, 1, n, n]}],
+        'params': [], 'outputs': ['o'], 'nodes': nodes}, 1.0,
+        lambda s, r, c, env: s + env['mask']))
+    # Decode: one query row a head, 3001 keys, a padding mask on the view.
+    b, h, n = 2, 4, 3001
+    invh = float(np.float16(1 / np.sqrt(128)))
+    add('decode_flat_padmask_f16_q1_3001', 'f16', b, h, 1, n, 128,
+        [const('c', 'f16', invh), node('mul', ['s', 'c'], 'ss3')] + view(b, h, 1, n) +
+        [const('neg', 'f16', '-inf'), node('select', ['runs', 'ss', 'neg'], 's_mod')],
+        lambda s, r, c, env: np.where(env['runs'], s * invh, -np.inf),
+        captured=[('runs', 'bool', [b, 1, 1, n])], merged=True)
     return out
 
 

@@ -1,0 +1,305 @@
+//===- BatchReshapes.cpp - batch reshapes out of matmul chains ------------===//
+//
+// tcc-batch-reshapes: attention written over flattened heads (`torch.bmm`
+// on [B·H, L, D], as BART, Whisper and fairseq write it) views its scores as
+// [B, H, L, S] to add a mask and back to [B·H, L, S] for the softmax. A
+// reshape that regroups only the axes before the last two (a batch reshape)
+// commutes with the element-wise ops, the reductions over the last two axes
+// and the matmuls between: splits move towards the inputs and merges towards
+// the outputs, so the work between them runs over the finest batch axes and
+// the reshapes meet their inverses and fold. The attention match then sees
+// one chain of rank 4, its Q, K and V reshapes of the inputs (views).
+//
+//===----------------------------------------------------------------------===//
+#include "passes/ConvLayout.h"
+#include "passes/Passes.h"
+
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir::tcc {
+#define GEN_PASS_DEF_TCCBATCHRESHAPES
+#include "passes/Passes.h.inc"
+} // namespace mlir::tcc
+
+using namespace mlir;
+using namespace mlir::tcc;
+
+namespace {
+
+RankedTensorType rankedOf(Value v) {
+  return dyn_cast<RankedTensorType>(v.getType());
+}
+
+/// The batch shapes a reshape maps between: it keeps the last two axes and
+/// both sides have at least one batch axis (static shapes).
+struct BatchReshape {
+  ArrayRef<int64_t> from, to;
+  bool merges() const { return from.size() > to.size(); }
+  bool splits() const { return from.size() < to.size(); }
+};
+
+std::optional<BatchReshape> batchReshape(ReshapeOp r) {
+  if (!r)
+    return std::nullopt;
+  RankedTensorType in = rankedOf(r.getInput()), out = r.getType();
+  if (!in || !in.hasStaticShape() || !out.hasStaticShape() ||
+      in.getRank() < 3 || out.getRank() < 3 ||
+      in.getShape().take_back(2) != out.getShape().take_back(2))
+    return std::nullopt;
+  return BatchReshape{in.getShape().drop_back(2), out.getShape().drop_back(2)};
+}
+
+SmallVector<int64_t> withBatch(ArrayRef<int64_t> batch,
+                               ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> out(batch);
+  llvm::append_range(out, shape.take_back(2));
+  return out;
+}
+
+/// `v`, an operand of an op whose result has batch axes `oldBatch`, as an
+/// operand of the op over `newBatch` instead: reshaped where it has the
+/// result's batch axes, as it is where it has none (rank 2 or less:
+/// broadcast), with its leading ones dropped or added where it broadcasts
+/// along every batch axis; none where it broadcasts along some (a [B, 1,
+/// L, S] operand has no [B·H] form).
+std::optional<Value> operandOver(PatternRewriter &rewriter, Location loc,
+                                 Value v, ArrayRef<int64_t> oldBatch,
+                                 ArrayRef<int64_t> newBatch) {
+  RankedTensorType t = rankedOf(v);
+  if (!t || !t.hasStaticShape())
+    return std::nullopt;
+  if (t.getRank() <= 2)
+    return v;
+  ArrayRef<int64_t> batch = t.getShape().drop_back(2);
+  if (batch == oldBatch)
+    return reshapeTo(rewriter, loc, v, withBatch(newBatch, t.getShape()));
+  if (llvm::all_of(batch, [](int64_t d) { return d == 1; })) {
+    SmallVector<int64_t> ones(newBatch.size(), 1);
+    return reshapeTo(rewriter, loc, v, withBatch(ones, t.getShape()));
+  }
+  return std::nullopt;
+}
+
+/// `op` (element-wise, a keepdims reduction over the last two axes, a
+/// matmul, or a transpose that keeps the batch axes) rebuilt over the batch
+/// axes `newBatch` in place of its result's: null where it cannot be.
+Value rebuiltOver(PatternRewriter &rewriter, Operation *op,
+                  ArrayRef<int64_t> newBatch) {
+  if (op->getNumResults() != 1)
+    return {};
+  RankedTensorType type = rankedOf(op->getResult(0));
+  if (!type || !type.hasStaticShape() || type.getRank() < 3)
+    return {};
+  int64_t oldRank = type.getRank();
+  int64_t newRank = static_cast<int64_t>(newBatch.size()) + 2;
+  SmallVector<NamedAttribute> attrs(op->getAttrs());
+  if (isa<ReduceSumOp, ReduceMaxOp, ReduceMinOp, ReduceMeanOp>(op)) {
+    if (!op->getAttrOfType<BoolAttr>("keepdims").getValue())
+      return {};
+    SmallVector<int64_t> axes;
+    for (int64_t a :
+         op->getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef()) {
+      if (a < oldRank - 2)
+        return {};
+      axes.push_back(a - oldRank + newRank);
+    }
+    for (NamedAttribute &a : attrs)
+      if (a.getName() == "axes")
+        a.setValue(rewriter.getDenseI64ArrayAttr(axes));
+  } else if (auto t = dyn_cast<TransposeOp>(op)) {
+    ArrayRef<int64_t> perm = t.getPerm();
+    for (int64_t i = 0; i < oldRank - 2; ++i)
+      if (perm[i] != i)
+        return {};
+    SmallVector<int64_t> newPerm =
+        llvm::to_vector(llvm::seq<int64_t>(0, newRank));
+    if (perm[oldRank - 2] != oldRank - 2)
+      std::swap(newPerm[newRank - 2], newPerm[newRank - 1]);
+    for (NamedAttribute &a : attrs)
+      if (a.getName() == "perm")
+        a.setValue(rewriter.getDenseI64ArrayAttr(newPerm));
+  } else if (!isElementwise(op) && !isa<MatmulOp>(op)) {
+    return {};
+  }
+  ArrayRef<int64_t> oldBatch = type.getShape().drop_back(2);
+  SmallVector<Value> operands;
+  for (Value v : op->getOperands()) {
+    std::optional<Value> moved =
+        operandOver(rewriter, op->getLoc(), v, oldBatch, newBatch);
+    if (!moved)
+      return {};
+    operands.push_back(*moved);
+  }
+  OperationState state(op->getLoc(), op->getName());
+  state.addOperands(operands);
+  state.addAttributes(attrs);
+  state.addTypes(type.clone(withBatch(newBatch, type.getShape())));
+  return rewriter.create(state)->getResult(0);
+}
+
+/// Whether `op` can be rebuilt over other batch axes: checked before
+/// anything is created, so that a refused op leaves nothing behind.
+bool movable(Operation *op) {
+  if (op->getNumResults() != 1)
+    return false;
+  RankedTensorType type = rankedOf(op->getResult(0));
+  if (!type || !type.hasStaticShape() || type.getRank() < 3)
+    return false;
+  int64_t rank = type.getRank();
+  ArrayRef<int64_t> batch = type.getShape().drop_back(2);
+  if (isa<ReduceSumOp, ReduceMaxOp, ReduceMinOp, ReduceMeanOp>(op)) {
+    if (!op->getAttrOfType<BoolAttr>("keepdims").getValue() ||
+        llvm::any_of(op->getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef(),
+                     [&](int64_t a) { return a < rank - 2; }))
+      return false;
+  } else if (auto t = dyn_cast<TransposeOp>(op)) {
+    for (int64_t i = 0; i < rank - 2; ++i)
+      if (t.getPerm()[i] != i)
+        return false;
+  } else if (!isElementwise(op) && !isa<MatmulOp>(op)) {
+    return false;
+  }
+  return llvm::all_of(op->getOperands(), [&](Value v) {
+    RankedTensorType t = rankedOf(v);
+    if (!t || !t.hasStaticShape())
+      return false;
+    if (t.getRank() <= 2)
+      return true;
+    ArrayRef<int64_t> b = t.getShape().drop_back(2);
+    return b == batch || llvm::all_of(b, [](int64_t d) { return d == 1; });
+  });
+}
+
+/// Whether moving a split up past `v`'s producers gains anything: they
+/// lead, through ops with `v`'s batch axes read once, to a matmul (the
+/// scores of flattened heads, viewed) or to a merge the split cancels.
+/// Elsewhere a split stays (K unsqueezed for its repeat over grouped heads
+/// keeps the form the attention match reads).
+bool worthHoisting(Value v) {
+  for (int steps = 0; steps < 16; ++steps) {
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      return false;
+    if (isa<MatmulOp>(def))
+      return true;
+    if (auto r = dyn_cast<ReshapeOp>(def)) {
+      std::optional<BatchReshape> b = batchReshape(r);
+      return b && b->merges();
+    }
+    if (!movable(def) || !v.hasOneUse())
+      return false;
+    RankedTensorType t = rankedOf(v);
+    auto full = llvm::find_if(def->getOperands(), [&](Value o) {
+      RankedTensorType ot = rankedOf(o);
+      return ot && ot.getRank() == t.getRank() &&
+             ot.getShape().drop_back(2) == t.getShape().drop_back(2);
+    });
+    if (full == def->getOperands().end())
+      return false;
+    v = *full;
+  }
+  return false;
+}
+
+/// f(merge(x), ...) -> merge(f(x, ...)): an op over merged batch axes runs
+/// over the axes the merge came from. A matmul moves only for a merge of its
+/// left operand (the scores or probabilities of attention written over
+/// flattened heads): K and V repeated for grouped heads and merged
+/// (Hugging Face's repeat_kv) stay the form the attention match reads, and
+/// so does any merge of a broadcast (a repeat) wherever it goes.
+struct SinkMerges : RewritePattern {
+  SinkMerges(MLIRContext *ctx)
+      : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, ctx) {}
+  LogicalResult matchAndRewrite(Operation *op,
+                                PatternRewriter &rewriter) const override {
+    // Transposes stay before a merge: K repeated for grouped heads, merged
+    // and then transposed is a form the attention match reads as it is.
+    if (isa<ReshapeOp, TransposeOp>(op) || !movable(op))
+      return failure();
+    RankedTensorType type = rankedOf(op->getResult(0));
+    ArrayRef<int64_t> batch = type.getShape().drop_back(2);
+    ValueRange candidates = op->getOperands();
+    if (isa<MatmulOp>(op))
+      candidates = op->getOperands().take_front(1);
+    std::optional<BatchReshape> merge;
+    for (Value v : candidates) {
+      auto reshape = v.getDefiningOp<ReshapeOp>();
+      std::optional<BatchReshape> r = batchReshape(reshape);
+      if (r && r->merges() && r->to == batch &&
+          !reshape.getInput().getDefiningOp<BroadcastToOp>()) {
+        merge = r;
+        break;
+      }
+    }
+    if (!merge)
+      return failure();
+    Value rebuilt = rebuiltOver(rewriter, op, merge->from);
+    if (!rebuilt)
+      return failure();
+    rewriter.replaceOp(
+        op, reshapeTo(rewriter, op->getLoc(), rebuilt, type.getShape()));
+    return success();
+  }
+};
+
+/// split(f(x, ...)) -> f(split(x), ...) where the split is f's one use: the
+/// op runs over the finer batch axes the split gives.
+struct HoistSplits : OpRewritePattern<ReshapeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ReshapeOp op,
+                                PatternRewriter &rewriter) const override {
+    std::optional<BatchReshape> split = batchReshape(op);
+    Operation *def = op.getInput().getDefiningOp();
+    if (!split || !split->splits() || !def || isa<ReshapeOp>(def) ||
+        !op.getInput().hasOneUse() || !movable(def) ||
+        !worthHoisting(op.getInput()))
+      return failure();
+    rewriter.setInsertionPoint(def);
+    Value rebuilt = rebuiltOver(rewriter, def, split->to);
+    if (!rebuilt)
+      return failure();
+    rewriter.replaceOp(op, rebuilt);
+    return success();
+  }
+};
+
+/// reshape(reshape(x)) -> reshape(x), or x where the shapes match.
+struct FoldReshapes : OpRewritePattern<ReshapeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ReshapeOp op,
+                                PatternRewriter &rewriter) const override {
+    Value in = op.getInput();
+    if (auto inner = in.getDefiningOp<ReshapeOp>())
+      in = inner.getInput();
+    if (in.getType() == op.getType()) {
+      rewriter.replaceOp(op, in);
+      return success();
+    }
+    if (in == op.getInput())
+      return failure();
+    rewriter.replaceOpWithNewOp<ReshapeOp>(op, op.getType(), in);
+    return success();
+  }
+};
+
+struct TccBatchReshapes
+    : mlir::tcc::impl::TccBatchReshapesBase<TccBatchReshapes> {
+  void runOnOperation() override {
+    MLIRContext *ctx = &getContext();
+    RewritePatternSet patterns(ctx);
+    patterns.add<SinkMerges, HoistSplits>(ctx);
+    addReshapeFolds(patterns);
+    // Merges only move down and splits only up, each step past one op, so
+    // the rewriting ends; where it would take more sweeps than the limit,
+    // what it reached is as correct.
+    GreedyRewriteConfig config;
+    config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
+    (void)applyPatternsGreedily(getOperation(), std::move(patterns), config);
+  }
+};
+
+} // namespace
+
+void mlir::tcc::addReshapeFolds(RewritePatternSet &patterns) {
+  patterns.add<FoldReshapes>(patterns.getContext());
+}

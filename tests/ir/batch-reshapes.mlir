@@ -1,0 +1,104 @@
+// RUN: tcc-opt %s --tcc-batch-reshapes | FileCheck %s
+
+// Attention over flattened heads as BART writes it: Q, K and V merged to
+// [B*H, L, D], K transposed for torch.bmm, the scores viewed [B, H, L, S]
+// for a mask and merged back for the softmax, the result viewed [B, H, L, D].
+// Every reshape meets its inverse: one chain over [B, H].
+// CHECK-LABEL: func.func @flattened_heads
+// CHECK-NOT: tcc.reshape
+// CHECK: %[[KT:.*]] = tcc.transpose %arg1 {perm = array<i64: 0, 1, 3, 2>} : tensor<2x4x8x16xf16> -> tensor<2x4x16x8xf16>
+// CHECK: %[[S:.*]] = tcc.matmul %arg0, %[[KT]] : tensor<2x4x8x16xf16>, tensor<2x4x16x8xf16> -> tensor<2x4x8x8xf16>
+// CHECK: %[[SM:.*]] = tcc.add %[[S]], %arg3
+// CHECK: tcc.reduce_max %[[SM]] {axes = array<i64: 3>, keepdims = true} : tensor<2x4x8x8xf16> -> tensor<2x4x8x1xf16>
+// CHECK: %[[P:.*]] = tcc.div
+// CHECK: %[[O:.*]] = tcc.matmul %[[P]], %arg2 : tensor<2x4x8x8xf16>, tensor<2x4x8x16xf16> -> tensor<2x4x8x16xf16>
+// CHECK-NOT: tcc.reshape
+// CHECK: return %[[O]]
+func.func @flattened_heads(%q: tensor<2x4x8x16xf16>, %k: tensor<2x4x8x16xf16>, %v: tensor<2x4x8x16xf16>, %mask: tensor<2x1x8x8xf16>) -> tensor<2x4x8x16xf16> {
+  %q3 = tcc.reshape %q : tensor<2x4x8x16xf16> -> tensor<8x8x16xf16>
+  %k3 = tcc.reshape %k : tensor<2x4x8x16xf16> -> tensor<8x8x16xf16>
+  %v3 = tcc.reshape %v : tensor<2x4x8x16xf16> -> tensor<8x8x16xf16>
+  %kt = tcc.transpose %k3 {perm = array<i64: 0, 2, 1>} : tensor<8x8x16xf16> -> tensor<8x16x8xf16>
+  %s = tcc.matmul %q3, %kt : tensor<8x8x16xf16>, tensor<8x16x8xf16> -> tensor<8x8x8xf16>
+  %s4 = tcc.reshape %s : tensor<8x8x8xf16> -> tensor<2x4x8x8xf16>
+  %sm = tcc.add %s4, %mask : tensor<2x4x8x8xf16>, tensor<2x1x8x8xf16> -> tensor<2x4x8x8xf16>
+  %s3 = tcc.reshape %sm : tensor<2x4x8x8xf16> -> tensor<8x8x8xf16>
+  %mx = tcc.reduce_max %s3 {axes = array<i64: 2>, keepdims = true} : tensor<8x8x8xf16> -> tensor<8x8x1xf16>
+  %d = tcc.sub %s3, %mx : tensor<8x8x8xf16>, tensor<8x8x1xf16> -> tensor<8x8x8xf16>
+  %e = tcc.exp %d : tensor<8x8x8xf16>
+  %sum = tcc.reduce_sum %e {axes = array<i64: 2>, keepdims = true} : tensor<8x8x8xf16> -> tensor<8x8x1xf16>
+  %p = tcc.div %e, %sum : tensor<8x8x8xf16>, tensor<8x8x1xf16> -> tensor<8x8x8xf16>
+  %o = tcc.matmul %p, %v3 : tensor<8x8x8xf16>, tensor<8x8x16xf16> -> tensor<8x8x16xf16>
+  %o4 = tcc.reshape %o : tensor<8x8x16xf16> -> tensor<2x4x8x16xf16>
+  return %o4 : tensor<2x4x8x16xf16>
+}
+
+// Q, K and V given flattened: the split after Q*K^T moves up to them (a
+// scale by a scalar and a [L, S] bias on the way), the merge before the
+// softmax down through P*V, where V is split; the result merged once.
+// CHECK-LABEL: func.func @flattened_inputs
+// CHECK-DAG: %[[Q:.*]] = tcc.reshape %arg0 : tensor<8x8x16xf32> -> tensor<2x4x8x16xf32>
+// CHECK-DAG: %[[K:.*]] = tcc.reshape %arg1 : tensor<8x8x16xf32> -> tensor<2x4x8x16xf32>
+// CHECK: %[[S:.*]] = tcc.matmul %[[Q]], %[[K]] {transpose_b = true} : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32> -> tensor<2x4x8x8xf32>
+// CHECK: tcc.mul %[[S]], %{{.*}} : tensor<2x4x8x8xf32>, tensor<f32> -> tensor<2x4x8x8xf32>
+// CHECK: tcc.add %{{.*}}, %arg4 : tensor<2x4x8x8xf32>, tensor<8x8xf32> -> tensor<2x4x8x8xf32>
+// CHECK: tcc.select %arg3, %{{.*}}, %{{.*}} : tensor<2x1x1x8xi1>, tensor<2x4x8x8xf32>, tensor<f32> -> tensor<2x4x8x8xf32>
+// CHECK: %[[V:.*]] = tcc.reshape %arg2 : tensor<8x8x16xf32> -> tensor<2x4x8x16xf32>
+// CHECK: %[[O:.*]] = tcc.matmul %{{.*}}, %[[V]] : tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32> -> tensor<2x4x8x16xf32>
+// CHECK: %[[R:.*]] = tcc.reshape %[[O]] : tensor<2x4x8x16xf32> -> tensor<8x8x16xf32>
+// CHECK: return %[[R]]
+func.func @flattened_inputs(%q: tensor<8x8x16xf32>, %k: tensor<8x8x16xf32>, %v: tensor<8x8x16xf32>, %keep: tensor<2x1x1x8xi1>, %bias: tensor<8x8xf32>) -> tensor<8x8x16xf32> {
+  %c = tcc.constant {value = 2.500000e-01 : f32} : tensor<f32>
+  %ninf = tcc.constant {value = 0xFF800000 : f32} : tensor<f32>
+  %s = tcc.matmul %q, %k {transpose_b = true} : tensor<8x8x16xf32>, tensor<8x8x16xf32> -> tensor<8x8x8xf32>
+  %ss = tcc.mul %s, %c : tensor<8x8x8xf32>, tensor<f32> -> tensor<8x8x8xf32>
+  %sb = tcc.add %ss, %bias : tensor<8x8x8xf32>, tensor<8x8xf32> -> tensor<8x8x8xf32>
+  %s4 = tcc.reshape %sb : tensor<8x8x8xf32> -> tensor<2x4x8x8xf32>
+  %sm = tcc.select %keep, %s4, %ninf : tensor<2x1x1x8xi1>, tensor<2x4x8x8xf32>, tensor<f32> -> tensor<2x4x8x8xf32>
+  %s3 = tcc.reshape %sm : tensor<2x4x8x8xf32> -> tensor<8x8x8xf32>
+  %mx = tcc.reduce_max %s3 {axes = array<i64: 2>, keepdims = true} : tensor<8x8x8xf32> -> tensor<8x8x1xf32>
+  %d = tcc.sub %s3, %mx : tensor<8x8x8xf32>, tensor<8x8x1xf32> -> tensor<8x8x8xf32>
+  %e = tcc.exp %d : tensor<8x8x8xf32>
+  %sum = tcc.reduce_sum %e {axes = array<i64: 2>, keepdims = true} : tensor<8x8x8xf32> -> tensor<8x8x1xf32>
+  %p = tcc.div %e, %sum : tensor<8x8x8xf32>, tensor<8x8x1xf32> -> tensor<8x8x8xf32>
+  %o = tcc.matmul %p, %v : tensor<8x8x8xf32>, tensor<8x8x16xf32> -> tensor<8x8x16xf32>
+  return %o : tensor<8x8x16xf32>
+}
+
+// What stays: an operand broadcast along some of the batch axes ([1, 4] of
+// [6, 4]); a merge on a matmul's right operand (K and V repeated for grouped
+// heads); a split of a value with other uses; a reduction over a batch axis;
+// a reshape that changes the last two axes; a split whose producers lead to
+// no matmul or merge (K scaled, then unsqueezed for its repeat); a merge of
+// a broadcast (the repeat), before an element-wise op too.
+// CHECK-LABEL: func.func @stays
+// CHECK: tcc.reshape %arg0 : tensor<2x3x4x8x8xf32> -> tensor<6x4x8x8xf32>
+// CHECK: tcc.add %{{.*}}, %arg1 : tensor<6x4x8x8xf32>, tensor<1x4x8x8xf32>
+// CHECK: %[[KV:.*]] = tcc.reshape %arg2 : tensor<2x2x2x8x8xf32> -> tensor<2x4x8x8xf32>
+// CHECK: tcc.matmul %arg3, %[[KV]] : tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32> -> tensor<2x4x8x8xf32>
+// CHECK: %[[E:.*]] = tcc.exp %arg4 : tensor<8x8x8xf32>
+// CHECK: tcc.reshape %[[E]] : tensor<8x8x8xf32> -> tensor<2x4x8x8xf32>
+// CHECK: tcc.reduce_sum %{{.*}} {axes = array<i64: 0>, keepdims = true} : tensor<8x8x8xf32>
+// CHECK: tcc.reshape %{{.*}} : tensor<8x8x8xf32> -> tensor<8x64xf32>
+// CHECK: %[[KS:.*]] = tcc.mul %arg5, %{{.*}} : tensor<1x2x8x8xf32>, tensor<f32>
+// CHECK: %[[K5:.*]] = tcc.reshape %[[KS]] : tensor<1x2x8x8xf32> -> tensor<1x2x1x8x8xf32>
+// CHECK: %[[KB:.*]] = tcc.broadcast_to %[[K5]]
+// CHECK: %[[KR:.*]] = tcc.reshape %[[KB]] : tensor<1x2x2x8x8xf32> -> tensor<1x4x8x8xf32>
+// CHECK: tcc.mul %[[KR]], %{{.*}} : tensor<1x4x8x8xf32>, tensor<f32>
+func.func @stays(%x: tensor<2x3x4x8x8xf32>, %y: tensor<1x4x8x8xf32>, %kv: tensor<2x2x2x8x8xf32>, %q: tensor<2x4x8x8xf32>, %z: tensor<8x8x8xf32>, %k2: tensor<1x2x8x8xf32>) -> (tensor<6x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<8x8x8xf32>, tensor<1x8x8xf32>, tensor<8x64xf32>, tensor<1x4x8x8xf32>) {
+  %m = tcc.reshape %x : tensor<2x3x4x8x8xf32> -> tensor<6x4x8x8xf32>
+  %a = tcc.add %m, %y : tensor<6x4x8x8xf32>, tensor<1x4x8x8xf32> -> tensor<6x4x8x8xf32>
+  %k = tcc.reshape %kv : tensor<2x2x2x8x8xf32> -> tensor<2x4x8x8xf32>
+  %s = tcc.matmul %q, %k : tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32> -> tensor<2x4x8x8xf32>
+  %e = tcc.exp %z : tensor<8x8x8xf32>
+  %e4 = tcc.reshape %e : tensor<8x8x8xf32> -> tensor<2x4x8x8xf32>
+  %r = tcc.reduce_sum %e {axes = array<i64: 0>, keepdims = true} : tensor<8x8x8xf32> -> tensor<1x8x8xf32>
+  %f = tcc.reshape %e : tensor<8x8x8xf32> -> tensor<8x64xf32>
+  %c = tcc.constant {value = 2.500000e-01 : f32} : tensor<f32>
+  %ks = tcc.mul %k2, %c : tensor<1x2x8x8xf32>, tensor<f32> -> tensor<1x2x8x8xf32>
+  %k5 = tcc.reshape %ks : tensor<1x2x8x8xf32> -> tensor<1x2x1x8x8xf32>
+  %kb = tcc.broadcast_to %k5 : tensor<1x2x1x8x8xf32> -> tensor<1x2x2x8x8xf32>
+  %kr = tcc.reshape %kb : tensor<1x2x2x8x8xf32> -> tensor<1x4x8x8xf32>
+  %ke = tcc.mul %kr, %c : tensor<1x4x8x8xf32>, tensor<f32> -> tensor<1x4x8x8xf32>
+  return %a, %s, %e4, %e, %r, %f, %ke : tensor<6x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<8x8x8xf32>, tensor<1x8x8xf32>, tensor<8x64xf32>, tensor<1x4x8x8xf32>
+}

@@ -16,13 +16,18 @@
 // its results. Each member's body is cloned once; values used outside
 // become the fused op's results. A generic whose only use is a consumer that
 // cannot join (a reduction) stays out, so the pairwise fusion that follows
-// still makes it the consumer's prologue, as before.
+// still makes it the consumer's prologue, as before. First, a generic that
+// reads another's result element by element from its body (a concat, a
+// slice, a gather: tensor.extract) recomputes that element instead, so that
+// it reads only the kernel's arguments and may join a cluster too.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
 
+#include "mlir/Dialect/Affine/Utils.h"
 #include "mlir/Dialect/Utils/StructuredOpsUtils.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/MapVector.h"
@@ -39,7 +44,9 @@ namespace {
 /// A generic this pass may fuse: on tensors, all loops parallel, static
 /// loop ranges, every result written once per iteration (permutation
 /// output maps), the results' initial values unread, and no tensor or
-/// buffer captured from above (a gather reads its table that way).
+/// buffer captured from above but the kernel's arguments (a gather, a
+/// concat or a slice reads its input that way: never a value a cluster
+/// computes, which the fused loop would read before it is complete).
 bool isCandidate(linalg::GenericOp op) {
   if (!op.hasPureTensorSemantics() || op.getNumResults() == 0 ||
       op.getNumParallelLoops() != op.getNumLoops() || op.getNumLoops() == 0)
@@ -52,11 +59,79 @@ bool isCandidate(linalg::GenericOp op) {
       return false;
   bool capturesShaped = false;
   visitUsedValuesDefinedAbove(op->getRegions(), [&](OpOperand *use) {
-    if (isa<ShapedType>(use->get().getType()))
+    if (isa<ShapedType>(use->get().getType()) &&
+        !isa<BlockArgument>(use->get()))
       capturesShaped = true;
   });
   return !capturesShaped;
 }
+
+/// A generic whose result an element-wise reader may recompute at one
+/// element: on tensors, all loops parallel, the result written through a
+/// permutation, the initial values unread, and a short body (each reader's
+/// element pays for it once).
+bool isRecomputable(linalg::GenericOp op, OpResult result) {
+  if (!op.hasPureTensorSemantics() ||
+      op.getNumParallelLoops() != op.getNumLoops() ||
+      !op.getIndexingMapMatchingResult(result).isPermutation())
+    return false;
+  for (OpOperand &init : op.getDpsInitsMutable())
+    if (op.payloadUsesValueFromOperand(&init))
+      return false;
+  int64_t ops = 0;
+  op.getRegion().walk([&](Operation *) { ++ops; });
+  return ops <= 64;
+}
+
+/// tensor.extract of an element-wise generic's result, inside a generic of
+/// parallel loops (a concat, a slice or a gather reading it, as RoPE's
+/// rotate_half concatenates a negated slice): the producer's body at that
+/// element instead, reading the producer's inputs where it would. The
+/// reader then captures only what the producer read (the kernel's
+/// arguments, for RoPE), so it can join the cluster of its consumers, and
+/// the producer's tensor is never written.
+struct ExtractOfElementwise : OpRewritePattern<tensor::ExtractOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tensor::ExtractOp op,
+                                PatternRewriter &rewriter) const override {
+    auto result = dyn_cast<OpResult>(op.getTensor());
+    auto producer =
+        result ? dyn_cast<linalg::GenericOp>(result.getOwner()) : nullptr;
+    auto reader = op->getParentOfType<linalg::GenericOp>();
+    if (!producer || !reader ||
+        reader.getNumParallelLoops() != reader.getNumLoops() ||
+        !isRecomputable(producer, result))
+      return failure();
+    Location loc = op.getLoc();
+    AffineMap written = producer.getIndexingMapMatchingResult(result);
+    SmallVector<Value> loops(producer.getNumLoops());
+    for (auto [k, index] : llvm::enumerate(op.getIndices()))
+      loops[written.getDimPosition(k)] = index;
+    Block &body = producer.getRegion().front();
+    IRMapping map;
+    for (OpOperand *in : producer.getDpsInputOperands()) {
+      BlockArgument arg = body.getArgument(in->getOperandNumber());
+      if (!isa<RankedTensorType>(in->get().getType())) {
+        map.map(arg, in->get());
+        continue;
+      }
+      SmallVector<Value> at;
+      for (AffineExpr e : producer.getMatchingIndexingMap(in).getResults())
+        at.push_back(affine::expandAffineExpr(rewriter, loc, e, loops, {}));
+      map.map(arg, tensor::ExtractOp::create(rewriter, loc, in->get(), at));
+    }
+    for (Operation &o : body.without_terminator()) {
+      if (auto index = dyn_cast<linalg::IndexOp>(o))
+        map.map(index.getResult(), loops[index.getDim()]);
+      else
+        rewriter.clone(o, map);
+    }
+    auto yield = cast<linalg::YieldOp>(body.getTerminator());
+    rewriter.replaceOp(
+        op, map.lookupOrDefault(yield.getOperand(result.getResultNumber())));
+    return success();
+  }
+};
 
 /// Whether pairwise fusion would make `op` the prologue of its only user,
 /// an op that cannot join a cluster (a reduction, a transpose into a
@@ -323,6 +398,10 @@ struct TccFuseElementwise
     : mlir::tcc::impl::TccFuseElementwiseBase<TccFuseElementwise> {
   using TccFuseElementwiseBase::TccFuseElementwiseBase;
   void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<ExtractOfElementwise>(&getContext());
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
     for (Block &block : getOperation().getBody())
       Fuser(block, maxOps).run();
   }

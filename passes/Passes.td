@@ -539,7 +539,12 @@ def TccFuseElementwise : Pass<"tcc-fuse-elementwise", "func::FuncOp"> {
     whose only use is a consumer that cannot join (a reduction) stays out:
     pairwise elementwise fusion makes it that consumer's prologue. Linear in
     the number of ops, where pairwise fusion of an N-op chain copies O(N^2)
-    ops.
+    ops. First, a tensor.extract of an element-wise generic's result inside
+    a parallel generic (a concat, a slice, a gather reading it) becomes the
+    producer's body at that element (bodies of at most 64 ops); a generic
+    that reads only kernel arguments that way may join a cluster (RoPE's
+    rotate_half, a concat of a negated slice, then the products and the
+    sum: one loop).
   }];
   let options = [
     Option<"maxOps", "max-ops", "int64_t", /*default=*/"1000",

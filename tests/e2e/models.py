@@ -197,6 +197,21 @@ def ref_embedding_rms_norm(e):
     return {'h': ('f32', h, chain_tol(h, 1e-5)), 'logits': ('f32', logits, chain_tol(logits))}
 
 
+def ref_rope_f16(e):
+    """Rotary position embedding as Llama writes it (rotate_half: the upper
+    half negated and concatenated before the lower), f16: one launch on GPU
+    targets (codegen_test), each primitive rounded to f16 (the slices, the
+    negation and the concat are exact)."""
+    x, c, s = e['x'], e['cos'], e['sin']
+    r = lambda v: narrow('f16', v)  # noqa: E731
+    half = x.shape[-1] // 2
+    rot = np.concatenate([-x[..., half:], x[..., :half]], axis=-1)
+    a, b = r(x * c), r(rot * s)
+    y = r(a + b)
+    # The sum may cancel: an f16 ulp of its terms' size, beside one of y.
+    return {'y': ('f16', y, Tol(2.0 ** -10, 2.0 ** -10 * (np.abs(a) + np.abs(b)) + 2.0 ** -24))}
+
+
 def ref_topk_logits(e):
     logits = e['logits']
     probs = L.softmax(logits / L.rnd('f32', 0.7), -1)
@@ -310,6 +325,7 @@ MODELS = [
     ('tests/e2e/models/unet_stage_f16.json', ref_unet_stage_f16, None),
     ('tests/e2e/models/embedding_rms_norm.json', ref_embedding_rms_norm, embedding_files),
     ('tests/e2e/models/topk_logits.json', ref_topk_logits, None),
+    ('tests/e2e/models/rope_f16.json', ref_rope_f16, None),
     ('tests/e2e/models/gqa_decode_f32.json', ref_gqa_decode_f32, None),
     ('tests/e2e/models/cross_entropy_f32.json', ref_cross_entropy_f32, None),
     ('examples/attention.json', ref_attention, None),

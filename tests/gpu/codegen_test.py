@@ -575,6 +575,24 @@ def check_linear_and_softmax(args, work):
     return None
 
 
+def check_rope(args, work):
+    """Rotary position embedding as Llama writes it (the upper half negated
+    and concatenated before the lower, x * cos + rot * sin) is one launch on
+    every GPU target: the concat recomputes the negation at its element and
+    joins the products' loop (tcc-fuse-elementwise)."""
+    model = os.path.join(E2E, 'models', 'rope_f16.json')
+    bundle = os.path.join(work, 'rope.tccb')
+    for target in NVIDIA + AMD:
+        p = subprocess.run([args.tcc, 'compile', model, '-o', bundle, '--target', target],
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            return 'on %s: compile failed: %s' % (target, p.stderr.strip())
+        launches = blobs(bundle)[0]['launches']
+        if len(launches) != 1:
+            return 'on %s: %d launches' % (target, len(launches))
+    return None
+
+
 def op_models(work):
     """{op: model path}: the cases optest.py --quick draws for each op (every
     dtype the op allows), a fixed seed, without the run-time error cases;
@@ -708,7 +726,8 @@ def main():
             failed += bool(err)
         for what, fn in (('--gpu-attention', check_attention),
                          ('attention in a transformer layer', check_attention_in_layer),
-                         ('linear layers beside a softmax', check_linear_and_softmax)):
+                         ('linear layers beside a softmax', check_linear_and_softmax),
+                         ('RoPE in one launch', check_rope)):
             err = fn(args, work)
             print('%s %s%s' % ('FAIL' if err else 'PASS', what, ' -- ' + err if err else ''))
             failed += bool(err)

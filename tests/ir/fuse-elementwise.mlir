@@ -157,3 +157,58 @@ func.func @outside_reader(%x: tensor<4x8xf32>) -> (tensor<32xf32>, tensor<4x8xf3
   } -> tensor<4x8xf32>
   return %s, %b : tensor<32xf32>, tensor<4x8xf32>
 }
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#hi = affine_map<(d0, d1) -> (d0, d1 + 4)>
+
+// RoPE's rotate_half as tcc-lower-to-linalg writes it: the negated upper
+// half (a generic), concatenated with the lower half by a generic that
+// extracts its elements, then x * c + rot * s. The concat recomputes the
+// negation at its element and reads only the argument: one loop.
+// CHECK-LABEL: func.func @rotate_half
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%arg0, %arg1, %arg2 :
+// CHECK: scf.if
+// CHECK: tensor.extract %arg0
+// CHECK: arith.negf
+// CHECK: tensor.extract %arg0
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func @rotate_half(%x: tensor<2x8xf32>, %c: tensor<2x8xf32>, %s: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %c4 = arith.constant 4 : index
+  %h = tensor.empty() : tensor<2x4xf32>
+  %neg = linalg.generic {indexing_maps = [#hi, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<2x8xf32>) outs(%h : tensor<2x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.negf %in : f32
+    linalg.yield %0 : f32
+  } -> tensor<2x4xf32>
+  %e = tensor.empty() : tensor<2x8xf32>
+  %rot = linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]}
+      outs(%e : tensor<2x8xf32>) {
+  ^bb0(%out: f32):
+    %i = linalg.index 0 : index
+    %j = linalg.index 1 : index
+    %lo = arith.cmpi slt, %j, %c4 : index
+    %v = scf.if %lo -> (f32) {
+      %a = tensor.extract %neg[%i, %j] : tensor<2x4xf32>
+      scf.yield %a : f32
+    } else {
+      %k = arith.subi %j, %c4 : index
+      %b = tensor.extract %x[%i, %k] : tensor<2x8xf32>
+      scf.yield %b : f32
+    }
+    linalg.yield %v : f32
+  } -> tensor<2x8xf32>
+  %y = linalg.generic {indexing_maps = [#id, #id, #id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %c, %rot, %s : tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>) outs(%e : tensor<2x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %r: f32, %t: f32, %out: f32):
+    %0 = arith.mulf %a, %b : f32
+    %1 = arith.mulf %r, %t : f32
+    %2 = arith.addf %0, %1 : f32
+    linalg.yield %2 : f32
+  } -> tensor<2x8xf32>
+  return %y : tensor<2x8xf32>
+}

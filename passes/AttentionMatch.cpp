@@ -341,9 +341,11 @@ Value uncast(Value v, SmallVectorImpl<Operation *> &ops) {
 }
 
 /// `x` as `numerator` / sum or `numerator` * reciprocal(sum) (either
-/// order; float casts and a broadcast of the sum between): the sum, with
-/// the ops from `x` to it appended to `ops`; null (and `ops` unchanged)
-/// when `x` is neither.
+/// order; float casts and a broadcast of the sum between), or as
+/// exp(t - log(sum)) where the sum is of exp(t) (the exponential of a
+/// log-softmax: `numerator` is exp(t), the sum's terms): the sum, with the
+/// ops from `x` to it appended to `ops`; null (and `ops` unchanged) when
+/// `x` is none of these.
 ReduceSumOp quotientBySum(Value x, Value &numerator,
                           SmallVectorImpl<Operation *> &ops) {
   SmallVector<Operation *> path;
@@ -362,6 +364,27 @@ ReduceSumOp quotientBySum(Value x, Value &numerator,
         divisor = r.getInput();
         break;
       }
+      path.clear();
+    }
+  } else if (auto outer = dyn_cast_if_present<ExpOp>(op)) {
+    auto sub = uncast(outer.getInput(), path).getDefiningOp<SubOp>();
+    Value logged = sub ? uncast(sub.getRhs(), path) : Value();
+    if (auto b = logged ? logged.getDefiningOp<BroadcastToOp>() : nullptr) {
+      path.push_back(b);
+      logged = uncast(b.getInput(), path);
+    }
+    auto log = logged ? logged.getDefiningOp<LogOp>() : LogOp();
+    SmallVector<Operation *> shared; // t's casts: exp(t)'s as much
+    auto s = log ? uncast(log.getInput(), shared).getDefiningOp<ReduceSumOp>()
+                 : ReduceSumOp();
+    auto terms =
+        s ? uncast(s.getInput(), shared).getDefiningOp<ExpOp>() : ExpOp();
+    if (terms &&
+        uncast(terms.getInput(), shared) == uncast(sub.getLhs(), shared)) {
+      path.append({sub, log});
+      numerator = s.getInput();
+      divisor = log.getInput();
+    } else {
       path.clear();
     }
   }

@@ -909,6 +909,18 @@ def handwritten_cases():
     def stable(x, axis=-1):  # e = exp(x - max(x))
         return [node('reduce_max', [x], 'mx', axes=[axis], keepdims=True),
                 node('sub', [x, 'mx'], 'd'), node('exp', ['d'], 'e')]
+    # exp(log_softmax(s)): the format's log_softmax (in f32 over the f16
+    # scores, rounded to f16), then exp: softmax, one kernel; causal, an
+    # odd length. (The model's P carries log_softmax's f16 rounding, which
+    # the kernel's exact softmax does not: its error is at most the model's.)
+    n = 333
+    out.append(('exp_logsoftmax_causal_f16_333', handwritten(
+        'exp_lsm', 'f16', [2, 2, n, 64], [2, 2, n, 64], scale('f16') + positions(n, n) + [
+            node('greater_equal', ['row', 'col'], 'keep'), const('neg', 'f16', '-inf'),
+            node('select', ['keep', 's_mod', 'neg'], 'sm')],
+        [node('log_softmax', ['sm'], 'lp', axis=-1), node('exp', ['lp'], 'p'),
+         node('matmul', ['p', 'v'], 'o')]), 1.0,
+        lambda s, r, c: np.where(r >= c, s * 0.125, -np.inf)))
     # o = (e · v) / sum(e)
     out.append(('hand_post_norm_bf16', handwritten(
         'hand_post_norm', 'bf16', [2, 2, 256, 64], [2, 2, 256, 64], scale('bf16'),

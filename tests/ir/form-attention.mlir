@@ -728,3 +728,49 @@ func.func @repeat_then_transpose(%q: tensor<1x4x64x64xf16>, %k: tensor<1x2x64x64
   }
   return %0 : tensor<1x4x64x64xf16>
 }
+
+// -----
+
+// The exponential of a log-softmax, exp(t - log(sum exp t)) with the
+// format's casts around it, is softmax: one attention op; a log of
+// something else than the sum of exp(t) is not.
+// CHECK-LABEL: func.func @exp_of_log_softmax
+// CHECK: tcc.attention %arg0, %arg1, %arg2 attributes {{{.*}}scale = 1.250000e-01 : f64
+// CHECK-NOT: tcc.log %{{.*}} : tensor<1x2x64x1xf32>
+// CHECK: tcc.log %{{.*}} : tensor<1x2x64x1xf16>
+func.func @exp_of_log_softmax(%q: tensor<1x2x64x64xf16>, %k: tensor<1x2x64x64xf16>, %v: tensor<1x2x64x64xf16>) -> (tensor<1x2x64x64xf16>, tensor<1x2x64x64xf16>) {
+  %0 = tcc.chain attributes {axis = 3 : i64} -> tensor<1x2x64x64xf16> {
+    %c = tcc.constant {value = 1.250000e-01 : f16} : tensor<f16>
+    %s = tcc.matmul %q, %k {transpose_b = true} : tensor<1x2x64x64xf16>, tensor<1x2x64x64xf16> -> tensor<1x2x64x64xf16>
+    %ss = tcc.mul %s, %c : tensor<1x2x64x64xf16>, tensor<f16> -> tensor<1x2x64x64xf16>
+    %m = tcc.reduce_max %ss {axes = array<i64: 3>, keepdims = true} : tensor<1x2x64x64xf16> -> tensor<1x2x64x1xf16>
+    %m32 = tcc.cast %m : tensor<1x2x64x1xf16> -> tensor<1x2x64x1xf32>
+    %s32 = tcc.cast %ss : tensor<1x2x64x64xf16> -> tensor<1x2x64x64xf32>
+    %t = tcc.sub %s32, %m32 : tensor<1x2x64x64xf32>, tensor<1x2x64x1xf32> -> tensor<1x2x64x64xf32>
+    %e = tcc.exp %t : tensor<1x2x64x64xf32>
+    %sum = tcc.reduce_sum %e {axes = array<i64: 3>, keepdims = true} : tensor<1x2x64x64xf32> -> tensor<1x2x64x1xf32>
+    %l = tcc.log %sum : tensor<1x2x64x1xf32>
+    %ls = tcc.sub %t, %l : tensor<1x2x64x64xf32>, tensor<1x2x64x1xf32> -> tensor<1x2x64x64xf32>
+    %ls16 = tcc.cast %ls : tensor<1x2x64x64xf32> -> tensor<1x2x64x64xf16>
+    %p = tcc.exp %ls16 : tensor<1x2x64x64xf16>
+    %o = tcc.matmul %p, %v : tensor<1x2x64x64xf16>, tensor<1x2x64x64xf16> -> tensor<1x2x64x64xf16>
+    tcc.yield %o : tensor<1x2x64x64xf16>
+  }
+  %1 = tcc.chain attributes {axis = 3 : i64} -> tensor<1x2x64x64xf16> {
+    %c = tcc.constant {value = 1.250000e-01 : f16} : tensor<f16>
+    %two = tcc.constant {value = 2.000000e+00 : f16} : tensor<f16>
+    %s = tcc.matmul %q, %k {transpose_b = true} : tensor<1x2x64x64xf16>, tensor<1x2x64x64xf16> -> tensor<1x2x64x64xf16>
+    %ss = tcc.mul %s, %c : tensor<1x2x64x64xf16>, tensor<f16> -> tensor<1x2x64x64xf16>
+    %m = tcc.reduce_max %ss {axes = array<i64: 3>, keepdims = true} : tensor<1x2x64x64xf16> -> tensor<1x2x64x1xf16>
+    %t = tcc.sub %ss, %m : tensor<1x2x64x64xf16>, tensor<1x2x64x1xf16> -> tensor<1x2x64x64xf16>
+    %e = tcc.exp %t : tensor<1x2x64x64xf16>
+    %sum = tcc.reduce_sum %e {axes = array<i64: 3>, keepdims = true} : tensor<1x2x64x64xf16> -> tensor<1x2x64x1xf16>
+    %sum2 = tcc.mul %sum, %two : tensor<1x2x64x1xf16>, tensor<f16> -> tensor<1x2x64x1xf16>
+    %l = tcc.log %sum2 : tensor<1x2x64x1xf16>
+    %ls = tcc.sub %t, %l : tensor<1x2x64x64xf16>, tensor<1x2x64x1xf16> -> tensor<1x2x64x64xf16>
+    %p = tcc.exp %ls : tensor<1x2x64x64xf16>
+    %o = tcc.matmul %p, %v : tensor<1x2x64x64xf16>, tensor<1x2x64x64xf16> -> tensor<1x2x64x64xf16>
+    tcc.yield %o : tensor<1x2x64x64xf16>
+  }
+  return %0, %1 : tensor<1x2x64x64xf16>, tensor<1x2x64x64xf16>
+}

@@ -170,35 +170,41 @@ bool movable(Operation *op) {
   });
 }
 
-/// Whether moving a split up past `v`'s producers gains anything: they
-/// lead, through ops with `v`'s batch axes read once, to a matmul (the
-/// scores of flattened heads, viewed) or to a merge the split cancels.
-/// Elsewhere a split stays (K unsqueezed for its repeat over grouped heads
-/// keeps the form the attention match reads).
-bool worthHoisting(Value v) {
-  for (int steps = 0; steps < 16; ++steps) {
-    Operation *def = v.getDefiningOp();
-    if (!def)
-      return false;
-    if (isa<MatmulOp>(def))
-      return true;
-    if (auto r = dyn_cast<ReshapeOp>(def)) {
-      std::optional<BatchReshape> b = batchReshape(r);
-      return b && b->merges();
-    }
-    if (!movable(def) || !v.hasOneUse())
-      return false;
-    RankedTensorType t = rankedOf(v);
-    auto full = llvm::find_if(def->getOperands(), [&](Value o) {
-      RankedTensorType ot = rankedOf(o);
-      return ot && ot.getRank() == t.getRank() &&
-             ot.getShape().drop_back(2) == t.getShape().drop_back(2);
-    });
-    if (full == def->getOperands().end())
-      return false;
-    v = *full;
+/// Whether a split of `v` moves up cleanly: past producers that read their
+/// batch axes once each, up to arguments, merges (which it cancels) or ops
+/// it stays after. A producer whose result has other readers would keep
+/// the split there, in the middle of a chain (after P·V, the softmax's
+/// values are each read twice): it stays where it is. `gains` is set where
+/// the way passes a matmul (the scores of flattened heads, viewed) or ends
+/// at a merge; elsewhere a split gains nothing and stays (K unsqueezed for
+/// its repeat over grouped heads keeps the form the attention match reads).
+bool hoistsCleanly(Value v, bool &gains, int depth = 0) {
+  Operation *def = v.getDefiningOp();
+  if (!def)
+    return true;
+  if (auto r = dyn_cast<ReshapeOp>(def)) {
+    std::optional<BatchReshape> b = batchReshape(r);
+    gains |= b && b->merges();
+    return true;
   }
-  return false;
+  if (!movable(def))
+    return true;
+  if (!v.hasOneUse() || depth > 64)
+    return false;
+  gains |= isa<MatmulOp>(def);
+  ArrayRef<int64_t> batch = rankedOf(v).getShape().drop_back(2);
+  for (Value o : def->getOperands()) {
+    RankedTensorType t = rankedOf(o);
+    if (t && t.getRank() > 2 && t.getShape().drop_back(2) == batch &&
+        !hoistsCleanly(o, gains, depth + 1))
+      return false;
+  }
+  return true;
+}
+
+bool worthHoisting(Value v) {
+  bool gains = false;
+  return hoistsCleanly(v, gains) && gains;
 }
 
 /// f(merge(x), ...) -> merge(f(x, ...)): an op over merged batch axes runs

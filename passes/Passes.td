@@ -638,7 +638,9 @@ def TccBatchReshapes : Pass<"tcc-batch-reshapes", "func::FuncOp"> {
     (f(merge(x), y) -> merge(f(x, split(y)))); splits move towards the inputs
     past such ops when they are the op's one use, and past transposes that
     keep the batch axes, where those ops lead to a matmul or to a merge the
-    split cancels. Operands broadcast along every batch axis (rank 2 or
+    split cancels and each reads its batch axes once (a split after P·V,
+    whose way up meets the softmax's values read twice, stays: the
+    attention op writes through it). Operands broadcast along every batch axis (rank 2 or
     less, or batch axes of 1) stay as they are; an op with an operand
     broadcast along some batch axes stays where it is, and so does a merge
     of a broadcast (K and V repeated over grouped heads, which the attention

@@ -1581,6 +1581,23 @@ def flattened_cases():
         [{'name': 'mask', 'dtype': 'f16', 'shape': [b, 1, n, n]}],
         'params': [], 'outputs': ['o'], 'nodes': nodes}, 1.0,
         lambda s, r, c, env: s + env['mask']))
+    # Flattened heads throughout, a mask [B*H, L, S] of their own, only
+    # the result viewed [B, H, L, D]: the split after P·V stays there (the
+    # softmax's values are read twice), the op writes through it.
+    b, h, n, d = 2, 3, 377, 64
+    PACKED['flat_mask3_out4_f16_377'] = (
+        d, lambda env, b=b, h=h, n=n, d=d: [env[t].reshape(b, h, n, d) for t in 'qkv'],
+        lambda o: o)
+    out.append(('flat_mask3_out4_f16_377', {
+        'format': 'tcc-model', 'version': 1, 'name': 'flat_mask3',
+        'inputs': [{'name': t, 'dtype': 'f16', 'shape': [b * h, n, d]} for t in 'qkv'] +
+        [{'name': 'mask', 'dtype': 'f16', 'shape': [b * h, n, n]}],
+        'params': [], 'outputs': ['o'], 'nodes': [
+            node('matmul', ['q', 'k'], 's', transpose_b=True), const('c', 'f16', 0.125),
+            node('mul', ['s', 'c'], 'ss'), node('add', ['ss', 'mask'], 'sm'),
+            node('softmax', ['sm'], 'p', axis=-1), node('matmul', ['p', 'v'], 'o3'),
+            node('reshape', ['o3'], 'o', shape=[b, h, n, d])]}, 1.0,
+        lambda s, r, c, env, b=b, h=h, n=n: s * 0.125 + env['mask'].reshape(b, h, n, n)))
     # Decode: one query row a head, 3001 keys, a padding mask on the view.
     b, h, n = 2, 4, 3001
     invh = float(np.float16(1 / np.sqrt(128)))

@@ -70,7 +70,8 @@ func.func @flattened_inputs(%q: tensor<8x8x16xf32>, %k: tensor<8x8x16xf32>, %v: 
 // heads); a split of a value with other uses; a reduction over a batch axis;
 // a reshape that changes the last two axes; a split whose producers lead to
 // no matmul or merge (K scaled, then unsqueezed for its repeat); a merge of
-// a broadcast (the repeat), before an element-wise op too.
+// a broadcast (the repeat), before an element-wise op too; a split after
+// P·V, whose way up meets values read twice (the softmax's).
 // CHECK-LABEL: func.func @stays
 // CHECK: tcc.reshape %arg0 : tensor<2x3x4x8x8xf32> -> tensor<6x4x8x8xf32>
 // CHECK: tcc.add %{{.*}}, %arg1 : tensor<6x4x8x8xf32>, tensor<1x4x8x8xf32>
@@ -85,7 +86,9 @@ func.func @flattened_inputs(%q: tensor<8x8x16xf32>, %k: tensor<8x8x16xf32>, %v: 
 // CHECK: %[[KB:.*]] = tcc.broadcast_to %[[K5]]
 // CHECK: %[[KR:.*]] = tcc.reshape %[[KB]] : tensor<1x2x2x8x8xf32> -> tensor<1x4x8x8xf32>
 // CHECK: tcc.mul %[[KR]], %{{.*}} : tensor<1x4x8x8xf32>, tensor<f32>
-func.func @stays(%x: tensor<2x3x4x8x8xf32>, %y: tensor<1x4x8x8xf32>, %kv: tensor<2x2x2x8x8xf32>, %q: tensor<2x4x8x8xf32>, %z: tensor<8x8x8xf32>, %k2: tensor<1x2x8x8xf32>) -> (tensor<6x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<8x8x8xf32>, tensor<1x8x8xf32>, tensor<8x64xf32>, tensor<1x4x8x8xf32>) {
+// CHECK: %[[PV:.*]] = tcc.matmul %{{.*}}, %arg4 : tensor<8x8x8xf32>, tensor<8x8x8xf32> -> tensor<8x8x8xf32>
+// CHECK: tcc.reshape %[[PV]] : tensor<8x8x8xf32> -> tensor<2x4x8x8xf32>
+func.func @stays(%x: tensor<2x3x4x8x8xf32>, %y: tensor<1x4x8x8xf32>, %kv: tensor<2x2x2x8x8xf32>, %q: tensor<2x4x8x8xf32>, %z: tensor<8x8x8xf32>, %k2: tensor<1x2x8x8xf32>) -> (tensor<6x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<8x8x8xf32>, tensor<1x8x8xf32>, tensor<8x64xf32>, tensor<1x4x8x8xf32>, tensor<2x4x8x8xf32>) {
   %m = tcc.reshape %x : tensor<2x3x4x8x8xf32> -> tensor<6x4x8x8xf32>
   %a = tcc.add %m, %y : tensor<6x4x8x8xf32>, tensor<1x4x8x8xf32> -> tensor<6x4x8x8xf32>
   %k = tcc.reshape %kv : tensor<2x2x2x8x8xf32> -> tensor<2x4x8x8xf32>
@@ -100,5 +103,10 @@ func.func @stays(%x: tensor<2x3x4x8x8xf32>, %y: tensor<1x4x8x8xf32>, %kv: tensor
   %kb = tcc.broadcast_to %k5 : tensor<1x2x1x8x8xf32> -> tensor<1x2x2x8x8xf32>
   %kr = tcc.reshape %kb : tensor<1x2x2x8x8xf32> -> tensor<1x4x8x8xf32>
   %ke = tcc.mul %kr, %c : tensor<1x4x8x8xf32>, tensor<f32> -> tensor<1x4x8x8xf32>
-  return %a, %s, %e4, %e, %r, %f, %ke : tensor<6x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<8x8x8xf32>, tensor<1x8x8xf32>, tensor<8x64xf32>, tensor<1x4x8x8xf32>
+  %ez = tcc.exp %z : tensor<8x8x8xf32>
+  %sm = tcc.reduce_sum %ez {axes = array<i64: 2>, keepdims = true} : tensor<8x8x8xf32> -> tensor<8x8x1xf32>
+  %p = tcc.div %ez, %sm : tensor<8x8x8xf32>, tensor<8x8x1xf32> -> tensor<8x8x8xf32>
+  %pv = tcc.matmul %p, %z : tensor<8x8x8xf32>, tensor<8x8x8xf32> -> tensor<8x8x8xf32>
+  %pv4 = tcc.reshape %pv : tensor<8x8x8xf32> -> tensor<2x4x8x8xf32>
+  return %a, %s, %e4, %e, %r, %f, %ke, %pv4 : tensor<6x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<8x8x8xf32>, tensor<1x8x8xf32>, tensor<8x64xf32>, tensor<1x4x8x8xf32>, tensor<2x4x8x8xf32>
 }

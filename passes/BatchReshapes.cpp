@@ -202,9 +202,14 @@ bool hoistsCleanly(Value v, bool &gains, int depth = 0) {
   return true;
 }
 
-bool worthHoisting(Value v) {
-  bool gains = false;
-  return hoistsCleanly(v, gains) && gains;
+/// Whether `split` should move up: cleanly, and gaining something. A
+/// split read only by matmuls (an operand's view, made by the rules here)
+/// gains by moving too: K transposed for torch.bmm and then split becomes
+/// the transpose of a view, which the attention match folds into Q·Kᵀ.
+bool worthHoisting(ReshapeOp split) {
+  bool gains = llvm::all_of(split->getUsers(),
+                            [](Operation *u) { return isa<MatmulOp>(u); });
+  return hoistsCleanly(split.getInput(), gains) && gains;
 }
 
 /// f(merge(x), ...) -> merge(f(x, ...)): an op over merged batch axes runs
@@ -257,8 +262,7 @@ struct HoistSplits : OpRewritePattern<ReshapeOp> {
     std::optional<BatchReshape> split = batchReshape(op);
     Operation *def = op.getInput().getDefiningOp();
     if (!split || !split->splits() || !def || isa<ReshapeOp>(def) ||
-        !op.getInput().hasOneUse() || !movable(def) ||
-        !worthHoisting(op.getInput()))
+        !op.getInput().hasOneUse() || !movable(def) || !worthHoisting(op))
       return failure();
     rewriter.setInsertionPoint(def);
     Value rebuilt = rebuiltOver(rewriter, def, split->to);

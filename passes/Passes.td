@@ -638,7 +638,8 @@ def TccBatchReshapes : Pass<"tcc-batch-reshapes", "func::FuncOp"> {
     (f(merge(x), y) -> merge(f(x, split(y)))); splits move towards the inputs
     past such ops when they are the op's one use, and past transposes that
     keep the batch axes, where those ops lead to a matmul or to a merge the
-    split cancels and each reads its batch axes once (a split after P·V,
+    split cancels, or the split is read by matmuls only (an operand's view:
+    K transposed for torch.bmm), and each reads its batch axes once (a split after P·V,
     whose way up meets the softmax's values read twice, stays: the
     attention op writes through it). Operands broadcast along every batch axis (rank 2 or
     less, or batch axes of 1) stay as they are; an op with an operand

@@ -87,13 +87,14 @@ FORMS.update({
     'qk_f32_causal_f16_555': 'prefill',
 })
 # Session 53's: attention over flattened heads (BART's torch.bmm form, Q
-# scaled before its views; decode with a padding mask on the view); the
+# scaled before its views; BLOOM's, ALiBi added to the flattened scores; decode with a padding mask on the view); the
 # exponential of a log-softmax.
 FORMS.update({
     'flat_bart_padmask_bf16_520': 'prefill',
     'flat_bart_proj_f16_400': 'prefill',
     'decode_flat_padmask_f16_q1_3001': 'decode',
     'exp_logsoftmax_causal_f16_333': 'prefill',
+    'flat_bloom_alibi_f16_301': 'prefill',
 })
 # Head dim 256: a thread's O and its tile's P·V are 256 floats; past the
 # 256 architectural VGPRs the back end keeps them in AGPRs (the unified 512

@@ -1598,6 +1598,28 @@ def flattened_cases():
             node('softmax', ['sm'], 'p', axis=-1), node('matmul', ['p', 'v'], 'o3'),
             node('reshape', ['o3'], 'o', shape=[b, h, n, d])]}, 1.0,
         lambda s, r, c, env, b=b, h=h, n=n: s * 0.125 + env['mask'].reshape(b, h, n, n)))
+    # BLOOM: K transposed for bmm, the ALiBi bias [B*H, 1, S] added to the
+    # flattened scores, the view [B, H, L, S] masked with finfo(f16).min by
+    # a bool tensor, softmax in f32, P merged back for bmm with V.
+    b, h, n, d = 2, 4, 301, 64
+    PACKED['flat_bloom_alibi_f16_301'] = (
+        d, lambda env, b=b, h=h, n=n, d=d: [env[t].reshape(b, h, n, d) for t in 'qkv'],
+        lambda o: o)
+    out.append(('flat_bloom_alibi_f16_301', {
+        'format': 'tcc-model', 'version': 1, 'name': 'flat_bloom',
+        'inputs': [{'name': t, 'dtype': 'f16', 'shape': [b * h, n, d]} for t in 'qkv'] +
+        [{'name': 'alibi', 'dtype': 'f16', 'shape': [b * h, 1, n]},
+         {'name': 'keep', 'dtype': 'bool', 'shape': [b, 1, n, n]}],
+        'params': [], 'outputs': ['o'], 'nodes': [
+            node('transpose', ['k'], 'kt', perm=[0, 2, 1]), node('matmul', ['q', 'kt'], 'qk'),
+            const('c', 'f16', 0.125), node('mul', ['qk', 'c'], 'qks'),
+            node('add', ['alibi', 'qks'], 's3'), node('reshape', ['s3'], 's4', shape=[b, h, n, n]),
+            const('fmin', 'f16', -65504.0), node('select', ['keep', 's4', 'fmin'], 'sm'),
+            node('cast', ['sm'], 's32', to='f32'), node('softmax', ['s32'], 'p32', axis=-1),
+            node('cast', ['p32'], 'p', to='f16'), node('reshape', ['p'], 'p3', shape=[b * h, n, n]),
+            node('matmul', ['p3', 'v'], 'o3'), node('reshape', ['o3'], 'o', shape=[b, h, n, d])]},
+        1.0, lambda s, r, c, env, b=b, h=h, n=n: np.where(
+            env['keep'], s * 0.125 + env['alibi'].reshape(b, h, 1, n), -65504.0)))
     # Decode: one query row a head, 3001 keys, a padding mask on the view.
     b, h, n = 2, 4, 3001
     invh = float(np.float16(1 / np.sqrt(128)))

@@ -33,6 +33,20 @@ func.func @flattened_heads(%q: tensor<2x4x8x16xf16>, %k: tensor<2x4x8x16xf16>, %
   return %o4 : tensor<2x4x8x16xf16>
 }
 
+// K given flattened and transposed for bmm: the split the matmul's rule
+// makes of the transpose moves above it (a split read only by a matmul),
+// leaving the transpose of a view, which the attention match folds.
+// CHECK-LABEL: func.func @flattened_k_transposed
+// CHECK: %[[K:.*]] = tcc.reshape %arg1 : tensor<8x8x16xf16> -> tensor<2x4x8x16xf16>
+// CHECK: %[[KT:.*]] = tcc.transpose %[[K]] {perm = array<i64: 0, 1, 3, 2>}
+// CHECK: tcc.matmul %arg0, %[[KT]] : tensor<2x4x8x16xf16>, tensor<2x4x16x8xf16>
+func.func @flattened_k_transposed(%q: tensor<2x4x8x16xf16>, %k: tensor<8x8x16xf16>) -> tensor<8x8x8xf16> {
+  %q3 = tcc.reshape %q : tensor<2x4x8x16xf16> -> tensor<8x8x16xf16>
+  %kt = tcc.transpose %k {perm = array<i64: 0, 2, 1>} : tensor<8x8x16xf16> -> tensor<8x16x8xf16>
+  %s = tcc.matmul %q3, %kt : tensor<8x8x16xf16>, tensor<8x16x8xf16> -> tensor<8x8x8xf16>
+  return %s : tensor<8x8x8xf16>
+}
+
 // Q, K and V given flattened: the split after Q*K^T moves up to them (a
 // scale by a scalar and a [L, S] bias on the way), the merge before the
 // softmax down through P*V, where V is split; the result merged once.

@@ -1581,45 +1581,43 @@ def flattened_cases():
         [{'name': 'mask', 'dtype': 'f16', 'shape': [b, 1, n, n]}],
         'params': [], 'outputs': ['o'], 'nodes': nodes}, 1.0,
         lambda s, r, c, env: s + env['mask']))
+    def whole(name, b, h, n, d, captured, nodes, change):
+        """Q, K and V given [B*H, L, D], the model's `nodes` all written
+        out, the result [B, H, L, D]."""
+        PACKED[name] = (
+            d, lambda env: [env[t].reshape(b, h, n, d) for t in 'qkv'], lambda o: o)
+        out.append((name, {
+            'format': 'tcc-model', 'version': 1, 'name': name,
+            'inputs': [{'name': t, 'dtype': 'f16', 'shape': [b * h, n, d]} for t in 'qkv'] +
+            [{'name': nm, 'dtype': dt, 'shape': sh} for nm, dt, sh in captured],
+            'params': [], 'outputs': ['o'], 'nodes': nodes}, 1.0, change))
     # Flattened heads throughout, a mask [B*H, L, S] of their own, only
     # the result viewed [B, H, L, D]: the split after P·V stays there (the
     # softmax's values are read twice), the op writes through it.
     b, h, n, d = 2, 3, 377, 64
-    PACKED['flat_mask3_out4_f16_377'] = (
-        d, lambda env, b=b, h=h, n=n, d=d: [env[t].reshape(b, h, n, d) for t in 'qkv'],
-        lambda o: o)
-    out.append(('flat_mask3_out4_f16_377', {
-        'format': 'tcc-model', 'version': 1, 'name': 'flat_mask3',
-        'inputs': [{'name': t, 'dtype': 'f16', 'shape': [b * h, n, d]} for t in 'qkv'] +
-        [{'name': 'mask', 'dtype': 'f16', 'shape': [b * h, n, n]}],
-        'params': [], 'outputs': ['o'], 'nodes': [
-            node('matmul', ['q', 'k'], 's', transpose_b=True), const('c', 'f16', 0.125),
-            node('mul', ['s', 'c'], 'ss'), node('add', ['ss', 'mask'], 'sm'),
-            node('softmax', ['sm'], 'p', axis=-1), node('matmul', ['p', 'v'], 'o3'),
-            node('reshape', ['o3'], 'o', shape=[b, h, n, d])]}, 1.0,
-        lambda s, r, c, env, b=b, h=h, n=n: s * 0.125 + env['mask'].reshape(b, h, n, n)))
+    whole('flat_mask3_out4_f16_377', b, h, n, d, [('mask', 'f16', [b * h, n, n])], [
+        node('matmul', ['q', 'k'], 's', transpose_b=True), const('c', 'f16', 0.125),
+        node('mul', ['s', 'c'], 'ss'), node('add', ['ss', 'mask'], 'sm'),
+        node('softmax', ['sm'], 'p', axis=-1), node('matmul', ['p', 'v'], 'o3'),
+        node('reshape', ['o3'], 'o', shape=[b, h, n, d])],
+        lambda s, r, c, env, b=b, h=h, n=n: s * 0.125 + env['mask'].reshape(b, h, n, n))
     # BLOOM: K transposed for bmm, the ALiBi bias [B*H, 1, S] added to the
     # flattened scores, the view [B, H, L, S] masked with finfo(f16).min by
     # a bool tensor, softmax in f32, P merged back for bmm with V.
     b, h, n, d = 2, 4, 301, 64
-    PACKED['flat_bloom_alibi_f16_301'] = (
-        d, lambda env, b=b, h=h, n=n, d=d: [env[t].reshape(b, h, n, d) for t in 'qkv'],
-        lambda o: o)
-    out.append(('flat_bloom_alibi_f16_301', {
-        'format': 'tcc-model', 'version': 1, 'name': 'flat_bloom',
-        'inputs': [{'name': t, 'dtype': 'f16', 'shape': [b * h, n, d]} for t in 'qkv'] +
-        [{'name': 'alibi', 'dtype': 'f16', 'shape': [b * h, 1, n]},
-         {'name': 'keep', 'dtype': 'bool', 'shape': [b, 1, n, n]}],
-        'params': [], 'outputs': ['o'], 'nodes': [
-            node('transpose', ['k'], 'kt', perm=[0, 2, 1]), node('matmul', ['q', 'kt'], 'qk'),
-            const('c', 'f16', 0.125), node('mul', ['qk', 'c'], 'qks'),
-            node('add', ['alibi', 'qks'], 's3'), node('reshape', ['s3'], 's4', shape=[b, h, n, n]),
-            const('fmin', 'f16', -65504.0), node('select', ['keep', 's4', 'fmin'], 'sm'),
-            node('cast', ['sm'], 's32', to='f32'), node('softmax', ['s32'], 'p32', axis=-1),
-            node('cast', ['p32'], 'p', to='f16'), node('reshape', ['p'], 'p3', shape=[b * h, n, n]),
-            node('matmul', ['p3', 'v'], 'o3'), node('reshape', ['o3'], 'o', shape=[b, h, n, d])]},
-        1.0, lambda s, r, c, env, b=b, h=h, n=n: np.where(
-            env['keep'], s * 0.125 + env['alibi'].reshape(b, h, 1, n), -65504.0)))
+    whole('flat_bloom_alibi_f16_301', b, h, n, d,
+          [('alibi', 'f16', [b * h, 1, n]), ('keep', 'bool', [b, 1, n, n])], [
+              node('transpose', ['k'], 'kt', perm=[0, 2, 1]), node('matmul', ['q', 'kt'], 'qk'),
+              const('c', 'f16', 0.125), node('mul', ['qk', 'c'], 'qks'),
+              node('add', ['alibi', 'qks'], 's3'),
+              node('reshape', ['s3'], 's4', shape=[b, h, n, n]),
+              const('fmin', 'f16', -65504.0), node('select', ['keep', 's4', 'fmin'], 'sm'),
+              node('cast', ['sm'], 's32', to='f32'), node('softmax', ['s32'], 'p32', axis=-1),
+              node('cast', ['p32'], 'p', to='f16'),
+              node('reshape', ['p'], 'p3', shape=[b * h, n, n]),
+              node('matmul', ['p3', 'v'], 'o3'), node('reshape', ['o3'], 'o', shape=[b, h, n, d])],
+          lambda s, r, c, env, b=b, h=h, n=n: np.where(
+              env['keep'], s * 0.125 + env['alibi'].reshape(b, h, 1, n), -65504.0))
     # Decode: one query row a head, 3001 keys, a padding mask on the view.
     b, h, n = 2, 4, 3001
     invh = float(np.float16(1 / np.sqrt(128)))

@@ -56,87 +56,6 @@ SmallVector<int64_t> withBatch(ArrayRef<int64_t> batch,
   return out;
 }
 
-/// `v`, an operand of an op whose result has batch axes `oldBatch`, as an
-/// operand of the op over `newBatch` instead: reshaped where it has the
-/// result's batch axes, as it is where it has none (rank 2 or less:
-/// broadcast), with its leading ones dropped or added where it broadcasts
-/// along every batch axis; none where it broadcasts along some (a [B, 1,
-/// L, S] operand has no [B·H] form).
-std::optional<Value> operandOver(PatternRewriter &rewriter, Location loc,
-                                 Value v, ArrayRef<int64_t> oldBatch,
-                                 ArrayRef<int64_t> newBatch) {
-  RankedTensorType t = rankedOf(v);
-  if (!t || !t.hasStaticShape())
-    return std::nullopt;
-  if (t.getRank() <= 2)
-    return v;
-  ArrayRef<int64_t> batch = t.getShape().drop_back(2);
-  if (batch == oldBatch)
-    return reshapeTo(rewriter, loc, v, withBatch(newBatch, t.getShape()));
-  if (llvm::all_of(batch, [](int64_t d) { return d == 1; })) {
-    SmallVector<int64_t> ones(newBatch.size(), 1);
-    return reshapeTo(rewriter, loc, v, withBatch(ones, t.getShape()));
-  }
-  return std::nullopt;
-}
-
-/// `op` (element-wise, a keepdims reduction over the last two axes, a
-/// matmul, or a transpose that keeps the batch axes) rebuilt over the batch
-/// axes `newBatch` in place of its result's: null where it cannot be.
-Value rebuiltOver(PatternRewriter &rewriter, Operation *op,
-                  ArrayRef<int64_t> newBatch) {
-  if (op->getNumResults() != 1)
-    return {};
-  RankedTensorType type = rankedOf(op->getResult(0));
-  if (!type || !type.hasStaticShape() || type.getRank() < 3)
-    return {};
-  int64_t oldRank = type.getRank();
-  int64_t newRank = static_cast<int64_t>(newBatch.size()) + 2;
-  SmallVector<NamedAttribute> attrs(op->getAttrs());
-  if (isa<ReduceSumOp, ReduceMaxOp, ReduceMinOp, ReduceMeanOp>(op)) {
-    if (!op->getAttrOfType<BoolAttr>("keepdims").getValue())
-      return {};
-    SmallVector<int64_t> axes;
-    for (int64_t a :
-         op->getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef()) {
-      if (a < oldRank - 2)
-        return {};
-      axes.push_back(a - oldRank + newRank);
-    }
-    for (NamedAttribute &a : attrs)
-      if (a.getName() == "axes")
-        a.setValue(rewriter.getDenseI64ArrayAttr(axes));
-  } else if (auto t = dyn_cast<TransposeOp>(op)) {
-    ArrayRef<int64_t> perm = t.getPerm();
-    for (int64_t i = 0; i < oldRank - 2; ++i)
-      if (perm[i] != i)
-        return {};
-    SmallVector<int64_t> newPerm =
-        llvm::to_vector(llvm::seq<int64_t>(0, newRank));
-    if (perm[oldRank - 2] != oldRank - 2)
-      std::swap(newPerm[newRank - 2], newPerm[newRank - 1]);
-    for (NamedAttribute &a : attrs)
-      if (a.getName() == "perm")
-        a.setValue(rewriter.getDenseI64ArrayAttr(newPerm));
-  } else if (!isElementwise(op) && !isa<MatmulOp>(op)) {
-    return {};
-  }
-  ArrayRef<int64_t> oldBatch = type.getShape().drop_back(2);
-  SmallVector<Value> operands;
-  for (Value v : op->getOperands()) {
-    std::optional<Value> moved =
-        operandOver(rewriter, op->getLoc(), v, oldBatch, newBatch);
-    if (!moved)
-      return {};
-    operands.push_back(*moved);
-  }
-  OperationState state(op->getLoc(), op->getName());
-  state.addOperands(operands);
-  state.addAttributes(attrs);
-  state.addTypes(type.clone(withBatch(newBatch, type.getShape())));
-  return rewriter.create(state)->getResult(0);
-}
-
 /// Whether `op` can be rebuilt over other batch axes: checked before
 /// anything is created, so that a refused op leaves nothing behind.
 bool movable(Operation *op) {
@@ -168,6 +87,59 @@ bool movable(Operation *op) {
     ArrayRef<int64_t> b = t.getShape().drop_back(2);
     return b == batch || llvm::all_of(b, [](int64_t d) { return d == 1; });
   });
+}
+
+/// `v`, an operand of an op whose result has batch axes `oldBatch`, as an
+/// operand of the op over `newBatch` instead: reshaped where it has the
+/// result's batch axes, as it is where it has none (rank 2 or less:
+/// broadcast), with its leading ones dropped or added where it broadcasts
+/// along every batch axis (`movable` admits no other operand).
+Value operandOver(PatternRewriter &rewriter, Location loc, Value v,
+                  ArrayRef<int64_t> oldBatch, ArrayRef<int64_t> newBatch) {
+  RankedTensorType t = rankedOf(v);
+  if (t.getRank() <= 2)
+    return v;
+  if (t.getShape().drop_back(2) == oldBatch)
+    return reshapeTo(rewriter, loc, v, withBatch(newBatch, t.getShape()));
+  SmallVector<int64_t> ones(newBatch.size(), 1);
+  return reshapeTo(rewriter, loc, v, withBatch(ones, t.getShape()));
+}
+
+/// `op`, a `movable` op, rebuilt over the batch axes `newBatch` in place of
+/// its result's.
+Value rebuiltOver(PatternRewriter &rewriter, Operation *op,
+                  ArrayRef<int64_t> newBatch) {
+  assert(movable(op) && "rebuilt only where movable");
+  RankedTensorType type = rankedOf(op->getResult(0));
+  int64_t oldRank = type.getRank();
+  int64_t newRank = static_cast<int64_t>(newBatch.size()) + 2;
+  SmallVector<NamedAttribute> attrs(op->getAttrs());
+  if (isa<ReduceSumOp, ReduceMaxOp, ReduceMinOp, ReduceMeanOp>(op)) {
+    SmallVector<int64_t> axes;
+    for (int64_t a : op->getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef())
+      axes.push_back(a - oldRank + newRank);
+    for (NamedAttribute &a : attrs)
+      if (a.getName() == "axes")
+        a.setValue(rewriter.getDenseI64ArrayAttr(axes));
+  } else if (auto t = dyn_cast<TransposeOp>(op)) {
+    SmallVector<int64_t> newPerm =
+        llvm::to_vector(llvm::seq<int64_t>(0, newRank));
+    if (t.getPerm()[oldRank - 2] != oldRank - 2)
+      std::swap(newPerm[newRank - 2], newPerm[newRank - 1]);
+    for (NamedAttribute &a : attrs)
+      if (a.getName() == "perm")
+        a.setValue(rewriter.getDenseI64ArrayAttr(newPerm));
+  }
+  ArrayRef<int64_t> oldBatch = type.getShape().drop_back(2);
+  SmallVector<Value> operands;
+  for (Value v : op->getOperands())
+    operands.push_back(
+        operandOver(rewriter, op->getLoc(), v, oldBatch, newBatch));
+  OperationState state(op->getLoc(), op->getName());
+  state.addOperands(operands);
+  state.addAttributes(attrs);
+  state.addTypes(type.clone(withBatch(newBatch, type.getShape())));
+  return rewriter.create(state)->getResult(0);
 }
 
 /// Whether a split of `v` moves up cleanly: past producers that read their
@@ -245,8 +217,6 @@ struct SinkMerges : RewritePattern {
     if (!merge)
       return failure();
     Value rebuilt = rebuiltOver(rewriter, op, merge->from);
-    if (!rebuilt)
-      return failure();
     rewriter.replaceOp(
         op, reshapeTo(rewriter, op->getLoc(), rebuilt, type.getShape()));
     return success();
@@ -266,8 +236,6 @@ struct HoistSplits : OpRewritePattern<ReshapeOp> {
       return failure();
     rewriter.setInsertionPoint(def);
     Value rebuilt = rebuiltOver(rewriter, def, split->to);
-    if (!rebuilt)
-      return failure();
     rewriter.replaceOp(op, rebuilt);
     return success();
   }

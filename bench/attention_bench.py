@@ -110,7 +110,7 @@ def per_head(case, q, k, v, dtype, env=None):
     b, hq, lq, d = q.shape
     l = k.shape[2]
     g = hq // k.shape[1]
-    out = torch.empty(q.shape, dtype=dtype, device='cuda')
+    out = torch.empty(q.shape[:-1] + v.shape[-1:], dtype=dtype, device='cuda')
     rows = torch.arange(lq, device='cuda')[:, None] + (l - lq)
     cols = torch.arange(l, device='cuda')[None, :]
     for bi in range(b):
@@ -247,10 +247,15 @@ def pairs(case):
 
 def kv_bytes(case):
     """K and V, and a captured bias (the mask and slopes are small)."""
-    n = 2 * case['b'] * case['hkv'] * case['l'] * case['d'] * 2
+    n = case['b'] * case['hkv'] * case['l'] * (case['d'] + dv_of(case)) * 2
     if case['variant'] == 'bias':
         n += case['hq'] * lq_of(case) * case['l'] * 2
     return n
+
+
+def dv_of(case):
+    """V's head size (`dv`: MLA's 128 under scores over 192), else D."""
+    return case.get('dv', case['d'])
 
 
 def copy_bandwidth():
@@ -272,7 +277,7 @@ def inputs(case):
     g = torch.Generator(device='cuda').manual_seed(SEED)
     b, hq, hkv, l, d = (case[k] for k in ('b', 'hq', 'hkv', 'l', 'd'))
     qkv = [torch.randn(shape, device='cuda', generator=g).to(torch_dtype(case))
-           for shape in ((b, hq, lq_of(case), d), (b, hkv, l, d), (b, hkv, l, d))]
+           for shape in ((b, hq, lq_of(case), d), (b, hkv, l, d), (b, hkv, l, dv_of(case)))]
     env = {}
     if case.get('layout'):
         # Stored [B, L, H, D]; everyone sees the [B, H, L, D] views.
@@ -384,6 +389,10 @@ def correctness(args, case, q, k, v, env=None, flex=None):
         # Flash and cuDNN take no f32: the efficient backend does, in f32.
         from torch.nn.attention import SDPBackend
         peer, peer_name = sdpa(case, q, k, v, SDPBackend.EFFICIENT_ATTENTION), 'SDPA efficient'
+    elif sdpa_runs(case) and 'dv' in case:
+        # V of another head size: SDPA's flash backend refuses it.
+        from torch.nn.attention import SDPBackend
+        peer, peer_name = sdpa(case, q, k, v, SDPBackend.EFFICIENT_ATTENTION), 'SDPA efficient'
     elif sdpa_runs(case):
         from torch.nn.attention import SDPBackend
         peer, peer_name = sdpa(case, q, k, v, SDPBackend.FLASH_ATTENTION), 'SDPA flash'
@@ -427,6 +436,8 @@ def peers(args, case, q, k, v, env=None, flex=None):
     elif sdpa_runs(case):
         add('SDPA flash', lambda: sdpa(case, q, k, v, SDPBackend.FLASH_ATTENTION))
         add('SDPA cuDNN', lambda: sdpa(case, q, k, v, SDPBackend.CUDNN_ATTENTION))
+        if 'dv' in case:
+            add('SDPA efficient', lambda: sdpa(case, q, k, v, SDPBackend.EFFICIENT_ATTENTION))
     if not args.no_flex:
         try:
             fn = flex_fn(case)
@@ -489,7 +500,7 @@ def main():
         row['peers'] = peers(args, case, q, k, v, env, flex)
         print('  peers:', row['peers'], flush=True)
         rows.append(row)
-        flops = 4.0 * case['d'] * pairs(case) * case['b'] * case['hq']
+        flops = 2.0 * (case['d'] + dv_of(case)) * pairs(case) * case['b'] * case['hq']
         t = row['tcc'].get('ms')
         c = row.get('correctness')
         cstr = '-' if not c else '%s (%.2g, %.2g)' % (

@@ -204,7 +204,7 @@ def cases(small):
 
 
 def attention_model(name, b, hq, hkv, l, d, variant, lq=None, dt='bf16', layout=False,
-                    written='', packed=False):
+                    written='', packed=False, dv=None):
     """Prefill attention written plainly (the ten Neptune operators' prefill
     half): scores, the variant's changes, softmax, P·V; K and V repeated
     over query heads by reshape and broadcast when hkv < hq (GQA). With
@@ -218,16 +218,17 @@ def attention_model(name, b, hq, hkv, l, d, variant, lq=None, dt='bf16', layout=
     around the mask, as torch.bmm code writes it). `packed`
     (hkv = hq, prefill): Q, K and V cut from one input [B, L, 3·H·D] (a fused
     QKV projection: three slices, each reshaped to [B, L, H, D] and
-    transposed), the output transposed back and its heads merged, [B, L, H·D]."""
+    transposed), the output transposed back and its heads merged, [B, L, H·D].
+    `dv`: V's head size where it is not D (DeepSeek's MLA: 128 under 192)."""
     lq = lq or l
     nodes = []
     kk, vv = 'k', 'v'
     if hkv != hq:
         g = hq // hkv
-        for t in 'kv':
-            nodes += [node('reshape', [t], t + '5', shape=[b, hkv, 1, l, d]),
-                      node('broadcast_to', [t + '5'], t + 'b', shape=[b, hkv, g, l, d]),
-                      node('reshape', [t + 'b'], t + t, shape=[b, hq, l, d])]
+        for t, dt_ in (('k', d), ('v', dv or d)):
+            nodes += [node('reshape', [t], t + '5', shape=[b, hkv, 1, l, dt_]),
+                      node('broadcast_to', [t + '5'], t + 'b', shape=[b, hkv, g, l, dt_]),
+                      node('reshape', [t + 'b'], t + t, shape=[b, hq, l, dt_])]
         kk, vv = 'kk', 'vv'
     scale = 1.0 / d ** 0.5
     nodes += [node('matmul', ['q', kk], 's', transpose_b=written != 'ktrans'),
@@ -286,7 +287,7 @@ def attention_model(name, b, hq, hkv, l, d, variant, lq=None, dt='bf16', layout=
     else:
         nodes += [node('softmax', [cur], 'p', axis=-1), node('matmul', ['p', vv], 'o')]
     shapes = [[b, hq, lq, d], [b, hkv, d, l] if written == 'ktrans' else [b, hkv, l, d],
-              [b, hkv, l, d]]
+              [b, hkv, l, dv or d]]
     if written == 'flat':
         assert hkv == hq, 'flattened heads: one K and V head a query head'
         shapes = [[b * hq, lq, d], [b * hq, l, d], [b * hq, l, d]]
@@ -454,6 +455,16 @@ def attention_cases(small):
                 if written in ('ktrans', 'flat'):
                     info[written] = True
                 out.append((name, m, ['--gpu-attention'], info))
+    # V of another head size (DeepSeek's MLA prefill: Q·Kᵀ over 192, values
+    # of 128), f16, global and causal, batch 1 and 8.
+    for variant, hq, hkv in variants[:2]:
+        for b in (1, 8):
+            name = 'attn_%s_mla_b%d_f16' % (variant, b)
+            m = attention_model(name, b, hq, hkv, seq, 192, variant, dt='f16', dv=128)
+            out.append((name, m, ['--gpu-attention'],
+                        {'kind': 'attention', 'variant': variant, 'dtype': 'f16', 'b': b,
+                         'hq': hq, 'hkv': hkv, 'l': seq, 'd': 192, 'dv': 128,
+                         'scale': rounded_scale(192, 'f16')}))
     # f32 (issue 13: 3xTF32 on tensor cores; `_8x4` the SIMT template in
     # true f32), at sequence 4096 and 8192: SDPA's efficient backend is the
     # fused peer that takes f32.

@@ -769,6 +769,10 @@ LogicalResult AttentionOp::verify() {
       failed(stridesFit(getOStrides(), rank, "o_strides")))
     return failure();
   int64_t lq = sizes[3], lk = sizes[4], hd = sizes[5];
+  std::optional<int64_t> valueDim = getValueDim();
+  if (valueDim && *valueDim < 1)
+    return emitOpError("value_dim must be positive");
+  int64_t vd = valueDim.value_or(hd);
   auto holds = [&](Value v, int64_t heads, int64_t rows, int64_t cols,
                    ArrayRef<int64_t> strides, int64_t offset,
                    StringRef what) -> LogicalResult {
@@ -815,9 +819,9 @@ LogicalResult AttentionOp::verify() {
       failed(holds(getK(), sizes[2], kRows, kCols, getKStrides(), getKOffset(),
                    "K")) ||
       failed(
-          holds(getV(), sizes[2], lk, hd, getVStrides(), getVOffset(), "V")) ||
+          holds(getV(), sizes[2], lk, vd, getVStrides(), getVOffset(), "V")) ||
       failed(
-          holds(getResult(), sizes[1], lq, hd, getOStrides(), 0, "the result")))
+          holds(getResult(), sizes[1], lq, vd, getOStrides(), 0, "the result")))
     return failure();
   if (getMask().size() % 3)
     return emitOpError("mask must hold (a, b, c) triples");

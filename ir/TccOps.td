@@ -539,7 +539,9 @@ def Tcc_AttentionOp : Tcc_Op<"attention", [IsolatedFromAbove,
     GpuCodegen builds the planned templates from it.
 
     Q [.., lq, head_dim], K [.., lk, head_dim] (`k_transposed`: [.., head_dim,
-    lk]) and V [.., lk, head_dim] are the tensors as the model gives them:
+    lk]) and V [.., lk, value_dim] are the tensors as the model gives them
+    (`value_dim`, V's and the result's head size, is head_dim unless given:
+    DeepSeek's MLA scores over 192 and sums values of 128):
     a layout the chain transposed them from is read with `q_strides`,
     `k_strides`, `v_strides` (element strides of attention's axes, as the
     scores read them; empty: packed), and the result is written with
@@ -579,6 +581,7 @@ def Tcc_AttentionOp : Tcc_Op<"attention", [IsolatedFromAbove,
                        Variadic<Tcc_Tensor>:$captured,
                        I64Attr:$batch, I64Attr:$heads, I64Attr:$kv_heads,
                        I64Attr:$lq, I64Attr:$lk, I64Attr:$head_dim,
+                       OptionalAttr<I64Attr>:$value_dim,
                        UnitAttr:$k_transposed,
                        DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$q_strides,
                        DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$k_strides,

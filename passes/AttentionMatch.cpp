@@ -761,9 +761,9 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
   int64_t kKeyAxis = kt.getRank() - (m.kTransposed ? 1 : 2);
   int64_t kDimAxis = kt.getRank() - (m.kTransposed ? 2 : 1);
   m.lk = kt.getDimSize(kKeyAxis);
+  m.valueDim = vt.getDimSize(vt.getRank() - 1);
   if (kt.getDimSize(kDimAxis) != m.headDim ||
-      vt.getDimSize(vt.getRank() - 2) != m.lk ||
-      vt.getDimSize(vt.getRank() - 1) != m.headDim)
+      vt.getDimSize(vt.getRank() - 2) != m.lk)
     return fail("K and V do not match Q's head size and K's length");
   if (qt.getRank() == 5) {
     // Query head h is (h / G, h % G): K and V have one head per group (or
@@ -1138,7 +1138,7 @@ AttentionOp AttentionMatch::buildOp(OpBuilder &b) const {
     qv = *groupedView(q, qAxes, qStrides, chain);
     kv = *groupedView(k, kAxes, kStrides, chain);
     vv = *groupedView(v, vAxes, vStrides, chain);
-    SmallVector<int64_t> shape = {batch, heads / groups, groups, lq, headDim};
+    SmallVector<int64_t> shape = {batch, heads / groups, groups, lq, valueDim};
     oLayout =
         *mergeGroups(shape, oStrides.empty() ? packedStrides(shape) : oStrides);
   } else {
@@ -1175,10 +1175,11 @@ AttentionOp AttentionMatch::buildOp(OpBuilder &b) const {
       qv.base, kv.base, vv.base, captured, b.getI64IntegerAttr(batch),
       b.getI64IntegerAttr(heads), b.getI64IntegerAttr(kvHeads),
       b.getI64IntegerAttr(lq), b.getI64IntegerAttr(lk),
-      b.getI64IntegerAttr(headDim), flag(kTransposed), strides(qv.strides),
-      strides(kv.strides), strides(vv.strides), strides(oLayout),
-      b.getI64IntegerAttr(qv.offset), b.getI64IntegerAttr(kv.offset),
-      b.getI64IntegerAttr(vv.offset),
+      b.getI64IntegerAttr(headDim),
+      valueDim != headDim ? b.getI64IntegerAttr(valueDim) : IntegerAttr(),
+      flag(kTransposed), strides(qv.strides), strides(kv.strides),
+      strides(vv.strides), strides(oLayout), b.getI64IntegerAttr(qv.offset),
+      b.getI64IntegerAttr(kv.offset), b.getI64IntegerAttr(vv.offset),
       scale ? b.getF64FloatAttr(*scale) : FloatAttr(),
       b.getDenseI64ArrayAttr(flat), flag(keyMaskPerHead), flag(keyMaskAlone),
       flag(maskedToInfinity), b.getDenseI64ArrayAttr(views));

@@ -42,7 +42,7 @@ struct LinearConstraint {
 
 struct AttentionMatch {
   ChainOp chain;
-  /// Q [.., Lq, D], K [.., Lk, D], V [.., Lk, D]: values from outside the
+  /// Q [.., Lq, D], K [.., Lk, D], V [.., Lk, Dv]: values from outside the
   /// chain, with the same leading (batch, head) dimensions.
   Value q, k, v;
   /// K is given transposed, [.., D, Lk]: the scores are matmul(Q, K)
@@ -53,6 +53,9 @@ struct AttentionMatch {
   /// model repeats them (GQA, MQA): `kvOps` are the reshapes and broadcasts
   /// that do, from `k` and `v` to the matmuls' operands.
   int64_t batch = 1, heads = 1, kvHeads = 1, lq = 0, lk = 0, headDim = 0;
+  /// V's head size, and the result's: headDim but where the model sums
+  /// values of another size than the scores' (DeepSeek's MLA: 192 and 128).
+  int64_t valueDim = 0;
   SmallVector<Operation *> kvOps;
   /// GQA written with the query heads as two axes: Q [B, Hkv, G, Lq, D]
   /// and the scores [B, Hkv, G, Lq, Lk], K and V [B, Hkv, 1, Lk, D] (or

@@ -249,9 +249,14 @@ struct TccGpuAttentionChains
       // 256, computed padded to 16; wgmma takes 64 and 128 of them), and the
       // SIMT template's (any up to 256, every dtype, computed padded to 4):
       // any other would leave a chain with matmuls to the generic loops.
-      bool mmaHead = m && !m->elemType.isF32() && m->headDim >= 8 &&
-                     m->headDim <= 256 && m->headDim % 8 == 0;
-      bool simtHead = m && m->headDim >= 1 && m->headDim <= 256;
+      // V's head size (MLA's 128 under scores of 192) is held to the same.
+      auto heads = [&](auto fits) {
+        return m && fits(m->headDim) && fits(m->valueDim);
+      };
+      bool mmaHead = m && !m->elemType.isF32() && heads([](int64_t d) {
+                       return d >= 8 && d <= 256 && d % 8 == 0;
+                     });
+      bool simtHead = heads([](int64_t d) { return d >= 1 && d <= 256; });
       if (mmaHead || simtHead) {
         takeRepeats(chain, m->kvOps);
         mlir::tcc::pullLayouts(chain, *m);
@@ -262,6 +267,9 @@ struct TccGpuAttentionChains
       auto yield = cast<mlir::tcc::YieldOp>(body.getTerminator());
       if (m)
         why = "head size " + std::to_string(m->headDim) +
+              (m->valueDim != m->headDim
+                   ? " (values " + std::to_string(m->valueDim) + ")"
+                   : std::string()) +
               " has no attention template";
       // Why, for `tcc compile --explain`: at the node of the chain's result.
       Operation *result = yield.getOperand(0).getDefiningOp();

@@ -67,21 +67,30 @@ bool splitF32(const AttentionProblem &p) { return p.elemType.isF32(); }
 int64_t elemBytes(const AttentionProblem &p) { return splitF32(p) ? 4 : 2; }
 int64_t chunkElems(const AttentionProblem &p) { return 16 / elemBytes(p); }
 
-/// The head size the MMAs compute on: the head size rounded up to 16 (one
+/// The head size the MMAs compute on: head size `d` rounded up to 16 (one
 /// k-step of Q K^T, and an even number of n-tiles of P V); f32 to 32 (P V's
 /// B fragments come 4 n-tiles at a time, below). Head sizes are whole
 /// 16-byte chunks: the padding's chunks are zero-filled in shared memory,
 /// add nothing to the scores, and their columns of O are never stored.
+int64_t computeDimOf(const AttentionProblem &p, int64_t d) {
+  return llvm::alignTo(d, splitF32(p) ? 32 : 16);
+}
+/// Q K^T's k extent (Q's and K's head size), and P V's n extent (V's).
 int64_t computeDim(const AttentionProblem &p) {
-  return llvm::alignTo(p.headDim, splitF32(p) ? 32 : 16);
+  return computeDimOf(p, p.headDim);
+}
+int64_t computeDimV(const AttentionProblem &p) {
+  return computeDimOf(p, p.dimV());
 }
 
-/// The row length of the shared tiles: the head size rounded up to a power
-/// of two of at least 64 elements (8 16-byte chunks, which the swizzle and
-/// the fragment addressing want). Columns past computeDim are never read by
-/// an MMA; every chunk past the head size is zero-filled.
+/// The row length of the shared tiles: the larger head size (Q's and K's,
+/// or V's) rounded up to a power of two of at least 64 elements (8 16-byte
+/// chunks, which the swizzle and the fragment addressing want). Columns
+/// past a tensor's compute dim are never read by an MMA; every chunk past
+/// its head size is zero-filled.
 int64_t tileRow(const AttentionProblem &p) {
-  return std::max<int64_t>(64, llvm::PowerOf2Ceil(p.headDim));
+  return std::max<int64_t>(64,
+                           llvm::PowerOf2Ceil(std::max(p.headDim, p.dimV())));
 }
 
 /// The row length of a K tile given transposed ([headDim][keys]): the key
@@ -117,7 +126,7 @@ AttentionSchedule asAttention(const DecodeSchedule &s) {
 /// The partial kernel's shared memory: the tiles, then (over the K and V
 /// stages) the warps' results, 16 rows of O, m and l each.
 int64_t decodeSharedBytes(const AttentionProblem &p, const DecodeSchedule &s) {
-  int64_t merge = 16 * tileRow(p) * 2 + s.warps * 16 * (p.headDim + 2) * 4;
+  int64_t merge = 16 * tileRow(p) * 2 + s.warps * 16 * (p.dimV() + 2) * 4;
   return std::max(sharedBytesOf(p, asAttention(s)), merge);
 }
 
@@ -159,7 +168,7 @@ public:
         ldK(p.kTransposed ? kTransposedRow(s.blockKV) : ld),
         rowsPerWarp(decode ? 16 : s.blockQ / s.warps), mTiles(rowsPerWarp / 16),
         keysPerWarp(decode ? s.blockKV / s.warps : s.blockKV),
-        nS(keysPerWarp / 8), nO(computeDim(p) / 8), nOStored(p.headDim / 8) {
+        nS(keysPerWarp / 8), nO(computeDimV(p) / 8), nOStored(p.dimV() / 8) {
     elemT = p.elemType;
     split = splitF32(p);
     // Softmax's own algebra with no score modification: the row max is kept
@@ -198,8 +207,9 @@ private:
 
   /// Copies rows row0..row0+rows-1 of src[batch, head] (rows past `bound`
   /// zero-filled) into the swizzled tile at element `dstBase` of `dst`.
+  /// `dims`: the tensor's head size (V's may differ from Q's and K's).
   void copyRows(Value src, Value head, Value row0, int64_t bound, int64_t rows,
-                Value dst, Value dstBase);
+                Value dst, Value dstBase, int64_t dims);
   /// The indices of element `col` of row `row` of src[batch, head]: decode's
   /// row r of key/value head `head` is query head head * group + r / lq,
   /// position r % lq, where Q is the 4-D tensor.
@@ -373,7 +383,8 @@ private:
 };
 
 void AttentionBuilder::copyRows(Value src, Value hd, Value row0, int64_t bound,
-                                int64_t rows, Value dst, Value dstBase) {
+                                int64_t rows, Value dst, Value dstBase,
+                                int64_t dims) {
   int64_t chunks = rows * cpr, rowStep = threads / cpr;
   // Tiles start at multiples of `rows`, so only a ragged bound needs checks.
   bool needRow = bound % rows != 0;
@@ -383,8 +394,8 @@ void AttentionBuilder::copyRows(Value src, Value hd, Value row0, int64_t bound,
   // Chunks past the head size (a padded tile row) read 0 bytes of column 0:
   // zero-filled.
   Value inHead;
-  if (ld != p.headDim) {
-    inHead = ult(cChunk, p.headDim / ce);
+  if (ld != dims) {
+    inHead = ult(cChunk, dims / ce);
     col = select(inHead, col, cst(0));
   }
   // When rowStep is a multiple of 8, every row of this thread has the same
@@ -429,7 +440,8 @@ void AttentionBuilder::copyKVTile(bool isK, Value tile, Value stage,
       copyKTransposed(tile, mul(stage, kStageElems(p, s.blockKV)));
     else
       copyRows(isK ? kArg : vArg, kvHead, mul(tile, s.blockKV), p.lk, s.blockKV,
-               isK ? smemK : smemV, mul(stage, s.blockKV * ld));
+               isK ? smemK : smemV, mul(stage, s.blockKV * ld),
+               isK ? p.headDim : p.dimV());
   }
   token = commitGroup();
 }
@@ -904,7 +916,7 @@ void AttentionBuilder::pvF32(ArrayRef<Value> pv, ArrayRef<Value> corrVecs,
   // The tile's P V goes into accumulators of its own, group by group, and
   // O = O * corr + that in f32 (the tensor cores' truncating adds stay
   // within a tile: see the scores' blocks).
-  int64_t groups = computeDim(p) / 32;
+  int64_t groups = computeDimV(p) / 32;
   VectorType v4 = VectorType::get({4}, f32);
   VectorType bT = VectorType::get({2, 1}, f32);
   // P's fragment of (m-tile i, k-step jn): the accumulator as it is.
@@ -1044,7 +1056,7 @@ void AttentionBuilder::storeRowF32(ValueRange oAcc, int64_t i, int64_t h,
   // and 2t + 1, that is d = 32G + 8t + j and 32G + 8t + 4 + j (pvF32): 8
   // consecutive columns, stored as two 16-byte vectors.
   VectorType v4 = VectorType::get({4}, f32);
-  for (int64_t g = 0; g < computeDim(p) / 32; ++g)
+  for (int64_t g = 0; g < computeDimV(p) / 32; ++g)
     for (int64_t x = 0; x < 2; ++x) {
       SmallVector<Value> e;
       for (int64_t j = 0; j < 4; ++j)
@@ -1052,10 +1064,10 @@ void AttentionBuilder::storeRowF32(ValueRange oAcc, int64_t i, int64_t h,
       Value col = add(mul(tq, 8), g * 32 + x * 4);
       // Whole chunks: the head size is a multiple of 4.
       std::optional<OpBuilder::InsertionGuard> colGuard;
-      if ((g + 1) * 32 > p.headDim) {
+      if ((g + 1) * 32 > p.dimV()) {
         colGuard.emplace(b);
         auto ifOp =
-            scf::IfOp::create(b, loc, ult(col, p.headDim), /*withElse=*/false);
+            scf::IfOp::create(b, loc, ult(col, p.dimV()), /*withElse=*/false);
         b.setInsertionPointToStart(&ifOp.getThenRegion().front());
       }
       vector::StoreOp::create(
@@ -1118,8 +1130,9 @@ void AttentionBuilder::decodeEpilogue(ValueRange carried) {
   Value raw = dynamicSharedMemory();
   int64_t base = s.blockQ * ld * 2;
   int64_t slots = s.warps * 16;
-  Value sO = sharedView(raw, slots * p.headDim, f32, base);
-  Value sML = sharedView(raw, slots * 2, f32, base + slots * p.headDim * 4);
+  int64_t dv = p.dimV();
+  Value sO = sharedView(raw, slots * dv, f32, base);
+  Value sML = sharedView(raw, slots * 2, f32, base + slots * dv * 4);
   Value warp = div(tid, 32);
   VectorType v2 = VectorType::get({2}, f32);
   for (int64_t h = 0; h < 2; ++h) {
@@ -1127,7 +1140,7 @@ void AttentionBuilder::decodeEpilogue(ValueRange carried) {
     for (int64_t dn = 0; dn < nOStored; ++dn)
       vector::StoreOp::create(
           b, loc, extract(carried[dn], {h}), sO,
-          ValueRange{add(mul(slot, p.headDim), add(mul(tq, 2), dn * 8))}, false,
+          ValueRange{add(mul(slot, dv), add(mul(tq, 2), dn * 8))}, false,
           llvm::Align(8));
     // The quad's four lanes store the same pair.
     vector::StoreOp::create(
@@ -1138,7 +1151,7 @@ void AttentionBuilder::decodeEpilogue(ValueRange carried) {
   mlir::gpu::BarrierOp::create(b, loc);
 
   // Merge the warps: a thread per 4 columns of a row.
-  int64_t vecs = p.headDim / 4, items = rows * vecs;
+  int64_t vecs = dv / 4, items = rows * vecs;
   VectorType v4 = VectorType::get({4}, f32);
   for (int64_t it = 0; it < ceilDiv(items, threads); ++it) {
     Value e = add(tid, it * threads);
@@ -1166,9 +1179,8 @@ void AttentionBuilder::decodeEpilogue(ValueRange carried) {
     for (int64_t w = 0; w < s.warps; ++w) {
       Value corr = correctionOf(ms[w], mUse);
       Value part = vector::LoadOp::create(
-          b, loc, v4, sO,
-          ValueRange{add(mul(add(row, w * 16), p.headDim), col)}, false,
-          llvm::Align(16));
+          b, loc, v4, sO, ValueRange{add(mul(add(row, w * 16), dv), col)},
+          false, llvm::Align(16));
       acc =
           fadd(acc, fmul(part, vector::BroadcastOp::create(b, loc, v4, corr)));
       lSum = fma(ls[w], corr, lSum);
@@ -1203,7 +1215,7 @@ void AttentionBuilder::buildCombine(Value partO, Value stats, Value o) {
   // headDim / 128 passes; lanes past the row's end idle); the chunks' (m, l)
   // pairs are read once for the max, then once a pass for the sums.
   int64_t rows = decodeRows(p);
-  int64_t n = p.batch * p.headsKV * rows, vecs = p.headDim / 4;
+  int64_t n = p.batch * p.headsKV * rows, vecs = p.dimV() / 4;
   int64_t chunks = decodeChunks(p, *decode);
   tid = mlir::gpu::ThreadIdOp::create(b, loc, mlir::gpu::Dimension::x);
   lane = rem(tid, 32);
@@ -1342,7 +1354,7 @@ void AttentionBuilder::build(Value q, Value k, Value v, Value o, Value stats) {
   }
 
   copyRows(qArg, head, q0, decode ? decodeRows(p) : p.lq, s.blockQ, smemQ,
-           cst(0));
+           cst(0), p.headDim);
   token = commitGroup();
 
   Value tStart;
@@ -1450,14 +1462,15 @@ SmallVector<int64_t, 4> attentionOperandShape(const AttentionProblem &p,
                                               AttentionOperand which) {
   switch (which) {
   case AttentionOperand::Q:
-  case AttentionOperand::O:
     return {p.batch, p.headsQ, p.lq, p.headDim};
+  case AttentionOperand::O:
+    return {p.batch, p.headsQ, p.lq, p.dimV()};
   case AttentionOperand::K:
     if (p.kTransposed)
       return {p.batch, p.headsKV, p.headDim, p.lk};
-    [[fallthrough]];
-  case AttentionOperand::V:
     return {p.batch, p.headsKV, p.lk, p.headDim};
+  case AttentionOperand::V:
+    return {p.batch, p.headsKV, p.lk, p.dimV()};
   }
   llvm_unreachable("an attention operand");
 }
@@ -1601,9 +1614,11 @@ bool attentionKernelSupports(const AttentionProblem &p, std::string &why) {
     return fail("query heads must be a multiple of key/value heads");
   // Multiples of 16: one k-step of the Q K^T MMA, and an even number of
   // n-tiles of P V (shared rows are padded, tileRow).
-  if (p.headDim < 8 || p.headDim > 256 || p.headDim % chunkElems(p))
-    return fail(std::string("head dim must be a multiple of ") +
-                (splitF32(p) ? "4" : "8") + " from 8 to 256");
+  for (int64_t d : {p.headDim, p.dimV()})
+    if (d < 8 || d > 256 || d % chunkElems(p))
+      return fail(std::string(d == p.headDim ? "head dim" : "V's head dim") +
+                  " must be a multiple of " + (splitF32(p) ? "4" : "8") +
+                  " from 8 to 256");
   // ldmatrix cannot transpose 32-bit data (the SIMT template takes it).
   if (splitF32(p) && p.kTransposed)
     return fail("f32 with K given transposed");
@@ -1683,12 +1698,15 @@ AttentionSchedule chooseAttentionSchedule(const AttentionProblem &p,
   // m16 tiles: half the shared-memory reads of 16-row warps); 32-key tiles,
   // whose scores fit the registers beside the 32 x headDim accumulators;
   // double-buffered.
+  // (V's head size sets the accumulators, Q's and K's the scores' k-steps:
+  // the wider of the two sets the tiling.)
+  int64_t widest = std::max(computeDim(p), computeDimV(p));
   AttentionSchedule s{128, 32, 4, 2};
-  if (computeDim(p) <= 64)
+  if (widest <= 64)
     s = {128, 64, 4, 3};
   // Above 128, 16 rows a warp: the accumulators alone take headDim / 2
   // registers an m-tile.
-  if (computeDim(p) > 128)
+  if (widest > 128)
     s = {128, 32, 8, 2};
   // f32 (3xTF32): 16 rows a warp, whose 3 MMAs a product leave K's and V's
   // fragments used 3 times each anyway; 128 rows of 8 warps share each K
@@ -1697,9 +1715,9 @@ AttentionSchedule chooseAttentionSchedule(const AttentionProblem &p,
   // sequence 4096 on the H100, session 49), 3 stages up to 64. Above 128,
   // 64 rows and 16 keys (Q's two halves alone are 256 KiB at 128 rows).
   if (splitF32(p))
-    s = computeDim(p) <= 64    ? AttentionSchedule{128, 32, 8, 3}
-        : computeDim(p) <= 128 ? AttentionSchedule{128, 32, 8, 2}
-                               : AttentionSchedule{64, 16, 4, 2};
+    s = widest <= 64    ? AttentionSchedule{128, 32, 8, 3}
+        : widest <= 128 ? AttentionSchedule{128, 32, 8, 2}
+                        : AttentionSchedule{64, 16, 4, 2};
   // Fewer rows a block while the grid leaves multiprocessors idle.
   while (ceilDiv(p.lq, s.blockQ) * p.headsQ * p.batch < sms && s.blockQ > 64) {
     s.blockQ /= 2;
@@ -1868,14 +1886,14 @@ buildDecodeKernels(OpBuilder &b, mlir::gpu::GPUModuleOp module,
                                     p.elemType, p.qOffset))
                  : Type(attentionOperandType(p, AttentionOperand::Q));
   Type partT =
-      MemRefType::get({p.batch, p.headsKV, chunks, rows, p.headDim}, f32);
+      MemRefType::get({p.batch, p.headsKV, chunks, rows, p.dimV()}, f32);
   Type statsT = MemRefType::get({p.batch, p.headsKV, chunks, rows, 2}, f32);
   // The combine kernel reads the same buffers with batch and head merged.
   int64_t bh = p.batch * p.headsKV;
-  Type partFlatT = MemRefType::get({bh, chunks, rows, p.headDim}, f32);
+  Type partFlatT = MemRefType::get({bh, chunks, rows, p.dimV()}, f32);
   Type statsFlatT = MemRefType::get({bh, chunks, rows, 2}, f32);
   Type oFlatT = oRow && oBH
-                    ? Type(stridedType({bh, rows, p.headDim}, {*oBH, *oRow, 1},
+                    ? Type(stridedType({bh, rows, p.dimV()}, {*oBH, *oRow, 1},
                                        p.elemType))
                     : Type(attentionOperandType(p, AttentionOperand::O));
 
@@ -1926,7 +1944,7 @@ buildDecodeKernels(OpBuilder &b, mlir::gpu::GPUModuleOp module,
   k.combine.grid = {ceilDiv(bh * rows, s.warps), 1, 1};
   k.combine.block = {threads, 1, 1};
   k.combine.sharedBytes = 0;
-  k.partialOBytes = uint64_t(bh * chunks * rows * p.headDim) * 4;
+  k.partialOBytes = uint64_t(bh * chunks * rows * p.dimV()) * 4;
   k.partialStatsBytes = uint64_t(bh * chunks * rows * 2) * 4;
   return k;
 }

@@ -79,13 +79,18 @@ using CorrectionFn =
 using ContributionFn = std::function<mlir::Value(
     mlir::OpBuilder &b, mlir::Location loc, mlir::Value s, mlir::Value run)>;
 
-/// One attention problem: Q [batch, headsQ, lq, headDim], K and V
-/// [batch, headsKV, lk, headDim], O [batch, headsQ, lq, headDim] (the
-/// logical shapes; each may lie in memory with any strides, below).
+/// One attention problem: Q [batch, headsQ, lq, headDim], K [batch, headsKV,
+/// lk, headDim], V [batch, headsKV, lk, dimV()], O [batch, headsQ, lq,
+/// dimV()] (the logical shapes; each may lie in memory with any strides,
+/// below).
 /// Query head h reads key/value head h / (headsQ / headsKV) (GQA/MQA).
 struct AttentionProblem {
   int64_t batch = 1, headsQ = 1, headsKV = 1;
   int64_t lq = 0, lk = 0, headDim = 0;
+  /// V's and O's head size where it is not headDim (DeepSeek's MLA scores
+  /// over 192 and sums values of 128); 0: headDim. Read it by dimV().
+  int64_t valueDim = 0;
+  int64_t dimV() const { return valueDim ? valueDim : headDim; }
   /// Q, K, V and O: bf16 or f16 (f32 in this template as 3xTF32, prefill
   /// only; the SIMT template takes every dtype).
   mlir::Type elemType;

@@ -87,6 +87,7 @@ AttentionProblem attentionProblemOf(mlir::tcc::AttentionOp op,
   p.lq = op.getLqAttr().getInt();
   p.lk = op.getLkAttr().getInt();
   p.headDim = op.getHeadDimAttr().getInt();
+  p.valueDim = op.getValueDim().value_or(0);
   p.elemType = op.getQ().getType().getElementType();
   p.kTransposed = op.getKTransposed();
   // Operands in the model's layout: strides of the 4-D axes, the leading

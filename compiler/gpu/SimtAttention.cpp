@@ -88,19 +88,28 @@ int64_t rowStride(int64_t headDim) {
   return chunks * 4;
 }
 
-/// The head size the kernel computes on: headDim rounded up to whole
-/// 16-byte chunks of f32 (4 elements), the padding zero in shared memory and
-/// never stored.
+/// The head size the kernel computes on: headDim (Q K^T's) or V's rounded
+/// up to whole 16-byte chunks of f32 (4 elements), the padding zero in
+/// shared memory and never stored.
 int64_t paddedHeadDim(const AttentionProblem &p) {
   return llvm::alignTo(p.headDim, 4);
 }
+int64_t paddedValueDim(const AttentionProblem &p) {
+  return llvm::alignTo(p.dimV(), 4);
+}
+/// The floats of a shared row: Q, K and V rows share one stride (V takes
+/// K's buffer where they are not apart), the wider head's.
+int64_t sharedRowStride(const AttentionProblem &p) {
+  return rowStride(std::max(paddedHeadDim(p), paddedValueDim(p)));
+}
 
-/// Whether Q, K, V and O keep rows that start 16 bytes apart (and a head
-/// size of whole chunks): then their rows travel as 16-byte vectors (or
+/// Whether Q, K, V and O keep rows that start 16 bytes apart (and head
+/// sizes of whole chunks): then their rows travel as 16-byte vectors (or
 /// cp.async copies); else element by element.
 bool rowsAligned(const AttentionProblem &p) {
   std::string why;
-  return p.headDim % 4 == 0 && attentionStridesValid(p, why);
+  return p.headDim % 4 == 0 && p.dimV() % 4 == 0 &&
+         attentionStridesValid(p, why);
 }
 
 int64_t keyThreads(const SimtAttentionSchedule &s) {
@@ -115,7 +124,7 @@ int64_t pStride(const SimtAttentionSchedule &s) { return rowStride(s.blockQ); }
 
 int64_t sharedBytesOf(const AttentionProblem &p,
                       const SimtAttentionSchedule &s) {
-  int64_t st = rowStride(paddedHeadDim(p));
+  int64_t st = sharedRowStride(p);
   return 4 * (s.blockQ * st + (s.splitKV ? 2 : 1) * s.blockKV * st +
               s.blockKV * pStride(s));
 }
@@ -126,9 +135,9 @@ public:
   SimtBuilder(OpBuilder &b, Location loc, const AttentionProblem &p,
               const SimtAttentionSchedule &s, const ::tcc::TargetDesc &target)
       : AttentionArith(b, loc, p), s(s), kRows(s.tileRows), kKeys(s.tileKeys),
-        threads(threadsOf(s)), kT(keyThreads(s)),
-        stride(rowStride(paddedHeadDim(p))), cpr(paddedHeadDim(p) / 4),
-        nC(ceilDiv(cpr, keyThreads(s))), aligned(rowsAligned(p)),
+        threads(threadsOf(s)), kT(keyThreads(s)), stride(sharedRowStride(p)),
+        cpr(paddedHeadDim(p) / 4), cprV(paddedValueDim(p) / 4),
+        nC(ceilDiv(cprV, keyThreads(s))), aligned(rowsAligned(p)),
         // 16-bit inputs are widened to f32 on the way through registers
         // (cp.async would copy their bytes as they are), and rows that are
         // not 16-byte aligned come element by element.
@@ -173,19 +182,19 @@ private:
   Value zero4() {
     return arith::ConstantOp::create(b, loc, DenseElementsAttr::get(v4, 0.0f));
   }
-  /// Elements col..col+3 of a row of Q, K, V (`mem` at `at`, col last),
-  /// widened to f32: one vector load (of 16 bytes where rows are aligned).
-  /// With a head size that is not a multiple of 4, the row's last chunk
-  /// reads its elements one by one, those past headDim as the row's last
-  /// (inside the tensor) and zeroed.
-  Value loadRow4(Value mem, SmallVector<Value, 5> at, Value col);
+  /// Elements col..col+3 of a row of Q, K, V (`mem` at `at`, col last; a
+  /// head size of `dims`), widened to f32: one vector load (of 16 bytes
+  /// where rows are aligned). With a head size that is not a multiple of 4,
+  /// the row's last chunk reads its elements one by one, those past `dims`
+  /// as the row's last (inside the tensor) and zeroed.
+  Value loadRow4(Value mem, SmallVector<Value, 5> at, Value col, int64_t dims);
   /// Elements col..col+3 along the last index of `mem` at `at`, one by
   /// one, widened to f32: those at `limit` or past it read element
   /// limit - 1 (inside the tensor) and are zeroed.
   Value loadEach4(Value mem, SmallVector<Value, 5> at, Value col,
                   int64_t limit);
   /// Stores the 4 elements `val` (the dtype's) at col..col+3 of a row of O,
-  /// those past headDim left out.
+  /// those past V's head size left out.
   void storeRow4(Value val, Value mem, SmallVector<Value, 5> at, Value col);
   /// 4 floats of O in the problem's dtype (rounded to nearest even).
   Value narrowed(Value v) {
@@ -271,7 +280,9 @@ private:
   const SimtAttentionSchedule &s;
   /// Rows and keys of S a thread computes (the register tile).
   int64_t kRows, kKeys;
-  int64_t threads, kT, stride, cpr, nC;
+  // cpr: 16-byte chunks of a Q or K row (Q K^T's); cprV: of a V or O row,
+  // nC of them a thread's.
+  int64_t threads, kT, stride, cpr, cprV, nC;
   /// rowsAligned(p).
   bool aligned;
   /// Copies from global memory are cp.async (NVIDIA) or synchronous.
@@ -313,9 +324,10 @@ Value SimtBuilder::opaque(Value v) {
   return arith::IndexCastOp::create(b, loc, b.getIndexType(), op.getRes());
 }
 
-Value SimtBuilder::loadRow4(Value mem, SmallVector<Value, 5> at, Value col) {
-  if (p.headDim % 4)
-    return loadEach4(mem, std::move(at), col, p.headDim);
+Value SimtBuilder::loadRow4(Value mem, SmallVector<Value, 5> at, Value col,
+                            int64_t dims) {
+  if (dims % 4)
+    return loadEach4(mem, std::move(at), col, dims);
   at.push_back(col);
   Value val = vector::LoadOp::create(b, loc, g4, mem, at, false, globalAlign);
   return g4 == v4 ? val : arith::ExtFOp::create(b, loc, v4, val).getResult();
@@ -338,7 +350,7 @@ Value SimtBuilder::loadEach4(Value mem, SmallVector<Value, 5> at, Value col,
 
 void SimtBuilder::storeRow4(Value val, Value mem, SmallVector<Value, 5> at,
                             Value col) {
-  if (p.headDim % 4 == 0) {
+  if (p.dimV() % 4 == 0) {
     at.push_back(col);
     vector::StoreOp::create(b, loc, val, mem, at, false, globalAlign);
     return;
@@ -346,7 +358,7 @@ void SimtBuilder::storeRow4(Value val, Value mem, SmallVector<Value, 5> at,
   at.push_back(Value());
   for (int64_t i = 0; i < 4; ++i) {
     Value c = add(col, i);
-    whenTrue(ult(c, p.headDim), [&] {
+    whenTrue(ult(c, p.dimV()), [&] {
       at.back() = c;
       memref::StoreOp::create(b, loc, extract(val, i), mem, at);
     });
@@ -358,8 +370,11 @@ void SimtBuilder::copyTile(Value src, Value hd, Value row0, int64_t bound,
   // K given transposed ([.., D, Lk], copies through registers only): a
   // chunk is 4 keys of one d, consecutive threads on consecutive keys.
   bool keysByD = src == kArg && p.kTransposed;
+  // V's rows are of its own head size; Q's and K's of Q K^T's.
+  int64_t dims = src == vArg ? p.dimV() : p.headDim;
+  int64_t rowChunks = src == vArg ? cprV : cpr;
   int64_t keyChunks = rows / 4;
-  int64_t items = keysByD ? cpr * 4 * keyChunks : rows * cpr;
+  int64_t items = keysByD ? cpr * 4 * keyChunks : rows * rowChunks;
   // Tiles start at multiples of `rows`, so only a ragged bound needs checks.
   bool needRow = bound % rows != 0;
   // The copies hold no registers but their addresses: past two groups of
@@ -371,7 +386,7 @@ void SimtBuilder::copyTile(Value src, Value hd, Value row0, int64_t bound,
   // multiple of 4) holds 4 loads and their selects: a loop round each
   // (f32 head dim 50 in 32 x 128 tiles spilled its 7 unrolled rounds at
   // 128 registers).
-  int64_t perIteration = (keysByD ? p.lk % 4 : p.headDim % 4) ? 1 : 4;
+  int64_t perIteration = (keysByD ? p.lk % 4 : dims % 4) ? 1 : 4;
   // Round `it` of the copy, with `e` (tid + it * threads) its item.
   auto round = [&](Value e, bool last) {
     // A last round past the tile repeats its last chunk (the same bytes
@@ -416,7 +431,7 @@ void SimtBuilder::copyTile(Value src, Value hd, Value row0, int64_t bound,
             ValueRange{add(mul(add(mul(kc, 4), i), stride), d)});
       return;
     }
-    Value r = div(e, cpr), c = rem(e, cpr);
+    Value r = div(e, rowChunks), c = rem(e, rowChunks);
     Value row = add(row0, r);
     Value n, ok;
     if (needRow) {
@@ -427,7 +442,7 @@ void SimtBuilder::copyTile(Value src, Value hd, Value row0, int64_t bound,
       n = select(ok, cst(4), cst(0));
     }
     if (!asyncCopy) {
-      Value val = loadRow4(src, {batch, hd, row}, mul(c, 4));
+      Value val = loadRow4(src, {batch, hd, row}, mul(c, 4), dims);
       if (ok)
         val = select(ok, val, zero4());
       vector::StoreOp::create(b, loc, val, dst,
@@ -685,15 +700,15 @@ SmallVector<Value> SimtBuilder::tileStep(Value j, Value k0,
 
   // O += P V: 4 keys an iteration; for each key, P of the thread's kRows
   // rows as kRows / 4 16-byte reads (broadcasts among the row group), V's
-  // chunks of the key row shared by the rows. A thread's chunks past
-  // headDim (headDim / 4 not a multiple of kT) read the last chunk and are
+  // chunks of the key row shared by the rows. A thread's chunks past V's
+  // head size (its chunks not a multiple of kT) read the last chunk and are
   // not stored.
   Value pRow = mul(rowGroup, kRows);
   SmallVector<Value> vCol;
   for (int64_t cc = 0; cc < nC; ++cc) {
     Value ch = add(keyThread, cc * kT);
-    if ((cc + 1) * kT > cpr)
-      ch = arith::MinUIOp::create(b, loc, ch, cst(cpr - 1));
+    if ((cc + 1) * kT > cprV)
+      ch = arith::MinUIOp::create(b, loc, ch, cst(cprV - 1));
     vCol.push_back(mul(ch, 4));
   }
   // The tile's P V sums into accumulators of its own, added to the
@@ -750,7 +765,7 @@ void SimtBuilder::epilogue(ValueRange carried) {
     whenTrue(needRow ? ult(row, p.lq) : Value(), [&] {
       for (int64_t cc = 0; cc < nC; ++cc) {
         Value ch = add(keyThread, cc * kT);
-        whenTrue((cc + 1) * kT > cpr ? ult(ch, cpr) : Value(), [&] {
+        whenTrue((cc + 1) * kT > cprV ? ult(ch, cprV) : Value(), [&] {
           Value val = carried[i * nC + cc];
           if (chunks)
             vector::StoreOp::create(
@@ -780,12 +795,12 @@ void SimtBuilder::buildCombine(Value partO, Value stats, Value o,
   chunks = nChunks;
   // A thread per 16-byte chunk of a row of [batch * headsQ, lq]; each reads
   // the row's (m, l) pairs once for the max, then once for the sums.
-  int64_t n = p.batch * p.headsQ * p.lq * cpr;
+  int64_t n = p.batch * p.headsQ * p.lq * cprV;
   Value t = mlir::gpu::ThreadIdOp::create(b, loc, mlir::gpu::Dimension::x);
   Value blockX = mlir::gpu::BlockIdOp::create(b, loc, mlir::gpu::Dimension::x);
   Value e = add(mul(blockX, blockThreads), t);
   whenTrue(n % blockThreads ? ult(e, n) : Value(), [&] {
-    Value rowIdx = div(e, cpr), col = mul(rem(e, cpr), 4);
+    Value rowIdx = div(e, cprV), col = mul(rem(e, cprV), 4);
     Value bh = div(rowIdx, p.lq), r = rem(rowIdx, p.lq);
     VectorType v2 = VectorType::get({2}, f32);
     auto statsAt = [&](Value c) {
@@ -826,7 +841,7 @@ void SimtBuilder::buildCombine(Value partO, Value stats, Value o,
     }
     Value inv = vector::BroadcastOp::create(b, loc, v4,
                                             inverseSum(sumLoop.getResult(1)));
-    // O is [batch * headsQ, lq, headDim], or the 4-D tensor where its
+    // O is [batch * headsQ, lq, dimV], or the 4-D tensor where its
     // strides merge no batch and head (buildSimtDecodeKernels).
     SmallVector<Value, 5> at{bh, r};
     if (cast<MemRefType>(o.getType()).getRank() == 4)
@@ -993,6 +1008,8 @@ bool simtAttentionSupports(const AttentionProblem &p, std::string &why) {
   // of whole 16-byte chunks) travel element by element (rowsAligned).
   if (p.headDim < 1 || p.headDim > 256)
     return fail("head dim must be in [1, 256]");
+  if (p.dimV() < 1 || p.dimV() > 256)
+    return fail("V's head dim must be in [1, 256]");
   std::string strideWhy;
   if (!attentionStridesValid(p, strideWhy, /*alignedRows=*/false))
     return fail(strideWhy);
@@ -1093,7 +1110,7 @@ chooseSimtAttentionSchedule(const AttentionProblem &p,
     wide.blockQ = 128;
     wide.tileRows = 8;
     bool fits = s.blockQ == 64 &&
-                ceilDiv(paddedHeadDim(p) / 4, keyThreads(wide)) <= 2 &&
+                ceilDiv(paddedValueDim(p) / 4, keyThreads(wide)) <= 2 &&
                 sharedBytesOf(p, wide) <= maxShared &&
                 ceilDiv(p.lq, wide.blockQ) * p.headsQ * p.batch >= sms;
     s = fits ? wide : shared;
@@ -1129,7 +1146,7 @@ chooseSimtAttentionSchedule(const AttentionProblem &p,
   // registers, simtScoreBlock) and spills. Head dim 192 in 16 x 128 tiles
   // (218 KiB, one block a multiprocessor) asked for 4 blocks' 128 registers.
   int64_t oFloats =
-      s.tileRows * 4 * ceilDiv(paddedHeadDim(p) / 4, keyThreads(s));
+      s.tileRows * 4 * ceilDiv(paddedValueDim(p) / 4, keyThreads(s));
   int64_t regs = oFloats <= 32 ? 128 : 232;
   s.minBlocks =
       target.isNvidia()
@@ -1210,7 +1227,7 @@ FailureOr<SimtDecodeKernels> buildSimtDecodeKernels(
     return module.emitError("SIMT attention: too many blocks"), failure();
   Type f32 = b.getF32Type();
   // The partial results keep the padded head size (16-byte rows).
-  int64_t dPad = paddedHeadDim(p);
+  int64_t dPad = paddedValueDim(p);
   Type partT = MemRefType::get({p.batch, p.headsQ, chunks, p.lq, dPad}, f32);
   Type statsT = MemRefType::get({p.batch, p.headsQ, chunks, p.lq, 2}, f32);
   // The combine kernel reads the same buffers with batch and head merged,
@@ -1220,7 +1237,7 @@ FailureOr<SimtDecodeKernels> buildSimtDecodeKernels(
   Type statsFlatT = MemRefType::get({bh, chunks, p.lq, 2}, f32);
   SmallVector<int64_t, 4> os = attentionOperandStrides(p, AttentionOperand::O);
   std::optional<int64_t> oBH = mergedStride(p.batch, os[0], p.headsQ, os[1]);
-  Type oFlatT = oBH ? Type(stridedType({bh, p.lq, p.headDim}, {*oBH, os[2], 1},
+  Type oFlatT = oBH ? Type(stridedType({bh, p.lq, p.dimV()}, {*oBH, os[2], 1},
                                        p.elemType))
                     : Type(attentionOperandType(p, AttentionOperand::O));
 

@@ -1480,6 +1480,8 @@ static bool wgmmaAttentionShapeValid(const AttentionProblem &p,
                 "template, as 3xTF32)");
   if (p.headDim != 64 && p.headDim != 128)
     return fail("head dim must be 64 or 128");
+  if (p.dimV() != p.headDim)
+    return fail("V's head size must be Q's and K's");
   if (s.warpgroups < 1 || s.warpgroups > 3)
     return fail("1 to 3 warpgroups per block");
   if (s.blockKV != 64 && s.blockKV != 128)

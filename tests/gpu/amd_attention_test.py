@@ -96,6 +96,14 @@ FORMS.update({
     'exp_logsoftmax_causal_f16_333': 'prefill',
     'flat_bloom_alibi_f16_301': 'prefill',
 })
+# V of another head size than Q and K (DeepSeek's MLA, 192 and 128; values
+# wider; odd sizes), prefill and decode.
+FORMS.update({
+    'mla_causal_f16_333': 'prefill',
+    'vwide_padmask_f16_257': 'prefill',
+    'mla_odd_f16_201': 'prefill',
+    'decode_mla_f16_q1_3001': 'decode',
+})
 # Head dim 256: a thread's O and its tile's P·V are 256 floats; past the
 # 256 architectural VGPRs the back end keeps them in AGPRs (the unified 512
 # registers of gfx90a and gfx942), not in scratch.
@@ -106,9 +114,10 @@ FORMS.update({
 # whether it costs anything (session 31).
 # Session 32's head size 50 (13 chunks) and 36 read element by element
 # ([B, L, 3, D] rows): 7 to 27 AGPRs, 263 to 283 registers, no scratch;
-# noted likewise.
+# noted likewise. MLA's causal prefill (scores over 192, values of 128):
+# 11 AGPRs, 267 registers, no scratch (session 54); noted likewise.
 AGPRS_ALLOWED = {'f32_d256_200', 'hd40_f16_1001', 'hd36_simt_f16_1001', 'hd50_simt_f16_1001',
-                 'layout_hd36_unaligned_f16'}
+                 'layout_hd36_unaligned_f16', 'mla_causal_f16_333'}
 REFUSAL = ('attention not fused: K given transposed ([.., D, Lk]) needs a key count that is a '
            'multiple of 8 (16-byte rows)')
 LDS = 65536

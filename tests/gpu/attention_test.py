@@ -140,7 +140,7 @@ PRESCALED = {'prescaled_q_bf16': (0.125, None, 'bf16'),
 
 
 def model(name, dt, qshape, kshape, mods, repeat=None, layout='', prescale=None,
-          captured=(), kt=None, kprescale=None):
+          captured=(), kt=None, kprescale=None, vd=None):
     """q·kᵀ, `mods` (from 's' to 's_mod'), softmax, ·v; `repeat` (Hkv, G)
     repeats k and v over query heads as users write GQA. `layout`: those of
     q, k, v and the output o it names are [B, L, H, D] (a projection's
@@ -152,7 +152,8 @@ def model(name, dt, qshape, kshape, mods, repeat=None, layout='', prescale=None,
     matmul(q, kt) with K given transposed (`kshape` stays K's [B, H, L, D]):
     'input' (K is the input [B, H, D, L]), 'swap' (the input K [B, H, L, D]
     transposed by perm [0, 1, 3, 2]) or 'blhd' (the input [B, L, H, D]
-    transposed by perm [0, 2, 3, 1])."""
+    transposed by perm [0, 2, 3, 1]). `vd`: V's head size where it is not
+    Q's and K's (DeepSeek's MLA: 128 under scores over 192)."""
     nodes, kk, vv = [], 'k', 'v'
     for t in layout.replace('o', ''):
         nodes.append(node('transpose', [t + 'in'], t, perm=[0, 2, 1, 3]))
@@ -175,7 +176,7 @@ def model(name, dt, qshape, kshape, mods, repeat=None, layout='', prescale=None,
         hkv, g = repeat
         b, _, lk, d = kshape
         for t in 'kv':
-            rows = [d, lk] if kt and t == 'k' else [lk, d]
+            rows = [d, lk] if kt and t == 'k' else [lk, vd or d] if t == 'v' else [lk, d]
             nodes += [node('reshape', [t], t + '5', shape=[b, hkv, 1] + rows),
                       node('broadcast_to', [t + '5'], t + 'b', shape=[b, hkv, g] + rows),
                       node('reshape', [t + 'b'], t + t, shape=[b, hkv * g] + rows)]
@@ -187,7 +188,8 @@ def model(name, dt, qshape, kshape, mods, repeat=None, layout='', prescale=None,
     if 'o' in layout:
         nodes.append(node('transpose', ['oh'], 'o', perm=[0, 2, 1, 3]))
     blhd = lambda x: [x[0], x[2], x[1], x[3]]
-    vshape = blhd(kshape) if 'v' in layout else kshape
+    vshape = kshape[:-1] + [vd] if vd else kshape
+    vshape = blhd(vshape) if 'v' in layout else vshape
     if 'q' in layout:
         qshape = blhd(qshape)
     if 'k' in layout:
@@ -304,6 +306,7 @@ def cases():
     out += written_cases()
     out += grouped_cases()
     out += flattened_cases()
+    out += mla_cases()
     out += handwritten_cases()
     out += bias_cases()
     out += f32_cases()
@@ -883,6 +886,58 @@ def decode_cases():
             node('select', ['keep', 'ss', 'neg'], 's_mod')]
         out.append((name, model('dempty', 'bf16', [1, 2, 4, 128], [1, 2, 1000, 128], mods),
                     1.0, lambda s, r, c, neg=neg: np.where(c < r * 300, s * invb, neg)))
+    return out
+
+
+def mla_cases():
+    """V of another head size than Q and K: DeepSeek's MLA (scores over
+    192, values of 128), the reverse (values wider), GQA, odd sizes the
+    SIMT template takes, f32 and decode."""
+    out = []
+
+    def scaled(dt, d, to='s_mod'):
+        sc = np.float64(L.narrow(dt, np.float64(1 / np.sqrt(d))))
+        return [const('c', dt, float(sc)), node('mul', ['s', 'c'], to)], sc
+
+    def causal(dt, d, lq, lk):
+        mods, sc = scaled(dt, d, 'ss')
+        off = lk - lq
+        return mods + positions(lq, lk, off) + [
+            node('greater_equal', ['row', 'col'], 'keep'), const('neg', dt, '-inf'),
+            node('select', ['keep', 'ss', 'neg'], 's_mod')], sc, off
+
+    mods, sc, off = causal('f16', 192, 333, 333)
+    out.append(('mla_causal_f16_333', model('mla', 'f16', [1, 4, 333, 192], [1, 4, 333, 192],
+                                            mods, vd=128), 1.0,
+                lambda s, r, c, sc=sc: np.where(r >= c, s * sc, -np.inf)))
+    mods, sc = scaled('bf16', 96)
+    out.append(('mla_gqa_bf16_300', model('mla_gqa', 'bf16', [2, 8, 300, 96], [2, 2, 300, 96],
+                                          mods, repeat=(2, 4), vd=64), 1.0,
+                lambda s, r, c, sc=sc: s * sc))
+    # Values wider than the scores' head, a padding mask input.
+    mods, sc = scaled('f16', 64, 'ss')
+    mods += [const('neg', 'f16', '-inf'), node('select', ['keep_pad', 'ss', 'neg'], 's_mod')]
+    out.append(('vwide_padmask_f16_257', model(
+        'vwide', 'f16', [2, 2, 257, 64], [2, 2, 257, 64], mods, vd=128,
+        captured=[('keep_pad', 'bool', [2, 1, 1, 257])]), 1.0,
+        lambda s, r, c, env, sc=sc: np.where(env['keep_pad'], s * sc, -np.inf)))
+    # Head sizes no tensor-core template takes (not multiples of 8): SIMT.
+    mods, sc = scaled('f16', 50)
+    out.append(('mla_odd_f16_201', model('mla_odd', 'f16', [1, 3, 201, 50], [1, 3, 201, 50],
+                                         mods, vd=30), 1.0, lambda s, r, c, sc=sc: s * sc))
+    mods, sc, off = causal('f32', 192, 200, 200)
+    out.append(('f32_mla_causal_200', model('mla32', 'f32', [1, 2, 200, 192], [1, 2, 200, 192],
+                                            mods, vd=128), 1.0,
+                lambda s, r, c, sc=sc: np.where(r >= c, s * sc, -np.inf)))
+    # Decode: the split-K pair (mma.sync in 16 bits, SIMT in f32).
+    mods, sc, off = causal('f16', 192, 1, 3001)
+    out.append(('decode_mla_f16_q1_3001', model('dmla', 'f16', [2, 4, 1, 192], [2, 4, 3001, 192],
+                                                mods, vd=128), 1.0,
+                lambda s, r, c, sc=sc, off=off: np.where(r + off >= c, s * sc, -np.inf)))
+    mods, sc = scaled('f32', 64)
+    out.append(('decode_vwide_gqa_f32_q2_1000', model(
+        'dvwide', 'f32', [1, 4, 2, 64], [1, 2, 1000, 64], mods, repeat=(2, 2), vd=96), 1.0,
+        lambda s, r, c, sc=sc: s * sc))
     return out
 
 
@@ -2001,13 +2056,15 @@ def expected_kernels(name, m, target):
     the one named in a failure)."""
     dt = m['inputs'][0]['dtype']
     d = PACKED[name][0] if name in PACKED else m['inputs'][0]['shape'][-1]
+    # V's head size (mla_cases): the templates take both or neither.
+    dv = d if name in PACKED else m['inputs'][2]['shape'][-1]
     # sm_90a builds 16-bit prefill on warpgroup MMA (head dims 64 and 128);
     # f32 prefill takes the mma.sync template as 3xTF32 on every target
     # where its head size is a multiple of 4 and K is not given transposed,
     # else the SIMT template, as f32 decode shapes do (its split-K pair),
     # bf16 and f16 head sizes that are not multiples of 8, and the simt32_
     # cases (by schedule).
-    wgmma = target == 'sm_90a' and d in (64, 128) and dt != 'f32'
+    wgmma = target == 'sm_90a' and d in (64, 128) and dv == d and dt != 'f32'
     prefill = '_attn_wgmma' if wgmma else '_attn'
     if name in MIX:
         expect = MIX[name][1]
@@ -2018,11 +2075,11 @@ def expected_kernels(name, m, target):
     # 16-bit head sizes that are not a multiple of 8 take the SIMT one,
     # and so does K given transposed with rows of keys that are not
     # 16-byte chunks.
-    if dt == 'f32' or d % 8 or name in KTRANS_SIMT:
+    if dt == 'f32' or d % 8 or dv % 8 or name in KTRANS_SIMT:
         decode = '_decode' in name or name.startswith('decode_')
         if decode:
             return [['_decode', '_combine']]
-        if (dt == 'f32' and d % 4 == 0 and name not in KTRANS_K and
+        if (dt == 'f32' and d % 4 == 0 and dv % 4 == 0 and name not in KTRANS_K and
                 not name.startswith('simt32_')):
             return [[prefill]]
         return [['_attn_simt']]

@@ -253,3 +253,25 @@ func.func @view_ok(%qkv: tensor<1x128x768xbf16>) -> tensor<1x4x128x64xbf16> {
   }
   return %0 : tensor<1x4x128x64xbf16>
 }
+
+// -----
+
+// V of head size 128 where value_dim says 64.
+func.func @value_dim(%q: tensor<1x4x128x192xbf16>, %k: tensor<1x4x128x192xbf16>, %v: tensor<1x4x128x128xbf16>) -> tensor<1x4x128x128xbf16> {
+  // expected-error @+1 {{V must hold 1x4x128x64 elements (batch, heads, rows, columns), the last two axes when packed}}
+  %0 = tcc.attention %q, %k, %v attributes {batch = 1 : i64, head_dim = 192 : i64, heads = 4 : i64, kv_heads = 4 : i64, lk = 128 : i64, lq = 128 : i64, scale = 1.250000e-01 : f64, value_dim = 64 : i64} : tensor<1x4x128x192xbf16>, tensor<1x4x128x192xbf16>, tensor<1x4x128x128xbf16> -> tensor<1x4x128x128xbf16> score {
+  } key_keep {
+  }
+  return %0 : tensor<1x4x128x128xbf16>
+}
+
+// -----
+
+// V's head size not given: head_dim's.
+func.func @value_dim_missing(%q: tensor<1x4x128x192xbf16>, %k: tensor<1x4x128x192xbf16>, %v: tensor<1x4x128x128xbf16>) -> tensor<1x4x128x128xbf16> {
+  // expected-error @+1 {{V must hold 1x4x128x192 elements (batch, heads, rows, columns), the last two axes when packed}}
+  %0 = tcc.attention %q, %k, %v attributes {batch = 1 : i64, head_dim = 192 : i64, heads = 4 : i64, kv_heads = 4 : i64, lk = 128 : i64, lq = 128 : i64, scale = 1.250000e-01 : f64} : tensor<1x4x128x192xbf16>, tensor<1x4x128x192xbf16>, tensor<1x4x128x128xbf16> -> tensor<1x4x128x128xbf16> score {
+  } key_keep {
+  }
+  return %0 : tensor<1x4x128x128xbf16>
+}

@@ -774,3 +774,25 @@ func.func @exp_of_log_softmax(%q: tensor<1x2x64x64xf16>, %k: tensor<1x2x64x64xf1
   }
   return %0, %1 : tensor<1x2x64x64xf16>, tensor<1x2x64x64xf16>
 }
+
+// -----
+
+// V of another head size than Q and K (DeepSeek's MLA: scores over 192,
+// values of 128): value_dim, V's and the result's.
+// CHECK-LABEL: func.func @mla
+// CHECK: tcc.attention %arg0, %arg1, %arg2 attributes {batch = 1 : i64, head_dim = 192 : i64, heads = 2 : i64, kv_heads = 2 : i64, lk = 96 : i64, lq = 64 : i64, scale = 1.250000e-01 : f64, tcc.attention_plan = #tcc.mma_attention<{{.*}}>, value_dim = 128 : i64} : tensor<1x2x64x192xf16>, tensor<1x2x96x192xf16>, tensor<1x2x96x128xf16> -> tensor<1x2x64x128xf16>
+func.func @mla(%q: tensor<1x2x64x192xf16>, %k: tensor<1x2x96x192xf16>, %v: tensor<1x2x96x128xf16>) -> tensor<1x2x64x128xf16> {
+  %0 = tcc.chain attributes {axis = 3 : i64} -> tensor<1x2x64x128xf16> {
+    %1 = tcc.constant {value = 1.250000e-01 : f16} : tensor<f16>
+    %5 = tcc.matmul %q, %k {transpose_b = true} : tensor<1x2x64x192xf16>, tensor<1x2x96x192xf16> -> tensor<1x2x64x96xf16>
+    %6 = tcc.mul %5, %1 : tensor<1x2x64x96xf16>, tensor<f16> -> tensor<1x2x64x96xf16>
+    %9 = tcc.reduce_max %6 {axes = array<i64: 3>, keepdims = true} : tensor<1x2x64x96xf16> -> tensor<1x2x64x1xf16>
+    %10 = tcc.sub %6, %9 : tensor<1x2x64x96xf16>, tensor<1x2x64x1xf16> -> tensor<1x2x64x96xf16>
+    %11 = tcc.exp %10 : tensor<1x2x64x96xf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<1x2x64x96xf16> -> tensor<1x2x64x1xf16>
+    %13 = tcc.div %11, %12 : tensor<1x2x64x96xf16>, tensor<1x2x64x1xf16> -> tensor<1x2x64x96xf16>
+    %14 = tcc.matmul %13, %v : tensor<1x2x64x96xf16>, tensor<1x2x96x128xf16> -> tensor<1x2x64x128xf16>
+    tcc.yield %14 : tensor<1x2x64x128xf16>
+  }
+  return %0 : tensor<1x2x64x128xf16>
+}

@@ -5,7 +5,8 @@ for decode) and right. attention_test.py's named cases each try one form or
 a few; these draw a combination of all of them from a seed:
 
   dtype         bf16, f16, f32
-  head size     32 to 256 (multiples of 8; sometimes of 2 only: SIMT)
+  head size     32 to 256 (multiples of 8; sometimes of 2 only: SIMT); V's
+                sometimes another (MLA's 128 under 192, or wider than Q's)
   shape         prefill (odd lengths, self or cross) or decode (1-4 rows
                 a head, 600-5000 keys); batch 1-2; MHA, GQA or MQA written
                 as reshape + broadcast_to + reshape (MQA: or broadcast_to, or
@@ -106,7 +107,15 @@ def draw(T, seed, index):
         layout = layout.replace('k', '')
     scale_form = m.pick(('mul', 'mul', 'div', 'preq', 'preqk', 'preq_input', 'none'))
     hand = m.chance(0.2)
-    tags = [dt, 'd%d' % d, 'decode' if decode else 'prefill', 'g%d' % g, layout or 'bhld',
+    # V's head size: Q's and K's, or one of its own (a fifth of the mixes),
+    # drawn from a generator of its own so that the other draws stay as
+    # they were.
+    vrng = np.random.default_rng([seed, index, 3])
+    dv = d
+    if vrng.random() < 0.2:
+        dv = int(vrng.choice(HEADS if vrng.random() < 0.9 else SIMT_HEADS))
+    tags = [dt, 'd%d' % d + ('v%d' % dv if dv != d else ''),
+            'decode' if decode else 'prefill', 'g%d' % g, layout or 'bhld',
             'kt_' + kt if kt else 'k', scale_form] + (['hand'] if hand else [])
 
     # Q
@@ -139,10 +148,11 @@ def draw(T, seed, index):
         k = m.input('k_in', dt, kshape)
     if kc is not None:
         k = m.add('mul', [k, m.const(dt, kc)])
+    vshape = kshape[:-1] + [dv]
     if 'v' in layout:
-        v = m.add('transpose', [m.input('v_in', dt, bhld(kshape))], perm=[0, 2, 1, 3])
+        v = m.add('transpose', [m.input('v_in', dt, bhld(vshape))], perm=[0, 2, 1, 3])
     else:
-        v = m.input('v_in', dt, kshape)
+        v = m.input('v_in', dt, vshape)
     if g > 1:
         mqa_broadcast = hkv == 1 and m.chance(0.5)
         # Half of those leave the broadcast to the matmuls (NumPy batch
@@ -161,7 +171,7 @@ def draw(T, seed, index):
             x = m.add('broadcast_to', [x], shape=[b, hkv, g] + rows)
             return m.add('reshape', [x], shape=[b, h] + rows)
         k = repeat(k, [d, lk] if kt else [lk, d])
-        v = repeat(v, [lk, d])
+        v = repeat(v, [lk, dv])
 
     def qkv(env, exact=False):
         """Q, K, V as attention reads them: a prescaled operand rounded to
@@ -409,8 +419,8 @@ def draw(T, seed, index):
              'inputs': inputs, 'params': m.params, 'outputs': ['o'], 'nodes': m.nodes}
     # f32 prefill runs as 3xTF32 on the mma.sync template unless its head
     # size is not a multiple of 4 or K is given transposed.
-    simt = (d % 4 or kt == 'input') if dt == 'f32' else (
-        d % 8 or (kt == 'input' and lk % 8))
+    simt = (d % 4 or dv % 4 or kt == 'input') if dt == 'f32' else (
+        d % 8 or dv % 8 or (kt == 'input' and lk % 8))
     prefer_decode = g * lq <= 16 and lk >= 512
     # The host computes the model op by op in its dtype: unscaled 16-bit
     # scores (tens, rounded to 2^-4 or coarser) make it inexact where the

@@ -61,6 +61,8 @@ AttentionCase parseAttentionCase(int argc, char **argv, MLIRContext &ctx,
       p.lk = parseInt(f, value()), haveLk = true;
     else if (f == "--d")
       p.headDim = parseInt(f, value()), haveD = true;
+    else if (f == "--dv") // V's head size, where not --d's (MLA)
+      p.valueDim = parseInt(f, value());
     else if (f == "--type") {
       std::string t = value();
       if (t == "bf16")

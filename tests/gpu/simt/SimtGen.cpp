@@ -1,6 +1,7 @@
 //===- SimtGen.cpp - builds one f32 SIMT attention kernel -----------------===//
 //
-//   tcc-simt-gen --lq LQ --lk LK --d D [--batch B] [--hq HQ] [--hkv HKV]
+//   tcc-simt-gen --lq LQ --lk LK --d D [--dv DV] [--batch B] [--hq HQ]
+//       [--hkv HKV]
 //       [--scale S] [--causal] [--window W] [--mask A,B,C] [--alibi]
 //       [--softcap C] [--algebra-callbacks] [--masked-rows zero|nan]
 //       [--key-runs R] [--schedule BQ,BKV,SPLITKV[,ROWS,KEYS[,MINBLOCKS]]]

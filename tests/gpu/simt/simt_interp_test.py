@@ -428,7 +428,8 @@ def run_func(func, launch, buffers, shared):
 def run_kernel(text, launch, inputs, o, q_shape):
     """Runs the kernel of generic-form module `text` on `inputs` (the buffers
     of q, k, v and the captured tensors) into buffer `o`, or the split-K
-    form's partial kernel and then its combine; returns the races found."""
+    form's partial kernel and then its combine; returns the races found.
+    `q_shape`: O's shape (V's head size)."""
     ops, _ = parse(text.split('\n'))
     funcs = ops[0].regions[0][1][0].regions[0][1]
     if 'combine' not in launch:
@@ -679,6 +680,23 @@ CASES += [
      '--schedule 16,32,1 --chunk-tiles 2 --chip gfx942', ALL, SAME, False),
 ]
 
+# V of another head size than Q and K (DeepSeek's MLA and the like): O's
+# chunks are V's, Q K^T's Q's; narrower and wider, K and V apart and
+# shared, a head size of no whole chunk on either side, the layout blhd,
+# the split-K pair, AMD's form in f16.
+CASES += [
+    ('--lq 37 --lk 101 --d 48 --dv 32 --hq 2 --causal --schedule 16,32,1', CAUSAL, SAME, False),
+    ('--lq 20 --lk 90 --d 16 --dv 40 --schedule 16,32,0', ALL, SAME, False),
+    ('--lq 33 --lk 70 --d 18 --dv 10 --hq 2 --hkv 1 --causal --schedule 16,32,1', CAUSAL, SAME,
+     False),
+    ('--lq 25 --lk 60 --d 12 --dv 20 --batch 2 --hq 2 --layout blhd --schedule 16,32,0', ALL,
+     SAME, False),
+    ('--lq 3 --lk 200 --d 24 --dv 16 --hq 4 --hkv 2 --causal --schedule 16,32,0 '
+     '--chunk-tiles 2', CAUSAL, SAME, False),
+    ('--lq 37 --lk 101 --d 32 --dv 16 --hq 2 --causal --type f16 --schedule 32,32,1 '
+     '--chip gfx942', CAUSAL, SAME, False),
+]
+
 # Large scores (Q x 30), where the rounding of Q K^T dominates the error:
 # checked against float64 softmax and P V of the scores summed in the
 # kernel's order (blocked_scores, in blocks of the JSON's score_block: 8
@@ -702,6 +720,7 @@ LARGE = [
 # Strides the templates must refuse (flags, the reason's words).
 REFUSED = [
     ('--lq 4 --lk 40 --d 300', "head dim must be in [1, 256]"),
+    ('--lq 4 --lk 40 --d 16 --dv 300', "V's head dim must be in [1, 256]"),
     ('--lq 4 --lk 40 --d 16 --k-strides 1,640,16,2', "K's strides must have the innermost 1"),
     ('--lq 4 --lk 40 --d 16 --hq 2 --o-strides 1,16,16,1', "O's strides overlap its elements"),
     ('--lq 4 --lk 40 --d 16 --hq 2 --hkv 2 --v-strides 1,0,16,1', "V's strides must be positive"),
@@ -731,10 +750,11 @@ def main():
                i + 1 < len(argv) and not argv[i + 1].startswith('--')}
         b, hq = int(val.get('--batch', 1)), int(val.get('--hq', 1))
         hkv, lq, lk, d = int(val.get('--hkv', 1)), int(val['--lq']), int(val['--lk']), int(val['--d'])
+        dv = int(val.get('--dv', d))
         scale = float(np.float32(float(val['--scale']) if '--scale' in val else 1 / np.sqrt(d)))
         q = rng.standard_normal((b, hq, lq, d)).astype(np.float32)
         k = rng.standard_normal((b, hkv, lk, d)).astype(np.float32)
-        v = rng.standard_normal((b, hkv, lk, d)).astype(np.float32)
+        v = rng.standard_normal((b, hkv, lk, dv)).astype(np.float32)
         if large:
             q *= 30
         # 16-bit inputs: values of the dtype (held as f32, as the kernel's
@@ -752,12 +772,13 @@ def main():
             buf, view = strided(x.shape, layout_strides(val, name, x.shape), 0.0)
             view[...] = x
             bufs.append(buf)
-        o_strides = layout_strides(val, 'o', q.shape)
-        o_buf, o_view = strided(q.shape, o_strides, np.nan)
-        races = run_kernel(text, launch, bufs, o_buf, q.shape)
+        o_shape = q.shape[:-1] + (dv,)
+        o_strides = layout_strides(val, 'o', o_shape)
+        o_buf, o_view = strided(o_shape, o_strides, np.nan)
+        races = run_kernel(text, launch, bufs, o_buf, o_shape)
         o = o_view.copy()
-        written, _ = strided(q.shape, o_strides, 0.0)
-        np.lib.stride_tricks.as_strided(written, q.shape, [4 * st for st in o_strides])[...] = 1
+        written, _ = strided(o_shape, o_strides, 0.0)
+        np.lib.stride_tricks.as_strided(written, o_shape, [4 * st for st in o_strides])[...] = 1
         if not np.isnan(o_buf[written == 0]).all():
             races.append('a write between the elements of O')
         ref = reference(q, k, v, scale, keep, change, nan_rows,

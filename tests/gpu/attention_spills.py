@@ -39,7 +39,8 @@ import tempfile
 # causal at head sizes 64 and 128 (both dtypes), the other head sizes, masks
 # and biases read per score (per head, per key, planes), softcap, GQA,
 # strided layouts, K given transposed, handwritten softmax and the decode
-# pair; of the f32 forms (the SIMT template), rows copied element by element.
+# pair, V of another head size (MLA, prefill and decode); of the f32 forms
+# (the SIMT template), rows copied element by element.
 SUBSET = (
     'plain_bf16', 'causal_bf16_1000', 'cross_f16_100x3001', 'softcap_x30_bf16',
     'softcap_sparse_padmask_bf16_664',
@@ -50,7 +51,7 @@ SUBSET = (
     'hd256_bias_f16_130', 'layout_kv_causal_f16_d96', 'layout_bf16',
     'hand_post_norm_f32_sum_f16', 'rank2_causal_f16_1000',
     'decode_keymask_perhead_gqa_q1_3001', 'decode_hd256_gqa_q1_2000',
-    'f32_hd50_gqa_8_2_357',
+    'f32_hd50_gqa_8_2_357', 'mla_causal_f16_333', 'decode_mla_f16_q1_3001',
 )
 
 INFO = re.compile(r"Compiling entry function '(\w+)' for '(\w+)'.*?"

@@ -103,6 +103,7 @@ FORMS.update({
     'vwide_padmask_f16_257': 'prefill',
     'mla_odd_f16_201': 'prefill',
     'decode_mla_f16_q1_3001': 'decode',
+    'gqa5_vdim_causal_f16_301': 'prefill',
 })
 # Head dim 256: a thread's O and its tile's P·V are 256 floats; past the
 # 256 architectural VGPRs the back end keeps them in AGPRs (the unified 512

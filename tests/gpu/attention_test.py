@@ -1470,12 +1470,13 @@ def grouped_cases():
     out = []
 
     def add(name, dt, b, hkv, g, lq, lk, d, mods, change, captured=(), kv_heads=None,
-            expand=False, merge_out=False, p_cast=None):
+            expand=False, merge_out=False, p_cast=None, dv=None):
         kvh = hkv if kv_heads is None else kv_heads
+        dv = dv or d  # V's head size
         nodes, kk, vv = [], 'k', 'v'
         if expand:  # K and V broadcast over the groups by the model
-            for t in 'kv':
-                nodes.append(node('broadcast_to', [t], t + 'b', shape=[b, hkv, g, lk, d]))
+            for t, n in (('k', d), ('v', dv)):
+                nodes.append(node('broadcast_to', [t], t + 'b', shape=[b, hkv, g, lk, n]))
             kk, vv = 'kb', 'vb'
         # `p_cast`: softmax in f32, P cast to the dtype for P·V.
         soft = [node('softmax', ['s_mod'], 'p32', axis=-1), node('cast', ['p32'], 'p', to=dt)] \
@@ -1483,16 +1484,16 @@ def grouped_cases():
         nodes += [node('matmul', ['q', kk], 's', transpose_b=True)] + mods + soft + [
             node('matmul', ['p', vv], 'o5' if merge_out else 'o')]
         if merge_out:  # heads merged back, [B, H, L, D]: written through
-            nodes.append(node('reshape', ['o5'], 'o', shape=[b, hkv * g, lq, d]))
+            nodes.append(node('reshape', ['o5'], 'o', shape=[b, hkv * g, lq, dv]))
         PACKED[name] = (
             d,
             lambda env: [env['q'].reshape(b, hkv * g, lq, d),
-                         env['k'].reshape(b, kvh, lk, d), env['v'].reshape(b, kvh, lk, d)],
-            (lambda o: o) if merge_out else (lambda o: o.reshape(b, hkv, g, lq, d)))
+                         env['k'].reshape(b, kvh, lk, d), env['v'].reshape(b, kvh, lk, dv)],
+            (lambda o: o) if merge_out else (lambda o: o.reshape(b, hkv, g, lq, dv)))
         out.append((name, {'format': 'tcc-model', 'version': 1, 'name': name,
                            'inputs': [{'name': 'q', 'dtype': dt, 'shape': [b, hkv, g, lq, d]},
                                       {'name': 'k', 'dtype': dt, 'shape': [b, kvh, 1, lk, d]},
-                                      {'name': 'v', 'dtype': dt, 'shape': [b, kvh, 1, lk, d]}] +
+                                      {'name': 'v', 'dtype': dt, 'shape': [b, kvh, 1, lk, dv]}] +
                            [{'name': n, 'dtype': t, 'shape': sh} for n, t, sh in captured],
                            'params': [], 'outputs': ['o'], 'nodes': nodes}, 1.0, change))
 
@@ -1538,6 +1539,12 @@ def grouped_cases():
         scaled('bf16', 0.125) + [const('one', 'bf16', 1.0),
                                  node('mul', ['ss', 'one'], 's_mod')],
         lambda s, r, c: s * 0.125)
+    # V of its own head size (96 over 64), K and V expanded, the heads
+    # merged back: the result written through strides of V's head size.
+    add('gqa5_vdim_causal_f16_301', 'f16', 2, 2, 3, 301, 301, 96,
+        scaled('f16', 0.125) + causal('f16', 301, 301),
+        lambda s, r, c: np.where(r >= c, s * 0.125, -1e30), expand=True, merge_out=True,
+        dv=64)
     return out
 
 
@@ -2057,7 +2064,8 @@ def expected_kernels(name, m, target):
     dt = m['inputs'][0]['dtype']
     d = PACKED[name][0] if name in PACKED else m['inputs'][0]['shape'][-1]
     # V's head size (mla_cases): the templates take both or neither.
-    dv = d if name in PACKED else m['inputs'][2]['shape'][-1]
+    vin = [i for i in m['inputs'] if i['name'] in ('v', 'v_in')]
+    dv = vin[0]['shape'][-1] if vin else d
     # sm_90a builds 16-bit prefill on warpgroup MMA (head dims 64 and 128);
     # f32 prefill takes the mma.sync template as 3xTF32 on every target
     # where its head size is a multiple of 4 and K is not given transposed,

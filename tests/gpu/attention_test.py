@@ -116,7 +116,7 @@ def positions(lq, lk, offset=0):
 LAYOUT = {}
 # Cases whose Q, K and V the model cuts from packed tensors (packed_cases):
 # name -> (head size, env -> [q, k, v] in [B, H, L, D], O [B, H, L, D] ->
-# the layout the model writes).
+# the layout the model writes[, V's head size where it is not the first]).
 PACKED = {}
 # Random mixes of the forms (attention_mix.py, --mix): name -> (a function
 # of the inputs giving Q, K and V as attention sees them, what the mix
@@ -1489,7 +1489,7 @@ def grouped_cases():
             d,
             lambda env: [env['q'].reshape(b, hkv * g, lq, d),
                          env['k'].reshape(b, kvh, lk, d), env['v'].reshape(b, kvh, lk, dv)],
-            (lambda o: o) if merge_out else (lambda o: o.reshape(b, hkv, g, lq, dv)))
+            (lambda o: o) if merge_out else (lambda o: o.reshape(b, hkv, g, lq, dv)), dv)
         out.append((name, {'format': 'tcc-model', 'version': 1, 'name': name,
                            'inputs': [{'name': 'q', 'dtype': dt, 'shape': [b, hkv, g, lq, d]},
                                       {'name': 'k', 'dtype': dt, 'shape': [b, kvh, 1, lk, d]},
@@ -2063,9 +2063,12 @@ def expected_kernels(name, m, target):
     the one named in a failure)."""
     dt = m['inputs'][0]['dtype']
     d = PACKED[name][0] if name in PACKED else m['inputs'][0]['shape'][-1]
-    # V's head size (mla_cases): the templates take both or neither.
-    vin = [i for i in m['inputs'] if i['name'] in ('v', 'v_in')]
-    dv = vin[0]['shape'][-1] if vin else d
+    # V's head size (mla_cases; PACKED's fourth field where a packed case
+    # has its own): the templates take both or neither.
+    if name in PACKED:
+        dv = PACKED[name][3] if len(PACKED[name]) > 3 else d
+    else:
+        dv = m['inputs'][2]['shape'][-1]
     # sm_90a builds 16-bit prefill on warpgroup MMA (head dims 64 and 128);
     # f32 prefill takes the mma.sync template as 3xTF32 on every target
     # where its head size is a multiple of 4 and K is not given transposed,

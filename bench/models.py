@@ -225,10 +225,10 @@ def attention_model(name, b, hq, hkv, l, d, variant, lq=None, dt='bf16', layout=
     kk, vv = 'k', 'v'
     if hkv != hq:
         g = hq // hkv
-        for t, dt_ in (('k', d), ('v', dv or d)):
-            nodes += [node('reshape', [t], t + '5', shape=[b, hkv, 1, l, dt_]),
-                      node('broadcast_to', [t + '5'], t + 'b', shape=[b, hkv, g, l, dt_]),
-                      node('reshape', [t + 'b'], t + t, shape=[b, hq, l, dt_])]
+        for t, width in (('k', d), ('v', dv or d)):
+            nodes += [node('reshape', [t], t + '5', shape=[b, hkv, 1, l, width]),
+                      node('broadcast_to', [t + '5'], t + 'b', shape=[b, hkv, g, l, width]),
+                      node('reshape', [t + 'b'], t + t, shape=[b, hq, l, width])]
         kk, vv = 'kk', 'vv'
     scale = 1.0 / d ** 0.5
     nodes += [node('matmul', ['q', kk], 's', transpose_b=written != 'ktrans'),

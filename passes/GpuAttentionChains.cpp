@@ -246,9 +246,10 @@ struct TccGpuAttentionChains
       // copies are 16-byte chunks of keys) and the SIMT template reads it
       // element by element (chooseAttentionPlan).
       // The head sizes the mma.sync template takes (multiples of 8 up to
-      // 256, computed padded to 16; wgmma takes 64 and 128 of them), and the
-      // SIMT template's (any up to 256, every dtype, computed padded to 4):
-      // any other would leave a chain with matmuls to the generic loops.
+      // 256, computed padded to 16; wgmma takes Q and K of 64 to 256 in
+      // steps of 64 over V of 64 or 128), and the SIMT template's (any up
+      // to 256, every dtype, computed padded to 4): any other would leave a
+      // chain with matmuls to the generic loops.
       // V's head size (MLA's 128 under scores of 192) is held to the same.
       auto heads = [&](auto fits) {
         return m && fits(m->headDim) && fits(m->valueDim);

@@ -184,8 +184,9 @@ Attribute chooseAttentionPlan(MLIRContext *ctx, const AttentionProblem &p,
     if (Attribute plan = planned(decode))
       return plan;
   // With wgmma (sm_90a), Hopper's warpgroup MMA (1.3-1.6x the mma.sync
-  // template at sequence 8192, docs/performance.md) where it takes the
-  // problem (head dims 64 and 128).
+  // template at sequence 8192; MLA 1.96x: docs/performance.md) where it
+  // takes the problem (Q and K of head size 64 to 256 in steps of 64, V of
+  // 64 or 128).
   if (target.wgmma)
     if (Attribute plan = planned(wgmma))
       return plan;

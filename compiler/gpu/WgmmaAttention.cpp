@@ -14,7 +14,7 @@
 //       memory); commit; wait
 //     scale, scoreMod, mask; online softmax on the accumulators (a row's
 //       values sit in the 4 lanes of a quad); O and l corrected
-//     O += P V_j: Bc/16 wgmma m64nDk16, P as the register A operand, V as
+//     O += P V_j: Bc/16 wgmma m64nDvk16, P as the register A operand, V as
 //       transposed (N-major) B; commit; wait
 //   O / l, stored from registers.
 //
@@ -34,8 +34,13 @@
 // order, two to a 32-bit register. So P feeds the P V wgmma with a
 // conversion and no data movement, as in FlashAttention-3.
 //
+// V may have a head size Dv of its own (DeepSeek's MLA: Q K^T over 192,
+// values of 128): Q K^T takes D/16 k-steps, P V is m64nDvk16 into Dv/2
+// accumulators, and K and V tiles have their own sizes (all K stages, then
+// all V stages).
+//
 // Shared layout: every tile (Q: blockQ rows, K and V: Bc rows, of D
-// elements) is D/64 column blocks of rows x 128 bytes, the 16-byte chunk c
+// elements, V's of Dv) is D/64 (Dv/64) column blocks of rows x 128 bytes, the 16-byte chunk c
 // of row r stored at c ^ (r & 7) (wgmma's 128-byte swizzle), from a base
 // aligned to 1024 bytes. Read K-major (Q as A, K as B): LBO 16, SBO 1024, a
 // k16 step 32 bytes inside a column block. V as N-major B: the column blocks
@@ -85,8 +90,17 @@ constexpr int64_t kAtomBytes = 1024; // 8 swizzled rows
 int64_t qBytesOf(const AttentionProblem &p, const WgmmaAttentionSchedule &s) {
   return 64 * s.warpgroups * p.headDim * 2;
 }
-int64_t kvBytesOf(const AttentionProblem &p, const WgmmaAttentionSchedule &s) {
+/// A stage's K tile and V tile (V may have a head size of its own: MLA).
+int64_t kBytesOf(const AttentionProblem &p, const WgmmaAttentionSchedule &s) {
   return s.blockKV * p.headDim * 2;
+}
+int64_t vBytesOf(const AttentionProblem &p, const WgmmaAttentionSchedule &s) {
+  return s.blockKV * p.dimV() * 2;
+}
+/// The byte of V's stage 0: after Q and every stage of K.
+int64_t vFirstByteOf(const AttentionProblem &p,
+                     const WgmmaAttentionSchedule &s) {
+  return qBytesOf(p, s) + s.stages * kBytesOf(p, s);
 }
 /// The captured tensors staged through shared memory with K and V, tile by
 /// tile (copied by TMA or in 16-byte chunks, read by each thread at its
@@ -98,8 +112,7 @@ SmallVector<int64_t> stagedCaptured(const AttentionProblem &p,
                                     const WgmmaAttentionSchedule &s) {
   // sm_90a's shared memory a block, less the alignment atom and barriers.
   constexpr int64_t kShared = 227 * 1024 - 1024 - 64;
-  int64_t used = 64 * s.warpgroups * p.headDim * 2 +
-                 2 * s.stages * s.blockKV * p.headDim * 2;
+  int64_t used = qBytesOf(p, s) + s.stages * (kBytesOf(p, s) + vBytesOf(p, s));
   int64_t per = s.stages * 64 * s.warpgroups * s.blockKV * 2;
   SmallVector<int64_t> out;
   for (auto [i, t] : llvm::enumerate(p.captured)) {
@@ -121,7 +134,7 @@ int64_t stagedBytesOf(const AttentionProblem &p,
 }
 int64_t tileBytesOf(const AttentionProblem &p,
                     const WgmmaAttentionSchedule &s) {
-  return qBytesOf(p, s) + 2 * s.stages * kvBytesOf(p, s) + stagedBytesOf(p, s);
+  return vFirstByteOf(p, s) + s.stages * vBytesOf(p, s) + stagedBytesOf(p, s);
 }
 /// With a producer: the mbarriers "stage full" (S), "stage empty" (S) and
 /// "Q full", 8 bytes each, after the tiles.
@@ -190,7 +203,7 @@ public:
   FlashBuilder(OpBuilder &b, Location loc, const AttentionProblem &p,
                const WgmmaAttentionSchedule &s)
       : AttentionArith(b, loc, p), s(s), blockQ(64 * s.warpgroups),
-        threads(128 * s.warpgroups), nS(s.blockKV / 2), nO(p.headDim / 2) {
+        threads(128 * s.warpgroups), nS(s.blockKV / 2), nO(p.dimV() / 2) {
     fast = !p.scoreMod && !p.correction && !p.contribution && p.scale > 0;
     constraints.assign(p.mask.begin(), p.mask.end());
     if (p.lk % s.blockKV)
@@ -282,7 +295,7 @@ private:
   /// zero-filled) into the swizzled tile at byte `dstByte` of the shared
   /// memory, split over the copying threads (copyTid of copyThreads).
   void copyRows(Value src, Value hd, Value row0, int64_t bound, int64_t rows,
-                Value dstByte);
+                int64_t dim, Value dstByte);
   /// Copies key tile `tile` of K given transposed ([headDim][keys]) into the
   /// swizzled tile at byte `dstByte`: blockKV / 64 column blocks of headDim
   /// rows x 128 bytes (V's layout, keys and head dims exchanged), keys past
@@ -307,7 +320,7 @@ private:
   /// fall in distinct banks.
   Value stagedByte(int64_t i, Value stage) {
     int64_t plane = blockQ * s.blockKV * 2;
-    return add(cst(qBytesOf(p, s) + 2 * s.stages * kvBytesOf(p, s) +
+    return add(cst(vFirstByteOf(p, s) + s.stages * vBytesOf(p, s) +
                    i * s.stages * plane),
                mul(stage, plane));
   }
@@ -326,20 +339,20 @@ private:
   /// effects in order, so reads of wgmma results stay after the wait and
   /// writes of its operands before the fence (CUTLASS's fence_operand).
   SmallVector<Value> fenceOperands(ArrayRef<Value> vals);
-  /// Issues S = Q K^T of the tile at `stageUnits` (16-byte units from
-  /// stage 0) as one wgmma group; the Bc/2 accumulator values are read
-  /// after waitWgmma and fenceOperands.
-  SmallVector<Value> scores(Value stageUnits);
-  /// Issues O += P V of the tile at `stageUnits` as one wgmma group, P as
+  /// Issues S = Q K^T of the K tile in `stage` as one wgmma group; the
+  /// Bc/2 accumulator values are read after waitWgmma and fenceOperands.
+  SmallVector<Value> scores(Value stage);
+  /// Issues O += P V of the V tile in `stage` as one wgmma group, P as
   /// register A operands (pRegs: Bc/2 registers of two elements).
-  SmallVector<Value> accumulate(Value stageUnits, ArrayRef<Value> pRegs,
+  SmallVector<Value> accumulate(Value stage, ArrayRef<Value> pRegs,
                                 ArrayRef<Value> oAcc);
   void waitWgmma(int64_t pending) {
     NVVM::WgmmaWaitGroupSyncOp::create(b, loc, b.getI64IntegerAttr(pending));
   }
-  Value stageUnitsOf(Value stage) {
-    return toI64(mul(stage, kvBytesOf(p, s) / 16));
-  }
+  /// The offsets of `stage`'s K and V tiles from stage 0's (16-byte
+  /// units, as the descriptors count).
+  Value kUnitsOf(Value stage) { return toI64(mul(stage, kBytesOf(p, s) / 16)); }
+  Value vUnitsOf(Value stage) { return toI64(mul(stage, vBytesOf(p, s) / 16)); }
   SmallVector<Value> applyMask(ArrayRef<Value> sv, Value k0);
   /// Scale, scoreMod and mask on the scores `sv` of the key tile at k0,
   /// then the online softmax: updates mRun and lRun, sets corr (the factor
@@ -446,8 +459,8 @@ void FlashBuilder::forEachChunk(int64_t chunks,
 }
 
 void FlashBuilder::copyRows(Value src, Value hd, Value row0, int64_t bound,
-                            int64_t rows, Value dstByte) {
-  int64_t cpr = p.headDim / 8, chunks = rows * cpr;
+                            int64_t rows, int64_t dim, Value dstByte) {
+  int64_t cpr = dim / 8, chunks = rows * cpr;
   bool needRow = bound % rows != 0;
   forEachChunk(chunks, [&](Value id) {
     Value r = div(id, cpr), cn = rem(id, cpr);
@@ -505,14 +518,14 @@ void FlashBuilder::copyKVTile(Value tile, Value stage, Value live) {
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-    int64_t kv = kvBytesOf(p, s), qb = qBytesOf(p, s);
     Value row0 = mul(tile, s.blockKV);
-    Value kByte = add(mul(stage, kv), qb);
+    Value kByte = add(mul(stage, kBytesOf(p, s)), qBytesOf(p, s));
+    Value vByte = add(mul(stage, vBytesOf(p, s)), vFirstByteOf(p, s));
     if (p.kTransposed)
       copyKTransposed(tile, kByte);
     else
-      copyRows(kArg, kvHead, row0, p.lk, s.blockKV, kByte);
-    copyRows(vArg, kvHead, row0, p.lk, s.blockKV, add(kByte, s.stages * kv));
+      copyRows(kArg, kvHead, row0, p.lk, s.blockKV, p.headDim, kByte);
+    copyRows(vArg, kvHead, row0, p.lk, s.blockKV, p.dimV(), vByte);
     for (int64_t i = 0, e = staged.size(); i < e; ++i)
       copyStaged(i, tile, stage);
   }
@@ -520,22 +533,23 @@ void FlashBuilder::copyKVTile(Value tile, Value stage, Value live) {
 }
 
 void FlashBuilder::tmaKVTile(Value tile, Value stage) {
-  int64_t kv = kvBytesOf(p, s);
+  int64_t kb = kBytesOf(p, s), vb = vBytesOf(p, s);
   int64_t plane = blockQ * s.blockKV * 2;
   Value bar = fullBarrier(stage);
   // A box's bytes count in full, the zeros loaded past the tensor's edges
   // too.
   ptx("mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], " +
-          std::to_string(2 * kv + int64_t(staged.size()) * plane) + ";",
+          std::to_string(kb + vb + int64_t(staged.size()) * plane) + ";",
       "r", bar);
   // Shared-window addresses: the aligned base (rawAddr + pad, as the
   // barriers') plus the K or V stage's byte offset.
   Value base = sub(barrierBase, cst(tileBytesOf(p, s)));
   Value k0 = toI32(mul(tile, s.blockKV)), kvH = toI32(kvHead), z = toI32(batch);
-  Value kByte = add(base, add(cst(qBytesOf(p, s)), mul(stage, kv)));
-  for (auto [map, first] :
-       {std::pair(tmapK, kByte), std::pair(tmapV, add(kByte, s.stages * kv))})
-    for (int64_t c = 0; c < p.headDim / 64; ++c)
+  Value kByte = add(base, add(cst(qBytesOf(p, s)), mul(stage, kb)));
+  Value vByte = add(base, add(cst(vFirstByteOf(p, s)), mul(stage, vb)));
+  for (auto [map, first, dim] : {std::tuple(tmapK, kByte, p.headDim),
+                                 std::tuple(tmapV, vByte, p.dimV())})
+    for (int64_t c = 0; c < dim / 64; ++c)
       ptx("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::"
           "complete_tx::bytes [$0], [$1, {$2, $3, $4, $5}], [$6];",
           "r,l,r,r,r,r,r",
@@ -658,7 +672,7 @@ SmallVector<Value> FlashBuilder::fenceOperands(ArrayRef<Value> vals) {
   return out;
 }
 
-SmallVector<Value> FlashBuilder::scores(Value stageUnits) {
+SmallVector<Value> FlashBuilder::scores(Value stage) {
   MLIRContext *ctx = b.getContext();
   SmallVector<Type> f32s(nS, f32);
   Type accT = LLVM::LLVMStructType::getLiteral(ctx, f32s);
@@ -668,7 +682,7 @@ SmallVector<Value> FlashBuilder::scores(Value stageUnits) {
     return NVVM::WGMMATypesAttr::get(ctx, t);
   };
   auto one = NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one);
-  Value dK = arith::AddIOp::create(b, loc, descK, stageUnits);
+  Value dK = arith::AddIOp::create(b, loc, descK, kUnitsOf(stage));
   Value acc = LLVM::ZeroOp::create(b, loc, accT);
   NVVM::WgmmaFenceAlignedOp::create(b, loc);
   for (int64_t kk = 0; kk < p.headDim / 16; ++kk) {
@@ -697,8 +711,7 @@ SmallVector<Value> FlashBuilder::scores(Value stageUnits) {
   return out;
 }
 
-SmallVector<Value> FlashBuilder::accumulate(Value stageUnits,
-                                            ArrayRef<Value> pRegs,
+SmallVector<Value> FlashBuilder::accumulate(Value stage, ArrayRef<Value> pRegs,
                                             ArrayRef<Value> oAcc) {
   MLIRContext *ctx = b.getContext();
   SmallVector<Type> f32s(nO, f32);
@@ -708,7 +721,7 @@ SmallVector<Value> FlashBuilder::accumulate(Value stageUnits,
   std::string ty = p.elemType.isBF16() ? "bf16" : "f16";
   std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n" +
-                     std::to_string(p.headDim) + "k16.f32." + ty + "." + ty +
+                     std::to_string(p.dimV()) + "k16.f32." + ty + "." + ty +
                      " {";
   std::string cons;
   for (int64_t e = 0; e < nO; ++e) {
@@ -723,7 +736,7 @@ SmallVector<Value> FlashBuilder::accumulate(Value stageUnits,
     cons += "," + std::to_string(e);
   cons += ",r,r,r,r,l";
 
-  Value dV = arith::AddIOp::create(b, loc, descV, stageUnits);
+  Value dV = arith::AddIOp::create(b, loc, descV, vUnitsOf(stage));
   SmallVector<Value> ins(oAcc.begin(), oAcc.end());
   ins.append(pRegs.begin(), pRegs.end());
   ins = fenceOperands(ins);
@@ -908,17 +921,16 @@ SmallVector<Value> FlashBuilder::tileStep(Value stage, Value k0,
   SmallVector<Value> oAcc(carried.begin(), carried.begin() + nO);
   SmallVector<Value> mRun(carried.begin() + nO, carried.begin() + nO + 2);
   SmallVector<Value> lRun(carried.begin() + nO + 2, carried.end());
-  Value units = stageUnitsOf(stage);
   // Ping-pong: this warpgroup issues Q K^T on its turn.
   takeTurn();
-  SmallVector<Value> sv = scores(units);
+  SmallVector<Value> sv = scores(stage);
   giveTurn();
   waitWgmma(0);
   Value corr[2];
   SmallVector<Value> pRegs =
       softmax(fenceOperands(sv), k0, mRun, lRun, corr, stage);
   rescale(oAcc, corr);
-  SmallVector<Value> out = accumulate(units, pRegs, oAcc);
+  SmallVector<Value> out = accumulate(stage, pRegs, oAcc);
   waitWgmma(0);
   out = fenceOperands(out);
   out.append(mRun);
@@ -942,7 +954,7 @@ void FlashBuilder::epilogue(ValueRange carried) {
       auto ifOp = scf::IfOp::create(b, loc, ult(row, p.lq), false);
       b.setInsertionPointToStart(&ifOp.getThenRegion().front());
     }
-    for (int64_t n = 0; n < p.headDim / 8; ++n) {
+    for (int64_t n = 0; n < p.dimV() / 8; ++n) {
       Value vals = vector::FromElementsOp::create(
           b, loc, pairF,
           ValueRange{fmul(carried[4 * n + 2 * h], inv),
@@ -1021,7 +1033,7 @@ void FlashBuilder::build(Value q, Value k, Value v, Value o) {
   descV =
       addI64(arith::OrIOp::create(
                  b, loc, start, i64(fields(s.blockKV * kRowBytes, kAtomBytes))),
-             (qBytesOf(p, s) + s.stages * kvBytesOf(p, s)) / 16);
+             vFirstByteOf(p, s) / 16);
 
   if (s.producer) {
     barrierBase = add(add(rawAddr, pad), tileBytesOf(p, s));
@@ -1030,7 +1042,7 @@ void FlashBuilder::build(Value q, Value k, Value v, Value o) {
   }
   copyTid = tid;
   copyThreads = threads;
-  copyRows(qArg, head, q0, p.lq, blockQ, cst(0));
+  copyRows(qArg, head, q0, p.lq, blockQ, p.headDim, cst(0));
   token = commitGroup();
 
   std::tie(tStart, tEnd) = keyTileRange(nKTiles, s.blockKV);
@@ -1101,7 +1113,7 @@ void FlashBuilder::producerLoop(Value tStart) {
     // Q by the warpgroup's cp.async (once a block); then one thread keeps
     // every stage filled by TMA, which signals "full" itself: no proxy
     // fence, no publication step, and the other 127 threads are done.
-    copyRows(qArg, head, q0, p.lq, blockQ, cst(0));
+    copyRows(qArg, head, q0, p.lq, blockQ, p.headDim, cst(0));
     token = commitGroup();
     waitGroups(0);
     fenceProxyAsync();
@@ -1124,7 +1136,7 @@ void FlashBuilder::producerLoop(Value tStart) {
     return;
   }
   // Groups: Q, then tiles 0..S-1 of the range (empty past its end).
-  copyRows(qArg, head, q0, p.lq, blockQ, cst(0));
+  copyRows(qArg, head, q0, p.lq, blockQ, p.headDim, cst(0));
   token = commitGroup();
   for (int64_t st = 0; st < s.stages; ++st)
     copyKVTile(tileAt(cst(st)), cst(st));
@@ -1222,7 +1234,7 @@ SmallVector<Value> FlashBuilder::consumerOverlappedLoop(Value tStart,
     SmallVector<Value> lRun(init.begin() + nO + 2, init.end());
     Value corr[2];
     takeTurn();
-    SmallVector<Value> sv = scores(stageUnitsOf(cst(0)));
+    SmallVector<Value> sv = scores(cst(0));
     giveTurn();
     waitWgmma(0);
     SmallVector<Value> pRegs = softmax(
@@ -1250,9 +1262,9 @@ SmallVector<Value> FlashBuilder::consumerOverlappedLoop(Value tStart,
       Value stageNext = rem(iNext, s.stages);
       waitParity(fullBarrier(stageNext), roundParity(iNext));
       takeTurn();
-      SmallVector<Value> svNext = scores(stageUnitsOf(stageNext));
+      SmallVector<Value> svNext = scores(stageNext);
       rescale(oAcc, corrI);
-      SmallVector<Value> oNext = accumulate(stageUnitsOf(stage), pi, oAcc);
+      SmallVector<Value> oNext = accumulate(stage, pi, oAcc);
       giveTurn();
       waitWgmma(1);
       Value corrNext[2];
@@ -1276,7 +1288,7 @@ SmallVector<Value> FlashBuilder::consumerOverlappedLoop(Value tStart,
     Value corrLast[2] = {r[r.size() - 2], r[r.size() - 1]};
     Value lastStage = rem(add(n, -1), s.stages);
     rescale(oAcc, corrLast);
-    SmallVector<Value> out = accumulate(stageUnitsOf(lastStage), pLast, oAcc);
+    SmallVector<Value> out = accumulate(lastStage, pLast, oAcc);
     waitWgmma(0);
     out = fenceOperands(out);
     arrive(emptyBarrier(lastStage));
@@ -1348,7 +1360,7 @@ SmallVector<Value> FlashBuilder::overlappedLoop(Value tStart,
   SmallVector<Value> mRun(init.begin() + nO, init.begin() + nO + 2);
   SmallVector<Value> lRun(init.begin() + nO + 2, init.end());
   Value corr[2];
-  SmallVector<Value> sv = scores(stageUnitsOf(cst(0)));
+  SmallVector<Value> sv = scores(cst(0));
   waitWgmma(0);
   SmallVector<Value> pRegs = softmax(fenceOperands(sv), mul(tStart, s.blockKV),
                                      mRun, lRun, corr, cst(0));
@@ -1374,8 +1386,8 @@ SmallVector<Value> FlashBuilder::overlappedLoop(Value tStart,
     publishTiles(s.stages - 3);
     // Every warpgroup has finished P V of tile j-1: its stage is free.
     copyKVTile(add(j, s.stages - 1), rem(add(stage, s.stages - 1), s.stages));
-    SmallVector<Value> svNext = scores(stageUnitsOf(stageNext));
-    SmallVector<Value> oNext = accumulate(stageUnitsOf(stage), pj, oAcc);
+    SmallVector<Value> svNext = scores(stageNext);
+    SmallVector<Value> oNext = accumulate(stage, pj, oAcc);
     waitWgmma(1);
     Value corrNext[2];
     SmallVector<Value> pNext =
@@ -1395,7 +1407,7 @@ SmallVector<Value> FlashBuilder::overlappedLoop(Value tStart,
   SmallVector<Value> oAcc(r.begin(), r.begin() + nO);
   SmallVector<Value> pLast(r.begin() + nO + 4, r.end());
   Value lastStage = rem(sub(add(tEnd, -1), tStart), s.stages);
-  SmallVector<Value> out = accumulate(stageUnitsOf(lastStage), pLast, oAcc);
+  SmallVector<Value> out = accumulate(lastStage, pLast, oAcc);
   waitWgmma(0);
   out = fenceOperands(out);
   out.append(r.begin() + nO, r.begin() + nO + 4);
@@ -1407,6 +1419,21 @@ SmallVector<Value> FlashBuilder::overlappedLoop(Value tStart,
 
 /// Score code (ops per score) that keeps the overlapped loop out.
 constexpr int64_t kHeavyScoreOps = 12;
+
+/// Whether `s`'s shared memory fits an sm_90a block (227 KiB).
+static bool sharedFitsSm90a(const AttentionProblem &p,
+                            const WgmmaAttentionSchedule &s) {
+  return sharedBytesOf(p, s) <= 227 * 1024;
+}
+
+/// `s` with 64-key tiles where its 128-key ones do not fit the shared
+/// memory (Q and K of head size 192 or 256).
+static WgmmaAttentionSchedule fitKeys(const AttentionProblem &p,
+                                      WgmmaAttentionSchedule s) {
+  if (!sharedFitsSm90a(p, s))
+    s.blockKV = 64;
+  return s;
+}
 
 WgmmaAttentionSchedule chooseWgmmaAttentionSchedule(const AttentionProblem &p) {
   // Two warpgroups (128 query rows) and 128-key tiles: S (64) and O (64 at
@@ -1430,11 +1457,15 @@ WgmmaAttentionSchedule chooseWgmmaAttentionSchedule(const AttentionProblem &p) {
   // live score tiles it spilled (ptxas, 168 registers: 4-412 bytes in 5 of
   // 43 random D64/D128 forms with 12 to 22 ops; none with the simple loop
   // or with 64-key tiles).
-  WgmmaAttentionSchedule s{2, 128, 2, false};
-  if (p.headDim <= 64)
-    s.stages = 3;
+  // Head sizes past 128 take 64-key tiles where 128-key ones leave no room
+  // for the stages (fitKeys: head size 256).
+  WgmmaAttentionSchedule s = fitKeys(p, {2, 128, p.headDim <= 64 ? 3 : 2});
+  // Without a producer every thread copies, and LLVM hoists the addresses
+  // of its unrolled copies out of the key loop: Q and K over 192 (20 chunks
+  // a thread a tile) took 255 registers and spilled 8 bytes (ptxas); 64-key
+  // tiles over 3 stages take 205.
   if (p.keyKeep)
-    return s;
+    return p.headDim > 128 ? WgmmaAttentionSchedule{2, 64, 3} : s;
   WgmmaAttentionSchedule pd = s;
   pd.producer = true;
   // The producer copies K and V (and a staged bias plane) by TMA where it
@@ -1458,10 +1489,26 @@ WgmmaAttentionSchedule chooseWgmmaAttentionSchedule(const AttentionProblem &p) {
   op.overlap = true;
   op.stages = 3;
   op.pingpong = !unmasked;
-  if (plane || p.scoreModOps >= kHeavyScoreOps ||
+  // 128-key tiles come first: for MLA (Q.K^T over 192), where 3 stages of
+  // them overflow, the producer's simple loop over 2 stages of 128 keys ran
+  // 1.05x (causal) and 1.04x (unmasked) the overlapped loop over 64-key
+  // tiles (H100, session 55). The overlapped loop takes 64-key tiles only
+  // where 128-key ones fit neither loop (head size 256).
+  if (pd.blockKV == 64)
+    op = fitKeys(p, op);
+  if (!sharedFitsSm90a(p, op) || plane || p.scoreModOps >= kHeavyScoreOps ||
       !(unmasked ||
-        (upperBoundsOnly && (fastScores || reversedKeysSuffice(p, op)))))
+        (upperBoundsOnly && (fastScores || reversedKeysSuffice(p, op))))) {
+    // A plane read per score from global memory spilled beside MLA's
+    // 128-key tiles (ptxas: 24 bytes); 64-key ones leave it the room to be
+    // staged.
+    WgmmaAttentionSchedule narrow = pd;
+    narrow.blockKV = 64;
+    if (plane &&
+        stagedCaptured(p, narrow).size() > stagedCaptured(p, pd).size())
+      pd = narrow;
     return withTma(pd);
+  }
   return withTma(op);
 }
 
@@ -1478,10 +1525,13 @@ static bool wgmmaAttentionShapeValid(const AttentionProblem &p,
   if (!p.elemType.isBF16() && !p.elemType.isF16())
     return fail("Q, K, V must be bf16 or f16 (f32 takes the mma.sync "
                 "template, as 3xTF32)");
-  if (p.headDim != 64 && p.headDim != 128)
-    return fail("head dim must be 64 or 128");
-  if (p.dimV() != p.headDim)
-    return fail("V's head size must be Q's and K's");
+  // Q and K are read from shared memory in 64-column blocks, so their head
+  // size only adds k-steps; V's sets O's accumulators (dimV / 2 registers a
+  // thread beside S's and P's): 256 would spill.
+  if (p.headDim % 64 || p.headDim > 256)
+    return fail("head dim must be 64, 128, 192 or 256");
+  if (p.dimV() != 64 && p.dimV() != 128)
+    return fail("V's head size must be 64 or 128");
   if (s.warpgroups < 1 || s.warpgroups > 3)
     return fail("1 to 3 warpgroups per block");
   if (s.blockKV != 64 && s.blockKV != 128)
@@ -1544,8 +1594,8 @@ static TensorMapSpec planeTensorMap(const AttentionProblem &p,
   return m;
 }
 
-/// The tensor map of K or V ([batch, headsKV, lk, headDim] with the
-/// problem's strides) as the producer's TMA copies read it: dims (headDim,
+/// The tensor map of K or V ([batch, headsKV, lk, head size] with the
+/// problem's strides) as the producer's TMA copies read it: dims (head size,
 /// lk, headsKV, batch), boxes of 64 columns (one 128-byte swizzle row) by
 /// blockKV keys. An axis of size 1 takes the tensor's packed extent as its
 /// stride (its own is ignored, and may not be one TMA accepts).
@@ -1553,16 +1603,17 @@ static TensorMapSpec kvTensorMap(const AttentionProblem &p,
                                  const WgmmaAttentionSchedule &s,
                                  AttentionOperand which) {
   SmallVector<int64_t, 4> st = attentionOperandStrides(p, which);
-  int64_t dims[4] = {p.headDim, p.lk, p.headsKV, p.batch};
-  int64_t packed = p.batch * p.headsKV * p.lk * p.headDim * 2;
+  int64_t dim = which == AttentionOperand::K ? p.headDim : p.dimV();
+  int64_t dims[4] = {dim, p.lk, p.headsKV, p.batch};
+  int64_t packed = p.batch * p.headsKV * p.lk * dim * 2;
   TensorMapSpec m;
   m.operand = which == AttentionOperand::K ? 1 : 2;
   m.dtype = p.elemType.isBF16() ? "bf16" : "f16";
   m.dims.assign(dims, dims + 4);
   // st is [batch, heads, rows, 1]: rows, heads, batch for dims 1..3.
   for (int64_t axis : {2, 1, 0}) {
-    int64_t dim = dims[3 - axis];
-    m.strides.push_back(dim == 1 ? llvm::alignTo(packed, 16) : st[axis] * 2);
+    int64_t extent = dims[3 - axis];
+    m.strides.push_back(extent == 1 ? llvm::alignTo(packed, 16) : st[axis] * 2);
   }
   m.box = {64, s.blockKV, 1, 1};
   m.swizzle = "128B";

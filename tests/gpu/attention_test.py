@@ -929,6 +929,48 @@ def mla_cases():
     out.append(('f32_mla_causal_200', model('mla32', 'f32', [1, 2, 200, 192], [1, 2, 200, 192],
                                             mods, vd=128), 1.0,
                 lambda s, r, c, sc=sc: np.where(r >= c, s * sc, -np.inf)))
+    # On sm_90a's wgmma template: Q.K^T over 192 or 256 with 64-key tiles
+    # where 128-key ones leave no room for the stages, V of 64 or 128.
+    mods, sc = scaled('f16', 192)
+    out.append(('mla_global_f16_1000', model('mla_glob', 'f16', [2, 2, 1000, 192],
+                                             [2, 2, 1000, 192], mods, vd=128), 1.0,
+                lambda s, r, c, sc=sc: s * sc))
+    mods, sc, off = causal('bf16', 256, 300, 300)
+    out.append(('d256_v128_causal_bf16_300', model('d256v128', 'bf16', [1, 3, 300, 256],
+                                                   [1, 3, 300, 256], mods, vd=128), 1.0,
+                lambda s, r, c, sc=sc: np.where(r >= c, s * sc, -np.inf)))
+    # Values narrower than the scores' head, a sliding window (both bounds).
+    mods, sc = scaled('f16', 128, 'ss')
+    mods += positions(600, 600) + [
+        node('sub', ['row', 'col'], 'dist'), const('w', 'i32', 100),
+        node('less', ['dist', 'w'], 'near'), node('greater_equal', ['row', 'col'], 'past'),
+        node('and', ['near', 'past'], 'keep'), const('neg', 'f16', '-inf'),
+        node('select', ['keep', 'ss', 'neg'], 's_mod')]
+    out.append(('vnarrow_window_f16_600', model('vnarrow', 'f16', [1, 2, 600, 128],
+                                                [1, 2, 600, 128], mods, vd=64), 1.0,
+                lambda s, r, c, sc=sc: np.where((r - c < 100) & (r >= c), s * sc, -np.inf)))
+    # MLA with a bias plane per head (lk 1096: rows 16-byte aligned), GQA.
+    mods, sc = scaled('bf16', 192, 'ss')
+    mods += [node('add', ['ss', 'bias'], 's_mod')]
+    out.append(('mla_bias_gqa_bf16_1000', model(
+        'mla_bias', 'bf16', [1, 4, 1000, 192], [1, 2, 1096, 192], mods, repeat=(2, 2), vd=128,
+        captured=[('bias', 'bf16', [1, 4, 1000, 1096])]), 1.0,
+        lambda s, r, c, env, sc=sc: s * sc + env['bias']))
+    # MLA with a padding mask input: the key mask's kernel (no producer)
+    # with 64-key tiles (128-key ones spilled: ptxas).
+    mods, sc = scaled('bf16', 192, 'ss')
+    mods += [const('neg', 'bf16', '-inf'), node('select', ['keep_pad', 'ss', 'neg'], 's_mod')]
+    out.append(('mla_padmask_bf16_1000', model(
+        'mla_pad', 'bf16', [2, 2, 1000, 192], [2, 2, 1000, 192], mods, vd=128,
+        captured=[('keep_pad', 'bool', [2, 1, 1, 1000])]), 1.0,
+        lambda s, r, c, env, sc=sc: np.where(env['keep_pad'], s * sc, -np.inf)))
+    # lk 777: the bias rows are not 16-byte aligned, read per score.
+    mods, sc = scaled('f16', 192, 'ss')
+    mods += [node('add', ['ss', 'bias'], 's_mod')]
+    out.append(('mla_bias_odd_f16_777', model(
+        'mla_bias_odd', 'f16', [1, 2, 300, 192], [1, 2, 777, 192], mods, vd=128,
+        captured=[('bias', 'f16', [1, 2, 300, 777])]), 1.0,
+        lambda s, r, c, env, sc=sc: s * sc + env['bias']))
     # Decode: the split-K pair (mma.sync in 16 bits, SIMT in f32).
     mods, sc, off = causal('f16', 192, 1, 3001)
     out.append(('decode_mla_f16_q1_3001', model('dmla', 'f16', [2, 4, 1, 192], [2, 4, 3001, 192],
@@ -2069,13 +2111,15 @@ def expected_kernels(name, m, target):
         dv = PACKED[name][3] if len(PACKED[name]) > 3 else d
     else:
         dv = m['inputs'][2]['shape'][-1]
-    # sm_90a builds 16-bit prefill on warpgroup MMA (head dims 64 and 128);
+    # sm_90a builds 16-bit prefill on warpgroup MMA (Q and K of head size
+    # 64, 128, 192 or 256, V of 64 or 128);
     # f32 prefill takes the mma.sync template as 3xTF32 on every target
     # where its head size is a multiple of 4 and K is not given transposed,
     # else the SIMT template, as f32 decode shapes do (its split-K pair),
     # bf16 and f16 head sizes that are not multiples of 8, and the simt32_
     # cases (by schedule).
-    wgmma = target == 'sm_90a' and d in (64, 128) and dv == d and dt != 'f32'
+    wgmma = (target == 'sm_90a' and d in (64, 128, 192, 256) and dv in (64, 128) and
+             dt != 'f32')
     prefill = '_attn_wgmma' if wgmma else '_attn'
     if name in MIX:
         expect = MIX[name][1]

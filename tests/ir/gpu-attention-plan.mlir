@@ -416,10 +416,12 @@ func.func @f32_tf32x3(%q: tensor<1x32x4096x128xf32>, %k: tensor<1x32x4096x128xf3
 
 // -----
 
-// V of another head size (64 under scores over 128): wgmma takes one head
-// size for both, so mma.sync on both targets.
+// V of another head size (64 under scores over 128): wgmma on sm_90a (Q
+// and K read from shared memory whatever their head size; V's sets O's
+// accumulators), mma.sync on sm_90.
 // CHECK-LABEL: func.func @prefill_value_dim
-// CHECK: tcc.attention_plan = #tcc.mma_attention<
+// SM90A: tcc.attention_plan = #tcc.wgmma_attention<warpgroups = 2, blockKV = 128, stages = 3, overlap = true, producer = true, pingpong = false, tma = true>
+// SM90: tcc.attention_plan = #tcc.mma_attention<
 func.func @prefill_value_dim(%q: tensor<1x4x512x128xf16>, %k: tensor<1x4x512x128xf16>, %v: tensor<1x4x512x64xf16>) -> tensor<1x4x512x64xf16> {
   %0 = tcc.chain attributes {axis = 3 : i64, tcc.attention} -> tensor<1x4x512x64xf16> {
     %5 = tcc.matmul %q, %k {transpose_b = true} : tensor<1x4x512x128xf16>, tensor<1x4x512x128xf16> -> tensor<1x4x512x512xf16>
@@ -432,4 +434,27 @@ func.func @prefill_value_dim(%q: tensor<1x4x512x128xf16>, %k: tensor<1x4x512x128
     tcc.yield %14 : tensor<1x4x512x64xf16>
   }
   return %0 : tensor<1x4x512x64xf16>
+}
+
+// -----
+
+// DeepSeek's MLA (scores over 192, values of 128): three stages of 128-key
+// K and V tiles (80 KiB each) and Q (48 KiB) overflow the 227 KiB, so the
+// producer's simple loop over 2 stages (measured faster than the overlapped
+// loop over 64-key tiles).
+// CHECK-LABEL: func.func @prefill_mla
+// SM90A: tcc.attention_plan = #tcc.wgmma_attention<warpgroups = 2, blockKV = 128, stages = 2, overlap = false, producer = true, pingpong = false, tma = true>
+// SM90: tcc.attention_plan = #tcc.mma_attention<
+func.func @prefill_mla(%q: tensor<1x4x512x192xf16>, %k: tensor<1x4x512x192xf16>, %v: tensor<1x4x512x128xf16>) -> tensor<1x4x512x128xf16> {
+  %0 = tcc.chain attributes {axis = 3 : i64, tcc.attention} -> tensor<1x4x512x128xf16> {
+    %5 = tcc.matmul %q, %k {transpose_b = true} : tensor<1x4x512x192xf16>, tensor<1x4x512x192xf16> -> tensor<1x4x512x512xf16>
+    %9 = tcc.reduce_max %5 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x512x512xf16> -> tensor<1x4x512x1xf16>
+    %10 = tcc.sub %5, %9 : tensor<1x4x512x512xf16>, tensor<1x4x512x1xf16> -> tensor<1x4x512x512xf16>
+    %11 = tcc.exp %10 : tensor<1x4x512x512xf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x512x512xf16> -> tensor<1x4x512x1xf16>
+    %13 = tcc.div %11, %12 : tensor<1x4x512x512xf16>, tensor<1x4x512x1xf16> -> tensor<1x4x512x512xf16>
+    %14 = tcc.matmul %13, %v : tensor<1x4x512x512xf16>, tensor<1x4x512x128xf16> -> tensor<1x4x512x128xf16>
+    tcc.yield %14 : tensor<1x4x512x128xf16>
+  }
+  return %0 : tensor<1x4x512x128xf16>
 }

@@ -899,6 +899,17 @@ def mla_cases():
         sc = np.float64(L.narrow(dt, np.float64(1 / np.sqrt(d))))
         return [const('c', dt, float(sc)), node('mul', ['s', 'c'], to)], sc
 
+    def padded(dt, d):
+        """Scaled scores under a padding mask input 'keep_pad'."""
+        mods, sc = scaled(dt, d, 'ss')
+        return mods + [const('neg', dt, '-inf'),
+                       node('select', ['keep_pad', 'ss', 'neg'], 's_mod')], sc
+
+    def biased(dt, d):
+        """Scaled scores plus a bias input 'bias'."""
+        mods, sc = scaled(dt, d, 'ss')
+        return mods + [node('add', ['ss', 'bias'], 's_mod')], sc
+
     def causal(dt, d, lq, lk):
         mods, sc = scaled(dt, d, 'ss')
         off = lk - lq
@@ -915,8 +926,7 @@ def mla_cases():
                                           mods, repeat=(2, 4), vd=64), 1.0,
                 lambda s, r, c, sc=sc: s * sc))
     # Values wider than the scores' head, a padding mask input.
-    mods, sc = scaled('f16', 64, 'ss')
-    mods += [const('neg', 'f16', '-inf'), node('select', ['keep_pad', 'ss', 'neg'], 's_mod')]
+    mods, sc = padded('f16', 64)
     out.append(('vwide_padmask_f16_257', model(
         'vwide', 'f16', [2, 2, 257, 64], [2, 2, 257, 64], mods, vd=128,
         captured=[('keep_pad', 'bool', [2, 1, 1, 257])]), 1.0,
@@ -950,23 +960,20 @@ def mla_cases():
                                                 [1, 2, 600, 128], mods, vd=64), 1.0,
                 lambda s, r, c, sc=sc: np.where((r - c < 100) & (r >= c), s * sc, -np.inf)))
     # MLA with a bias plane per head (lk 1096: rows 16-byte aligned), GQA.
-    mods, sc = scaled('bf16', 192, 'ss')
-    mods += [node('add', ['ss', 'bias'], 's_mod')]
+    mods, sc = biased('bf16', 192)
     out.append(('mla_bias_gqa_bf16_1000', model(
         'mla_bias', 'bf16', [1, 4, 1000, 192], [1, 2, 1096, 192], mods, repeat=(2, 2), vd=128,
         captured=[('bias', 'bf16', [1, 4, 1000, 1096])]), 1.0,
         lambda s, r, c, env, sc=sc: s * sc + env['bias']))
     # MLA with a padding mask input: the key mask's kernel (no producer)
     # with 64-key tiles (128-key ones spilled: ptxas).
-    mods, sc = scaled('bf16', 192, 'ss')
-    mods += [const('neg', 'bf16', '-inf'), node('select', ['keep_pad', 'ss', 'neg'], 's_mod')]
+    mods, sc = padded('bf16', 192)
     out.append(('mla_padmask_bf16_1000', model(
         'mla_pad', 'bf16', [2, 2, 1000, 192], [2, 2, 1000, 192], mods, vd=128,
         captured=[('keep_pad', 'bool', [2, 1, 1, 1000])]), 1.0,
         lambda s, r, c, env, sc=sc: np.where(env['keep_pad'], s * sc, -np.inf)))
     # lk 777: the bias rows are not 16-byte aligned, read per score.
-    mods, sc = scaled('f16', 192, 'ss')
-    mods += [node('add', ['ss', 'bias'], 's_mod')]
+    mods, sc = biased('f16', 192)
     out.append(('mla_bias_odd_f16_777', model(
         'mla_bias_odd', 'f16', [1, 2, 300, 192], [1, 2, 777, 192], mods, vd=128,
         captured=[('bias', 'f16', [1, 2, 300, 777])]), 1.0,

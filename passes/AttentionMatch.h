@@ -31,6 +31,12 @@ namespace mlir::tcc {
 /// (tcc-gpu-attention-chains): tcc-form-groups gives it a kernel alone.
 constexpr llvm::StringLiteral kAttentionAttrName = "tcc.attention";
 
+/// Marks a chain tcc-form-chains formed without its attention's Q·Kᵀ or
+/// P·V (a head size over the templates' largest) after a remark saying so:
+/// tcc-gpu-attention-chains dissolves it without a second remark.
+constexpr llvm::StringLiteral kAttentionExplainedAttrName =
+    "tcc.attention_explained";
+
 /// The template and schedule tcc-gpu-attention-plan chose for a marked
 /// chain (compiler/gpu/AttentionPlan.h), kept on the tcc.attention op.
 constexpr llvm::StringLiteral kAttentionPlanAttrName = "tcc.attention_plan";

@@ -49,6 +49,7 @@
 // members that would are left out and the chain is formed again without them.
 //
 //===----------------------------------------------------------------------===//
+#include "passes/AttentionMatch.h"
 #include "passes/Passes.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -309,8 +310,13 @@ public:
         }
         OpSet offenders = cycleOffenders(members);
         if (offenders.empty()) {
-          remarkHeadSize(members, space);
-          materialize(members, space);
+          bool explained = remarkHeadSize(members, space);
+          ChainOp chain = materialize(members, space);
+          // Its remark is the reason: the chain is no attention without
+          // the matmuls left out, and tcc-gpu-attention-chains says no more.
+          if (chain && explained)
+            chain->setAttr(kAttentionExplainedAttrName,
+                           UnitAttr::get(chain.getContext()));
           break;
         }
         // Without them the chain may still link; the seed itself leaves to
@@ -424,10 +430,10 @@ private:
   /// the head size is over maxMatmulExtent, a remark says so (`tcc compile
   /// --explain`), at P·V's node as the other "attention not fused" remarks
   /// are; the chain is formed without them and they stay GEMMs.
-  void remarkHeadSize(ArrayRef<Operation *> members, const Space &space) {
+  bool remarkHeadSize(ArrayRef<Operation *> members, const Space &space) {
     if (!remarkUnfusedAttention || maxMatmulExtent <= 0 ||
         llvm::none_of(members, [](Operation *op) { return isa<ExpOp>(op); }))
-      return;
+      return false;
     constexpr int64_t unlimited = std::numeric_limits<int64_t>::max();
     OpSet in(members.begin(), members.end());
     Operation *producer = nullptr, *consumer = nullptr;
@@ -456,10 +462,11 @@ private:
           }
     }
     if (!producer && !consumer)
-      return;
+      return false;
     emitRemark((consumer ? consumer : producer)->getLoc())
         << "attention not fused: head size " << headSize << " is over "
         << maxMatmulExtent << ", the largest the attention templates take";
+    return true;
   }
 
   /// The consumer matmul whose result (through float casts) elementwise op
@@ -649,7 +656,8 @@ private:
     return offenders;
   }
 
-  void materialize(ArrayRef<Operation *> members, const Space &space) {
+  /// Forms the chain of `members`; null when nothing of it is used.
+  ChainOp materialize(ArrayRef<Operation *> members, const Space &space) {
     OpSet in(members.begin(), members.end());
     SmallVector<Value> escaping;
     for (Operation *op : members)
@@ -658,7 +666,7 @@ private:
                          [&](Operation *u) { return !in.contains(u); }))
           escaping.push_back(r);
     if (escaping.empty())
-      return; // dead code; nothing to compute
+      return {}; // dead code; nothing to compute
 
     // Outside ops between the first and last member that read the chain
     // move after it, with what reads them.
@@ -711,6 +719,7 @@ private:
     for (auto &[v, copy] : sources)
       if (v.use_empty())
         v.getDefiningOp()->erase();
+    return chain;
   }
 
   Block &block;

@@ -227,6 +227,8 @@ struct TccGpuAttentionChains
     getOperation().walk([&](mlir::tcc::ChainOp c) { chains.push_back(c); });
     for (mlir::tcc::ChainOp chain : chains) {
       Block &body = chain.getBody().front();
+      bool explained =
+          bool(chain->removeAttr(mlir::tcc::kAttentionExplainedAttrName));
       if (llvm::none_of(body, [](Operation &op) {
             return isa<mlir::tcc::MatmulOp>(op);
           }))
@@ -272,10 +274,12 @@ struct TccGpuAttentionChains
                    ? " (values " + std::to_string(m->valueDim) + ")"
                    : std::string()) +
               " has no attention template";
-      // Why, for `tcc compile --explain`: at the node of the chain's result.
+      // Why, for `tcc compile --explain`: at the node of the chain's result
+      // (tcc-form-chains has said it of a chain it formed without P·V).
       Operation *result = yield.getOperand(0).getDefiningOp();
-      mlir::emitRemark(result ? result->getLoc() : chain.getLoc())
-          << "attention not fused: " << why;
+      if (!explained)
+        mlir::emitRemark(result ? result->getLoc() : chain.getLoc())
+            << "attention not fused: " << why;
       chain.replaceAllUsesWith(yield.getOperands());
       for (Operation &op : llvm::make_early_inc_range(body.without_terminator()))
         op.moveBefore(chain);

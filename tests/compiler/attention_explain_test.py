@@ -83,7 +83,16 @@ def refused_models():
                            A.const('neg', 'f16', -1e30),
                            A.node('select', ['keep', 'ss', 'neg'], 's_mod')],
                        layout='qkv')
+    # V of head size 320 under Q and K of 64: P·V over the templates'
+    # largest head stays a GEMM; one line, at P·V (the chain formed without
+    # it once gave a second, "does not end in P·V").
+    wide_values = A.model('wide_values', 'bf16', [1, 2, 128, 64], [1, 2, 128, 64], scale,
+                          vd=320)
+    pv_wide = [i for i, n in enumerate(wide_values['nodes']) if n['op'] == 'matmul'][-1]
     return [('over_queries', over_queries, 'the chain does not end in P·V', True),
+            ('wide_values', wide_values,
+             'head size 320 is over 256, the largest the attention templates take', True,
+             pv_wide),
             ('transposed_scores', transposed,
              'the scores do not come from Q·Kᵀ in the chain', True),
             ('steep_mask', steep,

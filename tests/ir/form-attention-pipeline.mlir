@@ -125,6 +125,28 @@ func.func @head320(%q: tensor<1x2x64x320xbf16>, %k: tensor<1x2x64x320xbf16>, %v:
 
 // -----
 
+// V of head size 320 under Q and K of 128: P·V stays a GEMM, and the one
+// remark is P·V's (the chain formed without it, which holds Q·Kᵀ, is not
+// refused again); Q·Kᵀ then leaves the chain for a GEMM too.
+// CHECK-LABEL: func.func @values320
+// CHECK: call @k0_matmul
+// CHECK: call @k1_chain
+// CHECK: call @k2_matmul
+// CHECK-NOT: tcc.attention
+func.func @values320(%q: tensor<1x2x64x128xbf16>, %k: tensor<1x2x64x128xbf16>, %v: tensor<1x2x64x320xbf16>) -> tensor<1x2x64x320xbf16> attributes {tcc.entry} {
+  %s = tcc.matmul %q, %k {transpose_b = true} : tensor<1x2x64x128xbf16>, tensor<1x2x64x128xbf16> -> tensor<1x2x64x64xbf16>
+  %m = tcc.reduce_max %s {axes = array<i64: 3>, keepdims = true} : tensor<1x2x64x64xbf16> -> tensor<1x2x64x1xbf16>
+  %d = tcc.sub %s, %m : tensor<1x2x64x64xbf16>, tensor<1x2x64x1xbf16> -> tensor<1x2x64x64xbf16>
+  %e = tcc.exp %d : tensor<1x2x64x64xbf16>
+  %sum = tcc.reduce_sum %e {axes = array<i64: 3>, keepdims = true} : tensor<1x2x64x64xbf16> -> tensor<1x2x64x1xbf16>
+  %p = tcc.div %e, %sum : tensor<1x2x64x64xbf16>, tensor<1x2x64x1xbf16> -> tensor<1x2x64x64xbf16>
+  // expected-remark @below {{attention not fused: head size 320 is over 256, the largest the attention templates take}}
+  %o = tcc.matmul %p, %v : tensor<1x2x64x64xbf16>, tensor<1x2x64x320xbf16> -> tensor<1x2x64x320xbf16>
+  return %o : tensor<1x2x64x320xbf16>
+}
+
+// -----
+
 // Q, K and V given as [B, L, H·D] (a projection's output) and reshaped to
 // [B, L, H, D], then transposed: the reshapes and transposes are views of
 // the inputs, which the op reads through its strides (no copy kernels).

@@ -124,6 +124,259 @@ gpu::LaunchOp createLaunch(OpBuilder &b, Location loc, int64_t grid,
   return launch;
 }
 
+/// Clones a parallel loop's body once per iteration a thread takes
+/// (`maps[u]`: the innermost induction variable is i + u, i a multiple of
+/// the count P), op by op so that neighbouring elements' accesses sit side
+/// by side. Where the P iterations' accesses are contiguous, and aligned by
+/// proof, it emits one vector access instead of P scalar ones: a load or
+/// store whose last index is the innermost variable plus a multiple of P
+/// and whose other indices do not depend on it, into a buffer defined
+/// outside the loop whose innermost stride is 1 and whose offset and other
+/// strides are multiples of P (every buffer's base is 16-byte aligned: the
+/// runtime refuses others). LLVM's load-store vectorizer cannot always prove
+/// this itself: from the index arithmetic of the P clones it split 16-byte
+/// runs into 2 + 2 + 4 + 8 bytes (RoPE's broadcast cos and sin). An scf.if
+/// whose condition is the same for the P iterations (a comparison of the
+/// innermost variable plus k with a bound c, c - k a multiple of P: a
+/// concat's split along the last axis at a multiple of P) stays one scf.if
+/// around the P clones of its regions, so its accesses vectorize too.
+class Unroller {
+public:
+  Unroller(OpBuilder &b, scf::ParallelOp loop, MutableArrayRef<IRMapping> maps,
+           bool contiguous)
+      : b(b), loop(loop), maps(maps), iv(loop.getInductionVars().back()),
+        p(int64_t(maps.size())), contiguous(contiguous && maps.size() > 1) {}
+
+  void cloneBlock(Block &block) {
+    for (Operation &op : block.without_terminator())
+      cloneOp(op);
+  }
+
+private:
+  void cloneOp(Operation &op) {
+    if (contiguous) {
+      if (auto load = dyn_cast<memref::LoadOp>(op); load && vectorLoad(load))
+        return;
+      if (auto store = dyn_cast<memref::StoreOp>(op);
+          store && vectorStore(store))
+        return;
+      if (auto ifOp = dyn_cast<scf::IfOp>(op); ifOp && uniformIf(ifOp))
+        return;
+    }
+    for (IRMapping &map : maps)
+      b.clone(op, map);
+  }
+
+  /// Whether `v` (of the body) depends on the innermost variable.
+  bool dependsOnIv(Value v) {
+    if (v == iv)
+      return true;
+    Operation *def = v.getDefiningOp();
+    if (!def || !loop->isProperAncestor(def))
+      return false;
+    if (auto it = depends.find(v); it != depends.end())
+      return it->second;
+    bool d = def->getNumRegions() != 0 ||
+             llvm::any_of(def->getOperands(),
+                          [&](Value o) { return dependsOnIv(o); });
+    depends[v] = d;
+    return d;
+  }
+
+  /// k where `v` is the innermost variable plus the constant k.
+  std::optional<int64_t> ivOffset(Value v) {
+    if (v == iv)
+      return 0;
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      return std::nullopt;
+    if (auto add = dyn_cast<arith::AddIOp>(def)) {
+      if (std::optional<int64_t> c = getConstantIntValue(add.getRhs()))
+        if (std::optional<int64_t> k = ivOffset(add.getLhs()))
+          return *k + *c;
+      if (std::optional<int64_t> c = getConstantIntValue(add.getLhs()))
+        if (std::optional<int64_t> k = ivOffset(add.getRhs()))
+          return *k + *c;
+    }
+    if (auto sub = dyn_cast<arith::SubIOp>(def))
+      if (std::optional<int64_t> c = getConstantIntValue(sub.getRhs()))
+        if (std::optional<int64_t> k = ivOffset(sub.getLhs()))
+          return *k - *c;
+    if (auto apply = dyn_cast<affine::AffineApplyOp>(def)) {
+      AffineMap map = apply.getAffineMap();
+      if (map.getNumResults() != 1 || map.getNumInputs() != 1)
+        return std::nullopt;
+      // d0 or d0 + c (simplified maps keep the constant on the right).
+      AffineExpr e = map.getResult(0), d0 = b.getAffineDimExpr(0);
+      int64_t c = 0;
+      if (auto sum = dyn_cast<AffineBinaryOpExpr>(e);
+          sum && sum.getKind() == AffineExprKind::Add && sum.getLHS() == d0)
+        if (auto cst = dyn_cast<AffineConstantExpr>(sum.getRHS())) {
+          c = cst.getValue();
+          e = d0;
+        }
+      if (e != d0)
+        return std::nullopt;
+      if (std::optional<int64_t> k = ivOffset(apply.getMapOperands()[0]))
+        return *k + c;
+    }
+    return std::nullopt;
+  }
+
+  /// Whether the access `buffer[indices]` is one aligned run of P elements
+  /// over the P iterations.
+  bool contiguousAccess(Value buffer, ValueRange indices) {
+    auto type = cast<MemRefType>(buffer.getType());
+    Type elem = type.getElementType();
+    unsigned bits = elem.isIntOrFloat() ? elem.getIntOrFloatBitWidth() : 0;
+    // i1 and other sub-byte types are not stored one to a byte in vectors.
+    if (type.getRank() == 0 || bits < 8 || !llvm::isPowerOf2_32(bits))
+      return false;
+    if (Operation *def = buffer.getDefiningOp();
+        def && loop->isProperAncestor(def))
+      return false;
+    std::optional<int64_t> k = ivOffset(indices.back());
+    if (!k || *k % p != 0)
+      return false;
+    if (llvm::any_of(indices.drop_back(),
+                     [&](Value i) { return dependsOnIv(i); }))
+      return false;
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (failed(type.getStridesAndOffset(strides, offset)) ||
+        strides.back() != 1 || ShapedType::isDynamic(offset) || offset % p)
+      return false;
+    for (int64_t d = 0; d + 1 < type.getRank(); ++d)
+      if (type.getDimSize(d) != 1 &&
+          (ShapedType::isDynamic(strides[d]) || strides[d] % p))
+        return false;
+    return true;
+  }
+
+  llvm::MaybeAlign alignment(Value buffer) {
+    int64_t bytes =
+        p * cast<MemRefType>(buffer.getType()).getElementTypeBitWidth() / 8;
+    return llvm::Align(std::min<int64_t>(bytes, 16));
+  }
+
+  SmallVector<Value> mapped(ValueRange values, IRMapping &map) {
+    return llvm::map_to_vector(values,
+                               [&](Value v) { return map.lookupOrDefault(v); });
+  }
+
+  bool vectorLoad(memref::LoadOp load) {
+    if (!contiguousAccess(load.getMemRef(), load.getIndices()))
+      return false;
+    Location loc = load.getLoc();
+    auto type = VectorType::get({p}, load.getType());
+    Value vec = vector::LoadOp::create(
+        b, loc, type, maps[0].lookupOrDefault(load.getMemRef()),
+        mapped(load.getIndices(), maps[0]), /*nontemporal=*/false,
+        alignment(load.getMemRef()));
+    for (int64_t u = 0; u < p; ++u)
+      maps[u].map(load.getResult(),
+                  vector::ExtractOp::create(b, loc, vec, ArrayRef<int64_t>{u})
+                      .getResult());
+    return true;
+  }
+
+  bool vectorStore(memref::StoreOp store) {
+    if (!contiguousAccess(store.getMemRef(), store.getIndices()))
+      return false;
+    Location loc = store.getLoc();
+    SmallVector<Value> elems;
+    for (IRMapping &map : maps)
+      elems.push_back(map.lookupOrDefault(store.getValue()));
+    auto type = VectorType::get({p}, store.getValue().getType());
+    Value vec = vector::FromElementsOp::create(b, loc, type, elems);
+    vector::StoreOp::create(
+        b, loc, vec, maps[0].lookupOrDefault(store.getMemRef()),
+        mapped(store.getIndices(), maps[0]),
+        /*nontemporal=*/false, alignment(store.getMemRef()));
+    return true;
+  }
+
+  /// Whether the i1 `cond` is the same for the P iterations.
+  bool uniform(Value cond) {
+    if (!dependsOnIv(cond))
+      return true;
+    Operation *def = cond.getDefiningOp();
+    if (isa_and_present<arith::AndIOp, arith::OrIOp, arith::XOrIOp>(def))
+      return uniform(def->getOperand(0)) && uniform(def->getOperand(1));
+    auto cmp = dyn_cast_or_null<arith::CmpIOp>(def);
+    if (!cmp)
+      return false;
+    arith::CmpIPredicate pred = cmp.getPredicate();
+    Value lhs = cmp.getLhs(), rhs = cmp.getRhs();
+    using P = arith::CmpIPredicate;
+    if (!getConstantIntValue(rhs)) {
+      // c < x is x > c, and so on.
+      std::swap(lhs, rhs);
+      pred = pred == P::slt   ? P::sgt
+             : pred == P::sgt ? P::slt
+             : pred == P::sle ? P::sge
+             : pred == P::sge ? P::sle
+                              : pred;
+    }
+    std::optional<int64_t> c = getConstantIntValue(rhs), k = ivOffset(lhs);
+    if (!c || !k)
+      return false;
+    // x = i + u + k against c, i a multiple of P and 0 <= u < P: x < c is
+    // the same for every u when c - k is a multiple of P (x <= c when c + 1
+    // - k is).
+    int64_t bound = *c;
+    if (pred == P::sle || pred == P::sgt)
+      bound += 1;
+    else if (pred != P::slt && pred != P::sge)
+      return false;
+    return (bound - *k) % p == 0;
+  }
+
+  bool uniformIf(scf::IfOp ifOp) {
+    if (!uniform(ifOp.getCondition()))
+      return false;
+    SmallVector<Type> types;
+    for (int64_t u = 0; u < p; ++u)
+      llvm::append_range(types, ifOp.getResultTypes());
+    bool withElse = !ifOp.getElseRegion().empty();
+    auto fused = scf::IfOp::create(b, ifOp.getLoc(), types,
+                                   maps[0].lookupOrDefault(ifOp.getCondition()),
+                                   withElse);
+    auto fill = [&](Block &from, Region &to) {
+      OpBuilder::InsertionGuard g(b);
+      Block &block = to.front();
+      if (block.mightHaveTerminator())
+        b.setInsertionPoint(block.getTerminator());
+      else
+        b.setInsertionPointToEnd(&block);
+      cloneBlock(from);
+      if (types.empty())
+        return;
+      SmallVector<Value> yielded;
+      for (IRMapping &map : maps)
+        llvm::append_range(yielded,
+                           mapped(from.getTerminator()->getOperands(), map));
+      scf::YieldOp::create(b, ifOp.getLoc(), yielded);
+    };
+    fill(ifOp.getThenRegion().front(), fused.getThenRegion());
+    if (withElse)
+      fill(ifOp.getElseRegion().front(), fused.getElseRegion());
+    int64_t n = ifOp.getNumResults();
+    for (int64_t u = 0; u < p; ++u)
+      for (int64_t r = 0; r < n; ++r)
+        maps[u].map(ifOp.getResult(r), fused.getResult(u * n + r));
+    return true;
+  }
+
+  OpBuilder &b;
+  scf::ParallelOp loop;
+  MutableArrayRef<IRMapping> maps;
+  Value iv;
+  int64_t p;
+  bool contiguous;
+  DenseMap<Value, bool> depends;
+};
+
 struct TccMapToGpu : mlir::tcc::impl::TccMapToGpuBase<TccMapToGpu> {
   using Base::Base;
 
@@ -215,10 +468,11 @@ struct TccMapToGpu : mlir::tcc::impl::TccMapToGpuBase<TccMapToGpu> {
       }
     }
     // Op by op, each for every iteration of the thread: loads of
-    // neighbouring elements end up side by side.
-    for (Operation &op : loop.getBody()->without_terminator())
-      for (IRMapping &map : maps)
-        b.clone(op, map);
+    // neighbouring elements end up side by side, or become one vector
+    // access where the iterations' elements are contiguous (Unroller).
+    Unroller(b, loop, maps,
+             vectorAccesses && steps.back() == 1 && lbs.back() % perThread == 0)
+        .cloneBlock(*loop.getBody());
     loop.erase();
     return success();
   }

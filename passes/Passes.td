@@ -221,11 +221,16 @@ def TccMapToGpu : Pass<"tcc-map-to-gpu", "func::FuncOp"> {
     Option<"vectorBytes", "vector-bytes", "int64_t", /*default=*/"16",
            "Bytes of the narrowest element type a thread handles at once, "
            "in consecutive iterations of the innermost loop (1: one "
-           "iteration a thread)">
+           "iteration a thread)">,
+    Option<"vectorAccesses", "vector-accesses", "bool", /*default=*/"false",
+           "A thread's contiguous run of accesses as one aligned vector "
+           "load or store where that is proven (off in tcc compile until "
+           "it has run on a GPU)">
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::arith::ArithDialect",
-                           "::mlir::scf::SCFDialect"];
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::vector::VectorDialect"];
 }
 
 def TccGpuColumnChains : Pass<"tcc-gpu-column-chains", "func::FuncOp"> {

@@ -15,11 +15,14 @@
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -155,6 +158,8 @@ struct ConstTensor {
   /// The recipe an initializer's hint describes its bytes with, checked
   /// (--param-recipes=keep only): its param keeps the recipe, not the bytes.
   std::optional<ParamRecipe> recipe;
+  /// UINT8 values, held as i32 0..255 (see OnnxImporter::isU8).
+  bool u8 = false;
 
   int64_t numel() const {
     int64_t n = 1;
@@ -353,6 +358,15 @@ public:
   Value triangleOf(const ConstTensor &t, Location loc);
   bool checkName(const std::string &name, const std::string &what);
   bool importNode(size_t index, const onnx::NodeProto &n, int64_t opset);
+  bool importNodeImpl(size_t index, const onnx::NodeProto &n, int64_t opset);
+  /// UINT8 tensors (PyTorch 1.x's masks, `.type(torch.uint8)`) are held as
+  /// i32 values 0..255, named here: only ops that keep them in that range
+  /// read them (uint8 arithmetic wraps at 256, i32's does not).
+  std::set<std::string> u8Values;
+  bool isU8(const std::string &name) const {
+    auto c = consts.find(name);
+    return u8Values.count(name) || (c != consts.end() && c->second.u8);
+  }
   bool foldIntegers(const onnx::NodeProto &n, const std::string &where,
                     bool &folded);
 };
@@ -725,6 +739,29 @@ bool OnnxImporter::readRecipeHint(const onnx::TensorProto &t,
 
 bool OnnxImporter::decodeTensor(const onnx::TensorProto &t,
                                 const std::string &what, ConstTensor &out) {
+  if (t.data_type() == onnx::TensorProto::UINT8) {
+    // Widened to i32 (marked u8); a mask's constants, never large.
+    if (t.data_location() == onnx::TensorProto::EXTERNAL)
+      return fail(what + ": UINT8 tensors in external data are not supported");
+    onnx::TensorProto w;
+    w.set_data_type(onnx::TensorProto::INT32);
+    *w.mutable_dims() = t.dims();
+    if (t.has_raw_data()) {
+      for (unsigned char v : t.raw_data())
+        w.add_int32_data(v);
+    } else {
+      for (int32_t v : t.int32_data()) {
+        if (v < 0 || v > 255)
+          return fail(what + ": int32_data value " + std::to_string(v) +
+                      " does not fit UINT8");
+        w.add_int32_data(v);
+      }
+    }
+    if (!decodeTensor(w, what, out))
+      return false;
+    out.u8 = true;
+    return true;
+  }
   std::optional<DType> dt = dtypeOfOnnx(t.data_type());
   if (!dt)
     return fail(what + ": unsupported dtype " + onnxTypeName(t.data_type()));
@@ -1055,6 +1092,230 @@ bool buildGemm(NodeCtx &c) {
     }
     y = bias ? c.emit("add", {y, bias}) : Value();
   }
+  c.outputs = {y};
+  return (bool)y;
+}
+
+/// Einsum of one or two operands, as the format's transposes, reshapes,
+/// reduce_sum and one matmul. Each index of a two-operand equation is a
+/// batch index (in both operands and the result), a free index of one
+/// operand (and the result), contracted (in both, not the result) or summed
+/// away first (in one operand only, not the result). The matmul reads an
+/// operand whose axes already run [batch, free, contracted] or [batch,
+/// contracted, free] through its transpose flags, so attention written
+/// `einsum("bhid,bhjd->bhij", q, k)` is the matmul of Q and Kᵀ the
+/// attention matcher knows. An ellipsis stands for the same leading axes
+/// in every term, right-aligned. Refused with the reason: more than two
+/// operands, an index repeated within a term (a diagonal), sizes that
+/// differ for one index.
+bool buildEinsum(NodeCtx &c) {
+  std::string eq;
+  if (!c.getString("equation", eq, ""))
+    return false;
+  eq.erase(std::remove(eq.begin(), eq.end(), ' '), eq.end());
+  if (eq.empty())
+    return c.fail("missing attribute \"equation\"");
+  int operands = c.n.input_size();
+  if (operands < 1 || operands > 2)
+    return c.fail("Einsum of " + std::to_string(operands) +
+                  " operands is not supported (one or two)");
+  std::vector<Value> xs(operands);
+  for (int i = 0; i < operands; ++i)
+    if (!c.in(i, xs[i]))
+      return false;
+  size_t arrow = eq.find("->");
+  std::string lhs = eq.substr(0, arrow);
+  std::vector<std::string> terms;
+  for (size_t start = 0;;) {
+    size_t comma = lhs.find(',', start);
+    terms.push_back(lhs.substr(start, comma - start));
+    if (comma == std::string::npos)
+      break;
+    start = comma + 1;
+  }
+  if ((int)terms.size() != operands)
+    return c.fail("equation \"" + eq + "\" has " +
+                  std::to_string(terms.size()) + " terms for " +
+                  std::to_string(operands) + " operands");
+  // Indices as ints: a letter its code, the ellipsis' axes 1000 + k,
+  // right-aligned over the longest ellipsis.
+  constexpr int kEllipsis = 1000;
+  auto ellipsisRank = [&](const std::string &t, int64_t rank) -> int64_t {
+    int64_t letters = 0;
+    for (char ch : t)
+      letters += std::isalpha((unsigned char)ch) != 0;
+    return rank - letters;
+  };
+  int64_t longest = 0;
+  for (int i = 0; i < operands; ++i)
+    if (terms[i].find("...") != std::string::npos)
+      longest = std::max(
+          longest, ellipsisRank(terms[i], (int64_t)c.shape(xs[i]).size()));
+  auto parse = [&](const std::string &t, int64_t rank,
+                   std::vector<int> &out) -> bool {
+    out.clear();
+    bool seen = false;
+    for (size_t k = 0; k < t.size(); ++k) {
+      if (t.compare(k, 3, "...") == 0) {
+        if (seen)
+          return c.fail("term \"" + t + "\" has two ellipses");
+        seen = true;
+        int64_t e = rank < 0 ? longest : ellipsisRank(t, rank);
+        if (e < 0)
+          return c.fail("term \"" + t + "\" has more indices than its " +
+                        "operand's rank " + std::to_string(rank));
+        for (int64_t j = 0; j < e; ++j)
+          out.push_back(kEllipsis + (int)(longest - e + j));
+        k += 2;
+      } else if (std::isalpha((unsigned char)t[k])) {
+        if (llvm::is_contained(out, (int)t[k]))
+          return c.fail("index '" + std::string(1, t[k]) + "' repeats in \"" +
+                        t + "\" (a diagonal): not supported");
+        out.push_back(t[k]);
+      } else {
+        return c.fail("equation \"" + eq + "\": unexpected '" +
+                      std::string(1, t[k]) + "'");
+      }
+    }
+    if (rank >= 0 && (int64_t)out.size() != rank)
+      return c.fail("term \"" + t + "\" has " + std::to_string(out.size()) +
+                    " indices for an operand of rank " + std::to_string(rank));
+    return true;
+  };
+  std::vector<std::vector<int>> in(operands);
+  std::map<int, int64_t> size;
+  for (int i = 0; i < operands; ++i) {
+    Shape s = c.shape(xs[i]);
+    if (!parse(terms[i], (int64_t)s.size(), in[i]))
+      return false;
+    for (size_t k = 0; k < s.size(); ++k) {
+      auto [it, fresh] = size.insert({in[i][k], s[k]});
+      if (!fresh && it->second != s[k])
+        return c.fail("equation \"" + eq + "\": an index has sizes " +
+                      std::to_string(it->second) + " and " +
+                      std::to_string(s[k]));
+    }
+  }
+  std::vector<int> out;
+  if (arrow != std::string::npos) {
+    if (!parse(eq.substr(arrow + 2), -1, out))
+      return false;
+    for (int idx : out)
+      if (!size.count(idx))
+        return c.fail("equation \"" + eq +
+                      "\": the result has an index no operand has");
+  } else {
+    // Implicit: the ellipsis, then the indices used once, alphabetically.
+    std::map<int, int> uses;
+    for (const std::vector<int> &t : in)
+      for (int idx : t)
+        ++uses[idx];
+    for (auto [idx, n] : uses)
+      if (idx >= kEllipsis)
+        out.push_back(idx);
+    for (auto [idx, n] : uses)
+      if (idx < kEllipsis && n == 1)
+        out.push_back(idx);
+  }
+  auto has = [](const std::vector<int> &v, int idx) {
+    return llvm::is_contained(v, idx);
+  };
+  // Sums away the indices of operand i that neither the result nor the
+  // other operand has.
+  auto sumAway = [&](int i) -> bool {
+    Ints axes;
+    std::vector<int> kept;
+    for (size_t k = 0; k < in[i].size(); ++k) {
+      int idx = in[i][k];
+      bool other = operands == 2 && has(in[1 - i], idx);
+      if (!has(out, idx) && !other)
+        axes.push_back((int64_t)k);
+      else
+        kept.push_back(idx);
+    }
+    if (axes.empty())
+      return true;
+    xs[i] = c.emit("reduce_sum", {xs[i]},
+                   Json{{"axes", axes}, {"keepdims", false}});
+    in[i] = kept;
+    return (bool)xs[i];
+  };
+  auto permute = [&](Value v, const std::vector<int> &from,
+                     const std::vector<int> &to) -> Value {
+    if (from == to)
+      return v;
+    Ints perm;
+    for (int idx : to)
+      perm.push_back(
+          (int64_t)(std::find(from.begin(), from.end(), idx) - from.begin()));
+    return c.emit("transpose", {v}, Json{{"perm", perm}});
+  };
+  for (int i = 0; i < operands; ++i)
+    if (!sumAway(i))
+      return false;
+  if (operands == 1) {
+    c.outputs = {permute(xs[0], in[0], out)};
+    return (bool)c.outputs[0];
+  }
+  std::vector<int> batch, freeA, freeB, contracted;
+  for (int idx : out) {
+    bool a = has(in[0], idx), b = has(in[1], idx);
+    (a && b ? batch : a ? freeA : freeB).push_back(idx);
+  }
+  for (int idx : in[0])
+    if (!has(out, idx))
+      contracted.push_back(idx);
+  auto cat = [](std::initializer_list<const std::vector<int> *> parts) {
+    std::vector<int> v;
+    for (const std::vector<int> *p : parts)
+      v.insert(v.end(), p->begin(), p->end());
+    return v;
+  };
+  auto product = [&](const std::vector<int> &idxs) {
+    int64_t p = 1;
+    for (int idx : idxs)
+      p *= size[idx];
+    return p;
+  };
+  // Operand i as [batch, rows, cols] of the matmul, through its transpose
+  // flag where its axes already run the other way.
+  auto operand = [&](int i, const std::vector<int> &rows,
+                     const std::vector<int> &cols, bool &transposed) -> Value {
+    std::vector<int> straight = cat({&batch, &rows, &cols});
+    std::vector<int> flipped = cat({&batch, &cols, &rows});
+    transposed = in[i] == flipped && in[i] != straight;
+    std::vector<int> order = transposed ? flipped : straight;
+    Value v = permute(xs[i], in[i], order);
+    if (!v)
+      return v;
+    Shape s;
+    for (int idx : batch)
+      s.push_back(size[idx]);
+    int64_t r = product(rows), k = product(cols);
+    s.push_back(transposed ? k : r);
+    s.push_back(transposed ? r : k);
+    if (s == c.shape(v))
+      return v;
+    return c.emit("reshape", {v}, Json{{"shape", s}});
+  };
+  bool ta, tb;
+  Value a = operand(0, freeA, contracted, ta);
+  Value b = a ? operand(1, contracted, freeB, tb) : Value();
+  if (!b)
+    return false;
+  // operand() of B with rows = contracted: "transposed" means B's axes
+  // run [batch, freeB, contracted], what transpose_b reads.
+  Value y =
+      c.emit("matmul", {a, b}, Json{{"transpose_a", ta}, {"transpose_b", tb}});
+  if (!y)
+    return false;
+  std::vector<int> got = cat({&batch, &freeA, &freeB});
+  Shape s;
+  for (int idx : got)
+    s.push_back(size[idx]);
+  if (s != c.shape(y))
+    y = c.emit("reshape", {y}, Json{{"shape", s}});
+  y = y ? permute(y, got, out) : Value();
   c.outputs = {y};
   return (bool)y;
 }
@@ -1806,6 +2067,27 @@ bool buildCast(NodeCtx &c) {
   int64_t to;
   if (!c.in(0, x) || !c.getInt("to", to))
     return false;
+  if (to == onnx::TensorProto::UINT8) {
+    // i32 values 0..255 (OnnxImporter::isU8): a bool as 0 or 1; anything
+    // else wrapped modulo 256 (a float's integer part first, as a C cast
+    // takes it in range), computed in f64, exact below 2^53.
+    DType from = c.dtype(x);
+    auto as = [&](Value v, DType t) {
+      return v ? c.emit("cast", {v}, Json{{"to", dtypeName(t)}}) : Value();
+    };
+    if (from == DType::Bool) {
+      c.outputs = {as(x, DType::I32)};
+      return (bool)c.outputs[0];
+    }
+    Value v = as(isFloat(from) ? as(x, DType::I64) : x, DType::F64);
+    Value k = c.constant(DType::F64, 256.0);
+    Value q = v && k ? c.emit("div", {v, k}) : Value();
+    q = q ? c.emit("floor", {q}) : Value();
+    q = q ? c.emit("mul", {q, k}) : Value();
+    Value y = q ? c.emit("sub", {v, q}) : Value();
+    c.outputs = {as(y, DType::I32)};
+    return (bool)c.outputs[0];
+  }
   std::optional<DType> t = dtypeOfOnnx((int32_t)to);
   if (!t)
     return c.fail("unsupported dtype " + onnxTypeName((int32_t)to));
@@ -1843,6 +2125,7 @@ const std::map<std::string, OpEntry> &opTable() {
     t["Max"] = {S{}, [](NodeCtx &c) { return variadic(c, "maximum"); }};
     t["Min"] = {S{}, [](NodeCtx &c) { return variadic(c, "minimum"); }};
     t["MatMul"] = {S{}, [](NodeCtx &c) { return binary(c, "matmul"); }};
+    t["Einsum"] = {S{"equation"}, buildEinsum};
     t["Conv"] = {
         S{"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"},
         buildConv};
@@ -1928,31 +2211,78 @@ const std::map<std::string, OpEntry> &opTable() {
 }
 
 /// Shape arithmetic on small integer tensors known at compile time, as
-/// exporters write it around Reshape (Shape, Gather, Unsqueeze, Concat...):
-/// computed here, so that the Reshape still sees a constant shape. Only
-/// these forms are folded; anything else is left to the op table.
+/// exporters write it around Reshape, Expand and Slice (Shape, Gather,
+/// Slice, Div, Split, Concat, Expand...): computed here, so that the op
+/// reading it still sees a constant. Only well-formed instances of these
+/// forms are folded; anything else is left to the op table, which reports
+/// what is wrong with it. Integer Div truncates toward zero (as ONNX
+/// Runtime's); Mod takes the divisor's sign unless `fmod`.
 bool OnnxImporter::foldIntegers(const onnx::NodeProto &n,
                                 const std::string &where, bool &folded) {
-  static const std::set<std::string> foldable = {
-      "Gather", "Concat", "Unsqueeze", "Squeeze", "Cast",           "Add",
-      "Sub",    "Mul",    "Equal",     "Where",   "ConstantOfShape"};
+  using Attrs = std::set<std::string>;
+  static const std::map<std::string, Attrs> foldable = {
+      {"Gather", {"axis"}},
+      {"Concat", {"axis"}},
+      {"Unsqueeze", {}},
+      {"Squeeze", {}},
+      {"Cast", {"to"}},
+      {"Add", {}},
+      {"Sub", {}},
+      {"Mul", {}},
+      {"Div", {}},
+      {"Mod", {"fmod"}},
+      {"Min", {}},
+      {"Max", {}},
+      {"Neg", {}},
+      {"Abs", {}},
+      {"Equal", {}},
+      {"Less", {}},
+      {"Greater", {}},
+      {"LessOrEqual", {}},
+      {"GreaterOrEqual", {}},
+      {"Not", {}},
+      {"And", {}},
+      {"Or", {}},
+      {"Where", {}},
+      {"ConstantOfShape", {"value"}},
+      {"Slice", {}},
+      {"Split", {"axis", "num_outputs"}},
+      {"Expand", {}},
+      {"Reshape", {"allowzero"}},
+      {"Range", {}}};
   constexpr int64_t kMaxFolded = 1024;
   folded = false;
-  if (!foldable.count(n.op_type()) || n.output_size() != 1 ||
-      n.input_size() < 1)
+  const std::string &op = n.op_type();
+  auto entry = foldable.find(op);
+  if (entry == foldable.end() || n.input_size() < 1 || n.output_size() < 1 ||
+      (op != "Split" && n.output_size() != 1))
     return true;
+  for (const onnx::AttributeProto &a : n.attribute())
+    if (!entry->second.count(a.name()))
+      return true;
+  auto isInt = [](DType d) { return d == DType::I64 || d == DType::I32; };
+  // Bool operands: Where's condition (PyTorch's Expand writes its shape as
+  // Where(Equal(shape, -1), 1, shape)), logic, comparisons, casts.
+  bool boolOk =
+      op == "Not" || op == "And" || op == "Or" || op == "Equal" || op == "Cast";
   std::vector<const ConstTensor *> ins;
-  for (const std::string &in : n.input()) {
+  for (int i = 0; i < n.input_size(); ++i) {
+    const std::string &in = n.input(i);
+    if (in.empty()) {
+      // Slice's optional axes and steps may be skipped.
+      if (op != "Slice" || i < 3)
+        return true;
+      ins.push_back(nullptr);
+      continue;
+    }
     auto it = consts.find(in);
-    if (in.empty() || it == consts.end())
+    if (it == consts.end())
       return true;
     const ConstTensor &t = it->second;
-    // Where's condition is bool (PyTorch's Expand writes its shape as
-    // Where(Equal(shape, -1), 1, shape)).
-    bool cond = n.op_type() == "Where" && ins.empty();
-    if ((cond ? t.dtype != DType::Bool
-              : t.dtype != DType::I64 && t.dtype != DType::I32) ||
-        t.shape.size() > 1 || t.numel() > kMaxFolded)
+    bool cond = op == "Where" && i == 0;
+    if (!(isInt(t.dtype) || (t.dtype == DType::Bool && (boolOk || cond))) ||
+        (cond && t.dtype != DType::Bool) || t.shape.size() > 1 ||
+        t.numel() > kMaxFolded)
       return true;
     ins.push_back(&t);
   }
@@ -1970,14 +2300,16 @@ bool OnnxImporter::foldIntegers(const onnx::NodeProto &n,
                    : std::nullopt;
     return dflt;
   };
-  for (const onnx::AttributeProto &a : n.attribute())
-    if (a.name() != "axis" && a.name() != "to" &&
-        !(a.name() == "value" && n.op_type() == "ConstantOfShape"))
-      return true;
-  Ints out;
-  Shape shape;
+  // One folded output: its values, shape and dtype.
+  struct Out {
+    Ints values;
+    Shape shape;
+    DType dtype;
+  };
+  std::vector<Out> outs(1);
+  Ints &out = outs[0].values;
+  Shape &shape = outs[0].shape;
   DType dt = ins[0]->dtype;
-  const std::string &op = n.op_type();
   // Elementwise over equal sizes or a one-element operand: the size, and
   // the shape of the larger (or of higher rank).
   auto sizes = [&](ArrayRef<const ConstTensor *> ts) -> std::optional<size_t> {
@@ -1996,6 +2328,20 @@ bool OnnxImporter::foldIntegers(const onnx::NodeProto &n,
   auto at = [](const ConstTensor *t, size_t i) {
     return t->intAt(t->numel() == 1 ? 0 : (int64_t)i);
   };
+  auto sameDtype = [&] {
+    return llvm::all_of(ins,
+                        [&](const ConstTensor *t) { return t->dtype == dt; });
+  };
+  // Keeps `v` in dt's range, as the integer arithmetic of that width would.
+  auto wrap = [&](uint64_t v) {
+    return dt == DType::I32 ? (int64_t)(int32_t)v : (int64_t)v;
+  };
+  static const std::map<std::string, std::function<bool(int64_t, int64_t)>>
+      compare = {{"Equal", std::equal_to<int64_t>()},
+                 {"Less", std::less<int64_t>()},
+                 {"Greater", std::greater<int64_t>()},
+                 {"LessOrEqual", std::less_equal<int64_t>()},
+                 {"GreaterOrEqual", std::greater_equal<int64_t>()}};
   if (op == "ConstantOfShape") {
     // A small integer tensor (the shape arithmetic around Expand).
     // (An ill-formed value is left to the op, which reports it.)
@@ -2009,28 +2355,38 @@ bool OnnxImporter::foldIntegers(const onnx::NodeProto &n,
       return true;
     if (!decodeTensor(value->t(), where + ": value", v))
       return false;
-    if ((v.dtype != DType::I64 && v.dtype != DType::I32) || v.numel() != 1)
+    if (!isInt(v.dtype) || v.numel() != 1)
       return true;
     dt = v.dtype;
     out.assign(ins[0]->intAt(0), v.intAt(0));
     shape = {ins[0]->intAt(0)};
-  } else if (op == "Equal") {
-    std::optional<size_t> n = sizes(ins);
-    if (ins.size() != 2 || ins[1]->dtype != dt || !n)
+  } else if (compare.count(op)) {
+    std::optional<size_t> size = sizes(ins);
+    if (ins.size() != 2 || !sameDtype() || !size)
       return true;
-    for (size_t i = 0; i < *n; ++i)
-      out.push_back(at(ins[0], i) == at(ins[1], i));
+    for (size_t i = 0; i < *size; ++i)
+      out.push_back(compare.at(op)(at(ins[0], i), at(ins[1], i)));
     dt = DType::Bool;
+  } else if (op == "Not" || op == "And" || op == "Or") {
+    std::optional<size_t> size = sizes(ins);
+    if (ins.size() != (op == "Not" ? 1u : 2u) || dt != DType::Bool ||
+        !sameDtype() || !size)
+      return true;
+    for (size_t i = 0; i < *size; ++i)
+      out.push_back(op == "Not"   ? !at(ins[0], i)
+                    : op == "And" ? at(ins[0], i) && at(ins[1], i)
+                                  : at(ins[0], i) || at(ins[1], i));
   } else if (op == "Where") {
-    std::optional<size_t> n = sizes(ins);
-    if (ins.size() != 3 || ins[1]->dtype != ins[2]->dtype || !n)
+    std::optional<size_t> size = sizes(ins);
+    if (ins.size() != 3 || ins[1]->dtype != ins[2]->dtype || !size)
       return true;
     dt = ins[1]->dtype;
-    for (size_t i = 0; i < *n; ++i)
+    for (size_t i = 0; i < *size; ++i)
       out.push_back(at(ins[0], i) ? at(ins[1], i) : at(ins[2], i));
   } else if (op == "Gather") {
     std::optional<int64_t> axis = findInt("axis", 0);
-    if (ins.size() != 2 || !axis || *axis != 0 || ins[0]->shape.size() != 1)
+    if (ins.size() != 2 || !axis || *axis != 0 || ins[0]->shape.size() != 1 ||
+        !isInt(ins[1]->dtype))
       return true;
     Ints data = ints(*ins[0]);
     for (int64_t i : ints(*ins[1])) {
@@ -2043,10 +2399,10 @@ bool OnnxImporter::foldIntegers(const onnx::NodeProto &n,
     shape = ins[1]->shape;
   } else if (op == "Concat") {
     std::optional<int64_t> axis = findInt("axis", 0);
-    if (!axis || (*axis != 0 && *axis != -1))
+    if (!axis || (*axis != 0 && *axis != -1) || !sameDtype())
       return true;
     for (const ConstTensor *t : ins) {
-      if (t->shape.size() != 1 || t->dtype != dt)
+      if (t->shape.size() != 1)
         return true;
       Ints v = ints(*t);
       out.insert(out.end(), v.begin(), v.end());
@@ -2056,7 +2412,7 @@ bool OnnxImporter::foldIntegers(const onnx::NodeProto &n,
     shape = {(int64_t)out.size()};
   } else if (op == "Unsqueeze" || op == "Squeeze") {
     // A scalar becoming [1] and back: the values stay.
-    if (ins.size() != 2 || ins[1]->numel() != 1 ||
+    if (ins.size() != 2 || ins[1]->numel() != 1 || !isInt(ins[1]->dtype) ||
         (ins[1]->intAt(0) != 0 && ins[1]->intAt(0) != -1))
       return true;
     bool unsq = op == "Unsqueeze";
@@ -2067,47 +2423,249 @@ bool OnnxImporter::foldIntegers(const onnx::NodeProto &n,
   } else if (op == "Cast") {
     std::optional<int64_t> to = findInt("to", -1);
     if (ins.size() != 1 || !to ||
-        (*to != onnx::TensorProto::INT64 && *to != onnx::TensorProto::INT32))
+        (*to != onnx::TensorProto::INT64 && *to != onnx::TensorProto::INT32 &&
+         *to != onnx::TensorProto::BOOL && *to != onnx::TensorProto::UINT8))
       return true;
-    dt = *to == onnx::TensorProto::INT64 ? DType::I64 : DType::I32;
-    out = ints(*ins[0]);
-    for (int64_t &v : out)
-      if (dt == DType::I32)
-        v = (int32_t)v;
+    bool u8 = *to == onnx::TensorProto::UINT8;
+    dt = *to == onnx::TensorProto::INT64  ? DType::I64
+         : *to == onnx::TensorProto::BOOL ? DType::Bool
+                                          : DType::I32;
+    for (int64_t v : ints(*ins[0]))
+      out.push_back(dt == DType::Bool ? v != 0
+                    : u8              ? v & 0xff
+                                      : wrap((uint64_t)v));
     shape = ins[0]->shape;
+  } else if (op == "Neg" || op == "Abs") {
+    if (ins.size() != 1 || !isInt(dt))
+      return true;
+    for (int64_t v : ints(*ins[0]))
+      out.push_back(wrap(op == "Neg" || v < 0 ? 0 - (uint64_t)v : v));
+    shape = ins[0]->shape;
+  } else if (op == "Slice") {
+    // A 1-D list: starts, ends, axes (0 or -1 only) and steps, clamped as
+    // ONNX clamps them.
+    if (ins.size() < 3 || ins[0]->shape.size() != 1)
+      return true;
+    for (size_t i = 1; i < ins.size(); ++i)
+      if (ins[i] && (!isInt(ins[i]->dtype) || ins[i]->numel() != 1))
+        return true;
+    if (ins.size() > 3 && ins[3] && ins[3]->intAt(0) != 0 &&
+        ins[3]->intAt(0) != -1)
+      return true;
+    int64_t d = ins[0]->numel();
+    int64_t step = ins.size() > 4 && ins[4] ? ins[4]->intAt(0) : 1;
+    if (step == 0)
+      return true;
+    auto bound = [&](int64_t v, bool isEnd) {
+      if (v < 0)
+        v += d;
+      return step > 0 ? std::clamp<int64_t>(v, 0, d)
+                      : std::clamp<int64_t>(v, isEnd ? -1 : 0, d - 1);
+    };
+    int64_t start = bound(ins[1]->intAt(0), false);
+    int64_t end = bound(ins[2]->intAt(0), true);
+    Ints data = ints(*ins[0]);
+    for (int64_t i = start; step > 0 ? i < end : i > end; i += step)
+      out.push_back(data[i]);
+    shape = {(int64_t)out.size()};
+  } else if (op == "Split") {
+    std::optional<int64_t> axis = findInt("axis", 0);
+    std::optional<int64_t> parts = findInt("num_outputs", 0);
+    if (!axis || (*axis != 0 && *axis != -1) || !parts ||
+        ins[0]->shape.size() != 1)
+      return true;
+    int64_t d = ins[0]->numel(), count = n.output_size();
+    Ints sizes;
+    if (ins.size() > 1) {
+      if (ins.size() != 2 || !isInt(ins[1]->dtype))
+        return true;
+      sizes = ints(*ins[1]);
+    } else {
+      // Equal parts, ceil(d / outputs) each, the last what is left.
+      int64_t part = (d + count - 1) / count;
+      for (int64_t i = 0; i < count; ++i)
+        sizes.push_back(std::max<int64_t>(0, std::min(part, d - i * part)));
+    }
+    int64_t total = 0;
+    for (int64_t s : sizes)
+      total += s < 0 ? d + 1 : s;
+    if ((int64_t)sizes.size() != count || total != d ||
+        (*parts && *parts != count))
+      return true;
+    for (const std::string &name : n.output())
+      if (name.empty())
+        return true;
+    Ints data = ints(*ins[0]);
+    outs.assign(count, Out{});
+    int64_t first = 0;
+    for (int64_t i = 0; i < count; ++i) {
+      outs[i].values.assign(data.begin() + first,
+                            data.begin() + first + sizes[i]);
+      outs[i].shape = {sizes[i]};
+      outs[i].dtype = dt;
+      first += sizes[i];
+    }
+  } else if (op == "Expand") {
+    // Small results only; the operand broadcast along the last axis.
+    if (ins.size() != 2 || !isInt(ins[1]->dtype) || ins[1]->shape.size() != 1)
+      return true;
+    Shape s = ins[0]->shape;
+    Ints to = ints(*ins[1]);
+    size_t r = std::max(s.size(), to.size());
+    Shape result(r);
+    int64_t count = 1;
+    for (size_t i = 0; i < r; ++i) {
+      int64_t a = i + s.size() >= r ? s[i + s.size() - r] : 1;
+      int64_t b = i + to.size() >= r ? to[i + to.size() - r] : 1;
+      if (b < 0 || (a != b && a != 1 && b != 1))
+        return true;
+      result[i] = a == 1 ? b : a;
+      count *= result[i];
+      if (count > kMaxFolded)
+        return true;
+    }
+    int64_t last = s.empty() ? 1 : s.back();
+    for (int64_t i = 0; i < count; ++i)
+      out.push_back(ins[0]->intAt(last == 1 ? 0 : i % last));
+    shape = result;
+  } else if (op == "Reshape") {
+    std::optional<int64_t> allowZero = findInt("allowzero", 0);
+    if (ins.size() != 2 || !isInt(ins[1]->dtype) || !allowZero)
+      return true;
+    Ints to = ints(*ins[1]);
+    int64_t known = 1, unknown = -1;
+    for (size_t i = 0; i < to.size(); ++i) {
+      if (to[i] == 0 && !*allowZero) {
+        if (i >= ins[0]->shape.size())
+          return true;
+        to[i] = ins[0]->shape[i];
+      }
+      if (to[i] == -1) {
+        if (unknown >= 0)
+          return true;
+        unknown = (int64_t)i;
+      } else if (to[i] < 0) {
+        return true;
+      } else {
+        known *= to[i];
+      }
+    }
+    int64_t total = ins[0]->numel();
+    if (unknown >= 0) {
+      if (known == 0 || total % known)
+        return true;
+      to[unknown] = total / known;
+    } else if (known != total) {
+      return true;
+    }
+    out = ints(*ins[0]);
+    shape = to;
+  } else if (op == "Range") {
+    if (ins.size() != 3 || !sameDtype() || !isInt(dt) ||
+        llvm::any_of(ins, [](const ConstTensor *t) { return t->numel() != 1; }))
+      return true;
+    int64_t start = ins[0]->intAt(0), limit = ins[1]->intAt(0),
+            delta = ins[2]->intAt(0);
+    if (delta == 0)
+      return fail(where + ": delta must not be 0");
+    // max(ceil((limit - start) / delta), 0) elements.
+    double count = std::ceil(((double)limit - (double)start) / (double)delta);
+    if (count > kMaxFolded)
+      return true;
+    for (int64_t i = 0; i < (int64_t)count; ++i)
+      out.push_back(start + i * delta);
+    shape = {(int64_t)out.size()};
   } else {
-    // Add, Sub, Mul: equal shapes or a one-element operand.
-    if (ins.size() != 2 || ins[1]->dtype != dt)
+    // Add, Sub, Mul, Div, Mod, Min, Max: equal sizes or a one-element
+    // operand.
+    std::optional<size_t> size = sizes(ins);
+    if (ins.size() != 2 || !sameDtype() || !isInt(dt) || !size)
       return true;
-    Ints a = ints(*ins[0]), b = ints(*ins[1]);
-    if (a.empty() || b.empty() ||
-        (a.size() != b.size() && a.size() != 1 && b.size() != 1))
+    std::optional<int64_t> fmod = findInt("fmod", 0);
+    if (!fmod)
       return true;
-    shape = a.size() >= b.size() ? ins[0]->shape : ins[1]->shape;
-    if (ins[0]->shape.size() != ins[1]->shape.size())
-      shape = ins[0]->shape.size() > ins[1]->shape.size() ? ins[0]->shape
-                                                          : ins[1]->shape;
-    for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
-      // Shape arithmetic stays far from overflow; wrap like int64 if not.
-      uint64_t x = (uint64_t)a[a.size() == 1 ? 0 : i],
-               y = (uint64_t)b[b.size() == 1 ? 0 : i];
-      uint64_t r = op == "Add" ? x + y : op == "Sub" ? x - y : x * y;
-      out.push_back(dt == DType::I32 ? (int64_t)(int32_t)r : (int64_t)r);
+    for (size_t i = 0; i < *size; ++i) {
+      // Shape arithmetic stays far from overflow; wrap like the dtype if not.
+      int64_t a = at(ins[0], i), b = at(ins[1], i);
+      uint64_t x = (uint64_t)a, y = (uint64_t)b;
+      if ((op == "Div" || op == "Mod") && b == 0)
+        return fail(where + ": integer division by zero");
+      int64_t r;
+      if (op == "Add")
+        r = wrap(x + y);
+      else if (op == "Sub")
+        r = wrap(x - y);
+      else if (op == "Mul")
+        r = wrap(x * y);
+      else if (op == "Min")
+        r = std::min(a, b);
+      else if (op == "Max")
+        r = std::max(a, b);
+      else if (a == INT64_MIN && b == -1)
+        r = op == "Div" ? a : 0; // the one quotient int64 cannot hold
+      else if (op == "Div")
+        r = wrap((uint64_t)(a / b));
+      else {
+        r = a % b;
+        if (!*fmod && r != 0 && ((r < 0) != (b < 0)))
+          r += b;
+      }
+      out.push_back(r);
     }
   }
-  ConstTensor t;
-  t.dtype = dt;
-  t.shape = shape;
-  t.bytes = std::make_shared<std::vector<uint8_t>>(out.size() * dtypeSize(dt));
-  for (size_t i = 0; i < out.size(); ++i)
-    encodeInteger(dt, out[i], t.bytes->data() + i * dtypeSize(dt));
-  consts[n.output(0)] = std::move(t);
+  if (outs.size() == 1)
+    outs[0].dtype = dt;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const Out &o = outs[i];
+    ConstTensor t;
+    t.dtype = o.dtype;
+    t.shape = o.shape;
+    t.bytes = std::make_shared<std::vector<uint8_t>>(o.values.size() *
+                                                     dtypeSize(o.dtype));
+    for (size_t k = 0; k < o.values.size(); ++k)
+      encodeInteger(o.dtype, o.values[k],
+                    t.bytes->data() + k * dtypeSize(o.dtype));
+    consts[n.output((int)i)] = std::move(t);
+  }
   folded = true;
   return true;
 }
 
 bool OnnxImporter::importNode(size_t index, const onnx::NodeProto &n,
                               int64_t opset) {
+  // Ops that move UINT8 values without changing them (their results are
+  // UINT8 too), and ops that read them as they are.
+  static const std::set<std::string> keeps = {
+      "Identity", "Dropout", "Reshape", "Transpose", "Unsqueeze",
+      "Squeeze",  "Expand",  "Slice",   "Gather",    "GatherElements",
+      "Concat",   "Flatten", "Split",   "Trilu",     "Where",
+      "Min",      "Max"};
+  static const std::set<std::string> reads = {
+      "Cast",        "Equal",          "Less", "Greater",
+      "LessOrEqual", "GreaterOrEqual", "Shape"};
+  const std::string &op = n.op_type();
+  bool u8In = llvm::any_of(n.input(), [&](const std::string &in) {
+    return !in.empty() && isU8(in);
+  });
+  if (u8In && !keeps.count(op) && !reads.count(op))
+    return fail(describe(index, n) +
+                ": UINT8 operands are not supported by this op (uint8 "
+                "arithmetic wraps at 256): cast them to a wider type first");
+  if (!importNodeImpl(index, n, opset))
+    return false;
+  bool toU8 = false;
+  if (op == "Cast")
+    for (const onnx::AttributeProto &a : n.attribute())
+      toU8 |= a.name() == "to" && a.i() == onnx::TensorProto::UINT8;
+  if ((u8In && keeps.count(op)) || toU8)
+    for (const std::string &out : n.output())
+      if (!out.empty())
+        u8Values.insert(out);
+  return true;
+}
+
+bool OnnxImporter::importNodeImpl(size_t index, const onnx::NodeProto &n,
+                                  int64_t opset) {
   std::string where = describe(index, n);
   if (!n.domain().empty() && n.domain() != "ai.onnx")
     return fail(where + ": unsupported op (domain \"" + n.domain() + "\")");
@@ -2414,6 +2972,11 @@ std::optional<ImportedModel> OnnxImporter::run(const onnx::ModelProto &model) {
       return fail("graph output \"" + v.name() + "\" is listed twice"),
              std::nullopt;
     Value r;
+    if (isU8(v.name()))
+      return fail("graph output \"" + v.name() +
+                  "\" is UINT8, which tcc does not output (cast it to "
+                  "INT32 in the model)"),
+             std::nullopt;
     if (!checkName(v.name(), "graph output") ||
         !valueOf(v.name(), "graph output", r))
       return std::nullopt;

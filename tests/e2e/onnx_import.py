@@ -530,6 +530,71 @@ with tempfile.TemporaryDirectory() as d:
          'minus1': np.array([-1], np.int64)}),
         {'x': x}, {'y': (x.astype(np.float64).reshape(2, 6, 2), Tol())}, d)
 
+    # Shape arithmetic as newer exporters write it around Reshape, Expand and
+    # Slice: Slice of a shape (forwards and backwards), Split, integer Div
+    # (truncating), Mod (the divisor's sign), Min, Max, Neg, Abs, Range,
+    # Expand and Reshape of a list, comparisons, Not, And and Where. Each
+    # folds to a constant, so the op reading it sees one.
+    x, z, w = rand(6, 4, 10), rand(1, 1, 10), rand(1)
+    xd = x.astype(np.float64)
+    i64 = lambda *v: np.array(v, np.int64)  # noqa: E731
+    big = np.iinfo(np.int64)
+    check('shape arithmetic folded (Slice, Split, Div, Mod, Min, Max, Neg, Abs, Range, '
+          'Expand, Reshape, Less, Not, And, Where)', model(
+        [oh.make_node('Shape', ['x'], ['s']),
+         oh.make_node('Slice', ['s', 'm2', 'imax'], ['tail']),
+         oh.make_node('Gather', ['tail', 'zero'], ['t0']),
+         oh.make_node('Gather', ['tail', 'one'], ['t1']),
+         oh.make_node('Mul', ['t0', 't1'], ['t01']),
+         oh.make_node('Gather', ['s', 'zero'], ['n']),
+         oh.make_node('Reshape', ['n', 'one1'], ['n1']),
+         oh.make_node('Unsqueeze', ['t01', 'ax0'], ['t011']),
+         oh.make_node('Concat', ['n1', 't011'], ['shape1'], axis=0),
+         oh.make_node('Reshape', ['x', 'shape1'], ['y1']),
+         oh.make_node('Slice', ['s', 'm1', 'imin', 'ax0', 'm11'], ['rev']),
+         oh.make_node('Reshape', ['x', 'rev'], ['y2']),
+         oh.make_node('Add', ['n', 'two'], ['n2']),
+         oh.make_node('Div', ['n2', 'three'], ['q']),
+         oh.make_node('Mul', ['q', 'three'], ['q3']),
+         oh.make_node('Neg', ['seven'], ['m7']),
+         oh.make_node('Mod', ['m7', 'four'], ['r1']),
+         oh.make_node('Mod', ['m7', 'four'], ['rf'], fmod=1),
+         oh.make_node('Abs', ['rf'], ['ra']),
+         oh.make_node('Mul', ['r1', 'twenty'], ['r20']),
+         oh.make_node('Min', ['five', 'two'], ['mn']),
+         oh.make_node('Max', ['mn', 'ra'], ['mx']),
+         oh.make_node('Concat', ['q3', 'r20', 'mx'], ['shape3'], axis=0),
+         oh.make_node('Expand', ['w', 'shape3'], ['y3']),
+         oh.make_node('Split', ['s', 'parts'], ['s0', 's12'], axis=0),
+         oh.make_node('Expand', ['one', 'two1'], ['ones']),
+         oh.make_node('Concat', ['s0', 'ones', 's12'], ['shape4'], axis=0),
+         oh.make_node('Reshape', ['x', 'shape4'], ['y4']),
+         oh.make_node('Range', ['one', 'five', 'two'], ['starts']),
+         oh.make_node('Slice', ['x', 'starts', 'ends', 'axes12'], ['y5']),
+         oh.make_node('Less', ['s', 'fives'], ['small']),
+         oh.make_node('Not', ['small'], ['large']),
+         oh.make_node('And', ['large', 'keep'], ['cond']),
+         oh.make_node('Where', ['cond', 's', 'one'], ['shape6']),
+         oh.make_node('Expand', ['z', 'shape6'], ['y6'])],
+        {'x': x, 'z': z, 'w': w}, ['y1', 'y2', 'y3', 'y4', 'y5', 'y6'],
+        {'m2': i64(-2), 'imax': i64(big.max), 'zero': np.array(0, np.int64),
+         'one': np.array(1, np.int64), 'one1': i64(1), 'ax0': i64(0), 'm1': i64(-1),
+         'imin': i64(big.min), 'm11': i64(-1), 'two': np.array(2, np.int64),
+         'three': i64(3), 'seven': i64(7), 'four': i64(4),
+         'twenty': i64(20), 'five': np.array(5, np.int64), 'parts': i64(1, 2),
+         'two1': i64(2), 'ends': i64(5, 9), 'axes12': i64(1, 2), 'fives': i64(5, 5, 5),
+         'keep': np.array([True, True, True])}),
+        {'x': x, 'z': z, 'w': w},
+        {'y1': (xd.reshape(6, 40), Tol()), 'y2': (xd.reshape(10, 4, 6), Tol()),
+         'y3': (np.broadcast_to(w.astype(np.float64), (6, 20, 3)), Tol()), 'y4': (xd.reshape(6, 1, 1, 4, 10), Tol()),
+         'y5': (xd[:, 1:5, 3:9], Tol()),
+         'y6': (np.broadcast_to(z.astype(np.float64), (6, 1, 10)), Tol())}, d)
+    expect_error('integer division by zero in shape arithmetic', model(
+        [oh.make_node('Shape', ['x'], ['s']),
+         oh.make_node('Div', ['s', 'zero'], ['q']),
+         oh.make_node('Reshape', ['x', 'q'], ['y'])],
+        {'x': rand(2, 3)}, ['y'], {'zero': i64(0)}), d, ['(Div)', 'division by zero'])
+
     # Shape over an empty range (start past end: no dims), found by fuzz-onnx:
     # concatenated with -1 it flattens.
     x = rand(2, 3, 4)
@@ -705,6 +770,130 @@ with tempfile.TemporaryDirectory() as d:
           {'o': (att, lin_tol(np.abs(v).max() * 4, 2 * att_l * att_d))}, d)
     one_attention_launch(sdpa, 'sdpa_export', ('sm_90a', 'gfx942'),
                          'SDPA-exported attention', d)
+    # SDPA with is_causal=True as PyTorch 2's exporter writes it: the scale
+    # from Slice(Shape(q)), the mask a Trilu of ones expanded to
+    # Concat(Slice(Shape(q)), Slice(Shape(k))), turned additive by Equal and
+    # Where. The shape arithmetic folds; one attention launch.
+    big = np.iinfo(np.int64)
+    sc = (q * half).astype(np.float64) @ np.swapaxes((k * half).astype(np.float64), -1, -2)
+    sc = np.where(causal, sc, -np.inf)
+    p_ = np.exp(sc - sc.max(-1, keepdims=True))
+    att = (p_ / p_.sum(-1, keepdims=True)) @ v.astype(np.float64)
+    causal_sdpa = model(
+        [oh.make_node('Shape', ['q'], ['qs']),
+         oh.make_node('Slice', ['qs', 'm1', 'imax'], ['dl']),
+         oh.make_node('Cast', ['dl'], ['dim'], to=TP.FLOAT),
+         oh.make_node('Sqrt', ['dim'], ['sd']),
+         oh.make_node('Div', ['one', 'sd'], ['scale']),
+         oh.make_node('Sqrt', ['scale'], ['half']),
+         oh.make_node('Mul', ['q', 'half'], ['qh']),
+         oh.make_node('Transpose', ['k'], ['kt'], perm=[0, 1, 3, 2]),
+         oh.make_node('Mul', ['kt', 'half'], ['ks']),
+         oh.make_node('MatMul', ['qh', 'ks'], ['s0']),
+         oh.make_node('Shape', ['k'], ['ks_']),
+         oh.make_node('Slice', ['qs', 'm2', 'm1'], ['lq']),
+         oh.make_node('Slice', ['ks_', 'm2', 'm1'], ['lk']),
+         oh.make_node('Concat', ['lq', 'lk'], ['size'], axis=0),
+         oh.make_node('Expand', ['one', 'size'], ['ones']),
+         oh.make_node('Trilu', ['ones'], ['tri'], upper=0),
+         oh.make_node('Equal', ['tri', 'zero'], ['off']),
+         oh.make_node('Where', ['off', 'ninf', 'zero'], ['bias']),
+         oh.make_node('Add', ['s0', 'bias'], ['s1']),
+         oh.make_node('Softmax', ['s1'], ['p'], axis=-1),
+         oh.make_node('MatMul', ['p', 'v'], ['o'])],
+        {'q': q, 'k': k, 'v': v}, ['o'],
+        {'one': np.array(1, np.float32), 'zero': np.array(0, np.float32),
+         'ninf': np.array(-np.inf, np.float32), 'm1': np.array([-1], np.int64),
+         'm2': np.array([-2], np.int64), 'imax': np.array([big.max], np.int64)}, opset=17)
+    check('attention as SDPA is_causal exports it (PyTorch 2): shape arithmetic by Slice, '
+          'the mask a Trilu of expanded ones', causal_sdpa, {'q': q, 'k': k, 'v': v},
+          {'o': (att, lin_tol(np.abs(v).max() * 4, 2 * att_l * att_d))}, d)
+    one_attention_launch(causal_sdpa, 'sdpa_causal_export', ('sm_90a', 'sm_90', 'gfx942'),
+                         'SDPA is_causal-exported attention', d)
+    # UINT8 (PyTorch 1.x's masks): the Annotated Transformer's
+    # subsequent_mask, triu(ones, 1).type(torch.uint8) == 0, applied with
+    # Where; a Cast to UINT8 wraps modulo 256 (a float's integer part
+    # first); arithmetic on UINT8 and a UINT8 graph output are refused.
+    sc = q.astype(np.float64) @ np.swapaxes(k.astype(np.float64), -1, -2) * 0.125
+    sc = np.where(causal, sc, -1e9)
+    p_ = np.exp(sc - sc.max(-1, keepdims=True))
+    att = (p_ / p_.sum(-1, keepdims=True)) @ v.astype(np.float64)
+    u8mask = model(
+        [oh.make_node('Trilu', ['ones', 'one'], ['tri'], upper=1),
+         oh.make_node('Cast', ['tri'], ['tu8'], to=TP.UINT8),
+         oh.make_node('Equal', ['tu8', 'zero8'], ['keep']),
+         oh.make_node('Unsqueeze', ['keep', 'ax01'], ['keep4']),
+         oh.make_node('Transpose', ['k'], ['kt'], perm=[0, 1, 3, 2]),
+         oh.make_node('MatMul', ['q', 'kt'], ['s0']),
+         oh.make_node('Mul', ['s0', 'scale'], ['s1']),
+         oh.make_node('Where', ['keep4', 's1', 'big'], ['s2']),
+         oh.make_node('Softmax', ['s2'], ['p'], axis=-1),
+         oh.make_node('MatMul', ['p', 'v'], ['o'])],
+        {'q': q, 'k': k, 'v': v}, ['o'],
+        [nh.from_array(np.ones((att_l, att_l), np.float32), 'ones'),
+         nh.from_array(np.array(1, np.int64), 'one'),
+         oh.make_tensor('zero8', TP.UINT8, [], [0]),
+         nh.from_array(np.array([0, 1], np.int64), 'ax01'),
+         nh.from_array(np.array(0.125, np.float32), 'scale'),
+         nh.from_array(np.array(-1e9, np.float32), 'big')])
+    check('UINT8 mask (the Annotated Transformer: triu(ones, 1) as uint8, == 0, Where)',
+          u8mask, {'q': q, 'k': k, 'v': v},
+          {'o': (att, lin_tol(np.abs(v).max() * 4, 2 * att_l * att_d))}, d)
+    xs8 = np.array([-1.5, 300.7, 255.0, 3.2, -256.9, 0.0], np.float32)
+    check('Cast to UINT8 wraps modulo 256 (floats truncated first)', model(
+        [oh.make_node('Cast', ['x'], ['u'], to=TP.UINT8),
+         oh.make_node('Cast', ['u'], ['y'], to=TP.FLOAT)], {'x': xs8}, ['y']),
+        {'x': xs8}, {'y': (np.trunc(xs8.astype(np.float64)) % 256, Tol())}, d)
+    expect_error('arithmetic on UINT8', model(
+        [oh.make_node('Cast', ['x'], ['u'], to=TP.UINT8),
+         oh.make_node('Add', ['u', 'u'], ['w']),
+         oh.make_node('Cast', ['w'], ['y'], to=TP.FLOAT)], {'x': xs8}, ['y']),
+        d, ['(Add)', 'UINT8 operands'])
+    expect_error('UINT8 graph output', model(
+        [oh.make_node('Cast', ['x'], ['y'], to=TP.UINT8)], {'x': xs8}, ['y']),
+        d, ['"y" is UINT8'])
+    # Einsum: matmul-like equations of one or two operands (batch, free,
+    # contracted and summed-away indices, an ellipsis, implicit output),
+    # checked against np.einsum; attention written with einsum (K read as
+    # [B, L, H, D], the layout of a projection) is one attention launch.
+    ea, eb = rand(2, 3, 4, 5), rand(2, 3, 6, 5)
+    ec, ed = rand(4, 7), rand(7, 3)
+    ee = rand(2, 6, 3, 5)
+    f64e = lambda eq, *xs: np.einsum(eq, *[x.astype(np.float64) for x in xs])  # noqa: E731
+    einsums = [('bhid,bhjd->bhij', (ea, eb)), ('ij,jk', (ec, ed)), ('ij,jk->ki', (ec, ed)),
+               ('...id,...jd->...ij', (ea, eb)), ('bhid->bdhi', (ea,)), ('ij->i', (ec,)),
+               ('i,j->ij', (ec[0], ed[:, 0])), ('bhid,bjhd->bhij', (ea, ee)),
+               ('bhid,bhjd->bh', (ea, eb)), ('bhik,bhjd->bhij', (ea, eb))]
+    for k, (eq, xs) in enumerate(einsums):
+        names = ['x%d' % i for i in range(len(xs))]
+        ref = f64e(eq, *xs)
+        absref = np.einsum(eq, *[np.abs(x.astype(np.float64)) for x in xs])
+        terms = int(np.max(np.einsum(eq, *[np.ones(x.shape) for x in xs])))
+        check('Einsum %s' % eq, model(
+            [oh.make_node('Einsum', names, ['y'], equation=eq)],
+            dict(zip(names, xs)), ['y'], opset=13),
+            dict(zip(names, xs)), {'y': (ref, lin_tol(absref, terms + 8))}, d)
+    expect_error('Einsum with a diagonal', model(
+        [oh.make_node('Einsum', ['x'], ['y'], equation='ii->i')], {'x': rand(3, 3)}, ['y']),
+        d, ['(Einsum)', "index 'i' repeats"])
+    expect_error('Einsum of three operands', model(
+        [oh.make_node('Einsum', ['x', 'y', 'z'], ['o'], equation='i,i,i->i')],
+        {'x': rand(3), 'y': rand(3), 'z': rand(3)}, ['o']),
+        d, ['(Einsum)', '3 operands'])
+    eq_k = rand(att_b, att_l, att_h, att_d)
+    sc = np.einsum('bhid,bjhd->bhij', q.astype(np.float64), eq_k.astype(np.float64)) * 0.125
+    p_ = np.exp(sc - sc.max(-1, keepdims=True))
+    att = (p_ / p_.sum(-1, keepdims=True)) @ v.astype(np.float64)
+    ein = model(
+        [oh.make_node('Einsum', ['q', 'k'], ['s0'], equation='bhid,bjhd->bhij'),
+         oh.make_node('Mul', ['s0', 'scale'], ['s1']),
+         oh.make_node('Softmax', ['s1'], ['p'], axis=-1),
+         oh.make_node('Einsum', ['p', 'v'], ['o'], equation='bhij,bhjd->bhid')],
+        {'q': q, 'k': eq_k, 'v': v}, ['o'], {'scale': np.array(0.125, np.float32)}, opset=13)
+    check('attention written with Einsum (K [B, L, H, D])', ein, {'q': q, 'k': eq_k, 'v': v},
+          {'o': (att, lin_tol(np.abs(v).max() * 4, 2 * att_l * att_d))}, d)
+    one_attention_launch(ein, 'einsum_attention', ('sm_90a', 'sm_90', 'gfx942'),
+                         'attention written with Einsum', d)
     # GPT-2's attention as exported: the fused projection's output Split in
     # three, each reshaped to heads and transposed (K to [B, H, D, L]), the
     # result transposed back and merged. On a GPU target the slices, reshapes

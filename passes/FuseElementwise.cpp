@@ -25,11 +25,13 @@
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Affine/Utils.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Utils/StructuredOpsUtils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
 
 namespace mlir::tcc {
@@ -132,6 +134,72 @@ struct ExtractOfElementwise : OpRewritePattern<tensor::ExtractOp> {
     return success();
   }
 };
+
+/// A generic that computes its result from loop indices and scalars alone
+/// (iotas compared: a causal mask built [L, L]), small and all parallel.
+bool isIndexOnly(linalg::GenericOp op) {
+  if (op->getNumResults() != 1 || !isRecomputable(op, op->getResult(0)))
+    return false;
+  for (OpOperand *in : op.getDpsInputOperands())
+    if (isa<ShapedType>(in->get().getType()))
+      return false;
+  bool capturesShaped = false;
+  visitUsedValuesDefinedAbove(op->getRegions(), [&](OpOperand *use) {
+    capturesShaped |= isa<ShapedType>(use->get().getType());
+  });
+  return !capturesShaped;
+}
+
+/// An index-only generic read through a broadcast (the [L, L] mask of
+/// scores [B, H, L, L]) is recomputed in each reader instead: a few integer
+/// ops an element cost less than writing and reading the mask, and the
+/// reader, freed of an operand of another shape, can join its cluster or
+/// the row kernel of its chain (a masked softmax was ten launches). A
+/// producer read elsewhere too is cloned for this reader first.
+void inlineBroadcastIndexProducers(func::FuncOp f) {
+  IRRewriter rewriter(f.getContext());
+  SmallVector<linalg::GenericOp> readers;
+  f.walk([&](linalg::GenericOp g) { readers.push_back(g); });
+  llvm::DenseSet<Operation *> erased;
+  for (linalg::GenericOp reader : readers) {
+    if (erased.contains(reader.getOperation()))
+      continue;
+    bool fusedOne = true;
+    while (fusedOne) {
+      fusedOne = false;
+      for (OpOperand *in : reader.getDpsInputOperands()) {
+        auto result = dyn_cast<OpResult>(in->get());
+        auto producer =
+            result ? dyn_cast<linalg::GenericOp>(result.getOwner()) : nullptr;
+        if (!producer || !isIndexOnly(producer) ||
+            reader.getMatchingIndexingMap(in).isPermutation())
+          continue;
+        if (!result.hasOneUse()) {
+          rewriter.setInsertionPoint(producer);
+          producer = cast<linalg::GenericOp>(rewriter.clone(*producer));
+          in->set(producer->getResult(0));
+        }
+        if (!linalg::areElementwiseOpsFusable(in))
+          continue;
+        rewriter.setInsertionPoint(reader);
+        FailureOr<linalg::ElementwiseOpFusionResult> fused =
+            linalg::fuseElementwiseOps(rewriter, in);
+        if (failed(fused))
+          continue;
+        for (OpResult r : reader->getResults())
+          rewriter.replaceAllUsesWith(r, fused->replacements.lookup(r));
+        rewriter.eraseOp(reader);
+        if (producer->use_empty()) {
+          erased.insert(producer.getOperation());
+          rewriter.eraseOp(producer);
+        }
+        reader = cast<linalg::GenericOp>(fused->fusedOp);
+        fusedOne = true;
+        break;
+      }
+    }
+  }
+}
 
 /// Whether pairwise fusion would make `op` the prologue of its only user,
 /// an op that cannot join a cluster (a reduction, a transpose into a
@@ -404,6 +472,8 @@ struct TccFuseElementwise
       return signalPassFailure();
     for (Block &block : getOperation().getBody())
       Fuser(block, maxOps).run();
+    // After the clusters: a mask of iotas compared is one generic by now.
+    inlineBroadcastIndexProducers(getOperation());
   }
 };
 

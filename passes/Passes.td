@@ -222,10 +222,10 @@ def TccMapToGpu : Pass<"tcc-map-to-gpu", "func::FuncOp"> {
            "Bytes of the narrowest element type a thread handles at once, "
            "in consecutive iterations of the innermost loop (1: one "
            "iteration a thread)">,
-    Option<"vectorAccesses", "vector-accesses", "bool", /*default=*/"false",
+    Option<"vectorAccesses", "vector-accesses", "bool", /*default=*/"true",
            "A thread's contiguous run of accesses as one aligned vector "
-           "load or store where that is proven (off in tcc compile until "
-           "it has run on a GPU)">
+           "load or store where that is proven (false: the clones' "
+           "scalar accesses, left to LLVM's load-store vectorizer)">
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::arith::ArithDialect",
@@ -549,7 +549,12 @@ def TccFuseElementwise : Pass<"tcc-fuse-elementwise", "func::FuncOp"> {
     producer's body at that element (bodies of at most 64 ops); a generic
     that reads only kernel arguments that way may join a cluster (RoPE's
     rotate_half, a concat of a negated slice, then the products and the
-    sum: one loop).
+    sum: one loop). After the clusters, a small generic computed from loop indices
+    and scalars alone (a causal mask of iotas, [L, L]) that another generic
+    reads through a broadcast (scores [B, H, L, L]) is recomputed in that
+    reader (cloned first if it has other readers): the reader no longer
+    reads an operand of another shape, so a masked softmax stays one row
+    kernel.
   }];
   let options = [
     Option<"maxOps", "max-ops", "int64_t", /*default=*/"1000",

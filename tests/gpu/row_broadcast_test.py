@@ -12,7 +12,8 @@ Forms: softmax of scores plus an additive padding mask [B, 1, 1, S] (0 or
 1, S], log-softmax of scores scaled per head ([1, H, 1, 1], slopes), softmax
 of scores plus a bias [1, H, L, S] shared by the batch, and a norm whose
 scale is per head and position ([1, H, 1, S]) and whose shift is per batch
-([B, 1, 1, 1]); cross-entropy with 1-D targets [R] and an ignore_index
+([B, 1, 1, 1]); a causal mask built [L, S] from iotas, applied before
+softmax (-inf) or after it (0); cross-entropy with 1-D targets [R] and an ignore_index
 (its [R, 1] losses reshaped to [R], masked, and their sum divided by the
 kept count); f32, f16 and bf16; rows of 7 (several a block), 1001, 3001
 and 50257 (a cluster of blocks a row).
@@ -55,6 +56,12 @@ CASES = [
     ('shared_bias_f32_50257', 'shared_bias', 'f32', [2, 2, 2, 50257]),
     ('head_norm_bf16_1001', 'head_norm', 'bf16', [2, 3, 16, 1001]),
     ('head_norm_f32_3001', 'head_norm', 'f32', [2, 2, 8, 3001]),
+    # A causal mask built [L, S] from iotas (not the scores' shape), before
+    # softmax (-inf) or after it (0): recomputed in the row kernel, not
+    # written and read (ten launches before session 56).
+    ('causal_iota_f16_1001', 'causal_iota', 'f16', [2, 4, 24, 1001]),
+    ('causal_iota_bf16_50257', 'causal_iota', 'bf16', [1, 2, 3, 50257]),
+    ('post_iota_f32_3001', 'post_iota', 'f32', [2, 3, 8, 3001]),
     # Cross-entropy over [B * H * L, S] logits with 1-D targets and an
     # ignore_index: the chain's [R, 1] losses reshaped to the targets' [R],
     # masked, summed and divided by the kept count in the row kernel's
@@ -85,6 +92,8 @@ def operand_shape(form, shape):
 def make_model(form, dt, shape):
     if form == 'ce_flat_targets':
         return ce_model(dt, shape)
+    if form in ('causal_iota', 'post_iota'):
+        return iota_model(form, dt, shape)
     inputs = [{'name': 'x', 'dtype': dt, 'shape': shape},
               {'name': 'a', 'dtype': 'bool' if form == 'padmask_select' else dt,
                'shape': operand_shape(form, shape)}]
@@ -108,6 +117,24 @@ def make_model(form, dt, shape):
     else:
         raise ValueError(form)
     return {'format': 'tcc-model', 'version': 1, 'name': form, 'inputs': inputs,
+            'params': [], 'nodes': nodes, 'outputs': ['y']}
+
+
+def iota_model(form, dt, shape):
+    l, s = shape[2], shape[3]
+    nodes = [node('iota', [], 'r', dtype='i32', shape=[l, s], axis=0),
+             node('iota', [], 'c', dtype='i32', shape=[l, s], axis=1),
+             node('greater_equal', ['r', 'c'], 'keep')]
+    if form == 'causal_iota':
+        nodes += [node('constant', [], 'ninf', dtype=dt, shape=[], value='-inf'),
+                  node('select', ['keep', 'x', 'ninf'], 's'),
+                  node('softmax', ['s'], 'y', axis=-1)]
+    else:
+        nodes += [node('softmax', ['x'], 'p', axis=-1),
+                  node('constant', [], 'zero', dtype=dt, shape=[], value=0.0),
+                  node('select', ['keep', 'p', 'zero'], 'y')]
+    return {'format': 'tcc-model', 'version': 1, 'name': form,
+            'inputs': [{'name': 'x', 'dtype': dt, 'shape': shape}],
             'params': [], 'nodes': nodes, 'outputs': ['y']}
 
 
@@ -143,6 +170,8 @@ def make_inputs(form, dt, shape, rng):
         t[rng.random(r) < 0.2] = IGNORE
         return {'x': L.rnd(dt, 3.0 * rng.standard_normal((r, s))), 'a': t}
     vals = {'x': L.rnd(dt, 3.0 * rng.standard_normal(shape))}
+    if form in ('causal_iota', 'post_iota'):
+        return vals
     a_shape = operand_shape(form, shape)
     if form.startswith('padmask'):
         # Batch b keeps a prefix of the keys, the last batch none (its rows
@@ -168,7 +197,7 @@ def reference(form, dt, vals):
     """float64, each primitive rounded to the dtype."""
     def r(v):
         return L.narrow(dt, v)
-    x, a = vals['x'], vals['a']
+    x, a = vals['x'], vals.get('a')
     # The composites compute in f32 over f16 and bf16, rounding once.
     cr = L.composite_rounding(dt, r)
     with np.errstate(invalid='ignore', divide='ignore', over='ignore'):
@@ -176,6 +205,11 @@ def reference(form, dt, vals):
             return L.softmax(r(x + a), **cr)
         if form == 'padmask_select':
             return L.softmax(np.where(a, x, -np.inf), **cr)
+        if form in ('causal_iota', 'post_iota'):
+            keep = np.greater_equal.outer(np.arange(x.shape[2]), np.arange(x.shape[3]))
+            if form == 'causal_iota':
+                return L.softmax(np.where(keep, x, -np.inf), **cr)
+            return np.where(keep, L.softmax(x, **cr), 0.0)
         if form == 'head_scale':
             return L.log_softmax(r(x * a), **cr)
         if form == 'ce_flat_targets':

@@ -212,3 +212,54 @@ func.func @rotate_half(%x: tensor<2x8xf32>, %c: tensor<2x8xf32>, %s: tensor<2x8x
   } -> tensor<2x8xf32>
   return %y : tensor<2x8xf32>
 }
+
+// -----
+
+// A causal mask built [L, L] from loop indices, read through a broadcast by
+// the select over scores [B, L, L]: recomputed in the select (from a clone,
+// since a reduction reads the mask too, element for element, and keeps
+// reading it).
+// CHECK-LABEL: func.func @broadcast_index_mask
+// CHECK: %[[KEEP:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<5x5xi1>)
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel"]
+// CHECK-SAME: ins(%arg0 : tensor<3x5x5xf32>)
+// CHECK: linalg.index 1
+// CHECK: linalg.index 2
+// CHECK: arith.cmpi sge
+// CHECK: arith.select
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
+// CHECK-SAME: ins(%[[KEEP]] : tensor<5x5xi1>)
+#m2 = affine_map<(d0, d1) -> (d0, d1)>
+#b3 = affine_map<(d0, d1, d2) -> (d1, d2)>
+#i3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#r2 = affine_map<(d0, d1) -> (d0)>
+func.func @broadcast_index_mask(%s: tensor<3x5x5xf32>) -> (tensor<3x5x5xf32>, tensor<5xi32>) {
+  %e2 = tensor.empty() : tensor<5x5xi1>
+  %keep = linalg.generic {indexing_maps = [#m2], iterator_types = ["parallel", "parallel"]}
+      outs(%e2 : tensor<5x5xi1>) {
+  ^bb0(%out: i1):
+    %i = linalg.index 0 : index
+    %j = linalg.index 1 : index
+    %c = arith.cmpi sge, %i, %j : index
+    linalg.yield %c : i1
+  } -> tensor<5x5xi1>
+  %ninf = arith.constant 0xFF800000 : f32
+  %e3 = tensor.empty() : tensor<3x5x5xf32>
+  %m = linalg.generic {indexing_maps = [#b3, #i3, #i3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%keep, %s : tensor<5x5xi1>, tensor<3x5x5xf32>) outs(%e3 : tensor<3x5x5xf32>) {
+  ^bb0(%k: i1, %x: f32, %out: f32):
+    %y = arith.select %k, %x, %ninf : f32
+    linalg.yield %y : f32
+  } -> tensor<3x5x5xf32>
+  %z = arith.constant 0 : i32
+  %e1 = tensor.empty() : tensor<5xi32>
+  %f = linalg.fill ins(%z : i32) outs(%e1 : tensor<5xi32>) -> tensor<5xi32>
+  %n = linalg.generic {indexing_maps = [#m2, #r2], iterator_types = ["parallel", "reduction"]}
+      ins(%keep : tensor<5x5xi1>) outs(%f : tensor<5xi32>) {
+  ^bb0(%k: i1, %acc: i32):
+    %one = arith.extui %k : i1 to i32
+    %sum = arith.addi %acc, %one : i32
+    linalg.yield %sum : i32
+  } -> tensor<5xi32>
+  return %m, %n : tensor<3x5x5xf32>, tensor<5xi32>
+}

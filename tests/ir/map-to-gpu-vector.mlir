@@ -1,6 +1,6 @@
-// RUN: tcc-opt %s --split-input-file --tcc-map-to-gpu="block-size=128 vector-accesses=1" | FileCheck %s
+// RUN: tcc-opt %s --split-input-file --tcc-map-to-gpu="block-size=128" | FileCheck %s
 
-// With vector-accesses (off in tcc compile until it has run on a GPU): a
+// With vector-accesses (the default): a
 // thread's run of contiguous, provably aligned accesses is one vector load
 // or store.
 

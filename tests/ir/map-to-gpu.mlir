@@ -1,4 +1,7 @@
-// RUN: tcc-opt %s --split-input-file --tcc-map-to-gpu="block-size=128" | FileCheck %s
+// RUN: tcc-opt %s --split-input-file --tcc-map-to-gpu="block-size=128 vector-accesses=0" | FileCheck %s
+
+// The scalar clones (vector-accesses=0); map-to-gpu-vector.mlir has the
+// vector accesses tcc compile makes.
 
 // A 2-D parallel loop is one launch over its 40 x 7 = 280 iterations, in
 // blocks of 128 threads: 3 blocks, a bounds check, the innermost dimension

@@ -852,6 +852,39 @@ with tempfile.TemporaryDirectory() as d:
     expect_error('UINT8 graph output', model(
         [oh.make_node('Cast', ['x'], ['y'], to=TP.UINT8)], {'x': xs8}, ['y']),
         d, ['"y" is UINT8'])
+    # nn.MultiheadAttention exported by the installed PyTorch (if any): its
+    # packed projection cut at Slice bounds computed by Div from Shape, a
+    # causal float mask; against PyTorch on the CPU in float64.
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    if torch is not None:
+        torch.manual_seed(int(rng.integers(2**31)))
+        mha = torch.nn.MultiheadAttention(32, 4, batch_first=True).eval()
+        xm = torch.randn(2, 11, 32)
+        causal_m = torch.triu(torch.full((11, 11), float('-inf')), 1)
+
+        class SelfAttention(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.mha = mha
+
+            def forward(self, x, m):
+                return self.mha(x, x, x, attn_mask=m, need_weights=False)[0]
+
+        path = os.path.join(d, 'mha_export.onnx')
+        with torch.no_grad():
+            torch.onnx.export(SelfAttention(), (xm, causal_m), path, input_names=['x', 'm'],
+                              output_names=['y'], opset_version=17)
+        with torch.no_grad():
+            mha64 = mha.double()
+            ref = mha64(xm.double(), xm.double(), xm.double(), attn_mask=causal_m.double(),
+                        need_weights=False)[0].numpy()
+        absref = np.abs(ref).max() + np.abs(xm.numpy()).max() * 32
+        check('nn.MultiheadAttention as PyTorch exports it (Slice bounds from Div of Shape)',
+              onnx.load(path), {'x': xm.numpy(), 'm': causal_m.numpy()},
+              {'y': (ref, lin_tol(absref, 4 * 32 + 11))}, d)
     # Einsum: matmul-like equations of one or two operands (batch, free,
     # contracted and summed-away indices, an ellipsis, implicit output),
     # checked against np.einsum; attention written with einsum (K read as

@@ -171,16 +171,16 @@ void inlineBroadcastIndexProducers(func::FuncOp f) {
         auto result = dyn_cast<OpResult>(in->get());
         auto producer =
             result ? dyn_cast<linalg::GenericOp>(result.getOwner()) : nullptr;
+        // Checked before cloning, so that a refusal leaves no clone behind.
         if (!producer || !isIndexOnly(producer) ||
-            reader.getMatchingIndexingMap(in).isPermutation())
+            reader.getMatchingIndexingMap(in).isPermutation() ||
+            !linalg::areElementwiseOpsFusable(in))
           continue;
         if (!result.hasOneUse()) {
           rewriter.setInsertionPoint(producer);
           producer = cast<linalg::GenericOp>(rewriter.clone(*producer));
           in->set(producer->getResult(0));
         }
-        if (!linalg::areElementwiseOpsFusable(in))
-          continue;
         rewriter.setInsertionPoint(reader);
         FailureOr<linalg::ElementwiseOpFusionResult> fused =
             linalg::fuseElementwiseOps(rewriter, in);

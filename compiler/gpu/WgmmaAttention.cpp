@@ -307,7 +307,8 @@ private:
   void copyKVTile(Value tile, Value stage, Value live = {});
   /// schedule.tma: the calling (one) thread announces the bytes of key tile
   /// `tile` on the "full" barrier of `stage` and issues its K and V copies
-  /// by TMA (D/64 boxes of 64 columns x blockKV keys each, landing in the
+  /// by TMA (D/64 boxes of 64 columns x blockKV keys each, K given
+  /// transposed blockKV/64 boxes of 64 keys x D rows, landing in the
   /// 128-byte swizzle the descriptors read; keys past lk load as zeros),
   /// and those of the staged tensors (blockKV/64 boxes of 64 keys x blockQ
   /// rows; rows past lq and keys past lk load as zeros).
@@ -547,14 +548,23 @@ void FlashBuilder::tmaKVTile(Value tile, Value stage) {
   Value k0 = toI32(mul(tile, s.blockKV)), kvH = toI32(kvHead), z = toI32(batch);
   Value kByte = add(base, add(cst(qBytesOf(p, s)), mul(stage, kb)));
   Value vByte = add(base, add(cst(vFirstByteOf(p, s)), mul(stage, vb)));
-  for (auto [map, first, dim] : {std::tuple(tmapK, kByte, p.headDim),
-                                 std::tuple(tmapV, vByte, p.dimV())})
-    for (int64_t c = 0; c < dim / 64; ++c)
-      ptx("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::"
-          "complete_tx::bytes [$0], [$1, {$2, $3, $4, $5}], [$6];",
-          "r,l,r,r,r,r,r",
-          ValueRange{toI32(add(first, c * s.blockKV * kRowBytes)), map,
-                     cstI32(c * 64), k0, kvH, z, bar});
+  auto box = [&](Value first, Value map, Value inner, Value outer) {
+    ptx("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::"
+        "complete_tx::bytes [$0], [$1, {$2, $3, $4, $5}], [$6];",
+        "r,l,r,r,r,r,r",
+        ValueRange{toI32(first), map, inner, outer, kvH, z, bar});
+  };
+  // K given transposed: blockKV / 64 boxes of 64 keys by headDim rows, each
+  // a column block of V's layout (keys and head dims exchanged).
+  if (p.kTransposed)
+    for (int64_t c = 0; c < s.blockKV / 64; ++c)
+      box(add(kByte, c * p.headDim * kRowBytes), tmapK,
+          toI32(add(mul(tile, s.blockKV), c * 64)), cstI32(0));
+  else
+    for (int64_t c = 0; c < p.headDim / 64; ++c)
+      box(add(kByte, c * s.blockKV * kRowBytes), tmapK, cstI32(c * 64), k0);
+  for (int64_t c = 0; c < p.dimV() / 64; ++c)
+    box(add(vByte, c * s.blockKV * kRowBytes), tmapV, cstI32(c * 64), k0);
   // The staged tensors: coordinates (key, row, then head and batch where
   // the tensor has those axes; 0 on a broadcast one).
   for (auto [i, map] : llvm::enumerate(tmapPlanes)) {
@@ -1468,12 +1478,13 @@ WgmmaAttentionSchedule chooseWgmmaAttentionSchedule(const AttentionProblem &p) {
     return p.headDim > 128 ? WgmmaAttentionSchedule{2, 64, 3} : s;
   WgmmaAttentionSchedule pd = s;
   pd.producer = true;
-  // The producer copies K and V (and a staged bias plane) by TMA where it
-  // can (K untransposed): 1.04-1.17x its cp.async warpgroup (session 18),
-  // whose 128 threads' copies took 16% of the instructions the
-  // multiprocessors issued.
+  // The producer copies K and V (and a staged bias plane) by TMA: 1.04-1.17x
+  // its cp.async warpgroup (session 18), whose 128 threads' copies took 16%
+  // of the instructions the multiprocessors issued. K given transposed too:
+  // its cp.async copies ran causal attention at 0.95x cuDNN where K
+  // untransposed ran 1.08x (H100, session 56).
   auto withTma = [&](WgmmaAttentionSchedule r) {
-    r.tma = !p.kTransposed;
+    r.tma = true;
     return r;
   };
   // A captured [lq, lk] plane (a bias) is read per score: staged through
@@ -1548,8 +1559,6 @@ static bool wgmmaAttentionShapeValid(const AttentionProblem &p,
     return fail("ping-pong needs a producer and 2 warpgroups");
   if (s.tma && !s.producer)
     return fail("tma copies through the producer warpgroup");
-  if (s.tma && p.kTransposed)
-    return fail("tma copies K untransposed only");
   return true;
 }
 
@@ -1597,17 +1606,22 @@ static TensorMapSpec planeTensorMap(const AttentionProblem &p,
 /// The tensor map of K or V ([batch, headsKV, lk, head size] with the
 /// problem's strides) as the producer's TMA copies read it: dims (head size,
 /// lk, headsKV, batch), boxes of 64 columns (one 128-byte swizzle row) by
-/// blockKV keys. An axis of size 1 takes the tensor's packed extent as its
-/// stride (its own is ignored, and may not be one TMA accepts).
+/// blockKV keys; K given transposed, dims (lk, head size, ..), boxes of 64
+/// keys by the head size. An axis of size 1 takes the tensor's packed extent as
+/// its stride (its own is ignored, and may not be one TMA accepts).
 static TensorMapSpec kvTensorMap(const AttentionProblem &p,
                                  const WgmmaAttentionSchedule &s,
                                  AttentionOperand which) {
   SmallVector<int64_t, 4> st = attentionOperandStrides(p, which);
-  int64_t dim = which == AttentionOperand::K ? p.headDim : p.dimV();
-  int64_t dims[4] = {dim, p.lk, p.headsKV, p.batch};
+  bool isK = which == AttentionOperand::K;
+  int64_t dim = isK ? p.headDim : p.dimV();
+  // K given transposed ([batch, headsKV, head size, lk]): dims (lk, head
+  // size, ...), boxes of 64 keys by the whole head size.
+  bool kT = isK && p.kTransposed;
+  int64_t dims[4] = {kT ? p.lk : dim, kT ? dim : p.lk, p.headsKV, p.batch};
   int64_t packed = p.batch * p.headsKV * p.lk * dim * 2;
   TensorMapSpec m;
-  m.operand = which == AttentionOperand::K ? 1 : 2;
+  m.operand = isK ? 1 : 2;
   m.dtype = p.elemType.isBF16() ? "bf16" : "f16";
   m.dims.assign(dims, dims + 4);
   // st is [batch, heads, rows, 1]: rows, heads, batch for dims 1..3.
@@ -1615,7 +1629,7 @@ static TensorMapSpec kvTensorMap(const AttentionProblem &p,
     int64_t extent = dims[3 - axis];
     m.strides.push_back(extent == 1 ? llvm::alignTo(packed, 16) : st[axis] * 2);
   }
-  m.box = {64, s.blockKV, 1, 1};
+  m.box = {64, kT ? dim : s.blockKV, 1, 1};
   m.swizzle = "128B";
   m.offset = attentionOperandOffset(p, which) * 2;
   return m;

@@ -1298,6 +1298,22 @@ def ktrans_cases():
         'kt_d80', 'f16', [1, 2, 100, 80], [1, 2, 200, 80], causal('f16', 100, 200, 100), kt='input'),
         1.0, lambda s, r, c: np.where(r + 100 >= c, s * 0.125, -1e30)))
     KTRANS_K['ktrans_d80_causal_f16_100x200'] = to_bhld
+    # The wgmma template's TMA boxes of 64 keys by the whole head size (V's
+    # of 128, as in MLA: the template's widest O): 256 (64-key tiles) over a
+    # ragged last tile, two batches and heads; 192, causal, 8200 keys (a
+    # last tile of 8 keys past 8192).
+    inv256 = 1 / 16
+    out.append(('ktrans_d256_v128_f16_2x3_130x520', model(
+        'kt_d256', 'f16', [2, 3, 130, 256], [2, 3, 520, 256],
+        [const('c', 'f16', inv256), node('mul', ['s', 'c'], 's_mod')], kt='input', vd=128), 1.0,
+        lambda s, r, c: s * inv256))
+    KTRANS_K['ktrans_d256_v128_f16_2x3_130x520'] = to_bhld
+    inv192 = np.float64(L.narrow('bf16', np.float64(1 / np.sqrt(192))))
+    out.append(('ktrans_d192_v128_causal_bf16_8200', model(
+        'kt_d192', 'bf16', [1, 2, 200, 192], [1, 2, 8200, 192],
+        causal('bf16', 200, 8200, 8000, float(inv192)), kt='input', vd=128), 1.0,
+        lambda s, r, c: np.where(r + 8000 >= c, s * inv192, -1e30)))
+    KTRANS_K['ktrans_d192_v128_causal_bf16_8200'] = to_bhld
     out.append(('decode_ktrans_mqa_8_1_q1_1024_d64', model(
         'dkt_mqa', 'bf16', [1, 8, 1, 64], [1, 1, 1024, 64],
         [const('c', 'bf16', 0.125), node('mul', ['s', 'c'], 's_mod')], repeat=(1, 8),

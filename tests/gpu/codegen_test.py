@@ -448,7 +448,8 @@ def check_attention(args, work):
         if len(m['inputs']) == 4 and manifest['launches'][0]['args'][-1] != 3:
             return '%s on %s: launch arguments %s' % (name, target,
                                                      manifest['launches'][0]['args'])
-        # sm_90a prefill: the producer copies K and V by TMA (K untransposed;
+        # sm_90a prefill: the producer copies K and V by TMA (K given
+        # transposed too, boxes of 64 keys by D rows over dims (L, D, H, B);
         # a padding mask keeps the kernel without a producer), and the bias
         # plane it stages beside them (f16 like Q, rows of 200 keys: 16-byte
         # aligned), so its launch carries their tensor maps over the K, V and
@@ -457,10 +458,12 @@ def check_attention(args, work):
         maps = manifest['launches'][0].get('tensor_maps', [])
         ptx_text = data[manifest['code'][0]['blob']].decode()
         if target == 'sm_90a' and kernels == ['_attn_wgmma']:
-            want_tma = not any(w in name for w in ('transposed', 'padding'))
+            want_tma = 'padding' not in name
             largs = manifest['launches'][0]['args']
             want_buffers = largs[1:3] + (largs[-1:] if 'bias' in name else [])
+            kt_map = {'dims': [256, 128, 4, 2], 'box': [64, 128, 1, 1], 'strides': [512, 65536, 262144]}
             if want_tma != bool(maps) or (maps and (
+                    ('transposed' in name and any(maps[0][k] != v for k, v in kt_map.items())) or
                     [t['buffer'] for t in maps] != want_buffers or
                     manifest['format_version'] != 4 or
                     ptx_text.count('.b8 %s_param_' % symbols[0]) != len(maps) or

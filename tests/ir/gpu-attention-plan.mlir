@@ -320,10 +320,10 @@ func.func @softcap_offset_causal(%q: tensor<1x4x300x128xbf16>, %k: tensor<1x4x10
 
 // -----
 
-// K given transposed ([B, H, D, Lk]): the producer copies it with cp.async
-// (its tiles take V's layout, which the TMA boxes do not write), so no tma.
+// K given transposed ([B, H, D, Lk]): the producer copies it by TMA too,
+// boxes of 64 keys by D rows (its tiles take V's layout).
 // CHECK-LABEL: func.func @kt_producer
-// SM90A: tcc.attention_plan = #tcc.wgmma_attention<warpgroups = 2, blockKV = 128, stages = 3, overlap = true, producer = true, pingpong = false, tma = false>
+// SM90A: tcc.attention_plan = #tcc.wgmma_attention<warpgroups = 2, blockKV = 128, stages = 3, overlap = true, producer = true, pingpong = false, tma = true>
 func.func @kt_producer(%q: tensor<1x4x128x64xbf16>, %kt: tensor<1x4x64x256xbf16>, %v: tensor<1x4x256x64xbf16>) -> tensor<1x4x128x64xbf16> {
   %0 = tcc.chain attributes {axis = 3 : i64, tcc.attention} -> tensor<1x4x128x64xbf16> {
     %5 = tcc.matmul %q, %kt : tensor<1x4x128x64xbf16>, tensor<1x4x64x256xbf16> -> tensor<1x4x128x256xbf16>

@@ -372,6 +372,14 @@ private:
       auto outSlice =
           callee ? callee->getAttrOfType<DenseI64ArrayAttr>("tcc.out_slice")
                  : DenseI64ArrayAttr();
+      // tcc-view-kernels: a reshape's result is its argument's bytes, in
+      // its buffer; the plan launches nothing.
+      if (callee && callee->hasAttr("tcc.view")) {
+        Value r = call.getResult(0);
+        if (outputOf.count(r) || derived.count(r) || bufferOf.count(r))
+          return call.emitError("a view kernel's result must be a temporary");
+        bufferOf[r] = bufferOf.lookup(call.getOperand(0));
+      }
       for (Value r : call.getResults()) {
         // A concat's input stored in place has the concat's buffer already.
         auto bound = bufferOf.find(r);

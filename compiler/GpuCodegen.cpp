@@ -1977,7 +1977,8 @@ LogicalResult compileGpuKernels(ModuleOp module, const GpuOptions &options,
   bool attentionFailed = false;
   OwningOpRef<ModuleOp> device =
       cloneKernelsAsBuffers(module, names, [&](func::FuncOp f) {
-        if (attentionFailed || f->hasAttr("tcc.concat_in_place"))
+        if (attentionFailed || f->hasAttr("tcc.concat_in_place") ||
+            f->hasAttr("tcc.view"))
           return;
         FailureOr<mlir::tcc::AttentionOp> op = attentionOf(f);
         if (failed(op)) {
@@ -2030,9 +2031,11 @@ LogicalResult compileGpuKernels(ModuleOp module, const GpuOptions &options,
                 "it whole";
   }
   // Kernels a template computes whole need no generic code, and concats
-  // their inputs were stored into (tcc-concat-in-place) none at all.
+  // their inputs were stored into (tcc-concat-in-place) and reshapes
+  // (tcc-view-kernels) none at all.
   for (auto f : llvm::make_early_inc_range(device->getOps<func::FuncOp>()))
-    if (f->hasAttr("tcc.template") || f->hasAttr("tcc.concat_in_place"))
+    if (f->hasAttr("tcc.template") || f->hasAttr("tcc.concat_in_place") ||
+        f->hasAttr("tcc.view"))
       f.erase();
   if (failed(bufferizeKernels(*device, options.timing)) ||
       failed(runPipeline(
@@ -2056,7 +2059,7 @@ LogicalResult compileGpuKernels(ModuleOp module, const GpuOptions &options,
     }
     auto use = matmuls.find(name);
     if (auto f = module.lookupSymbol<func::FuncOp>(name);
-        f && f->hasAttr("tcc.concat_in_place")) {
+        f && (f->hasAttr("tcc.concat_in_place") || f->hasAttr("tcc.view"))) {
       artifact.kernels.push_back(std::move(plan)); // no launches
       continue;
     }

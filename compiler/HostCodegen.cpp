@@ -21,6 +21,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/raw_ostream.h"
@@ -109,11 +110,19 @@ LogicalResult(::tcc::compileHostKernels)(ModuleOp module,
       });
   if (failed(tiled))
     return failure();
+  // Reshapes (tcc-view-kernels) launch nothing: their results alias their
+  // arguments' buffers.
+  llvm::StringSet<> views;
+  for (auto func : llvm::make_early_inc_range(host->getOps<func::FuncOp>()))
+    if (func->hasAttr("tcc.view")) {
+      views.insert(func.getSymName());
+      func.erase();
+    }
   if (failed(bufferizeKernels(*host, options.timing)))
     return failure();
-  SmallVector<unsigned> numBuffers;
+  llvm::StringMap<unsigned> numBuffers;
   for (auto func : host->getOps<func::FuncOp>())
-    numBuffers.push_back(func.getNumArguments());
+    numBuffers[func.getSymName()] = func.getNumArguments();
   if (failed(runPipeline(*host, kHostPartitionPipeline, "host code generation",
                          options.timing)))
     return failure();
@@ -125,7 +134,7 @@ LogicalResult(::tcc::compileHostKernels)(ModuleOp module,
                          options.timing)))
     return failure();
   for (const std::string &name : names)
-    if (failed(addEntryPoint(*host, name)))
+    if (!views.contains(name) && failed(addEntryPoint(*host, name)))
       return failure();
 
   TimingScope llvmScope;
@@ -146,15 +155,17 @@ LogicalResult(::tcc::compileHostKernels)(ModuleOp module,
   artifact.cpu = options.cpu;
   artifact.target = "host";
   artifact.format = "so";
-  for (auto [i, name] : llvm::enumerate(names)) {
+  for (const std::string &name : names) {
     KernelPlan plan;
     plan.name = name;
-    DeviceLaunch launch;
-    launch.symbol = name;
-    launch.grid[0] = grids.lookup(name);
-    for (unsigned a = 0; a < numBuffers[i]; ++a)
-      launch.args.push_back(a);
-    plan.launches.push_back(std::move(launch));
+    if (!views.contains(name)) {
+      DeviceLaunch launch;
+      launch.symbol = name;
+      launch.grid[0] = grids.lookup(name);
+      for (unsigned a = 0; a < numBuffers.lookup(name); ++a)
+        launch.args.push_back(a);
+      plan.launches.push_back(std::move(launch));
+    }
     artifact.kernels.push_back(std::move(plan));
   }
   return success();

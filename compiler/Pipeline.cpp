@@ -242,6 +242,9 @@ LogicalResult tcc::compileModel(ImportedModel &model,
   if (target.isNvidia() && target.cpAsync && target.mmaSync &&
       options.gpu.concatInPlace)
     pm.addPass(mlir::tcc::createTccConcatInPlace());
+  // A kernel that only reshapes launches nothing (its result aliases its
+  // argument's buffer: BundleBuilder).
+  pm.addPass(mlir::tcc::createTccViewKernels());
   // Repeated blocks outline to identical kernels: each is compiled once.
   pm.addPass(mlir::tcc::createTccDedupKernels());
   // The driver prints errors only; a chain fusion refused is a warning the

@@ -10,6 +10,10 @@
 // the reshapes meet their inverses and fold. The attention match then sees
 // one chain of rank 4, its Q, K and V reshapes of the inputs (views).
 //
+// A flat view of rows ([B, H, L, S] as [B*H*L, S], for a softmax written
+// over 2-D rows) sinks the same way past row-wise ops, where all of them
+// lead to the reshape back.
+//
 //===----------------------------------------------------------------------===//
 #include "passes/ConvLayout.h"
 #include "passes/Passes.h"
@@ -241,6 +245,136 @@ struct HoistSplits : OpRewritePattern<ReshapeOp> {
   }
 };
 
+/// A reshape that keeps the last axis and regroups the others, not only the
+/// batch axes (those are batchReshape's): a flat view of rows, [B, H, L, S]
+/// as [B*H*L, S]. `from` and `to` are the leading axes.
+std::optional<BatchReshape> rowReshape(ReshapeOp r) {
+  if (!r || batchReshape(r))
+    return std::nullopt;
+  RankedTensorType in = rankedOf(r.getInput()), out = r.getType();
+  if (!in || !in.hasStaticShape() || !out.hasStaticShape() ||
+      in.getRank() < 1 || out.getRank() < 1 ||
+      in.getShape().back() != out.getShape().back())
+    return std::nullopt;
+  return BatchReshape{in.getShape().drop_back(), out.getShape().drop_back()};
+}
+
+/// Whether `op` works row by row over rows `rows` (the leading axes of its
+/// result): element-wise, or a keepdims reduction over the last axis alone;
+/// each operand has those rows or broadcasts along all of them (leading
+/// axes of 1, or fewer axes).
+bool rowMovable(Operation *op, ArrayRef<int64_t> rows) {
+  if (op->getNumResults() != 1)
+    return false;
+  RankedTensorType type = rankedOf(op->getResult(0));
+  if (!type || !type.hasStaticShape() || type.getRank() < 1 ||
+      type.getShape().drop_back() != rows)
+    return false;
+  int64_t rank = type.getRank();
+  if (isa<ReduceSumOp, ReduceMaxOp, ReduceMinOp, ReduceMeanOp>(op)) {
+    if (!op->getAttrOfType<BoolAttr>("keepdims").getValue() ||
+        op->getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef() !=
+            ArrayRef<int64_t>{rank - 1})
+      return false;
+  } else if (!isElementwise(op)) {
+    return false;
+  }
+  return llvm::all_of(op->getOperands(), [&](Value v) {
+    RankedTensorType t = rankedOf(v);
+    if (!t || !t.hasStaticShape() || t.getRank() > rank)
+      return false;
+    ArrayRef<int64_t> lead = t.getShape().drop_back(t.getRank() ? 1 : 0);
+    return (t.getRank() == rank && lead == rows) ||
+           llvm::all_of(lead, [](int64_t d) { return d == 1; });
+  });
+}
+
+/// Whether every way down from `v` (over rows `rows`) passes row-wise ops
+/// only and ends at a reshape back to rows `from`: a flat view's rows
+/// reshaped back, the sandwich a merge sinks through to cancel.
+bool reachesSplit(Value v, ArrayRef<int64_t> rows, ArrayRef<int64_t> from,
+                  llvm::SmallPtrSetImpl<Operation *> &seen) {
+  if (v.use_empty())
+    return false;
+  for (Operation *user : v.getUsers()) {
+    if (!seen.insert(user).second)
+      continue;
+    if (seen.size() > 256)
+      return false;
+    if (auto r = dyn_cast<ReshapeOp>(user)) {
+      if (r.getType().getShape().drop_back() != from ||
+          r.getType().getShape().back() != rankedOf(v).getShape().back())
+        return false;
+      continue;
+    }
+    if (!rowMovable(user, rows) ||
+        !reachesSplit(user->getResult(0), rows, from, seen))
+      return false;
+  }
+  return true;
+}
+
+/// f(rowmerge(x), ...) -> rowmerge(f(x, ...)) where every way down from f
+/// reaches a reshape back: a softmax over a flat [B*H*L, S] view of
+/// attention's scores, reshaped back for P V, runs over [B, H, L, S], and
+/// the reshapes meet and fold (the attention match then reads one chain).
+/// A flat view whose rows go on elsewhere (a loss's targets [B*L]) stays.
+struct SinkRowMerges : RewritePattern {
+  SinkRowMerges(MLIRContext *ctx)
+      : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, ctx) {}
+  LogicalResult matchAndRewrite(Operation *op,
+                                PatternRewriter &rewriter) const override {
+    if (isa<ReshapeOp>(op) || op->getNumResults() != 1)
+      return failure();
+    RankedTensorType type = rankedOf(op->getResult(0));
+    if (!type || type.getRank() < 1)
+      return failure();
+    ArrayRef<int64_t> rows = type.getShape().drop_back();
+    if (!rowMovable(op, rows))
+      return failure();
+    std::optional<BatchReshape> merge;
+    for (Value v : op->getOperands()) {
+      // Merges only (fewer axes): the splits of other operands this
+      // creates must not move back.
+      std::optional<BatchReshape> r = rowReshape(v.getDefiningOp<ReshapeOp>());
+      if (r && r->merges() && r->to == rows) {
+        merge = r;
+        break;
+      }
+    }
+    llvm::SmallPtrSet<Operation *, 32> seen;
+    if (!merge || !reachesSplit(op->getResult(0), rows, merge->from, seen))
+      return failure();
+    int64_t oldRank = type.getRank();
+    int64_t newRank = static_cast<int64_t>(merge->from.size()) + 1;
+    SmallVector<NamedAttribute> attrs(op->getAttrs());
+    for (NamedAttribute &a : attrs)
+      if (a.getName() == "axes" &&
+          isa<ReduceSumOp, ReduceMaxOp, ReduceMinOp, ReduceMeanOp>(op))
+        a.setValue(rewriter.getDenseI64ArrayAttr({newRank - 1}));
+    SmallVector<Value> operands;
+    for (Value v : op->getOperands()) {
+      RankedTensorType t = rankedOf(v);
+      if (t.getRank() == oldRank && t.getShape().drop_back() == rows) {
+        SmallVector<int64_t> shape(merge->from);
+        shape.push_back(t.getShape().back());
+        v = reshapeTo(rewriter, op->getLoc(), v, shape);
+      }
+      operands.push_back(v);
+    }
+    SmallVector<int64_t> shape(merge->from);
+    shape.push_back(type.getShape().back());
+    OperationState state(op->getLoc(), op->getName());
+    state.addOperands(operands);
+    state.addAttributes(attrs);
+    state.addTypes(type.clone(shape));
+    Value rebuilt = rewriter.create(state)->getResult(0);
+    rewriter.replaceOp(
+        op, reshapeTo(rewriter, op->getLoc(), rebuilt, type.getShape()));
+    return success();
+  }
+};
+
 /// reshape(reshape(x)) -> reshape(x), or x where the shapes match.
 struct FoldReshapes : OpRewritePattern<ReshapeOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -265,7 +399,7 @@ struct TccBatchReshapes
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     RewritePatternSet patterns(ctx);
-    patterns.add<SinkMerges, HoistSplits>(ctx);
+    patterns.add<SinkMerges, HoistSplits, SinkRowMerges>(ctx);
     addReshapeFolds(patterns);
     // Merges only move down and splits only up, each step past one op, so
     // the rewriting ends; where it would take more sweeps than the limit,

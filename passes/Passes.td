@@ -82,6 +82,24 @@ def TccOutlineGroups : Pass<"tcc-outline-groups", "ModuleOp"> {
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
+def TccViewKernels : Pass<"tcc-view-kernels", "ModuleOp"> {
+  let summary = "Reshapes of kernel arguments launch nothing";
+  let description = [{
+    After tcc-outline-groups. A kernel result that is its argument through
+    `tcc.reshape`s alone (a flatten before a classifier, a flat view
+    reshaped back; alone in its kernel, or beside the kernel's other
+    results) only copies bytes in their order. It moves into a kernel of
+    its own, marked `tcc.view` (a kernel of one argument and one such
+    result is marked where it is), which launches nothing: the bundle
+    writer gives its result the argument's buffer. The kernel it came from
+    loses the result, and an argument nothing else reads; one left without
+    results is erased. Not where the caller returns the result (a model
+    output or an init result has a buffer of its own), nor in a kernel
+    called more than once or storing into a concat (`tcc.out_slice`).
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
 def TccConcatInPlace : Pass<"tcc-concat-in-place", "ModuleOp"> {
   let summary = "Convolutions store into the channel concat that reads them";
   let description = [{
@@ -657,7 +675,13 @@ def TccBatchReshapes : Pass<"tcc-batch-reshapes", "func::FuncOp"> {
     of a broadcast (K and V repeated over grouped heads, which the attention
     match reads as written). Reshape pairs fold.
     Attention written over flattened heads (torch.bmm) becomes one chain
-    over [B, H] whose Q, K and V are reshapes of the inputs.
+    over [B, H] whose Q, K and V are reshapes of the inputs. A reshape that
+    keeps only the last axis ([B, H, L, S] as [B*H*L, S]: a flat view of
+    rows) moves towards the outputs past element-wise ops and keepdims
+    reductions over the last axis (other operands with its rows reshaped,
+    broadcast ones as they are) where every way down from it ends at the
+    reshape back, which it then folds with: a softmax written over a flat
+    view of attention's scores runs over [B, H, L, S].
   }];
   let dependentDialects = ["::mlir::tcc::TccDialect"];
 }

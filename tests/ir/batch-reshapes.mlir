@@ -124,3 +124,48 @@ func.func @stays(%x: tensor<2x3x4x8x8xf32>, %y: tensor<1x4x8x8xf32>, %kv: tensor
   %pv4 = tcc.reshape %pv : tensor<8x8x8xf32> -> tensor<2x4x8x8xf32>
   return %a, %s, %e4, %e, %r, %f, %ke, %pv4 : tensor<6x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<8x8x8xf32>, tensor<1x8x8xf32>, tensor<8x64xf32>, tensor<1x4x8x8xf32>, tensor<2x4x8x8xf32>
 }
+
+// A softmax written over a flat view of attention's scores ([2, 3, 5, 7]
+// as [30, 7] rows) and reshaped back for P V: the view sinks past the
+// row-wise ops (the scale's [30, 1]-shaped operand reshaped with it, the
+// broadcast [7] mask as it is) and folds with the reshape back: no reshape
+// is left but the scale's, every op runs over [2, 3, 5, 7].
+// CHECK-LABEL: func.func @flat_rows_softmax
+// CHECK-NEXT: tcc.reshape %arg2 : tensor<30x1xf32> -> tensor<2x3x5x1xf32>
+// CHECK-NOT: tcc.reshape
+// CHECK: tcc.reduce_max %{{.*}} {axes = array<i64: 3>, keepdims = true} : tensor<2x3x5x7xf32> -> tensor<2x3x5x1xf32>
+// CHECK-NOT: tcc.reshape
+// CHECK: tcc.reduce_sum %{{.*}} {axes = array<i64: 3>, keepdims = true} : tensor<2x3x5x7xf32> -> tensor<2x3x5x1xf32>
+// CHECK-NOT: tcc.reshape
+// CHECK: tcc.matmul %{{.*}}, %arg1 : tensor<2x3x5x7xf32>, tensor<2x3x7x4xf32>
+func.func @flat_rows_softmax(%s: tensor<2x3x5x7xf32>, %v: tensor<2x3x7x4xf32>, %t: tensor<30x1xf32>, %m: tensor<7xf32>) -> tensor<2x3x5x4xf32> {
+  %f = tcc.reshape %s : tensor<2x3x5x7xf32> -> tensor<30x7xf32>
+  %sc = tcc.mul %f, %t : tensor<30x7xf32>, tensor<30x1xf32> -> tensor<30x7xf32>
+  %sm = tcc.add %sc, %m : tensor<30x7xf32>, tensor<7xf32> -> tensor<30x7xf32>
+  %mx = tcc.reduce_max %sm {axes = array<i64: 1>, keepdims = true} : tensor<30x7xf32> -> tensor<30x1xf32>
+  %d = tcc.sub %sm, %mx : tensor<30x7xf32>, tensor<30x1xf32> -> tensor<30x7xf32>
+  %e = tcc.exp %d : tensor<30x7xf32>
+  %su = tcc.reduce_sum %e {axes = array<i64: 1>, keepdims = true} : tensor<30x7xf32> -> tensor<30x1xf32>
+  %p = tcc.div %e, %su : tensor<30x7xf32>, tensor<30x1xf32> -> tensor<30x7xf32>
+  %p4 = tcc.reshape %p : tensor<30x7xf32> -> tensor<2x3x5x7xf32>
+  %o = tcc.matmul %p4, %v : tensor<2x3x5x7xf32>, tensor<2x3x7x4xf32> -> tensor<2x3x5x4xf32>
+  return %o : tensor<2x3x5x4xf32>
+}
+
+// A flat view whose rows go on elsewhere stays where it is: a loss's
+// log-softmax over [B*L, V] rows whose values are gathered by targets, and
+// a softmax over flat rows returned as they are.
+// CHECK-LABEL: func.func @flat_rows_stay
+// CHECK: tcc.reshape %arg0 : tensor<2x3x11xf32> -> tensor<6x11xf32>
+// CHECK: tcc.reduce_max %{{.*}} {axes = array<i64: 1>, keepdims = true} : tensor<6x11xf32>
+// CHECK: tcc.reshape %arg0 : tensor<2x3x11xf32> -> tensor<6x11xf32>
+// CHECK: tcc.exp %{{.*}} : tensor<6x11xf32>
+func.func @flat_rows_stay(%x: tensor<2x3x11xf32>, %idx: tensor<6x1xi32>) -> (tensor<6x1xf32>, tensor<6x11xf32>) {
+  %f = tcc.reshape %x : tensor<2x3x11xf32> -> tensor<6x11xf32>
+  %mx = tcc.reduce_max %f {axes = array<i64: 1>, keepdims = true} : tensor<6x11xf32> -> tensor<6x1xf32>
+  %d = tcc.sub %f, %mx : tensor<6x11xf32>, tensor<6x1xf32> -> tensor<6x11xf32>
+  %g = tcc.take_along_axis %d, %idx {axis = 1 : i64} : tensor<6x11xf32>, tensor<6x1xi32> -> tensor<6x1xf32>
+  %f2 = tcc.reshape %x : tensor<2x3x11xf32> -> tensor<6x11xf32>
+  %e = tcc.exp %f2 : tensor<6x11xf32>
+  return %g, %e : tensor<6x1xf32>, tensor<6x11xf32>
+}

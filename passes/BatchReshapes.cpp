@@ -289,11 +289,30 @@ bool rowMovable(Operation *op, ArrayRef<int64_t> rows) {
   });
 }
 
+/// Whether `v` reaches a matmul as its left operand (P of P V) through
+/// element-wise ops and keepdims reductions (those already past the
+/// reshape back, as the merge sinks op by op).
+bool leadsToMatmul(Value v, llvm::SmallPtrSetImpl<Operation *> &seen) {
+  for (Operation *u : v.getUsers()) {
+    if (auto mm = dyn_cast<MatmulOp>(u); mm && mm->getOperand(0) == v)
+      return true;
+    if (!seen.insert(u).second || seen.size() > 256 || u->getNumResults() != 1)
+      continue;
+    bool keepdims =
+        isa<ReduceSumOp, ReduceMaxOp, ReduceMinOp, ReduceMeanOp>(u) &&
+        u->getAttrOfType<BoolAttr>("keepdims").getValue();
+    if ((isElementwise(u) || keepdims) && leadsToMatmul(u->getResult(0), seen))
+      return true;
+  }
+  return false;
+}
+
 /// Whether every way down from `v` (over rows `rows`) passes row-wise ops
 /// only and ends at a reshape back to rows `from`: a flat view's rows
-/// reshaped back, the sandwich a merge sinks through to cancel.
+/// reshaped back, the sandwich a merge sinks through to cancel. `gains` is
+/// set where a reshape back leads to a matmul's left operand (P of P V).
 bool reachesSplit(Value v, ArrayRef<int64_t> rows, ArrayRef<int64_t> from,
-                  llvm::SmallPtrSetImpl<Operation *> &seen) {
+                  llvm::SmallPtrSetImpl<Operation *> &seen, bool &gains) {
   if (v.use_empty())
     return false;
   for (Operation *user : v.getUsers()) {
@@ -305,10 +324,12 @@ bool reachesSplit(Value v, ArrayRef<int64_t> rows, ArrayRef<int64_t> from,
       if (r.getType().getShape().drop_back() != from ||
           r.getType().getShape().back() != rankedOf(v).getShape().back())
         return false;
+      llvm::SmallPtrSet<Operation *, 32> down;
+      gains = gains || leadsToMatmul(r.getResult(), down);
       continue;
     }
     if (!rowMovable(user, rows) ||
-        !reachesSplit(user->getResult(0), rows, from, seen))
+        !reachesSplit(user->getResult(0), rows, from, seen, gains))
       return false;
   }
   return true;
@@ -318,7 +339,10 @@ bool reachesSplit(Value v, ArrayRef<int64_t> rows, ArrayRef<int64_t> from,
 /// reaches a reshape back: a softmax over a flat [B*H*L, S] view of
 /// attention's scores, reshaped back for P V, runs over [B, H, L, S], and
 /// the reshapes meet and fold (the attention match then reads one chain).
-/// A flat view whose rows go on elsewhere (a loss's targets [B*L]) stays.
+/// A flat view whose rows go on elsewhere (a loss's targets [B*L]) stays,
+/// and so does one reshaped back for anything but a matmul (a norm over
+/// flat rows: on the host its rows split over threads by the largest axis
+/// of the kernel's grid, which flat rows keep large).
 struct SinkRowMerges : RewritePattern {
   SinkRowMerges(MLIRContext *ctx)
       : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, ctx) {}
@@ -343,7 +367,10 @@ struct SinkRowMerges : RewritePattern {
       }
     }
     llvm::SmallPtrSet<Operation *, 32> seen;
-    if (!merge || !reachesSplit(op->getResult(0), rows, merge->from, seen))
+    bool gains = false;
+    if (!merge ||
+        !reachesSplit(op->getResult(0), rows, merge->from, seen, gains) ||
+        !gains)
       return failure();
     int64_t oldRank = type.getRank();
     int64_t newRank = static_cast<int64_t>(merge->from.size()) + 1;

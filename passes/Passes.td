@@ -680,8 +680,9 @@ def TccBatchReshapes : Pass<"tcc-batch-reshapes", "func::FuncOp"> {
     rows) moves towards the outputs past element-wise ops and keepdims
     reductions over the last axis (other operands with its rows reshaped,
     broadcast ones as they are) where every way down from it ends at the
-    reshape back, which it then folds with: a softmax written over a flat
-    view of attention's scores runs over [B, H, L, S].
+    reshape back and one such leads to a matmul's left operand (P of P V,
+    through element-wise ops): it folds with the reshape back, and a softmax written over a flat view of
+    attention's scores runs over [B, H, L, S].
   }];
   let dependentDialects = ["::mlir::tcc::TccDialect"];
 }

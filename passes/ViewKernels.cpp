@@ -112,6 +112,7 @@ struct TccViewKernels : mlir::tcc::impl::TccViewKernelsBase<TccViewKernels> {
         operands.push_back(operand);
     b.setInsertionPoint(call);
     auto narrowed = func::CallOp::create(b, call.getLoc(), f, operands);
+    narrowed->setDiscardableAttrs(call->getDiscardableAttrDictionary());
     unsigned next = 0;
     for (auto [i, r] : llvm::enumerate(call.getResults()))
       if (!views[i])
@@ -141,8 +142,9 @@ struct TccViewKernels : mlir::tcc::impl::TccViewKernelsBase<TccViewKernels> {
       chain.push_back(reshape);
     IRMapping map;
     map.map(arg, entry->getArgument(0));
+    // Without a region group's mark: the view launches nothing of the group.
     for (ReshapeOp reshape : llvm::reverse(chain))
-      vb.clone(*reshape, map);
+      vb.clone(*reshape, map)->removeAttr("tcc.region_group");
     func::ReturnOp::create(vb, f.getLoc(), map.lookupOrDefault(v));
     // After `f`, renamed if a kernel has its name already.
     symbols.insert(view, std::next(Block::iterator(f)));

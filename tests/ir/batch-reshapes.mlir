@@ -153,19 +153,27 @@ func.func @flat_rows_softmax(%s: tensor<2x3x5x7xf32>, %v: tensor<2x3x7x4xf32>, %
 }
 
 // A flat view whose rows go on elsewhere stays where it is: a loss's
-// log-softmax over [B*L, V] rows whose values are gathered by targets, and
-// a softmax over flat rows returned as they are.
+// log-softmax over [B*L, V] rows whose values are gathered by targets, a
+// softmax over flat rows returned as they are, and an RMS-norm-like chain
+// over flat rows reshaped back for no matmul.
 // CHECK-LABEL: func.func @flat_rows_stay
 // CHECK: tcc.reshape %arg0 : tensor<2x3x11xf32> -> tensor<6x11xf32>
 // CHECK: tcc.reduce_max %{{.*}} {axes = array<i64: 1>, keepdims = true} : tensor<6x11xf32>
 // CHECK: tcc.reshape %arg0 : tensor<2x3x11xf32> -> tensor<6x11xf32>
 // CHECK: tcc.exp %{{.*}} : tensor<6x11xf32>
-func.func @flat_rows_stay(%x: tensor<2x3x11xf32>, %idx: tensor<6x1xi32>) -> (tensor<6x1xf32>, tensor<6x11xf32>) {
+// CHECK: tcc.reduce_mean %{{.*}} {axes = array<i64: 1>, keepdims = true} : tensor<6x11xf32>
+// CHECK: tcc.reshape %{{.*}} : tensor<6x11xf32> -> tensor<2x3x11xf32>
+func.func @flat_rows_stay(%x: tensor<2x3x11xf32>, %idx: tensor<6x1xi32>) -> (tensor<6x1xf32>, tensor<6x11xf32>, tensor<2x3x11xf32>) {
   %f = tcc.reshape %x : tensor<2x3x11xf32> -> tensor<6x11xf32>
   %mx = tcc.reduce_max %f {axes = array<i64: 1>, keepdims = true} : tensor<6x11xf32> -> tensor<6x1xf32>
   %d = tcc.sub %f, %mx : tensor<6x11xf32>, tensor<6x1xf32> -> tensor<6x11xf32>
   %g = tcc.take_along_axis %d, %idx {axis = 1 : i64} : tensor<6x11xf32>, tensor<6x1xi32> -> tensor<6x1xf32>
   %f2 = tcc.reshape %x : tensor<2x3x11xf32> -> tensor<6x11xf32>
   %e = tcc.exp %f2 : tensor<6x11xf32>
-  return %g, %e : tensor<6x1xf32>, tensor<6x11xf32>
+  %sq = tcc.mul %f, %f : tensor<6x11xf32>, tensor<6x11xf32> -> tensor<6x11xf32>
+  %ms = tcc.reduce_mean %sq {axes = array<i64: 1>, keepdims = true} : tensor<6x11xf32> -> tensor<6x1xf32>
+  %rs = tcc.rsqrt %ms : tensor<6x1xf32>
+  %n = tcc.mul %f, %rs : tensor<6x11xf32>, tensor<6x1xf32> -> tensor<6x11xf32>
+  %n3 = tcc.reshape %n : tensor<6x11xf32> -> tensor<2x3x11xf32>
+  return %g, %e, %n3 : tensor<6x1xf32>, tensor<6x11xf32>, tensor<2x3x11xf32>
 }

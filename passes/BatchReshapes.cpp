@@ -34,6 +34,11 @@ RankedTensorType rankedOf(Value v) {
   return dyn_cast<RankedTensorType>(v.getType());
 }
 
+/// The reductions with `axes` and `keepdims` the rules here move.
+bool isAxisReduction(Operation *op) {
+  return isa<ReduceSumOp, ReduceMaxOp, ReduceMinOp, ReduceMeanOp>(op);
+}
+
 /// The batch shapes a reshape maps between: it keeps the last two axes and
 /// both sides have at least one batch axis (static shapes).
 struct BatchReshape {
@@ -70,7 +75,7 @@ bool movable(Operation *op) {
     return false;
   int64_t rank = type.getRank();
   ArrayRef<int64_t> batch = type.getShape().drop_back(2);
-  if (isa<ReduceSumOp, ReduceMaxOp, ReduceMinOp, ReduceMeanOp>(op)) {
+  if (isAxisReduction(op)) {
     if (!op->getAttrOfType<BoolAttr>("keepdims").getValue() ||
         llvm::any_of(op->getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef(),
                      [&](int64_t a) { return a < rank - 2; }))
@@ -118,7 +123,7 @@ Value rebuiltOver(PatternRewriter &rewriter, Operation *op,
   int64_t oldRank = type.getRank();
   int64_t newRank = static_cast<int64_t>(newBatch.size()) + 2;
   SmallVector<NamedAttribute> attrs(op->getAttrs());
-  if (isa<ReduceSumOp, ReduceMaxOp, ReduceMinOp, ReduceMeanOp>(op)) {
+  if (isAxisReduction(op)) {
     SmallVector<int64_t> axes;
     for (int64_t a : op->getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef())
       axes.push_back(a - oldRank + newRank);
@@ -271,7 +276,7 @@ bool rowMovable(Operation *op, ArrayRef<int64_t> rows) {
       type.getShape().drop_back() != rows)
     return false;
   int64_t rank = type.getRank();
-  if (isa<ReduceSumOp, ReduceMaxOp, ReduceMinOp, ReduceMeanOp>(op)) {
+  if (isAxisReduction(op)) {
     if (!op->getAttrOfType<BoolAttr>("keepdims").getValue() ||
         op->getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef() !=
             ArrayRef<int64_t>{rank - 1})
@@ -299,8 +304,7 @@ bool leadsToMatmul(Value v, llvm::SmallPtrSetImpl<Operation *> &seen) {
     if (!seen.insert(u).second || seen.size() > 256 || u->getNumResults() != 1)
       continue;
     bool keepdims =
-        isa<ReduceSumOp, ReduceMaxOp, ReduceMinOp, ReduceMeanOp>(u) &&
-        u->getAttrOfType<BoolAttr>("keepdims").getValue();
+        isAxisReduction(u) && u->getAttrOfType<BoolAttr>("keepdims").getValue();
     if ((isElementwise(u) || keepdims) && leadsToMatmul(u->getResult(0), seen))
       return true;
   }
@@ -376,8 +380,7 @@ struct SinkRowMerges : RewritePattern {
     int64_t newRank = static_cast<int64_t>(merge->from.size()) + 1;
     SmallVector<NamedAttribute> attrs(op->getAttrs());
     for (NamedAttribute &a : attrs)
-      if (a.getName() == "axes" &&
-          isa<ReduceSumOp, ReduceMaxOp, ReduceMinOp, ReduceMeanOp>(op))
+      if (a.getName() == "axes" && isAxisReduction(op))
         a.setValue(rewriter.getDenseI64ArrayAttr({newRank - 1}));
     SmallVector<Value> operands;
     for (Value v : op->getOperands()) {

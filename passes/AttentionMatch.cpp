@@ -340,6 +340,84 @@ Value uncast(Value v, SmallVectorImpl<Operation *> &ops) {
   return v;
 }
 
+/// One term of a conjunction: a boolean value, or its negation.
+struct Literal {
+  Value v;
+  bool negated = false;
+};
+
+/// Appends the literals whose conjunction is `v` (`negated`: not v):
+/// and(a, b) is a's and b's, not(a) the negation of a's, not(or(a, b)) the
+/// negations of a's and b's; anything else is one literal.
+void conjuncts(Value v, bool negated, SmallVectorImpl<Literal> &out) {
+  Operation *op = v.getDefiningOp();
+  if (isa_and_nonnull<NotOp>(op))
+    return conjuncts(op->getOperand(0), !negated, out);
+  if ((isa_and_nonnull<AndOp>(op) && !negated) ||
+      (isa_and_nonnull<OrOp>(op) && negated)) {
+    conjuncts(op->getOperand(0), negated, out);
+    conjuncts(op->getOperand(1), negated, out);
+    return;
+  }
+  out.push_back({v, negated});
+}
+
+/// Whether every literal of `a` is one of `b`'s (the same polarity, the
+/// same value or one computed alike).
+bool literalsWithin(ArrayRef<Literal> a, ArrayRef<Literal> b) {
+  return llvm::all_of(a, [&](const Literal &x) {
+    return llvm::any_of(b, [&](const Literal &y) {
+      return x.negated == y.negated && sameComputation(x.v, y.v);
+    });
+  });
+}
+
+/// P zeroed where keys are dropped, between softmax and P·V: select(keep,
+/// P, 0), select(drop, 0, P) or P * cast(keep) (float casts and nested ones
+/// between). Returns P and appends the zeroing ops to `ops`, the literals
+/// of the keys they keep to `keep`; `select` becomes true when one is a
+/// select (which makes a NaN row zeros, where a product keeps it NaN).
+Value unzeroed(Value v, SmallVectorImpl<Operation *> &ops,
+               SmallVectorImpl<Literal> &keep, bool &select) {
+  for (;;) {
+    v = uncast(v, ops);
+    Operation *op = v.getDefiningOp();
+    auto isZero = [](Value z) {
+      std::optional<double> c = uniformValue(z);
+      return c && *c == 0;
+    };
+    if (auto sel = dyn_cast_or_null<SelectOp>(op)) {
+      int kept = isZero(sel.getB()) ? 1 : isZero(sel.getA()) ? 2 : 0;
+      Value p = kept == 1 ? sel.getA() : sel.getB();
+      if (!kept || p.getType() != sel.getType())
+        return v;
+      conjuncts(sel.getCond(), /*negated=*/kept == 2, keep);
+      select = true;
+      ops.push_back(op);
+      v = p;
+      continue;
+    }
+    if (auto mul = dyn_cast_or_null<MulOp>(op)) {
+      bool found = false;
+      for (int i : {1, 0}) {
+        auto c = mul->getOperand(i).getDefiningOp<CastOp>();
+        Value p = mul->getOperand(1 - i);
+        if (!c || !typeOf(c.getInput()).getElementType().isInteger(1) ||
+            p.getType() != mul.getType())
+          continue;
+        conjuncts(c.getInput(), /*negated=*/false, keep);
+        ops.push_back(op);
+        v = p;
+        found = true;
+        break;
+      }
+      if (found)
+        continue;
+    }
+    return v;
+  }
+}
+
 /// `x` as `numerator` / sum or `numerator` * reciprocal(sum) (either
 /// order; float casts and a broadcast of the sum between), or as
 /// exp(t - log(sum)) where the sum is of exp(t) (the exponential of a
@@ -482,6 +560,12 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
   if (!pv || pv.getTransposeA() || pv.getTransposeB())
     return fail("the chain does not end in P·V (or P·V over a sum)");
   Value e = uncast(pv.getA(), pattern);
+  // P zeroed where the masks drop keys (a "safe softmax": rows that keep no
+  // key become zeros, not NaN): checked against the masks below.
+  SmallVector<Literal> zeroKeep;
+  bool zeroSelect = false;
+  if (!sum)
+    e = unzeroed(e, pattern, zeroKeep, zeroSelect);
   if (!sum) {
     Value p = e;
     if (!(sum = quotientBySum(p, e, pattern)))
@@ -802,7 +886,8 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
   // among their operands, a log (of 0), a division by a value that may be
   // 0, or (`captured`) a float tensor captured from outside (a bias may
   // hold -inf). A row of -inf scores is NaN in the model.
-  auto mayBeInfinite = [&](ArrayRef<Operation *> ops, bool captured) {
+  auto mayBeInfinite = [&](ArrayRef<Operation *> ops, bool captured,
+                           ArrayRef<Operation *> masks = {}) {
     llvm::SmallPtrSet<Operation *, 8> changes(ops.begin(), ops.end());
     auto makesInfinity = [&](Operation *op) {
       if (isa<LogOp>(op))
@@ -818,7 +903,8 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
       // A taken mask's select is moved to the end: a change after it (a
       // cast) reads the score, not its -inf.
       if (v == m.scores || changes.contains(v.getDefiningOp()) ||
-          llvm::is_contained(m.maskSelects, v.getDefiningOp()))
+          llvm::is_contained(m.maskSelects, v.getDefiningOp()) ||
+          llvm::is_contained(masks, v.getDefiningOp()))
         return false;
       if (std::optional<double> c = constantValue(v))
         return std::isinf(*c);
@@ -851,6 +937,37 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
   auto isFinite = [&](Operation *op) {
     return !std::isinf(*constantValue(cast<SelectOp>(op).getB()));
   };
+  // P zeroed after softmax (unzeroed): the model's P where its keep
+  // condition is that of the masks, every select of the changes against
+  // -inf (a mask's scores have P = 0 exactly, and a row that keeps no key
+  // is NaN: a select of 0 makes it zeros, the templates' zero policy, where
+  // nothing else may make a row -inf, a captured float tensor included; a
+  // product leaves it NaN). A finite
+  // mask value would weigh every key of an empty row before the zeroing.
+  if (!zeroKeep.empty()) {
+    SmallVector<Literal> maskKeep;
+    SmallVector<Operation *> maskOps, rest;
+    bool finiteMask = false;
+    for (Operation *op : mods) {
+      auto select = dyn_cast<SelectOp>(op);
+      bool dropsIfFalse = select && hugeNegative(select.getB()),
+           dropsIfTrue = select && hugeNegative(select.getA());
+      if (!dropsIfFalse && !dropsIfTrue) {
+        rest.push_back(op);
+        continue;
+      }
+      finiteMask |= !std::isinf(
+          *constantValue(dropsIfFalse ? select.getB() : select.getA()));
+      conjuncts(select.getCond(), /*negated=*/dropsIfTrue, maskKeep);
+      maskOps.push_back(op);
+    }
+    bool same = literalsWithin(zeroKeep, maskKeep) &&
+                (!zeroSelect || literalsWithin(maskKeep, zeroKeep));
+    if (maskOps.empty() || finiteMask || !same ||
+        (zeroSelect && mayBeInfinite(rest, /*captured=*/true, maskOps)))
+      return fail("P is zeroed after softmax where the masks keep keys, or "
+                  "the masks are finite");
+  }
   SmallVector<bool> taken(mods.size(), false);
   auto takeMasks = [&](bool finiteToo) {
     m.mask.clear();
@@ -896,7 +1013,7 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
   for (Operation *op : mods)
     if (op)
       m.mods.push_back(op);
-  m.maskedToInfinity = mayBeInfinite(m.mods, /*captured=*/true);
+  m.maskedToInfinity = mayBeInfinite(m.mods, /*captured=*/true) && !zeroSelect;
   // The captured tensors the changes read (the mask's select reads
   // positions only), in order of first use.
   std::function<void(Value)> capture = [&](Value v) {

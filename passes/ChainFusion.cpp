@@ -20,6 +20,7 @@
 // corrections cannot be derived stays as it is, with a warning.
 //
 //===----------------------------------------------------------------------===//
+#include "passes/AttentionMatch.h"
 #include "passes/ChainAlgebra.h"
 #include "passes/Passes.h"
 
@@ -73,6 +74,12 @@ struct State {
 
 class Fuser {
 public:
+  /// The chain computes zeros for a row whose elements are all -inf (a
+  /// "safe softmax": attention whose P is zeroed where its masks drop keys,
+  /// matchAttention's zero policy), where its accumulators' corrections
+  /// would give NaN.
+  bool emptyRowsZero = false;
+
   Fuser(ChainOp chain, const ChainAlgebra &alg)
       : chain(chain), alg(alg), b(chain.getContext()), loc(chain.getLoc()) {
     axis = alg.getAxis();
@@ -555,8 +562,9 @@ private:
                          redAxis, true);
       }
       // Later reductions read this one at the chunk's own running value.
+      unsigned self = j; // a structured binding is not captured (C++17)
       if (llvm::any_of(reds.drop_front(j + 1), [&](const ChainReduction &l) {
-            return llvm::is_contained(l.deps, unsigned(j));
+            return llvm::is_contained(l.deps, self);
           }))
         map[r.op->getResult(0)] = convert(used(j, s), resultElt(j));
     }
@@ -623,21 +631,30 @@ private:
         // for -inf) its factor exp(0 - -1e30) overflows, and 0 * inf
         // would be NaN: a zero accumulator stays zero. Where the new max
         // is -inf too (d = +inf: a row of nothing but -inf) the NaN stays,
-        // as the unfused chain computes it.
+        // as the unfused chain computes it, unless the chain zeroes such
+        // rows (emptyRowsZero).
         Value d = delta(r.logFactor);
         Value scaled =
             binary<MulOp>(acc, ExpOp::create(b, loc, d.getType(), d));
-        Value dFinite = NotEqualOp::create(
-            b, loc, RankedTensorType::get(shapeOf(d), b.getI1Type()), d,
-            scalar(d, std::numeric_limits<double>::infinity()));
         Value keep = equal(acc, 0.0);
-        keep = AndOp::create(b, loc, typeLike(keep, broadcast({keep, dFinite})),
-                             keep, dFinite);
+        if (!emptyRowsZero) {
+          Value dFinite = NotEqualOp::create(
+              b, loc, RankedTensorType::get(shapeOf(d), b.getI1Type()), d,
+              scalar(d, std::numeric_limits<double>::infinity()));
+          keep =
+              AndOp::create(b, loc, typeLike(keep, broadcast({keep, dFinite})),
+                            keep, dFinite);
+        }
         acc = select(keep, acc, scaled);
       }
-      if (!isTrivial(r.plainFactor, Expr::One))
-        acc = binary<MulOp>(acc, binary<DivOp>(evaluate(r.plainFactor, en),
-                                               evaluate(r.plainFactor, eo)));
+      if (!isTrivial(r.plainFactor, Expr::One)) {
+        // 1/sum over a row of nothing but -inf is inf, and 0 * inf NaN, as
+        // unfused, unless the chain zeroes such rows (emptyRowsZero).
+        Value scaled =
+            binary<MulOp>(acc, binary<DivOp>(evaluate(r.plainFactor, en),
+                                             evaluate(r.plainFactor, eo)));
+        acc = emptyRowsZero ? select(equal(acc, 0.0), acc, scaled) : scaled;
+      }
       return;
     }
     case CorrectionRule::Shift: {
@@ -828,11 +845,11 @@ struct TccChainFusion : mlir::tcc::impl::TccChainFusionBase<TccChainFusion> {
       }
     std::string form = mode;
     int64_t chunk = chunkSize > 0 ? chunkSize : 256;
+    bool hasMatmul = false;
+    c.walk([&](MatmulOp) { hasMatmul = true; });
     if (mode == "auto") {
       if (len < 2 * chunk)
         return;
-      bool hasMatmul = false;
-      c.walk([&](MatmulOp) { hasMatmul = true; });
       if (matmulChainsOnly && !hasMatmul)
         return;
       form = rows >= minRows ? "rolling" : "splitk";
@@ -846,6 +863,14 @@ struct TccChainFusion : mlir::tcc::impl::TccChainFusionBase<TccChainFusion> {
     if (len < 2)
       return;
     Fuser f(c, *alg);
+    // Attention's policy for a row that keeps no key (matchAttention: NaN
+    // as unfused, or zeros where the model zeroes P where its masks drop
+    // keys); other chains: NaN.
+    std::string why;
+    std::optional<AttentionMatch> m;
+    if (hasMatmul)
+      m = matchAttention(c, why);
+    f.emptyRowsZero = m && !m->maskedToInfinity;
     if (failed(f.check(reason))) {
       c.emitWarning() << "chain fusion refused: " << reason;
       return;

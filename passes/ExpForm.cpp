@@ -1,11 +1,10 @@
 //===- ExpForm.cpp - shares of a sum scaled by exp of a row value ---------===//
 #include "passes/ExpForm.h"
+#include "passes/ScalarForm.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/Matchers.h"
-#include "mlir/IR/OperationSupport.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/MapVector.h"
 
@@ -249,21 +248,8 @@ private:
 /// Whether `a` and `b` are the same value, or computed alike by pure ops
 /// from the same values (a score change a fusion cloned into the max's
 /// body and into the exponential's op).
-bool sameValue(Value a, Value b, int depth = 0) {
-  a = unwiden(a);
-  b = unwiden(b);
-  if (a == b)
-    return true;
-  Operation *x = a.getDefiningOp(), *y = b.getDefiningOp();
-  if (!x || !y || depth > 16 || x->getNumRegions() || y->getNumRegions() ||
-      !isMemoryEffectFree(x) || !isMemoryEffectFree(y) ||
-      cast<OpResult>(a).getResultNumber() !=
-          cast<OpResult>(b).getResultNumber())
-    return false;
-  return OperationEquivalence::isEquivalentTo(
-      x, y,
-      [&](Value l, Value r) { return success(sameValue(l, r, depth + 1)); },
-      /*markEquivalent=*/nullptr, OperationEquivalence::IgnoreLocations);
+bool sameValue(Value a, Value b) {
+  return mlir::tcc::sameComputation(a, b, unwiden);
 }
 
 } // namespace

@@ -19,6 +19,7 @@
 //===----------------------------------------------------------------------===//
 #include "passes/AttentionMatch.h"
 #include "passes/Passes.h"
+#include "passes/ScalarForm.h"
 
 #include "ir/ShapeInference.h"
 
@@ -149,6 +150,37 @@ bool foldAdditiveMasks(mlir::tcc::ChainOp chain) {
   return folded;
 }
 
+/// Masks written as the keys to drop, select(drop, -inf, s) (masked_fill's
+/// export, where(mask, -inf, s)), become select(not(drop), s, -inf): the
+/// same scores, in the form the match reads as a mask, so that a causal
+/// mask written so becomes linear constraints (tiles skipped) rather than
+/// score code. Masked values: -1e20 or below, -inf, or f16's lowest.
+/// Returns whether it rewrote any.
+bool keepFormMasks(mlir::tcc::ChainOp chain) {
+  bool rewrote = false;
+  for (Operation &op : llvm::make_early_inc_range(chain.getBody().front())) {
+    auto select = dyn_cast<mlir::tcc::SelectOp>(op);
+    if (!select || select.getType() != select.getB().getType())
+      continue;
+    std::optional<double> a = mlir::tcc::constantValue(select.getA());
+    std::optional<double> b = mlir::tcc::constantValue(select.getB());
+    bool f16 = getElementTypeOrSelf(select.getA().getType()).isF16();
+    if (!a || b || !(*a <= -1e20 || (f16 && *a <= -65504.0)))
+      continue;
+    OpBuilder builder(select);
+    Value cond = select.getCond();
+    Value keep = mlir::tcc::NotOp::create(builder, select.getLoc(),
+                                          cond.getType(), cond);
+    auto masked =
+        mlir::tcc::SelectOp::create(builder, select.getLoc(), select.getType(),
+                                    keep, select.getB(), select.getA());
+    select.replaceAllUsesWith(masked.getResult());
+    select->erase();
+    rewrote = true;
+  }
+  return rewrote;
+}
+
 /// A mask whose condition and-s positions with tensors, select(p & c, s,
 /// v) (a causal mask and a padding mask made one, as Hugging Face builds
 /// its 4-D mask), becomes select(p, select(c, s, v), v): the same scores,
@@ -236,6 +268,7 @@ struct TccGpuAttentionChains
       pullPositions(chain);
       if (foldAdditiveMasks(chain))
         pullPositions(chain); // the -inf of a mask made outside the chain
+      keepFormMasks(chain);
       if (splitMixedMasks(chain))
         pullPositions(chain); // the positions of a condition made outside
       std::string why;

@@ -4,6 +4,8 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/OperationSupport.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include <cmath>
 #include <utility>
@@ -229,6 +231,34 @@ Value buildScalarOp(OpBuilder &b, Location loc, Operation *op, ValueRange in) {
       r = arith::TruncIOp::create(b, loc, st, in[0]);
   }
   return r;
+}
+
+namespace {
+bool sameComputationAt(Value a, Value b, llvm::function_ref<Value(Value)> strip,
+                       int depth) {
+  if (strip) {
+    a = strip(a);
+    b = strip(b);
+  }
+  if (a == b)
+    return true;
+  Operation *x = a.getDefiningOp(), *y = b.getDefiningOp();
+  if (!x || !y || depth > 16 || x->getNumRegions() || y->getNumRegions() ||
+      !isMemoryEffectFree(x) || !isMemoryEffectFree(y) ||
+      cast<OpResult>(a).getResultNumber() !=
+          cast<OpResult>(b).getResultNumber())
+    return false;
+  return OperationEquivalence::isEquivalentTo(
+      x, y,
+      [&](Value l, Value r) {
+        return success(sameComputationAt(l, r, strip, depth + 1));
+      },
+      /*markEquivalent=*/nullptr, OperationEquivalence::IgnoreLocations);
+}
+} // namespace
+
+bool sameComputation(Value a, Value b, llvm::function_ref<Value(Value)> strip) {
+  return sameComputationAt(a, b, strip, 0);
 }
 
 } // namespace mlir::tcc

@@ -51,6 +51,13 @@ bool hasElementwiseScalar(Operation *op);
 Value buildElementwiseScalar(OpBuilder &b, Location loc, Operation *op,
                              ValueRange args);
 
+/// Whether `a` and `b` are the same value, or computed alike by ops free of
+/// memory effects and regions from values `strip` maps to the same ones
+/// (ops cloned apart, such as a mask a fusion copied into two bodies).
+/// `strip` sees every value before it is compared (identity: none).
+bool sameComputation(Value a, Value b,
+                     llvm::function_ref<Value(Value)> strip = nullptr);
+
 } // namespace mlir::tcc
 
 #endif // TCC_PASSES_SCALARFORM_H

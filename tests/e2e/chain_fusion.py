@@ -7,8 +7,9 @@ bf16 and axis lengths 1000 and 3001 (neither a multiple of the chunk: the
 rolling form ends on a shorter chunk, split-K on a remainder chunk). The row
 model holds softmax, log-softmax, log-sum-exp, layer norm, RMS norm and a
 cross-entropy; the attention model plain, causal, ALiBi, softcapped, x30
-scaled and masked, and biased (a bias input) attention with grouped K/V
-heads (GQA). Rows include scores scaled x30, rows of -1e30 (uniform
+scaled and masked (with P then zeroed where the mask drops keys, or times
+the mask), and biased (a bias input) attention with grouped K/V heads
+(GQA). Rows include scores scaled x30, rows of -1e30 (uniform
 softmax), rows of -inf (NaN, as unfused and as NumPy), rows whose first
 60% are -inf (chunks with no finite element before the first that has one),
 and rows of -1e30 and -inf only (chunks of -inf beside one whose max is
@@ -28,7 +29,6 @@ import argparse
 import concurrent.futures
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -133,6 +133,7 @@ def attention_model(dt, n, h=4, hkv=2, mq=16, d=32):
     # Scores x30 with a -inf mask: a fully masked row, masked first chunks.
     ninf = g.op('log', g.const(0.0))  # JSON has no -inf
     g.output('x30_masked', attend(g.op('select', mask, scores(30.0), ninf)))
+
     # An additive bias given as an input (per head, query and key).
     g.output('biased', attend(g.op('add', scores(), bias)))
     return g.m
@@ -215,6 +216,33 @@ def rows_refs(ins, dt):
     return refs
 
 
+# P changed after softmax (a model of its own each: an attention chain
+# alone, as a layer computes it): zeroed where the mask drops keys (a "safe
+# softmax": the fully masked row is zeros, not NaN), or multiplied by the
+# mask as a float (that row stays NaN).
+POST = {'x30_safe': lambda p, mask: np.where(mask, p, 0.0),
+        'x30_times': lambda p, mask: p * mask}
+
+
+def post_model(dt, n, name, h=4, hkv=2, mq=16, d=32):
+    g = Graph(name, dt)
+    q = g.input('q', [1, h, mq, d])
+    k = g.input('k', [1, hkv, n, d])
+    v = g.input('v', [1, hkv, n, d])
+    mask = g.input('mask', [1, 1, mq, n], 'bool')
+    k, v = (g.op('reshape', g.op('broadcast_to', g.op('reshape', t, shape=[1, hkv, 1, n, d]),
+                                 shape=[1, hkv, h // hkv, n, d]), shape=[1, h, n, d])
+            for t in (k, v))
+    s = g.op('mul', g.op('matmul', q, k, transpose_b=True), g.const(30.0 / np.sqrt(d)))
+    p = g.op('softmax', g.op('select', mask, s, g.const('-inf')), axis=-1)
+    if name == 'x30_safe':
+        p = g.op('select', mask, p, g.const(0.0))
+    else:
+        p = g.op('mul', p, g.op('cast', mask, to=dt))
+    g.output(name, g.op('matmul', p, v))
+    return g.m
+
+
 def attention_inputs(rng, dt, n, h=4, hkv=2, mq=16, d=32):
     mask = rng.random((1, 1, mq, n)) < 0.7
     mask[0, 0, 0] = False                 # a fully masked row: NaN
@@ -240,6 +268,8 @@ def attention_refs(ins, dt, n, h=4, hkv=2, mq=16, d=32):
     dist = (col - (n - 1)).astype(np.float64)
     vmax = np.abs(v).max()
     cases = {
+        'x30_safe': np.where(mask, base * scale * 30.0, -np.inf),
+        'x30_times': np.where(mask, base * scale * 30.0, -np.inf),
         'plain': base * scale,
         'causal_alibi': np.where(row >= col, base * scale + ins['slopes'] * dist, NEG),
         'softcap': 30.0 * np.tanh(base * scale / 30.0),
@@ -251,7 +281,7 @@ def attention_refs(ins, dt, n, h=4, hkv=2, mq=16, d=32):
         for name, s in cases.items():
             m = s.max(-1, keepdims=True)
             p = np.exp(s - m)
-            o = (p / p.sum(-1, keepdims=True)) @ v
+            o = POST.get(name, lambda p, mask: p)(p / p.sum(-1, keepdims=True), mask) @ v
             fin = np.isfinite(s) & (s > NEG)
             # |s| counts the rounding of the scores (a product of two
             # vectors, its bias and scale added), |s - max| that of s - max.
@@ -377,8 +407,14 @@ def main():
                          dts, dt))
             ins = attention_inputs(rng, dt, n)
             dts = {'q': dt, 'k': dt, 'v': dt, 'slopes': dt, 'bias': dt}
+            refs = attention_refs(ins, dt, n)
             jobs.append(('attention-%s-%d' % (dt, n), attention_model(dt, n), ins,
-                         attention_refs(ins, dt, n), dts, dt))
+                         {k_: r for k_, r in refs.items() if k_ not in POST}, dts, dt))
+            sub = {k_: ins[k_] for k_ in ('q', 'k', 'v', 'mask')}
+            # Two of the three (time): f32 over 1000 keys, bf16 over 3001.
+            for name in POST if (dt, n) != ('f32', 3001) else ():
+                jobs.append(('%s-%s-%d' % (name, dt, n), post_model(dt, n, name), sub,
+                             {name: refs[name]}, dts, dt))
     failed = 0
     with tempfile.TemporaryDirectory() as root, \
             concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:

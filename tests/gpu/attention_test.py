@@ -123,6 +123,9 @@ PACKED = {}
 # expects: decode or not, the SIMT template or not).
 MIX = {}
 MIX_DRAW = {'count': 0, 'seed': 0}
+# Cases that change P after softmax (safe_softmax_cases): name -> the change
+# as a NumPy function f(p, row, col, env), which the reference applies too.
+POST = {}
 # Cases whose Q the model computes before attention (q * 0.125 before Q·Kᵀ):
 # the kernels besides attention's must all be elementwise, and the reference
 # sees the inputs as attention does.
@@ -303,6 +306,7 @@ def cases():
     out += decode_cases()
     out += head_size_cases()
     out += key_mask_cases()
+    out += safe_softmax_cases()
     out += written_cases()
     out += grouped_cases()
     out += flattened_cases()
@@ -404,6 +408,79 @@ def key_mask_cases():
             node('select', ['runs', 'ss', 'neg'], 's_mod')],
         captured=[('runs', 'bool', [2, 1, 1, 3001])]), 1.0,
         lambda s, r, c, env: np.where(env['runs'], s * invb, -np.inf)))
+    return out
+
+
+def zeroed_p(m, post):
+    """`m` with the nodes `post` (from 'p' to 'pz') between softmax and
+    P·V."""
+    pv = m['nodes'][-1] if m['nodes'][-1]['op'] == 'matmul' else m['nodes'][-2]
+    assert pv['op'] == 'matmul' and pv['inputs'][0] == 'p'
+    pv['inputs'][0] = 'pz'
+    i = m['nodes'].index(pv)
+    m['nodes'][i:i] = post
+    return m
+
+
+def safe_softmax_cases():
+    """P zeroed after softmax where the masks drop keys (a "safe softmax",
+    written so that a row keeping no key gives zeros, not NaN): still one
+    kernel (two for decode), the masks skipping tiles, and the empty rows
+    zeros (the templates' zero policy). The inputs named runs* empty the
+    last batch; a strict causal mask empties row 0. P times the mask as a
+    float keeps such rows NaN, as the model does."""
+    out = []
+    scale = [const('c', 'bf16', 0.125), node('mul', ['s', 'c'], 'ss')]
+    ninf = [const('neg', 'bf16', '-inf')]
+    zero = lambda dt: const('zero', dt, 0.0)
+    # One condition for both (a causal mask and a padding mask and-ed, as
+    # Hugging Face builds its 4-D mask).
+    out.append(('safe_runs_causal_bf16_700', zeroed_p(model(
+        'safe_rc', 'bf16', [2, 2, 700, 64], [2, 2, 700, 64],
+        scale + ninf + positions(700, 700) + [
+            node('greater_equal', ['row', 'col'], 'causal'),
+            node('and', ['causal', 'runs'], 'keep'),
+            node('select', ['keep', 'ss', 'neg'], 's_mod')],
+        captured=[('runs', 'bool', [2, 1, 1, 700])]),
+        [zero('bf16'), node('select', ['keep', 'p', 'zero'], 'pz')]), 1.0,
+        lambda s, r, c, env: np.where(env['runs'] & (r >= c), s * 0.125, -np.inf)))
+    POST['safe_runs_causal_bf16_700'] = lambda p, r, c, env: np.where(
+        env['runs'] & (r >= c), p, 0.0)
+    # masked_fill as exported, written as the keys to drop: where(drop,
+    # -inf, s), softmax, where(drop, 0, P); a strict causal mask (row 0
+    # keeps no key), f16, head size 80 (the mma.sync template).
+    inv = 1 / np.sqrt(80)
+    invh = np.float64(np.float16(inv))
+    out.append(('safe_fill_strict_f16_d80_333', zeroed_p(model(
+        'safe_fill', 'f16', [1, 3, 333, 80], [1, 3, 333, 80],
+        [const('c', 'f16', inv), node('mul', ['s', 'c'], 'ss'), const('neg', 'f16', '-inf')] +
+        positions(333, 333) + [node('greater_equal', ['col', 'row'], 'drop'),
+                               node('select', ['drop', 'neg', 'ss'], 's_mod')]),
+        [zero('f16'), node('select', ['drop', 'zero', 'p'], 'pz')]), 1.0,
+        lambda s, r, c: np.where(c >= r, -np.inf, s * invh)))
+    POST['safe_fill_strict_f16_d80_333'] = lambda p, r, c, env: np.where(c >= r, 0.0, p)
+    # Decode: the padding mask alone (the last batch empty), P zeroed by it.
+    invb = np.float64(L.narrow('bf16', np.float64(1 / np.sqrt(128))))
+    out.append(('decode_safe_runs_q1_3001', zeroed_p(model(
+        'dsafe', 'bf16', [2, 4, 1, 128], [2, 4, 3001, 128],
+        [const('c', 'bf16', 1 / np.sqrt(128)), node('mul', ['s', 'c'], 'ss')] + ninf + [
+            node('select', ['runs', 'ss', 'neg'], 's_mod')],
+        captured=[('runs', 'bool', [2, 1, 1, 3001])]),
+        [zero('bf16'), node('select', ['runs', 'p', 'zero'], 'pz')]), 1.0,
+        lambda s, r, c, env: np.where(env['runs'], s * invb, -np.inf)))
+    POST['decode_safe_runs_q1_3001'] = lambda p, r, c, env: np.where(env['runs'], p, 0.0)
+    # P times the padding mask as a float (beside a causal mask): the empty
+    # batch stays NaN (0 * NaN).
+    out.append(('safe_times_runs_causal_f16_600', zeroed_p(model(
+        'safe_times', 'f16', [2, 2, 600, 128], [2, 2, 600, 128],
+        [const('c', 'f16', 0.125), node('mul', ['s', 'c'], 'ss'), const('neg', 'f16', '-inf'),
+         node('select', ['runs', 'ss', 'neg'], 'sm')] + positions(600, 600) + [
+            node('greater_equal', ['row', 'col'], 'causal'),
+            node('select', ['causal', 'sm', 'neg'], 's_mod')],
+        captured=[('runs', 'bool', [2, 1, 1, 600])]),
+        [node('cast', ['runs'], 'runs_f', to='f16'), node('mul', ['p', 'runs_f'], 'pz')]), 1.0,
+        lambda s, r, c, env: np.where(env['runs'] & (r >= c), s * 0.125, -np.inf)))
+    POST['safe_times_runs_causal_f16_600'] = lambda p, r, c, env: p * env['runs']
     return out
 
 
@@ -1860,11 +1937,11 @@ def attention_inputs(name, env, exact=False):
     return [env['q'], env['k'], env['v']]
 
 
-def reference(q, k, v, change, env, rnd=None):
+def reference(q, k, v, change, env, rnd=None, post=None):
     """float64 attention; k and v repeated over query heads when fewer;
     `change` reads the model's inputs when it takes an argument `env`.
     With `rnd` (a rounding to a dtype), the scores, the change, P and the
-    output are each rounded by it (plain_peer)."""
+    output are each rounded by it (plain_peer). `post` (POST) changes P."""
     rnd = rnd or (lambda x: x)
     g = q.shape[1] // k.shape[1]
     k = np.repeat(k, g, axis=1)
@@ -1879,7 +1956,10 @@ def reference(q, k, v, change, env, rnd=None):
     with np.errstate(invalid='ignore', over='ignore'):
         s = s - s.max(axis=-1, keepdims=True)  # a row of -inf gives NaN
         p = np.exp(s)
-        return rnd(rnd(p / p.sum(axis=-1, keepdims=True)) @ v)
+        p = p / p.sum(axis=-1, keepdims=True)
+        if post:
+            p = post(p, r, c, env)
+        return rnd(rnd(p) @ v)
 
 
 def score_max(name, env, change):
@@ -1902,7 +1982,7 @@ def plain_peer(name, env, change, dt):
     issue's accuracy bound is stated against (1.5x its error), emulated
     here on the same inputs so that every form has one."""
     return reference(*attention_inputs(name, env), change, env,
-                     rnd=lambda x: L.narrow(dt, x).astype(np.float64))
+                     rnd=lambda x: L.narrow(dt, x).astype(np.float64), post=POST.get(name))
 
 
 def change_at(name, env, change):
@@ -2110,7 +2190,8 @@ def make_inputs(m, qscale, seed):
 
 def reference_of(name, env, change):
     """The float64 reference, in the layout the model writes O."""
-    ref = reference(*attention_inputs(name, env, exact=True), change, env)
+    ref = reference(*attention_inputs(name, env, exact=True), change, env,
+                    post=POST.get(name))
     if name in PACKED:
         return PACKED[name][2](ref)
     return np.swapaxes(ref, 1, 2) if 'o' in LAYOUT.get(name, '') else ref

@@ -158,3 +158,37 @@ func.func @rejected_infinite_then_finite(%q: tensor<1x4x128x64xbf16>, %k: tensor
   }
   return %0 : tensor<1x4x128x64xbf16>
 }
+
+// -----
+
+// A causal mask written as the keys to drop, where(col > row, -inf, s) (how
+// masked_fill exports): tcc-gpu-attention-chains turns it into
+// select(not(col > row), s, -inf) (keepFormMasks), which the match takes as
+// the linear constraint q - k >= 0: tiles skipped, no score code.
+// CHECK-LABEL: func.func @causal_as_dropped
+// CHECK: %[[DROP:.*]] = tcc.greater
+// CHECK: %[[KEEP:.*]] = tcc.not %[[DROP]]
+// CHECK: tcc.select %[[KEEP]], %{{.*}}, %{{.*}} : tensor<256x256xi1>, tensor<1x4x256x256xbf16>, tensor<bf16>
+// FORM-LABEL: func.func @causal_as_dropped
+// FORM: tcc.attention %arg0, %arg1, %arg2 attributes {{.*}}mask = array<i64: 1, -1, 0>, scale = 1.250000e-01 : f64
+// FORM-NEXT: } key_keep {
+func.func @causal_as_dropped(%q: tensor<1x4x256x64xbf16>, %k: tensor<1x4x256x64xbf16>, %v: tensor<1x4x256x64xbf16>) -> tensor<1x4x256x64xbf16> {
+  %0 = tcc.chain attributes {axis = 3 : i64} -> tensor<1x4x256x64xbf16> {
+    %5 = tcc.matmul %q, %k {transpose_b = true} : tensor<1x4x256x64xbf16>, tensor<1x4x256x64xbf16> -> tensor<1x4x256x256xbf16>
+    %s = tcc.constant {value = 1.250000e-01 : bf16} : tensor<bf16>
+    %6 = tcc.mul %5, %s : tensor<1x4x256x256xbf16>, tensor<bf16> -> tensor<1x4x256x256xbf16>
+    %r = tcc.iota {axis = 0 : i64} : tensor<256x256xi32>
+    %c = tcc.iota {axis = 1 : i64} : tensor<256x256xi32>
+    %drop = tcc.greater %c, %r : tensor<256x256xi32>, tensor<256x256xi32> -> tensor<256x256xi1>
+    %ninf = tcc.constant {value = 0xFF80 : bf16} : tensor<bf16>
+    %7 = tcc.select %drop, %ninf, %6 : tensor<256x256xi1>, tensor<bf16>, tensor<1x4x256x256xbf16> -> tensor<1x4x256x256xbf16>
+    %9 = tcc.reduce_max %7 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x256x256xbf16> -> tensor<1x4x256x1xbf16>
+    %10 = tcc.sub %7, %9 : tensor<1x4x256x256xbf16>, tensor<1x4x256x1xbf16> -> tensor<1x4x256x256xbf16>
+    %11 = tcc.exp %10 : tensor<1x4x256x256xbf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x256x256xbf16> -> tensor<1x4x256x1xbf16>
+    %13 = tcc.div %11, %12 : tensor<1x4x256x256xbf16>, tensor<1x4x256x1xbf16> -> tensor<1x4x256x256xbf16>
+    %14 = tcc.matmul %13, %v : tensor<1x4x256x256xbf16>, tensor<1x4x256x64xbf16> -> tensor<1x4x256x64xbf16>
+    tcc.yield %14 : tensor<1x4x256x64xbf16>
+  }
+  return %0 : tensor<1x4x256x64xbf16>
+}

@@ -15,7 +15,10 @@ Forms, each in f32, f16 and bf16 with odd sizes:
             sinks the flat view past the softmax to the reshape back, and
             the chain is one attention launch;
   out_view  a reshape whose result is a model output (its own buffer: it
-            keeps its copy), beside one whose result a kernel reads.
+            keeps its copy), beside one whose result a kernel reads;
+  in_view   a view of a model input ([N, C*K] as [N*C, K]) read by a matmul
+            and by a softmax, whose result is viewed back to [N, C, K] for a
+            second matmul: two views, one of the input's own buffer.
 Each compiles for the host and for sm_90a to the launches it needs, none of
 a kernel that only reshapes (`tcc inspect`) except where the reshape's
 result is an output. On the host the model runs against NumPy in float64 on fresh
@@ -99,6 +102,24 @@ def pool_fc_ref(v, r):
     return {'y': r(v['x'].mean(axis=(2, 3))) @ v['w']}
 
 
+def in_view_model(dt):
+    nodes = [node('reshape', ['x'], 'f', shape=[N * C, K]),
+             node('matmul', ['f', 'w'], 'y'),
+             node('softmax', ['f'], 'p', axis=-1),
+             node('reshape', ['p'], 'p3', shape=[N, C, K]),
+             node('matmul', ['p3', 'w'], 'z')]
+    inputs = [{'name': 'x', 'dtype': dt, 'shape': [N, C * K]},
+              {'name': 'w', 'dtype': dt, 'shape': [K, K]}]
+    return {'format': 'tcc-model', 'version': 1, 'name': 'in_view_' + dt,
+            'inputs': inputs, 'nodes': nodes, 'outputs': ['y', 'z']}
+
+
+def in_view_ref(v, r):
+    f = v['x'].reshape(N * C, K)
+    p = r(L.softmax(f))
+    return {'y': f @ v['w'], 'z': p.reshape(N, C, K) @ v['w']}
+
+
 def out_view_model(dt):
     nodes = [node('global_avg_pool2d', ['x'], 'g'),
              node('reshape', ['g'], 'y', shape=[N, C]),
@@ -124,7 +145,8 @@ FORMS = [('flatten', flatten_model, flatten_ref, {'x': (N, C, H, W), 'w': (C, K)
           {'q': (B, HEADS, LQ, D), 'k': (B, HEADS, S, D), 'v': (B, HEADS, S, D)}, S, (3, 3), 0),
          ('flat_attn', lambda dt: flat_model(dt, False), lambda v, r: flat_ref(v, r, False),
           {'q': (B, HEADS, LQ, D), 'k': (B, HEADS, S, D), 'v': (B, HEADS, S, D)}, S, (1, 1), 0),
-         ('out_view', out_view_model, out_view_ref, {'x': (N, C, H, W)}, H * W, (3, 3), 1)]
+         ('out_view', out_view_model, out_view_ref, {'x': (N, C, H, W)}, H * W, (3, 3), 1),
+         ('in_view', in_view_model, in_view_ref, {'x': (N, C * K), 'w': (K, K)}, K, (3, 3), 0)]
 
 
 def launched_views(tcc, bundle):

@@ -944,15 +944,34 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
   // nothing else may make a row -inf, a captured float tensor included; a
   // product leaves it NaN). A finite
   // mask value would weigh every key of an empty row before the zeroing.
+  // The changes after a mask must keep its -inf (adds, casts, positive
+  // factors, other masks): a softcap after it (tanh) would make the masked
+  // scores finite, and P there not 0.
   if (!zeroKeep.empty()) {
     SmallVector<Literal> maskKeep;
     SmallVector<Operation *> maskOps, rest;
-    bool finiteMask = false;
+    bool finiteMask = false, keepsMasks = true;
+    ArrayRef<int64_t> scoreShape = typeOf(m.scores).getShape();
+    auto keepsInfinity = [&](Operation *op) {
+      if (isFloatCast(op) || isa<AddOp>(op))
+        return true;
+      if (isa<SubOp>(op))
+        return scoreFree(op->getOperand(1), &body, scoreShape);
+      if (isa<MulOp, DivOp>(op)) {
+        int f = scoreFree(op->getOperand(1), &body, scoreShape) ? 1 : 0;
+        if (isa<DivOp>(op) && f == 0)
+          return false;
+        std::optional<double> c = uniformValue(op->getOperand(f));
+        return c && *c > 0 && std::isfinite(*c);
+      }
+      return false;
+    };
     for (Operation *op : mods) {
       auto select = dyn_cast<SelectOp>(op);
       bool dropsIfFalse = select && hugeNegative(select.getB()),
            dropsIfTrue = select && hugeNegative(select.getA());
       if (!dropsIfFalse && !dropsIfTrue) {
+        keepsMasks &= maskOps.empty() || keepsInfinity(op);
         rest.push_back(op);
         continue;
       }
@@ -963,10 +982,10 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
     }
     bool same = literalsWithin(zeroKeep, maskKeep) &&
                 (!zeroSelect || literalsWithin(maskKeep, zeroKeep));
-    if (maskOps.empty() || finiteMask || !same ||
+    if (maskOps.empty() || finiteMask || !same || !keepsMasks ||
         (zeroSelect && mayBeInfinite(rest, /*captured=*/true, maskOps)))
       return fail("P is zeroed after softmax where the masks keep keys, or "
-                  "the masks are finite");
+                  "the masks are finite or changed after");
   }
   SmallVector<bool> taken(mods.size(), false);
   auto takeMasks = [&](bool finiteToo) {

@@ -117,7 +117,7 @@ func.func @zero_where_kept(%q: tensor<2x4x128x64xf16>, %k: tensor<2x4x128x64xf16
     %13 = tcc.div %11, %12 : tensor<2x4x128x128xf16>, tensor<2x4x128x1xf16> -> tensor<2x4x128x128xf16>
     %zero = tcc.constant {value = 0.0 : f16} : tensor<f16>
     %p = tcc.select %pad, %13, %zero : tensor<2x1x1x128xi1>, tensor<2x4x128x128xf16>, tensor<f16> -> tensor<2x4x128x128xf16>
-    // expected-remark @below {{attention not fused: P is zeroed after softmax where the masks keep keys, or the masks are finite}}
+    // expected-remark @below {{attention not fused: P is zeroed after softmax where the masks keep keys, or the masks are finite or changed after}}
     %14 = tcc.matmul %p, %v : tensor<2x4x128x128xf16>, tensor<2x4x128x64xf16> -> tensor<2x4x128x64xf16>
     tcc.yield %14 : tensor<2x4x128x64xf16>
   }
@@ -146,7 +146,40 @@ func.func @zero_finite_mask(%q: tensor<1x2x96x64xbf16>, %k: tensor<1x2x96x64xbf1
     %13 = tcc.div %11, %12 : tensor<1x2x96x96xbf16>, tensor<1x2x96x1xbf16> -> tensor<1x2x96x96xbf16>
     %zero = tcc.constant {value = 0.0 : bf16} : tensor<bf16>
     %p = tcc.select %keep, %13, %zero : tensor<96x96xi1>, tensor<1x2x96x96xbf16>, tensor<bf16> -> tensor<1x2x96x96xbf16>
-    // expected-remark @below {{attention not fused: P is zeroed after softmax where the masks keep keys, or the masks are finite}}
+    // expected-remark @below {{attention not fused: P is zeroed after softmax where the masks keep keys, or the masks are finite or changed after}}
+    %14 = tcc.matmul %p, %v : tensor<1x2x96x96xbf16>, tensor<1x2x96x64xbf16> -> tensor<1x2x96x64xbf16>
+    tcc.yield %14 : tensor<1x2x96x64xbf16>
+  }
+  return %0 : tensor<1x2x96x64xbf16>
+}
+
+// -----
+
+// A softcap after the mask: tanh makes the masked scores finite (-30), so
+// P is not 0 where the mask drops keys and the zeroing changes it; not
+// fused.
+// CHECK-LABEL: func.func @zero_after_softcap
+// CHECK-NOT: tcc.attention
+func.func @zero_after_softcap(%q: tensor<1x2x96x64xbf16>, %k: tensor<1x2x96x64xbf16>, %v: tensor<1x2x96x64xbf16>) -> tensor<1x2x96x64xbf16> {
+  %r = tcc.iota {axis = 0 : i64} : tensor<96x96xi32>
+  %c = tcc.iota {axis = 1 : i64} : tensor<96x96xi32>
+  %keep = tcc.greater_equal %r, %c : tensor<96x96xi32>, tensor<96x96xi32> -> tensor<96x96xi1>
+  %0 = tcc.chain attributes {axis = 3 : i64} -> tensor<1x2x96x64xbf16> {
+    %5 = tcc.matmul %q, %k {transpose_b = true} : tensor<1x2x96x64xbf16>, tensor<1x2x96x64xbf16> -> tensor<1x2x96x96xbf16>
+    %ninf = tcc.constant {value = 0xFF80 : bf16} : tensor<bf16>
+    %7 = tcc.select %keep, %5, %ninf : tensor<96x96xi1>, tensor<1x2x96x96xbf16>, tensor<bf16> -> tensor<1x2x96x96xbf16>
+    %cap = tcc.constant {value = 3.0e1 : bf16} : tensor<bf16>
+    %t = tcc.div %7, %cap : tensor<1x2x96x96xbf16>, tensor<bf16> -> tensor<1x2x96x96xbf16>
+    %th = tcc.tanh %t : tensor<1x2x96x96xbf16>
+    %8 = tcc.mul %th, %cap : tensor<1x2x96x96xbf16>, tensor<bf16> -> tensor<1x2x96x96xbf16>
+    %9 = tcc.reduce_max %8 {axes = array<i64: 3>, keepdims = true} : tensor<1x2x96x96xbf16> -> tensor<1x2x96x1xbf16>
+    %10 = tcc.sub %8, %9 : tensor<1x2x96x96xbf16>, tensor<1x2x96x1xbf16> -> tensor<1x2x96x96xbf16>
+    %11 = tcc.exp %10 : tensor<1x2x96x96xbf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<1x2x96x96xbf16> -> tensor<1x2x96x1xbf16>
+    %13 = tcc.div %11, %12 : tensor<1x2x96x96xbf16>, tensor<1x2x96x1xbf16> -> tensor<1x2x96x96xbf16>
+    %zero = tcc.constant {value = 0.0 : bf16} : tensor<bf16>
+    %p = tcc.select %keep, %13, %zero : tensor<96x96xi1>, tensor<1x2x96x96xbf16>, tensor<bf16> -> tensor<1x2x96x96xbf16>
+    // expected-remark @below {{attention not fused: P is zeroed after softmax where the masks keep keys, or the masks are finite or changed after}}
     %14 = tcc.matmul %p, %v : tensor<1x2x96x96xbf16>, tensor<1x2x96x64xbf16> -> tensor<1x2x96x64xbf16>
     tcc.yield %14 : tensor<1x2x96x64xbf16>
   }

@@ -947,25 +947,25 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
   // The changes after a mask must keep its -inf (adds, casts, positive
   // factors, other masks): a softcap after it (tanh) would make the masked
   // scores finite, and P there not 0.
+  // Whether a change keeps a score of -inf at -inf: adds of finite values,
+  // casts, the score less something, positive finite factors.
+  auto keepsInfinity = [&](Operation *o) {
+    if (isa<AddOp>(o) || isFloatCast(o))
+      return true;
+    if (isa<SubOp>(o))
+      return !scoreFree(o->getOperand(0), &body, typeOf(m.scores).getShape());
+    if (isa<MulOp, DivOp>(o)) {
+      std::optional<double> c = uniformValue(o->getOperand(1));
+      if (!c && isa<MulOp>(o))
+        c = uniformValue(o->getOperand(0));
+      return c && *c > 0 && std::isfinite(*c);
+    }
+    return false;
+  };
   if (!zeroKeep.empty()) {
     SmallVector<Literal> maskKeep;
     SmallVector<Operation *> maskOps, rest;
     bool finiteMask = false, keepsMasks = true;
-    ArrayRef<int64_t> scoreShape = typeOf(m.scores).getShape();
-    auto keepsInfinity = [&](Operation *op) {
-      if (isFloatCast(op) || isa<AddOp>(op))
-        return true;
-      if (isa<SubOp>(op))
-        return scoreFree(op->getOperand(1), &body, scoreShape);
-      if (isa<MulOp, DivOp>(op)) {
-        int f = scoreFree(op->getOperand(1), &body, scoreShape) ? 1 : 0;
-        if (isa<DivOp>(op) && f == 0)
-          return false;
-        std::optional<double> c = uniformValue(op->getOperand(f));
-        return c && *c > 0 && std::isfinite(*c);
-      }
-      return false;
-    };
     for (Operation *op : mods) {
       auto select = dyn_cast<SelectOp>(op);
       bool dropsIfFalse = select && hugeNegative(select.getB()),
@@ -1076,22 +1076,8 @@ std::optional<AttentionMatch> matchAttention(ChainOp chain, std::string &why) {
         !scoreFree(cond, &body, typeOf(m.scores).getShape()) ||
         (qAxis >= 0 && cs[qAxis] != 1))
       continue;
-    bool keepsInfinity = llvm::all_of(
-        ArrayRef<Operation *>(m.mods).drop_front(idx + 1), [&](Operation *o) {
-          if (isa<AddOp>(o) || isFloatCast(o))
-            return true;
-          if (isa<SubOp>(o))
-            return !scoreFree(o->getOperand(0), &body,
-                              typeOf(m.scores).getShape());
-          if (isa<MulOp, DivOp>(o)) {
-            std::optional<double> c = uniformValue(o->getOperand(1));
-            if (!c && isa<MulOp>(o))
-              c = uniformValue(o->getOperand(0));
-            return c && *c > 0 && std::isfinite(*c);
-          }
-          return false;
-        });
-    if (!keepsInfinity)
+    if (!llvm::all_of(ArrayRef<Operation *>(m.mods).drop_front(idx + 1),
+                      keepsInfinity))
       break;
     m.keyMask = cond;
     int64_t hAxis = int64_t(cs.size()) - 3;

@@ -273,8 +273,15 @@ def attention_model(name, b, hq, hkv, l, d, variant, lq=None, dt='bf16', layout=
                       node('constant', [], 'w', dtype='i32', shape=[], value=4096),
                       node('less', ['dqk', 'w'], 'near'), node('and', ['keep', 'near'], 'keepw')]
             keep = 'keepw'
-        nodes += [node('constant', [], 'neg', dtype=dt, shape=[], value=-1e30),
-                  node('select', [keep, cur, 'neg'], 'masked')]
+        if written == 'fill':
+            # masked_fill(drop, -inf) as exported: where(drop, -inf, s).
+            nodes += [node('not', [keep], 'drop'),
+                      node('constant', [], 'neg', dtype=dt, shape=[], value='-inf'),
+                      node('select', ['drop', 'neg', cur], 'masked')]
+        else:
+            nodes += [node('constant', [], 'neg', dtype=dt, shape=[],
+                           value='-inf' if written == 'safe' else -1e30),
+                      node('select', [keep, cur, 'neg'], 'masked')]
         cur = 'masked'
     if written == 'flat':
         nodes.append(node('reshape', [cur], 's3', shape=[b * hq, lq, l]))
@@ -284,6 +291,12 @@ def attention_model(name, b, hq, hkv, l, d, variant, lq=None, dt='bf16', layout=
                   node('sub', [cur, 'mx'], 'sh'), node('exp', ['sh'], 'e'),
                   node('reduce_sum', ['e'], 'den', axes=[-1], keepdims=True),
                   node('matmul', ['e', vv], 'num'), node('div', ['num', 'den'], 'o')]
+    elif written == 'safe':
+        # A "safe softmax": P zeroed where the mask drops keys, so that a
+        # row keeping none gives zeros.
+        nodes += [node('softmax', [cur], 'p', axis=-1),
+                  node('constant', [], 'zero', dtype=dt, shape=[], value=0.0),
+                  node('select', [keep, 'p', 'zero'], 'pz'), node('matmul', ['pz', vv], 'o')]
     else:
         nodes += [node('softmax', [cur], 'p', axis=-1), node('matmul', ['p', vv], 'o')]
     shapes = [[b, hq, lq, d], [b, hkv, d, l] if written == 'ktrans' else [b, hkv, l, d],
@@ -455,6 +468,16 @@ def attention_cases(small):
                 if written in ('ktrans', 'flat'):
                     info[written] = True
                 out.append((name, m, ['--gpu-attention'], info))
+    # The causal mask as masked_fill(drop, -inf) exports it, and a "safe
+    # softmax" (P zeroed where the mask drops keys), f16, batch 1 and 8.
+    for written in ('fill', 'safe'):
+        for b in (1, 8):
+            name = 'attn_causal_%s_b%d_f16' % (written, b)
+            m = attention_model(name, b, 32, 32, seq, d, 'causal', dt='f16', written=written)
+            out.append((name, m, ['--gpu-attention'],
+                        {'kind': 'attention', 'variant': 'causal', 'dtype': 'f16', 'b': b,
+                         'hq': 32, 'hkv': 32, 'l': seq, 'd': d,
+                         'scale': rounded_scale(d, 'f16')}))
     # V of another head size (DeepSeek's MLA prefill: Q·Kᵀ over 192, values
     # of 128), f16, global and causal, batch 1 and 8.
     for variant, hq, hkv in variants[:2]:

@@ -133,29 +133,22 @@ std::optional<LinearConstraint> affineOf(Value v, int64_t rank) {
   return std::nullopt;
 }
 
-/// A condition of positions as a conjunction of linear constraints.
-bool constraintsOf(Value cond, int64_t rank,
-                   SmallVector<LinearConstraint> &out) {
+/// A condition of positions as a conjunction of linear constraints;
+/// `negated`: of not(cond). A negation turns and into or, so it passes
+/// through not and or, and negates one inequality (not(e >= 0) is
+/// -e - 1 >= 0 over the integers): an additive mask of the positions it
+/// removes, select(col > row, -inf, 0), keeps not(col > row), and
+/// masked_fill's export, where(not(keep), -inf, s), not(not(keep)).
+bool constraintsOf(Value cond, int64_t rank, SmallVector<LinearConstraint> &out,
+                   bool negated = false) {
   Operation *op = cond.getDefiningOp();
   if (!op)
     return false;
-  if (isa<AndOp>(op))
-    return constraintsOf(op->getOperand(0), rank, out) &&
-           constraintsOf(op->getOperand(1), rank, out);
-  // The negation of one inequality is one inequality (an additive mask
-  // of the positions it removes, select(col > row, -inf, 0), keeps
-  // not(col > row)).
-  if (isa<NotOp>(op)) {
-    Operation *inner = op->getOperand(0).getDefiningOp();
-    if (!inner || !isa<GreaterEqualOp, GreaterOp, LessEqualOp, LessOp>(inner))
-      return false;
-    SmallVector<LinearConstraint> kept;
-    if (!constraintsOf(inner->getResult(0), rank, kept) || kept.size() != 1)
-      return false;
-    // not(e >= 0) is -e - 1 >= 0 (integers).
-    out.push_back({-kept[0].a, -kept[0].b, -kept[0].c - 1});
-    return true;
-  }
+  if (isa<NotOp>(op))
+    return constraintsOf(op->getOperand(0), rank, out, !negated);
+  if ((isa<AndOp>(op) && !negated) || (isa<OrOp>(op) && negated))
+    return constraintsOf(op->getOperand(0), rank, out, negated) &&
+           constraintsOf(op->getOperand(1), rank, out, negated);
   if (!isa<GreaterEqualOp, GreaterOp, LessEqualOp, LessOp, EqualOp>(op))
     return false;
   auto l = affineOf(op->getOperand(0), rank);
@@ -164,18 +157,25 @@ bool constraintsOf(Value cond, int64_t rank,
     return false;
   LinearConstraint d{l->a - r->a, l->b - r->b, l->c - r->c}; // l - r
   LinearConstraint n{-d.a, -d.b, -d.c};                      // r - l
+  LinearConstraint kept;
   if (isa<GreaterEqualOp>(op))
-    out.push_back(d);
+    kept = d;
   else if (isa<GreaterOp>(op))
-    out.push_back({d.a, d.b, d.c - 1});
+    kept = {d.a, d.b, d.c - 1};
   else if (isa<LessEqualOp>(op))
-    out.push_back(n);
+    kept = n;
   else if (isa<LessOp>(op))
-    out.push_back({n.a, n.b, n.c - 1});
+    kept = {n.a, n.b, n.c - 1};
+  else if (negated) // not(l == r) is a disjunction
+    return false;
   else {
     out.push_back(d);
     out.push_back(n);
+    return true;
   }
+  if (negated)
+    kept = {-kept.a, -kept.b, -kept.c - 1};
+  out.push_back(kept);
   return true;
 }
 

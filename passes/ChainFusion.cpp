@@ -31,6 +31,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "llvm/ADT/DenseMap.h"
 
+#include <cmath>
 #include <limits>
 
 namespace mlir::tcc {
@@ -806,6 +807,52 @@ private:
   bool dividesBySum = false;
 };
 
+/// Whether the chain sums values zeroed after a row max (P zeroed after
+/// softmax, select(c, P, 0), then P·V) while its scores may be -inf (a -inf
+/// constant, or a float tensor read from outside other than a matmul's operand
+/// or result: scores of finite data are finite). The model then gives zeros for
+/// a row of nothing but -inf where the zeroing drops every key, which the fused
+/// corrections cannot tell from NaN; only matchAttention's check that the
+/// zeroing covers the masks lets them keep zeros (emptyRowsZero).
+bool zeroesRowsAfterMax(ChainOp c) {
+  Block &body = c.getBody().front();
+  llvm::DenseSet<Value> afterMax, zeroed;
+  bool mayBeNegInf = false, sums = false;
+  auto isZero = [](Value v) {
+    std::optional<double> x = uniformValue(v);
+    return x && *x == 0;
+  };
+  for (Operation &op : body.without_terminator()) {
+    bool reads = isa<ReduceMaxOp>(op);
+    for (Value v : op.getOperands()) {
+      reads |= afterMax.contains(v);
+      auto type = dyn_cast<RankedTensorType>(v.getType());
+      mayBeNegInf |= v.getParentBlock() != &body && !isa<MatmulOp>(op) &&
+                     !v.getDefiningOp<MatmulOp>() && type &&
+                     isa<FloatType>(type.getElementType());
+    }
+    if (reads)
+      afterMax.insert(op.result_begin(), op.result_end());
+    if (op.getNumResults() == 1 && !reads) {
+      std::optional<double> x = uniformValue(op.getResult(0));
+      mayBeNegInf |= x && std::isinf(*x) && *x < 0;
+    }
+    // Only a sum over zeroed values (P·V, a reduction) is corrected; a
+    // zeroed P written out is computed from the final max and sum.
+    bool readsZeroed = llvm::any_of(
+        op.getOperands(), [&](Value v) { return zeroed.contains(v); });
+    if (readsZeroed &&
+        (isa<MatmulOp>(op) || op.hasTrait<OpTrait::tcc::Reduction>()))
+      sums = true;
+    auto sel = dyn_cast<SelectOp>(op);
+    if (readsZeroed ||
+        (sel && ((isZero(sel.getB()) && afterMax.contains(sel.getA())) ||
+                 (isZero(sel.getA()) && afterMax.contains(sel.getB())))))
+      zeroed.insert(op.result_begin(), op.result_end());
+  }
+  return sums && mayBeNegInf;
+}
+
 struct TccChainFusion : mlir::tcc::impl::TccChainFusionBase<TccChainFusion> {
   using Base::Base;
 
@@ -871,6 +918,14 @@ struct TccChainFusion : mlir::tcc::impl::TccChainFusionBase<TccChainFusion> {
     if (hasMatmul)
       m = matchAttention(c, why);
     f.emptyRowsZero = m && !m->maskedToInfinity;
+    if (!m && zeroesRowsAfterMax(c)) {
+      c.emitWarning() << "chain fusion refused: values after the row max are "
+                         "zeroed (select(c, P, 0)) where scores may be -inf, "
+                         "and no attention match proves the zeroing covers "
+                         "every -inf: fused, a row of nothing but -inf would "
+                         "be NaN where the model gives zeros";
+      return;
+    }
     if (failed(f.check(reason))) {
       c.emitWarning() << "chain fusion refused: " << reason;
       return;

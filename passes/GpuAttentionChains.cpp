@@ -169,8 +169,12 @@ bool keepFormMasks(mlir::tcc::ChainOp chain) {
       continue;
     OpBuilder builder(select);
     Value cond = select.getCond();
-    Value keep = mlir::tcc::NotOp::create(builder, select.getLoc(),
-                                          cond.getType(), cond);
+    // where(not(keep), -inf, s), masked_fill's export of a keep mask,
+    // keeps `keep` itself.
+    auto negation = cond.getDefiningOp<mlir::tcc::NotOp>();
+    Value keep = negation ? negation->getOperand(0)
+                          : mlir::tcc::NotOp::create(builder, select.getLoc(),
+                                                     cond.getType(), cond);
     auto masked =
         mlir::tcc::SelectOp::create(builder, select.getLoc(), select.getType(),
                                     keep, select.getB(), select.getA());

@@ -350,6 +350,51 @@ def check_refused(tcc, root, rng):
         'PASS' if ok else 'FAIL', e2elib.first_line(err).split('warning: ')[-1], maxerr, detail)]
 
 
+def check_shared_safe(tcc, root, rng):
+    """A safe softmax (P zeroed where the mask drops keys) returned beside
+    the plain one, sharing P: no attention match proves the zeroing covers
+    every -inf, so chain fusion is refused with a warning, and the model's
+    values come out in every mode: zeros on the fully masked row of the
+    zeroed output, NaN on the plain one's."""
+    dt, n, h, hkv, mq, d = 'f32', 1000, 4, 2, 16, 32
+    g = Graph('shared_safe', dt)
+    q = g.input('q', [1, h, mq, d])
+    k = g.input('k', [1, hkv, n, d])
+    v = g.input('v', [1, hkv, n, d])
+    mask = g.input('mask', [1, 1, mq, n], 'bool')
+    k, v = (g.op('reshape', g.op('broadcast_to', g.op('reshape', t, shape=[1, hkv, 1, n, d]),
+                                 shape=[1, hkv, h // hkv, n, d]), shape=[1, h, n, d])
+            for t in (k, v))
+    s = g.op('mul', g.op('matmul', q, k, transpose_b=True), g.const(30.0 / np.sqrt(d)))
+    p = g.op('softmax', g.op('select', mask, s, g.const('-inf')), axis=-1)
+    g.output('x30_safe', g.op('matmul', g.op('select', mask, p, g.const(0.0)), v))
+    g.output('x30_masked', g.op('matmul', p, v))
+    full = attention_inputs(rng, dt, n)
+    refs = attention_refs(full, dt, n)
+    ins = {t: full[t] for t in ('q', 'k', 'v', 'mask')}
+    dts = {'q': dt, 'k': dt, 'v': dt}
+    lines = []
+    for mode in MODES:
+        work = os.path.join(root, 'shared-safe-' + mode)
+        os.makedirs(work)
+        path = os.path.join(work, 'model.json')
+        with open(path, 'w') as f:
+            json.dump(g.m, f)
+        rc, err = run(tcc, path, mode, ins, dts, work)
+        if rc != 0:
+            return ['FAIL shared-safe %s: tcc exit %d: %s' % (mode, rc, e2elib.first_line(err))]
+        if mode != 'off' and 'chain fusion refused: values after the row max' not in err:
+            lines.append('FAIL shared-safe %s: no refusal (stderr: %s)' % (
+                mode, e2elib.first_line(err)))
+        for name in ('x30_safe', 'x30_masked'):
+            ref, tol = refs[name]
+            got = e2elib.from_npy(dt, np.load(os.path.join(work, name + '.npy')))
+            ok, maxerr, detail = e2elib.compare(got, ref, tol)
+            lines.append('%s shared-safe %s %s max error %.3g %s' % (
+                'PASS' if ok else 'FAIL', mode, name, maxerr, detail))
+    return lines
+
+
 def check_positions(tcc, root, rng):
     """Key positions from an f16 iota past 2048 (a bias 0.25 * position,
     decode: one query row): the chunked forms count a chunk's positions
@@ -422,6 +467,7 @@ def main():
                    for label, model, ins, refs, dts, dt in jobs for mode in MODES]
         futures.append(pool.submit(check_refused, args.tcc, root, rng))
         futures.append(pool.submit(check_positions, args.tcc, root, rng))
+        futures.append(pool.submit(check_shared_safe, args.tcc, root, rng))
         for f in futures:
             for line in f.result():
                 print(line)

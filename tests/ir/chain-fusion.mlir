@@ -273,3 +273,47 @@ func.func @refused_max_scale(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %y = tcc.sub %q, %m : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
   return %y : tensor<4x8xf32>
 }
+
+// -----
+
+// P zeroed after softmax and summed, over scores that may be -inf, with no
+// attention match to prove the zeroing covers every -inf: a row of nothing
+// but -inf gives zeros unfused, and the fused corrections would give NaN.
+// ROLL-LABEL: func.func @refused_zeroed_sum
+// ROLL-NOT: scf.for
+func.func @refused_zeroed_sum(%x: tensor<4x8xf32>, %keep: tensor<4x8xi1>) -> tensor<4x1xf32> {
+  %ninf = tcc.constant {value = 0xFF800000 : f32} : tensor<f32>
+  %zero = tcc.constant {value = 0.000000e+00 : f32} : tensor<f32>
+  // expected-warning @+1 {{chain fusion refused: values after the row max are zeroed (select(c, P, 0)) where scores may be -inf}}
+  %s = tcc.select %keep, %x, %ninf : tensor<4x8xi1>, tensor<4x8xf32>, tensor<f32> -> tensor<4x8xf32>
+  %m = tcc.reduce_max %s {axes = array<i64: 1>, keepdims = true} : tensor<4x8xf32> -> tensor<4x1xf32>
+  %d = tcc.sub %s, %m : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+  %e = tcc.exp %d : tensor<4x8xf32>
+  %t = tcc.reduce_sum %e {axes = array<i64: 1>, keepdims = true} : tensor<4x8xf32> -> tensor<4x1xf32>
+  %p = tcc.div %e, %t : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+  %pz = tcc.select %keep, %p, %zero : tensor<4x8xi1>, tensor<4x8xf32>, tensor<f32> -> tensor<4x8xf32>
+  %y = tcc.reduce_sum %pz {axes = array<i64: 1>, keepdims = true} : tensor<4x8xf32> -> tensor<4x1xf32>
+  return %y : tensor<4x1xf32>
+}
+
+// -----
+
+// The same over scores of a matmul and a finite mask (-1e30): no row is
+// all -inf, so the sum of the zeroed P is fused. (An input read as the
+// scores, as above, may hold -inf.)
+// ROLL-LABEL: func.func @zeroed_sum_finite_mask
+// ROLL: scf.for
+func.func @zeroed_sum_finite_mask(%a: tensor<4x2xf32>, %b: tensor<2x8xf32>, %keep: tensor<4x8xi1>) -> tensor<4x1xf32> {
+  %x = tcc.matmul %a, %b : tensor<4x2xf32>, tensor<2x8xf32> -> tensor<4x8xf32>
+  %neg = tcc.constant {value = -1.000000e+30 : f32} : tensor<f32>
+  %zero = tcc.constant {value = 0.000000e+00 : f32} : tensor<f32>
+  %s = tcc.select %keep, %x, %neg : tensor<4x8xi1>, tensor<4x8xf32>, tensor<f32> -> tensor<4x8xf32>
+  %m = tcc.reduce_max %s {axes = array<i64: 1>, keepdims = true} : tensor<4x8xf32> -> tensor<4x1xf32>
+  %d = tcc.sub %s, %m : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+  %e = tcc.exp %d : tensor<4x8xf32>
+  %t = tcc.reduce_sum %e {axes = array<i64: 1>, keepdims = true} : tensor<4x8xf32> -> tensor<4x1xf32>
+  %p = tcc.div %e, %t : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+  %pz = tcc.select %keep, %p, %zero : tensor<4x8xi1>, tensor<4x8xf32>, tensor<f32> -> tensor<4x8xf32>
+  %y = tcc.reduce_sum %pz {axes = array<i64: 1>, keepdims = true} : tensor<4x8xf32> -> tensor<4x1xf32>
+  return %y : tensor<4x1xf32>
+}

@@ -192,3 +192,71 @@ func.func @causal_as_dropped(%q: tensor<1x4x256x64xbf16>, %k: tensor<1x4x256x64x
   }
   return %0 : tensor<1x4x256x64xbf16>
 }
+
+// -----
+
+// masked_fill of a keep mask as exported, where(not(keep), -inf, s):
+// keepFormMasks selects on `keep` itself, a linear constraint.
+// CHECK-LABEL: func.func @causal_fill_of_keep
+// CHECK: %[[KEEP:.*]] = tcc.greater_equal
+// CHECK: tcc.select %[[KEEP]], %{{.*}}, %{{.*}} : tensor<256x256xi1>, tensor<1x4x256x256xbf16>, tensor<bf16>
+// FORM-LABEL: func.func @causal_fill_of_keep
+// FORM: tcc.attention %arg0, %arg1, %arg2 attributes {{.*}}mask = array<i64: 1, -1, 0>, scale = 1.250000e-01 : f64
+// FORM-NEXT: } key_keep {
+func.func @causal_fill_of_keep(%q: tensor<1x4x256x64xbf16>, %k: tensor<1x4x256x64xbf16>, %v: tensor<1x4x256x64xbf16>) -> tensor<1x4x256x64xbf16> {
+  %0 = tcc.chain attributes {axis = 3 : i64} -> tensor<1x4x256x64xbf16> {
+    %5 = tcc.matmul %q, %k {transpose_b = true} : tensor<1x4x256x64xbf16>, tensor<1x4x256x64xbf16> -> tensor<1x4x256x256xbf16>
+    %s = tcc.constant {value = 1.250000e-01 : bf16} : tensor<bf16>
+    %6 = tcc.mul %5, %s : tensor<1x4x256x256xbf16>, tensor<bf16> -> tensor<1x4x256x256xbf16>
+    %r = tcc.iota {axis = 0 : i64} : tensor<256x256xi32>
+    %c = tcc.iota {axis = 1 : i64} : tensor<256x256xi32>
+    %ninf = tcc.constant {value = 0xFF80 : bf16} : tensor<bf16>
+    %keep = tcc.greater_equal %r, %c : tensor<256x256xi32>, tensor<256x256xi32> -> tensor<256x256xi1>
+    %drop = tcc.not %keep : tensor<256x256xi1>
+    %7 = tcc.select %drop, %ninf, %6 : tensor<256x256xi1>, tensor<bf16>, tensor<1x4x256x256xbf16> -> tensor<1x4x256x256xbf16>
+    %9 = tcc.reduce_max %7 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x256x256xbf16> -> tensor<1x4x256x1xbf16>
+    %10 = tcc.sub %7, %9 : tensor<1x4x256x256xbf16>, tensor<1x4x256x1xbf16> -> tensor<1x4x256x256xbf16>
+    %11 = tcc.exp %10 : tensor<1x4x256x256xbf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x256x256xbf16> -> tensor<1x4x256x1xbf16>
+    %13 = tcc.div %11, %12 : tensor<1x4x256x256xbf16>, tensor<1x4x256x1xbf16> -> tensor<1x4x256x256xbf16>
+    %14 = tcc.matmul %13, %v : tensor<1x4x256x256xbf16>, tensor<1x4x256x64xbf16> -> tensor<1x4x256x64xbf16>
+    tcc.yield %14 : tensor<1x4x256x64xbf16>
+  }
+  return %0 : tensor<1x4x256x64xbf16>
+}
+
+// -----
+
+// A double negation and a negated or (a sliding window written as the
+// keys it drops, not(k > q or q - k >= 64)) are the same linear
+// constraints: q - k >= 0 and k - q + 63 >= 0.
+// FORM-LABEL: func.func @window_negated_or
+// FORM: tcc.attention %arg0, %arg1, %arg2 attributes {{.*}}mask = array<i64: 1, -1, 0, -1, 1, 63>, scale = 1.250000e-01 : f64
+// FORM-NEXT: } key_keep {
+func.func @window_negated_or(%q: tensor<1x4x256x64xbf16>, %k: tensor<1x4x256x64xbf16>, %v: tensor<1x4x256x64xbf16>) -> tensor<1x4x256x64xbf16> {
+  %0 = tcc.chain attributes {axis = 3 : i64} -> tensor<1x4x256x64xbf16> {
+    %5 = tcc.matmul %q, %k {transpose_b = true} : tensor<1x4x256x64xbf16>, tensor<1x4x256x64xbf16> -> tensor<1x4x256x256xbf16>
+    %s = tcc.constant {value = 1.250000e-01 : bf16} : tensor<bf16>
+    %6 = tcc.mul %5, %s : tensor<1x4x256x256xbf16>, tensor<bf16> -> tensor<1x4x256x256xbf16>
+    %r = tcc.iota {axis = 0 : i64} : tensor<256x256xi32>
+    %c = tcc.iota {axis = 1 : i64} : tensor<256x256xi32>
+    %ninf = tcc.constant {value = 0xFF80 : bf16} : tensor<bf16>
+    %future = tcc.greater %c, %r : tensor<256x256xi32>, tensor<256x256xi32> -> tensor<256x256xi1>
+    %dist = tcc.sub %r, %c : tensor<256x256xi32>, tensor<256x256xi32> -> tensor<256x256xi32>
+    %w = tcc.constant {value = 64 : i32} : tensor<i32>
+    %far = tcc.greater_equal %dist, %w : tensor<256x256xi32>, tensor<i32> -> tensor<256x256xi1>
+    %drop = tcc.or %future, %far : tensor<256x256xi1>, tensor<256x256xi1> -> tensor<256x256xi1>
+    %keep = tcc.not %drop : tensor<256x256xi1>
+    %keep2 = tcc.not %keep : tensor<256x256xi1>
+    %keep3 = tcc.not %keep2 : tensor<256x256xi1>
+    %7 = tcc.select %keep3, %6, %ninf : tensor<256x256xi1>, tensor<1x4x256x256xbf16>, tensor<bf16> -> tensor<1x4x256x256xbf16>
+    %9 = tcc.reduce_max %7 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x256x256xbf16> -> tensor<1x4x256x1xbf16>
+    %10 = tcc.sub %7, %9 : tensor<1x4x256x256xbf16>, tensor<1x4x256x1xbf16> -> tensor<1x4x256x256xbf16>
+    %11 = tcc.exp %10 : tensor<1x4x256x256xbf16>
+    %12 = tcc.reduce_sum %11 {axes = array<i64: 3>, keepdims = true} : tensor<1x4x256x256xbf16> -> tensor<1x4x256x1xbf16>
+    %13 = tcc.div %11, %12 : tensor<1x4x256x256xbf16>, tensor<1x4x256x1xbf16> -> tensor<1x4x256x256xbf16>
+    %14 = tcc.matmul %13, %v : tensor<1x4x256x256xbf16>, tensor<1x4x256x64xbf16> -> tensor<1x4x256x64xbf16>
+    tcc.yield %14 : tensor<1x4x256x64xbf16>
+  }
+  return %0 : tensor<1x4x256x64xbf16>
+}

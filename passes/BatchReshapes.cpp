@@ -405,6 +405,87 @@ struct SinkRowMerges : RewritePattern {
   }
 };
 
+/// The finest axes both `in` and `out` are products of (size-1 axes left
+/// out), and for each axis of `out` the fine axes it is made of; nullopt
+/// where no such axes exist ([6] as [4, ...]).
+std::optional<
+    std::pair<SmallVector<int64_t>, SmallVector<SmallVector<int64_t>>>>
+fineAxes(ArrayRef<int64_t> in, ArrayRef<int64_t> out) {
+  auto empty = [](int64_t d) { return d < 1; };
+  if (llvm::any_of(in, empty) || llvm::any_of(out, empty))
+    return std::nullopt;
+  SmallVector<int64_t> fine;
+  SmallVector<SmallVector<int64_t>> groups(out.size());
+  size_t i = 0, j = 0;
+  int64_t a = 1, b = 1; // what is left of in[i - 1], out[j - 1]
+  while (true) {
+    while (a == 1 && i < in.size())
+      a = in[i++];
+    while (b == 1 && j < out.size())
+      b = out[j++];
+    if (a == 1 || b == 1)
+      break;
+    int64_t f = std::min(a, b);
+    if (a % f || b % f)
+      return std::nullopt;
+    groups[j - 1].push_back(static_cast<int64_t>(fine.size()));
+    fine.push_back(f);
+    a /= f;
+    b /= f;
+  }
+  if (a != 1 || b != 1)
+    return std::nullopt;
+  return std::make_pair(fine, groups);
+}
+
+/// transpose(reshape(x)) where the reshape merges axes that the transpose
+/// moves -> reshape(transpose(reshape(x))): x viewed over the finest axes
+/// both shapes are made of, transposed there, and merged after (the same
+/// one transpose; the reshapes are views). nn.MultiheadAttention views its
+/// projection [L, B, H·D] as [L, B·H, D] and transposes it to [B·H, L, D],
+/// whose B·H axis no single stride reads; over [B, H, L, D] the merge is a
+/// batch merge, which SinkMerges moves down, attention reads Q, K and V as
+/// views of the projection, and its result [B, H, L, D] goes back to
+/// [L, B, H, D] by one transpose of layout.
+struct TransposeFineAxes : OpRewritePattern<TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TransposeOp t,
+                                PatternRewriter &rewriter) const override {
+    auto r = t.getInput().getDefiningOp<ReshapeOp>();
+    RankedTensorType type = t.getType();
+    if (!r || !rankedOf(r.getInput()) ||
+        !rankedOf(r.getInput()).hasStaticShape() || !type.hasStaticShape() ||
+        type.getRank() < 3)
+      return failure();
+    auto fa =
+        fineAxes(rankedOf(r.getInput()).getShape(), r.getType().getShape());
+    if (!fa)
+      return failure();
+    auto &[fine, groups] = *fa;
+    ArrayRef<int64_t> perm = t.getPerm();
+    int64_t rank = type.getRank();
+    // Only a merged axis that moves (K repeated over grouped heads, merged
+    // and transposed over its last two axes, stays the form the attention
+    // match reads).
+    bool movesMerge = false;
+    for (int64_t i = 0; i < rank; ++i)
+      movesMerge |= perm[i] != i && groups[perm[i]].size() > 1;
+    if (!movesMerge)
+      return failure();
+    SmallVector<int64_t> finePerm, moved;
+    for (int64_t a : perm)
+      for (int64_t f : groups[a]) {
+        finePerm.push_back(f);
+        moved.push_back(fine[f]);
+      }
+    Location loc = t.getLoc();
+    Value v = reshapeTo(rewriter, loc, r.getInput(), fine);
+    v = TransposeOp::create(rewriter, loc, type.clone(moved), v, finePerm);
+    rewriter.replaceOp(t, reshapeTo(rewriter, loc, v, type.getShape()));
+    return success();
+  }
+};
+
 /// reshape(reshape(x)) -> reshape(x), or x where the shapes match.
 struct FoldReshapes : OpRewritePattern<ReshapeOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -429,7 +510,8 @@ struct TccBatchReshapes
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     RewritePatternSet patterns(ctx);
-    patterns.add<SinkMerges, HoistSplits, SinkRowMerges>(ctx);
+    patterns.add<SinkMerges, HoistSplits, SinkRowMerges, TransposeFineAxes>(
+        ctx);
     addReshapeFolds(patterns);
     // Merges only move down and splits only up, each step past one op, so
     // the rewriting ends; where it would take more sweeps than the limit,

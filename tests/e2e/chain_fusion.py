@@ -224,8 +224,9 @@ POST = {'x30_safe': lambda p, mask: np.where(mask, p, 0.0),
         'x30_times': lambda p, mask: p * mask}
 
 
-def post_model(dt, n, name, h=4, hkv=2, mq=16, d=32):
-    g = Graph(name, dt)
+def masked_softmax(g, n, h=4, hkv=2, mq=16, d=32):
+    """Inputs q, k, v (grouped heads) and a bool mask; returns P (softmax of
+    the scores times 30, -inf where the mask drops keys), the mask and V."""
     q = g.input('q', [1, h, mq, d])
     k = g.input('k', [1, hkv, n, d])
     v = g.input('v', [1, hkv, n, d])
@@ -234,7 +235,12 @@ def post_model(dt, n, name, h=4, hkv=2, mq=16, d=32):
                                  shape=[1, hkv, h // hkv, n, d]), shape=[1, h, n, d])
             for t in (k, v))
     s = g.op('mul', g.op('matmul', q, k, transpose_b=True), g.const(30.0 / np.sqrt(d)))
-    p = g.op('softmax', g.op('select', mask, s, g.const('-inf')), axis=-1)
+    return g.op('softmax', g.op('select', mask, s, g.const('-inf')), axis=-1), mask, v
+
+
+def post_model(dt, n, name):
+    g = Graph(name, dt)
+    p, mask, v = masked_softmax(g, n)
     if name == 'x30_safe':
         p = g.op('select', mask, p, g.const(0.0))
     else:
@@ -356,17 +362,9 @@ def check_shared_safe(tcc, root, rng):
     every -inf, so chain fusion is refused with a warning, and the model's
     values come out in every mode: zeros on the fully masked row of the
     zeroed output, NaN on the plain one's."""
-    dt, n, h, hkv, mq, d = 'f32', 1000, 4, 2, 16, 32
+    dt, n = 'f32', 1000
     g = Graph('shared_safe', dt)
-    q = g.input('q', [1, h, mq, d])
-    k = g.input('k', [1, hkv, n, d])
-    v = g.input('v', [1, hkv, n, d])
-    mask = g.input('mask', [1, 1, mq, n], 'bool')
-    k, v = (g.op('reshape', g.op('broadcast_to', g.op('reshape', t, shape=[1, hkv, 1, n, d]),
-                                 shape=[1, hkv, h // hkv, n, d]), shape=[1, h, n, d])
-            for t in (k, v))
-    s = g.op('mul', g.op('matmul', q, k, transpose_b=True), g.const(30.0 / np.sqrt(d)))
-    p = g.op('softmax', g.op('select', mask, s, g.const('-inf')), axis=-1)
+    p, mask, v = masked_softmax(g, n)
     g.output('x30_safe', g.op('matmul', g.op('select', mask, p, g.const(0.0)), v))
     g.output('x30_masked', g.op('matmul', p, v))
     full = attention_inputs(rng, dt, n)

@@ -885,6 +885,22 @@ with tempfile.TemporaryDirectory() as d:
         check('nn.MultiheadAttention as PyTorch exports it (Slice bounds from Div of Shape)',
               onnx.load(path), {'x': xm.numpy(), 'm': causal_m.numpy()},
               {'y': (ref, lin_tol(absref, 4 * 32 + 11))}, d)
+        # On the GPU its heads, [L, B·H, D] from the packed projection,
+        # are read over [B, H, L, D] (tcc-batch-reshapes) as views of the
+        # projection: no copy between the projections and attention.
+        bundle = os.path.join(d, 'mha_export.tccb')
+        rc, _, err = L.run_tcc([TCC, 'compile', path, '--target', 'sm_90a', '-o', bundle])
+        launched = []
+        if rc == 0:
+            rc, out, err = L.run_tcc([TCC, 'inspect', bundle])
+            info = json.loads(out) if rc == 0 else {'kernels': [], 'launches': []}
+            launched = [info['kernels'][la['kernel']]['symbol'] for la in info['launches']]
+        kinds = ['attn' if '_attn' in s_ else 'matmul' if '_matmul' in s_ else 'other'
+                 for s_ in launched]
+        report(kinds == ['other', 'matmul', 'attn', 'matmul', 'other'],
+               'nn.MultiheadAttention on sm_90a: a transpose, the projection, attention '
+               'reading its views, the output projection, a transpose',
+               'exit %d, launches %s: %s' % (rc, launched, L.first_line(err)))
     # Einsum: matmul-like equations of one or two operands (batch, free,
     # contracted and summed-away indices, an ellipsis, implicit output),
     # checked against np.einsum; attention written with einsum (K read as

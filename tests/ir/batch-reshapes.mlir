@@ -177,3 +177,45 @@ func.func @flat_rows_stay(%x: tensor<2x3x11xf32>, %idx: tensor<6x1xi32>) -> (ten
   %n3 = tcc.reshape %n : tensor<6x11xf32> -> tensor<2x3x11xf32>
   return %g, %e, %n3 : tensor<6x1xf32>, tensor<6x11xf32>, tensor<2x3x11xf32>
 }
+
+// nn.MultiheadAttention's heads: the projection [L, B, H·D] viewed as
+// [L, B·H, D] and transposed to [B·H, L, D]. The transpose moves the merged
+// B·H axis: it runs over the fine axes [L, B, H, D] instead, and the merge
+// after it keeps the last two axes (a batch merge, which sinks further).
+// CHECK-LABEL: func.func @heads_of_a_projection
+// CHECK: %[[FINE:.*]] = tcc.reshape %arg0 : tensor<500x2x256xf32> -> tensor<500x2x8x32xf32>
+// CHECK: %[[T:.*]] = tcc.transpose %[[FINE]] {perm = array<i64: 1, 2, 0, 3>} : tensor<500x2x8x32xf32> -> tensor<2x8x500x32xf32>
+// CHECK: tcc.reshape %[[T]] : tensor<2x8x500x32xf32> -> tensor<16x500x32xf32>
+func.func @heads_of_a_projection(%x: tensor<500x2x256xf32>) -> tensor<16x500x32xf32> {
+  %0 = tcc.reshape %x : tensor<500x2x256xf32> -> tensor<500x16x32xf32>
+  %1 = tcc.transpose %0 {perm = array<i64: 1, 0, 2>} : tensor<500x16x32xf32> -> tensor<16x500x32xf32>
+  return %1 : tensor<16x500x32xf32>
+}
+
+// The result's way back, [B·H, L, D] to [L, B·H, D] after a merge: one
+// transpose over [B, H, L, D] to [L, B, H, D], the merge after it.
+// CHECK-LABEL: func.func @heads_back
+// CHECK: %[[T:.*]] = tcc.transpose %arg0 {perm = array<i64: 2, 0, 1, 3>} : tensor<2x8x500x32xf32> -> tensor<500x2x8x32xf32>
+// CHECK: tcc.reshape %[[T]] : tensor<500x2x8x32xf32> -> tensor<500x16x32xf32>
+func.func @heads_back(%y: tensor<2x8x500x32xf32>) -> tensor<500x16x32xf32> {
+  %0 = tcc.reshape %y : tensor<2x8x500x32xf32> -> tensor<16x500x32xf32>
+  %1 = tcc.transpose %0 {perm = array<i64: 1, 0, 2>} : tensor<16x500x32xf32> -> tensor<500x16x32xf32>
+  return %1 : tensor<500x16x32xf32>
+}
+
+// A merged axis the transpose leaves in place (K repeated over grouped
+// heads, merged, transposed over its last two axes) stays as written: the
+// form the attention match reads. So does a transpose of a split (heads
+// cut from [B, L, H·D]), already over the fine axes.
+// CHECK-LABEL: func.func @merge_not_moved
+// CHECK: tcc.reshape %arg0 : tensor<1x2x2x8x4xf32> -> tensor<1x4x8x4xf32>
+// CHECK-NEXT: tcc.transpose %{{.*}} {perm = array<i64: 0, 1, 3, 2>} : tensor<1x4x8x4xf32> -> tensor<1x4x4x8xf32>
+// CHECK: tcc.reshape %arg1 : tensor<2x8x64xf32> -> tensor<2x8x4x16xf32>
+// CHECK-NEXT: tcc.transpose %{{.*}} {perm = array<i64: 0, 2, 1, 3>} : tensor<2x8x4x16xf32> -> tensor<2x4x8x16xf32>
+func.func @merge_not_moved(%k: tensor<1x2x2x8x4xf32>, %q: tensor<2x8x64xf32>) -> (tensor<1x4x4x8xf32>, tensor<2x4x8x16xf32>) {
+  %0 = tcc.reshape %k : tensor<1x2x2x8x4xf32> -> tensor<1x4x8x4xf32>
+  %1 = tcc.transpose %0 {perm = array<i64: 0, 1, 3, 2>} : tensor<1x4x8x4xf32> -> tensor<1x4x4x8xf32>
+  %2 = tcc.reshape %q : tensor<2x8x64xf32> -> tensor<2x8x4x16xf32>
+  %3 = tcc.transpose %2 {perm = array<i64: 0, 2, 1, 3>} : tensor<2x8x4x16xf32> -> tensor<2x4x8x16xf32>
+  return %1, %3 : tensor<1x4x4x8xf32>, tensor<2x4x8x16xf32>
+}

@@ -309,13 +309,20 @@ def run(tcc, path, mode, ins, dts, work):
     return rc, err
 
 
-def check(tcc, root, label, model, mode, ins, refs, dts, out_dt):
-    work = os.path.join(root, '%s-%s' % (label, mode))
+def run_model(tcc, root, label, model, mode, ins, dts):
+    """Writes `model` into its own folder under `root` and runs it there:
+    (folder, exit status, stderr)."""
+    work = os.path.join(root, label)
     os.makedirs(work)
     path = os.path.join(work, 'model.json')
     with open(path, 'w') as f:
         json.dump(model, f)
     rc, err = run(tcc, path, mode, ins, dts, work)
+    return work, rc, err
+
+
+def check(tcc, root, label, model, mode, ins, refs, dts, out_dt):
+    work, rc, err = run_model(tcc, root, '%s-%s' % (label, mode), model, mode, ins, dts)
     lines = []
     if rc != 0:
         return ['FAIL %s %s: tcc exit %d: %s' % (label, mode, rc, e2elib.first_line(err))]
@@ -373,12 +380,7 @@ def check_shared_safe(tcc, root, rng):
     dts = {'q': dt, 'k': dt, 'v': dt}
     lines = []
     for mode in MODES:
-        work = os.path.join(root, 'shared-safe-' + mode)
-        os.makedirs(work)
-        path = os.path.join(work, 'model.json')
-        with open(path, 'w') as f:
-            json.dump(g.m, f)
-        rc, err = run(tcc, path, mode, ins, dts, work)
+        work, rc, err = run_model(tcc, root, 'shared-safe-' + mode, g.m, mode, ins, dts)
         if rc != 0:
             return ['FAIL shared-safe %s: tcc exit %d: %s' % (mode, rc, e2elib.first_line(err))]
         if mode != 'off' and 'chain fusion refused: values after the row max' not in err:
@@ -412,12 +414,7 @@ def check_positions(tcc, root, rng):
     dts = {'q': 'f16', 'k': 'f16', 'v': 'f16'}
     outs, lines = {}, []
     for mode in MODES:
-        work = os.path.join(root, 'positions-' + mode)
-        os.makedirs(work)
-        path = os.path.join(work, 'model.json')
-        with open(path, 'w') as f:
-            json.dump(g.m, f)
-        rc, err = run(tcc, path, mode, ins, dts, work)
+        work, rc, err = run_model(tcc, root, 'positions-' + mode, g.m, mode, ins, dts)
         if rc != 0:
             return ['FAIL positions %s: tcc exit %d: %s' % (mode, rc, e2elib.first_line(err))]
         outs[mode] = e2elib.from_npy('f16', np.load(os.path.join(work, 'o.npy')))
